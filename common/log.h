@@ -1,0 +1,39 @@
+// Logging facade over spdlog. Library code logs through these functions and never sees
+// spdlog types; main() calls InitLogging once. Secrets are redacted before they are
+// written: register every secret value with RegisterSecret.
+#ifndef FARM_COMMON_LOG_H_
+#define FARM_COMMON_LOG_H_
+
+#include <string>
+#include <string_view>
+
+namespace farm::log {
+
+enum class Level { kTrace, kDebug, kInfo, kWarn, kError };
+
+struct Options {
+  Level level = Level::kInfo;
+  bool json = false;            // one JSON object per line instead of text
+  std::string component;        // "farmd", "worker", "farmctl"
+};
+
+void InitLogging(const Options& options);
+
+// Every later log line has each occurrence of `secret` replaced by "[REDACTED]".
+// Secrets shorter than 6 characters are ignored (they would redact ordinary words).
+void RegisterSecret(const std::string& secret);
+
+// Returns `text` with every registered secret and every bearer token redacted.
+std::string Redact(std::string_view text);
+
+void Write(Level level, std::string_view message);
+
+inline void Trace(std::string_view m) { Write(Level::kTrace, m); }
+inline void Debug(std::string_view m) { Write(Level::kDebug, m); }
+inline void Info(std::string_view m) { Write(Level::kInfo, m); }
+inline void Warn(std::string_view m) { Write(Level::kWarn, m); }
+inline void Error(std::string_view m) { Write(Level::kError, m); }
+
+}  // namespace farm::log
+
+#endif  // FARM_COMMON_LOG_H_
