@@ -1,0 +1,121 @@
+#include "daemon/store/sqlite_db.h"
+
+#include "daemon/store/migrations.h"
+
+namespace farm::store {
+namespace {
+
+Status SqlError(sqlite3* db, const std::string& what) {
+  int code = sqlite3_errcode(db);
+  std::string msg = what + ": " + sqlite3_errmsg(db);
+  if (code == SQLITE_CONSTRAINT) return Status::AlreadyExists(msg);
+  if (code == SQLITE_BUSY || code == SQLITE_LOCKED) return Status::Unavailable(msg);
+  return Status::Internal(msg);
+}
+
+}  // namespace
+
+Stmt& Stmt::Bind(int64_t v) {
+  sqlite3_bind_int64(stmt_, next_++, v);
+  return *this;
+}
+
+Stmt& Stmt::Bind(const std::string& v) {
+  sqlite3_bind_text(stmt_, next_++, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
+Stmt& Stmt::BindBlob(const std::string& v) {
+  sqlite3_bind_blob(stmt_, next_++, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
+Result<bool> Stmt::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return SqlError(db_, "sqlite step");
+}
+
+Status Stmt::Run() {
+  for (int i = 0; i < 1'000'000; ++i) {
+    auto r = Step();
+    if (!r.ok()) return r.status();
+    if (!r.value()) return Status::Ok();
+  }
+  return Status::Internal("statement returned too many rows");
+}
+
+std::string Stmt::Text(int col) const {
+  const void* p = sqlite3_column_blob(stmt_, col);
+  int n = sqlite3_column_bytes(stmt_, col);
+  return p ? std::string(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string();
+}
+
+Db::~Db() { sqlite3_close_v2(db_); }
+
+Result<std::unique_ptr<Db>> Db::Open(const std::string& path) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                           nullptr);
+  std::unique_ptr<Db> db(new Db(raw));
+  if (rc != SQLITE_OK) return SqlError(raw, "cannot open database " + path);
+  sqlite3_busy_timeout(raw, 5000);
+  FARM_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=WAL"));
+  FARM_RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=ON"));
+  FARM_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=FULL"));
+  return db;
+}
+
+Status Db::Exec(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    return Status::Internal("sqlite: " + msg);
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Stmt>> Db::Prepare(std::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
+      SQLITE_OK) {
+    return SqlError(db_, "prepare " + std::string(sql.substr(0, 60)));
+  }
+  return std::make_unique<Stmt>(db_, stmt);
+}
+
+Status Db::Migrate() {
+  FARM_ASSIGN_OR_RETURN(auto version_stmt, Prepare("PRAGMA user_version"));
+  FARM_ASSIGN_OR_RETURN(bool has_row, version_stmt->Step());
+  int64_t current = has_row ? version_stmt->Int(0) : 0;
+  const auto& migrations = Migrations();
+  if (current > static_cast<int64_t>(migrations.size())) {
+    return Status::FailedPrecondition("database schema version " + std::to_string(current) +
+                                      " is newer than this farmd supports (" +
+                                      std::to_string(migrations.size()) + ")");
+  }
+  for (size_t i = static_cast<size_t>(current); i < migrations.size(); ++i) {
+    Transaction txn(this);
+    FARM_RETURN_IF_ERROR(txn.status());
+    FARM_RETURN_IF_ERROR(Exec(migrations[i]).WithContext("migration " + std::to_string(i + 1)));
+    FARM_RETURN_IF_ERROR(Exec("PRAGMA user_version=" + std::to_string(i + 1)));
+    FARM_RETURN_IF_ERROR(txn.Commit());
+  }
+  return Status::Ok();
+}
+
+Transaction::Transaction(Db* db) : db_(db) { status_ = db_->Exec("BEGIN IMMEDIATE"); }
+
+Transaction::~Transaction() {
+  if (!done_ && status_.ok()) (void)db_->Exec("ROLLBACK");
+}
+
+Status Transaction::Commit() {
+  done_ = true;
+  return db_->Exec("COMMIT");
+}
+
+}  // namespace farm::store

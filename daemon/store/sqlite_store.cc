@@ -1,0 +1,374 @@
+// Tokens, workers, builds, logs and artifacts. Job state transitions are in
+// sqlite_store_jobs.cc.
+#include <algorithm>
+
+#include "common/fs.h"
+#include "daemon/store/sqlite_store_impl.h"
+
+namespace farm::store {
+
+const char kJobColumns[] =
+    "id, build_id, cell, state, priority, attempt, worker_id, lease_expiry_ms, "
+    "cancel_requested, not_before_ms, error, build_key, created_ms, started_ms, finished_ms";
+
+JobRow JobFromRow(const Stmt& s) {
+  JobRow j;
+  j.id = s.Int(0);
+  j.build_id = s.Int(1);
+  j.cell = s.Text(2);
+  j.state = static_cast<int>(s.Int(3));
+  j.priority = static_cast<int>(s.Int(4));
+  j.attempt = static_cast<int>(s.Int(5));
+  j.worker_id = s.Text(6);
+  j.lease_expiry_ms = s.Int(7);
+  j.cancel_requested = s.Int(8) != 0;
+  j.not_before_ms = s.Int(9);
+  j.error = s.Text(10);
+  j.build_key = s.Text(11);
+  j.created_ms = s.Int(12);
+  j.started_ms = s.Int(13);
+  j.finished_ms = s.Int(14);
+  return j;
+}
+
+namespace {
+
+constexpr char kBuildColumns[] =
+    "id, recipe_name, recipe, state, priority, submitted_by, rejected_cells, created_ms, "
+    "finished_ms";
+
+BuildRow BuildFromRow(const Stmt& s) {
+  BuildRow b;
+  b.id = s.Int(0);
+  b.recipe_name = s.Text(1);
+  b.recipe = s.Text(2);
+  b.state = static_cast<int>(s.Int(3));
+  b.priority = static_cast<int>(s.Int(4));
+  b.submitted_by = s.Text(5);
+  b.rejected_cells = s.Text(6);
+  b.created_ms = s.Int(7);
+  b.finished_ms = s.Int(8);
+  return b;
+}
+
+constexpr char kWorkerColumns[] =
+    "id, name, capabilities, state, registered_ms, last_heartbeat_ms";
+
+WorkerRow WorkerFromRow(const Stmt& s) {
+  return WorkerRow{s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Int(4), s.Int(5)};
+}
+
+constexpr char kArtifactColumns[] =
+    "id, job_id, attempt, filename, sha256, size, manifest, validation, created_ms";
+
+ArtifactRow ArtifactFromRow(const Stmt& s) {
+  ArtifactRow a;
+  a.id = s.Int(0);
+  a.job_id = s.Int(1);
+  a.attempt = static_cast<int>(s.Int(2));
+  a.filename = s.Text(3);
+  a.sha256 = s.Text(4);
+  a.size = s.Int(5);
+  a.manifest = s.Text(6);
+  a.validation = s.Text(7);
+  a.created_ms = s.Int(8);
+  return a;
+}
+
+}  // namespace
+
+bool IsTerminal(int job_state) {
+  return job_state == kJobSucceeded || job_state == kJobFailed || job_state == kJobCancelled;
+}
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  FARM_ASSIGN_OR_RETURN(auto db, Db::Open(path));
+  FARM_RETURN_IF_ERROR(db->Migrate());
+  return std::unique_ptr<Store>(new SqliteStore(std::move(db)));
+}
+
+Status SqliteStore::InsertToken(const TokenRow& t) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "INSERT INTO tokens(hash, name, role, worker_id, created_ms) VALUES (?,?,?,?,?)"));
+  s->Bind(t.hash).Bind(t.name).Bind(t.role).Bind(t.worker_id).Bind(t.created_ms);
+  FARM_RETURN_IF_ERROR(s->Run());
+  Bump();
+  return Status::Ok();
+}
+
+Result<TokenRow> SqliteStore::FindToken(const std::string& hash) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT hash, name, role, worker_id, created_ms FROM tokens WHERE hash = ?"));
+  s->Bind(hash);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return Status::NotFound("no such token");
+  return TokenRow{s->Text(0), s->Text(1), s->Text(2), s->Text(3), s->Int(4)};
+}
+
+Result<int64_t> SqliteStore::CountTokens() {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT COUNT(*) FROM tokens"));
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  return row ? s->Int(0) : 0;
+}
+
+Status SqliteStore::UpsertWorker(const WorkerRow& w) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "INSERT INTO workers(id, name, capabilities, state, registered_ms, last_heartbeat_ms) "
+      "VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
+      "capabilities=excluded.capabilities, state=excluded.state, "
+      "last_heartbeat_ms=excluded.last_heartbeat_ms"));
+  s->Bind(w.id).Bind(w.name).BindBlob(w.capabilities).Bind(w.state).Bind(w.registered_ms)
+      .Bind(w.last_heartbeat_ms);
+  FARM_RETURN_IF_ERROR(s->Run());
+  Bump();
+  return Status::Ok();
+}
+
+Result<WorkerRow> SqliteStore::GetWorker(const std::string& id) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kWorkerColumns +
+                                             " FROM workers WHERE id = ?"));
+  s->Bind(id);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return Status::NotFound("no worker " + id);
+  return WorkerFromRow(*s);
+}
+
+Result<std::vector<WorkerRow>> SqliteStore::ListWorkers() {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kWorkerColumns +
+                                             " FROM workers ORDER BY name, id"));
+  std::vector<WorkerRow> out;
+  for (int i = 0; i < 100000; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(WorkerFromRow(*s));
+  }
+  return out;
+}
+
+Status SqliteStore::TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "UPDATE workers SET last_heartbeat_ms = ?, state = ? WHERE id = ?"));
+  s->Bind(now_ms).Bind(state).Bind(id);
+  FARM_RETURN_IF_ERROR(s->Run());
+  if (db_->Changes() == 0) return Status::NotFound("no worker " + id);
+  return Status::Ok();
+}
+
+Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  FARM_ASSIGN_OR_RETURN(auto b, db_->Prepare(
+      "INSERT INTO builds(recipe_name, recipe, state, priority, submitted_by, rejected_cells, "
+      "created_ms) VALUES (?,?,?,?,?,?,?)"));
+  b->Bind(build->recipe_name).BindBlob(build->recipe).Bind(build->state).Bind(build->priority)
+      .Bind(build->submitted_by).Bind(build->rejected_cells).Bind(build->created_ms);
+  FARM_RETURN_IF_ERROR(b->Run());
+  build->id = db_->LastInsertId();
+  for (JobRow& job : *jobs) {
+    job.build_id = build->id;
+    FARM_ASSIGN_OR_RETURN(auto j, db_->Prepare(
+        "INSERT INTO jobs(build_id, cell, state, priority, build_key, created_ms) "
+        "VALUES (?,?,?,?,?,?)"));
+    j->Bind(job.build_id).BindBlob(job.cell).Bind(job.state).Bind(job.priority)
+        .Bind(job.build_key).Bind(job.created_ms);
+    FARM_RETURN_IF_ERROR(j->Run());
+    job.id = db_->LastInsertId();
+  }
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  Bump();
+  return Status::Ok();
+}
+
+Result<BuildRow> SqliteStore::GetBuild(int64_t id) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kBuildColumns +
+                                             " FROM builds WHERE id = ?"));
+  s->Bind(id);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return Status::NotFound("no build " + std::to_string(id));
+  return BuildFromRow(*s);
+}
+
+Result<std::vector<BuildRow>> SqliteStore::ListBuilds(int64_t before_id, int limit) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kBuildColumns +
+                                             " FROM builds WHERE id < ? ORDER BY id DESC LIMIT ?"));
+  s->Bind(before_id > 0 ? before_id : INT64_MAX).Bind(limit);
+  std::vector<BuildRow> out;
+  for (int i = 0; i <= limit; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(BuildFromRow(*s));
+  }
+  return out;
+}
+
+Result<std::vector<JobRow>> SqliteStore::QueryJobs(const std::string& where, int64_t arg,
+                                                   int limit) {
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
+                                             " FROM jobs WHERE " + where + " LIMIT ?"));
+  s->Bind(arg).Bind(limit);
+  std::vector<JobRow> out;
+  for (int i = 0; i <= limit; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(JobFromRow(*s));
+  }
+  return out;
+}
+
+Result<std::vector<JobRow>> SqliteStore::ListJobs(int64_t build_id) {
+  std::lock_guard lock(mu_);
+  return QueryJobs("build_id = ? ORDER BY id", build_id, 100000);
+}
+
+Result<JobRow> SqliteStore::GetJobLocked(int64_t id) {
+  FARM_ASSIGN_OR_RETURN(auto rows, QueryJobs("id = ?", id, 1));
+  if (rows.empty()) return Status::NotFound("no job " + std::to_string(id));
+  return rows.front();
+}
+
+Result<JobRow> SqliteStore::GetJob(int64_t id) {
+  std::lock_guard lock(mu_);
+  return GetJobLocked(id);
+}
+
+Result<std::vector<JobRow>> SqliteStore::ListPendingJobs(int limit) {
+  std::lock_guard lock(mu_);
+  return QueryJobs("state = ? ORDER BY priority DESC, id ASC", kJobPending, limit);
+}
+
+Result<std::vector<AttemptRow>> SqliteStore::ListAttempts(int64_t job_id) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT job_id, number, worker_id, cause, detail, exit_code, peak_rss_bytes, "
+      "log_acked_seq, started_ms, finished_ms FROM attempts WHERE job_id = ? ORDER BY number"));
+  s->Bind(job_id);
+  std::vector<AttemptRow> out;
+  for (int i = 0; i < 10000; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(AttemptRow{s->Int(0), static_cast<int>(s->Int(1)), s->Text(2),
+                             static_cast<int>(s->Int(3)), s->Text(4), static_cast<int>(s->Int(5)),
+                             s->Int(6), s->Int(7), s->Int(8), s->Int(9)});
+  }
+  return out;
+}
+
+Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
+                                            const std::vector<LogLineRow>& lines) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(
+      "SELECT log_acked_seq FROM attempts WHERE job_id = ? AND number = ?"));
+  q->Bind(job_id).Bind(attempt);
+  FARM_ASSIGN_OR_RETURN(bool found, q->Step());
+  if (!found) return Status::NotFound("no attempt " + std::to_string(attempt) + " of job " +
+                                      std::to_string(job_id));
+  int64_t acked = q->Int(0);
+  int64_t start = acked;
+  for (const LogLineRow& line : lines) {
+    if (line.seq <= acked) continue;  // already stored: a resend after a lost ack
+    if (line.seq != acked + 1) break;  // gap: the sender resends from acked + 1
+    FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare(
+        "INSERT INTO log_lines(job_id, attempt, seq, stream, text, time_ms) VALUES (?,?,?,?,?,?)"));
+    ins->Bind(job_id).Bind(attempt).Bind(line.seq).Bind(line.stream).Bind(line.text)
+        .Bind(line.time_ms);
+    FARM_RETURN_IF_ERROR(ins->Run());
+    acked = line.seq;
+  }
+  if (acked != start) {
+    FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
+        "UPDATE attempts SET log_acked_seq = ? WHERE job_id = ? AND number = ?"));
+    up->Bind(acked).Bind(job_id).Bind(attempt);
+    FARM_RETURN_IF_ERROR(up->Run());
+  }
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  if (acked != start) Bump();
+  return acked;
+}
+
+Result<std::vector<LogLineRow>> SqliteStore::GetLogLines(int64_t job_id, int attempt,
+                                                         int64_t after_seq, int limit) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT seq, stream, text, time_ms FROM log_lines WHERE job_id = ? AND attempt = ? "
+      "AND seq > ? ORDER BY seq LIMIT ?"));
+  s->Bind(job_id).Bind(attempt).Bind(after_seq).Bind(limit);
+  std::vector<LogLineRow> out;
+  for (int i = 0; i <= limit; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(LogLineRow{s->Int(0), static_cast<int>(s->Int(1)), s->Text(2), s->Int(3)});
+  }
+  return out;
+}
+
+Result<int64_t> SqliteStore::LastLogSeq(int64_t job_id, int attempt) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT log_acked_seq FROM attempts WHERE job_id = ? AND number = ?"));
+  s->Bind(job_id).Bind(attempt);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  return row ? s->Int(0) : 0;
+}
+
+Result<ArtifactRow> SqliteStore::InsertArtifact(const ArtifactRow& a) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
+      " FROM artifacts WHERE job_id = ? AND attempt = ? AND filename = ?"));
+  q->Bind(a.job_id).Bind(a.attempt).Bind(a.filename);
+  FARM_ASSIGN_OR_RETURN(bool exists, q->Step());
+  if (exists) {
+    ArtifactRow old = ArtifactFromRow(*q);
+    if (old.sha256 == a.sha256) return old;  // the same upload, repeated
+    return Status::AlreadyExists("artifact " + a.filename + " of job " +
+                                 std::to_string(a.job_id) + " already uploaded with sha256 " +
+                                 old.sha256);
+  }
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, validation, "
+      "created_ms) VALUES (?,?,?,?,?,?,?,?)"));
+  s->Bind(a.job_id).Bind(a.attempt).Bind(a.filename).Bind(a.sha256).Bind(a.size)
+      .BindBlob(a.manifest).BindBlob(a.validation).Bind(a.created_ms);
+  FARM_RETURN_IF_ERROR(s->Run());
+  ArtifactRow out = a;
+  out.id = db_->LastInsertId();
+  Bump();
+  return out;
+}
+
+Result<std::vector<ArtifactRow>> SqliteStore::ListArtifacts(int64_t job_id) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
+                                             " FROM artifacts WHERE job_id = ? ORDER BY id"));
+  s->Bind(job_id);
+  std::vector<ArtifactRow> out;
+  for (int i = 0; i < 100000; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(ArtifactFromRow(*s));
+  }
+  return out;
+}
+
+Result<ArtifactRow> SqliteStore::GetArtifact(int64_t id) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
+                                             " FROM artifacts WHERE id = ?"));
+  s->Bind(id);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return Status::NotFound("no artifact " + std::to_string(id));
+  return ArtifactFromRow(*s);
+}
+
+}  // namespace farm::store

@@ -1,0 +1,79 @@
+// SqliteStore: the Store implementation. Internal to farm_store; use OpenSqliteStore().
+// One connection guarded by a mutex: SQLite serializes writers anyway, and farmd's write
+// rate (job transitions, log batches) is far below one connection's capacity.
+#ifndef FARM_DAEMON_STORE_SQLITE_STORE_IMPL_H_
+#define FARM_DAEMON_STORE_SQLITE_STORE_IMPL_H_
+
+#include <atomic>
+#include <mutex>
+
+#include "daemon/store/sqlite_db.h"
+#include "daemon/store/store.h"
+
+namespace farm::store {
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
+
+  Status InsertToken(const TokenRow& token) override;
+  Result<TokenRow> FindToken(const std::string& hash) override;
+  Result<int64_t> CountTokens() override;
+
+  Status UpsertWorker(const WorkerRow& worker) override;
+  Result<WorkerRow> GetWorker(const std::string& id) override;
+  Result<std::vector<WorkerRow>> ListWorkers() override;
+  Status TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) override;
+
+  Status CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) override;
+  Result<BuildRow> GetBuild(int64_t id) override;
+  Result<std::vector<BuildRow>> ListBuilds(int64_t before_id, int limit) override;
+  Result<std::vector<JobRow>> ListJobs(int64_t build_id) override;
+  Result<JobRow> GetJob(int64_t id) override;
+  Result<std::vector<AttemptRow>> ListAttempts(int64_t job_id) override;
+  Result<std::vector<JobRow>> ListPendingJobs(int limit) override;
+
+  Result<std::optional<JobRow>> AcquireJob(const std::string& worker_id, int64_t now_ms,
+                                           int64_t lease_ms,
+                                           const PlacementFn& placeable) override;
+  Result<std::vector<JobRow>> RenewLeases(const std::string& worker_id, int64_t now_ms,
+                                          int64_t lease_ms) override;
+  Result<int> CompleteAttempt(const CompletionReport& report, int64_t now_ms) override;
+  Result<std::vector<int64_t>> ExpireLeases(int64_t now_ms, int max_attempts) override;
+  Status CancelBuild(int64_t build_id, int64_t now_ms) override;
+
+  Result<int64_t> AppendLogLines(int64_t job_id, int attempt,
+                                 const std::vector<LogLineRow>& lines) override;
+  Result<std::vector<LogLineRow>> GetLogLines(int64_t job_id, int attempt, int64_t after_seq,
+                                              int limit) override;
+  Result<int64_t> LastLogSeq(int64_t job_id, int attempt) override;
+
+  Result<ArtifactRow> InsertArtifact(const ArtifactRow& artifact) override;
+  Result<std::vector<ArtifactRow>> ListArtifacts(int64_t job_id) override;
+  Result<ArtifactRow> GetArtifact(int64_t id) override;
+
+  int64_t Generation() const override { return generation_.load(); }
+
+ private:
+  // Helpers below require mu_ held.
+  Result<std::vector<JobRow>> QueryJobs(const std::string& where, int64_t arg, int limit);
+  Result<JobRow> GetJobLocked(int64_t id);
+  Status RefreshBuildState(int64_t build_id, int64_t now_ms);
+  Status EndAttempt(const JobRow& job, int cause, int exit_code, const std::string& detail,
+                    int64_t peak_rss, int64_t now_ms);
+  Status SetJobTerminal(int64_t job_id, int state, const std::string& error, int64_t now_ms);
+  Status Requeue(int64_t job_id, int64_t not_before_ms);
+  void Bump() { generation_.fetch_add(1); }
+
+  std::mutex mu_;
+  std::unique_ptr<Db> db_;
+  std::atomic<int64_t> generation_{0};
+};
+
+// Column list shared by job queries, in JobFromRow order.
+extern const char kJobColumns[];
+JobRow JobFromRow(const Stmt& s);
+
+}  // namespace farm::store
+
+#endif  // FARM_DAEMON_STORE_SQLITE_STORE_IMPL_H_

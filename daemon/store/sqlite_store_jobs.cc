@@ -1,0 +1,209 @@
+// Job state transitions: lease, renew, complete, expire, cancel. Each public method is one
+// transaction that also brings the build's state up to date.
+#include "daemon/store/sqlite_store_impl.h"
+
+namespace farm::store {
+
+Status SqliteStore::RefreshBuildState(int64_t build_id, int64_t now_ms) {
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT state, COUNT(*) FROM jobs WHERE build_id = ? GROUP BY state"));
+  s->Bind(build_id);
+  int64_t counts[6] = {0, 0, 0, 0, 0, 0};
+  int64_t total = 0;
+  for (int i = 0; i < 16; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    int64_t state = s->Int(0);
+    if (state >= 0 && state < 6) counts[state] = s->Int(1);
+    total += s->Int(1);
+  }
+  int64_t terminal = counts[kJobSucceeded] + counts[kJobFailed] + counts[kJobCancelled];
+  int state = kBuildQueued;
+  if (total > 0 && terminal == total) {
+    state = counts[kJobFailed] ? kBuildFailed
+                               : (counts[kJobCancelled] ? kBuildCancelled : kBuildSucceeded);
+  } else if (counts[kJobRunning] > 0 || terminal > 0) {
+    state = kBuildRunning;
+  }
+  bool done = state == kBuildSucceeded || state == kBuildFailed || state == kBuildCancelled;
+  FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
+      "UPDATE builds SET state = ?, finished_ms = ? WHERE id = ?"));
+  up->Bind(state).Bind(done ? now_ms : int64_t{0}).Bind(build_id);
+  return up->Run();
+}
+
+Status SqliteStore::EndAttempt(const JobRow& job, int cause, int exit_code,
+                               const std::string& detail, int64_t peak_rss, int64_t now_ms) {
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "UPDATE attempts SET cause = ?, exit_code = ?, detail = ?, peak_rss_bytes = ?, "
+      "finished_ms = ? WHERE job_id = ? AND number = ?"));
+  s->Bind(cause).Bind(exit_code).Bind(detail).Bind(peak_rss).Bind(now_ms).Bind(job.id)
+      .Bind(job.attempt);
+  return s->Run();
+}
+
+Status SqliteStore::SetJobTerminal(int64_t job_id, int state, const std::string& error,
+                                   int64_t now_ms) {
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "UPDATE jobs SET state = ?, error = ?, finished_ms = ?, lease_expiry_ms = 0 WHERE id = ?"));
+  s->Bind(state).Bind(error).Bind(now_ms).Bind(job_id);
+  return s->Run();
+}
+
+Status SqliteStore::Requeue(int64_t job_id, int64_t not_before_ms) {
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "UPDATE jobs SET state = ?, worker_id = '', lease_expiry_ms = 0, not_before_ms = ? "
+      "WHERE id = ?"));
+  s->Bind(kJobPending).Bind(not_before_ms).Bind(job_id);
+  return s->Run();
+}
+
+Result<std::optional<JobRow>> SqliteStore::AcquireJob(const std::string& worker_id,
+                                                      int64_t now_ms, int64_t lease_ms,
+                                                      const PlacementFn& placeable) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  FARM_ASSIGN_OR_RETURN(auto pending,
+                        QueryJobs("state = 1 AND not_before_ms <= ? ORDER BY priority DESC, id ASC",
+                                  now_ms, 500));
+  for (JobRow& job : pending) {
+    if (placeable && !placeable(job).empty()) continue;
+    job.attempt += 1;
+    job.state = kJobRunning;
+    job.worker_id = worker_id;
+    job.lease_expiry_ms = now_ms + lease_ms;
+    if (job.started_ms == 0) job.started_ms = now_ms;
+    FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare(
+        "INSERT INTO attempts(job_id, number, worker_id, started_ms) VALUES (?,?,?,?)"));
+    ins->Bind(job.id).Bind(job.attempt).Bind(worker_id).Bind(now_ms);
+    FARM_RETURN_IF_ERROR(ins->Run());
+    FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
+        "UPDATE jobs SET state = ?, attempt = ?, worker_id = ?, lease_expiry_ms = ?, "
+        "started_ms = ? WHERE id = ? AND state = 1"));
+    up->Bind(kJobRunning).Bind(job.attempt).Bind(worker_id).Bind(job.lease_expiry_ms)
+        .Bind(job.started_ms).Bind(job.id);
+    FARM_RETURN_IF_ERROR(up->Run());
+    FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
+    FARM_RETURN_IF_ERROR(txn.Commit());
+    Bump();
+    return std::optional<JobRow>(job);
+  }
+  return std::optional<JobRow>();
+}
+
+Result<std::vector<JobRow>> SqliteStore::RenewLeases(const std::string& worker_id,
+                                                     int64_t now_ms, int64_t lease_ms) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "UPDATE jobs SET lease_expiry_ms = ? WHERE worker_id = ? AND state = 2"));
+  s->Bind(now_ms + lease_ms).Bind(worker_id);
+  FARM_RETURN_IF_ERROR(s->Run());
+  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(std::string("SELECT ") + kJobColumns +
+      " FROM jobs WHERE worker_id = ? AND state = 2 AND cancel_requested = 1"));
+  q->Bind(worker_id);
+  std::vector<JobRow> cancelled;
+  for (int i = 0; i < 10000; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    cancelled.push_back(JobFromRow(*q));
+  }
+  return cancelled;
+}
+
+namespace {
+
+// The job state an ended attempt leads to, or kJobPending to run it again.
+int NextJobState(const JobRow& job, const CompletionReport& r) {
+  if (r.cause == kCauseCompleted && r.exit_code == 0) return kJobSucceeded;
+  if (job.cancel_requested || r.cause == kCauseCancelled) return kJobCancelled;
+  bool can_retry = job.attempt < r.max_attempts;
+  bool infrastructure = r.cause == kCauseInfrastructure || r.cause == kCauseLostWorker;
+  if (can_retry && (infrastructure || r.retry_build_failures)) return kJobPending;
+  return kJobFailed;
+}
+
+}  // namespace
+
+Result<int> SqliteStore::CompleteAttempt(const CompletionReport& r, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  FARM_ASSIGN_OR_RETURN(JobRow job, GetJobLocked(r.job_id));
+  std::string which = "attempt " + std::to_string(r.attempt) + " of job " +
+                      std::to_string(r.job_id);
+  if (r.attempt != job.attempt) {
+    return Status::FailedPrecondition(which + " was superseded by attempt " +
+                                      std::to_string(job.attempt));
+  }
+  if (job.state != kJobRunning) {
+    // The same report again (a retry after a lost reply) is answered with the outcome.
+    if (job.state != kJobPending) return job.state;
+    return Status::FailedPrecondition(which + " already ended; the job is queued again");
+  }
+  if (job.worker_id != r.worker_id) {
+    return Status::FailedPrecondition(which + " is held by another worker");
+  }
+  int next = NextJobState(job, r);
+  FARM_RETURN_IF_ERROR(EndAttempt(job, r.cause, r.exit_code, r.detail, r.peak_rss_bytes, now_ms));
+  if (next == kJobPending) {
+    FARM_RETURN_IF_ERROR(Requeue(job.id, r.retry_not_before_ms));
+  } else {
+    std::string error = next == kJobSucceeded ? "" : r.detail;
+    FARM_RETURN_IF_ERROR(SetJobTerminal(job.id, next, error, now_ms));
+  }
+  FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  Bump();
+  return next;
+}
+
+Result<std::vector<int64_t>> SqliteStore::ExpireLeases(int64_t now_ms, int max_attempts) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  FARM_ASSIGN_OR_RETURN(auto expired,
+                        QueryJobs("state = 2 AND lease_expiry_ms < ? ORDER BY id", now_ms, 10000));
+  std::vector<int64_t> ids;
+  for (const JobRow& job : expired) {
+    std::string detail = "worker " + job.worker_id + " stopped renewing its lease";
+    FARM_RETURN_IF_ERROR(EndAttempt(job, kCauseLostWorker, -1, detail, 0, now_ms));
+    if (job.cancel_requested) {
+      FARM_RETURN_IF_ERROR(SetJobTerminal(job.id, kJobCancelled, "cancelled", now_ms));
+    } else if (job.attempt < max_attempts) {
+      FARM_RETURN_IF_ERROR(Requeue(job.id, 0));
+    } else {
+      FARM_RETURN_IF_ERROR(SetJobTerminal(job.id, kJobFailed, detail, now_ms));
+    }
+    FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
+    ids.push_back(job.id);
+  }
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  if (!ids.empty()) Bump();
+  return ids;
+}
+
+Status SqliteStore::CancelBuild(int64_t build_id, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  FARM_ASSIGN_OR_RETURN(auto check, db_->Prepare("SELECT id FROM builds WHERE id = ?"));
+  check->Bind(build_id);
+  FARM_ASSIGN_OR_RETURN(bool exists, check->Step());
+  if (!exists) return Status::NotFound("no build " + std::to_string(build_id));
+  FARM_ASSIGN_OR_RETURN(auto pending, db_->Prepare(
+      "UPDATE jobs SET state = ?, error = 'cancelled', finished_ms = ? "
+      "WHERE build_id = ? AND state = 1"));
+  pending->Bind(kJobCancelled).Bind(now_ms).Bind(build_id);
+  FARM_RETURN_IF_ERROR(pending->Run());
+  FARM_ASSIGN_OR_RETURN(auto running, db_->Prepare(
+      "UPDATE jobs SET cancel_requested = 1 WHERE build_id = ? AND state = 2"));
+  running->Bind(build_id);
+  FARM_RETURN_IF_ERROR(running->Run());
+  FARM_RETURN_IF_ERROR(RefreshBuildState(build_id, now_ms));
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  Bump();
+  return Status::Ok();
+}
+
+}  // namespace farm::store

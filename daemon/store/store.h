@@ -1,0 +1,204 @@
+// Store: farmd's durable state in one SQLite file (WAL, foreign keys on, synchronous=FULL).
+//
+// Every state transition is one transaction, so a crash at any point leaves either the old or
+// the new state. Rows are plain structs; nested API messages (recipe, matrix cell,
+// capabilities, manifests) are stored as opaque serialized blobs the API layer owns.
+// Numeric states use the values of the farm.v1 enums.
+//
+// Thread-safety: a Store may be called from any thread; calls are serialized internally.
+#ifndef FARM_DAEMON_STORE_STORE_H_
+#define FARM_DAEMON_STORE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace farm::store {
+
+// Values mirror farm.v1.JobState / BuildState / AttemptCause.
+enum JobState : int { kJobPending = 1, kJobRunning = 2, kJobSucceeded = 3, kJobFailed = 4, kJobCancelled = 5 };
+enum BuildState : int {
+  kBuildQueued = 1, kBuildRunning = 2, kBuildSucceeded = 3, kBuildFailed = 4, kBuildCancelled = 5
+};
+enum AttemptCause : int {
+  kCauseNone = 0, kCauseCompleted = 1, kCauseBuildFailed = 2, kCauseLostWorker = 3,
+  kCauseTimedOut = 4, kCauseCancelled = 5, kCauseInfrastructure = 6, kCauseValidationFailed = 7
+};
+
+bool IsTerminal(int job_state);
+
+struct TokenRow {
+  std::string hash;
+  std::string name;
+  std::string role;
+  std::string worker_id;
+  int64_t created_ms = 0;
+};
+
+struct WorkerRow {
+  std::string id;
+  std::string name;
+  std::string capabilities;  // serialized farm.v1.Capabilities
+  std::string state;
+  int64_t registered_ms = 0;
+  int64_t last_heartbeat_ms = 0;
+};
+
+struct BuildRow {
+  int64_t id = 0;
+  std::string recipe_name;
+  std::string recipe;  // serialized farm.v1.Recipe
+  int state = kBuildQueued;
+  int priority = 0;
+  std::string submitted_by;
+  std::string rejected_cells;
+  int64_t created_ms = 0;
+  int64_t finished_ms = 0;
+};
+
+struct JobRow {
+  int64_t id = 0;
+  int64_t build_id = 0;
+  std::string cell;  // serialized farm.v1.MatrixCell
+  int state = kJobPending;
+  int priority = 0;
+  int attempt = 0;
+  std::string worker_id;
+  int64_t lease_expiry_ms = 0;
+  bool cancel_requested = false;
+  int64_t not_before_ms = 0;
+  std::string error;
+  std::string build_key;
+  int64_t created_ms = 0;
+  int64_t started_ms = 0;
+  int64_t finished_ms = 0;
+};
+
+struct AttemptRow {
+  int64_t job_id = 0;
+  int number = 0;
+  std::string worker_id;
+  int cause = kCauseNone;
+  std::string detail;
+  int exit_code = 0;
+  int64_t peak_rss_bytes = 0;
+  int64_t log_acked_seq = 0;
+  int64_t started_ms = 0;
+  int64_t finished_ms = 0;
+};
+
+struct LogLineRow {
+  int64_t seq = 0;
+  int stream = 0;
+  std::string text;
+  int64_t time_ms = 0;
+};
+
+struct ArtifactRow {
+  int64_t id = 0;
+  int64_t job_id = 0;
+  int attempt = 0;
+  std::string filename;
+  std::string sha256;
+  int64_t size = 0;
+  std::string manifest;    // serialized farm.v1.ArchManifest
+  std::string validation;  // serialized farm.v1.ValidationReport
+  int64_t created_ms = 0;
+};
+
+// How a worker's report ends an attempt.
+struct CompletionReport {
+  int64_t job_id = 0;
+  int attempt = 0;
+  std::string worker_id;
+  int cause = kCauseCompleted;
+  int exit_code = 0;
+  std::string detail;
+  int64_t peak_rss_bytes = 0;
+  int max_attempts = 1;           // infrastructure failures are retried below this
+  bool retry_build_failures = false;
+  int64_t retry_not_before_ms = 0;
+};
+
+// Returns "" when `worker` may run `job`, else the reason it may not. Called inside the
+// acquire transaction, so it must not call back into the Store.
+using PlacementFn = std::function<std::string(const JobRow& job)>;
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // --- tokens ---
+  virtual Status InsertToken(const TokenRow& token) = 0;
+  // NotFound when no token has this hash.
+  virtual Result<TokenRow> FindToken(const std::string& hash) = 0;
+  virtual Result<int64_t> CountTokens() = 0;
+
+  // --- workers ---
+  virtual Status UpsertWorker(const WorkerRow& worker) = 0;
+  virtual Result<WorkerRow> GetWorker(const std::string& id) = 0;
+  virtual Result<std::vector<WorkerRow>> ListWorkers() = 0;
+  virtual Status TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) = 0;
+
+  // --- builds and jobs ---
+  // Inserts the build and its jobs in one transaction; fills in the ids.
+  virtual Status CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) = 0;
+  virtual Result<BuildRow> GetBuild(int64_t id) = 0;
+  // Newest first, ids < before_id (0: from the newest), at most `limit`.
+  virtual Result<std::vector<BuildRow>> ListBuilds(int64_t before_id, int limit) = 0;
+  virtual Result<std::vector<JobRow>> ListJobs(int64_t build_id) = 0;
+  virtual Result<JobRow> GetJob(int64_t id) = 0;
+  virtual Result<std::vector<AttemptRow>> ListAttempts(int64_t job_id) = 0;
+  // Pending jobs in dispatch order (priority desc, id asc), at most `limit`.
+  virtual Result<std::vector<JobRow>> ListPendingJobs(int limit) = 0;
+
+  // Leases the first pending job (priority desc, FIFO) for which `placeable` returns "":
+  // starts a new attempt held by `worker_id` until now+lease_ms. nullopt when none fits.
+  virtual Result<std::optional<JobRow>> AcquireJob(const std::string& worker_id, int64_t now_ms,
+                                                   int64_t lease_ms,
+                                                   const PlacementFn& placeable) = 0;
+  // Extends the leases of the running jobs `worker_id` holds; returns the ids of those
+  // whose cancellation was requested.
+  virtual Result<std::vector<JobRow>> RenewLeases(const std::string& worker_id, int64_t now_ms,
+                                                  int64_t lease_ms) = 0;
+  // Ends the attempt. FailedPrecondition when the attempt is not the job's current one
+  // or `worker_id` does not hold it; repeating the report of an ended attempt is OK.
+  // Returns the job's state afterwards.
+  virtual Result<int> CompleteAttempt(const CompletionReport& report, int64_t now_ms) = 0;
+  // Ends every attempt whose lease expired before now: the job is requeued (cause lost
+  // worker) or cancelled when cancellation was requested. Returns the affected job ids.
+  virtual Result<std::vector<int64_t>> ExpireLeases(int64_t now_ms, int max_attempts) = 0;
+  // Cancels pending jobs now and asks the workers of running jobs to stop.
+  virtual Status CancelBuild(int64_t build_id, int64_t now_ms) = 0;
+
+  // --- logs ---
+  // Stores lines in seq order for the job's attempt, ignoring seqs already stored and
+  // stopping at the first gap. Returns the highest seq stored without a gap.
+  virtual Result<int64_t> AppendLogLines(int64_t job_id, int attempt,
+                                         const std::vector<LogLineRow>& lines) = 0;
+  virtual Result<std::vector<LogLineRow>> GetLogLines(int64_t job_id, int attempt,
+                                                      int64_t after_seq, int limit) = 0;
+  virtual Result<int64_t> LastLogSeq(int64_t job_id, int attempt) = 0;
+
+  // --- artifacts ---
+  // Idempotent on (job, attempt, filename) when the sha256 matches; AlreadyExists otherwise.
+  virtual Result<ArtifactRow> InsertArtifact(const ArtifactRow& artifact) = 0;
+  virtual Result<std::vector<ArtifactRow>> ListArtifacts(int64_t job_id) = 0;
+  virtual Result<ArtifactRow> GetArtifact(int64_t id) = 0;
+
+  // Monotonic counter bumped by every committed write; watchers poll it cheaply.
+  virtual int64_t Generation() const = 0;
+};
+
+// Opens (creating when missing) the SQLite database at `path` and applies the numbered
+// migrations that are not yet applied, each in its own transaction.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+
+}  // namespace farm::store
+
+#endif  // FARM_DAEMON_STORE_STORE_H_

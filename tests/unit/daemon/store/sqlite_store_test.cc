@@ -1,0 +1,140 @@
+#include <gtest/gtest.h>
+
+#include "daemon/store/store.h"
+#include "tests/support/test_util.h"
+
+namespace farm::store {
+namespace {
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = OpenSqliteStore(dir_.path() + "/farm.db");
+    ASSERT_OK(s.status());
+    store_ = std::move(s).value();
+  }
+
+  int64_t MakeBuild(int jobs) {
+    BuildRow b{.recipe_name = "attn-example", .recipe = "r", .submitted_by = "t", .created_ms = 1};
+    std::vector<JobRow> rows(static_cast<size_t>(jobs));
+    for (auto& j : rows) j.cell = "cell", j.created_ms = 1;
+    EXPECT_OK(store_->CreateBuild(&b, &rows));
+    return b.id;
+  }
+
+  std::optional<JobRow> Acquire(const std::string& worker, int64_t now = 10) {
+    auto r = store_->AcquireJob(worker, now, 1000, nullptr);
+    EXPECT_OK(r.status());
+    return r.ok() ? r.value() : std::nullopt;
+  }
+
+  testing::ScopedTempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(SqliteStoreTest, BuildSucceedsWhenEveryJobSucceeds) {
+  int64_t build = MakeBuild(2);
+  auto a = Acquire("w1");
+  auto b = Acquire("w2");
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(Acquire("w3").has_value());
+  EXPECT_EQ(store_->GetBuild(build)->state, kBuildRunning);
+  for (const auto& j : {*a, *b}) {
+    auto st = store_->CompleteAttempt({.job_id = j.id, .attempt = 1, .worker_id = j.worker_id}, 20);
+    ASSERT_OK(st.status());
+    EXPECT_EQ(st.value(), kJobSucceeded);
+  }
+  EXPECT_EQ(store_->GetBuild(build)->state, kBuildSucceeded);
+}
+
+TEST_F(SqliteStoreTest, LateReportOfSupersededAttemptIsRejected) {
+  MakeBuild(1);
+  auto first = Acquire("w1", 10);
+  ASSERT_TRUE(first);
+  auto expired = store_->ExpireLeases(5000, 3);
+  ASSERT_OK(expired.status());
+  EXPECT_EQ(expired->size(), 1u);
+  auto second = Acquire("w2", 6000);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->attempt, 2);
+  auto late = store_->CompleteAttempt({.job_id = first->id, .attempt = 1, .worker_id = "w1"}, 7000);
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(late.status().message().find("superseded"), std::string::npos);
+  auto attempts = store_->ListAttempts(first->id);
+  ASSERT_OK(attempts.status());
+  ASSERT_EQ(attempts->size(), 2u);
+  EXPECT_EQ(attempts->at(0).cause, kCauseLostWorker);
+}
+
+TEST_F(SqliteStoreTest, BuildFailureIsNotRetriedButInfrastructureIs) {
+  MakeBuild(2);
+  auto a = Acquire("w1");
+  auto infra = store_->CompleteAttempt(
+      {.job_id = a->id, .attempt = 1, .worker_id = "w1", .cause = kCauseInfrastructure,
+       .exit_code = 1, .max_attempts = 3}, 20);
+  ASSERT_OK(infra.status());
+  EXPECT_EQ(infra.value(), kJobPending);
+  auto b = Acquire("w1");
+  auto again = Acquire("w1");
+  ASSERT_TRUE(b && again);
+  auto failed = store_->CompleteAttempt(
+      {.job_id = b->id, .attempt = b->attempt, .worker_id = "w1", .cause = kCauseBuildFailed,
+       .exit_code = 3, .detail = "exit 3", .max_attempts = 3}, 30);
+  EXPECT_EQ(failed.value(), kJobFailed);
+  // Repeating the same report answers with the outcome and changes nothing.
+  auto repeat = store_->CompleteAttempt(
+      {.job_id = b->id, .attempt = b->attempt, .worker_id = "w1", .cause = kCauseBuildFailed,
+       .exit_code = 3, .max_attempts = 3}, 31);
+  EXPECT_EQ(repeat.value(), kJobFailed);
+}
+
+TEST_F(SqliteStoreTest, LogLinesAreStoredOnceAndWithoutGaps) {
+  MakeBuild(1);
+  auto j = Acquire("w1");
+  std::vector<LogLineRow> first = {{1, 1, "a", 1}, {2, 1, "b", 1}};
+  EXPECT_EQ(store_->AppendLogLines(j->id, 1, first).value(), 2);
+  std::vector<LogLineRow> resend_with_gap = {{2, 1, "b", 1}, {3, 2, "c", 1}, {5, 1, "e", 1}};
+  EXPECT_EQ(store_->AppendLogLines(j->id, 1, resend_with_gap).value(), 3);
+  auto lines = store_->GetLogLines(j->id, 1, 0, 100);
+  ASSERT_OK(lines.status());
+  ASSERT_EQ(lines->size(), 3u);
+  EXPECT_EQ(lines->at(2).text, "c");
+  EXPECT_EQ(lines->at(2).stream, 2);
+}
+
+TEST_F(SqliteStoreTest, CancelStopsPendingAndFlagsRunning) {
+  int64_t build = MakeBuild(2);
+  auto running = Acquire("w1");
+  ASSERT_OK(store_->CancelBuild(build, 50));
+  auto flagged = store_->RenewLeases("w1", 60, 1000);
+  ASSERT_OK(flagged.status());
+  ASSERT_EQ(flagged->size(), 1u);
+  EXPECT_EQ(flagged->at(0).id, running->id);
+  auto st = store_->CompleteAttempt(
+      {.job_id = running->id, .attempt = 1, .worker_id = "w1", .cause = kCauseCancelled,
+       .exit_code = 143}, 70);
+  EXPECT_EQ(st.value(), kJobCancelled);
+  EXPECT_EQ(store_->GetBuild(build)->state, kBuildCancelled);
+}
+
+TEST_F(SqliteStoreTest, ReopenKeepsEverything) {
+  int64_t build = MakeBuild(1);
+  auto j = Acquire("w1");
+  ASSERT_OK(store_->AppendLogLines(j->id, 1, {{1, 1, "line", 1}}).status());
+  ArtifactRow art{.job_id = j->id, .attempt = 1, .filename = "x.whl", .sha256 = "ab", .size = 3};
+  ASSERT_OK(store_->InsertArtifact(art).status());
+  EXPECT_OK(store_->InsertArtifact(art).status());  // idempotent
+  art.sha256 = "cd";
+  EXPECT_EQ(store_->InsertArtifact(art).status().code(), StatusCode::kAlreadyExists);
+  store_.reset();
+  auto reopened = OpenSqliteStore(dir_.path() + "/farm.db");
+  ASSERT_OK(reopened.status());
+  EXPECT_EQ(reopened.value()->GetBuild(build)->recipe_name, "attn-example");
+  EXPECT_EQ(reopened.value()->GetLogLines(j->id, 1, 0, 10)->size(), 1u);
+  EXPECT_EQ(reopened.value()->ListArtifacts(j->id)->size(), 1u);
+  EXPECT_EQ(reopened.value()->GetJob(j->id)->state, kJobRunning);
+}
+
+}  // namespace
+}  // namespace farm::store
