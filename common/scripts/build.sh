@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Configures and builds the farm into build/ (or $FARM_BUILD_DIR).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+build=${FARM_BUILD_DIR:-$repo/build}
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j "$(nproc)" "$@"

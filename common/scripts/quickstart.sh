@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Quick start: installs the dependencies, builds the farm, starts farmd and one local
+# farm-worker (state under .farm/), builds the example kernel package through the farm and
+# prints where the wheel is. Running it again reuses the running daemons and the build.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+home=${FARM_HOME:-$repo/.farm}
+bin=${FARM_BUILD_DIR:-$repo/build}
+recipe=${1:-$repo/kernels/examples/attn_example/recipe.yaml}
+
+"$repo/common/scripts/install-deps.sh"
+"$repo/common/scripts/build.sh" --target farmd farm-worker farmctl
+mkdir -p "$home/data" "$home/worker" "$home/wheels"
+chmod 700 "$home"
+
+alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# Waits up to 30 s for a file to appear.
+wait_for() {
+  for _ in $(seq 1 300); do [[ -s "$1" ]] && return 0; sleep 0.1; done
+  echo "quickstart: $1 did not appear; see $2" >&2
+  return 1
+}
+
+if alive "$home/farmd.pid"; then
+  echo "quickstart: farmd already running (pid $(cat "$home/farmd.pid"))"
+else
+  rm -f "$home/farmd.addr"
+  setsid "$bin/daemon/farmd" --data-dir "$home/data" --listen 127.0.0.1:0 \
+    --ready-file "$home/farmd.addr" >>"$home/farmd.log" 2>&1 < /dev/null &
+  echo $! >"$home/farmd.pid"
+  wait_for "$home/farmd.addr" "$home/farmd.log"
+fi
+
+if alive "$home/worker.pid"; then
+  echo "quickstart: farm-worker already running (pid $(cat "$home/worker.pid"))"
+else
+  setsid "$bin/worker/farm-worker" --server-file "$home/farmd.addr" \
+    --enroll-token-file "$home/data/enroll.token" --state-dir "$home/worker" \
+    --work-dir "$home/worker/work" --name "$(hostname)-local" \
+    >>"$home/worker.log" 2>&1 < /dev/null &
+  echo $! >"$home/worker.pid"
+fi
+
+addr=$(cat "$home/farmd.addr")
+ctl=("$bin/daemon/cli/farmctl" --server "$addr" --token-file "$home/data/admin.token")
+"${ctl[@]}" submit "$recipe" --follow --download "$home/wheels"
+
+echo
+echo "quickstart: farmd API (gRPC) at $addr; logs in $home/farmd.log and $home/worker.log"
+echo "quickstart: wheels in $home/wheels"
+echo "quickstart: try: ${ctl[*]} list"
+echo "quickstart: stop with: kill \$(cat $home/farmd.pid) \$(cat $home/worker.pid)"

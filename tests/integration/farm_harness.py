@@ -1,0 +1,134 @@
+"""Starts the real farmd, farm-worker and farmctl binaries for integration tests.
+
+Every process binds 127.0.0.1:0 and reports its address through a ready file. Each test
+gets a fresh directory (kept when the test fails) and every process the harness started
+is ended by pid at teardown. Every wait is bounded in time.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FARMD = os.environ.get("FARMD", os.path.join(REPO, "build", "daemon", "farmd"))
+FARM_WORKER = os.environ.get("FARM_WORKER", os.path.join(REPO, "build", "worker", "farm-worker"))
+FARMCTL = os.environ.get("FARMCTL", os.path.join(REPO, "build", "daemon", "cli", "farmctl"))
+EXAMPLE_RECIPE = os.path.join(REPO, "kernels", "examples", "attn_example", "recipe.yaml")
+
+
+def wait_until(predicate, timeout, what, interval=0.1):
+    """Polls `predicate` until it returns a truthy value or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def pid_alive(pid):
+    """True when `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Farm:
+    """One farm under test: a data directory, farmd, workers, and a farmctl wrapper."""
+
+    def __init__(self, root):
+        self.root = root
+        self.data = os.path.join(root, "data")
+        self.procs = []
+        self.farmd = None
+        self.address = None
+
+    # --- processes -------------------------------------------------------------------
+    def _spawn(self, argv, log_name):
+        log = open(os.path.join(self.root, log_name), "ab")
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        self.procs.append(proc)
+        return proc
+
+    def start_farmd(self, *extra, lease_ms=30000, heartbeat_ms=500):
+        ready = os.path.join(self.root, "farmd.addr")
+        if os.path.exists(ready):
+            os.unlink(ready)
+        self.farmd = self._spawn([FARMD, "--data-dir", self.data, "--listen", "127.0.0.1:0",
+                                  "--ready-file", ready, "--lease-ms", str(lease_ms),
+                                  "--heartbeat-ms", str(heartbeat_ms), *extra], "farmd.log")
+        self.address = wait_until(lambda: _read(ready), 30, "farmd's ready file").strip()
+        return self.farmd
+
+    def start_worker(self, name="worker-1", *extra):
+        state = os.path.join(self.root, name)
+        os.makedirs(state, exist_ok=True)
+        return self._spawn([FARM_WORKER, "--server-file", os.path.join(self.root, "farmd.addr"),
+                            "--enroll-token-file", os.path.join(self.data, "enroll.token"),
+                            "--state-dir", state, "--work-dir", os.path.join(state, "work"),
+                            "--name", name, *extra], f"{name}.log")
+
+    def stop(self, proc, sig=signal.SIGTERM, timeout=20):
+        if proc.poll() is None:
+            proc.send_signal(sig)
+            proc.wait(timeout=timeout)
+        return proc.returncode
+
+    def close(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+
+    # --- farmctl ---------------------------------------------------------------------
+    def ctl(self, *args, token_file=None, timeout=600, server=None):
+        token_file = token_file or os.path.join(self.data, "admin.token")
+        argv = [FARMCTL, "--server", server or self.address, "--token-file", token_file, *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+    def ctl_json(self, *args, **kw):
+        r = self.ctl("--output", "json", *args, **kw)
+        assert r.returncode == 0, f"farmctl {args} failed ({r.returncode}): {r.stderr}"
+        return json.loads(r.stdout)
+
+    def wait_workers(self, count, timeout=30):
+        return wait_until(lambda: len(self.ctl_json("workers").get("workers", [])) >= count,
+                          timeout, f"{count} registered worker(s)")
+
+    def log(self, name):
+        return _read(os.path.join(self.root, name)) or ""
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def make_farm(request):
+    root = tempfile.mkdtemp(prefix="farm-it-")
+    farm = Farm(root)
+
+    def finish():
+        farm.close()
+        failed = getattr(request.node, "rep_call", None)
+        if failed is not None and failed.failed:
+            print(f"\nkept test directory {root}")
+            for name in sorted(os.listdir(root)):
+                if name.endswith(".log"):
+                    print(f"----- {name} (last 40 lines)")
+                    print("\n".join(farm.log(name).splitlines()[-40:]))
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    request.addfinalizer(finish)
+    return farm
