@@ -1,0 +1,71 @@
+#include "daemon/auth/token_authority.h"
+
+#include "common/log.h"
+#include "common/sha256.h"
+
+namespace farm::auth {
+namespace {
+
+int ClientRank(const std::string& role) {
+  if (role == "viewer") return 1;
+  if (role == "submitter") return 2;
+  if (role == "admin") return 3;
+  return 0;
+}
+
+bool Satisfies(const std::string& role, Need need) {
+  switch (need) {
+    case Need::kViewer: return ClientRank(role) >= 1;
+    case Need::kSubmitter: return ClientRank(role) >= 2;
+    case Need::kAdmin: return ClientRank(role) >= 3;
+    case Need::kEnroll: return role == "enroll" || role == "worker" || role == "admin";
+    case Need::kWorker: return role == "worker";
+  }
+  return false;
+}
+
+const char* NeedName(Need need) {
+  switch (need) {
+    case Need::kViewer: return "viewer";
+    case Need::kSubmitter: return "submitter";
+    case Need::kAdmin: return "admin";
+    case Need::kEnroll: return "enroll";
+    case Need::kWorker: return "worker";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Result<std::string> TokenAuthority::Create(const std::string& role, const std::string& name,
+                                           const std::string& worker_id) {
+  if (ClientRank(role) == 0 && role != "enroll" && role != "worker") {
+    return Status::InvalidArgument("unknown role \"" + role +
+                                   "\" (expected viewer, submitter, admin or enroll)");
+  }
+  std::string token = "farm_" + role.substr(0, 3) + "_" + RandomHex(24);
+  store::TokenRow row{Sha256Hex(token), name, role, worker_id, clock_->NowUnixMs()};
+  FARM_RETURN_IF_ERROR(store_->InsertToken(row));
+  log::RegisterSecret(token);
+  return token;
+}
+
+Result<Principal> TokenAuthority::Authorize(const std::string& value, Need need) {
+  if (value.empty()) return Status::Unauthenticated("missing bearer token");
+  static const std::string kPrefix = "Bearer ";
+  if (value.rfind(kPrefix, 0) != 0) return Status::Unauthenticated("malformed authorization");
+  auto row = store_->FindToken(Sha256Hex(value.substr(kPrefix.size())));
+  if (!row.ok()) {
+    if (row.status().code() == StatusCode::kNotFound) {
+      return Status::Unauthenticated("unknown token");
+    }
+    return row.status();
+  }
+  if (!Satisfies(row->role, need)) {
+    return Status::PermissionDenied("role " + row->role + " may not do this (needs " +
+                                    NeedName(need) + ")");
+  }
+  return Principal{row->name, row->role, row->worker_id};
+}
+
+}  // namespace farm::auth

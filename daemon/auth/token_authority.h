@@ -1,0 +1,46 @@
+// Bearer-token authentication and role checks for every RPC.
+//
+// Tokens are random strings shown once at creation; only their sha256 is stored. Roles are
+// ordered viewer < submitter < admin for client calls; "enroll" tokens may only register
+// workers, and "worker" tokens (issued by Register) may only make worker calls for their
+// own worker id. Thread-safe.
+#ifndef FARM_DAEMON_AUTH_TOKEN_AUTHORITY_H_
+#define FARM_DAEMON_AUTH_TOKEN_AUTHORITY_H_
+
+#include <string>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "daemon/store/store.h"
+
+namespace farm::auth {
+
+struct Principal {
+  std::string name;
+  std::string role;       // viewer, submitter, admin, enroll, worker
+  std::string worker_id;  // for worker tokens
+};
+
+enum class Need { kViewer, kSubmitter, kAdmin, kEnroll, kWorker };
+
+class TokenAuthority {
+ public:
+  TokenAuthority(store::Store* store, const Clock* clock) : store_(store), clock_(clock) {}
+
+  // Creates a token for `role` and returns it; InvalidArgument for an unknown role.
+  Result<std::string> Create(const std::string& role, const std::string& name,
+                             const std::string& worker_id = "");
+
+  // Checks an "authorization" header value ("Bearer <token>"; empty when absent).
+  // Unauthenticated when missing or unknown; PermissionDenied when the token's role is
+  // too weak for `need`.
+  Result<Principal> Authorize(const std::string& authorization, Need need);
+
+ private:
+  store::Store* store_;
+  const Clock* clock_;
+};
+
+}  // namespace farm::auth
+
+#endif  // FARM_DAEMON_AUTH_TOKEN_AUTHORITY_H_
