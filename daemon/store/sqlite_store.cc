@@ -9,7 +9,8 @@ namespace farm::store {
 
 const char kJobColumns[] =
     "id, build_id, cell, state, priority, attempt, worker_id, lease_expiry_ms, "
-    "cancel_requested, not_before_ms, error, build_key, created_ms, started_ms, finished_ms";
+    "cancel_requested, not_before_ms, error, build_key, created_ms, started_ms, finished_ms, "
+    "reused_from";
 
 JobRow JobFromRow(const Stmt& s) {
   JobRow j;
@@ -28,6 +29,7 @@ JobRow JobFromRow(const Stmt& s) {
   j.created_ms = s.Int(12);
   j.started_ms = s.Int(13);
   j.finished_ms = s.Int(14);
+  j.reused_from = s.Int(15);
   return j;
 }
 
@@ -174,14 +176,9 @@ Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
   build->id = db_->LastInsertId();
   for (JobRow& job : *jobs) {
     job.build_id = build->id;
-    FARM_ASSIGN_OR_RETURN(auto j, db_->Prepare(
-        "INSERT INTO jobs(build_id, cell, state, priority, build_key, created_ms) "
-        "VALUES (?,?,?,?,?,?)"));
-    j->Bind(job.build_id).BindBlob(job.cell).Bind(job.state).Bind(job.priority)
-        .Bind(job.build_key).Bind(job.created_ms);
-    FARM_RETURN_IF_ERROR(j->Run());
-    job.id = db_->LastInsertId();
+    FARM_RETURN_IF_ERROR(InsertJob(&job));
   }
+  FARM_RETURN_IF_ERROR(RefreshBuildState(build->id, build->created_ms));
   FARM_RETURN_IF_ERROR(txn.Commit());
   Bump();
   return Status::Ok();
@@ -234,6 +231,36 @@ Result<JobRow> SqliteStore::GetJobLocked(int64_t id) {
   FARM_ASSIGN_OR_RETURN(auto rows, QueryJobs("id = ?", id, 1));
   if (rows.empty()) return Status::NotFound("no job " + std::to_string(id));
   return rows.front();
+}
+
+Status SqliteStore::InsertJob(JobRow* job) {
+  bool reused = job->reused_from > 0;
+  if (reused) job->state = kJobSucceeded, job->finished_ms = job->created_ms;
+  FARM_ASSIGN_OR_RETURN(auto j, db_->Prepare(
+      "INSERT INTO jobs(build_id, cell, state, priority, build_key, reused_from, created_ms, "
+      "finished_ms) VALUES (?,?,?,?,?,?,?,?)"));
+  j->Bind(job->build_id).BindBlob(job->cell).Bind(job->state).Bind(job->priority)
+      .Bind(job->build_key).Bind(job->reused_from).Bind(job->created_ms).Bind(job->finished_ms);
+  FARM_RETURN_IF_ERROR(j->Run());
+  job->id = db_->LastInsertId();
+  if (!reused) return Status::Ok();
+  FARM_ASSIGN_OR_RETURN(auto copy, db_->Prepare(
+      "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, validation, "
+      "created_ms) SELECT ?, 0, filename, sha256, size, manifest, validation, created_ms "
+      "FROM artifacts WHERE job_id = ?"));
+  copy->Bind(job->id).Bind(job->reused_from);
+  return copy->Run();
+}
+
+Result<std::optional<JobRow>> SqliteStore::FindSucceededJob(const std::string& build_key) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
+      " FROM jobs WHERE build_key = ? AND build_key != '' AND state = 3 AND EXISTS "
+      "(SELECT 1 FROM artifacts a WHERE a.job_id = jobs.id) ORDER BY id DESC LIMIT 1"));
+  s->Bind(build_key);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return std::optional<JobRow>();
+  return std::optional<JobRow>(JobFromRow(*s));
 }
 
 Result<JobRow> SqliteStore::GetJob(int64_t id) {

@@ -30,6 +30,7 @@ class SqliteStore final : public Store {
   Result<std::vector<BuildRow>> ListBuilds(int64_t before_id, int limit) override;
   Result<std::vector<JobRow>> ListJobs(int64_t build_id) override;
   Result<JobRow> GetJob(int64_t id) override;
+  Result<std::optional<JobRow>> FindSucceededJob(const std::string& build_key) override;
   Result<std::vector<AttemptRow>> ListAttempts(int64_t job_id) override;
   Result<std::vector<JobRow>> ListPendingJobs(int limit) override;
 
@@ -63,6 +64,7 @@ class SqliteStore final : public Store {
                     int64_t peak_rss, int64_t now_ms);
   Status SetJobTerminal(int64_t job_id, int state, const std::string& error, int64_t now_ms);
   Status Requeue(int64_t job_id, int64_t not_before_ms);
+  Status InsertJob(JobRow* job);
   void Bump() { generation_.fetch_add(1); }
 
   std::mutex mu_;

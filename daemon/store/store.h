@@ -74,6 +74,7 @@ struct JobRow {
   int64_t not_before_ms = 0;
   std::string error;
   std::string build_key;
+  int64_t reused_from = 0;  // > 0: created succeeded with that job's artifacts
   int64_t created_ms = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
@@ -146,13 +147,16 @@ class Store {
   virtual Status TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) = 0;
 
   // --- builds and jobs ---
-  // Inserts the build and its jobs in one transaction; fills in the ids.
+  // Inserts the build and its jobs in one transaction; fills in the ids. A job with
+  // reused_from > 0 is inserted succeeded, with copies of that job's artifact rows.
   virtual Status CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) = 0;
   virtual Result<BuildRow> GetBuild(int64_t id) = 0;
   // Newest first, ids < before_id (0: from the newest), at most `limit`.
   virtual Result<std::vector<BuildRow>> ListBuilds(int64_t before_id, int limit) = 0;
   virtual Result<std::vector<JobRow>> ListJobs(int64_t build_id) = 0;
   virtual Result<JobRow> GetJob(int64_t id) = 0;
+  // The newest succeeded job with this build key that has artifacts, if any.
+  virtual Result<std::optional<JobRow>> FindSucceededJob(const std::string& build_key) = 0;
   virtual Result<std::vector<AttemptRow>> ListAttempts(int64_t job_id) = 0;
   // Pending jobs in dispatch order (priority desc, id asc), at most `limit`.
   virtual Result<std::vector<JobRow>> ListPendingJobs(int limit) = 0;

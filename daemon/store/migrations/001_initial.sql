@@ -41,12 +41,14 @@ CREATE TABLE jobs (
   not_before_ms INTEGER NOT NULL DEFAULT 0,
   error TEXT NOT NULL DEFAULT '',
   build_key TEXT NOT NULL DEFAULT '',
+  reused_from INTEGER NOT NULL DEFAULT 0,  -- job whose artifacts answered this one
   created_ms INTEGER NOT NULL,
   started_ms INTEGER NOT NULL DEFAULT 0,
   finished_ms INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX jobs_by_build ON jobs(build_id);
 CREATE INDEX jobs_by_state ON jobs(state, priority, id);
+CREATE INDEX jobs_by_key ON jobs(build_key, state);
 
 CREATE TABLE attempts (
   job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,

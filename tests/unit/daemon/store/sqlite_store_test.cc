@@ -136,5 +136,30 @@ TEST_F(SqliteStoreTest, ReopenKeepsEverything) {
   EXPECT_EQ(reopened.value()->GetJob(j->id)->state, kJobRunning);
 }
 
+TEST_F(SqliteStoreTest, SucceededJobWithArtifactsAnswersTheSameKey) {
+  BuildRow b{.recipe_name = "r", .recipe = "r", .submitted_by = "t", .created_ms = 1};
+  std::vector<JobRow> jobs = {JobRow{.cell = "c", .build_key = "key1", .created_ms = 1}};
+  ASSERT_OK(store_->CreateBuild(&b, &jobs));
+  EXPECT_FALSE(store_->FindSucceededJob("key1").value().has_value());
+  auto j = Acquire("w1");
+  ArtifactRow art{.job_id = j->id, .attempt = 1, .filename = "x.whl", .sha256 = "ab", .size = 3};
+  ASSERT_OK(store_->InsertArtifact(art).status());
+  ASSERT_OK(store_->CompleteAttempt({.job_id = j->id, .attempt = 1, .worker_id = "w1"}, 5).status());
+  auto prior = store_->FindSucceededJob("key1");
+  ASSERT_TRUE(prior.value().has_value());
+  EXPECT_FALSE(store_->FindSucceededJob("other").value().has_value());
+
+  BuildRow again{.recipe_name = "r", .recipe = "r", .submitted_by = "t", .created_ms = 9};
+  std::vector<JobRow> reused = {
+      JobRow{.cell = "c", .build_key = "key1", .reused_from = prior.value()->id, .created_ms = 9}};
+  ASSERT_OK(store_->CreateBuild(&again, &reused));
+  EXPECT_EQ(store_->GetBuild(again.id)->state, kBuildSucceeded);
+  EXPECT_EQ(store_->GetJob(reused[0].id)->state, kJobSucceeded);
+  auto copied = store_->ListArtifacts(reused[0].id);
+  ASSERT_EQ(copied->size(), 1u);
+  EXPECT_EQ(copied->at(0).sha256, "ab");
+  EXPECT_FALSE(Acquire("w2").has_value());
+}
+
 }  // namespace
 }  // namespace farm::store
