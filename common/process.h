@@ -27,6 +27,8 @@ struct ProcessSpec {
   std::map<std::string, std::string> env;
   bool clear_env = false;
   std::string stdin_data;                  // written then closed; empty: /dev/null
+  // Grace between SIGTERM and SIGKILL when Wait() kills the child for its timeout.
+  int64_t kill_grace_ms = 5000;
 };
 
 enum class OutputStream { kStdout, kStderr };
@@ -44,6 +46,8 @@ struct ProcessResult {
 };
 
 // A started child. Thread-safe: Kill() may be called from any thread while Wait() runs.
+// When the child itself exits, whatever is left in its process group is killed (SIGKILL)
+// before Wait() returns, so a command never leaves background processes behind.
 class Process {
  public:
   virtual ~Process() = default;
@@ -51,7 +55,8 @@ class Process {
   // Reads output until the child exits (or `timeout_ms` > 0 elapses, then kills it) and
   // reaps it. Call once.
   virtual ProcessResult Wait(const LineCallback& on_line, int64_t timeout_ms) = 0;
-  // Sends SIGTERM to the process group, then SIGKILL after `grace_ms`.
+  // Sends SIGTERM to the process group, then SIGKILL after `grace_ms`. The SIGKILL is
+  // sent by Wait() (or the destructor), so a Kill() caller never blocks.
   virtual void Kill(int64_t grace_ms) = 0;
 };
 
