@@ -1,0 +1,64 @@
+// Recipes: the YAML a client submits, parsed into farm.v1.Recipe exactly per the agreed
+// format (docs/recipes.md). farmctl calls LoadRecipeFile to read a recipe with its patch
+// files; farmd calls ParseRecipe on the submitted text and AttachPatches with the patches
+// the client sent, so workers only ever see the parsed message.
+//
+// Every error is InvalidArgument "<file>:<line>:<column>: <message>" (1-based) for problems
+// inside the YAML, or "<file>: <message>" for problems outside it (a missing patch file).
+// Pure functions apart from LoadRecipeFile, which reads files; all are thread-safe and
+// never throw.
+#ifndef FARM_DAEMON_RECIPE_RECIPE_H_
+#define FARM_DAEMON_RECIPE_RECIPE_H_
+
+#include <google/protobuf/repeated_ptr_field.h>
+
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "farm/v1/types.pb.h"
+
+namespace farm::recipe {
+
+// Limits that keep an absurd recipe from reaching the scheduler.
+inline constexpr size_t kMaxRecipeBytes = 1 << 20;
+inline constexpr int64_t kDefaultTimeoutSeconds = 3600;
+inline constexpr int64_t kMaxTimeoutSeconds = 7 * 24 * 3600;
+inline constexpr double kDefaultGbPerCompileJob = 4.0;
+inline constexpr int32_t kDefaultMaxAttempts = 3;
+inline constexpr int32_t kDefaultBackoffSeconds = 10;
+inline constexpr double kDefaultMinCosine = 0.99;
+inline constexpr double kDefaultMaxRelativeL1 = 0.07;
+
+// Parses recipe text. `filename` only prefixes error messages. On success returns the
+// recipe with defaults filled in (timeout 3600, gb_per_compile_job 4, ccache true, retry
+// 3 attempts / 10 s; validation thresholds 0.99 / 0.07 when a validation block is given),
+// `yaml` set to the text as given, source paths exactly as written, and one Patch per
+// named patch file with empty content.
+Result<farm::v1::Recipe> ParseRecipe(std::string_view yaml, std::string_view filename);
+
+// A recipe read from disk, ready to submit: the recipe's yaml() goes into
+// SubmitBuildRequest.recipe_yaml, its patches() into .patches and its source() into
+// .source (paths there are absolute, so farmd needs no knowledge of the client's files).
+struct LoadedRecipe {
+  farm::v1::Recipe recipe;
+  std::string path;       // the recipe file, absolute
+  std::string directory;  // the directory relative paths were resolved against
+};
+
+// Reads and parses the recipe file at `path`. Relative local/tarball source paths are made
+// absolute against the recipe's directory and must exist (a directory for local, a file for
+// tarball); each patch file is read into Patch.content. Fails with NotFound when the
+// recipe file is missing, InvalidArgument naming the position of a missing or empty
+// patch or source otherwise.
+Result<LoadedRecipe> LoadRecipeFile(const std::string& path);
+
+// Fills the content of each patch `recipe` names from `supplied` (matched by name).
+// Fails with InvalidArgument when a named patch is not supplied or is empty, or when a
+// supplied patch is not named by the recipe.
+Status AttachPatches(farm::v1::Recipe* recipe,
+                     const google::protobuf::RepeatedPtrField<farm::v1::Patch>& supplied);
+
+}  // namespace farm::recipe
+
+#endif  // FARM_DAEMON_RECIPE_RECIPE_H_
