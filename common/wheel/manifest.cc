@@ -1,0 +1,234 @@
+#include "common/wheel/manifest.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "common/wheel/elf_reader.h"
+
+namespace farm::wheel {
+namespace {
+
+constexpr uint32_t kTkinfoNoteType = 2000;
+constexpr uint32_t kEfCudaAcceleratorsV7 = 0x800;
+
+// "sm_90a" at the start of `s`: fills the number and suffix; false otherwise.
+bool ParseSmToken(std::string_view s, uint32_t* sm, char* suffix) {
+  if (s.substr(0, 3) != "sm_") return false;
+  size_t i = 3;
+  uint32_t v = 0;
+  while (i < s.size() && i < 7 && std::isdigit(static_cast<unsigned char>(s[i]))) {
+    v = v * 10 + static_cast<uint32_t>(s[i++] - '0');
+  }
+  if (i == 3) return false;
+  *sm = v;
+  *suffix = (i < s.size() && (s[i] == 'a' || s[i] == 'f')) ? s[i] : '\0';
+  if (*suffix != '\0') ++i;
+  return i == s.size() || !std::isalnum(static_cast<unsigned char>(s[i]));
+}
+
+// The tool and "-arch sm_XX[a|f]" recorded by ptxas / nvlink in .note.nv.tkinfo.
+struct ToolInfo {
+  std::string producer;
+  bool has_arch = false;
+  uint32_t sm = 0;
+  char suffix = '\0';
+};
+
+ToolInfo ParseToolInfo(std::string_view desc) {
+  ToolInfo info;
+  // Header of six u32; the third is the offset of the tool name in the strings after it.
+  if (desc.size() >= 24) {
+    uint64_t at = 24 + uint64_t{LoadU32(desc, 8)};
+    if (at < desc.size()) {
+      std::string_view rest = desc.substr(at);
+      info.producer = std::string(rest.substr(0, std::min(rest.find('\0'), size_t{32})));
+    }
+  }
+  for (std::string_view key : {"-arch ", "-arch=", "--gpu-name "}) {
+    size_t pos = desc.find(key);
+    if (pos == desc.npos) continue;
+    std::string_view token = desc.substr(pos + key.size());
+    token = token.substr(0, std::min(token.find_first_of(std::string_view(" \0", 2)), size_t{16}));
+    if (ParseSmToken(token, &info.sm, &info.suffix)) {
+      info.has_arch = true;
+      break;
+    }
+  }
+  return info;
+}
+
+// Numeric SM of a cubin from its ELF header; 0 when the ABI version is unknown.
+uint32_t CubinSm(const ElfFile& cubin) {
+  if (cubin.abi_version() == 7) return cubin.flags() & 0xff;
+  if (cubin.abi_version() == 8) return (cubin.flags() >> 8) & 0xff;
+  return 0;
+}
+
+char SuffixFromFlags(uint64_t flags) {
+  if (flags & kFatbinFlagArchSpecific) return 'a';
+  if (flags & kFatbinFlagFamilySpecific) return 'f';
+  return '\0';
+}
+
+Status ReadCubin(const FatbinEntry& e, std::string_view payload, CodeImage* image) {
+  FARM_ASSIGN_OR_RETURN(ElfFile cubin, ElfFile::Parse(payload));
+  if (cubin.machine() != kElfMachineCuda) {
+    return Status::DataLoss("cubin has e_machine " + std::to_string(cubin.machine()) +
+                            ", not EM_CUDA (190)");
+  }
+  uint32_t elf_sm = CubinSm(cubin);
+  if (elf_sm != 0 && elf_sm != e.sm) {
+    return Status::DataLoss("cubin e_flags say sm_" + std::to_string(elf_sm) +
+                            " but the fatbin entry says sm_" + std::to_string(e.sm));
+  }
+  image->suffix_source = "fatbin-flags";
+  image->image.suffix = SuffixFromFlags(e.flags);
+  if (cubin.abi_version() == 7 && (cubin.flags() & kEfCudaAcceleratorsV7)) {
+    image->suffix_source = "e_flags";
+    image->image.suffix = 'a';
+  }
+  const ElfSection* note = cubin.Find(".note.nv.tkinfo");
+  if (note == nullptr) return Status::Ok();
+  FARM_ASSIGN_OR_RETURN(std::vector<ElfNote> notes, cubin.Notes(*note));
+  for (const ElfNote& n : notes) {
+    if (n.type != kTkinfoNoteType) continue;
+    ToolInfo info = ParseToolInfo(n.desc);
+    image->producer = info.producer;
+    if (!info.has_arch) continue;
+    if (info.sm != e.sm) {
+      return Status::DataLoss("cubin tool arguments say sm_" + std::to_string(info.sm) +
+                              " but the fatbin entry says sm_" + std::to_string(e.sm));
+    }
+    image->image.suffix = info.suffix;
+    image->suffix_source = "tkinfo";
+  }
+  return Status::Ok();
+}
+
+// The first token after `directive` at the start of a line, or "".
+std::string_view Directive(std::string_view text, std::string_view directive) {
+  size_t pos = 0;
+  while ((pos = text.find(directive, pos)) != text.npos) {
+    bool line_start = pos == 0 || text[pos - 1] == '\n' || text[pos - 1] == ' ' ||
+                      text[pos - 1] == '\t';
+    size_t after = pos + directive.size();
+    if (line_start && after < text.size() && (text[after] == ' ' || text[after] == '\t')) {
+      size_t b = text.find_first_not_of(" \t", after);
+      size_t e = b == text.npos ? text.npos : text.find_first_of(" \t,\r\n", b);
+      return b == text.npos ? std::string_view() : text.substr(b, e == text.npos ? e : e - b);
+    }
+    pos = after;
+  }
+  return {};
+}
+
+Status ReadPtx(const FatbinEntry& e, std::string_view payload, CodeImage* image) {
+  while (!payload.empty() && payload.back() == '\0') payload.remove_suffix(1);
+  std::string_view target = Directive(payload, ".target");
+  uint32_t sm = 0;
+  char suffix = '\0';
+  if (!ParseSmToken(target, &sm, &suffix)) {
+    return Status::DataLoss("PTX has no readable .target line");
+  }
+  if (sm != e.sm) {
+    return Status::DataLoss("PTX .target sm_" + std::to_string(sm) +
+                            " disagrees with the fatbin entry's sm_" + std::to_string(e.sm));
+  }
+  image->image.suffix = suffix;
+  image->suffix_source = "ptx-target";
+  image->ptx_version = std::string(Directive(payload, ".version"));
+  return Status::Ok();
+}
+
+Status VisitEntry(const FatbinEntry& e, std::string_view payload, const std::string& section,
+                  ModuleManifest* out) {
+  if (e.kind != kFatbinKindElf && e.kind != kFatbinKindPtx) {
+    ++out->ignored_entries;
+    return Status::Ok();
+  }
+  CodeImage image;
+  image.section = section;
+  image.container = e.container;
+  image.index = e.index;
+  image.flags = e.flags;
+  image.header_size = e.header_size;
+  image.compression = e.compression;
+  image.payload_bytes = payload.size();
+  image.image.kind = e.kind == kFatbinKindElf ? arch::Image::Kind::kSass : arch::Image::Kind::kPtx;
+  image.image.major = static_cast<int>(e.sm / 10);
+  image.image.minor = static_cast<int>(e.sm % 10);
+  Status s = e.kind == kFatbinKindElf ? ReadCubin(e, payload, &image)
+                                      : ReadPtx(e, payload, &image);
+  if (!s.ok()) {
+    return s.WithContext(section + " container " + std::to_string(e.container) + " entry " +
+                         std::to_string(e.index));
+  }
+  image.name = image.image.ToString();
+  out->images.push_back(std::move(image));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ModuleManifest> ReadModuleManifest(std::string_view elf_bytes, const std::string& module,
+                                          const FatbinLimits& limits) {
+  ModuleManifest out;
+  out.module = module;
+  Result<ElfFile> elf = ElfFile::Parse(elf_bytes);
+  if (!elf.ok()) return elf.status().WithContext(module);
+  for (const ElfSection& section : elf->sections()) {
+    if (section.name != ".nv_fatbin" && section.name != "__nv_relfatbin") continue;
+    Status s = WalkFatbin(elf->Data(section), limits,
+                          [&](const FatbinEntry& e, std::string_view payload) {
+                            return VisitEntry(e, payload, section.name, &out);
+                          });
+    if (!s.ok()) return s.WithContext(module + " " + section.name);
+  }
+  std::set<std::string> names;
+  std::vector<arch::Image> images;
+  for (const CodeImage& image : out.images) {
+    names.insert(image.name);
+    images.push_back(image.image);
+  }
+  out.archs.assign(names.begin(), names.end());
+  out.runs_on = arch::RunsOn(images);
+  return out;
+}
+
+void FinishManifest(const std::vector<arch::Target>& requested, ArchManifest* manifest) {
+  manifest->runs_on.clear();
+  manifest->missing.clear();
+  bool any_device_code = false;
+  for (const ModuleManifest& m : manifest->modules) {
+    if (!m.has_device_code()) continue;
+    if (!any_device_code) {
+      manifest->runs_on = m.runs_on;
+    } else {
+      std::erase_if(manifest->runs_on, [&](const arch::Version& v) {
+        return std::find(m.runs_on.begin(), m.runs_on.end(), v) == m.runs_on.end();
+      });
+    }
+    any_device_code = true;
+    for (const arch::Target& t : requested) {
+      for (const arch::Image& want : arch::ImagesOf(t)) {
+        bool found = std::any_of(m.images.begin(), m.images.end(),
+                                 [&](const CodeImage& have) { return have.image == want; });
+        if (!found) manifest->missing.push_back({m.module, want.ToString()});
+      }
+    }
+  }
+  if (any_device_code) return;
+  for (const arch::Target& t : requested) {
+    for (const arch::Image& want : arch::ImagesOf(t)) {
+      manifest->missing.push_back({"", want.ToString()});
+    }
+  }
+}
+
+std::string MissingImage::ToString() const {
+  if (module.empty()) return "no module has CUDA device code; " + image + " requested";
+  return module + " lacks " + image;
+}
+
+}  // namespace farm::wheel
