@@ -23,10 +23,10 @@ constexpr size_t kMaxNameLength = 100;
 constexpr double kMaxGbPerCompileJob = 1024;
 constexpr double kMinGbPerCompileJob = 0.1;
 
-// Variables the worker sets for every build (docs/recipes.md); a recipe may not replace
-// them because the farm's placement and accounting depend on their values.
-const std::vector<std::string_view> kWorkerEnv = {
-    "VIRTUAL_ENV", "PATH", "CUDA_HOME", "TORCH_CUDA_ARCH_LIST", "MAX_JOBS"};
+// Variables the worker always sets (docs/recipes.md): a recipe value would be silently
+// replaced, so it is refused. PATH (the worker prepends to it) and MAX_JOBS (the worker
+// keeps a recipe's value) stay settable.
+const std::vector<std::string_view> kWorkerEnv = {"VIRTUAL_ENV", "CUDA_HOME"};
 
 bool IsNameChar(char c) {
   return std::islower(static_cast<unsigned char>(c)) ||
@@ -183,6 +183,11 @@ Status ParseEnv(const Section& top, farm::v1::Recipe* recipe) {
     if (!IsEnvName(key.text)) {
       return top.sink().At(key.pos, "env name \"" + key.text +
                                         "\" must match [A-Za-z_][A-Za-z0-9_]*");
+    }
+    if (key.text == "TORCH_CUDA_ARCH_LIST") {
+      return top.sink().At(key.pos, "env \"TORCH_CUDA_ARCH_LIST\" cannot be set here; list it "
+                                    "under matrix.arch_lists so it is checked against CUDA "
+                                    "and GPUs");
     }
     bool reserved = key.text.starts_with("FARM_") ||
                     std::find(kWorkerEnv.begin(), kWorkerEnv.end(), key.text) != kWorkerEnv.end();

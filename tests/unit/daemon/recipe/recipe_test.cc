@@ -275,9 +275,13 @@ TEST(ParseRecipeErrorTest, PathsAndEnvNames) {
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "subdirectory: ../up\n"),
             "recipe.yaml:4:15: \"subdirectory\" must be a relative path inside the source "
             "tree, got \"../up\"");
-  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "env: {PATH: /x}\n"),
-            "recipe.yaml:4:7: env \"PATH\" is set by the worker for every build and cannot be "
-            "overridden");
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "env: {VIRTUAL_ENV: /x}\n"),
+            "recipe.yaml:4:7: env \"VIRTUAL_ENV\" is set by the worker for every build and "
+            "cannot be overridden");
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "env: {TORCH_CUDA_ARCH_LIST: \"9.0\"}\n"),
+            "recipe.yaml:4:7: env \"TORCH_CUDA_ARCH_LIST\" cannot be set here; list it under "
+            "matrix.arch_lists so it is checked against CUDA and GPUs");
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "env: {PATH: /opt/bin, MAX_JOBS: 2}\n"), "OK");
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "env: {FARM_WHEEL_DIR: /x}\n"),
             "recipe.yaml:4:7: env \"FARM_WHEEL_DIR\" is set by the worker for every build and "
             "cannot be overridden");
