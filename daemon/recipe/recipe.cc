@@ -15,9 +15,9 @@ namespace farm::recipe {
 namespace {
 
 const std::vector<std::string_view> kTopLevelKeys = {
-    "name",    "version",  "source",     "subdirectory",       "patches",
-    "env",     "build",    "system_site_packages", "timeout", "gb_per_compile_job",
-    "ccache",  "container_image", "matrix", "validation", "retry", "publish"};
+    "name",    "version",         "source", "subdirectory", "patches", "env",
+    "build",   "system_site_packages",      "timeout",      "gb_per_compile_job",
+    "ccache",  "container_image", "matrix", "validation",   "retry",   "publish"};
 
 constexpr size_t kMaxNameLength = 100;
 constexpr double kMaxGbPerCompileJob = 1024;
