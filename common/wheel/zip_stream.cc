@@ -68,6 +68,7 @@ class Scanner {
   bool AcceptKind(archive_entry* e, const std::string& name);
   bool ReadFile(const std::string& name);
   bool CountBytes(const std::string& name, int64_t entry_bytes, int64_t n);
+  bool CheckRatio(const std::string& name, int64_t entry_bytes);
   void Keep(ZipFile* file, std::string_view chunk, bool* decided, int64_t* keep_bytes);
 
   const ZipLimits& limits_;
@@ -76,6 +77,7 @@ class Scanner {
   std::vector<char> buf_;
   archive* a_ = nullptr;
   int64_t archive_bytes_ = 0;
+  int64_t entry_start_ = 0;  // archive position where the current entry's data begins
   std::unordered_set<std::string> seen_;
   ZipScan scan_;
 };
@@ -177,6 +179,7 @@ bool Scanner::ReadFile(const std::string& name) {
   ZipFile file;
   file.name = name;
   Sha256 hasher;
+  entry_start_ = archive_filter_bytes(a_, -1);
   bool decided = false;
   int64_t keep_bytes = 0;
   while (true) {
@@ -229,12 +232,27 @@ bool Scanner::CountBytes(const std::string& name, int64_t entry_bytes, int64_t n
           "archive expands to more than " + std::to_string(limits_.max_total_bytes) + " bytes");
     return false;
   }
+  return CheckRatio(name, entry_bytes + n);
+}
+
+// Two ratios, both from bytes actually produced: the whole archive's against its size on
+// disk, and the current entry's against the compressed bytes libarchive consumed for it
+// (which catches one bomb entry hidden among large incompressible files).
+bool Scanner::CheckRatio(const std::string& name, int64_t entry_bytes) {
+  const double limit = limits_.max_ratio;
   if (scan_.total_bytes > limits_.ratio_grace_bytes &&
-      static_cast<double>(scan_.total_bytes) > limits_.max_ratio * archive_bytes_) {
+      static_cast<double>(scan_.total_bytes) > limit * archive_bytes_) {
     Abort("compression-ratio", name,
           std::to_string(scan_.total_bytes) + " bytes expanded from a " +
               std::to_string(archive_bytes_) + "-byte archive exceeds ratio " +
-              std::to_string(static_cast<int64_t>(limits_.max_ratio)));
+              std::to_string(static_cast<int64_t>(limit)));
+    return false;
+  }
+  int64_t consumed = std::max<int64_t>(archive_filter_bytes(a_, -1) - entry_start_, 1);
+  if (entry_bytes > limits_.ratio_grace_bytes && static_cast<double>(entry_bytes) > limit * consumed) {
+    Abort("compression-ratio", name,
+          std::to_string(entry_bytes) + " bytes expanded from " + std::to_string(consumed) +
+              " compressed bytes exceeds ratio " + std::to_string(static_cast<int64_t>(limit)));
     return false;
   }
   return true;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 
 #include "common/fs.h"
 #include "common/wheel/inspect.h"
@@ -158,6 +159,43 @@ TEST_F(HostileTest, CompressionRatioBombStopsEarly) {
   WheelReport lied = Reinspect();
   EXPECT_TRUE(HasProblem(lied.problems, "compression-ratio", "attn_example/zeros.bin"))
       << AllProblems(lied);
+}
+
+std::string Noise(size_t bytes, bool hex_text) {
+  std::mt19937_64 rng(7);
+  std::string out(bytes, '\0');
+  for (char& c : out) {
+    uint64_t v = rng();
+    c = hex_text ? "0123456789abcdef"[v & 15] : static_cast<char>(v);
+  }
+  return out;
+}
+
+TEST_F(HostileTest, BombHiddenAmongIncompressibleData) {
+  // The archive as a whole expands only ~5x; the zero-filled entry alone ~1000x.
+  WheelReport r = InspectWith({{"attn_example/noise.bin", Noise(8 << 20, false)},
+                               {"attn_example/zeros.bin", std::string(32 << 20, '\0')}});
+  EXPECT_TRUE(HasProblem(r.problems, "compression-ratio", "attn_example/zeros.bin"))
+      << AllProblems(r);
+  EXPECT_LT(r.total_bytes, (8 << 20) + (16 << 20));
+  ASSERT_FALSE(r.problems.empty());
+  EXPECT_NE(r.problems.back().detail.find("compressed bytes"), std::string::npos)
+      << r.problems.back().detail;
+}
+
+TEST_F(HostileTest, LargeOrdinaryEntriesPass) {
+  WheelSpec spec;
+  spec.files.push_back({"attn_example/table.txt", Noise(24 << 20, true)});
+  spec.files.push_back({"attn_example/blob.bin", Noise(8 << 20, false)});
+  Result<std::string> path = testing::WriteWheel(dir_.path(), spec);
+  ASSERT_OK(path.status());
+  Result<WheelReport> r = InspectWheel(*path, {});
+  ASSERT_OK(r.status());
+  EXPECT_TRUE(r->ok()) << AllProblems(*r);
+  int64_t sum = 0;
+  for (const WheelFileInfo& f : r->files) sum += f.size;
+  EXPECT_EQ(r->total_bytes, sum);
+  EXPECT_GT(sum, 32 << 20);
 }
 
 TEST_F(HostileTest, TooManyEntries) {
