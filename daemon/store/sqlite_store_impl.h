@@ -53,6 +53,13 @@ class SqliteStore final : public Store {
   Result<std::vector<ArtifactRow>> ListArtifacts(int64_t job_id) override;
   Result<ArtifactRow> GetArtifact(int64_t id) override;
 
+  Result<std::vector<int64_t>> CountJobsByState() override;
+  Result<std::vector<JobRow>> ListJobsInState(int state, int64_t before_id, int limit) override;
+  Result<SpanHistogram> JobSpanHistogram(JobSpan span,
+                                         const std::vector<int64_t>& bounds_ms) override;
+  Result<std::vector<JobTimingRow>> ListJobTimings(int limit) override;
+  Result<std::vector<IndexArtifactRow>> ListIndexArtifacts(int limit) override;
+
   int64_t Generation() const override { return generation_.load(); }
 
  private:

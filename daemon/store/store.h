@@ -126,6 +126,34 @@ struct CompletionReport {
   int64_t retry_not_before_ms = 0;
 };
 
+// A finished job's timing with its build's recipe, for charts.
+struct JobTimingRow {
+  int64_t job_id = 0;
+  int64_t build_id = 0;
+  std::string recipe_name;
+  int state = 0;
+  int64_t created_ms = 0;
+  int64_t started_ms = 0;
+  int64_t finished_ms = 0;
+};
+
+// Which span of a job a histogram measures.
+enum class JobSpan { kQueueWait, kRunTime };
+
+// Cumulative counts of jobs whose span (ms) is <= each bound, plus the total and sum.
+struct SpanHistogram {
+  std::vector<int64_t> bounds_ms;
+  std::vector<int64_t> cumulative;  // same length as bounds_ms
+  int64_t count = 0;
+  double sum_ms = 0;
+};
+
+// An artifact of a succeeded job with the job's serialized farm.v1.MatrixCell (index).
+struct IndexArtifactRow {
+  ArtifactRow artifact;
+  std::string cell;
+};
+
 // Returns "" when `worker` may run `job`, else the reason it may not. Called inside the
 // acquire transaction, so it must not call back into the Store.
 using PlacementFn = std::function<std::string(const JobRow& job)>;
@@ -194,6 +222,21 @@ class Store {
   virtual Result<ArtifactRow> InsertArtifact(const ArtifactRow& artifact) = 0;
   virtual Result<std::vector<ArtifactRow>> ListArtifacts(int64_t job_id) = 0;
   virtual Result<ArtifactRow> GetArtifact(int64_t id) = 0;
+
+  // --- dashboard and index queries (sqlite_store_queries.cc) ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // Jobs per state: element i counts jobs with state i (0..5, the farm.v1.JobState values).
+  virtual Result<std::vector<int64_t>> CountJobsByState();
+  // Jobs in `state`, newest id first, ids < before_id (0: from the newest), at most `limit`.
+  virtual Result<std::vector<JobRow>> ListJobsInState(int state, int64_t before_id, int limit);
+  // Queue wait (started - created, jobs that started and were not reused) or run time
+  // (finished - started, terminal jobs that started) over all jobs.
+  virtual Result<SpanHistogram> JobSpanHistogram(JobSpan span,
+                                                 const std::vector<int64_t>& bounds_ms);
+  // Terminal jobs that ran, newest finish first, at most `limit`.
+  virtual Result<std::vector<JobTimingRow>> ListJobTimings(int limit);
+  // Artifacts of succeeded jobs (reused jobs' copies included), by artifact id.
+  virtual Result<std::vector<IndexArtifactRow>> ListIndexArtifacts(int limit);
 
   // Monotonic counter bumped by every committed write; watchers poll it cheaply.
   virtual int64_t Generation() const = 0;

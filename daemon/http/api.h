@@ -1,0 +1,47 @@
+// The dashboard's JSON API (/api/v1/...), the page's only data source. Each handler is a
+// pure function of the request and the store's read queries (cancel also writes through
+// Store::CancelBuild); none throws. Authentication is checked by the router beforehand.
+// Thread-safe: handlers keep no state.
+#ifndef FARM_DAEMON_HTTP_API_H_
+#define FARM_DAEMON_HTTP_API_H_
+
+#include <cstdint>
+#include <string>
+
+#include "daemon/http/dashboard_options.h"
+#include "daemon/http/http_message.h"
+
+namespace farm::http {
+
+// Default and largest page sizes of /api/v1/builds.
+inline constexpr int kDefaultPageSize = 50;
+inline constexpr int kMaxPageSize = 500;
+
+// GET /api/v1/overview: queue depth, running jobs, recent failures, workers.
+Response ApiOverview(const DashboardDeps& deps);
+// GET /api/v1/builds?before=ID&limit=N: newest first; next_before is 0 on the last page.
+Response ApiBuilds(const DashboardDeps& deps, const Request& req);
+// GET /api/v1/builds/{id}: the build, its recipe and its jobs with timings.
+Response ApiBuild(const DashboardDeps& deps, int64_t build_id);
+// GET /api/v1/jobs/{id}: the job, attempts, artifacts (manifest, validation, variant).
+Response ApiJob(const DashboardDeps& deps, int64_t job_id);
+// GET /api/v1/jobs/{id}/log?after=SEQ&attempt=N&limit=N: a page of log lines.
+Response ApiJobLog(const DashboardDeps& deps, int64_t job_id, const Request& req);
+// GET /api/v1/jobs/{id}/log.txt: the whole log of an attempt as text (download).
+Response ApiJobLogText(const DashboardDeps& deps, int64_t job_id, const Request& req);
+// GET /api/v1/workers.
+Response ApiWorkers(const DashboardDeps& deps);
+// GET /api/v1/chart: durations of recent finished jobs per recipe.
+Response ApiChart(const DashboardDeps& deps);
+// POST /api/v1/builds/{id}/cancel.
+Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id);
+
+// The index variant of a matrix cell: "cu130", "cu128-torch2.8"; "cpu" without CUDA.
+std::string VariantOf(const std::string& cuda, const std::string& torch);
+
+// Parses a decimal id; 0 when `s` is not a positive integer.
+int64_t ParseId(std::string_view s);
+
+}  // namespace farm::http
+
+#endif  // FARM_DAEMON_HTTP_API_H_

@@ -1,0 +1,39 @@
+// Options and dependencies of the dashboard HTTP server, shared by the socket layer and the
+// handlers. Plain values; the pointed-to dependencies are owned by farmd and outlive the
+// server, and each of them is thread-safe.
+#ifndef FARM_DAEMON_HTTP_DASHBOARD_OPTIONS_H_
+#define FARM_DAEMON_HTTP_DASHBOARD_OPTIONS_H_
+
+#include <string>
+
+#include "common/clock.h"
+#include "daemon/auth/token_authority.h"
+#include "daemon/store/blob_store.h"
+#include "daemon/store/store.h"
+
+namespace farm::http {
+
+struct DashboardOptions {
+  std::string listen = "127.0.0.1:0";
+  // Serve web assets from this directory when set (development), else the embedded copies.
+  std::string web_root;
+  // Read-only pages, JSON API, metrics and the package index without a token.
+  bool public_read = true;
+  // Let wheels whose validation waits for hardware into the package index.
+  bool index_include_pending = false;
+  // Limits: simultaneous connections, request body bytes, worker threads.
+  int max_connections = 256;
+  int max_body_bytes = 64 * 1024;
+  int threads = 2;
+};
+
+struct DashboardDeps {
+  store::Store* store = nullptr;
+  store::BlobStore* blobs = nullptr;
+  auth::TokenAuthority* auth = nullptr;
+  const Clock* clock = nullptr;
+};
+
+}  // namespace farm::http
+
+#endif  // FARM_DAEMON_HTTP_DASHBOARD_OPTIONS_H_

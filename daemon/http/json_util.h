@@ -1,0 +1,32 @@
+// JSON helpers shared by the API and index handlers: farm.v1 messages to Boost.JSON values
+// and row -> object conversions with timings computed against a given "now". Pure functions.
+#ifndef FARM_DAEMON_HTTP_JSON_UTIL_H_
+#define FARM_DAEMON_HTTP_JSON_UTIL_H_
+
+#include <boost/json.hpp>
+#include <google/protobuf/message.h>
+
+#include <string>
+
+#include "daemon/store/store.h"
+
+namespace farm::http {
+
+// Prints `msg` with proto field names and default values, then parses it into a value.
+boost::json::value ProtoToJson(const google::protobuf::Message& msg);
+
+// Name of a farm.v1.JobState / BuildState / AttemptCause / ValidationState value.
+std::string JobStateName(int state);
+std::string BuildStateName(int state);
+std::string CauseName(int cause);
+
+// A job row as the page shows it: cell, state, times, waited_ms and ran_ms as of now_ms.
+boost::json::object JobJson(const store::JobRow& job, int64_t now_ms);
+// A build row without its jobs.
+boost::json::object BuildJson(const store::BuildRow& build);
+// A worker row with capabilities summarised (GPUs, toolkits) and heartbeat age.
+boost::json::object WorkerJson(const store::WorkerRow& worker, int64_t now_ms);
+
+}  // namespace farm::http
+
+#endif  // FARM_DAEMON_HTTP_JSON_UTIL_H_

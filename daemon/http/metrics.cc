@@ -1,0 +1,67 @@
+#include "daemon/http/metrics.h"
+
+#include <map>
+#include <sstream>
+
+namespace farm::http {
+
+const std::vector<int64_t> kQueueWaitBucketsS = {1, 5, 15, 30, 60, 300, 900, 3600, 14400};
+const std::vector<int64_t> kBuildDurationBucketsS = {30,   60,   120,  300,  600,
+                                                     1200, 1800, 3600, 7200, 14400};
+
+namespace {
+
+constexpr const char* kJobStates[] = {"", "pending", "running", "succeeded", "failed",
+                                      "cancelled"};
+constexpr const char* kWorkerStates[] = {"idle", "busy", "draining", "quarantined", "lost"};
+
+void Header(std::ostringstream& out, const char* name, const char* type, const char* help) {
+  out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+}
+
+Status WriteHistogram(std::ostringstream& out, const DashboardDeps& deps, store::JobSpan span,
+                      const std::vector<int64_t>& bounds_s, const char* name, const char* help) {
+  std::vector<int64_t> bounds_ms;
+  for (int64_t b : bounds_s) bounds_ms.push_back(b * 1000);
+  FARM_ASSIGN_OR_RETURN(auto h, deps.store->JobSpanHistogram(span, bounds_ms));
+  Header(out, name, "histogram", help);
+  for (size_t i = 0; i < bounds_s.size(); ++i) {
+    out << name << "_bucket{le=\"" << bounds_s[i] << "\"} " << h.cumulative[i] << "\n";
+  }
+  out << name << "_bucket{le=\"+Inf\"} " << h.count << "\n";
+  out << name << "_sum " << h.sum_ms / 1000.0 << "\n";
+  out << name << "_count " << h.count << "\n";
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::string> RenderMetrics(const DashboardDeps& deps) {
+  std::ostringstream out;
+  FARM_ASSIGN_OR_RETURN(auto jobs, deps.store->CountJobsByState());
+  Header(out, "farm_jobs", "gauge", "Jobs by state.");
+  for (int s = store::kJobPending; s <= store::kJobCancelled; ++s) {
+    out << "farm_jobs{state=\"" << kJobStates[s] << "\"} " << jobs[static_cast<size_t>(s)] << "\n";
+  }
+  FARM_ASSIGN_OR_RETURN(auto workers, deps.store->ListWorkers());
+  std::map<std::string, int64_t> by_state;
+  for (const char* s : kWorkerStates) by_state[s] = 0;
+  for (const auto& w : workers) by_state[w.state]++;
+  Header(out, "farm_workers", "gauge", "Workers by state.");
+  for (const auto& [state, n] : by_state) {
+    out << "farm_workers{state=\"" << state << "\"} " << n << "\n";
+  }
+  FARM_RETURN_IF_ERROR(WriteHistogram(out, deps, store::JobSpan::kQueueWait, kQueueWaitBucketsS,
+                                      "farm_job_queue_wait_seconds",
+                                      "Time from a job's creation to its first start."));
+  FARM_RETURN_IF_ERROR(WriteHistogram(out, deps, store::JobSpan::kRunTime,
+                                      kBuildDurationBucketsS, "farm_job_build_duration_seconds",
+                                      "Time from a finished job's start to its end."));
+  Header(out, "farm_publish_failures_total", "counter", "Failed artifact publications.");
+  out << "farm_publish_failures_total 0\n";
+  Header(out, "farm_store_generation", "counter", "Writes committed to the store.");
+  out << "farm_store_generation " << deps.store->Generation() << "\n";
+  return out.str();
+}
+
+}  // namespace farm::http

@@ -1,0 +1,131 @@
+#include "daemon/http/router.h"
+
+#include <exception>
+
+#include "common/log.h"
+#include "daemon/http/api.h"
+#include "daemon/http/assets.h"
+#include "daemon/http/metrics.h"
+#include "daemon/http/simple_index.h"
+
+namespace farm::http {
+
+namespace {
+
+Response MethodNotAllowed(const char* allow) {
+  Response r = ErrorResponse(Status::Unimplemented("method not allowed"));
+  r.status = 405;
+  r.headers.emplace_back("Allow", allow);
+  return r;
+}
+
+bool IsRead(const Request& req) { return req.method == "GET" || req.method == "HEAD"; }
+
+// Splits "12/log/stream" into 12 and "/log/stream".
+std::pair<int64_t, std::string_view> SplitId(std::string_view rest) {
+  size_t slash = rest.find('/');
+  std::string_view id = rest.substr(0, slash);
+  return {ParseId(id), slash == rest.npos ? std::string_view() : rest.substr(slash)};
+}
+
+}  // namespace
+
+Response Router::Handle(const Request& req) noexcept {
+  try {
+    return Dispatch(req);
+  } catch (const std::exception& e) {
+    log::Error(std::string("http handler failed: ") + e.what());
+  } catch (...) {
+    log::Error("http handler failed");
+  }
+  try {
+    return ErrorResponse(Status::Internal("internal error"));
+  } catch (...) {
+    return Response{.status = 500};
+  }
+}
+
+LogPoll Router::PollLog(int64_t job_id, int attempt, int64_t after_seq) noexcept {
+  try {
+    return PollLogEvents(deps_, job_id, attempt, after_seq);
+  } catch (...) {
+    LogPoll p;
+    p.after_seq = after_seq;
+    p.done = true;
+    return p;
+  }
+}
+
+Status Router::Authorize(const Request& req, bool write) {
+  if (!write && options_.public_read) return Status::Ok();
+  if (deps_.auth == nullptr) return Status::Unauthenticated("no token authority");
+  auto p = deps_.auth->Authorize(req.authorization,
+                                 write ? auth::Need::kSubmitter : auth::Need::kViewer);
+  return p.status();
+}
+
+Response Router::Dispatch(const Request& req) {
+  const std::string& path = req.path;
+  if (!IsRead(req) && req.method != "POST") return MethodNotAllowed("GET, HEAD, POST");
+  if (path == "/" || path == "/index.html") return ServeAsset(options_.web_root, "index.html");
+  if (path == "/app.js" || path == "/style.css") {
+    return ServeAsset(options_.web_root, path.substr(1));
+  }
+  if (path == "/healthz") return TextResponse(200, "ok\n");
+  if (path == "/readyz") {
+    auto n = deps_.store->CountTokens();
+    return n.ok() ? TextResponse(200, "ready\n")
+                  : TextResponse(503, "store unavailable: " + n.status().ToString() + "\n");
+  }
+  if (path == "/metrics" || path.starts_with("/api/") || path.starts_with("/files/") ||
+      path.find("/simple") != std::string::npos) {
+    bool write = !IsRead(req);
+    if (write && !path.starts_with("/api/")) return MethodNotAllowed("GET, HEAD");
+    if (Status s = Authorize(req, write); !s.ok()) return ErrorResponse(s);
+  }
+  if (path == "/metrics") {
+    auto text = RenderMetrics(deps_);
+    if (!text.ok()) return ErrorResponse(text.status());
+    Response r = TextResponse(200, std::move(text.value()));
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return r;
+  }
+  if (path.starts_with("/api/v1/")) return DispatchApi(req, std::string_view(path).substr(8));
+  if (auto r = HandleIndex(catalog_, req)) return std::move(*r);
+  return ErrorResponse(Status::NotFound("no route for " + path));
+}
+
+Response Router::DispatchApi(const Request& req, std::string_view rest) {
+  if (rest.starts_with("builds/") && rest.ends_with("/cancel")) {
+    if (req.method != "POST") return MethodNotAllowed("POST");
+    int64_t id = ParseId(rest.substr(7, rest.size() - 7 - 7));
+    if (id == 0) return ErrorResponse(Status::InvalidArgument("bad build id"));
+    return ApiCancelBuild(deps_, id);
+  }
+  if (!IsRead(req)) return MethodNotAllowed("GET, HEAD");
+  if (rest == "overview") return ApiOverview(deps_);
+  if (rest == "builds") return ApiBuilds(deps_, req);
+  if (rest == "workers") return ApiWorkers(deps_);
+  if (rest == "chart") return ApiChart(deps_);
+  if (rest.starts_with("builds/")) {
+    auto [id, tail] = SplitId(rest.substr(7));
+    if (id == 0 || !tail.empty()) return ErrorResponse(Status::NotFound("no such build"));
+    return ApiBuild(deps_, id);
+  }
+  if (rest.starts_with("jobs/")) {
+    auto [id, tail] = SplitId(rest.substr(5));
+    if (id == 0) return ErrorResponse(Status::NotFound("no such job"));
+    return DispatchJob(req, id, tail);
+  }
+  return ErrorResponse(Status::NotFound("no API route " + std::string(rest)));
+}
+
+Response Router::DispatchJob(const Request& req, int64_t job_id, std::string_view tail) {
+  if (tail.empty()) return ApiJob(deps_, job_id);
+  if (tail == "/log") return ApiJobLog(deps_, job_id, req);
+  if (tail == "/log.txt") return ApiJobLogText(deps_, job_id, req);
+  if (tail == "/log/stream") return ApiJobLogStream(deps_, job_id, req);
+  return ErrorResponse(Status::NotFound("no job route " + std::string(tail)));
+}
+
+}  // namespace farm::http

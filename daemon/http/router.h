@@ -1,0 +1,43 @@
+// Router: maps a Request to the handler that answers it, after checking the bearer token
+// the route needs. Pure apart from the store reads and the cancel write the handlers make;
+// unit-tested without sockets. Handle() never throws. Thread-safe (the index catalog has
+// its own lock; everything else is immutable after construction).
+#ifndef FARM_DAEMON_HTTP_ROUTER_H_
+#define FARM_DAEMON_HTTP_ROUTER_H_
+
+#include "daemon/http/dashboard_options.h"
+#include "daemon/http/http_message.h"
+#include "daemon/http/index_catalog.h"
+#include "daemon/http/log_stream.h"
+
+namespace farm::http {
+
+class Router {
+ public:
+  Router(DashboardOptions options, DashboardDeps deps)
+      : options_(std::move(options)), deps_(deps), catalog_(deps_, options_.index_include_pending) {}
+
+  // Answers one request. Routes: / and the assets; /healthz, /readyz, /metrics; /api/v1/...;
+  // the package index (/simple/, /<variant>/simple/, /files/). Reads need a viewer token
+  // unless public_read; cancelling needs a submitter token. Any exception becomes a 500.
+  Response Handle(const Request& req) noexcept;
+
+  // Next events of a log stream started by Handle (see log_stream.h). Never throws.
+  LogPoll PollLog(int64_t job_id, int attempt, int64_t after_seq) noexcept;
+
+  const DashboardDeps& deps() const { return deps_; }
+
+ private:
+  Response Dispatch(const Request& req);
+  Response DispatchApi(const Request& req, std::string_view rest);
+  Response DispatchJob(const Request& req, int64_t job_id, std::string_view tail);
+  Status Authorize(const Request& req, bool write);
+
+  DashboardOptions options_;
+  DashboardDeps deps_;
+  IndexCatalog catalog_;
+};
+
+}  // namespace farm::http
+
+#endif  // FARM_DAEMON_HTTP_ROUTER_H_

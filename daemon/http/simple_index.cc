@@ -1,0 +1,267 @@
+#include "daemon/http/simple_index.h"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "common/clock.h"
+
+namespace farm::http {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr char kApiVersion[] = "1.1";
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// The q value of one media range's parameters (1 when absent, 0 when malformed).
+double QualityOf(std::string_view params) {
+  size_t pos = 0;
+  while (pos < params.size()) {
+    size_t semi = params.find(';', pos);
+    std::string_view p = Trim(params.substr(pos, semi == params.npos ? params.npos : semi - pos));
+    if (p.size() > 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
+      try {
+        return std::stod(std::string(p.substr(2)));
+      } catch (...) {
+        return 0;
+      }
+    }
+    if (semi == params.npos) break;
+    pos = semi + 1;
+  }
+  return 1;
+}
+
+// Server preference: rank 0 is preferred on equal q.
+struct Offer {
+  const char* range;
+  bool json;
+  const char* content_type;
+};
+constexpr Offer kOffers[] = {
+    {kJsonV1, true, kJsonV1},
+    {"application/vnd.pypi.simple.latest+json", true, kJsonV1},
+    {kHtmlV1, false, kHtmlV1},
+    {"application/vnd.pypi.simple.latest+html", false, kHtmlV1},
+    {"text/html", false, "text/html; charset=utf-8"},
+    {"text/*", false, "text/html; charset=utf-8"},
+    {"*/*", false, "text/html; charset=utf-8"},
+};
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), ::tolower);
+  return out;
+}
+
+std::string UploadTime(int64_t ms) {
+  std::string t = FormatRfc3339(ms);  // "...:00.000Z" -> PEP 700's microseconds
+  if (t.size() > 1 && t.back() == 'Z') t.insert(t.size() - 1, "000");
+  return t;
+}
+
+}  // namespace
+
+Negotiated NegotiateIndexFormat(std::string_view accept) {
+  if (Trim(accept).empty()) return {true, false, "text/html; charset=utf-8"};
+  double best_q = 0;
+  int best_rank = 1000;
+  size_t pos = 0;
+  for (int guard = 0; pos <= accept.size() && guard < 64; ++guard) {
+    size_t comma = accept.find(',', pos);
+    std::string_view item = accept.substr(pos, comma == accept.npos ? accept.npos : comma - pos);
+    size_t semi = item.find(';');
+    std::string type = Lower(Trim(item.substr(0, semi)));
+    double q = semi == item.npos ? 1 : QualityOf(item.substr(semi + 1));
+    for (int rank = 0; rank < static_cast<int>(std::size(kOffers)); ++rank) {
+      if (type != kOffers[rank].range || q <= 0) continue;
+      if (q > best_q || (q == best_q && rank < best_rank)) best_q = q, best_rank = rank;
+    }
+    if (comma == accept.npos) break;
+    pos = comma + 1;
+  }
+  if (best_rank == 1000) return {};
+  const Offer& o = kOffers[best_rank];
+  return {true, o.json, o.content_type};
+}
+
+namespace {
+
+Response Page(const Negotiated& n, std::string body) {
+  Response r;
+  r.content_type = n.content_type;
+  r.body = std::move(body);
+  r.headers.emplace_back("Vary", "Accept");
+  return r;
+}
+
+Response ProjectList(const Negotiated& n, const std::vector<IndexFile>& files) {
+  std::set<std::string> projects;
+  for (const auto& f : files) projects.insert(f.project);
+  if (n.json) {
+    json::array arr;
+    for (const auto& p : projects) arr.push_back(json::object{{"name", p}});
+    return Page(n, json::serialize(json::object{
+                       {"meta", json::object{{"api-version", kApiVersion}}},
+                       {"projects", std::move(arr)}}));
+  }
+  std::string html = "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" "
+                     "content=\"" + std::string(kApiVersion) +
+                     "\"><title>Simple index</title></head><body>\n";
+  for (const auto& p : projects) {
+    html += "<a href=\"" + HtmlEscape(p) + "/\">" + HtmlEscape(p) + "</a><br>\n";
+  }
+  return Page(n, html + "</body></html>\n");
+}
+
+std::string FileUrl(const IndexFile& f) { return "/files/" + f.sha256 + "/" + f.filename; }
+
+json::object FileJson(const IndexFile& f, const Result<CoreMetadata>& md) {
+  json::object o{{"filename", f.filename},
+                 {"url", FileUrl(f)},
+                 {"hashes", json::object{{"sha256", f.sha256}}},
+                 {"size", f.size},
+                 {"upload-time", UploadTime(f.created_ms)}};
+  if (md.ok()) {
+    if (!md->requires_python.empty()) o["requires-python"] = md->requires_python;
+    o["core-metadata"] = json::object{{"sha256", md->sha256}};
+  }
+  return o;
+}
+
+std::string FileAnchor(const IndexFile& f, const Result<CoreMetadata>& md) {
+  std::string a = "<a href=\"" + HtmlEscape(FileUrl(f)) + "#sha256=" + f.sha256 + "\"";
+  if (md.ok()) {
+    if (!md->requires_python.empty()) {
+      a += " data-requires-python=\"" + HtmlEscape(md->requires_python) + "\"";
+    }
+    // PEP 714's name plus PEP 658's for installers that predate it.
+    a += " data-core-metadata=\"sha256=" + md->sha256 + "\" data-dist-info-metadata=\"sha256=" +
+         md->sha256 + "\"";
+  }
+  return a + ">" + HtmlEscape(f.filename) + "</a><br>\n";
+}
+
+Response ProjectPage(IndexCatalog& catalog, const Negotiated& n, const std::string& project,
+                     const std::vector<IndexFile>& files) {
+  json::array jfiles;
+  std::set<std::string> versions;
+  std::string anchors;
+  for (const auto& f : files) {
+    if (f.project != project) continue;
+    auto md = catalog.Metadata(f);
+    versions.insert(f.version);
+    if (n.json) {
+      jfiles.push_back(FileJson(f, md));
+    } else {
+      anchors += FileAnchor(f, md);
+    }
+  }
+  if (versions.empty()) return ErrorResponse(Status::NotFound("no project " + project));
+  if (n.json) {
+    json::array jversions;
+    for (const auto& v : versions) jversions.push_back(json::value(v));
+    return Page(n, json::serialize(json::object{
+                       {"meta", json::object{{"api-version", kApiVersion}}},
+                       {"name", project},
+                       {"files", std::move(jfiles)},
+                       {"versions", std::move(jversions)}}));
+  }
+  return Page(n, "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"" +
+                     std::string(kApiVersion) + "\"><title>Links for " + HtmlEscape(project) +
+                     "</title></head><body>\n<h1>Links for " + HtmlEscape(project) + "</h1>\n" +
+                     anchors + "</body></html>\n");
+}
+
+std::optional<Response> HandleFile(IndexCatalog& catalog, std::string_view rest) {
+  size_t slash = rest.find('/');
+  if (slash == rest.npos) return ErrorResponse(Status::NotFound("no such file"));
+  std::string sha(rest.substr(0, slash));
+  std::string name(rest.substr(slash + 1));
+  bool metadata = name.ends_with(".metadata");
+  if (metadata) name.resize(name.size() - std::strlen(".metadata"));
+  auto file = catalog.Find(sha, name);
+  if (!file.ok()) return ErrorResponse(file.status());
+  if (metadata) {
+    auto md = catalog.Metadata(*file);
+    if (!md.ok()) return ErrorResponse(md.status());
+    Response r = TextResponse(200, md->text);
+    r.content_type = "application/octet-stream";
+    return r;
+  }
+  Response r;
+  r.kind = BodyKind::kFile;
+  r.content_type = "application/octet-stream";
+  r.file_path = catalog.BlobPath(sha);
+  return r;
+}
+
+bool ValidVariant(std::string_view v) {
+  if (v.empty() || v.size() > 64) return false;
+  return std::all_of(v.begin(), v.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+  });
+}
+
+// `prefix` is "/simple/" or "/<variant>/simple/"; `rest` what follows it.
+Response HandleSimple(IndexCatalog& catalog, const Request& req, const std::string& prefix,
+                      const std::string& variant, std::string_view rest) {
+  Negotiated n = NegotiateIndexFormat(req.accept);
+  if (!n.acceptable) {
+    Response r = TextResponse(406, std::string("acceptable types: ") + kJsonV1 + ", " + kHtmlV1 +
+                                       ", text/html\n");
+    r.headers.emplace_back("Vary", "Accept");
+    return r;
+  }
+  auto files = catalog.Files(variant);
+  if (!files.ok()) return ErrorResponse(files.status());
+  if (!variant.empty() && files->empty()) {
+    return ErrorResponse(Status::NotFound("no variant " + variant));
+  }
+  if (rest.empty()) return ProjectList(n, *files);
+  std::string name(rest);
+  bool slash = name.ends_with('/');
+  if (slash) name.pop_back();
+  std::string normalized = NormalizeProjectName(name);
+  if (!slash || normalized != name || name.find('/') != std::string::npos) {
+    if (normalized.empty() || normalized.find('/') != std::string::npos) {
+      return ErrorResponse(Status::NotFound("no project " + name));
+    }
+    return Redirect(301, prefix + normalized + "/");
+  }
+  return ProjectPage(catalog, n, normalized, *files);
+}
+
+}  // namespace
+
+std::optional<Response> HandleIndex(IndexCatalog& catalog, const Request& req) {
+  std::string_view path = req.path;
+  if (path.starts_with("/files/")) {
+    if (req.method != "GET") return ErrorResponse(Status::Unimplemented("method not allowed"));
+    return HandleFile(catalog, path.substr(7));
+  }
+  if (path == "/simple") return Redirect(301, "/simple/");
+  if (path.starts_with("/simple/")) return HandleSimple(catalog, req, "/simple/", "", path.substr(8));
+  // /<variant>/simple[/...]
+  if (path.size() < 2) return std::nullopt;
+  size_t slash = path.find('/', 1);
+  if (slash == path.npos) return std::nullopt;
+  std::string variant(path.substr(1, slash - 1));
+  std::string_view rest = path.substr(slash);
+  if (!ValidVariant(variant) || variant == "api" || variant == "files") return std::nullopt;
+  std::string prefix = "/" + variant + "/simple/";
+  if (rest == "/simple") return Redirect(301, prefix);
+  if (!rest.starts_with("/simple/")) return std::nullopt;
+  return HandleSimple(catalog, req, prefix, variant, rest.substr(8));
+}
+
+}  // namespace farm::http

@@ -1,0 +1,118 @@
+// Read-only queries for the dashboard, metrics and package index. Each takes the store's
+// mutex like every other call; none writes, so none bumps the generation.
+#include <algorithm>
+
+#include "daemon/store/sqlite_store_impl.h"
+
+namespace farm::store {
+
+// Defaults for Store implementations that do not serve the dashboard.
+Result<std::vector<int64_t>> Store::CountJobsByState() {
+  return Status::Unimplemented("CountJobsByState");
+}
+Result<std::vector<JobRow>> Store::ListJobsInState(int, int64_t, int) {
+  return Status::Unimplemented("ListJobsInState");
+}
+Result<SpanHistogram> Store::JobSpanHistogram(JobSpan, const std::vector<int64_t>&) {
+  return Status::Unimplemented("JobSpanHistogram");
+}
+Result<std::vector<JobTimingRow>> Store::ListJobTimings(int) {
+  return Status::Unimplemented("ListJobTimings");
+}
+Result<std::vector<IndexArtifactRow>> Store::ListIndexArtifacts(int) {
+  return Status::Unimplemented("ListIndexArtifacts");
+}
+
+Result<std::vector<int64_t>> SqliteStore::CountJobsByState() {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT state, COUNT(*) FROM jobs GROUP BY state"));
+  std::vector<int64_t> counts(6, 0);
+  for (int i = 0; i < 64; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    int64_t state = s->Int(0);
+    if (state >= 0 && state < 6) counts[static_cast<size_t>(state)] = s->Int(1);
+  }
+  return counts;
+}
+
+Result<std::vector<JobRow>> SqliteStore::ListJobsInState(int state, int64_t before_id,
+                                                         int limit) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
+      " FROM jobs WHERE state = ? AND id < ? ORDER BY id DESC LIMIT ?"));
+  s->Bind(state).Bind(before_id > 0 ? before_id : INT64_MAX).Bind(limit);
+  std::vector<JobRow> out;
+  for (int i = 0; i <= limit; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(JobFromRow(*s));
+  }
+  return out;
+}
+
+Result<SpanHistogram> SqliteStore::JobSpanHistogram(JobSpan span,
+                                                    const std::vector<int64_t>& bounds_ms) {
+  const bool wait = span == JobSpan::kQueueWait;
+  const std::string expr = wait ? "(started_ms - created_ms)" : "(finished_ms - started_ms)";
+  const std::string where = wait ? "started_ms > 0 AND reused_from = 0"
+                                 : "started_ms > 0 AND finished_ms > 0 AND state >= 3";
+  // One pass over the jobs: a SUM(CASE) per bound, then the count and the sum.
+  std::string sql = "SELECT COUNT(*), COALESCE(SUM(" + expr + "), 0)";
+  for (size_t i = 0; i < bounds_ms.size(); ++i) {
+    sql += ", COALESCE(SUM(CASE WHEN " + expr + " <= ? THEN 1 ELSE 0 END), 0)";
+  }
+  sql += " FROM jobs WHERE " + where;
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(sql));
+  for (int64_t b : bounds_ms) s->Bind(b);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  SpanHistogram h;
+  h.bounds_ms = bounds_ms;
+  h.cumulative.assign(bounds_ms.size(), 0);
+  if (!row) return h;
+  h.count = s->Int(0);
+  h.sum_ms = static_cast<double>(s->Int(1));
+  for (size_t i = 0; i < bounds_ms.size(); ++i) h.cumulative[i] = s->Int(static_cast<int>(i) + 2);
+  return h;
+}
+
+Result<std::vector<JobTimingRow>> SqliteStore::ListJobTimings(int limit) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT j.id, j.build_id, b.recipe_name, j.state, j.created_ms, j.started_ms, "
+      "j.finished_ms FROM jobs j JOIN builds b ON b.id = j.build_id "
+      "WHERE j.state >= 3 AND j.started_ms > 0 AND j.finished_ms > 0 "
+      "ORDER BY j.finished_ms DESC LIMIT ?"));
+  s->Bind(limit);
+  std::vector<JobTimingRow> out;
+  for (int i = 0; i <= limit; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(JobTimingRow{s->Int(0), s->Int(1), s->Text(2), static_cast<int>(s->Int(3)),
+                               s->Int(4), s->Int(5), s->Int(6)});
+  }
+  return out;
+}
+
+Result<std::vector<IndexArtifactRow>> SqliteStore::ListIndexArtifacts(int limit) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT a.id, a.job_id, a.attempt, a.filename, a.sha256, a.size, a.manifest, "
+      "a.validation, a.created_ms, j.cell FROM artifacts a JOIN jobs j ON j.id = a.job_id "
+      "WHERE j.state = 3 ORDER BY a.id LIMIT ?"));
+  s->Bind(limit);
+  std::vector<IndexArtifactRow> out;
+  for (int i = 0; i <= limit; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    IndexArtifactRow r;
+    r.artifact = ArtifactRow{s->Int(0), s->Int(1), static_cast<int>(s->Int(2)), s->Text(3),
+                             s->Text(4), s->Int(5), s->Text(6), s->Text(7), s->Int(8)};
+    r.cell = s->Text(9);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace farm::store

@@ -1,0 +1,137 @@
+"""End-to-end test of the web dashboard in real headless Chromium.
+
+The dashboard is served by dashboard_fixture over a store it fills: a 2x2 build whose first
+job writes a log line every 300 ms and then succeeds. The browser opens the overview,
+follows the running job's log live, watches the job's cell turn to succeeded, and fails on
+any JavaScript error. Screenshots go to screenshots/ next to this file.
+"""
+import os
+import shutil
+import time
+
+import pytest
+
+import farm_harness
+
+FIXTURE = os.environ.get("DASHBOARD_FIXTURE", os.path.join(
+    farm_harness.REPO, "build", "tests", "integration", "dashboard", "dashboard_fixture"))
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+SHOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "screenshots")
+LINES = 30
+
+
+def _browser(profile):
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.skip("python3-selenium is not installed (apt-get install python3-selenium)")
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not os.path.exists(path):
+            pytest.skip(f"{path} missing (apt-get install chromium chromium-driver)")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run",
+                "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1400,1000"):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+
+
+class Page:
+    """The browser plus the checks every step repeats."""
+
+    def __init__(self, driver, base):
+        self.d = driver
+        self.base = base
+
+    def js(self, script):
+        return self.d.execute_script(script)
+
+    def go(self, route):
+        self.d.get(self.base + "/#" + route) if route == "/" else self.js(
+            f"location.hash = '{route}'")
+
+    def wait(self, script, what, timeout=20):
+        return farm_harness.wait_until(lambda: self.js(script), timeout, what, interval=0.1)
+
+    def no_errors(self):
+        errors = self.js("return window.farmErrors || ['app.js not loaded']")
+        severe = [e for e in self.d.get_log("browser") if e.get("level") == "SEVERE"]
+        assert not errors and not severe, f"JavaScript errors: {errors} {severe}"
+
+    def shot(self, name):
+        os.makedirs(SHOTS, exist_ok=True)
+        path = os.path.join(SHOTS, name + ".png")
+        self.d.save_screenshot(path)
+        print(f"screenshot: {path}")
+
+
+def test_dashboard_follows_a_live_build(farm):
+    if not os.path.exists(FIXTURE):
+        pytest.skip(f"{FIXTURE} is not built")
+    ready = os.path.join(farm.root, "dashboard.addr")
+    farm._spawn([FIXTURE, "--data-dir", farm.data, "--ready-file", ready, "--demo",
+                 "--lines", str(LINES), "--line-ms", "300"], "dashboard.log")
+    address = farm_harness.wait_until(lambda: farm_harness._read(ready), 30, "ready file").strip()
+    driver = _browser(os.path.join(farm.root, "chromium-profile"))
+    try:
+        _walk_through(Page(driver, "http://" + address))
+    finally:
+        driver.quit()
+
+
+def _walk_through(p):
+    # Overview: queue depth, a running job with its elapsed time, the failure, the fleet.
+    p.go("/")
+    job_id = p.wait("const a = document.querySelector('#running a[href^=\"#/job/\"]');"
+                    "return a && a.getAttribute('href').split('/')[2]", "a running job")
+    assert p.js("return document.getElementById('queue-depth').textContent") == "3"
+    assert "nvcc failed" in p.js("return document.getElementById('failures').textContent")
+    fleet = p.js("return document.querySelectorAll('tr[data-worker]').length")
+    assert fleet == 3
+    assert "(sm 12.1)" in p.js("return document.body.textContent")
+    p.no_errors()
+    p.shot("overview")
+
+    # Job page: the log grows while the job runs (server-sent events), colours converted.
+    p.go(f"/job/{job_id}")
+    first = p.wait("const n = document.querySelectorAll('#log .l').length; return n > 0 && n",
+                   "first log lines")
+    time.sleep(2)
+    later = p.js("return document.querySelectorAll('#log .l').length")
+    assert later > first, f"log did not grow live ({first} -> {later})"
+    assert later < LINES, "job finished before the live check"
+    assert p.js("return document.querySelectorAll('#log .ansi-fg-2').length") > 0
+    p.no_errors()
+    p.shot("job-running")
+
+    # Build page: the job's cell is running, then turns to succeeded.
+    p.go("/build/1")
+    cell = f"document.querySelector('td.cell[data-job=\"{job_id}\"]')"
+    p.wait(f"return {cell} && {cell}.dataset.state", "the job's cell")
+    p.wait(f"return {cell}.dataset.state === 'JOB_SUCCEEDED'", "the cell to turn succeeded", 30)
+    assert p.js("return document.querySelectorAll('td.cell').length") == 4
+    p.no_errors()
+    p.shot("build-succeeded")
+
+    # Job page again: the whole log, the end of the attempt, the artifact and its pip line.
+    p.go(f"/job/{job_id}")
+    p.wait(f"return document.querySelectorAll('#log .l').length === {LINES}", "the whole log")
+    p.wait("return document.getElementById('log-state').textContent.includes('succeeded')",
+           "the end of the attempt")
+    text = p.js("return document.getElementById('job-artifacts').textContent")
+    assert "pip install --index-url" in text and "sm_90a" in text
+    p.no_errors()
+    p.shot("job-finished")
+
+    # Workers page and the duration chart.
+    p.go("/workers")
+    p.wait("return document.querySelectorAll('tr[data-worker]').length === 3", "workers table")
+    p.go("/chart")
+    p.wait("return document.querySelectorAll('#duration-chart circle').length >= 4",
+           "chart points")
+    p.no_errors()
+    p.shot("chart")

@@ -1,0 +1,46 @@
+// A real SQLite store and blob store in a temporary directory, with a fake clock and a
+// Router over them, plus helpers to add builds, run jobs and make wheels.
+#ifndef FARM_TESTS_UNIT_DAEMON_HTTP_HTTP_FIXTURE_H_
+#define FARM_TESTS_UNIT_DAEMON_HTTP_HTTP_FIXTURE_H_
+
+#include <boost/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/http/router.h"
+#include "tests/support/test_util.h"
+
+namespace farm::http::testing {
+
+class HttpFixture : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  // Creates a build of `n` pending jobs (cuda 13.0, torch 2.8 unless given); returns job ids.
+  std::vector<int64_t> AddBuild(int n, const std::string& cuda = "13.0",
+                                const std::string& torch = "2.8", int64_t* build_id = nullptr);
+  // Leases the pending job `id` to worker "w1" at the fake clock's time.
+  void Start(int64_t id);
+  void Finish(int64_t id, int cause = store::kCauseCompleted);
+  // Writes a wheel (a zip with <name>.dist-info/METADATA) into the blob store, attaches it
+  // to job `id` with the validation state; returns its sha256.
+  std::string AddWheel(int64_t job_id, const std::string& filename, const std::string& metadata,
+                       int validation_state);
+  Router MakeRouter(DashboardOptions options = {});
+  Response Get(Router& r, const std::string& target, const std::string& accept = "");
+  static boost::json::value Json(const Response& r);
+
+  farm::testing::ScopedTempDir dir_;
+  farm::testing::FakeClock clock_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<store::BlobStore> blobs_;
+  std::unique_ptr<auth::TokenAuthority> auth_;
+};
+
+// Builds a zip archive (via libarchive) holding `files` (name, content).
+std::string MakeZip(const std::vector<std::pair<std::string, std::string>>& files);
+
+}  // namespace farm::http::testing
+
+#endif  // FARM_TESTS_UNIT_DAEMON_HTTP_HTTP_FIXTURE_H_
