@@ -77,6 +77,7 @@ TEST_F(InspectTest, QuotedRecordRowsAndBuildTagAreAccepted) {
   spec.filename = "attn_example-1.0.0+cu130-7b-cp312-cp312-linux_x86_64.whl";
   spec.wheel += "Build: 7b\n";
   spec.files.push_back({"attn_example/data/a,b \"q\".txt", "x"});
+  spec.files.push_back({"attn_example/data/\xc3\xbc" "ber.txt", "utf-8 name"});
   WheelReport r = Inspect(spec);
   EXPECT_TRUE(r.ok()) << AllProblems(r);
   EXPECT_EQ(r.tags.build_tag, "7b");

@@ -68,6 +68,21 @@ TEST(ManifestTest, MultiArchSpeedModeUsesLz4) {
   ExpectMultiArch(so, Compression::kLz4);
 }
 
+TEST(ManifestTest, SuffixFallsBackToFatbinFlagsWithoutToolInfo) {
+  FARM_LOAD_MODULE_OR_SKIP("multi", so);
+  int renamed = 0;
+  for (size_t pos = so.find(".note.nv.tkinfo"); pos != std::string::npos;
+       pos = so.find(".note.nv.tkinfo", pos + 1)) {
+    so[pos + 14] = 'X';  // the cubins no longer have a section of that name
+    ++renamed;
+  }
+  ASSERT_GE(renamed, 8);
+  Result<ModuleManifest> m = ReadModuleManifest(so, kModule);
+  ASSERT_OK(m.status());
+  EXPECT_EQ(m->archs, (std::vector<std::string>{"sm_120a", "sm_121a", "sm_80", "sm_90a"}));
+  for (const CodeImage& image : m->images) EXPECT_EQ(image.suffix_source, "fatbin-flags");
+}
+
 TEST(ManifestTest, Built120aRequested121Fails) {
   FARM_LOAD_MODULE_OR_SKIP("sm120a", so);
   ArchManifest plain = ManifestOf(so, "12.1");
