@@ -1,0 +1,95 @@
+"""The real pip installs from the dashboard's package index and picks the right variant.
+
+Wheels of a small package are built with the real `pip wheel` (one per variant, plus a
+newer one whose validation failed and must never be offered), registered as artifacts of
+succeeded jobs by dashboard_fixture, and installed into fresh venvs with only the farm's
+index reachable.
+"""
+import json
+import os
+import shutil
+import subprocess
+import urllib.request
+
+import pytest
+
+import farm_harness
+
+FIXTURE = os.environ.get("DASHBOARD_FIXTURE", os.path.join(
+    farm_harness.REPO, "build", "tests", "integration", "dashboard", "dashboard_fixture"))
+PYTHON = "/usr/bin/python3"
+
+SETUP_PY = """from setuptools import setup
+setup(name="attn-example", version="{version}", packages=["attn_example"],
+      python_requires=">=3.8")
+"""
+
+
+def _clean_env():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
+    return env
+
+
+def _build_wheel(root, version, variant):
+    src = os.path.join(root, "src-" + variant + "-" + version)
+    os.makedirs(os.path.join(src, "attn_example"))
+    with open(os.path.join(src, "setup.py"), "w") as f:
+        f.write(SETUP_PY.format(version=version))
+    with open(os.path.join(src, "attn_example", "__init__.py"), "w") as f:
+        f.write(f"VARIANT = {variant!r}\n")
+    dist = os.path.join(root, "dist")
+    r = subprocess.run([PYTHON, "-m", "pip", "wheel", ".", "--no-build-isolation", "--no-deps",
+                        "--no-index", "-w", dist], cwd=src, capture_output=True, text=True,
+                       timeout=300, env=_clean_env())
+    assert r.returncode == 0, r.stderr
+    name = f"attn_example-{version}-py3-none-any.whl"
+    assert os.path.exists(os.path.join(dist, name)), os.listdir(dist)
+    return os.path.join(dist, name)
+
+
+def _install(root, url, name):
+    venv = os.path.join(root, "venv-" + name)
+    r = subprocess.run([PYTHON, "-m", "venv", venv], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        pytest.skip(f"python3 -m venv failed (python3-venv missing?): {r.stderr}")
+    r = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--no-cache-dir",
+                        "--index-url", url, "attn-example"], capture_output=True, text=True,
+                       timeout=300, env=_clean_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = subprocess.run([os.path.join(venv, "bin", "python"), "-c",
+                          "import attn_example, importlib.metadata as m;"
+                          "print(attn_example.VARIANT, m.version('attn-example'))"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_pip_installs_the_variant_it_is_pointed_at(farm):
+    if not os.path.exists(FIXTURE):
+        pytest.skip(f"{FIXTURE} is not built")
+    if not shutil.which("pip", path="/usr/bin") and subprocess.run(
+            [PYTHON, "-m", "pip", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("Debian's python3-pip is not installed")
+    cu130 = _build_wheel(farm.root, "0.1.0+cu130", "cu130")
+    cu128 = _build_wheel(farm.root, "0.1.0+cu128torch2.8", "cu128-torch2.8")
+    failed = _build_wheel(farm.root, "0.2.0+cu130", "failed")
+    ready = os.path.join(farm.root, "dashboard.addr")
+    farm._spawn([FIXTURE, "--data-dir", farm.data, "--ready-file", ready,
+                 "--wheel", f"{cu130},13.0,,passed", "--wheel", f"{cu128},12.8,2.8,passed",
+                 "--wheel", f"{failed},13.0,,failed"], "dashboard.log")
+    base = "http://" + farm_harness.wait_until(
+        lambda: farm_harness._read(ready), 30, "ready file").strip()
+
+    # The JSON view pip reads: one file per variant, hashes and metadata announced.
+    req = urllib.request.Request(base + "/cu130/simple/attn-example/",
+                                 headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        page = json.load(resp)
+    assert [f["filename"] for f in page["files"]] == [os.path.basename(cu130)]
+    assert page["files"][0]["requires-python"] == ">=3.8"
+    assert "sha256" in page["files"][0]["core-metadata"]
+
+    assert _install(farm.root, base + "/cu130/simple/", "cu130") == ["cu130", "0.1.0+cu130"]
+    assert _install(farm.root, base + "/cu128-torch2.8/simple/", "cu128") == [
+        "cu128-torch2.8", "0.1.0+cu128torch2.8"]
