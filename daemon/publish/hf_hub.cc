@@ -56,10 +56,52 @@ std::string Line(const std::string& key, json::object value) {
   return json::serialize(line) + "\n";
 }
 
-bool SameBytes(const HfRepoFile& remote, const std::string& sha256_hex,
-               const std::string& git_oid) {
+// True when `remote` holds the bytes of the local file: by sha256 for LFS files, by git
+// blob id for small regular ones.
+Result<bool> SameBytes(const HfRepoFile& remote, const std::string& local_path,
+                       const std::string& sha256_hex, int64_t size, int64_t max_regular) {
   if (!remote.lfs_sha256.empty()) return remote.lfs_sha256 == sha256_hex;
-  return !git_oid.empty() && remote.git_oid == git_oid;
+  if (remote.size != size || size > max_regular) return false;
+  FARM_ASSIGN_OR_RETURN(std::string content, fs::ReadFile(local_path));
+  return remote.git_oid == GitBlobSha1(content);
+}
+
+json::object LfsBatchBody(const std::string& revision, const std::string& sha256_hex,
+                          int64_t size) {
+  json::object object;
+  object["oid"] = sha256_hex;
+  object["size"] = size;
+  json::object body;
+  body["operation"] = "upload";
+  body["transfers"] = json::array{"basic", "multipart"};
+  body["objects"] = json::array{object};
+  body["hash_algo"] = "sha256";
+  body["ref"] = json::object{{"name", revision}};
+  return body;
+}
+
+// The first object of a batch answer, or an error for a malformed or refused one.
+Result<json::object> FirstLfsObject(const json::object& answer, const std::string& oid) {
+  auto objects = answer.find("objects");
+  if (objects == answer.end() || !objects->value().is_array() ||
+      objects->value().as_array().empty() || !objects->value().as_array()[0].is_object()) {
+    return Status::InvalidArgument("LFS batch answer without objects");
+  }
+  const json::object& first = objects->value().as_array()[0].as_object();
+  if (const json::object* error = ObjectAt(first, "error")) {
+    return Status::FailedPrecondition(
+        log::Redact("LFS batch refused " + oid + ": " + JsonString(*error, "message")));
+  }
+  return first;
+}
+
+HttpHeaders StringHeaders(const json::object* header) {
+  HttpHeaders out;
+  if (header == nullptr) return out;
+  for (const auto& [k, v] : *header) {
+    if (v.is_string()) out.Set(std::string(k), std::string(v.as_string()));
+  }
+  return out;
 }
 
 }  // namespace
@@ -210,49 +252,25 @@ Result<std::string> HfHubClient::Preupload(const std::string& repo_id,
 Status HfHubClient::UploadLfsObject(const std::string& repo_id, const std::string& revision,
                                     const std::string& local_path,
                                     const std::string& sha256_hex, int64_t size) {
-  json::object object;
-  object["oid"] = sha256_hex;
-  object["size"] = size;
-  json::object body;
-  body["operation"] = "upload";
-  body["transfers"] = json::array{"basic", "multipart"};
-  body["objects"] = json::array{object};
-  body["hash_algo"] = "sha256";
-  body["ref"] = json::object{{"name", revision}};
   std::string url = options_.endpoint + "/" + GitPrefix(options_.repo_type) + repo_id +
                     ".git/info/lfs/objects/batch";
   HttpRequest r = NewRequest("POST", url, true);
   r.headers.Set("Accept", "application/vnd.git-lfs+json");
   r.headers.Set("Content-Type", "application/vnd.git-lfs+json");
-  r.body = json::serialize(body);
+  r.body = json::serialize(LfsBatchBody(revision, sha256_hex, size));
   FARM_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(r, Idempotency::kIdempotent));
   if (resp.status != 200) return HttpError("LFS batch for " + sha256_hex, resp);
   FARM_ASSIGN_OR_RETURN(json::object o, ParseObject(resp, "LFS batch answer"));
-  auto objects = o.find("objects");
-  if (objects == o.end() || !objects->value().is_array() ||
-      objects->value().as_array().empty() || !objects->value().as_array()[0].is_object()) {
-    return Status::InvalidArgument("LFS batch answer without objects");
-  }
-  const json::object& answer = objects->value().as_array()[0].as_object();
-  if (const json::object* error = ObjectAt(answer, "error")) {
-    return Status::FailedPrecondition(log::Redact(
-        "LFS batch refused " + sha256_hex + ": " + JsonString(*error, "message")));
-  }
+  FARM_ASSIGN_OR_RETURN(json::object answer, FirstLfsObject(o, sha256_hex));
   const json::object* actions = ObjectAt(answer, "actions");
   const json::object* upload = actions ? ObjectAt(*actions, "upload") : nullptr;
   if (upload == nullptr) return Status::Ok();  // the Hub already stores these bytes
   const json::object* header = ObjectAt(*upload, "header");
-  json::object empty;
-  if (header == nullptr) header = &empty;
   std::string href = JsonString(*upload, "href");
-  if (header->contains("chunk_size")) {
+  if (header != nullptr && header->contains("chunk_size")) {
     FARM_RETURN_IF_ERROR(PutMultipart(href, *header, sha256_hex, local_path, size));
   } else {
-    HttpHeaders extra;
-    for (const auto& [k, v] : *header) {
-      if (v.is_string()) extra.Set(std::string(k), std::string(v.as_string()));
-    }
-    FARM_RETURN_IF_ERROR(PutBasic(href, extra, local_path, size));
+    FARM_RETURN_IF_ERROR(PutBasic(href, StringHeaders(header), local_path, size));
   }
   const json::object* verify = actions ? ObjectAt(*actions, "verify") : nullptr;
   if (verify != nullptr && options_.verify) return Verify(*verify, sha256_hex, size);
@@ -317,11 +335,8 @@ Status HfHubClient::PutMultipart(const std::string& href, const json::object& he
 Status HfHubClient::Verify(const json::object& action, const std::string& sha256_hex,
                            int64_t size) {
   HttpRequest r = NewRequest("POST", JsonString(action, "href"), true);
-  if (const json::object* header = ObjectAt(action, "header")) {
-    for (const auto& [k, v] : *header) {
-      if (v.is_string()) r.headers.Set(std::string(k), std::string(v.as_string()));
-    }
-  }
+  HttpHeaders extra = StringHeaders(ObjectAt(action, "header"));
+  for (const auto& [k, v] : extra.all()) r.headers.Set(k, v);
   r.headers.Set("Accept", "application/vnd.git-lfs+json");
   r.headers.Set("Content-Type", "application/vnd.git-lfs+json");
   r.body = json::serialize(json::object{{"oid", sha256_hex}, {"size", size}});
@@ -392,9 +407,10 @@ Result<std::optional<HfUploadResult>> HfHubClient::CheckLanded(const HfUploadReq
   *head = now_head;
   FARM_ASSIGN_OR_RETURN(auto remote,
                         GetPathInfo(request.repo_id, now_head, request.path_in_repo));
-  if (remote && remote->lfs_sha256 == file.sha256_hex) {
-    return std::optional(HfUploadResult{HfOutcome::kCommitted, now_head, ""});
-  }
+  if (!remote) return std::optional<HfUploadResult>();
+  FARM_ASSIGN_OR_RETURN(bool same, SameBytes(*remote, file.path, file.sha256_hex, file.size,
+                                             options_.max_regular_bytes));
+  if (same) return std::optional(HfUploadResult{HfOutcome::kCommitted, now_head, ""});
   return std::optional<HfUploadResult>();
 }
 
@@ -403,14 +419,9 @@ Result<HfUploadResult> HfHubClient::UploadFile(const HfUploadRequest& request) {
   FARM_ASSIGN_OR_RETURN(std::string head, GetRevisionSha(request.repo_id, request.revision));
   FARM_ASSIGN_OR_RETURN(auto remote, GetPathInfo(request.repo_id, head, request.path_in_repo));
   if (remote) {
-    std::string git_oid;
-    if (remote->lfs_sha256.empty() && file.size <= options_.max_regular_bytes) {
-      FARM_ASSIGN_OR_RETURN(std::string content, fs::ReadFile(file.path));
-      git_oid = GitBlobSha1(content);
-    }
-    if (SameBytes(*remote, file.sha256_hex, git_oid)) {
-      return HfUploadResult{HfOutcome::kAlreadyPresent, "", ""};
-    }
+    FARM_ASSIGN_OR_RETURN(bool same, SameBytes(*remote, file.path, file.sha256_hex, file.size,
+                                               options_.max_regular_bytes));
+    if (same) return HfUploadResult{HfOutcome::kAlreadyPresent, "", ""};
     if (!request.replace) {
       return Status::AlreadyExists("conflict: " + request.repo_id + ":" + request.path_in_repo +
                                    " already holds other bytes (sha256 " + remote->lfs_sha256 +

@@ -305,5 +305,37 @@ TEST_F(GitHubFakeServerTest, BadTokenFailsWithARedactedMessage) {
   EXPECT_EQ(logs.text().find(kToken), std::string::npos);
 }
 
+TEST(GitHubFakeRestartTest, StateFileKeepsReleasesAcrossARestart) {
+  farm::testing::ScopedTempDir dir;
+  std::string state = dir.path() + "/github-state.json";
+  std::string w = WriteWheel(dir.path(), "r-1.0-py3-none-any.whl", 4000, 9);
+  RecordingSleeper sleeper(50);
+  CurlHttpClient curl;
+  RetryOptions options = GitHubRetryDefaults();
+  options.mutating_spacing_ms = 0;
+  RetryingHttpClient http(curl, sleeper, sleeper, options);
+  int64_t release_id = 0;
+  {
+    FakeServerProcess first("fake_github.py", {"--token", kToken, "--state-file", state});
+    ASSERT_FALSE(first.base_url().empty());
+    GitHubReleasesClient client(http, {.api_base = first.base_url(), .token = kToken});
+    auto draft = client.GetOrCreateDraftRelease({.repo = kRepo, .tag = "v1"});
+    ASSERT_OK(draft.status());
+    release_id = draft.value().id;
+    ASSERT_OK(client.UploadAsset(kRepo, draft.value(), {.local_path = w}).status());
+  }
+  FakeServerProcess second("fake_github.py", {"--token", kToken, "--state-file", state});
+  ASSERT_FALSE(second.base_url().empty());
+  GitHubReleasesClient client(http, {.api_base = second.base_url(), .token = kToken});
+  auto draft = client.GetOrCreateDraftRelease({.repo = kRepo, .tag = "v1"});
+  ASSERT_OK(draft.status());
+  EXPECT_EQ(draft.value().id, release_id);
+  auto again = client.UploadAsset(kRepo, draft.value(), {.local_path = w});
+  ASSERT_OK(again.status());
+  EXPECT_EQ(again.value().outcome, AssetOutcome::kAlreadyPresent);
+  EXPECT_EQ(second.Counter("upload_posts"), 0);
+  EXPECT_EQ(second.Counter("release_creates"), 0);
+}
+
 }  // namespace
 }  // namespace farm::publish
