@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Measures the dashboard's JSON API with wrk against stores of 10,000 and 100,000 jobs.
+#   tests/bench/dashboard_bench.sh PATH/TO/dashboard_fixture [SECONDS]
+# Prints wrk's requests/s and latency for each endpoint. Everything binds 127.0.0.1.
+set -euo pipefail
+fixture=${1:?usage: dashboard_bench.sh DASHBOARD_FIXTURE [SECONDS]}
+seconds=${2:-5}
+command -v wrk >/dev/null || { echo "wrk missing (apt-get install wrk)" >&2; exit 1; }
+work=$(mktemp -d)
+pid=""
+cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+run() {  # run LABEL BUILDS JOBS_PER_BUILD
+  local label=$1 builds=$2 per=$3 dir=$work/$1
+  local start=$SECONDS
+  "$fixture" --data-dir "$dir" --ready-file "$dir.addr" --fill-builds "$builds" \
+    --jobs-per-build "$per" >"$dir.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 1200); do [[ -s $dir.addr ]] && break; sleep 0.5; done
+  [[ -s $dir.addr ]] || { echo "fixture did not start" >&2; cat "$dir.log" >&2; exit 1; }
+  local addr; addr=$(cat "$dir.addr")
+  echo "== $label: $builds builds x $per jobs (filled in $((SECONDS - start)) s), $addr"
+  local mid=$((builds / 2)) job=$((builds * per / 2))
+  for path in "/api/v1/builds?limit=50" "/api/v1/builds?before=$mid&limit=50" \
+              "/api/v1/jobs/$job" "/api/v1/overview" "/metrics"; do
+    echo "-- GET $path"
+    wrk -t2 -c16 -d"${seconds}s" --latency "http://$addr$path" |
+      grep -E "Requests/sec|Latency |50%|99%|Non-2xx" || true
+  done
+  kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+}
+
+run small 1000 10
+run large 10000 10
