@@ -1,0 +1,57 @@
+// farmd: the coordinator daemon. Parses flags, starts FarmServer, waits for SIGTERM/SIGINT.
+#include <csignal>
+#include <iostream>
+
+#include "common/flags.h"
+#include "common/log.h"
+#include "daemon/api/server.h"
+
+int main(int argc, char** argv) {
+  // Block the stop signals in every thread; the main thread waits for them below.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  farm::Flags flags({
+      {"data-dir", "DIR", "state directory (farm.db, blobs/, tokens); default ./data"},
+      {"listen", "HOST:PORT", "gRPC address; port 0 picks one (default 127.0.0.1:7070)"},
+      {"ready-file", "FILE", "write the bound gRPC address here once serving"},
+      {"lease-ms", "MS", "lease of a running job, renewed by heartbeats (default 30000)"},
+      {"heartbeat-ms", "MS", "heartbeat interval told to workers (default 2000)"},
+      {"log-json", "", "log one JSON object per line"},
+      {"help", "", "show this help"},
+  });
+  farm::Status parsed = flags.Parse(argc, argv);
+  if (!parsed.ok() || flags.Has("help")) {
+    std::cerr << (parsed.ok() ? "" : parsed.message() + "\n") << "usage: farmd [flags]\n"
+              << flags.Usage();
+    return parsed.ok() ? 0 : 2;
+  }
+  farm::log::InitLogging({.json = flags.Has("log-json"), .component = "farmd"});
+  farm::api::ServerOptions options;
+  options.data_dir = flags.Get("data-dir", "data");
+  options.listen = flags.Get("listen", "127.0.0.1:7070");
+  options.ready_file = flags.Get("ready-file");
+  auto lease = flags.GetInt("lease-ms", 30000);
+  auto heartbeat = flags.GetInt("heartbeat-ms", 2000);
+  if (!lease.ok() || !heartbeat.ok()) {
+    std::cerr << (lease.ok() ? heartbeat.status() : lease.status()).message() << "\n";
+    return 2;
+  }
+  options.tunables.lease_ms = lease.value();
+  options.tunables.heartbeat_ms = heartbeat.value();
+
+  auto server = farm::api::FarmServer::Start(options);
+  if (!server.ok()) {
+    farm::log::Error("cannot start: " + server.status().ToString());
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&stop, &sig);
+  farm::log::Info(std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+                  ", shutting down");
+  server.value()->Shutdown();
+  return 0;
+}

@@ -1,0 +1,21 @@
+#include "daemon/api/auth.h"
+
+#include "common/log.h"
+
+namespace farm::api {
+
+Result<Principal> AuthorizeCall(TokenAuthority& authority, const grpc::ServerContext& call,
+                                Need need) {
+  const auto& md = call.client_metadata();
+  auto it = md.find("authorization");
+  std::string value = it == md.end() ? "" : std::string(it->second.data(), it->second.size());
+  return authority.Authorize(value, need);
+}
+
+grpc::Status ToGrpc(const Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      log::Redact(status.message()));
+}
+
+}  // namespace farm::api

@@ -1,0 +1,25 @@
+// The gRPC side of authentication: reads the call's authorization metadata for the token
+// authority, and converts farm Status values to gRPC statuses.
+#ifndef FARM_DAEMON_API_AUTH_H_
+#define FARM_DAEMON_API_AUTH_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include "daemon/auth/token_authority.h"
+
+namespace farm::api {
+
+using auth::Need;
+using auth::Principal;
+using auth::TokenAuthority;
+
+// Authorizes the call's "authorization" metadata for `need`.
+Result<Principal> AuthorizeCall(TokenAuthority& authority, const grpc::ServerContext& call,
+                                Need need);
+
+// Converts a farm Status to a gRPC status (same code numbers, redacted message).
+grpc::Status ToGrpc(const Status& status);
+
+}  // namespace farm::api
+
+#endif  // FARM_DAEMON_API_AUTH_H_

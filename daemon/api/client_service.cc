@@ -1,0 +1,183 @@
+#include "daemon/api/client_service.h"
+
+#include <cstdio>
+
+#include "common/log.h"
+#include "common/sha256.h"
+#include "daemon/api/handler.h"
+#include "daemon/model/convert.h"
+#include "daemon/sched/placement.h"
+
+namespace farm::api {
+
+using model::BuildToProto;
+using model::JobToProto;
+using model::AttemptToProto;
+using model::ArtifactToProto;
+using model::LogLineToProto;
+using model::WorkerToProto;
+using model::ParseBlob;
+
+Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
+                               const Principal& who);
+
+namespace {
+
+void AddPlacementReasons(const ServiceContext& ctx, farm::v1::Job* job) {
+  auto workers = ctx.store->ListWorkers();
+  if (!workers.ok()) return;
+  for (const auto& w : workers.value()) {
+    auto caps = ParseBlob<farm::v1::Capabilities>(w.capabilities);
+    std::string why = w.state == "lost" ? "worker is lost" : sched::MissingRequirement(job->cell(), caps);
+    if (!why.empty()) (*job->mutable_unplaceable_reasons())[w.name + " (" + w.id + ")"] = why;
+  }
+  if (workers->empty()) (*job->mutable_unplaceable_reasons())["(none)"] = "no worker is registered";
+}
+
+}  // namespace
+
+Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& row) {
+  farm::v1::Job job = JobToProto(row);
+  FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(row.id));
+  for (const auto& a : attempts) *job.add_attempts() = AttemptToProto(a);
+  FARM_ASSIGN_OR_RETURN(auto artifacts, ctx.store->ListArtifacts(row.id));
+  for (const auto& a : artifacts) *job.add_artifacts() = ArtifactToProto(a);
+  if (row.state == store::kJobPending) AddPlacementReasons(ctx, &job);
+  return job;
+}
+
+Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
+  FARM_ASSIGN_OR_RETURN(auto row, ctx.store->GetBuild(build_id));
+  farm::v1::Build build = BuildToProto(row);
+  FARM_ASSIGN_OR_RETURN(auto jobs, ctx.store->ListJobs(build_id));
+  for (const auto& j : jobs) {
+    FARM_ASSIGN_OR_RETURN(auto job, LoadJob(ctx, j));
+    *build.add_jobs() = std::move(job);
+  }
+  return build;
+}
+
+grpc::Status ClientService::SubmitBuild(grpc::ServerContext* call,
+                                        const farm::v1::SubmitBuildRequest* req,
+                                        farm::v1::SubmitBuildResponse* resp) {
+  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(*resp->mutable_build(), Submit(*ctx_, *req, who));
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::GetBuild(grpc::ServerContext* call,
+                                     const farm::v1::GetBuildRequest* req, farm::v1::Build* resp) {
+  return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
+    FARM_ASSIGN_OR_RETURN(*resp, LoadBuild(*ctx_, req->build_id()));
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::ListBuilds(grpc::ServerContext* call,
+                                       const farm::v1::ListBuildsRequest* req,
+                                       farm::v1::ListBuildsResponse* resp) {
+  return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
+    int limit = req->page_size() <= 0 ? 50 : std::min(req->page_size(), 1000);
+    FARM_ASSIGN_OR_RETURN(auto rows, ctx_->store->ListBuilds(req->before_id(), limit));
+    for (const auto& row : rows) {
+      farm::v1::Build* b = resp->add_builds();
+      *b = BuildToProto(row);
+      FARM_ASSIGN_OR_RETURN(auto jobs, ctx_->store->ListJobs(row.id));
+      for (const auto& j : jobs) *b->add_jobs() = JobToProto(j);
+    }
+    if (static_cast<int>(rows.size()) == limit) resp->set_next_before_id(rows.back().id);
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::CancelBuild(grpc::ServerContext* call,
+                                        const farm::v1::CancelBuildRequest* req,
+                                        farm::v1::Build* resp) {
+  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(ctx_->store->CancelBuild(req->build_id(), ctx_->clock->NowUnixMs()));
+    log::Info("build " + std::to_string(req->build_id()) + " cancelled by " + who.name);
+    FARM_ASSIGN_OR_RETURN(*resp, LoadBuild(*ctx_, req->build_id()));
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::GetJob(grpc::ServerContext* call, const farm::v1::GetJobRequest* req,
+                                   farm::v1::Job* resp) {
+  return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
+    FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetJob(req->job_id()));
+    FARM_ASSIGN_OR_RETURN(*resp, LoadJob(*ctx_, row));
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::GetJobLog(grpc::ServerContext* call,
+                                      const farm::v1::GetJobLogRequest* req,
+                                      farm::v1::GetJobLogResponse* resp) {
+  return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
+    FARM_ASSIGN_OR_RETURN(auto job, ctx_->store->GetJob(req->job_id()));
+    int attempt = req->attempt() > 0 ? req->attempt() : job.attempt;
+    int limit = req->limit() <= 0 ? 1000 : std::min(req->limit(), 10000);
+    int64_t after = req->after_seq();
+    if (req->tail() > 0) {
+      FARM_ASSIGN_OR_RETURN(int64_t last, ctx_->store->LastLogSeq(job.id, attempt));
+      after = std::max<int64_t>(after, last - req->tail());
+    }
+    FARM_ASSIGN_OR_RETURN(auto lines, ctx_->store->GetLogLines(job.id, attempt, after, limit));
+    for (const auto& l : lines) *resp->add_lines() = LogLineToProto(job.id, attempt, l);
+    bool attempt_over = attempt < job.attempt || store::IsTerminal(job.state) ||
+                        job.state == store::kJobPending;
+    resp->set_finished(attempt_over && static_cast<int>(lines.size()) < limit);
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::ListWorkers(grpc::ServerContext* call,
+                                        const farm::v1::ListWorkersRequest*,
+                                        farm::v1::ListWorkersResponse* resp) {
+  return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
+    FARM_ASSIGN_OR_RETURN(auto rows, ctx_->store->ListWorkers());
+    for (const auto& w : rows) *resp->add_workers() = WorkerToProto(w);
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::CreateToken(grpc::ServerContext* call,
+                                        const farm::v1::CreateTokenRequest* req,
+                                        farm::v1::CreateTokenResponse* resp) {
+  return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
+    if (req->role() == "worker") {
+      return Status::InvalidArgument("worker tokens are issued by Register; create an enroll token");
+    }
+    std::string name = req->name().empty() ? req->role() : req->name();
+    FARM_ASSIGN_OR_RETURN(std::string token, ctx_->auth->Create(req->role(), name));
+    log::Info("token \"" + name + "\" with role " + req->role() + " created by " + who.name);
+    resp->set_token(token);
+    resp->set_name(name);
+    resp->set_role(req->role());
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::DownloadArtifact(grpc::ServerContext* call,
+                                             const farm::v1::GetArtifactRequest* req,
+                                             grpc::ServerWriter<farm::v1::ArtifactChunk>* out) {
+  return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
+    FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetArtifact(req->artifact_id()));
+    FILE* f = fopen(ctx_->blobs->PathFor(row.sha256).c_str(), "rb");
+    if (!f) return Status::DataLoss("blob of artifact " + row.filename + " is missing");
+    farm::v1::ArtifactChunk first;
+    *first.mutable_artifact() = ArtifactToProto(row);
+    bool ok = out->Write(first);
+    std::string buf(1 << 20, '\0');
+    for (size_t n; ok && (n = fread(buf.data(), 1, buf.size(), f)) > 0;) {
+      farm::v1::ArtifactChunk chunk;
+      chunk.set_data(buf.data(), n);
+      ok = out->Write(chunk);
+    }
+    fclose(f);
+    return ok ? Status::Ok() : Status::Cancelled("client went away");
+  });
+}
+
+}  // namespace farm::api

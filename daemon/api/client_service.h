@@ -1,0 +1,47 @@
+// FarmService: the client API (farmctl, scripts, the dashboard). Every handler
+// authenticates first and converts every failure to a gRPC status; nothing throws out.
+#ifndef FARM_DAEMON_API_CLIENT_SERVICE_H_
+#define FARM_DAEMON_API_CLIENT_SERVICE_H_
+
+#include "daemon/api/service_context.h"
+#include "farm/v1/client.grpc.pb.h"
+
+namespace farm::api {
+
+class ClientService final : public farm::v1::FarmService::Service {
+ public:
+  explicit ClientService(ServiceContext* ctx) : ctx_(ctx) {}
+
+  grpc::Status SubmitBuild(grpc::ServerContext*, const farm::v1::SubmitBuildRequest*,
+                           farm::v1::SubmitBuildResponse*) override;
+  grpc::Status GetBuild(grpc::ServerContext*, const farm::v1::GetBuildRequest*,
+                        farm::v1::Build*) override;
+  grpc::Status ListBuilds(grpc::ServerContext*, const farm::v1::ListBuildsRequest*,
+                          farm::v1::ListBuildsResponse*) override;
+  grpc::Status CancelBuild(grpc::ServerContext*, const farm::v1::CancelBuildRequest*,
+                           farm::v1::Build*) override;
+  grpc::Status WatchBuild(grpc::ServerContext*, const farm::v1::WatchBuildRequest*,
+                          grpc::ServerWriter<farm::v1::BuildEvent>*) override;
+  grpc::Status GetJob(grpc::ServerContext*, const farm::v1::GetJobRequest*,
+                      farm::v1::Job*) override;
+  grpc::Status GetJobLog(grpc::ServerContext*, const farm::v1::GetJobLogRequest*,
+                         farm::v1::GetJobLogResponse*) override;
+  grpc::Status ListWorkers(grpc::ServerContext*, const farm::v1::ListWorkersRequest*,
+                           farm::v1::ListWorkersResponse*) override;
+  grpc::Status CreateToken(grpc::ServerContext*, const farm::v1::CreateTokenRequest*,
+                           farm::v1::CreateTokenResponse*) override;
+  grpc::Status DownloadArtifact(grpc::ServerContext*, const farm::v1::GetArtifactRequest*,
+                                grpc::ServerWriter<farm::v1::ArtifactChunk>*) override;
+
+ private:
+  ServiceContext* ctx_;
+};
+
+// Loads a build with its jobs, attempts, artifacts and, for pending jobs, the reason each
+// registered worker cannot take them.
+Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id);
+Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& row);
+
+}  // namespace farm::api
+
+#endif  // FARM_DAEMON_API_CLIENT_SERVICE_H_

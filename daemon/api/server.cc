@@ -1,0 +1,135 @@
+#include "daemon/api/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <condition_variable>
+#include <thread>
+
+#include "common/fs.h"
+#include "common/log.h"
+#include "daemon/api/client_service.h"
+#include "daemon/api/worker_service.h"
+
+namespace farm::api {
+
+struct FarmServer::Impl {
+  ServerOptions options;
+  std::unique_ptr<store::Store> store;
+  std::unique_ptr<store::BlobStore> blobs;
+  std::unique_ptr<TokenAuthority> auth;
+  ServiceContext ctx;
+  std::atomic<bool> shutting_down{false};
+  std::unique_ptr<ClientService> client_service;
+  std::unique_ptr<WorkerService> worker_service;
+  std::unique_ptr<grpc::Server> server;
+  std::string address;
+  std::thread sweeper;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopped = false;
+
+  void Sweep();
+};
+
+namespace {
+
+Status BootstrapTokens(TokenAuthority* auth, store::Store* store, const std::string& dir) {
+  FARM_ASSIGN_OR_RETURN(int64_t count, store->CountTokens());
+  if (count > 0) return Status::Ok();
+  FARM_ASSIGN_OR_RETURN(std::string admin, auth->Create("admin", "bootstrap-admin"));
+  FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(dir + "/admin.token", admin + "\n", 0600));
+  FARM_ASSIGN_OR_RETURN(std::string enroll, auth->Create("enroll", "bootstrap-enroll"));
+  FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(dir + "/enroll.token", enroll + "\n", 0600));
+  log::Info("first start: wrote " + dir + "/admin.token and " + dir + "/enroll.token (mode 0600)");
+  return Status::Ok();
+}
+
+// Replaces the port of "host:port" with `port`.
+std::string WithPort(const std::string& listen, int port) {
+  size_t colon = listen.rfind(':');
+  return (colon == std::string::npos ? listen : listen.substr(0, colon)) + ":" +
+         std::to_string(port);
+}
+
+}  // namespace
+
+void FarmServer::Impl::Sweep() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu);
+      if (cv.wait_for(lock, std::chrono::seconds(1), [this] { return stopped; })) return;
+    }
+    auto expired = store->ExpireLeases(ctx.clock->NowUnixMs(), ctx.tunables.max_attempts);
+    if (!expired.ok()) {
+      log::Warn("lease sweep failed: " + expired.status().ToString());
+    } else {
+      for (int64_t id : expired.value()) log::Warn("job " + std::to_string(id) + " lost its worker");
+    }
+    auto workers = store->ListWorkers();
+    if (!workers.ok()) continue;
+    int64_t now = ctx.clock->NowUnixMs();
+    for (const auto& w : workers.value()) {
+      if (w.state != "lost" && now - w.last_heartbeat_ms > ctx.tunables.lease_ms) {
+        (void)store->TouchWorker(w.id, w.last_heartbeat_ms, "lost");
+      }
+    }
+  }
+}
+
+Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(options.data_dir, 0700));
+  FARM_ASSIGN_OR_RETURN(impl->store, store::OpenSqliteStore(options.data_dir + "/farm.db"));
+  FARM_ASSIGN_OR_RETURN(impl->blobs, store::BlobStore::Open(options.data_dir + "/blobs"));
+  impl->auth = std::make_unique<TokenAuthority>(impl->store.get(), &RealClock());
+  FARM_RETURN_IF_ERROR(BootstrapTokens(impl->auth.get(), impl->store.get(), options.data_dir));
+  impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock(),
+                             options.tunables, &impl->shutting_down};
+  impl->client_service = std::make_unique<ClientService>(&impl->ctx);
+  impl->worker_service = std::make_unique<WorkerService>(&impl->ctx);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(impl->client_service.get());
+  builder.RegisterService(impl->worker_service.get());
+  builder.SetMaxReceiveMessageSize(16 << 20);
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || port == 0) {
+    return Status::Unavailable("cannot listen on " + options.listen);
+  }
+  impl->address = WithPort(options.listen, port);
+  impl->sweeper = std::thread([raw = impl.get()] { raw->Sweep(); });
+  if (!options.ready_file.empty()) {
+    FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(options.ready_file, impl->address + "\n"));
+  }
+  log::Info("farmd serving gRPC on " + impl->address + ", data in " + options.data_dir);
+  return std::unique_ptr<FarmServer>(new FarmServer(std::move(impl)));
+}
+
+FarmServer::FarmServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+FarmServer::~FarmServer() { Shutdown(); }
+
+const std::string& FarmServer::address() const { return impl_->address; }
+
+ServiceContext* FarmServer::context() { return &impl_->ctx; }
+
+void FarmServer::Shutdown() {
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->stopped) return;
+    impl_->stopped = true;
+  }
+  impl_->shutting_down = true;
+  impl_->cv.notify_all();
+  impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  if (impl_->sweeper.joinable()) impl_->sweeper.join();
+  log::Info("farmd stopped");
+}
+
+}  // namespace farm::api

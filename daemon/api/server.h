@@ -1,0 +1,46 @@
+// FarmServer: farmd's composition root. Opens the store under the data directory,
+// bootstraps the first tokens, serves the gRPC API, and sweeps expired leases.
+//
+//   auto server = FarmServer::Start(options);   // binds, writes the ready file
+//   ... wait for SIGTERM ...
+//   server->Shutdown();                          // stops accepting, drains, closes the store
+#ifndef FARM_DAEMON_API_SERVER_H_
+#define FARM_DAEMON_API_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "daemon/api/service_context.h"
+
+namespace farm::api {
+
+struct ServerOptions {
+  std::string data_dir = "data";          // farm.db, blobs/, admin.token, enroll.token
+  std::string listen = "127.0.0.1:7070";  // port 0 picks a free port
+  std::string ready_file;                 // receives "host:port" once serving
+  Tunables tunables;
+};
+
+class FarmServer {
+ public:
+  // Starts serving. On first start (no token in the store) writes an admin token and an
+  // enrollment token to <data_dir>/admin.token and enroll.token with mode 0600.
+  static Result<std::unique_ptr<FarmServer>> Start(const ServerOptions& options);
+  ~FarmServer();
+
+  // "127.0.0.1:43121": the address actually bound.
+  const std::string& address() const;
+  ServiceContext* context();
+  // Stops accepting calls, lets running calls finish for up to 5 s, stops the sweeper.
+  void Shutdown();
+
+ private:
+  struct Impl;
+  explicit FarmServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace farm::api
+
+#endif  // FARM_DAEMON_API_SERVER_H_

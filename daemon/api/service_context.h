@@ -1,0 +1,61 @@
+// What the gRPC services share: the store, the blob store, the token authority, the clock
+// and farmd's tunables. Owned by FarmServer; services hold a pointer. Thread-safe members.
+#ifndef FARM_DAEMON_API_SERVICE_CONTEXT_H_
+#define FARM_DAEMON_API_SERVICE_CONTEXT_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "common/clock.h"
+#include "daemon/api/auth.h"
+#include "daemon/store/blob_store.h"
+#include "daemon/store/store.h"
+
+namespace farm::api {
+
+struct Tunables {
+  int64_t lease_ms = 30000;           // a running job's lease, renewed by heartbeats
+  int64_t heartbeat_ms = 2000;        // interval the workers are told to use
+  int max_attempts = 3;               // default for infrastructure failures
+  int64_t max_artifact_bytes = 4LL << 30;
+};
+
+struct ServiceContext {
+  store::Store* store = nullptr;
+  store::BlobStore* blobs = nullptr;
+  TokenAuthority* auth = nullptr;
+  const Clock* clock = nullptr;
+  Tunables tunables;
+  std::atomic<bool>* shutting_down = nullptr;
+};
+
+// Polls `ctx.store->Generation()` until it differs from `seen`, the deadline passes,
+// shutdown starts or `cancelled()` returns true. Returns the new generation.
+template <typename CancelFn>
+int64_t WaitForChange(const ServiceContext& ctx, int64_t seen, int64_t deadline_steady_ms,
+                      CancelFn cancelled);
+
+}  // namespace farm::api
+
+#include <thread>
+
+namespace farm::api {
+
+template <typename CancelFn>
+int64_t WaitForChange(const ServiceContext& ctx, int64_t seen, int64_t deadline_steady_ms,
+                      CancelFn cancelled) {
+  // Polling an atomic every 50 ms costs nothing measurable and needs no wake-up plumbing.
+  for (int i = 0; i < 100000; ++i) {
+    int64_t now = ctx.store->Generation();
+    if (now != seen || ctx.clock->SteadyMs() >= deadline_steady_ms || cancelled() ||
+        (ctx.shutting_down && ctx.shutting_down->load())) {
+      return now;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return ctx.store->Generation();
+}
+
+}  // namespace farm::api
+
+#endif  // FARM_DAEMON_API_SERVICE_CONTEXT_H_

@@ -1,0 +1,186 @@
+#include "daemon/api/worker_service.h"
+
+#include "common/log.h"
+#include "common/sha256.h"
+#include "daemon/api/handler.h"
+#include "daemon/model/convert.h"
+#include "daemon/sched/placement.h"
+
+namespace farm::api {
+
+using model::ParseBlob;
+namespace {
+
+Status CheckSelf(const Principal& who, const std::string& worker_id) {
+  if (who.worker_id != worker_id) {
+    return Status::PermissionDenied("token of worker " + who.worker_id + " used for " + worker_id);
+  }
+  return Status::Ok();
+}
+
+// A worker may report on an attempt only if it was leased that attempt.
+Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_id, int attempt) {
+  FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(job_id));
+  for (const auto& a : attempts) {
+    if (a.number == attempt) {
+      if (a.worker_id == who.worker_id) return Status::Ok();
+      break;
+    }
+  }
+  return Status::PermissionDenied("worker " + who.worker_id + " does not hold attempt " +
+                                  std::to_string(attempt) + " of job " + std::to_string(job_id));
+}
+
+Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const store::JobRow& job) {
+  FARM_ASSIGN_OR_RETURN(auto build, ctx.store->GetBuild(job.build_id));
+  farm::v1::JobAssignment a;
+  a.set_job_id(job.id);
+  a.set_attempt(job.attempt);
+  a.set_build_id(job.build_id);
+  *a.mutable_recipe() = ParseBlob<farm::v1::Recipe>(build.recipe);
+  *a.mutable_cell() = ParseBlob<farm::v1::MatrixCell>(job.cell);
+  a.set_timeout_seconds(a.recipe().timeout_seconds() > 0 ? a.recipe().timeout_seconds() : 3600);
+  return a;
+}
+
+}  // namespace
+
+grpc::Status WorkerService::Register(grpc::ServerContext* call,
+                                     const farm::v1::RegisterRequest* req,
+                                     farm::v1::RegisterResponse* resp) {
+  return Handle(ctx_, call, Need::kEnroll, [&](const Principal& who) -> Status {
+    int64_t now = ctx_->clock->NowUnixMs();
+    std::string id = who.role == "worker" ? who.worker_id : "w-" + RandomHex(6);
+    if (who.role == "worker" && !req->worker_id().empty()) FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
+    if (who.role != "worker") {
+      FARM_ASSIGN_OR_RETURN(std::string token, ctx_->auth->Create("worker", req->name(), id));
+      resp->set_worker_token(token);
+    }
+    std::string state = req->capabilities().probe_error().empty() ? "idle" : "quarantined";
+    store::WorkerRow row{id, req->name().empty() ? id : req->name(),
+                         req->capabilities().SerializeAsString(), state, now, now};
+    FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(row));
+    log::Info("worker " + row.name + " registered as " + id + " (" +
+              std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " + state + ")");
+    resp->set_worker_id(id);
+    resp->set_heartbeat_interval_ms(static_cast<int32_t>(ctx_->tunables.heartbeat_ms));
+    resp->set_lease_ms(static_cast<int32_t>(ctx_->tunables.lease_ms));
+    return Status::Ok();
+  });
+}
+
+grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
+                                      const farm::v1::HeartbeatRequest* req,
+                                      farm::v1::HeartbeatResponse* resp) {
+  return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
+    int64_t now = ctx_->clock->NowUnixMs();
+    std::string state = req->draining() ? "draining" : (req->running_size() ? "busy" : "idle");
+    FARM_RETURN_IF_ERROR(ctx_->store->TouchWorker(who.worker_id, now, state));
+    FARM_ASSIGN_OR_RETURN(auto cancelled,
+                          ctx_->store->RenewLeases(who.worker_id, now, ctx_->tunables.lease_ms));
+    for (const auto& job : cancelled) {
+      auto* c = resp->add_cancel();
+      c->set_job_id(job.id);
+      c->set_attempt(job.attempt);
+    }
+    // Attempts the worker still runs but no longer holds (requeued while it was away).
+    for (const auto& running : req->running()) {
+      auto job = ctx_->store->GetJob(running.job_id());
+      if (job.ok() && (job->attempt != running.attempt() || job->worker_id != who.worker_id ||
+                       job->state != store::kJobRunning)) {
+        *resp->add_cancel() = running;
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
+                                       const farm::v1::AcquireJobRequest* req,
+                                       farm::v1::AcquireJobResponse* resp) {
+  return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
+    FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
+    if (worker.state == "draining" || worker.state == "quarantined") return Status::Ok();
+    auto caps = ParseBlob<farm::v1::Capabilities>(worker.capabilities);
+    store::PlacementFn placeable = [&caps](const store::JobRow& job) {
+      return sched::MissingRequirement(ParseBlob<farm::v1::MatrixCell>(job.cell), caps);
+    };
+    int64_t deadline = ctx_->clock->SteadyMs() + std::clamp(req->wait_ms(), 0, 10000);
+    for (int i = 0; i < 1000; ++i) {
+      int64_t seen = ctx_->store->Generation();
+      FARM_ASSIGN_OR_RETURN(auto job, ctx_->store->AcquireJob(who.worker_id, ctx_->clock->NowUnixMs(),
+                                                              ctx_->tunables.lease_ms, placeable));
+      if (job) {
+        FARM_ASSIGN_OR_RETURN(*resp->mutable_job(), MakeAssignment(*ctx_, *job));
+        log::Info("job " + std::to_string(job->id) + " attempt " + std::to_string(job->attempt) +
+                  " leased to " + worker.name);
+        return Status::Ok();
+      }
+      if (ctx_->clock->SteadyMs() >= deadline || call->IsCancelled()) break;
+      WaitForChange(*ctx_, seen, deadline, [call] { return call->IsCancelled(); });
+    }
+    return Status::Ok();
+  });
+}
+
+grpc::Status WorkerService::UploadLog(grpc::ServerContext* call,
+                                      grpc::ServerReader<farm::v1::LogChunk>* in,
+                                      farm::v1::UploadLogResponse* resp) {
+  return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
+    farm::v1::LogChunk chunk;
+    std::pair<int64_t, int> checked{0, 0};
+    while (in->Read(&chunk)) {
+      std::pair<int64_t, int> key{chunk.job_id(), chunk.attempt()};
+      if (key != checked) {
+        FARM_RETURN_IF_ERROR(CheckHolds(*ctx_, who, chunk.job_id(), chunk.attempt()));
+        checked = key;
+      }
+      std::vector<store::LogLineRow> lines;
+      for (const auto& l : chunk.lines()) {
+        lines.push_back({l.seq(), static_cast<int>(l.stream()), l.text(), l.time_unix_ms()});
+      }
+      FARM_ASSIGN_OR_RETURN(int64_t acked,
+                            ctx_->store->AppendLogLines(chunk.job_id(), chunk.attempt(), lines));
+      resp->set_acked_seq(acked);
+    }
+    return Status::Ok();
+  });
+}
+
+grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
+                                        const farm::v1::CompleteJobRequest* req,
+                                        farm::v1::CompleteJobResponse* resp) {
+  return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(CheckHolds(*ctx_, who, req->job_id(), req->attempt()));
+    FARM_ASSIGN_OR_RETURN(auto job, ctx_->store->GetJob(req->job_id()));
+    FARM_ASSIGN_OR_RETURN(auto build, ctx_->store->GetBuild(job.build_id));
+    auto recipe = ParseBlob<farm::v1::Recipe>(build.recipe);
+    int max_attempts = recipe.retry().max_attempts() > 0 ? recipe.retry().max_attempts()
+                                                         : ctx_->tunables.max_attempts;
+    int64_t now = ctx_->clock->NowUnixMs();
+    store::CompletionReport report{
+        .job_id = req->job_id(), .attempt = req->attempt(), .worker_id = who.worker_id,
+        .cause = static_cast<int>(req->cause()), .exit_code = req->exit_code(),
+        .detail = req->detail(), .peak_rss_bytes = req->peak_rss_bytes(),
+        .max_attempts = max_attempts, .retry_build_failures = recipe.retry().retry_build_failures(),
+        .retry_not_before_ms = now + 1000LL * recipe.retry().backoff_seconds()};
+    if (report.cause == store::kCauseCompleted && req->exit_code() == 0) {
+      FARM_ASSIGN_OR_RETURN(auto artifacts, ctx_->store->ListArtifacts(req->job_id()));
+      bool any = false;
+      for (const auto& a : artifacts) any |= a.attempt == req->attempt();
+      if (!any) {
+        report.cause = store::kCauseBuildFailed;
+        report.detail = "the attempt reported success but uploaded no wheel";
+      }
+    }
+    FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
+    log::Info("job " + std::to_string(req->job_id()) + " attempt " + std::to_string(req->attempt()) +
+              " ended: state " + farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
+    resp->set_state(static_cast<farm::v1::JobState>(state));
+    return Status::Ok();
+  });
+}
+
+}  // namespace farm::api

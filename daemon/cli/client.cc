@@ -1,0 +1,84 @@
+#include "daemon/cli/client.h"
+
+#include <cstdlib>
+
+#include "common/fs.h"
+
+namespace farm::cli {
+namespace {
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+Result<std::string> ResolveAddress(const ConnectionOptions& o) {
+  if (!o.server.empty()) return o.server;
+  std::string file = !o.server_file.empty() ? o.server_file : Env("FARM_SERVER_FILE");
+  if (!file.empty()) {
+    auto content = fs::ReadFile(file);
+    if (!content.ok()) return Status::Unavailable("cannot read server file " + file + ": is farmd running?");
+    return Trim(content.value());
+  }
+  std::string env = Env("FARM_SERVER");
+  return env.empty() ? std::string("127.0.0.1:7070") : env;
+}
+
+Result<std::string> ResolveToken(const ConnectionOptions& o) {
+  if (!o.token.empty()) return o.token;
+  std::string file = !o.token_file.empty() ? o.token_file : Env("FARM_TOKEN_FILE");
+  if (!file.empty()) {
+    auto content = fs::ReadFile(file);
+    if (!content.ok()) return Status::Unauthenticated("cannot read token file " + file);
+    return Trim(content.value());
+  }
+  std::string env = Env("FARM_TOKEN");
+  if (env.empty()) {
+    return Status::Unauthenticated(
+        "no token: pass --token-file FILE (e.g. <data-dir>/admin.token) or set FARM_TOKEN");
+  }
+  return env;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FarmClient>> FarmClient::Connect(const ConnectionOptions& options) {
+  auto client = std::make_unique<FarmClient>();
+  FARM_ASSIGN_OR_RETURN(client->address_, ResolveAddress(options));
+  FARM_ASSIGN_OR_RETURN(client->token_, ResolveToken(options));
+  client->timeout_ms_ = options.timeout_ms;
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  auto channel = grpc::CreateCustomChannel(client->address_, grpc::InsecureChannelCredentials(), args);
+  client->stub_ = farm::v1::FarmService::NewStub(channel);
+  return client;
+}
+
+std::unique_ptr<grpc::ClientContext> FarmClient::Context(bool deadline) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->AddMetadata("authorization", "Bearer " + token_);
+  if (deadline) {
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
+  }
+  return ctx;
+}
+
+Status FromGrpc(const grpc::Status& status, const std::string& address) {
+  if (status.ok()) return Status::Ok();
+  auto code = static_cast<StatusCode>(status.error_code());
+  if (code == StatusCode::kUnavailable) {
+    return Status::Unavailable("cannot reach farmd at " + address + ": is it running? (" +
+                               status.error_message() + ")");
+  }
+  if (code == StatusCode::kDeadlineExceeded) {
+    return Status::DeadlineExceeded("farmd at " + address + " did not answer in time");
+  }
+  return Status(code, status.error_message());
+}
+
+}  // namespace farm::cli

@@ -1,0 +1,201 @@
+// farmctl's dispatcher and its small commands; submit and logs live in their own files.
+#include "daemon/cli/commands.h"
+
+#include <iostream>
+#include <map>
+
+#include "common/flags.h"
+#include "daemon/cli/format.h"
+
+namespace farm::cli {
+
+Status SubmitCommand(const CommandEnv& env, const Flags& flags);
+Status LogsCommand(const CommandEnv& env, const Flags& flags);
+Status DownloadCommand(const CommandEnv& env, const Flags& flags);
+
+namespace {
+
+const char kUsage[] =
+    "usage: farmctl [flags] COMMAND [ARGS]\n"
+    "commands:\n"
+    "  submit RECIPE.yaml      submit a build (--follow to watch, --download DIR for wheels)\n"
+    "  list                    recent builds\n"
+    "  show BUILD              a build with its jobs, attempts and artifacts\n"
+    "  job JOB                 one job\n"
+    "  logs JOB                a job's log (--follow, --tail N, --attempt N)\n"
+    "  cancel BUILD            cancel a build; running jobs are stopped\n"
+    "  download BUILD --dir D  fetch the build's wheels into D, checking sha256\n"
+    "  workers                 registered workers and what they have\n"
+    "  tokens create --role R  create a token (viewer, submitter, admin, enroll)\n"
+    "flags:\n";
+
+std::vector<FlagSpec> AllFlags() {
+  return {
+      {"server", "HOST:PORT", "farmd address (default $FARM_SERVER or 127.0.0.1:7070)"},
+      {"server-file", "FILE", "read the address from farmd's ready file"},
+      {"token", "TOKEN", "bearer token (default $FARM_TOKEN)"},
+      {"token-file", "FILE", "read the token from FILE (default $FARM_TOKEN_FILE)"},
+      {"output", "FORMAT", "text (default) or json"},
+      {"timeout-ms", "MS", "deadline of each call (default 30000)"},
+      {"python", "VER", "submit: Python axis value (repeatable)"},
+      {"torch", "VER", "submit: torch axis value (repeatable)"},
+      {"cuda", "VER", "submit: CUDA axis value (repeatable)"},
+      {"arch-list", "LIST", "submit: TORCH_CUDA_ARCH_LIST axis value (repeatable)"},
+      {"platform", "TAG", "submit: platform axis value (repeatable)"},
+      {"priority", "N", "submit: higher runs first (default 0)"},
+      {"force", "", "submit: build even if an identical build succeeded"},
+      {"follow", "", "submit, logs: stream until the build or job ends"},
+      {"download", "DIR", "submit: with --follow, fetch the wheels into DIR"},
+      {"dir", "DIR", "download: destination directory"},
+      {"tail", "N", "logs: only the last N lines"},
+      {"attempt", "N", "logs: attempt number (default the current one)"},
+      {"limit", "N", "list: how many builds (default 20)"},
+      {"role", "ROLE", "tokens create: viewer, submitter, admin or enroll"},
+      {"name", "NAME", "tokens create: a name for the token"},
+      {"help", "", "show this help"},
+  };
+}
+
+Result<int64_t> IdArg(const Flags& flags, size_t index, const std::string& what) {
+  if (flags.positionals().size() <= index) return Status::InvalidArgument("missing " + what);
+  const std::string& s = flags.positionals()[index];
+  try {
+    size_t used = 0;
+    int64_t id = std::stoll(s, &used);
+    if (used == s.size() && id > 0) return id;
+  } catch (const std::exception&) {
+  }
+  return Status::InvalidArgument(what + " must be a positive number, got \"" + s + "\"");
+}
+
+template <typename Msg>
+void Print(const CommandEnv& env, const Msg& msg, const std::string& text) {
+  *env.out << (env.json ? ToJson(msg) : text) << (text.empty() || text.back() != '\n' ? "\n" : "");
+}
+
+Status ListCommand(const CommandEnv& env, const Flags& flags) {
+  FARM_ASSIGN_OR_RETURN(int64_t limit, flags.GetInt("limit", 20));
+  farm::v1::ListBuildsRequest req;
+  req.set_page_size(static_cast<int32_t>(limit));
+  farm::v1::ListBuildsResponse resp;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->ListBuilds(env.client->Context().get(), req, &resp),
+                                env.client->address()));
+  std::string text = resp.builds().empty() ? "no builds\n" : "";
+  for (const auto& b : resp.builds()) text += FormatBuildLine(b) + "\n";
+  Print(env, resp, text);
+  return Status::Ok();
+}
+
+Status ShowCommand(const CommandEnv& env, const Flags& flags) {
+  FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "BUILD id"));
+  farm::v1::GetBuildRequest req;
+  req.set_build_id(id);
+  farm::v1::Build build;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->GetBuild(env.client->Context().get(), req, &build),
+                                env.client->address()));
+  Print(env, build, FormatBuild(build));
+  return Status::Ok();
+}
+
+Status JobCommand(const CommandEnv& env, const Flags& flags) {
+  FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "JOB id"));
+  farm::v1::GetJobRequest req;
+  req.set_job_id(id);
+  farm::v1::Job job;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->GetJob(env.client->Context().get(), req, &job),
+                                env.client->address()));
+  Print(env, job, FormatJob(job));
+  return Status::Ok();
+}
+
+Status CancelCommand(const CommandEnv& env, const Flags& flags) {
+  FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "BUILD id"));
+  farm::v1::CancelBuildRequest req;
+  req.set_build_id(id);
+  farm::v1::Build build;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->CancelBuild(env.client->Context().get(), req, &build),
+                                env.client->address()));
+  Print(env, build, "cancelling build " + std::to_string(id) + "\n" + FormatBuild(build));
+  return Status::Ok();
+}
+
+Status WorkersCommand(const CommandEnv& env, const Flags&) {
+  farm::v1::ListWorkersResponse resp;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->ListWorkers(env.client->Context().get(), {}, &resp),
+                                env.client->address()));
+  std::string text = resp.workers().empty() ? "no workers\n" : "";
+  for (const auto& w : resp.workers()) text += FormatWorker(w) + "\n";
+  Print(env, resp, text);
+  return Status::Ok();
+}
+
+Status TokensCommand(const CommandEnv& env, const Flags& flags) {
+  if (flags.positionals().size() < 2 || flags.positionals()[1] != "create") {
+    return Status::InvalidArgument("usage: farmctl tokens create --role ROLE [--name NAME]");
+  }
+  farm::v1::CreateTokenRequest req;
+  req.set_role(flags.Get("role"));
+  req.set_name(flags.Get("name"));
+  if (req.role().empty()) return Status::InvalidArgument("--role is required");
+  farm::v1::CreateTokenResponse resp;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->CreateToken(env.client->Context().get(), req, &resp),
+                                env.client->address()));
+  Print(env, resp, resp.token() + "\n");
+  return Status::Ok();
+}
+
+using CommandFn = Status (*)(const CommandEnv&, const Flags&);
+
+const std::map<std::string, CommandFn>& Commands() {
+  static const std::map<std::string, CommandFn> kCommands = {
+      {"submit", SubmitCommand}, {"list", ListCommand},       {"show", ShowCommand},
+      {"job", JobCommand},       {"logs", LogsCommand},       {"cancel", CancelCommand},
+      {"workers", WorkersCommand}, {"tokens", TokensCommand}, {"download", DownloadCommand},
+  };
+  return kCommands;
+}
+
+}  // namespace
+
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk: return 0;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound: return 2;
+    case StatusCode::kUnavailable:
+    case StatusCode::kDeadlineExceeded: return 3;
+    case StatusCode::kUnauthenticated:
+    case StatusCode::kPermissionDenied: return 4;
+    default: return 1;
+  }
+}
+
+int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  Flags flags(AllFlags());
+  Status parsed = flags.Parse(argc, argv);
+  if (!parsed.ok() || flags.Has("help") || flags.positionals().empty()) {
+    if (!parsed.ok()) err << "farmctl: " << parsed.message() << "\n";
+    (parsed.ok() && flags.Has("help") ? out : err) << kUsage << flags.Usage();
+    return parsed.ok() && flags.Has("help") ? 0 : 2;
+  }
+  auto command = Commands().find(flags.positionals()[0]);
+  if (command == Commands().end()) {
+    err << "farmctl: unknown command \"" << flags.positionals()[0] << "\"\n" << kUsage;
+    return 2;
+  }
+  std::string output = flags.Get("output", "text");
+  if (output != "text" && output != "json") {
+    err << "farmctl: --output must be text or json\n";
+    return 2;
+  }
+  auto timeout = flags.GetInt("timeout-ms", 30000);
+  ConnectionOptions conn{flags.Get("server"), flags.Get("server-file"), flags.Get("token"),
+                         flags.Get("token-file"), timeout.ok() ? timeout.value() : 30000};
+  auto client = FarmClient::Connect(conn);
+  Status status = client.ok() ? command->second({client->get(), output == "json", &out, &err}, flags)
+                              : client.status();
+  if (!status.ok()) err << "farmctl: " << status.message() << "\n";
+  return ExitCodeFor(status);
+}
+
+}  // namespace farm::cli

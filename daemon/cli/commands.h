@@ -1,0 +1,37 @@
+// farmctl's commands. RunFarmctl is the whole program behind main(): it parses the
+// command line, talks to farmd and prints for people or, with --output json, for scripts.
+//
+// Exit codes: 0 success; 1 the operation failed (e.g. the build failed); 2 bad usage or
+// input; 3 farmd unreachable; 4 authentication or permission refused.
+#ifndef FARM_DAEMON_CLI_COMMANDS_H_
+#define FARM_DAEMON_CLI_COMMANDS_H_
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "daemon/cli/client.h"
+
+namespace farm::cli {
+
+int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err);
+
+// Shared by the command implementations.
+struct CommandEnv {
+  FarmClient* client = nullptr;
+  bool json = false;
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+};
+
+// Maps a Status to farmctl's exit code.
+int ExitCodeFor(const Status& status);
+
+// A stable digest of a source directory's content (paths and bytes), skipping build
+// outputs (.git, build, dist, __pycache__, *.egg-info); used as the source's identity.
+Result<std::string> TreeDigest(const std::string& dir);
+
+}  // namespace farm::cli
+
+#endif  // FARM_DAEMON_CLI_COMMANDS_H_

@@ -1,0 +1,122 @@
+#include "daemon/cli/format.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+namespace farm::cli {
+namespace {
+
+std::string Lower(std::string s, const std::string& strip_prefix) {
+  if (s.rfind(strip_prefix, 0) == 0) s = s.substr(strip_prefix.size());
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+std::string HumanBytes(int64_t n) {
+  std::ostringstream o;
+  if (n >= (1LL << 30)) o << (n >> 20) / 1024.0 << " GiB";
+  else if (n >= (1 << 20)) o << (n >> 10) / 1024.0 << " MiB";
+  else o << n << " B";
+  return o.str();
+}
+
+}  // namespace
+
+std::string StateName(farm::v1::BuildState s) { return Lower(farm::v1::BuildState_Name(s), "BUILD_"); }
+std::string StateName(farm::v1::JobState s) { return Lower(farm::v1::JobState_Name(s), "JOB_"); }
+std::string CauseName(farm::v1::AttemptCause c) {
+  return c == farm::v1::ATTEMPT_CAUSE_UNSPECIFIED ? "running"
+                                                  : Lower(farm::v1::AttemptCause_Name(c), "CAUSE_");
+}
+
+std::string CellLabel(const farm::v1::MatrixCell& c) {
+  std::string s;
+  if (!c.python().empty()) s += "py" + c.python();
+  if (!c.torch().empty()) s += " torch" + c.torch();
+  if (!c.cuda().empty()) s += " cuda" + c.cuda();
+  if (!c.platform().empty()) s += " " + c.platform();
+  if (!c.arch_list().empty()) s += " [" + c.arch_list() + "]";
+  return s.empty() ? "(default)" : s;
+}
+
+std::string FormatBuildLine(const farm::v1::Build& b) {
+  int done = 0;
+  for (const auto& j : b.jobs()) done += j.state() >= farm::v1::JOB_SUCCEEDED;
+  std::ostringstream o;
+  o << b.id() << "\t" << b.recipe_name() << "\t" << StateName(b.state()) << "\t" << done << "/"
+    << b.jobs_size() << " jobs\t" << b.created_at();
+  return o.str();
+}
+
+std::string FormatJob(const farm::v1::Job& j) {
+  std::ostringstream o;
+  o << "  job " << j.id() << "  " << CellLabel(j.cell()) << "  " << StateName(j.state());
+  if (!j.worker_id().empty()) o << "  on " << j.worker_id();
+  if (j.attempt() > 0) o << "  attempt " << j.attempt();
+  o << "\n";
+  if (!j.error().empty()) o << "    error: " << j.error() << "\n";
+  for (const auto& a : j.attempts()) {
+    o << "    attempt " << a.number() << " on " << a.worker_id() << ": " << CauseName(a.cause());
+    if (a.cause() != farm::v1::ATTEMPT_CAUSE_UNSPECIFIED) o << " (exit " << a.exit_code() << ")";
+    if (a.peak_rss_bytes() > 0) o << ", peak RSS " << HumanBytes(a.peak_rss_bytes());
+    if (!a.detail().empty()) o << " - " << a.detail();
+    o << "\n";
+  }
+  for (const auto& a : j.artifacts()) {
+    o << "    artifact " << a.id() << ": " << a.filename() << "  " << HumanBytes(a.size())
+      << "  sha256 " << a.sha256() << "\n";
+  }
+  for (const auto& [worker, why] : j.unplaceable_reasons()) {
+    o << "    cannot run on " << worker << ": " << why << "\n";
+  }
+  return o.str();
+}
+
+std::string FormatBuild(const farm::v1::Build& b) {
+  std::ostringstream o;
+  o << "build " << b.id() << "  " << b.recipe_name() << "  " << StateName(b.state()) << "\n"
+    << "  submitted " << b.created_at() << " by " << b.submitted_by();
+  if (!b.finished_at().empty()) o << ", finished " << b.finished_at();
+  o << "\n";
+  for (const auto& r : b.rejected_cells()) o << "  rejected cell: " << r << "\n";
+  for (const auto& j : b.jobs()) o << FormatJob(j);
+  return o.str();
+}
+
+std::string FormatWorker(const farm::v1::WorkerInfo& w) {
+  const auto& c = w.capabilities();
+  std::ostringstream o;
+  o << w.id() << "\t" << w.name() << "\t" << w.state() << "\t" << c.platform() << "\t";
+  if (c.gpus_size() == 0) o << "no GPU";
+  for (int i = 0; i < c.gpus_size(); ++i) {
+    o << (i ? ", " : "") << c.gpus(i).name() << " (" << c.gpus(i).cc_major() << "."
+      << c.gpus(i).cc_minor() << ")";
+  }
+  o << "\tCUDA";
+  for (const auto& t : c.toolkits()) o << " " << t.version();
+  o << "\tPython";
+  for (const auto& p : c.pythons()) o << " " << p.version();
+  o << "\tlast heartbeat " << w.last_heartbeat();
+  if (!c.probe_error().empty()) o << "\tquarantined: " << c.probe_error();
+  return o.str();
+}
+
+std::string FormatLogLine(const farm::v1::LogLine& l, bool prefix_job) {
+  std::string prefix = prefix_job ? "[job " + std::to_string(l.job_id()) + "] " : "";
+  if (l.stream() == farm::v1::STDERR) prefix += "! ";
+  return prefix + l.text();
+}
+
+std::string ToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = true;
+  opts.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
+  return out;
+}
+
+}  // namespace farm::cli

@@ -1,0 +1,26 @@
+// Human-readable rendering of farm.v1 messages for farmctl, and JSON for --output json.
+#ifndef FARM_DAEMON_CLI_FORMAT_H_
+#define FARM_DAEMON_CLI_FORMAT_H_
+
+#include <google/protobuf/message.h>
+
+#include <string>
+
+#include "farm/v1/client.pb.h"
+
+namespace farm::cli {
+
+std::string StateName(farm::v1::BuildState s);  // "succeeded"
+std::string StateName(farm::v1::JobState s);
+std::string CauseName(farm::v1::AttemptCause c);
+std::string CellLabel(const farm::v1::MatrixCell& c);  // "py3.11 cuda13.0 [9.0;12.0a]"
+std::string FormatBuildLine(const farm::v1::Build& b);
+std::string FormatBuild(const farm::v1::Build& b);     // multi-line detail
+std::string FormatJob(const farm::v1::Job& j);
+std::string FormatWorker(const farm::v1::WorkerInfo& w);
+std::string FormatLogLine(const farm::v1::LogLine& l, bool prefix_job);
+std::string ToJson(const google::protobuf::Message& m);
+
+}  // namespace farm::cli
+
+#endif  // FARM_DAEMON_CLI_FORMAT_H_

@@ -1,0 +1,99 @@
+// farmctl logs and download.
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/flags.h"
+#include "common/fs.h"
+#include "common/sha256.h"
+#include "daemon/cli/commands.h"
+#include "daemon/cli/format.h"
+
+namespace farm::cli {
+
+Status LogsCommand(const CommandEnv& env, const Flags& flags) {
+  if (flags.positionals().size() < 2) return Status::InvalidArgument("usage: farmctl logs JOB [--follow]");
+  farm::v1::GetJobLogRequest req;
+  try {
+    req.set_job_id(std::stoll(flags.positionals()[1]));
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("JOB must be a number");
+  }
+  FARM_ASSIGN_OR_RETURN(int64_t attempt, flags.GetInt("attempt", 0));
+  FARM_ASSIGN_OR_RETURN(int64_t tail, flags.GetInt("tail", 0));
+  req.set_attempt(static_cast<int32_t>(attempt));
+  req.set_tail(static_cast<int32_t>(tail));
+  bool follow = flags.Has("follow");
+  // Following polls once a second; a day of polling is the most one command waits.
+  for (int round = 0; round < 86400; ++round) {
+    farm::v1::GetJobLogResponse resp;
+    FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->GetJobLog(env.client->Context().get(), req, &resp),
+                                  env.client->address()));
+    for (const auto& line : resp.lines()) {
+      *env.out << (env.json ? ToJson(line) : FormatLogLine(line, false)) << "\n";
+      req.set_after_seq(line.seq());
+      if (req.attempt() == 0) req.set_attempt(line.attempt());
+    }
+    req.set_tail(0);
+    env.out->flush();
+    if (resp.finished() || (!follow && resp.lines_size() < 1000)) break;
+    if (resp.lines_size() == 0) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return Status::Ok();
+}
+
+Status DownloadOne(const CommandEnv& env, const farm::v1::Artifact& artifact, const std::string& dir) {
+  farm::v1::GetArtifactRequest req;
+  req.set_artifact_id(artifact.id());
+  auto ctx = env.client->Context(false);
+  auto reader = env.client->stub()->DownloadArtifact(ctx.get(), req);
+  std::string path = dir + "/" + artifact.filename();
+  std::string tmp = path + ".part";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  Sha256 hash;
+  farm::v1::ArtifactChunk chunk;
+  while (reader->Read(&chunk)) {
+    out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+    hash.Update(chunk.data());
+  }
+  out.close();
+  FARM_RETURN_IF_ERROR(FromGrpc(reader->Finish(), env.client->address()));
+  if (hash.HexDigest() != artifact.sha256()) {
+    std::filesystem::remove(tmp);
+    return Status::DataLoss("downloaded " + artifact.filename() + " does not match its sha256");
+  }
+  std::filesystem::rename(tmp, path);
+  *env.out << "wheel: " << std::filesystem::absolute(path).string() << "  sha256 " << artifact.sha256() << "\n";
+  return Status::Ok();
+}
+
+Status DownloadArtifacts(const CommandEnv& env, const farm::v1::Build& build, const std::string& dir) {
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(dir));
+  int count = 0;
+  for (const auto& job : build.jobs()) {
+    for (const auto& a : job.artifacts()) {
+      FARM_RETURN_IF_ERROR(DownloadOne(env, a, dir));
+      ++count;
+    }
+  }
+  if (count == 0) return Status::NotFound("build " + std::to_string(build.id()) + " has no artifact");
+  return Status::Ok();
+}
+
+Status DownloadCommand(const CommandEnv& env, const Flags& flags) {
+  if (flags.positionals().size() < 2 || !flags.Has("dir")) {
+    return Status::InvalidArgument("usage: farmctl download BUILD --dir DIR");
+  }
+  farm::v1::GetBuildRequest req;
+  try {
+    req.set_build_id(std::stoll(flags.positionals()[1]));
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("BUILD must be a number");
+  }
+  farm::v1::Build build;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->GetBuild(env.client->Context().get(), req, &build),
+                                env.client->address()));
+  return DownloadArtifacts(env, build, flags.Get("dir"));
+}
+
+}  // namespace farm::cli
