@@ -20,6 +20,11 @@ int main(int argc, char** argv) {
       {"ready-file", "FILE", "write the bound gRPC address here once serving"},
       {"lease-ms", "MS", "lease of a running job, renewed by heartbeats (default 30000)"},
       {"heartbeat-ms", "MS", "heartbeat interval told to workers (default 2000)"},
+      {"http-listen", "HOST:PORT", "serve the dashboard, /api/v1, /metrics and /simple/ here"},
+      {"http-ready-file", "FILE", "write the dashboard's bound address here once serving"},
+      {"web-root", "DIR", "serve dashboard assets from DIR instead of the embedded copies"},
+      {"private-read", "", "require a viewer token for read-only pages and the index"},
+      {"index-include-pending", "", "list wheels still waiting for hardware validation"},
       {"log-json", "", "log one JSON object per line"},
       {"help", "", "show this help"},
   });
@@ -42,6 +47,11 @@ int main(int argc, char** argv) {
   }
   options.tunables.lease_ms = lease.value();
   options.tunables.heartbeat_ms = heartbeat.value();
+  options.http.listen = flags.Get("http-listen");
+  options.http.web_root = flags.Get("web-root");
+  options.http.public_read = !flags.Has("private-read");
+  options.http.index_include_pending = flags.Has("index-include-pending");
+  options.http_ready_file = flags.Get("http-ready-file");
 
   auto server = farm::api::FarmServer::Start(options);
   if (!server.ok()) {

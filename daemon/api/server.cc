@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "daemon/api/client_service.h"
 #include "daemon/api/worker_service.h"
+#include "daemon/http/dashboard.h"
 
 namespace farm::api {
 
@@ -23,6 +24,7 @@ struct FarmServer::Impl {
   std::unique_ptr<ClientService> client_service;
   std::unique_ptr<WorkerService> worker_service;
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<http::Dashboard> dashboard;
   std::string address;
   std::thread sweeper;
   std::mutex mu;
@@ -103,6 +105,15 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
     return Status::Unavailable("cannot listen on " + options.listen);
   }
   impl->address = WithPort(options.listen, port);
+  if (!options.http.listen.empty()) {
+    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock()};
+    FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(options.http, deps));
+    if (!options.http_ready_file.empty()) {
+      FARM_RETURN_IF_ERROR(
+          fs::WriteFileAtomic(options.http_ready_file, impl->dashboard->address() + "\n"));
+    }
+    log::Info("dashboard at http://" + impl->dashboard->address() + "/");
+  }
   impl->sweeper = std::thread([raw = impl.get()] { raw->Sweep(); });
   if (!options.ready_file.empty()) {
     FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(options.ready_file, impl->address + "\n"));
@@ -117,6 +128,10 @@ FarmServer::~FarmServer() { Shutdown(); }
 
 const std::string& FarmServer::address() const { return impl_->address; }
 
+std::string FarmServer::http_address() const {
+  return impl_->dashboard ? impl_->dashboard->address() : "";
+}
+
 ServiceContext* FarmServer::context() { return &impl_->ctx; }
 
 void FarmServer::Shutdown() {
@@ -127,6 +142,7 @@ void FarmServer::Shutdown() {
   }
   impl_->shutting_down = true;
   impl_->cv.notify_all();
+  if (impl_->dashboard) impl_->dashboard->Shutdown();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   if (impl_->sweeper.joinable()) impl_->sweeper.join();
   log::Info("farmd stopped");

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "daemon/api/service_context.h"
+#include "daemon/http/dashboard_options.h"
 
 namespace farm::api {
 
@@ -20,6 +21,9 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:7070";  // port 0 picks a free port
   std::string ready_file;                 // receives "host:port" once serving
   Tunables tunables;
+  // The web dashboard, JSON API, metrics and package index; empty listen: not served.
+  http::DashboardOptions http;
+  std::string http_ready_file;            // receives the dashboard's "host:port"
 };
 
 class FarmServer {
@@ -31,6 +35,8 @@ class FarmServer {
 
   // "127.0.0.1:43121": the address actually bound.
   const std::string& address() const;
+  // The dashboard's bound address, "" when it is not served.
+  std::string http_address() const;
   ServiceContext* context();
   // Stops accepting calls, lets running calls finish for up to 5 s, stops the sweeper.
   void Shutdown();
