@@ -21,6 +21,7 @@ import math
 import os
 import platform
 import random
+import re
 import statistics
 import sys
 import time
@@ -76,7 +77,7 @@ def parse_args(argv):
         raise UsageError("bad command line (see --help)") from e
     if args.iters < MIN_TIMING_RUNS:
         raise UsageError(f"--iters must be >= {MIN_TIMING_RUNS}, got {args.iters}")
-    if not (args.device == "cuda" or (args.device.startswith("cuda:") and args.device[5:].isdigit())):
+    if not re.fullmatch(r"cuda(:\d+)?", args.device):
         raise UsageError(f"--device must be cuda or cuda:N, got {args.device!r}")
     args.baseline_dtypes = [d for d in args.baseline_dtype.split(",") if d and d != "none"]
     for d in args.baseline_dtypes:
@@ -381,6 +382,8 @@ def find_device(pkg, args, report):
 def run_cases(pkg, args, report, np):
     inputs = Inputs(np, args.seed)
     baseline = TorchBaseline([] if args.no_timing else args.baseline_dtypes, args.device)
+    if args.no_timing:
+        baseline.info["reason"] = "disabled (--no-timing)"
     report["baseline"] = baseline.info
     for shape in select_cases(args, np):
         try:
@@ -398,7 +401,8 @@ def run_cases(pkg, args, report, np):
     failed = [c["name"] for c in report["cases"] if not c["passed"]]
     where = f"{report['gpu_name']} (cc {report['compute_capability']})"
     if failed:
-        return EXIT_FAILED, f"{len(failed)}/{len(report['cases'])} cases failed on {where}: {failed}"
+        total = len(report["cases"])
+        return EXIT_FAILED, f"{len(failed)}/{total} cases failed on {where}: {failed}"
     return EXIT_PASSED, f"{len(report['cases'])}/{len(report['cases'])} cases passed on {where}"
 
 
@@ -406,7 +410,8 @@ def validate(args, report, t0):
     try:
         pkg = import_package(args.import_path)
     except Exception as e:
-        return finish(report, EXIT_ERROR, f"cannot import attn_example: {type(e).__name__}: {e}", t0)
+        message = f"cannot import attn_example: {type(e).__name__}: {e}"
+        return finish(report, EXIT_ERROR, message, t0)
     np = try_numpy()
     report["package"] = {"name": "attn_example", "version": pkg.__version__,
                          "path": os.path.dirname(pkg.__file__), "built_arches": pkg.built_arches()}
