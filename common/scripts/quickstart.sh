@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quick start: installs the dependencies, builds the farm, starts farmd and one local
-# farm-worker (state under .farm/), builds the example kernel package through the farm and
+# farm-worker (state under .farm/) with the dashboard and package index, builds the example kernel package through the farm and
 # prints where the wheel is. Running it again reuses the running daemons and the build.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,11 +25,15 @@ wait_for() {
 if alive "$home/farmd.pid"; then
   echo "quickstart: farmd already running (pid $(cat "$home/farmd.pid"))"
 else
-  rm -f "$home/farmd.addr"
+  rm -f "$home/farmd.addr" "$home/http.addr"
+  # Wheels built here cannot be validated without a GPU, so the local index admits
+  # wheels that are still waiting for hardware validation.
   setsid "$bin/daemon/farmd" --data-dir "$home/data" --listen 127.0.0.1:0 \
-    --ready-file "$home/farmd.addr" >>"$home/farmd.log" 2>&1 < /dev/null &
+    --ready-file "$home/farmd.addr" --http-listen 127.0.0.1:0 --http-ready-file "$home/http.addr" \
+    --index-include-pending >>"$home/farmd.log" 2>&1 < /dev/null &
   echo $! >"$home/farmd.pid"
   wait_for "$home/farmd.addr" "$home/farmd.log"
+  wait_for "$home/http.addr" "$home/farmd.log"
 fi
 
 if alive "$home/worker.pid"; then
@@ -48,6 +52,8 @@ ctl=("$bin/daemon/cli/farmctl" --server "$addr" --token-file "$home/data/admin.t
 
 echo
 echo "quickstart: farmd API (gRPC) at $addr; logs in $home/farmd.log and $home/worker.log"
+http=$(cat "$home/http.addr")
+echo "quickstart: dashboard at http://$http/  (package index: http://$http/simple/)"
 echo "quickstart: wheels in $home/wheels"
 echo "quickstart: try: ${ctl[*]} list"
 echo "quickstart: stop with: kill \$(cat $home/farmd.pid) \$(cat $home/worker.pid)"
