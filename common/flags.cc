@@ -1,5 +1,7 @@
 #include "common/flags.h"
 
+#include <yaml-cpp/yaml.h>
+
 namespace farm {
 
 const FlagSpec* Flags::Find(const std::string& name) const {
@@ -42,6 +44,37 @@ Status Flags::Parse(int argc, char** argv, int first) {
       value = argv[++i];
     }
     values_[name].push_back(value);
+  }
+  return Status::Ok();
+}
+
+Status Flags::MergeConfigFile(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (root.IsNull()) return Status::Ok();
+  if (!root.IsMap()) return Status::InvalidArgument(path + ": expected a mapping of flag names");
+  for (const auto& entry : root) {
+    std::string name = entry.first.as<std::string>("");
+    std::string where = path + ":" + std::to_string(entry.first.Mark().line + 1) + ": ";
+    const FlagSpec* spec = Find(name);
+    if (!spec || name == "config" || name == "help") {
+      return Status::InvalidArgument(where + "unknown setting \"" + name + "\"");
+    }
+    if (Has(name)) continue;  // the command line wins
+    std::vector<std::string> values;
+    if (entry.second.IsSequence()) {
+      for (const auto& v : entry.second) values.push_back(v.as<std::string>(""));
+    } else if (entry.second.IsScalar()) {
+      values.push_back(entry.second.as<std::string>());
+    } else {
+      return Status::InvalidArgument(where + "\"" + name + "\" must be a value or a list");
+    }
+    if (spec->value.empty() && values.size() == 1 && values[0] == "false") continue;
+    for (auto& v : values) values_[name].push_back(spec->value.empty() ? "true" : v);
   }
   return Status::Ok();
 }

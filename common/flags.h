@@ -28,6 +28,11 @@ class Flags {
   // Parses argv[first..]; non-flag arguments are collected as positionals.
   Status Parse(int argc, char** argv, int first = 1);
 
+  // Reads a YAML mapping of flag names to values (lists for repeated flags) and applies
+  // every entry not already given on the command line, so flags override the file.
+  // InvalidArgument with "file:line: ..." for unknown names or non-scalar values.
+  Status MergeConfigFile(const std::string& path);
+
   bool Has(const std::string& name) const { return values_.count(name) > 0; }
   std::string Get(const std::string& name, const std::string& fallback = "") const;
   std::vector<std::string> GetAll(const std::string& name) const;

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
   farm::Flags flags({
+      {"config", "FILE", "YAML file of settings named like these flags; flags win"},
       {"data-dir", "DIR", "state directory (farm.db, blobs/, tokens); default ./data"},
       {"listen", "HOST:PORT", "gRPC address; port 0 picks one (default 127.0.0.1:7070)"},
       {"ready-file", "FILE", "write the bound gRPC address here once serving"},
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
       {"help", "", "show this help"},
   });
   farm::Status parsed = flags.Parse(argc, argv);
+  if (parsed.ok() && flags.Has("config")) parsed = flags.MergeConfigFile(flags.Get("config"));
   if (!parsed.ok() || flags.Has("help")) {
     std::cerr << (parsed.ok() ? "" : parsed.message() + "\n") << "usage: farmd [flags]\n"
               << flags.Usage();
