@@ -41,7 +41,11 @@ Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& ro
   FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(row.id));
   for (const auto& a : attempts) *job.add_attempts() = AttemptToProto(a);
   FARM_ASSIGN_OR_RETURN(auto artifacts, ctx.store->ListArtifacts(row.id));
-  for (const auto& a : artifacts) *job.add_artifacts() = ArtifactToProto(a);
+  // Only the attempt that counts (or the reused wheel, attempt 0) shows: wheels uploaded
+  // by an attempt whose worker was lost before it completed are kept but not offered.
+  for (const auto& a : artifacts) {
+    if (a.attempt == row.attempt || a.attempt == 0) *job.add_artifacts() = ArtifactToProto(a);
+  }
   if (row.state == store::kJobPending) AddPlacementReasons(ctx, &job);
   return job;
 }
@@ -138,6 +142,19 @@ grpc::Status ClientService::ListWorkers(grpc::ServerContext* call,
   return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
     FARM_ASSIGN_OR_RETURN(auto rows, ctx_->store->ListWorkers());
     for (const auto& w : rows) *resp->add_workers() = WorkerToProto(w);
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::DrainWorker(grpc::ServerContext* call,
+                                        const farm::v1::DrainWorkerRequest* req,
+                                        farm::v1::WorkerInfo* resp) {
+  return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(ctx_->store->SetDrainRequested(req->worker_id(), !req->undo()));
+    log::Info("worker " + req->worker_id() + (req->undo() ? " undrained by " : " drained by ") +
+              who.name);
+    FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetWorker(req->worker_id()));
+    *resp = WorkerToProto(row);
     return Status::Ok();
   });
 }

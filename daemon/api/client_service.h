@@ -28,6 +28,8 @@ class ClientService final : public farm::v1::FarmService::Service {
                          farm::v1::GetJobLogResponse*) override;
   grpc::Status ListWorkers(grpc::ServerContext*, const farm::v1::ListWorkersRequest*,
                            farm::v1::ListWorkersResponse*) override;
+  grpc::Status DrainWorker(grpc::ServerContext*, const farm::v1::DrainWorkerRequest*,
+                           farm::v1::WorkerInfo*) override;
   grpc::Status CreateToken(grpc::ServerContext*, const farm::v1::CreateTokenRequest*,
                            farm::v1::CreateTokenResponse*) override;
   grpc::Status DownloadArtifact(grpc::ServerContext*, const farm::v1::GetArtifactRequest*,

@@ -62,7 +62,7 @@ void FarmServer::Impl::Sweep() {
       std::unique_lock lock(mu);
       if (cv.wait_for(lock, std::chrono::seconds(1), [this] { return stopped; })) return;
     }
-    auto expired = store->ExpireLeases(ctx.clock->NowUnixMs(), ctx.tunables.max_attempts);
+    auto expired = store->ExpireLeases(ctx.clock->NowUnixMs());
     if (!expired.ok()) {
       log::Warn("lease sweep failed: " + expired.status().ToString());
     } else {
@@ -87,6 +87,8 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   FARM_ASSIGN_OR_RETURN(impl->blobs, store::BlobStore::Open(options.data_dir + "/blobs"));
   impl->auth = std::make_unique<TokenAuthority>(impl->store.get(), &RealClock());
   FARM_RETURN_IF_ERROR(BootstrapTokens(impl->auth.get(), impl->store.get(), options.data_dir));
+  FARM_RETURN_IF_ERROR(impl->store->ExtendRunningLeases(RealClock().NowUnixMs(),
+                                                        options.tunables.lease_ms));
   impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock(),
                              options.tunables, &impl->shutting_down};
   impl->client_service = std::make_unique<ClientService>(&impl->ctx);

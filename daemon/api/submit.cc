@@ -76,7 +76,11 @@ Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::Submit
   std::vector<store::JobRow> jobs;
   for (const auto& cell : expansion.cells) {
     store::JobRow job{.cell = cell.SerializeAsString(), .priority = req.priority(),
-                      .build_key = BuildKey(recipe, source_id, cell), .created_ms = now};
+                      .build_key = BuildKey(recipe, source_id, cell),
+                      .max_attempts = recipe.retry().max_attempts() > 0
+                                          ? recipe.retry().max_attempts()
+                                          : ctx.tunables.max_attempts,
+                      .created_ms = now};
     if (!req.force() && !job.build_key.empty()) {
       FARM_ASSIGN_OR_RETURN(auto prior, ctx.store->FindSucceededJob(job.build_key));
       if (prior) job.reused_from = prior->id;

@@ -57,6 +57,11 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
       resp->set_worker_token(token);
     }
     std::string state = req->capabilities().probe_error().empty() ? "idle" : "quarantined";
+    if (who.role == "worker") {
+      // A worker that registers again has restarted: the builds it held died with it.
+      FARM_ASSIGN_OR_RETURN(auto lost, ctx_->store->ReleaseWorkerJobs(id, {}, "worker " + id + " restarted", now));
+      for (int64_t job : lost) log::Warn("job " + std::to_string(job) + " requeued: worker " + id + " restarted");
+    }
     store::WorkerRow row{id, req->name().empty() ? id : req->name(),
                          req->capabilities().SerializeAsString(), state, now, now};
     FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(row));
@@ -75,8 +80,14 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
   return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
     int64_t now = ctx_->clock->NowUnixMs();
-    std::string state = req->draining() ? "draining" : (req->running_size() ? "busy" : "idle");
+    FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
+    bool draining = req->draining() || worker.drain_requested;
+    std::string state = worker.state == "quarantined" ? "quarantined"
+                        : draining                    ? "draining"
+                        : req->running_size()         ? "busy"
+                                                      : "idle";
     FARM_RETURN_IF_ERROR(ctx_->store->TouchWorker(who.worker_id, now, state));
+    resp->set_drain(worker.drain_requested);
     FARM_ASSIGN_OR_RETURN(auto cancelled,
                           ctx_->store->RenewLeases(who.worker_id, now, ctx_->tunables.lease_ms));
     for (const auto& job : cancelled) {
@@ -102,8 +113,15 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
   return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
     FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
-    if (worker.state == "draining" || worker.state == "quarantined") return Status::Ok();
+    if (worker.drain_requested || worker.state == "draining" || worker.state == "quarantined") {
+      return Status::Ok();
+    }
     auto caps = ParseBlob<farm::v1::Capabilities>(worker.capabilities);
+    // The per-worker concurrency limit: a worker never holds more jobs than it offered.
+    FARM_ASSIGN_OR_RETURN(int running, ctx_->store->CountRunningJobs(who.worker_id));
+    if (caps.max_concurrent_jobs() > 0 && running >= caps.max_concurrent_jobs()) {
+      return Status::Ok();
+    }
     store::PlacementFn placeable = [&caps](const store::JobRow& job) {
       return sched::MissingRequirement(ParseBlob<farm::v1::MatrixCell>(job.cell), caps);
     };
@@ -157,14 +175,12 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
     FARM_ASSIGN_OR_RETURN(auto job, ctx_->store->GetJob(req->job_id()));
     FARM_ASSIGN_OR_RETURN(auto build, ctx_->store->GetBuild(job.build_id));
     auto recipe = ParseBlob<farm::v1::Recipe>(build.recipe);
-    int max_attempts = recipe.retry().max_attempts() > 0 ? recipe.retry().max_attempts()
-                                                         : ctx_->tunables.max_attempts;
     int64_t now = ctx_->clock->NowUnixMs();
     store::CompletionReport report{
         .job_id = req->job_id(), .attempt = req->attempt(), .worker_id = who.worker_id,
         .cause = static_cast<int>(req->cause()), .exit_code = req->exit_code(),
         .detail = req->detail(), .peak_rss_bytes = req->peak_rss_bytes(),
-        .max_attempts = max_attempts, .retry_build_failures = recipe.retry().retry_build_failures(),
+        .max_attempts = job.max_attempts, .retry_build_failures = recipe.retry().retry_build_failures(),
         .retry_not_before_ms = now + 1000LL * recipe.retry().backoff_seconds()};
     if (report.cause == store::kCauseCompleted && req->exit_code() == 0) {
       FARM_ASSIGN_OR_RETURN(auto artifacts, ctx_->store->ListArtifacts(req->job_id()));

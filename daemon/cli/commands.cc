@@ -26,6 +26,7 @@ const char kUsage[] =
     "  cancel BUILD            cancel a build; running jobs are stopped\n"
     "  download BUILD --dir D  fetch the build's wheels into D, checking sha256\n"
     "  workers                 registered workers and what they have\n"
+    "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
     "  tokens create --role R  create a token (viewer, submitter, admin, enroll)\n"
     "flags:\n";
 
@@ -52,6 +53,7 @@ std::vector<FlagSpec> AllFlags() {
       {"limit", "N", "list: how many builds (default 20)"},
       {"role", "ROLE", "tokens create: viewer, submitter, admin or enroll"},
       {"name", "NAME", "tokens create: a name for the token"},
+      {"undo", "", "drain: take jobs again"},
       {"help", "", "show this help"},
   };
 }
@@ -129,6 +131,18 @@ Status WorkersCommand(const CommandEnv& env, const Flags&) {
   return Status::Ok();
 }
 
+Status DrainCommand(const CommandEnv& env, const Flags& flags) {
+  if (flags.positionals().size() < 2) return Status::InvalidArgument("usage: farmctl drain WORKER [--undo]");
+  farm::v1::DrainWorkerRequest req;
+  req.set_worker_id(flags.positionals()[1]);
+  req.set_undo(flags.Has("undo"));
+  farm::v1::WorkerInfo worker;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->DrainWorker(env.client->Context().get(), req, &worker),
+                                env.client->address()));
+  Print(env, worker, (req.undo() ? "undrained " : "draining ") + FormatWorker(worker) + "\n");
+  return Status::Ok();
+}
+
 Status TokensCommand(const CommandEnv& env, const Flags& flags) {
   if (flags.positionals().size() < 2 || flags.positionals()[1] != "create") {
     return Status::InvalidArgument("usage: farmctl tokens create --role ROLE [--name NAME]");
@@ -151,6 +165,7 @@ const std::map<std::string, CommandFn>& Commands() {
       {"submit", SubmitCommand}, {"list", ListCommand},       {"show", ShowCommand},
       {"job", JobCommand},       {"logs", LogsCommand},       {"cancel", CancelCommand},
       {"workers", WorkersCommand}, {"tokens", TokensCommand}, {"download", DownloadCommand},
+      {"drain", DrainCommand},
   };
   return kCommands;
 }

@@ -10,7 +10,7 @@ namespace farm::store {
 const char kJobColumns[] =
     "id, build_id, cell, state, priority, attempt, worker_id, lease_expiry_ms, "
     "cancel_requested, not_before_ms, error, build_key, created_ms, started_ms, finished_ms, "
-    "reused_from";
+    "reused_from, max_attempts";
 
 JobRow JobFromRow(const Stmt& s) {
   JobRow j;
@@ -30,6 +30,7 @@ JobRow JobFromRow(const Stmt& s) {
   j.started_ms = s.Int(13);
   j.finished_ms = s.Int(14);
   j.reused_from = s.Int(15);
+  j.max_attempts = static_cast<int>(s.Int(16));
   return j;
 }
 
@@ -54,10 +55,10 @@ BuildRow BuildFromRow(const Stmt& s) {
 }
 
 constexpr char kWorkerColumns[] =
-    "id, name, capabilities, state, registered_ms, last_heartbeat_ms";
+    "id, name, capabilities, state, registered_ms, last_heartbeat_ms, drain_requested";
 
 WorkerRow WorkerFromRow(const Stmt& s) {
-  return WorkerRow{s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Int(4), s.Int(5)};
+  return WorkerRow{s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Int(4), s.Int(5), s.Int(6) != 0};
 }
 
 constexpr char kArtifactColumns[] =
@@ -163,6 +164,25 @@ Status SqliteStore::TouchWorker(const std::string& id, int64_t now_ms, const std
   return Status::Ok();
 }
 
+Status SqliteStore::SetDrainRequested(const std::string& id, bool drain) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("UPDATE workers SET drain_requested = ? WHERE id = ?"));
+  s->Bind(drain ? 1 : 0).Bind(id);
+  FARM_RETURN_IF_ERROR(s->Run());
+  if (db_->Changes() == 0) return Status::NotFound("no worker " + id);
+  Bump();
+  return Status::Ok();
+}
+
+Result<int> SqliteStore::CountRunningJobs(const std::string& worker_id) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT COUNT(*) FROM jobs WHERE worker_id = ? AND state = 2"));
+  s->Bind(worker_id);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  return row ? static_cast<int>(s->Int(0)) : 0;
+}
+
 Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());
@@ -238,9 +258,10 @@ Status SqliteStore::InsertJob(JobRow* job) {
   if (reused) job->state = kJobSucceeded, job->finished_ms = job->created_ms;
   FARM_ASSIGN_OR_RETURN(auto j, db_->Prepare(
       "INSERT INTO jobs(build_id, cell, state, priority, build_key, reused_from, created_ms, "
-      "finished_ms) VALUES (?,?,?,?,?,?,?,?)"));
+      "finished_ms, max_attempts) VALUES (?,?,?,?,?,?,?,?,?)"));
   j->Bind(job->build_id).BindBlob(job->cell).Bind(job->state).Bind(job->priority)
-      .Bind(job->build_key).Bind(job->reused_from).Bind(job->created_ms).Bind(job->finished_ms);
+      .Bind(job->build_key).Bind(job->reused_from).Bind(job->created_ms).Bind(job->finished_ms)
+      .Bind(job->max_attempts);
   FARM_RETURN_IF_ERROR(j->Run());
   job->id = db_->LastInsertId();
   if (!reused) return Status::Ok();

@@ -24,6 +24,8 @@ class SqliteStore final : public Store {
   Result<WorkerRow> GetWorker(const std::string& id) override;
   Result<std::vector<WorkerRow>> ListWorkers() override;
   Status TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) override;
+  Status SetDrainRequested(const std::string& id, bool drain) override;
+  Result<int> CountRunningJobs(const std::string& worker_id) override;
 
   Status CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) override;
   Result<BuildRow> GetBuild(int64_t id) override;
@@ -40,7 +42,12 @@ class SqliteStore final : public Store {
   Result<std::vector<JobRow>> RenewLeases(const std::string& worker_id, int64_t now_ms,
                                           int64_t lease_ms) override;
   Result<int> CompleteAttempt(const CompletionReport& report, int64_t now_ms) override;
-  Result<std::vector<int64_t>> ExpireLeases(int64_t now_ms, int max_attempts) override;
+  Result<std::vector<int64_t>> ExpireLeases(int64_t now_ms) override;
+  Status ExtendRunningLeases(int64_t now_ms, int64_t lease_ms) override;
+  Result<std::vector<int64_t>> ReleaseWorkerJobs(const std::string& worker_id,
+                                                 const std::vector<int64_t>& keep,
+                                                 const std::string& detail,
+                                                 int64_t now_ms) override;
   Status CancelBuild(int64_t build_id, int64_t now_ms) override;
 
   Result<int64_t> AppendLogLines(int64_t job_id, int attempt,
@@ -72,6 +79,7 @@ class SqliteStore final : public Store {
   Status SetJobTerminal(int64_t job_id, int state, const std::string& error, int64_t now_ms);
   Status Requeue(int64_t job_id, int64_t not_before_ms);
   Status InsertJob(JobRow* job);
+  Status LoseJobs(const std::vector<JobRow>& jobs, const std::string& detail, int64_t now_ms);
   void Bump() { generation_.fetch_add(1); }
 
   std::mutex mu_;

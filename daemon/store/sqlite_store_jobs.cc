@@ -1,5 +1,7 @@
 // Job state transitions: lease, renew, complete, expire, cancel. Each public method is one
 // transaction that also brings the build's state up to date.
+#include <algorithm>
+
 #include "daemon/store/sqlite_store_impl.h"
 
 namespace farm::store {
@@ -158,7 +160,23 @@ Result<int> SqliteStore::CompleteAttempt(const CompletionReport& r, int64_t now_
   return next;
 }
 
-Result<std::vector<int64_t>> SqliteStore::ExpireLeases(int64_t now_ms, int max_attempts) {
+Status SqliteStore::LoseJobs(const std::vector<JobRow>& jobs, const std::string& detail,
+                             int64_t now_ms) {
+  for (const JobRow& job : jobs) {
+    FARM_RETURN_IF_ERROR(EndAttempt(job, kCauseLostWorker, -1, detail, 0, now_ms));
+    if (job.cancel_requested) {
+      FARM_RETURN_IF_ERROR(SetJobTerminal(job.id, kJobCancelled, "cancelled", now_ms));
+    } else if (job.attempt < job.max_attempts) {
+      FARM_RETURN_IF_ERROR(Requeue(job.id, 0));
+    } else {
+      FARM_RETURN_IF_ERROR(SetJobTerminal(job.id, kJobFailed, detail, now_ms));
+    }
+    FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<int64_t>> SqliteStore::ExpireLeases(int64_t now_ms) {
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
@@ -166,21 +184,45 @@ Result<std::vector<int64_t>> SqliteStore::ExpireLeases(int64_t now_ms, int max_a
                         QueryJobs("state = 2 AND lease_expiry_ms < ? ORDER BY id", now_ms, 10000));
   std::vector<int64_t> ids;
   for (const JobRow& job : expired) {
-    std::string detail = "worker " + job.worker_id + " stopped renewing its lease";
-    FARM_RETURN_IF_ERROR(EndAttempt(job, kCauseLostWorker, -1, detail, 0, now_ms));
-    if (job.cancel_requested) {
-      FARM_RETURN_IF_ERROR(SetJobTerminal(job.id, kJobCancelled, "cancelled", now_ms));
-    } else if (job.attempt < max_attempts) {
-      FARM_RETURN_IF_ERROR(Requeue(job.id, 0));
-    } else {
-      FARM_RETURN_IF_ERROR(SetJobTerminal(job.id, kJobFailed, detail, now_ms));
-    }
-    FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
+    FARM_RETURN_IF_ERROR(LoseJobs({job}, "worker " + job.worker_id + " stopped renewing its lease",
+                                  now_ms));
     ids.push_back(job.id);
   }
   FARM_RETURN_IF_ERROR(txn.Commit());
   if (!ids.empty()) Bump();
   return ids;
+}
+
+Result<std::vector<int64_t>> SqliteStore::ReleaseWorkerJobs(const std::string& worker_id,
+                                                            const std::vector<int64_t>& keep,
+                                                            const std::string& detail,
+                                                            int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  FARM_ASSIGN_OR_RETURN(auto held, db_->Prepare(std::string("SELECT ") + kJobColumns +
+                                                " FROM jobs WHERE state = 2 AND worker_id = ?"));
+  held->Bind(worker_id);
+  std::vector<JobRow> lost;
+  for (int i = 0; i < 10000; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, held->Step());
+    if (!row) break;
+    JobRow job = JobFromRow(*held);
+    if (std::find(keep.begin(), keep.end(), job.id) == keep.end()) lost.push_back(job);
+  }
+  FARM_RETURN_IF_ERROR(LoseJobs(lost, detail, now_ms));
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  std::vector<int64_t> ids;
+  for (const auto& j : lost) ids.push_back(j.id);
+  if (!ids.empty()) Bump();
+  return ids;
+}
+
+Status SqliteStore::ExtendRunningLeases(int64_t now_ms, int64_t lease_ms) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("UPDATE jobs SET lease_expiry_ms = ? WHERE state = 2"));
+  s->Bind(now_ms + lease_ms);
+  return s->Run();
 }
 
 Status SqliteStore::CancelBuild(int64_t build_id, int64_t now_ms) {

@@ -47,6 +47,7 @@ struct WorkerRow {
   std::string state;
   int64_t registered_ms = 0;
   int64_t last_heartbeat_ms = 0;
+  bool drain_requested = false;
 };
 
 struct BuildRow {
@@ -75,6 +76,7 @@ struct JobRow {
   std::string error;
   std::string build_key;
   int64_t reused_from = 0;  // > 0: created succeeded with that job's artifacts
+  int max_attempts = 3;     // infrastructure failures and lost workers are retried below this
   int64_t created_ms = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
@@ -173,6 +175,10 @@ class Store {
   virtual Result<WorkerRow> GetWorker(const std::string& id) = 0;
   virtual Result<std::vector<WorkerRow>> ListWorkers() = 0;
   virtual Status TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) = 0;
+  // Sets or clears the operator's drain request; NotFound for an unknown worker.
+  virtual Status SetDrainRequested(const std::string& id, bool drain) = 0;
+  // Number of jobs `worker_id` holds right now.
+  virtual Result<int> CountRunningJobs(const std::string& worker_id) = 0;
 
   // --- builds and jobs ---
   // Inserts the build and its jobs in one transaction; fills in the ids. A job with
@@ -203,8 +209,19 @@ class Store {
   // Returns the job's state afterwards.
   virtual Result<int> CompleteAttempt(const CompletionReport& report, int64_t now_ms) = 0;
   // Ends every attempt whose lease expired before now: the job is requeued (cause lost
-  // worker) or cancelled when cancellation was requested. Returns the affected job ids.
-  virtual Result<std::vector<int64_t>> ExpireLeases(int64_t now_ms, int max_attempts) = 0;
+  // worker) while below its max_attempts, else failed, or cancelled when cancellation was
+  // requested. Returns the affected job ids.
+  virtual Result<std::vector<int64_t>> ExpireLeases(int64_t now_ms) = 0;
+  // Gives every running job a full lease from now. farmd calls it at start so workers that
+  // kept building while it was down have time to reconnect before their jobs are requeued.
+  virtual Status ExtendRunningLeases(int64_t now_ms, int64_t lease_ms) = 0;
+  // Ends the attempts `worker_id` holds except the jobs in `keep`, as if their leases had
+  // expired (cause lost worker, `detail`). Used when a worker restarts or stops reporting a
+  // job it was given. Returns the affected job ids.
+  virtual Result<std::vector<int64_t>> ReleaseWorkerJobs(const std::string& worker_id,
+                                                         const std::vector<int64_t>& keep,
+                                                         const std::string& detail,
+                                                         int64_t now_ms) = 0;
   // Cancels pending jobs now and asks the workers of running jobs to stop.
   virtual Status CancelBuild(int64_t build_id, int64_t now_ms) = 0;
 

@@ -132,3 +132,35 @@ def make_farm(request):
             shutil.rmtree(root, ignore_errors=True)
     request.addfinalizer(finish)
     return farm
+
+
+def descendants(pid):
+    """Pids of every live descendant of `pid` (read from /proc), deepest last."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().split(")")[-1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def kill9_tree(proc):
+    """SIGKILLs a process the harness started and then the processes it had started."""
+    tree = descendants(proc.pid)
+    proc.kill()
+    proc.wait(timeout=10)
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -51,7 +51,7 @@ TEST_F(SqliteStoreTest, LateReportOfSupersededAttemptIsRejected) {
   MakeBuild(1);
   auto first = Acquire("w1", 10);
   ASSERT_TRUE(first);
-  auto expired = store_->ExpireLeases(5000, 3);
+  auto expired = store_->ExpireLeases(5000);
   ASSERT_OK(expired.status());
   EXPECT_EQ(expired->size(), 1u);
   auto second = Acquire("w2", 6000);
@@ -159,6 +159,33 @@ TEST_F(SqliteStoreTest, SucceededJobWithArtifactsAnswersTheSameKey) {
   ASSERT_EQ(copied->size(), 1u);
   EXPECT_EQ(copied->at(0).sha256, "ab");
   EXPECT_FALSE(Acquire("w2").has_value());
+}
+
+TEST_F(SqliteStoreTest, RestartedWorkerLosesItsJobsAndAttemptLimitIsPerJob) {
+  BuildRow b{.recipe_name = "r", .recipe = "r", .submitted_by = "t", .created_ms = 1};
+  std::vector<JobRow> jobs = {JobRow{.cell = "a", .max_attempts = 2, .created_ms = 1},
+                              JobRow{.cell = "b", .max_attempts = 2, .created_ms = 1}};
+  ASSERT_OK(store_->CreateBuild(&b, &jobs));
+  auto a = Acquire("w1");
+  auto c = Acquire("w1");
+  auto lost = store_->ReleaseWorkerJobs("w1", {c->id}, "worker w1 restarted", 20);
+  ASSERT_OK(lost.status());
+  EXPECT_EQ(lost.value(), std::vector<int64_t>{a->id});
+  EXPECT_EQ(store_->GetJob(a->id)->state, kJobPending);
+  EXPECT_EQ(store_->GetJob(c->id)->state, kJobRunning);
+  auto again = Acquire("w2", 30);
+  ASSERT_EQ(again->id, a->id);
+  ASSERT_OK(store_->ExpireLeases(5000).status());  // second loss: limit of 2 reached
+  EXPECT_EQ(store_->GetJob(a->id)->state, kJobFailed);
+  EXPECT_EQ(store_->CountRunningJobs("w1").value(), 0);
+}
+
+TEST_F(SqliteStoreTest, DrainRequestSurvivesWorkerReports) {
+  ASSERT_OK(store_->UpsertWorker({"w1", "gb10", "", "idle", 1, 1}));
+  ASSERT_OK(store_->SetDrainRequested("w1", true));
+  ASSERT_OK(store_->UpsertWorker({"w1", "gb10", "", "busy", 1, 2}));
+  EXPECT_TRUE(store_->GetWorker("w1")->drain_requested);
+  EXPECT_EQ(store_->SetDrainRequested("nope", true).code(), StatusCode::kNotFound);
 }
 
 }  // namespace
