@@ -1,0 +1,158 @@
+"""Crashes of any process lose nothing and duplicate nothing (real processes, SIGKILL)."""
+import json
+import os
+import random
+import textwrap
+import time
+
+from farm_harness import EXAMPLE_RECIPE, kill9_tree, wait_until
+
+ARCH_LIST = "9.0;12.0a;12.1a"
+TERMINAL = {"BUILD_SUCCEEDED", "BUILD_FAILED", "BUILD_CANCELLED"}
+
+
+def job_of(farm, build_id):
+    return farm.ctl_json("show", str(build_id))["jobs"][0]
+
+
+def wait_running(farm, build_id, min_lines=1, timeout=60):
+    def running():
+        job = job_of(farm, build_id)
+        if job["state"] != "JOB_RUNNING":
+            return None
+        lines = farm.ctl("logs", str(job["id"])).stdout.splitlines()
+        return job if len(lines) >= min_lines else None
+    return wait_until(running, timeout, f"build {build_id} running with output")
+
+
+def wait_terminal(farm, build_id, timeout):
+    return wait_until(lambda: (lambda b: b if b["state"] in TERMINAL else None)(
+        farm.ctl_json("show", str(build_id))), timeout, f"build {build_id} to end")
+
+
+def test_killed_worker_job_completes_on_another_worker_with_one_artifact(farm):
+    farm.start_farmd(lease_ms=3000)
+    first = farm.start_worker("worker-1")
+    submitted = farm.ctl_json("submit", EXAMPLE_RECIPE, "--arch-list", ARCH_LIST)
+    wait_running(farm, submitted["id"], min_lines=3)
+    kill9_tree(first)
+    farm.start_worker("worker-2")
+    build = wait_terminal(farm, submitted["id"], 180)
+    assert build["state"] == "BUILD_SUCCEEDED", build
+    job = build["jobs"][0]
+    assert len(job["artifacts"]) == 1
+    causes = [a.get("cause") for a in job["attempts"]]
+    assert causes == ["CAUSE_LOST_WORKER", "CAUSE_COMPLETED"], job["attempts"]
+    assert job["attempts"][0]["worker_id"] != job["attempts"][1]["worker_id"]
+
+
+def test_killed_farmd_restarts_and_the_build_finishes_with_a_whole_log(farm):
+    farm.start_farmd()
+    farm.start_worker("worker-1")
+    submitted = farm.ctl_json("submit", EXAMPLE_RECIPE, "--arch-list", ARCH_LIST)
+    wait_running(farm, submitted["id"], min_lines=3)
+    kill9_tree(farm.farmd)
+    time.sleep(1.0)
+    farm.start_farmd()
+    build = wait_terminal(farm, submitted["id"], 180)
+    assert build["state"] == "BUILD_SUCCEEDED", build
+    job = build["jobs"][0]
+    assert len(job["attempts"]) == 1, job["attempts"]
+    seqs = [int(e["seq"]) for e in log_seqs(farm, job["id"])]
+    assert seqs and seqs == list(range(1, len(seqs) + 1))
+
+
+def log_seqs(farm, job_id):
+    r = farm.ctl("--output", "json", "logs", str(job_id))
+    assert r.returncode == 0, r.stderr
+    decoder, text, pos, out = json.JSONDecoder(), r.stdout, 0, []
+    while pos < len(text):
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            break
+        obj, pos = decoder.raw_decode(text, pos)
+        out.append(obj)
+    return out
+
+
+def test_log_survives_farmd_kill_without_gap_or_duplicate(farm):
+    farm.start_farmd()
+    farm.start_worker("worker-1")
+    src = os.path.join(farm.root, "counter-src")
+    os.makedirs(src)
+    recipe = os.path.join(farm.root, "counter.yaml")
+    with open(recipe, "w") as f:
+        f.write(textwrap.dedent("""\
+            name: counter
+            source: {local: counter-src}
+            build: |
+              for i in $(seq 1 60); do echo "line $i"; sleep 0.1; done
+              exit 3
+            """))
+    submitted = farm.ctl_json("submit", recipe)
+    wait_running(farm, submitted["id"], min_lines=10)
+    kill9_tree(farm.farmd)
+    time.sleep(2.0)  # the build keeps printing while farmd is down
+    farm.start_farmd()
+    build = wait_terminal(farm, submitted["id"], 120)
+    assert build["state"] == "BUILD_FAILED"
+    entries = log_seqs(farm, build["jobs"][0]["id"])
+    seqs = [int(e["seq"]) for e in entries]
+    assert seqs == list(range(1, len(seqs) + 1))
+    numbered = [e["text"] for e in entries if e["text"].startswith("line ")]
+    assert numbered == [f"line {i}" for i in range(1, 61)]
+
+
+def tiny_package(root):
+    """A recipe whose build makes a small real wheel quickly (no nvcc)."""
+    src = os.path.join(root, "tiny-src")
+    os.makedirs(src, exist_ok=True)
+    with open(os.path.join(src, "setup.py"), "w") as f:
+        f.write("from setuptools import setup\nsetup(name='tiny', version='1.0', py_modules=['tiny'])\n")
+    with open(os.path.join(src, "tiny.py"), "w") as f:
+        f.write("VALUE = 1\n")
+    recipe = os.path.join(root, "tiny.yaml")
+    with open(recipe, "w") as f:
+        f.write(textwrap.dedent("""\
+            name: tiny
+            source: {local: tiny-src}
+            system_site_packages: true
+            retry: {max_attempts: 10, backoff_seconds: 0}
+            build: |
+              sleep 1
+              "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
+            """))
+    return recipe
+
+
+def test_random_kills_leave_every_job_in_one_terminal_state_with_one_artifact(farm):
+    rng = random.Random(20261122)
+    farm.start_farmd(lease_ms=3000)
+    workers = {"worker-1": farm.start_worker("worker-1"), "worker-2": farm.start_worker("worker-2")}
+    recipe = tiny_package(farm.root)
+    ids = [farm.ctl_json("submit", recipe, "--force")["id"] for _ in range(8)]
+    kills = 0
+    deadline = time.monotonic() + 240
+    while kills < 20 and time.monotonic() < deadline:
+        time.sleep(rng.uniform(0.5, 2.0))
+        victim = rng.choice(["farmd", "worker-1", "worker-2"])
+        if victim == "farmd":
+            kill9_tree(farm.farmd)
+            farm.start_farmd(lease_ms=3000)
+        else:
+            kill9_tree(workers[victim])
+            workers[victim] = farm.start_worker(victim)
+        kills += 1
+    assert kills == 20
+    builds = [wait_terminal(farm, i, 300) for i in ids]
+    for build in builds:
+        (job,) = build["jobs"]
+        assert job["state"] in {"JOB_SUCCEEDED", "JOB_FAILED"}, job
+        if job["state"] == "JOB_SUCCEEDED":
+            assert len(job["artifacts"]) == 1, job
+            assert job["attempts"][-1]["cause"] == "CAUSE_COMPLETED"
+        for attempt in job["attempts"][:-1]:
+            assert attempt["cause"] in {"CAUSE_LOST_WORKER", "CAUSE_INFRASTRUCTURE"}, attempt
+    succeeded = sum(b["state"] == "BUILD_SUCCEEDED" for b in builds)
+    assert succeeded == len(builds), [b["jobs"][0].get("error") for b in builds]
