@@ -97,6 +97,14 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
     }
     // Attempts the worker still runs but no longer holds (requeued while it was away).
     for (const auto& running : req->running()) {
+      FARM_ASSIGN_OR_RETURN(bool reattached,
+                            ctx_->store->ReattachAttempt(running.job_id(), running.attempt(),
+                                                         who.worker_id, now, ctx_->tunables.lease_ms));
+      if (reattached) {
+        log::Info("job " + std::to_string(running.job_id()) + " attempt " +
+                  std::to_string(running.attempt()) + " re-attached to its worker " + who.worker_id);
+        continue;
+      }
       auto job = ctx_->store->GetJob(running.job_id());
       if (job.ok() && (job->attempt != running.attempt() || job->worker_id != who.worker_id ||
                        job->state != store::kJobRunning)) {

@@ -44,6 +44,8 @@ class SqliteStore final : public Store {
   Result<int> CompleteAttempt(const CompletionReport& report, int64_t now_ms) override;
   Result<std::vector<int64_t>> ExpireLeases(int64_t now_ms) override;
   Status ExtendRunningLeases(int64_t now_ms, int64_t lease_ms) override;
+  Result<bool> ReattachAttempt(int64_t job_id, int attempt, const std::string& worker_id,
+                               int64_t now_ms, int64_t lease_ms) override;
   Result<std::vector<int64_t>> ReleaseWorkerJobs(const std::string& worker_id,
                                                  const std::vector<int64_t>& keep,
                                                  const std::string& detail,

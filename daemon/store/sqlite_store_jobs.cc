@@ -218,6 +218,34 @@ Result<std::vector<int64_t>> SqliteStore::ReleaseWorkerJobs(const std::string& w
   return ids;
 }
 
+Result<bool> SqliteStore::ReattachAttempt(int64_t job_id, int attempt,
+                                          const std::string& worker_id, int64_t now_ms,
+                                          int64_t lease_ms) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  FARM_ASSIGN_OR_RETURN(JobRow job, GetJobLocked(job_id));
+  if (job.state != kJobPending || job.attempt != attempt || job.cancel_requested) return false;
+  FARM_ASSIGN_OR_RETURN(auto owner, db_->Prepare(
+      "SELECT worker_id FROM attempts WHERE job_id = ? AND number = ? AND cause = ?"));
+  owner->Bind(job_id).Bind(attempt).Bind(kCauseLostWorker);
+  FARM_ASSIGN_OR_RETURN(bool found, owner->Step());
+  if (!found || owner->Text(0) != worker_id) return false;
+  FARM_ASSIGN_OR_RETURN(auto reopen, db_->Prepare(
+      "UPDATE attempts SET cause = 0, exit_code = 0, detail = '', finished_ms = 0 "
+      "WHERE job_id = ? AND number = ?"));
+  reopen->Bind(job_id).Bind(attempt);
+  FARM_RETURN_IF_ERROR(reopen->Run());
+  FARM_ASSIGN_OR_RETURN(auto lease, db_->Prepare(
+      "UPDATE jobs SET state = ?, worker_id = ?, lease_expiry_ms = ? WHERE id = ?"));
+  lease->Bind(kJobRunning).Bind(worker_id).Bind(now_ms + lease_ms).Bind(job_id);
+  FARM_RETURN_IF_ERROR(lease->Run());
+  FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  Bump();
+  return true;
+}
+
 Status SqliteStore::ExtendRunningLeases(int64_t now_ms, int64_t lease_ms) {
   std::lock_guard lock(mu_);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("UPDATE jobs SET lease_expiry_ms = ? WHERE state = 2"));

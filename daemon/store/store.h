@@ -215,6 +215,11 @@ class Store {
   // Gives every running job a full lease from now. farmd calls it at start so workers that
   // kept building while it was down have time to reconnect before their jobs are requeued.
   virtual Status ExtendRunningLeases(int64_t now_ms, int64_t lease_ms) = 0;
+  // Gives `worker_id` back attempt `attempt` of a job that was requeued after its lease
+  // expired but not leased to anyone since (a worker back from a network cut whose build
+  // kept running). Returns false, changing nothing, when the job moved on.
+  virtual Result<bool> ReattachAttempt(int64_t job_id, int attempt, const std::string& worker_id,
+                                       int64_t now_ms, int64_t lease_ms) = 0;
   // Ends the attempts `worker_id` holds except the jobs in `keep`, as if their leases had
   // expired (cause lost worker, `detail`). Used when a worker restarts or stops reporting a
   // job it was given. Returns the affected job ids.

@@ -2,6 +2,7 @@
 import json
 import os
 import random
+import signal
 import textwrap
 import time
 
@@ -156,3 +157,52 @@ def test_random_kills_leave_every_job_in_one_terminal_state_with_one_artifact(fa
             assert attempt["cause"] in {"CAUSE_LOST_WORKER", "CAUSE_INFRASTRUCTURE"}, attempt
     succeeded = sum(b["state"] == "BUILD_SUCCEEDED" for b in builds)
     assert succeeded == len(builds), [b["jobs"][0].get("error") for b in builds]
+
+
+def slow_tiny_package(root, seconds):
+    recipe = tiny_package(root)
+    text = open(recipe).read().replace("sleep 1", f"for i in $(seq 1 {seconds}); do echo tick $i; sleep 1; done")
+    open(recipe, "w").write(text)
+    return recipe
+
+
+def test_worker_back_from_a_cut_reattaches_instead_of_rebuilding(farm):
+    farm.start_farmd(lease_ms=2000)
+    worker = farm.start_worker("worker-1")
+    recipe = slow_tiny_package(farm.root, 12)
+    build_id = farm.ctl_json("submit", recipe)["id"]
+    wait_running(farm, build_id, min_lines=3)
+    worker.send_signal(signal.SIGSTOP)  # the worker goes silent; its build keeps running
+    try:
+        wait_until(lambda: job_of(farm, build_id)["state"] == "JOB_PENDING", 20,
+                   "the lease to expire")
+    finally:
+        worker.send_signal(signal.SIGCONT)
+    build = wait_terminal(farm, build_id, 120)
+    assert build["state"] == "BUILD_SUCCEEDED", build
+    job = build["jobs"][0]
+    assert [a.get("cause") for a in job["attempts"]] == ["CAUSE_COMPLETED"], job["attempts"]
+    assert "re-attached" in farm.log("farmd.log")
+    assert len(job["artifacts"]) == 1
+
+
+def test_late_report_of_a_superseded_attempt_cannot_overwrite_the_new_one(farm):
+    farm.start_farmd(lease_ms=2000)
+    first = farm.start_worker("worker-1")
+    recipe = slow_tiny_package(farm.root, 8)
+    build_id = farm.ctl_json("submit", recipe)["id"]
+    wait_running(farm, build_id, min_lines=3)
+    first.send_signal(signal.SIGSTOP)
+    try:
+        farm.start_worker("worker-2")
+        wait_until(lambda: job_of(farm, build_id)["attempt"] == 2, 30, "a second attempt")
+    finally:
+        first.send_signal(signal.SIGCONT)
+    build = wait_terminal(farm, build_id, 120)
+    assert build["state"] == "BUILD_SUCCEEDED", build
+    job = build["jobs"][0]
+    assert [a.get("cause") for a in job["attempts"]] == ["CAUSE_LOST_WORKER", "CAUSE_COMPLETED"]
+    assert len(job["artifacts"]) == 1
+    time.sleep(3)  # give worker-1 time to report late; nothing may change
+    again = farm.ctl_json("show", str(build_id))
+    assert again["jobs"][0]["attempts"] == job["attempts"]

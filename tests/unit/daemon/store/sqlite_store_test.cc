@@ -180,6 +180,23 @@ TEST_F(SqliteStoreTest, RestartedWorkerLosesItsJobsAndAttemptLimitIsPerJob) {
   EXPECT_EQ(store_->CountRunningJobs("w1").value(), 0);
 }
 
+TEST_F(SqliteStoreTest, WorkerBackFromACutReattachesUnlessTheJobMovedOn) {
+  MakeBuild(2);
+  auto a = Acquire("w1", 10);
+  auto b = Acquire("w1", 10);
+  ASSERT_OK(store_->ExpireLeases(5000).status());
+  auto taken = Acquire("w2", 5001);  // w2 takes job a's second attempt
+  ASSERT_EQ(taken->id, a->id);
+  EXPECT_FALSE(store_->ReattachAttempt(a->id, 1, "w1", 5002, 1000).value());
+  EXPECT_FALSE(store_->ReattachAttempt(b->id, 1, "w2", 5002, 1000).value());
+  EXPECT_TRUE(store_->ReattachAttempt(b->id, 1, "w1", 5002, 1000).value());
+  EXPECT_EQ(store_->GetJob(b->id)->state, kJobRunning);
+  EXPECT_EQ(store_->ListAttempts(b->id)->size(), 1u);
+  EXPECT_EQ(store_->ListAttempts(b->id)->at(0).cause, kCauseNone);
+  auto done = store_->CompleteAttempt({.job_id = b->id, .attempt = 1, .worker_id = "w1"}, 6000);
+  EXPECT_EQ(done.value(), kJobSucceeded);
+}
+
 TEST_F(SqliteStoreTest, DrainRequestSurvivesWorkerReports) {
   ASSERT_OK(store_->UpsertWorker({"w1", "gb10", "", "idle", 1, 1}));
   ASSERT_OK(store_->SetDrainRequested("w1", true));
