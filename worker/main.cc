@@ -1,0 +1,60 @@
+// farm-worker: the build agent on each GPU host. Parses flags, wires the real
+// implementations into the agent, and turns SIGTERM/SIGINT into a clean stop.
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "worker/agent/agent.h"
+
+int main(int argc, char** argv) {
+  using namespace farm;
+  bool help = false;
+  auto config = agent::ParseWorkerFlags(argc, argv, &help);
+  if (help) {
+    std::fputs(agent::WorkerUsage().c_str(), stdout);
+    return 0;
+  }
+  if (!config.ok()) {
+    std::fprintf(stderr, "farm-worker: %s\n%s", config.status().message().c_str(),
+                 agent::WorkerUsage().c_str());
+    return 2;
+  }
+  log::InitLogging({config->verbose ? log::Level::kDebug : log::Level::kInfo, config->log_json, "farm-worker"});
+  // Signals are taken by one thread with sigwait, so no handler runs inside library code.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  auto token = agent::LoadEnrollToken(*config);
+  if (!token.ok()) {
+    log::Error("farm-worker: " + token.status().message());
+    return 2;
+  }
+  agent::GrpcFarmClient client([cfg = *config]() { return agent::ResolveServerAddress(cfg, 30000); });
+  if (auto s = client.Connect(); !s.ok()) {
+    log::Error("farm-worker: " + s.message());
+    return 3;
+  }
+  RealProcessRunner runner;
+  agent::SystemProbe probe(*config, runner);
+  agent::NativeExecutor executor(runner);
+  agent::Agent worker(*config, *token, {&client, &probe, &runner, &executor, &RealClock(), {}});
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (sig != 0) log::Info(std::string("farm-worker: got ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+    worker.Stop();
+  });
+  farm::Status s = worker.Run();
+  if (!s.ok()) log::Error("farm-worker: " + s.ToString());
+  // Wake the signal thread if Run() ended on its own.
+  if (!s.ok()) ::kill(::getpid(), SIGTERM);
+  signals.join();
+  return s.ok() ? 0 : 1;
+}

@@ -1,0 +1,301 @@
+#include "worker/agent/agent.h"
+
+#include <chrono>
+
+#include "common/fs.h"
+#include "common/log.h"
+#include "worker/agent/backoff.h"
+
+namespace farm::agent {
+namespace {
+
+std::string JobKey(int64_t job, int32_t attempt) {
+  return "job " + std::to_string(job) + " attempt " + std::to_string(attempt);
+}
+
+}  // namespace
+
+Agent::Agent(WorkerConfig config, std::string enroll_token, AgentDeps deps, AgentTimings timings)
+    : config_(std::move(config)), enroll_token_(std::move(enroll_token)), deps_(std::move(deps)),
+      timings_(timings), worker_env_(BaseEnv(CurrentEnv())) {
+  heartbeat_ms_ = timings_.default_heartbeat_ms;
+}
+
+Agent::~Agent() {
+  Stop();
+  CancelAndJoinAll();
+}
+
+void Agent::Stop() {
+  stopping_ = true;
+  deps_.client->CancelWaits();
+  cv_.notify_all();
+}
+
+bool Agent::SleepUnlessStopped(int64_t ms) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping_.load(); });
+  return !stopping_;
+}
+
+bool Agent::IsAuthError(const Status& s) const {
+  return s.code() == StatusCode::kUnauthenticated || s.code() == StatusCode::kNotFound;
+}
+
+Status Agent::RegisterOnce() {
+  std::lock_guard reg(register_mu_);
+  WorkerIdentity id;
+  farm::v1::RegisterRequest req;
+  {
+    std::lock_guard lock(mu_);
+    id = identity_;
+    *req.mutable_capabilities() = caps_;
+  }
+  req.set_name(config_.name);
+  if (!id.empty()) {
+    req.set_worker_id(id.worker_id);
+    auto r = deps_.client->Register(req, id.worker_token);
+    if (r.ok()) {
+      deps_.client->SetToken(id.worker_token);
+      std::lock_guard lock(mu_);
+      if (r->heartbeat_interval_ms() > 0) heartbeat_ms_ = r->heartbeat_interval_ms();
+      log::Info("farm-worker: registered as " + r->worker_id());
+      return Status::Ok();
+    }
+    if (!IsAuthError(r.status()) && r.status().code() != StatusCode::kPermissionDenied) {
+      return r.status();
+    }
+    log::Warn("farm-worker: farmd does not accept worker " + id.worker_id + " (" +
+              r.status().message() + "); enrolling again");
+    req.clear_worker_id();
+  }
+  auto r = deps_.client->Register(req, enroll_token_);
+  if (!r.ok()) return r.status();
+  log::RegisterSecret(r->worker_token());
+  WorkerIdentity fresh{r->worker_id(), r->worker_token()};
+  if (Status saved = SaveIdentity(config_.state_dir, fresh); !saved.ok()) {
+    return Status::FailedPrecondition("saving worker identity: " + saved.message());
+  }
+  deps_.client->SetToken(fresh.worker_token);
+  {
+    std::lock_guard lock(mu_);
+    identity_ = fresh;
+    if (r->heartbeat_interval_ms() > 0) heartbeat_ms_ = r->heartbeat_interval_ms();
+  }
+  log::Info("farm-worker: registered as " + fresh.worker_id);
+  return Status::Ok();
+}
+
+Status Agent::RegisterUntilDone() {
+  Backoff backoff;
+  for (int i = 0; !stopping_; ++i) {
+    Status s = RegisterOnce();
+    if (s.ok()) return s;
+    // A refused enrollment token will not get better by waiting.
+    if (s.code() == StatusCode::kUnauthenticated || s.code() == StatusCode::kPermissionDenied ||
+        s.code() == StatusCode::kFailedPrecondition) {
+      return s.WithContext("registering with farmd");
+    }
+    int64_t delay = backoff.NextDelayMs();
+    if (i % 10 == 0) log::Warn("farm-worker: cannot register yet (" + s.ToString() + "); retrying");
+    deps_.client->Reconnect();
+    SleepUnlessStopped(delay);
+  }
+  return Status::Ok();
+}
+
+void Agent::Reregister(const Status& why) {
+  log::Warn("farm-worker: farmd rejected the worker token (" + why.message() + "); registering again");
+  Status s = RegisterOnce();
+  if (!s.ok()) log::Warn("farm-worker: registering again failed: " + s.ToString());
+}
+
+void Agent::SendHeartbeat(bool draining) {
+  farm::v1::HeartbeatRequest req;
+  std::map<std::pair<int64_t, int32_t>, std::shared_ptr<JobControl>> controls;
+  {
+    std::lock_guard lock(mu_);
+    req.set_worker_id(identity_.worker_id);
+    for (const auto& j : jobs_) {
+      if (j.done->load()) continue;
+      auto* r = req.add_running();
+      r->set_job_id(j.job.job_id());
+      r->set_attempt(j.job.attempt());
+      r->set_log_seq(j.control->log_seq.load());
+      controls[{j.job.job_id(), j.job.attempt()}] = j.control;
+    }
+    if (caps_changed_) *req.mutable_capabilities() = caps_;
+  }
+  req.set_draining(draining);
+  auto resp = deps_.client->Heartbeat(req);
+  if (!resp.ok()) {
+    if (IsAuthError(resp.status())) Reregister(resp.status());
+    else if (resp.status().code() == StatusCode::kUnavailable) deps_.client->Reconnect();
+    log::Debug("heartbeat: " + resp.status().ToString());
+    return;
+  }
+  if (req.has_capabilities()) {
+    std::lock_guard lock(mu_);
+    caps_changed_ = false;
+  }
+  for (const auto& c : resp->cancel()) {
+    auto it = controls.find({c.job_id(), c.attempt()});
+    if (it == controls.end()) continue;
+    log::Info("farm-worker: farmd cancelled " + JobKey(c.job_id(), c.attempt()));
+    it->second->Stop(farm::v1::CAUSE_CANCELLED, "cancelled by farmd");
+  }
+}
+
+void Agent::HeartbeatLoop() {
+  while (!stopping_) {
+    int64_t interval;
+    {
+      std::lock_guard lock(mu_);
+      interval = heartbeat_ms_;
+    }
+    if (!SleepUnlessStopped(interval)) break;
+    SendHeartbeat(false);
+  }
+}
+
+void Agent::ProbeLoop() {
+  while (SleepUnlessStopped(timings_.probe_interval_ms)) {
+    farm::v1::Capabilities fresh = deps_.probe->Probe();
+    std::lock_guard lock(mu_);
+    // Free disk and the host's own numbers drift; only report real changes.
+    farm::v1::Capabilities a = fresh, b = caps_;
+    a.clear_free_disk_bytes();
+    b.clear_free_disk_bytes();
+    if (a.SerializeAsString() != b.SerializeAsString()) {
+      log::Info("farm-worker: capabilities changed; reporting them");
+      caps_changed_ = true;
+    }
+    caps_ = fresh;
+  }
+}
+
+void Agent::StartJob(const farm::v1::AcquireJobResponse& resp) {
+  const auto& job = resp.job();
+  log::Info("farm-worker: took " + JobKey(job.job_id(), job.attempt()) + " (" +
+            job.recipe().name() + ", python " + job.cell().python() + ", cuda " +
+            job.cell().cuda() + ", arch " + job.cell().arch_list() + ")");
+  JobSettings settings;
+  {
+    std::lock_guard lock(mu_);
+    settings.caps = caps_;
+    settings.secrets = {enroll_token_, identity_.worker_token};
+  }
+  settings.work_dir = config_.work_dir;
+  settings.keep_workspace = config_.keep_workspaces;
+  settings.worker_env = worker_env_;
+  settings.shutting_down = &stopping_;
+  JobDeps jd{deps_.client, deps_.runner, deps_.executor, deps_.probe, deps_.clock, deps_.wheel_hook};
+  RunningJob entry{job, std::make_shared<JobControl>(), std::make_shared<std::atomic<bool>>(false), {}};
+  auto control = entry.control;
+  auto done = entry.done;
+  entry.thread = std::thread([this, jd, settings, job, control, done]() mutable {
+    try {
+      JobRunner(std::move(jd), std::move(settings), job, control).Run();
+    } catch (const std::exception& e) {
+      log::Error("farm-worker: " + JobKey(job.job_id(), job.attempt()) + " crashed: " + e.what());
+    } catch (...) {
+      log::Error("farm-worker: " + JobKey(job.job_id(), job.attempt()) + " crashed");
+    }
+    done->store(true);
+    cv_.notify_all();
+  });
+  std::lock_guard lock(mu_);
+  jobs_.push_back(std::move(entry));
+}
+
+size_t Agent::ReapFinished() {
+  std::list<RunningJob> finished;
+  size_t running = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      if (it->done->load()) {
+        finished.splice(finished.end(), jobs_, it++);
+      } else {
+        ++running;
+        ++it;
+      }
+    }
+  }
+  for (auto& j : finished) j.thread.join();
+  return running;
+}
+
+void Agent::AcquireLoop() {
+  Backoff backoff;
+  while (!stopping_) {
+    if (ReapFinished() >= static_cast<size_t>(config_.max_jobs)) {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_.load(); });
+      continue;
+    }
+    farm::v1::AcquireJobRequest req;
+    {
+      std::lock_guard lock(mu_);
+      req.set_worker_id(identity_.worker_id);
+    }
+    req.set_wait_ms(timings_.acquire_wait_ms);
+    auto resp = deps_.client->AcquireJob(req);
+    if (stopping_) break;
+    if (!resp.ok()) {
+      if (IsAuthError(resp.status())) Reregister(resp.status());
+      else if (resp.status().code() == StatusCode::kUnavailable) deps_.client->Reconnect();
+      log::Warn("farm-worker: AcquireJob failed: " + resp.status().ToString());
+      SleepUnlessStopped(backoff.NextDelayMs());
+      continue;
+    }
+    backoff.Reset();
+    if (resp->has_job()) StartJob(*resp);
+  }
+}
+
+void Agent::CancelAndJoinAll() {
+  std::list<RunningJob> all;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& j : jobs_) {
+      if (!j.done->load()) j.control->Stop(farm::v1::CAUSE_INFRASTRUCTURE, "worker shutting down");
+    }
+    all.swap(jobs_);
+  }
+  for (auto& j : all) {
+    if (j.thread.joinable()) j.thread.join();
+  }
+}
+
+Status Agent::Run() {
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(config_.state_dir, 0700));
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(config_.work_dir));
+  FARM_ASSIGN_OR_RETURN(WorkerIdentity stored, LoadIdentity(config_.state_dir));
+  log::RegisterSecret(enroll_token_);
+  log::RegisterSecret(stored.worker_token);
+  farm::v1::Capabilities caps = deps_.probe->Probe();
+  log::Info("farm-worker: " + caps.hostname() + " " + caps.platform() + ", " +
+            std::to_string(caps.cpu_cores()) + " cores, " + std::to_string(caps.ram_bytes() >> 30) +
+            " GiB RAM, " + std::to_string(caps.gpus_size()) + " GPU(s), " +
+            std::to_string(caps.toolkits_size()) + " CUDA toolkit(s), " +
+            std::to_string(caps.pythons_size()) + " Python(s)");
+  {
+    std::lock_guard lock(mu_);
+    identity_ = stored;
+    caps_ = caps;
+  }
+  FARM_RETURN_IF_ERROR(RegisterUntilDone());
+  std::thread heartbeat([this] { HeartbeatLoop(); });
+  std::thread prober([this] { ProbeLoop(); });
+  AcquireLoop();
+  log::Info("farm-worker: stopping: cancelling running jobs");
+  CancelAndJoinAll();
+  SendHeartbeat(true);
+  heartbeat.join();
+  prober.join();
+  log::Info("farm-worker: stopped");
+  return Status::Ok();
+}
+
+}  // namespace farm::agent

@@ -1,0 +1,128 @@
+#include "worker/agent/build_env.h"
+
+#include <algorithm>
+#include <cmath>
+
+extern char** environ;
+
+namespace farm::agent {
+namespace {
+
+constexpr double kDefaultGbPerJob = 4.0;
+constexpr int kMaxNvccThreads = 4;
+
+bool MentionsNvccThreads(const farm::v1::Recipe& recipe) {
+  const std::string key = "NVCC_THREADS";
+  if (recipe.build_command().find(key) != std::string::npos) return true;
+  for (const auto& [k, v] : recipe.env()) {
+    if (k == key || v.find(key) != std::string::npos) return true;
+  }
+  return false;
+}
+
+void SetParallelism(const JobEnvInputs& in, EnvMap& env) {
+  const auto& recipe = in.job->recipe();
+  int slots = ComputeMaxJobs(in.cores, in.available_memory_bytes, recipe.gb_per_compile_job());
+  bool want_threads = MentionsNvccThreads(recipe) && env.count("NVCC_THREADS") == 0;
+  int threads = want_threads ? std::clamp(slots, 1, kMaxNvccThreads) : 1;
+  if (want_threads) env["NVCC_THREADS"] = std::to_string(threads);
+  // MAX_JOBS x NVCC_THREADS stays within the slots memory and cores allow.
+  if (env.count("MAX_JOBS") == 0) env["MAX_JOBS"] = std::to_string(std::max(1, slots / threads));
+}
+
+}  // namespace
+
+const std::vector<std::string>& AllowedWorkerEnv() {
+  static const std::vector<std::string> kAllowed = {
+      "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "USER", "LOGNAME", "TZ",
+      "CCACHE_DIR"};
+  return kAllowed;
+}
+
+EnvMap BaseEnv(const EnvMap& worker_env) {
+  EnvMap out;
+  for (const auto& name : AllowedWorkerEnv()) {
+    if (auto it = worker_env.find(name); it != worker_env.end()) out[name] = it->second;
+  }
+  if (out.count("PATH") == 0) out["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  return out;
+}
+
+EnvMap CurrentEnv() {
+  EnvMap env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+int ComputeMaxJobs(int cores, int64_t available_bytes, double gb_per_job) {
+  if (gb_per_job <= 0) gb_per_job = kDefaultGbPerJob;
+  double gib = static_cast<double>(available_bytes) / double(int64_t{1} << 30);
+  int64_t by_memory = static_cast<int64_t>(std::floor(0.85 * gib / gb_per_job));
+  int64_t jobs = std::min<int64_t>(std::max(cores, 1), by_memory);
+  return static_cast<int>(std::max<int64_t>(1, jobs));
+}
+
+Result<farm::v1::PythonInterpreter> SelectPython(const farm::v1::MatrixCell& cell,
+                                                 const farm::v1::Capabilities& caps) {
+  std::string have;
+  for (const auto& py : caps.pythons()) {
+    have += (have.empty() ? "" : ", ") + py.version() + " (" + py.path() + ")";
+    if (!cell.python().empty() && py.version() != cell.python()) continue;
+    if (!cell.torch().empty() && py.torch_version().rfind(cell.torch(), 0) != 0) continue;
+    return py;
+  }
+  std::string want = "Python " + (cell.python().empty() ? "(any)" : cell.python());
+  if (!cell.torch().empty()) want += " with torch " + cell.torch();
+  return Status::NotFound("no " + want + " on this worker (has " +
+                          (have.empty() ? "none" : have) + ")");
+}
+
+Result<farm::v1::CudaToolkit> SelectToolkit(const farm::v1::MatrixCell& cell,
+                                            const farm::v1::Capabilities& caps) {
+  std::string have;
+  for (const auto& tk : caps.toolkits()) {
+    if (cell.cuda().empty()) return tk;
+    if (tk.version() == cell.cuda() || tk.version().rfind(cell.cuda() + ".", 0) == 0) return tk;
+    have += (have.empty() ? "" : ", ") + tk.version();
+  }
+  if (cell.cuda().empty()) return farm::v1::CudaToolkit();
+  return Status::NotFound("no CUDA toolkit " + cell.cuda() + " on this worker (has " +
+                          (have.empty() ? "none" : have) + ")");
+}
+
+EnvMap BuildJobEnv(const JobEnvInputs& in) {
+  const auto& job = *in.job;
+  EnvMap env = BaseEnv(in.worker_env);
+  for (const auto& [k, v] : job.recipe().env()) env[k] = v;
+  for (const auto& [k, v] : job.env()) env[k] = v;
+  std::string path = in.venv_dir + "/bin";
+  if (!in.toolkit.path().empty()) {
+    path += ":" + in.toolkit.path() + "/bin";
+    env["CUDA_HOME"] = in.toolkit.path();
+  }
+  env["PATH"] = path + ":" + env["PATH"];
+  env["VIRTUAL_ENV"] = in.venv_dir;
+  env["FARM_PYTHON"] = in.venv_dir + "/bin/python";
+  env["FARM_WHEEL_DIR"] = in.wheel_dir;
+  if (!in.tmp_dir.empty()) env["TMPDIR"] = in.tmp_dir;
+  env["FARM_JOB_ID"] = std::to_string(job.job_id());
+  env["FARM_ATTEMPT"] = std::to_string(job.attempt());
+  env["FARM_PYTHON_VERSION"] = in.python_version;
+  env["FARM_CUDA_VERSION"] = in.toolkit.version();
+  env["FARM_TORCH_VERSION"] = job.cell().torch();
+  if (!job.cell().arch_list().empty()) env["TORCH_CUDA_ARCH_LIST"] = job.cell().arch_list();
+  SetParallelism(in, env);
+  for (auto it = env.begin(); it != env.end();) {
+    bool leaks = std::any_of(in.secrets.begin(), in.secrets.end(), [&](const std::string& s) {
+      return !s.empty() && it->second.find(s) != std::string::npos;
+    });
+    it = leaks ? env.erase(it) : std::next(it);
+  }
+  return env;
+}
+
+}  // namespace farm::agent

@@ -1,0 +1,68 @@
+// The environment a build command runs with, and the choices behind it (which Python,
+// which CUDA toolkit, how many parallel compile jobs). Pure functions: callers pass in
+// the worker's own environment and the probed capabilities. Safe from any thread.
+//
+// Only a small allow-list of the worker's variables reaches a build, so neither the
+// worker token nor the enrollment token can leak into a build log or a wheel.
+#ifndef FARM_WORKER_AGENT_BUILD_ENV_H_
+#define FARM_WORKER_AGENT_BUILD_ENV_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "farm/v1/types.pb.h"
+#include "farm/v1/worker.pb.h"
+
+namespace farm::agent {
+
+using EnvMap = std::map<std::string, std::string>;
+
+// The worker variables a build may see (PATH, HOME, LANG, TMPDIR, ...).
+const std::vector<std::string>& AllowedWorkerEnv();
+
+// Returns the allow-listed subset of `worker_env`.
+EnvMap BaseEnv(const EnvMap& worker_env);
+
+// Returns the current process environment as a map.
+EnvMap CurrentEnv();
+
+// Parallel compile jobs: min(cores, floor(0.85 * available GiB / gb_per_job)), at least
+// 1. `gb_per_job` <= 0 means the recipe default of 4.
+int ComputeMaxJobs(int cores, int64_t available_bytes, double gb_per_job);
+
+// Returns the interpreter for `cell` (python version, and torch prefix when set), the
+// first match in probe order. NotFound listing what the worker has otherwise.
+Result<farm::v1::PythonInterpreter> SelectPython(const farm::v1::MatrixCell& cell,
+                                                 const farm::v1::Capabilities& caps);
+
+// Returns the toolkit whose version is cell.cuda (or starts with it); the first toolkit
+// when the cell names none; an empty toolkit when the worker has none and none is asked.
+Result<farm::v1::CudaToolkit> SelectToolkit(const farm::v1::MatrixCell& cell,
+                                            const farm::v1::Capabilities& caps);
+
+struct JobEnvInputs {
+  const farm::v1::JobAssignment* job = nullptr;
+  EnvMap worker_env;            // the worker's own environment (filtered here)
+  std::string venv_dir;         // <ws>/venv
+  std::string wheel_dir;        // FARM_WHEEL_DIR
+  std::string tmp_dir;          // TMPDIR of the build
+  std::string python_version;   // of the chosen interpreter
+  farm::v1::CudaToolkit toolkit;
+  int cores = 1;
+  int64_t available_memory_bytes = 0;
+  std::vector<std::string> secrets;  // values that must never appear in the environment
+};
+
+// Builds the environment: allow-listed worker variables < recipe env < assignment env <
+// the FARM_* variables, VIRTUAL_ENV, PATH (venv/bin, CUDA bin, then the rest), CUDA_HOME,
+// TORCH_CUDA_ARCH_LIST and MAX_JOBS (unless the recipe or assignment sets it;
+// NVCC_THREADS too when the recipe mentions it). Any variable whose value contains a
+// secret is dropped.
+EnvMap BuildJobEnv(const JobEnvInputs& in);
+
+}  // namespace farm::agent
+
+#endif  // FARM_WORKER_AGENT_BUILD_ENV_H_

@@ -1,0 +1,120 @@
+#include "worker/agent/config.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "common/flags.h"
+#include "common/fs.h"
+
+namespace farm::agent {
+namespace {
+
+std::vector<FlagSpec> Specs() {
+  return {
+      {"server", "HOST:PORT", "farmd's gRPC address"},
+      {"server-file", "PATH", "file holding farmd's address (waited for up to 30 s)"},
+      {"enroll-token-file", "PATH", "enrollment token (default: $FARM_ENROLL_TOKEN)"},
+      {"state-dir", "DIR", "keeps the worker id and token across restarts"},
+      {"work-dir", "DIR", "per-job workspaces (default <state-dir>/work)"},
+      {"name", "NAME", "worker name shown by farmd (default: host name)"},
+      {"label", "K=V", "operator label, repeatable"},
+      {"max-jobs", "N", "jobs run at once (default 1)"},
+      {"python", "PATH", "interpreter to offer, repeatable (default: discover)"},
+      {"log-json", "", "log one JSON object per line"},
+      {"keep-workspaces", "", "keep job workspaces after the job ends"},
+      {"verbose", "", "debug logging"},
+      {"help", "", "print this help"},
+  };
+}
+
+std::string Trim(std::string s) {
+  const char* ws = " \t\r\n";
+  size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "worker";
+  return buf;
+}
+
+}  // namespace
+
+std::string WorkerUsage() {
+  return "usage: farm-worker (--server HOST:PORT | --server-file PATH) [flags]\n" +
+         Flags(Specs()).Usage();
+}
+
+Result<WorkerConfig> ParseWorkerFlags(int argc, char** argv, bool* help) {
+  Flags flags(Specs());
+  FARM_RETURN_IF_ERROR(flags.Parse(argc, argv));
+  *help = flags.Has("help");
+  if (!flags.positionals().empty()) {
+    return Status::InvalidArgument("unexpected argument " + flags.positionals()[0]);
+  }
+  WorkerConfig c;
+  c.server = flags.Get("server");
+  c.server_file = flags.Get("server-file");
+  if (!*help && c.server.empty() == c.server_file.empty()) {
+    return Status::InvalidArgument("give exactly one of --server and --server-file");
+  }
+  c.enroll_token_file = flags.Get("enroll-token-file");
+  c.state_dir = flags.Get("state-dir", c.state_dir);
+  c.work_dir = flags.Get("work-dir", c.state_dir + "/work");
+  c.name = flags.Get("name", HostName());
+  for (const auto& kv : flags.GetAll("label")) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::InvalidArgument("--label needs KEY=VALUE, got \"" + kv + "\"");
+    }
+    c.labels[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  FARM_ASSIGN_OR_RETURN(int64_t max_jobs, flags.GetInt("max-jobs", 1));
+  if (max_jobs < 1 || max_jobs > 64) return Status::InvalidArgument("--max-jobs must be 1..64");
+  c.max_jobs = static_cast<int>(max_jobs);
+  c.pythons = flags.GetAll("python");
+  c.log_json = flags.Has("log-json");
+  c.keep_workspaces = flags.Has("keep-workspaces");
+  c.verbose = flags.Has("verbose");
+  return c;
+}
+
+Result<std::string> ResolveServerAddress(const WorkerConfig& config, int64_t wait_ms) {
+  if (!config.server.empty()) return config.server;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100000; ++i) {
+    auto content = fs::ReadFile(config.server_file);
+    if (content.ok()) {
+      std::string first = Trim(content->substr(0, content->find('\n')));
+      if (!first.empty()) return first;
+    }
+    if (std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(wait_ms)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return Status::Unavailable("server file " + config.server_file + " did not appear within " +
+                             std::to_string(wait_ms / 1000) + " s");
+}
+
+Result<std::string> LoadEnrollToken(const WorkerConfig& config) {
+  if (!config.enroll_token_file.empty()) {
+    auto content = fs::ReadFile(config.enroll_token_file);
+    if (!content.ok()) return content.status().WithContext("enrollment token");
+    std::string token = Trim(*content);
+    if (token.empty()) {
+      return Status::FailedPrecondition("enrollment token file " + config.enroll_token_file +
+                                        " is empty");
+    }
+    return token;
+  }
+  const char* env = std::getenv("FARM_ENROLL_TOKEN");
+  if (env != nullptr && *env != '\0') return Trim(env);
+  return Status::FailedPrecondition(
+      "no enrollment token: give --enroll-token-file or set FARM_ENROLL_TOKEN");
+}
+
+}  // namespace farm::agent

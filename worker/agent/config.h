@@ -1,0 +1,48 @@
+// farm-worker's configuration: a plain struct filled from command-line flags (a config
+// file will feed the same struct later), plus the start-up helpers that read the server
+// address and the enrollment token. No state; safe from any thread.
+#ifndef FARM_WORKER_AGENT_CONFIG_H_
+#define FARM_WORKER_AGENT_CONFIG_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace farm::agent {
+
+struct WorkerConfig {
+  std::string server;            // HOST:PORT of farmd; empty when server_file is used
+  std::string server_file;       // ready file holding "127.0.0.1:PORT" (waited for 30 s)
+  std::string enroll_token_file; // empty: FARM_ENROLL_TOKEN from the environment
+  std::string state_dir = "farm-worker-state";  // worker id + token (0600 file)
+  std::string work_dir;          // per-job workspaces; default <state_dir>/work
+  std::string name;              // default: the host name
+  std::map<std::string, std::string> labels;
+  int max_jobs = 1;
+  std::vector<std::string> pythons;  // empty: discover
+  bool log_json = false;
+  bool keep_workspaces = false;
+  bool verbose = false;
+};
+
+// Parses farm-worker's flags. On success returns the config with defaults filled in;
+// InvalidArgument naming the flag otherwise. Sets *help when --help was given.
+Result<WorkerConfig> ParseWorkerFlags(int argc, char** argv, bool* help);
+
+// Returns the usage text printed by --help.
+std::string WorkerUsage();
+
+// Returns the farmd address: `server`, or the first line of `server_file` once it exists
+// and is not empty (waiting up to `wait_ms`). Unavailable when it never appears.
+Result<std::string> ResolveServerAddress(const WorkerConfig& config, int64_t wait_ms = 30000);
+
+// Returns the enrollment token from the file (trimmed) or FARM_ENROLL_TOKEN.
+// FailedPrecondition when neither is there.
+Result<std::string> LoadEnrollToken(const WorkerConfig& config);
+
+}  // namespace farm::agent
+
+#endif  // FARM_WORKER_AGENT_CONFIG_H_

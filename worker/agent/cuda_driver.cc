@@ -1,0 +1,107 @@
+// GPU enumeration through the CUDA driver API, loaded at run time so farm-worker runs
+// (and reports zero GPUs) on machines without an NVIDIA driver.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <string>
+
+#include "common/fs.h"
+#include "common/log.h"
+#include "worker/agent/probe.h"
+
+namespace farm::agent {
+namespace {
+
+// The driver API's C types, declared here so no CUDA header is needed to build.
+using CUresult = int;
+using CUdevice = int;
+constexpr int kAttrCcMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kAttrCcMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+
+struct DriverApi {
+  CUresult (*init)(unsigned int) = nullptr;
+  CUresult (*driver_version)(int*) = nullptr;
+  CUresult (*device_count)(int*) = nullptr;
+  CUresult (*device_get)(CUdevice*, int) = nullptr;
+  CUresult (*device_name)(char*, int, CUdevice) = nullptr;
+  CUresult (*device_attribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*total_mem)(size_t*, CUdevice) = nullptr;
+  CUresult (*device_uuid)(unsigned char*, CUdevice) = nullptr;  // optional
+
+  bool Load(void* lib) {
+    init = reinterpret_cast<decltype(init)>(dlsym(lib, "cuInit"));
+    driver_version = reinterpret_cast<decltype(driver_version)>(dlsym(lib, "cuDriverGetVersion"));
+    device_count = reinterpret_cast<decltype(device_count)>(dlsym(lib, "cuDeviceGetCount"));
+    device_get = reinterpret_cast<decltype(device_get)>(dlsym(lib, "cuDeviceGet"));
+    device_name = reinterpret_cast<decltype(device_name)>(dlsym(lib, "cuDeviceGetName"));
+    device_attribute =
+        reinterpret_cast<decltype(device_attribute)>(dlsym(lib, "cuDeviceGetAttribute"));
+    total_mem = reinterpret_cast<decltype(total_mem)>(dlsym(lib, "cuDeviceTotalMem_v2"));
+    device_uuid = reinterpret_cast<decltype(device_uuid)>(dlsym(lib, "cuDeviceGetUuid"));
+    return init && driver_version && device_count && device_get && device_name &&
+           device_attribute && total_mem;
+  }
+};
+
+std::string FormatUuid(const unsigned char* b) {
+  char out[64];
+  std::snprintf(out, sizeof(out),
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                b[14], b[15]);
+  return out;
+}
+
+// "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  ..." -> "580.65.06".
+std::string KernelDriverVersion() {
+  auto text = fs::ReadFile("/sys/module/nvidia/version");
+  if (text.ok()) return text->substr(0, text->find_first_of(" \n"));
+  return "";
+}
+
+void AddDevice(const DriverApi& api, int index, farm::v1::Capabilities* caps) {
+  CUdevice dev = 0;
+  if (api.device_get(&dev, index) != 0) return;
+  farm::v1::Gpu* gpu = caps->add_gpus();
+  gpu->set_index(index);
+  char name[256] = {0};
+  if (api.device_name(name, sizeof(name) - 1, dev) == 0) gpu->set_name(name);
+  int major = 0, minor = 0;
+  api.device_attribute(&major, kAttrCcMajor, dev);
+  api.device_attribute(&minor, kAttrCcMinor, dev);
+  gpu->set_cc_major(major);
+  gpu->set_cc_minor(minor);
+  size_t bytes = 0;
+  if (api.total_mem(&bytes, dev) == 0) gpu->set_memory_bytes(static_cast<int64_t>(bytes));
+  unsigned char uuid[16] = {0};
+  if (api.device_uuid != nullptr && api.device_uuid(uuid, dev) == 0) gpu->set_uuid(FormatUuid(uuid));
+}
+
+}  // namespace
+
+void ProbeGpus(farm::v1::Capabilities* caps) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    log::Debug("no CUDA driver (libcuda.so.1 not loadable): 0 GPUs");
+    return;
+  }
+  DriverApi api;
+  int count = 0, version = 0;
+  if (!api.Load(lib)) {
+    log::Warn("libcuda.so.1 lacks a needed symbol: reporting 0 GPUs");
+  } else if (CUresult rc = api.init(0); rc != 0) {
+    log::Warn("cuInit failed with CUDA error " + std::to_string(rc) + ": reporting 0 GPUs");
+  } else {
+    if (api.driver_version(&version) == 0) {
+      caps->set_driver_cuda_version(std::to_string(version / 1000) + "." +
+                                    std::to_string((version % 1000) / 10));
+    }
+    caps->set_driver_version(KernelDriverVersion());
+    if (api.device_count(&count) == 0) {
+      for (int i = 0; i < count && i < 64; ++i) AddDevice(api, i, caps);
+    }
+  }
+  // The library stays loaded: unloading a CUDA driver after cuInit is not supported.
+}
+
+}  // namespace farm::agent

@@ -1,0 +1,57 @@
+// Executor: where a build command runs. NativeExecutor runs it directly on the host (in
+// its own process group, with exactly the environment given); a container executor will
+// implement the same interface by wrapping the command in a container run. Executors are
+// thread-safe: several jobs start commands at once.
+#ifndef FARM_WORKER_AGENT_EXECUTOR_H_
+#define FARM_WORKER_AGENT_EXECUTOR_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/process.h"
+#include "common/status.h"
+
+namespace farm::agent {
+
+struct ExecRequest {
+  std::vector<std::string> argv;
+  std::string cwd;                          // inside `workspace`
+  std::map<std::string, std::string> env;   // the complete environment
+  std::string workspace;                    // the job's workspace (to mount in a container)
+  std::string image;                        // builder image; ignored by NativeExecutor
+  int64_t kill_grace_ms = 5000;             // SIGTERM -> SIGKILL on timeout
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // "native", "podman", ... for logs.
+  virtual std::string Name() const = 0;
+  // Starts the command. On success the caller Wait()s on the process (and may Kill() it);
+  // on failure returns why it could not start.
+  virtual Result<std::unique_ptr<Process>> Start(const ExecRequest& request) = 0;
+};
+
+class NativeExecutor final : public Executor {
+ public:
+  explicit NativeExecutor(ProcessRunner& runner) : runner_(runner) {}
+  std::string Name() const override { return "native"; }
+  Result<std::unique_ptr<Process>> Start(const ExecRequest& request) override {
+    ProcessSpec spec;
+    spec.argv = request.argv;
+    spec.cwd = request.cwd;
+    spec.env = request.env;
+    spec.clear_env = true;
+    spec.kill_grace_ms = request.kill_grace_ms;
+    return runner_.Start(spec);
+  }
+
+ private:
+  ProcessRunner& runner_;
+};
+
+}  // namespace farm::agent
+
+#endif  // FARM_WORKER_AGENT_EXECUTOR_H_

@@ -1,0 +1,167 @@
+#include "worker/agent/farm_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+#include "common/log.h"
+
+namespace farm::agent {
+namespace {
+
+constexpr int64_t kCallTimeoutMs = 15000;
+constexpr size_t kChunkBytes = 1 << 20;
+
+Status FromGrpc(const grpc::Status& s, const std::string& call) {
+  if (s.ok()) return Status::Ok();
+  return Status(static_cast<StatusCode>(s.error_code()), call + ": " + s.error_message());
+}
+
+}  // namespace
+
+GrpcFarmClient::GrpcFarmClient(std::function<Result<std::string>()> resolve)
+    : resolve_(std::move(resolve)) {}
+
+Status GrpcFarmClient::Connect() {
+  FARM_ASSIGN_OR_RETURN(std::string address, resolve_());
+  grpc::ChannelArguments args;
+  // Reconnect quickly after farmd restarts; the worker does its own backoff above this.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 500);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 500);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
+  args.SetMaxReceiveMessageSize(64 << 20);
+  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  std::lock_guard lock(mu_);
+  if (address != address_) log::Info("farm-worker: connecting to farmd at " + address);
+  address_ = address;
+  stub_ = farm::v1::WorkerService::NewStub(channel);
+  return Status::Ok();
+}
+
+void GrpcFarmClient::Reconnect() {
+  auto address = resolve_();
+  {
+    std::lock_guard lock(mu_);
+    if (!address.ok() || *address == address_) return;
+  }
+  Status s = Connect();
+  if (!s.ok()) log::Warn("reconnecting to farmd: " + s.ToString());
+}
+
+std::shared_ptr<farm::v1::WorkerService::Stub> GrpcFarmClient::stub() {
+  std::lock_guard lock(mu_);
+  return stub_;
+}
+
+void GrpcFarmClient::SetToken(const std::string& worker_token) {
+  std::lock_guard lock(mu_);
+  token_ = worker_token;
+}
+
+void GrpcFarmClient::Prepare(grpc::ClientContext& ctx, int64_t timeout_ms,
+                             const std::string& bearer) {
+  std::string token = bearer;
+  if (token.empty()) {
+    std::lock_guard lock(mu_);
+    token = token_;
+  }
+  ctx.AddMetadata("authorization", "Bearer " + token);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+}
+
+Result<farm::v1::RegisterResponse> GrpcFarmClient::Register(const farm::v1::RegisterRequest& req,
+                                                            const std::string& bearer) {
+  grpc::ClientContext ctx;
+  Prepare(ctx, kCallTimeoutMs, bearer);
+  farm::v1::RegisterResponse resp;
+  FARM_RETURN_IF_ERROR(FromGrpc(stub()->Register(&ctx, req, &resp), "Register"));
+  return resp;
+}
+
+Result<farm::v1::HeartbeatResponse> GrpcFarmClient::Heartbeat(const farm::v1::HeartbeatRequest& req) {
+  grpc::ClientContext ctx;
+  Prepare(ctx, kCallTimeoutMs);
+  farm::v1::HeartbeatResponse resp;
+  FARM_RETURN_IF_ERROR(FromGrpc(stub()->Heartbeat(&ctx, req, &resp), "Heartbeat"));
+  return resp;
+}
+
+Result<farm::v1::AcquireJobResponse> GrpcFarmClient::AcquireJob(
+    const farm::v1::AcquireJobRequest& req) {
+  grpc::ClientContext ctx;
+  Prepare(ctx, req.wait_ms() + kCallTimeoutMs);
+  {
+    std::lock_guard lock(mu_);
+    if (waits_cancelled_) return Status::Cancelled("AcquireJob: worker stopping");
+    waits_.push_back(&ctx);
+  }
+  farm::v1::AcquireJobResponse resp;
+  grpc::Status s = stub()->AcquireJob(&ctx, req, &resp);
+  {
+    std::lock_guard lock(mu_);
+    waits_.erase(std::find(waits_.begin(), waits_.end(), &ctx));
+  }
+  FARM_RETURN_IF_ERROR(FromGrpc(s, "AcquireJob"));
+  return resp;
+}
+
+void GrpcFarmClient::CancelWaits() {
+  std::lock_guard lock(mu_);
+  waits_cancelled_ = true;
+  for (auto* ctx : waits_) ctx->TryCancel();
+}
+
+Result<int64_t> GrpcFarmClient::UploadLog(int64_t job_id, int32_t attempt,
+                                          const std::vector<farm::v1::LogLine>& lines) {
+  grpc::ClientContext ctx;
+  Prepare(ctx, kCallTimeoutMs * 2);
+  farm::v1::UploadLogResponse resp;
+  auto writer = stub()->UploadLog(&ctx, &resp);
+  farm::v1::LogChunk chunk;
+  chunk.set_job_id(job_id);
+  chunk.set_attempt(attempt);
+  for (const auto& l : lines) *chunk.add_lines() = l;
+  writer->Write(chunk);  // a failed write shows in Finish()
+  writer->WritesDone();
+  FARM_RETURN_IF_ERROR(FromGrpc(writer->Finish(), "UploadLog"));
+  return resp.acked_seq();
+}
+
+Result<farm::v1::Artifact> GrpcFarmClient::UploadArtifact(const farm::v1::ArtifactHeader& header,
+                                                          const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("cannot open " + path);
+  grpc::ClientContext ctx;
+  Prepare(ctx, 10 * 60 * 1000);
+  farm::v1::UploadArtifactResponse resp;
+  auto writer = stub()->UploadArtifact(&ctx, &resp);
+  farm::v1::ArtifactUpload msg;
+  *msg.mutable_header() = header;
+  bool ok = writer->Write(msg);
+  std::string buf(kChunkBytes, '\0');
+  while (ok && in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    std::streamsize n = in.gcount();
+    if (n <= 0) break;
+    msg.Clear();
+    msg.set_data(buf.data(), static_cast<size_t>(n));
+    ok = writer->Write(msg);
+  }
+  writer->WritesDone();
+  FARM_RETURN_IF_ERROR(FromGrpc(writer->Finish(), "UploadArtifact"));
+  if (in.bad()) return Status::Internal("reading " + path + " failed");
+  return resp.artifact();
+}
+
+Result<farm::v1::CompleteJobResponse> GrpcFarmClient::CompleteJob(
+    const farm::v1::CompleteJobRequest& req) {
+  grpc::ClientContext ctx;
+  Prepare(ctx, kCallTimeoutMs);
+  farm::v1::CompleteJobResponse resp;
+  FARM_RETURN_IF_ERROR(FromGrpc(stub()->CompleteJob(&ctx, req, &resp), "CompleteJob"));
+  return resp;
+}
+
+}  // namespace farm::agent

@@ -1,0 +1,246 @@
+#include "worker/agent/job_runner.h"
+
+#include <filesystem>
+
+#include "common/fs.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "worker/agent/retry.h"
+#include "worker/agent/workspace.h"
+
+namespace farm::agent {
+namespace {
+
+namespace stdfs = std::filesystem;
+using farm::v1::LogStream;
+
+constexpr int64_t kReportRetryMs = 5 * 60 * 1000;
+constexpr int64_t kShutdownRetryMs = 8000;
+
+std::string JobName(const farm::v1::JobAssignment& job) {
+  return "job " + std::to_string(job.job_id()) + " attempt " + std::to_string(job.attempt());
+}
+
+Outcome Infra(const std::string& detail) {
+  return {farm::v1::CAUSE_INFRASTRUCTURE, detail, -1, 0};
+}
+
+// The subdirectory must stay inside the source tree.
+Result<std::string> BuildDir(const std::string& src, const std::string& sub) {
+  if (sub.empty()) return src;
+  stdfs::path p = stdfs::path(sub).lexically_normal();
+  if (p.is_absolute() || (!p.empty() && *p.begin() == "..")) {
+    return Status::InvalidArgument("subdirectory " + sub + " leaves the source tree");
+  }
+  std::string dir = src + "/" + p.string();
+  if (!stdfs::is_directory(dir)) return Status::NotFound("subdirectory " + sub + " does not exist");
+  return dir;
+}
+
+std::string SourceText(const farm::v1::Source& s) {
+  switch (s.kind_case()) {
+    case farm::v1::Source::kLocalPath: return "directory " + s.local_path();
+    case farm::v1::Source::kTarballPath: return "tarball " + s.tarball_path();
+    case farm::v1::Source::kGit: return "git " + s.git().url() + " " + s.git().commit();
+    default: return "(none)";
+  }
+}
+
+}  // namespace
+
+JobRunner::JobRunner(JobDeps deps, JobSettings settings, farm::v1::JobAssignment job,
+                     std::shared_ptr<JobControl> control)
+    : deps_(std::move(deps)), settings_(std::move(settings)), job_(std::move(job)),
+      control_(std::move(control)) {}
+
+int64_t JobRunner::RetryDeadlineMs(int64_t normal_ms) const {
+  bool stopping = settings_.shutting_down != nullptr && settings_.shutting_down->load();
+  return deps_.clock->SteadyMs() + (stopping ? kShutdownRetryMs : normal_ms);
+}
+
+Outcome JobRunner::StoppedOutcome(Outcome base) const {
+  base.cause = control_->cause();
+  base.detail = control_->detail();
+  return base;
+}
+
+Outcome JobRunner::Run() {
+  FarmLogSink sink(*deps_.client);
+  LogShipper log(sink, *deps_.clock, job_.job_id(), job_.attempt());
+  log.Start();
+  log::Info("farm-worker: starting " + JobName(job_) + " of build " + std::to_string(job_.build_id()));
+  Outcome outcome;
+  std::string ws;
+  auto made = fs::MakeTempDir(settings_.work_dir, "job-" + std::to_string(job_.job_id()) + "-a" +
+                                                      std::to_string(job_.attempt()) + "-");
+  if (!made.ok()) {
+    outcome = Infra("cannot create workspace: " + made.status().message());
+  } else {
+    ws = *made;
+    outcome = Execute(log, ws);
+  }
+  if (control_->stopped() && outcome.cause != control_->cause()) outcome = StoppedOutcome(outcome);
+  log.Append(farm::v1::SYSTEM, "farm: attempt ended: " +
+                                   farm::v1::AttemptCause_Name(outcome.cause) +
+                                   (outcome.detail.empty() ? "" : " (" + outcome.detail + ")"));
+  control_->log_seq = log.last_seq();
+  Status flushed = log.Finish(RetryDeadlineMs(60000));
+  if (!flushed.ok()) log::Warn(JobName(job_) + ": log upload incomplete: " + flushed.ToString());
+  Report(outcome, log.last_seq());
+  if (!ws.empty() && !settings_.keep_workspace) {
+    Status removed = fs::RemoveAll(ws);
+    if (!removed.ok()) log::Warn("removing workspace: " + removed.ToString());
+  }
+  return outcome;
+}
+
+Outcome JobRunner::Execute(LogShipper& log, const std::string& ws) {
+  auto on_line = [&log, this](OutputStream s, const std::string& line) {
+    control_->log_seq = log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+  };
+  auto system = [&log, this](const std::string& text) {
+    control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + text);
+  };
+  EnvMap tool_env = BaseEnv(settings_.worker_env);
+  tool_env["GIT_TERMINAL_PROMPT"] = "0";
+  StepRunner steps(*deps_.runner, tool_env, control_.get(), on_line);
+  const auto& recipe = job_.recipe();
+  std::string src = ws + "/src";
+  system("workspace " + ws);
+  system("fetching source (" + SourceText(recipe.source()) + ")");
+  if (Status s = FetchSource(steps, recipe.source(), src); !s.ok()) {
+    return Infra("fetching source failed: " + s.message());
+  }
+  std::vector<farm::v1::Patch> patches(recipe.patches().begin(), recipe.patches().end());
+  if (!patches.empty()) system("applying " + std::to_string(patches.size()) + " patch(es)");
+  if (Status s = ApplyPatches(steps, patches, src, ws + "/patches"); !s.ok()) {
+    return Infra(s.message());
+  }
+  auto built = Build(log, ws, src);
+  if (!built.ok()) return Infra(built.status().message());
+  return *built;
+}
+
+Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const std::string& src) {
+  const auto& recipe = job_.recipe();
+  auto system = [&log, this](const std::string& text) {
+    control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + text);
+  };
+  FARM_ASSIGN_OR_RETURN(std::string build_dir, BuildDir(src, recipe.subdirectory()));
+  FARM_ASSIGN_OR_RETURN(auto python, SelectPython(job_.cell(), settings_.caps));
+  FARM_ASSIGN_OR_RETURN(auto toolkit, SelectToolkit(job_.cell(), settings_.caps));
+  system("creating venv with " + python.path() + " (Python " + python.version() + ")");
+  EnvMap tool_env = BaseEnv(settings_.worker_env);
+  StepRunner steps(*deps_.runner, tool_env, control_.get(),
+                   [&log](OutputStream s, const std::string& line) {
+                     log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+                   });
+  FARM_RETURN_IF_ERROR(CreateVenv(steps, python.path(), recipe.system_site_packages(), ws + "/venv"));
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/wheels"));
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/tmp"));
+  JobEnvInputs in{&job_, settings_.worker_env, ws + "/venv", ws + "/wheels", ws + "/tmp",
+                  python.version(), toolkit, settings_.caps.cpu_cores(),
+                  deps_.probe->AvailableMemoryBytes(), settings_.secrets};
+  EnvMap env = BuildJobEnv(in);
+  system("running the build command in " + build_dir + " (MAX_JOBS=" + env["MAX_JOBS"] +
+         (toolkit.path().empty() ? "" : ", CUDA " + toolkit.version()) + ", executor " +
+         deps_.executor->Name() + ")");
+  ExecRequest req{{"bash", "-eo", "pipefail", "-c", recipe.build_command()}, build_dir, env, ws,
+                  recipe.container_image(), kKillGraceMs};
+  FARM_ASSIGN_OR_RETURN(auto process, deps_.executor->Start(req));
+  control_->SetProcess(process.get());
+  int64_t timeout_s = job_.timeout_seconds() > 0 ? job_.timeout_seconds() : 3600;
+  ProcessResult r = process->Wait(
+      [&log, this](OutputStream s, const std::string& line) {
+        control_->log_seq =
+            log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+      },
+      timeout_s * 1000);
+  control_->SetProcess(nullptr);
+  Outcome out{farm::v1::CAUSE_COMPLETED, "", r.exit_code, r.peak_rss_bytes};
+  system("build command exited with code " + std::to_string(r.exit_code) + ", peak RSS " +
+         std::to_string(r.peak_rss_bytes >> 20) + " MiB");
+  if (control_->stopped()) return StoppedOutcome(out);
+  if (r.timed_out) {
+    out.cause = farm::v1::CAUSE_TIMED_OUT;
+    out.detail = "build exceeded its timeout of " + std::to_string(timeout_s) + " s";
+    return out;
+  }
+  if (r.exit_code != 0) {
+    out.cause = farm::v1::CAUSE_BUILD_FAILED;
+    out.detail = "build command exited with code " + std::to_string(r.exit_code);
+    return out;
+  }
+  return UploadWheels(log, ws + "/wheels", out);
+}
+
+Outcome JobRunner::UploadWheels(LogShipper& log, const std::string& wheel_dir, Outcome built) {
+  std::vector<std::string> wheels;
+  std::error_code ec;
+  for (const auto& e : stdfs::directory_iterator(wheel_dir, ec)) {
+    if (e.is_regular_file() && e.path().extension() == ".whl") wheels.push_back(e.path().string());
+  }
+  std::sort(wheels.begin(), wheels.end());
+  if (wheels.empty()) {
+    built.cause = farm::v1::CAUSE_BUILD_FAILED;
+    built.detail = "build produced no wheel";
+    return built;
+  }
+  for (const auto& wheel : wheels) {
+    if (control_->stopped()) return StoppedOutcome(built);
+    Status s = UploadOne(log, wheel);
+    if (s.code() == StatusCode::kAborted) {
+      built.cause = farm::v1::CAUSE_VALIDATION_FAILED;
+      built.detail = s.message();
+      return built;
+    }
+    if (!s.ok()) {
+      built.cause = farm::v1::CAUSE_INFRASTRUCTURE;
+      built.detail = "uploading " + stdfs::path(wheel).filename().string() + " failed: " + s.message();
+      return built;
+    }
+  }
+  return built;
+}
+
+Status JobRunner::UploadOne(LogShipper& log, const std::string& path) {
+  farm::v1::ArtifactHeader header;
+  header.set_job_id(job_.job_id());
+  header.set_attempt(job_.attempt());
+  header.set_filename(stdfs::path(path).filename().string());
+  int64_t size = 0;
+  FARM_ASSIGN_OR_RETURN(std::string sha, Sha256FileHex(path, &size));
+  header.set_size(size);
+  header.set_sha256(sha);
+  if (deps_.wheel_hook) {
+    Status checked = deps_.wheel_hook(path, &header);
+    if (!checked.ok()) return Status::Aborted(header.filename() + ": " + checked.message());
+  }
+  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: uploading " + header.filename() + " (" +
+                                                       std::to_string(size) + " bytes, sha256 " + sha + ")");
+  auto uploaded = RetryUnavailable(*deps_.clock, RetryDeadlineMs(kReportRetryMs), deps_.client,
+                                   [&] { return deps_.client->UploadArtifact(header, path); });
+  return uploaded.status();
+}
+
+void JobRunner::Report(const Outcome& outcome, int64_t last_seq) {
+  farm::v1::CompleteJobRequest req;
+  req.set_job_id(job_.job_id());
+  req.set_attempt(job_.attempt());
+  req.set_exit_code(outcome.exit_code);
+  req.set_cause(outcome.cause);
+  req.set_detail(outcome.detail);
+  req.set_peak_rss_bytes(outcome.peak_rss_bytes);
+  req.set_last_log_seq(last_seq);
+  auto done = RetryUnavailable(*deps_.clock, RetryDeadlineMs(kReportRetryMs), deps_.client,
+                               [&] { return deps_.client->CompleteJob(req); });
+  std::string what = JobName(job_) + " ended " + farm::v1::AttemptCause_Name(outcome.cause) +
+                     (outcome.detail.empty() ? "" : " (" + outcome.detail + ")");
+  if (done.ok()) {
+    log::Info("farm-worker: " + what + "; farmd says " + farm::v1::JobState_Name(done->state()));
+  } else {
+    log::Warn("farm-worker: " + what + "; reporting it failed: " + done.status().ToString());
+  }
+}
+
+}  // namespace farm::agent

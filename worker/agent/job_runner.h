@@ -1,0 +1,84 @@
+// JobRunner: one attempt of one job, from a fresh workspace to CompleteJob. It fetches
+// the source, applies patches, makes the venv, runs the build command through the
+// Executor with the recipe's environment, streams the log, uploads the wheels and
+// reports how the attempt ended. Run() is called on the job's own thread and never
+// throws; other threads stop the job through its JobControl.
+#ifndef FARM_WORKER_AGENT_JOB_RUNNER_H_
+#define FARM_WORKER_AGENT_JOB_RUNNER_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/process.h"
+#include "common/status.h"
+#include "farm/v1/worker.pb.h"
+#include "worker/agent/build_env.h"
+#include "worker/agent/executor.h"
+#include "worker/agent/farm_client.h"
+#include "worker/agent/job_control.h"
+#include "worker/agent/log_shipper.h"
+#include "worker/agent/probe.h"
+
+namespace farm::agent {
+
+// Called with each wheel before it is uploaded; wheel validation plugs in here. It may
+// fill header->manifest. A non-OK status fails the attempt with CAUSE_VALIDATION_FAILED.
+using WheelHook =
+    std::function<Status(const std::string& wheel_path, farm::v1::ArtifactHeader* header)>;
+
+struct JobDeps {
+  FarmClient* client = nullptr;
+  ProcessRunner* runner = nullptr;     // helper tools (git, tar, venv)
+  Executor* executor = nullptr;        // the build command
+  CapabilityProbe* probe = nullptr;    // memory available at job start
+  const Clock* clock = nullptr;
+  WheelHook wheel_hook;                // may be empty
+};
+
+struct JobSettings {
+  std::string work_dir;
+  bool keep_workspace = false;
+  farm::v1::Capabilities caps;         // the worker's latest probe
+  EnvMap worker_env;                   // filtered through the allow-list
+  std::vector<std::string> secrets;    // tokens that must not reach the build
+  const std::atomic<bool>* shutting_down = nullptr;  // shortens completion retries
+};
+
+// How an attempt ended, as reported in CompleteJob.
+struct Outcome {
+  farm::v1::AttemptCause cause = farm::v1::CAUSE_COMPLETED;
+  std::string detail;
+  int exit_code = 0;
+  int64_t peak_rss_bytes = 0;
+};
+
+class JobRunner {
+ public:
+  JobRunner(JobDeps deps, JobSettings settings, farm::v1::JobAssignment job,
+            std::shared_ptr<JobControl> control);
+
+  // Runs the attempt and reports it to farmd. Returns what was reported.
+  Outcome Run();
+
+ private:
+  Outcome Execute(LogShipper& log, const std::string& ws);
+  Result<Outcome> Build(LogShipper& log, const std::string& ws, const std::string& src);
+  Outcome UploadWheels(LogShipper& log, const std::string& wheel_dir, Outcome built);
+  Status UploadOne(LogShipper& log, const std::string& path);
+  void Report(const Outcome& outcome, int64_t last_seq);
+  Outcome StoppedOutcome(Outcome base) const;
+  int64_t RetryDeadlineMs(int64_t normal_ms) const;
+
+  JobDeps deps_;
+  JobSettings settings_;
+  farm::v1::JobAssignment job_;
+  std::shared_ptr<JobControl> control_;
+};
+
+}  // namespace farm::agent
+
+#endif  // FARM_WORKER_AGENT_JOB_RUNNER_H_

@@ -1,0 +1,103 @@
+// Capability probe: what this host really offers builds (GPUs, CUDA toolkits, Python
+// interpreters, memory, disk). CapabilityProbe is the seam; SystemProbe reads the real
+// machine. The text parsers are free functions so tests check them on captured outputs.
+//
+// SystemProbe is thread-safe: Probe() and AvailableMemoryBytes() only read the machine.
+#ifndef FARM_WORKER_AGENT_PROBE_H_
+#define FARM_WORKER_AGENT_PROBE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/process.h"
+#include "common/status.h"
+#include "farm/v1/types.pb.h"
+#include "worker/agent/config.h"
+
+namespace farm::agent {
+
+class CapabilityProbe {
+ public:
+  virtual ~CapabilityProbe() = default;
+  // Returns what the host offers now. Never fails: a part that cannot be probed is left
+  // empty (no driver means zero GPUs).
+  virtual farm::v1::Capabilities Probe() = 0;
+  // Memory a build may use right now, in bytes (MemAvailable, capped by the cgroup).
+  virtual int64_t AvailableMemoryBytes() = 0;
+};
+
+// --- parsers (pure) ----------------------------------------------------------------------
+
+struct MemInfo {
+  int64_t total_bytes = 0;
+  int64_t available_bytes = 0;
+};
+// Parses /proc/meminfo text ("MemTotal:  24684092 kB"). InvalidArgument without MemTotal.
+Result<MemInfo> ParseMemInfo(const std::string& text);
+
+// Parses a cgroup v2 memory.max / v1 memory.limit_in_bytes value. Returns nullopt for
+// "max" or absurdly large v1 "unlimited" values.
+std::optional<int64_t> ParseCgroupMemoryLimit(const std::string& text);
+
+// Returns the cgroup v2 path of this process from /proc/self/cgroup text ("0::/a/b").
+std::string ParseCgroupV2Path(const std::string& text);
+
+// Parses `nvcc --version` output; returns "13.0" from "release 13.0, V13.0.88".
+Result<std::string> ParseNvccVersion(const std::string& text);
+
+// Parses `nvcc --list-gpu-code` / `--list-gpu-arch` output (whitespace-separated codes)
+// into the codes that look like sm_NN / compute_NN (with optional a/f suffix).
+std::vector<std::string> ParseGpuCodeList(const std::string& text);
+
+// Arch-specific and family variants nvcc may accept beyond the plain codes it lists:
+// sm_XYa/compute_XYa for cc >= 9.0 and sm_XYf/compute_XYf for cc >= 10.0. Each must still
+// be confirmed by the compiler.
+std::vector<std::string> CandidateVariantCodes(const std::vector<std::string>& plain_codes);
+
+// Parses the key=value lines printed by the Python probe script into `py` (version,
+// torch fields). InvalidArgument without a version line.
+Status ParsePythonProbe(const std::string& text, farm::v1::PythonInterpreter* py);
+
+// True when the kernel release names WSL2 ("microsoft", "WSL2", any case).
+bool KernelReleaseIsWsl2(const std::string& release);
+
+// "linux_x86_64" for "x86_64", "linux_aarch64" for "aarch64"/"arm64".
+std::string PlatformTag(const std::string& machine);
+
+// The Python program run by each interpreter to report its version and torch.
+const char* PythonProbeScript();
+
+// --- the real machine ---------------------------------------------------------------------
+
+// Enumerates GPUs through the CUDA driver API loaded with dlopen("libcuda.so.1").
+// Without a driver (or with cuInit failing) returns zero GPUs and leaves versions empty.
+void ProbeGpus(farm::v1::Capabilities* caps);
+
+// Interpreters to probe: `configured` when given, else /usr/bin/python3* then python3*
+// found on PATH, deduplicated by real path, /usr/bin first.
+std::vector<std::string> DiscoverPythons(const std::vector<std::string>& configured);
+
+class SystemProbe final : public CapabilityProbe {
+ public:
+  SystemProbe(const WorkerConfig& config, ProcessRunner& runner)
+      : config_(config), runner_(runner) {}
+  farm::v1::Capabilities Probe() override;
+  int64_t AvailableMemoryBytes() override;
+
+ private:
+  void ProbeHost(farm::v1::Capabilities* caps);
+  void ProbeToolkits(farm::v1::Capabilities* caps);
+  void ProbePythons(farm::v1::Capabilities* caps);
+  std::optional<farm::v1::CudaToolkit> ProbeToolkit(const std::string& dir);
+  std::optional<int64_t> CgroupLimit();
+  Result<std::string> RunText(const std::vector<std::string>& argv, int64_t timeout_ms);
+
+  const WorkerConfig config_;
+  ProcessRunner& runner_;
+};
+
+}  // namespace farm::agent
+
+#endif  // FARM_WORKER_AGENT_PROBE_H_

@@ -1,0 +1,141 @@
+#include "worker/agent/workspace.h"
+
+#include <filesystem>
+
+#include "common/fs.h"
+
+namespace farm::agent {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+// Keeps the last non-empty stderr (or stdout) line for error messages.
+struct LastLine {
+  std::string err, out;
+  void Add(OutputStream s, const std::string& line) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) return;
+    (s == OutputStream::kStderr ? err : out) = line;
+  }
+  std::string Best() const { return err.empty() ? out : err; }
+};
+
+Status CopyDirectory(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  if (!stdfs::is_directory(from, ec)) {
+    return Status::NotFound("source directory " + from + " does not exist");
+  }
+  stdfs::copy(from, to, stdfs::copy_options::recursive | stdfs::copy_options::copy_symlinks, ec);
+  if (ec) return Status::Internal("copying " + from + ": " + ec.message());
+  return Status::Ok();
+}
+
+// A tarball whose entries all sit under one directory ("pkg-1.0/...") is unwrapped.
+Status HoistSingleDirectory(const std::string& dest) {
+  std::error_code ec;
+  std::vector<stdfs::path> entries;
+  for (const auto& e : stdfs::directory_iterator(dest, ec)) entries.push_back(e.path());
+  if (ec || entries.size() != 1 || !stdfs::is_directory(entries[0]) ||
+      stdfs::is_symlink(entries[0])) {
+    return Status::Ok();
+  }
+  stdfs::path tmp = stdfs::path(dest).string() + ".unwrap";
+  stdfs::rename(entries[0], tmp, ec);
+  if (!ec) stdfs::remove(dest, ec);
+  if (!ec) stdfs::rename(tmp, dest, ec);
+  if (ec) return Status::Internal("unwrapping " + entries[0].string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+Status FetchGit(StepRunner& steps, const farm::v1::GitSource& git, const std::string& dest) {
+  if (git.url().empty()) return Status::InvalidArgument("git source without a url");
+  std::string parent = stdfs::path(dest).parent_path().string();
+  std::vector<std::string> clone = {"git", "clone", "--quiet"};
+  if (git.commit().empty() && !git.ref().empty()) {
+    clone.insert(clone.end(), {"--branch", git.ref()});
+  }
+  clone.insert(clone.end(), {"--", git.url(), dest});
+  FARM_RETURN_IF_ERROR(steps.Run(clone, parent).WithContext("git clone " + git.url()));
+  if (git.commit().empty()) return Status::Ok();
+  return steps.Run({"git", "-c", "advice.detachedHead=false", "checkout", "--quiet", git.commit()},
+                   dest)
+      .WithContext("git checkout " + git.commit());
+}
+
+}  // namespace
+
+Status StepRunner::Run(const std::vector<std::string>& argv, const std::string& cwd,
+                       int64_t timeout_ms) {
+  if (control_ != nullptr && control_->stopped()) return Status::Cancelled(control_->detail());
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.cwd = cwd;
+  spec.env = env_;
+  spec.clear_env = true;
+  FARM_ASSIGN_OR_RETURN(auto process, runner_.Start(spec));
+  if (control_ != nullptr) control_->SetProcess(process.get());
+  LastLine last;
+  ProcessResult r = process->Wait(
+      [&](OutputStream s, const std::string& line) {
+        last.Add(s, line);
+        if (on_line_) on_line_(s, line);
+      },
+      timeout_ms);
+  if (control_ != nullptr) control_->SetProcess(nullptr);
+  if (control_ != nullptr && control_->stopped()) return Status::Cancelled(control_->detail());
+  if (r.timed_out) return Status::DeadlineExceeded(argv[0] + " timed out");
+  if (r.exit_code != 0) {
+    std::string why = last.Best().empty() ? "" : ": " + last.Best();
+    return Status::FailedPrecondition(argv[0] + " exited with " + std::to_string(r.exit_code) + why);
+  }
+  return Status::Ok();
+}
+
+Status FetchSource(StepRunner& steps, const farm::v1::Source& source, const std::string& dest) {
+  switch (source.kind_case()) {
+    case farm::v1::Source::kLocalPath:
+      return CopyDirectory(source.local_path(), dest);
+    case farm::v1::Source::kTarballPath: {
+      if (!fs::Exists(source.tarball_path())) {
+        return Status::NotFound("tarball " + source.tarball_path() + " does not exist");
+      }
+      FARM_RETURN_IF_ERROR(fs::MakeDirs(dest));
+      FARM_RETURN_IF_ERROR(steps.Run({"tar", "-xf", source.tarball_path(), "-C", dest}, dest)
+                               .WithContext("extracting " + source.tarball_path()));
+      return HoistSingleDirectory(dest);
+    }
+    case farm::v1::Source::kGit:
+      return FetchGit(steps, source.git(), dest);
+    default:
+      return Status::InvalidArgument("the recipe has no source");
+  }
+}
+
+Status ApplyPatches(StepRunner& steps, const std::vector<farm::v1::Patch>& patches,
+                    const std::string& src, const std::string& patch_dir) {
+  if (patches.empty()) return Status::Ok();
+  if (!fs::Exists(src + "/.git")) {
+    FARM_RETURN_IF_ERROR(steps.Run({"git", "init", "--quiet"}, src).WithContext("git init"));
+  }
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(patch_dir));
+  for (size_t i = 0; i < patches.size(); ++i) {
+    const auto& patch = patches[i];
+    std::string name = patch.name().empty() ? "patch-" + std::to_string(i + 1) : patch.name();
+    std::string file = patch_dir + "/" + std::to_string(i + 1) + ".diff";
+    FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(file, patch.content()));
+    Status s = steps.Run({"git", "apply", "--whitespace=nowarn", file}, src);
+    if (s.code() == StatusCode::kCancelled) return s;
+    if (!s.ok()) return Status::FailedPrecondition("patch " + name + " does not apply: " + s.message());
+  }
+  return Status::Ok();
+}
+
+Status CreateVenv(StepRunner& steps, const std::string& python, bool system_site_packages,
+                  const std::string& venv_dir) {
+  std::vector<std::string> argv = {python, "-m", "venv"};
+  if (system_site_packages) argv.push_back("--system-site-packages");
+  argv.push_back(venv_dir);
+  std::string parent = stdfs::path(venv_dir).parent_path().string();
+  return steps.Run(argv, parent, 10 * 60 * 1000).WithContext("creating venv with " + python);
+}
+
+}  // namespace farm::agent
