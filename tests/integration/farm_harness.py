@@ -58,14 +58,21 @@ class Farm:
         self.procs.append(proc)
         return proc
 
-    def start_farmd(self, *extra, lease_ms=30000, heartbeat_ms=500):
+    def start_farmd(self, *extra, lease_ms=30000, heartbeat_ms=500, http=False):
         ready = os.path.join(self.root, "farmd.addr")
-        if os.path.exists(ready):
-            os.unlink(ready)
+        http_ready = os.path.join(self.root, "http.addr")
+        for f in (ready, http_ready):
+            if os.path.exists(f):
+                os.unlink(f)
+        if http:
+            extra = ("--http-listen", "127.0.0.1:0", "--http-ready-file", http_ready, *extra)
         self.farmd = self._spawn([FARMD, "--data-dir", self.data, "--listen", "127.0.0.1:0",
                                   "--ready-file", ready, "--lease-ms", str(lease_ms),
                                   "--heartbeat-ms", str(heartbeat_ms), *extra], "farmd.log")
         self.address = wait_until(lambda: _read(ready), 30, "farmd's ready file").strip()
+        if http:
+            self.http_address = wait_until(lambda: _read(http_ready), 30,
+                                           "the dashboard's ready file").strip()
         return self.farmd
 
     def start_worker(self, name="worker-1", *extra):

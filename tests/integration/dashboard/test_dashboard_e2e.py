@@ -135,3 +135,43 @@ def _walk_through(p):
            "chart points")
     p.no_errors()
     p.shot("chart")
+
+
+def test_dashboard_of_a_real_farm_follows_a_build_to_success(farm):
+    """farmd serves the dashboard itself; a real worker runs a build that prints slowly."""
+    farm.start_farmd(http=True)
+    farm.start_worker()
+    src = os.path.join(farm.root, "slow-src")
+    os.makedirs(src)
+    with open(os.path.join(src, "setup.py"), "w") as f:
+        f.write("from setuptools import setup\nsetup(name='slow', version='1.0', py_modules=[])\n")
+    recipe = os.path.join(farm.root, "slow.yaml")
+    with open(recipe, "w") as f:
+        f.write("name: slow\nsource: {local: slow-src}\nsystem_site_packages: true\nbuild: |\n"
+                "  for i in $(seq 1 20); do printf '\\033[32mstep %s\\033[0m\\n' $i; sleep 0.4; done\n"
+                "  \"$FARM_PYTHON\" -m pip wheel . --no-build-isolation --no-deps --no-index"
+                " -w \"$FARM_WHEEL_DIR\"\n")
+    build = farm.ctl_json("submit", recipe)
+    job_id = build["jobs"][0]["id"]
+    driver = _browser(os.path.join(farm.root, "chromium-profile"))
+    try:
+        p = Page(driver, "http://" + farm.http_address)
+        p.go("/")
+        p.wait("return document.querySelectorAll('tr[data-worker]').length === 1", "the worker")
+        p.go(f"/job/{job_id}")
+        p.wait("return document.getElementById('log').textContent.includes('step 2')",
+               "the build's first lines", 60)
+        first = p.js("return document.querySelectorAll('#log .l').length")
+        time.sleep(2)
+        later = p.js("return document.querySelectorAll('#log .l').length")
+        assert later > first, f"log did not grow live ({first} -> {later})"
+        p.no_errors()
+        p.shot("real-farm-job-running")
+        p.go(f"/build/{build['id']}")
+        cell = f"document.querySelector('td.cell[data-job=\"{job_id}\"]')"
+        p.wait(f"return {cell} && {cell}.dataset.state === 'JOB_SUCCEEDED'",
+               "the cell to turn succeeded", 90)
+        p.no_errors()
+        p.shot("real-farm-build-succeeded")
+    finally:
+        driver.quit()
