@@ -107,9 +107,11 @@ function workerTable(workers) {
       <td>${w.toolkits.map(esc).join(', ')}</td>
       <td>${badge(w.state)}${w.probe_error ? `<div class="error">${esc(w.probe_error)}</div>` : ''}</td>
       <td>${w.heartbeat_age_ms >= 0 ? dur(w.heartbeat_age_ms) + ' ago' : 'never'}</td>
-      <td>${w.running_jobs.map((id) => `<a href="#/job/${id}">${id}</a>`).join(' ')}</td></tr>`);
+      <td>${w.running_jobs.map((id) => `<a href="#/job/${id}">${id}</a>`).join(' ')}</td>
+      <td><button class="drain" data-id="${esc(w.id)}" data-drain="${w.state === 'draining' ? 0 : 1}">
+        ${w.state === 'draining' ? 'Undrain' : 'Drain'}</button></td></tr>`);
   return `<table><tr><th>Host</th><th>Platform</th><th>GPUs</th><th>CUDA toolkits</th>
-    <th>State</th><th>Last heartbeat</th><th>Running jobs</th></tr>${rows.join('')}</table>`;
+    <th>State</th><th>Last heartbeat</th><th>Running jobs</th><th></th></tr>${rows.join('')}</table>`;
 }
 
 async function overviewPage(t) {
@@ -199,14 +201,21 @@ async function buildPage(t, id) {
   }));
 }
 
-async function cancelBuild(id) {
+// Write actions need a bearer token (submitter; admin to drain), asked for once.
+async function postAction(path, role, done) {
   if (!token()) {
-    const t = prompt('Bearer token with the submitter role:');
+    const t = prompt(`Bearer token with the ${role} role:`);
     if (!t) return;
     localStorage.setItem('farmToken', t);
   }
-  try { await api(`builds/${id}/cancel`, {method: 'POST', headers: headers()}); setStatus('cancel requested'); }
+  try { await api(path, {method: 'POST', headers: headers()}); setStatus(done); }
   catch (e) { showError(e); }
+}
+function cancelBuild(id) { return postAction(`builds/${id}/cancel`, 'submitter', 'cancel requested'); }
+function retryJob(id) { return postAction(`jobs/${id}/retry`, 'submitter', 'retry queued'); }
+function drainWorker(id, drain) {
+  return postAction(`workers/${encodeURIComponent(id)}/${drain ? 'drain' : 'undrain'}`, 'admin',
+                    drain ? 'drain requested' : 'drain lifted');
 }
 
 function attemptsTable(attempts) {
@@ -289,7 +298,10 @@ async function refreshJob(t, id) {
       ${cellLabel(j.cell)} · arch <code>${esc(j.cell.arch_list)}</code> · ${esc(j.cell.platform)} ·
       variant <code>${esc(j.variant)}</code></p>
       <p class="muted">worker ${esc(j.worker_id || '-')} · waited ${dur(j.waited_ms)} ·
-      ran <span id="elapsed">${dur(j.ran_ms + live)}</span>${j.error ? ` · <span class="error">${esc(j.error)}</span>` : ''}</p>`;
+      ran <span id="elapsed">${dur(j.ran_ms + live)}</span>${j.error ? ` · <span class="error">${esc(j.error)}</span>` : ''}</p>
+      ${j.state === 'JOB_FAILED' || j.state === 'JOB_CANCELLED' ? '<button id="retry">Retry job</button>' : ''}`;
+    const retry = document.getElementById('retry');
+    if (retry) retry.onclick = () => retryJob(j.id);
     document.getElementById('job-attempts').innerHTML = attemptsTable(j.attempts);
     document.getElementById('job-artifacts').innerHTML = artifactsHtml(j.artifacts);
     document.getElementById('download').href = `/api/v1/jobs/${j.id}/log.txt?attempt=${j.attempt}`;
@@ -317,7 +329,11 @@ async function workersPage(t) {
   every(2000, guard(t, async () => {
     try {
       const r = await api('workers');
-      if (t === pageToken) document.getElementById('workers').innerHTML = workerTable(r.workers);
+      if (t !== pageToken) return;
+      document.getElementById('workers').innerHTML = workerTable(r.workers);
+      for (const b of document.querySelectorAll('button.drain')) {
+        b.onclick = () => drainWorker(b.dataset.id, b.dataset.drain === '1');
+      }
     } catch (e) { showError(e); }
   }));
 }

@@ -115,6 +115,17 @@ grpc::Status ClientService::GetJob(grpc::ServerContext* call, const farm::v1::Ge
   });
 }
 
+grpc::Status ClientService::RetryJob(grpc::ServerContext* call,
+                                     const farm::v1::RetryJobRequest* req, farm::v1::Job* resp) {
+  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(ctx_->store->RetryJob(req->job_id(), ctx_->clock->NowUnixMs()));
+    log::Info("job " + std::to_string(req->job_id()) + " retried by " + who.name);
+    FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetJob(req->job_id()));
+    FARM_ASSIGN_OR_RETURN(*resp, LoadJob(*ctx_, row));
+    return Status::Ok();
+  });
+}
+
 grpc::Status ClientService::GetJobLog(grpc::ServerContext* call,
                                       const farm::v1::GetJobLogRequest* req,
                                       farm::v1::GetJobLogResponse* resp) {

@@ -24,6 +24,8 @@ class ClientService final : public farm::v1::FarmService::Service {
                           grpc::ServerWriter<farm::v1::BuildEvent>*) override;
   grpc::Status GetJob(grpc::ServerContext*, const farm::v1::GetJobRequest*,
                       farm::v1::Job*) override;
+  grpc::Status RetryJob(grpc::ServerContext*, const farm::v1::RetryJobRequest*,
+                        farm::v1::Job*) override;
   grpc::Status GetJobLog(grpc::ServerContext*, const farm::v1::GetJobLogRequest*,
                          farm::v1::GetJobLogResponse*) override;
   grpc::Status ListWorkers(grpc::ServerContext*, const farm::v1::ListWorkersRequest*,

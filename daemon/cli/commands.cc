@@ -24,6 +24,7 @@ const char kUsage[] =
     "  job JOB                 one job\n"
     "  logs JOB                a job's log (--follow, --tail N, --attempt N)\n"
     "  cancel BUILD            cancel a build; running jobs are stopped\n"
+    "  retry JOB               run a failed or cancelled job again\n"
     "  download BUILD --dir D  fetch the build's wheels into D, checking sha256\n"
     "  workers                 registered workers and what they have\n"
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
@@ -110,6 +111,17 @@ Status JobCommand(const CommandEnv& env, const Flags& flags) {
   return Status::Ok();
 }
 
+Status RetryCommand(const CommandEnv& env, const Flags& flags) {
+  FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "JOB id"));
+  farm::v1::RetryJobRequest req;
+  req.set_job_id(id);
+  farm::v1::Job job;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->RetryJob(env.client->Context().get(), req, &job),
+                                env.client->address()));
+  Print(env, job, "retrying job " + std::to_string(id) + "\n" + FormatJob(job));
+  return Status::Ok();
+}
+
 Status CancelCommand(const CommandEnv& env, const Flags& flags) {
   FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "BUILD id"));
   farm::v1::CancelBuildRequest req;
@@ -165,7 +177,7 @@ const std::map<std::string, CommandFn>& Commands() {
       {"submit", SubmitCommand}, {"list", ListCommand},       {"show", ShowCommand},
       {"job", JobCommand},       {"logs", LogsCommand},       {"cancel", CancelCommand},
       {"workers", WorkersCommand}, {"tokens", TokensCommand}, {"download", DownloadCommand},
-      {"drain", DrainCommand},
+      {"drain", DrainCommand},   {"retry", RetryCommand},
   };
   return kCommands;
 }

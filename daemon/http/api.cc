@@ -182,6 +182,18 @@ Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id) {
   return ApiBuild(deps, build_id);
 }
 
+Response ApiRetryJob(const DashboardDeps& deps, int64_t job_id) {
+  Status s = deps.store->RetryJob(job_id, deps.clock->NowUnixMs());
+  if (!s.ok()) return ErrorResponse(s);
+  return ApiJob(deps, job_id);
+}
+
+Response ApiDrainWorker(const DashboardDeps& deps, const std::string& worker_id, bool drain) {
+  Status s = deps.store->SetDrainRequested(worker_id, drain);
+  if (!s.ok()) return ErrorResponse(s);
+  return ApiWorkers(deps);
+}
+
 Response ApiChart(const DashboardDeps& deps) {
   auto rows = deps.store->ListJobTimings(2000);
   if (!rows.ok()) return ErrorResponse(rows.status());

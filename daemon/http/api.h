@@ -35,6 +35,10 @@ Response ApiWorkers(const DashboardDeps& deps);
 Response ApiChart(const DashboardDeps& deps);
 // POST /api/v1/builds/{id}/cancel.
 Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id);
+// Queues a failed or cancelled job again (Store::RetryJob); answers with the job.
+Response ApiRetryJob(const DashboardDeps& deps, int64_t job_id);
+// Sets or clears a worker's drain request; answers with the workers list.
+Response ApiDrainWorker(const DashboardDeps& deps, const std::string& worker_id, bool drain);
 
 // The index variant of a matrix cell: "cu130", "cu128-torch2.8"; "cpu" without CUDA.
 std::string VariantOf(const std::string& cuda, const std::string& torch);

@@ -56,11 +56,12 @@ LogPoll Router::PollLog(int64_t job_id, int attempt, int64_t after_seq) noexcept
   }
 }
 
-Status Router::Authorize(const Request& req, bool write) {
+Status Router::Authorize(const Request& req, bool write, bool admin) {
   if (!write && options_.public_read) return Status::Ok();
   if (deps_.auth == nullptr) return Status::Unauthenticated("no token authority");
-  auto p = deps_.auth->Authorize(req.authorization,
-                                 write ? auth::Need::kSubmitter : auth::Need::kViewer);
+  auto p = deps_.auth->Authorize(req.authorization, admin   ? auth::Need::kAdmin
+                                                    : write ? auth::Need::kSubmitter
+                                                            : auth::Need::kViewer);
   return p.status();
 }
 
@@ -101,6 +102,20 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
     int64_t id = ParseId(rest.substr(7, rest.size() - 7 - 7));
     if (id == 0) return ErrorResponse(Status::InvalidArgument("bad build id"));
     return ApiCancelBuild(deps_, id);
+  }
+  if (rest.starts_with("jobs/") && rest.ends_with("/retry")) {
+    if (req.method != "POST") return MethodNotAllowed("POST");
+    int64_t id = ParseId(rest.substr(5, rest.size() - 5 - 6));
+    if (id == 0) return ErrorResponse(Status::InvalidArgument("bad job id"));
+    return ApiRetryJob(deps_, id);
+  }
+  if (rest.starts_with("workers/") && (rest.ends_with("/drain") || rest.ends_with("/undrain"))) {
+    if (req.method != "POST") return MethodNotAllowed("POST");
+    // Draining changes the fleet, so it needs the admin role, as over gRPC.
+    if (Status s = Authorize(req, true, true); !s.ok()) return ErrorResponse(s);
+    bool drain = rest.ends_with("/drain");
+    std::string_view id = rest.substr(8, rest.size() - 8 - (drain ? 6 : 8));
+    return ApiDrainWorker(deps_, std::string(id), drain);
   }
   if (!IsRead(req)) return MethodNotAllowed("GET, HEAD");
   if (rest == "overview") return ApiOverview(deps_);

@@ -31,7 +31,7 @@ class Router {
   Response Dispatch(const Request& req);
   Response DispatchApi(const Request& req, std::string_view rest);
   Response DispatchJob(const Request& req, int64_t job_id, std::string_view tail);
-  Status Authorize(const Request& req, bool write);
+  Status Authorize(const Request& req, bool write, bool admin = false);
 
   DashboardOptions options_;
   DashboardDeps deps_;

@@ -51,6 +51,7 @@ class SqliteStore final : public Store {
                                                  const std::string& detail,
                                                  int64_t now_ms) override;
   Status CancelBuild(int64_t build_id, int64_t now_ms) override;
+  Status RetryJob(int64_t job_id, int64_t now_ms) override;
 
   Result<int64_t> AppendLogLines(int64_t job_id, int attempt,
                                  const std::vector<LogLineRow>& lines) override;

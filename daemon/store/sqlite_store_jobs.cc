@@ -253,6 +253,27 @@ Status SqliteStore::ExtendRunningLeases(int64_t now_ms, int64_t lease_ms) {
   return s->Run();
 }
 
+Status SqliteStore::RetryJob(int64_t job_id, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  FARM_ASSIGN_OR_RETURN(JobRow job, GetJobLocked(job_id));
+  if (job.state != kJobFailed && job.state != kJobCancelled) {
+    return Status::FailedPrecondition("job " + std::to_string(job_id) +
+                                      " did not fail and was not cancelled; nothing to retry");
+  }
+  // The retried job gets a fresh budget: as many further attempts as it had in all.
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "UPDATE jobs SET state = ?, error = '', finished_ms = 0, cancel_requested = 0, "
+      "worker_id = '', lease_expiry_ms = 0, not_before_ms = 0, max_attempts = ? WHERE id = ?"));
+  s->Bind(kJobPending).Bind(job.attempt + std::max(job.max_attempts, 1)).Bind(job_id);
+  FARM_RETURN_IF_ERROR(s->Run());
+  FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  Bump();
+  return Status::Ok();
+}
+
 Status SqliteStore::CancelBuild(int64_t build_id, int64_t now_ms) {
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());

@@ -227,6 +227,9 @@ class Store {
                                                          const std::vector<int64_t>& keep,
                                                          const std::string& detail,
                                                          int64_t now_ms) = 0;
+  // Queues a failed or cancelled job again as a new attempt with a fresh attempt budget;
+  // its history stays. FailedPrecondition for a job that is pending, running or succeeded.
+  virtual Status RetryJob(int64_t job_id, int64_t now_ms) = 0;
   // Cancels pending jobs now and asks the workers of running jobs to stop.
   virtual Status CancelBuild(int64_t build_id, int64_t now_ms) = 0;
 

@@ -181,6 +181,33 @@ TEST_F(RouterTest, WorkersListGpusAndRunningJobs) {
   EXPECT_EQ(w.at("running_jobs").as_array()[0].as_int64(), ids[0]);
 }
 
+TEST_F(RouterTest, RetryNeedsASubmitterAndDrainAnAdmin) {
+  auto ids = AddBuild(1);
+  Start(ids[0]);
+  Finish(ids[0], store::kCauseBuildFailed);
+  ASSERT_OK(store_->UpsertWorker({"w1", "worker-1", "", "idle", 1, 1}));
+  auto submitter = auth_->Create("submitter", "s");
+  auto admin = auth_->Create("admin", "a");
+  Router r = MakeRouter();
+  Request retry = MakeRequest("POST", "/api/v1/jobs/" + std::to_string(ids[0]) + "/retry");
+  EXPECT_EQ(r.Handle(retry).status, 401);
+  retry.authorization = "Bearer " + submitter.value();
+  Response queued = r.Handle(retry);
+  ASSERT_EQ(queued.status, 200) << queued.body;
+  EXPECT_EQ(Json(queued).at("state").as_string(), "JOB_PENDING");
+  EXPECT_EQ(r.Handle(retry).status, 409);  // pending: nothing to retry
+
+  Request drain = MakeRequest("POST", "/api/v1/workers/w1/drain");
+  drain.authorization = "Bearer " + submitter.value();
+  EXPECT_EQ(r.Handle(drain).status, 403);
+  drain.authorization = "Bearer " + admin.value();
+  ASSERT_EQ(r.Handle(drain).status, 200);
+  EXPECT_TRUE(store_->GetWorker("w1")->drain_requested);
+  drain.path = "/api/v1/workers/w1/undrain";
+  ASSERT_EQ(r.Handle(drain).status, 200);
+  EXPECT_FALSE(store_->GetWorker("w1")->drain_requested);
+}
+
 TEST(HttpMessageTest, ParsesTargetsAndEscapes) {
   Request r = MakeRequest("GET", "/a%20b?x=1&y=two+words&z=%41");
   EXPECT_EQ(r.path, "/a b");

@@ -197,6 +197,21 @@ TEST_F(SqliteStoreTest, WorkerBackFromACutReattachesUnlessTheJobMovedOn) {
   EXPECT_EQ(done.value(), kJobSucceeded);
 }
 
+TEST_F(SqliteStoreTest, RetryQueuesAFailedJobAgainKeepingItsHistory) {
+  int64_t build = MakeBuild(1);
+  auto j = Acquire("w1");
+  EXPECT_EQ(store_->RetryJob(j->id, 15).code(), StatusCode::kFailedPrecondition);
+  ASSERT_OK(store_->CompleteAttempt({.job_id = j->id, .attempt = 1, .worker_id = "w1",
+                                     .cause = kCauseBuildFailed, .exit_code = 2}, 20).status());
+  EXPECT_EQ(store_->GetBuild(build)->state, kBuildFailed);
+  ASSERT_OK(store_->RetryJob(j->id, 30));
+  EXPECT_EQ(store_->GetBuild(build)->state, kBuildQueued);
+  auto again = Acquire("w2", 40);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->attempt, 2);
+  EXPECT_EQ(store_->ListAttempts(j->id)->size(), 2u);
+}
+
 TEST_F(SqliteStoreTest, DrainRequestSurvivesWorkerReports) {
   ASSERT_OK(store_->UpsertWorker({"w1", "gb10", "", "idle", 1, 1}));
   ASSERT_OK(store_->SetDrainRequested("w1", true));
