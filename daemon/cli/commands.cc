@@ -12,6 +12,7 @@ namespace farm::cli {
 Status SubmitCommand(const CommandEnv& env, const Flags& flags);
 Status LogsCommand(const CommandEnv& env, const Flags& flags);
 Status DownloadCommand(const CommandEnv& env, const Flags& flags);
+Status InspectCommand(const Flags& flags, std::ostream& out);
 
 namespace {
 
@@ -26,6 +27,7 @@ const char kUsage[] =
     "  cancel BUILD            cancel a build; running jobs are stopped\n"
     "  retry JOB               run a failed or cancelled job again\n"
     "  download BUILD --dir D  fetch the build's wheels into D, checking sha256\n"
+    "  inspect FILE            check a wheel or .so here, no farmd (--arch-list, --cuobjdump)\n"
     "  workers                 registered workers and what they have\n"
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
     "  tokens create --role R  create a token (viewer, submitter, admin, enroll)\n"
@@ -42,7 +44,7 @@ std::vector<FlagSpec> AllFlags() {
       {"python", "VER", "submit: Python axis value (repeatable)"},
       {"torch", "VER", "submit: torch axis value (repeatable)"},
       {"cuda", "VER", "submit: CUDA axis value (repeatable)"},
-      {"arch-list", "LIST", "submit: TORCH_CUDA_ARCH_LIST axis value (repeatable)"},
+      {"arch-list", "LIST", "submit: arch list axis value (repeatable); inspect: requested"},
       {"platform", "TAG", "submit: platform axis value (repeatable)"},
       {"priority", "N", "submit: higher runs first (default 0)"},
       {"force", "", "submit: build even if an identical build succeeded"},
@@ -55,6 +57,7 @@ std::vector<FlagSpec> AllFlags() {
       {"role", "ROLE", "tokens create: viewer, submitter, admin or enroll"},
       {"name", "NAME", "tokens create: a name for the token"},
       {"undo", "", "drain: take jobs again"},
+      {"cuobjdump", "", "inspect: list images as cuobjdump --list-elf --list-ptx does"},
       {"help", "", "show this help"},
   };
 }
@@ -204,6 +207,11 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (!parsed.ok()) err << "farmctl: " << parsed.message() << "\n";
     (parsed.ok() && flags.Has("help") ? out : err) << kUsage << flags.Usage();
     return parsed.ok() && flags.Has("help") ? 0 : 2;
+  }
+  if (flags.positionals()[0] == "inspect") {  // local: needs no farmd and no token
+    Status s = InspectCommand(flags, out);
+    if (!s.ok()) err << "farmctl: " << s.message() << "\n";
+    return ExitCodeFor(s);
   }
   auto command = Commands().find(flags.positionals()[0]);
   if (command == Commands().end()) {
