@@ -48,6 +48,8 @@ std::vector<FlagSpec> AllFlags() {
       {"platform", "TAG", "submit: platform axis value (repeatable)"},
       {"priority", "N", "submit: higher runs first (default 0)"},
       {"force", "", "submit: build even if an identical build succeeded"},
+      {"source-dir", "DIR", "submit: build this directory instead of the recipe's source"},
+      {"source-tarball", "FILE", "submit: build this tarball instead of the recipe's source"},
       {"follow", "", "submit, logs: stream until the build or job ends"},
       {"download", "DIR", "submit: with --follow, fetch the wheels into DIR"},
       {"dir", "DIR", "download: destination directory"},

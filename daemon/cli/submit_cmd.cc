@@ -84,6 +84,14 @@ Status SubmitCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::SubmitBuildRequest req;
   req.set_recipe_yaml(loaded.recipe.yaml());
   req.set_recipe_path(stdfs::path(path).filename().string());
+  // --source-dir / --source-tarball build a local copy instead of the recipe's source
+  // (a mirror on a host without network, or a checkout with local changes).
+  if (flags.Has("source-dir")) {
+    loaded.recipe.mutable_source()->set_local_path(stdfs::absolute(flags.Get("source-dir")).string());
+  } else if (flags.Has("source-tarball")) {
+    loaded.recipe.mutable_source()->set_tarball_path(
+        stdfs::absolute(flags.Get("source-tarball")).string());
+  }
   FARM_RETURN_IF_ERROR(AddSource(loaded.recipe, &req));
   AddAxes(flags, req.mutable_matrix());
   FARM_ASSIGN_OR_RETURN(int64_t priority, flags.GetInt("priority", 0));
