@@ -29,11 +29,18 @@ std::string ImageLine(const CodeImage& image) {
   return out + ", suffix from " + image.suffix_source + "\n";
 }
 
+// cuobjdump names an image after its file without the ".so" (and any version after it):
+// "_fused.cpython-312-x86_64-linux-gnu.so" -> "_fused.cpython-312-x86_64-linux-gnu",
+// "libcublas.so.13" -> "libcublas" (checked against cuobjdump 13.0 on real binaries).
 std::string Stem(const std::string& module) {
   size_t slash = module.rfind('/');
   std::string base = slash == std::string::npos ? module : module.substr(slash + 1);
-  size_t dot = base.find('.');
-  return dot == std::string::npos ? base : base.substr(0, dot);
+  for (size_t pos = base.rfind(".so"); pos != std::string::npos && pos > 0;
+       pos = base.rfind(".so", pos - 1)) {
+    if (pos + 3 == base.size() || base[pos + 3] == '.') return base.substr(0, pos);
+  }
+  size_t dot = base.rfind('.');
+  return dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
 }
 
 }  // namespace

@@ -134,6 +134,15 @@ TEST(ManifestTest, FormatsForPeopleAndForCuobjdumpComparison) {
       << listing;
   EXPECT_NE(listing.find("PTX file    1: _attn_example.1.sm_90.ptx\n"), std::string::npos)
       << listing;
+  // cuobjdump drops only ".so" and what follows it, as seen on CPython extension modules.
+  ModuleManifest ext = m.modules[0];
+  ext.module = "sageattention/_fused.cpython-312-x86_64-linux-gnu.so";
+  EXPECT_NE(FormatCuobjdumpStyle(ext).find(
+                "ELF file    1: _fused.cpython-312-x86_64-linux-gnu.1.sm_90.cubin\n"),
+            std::string::npos);
+  ext.module = "nvidia/cublas/lib/libcublas.so.13";
+  EXPECT_NE(FormatCuobjdumpStyle(ext).find("ELF file    1: libcublas.1.sm_90.cubin\n"),
+            std::string::npos);
 }
 
 class ManifestWheelTest : public ::testing::Test {
