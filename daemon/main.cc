@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
       {"web-root", "DIR", "serve dashboard assets from DIR instead of the embedded copies"},
       {"private-read", "", "require a viewer token for read-only pages and the index"},
       {"index-include-pending", "", "list wheels still waiting for hardware validation"},
+      {"secrets-file", "FILE", "KEY=VALUE tokens for publishing (mode 0600); else $FARM_<KEY>"},
       {"log-json", "", "log one JSON object per line"},
       {"help", "", "show this help"},
   });
@@ -54,6 +55,15 @@ int main(int argc, char** argv) {
   options.http.public_read = !flags.Has("private-read");
   options.http.index_include_pending = flags.Has("index-include-pending");
   options.http_ready_file = flags.Get("http-ready-file");
+  if (flags.Has("secrets-file")) {
+    auto secrets = farm::auth::LoadSecretsFile(flags.Get("secrets-file"));
+    if (!secrets.ok()) {
+      farm::log::Error("cannot read secrets: " + secrets.status().ToString());
+      return 2;
+    }
+    options.secrets = std::move(secrets).value();
+  }
+  farm::auth::AddSecretsFromEnvironment(&options.secrets);
 
   auto server = farm::api::FarmServer::Start(options);
   if (!server.ok()) {

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "daemon/api/service_context.h"
+#include "daemon/auth/secrets_file.h"
 #include "daemon/http/dashboard_options.h"
 
 namespace farm::api {
@@ -24,6 +25,8 @@ struct ServerOptions {
   // The web dashboard, JSON API, metrics and package index; empty listen: not served.
   http::DashboardOptions http;
   std::string http_ready_file;            // receives the dashboard's "host:port"
+  // Tokens for publishing (GITHUB_TOKEN, HF_TOKEN); farmd's alone, never sent to workers.
+  auth::Secrets secrets;
 };
 
 class FarmServer {
