@@ -1,0 +1,134 @@
+#include "worker/agent/build_env.h"
+
+#include "tests/support/test_util.h"
+
+namespace farm::agent {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+TEST(MaxJobsTest, MemoryAndCoresBound) {
+  EXPECT_EQ(ComputeMaxJobs(16, 64 * kGiB, 4), 13);   // floor(0.85 * 64 / 4) = 13
+  EXPECT_EQ(ComputeMaxJobs(8, 64 * kGiB, 4), 8);     // cores bind
+  EXPECT_EQ(ComputeMaxJobs(16, 20 * kGiB, 4), 4);    // floor(4.25)
+  EXPECT_EQ(ComputeMaxJobs(16, 3 * kGiB, 4), 1);     // never below 1
+  EXPECT_EQ(ComputeMaxJobs(16, 32 * kGiB, 0), 6);    // 0 means the default of 4 GB
+  EXPECT_EQ(ComputeMaxJobs(16, 32 * kGiB, 2.5), 10); // floor(0.85 * 32 / 2.5) = 10
+  EXPECT_EQ(ComputeMaxJobs(0, 0, 4), 1);
+}
+
+farm::v1::JobAssignment Job() {
+  farm::v1::JobAssignment job;
+  job.set_job_id(7);
+  job.set_attempt(2);
+  job.mutable_cell()->set_python("3.11");
+  job.mutable_cell()->set_cuda("13.0");
+  job.mutable_cell()->set_arch_list("9.0;12.1a");
+  job.mutable_recipe()->set_build_command("pip wheel .");
+  (*job.mutable_recipe()->mutable_env())["FOO"] = "recipe";
+  (*job.mutable_recipe()->mutable_env())["BAR"] = "recipe";
+  (*job.mutable_env())["BAR"] = "assignment";
+  return job;
+}
+
+JobEnvInputs Inputs(const farm::v1::JobAssignment& job) {
+  JobEnvInputs in;
+  in.job = &job;
+  in.worker_env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/w"}, {"LANG", "C.UTF-8"},
+                   {"FARM_ENROLL_TOKEN", "enroll-secret-123"}, {"AWS_SECRET", "x"},
+                   {"SSH_AUTH_SOCK", "/tmp/agent"}};
+  in.venv_dir = "/ws/venv";
+  in.wheel_dir = "/ws/wheels";
+  in.tmp_dir = "/ws/tmp";
+  in.python_version = "3.11";
+  in.toolkit.set_path("/usr/local/cuda");
+  in.toolkit.set_version("13.0");
+  in.cores = 16;
+  in.available_memory_bytes = 64 * kGiB;
+  in.secrets = {"enroll-secret-123", "worker-token-456"};
+  return in;
+}
+
+TEST(BuildEnvTest, HasTheFarmVariablesAndPrecedence) {
+  auto job = Job();
+  EnvMap env = BuildJobEnv(Inputs(job));
+  EXPECT_EQ(env["PATH"], "/ws/venv/bin:/usr/local/cuda/bin:/usr/bin:/bin");
+  EXPECT_EQ(env["FARM_PYTHON"], "/ws/venv/bin/python");
+  EXPECT_EQ(env["VIRTUAL_ENV"], "/ws/venv");
+  EXPECT_EQ(env["FARM_WHEEL_DIR"], "/ws/wheels");
+  EXPECT_EQ(env["CUDA_HOME"], "/usr/local/cuda");
+  EXPECT_EQ(env["TORCH_CUDA_ARCH_LIST"], "9.0;12.1a");
+  EXPECT_EQ(env["FARM_JOB_ID"], "7");
+  EXPECT_EQ(env["FARM_ATTEMPT"], "2");
+  EXPECT_EQ(env["FARM_PYTHON_VERSION"], "3.11");
+  EXPECT_EQ(env["FARM_CUDA_VERSION"], "13.0");
+  EXPECT_EQ(env["FARM_TORCH_VERSION"], "");
+  EXPECT_EQ(env["MAX_JOBS"], "13");
+  EXPECT_EQ(env.count("NVCC_THREADS"), 0u);
+  EXPECT_EQ(env["FOO"], "recipe");
+  EXPECT_EQ(env["BAR"], "assignment");
+  EXPECT_EQ(env["HOME"], "/home/w");
+  EXPECT_EQ(env["TMPDIR"], "/ws/tmp");
+}
+
+TEST(BuildEnvTest, NoSecretAndNoUnlistedWorkerVariable) {
+  auto job = Job();
+  // A recipe that tries to smuggle a token in through its env is dropped too.
+  (*job.mutable_env())["LEAK"] = "prefix-worker-token-456";
+  EnvMap env = BuildJobEnv(Inputs(job));
+  for (const auto& [k, v] : env) {
+    EXPECT_EQ(v.find("enroll-secret-123"), std::string::npos) << k;
+    EXPECT_EQ(v.find("worker-token-456"), std::string::npos) << k;
+  }
+  EXPECT_EQ(env.count("FARM_ENROLL_TOKEN"), 0u);
+  EXPECT_EQ(env.count("AWS_SECRET"), 0u);
+  EXPECT_EQ(env.count("SSH_AUTH_SOCK"), 0u);
+  EXPECT_EQ(env.count("LEAK"), 0u);
+}
+
+TEST(BuildEnvTest, RecipeMaxJobsWinsAndNvccThreadsSplitsTheSlots) {
+  auto job = Job();
+  (*job.mutable_recipe()->mutable_env())["MAX_JOBS"] = "3";
+  EXPECT_EQ(BuildJobEnv(Inputs(job))["MAX_JOBS"], "3");
+
+  auto nvcc = Job();
+  nvcc.mutable_recipe()->set_build_command("NVCC_APPEND_FLAGS=--threads=$NVCC_THREADS pip wheel .");
+  EnvMap env = BuildJobEnv(Inputs(nvcc));
+  EXPECT_EQ(env["NVCC_THREADS"], "4");
+  EXPECT_EQ(env["MAX_JOBS"], "3");  // 13 slots / 4 threads
+}
+
+TEST(SelectTest, PythonAndToolkit) {
+  farm::v1::Capabilities caps;
+  auto* a = caps.add_pythons();
+  a->set_path("/usr/bin/python3");
+  a->set_version("3.11");
+  auto* b = caps.add_pythons();
+  b->set_path("/opt/py312/bin/python3");
+  b->set_version("3.12");
+  b->set_torch_version("2.8.0+cu128");
+  farm::v1::MatrixCell cell;
+  cell.set_python("3.11");
+  EXPECT_EQ(SelectPython(cell, caps)->path(), "/usr/bin/python3");
+  cell.set_python("3.12");
+  cell.set_torch("2.8");
+  EXPECT_EQ(SelectPython(cell, caps)->path(), "/opt/py312/bin/python3");
+  cell.set_python("3.13");
+  auto missing = SelectPython(cell, caps);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no Python 3.13"), std::string::npos);
+  EXPECT_NE(missing.status().message().find("3.11 (/usr/bin/python3)"), std::string::npos);
+
+  auto* tk = caps.add_toolkits();
+  tk->set_path("/usr/local/cuda-13.0");
+  tk->set_version("13.0");
+  cell.set_cuda("13.0");
+  EXPECT_EQ(SelectToolkit(cell, caps)->path(), "/usr/local/cuda-13.0");
+  cell.set_cuda("12.8");
+  EXPECT_FALSE(SelectToolkit(cell, caps).ok());
+  cell.set_cuda("");
+  EXPECT_EQ(SelectToolkit(cell, caps)->version(), "13.0");
+}
+
+}  // namespace
+}  // namespace farm::agent

@@ -1,0 +1,92 @@
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+#include "common/fs.h"
+#include "tests/support/test_util.h"
+#include "worker/agent/backoff.h"
+#include "worker/agent/config.h"
+#include "worker/agent/state.h"
+
+namespace farm::agent {
+namespace {
+
+TEST(StateTest, IdentityRoundTripsInA0600File) {
+  testing::ScopedTempDir dir;
+  std::string state = dir.path() + "/state";
+  auto empty = LoadIdentity(state);
+  ASSERT_OK(empty.status());
+  EXPECT_TRUE(empty->empty());
+  ASSERT_OK(SaveIdentity(state, {"w-abc", "tok-123456"}));
+  auto loaded = LoadIdentity(state);
+  ASSERT_OK(loaded.status());
+  EXPECT_EQ(loaded->worker_id, "w-abc");
+  EXPECT_EQ(loaded->worker_token, "tok-123456");
+  struct stat st;
+  ASSERT_EQ(::stat((state + "/worker.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_OK(fs::WriteFileAtomic(state + "/worker.json", "{broken", 0600));
+  EXPECT_EQ(LoadIdentity(state).status().code(), StatusCode::kDataLoss);
+}
+
+Result<WorkerConfig> Parse(std::vector<std::string> args, bool* help) {
+  static std::vector<std::string> storage;
+  storage = std::move(args);
+  storage.insert(storage.begin(), "farm-worker");
+  std::vector<char*> argv;
+  for (auto& a : storage) argv.push_back(a.data());
+  return ParseWorkerFlags(static_cast<int>(argv.size()), argv.data(), help);
+}
+
+TEST(ConfigTest, ParsesTheFlags) {
+  bool help = false;
+  auto c = Parse({"--server", "127.0.0.1:5000", "--state-dir", "/s", "--label", "gpu=h100",
+                  "--label", "zone=a", "--max-jobs", "3", "--python", "/usr/bin/python3.11",
+                  "--log-json", "--keep-workspaces", "--name", "w1"},
+                 &help);
+  ASSERT_OK(c.status());
+  EXPECT_EQ(c->server, "127.0.0.1:5000");
+  EXPECT_EQ(c->work_dir, "/s/work");
+  EXPECT_EQ(c->labels.at("gpu"), "h100");
+  EXPECT_EQ(c->labels.at("zone"), "a");
+  EXPECT_EQ(c->max_jobs, 3);
+  EXPECT_EQ(c->pythons, (std::vector<std::string>{"/usr/bin/python3.11"}));
+  EXPECT_TRUE(c->log_json);
+  EXPECT_TRUE(c->keep_workspaces);
+  EXPECT_EQ(c->name, "w1");
+  EXPECT_FALSE(Parse({"--state-dir", "/s"}, &help).ok());  // no server
+  EXPECT_FALSE(Parse({"--server", "a:1", "--server-file", "f"}, &help).ok());
+  EXPECT_FALSE(Parse({"--server", "a:1", "--label", "novalue"}, &help).ok());
+  EXPECT_FALSE(Parse({"--server", "a:1", "--max-jobs", "0"}, &help).ok());
+  EXPECT_FALSE(Parse({"--server", "a:1", "--bogus"}, &help).ok());
+}
+
+TEST(ConfigTest, ServerFileAndEnrollToken) {
+  testing::ScopedTempDir dir;
+  WorkerConfig c;
+  c.server_file = dir.path() + "/farmd.addr";
+  EXPECT_EQ(ResolveServerAddress(c, 200).status().code(), StatusCode::kUnavailable);
+  ASSERT_OK(fs::WriteFileAtomic(c.server_file, "127.0.0.1:4321\n"));
+  EXPECT_EQ(ResolveServerAddress(c, 200).value(), "127.0.0.1:4321");
+
+  c.enroll_token_file = dir.path() + "/enroll.token";
+  ASSERT_OK(fs::WriteFileAtomic(c.enroll_token_file, "  enroll-abc \n"));
+  EXPECT_EQ(LoadEnrollToken(c).value(), "enroll-abc");
+  c.enroll_token_file.clear();
+  ::setenv("FARM_ENROLL_TOKEN", "from-env", 1);
+  EXPECT_EQ(LoadEnrollToken(c).value(), "from-env");
+  ::unsetenv("FARM_ENROLL_TOKEN");
+  EXPECT_EQ(LoadEnrollToken(c).status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(BackoffTest, DoublesFromHalfASecondToTenSeconds) {
+  Backoff b;
+  std::vector<int64_t> delays;
+  for (int i = 0; i < 7; ++i) delays.push_back(b.NextDelayMs());
+  EXPECT_EQ(delays, (std::vector<int64_t>{500, 1000, 2000, 4000, 8000, 10000, 10000}));
+  b.Reset();
+  EXPECT_EQ(b.NextDelayMs(), 500);
+}
+
+}  // namespace
+}  // namespace farm::agent
