@@ -70,6 +70,20 @@ class SqliteStore final : public Store {
   Result<std::vector<JobTimingRow>> ListJobTimings(int limit) override;
   Result<std::vector<IndexArtifactRow>> ListIndexArtifacts(int limit) override;
 
+  Result<std::vector<PublishCandidate>> ListPublishCandidates(int64_t after_id, int limit) override;
+  Status EnqueuePublications(int64_t artifact_id, const std::string& outcome,
+                             const std::vector<PublicationRow>& rows, int64_t now_ms) override;
+  Result<std::vector<PublicationRow>> ListPublications(int64_t build_id) override;
+  Result<std::vector<PublicationRow>> ListDuePublications(int64_t now_ms, int limit) override;
+  Status UpdatePublication(const PublicationRow& row, int64_t now_ms) override;
+  Status SetPublicationFile(int64_t artifact_id, const std::string& label,
+                            const std::string& filename, const std::string& sha256, int64_t size,
+                            int64_t now_ms) override;
+  Status MarkReleasePublished(int64_t build_id, const std::string& remote_id,
+                              const std::string& remote_url, int64_t now_ms) override;
+  Result<int> RequeuePublications(int64_t build_id, const std::string& target, bool replace,
+                                  int64_t now_ms) override;
+
   int64_t Generation() const override { return generation_.load(); }
 
  private:

@@ -156,6 +156,40 @@ struct IndexArtifactRow {
   std::string cell;
 };
 
+// One outbox row of the publisher (docs/publishing.md): a wheel on a GitHub release
+// (kind "asset"), a file on the Hugging Face Hub ("file"), or a build's GitHub release
+// ("release", artifact_id 0). States: pending, uploading, uploaded, published, failed.
+struct PublicationRow {
+  int64_t id = 0;
+  int64_t build_id = 0;
+  int64_t artifact_id = 0;
+  std::string target;  // "github" or "hf"
+  std::string kind;
+  std::string repo;
+  std::string ref;     // GitHub tag or Hub revision
+  std::string path;    // path in the Hub repository
+  std::string label;   // local version label applied to the published wheel
+  std::string filename;
+  std::string sha256;  // blob of the published bytes; "" until prepared
+  int64_t size = 0;
+  std::string state = "pending";
+  int attempts = 0;
+  int64_t not_before_ms = 0;
+  std::string error;
+  std::string remote_id;
+  std::string remote_url;
+  bool replace_remote = false;
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+};
+
+// An artifact of a succeeded job that the publisher has not decided on yet.
+struct PublishCandidate {
+  ArtifactRow artifact;
+  int64_t build_id = 0;
+  std::string cell;  // serialized farm.v1.MatrixCell
+};
+
 // Returns "" when `worker` may run `job`, else the reason it may not. Called inside the
 // acquire transaction, so it must not call back into the Store.
 using PlacementFn = std::function<std::string(const JobRow& job)>;
@@ -262,6 +296,35 @@ class Store {
   virtual Result<std::vector<JobTimingRow>> ListJobTimings(int limit);
   // Artifacts of succeeded jobs (reused jobs' copies included), by artifact id.
   virtual Result<std::vector<IndexArtifactRow>> ListIndexArtifacts(int limit);
+
+  // --- publication outbox (sqlite_store_publish.cc) ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // Artifacts of succeeded jobs (the counted attempt or a reused copy) not yet marked
+  // scanned, artifact id > after_id ascending, at most `limit`.
+  virtual Result<std::vector<PublishCandidate>> ListPublishCandidates(int64_t after_id, int limit);
+  // In one transaction: inserts `rows` with their state and error (a row whose (build,
+  // artifact, target) exists is kept as it is) and marks `artifact_id` scanned with
+  // `outcome` (nothing is marked for artifact_id 0).
+  virtual Status EnqueuePublications(int64_t artifact_id, const std::string& outcome,
+                                     const std::vector<PublicationRow>& rows, int64_t now_ms);
+  // Every row of the build, by id.
+  virtual Result<std::vector<PublicationRow>> ListPublications(int64_t build_id);
+  // Rows to work now: "uploading" ones (a crash interrupted them) and "pending" ones whose
+  // not_before has passed, by id, at most `limit`.
+  virtual Result<std::vector<PublicationRow>> ListDuePublications(int64_t now_ms, int limit);
+  // Stores state, attempts, not_before, error, path and remote id/url of `row` (by id).
+  virtual Status UpdatePublication(const PublicationRow& row, int64_t now_ms);
+  // Records the prepared (relabelled) wheel on every row of `artifact_id` that has none.
+  virtual Status SetPublicationFile(int64_t artifact_id, const std::string& label,
+                                    const std::string& filename, const std::string& sha256,
+                                    int64_t size, int64_t now_ms);
+  // Marks the build's GitHub release row and its asset rows published.
+  virtual Status MarkReleasePublished(int64_t build_id, const std::string& remote_id,
+                                      const std::string& remote_url, int64_t now_ms);
+  // Puts the build's rows for `target` ("" for all) back to pending with no attempts and
+  // no error; `replace` lets them overwrite remote files that differ. Returns the count.
+  virtual Result<int> RequeuePublications(int64_t build_id, const std::string& target,
+                                          bool replace, int64_t now_ms);
 
   // Monotonic counter bumped by every committed write; watchers poll it cheaply.
   virtual int64_t Generation() const = 0;

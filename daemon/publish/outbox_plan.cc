@@ -1,0 +1,258 @@
+// What the publisher publishes: outbox rows from a recipe, labelled wheels, release gating
+// and release notes.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "common/fs.h"
+#include "common/sha256.h"
+#include "common/wheel/inspect.h"
+#include "common/wheel/relabel.h"
+#include "daemon/publish/outbox.h"
+#include "daemon/publish/outbox_internal.h"
+#include "daemon/publish/release_notes.h"
+
+namespace farm::publish {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+void ReplaceAll(std::string* text, const std::string& key, const std::string& value) {
+  for (size_t pos = text->find(key); pos != std::string::npos;
+       pos = text->find(key, pos + value.size())) {
+    text->replace(pos, key.size(), value);
+  }
+}
+
+std::string NoDot(std::string s) {
+  s.erase(std::remove(s.begin(), s.end(), '.'), s.end());
+  return s;
+}
+
+Status StoreBlob(store::BlobStore& blobs, const std::string& path, const std::string& sha256,
+                 int64_t size) {
+  if (blobs.Contains(sha256)) return Status::Ok();
+  FARM_ASSIGN_OR_RETURN(auto writer, blobs.BeginWrite(size, sha256));
+  FILE* f = fopen(path.c_str(), "rb");
+  if (f == nullptr) return Status::NotFound("cannot open " + path);
+  std::string buf(1 << 20, '\0');
+  Status appended;
+  for (size_t n; appended.ok() && (n = fread(buf.data(), 1, buf.size(), f)) > 0;) {
+    appended = writer->Append(std::string_view(buf.data(), n));
+  }
+  fclose(f);
+  FARM_RETURN_IF_ERROR(appended);
+  return writer->Commit();
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+// Accuracy and speed of the validation cases: the worst cosine and relative L1, the best
+// TOPS.
+void AddValidation(const farm::v1::ValidationReport& report, WheelNotesRow* row) {
+  if (report.state() == farm::v1::VALIDATION_PASSED && !report.gpu_name().empty()) {
+    row->gpus_validated.push_back(report.gpu_name());
+  }
+  if (report.cases().empty()) {
+    if (report.state() == farm::v1::VALIDATION_PENDING_HARDWARE ||
+        report.state() == farm::v1::VALIDATION_STATE_UNSPECIFIED) {
+      row->accuracy = "pending hardware";
+    }
+    return;
+  }
+  double cosine = 1, rel_l1 = 0, tops = 0;
+  for (const auto& c : report.cases()) {
+    cosine = std::min(cosine, c.cosine());
+    rel_l1 = std::max(rel_l1, c.relative_l1());
+    tops = std::max(tops, c.tops());
+  }
+  row->accuracy = "cos " + Fixed(cosine, 4) + ", rel-L1 " + Fixed(rel_l1, 3);
+  if (tops > 0) row->tops = Fixed(tops, 0);
+}
+
+// SASS archs of a wheel: from the stored manifest, else read from the published bytes.
+std::vector<std::string> SassArchs(store::BlobStore& blobs, const std::string& manifest_blob,
+                                   const std::string& sha256) {
+  std::set<std::string> archs;
+  farm::v1::ArchManifest manifest;
+  if (manifest.ParseFromString(manifest_blob)) {
+    for (const auto& image : manifest.images()) {
+      if (image.kind() == "sass") archs.insert(image.arch());
+    }
+  }
+  if (archs.empty()) {
+    auto report = wheel::InspectWheel(blobs.PathFor(sha256), {});
+    if (report.ok()) {
+      for (const auto& module : report->manifest.modules) {
+        for (const auto& name : module.archs) {
+          if (name.rfind("sm_", 0) == 0) archs.insert(name);
+        }
+      }
+    }
+  }
+  return {archs.begin(), archs.end()};
+}
+
+}  // namespace
+
+std::string RenderTag(const std::string& tag_template, const farm::v1::Recipe& recipe,
+                      int64_t build_id) {
+  std::string tag = tag_template.empty() ? "v{version}-build{build_id}" : tag_template;
+  ReplaceAll(&tag, "{name}", recipe.name());
+  ReplaceAll(&tag, "{version}", recipe.version().empty() ? "0" : recipe.version());
+  ReplaceAll(&tag, "{build_id}", std::to_string(build_id));
+  return tag;
+}
+
+std::string HfVariant(const farm::v1::MatrixCell& cell) {
+  if (!cell.torch().empty()) return HfKernelVariant(cell.torch(), cell.cuda(), cell.platform());
+  std::string arch = cell.platform();
+  if (arch.rfind("linux_", 0) == 0) arch = arch.substr(6);
+  return "cu" + NoDot(cell.cuda()) + "-" + arch + "-linux";
+}
+
+std::vector<store::PublicationRow> PlanRows(const farm::v1::Recipe& recipe, int64_t build_id,
+                                            int64_t artifact_id,
+                                            const farm::v1::MatrixCell& cell) {
+  const auto& spec = recipe.publish();
+  std::vector<store::PublicationRow> rows;
+  if (!spec.github_repo().empty()) {
+    store::PublicationRow asset;
+    asset.build_id = build_id;
+    asset.artifact_id = artifact_id;
+    asset.target = "github";
+    asset.kind = "asset";
+    asset.repo = spec.github_repo();
+    asset.ref = RenderTag(spec.github_tag_template(), recipe, build_id);
+    asset.replace_remote = spec.replace_assets();
+    store::PublicationRow release = asset;
+    release.artifact_id = 0;
+    release.kind = "release";
+    release.replace_remote = false;
+    rows.push_back(asset);
+    rows.push_back(release);
+  }
+  if (!spec.hf_repo().empty()) {
+    store::PublicationRow file;
+    file.build_id = build_id;
+    file.artifact_id = artifact_id;
+    file.target = "hf";
+    file.kind = "file";
+    file.repo = spec.hf_repo();
+    file.ref = "main";
+    std::string path_template =
+        spec.hf_path_template().empty() ? "build/{variant}/{wheel}" : spec.hf_path_template();
+    ReplaceAll(&path_template, "{variant}", HfVariant(cell));
+    file.path = path_template;
+    file.replace_remote = spec.replace_assets();
+    rows.push_back(file);
+  }
+  return rows;
+}
+
+ReleaseSpec ReleaseSpecFor(const farm::v1::Recipe& recipe, const store::PublicationRow& row) {
+  ReleaseSpec spec;
+  spec.repo = row.repo;
+  spec.tag = row.ref;
+  spec.name = recipe.name() + " " + recipe.version() + " (build " +
+              std::to_string(row.build_id) + ")";
+  return spec;
+}
+
+Status NoToken(const std::string& key) {
+  return Status::FailedPrecondition("farmd has no " + key +
+                                    " (give it in --secrets-file or FARM_" + key + ")");
+}
+
+Result<PreparedWheel> LabelWheel(store::BlobStore& blobs, const std::string& work_dir,
+                                 const store::ArtifactRow& artifact, const std::string& label) {
+  const std::string dir = work_dir + "/artifact-" + std::to_string(artifact.id);
+  FARM_RETURN_IF_ERROR(fs::RemoveAll(dir));
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(dir, 0700));
+  // RelabelWheel reads the wheel's tags from its file name, which the blob path lacks.
+  std::error_code ec;
+  const std::string named = dir + "/" + artifact.filename;
+  stdfs::create_symlink(blobs.PathFor(artifact.sha256), named, ec);
+  if (ec) return Status::Internal("linking " + named + ": " + ec.message());
+  auto result = [&]() -> Result<PreparedWheel> {
+    FARM_ASSIGN_OR_RETURN(wheel::RelabelResult r, wheel::RelabelWheel(named, label, dir));
+    if (!r.rewritten) return PreparedWheel{artifact.filename, artifact.sha256, artifact.size};
+    wheel::InspectOptions options;
+    options.build_manifest = false;
+    FARM_ASSIGN_OR_RETURN(wheel::WheelReport report, wheel::InspectWheel(r.path, options));
+    if (!report.ok()) {
+      return Status::Internal("relabelled " + r.filename + " fails the wheel checks: " +
+                              report.problems.front().ToString());
+    }
+    PreparedWheel out{r.filename, "", 0};
+    FARM_ASSIGN_OR_RETURN(out.sha256, Sha256FileHex(r.path, &out.size));
+    FARM_RETURN_IF_ERROR(StoreBlob(blobs, r.path, out.sha256, out.size));
+    return out;
+  }();
+  (void)fs::RemoveAll(dir);
+  return result;
+}
+
+std::string ReleaseWaitReason(int build_state, const std::vector<store::PublicationRow>& rows,
+                              bool wheels_waiting_for_validation) {
+  if (build_state == store::kBuildQueued || build_state == store::kBuildRunning) {
+    return "waiting for the build to finish";
+  }
+  if (wheels_waiting_for_validation) return "waiting for wheels to pass validation";
+  int pending = 0, failed = 0;
+  for (const auto& r : rows) {
+    if (r.target != "github" || r.kind != "asset") continue;
+    if (r.state == "failed") ++failed;
+    if (r.state != "uploaded" && r.state != "published") ++pending;
+  }
+  if (failed > 0) return "waiting: " + std::to_string(failed) + " asset(s) failed";
+  if (pending > 0) return "waiting for " + std::to_string(pending) + " asset(s)";
+  return "";
+}
+
+Result<std::string> RenderBuildNotes(store::Store& store, store::BlobStore& blobs,
+                                     const farm::v1::Recipe& recipe,
+                                     const std::vector<store::PublicationRow>& rows,
+                                     const std::string& find_links_url) {
+  ReleaseNotesInput input;
+  input.find_links_url = find_links_url;
+  for (const auto& r : rows) {
+    if (r.target != "github" || r.kind != "asset") continue;
+    FARM_ASSIGN_OR_RETURN(auto artifact, store.GetArtifact(r.artifact_id));
+    FARM_ASSIGN_OR_RETURN(auto job, store.GetJob(artifact.job_id));
+    farm::v1::MatrixCell cell;
+    (void)cell.ParseFromString(job.cell);
+    farm::v1::ValidationReport report;
+    (void)report.ParseFromString(artifact.validation);
+    WheelNotesRow row{.wheel = r.filename, .python = cell.python(), .torch = cell.torch(),
+                      .cuda = cell.cuda(), .sha256 = r.sha256};
+    row.sass_archs = SassArchs(blobs, artifact.manifest, r.sha256);
+    AddValidation(report, &row);
+    input.wheels.push_back(std::move(row));
+    if (input.package.empty()) {
+      input.package = r.filename.substr(0, r.filename.find('-'));
+      input.version = wheel::WithLocalLabel(recipe.version(), r.label);
+    }
+    size_t slash = r.remote_url.rfind('/');
+    if (input.download_base_url.empty() && slash != std::string::npos) {
+      input.download_base_url = r.remote_url.substr(0, slash);
+    }
+  }
+  if (input.package.empty()) input.package = recipe.name();
+  input.summary = "Built by the wheel farm from recipe `" + recipe.name() + "` (build " +
+                  (rows.empty() ? std::string("?") : std::to_string(rows.front().build_id)) + ").";
+  return RenderReleaseNotes(input);
+}
+
+Result<std::string> Publisher::NotesFor(const farm::v1::Recipe& recipe,
+                                        const std::vector<store::PublicationRow>& rows) {
+  return RenderBuildNotes(*deps_.store, *deps_.blobs, recipe, rows, options_.find_links_url);
+}
+
+}  // namespace farm::publish

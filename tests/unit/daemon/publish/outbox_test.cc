@@ -1,0 +1,274 @@
+// The Publisher against a real SQLite store and blob store, with scripted targets: which
+// wheels get rows, relabelling, state transitions, backoff, failures, crash recovery of
+// an "uploading" row, and release gating and notes.
+#include "daemon/publish/outbox.h"
+
+#include <map>
+
+#include "common/fs.h"
+#include "common/log.h"
+#include "common/sha256.h"
+#include "common/wheel/inspect.h"
+#include "daemon/publish/outbox_internal.h"
+#include "tests/support/test_util.h"
+#include "tests/unit/common/wheel/wheel_builder.h"
+
+namespace farm::publish {
+namespace {
+
+class ScriptedGitHub final : public GitHubTarget {
+ public:
+  Result<GitHubRelease> GetOrCreateDraftRelease(const ReleaseSpec& spec) override {
+    if (!next_error.ok()) return std::exchange(next_error, Status::Ok());
+    auto& r = releases[spec.tag];
+    if (r.id == 0) r = {.id = 100 + static_cast<int64_t>(releases.size()), .tag_name = spec.tag,
+                        .draft = true};
+    return r;
+  }
+  Result<AssetResult> UploadAsset(const std::string&, const GitHubRelease& release,
+                                  const AssetUpload& upload) override {
+    if (!upload_error.ok()) return upload_error;
+    std::string sha = Sha256FileHex(upload.local_path).value();
+    EXPECT_EQ(sha, upload.sha256_hex);
+    auto& assets = uploads[release.tag_name];
+    bool present = assets.count(upload.name) && assets[upload.name] == sha;
+    if (!present) ++upload_count;
+    assets[upload.name] = sha;
+    if (lose_answer) return Status::Unavailable("connection reset after the upload");
+    AssetResult out;
+    out.asset.id = 7;
+    out.asset.browser_download_url = "http://gh/dl/" + release.tag_name + "/" + upload.name;
+    out.outcome = present ? AssetOutcome::kAlreadyPresent : AssetOutcome::kUploaded;
+    return out;
+  }
+  Result<GitHubRelease> SetReleaseNotes(const std::string&, int64_t id,
+                                        const std::string& body) override {
+    notes[id] = body;
+    return GitHubRelease{.id = id};
+  }
+  Result<GitHubRelease> PublishRelease(const std::string&, int64_t id) override {
+    ++publish_count;
+    return GitHubRelease{.id = id, .html_url = "http://gh/release/" + std::to_string(id)};
+  }
+
+  Status next_error;
+  Status upload_error;
+  bool lose_answer = false;  // the upload lands but its answer is lost
+  std::map<std::string, GitHubRelease> releases;
+  std::map<std::string, std::map<std::string, std::string>> uploads;  // tag -> name -> sha
+  std::map<int64_t, std::string> notes;
+  int upload_count = 0;
+  int publish_count = 0;
+};
+
+class ScriptedHf final : public HfTarget {
+ public:
+  Status CreateRepo(const std::string&) override { return Status::Ok(); }
+  Result<HfUploadResult> UploadFile(const HfUploadRequest& request) override {
+    paths.push_back(request.path_in_repo);
+    return HfUploadResult{.commit_oid = "c0ffee", .commit_url = "http://hf/commit/c0ffee"};
+  }
+  std::vector<std::string> paths;
+};
+
+class OutboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = store::OpenSqliteStore(dir_.path() + "/farm.db").value();
+    blobs_ = store::BlobStore::Open(dir_.path() + "/blobs").value();
+    ASSERT_OK(fs::MakeDirs(dir_.path() + "/work"));
+  }
+
+  std::unique_ptr<Publisher> MakePublisher(bool pending_ok, GitHubTarget* gh, HfTarget* hf) {
+    PublisherOptions options;
+    options.publish_pending_hardware = pending_ok;
+    options.work_dir = dir_.path() + "/work";
+    return std::make_unique<Publisher>(
+        PublisherDeps{store_.get(), blobs_.get(), &clock_, gh, hf}, options);
+  }
+
+  // A build of one job that succeeded with an unlabelled wheel; returns the build id.
+  int64_t MakeSucceededBuild(const std::string& validation_blob, bool finish = true) {
+    farm::v1::Recipe recipe;
+    recipe.set_name("attn-example");
+    recipe.set_version("1.0.0");
+    recipe.mutable_publish()->set_github_repo("farm/wheels");
+    recipe.mutable_publish()->set_hf_repo("farm/kernels");
+    recipe.mutable_publish()->set_local_version_template("cu{cuda_nodot}");
+    farm::v1::MatrixCell cell;
+    cell.set_python("3.12");
+    cell.set_cuda("13.0");
+    cell.set_platform("linux_x86_64");
+    store::BuildRow b{.recipe_name = "attn-example", .recipe = recipe.SerializeAsString(),
+                      .submitted_by = "t", .created_ms = 1};
+    std::vector<store::JobRow> jobs(1);
+    jobs[0].cell = cell.SerializeAsString();
+    jobs[0].created_ms = 1;
+    EXPECT_OK(store_->CreateBuild(&b, &jobs));
+    auto job = store_->AcquireJob("w1", 10, 60000, nullptr).value();
+    wheel::testing::WheelSpec spec;
+    spec.filename = "attn_example-1.0.0-cp312-cp312-linux_x86_64.whl";
+    spec.dist_info = "attn_example-1.0.0.dist-info";
+    spec.metadata = "Metadata-Version: 2.1\nName: attn-example\nVersion: 1.0.0\n";
+    std::string path = wheel::testing::WriteWheel(dir_.path(), spec).value();
+    int64_t size = 0;
+    std::string sha = Sha256FileHex(path, &size).value();
+    auto writer = blobs_->BeginWrite(size, sha).value();
+    EXPECT_OK(writer->Append(fs::ReadFile(path).value()));
+    EXPECT_OK(writer->Commit());
+    EXPECT_OK(store_->InsertArtifact({.job_id = job->id, .attempt = job->attempt,
+                                      .filename = spec.filename, .sha256 = sha, .size = size,
+                                      .validation = validation_blob, .created_ms = 20})
+                  .status());
+    if (finish) {
+      EXPECT_OK(store_->CompleteAttempt({.job_id = job->id, .attempt = job->attempt,
+                                         .worker_id = "w1"}, 30).status());
+    }
+    return b.id;
+  }
+
+  std::map<std::string, store::PublicationRow> Rows(int64_t build) {
+    std::map<std::string, store::PublicationRow> out;
+    auto rows = store_->ListPublications(build);
+    EXPECT_OK(rows.status());
+    for (auto& r : rows.value()) out[r.target + "/" + r.kind] = r;
+    return out;
+  }
+
+  testing::ScopedTempDir dir_;
+  testing::FakeClock clock_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<store::BlobStore> blobs_;
+};
+
+TEST_F(OutboxTest, PendingHardwareWheelsWaitUnlessAllowedAndFailedOnesNeverPublish) {
+  farm::v1::ValidationReport failed;
+  failed.set_state(farm::v1::VALIDATION_FAILED);
+  int64_t bad = MakeSucceededBuild(failed.SerializeAsString());
+  int64_t pending = MakeSucceededBuild("");
+  ScriptedGitHub gh;
+  ScriptedHf hf;
+  ASSERT_OK(MakePublisher(false, &gh, &hf)->RunOnce().status());
+  EXPECT_TRUE(Rows(bad).empty());
+  EXPECT_TRUE(Rows(pending).empty());
+  ASSERT_OK(MakePublisher(true, &gh, &hf)->RunOnce().status());
+  EXPECT_TRUE(Rows(bad).empty());
+  EXPECT_EQ(Rows(pending).size(), 3u);
+}
+
+TEST_F(OutboxTest, UploadsTheLabelledWheelEverywhereThenPublishesTheReleaseWithNotes) {
+  farm::v1::ValidationReport passed;
+  passed.set_state(farm::v1::VALIDATION_PASSED);
+  passed.set_gpu_name("NVIDIA H100 80GB HBM3");
+  auto* c = passed.add_cases();
+  c->set_cosine(0.9998);
+  c->set_relative_l1(0.012);
+  c->set_tops(612);
+  int64_t build = MakeSucceededBuild(passed.SerializeAsString());
+  ScriptedGitHub gh;
+  ScriptedHf hf;
+  auto publisher = MakePublisher(false, &gh, &hf);
+  ASSERT_OK(publisher->RunOnce().status());
+  ASSERT_OK(publisher->RunOnce().status());  // the release row follows its assets
+  auto rows = Rows(build);
+  const std::string name = "attn_example-1.0.0+cu130-cp312-cp312-linux_x86_64.whl";
+  EXPECT_EQ(rows["github/asset"].filename, name);
+  EXPECT_EQ(rows["github/asset"].state, "published");
+  EXPECT_EQ(rows["github/asset"].ref, "v1.0.0-build" + std::to_string(build));
+  EXPECT_EQ(rows["github/release"].state, "published");
+  EXPECT_EQ(rows["hf/file"].state, "published");
+  EXPECT_EQ(rows["hf/file"].path, "build/cu130-x86_64-linux/" + name);
+  ASSERT_EQ(hf.paths.size(), 1u);
+  EXPECT_EQ(gh.upload_count, 1);
+  EXPECT_EQ(gh.publish_count, 1);
+  // The published bytes are a wheel that passes the checks and carries the label.
+  const std::string named = dir_.path() + "/" + name;
+  ASSERT_OK(fs::WriteFileAtomic(named, fs::ReadFile(blobs_->PathFor(rows["github/asset"].sha256)).value()));
+  auto report = wheel::InspectWheel(named, {});
+  ASSERT_OK(report.status());
+  EXPECT_TRUE(report->ok());
+  EXPECT_EQ(report->metadata_version, "1.0.0+cu130");
+  const std::string& notes = gh.notes.begin()->second;
+  EXPECT_NE(notes.find(name), std::string::npos) << notes;
+  EXPECT_NE(notes.find("NVIDIA H100 80GB HBM3"), std::string::npos);
+  EXPECT_NE(notes.find("cos 0.9998, rel-L1 0.012"), std::string::npos);
+  EXPECT_NE(notes.find("| 612 |"), std::string::npos);
+  EXPECT_NE(notes.find(rows["github/asset"].sha256), std::string::npos);
+  EXPECT_NE(notes.find("pip install http://gh/dl/"), std::string::npos);
+}
+
+TEST_F(OutboxTest, TheReleaseWaitsForTheBuildToFinish) {
+  int64_t build = MakeSucceededBuild("", /*finish=*/false);
+  ScriptedGitHub gh;
+  auto publisher = MakePublisher(true, &gh, nullptr);
+  ASSERT_OK(publisher->RunOnce().status());
+  EXPECT_TRUE(Rows(build).empty());  // the job has not succeeded: nothing to publish yet
+  EXPECT_EQ(ReleaseWaitReason(store::kBuildRunning, {}, false), "waiting for the build to finish");
+  store::PublicationRow asset{.target = "github", .kind = "asset", .state = "failed"};
+  EXPECT_EQ(ReleaseWaitReason(store::kBuildSucceeded, {asset}, false),
+            "waiting: 1 asset(s) failed");
+  asset.state = "uploaded";
+  EXPECT_EQ(ReleaseWaitReason(store::kBuildSucceeded, {asset}, true),
+            "waiting for wheels to pass validation");
+  EXPECT_EQ(ReleaseWaitReason(store::kBuildFailed, {asset}, false), "");
+}
+
+TEST_F(OutboxTest, TransientErrorsBackOffPermanentOnesFailRedactedAndMissingTokensSaySo) {
+  int64_t build = MakeSucceededBuild("");
+  ScriptedGitHub gh;
+  log::RegisterSecret("ghp_outboxsecret123456");
+  gh.next_error = Status::ResourceExhausted("rate limited");
+  auto publisher = MakePublisher(true, &gh, nullptr);
+  ASSERT_OK(publisher->RunOnce().status());
+  auto rows = Rows(build);
+  EXPECT_EQ(rows["github/asset"].state, "pending");
+  EXPECT_EQ(rows["github/asset"].attempts, 1);
+  EXPECT_EQ(rows["github/asset"].not_before_ms, clock_.NowUnixMs() + 2000);
+  EXPECT_NE(rows["github/asset"].error.find("rate limited"), std::string::npos);
+  EXPECT_EQ(rows["hf/file"].state, "failed");
+  EXPECT_NE(rows["hf/file"].error.find("farmd has no HF_TOKEN"), std::string::npos);
+  // Not due before the backoff ends.
+  ASSERT_OK(publisher->RunOnce().status());
+  EXPECT_EQ(Rows(build)["github/asset"].attempts, 1);
+  clock_.Advance(2000);
+  gh.upload_error = Status::Unauthenticated("upload: HTTP 401: bad credentials ghp_outboxsecret123456");
+  ASSERT_OK(publisher->RunOnce().status());
+  rows = Rows(build);
+  EXPECT_EQ(rows["github/asset"].state, "failed");
+  EXPECT_EQ(rows["github/asset"].attempts, 2);
+  EXPECT_EQ(rows["github/asset"].error.find("ghp_outboxsecret123456"), std::string::npos);
+  EXPECT_NE(rows["github/asset"].error.find("[REDACTED]"), std::string::npos);
+  // An operator's re-run starts the rows afresh.
+  gh.upload_error = Status::Ok();
+  EXPECT_EQ(store_->RequeuePublications(build, "github", false, clock_.NowUnixMs()).value(), 2);
+  ASSERT_OK(publisher->RunOnce().status());
+  ASSERT_OK(publisher->RunOnce().status());
+  EXPECT_EQ(Rows(build)["github/release"].state, "published");
+}
+
+TEST_F(OutboxTest, ARowLeftUploadingByACrashIsWorkedAgainWithoutASecondUpload) {
+  int64_t build = MakeSucceededBuild("");
+  ScriptedGitHub gh;
+  gh.lose_answer = true;
+  auto publisher = MakePublisher(true, &gh, nullptr);
+  ASSERT_OK(publisher->RunOnce().status());
+  EXPECT_EQ(gh.upload_count, 1);
+  EXPECT_EQ(Rows(build)["github/release"].state, "pending");
+  // As if farmd died during the next attempt, before the row said how it ended.
+  auto row = Rows(build)["github/asset"];
+  ASSERT_EQ(row.state, "pending");
+  row.state = "uploading";
+  ASSERT_OK(store_->UpdatePublication(row, clock_.NowUnixMs()));
+  gh.lose_answer = false;
+  auto restarted = MakePublisher(true, &gh, nullptr);
+  ASSERT_OK(restarted->RunOnce().status());
+  ASSERT_OK(restarted->RunOnce().status());
+  auto rows = Rows(build);
+  EXPECT_EQ(rows["github/asset"].state, "published");
+  EXPECT_EQ(rows["github/asset"].attempts, 2);
+  EXPECT_EQ(gh.upload_count, 1);
+  EXPECT_EQ(gh.publish_count, 1);
+}
+
+}  // namespace
+}  // namespace farm::publish
