@@ -120,7 +120,8 @@ Result<std::string> SystemProbe::RunText(const std::vector<std::string>& argv,
   if (captured.result.exit_code != 0) {
     return Status::FailedPrecondition(argv[0] + " exited with " +
                                       std::to_string(captured.result.exit_code) + ": " +
-                                      captured.err.substr(0, 300));
+                                      captured.err.substr(0, std::min<size_t>(
+                                                                 captured.err.find('\n'), 300)));
   }
   return captured.out;
 }
@@ -231,7 +232,10 @@ void SystemProbe::ProbePythons(farm::v1::Capabilities* caps) {
     py.set_path(path);
     Status parsed = out.ok() ? ParsePythonProbe(*out, &py) : out.status();
     if (!parsed.ok()) {
-      log::Warn("ignoring Python " + path + ": " + parsed.ToString());
+      // Discovery meets shims of interpreters that are not installed: only say so loudly
+      // for an interpreter the operator named.
+      std::string why = "ignoring Python " + path + ": " + parsed.ToString();
+      config_.pythons.empty() ? log::Debug(why) : log::Warn(why);
       continue;
     }
     *caps->add_pythons() = py;
