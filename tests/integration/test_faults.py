@@ -174,7 +174,7 @@ def test_worker_back_from_a_cut_reattaches_instead_of_rebuilding(farm):
     wait_running(farm, build_id, min_lines=3)
     worker.send_signal(signal.SIGSTOP)  # the worker goes silent; its build keeps running
     try:
-        wait_until(lambda: job_of(farm, build_id)["state"] == "JOB_PENDING", 20,
+        wait_until(lambda: job_of(farm, build_id)["state"] == "JOB_PENDING", 60,
                    "the lease to expire")
     finally:
         worker.send_signal(signal.SIGCONT)
@@ -195,7 +195,7 @@ def test_late_report_of_a_superseded_attempt_cannot_overwrite_the_new_one(farm):
     first.send_signal(signal.SIGSTOP)
     try:
         farm.start_worker("worker-2")
-        wait_until(lambda: job_of(farm, build_id)["attempt"] == 2, 30, "a second attempt")
+        wait_until(lambda: job_of(farm, build_id)["attempt"] == 2, 90, "a second attempt")
     finally:
         first.send_signal(signal.SIGCONT)
     build = wait_terminal(farm, build_id, 120)
