@@ -70,6 +70,19 @@ class SqliteStore final : public Store {
   Result<std::vector<JobTimingRow>> ListJobTimings(int limit) override;
   Result<std::vector<IndexArtifactRow>> ListIndexArtifacts(int limit) override;
 
+  Status InsertSchedule(ScheduleRow* schedule) override;
+  Result<ScheduleRow> GetSchedule(int64_t id) override;
+  Result<std::vector<ScheduleRow>> ListSchedules() override;
+  Status SetSchedulePaused(int64_t id, bool paused, int64_t next_fire_ms) override;
+  Status DeleteSchedule(int64_t id, int64_t now_ms) override;
+  Status RecordScheduleRun(ScheduleRunRow* run, int64_t next_fire_ms) override;
+  Result<std::vector<ScheduleRunRow>> ListScheduleRuns(int64_t schedule_id, int limit) override;
+  Result<std::optional<ScheduleRunRow>> LastSucceededScheduleRun(int64_t schedule_id) override;
+  Result<int64_t> ActiveScheduleBuild(int64_t schedule_id) override;
+  Result<int64_t> ScheduleOfBuild(int64_t build_id) override;
+  Status CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs, BuildLinks* links) override;
+  Result<std::vector<int64_t>> ResolveMergedJobs(int64_t now_ms) override;
+
   Result<std::vector<PublishCandidate>> ListPublishCandidates(int64_t after_id, int limit) override;
   Status EnqueuePublications(int64_t artifact_id, const std::string& outcome,
                              const std::vector<PublicationRow>& rows, int64_t now_ms) override;
@@ -97,6 +110,8 @@ class SqliteStore final : public Store {
   Status Requeue(int64_t job_id, int64_t not_before_ms);
   Status InsertJob(JobRow* job);
   Status LoseJobs(const std::vector<JobRow>& jobs, const std::string& detail, int64_t now_ms);
+  Status InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fire_ms);
+  Status MergeOntoLeader(JobRow* job, int64_t now_ms);
   void Bump() { generation_.fetch_add(1); }
 
   std::mutex mu_;

@@ -156,6 +156,53 @@ struct IndexArtifactRow {
   std::string cell;
 };
 
+// --- schedules (sqlite_store_schedules.cc) ---
+
+// A schedule: a build request fired by a cron expression. Values mirror
+// farm.v1.MissedRunPolicy and farm.v1.ConcurrencyPolicy.
+struct ScheduleRow {
+  int64_t id = 0;
+  std::string name;
+  std::string recipe_name;
+  std::string request;  // serialized farm.v1.SubmitBuildRequest, as submitted
+  std::string cron;
+  std::string time_zone;
+  int missed_policy = 1;       // 1 skip, 2 run once
+  int concurrency_policy = 1;  // 1 skip while the previous run's build is going, 2 allow
+  bool paused = false;
+  int64_t next_fire_ms = 0;
+  std::string created_by;
+  int64_t created_ms = 0;
+  int64_t deleted_ms = 0;
+};
+
+// One firing of a schedule: a build submitted, or the reason nothing was built. Values
+// mirror farm.v1.ScheduleTrigger and farm.v1.ScheduleRunOutcome.
+struct ScheduleRunRow {
+  int64_t id = 0;
+  int64_t schedule_id = 0;
+  int trigger = 0;
+  int outcome = 0;
+  int64_t fire_ms = 0;       // the fire time answered (the request time for run-now)
+  int64_t created_ms = 0;
+  int64_t build_id = 0;      // > 0 when a build was submitted
+  int build_state = 0;       // the build's state, filled by queries
+  std::string resolved_commit;
+  std::string inputs_digest;  // hash of every input; "" when the source content is unknown
+  std::string detail;
+};
+
+// What CreateBuildLinked stores with a build, in the same transaction.
+struct BuildLinks {
+  // A job (not forced, not reused) whose build key equals a pending or running job's is
+  // stored waiting on that job instead of being dispatched (ResolveMergedJobs).
+  bool merge_in_flight = false;
+  // Recorded with the new build's id; the schedule's next fire time is set to
+  // next_fire_ms when >= 0. On success run->id and run->build_id are filled in.
+  std::optional<ScheduleRunRow> run;
+  int64_t next_fire_ms = -1;
+};
+
 // One outbox row of the publisher (docs/publishing.md): a wheel on a GitHub release
 // (kind "asset"), a file on the Hugging Face Hub ("file"), or a build's GitHub release
 // ("release", artifact_id 0). States: pending, uploading, uploaded, published, failed.
@@ -296,6 +343,37 @@ class Store {
   virtual Result<std::vector<JobTimingRow>> ListJobTimings(int limit);
   // Artifacts of succeeded jobs (reused jobs' copies included), by artifact id.
   virtual Result<std::vector<IndexArtifactRow>> ListIndexArtifacts(int limit);
+
+  // --- schedules and in-flight merges (sqlite_store_schedules.cc) ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // Inserts the schedule; fills in its id.
+  virtual Status InsertSchedule(ScheduleRow* schedule);
+  // NotFound for an unknown or deleted schedule.
+  virtual Result<ScheduleRow> GetSchedule(int64_t id);
+  // Schedules not deleted, by id.
+  virtual Result<std::vector<ScheduleRow>> ListSchedules();
+  // Pauses or resumes; a resumed schedule fires next at next_fire_ms.
+  virtual Status SetSchedulePaused(int64_t id, bool paused, int64_t next_fire_ms);
+  // Marks the schedule deleted; its runs and builds stay. NotFound when unknown.
+  virtual Status DeleteSchedule(int64_t id, int64_t now_ms);
+  // Records a run that submitted nothing and sets the next fire time when
+  // next_fire_ms >= 0, in one transaction. Fills in run->id.
+  virtual Status RecordScheduleRun(ScheduleRunRow* run, int64_t next_fire_ms);
+  // The schedule's runs, newest first, at most `limit`, with their builds' states.
+  virtual Result<std::vector<ScheduleRunRow>> ListScheduleRuns(int64_t schedule_id, int limit);
+  // The newest run whose build succeeded, if any.
+  virtual Result<std::optional<ScheduleRunRow>> LastSucceededScheduleRun(int64_t schedule_id);
+  // The build of one of the schedule's runs that is still queued or running, 0 if none.
+  virtual Result<int64_t> ActiveScheduleBuild(int64_t schedule_id);
+  // The id of the schedule whose run submitted `build_id`, 0 if none.
+  virtual Result<int64_t> ScheduleOfBuild(int64_t build_id);
+  // CreateBuild plus `links` (in-flight merges, a schedule run) in one transaction.
+  virtual Status CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs, BuildLinks* links);
+  // Settles jobs waiting on another job: when that job succeeded with artifacts the
+  // waiting job succeeds with copies of them (reused_from = that job); when it failed or
+  // was cancelled the waiting job is released to be built itself (a failed result is
+  // never reused). Returns the ids of the settled jobs.
+  virtual Result<std::vector<int64_t>> ResolveMergedJobs(int64_t now_ms);
 
   // --- publication outbox (sqlite_store_publish.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.

@@ -1,0 +1,315 @@
+// Schedules, their runs, and jobs merged onto an identical job in flight.
+#include <limits>
+
+#include "daemon/store/sqlite_store_impl.h"
+
+namespace farm::store {
+
+namespace {
+
+// A merged job waits with this not_before_ms, so AcquireJob never leases it.
+constexpr int64_t kWaitingNotBefore = std::numeric_limits<int64_t>::max();
+
+constexpr char kScheduleColumns[] =
+    "id, name, recipe_name, request, cron, time_zone, missed_policy, concurrency_policy, "
+    "paused, next_fire_ms, created_by, created_ms, deleted_ms";
+
+ScheduleRow ScheduleFromRow(const Stmt& s) {
+  ScheduleRow r;
+  r.id = s.Int(0);
+  r.name = s.Text(1);
+  r.recipe_name = s.Text(2);
+  r.request = s.Text(3);
+  r.cron = s.Text(4);
+  r.time_zone = s.Text(5);
+  r.missed_policy = static_cast<int>(s.Int(6));
+  r.concurrency_policy = static_cast<int>(s.Int(7));
+  r.paused = s.Int(8) != 0;
+  r.next_fire_ms = s.Int(9);
+  r.created_by = s.Text(10);
+  r.created_ms = s.Int(11);
+  r.deleted_ms = s.Int(12);
+  return r;
+}
+
+constexpr char kRunColumns[] =
+    "r.id, r.schedule_id, r.trigger, r.outcome, r.fire_ms, r.created_ms, r.build_id, "
+    "COALESCE(b.state, 0), r.resolved_commit, r.inputs_digest, r.detail";
+constexpr char kRunFrom[] = " FROM schedule_runs r LEFT JOIN builds b ON b.id = r.build_id ";
+
+ScheduleRunRow RunFromRow(const Stmt& s) {
+  ScheduleRunRow r;
+  r.id = s.Int(0);
+  r.schedule_id = s.Int(1);
+  r.trigger = static_cast<int>(s.Int(2));
+  r.outcome = static_cast<int>(s.Int(3));
+  r.fire_ms = s.Int(4);
+  r.created_ms = s.Int(5);
+  r.build_id = s.Int(6);
+  r.build_state = static_cast<int>(s.Int(7));
+  r.resolved_commit = s.Text(8);
+  r.inputs_digest = s.Text(9);
+  r.detail = s.Text(10);
+  return r;
+}
+
+Status Unimplemented() { return Status::Unimplemented("this store has no schedules"); }
+
+}  // namespace
+
+// --- defaults for other Store implementations -------------------------------------------
+
+Status Store::InsertSchedule(ScheduleRow*) { return Unimplemented(); }
+Result<ScheduleRow> Store::GetSchedule(int64_t) { return Unimplemented(); }
+Result<std::vector<ScheduleRow>> Store::ListSchedules() { return Unimplemented(); }
+Status Store::SetSchedulePaused(int64_t, bool, int64_t) { return Unimplemented(); }
+Status Store::DeleteSchedule(int64_t, int64_t) { return Unimplemented(); }
+Status Store::RecordScheduleRun(ScheduleRunRow*, int64_t) { return Unimplemented(); }
+Result<std::vector<ScheduleRunRow>> Store::ListScheduleRuns(int64_t, int) {
+  return Unimplemented();
+}
+Result<std::optional<ScheduleRunRow>> Store::LastSucceededScheduleRun(int64_t) {
+  return Unimplemented();
+}
+Result<int64_t> Store::ActiveScheduleBuild(int64_t) { return Unimplemented(); }
+Result<int64_t> Store::ScheduleOfBuild(int64_t) { return Unimplemented(); }
+Status Store::CreateBuildLinked(BuildRow*, std::vector<JobRow>*, BuildLinks*) {
+  return Unimplemented();
+}
+Result<std::vector<int64_t>> Store::ResolveMergedJobs(int64_t) { return Unimplemented(); }
+
+// --- schedules ------------------------------------------------------------------------------
+
+Status SqliteStore::InsertSchedule(ScheduleRow* r) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "INSERT INTO schedules(name, recipe_name, request, cron, time_zone, missed_policy, "
+      "concurrency_policy, paused, next_fire_ms, created_by, created_ms) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?)"));
+  s->Bind(r->name).Bind(r->recipe_name).BindBlob(r->request).Bind(r->cron).Bind(r->time_zone)
+      .Bind(r->missed_policy).Bind(r->concurrency_policy).Bind(r->paused ? 1 : 0)
+      .Bind(r->next_fire_ms).Bind(r->created_by).Bind(r->created_ms);
+  FARM_RETURN_IF_ERROR(s->Run());
+  r->id = db_->LastInsertId();
+  Bump();
+  return Status::Ok();
+}
+
+Result<ScheduleRow> SqliteStore::GetSchedule(int64_t id) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kScheduleColumns +
+                                             " FROM schedules WHERE id = ? AND deleted_ms = 0"));
+  s->Bind(id);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return Status::NotFound("no schedule " + std::to_string(id));
+  return ScheduleFromRow(*s);
+}
+
+Result<std::vector<ScheduleRow>> SqliteStore::ListSchedules() {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kScheduleColumns +
+                                             " FROM schedules WHERE deleted_ms = 0 ORDER BY id"));
+  std::vector<ScheduleRow> out;
+  for (int i = 0; i < 100000; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(ScheduleFromRow(*s));
+  }
+  return out;
+}
+
+Status SqliteStore::SetSchedulePaused(int64_t id, bool paused, int64_t next_fire_ms) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "UPDATE schedules SET paused = ?, next_fire_ms = ? WHERE id = ? AND deleted_ms = 0"));
+  s->Bind(paused ? 1 : 0).Bind(next_fire_ms).Bind(id);
+  FARM_RETURN_IF_ERROR(s->Run());
+  if (db_->Changes() == 0) return Status::NotFound("no schedule " + std::to_string(id));
+  Bump();
+  return Status::Ok();
+}
+
+Status SqliteStore::DeleteSchedule(int64_t id, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "UPDATE schedules SET deleted_ms = ? WHERE id = ? AND deleted_ms = 0"));
+  s->Bind(now_ms > 0 ? now_ms : 1).Bind(id);
+  FARM_RETURN_IF_ERROR(s->Run());
+  if (db_->Changes() == 0) return Status::NotFound("no schedule " + std::to_string(id));
+  Bump();
+  return Status::Ok();
+}
+
+Status SqliteStore::InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fire_ms) {
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "INSERT INTO schedule_runs(schedule_id, trigger, outcome, fire_ms, created_ms, build_id, "
+      "resolved_commit, inputs_digest, detail) VALUES (?,?,?,?,?,?,?,?,?)"));
+  s->Bind(run->schedule_id).Bind(run->trigger).Bind(run->outcome).Bind(run->fire_ms)
+      .Bind(run->created_ms).Bind(run->build_id).Bind(run->resolved_commit)
+      .Bind(run->inputs_digest).Bind(run->detail);
+  FARM_RETURN_IF_ERROR(s->Run());
+  run->id = db_->LastInsertId();
+  if (next_fire_ms < 0) return Status::Ok();
+  FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare("UPDATE schedules SET next_fire_ms = ? WHERE id = ?"));
+  up->Bind(next_fire_ms).Bind(run->schedule_id);
+  return up->Run();
+}
+
+Status SqliteStore::RecordScheduleRun(ScheduleRunRow* run, int64_t next_fire_ms) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  FARM_RETURN_IF_ERROR(InsertScheduleRunLocked(run, next_fire_ms));
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  Bump();
+  return Status::Ok();
+}
+
+Result<std::vector<ScheduleRunRow>> SqliteStore::ListScheduleRuns(int64_t schedule_id,
+                                                                  int limit) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kRunColumns + kRunFrom +
+                                             "WHERE r.schedule_id = ? ORDER BY r.id DESC LIMIT ?"));
+  s->Bind(schedule_id).Bind(limit);
+  std::vector<ScheduleRunRow> out;
+  for (int i = 0; i <= limit; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(RunFromRow(*s));
+  }
+  return out;
+}
+
+Result<std::optional<ScheduleRunRow>> SqliteStore::LastSucceededScheduleRun(int64_t schedule_id) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kRunColumns + kRunFrom +
+      "WHERE r.schedule_id = ? AND b.state = 3 ORDER BY r.id DESC LIMIT 1"));
+  s->Bind(schedule_id);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return std::optional<ScheduleRunRow>();
+  return std::optional<ScheduleRunRow>(RunFromRow(*s));
+}
+
+Result<int64_t> SqliteStore::ActiveScheduleBuild(int64_t schedule_id) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT r.build_id FROM schedule_runs r JOIN builds b ON b.id = r.build_id "
+      "WHERE r.schedule_id = ? AND b.state IN (1, 2) ORDER BY r.id DESC LIMIT 1"));
+  s->Bind(schedule_id);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  return row ? s->Int(0) : 0;
+}
+
+Result<int64_t> SqliteStore::ScheduleOfBuild(int64_t build_id) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT schedule_id FROM schedule_runs WHERE build_id = ? AND build_id > 0 LIMIT 1"));
+  s->Bind(build_id);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  return row ? s->Int(0) : 0;
+}
+
+// --- builds with links ----------------------------------------------------------------------
+
+Status SqliteStore::MergeOntoLeader(JobRow* job, int64_t now_ms) {
+  // The leader is the oldest unsettled job with the key that is not itself waiting.
+  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(
+      "SELECT id FROM jobs WHERE build_key = ? AND state IN (1, 2) AND id != ? AND NOT EXISTS "
+      "(SELECT 1 FROM job_merges m WHERE m.job_id = jobs.id) ORDER BY id LIMIT 1"));
+  q->Bind(job->build_key).Bind(job->id);
+  FARM_ASSIGN_OR_RETURN(bool found, q->Step());
+  if (!found) return Status::Ok();
+  int64_t leader = q->Int(0);
+  FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
+      "UPDATE jobs SET not_before_ms = ?, error = ? WHERE id = ?"));
+  job->not_before_ms = kWaitingNotBefore;
+  job->error = "waiting for job " + std::to_string(leader) + ", an identical build in flight";
+  up->Bind(job->not_before_ms).Bind(job->error).Bind(job->id);
+  FARM_RETURN_IF_ERROR(up->Run());
+  FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare(
+      "INSERT INTO job_merges(job_id, leader_job_id, created_ms) VALUES (?,?,?)"));
+  ins->Bind(job->id).Bind(leader).Bind(now_ms);
+  return ins->Run();
+}
+
+Status SqliteStore::CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs,
+                                      BuildLinks* links) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  FARM_ASSIGN_OR_RETURN(auto b, db_->Prepare(
+      "INSERT INTO builds(recipe_name, recipe, state, priority, submitted_by, rejected_cells, "
+      "created_ms) VALUES (?,?,?,?,?,?,?)"));
+  b->Bind(build->recipe_name).BindBlob(build->recipe).Bind(build->state).Bind(build->priority)
+      .Bind(build->submitted_by).Bind(build->rejected_cells).Bind(build->created_ms);
+  FARM_RETURN_IF_ERROR(b->Run());
+  build->id = db_->LastInsertId();
+  for (JobRow& job : *jobs) {
+    job.build_id = build->id;
+    FARM_RETURN_IF_ERROR(InsertJob(&job));
+    if (links->merge_in_flight && job.reused_from == 0 && !job.build_key.empty()) {
+      FARM_RETURN_IF_ERROR(MergeOntoLeader(&job, build->created_ms));
+    }
+  }
+  FARM_RETURN_IF_ERROR(RefreshBuildState(build->id, build->created_ms));
+  if (links->run) {
+    links->run->build_id = build->id;
+    FARM_RETURN_IF_ERROR(InsertScheduleRunLocked(&*links->run, links->next_fire_ms));
+  }
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  Bump();
+  return Status::Ok();
+}
+
+Result<std::vector<int64_t>> SqliteStore::ResolveMergedJobs(int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  // Waits of jobs that ended otherwise (cancelled with their build) are simply dropped.
+  FARM_RETURN_IF_ERROR(db_->Exec(
+      "DELETE FROM job_merges WHERE job_id IN (SELECT id FROM jobs WHERE state != 1)"));
+  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(
+      "SELECT f.id, f.build_id, l.id, l.state, EXISTS (SELECT 1 FROM artifacts a "
+      "WHERE a.job_id = l.id) FROM job_merges m JOIN jobs f ON f.id = m.job_id "
+      "JOIN jobs l ON l.id = m.leader_job_id WHERE l.state IN (3, 4, 5) LIMIT 500"));
+  struct Settle { int64_t job, build, leader; bool reuse; };
+  std::vector<Settle> todo;
+  for (int i = 0; i < 500; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, q->Step());
+    if (!row) break;
+    todo.push_back({q->Int(0), q->Int(1), q->Int(2), q->Int(3) == kJobSucceeded && q->Int(4) != 0});
+  }
+  std::vector<int64_t> settled;
+  for (const Settle& s : todo) {
+    if (s.reuse) {
+      FARM_ASSIGN_OR_RETURN(auto copy, db_->Prepare(
+          "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, validation, "
+          "created_ms) SELECT ?, 0, filename, sha256, size, manifest, validation, created_ms "
+          "FROM artifacts WHERE job_id = ? AND attempt = (SELECT attempt FROM jobs WHERE id = ?)"));
+      copy->Bind(s.job).Bind(s.leader).Bind(s.leader);
+      FARM_RETURN_IF_ERROR(copy->Run());
+    }
+    if (s.reuse) {
+      FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
+          "UPDATE jobs SET state = 3, reused_from = ?, error = '', not_before_ms = 0, "
+          "finished_ms = ? WHERE id = ?"));
+      up->Bind(s.leader).Bind(now_ms).Bind(s.job);
+      FARM_RETURN_IF_ERROR(up->Run());
+    } else {
+      FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
+          "UPDATE jobs SET not_before_ms = 0, error = '' WHERE id = ?"));
+      up->Bind(s.job);
+      FARM_RETURN_IF_ERROR(up->Run());
+    }
+    FARM_ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM job_merges WHERE job_id = ?"));
+    del->Bind(s.job);
+    FARM_RETURN_IF_ERROR(del->Run());
+    FARM_RETURN_IF_ERROR(RefreshBuildState(s.build, now_ms));
+    settled.push_back(s.job);
+  }
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  if (!settled.empty()) Bump();
+  return settled;
+}
+
+}  // namespace farm::store
