@@ -27,6 +27,10 @@ int main(int argc, char** argv) {
       {"private-read", "", "require a viewer token for read-only pages and the index"},
       {"index-include-pending", "", "list wheels still waiting for hardware validation"},
       {"secrets-file", "FILE", "KEY=VALUE tokens for publishing (mode 0600); else $FARM_<KEY>"},
+      {"github-api", "URL", "GitHub REST API base for publishing (default https://api.github.com)"},
+      {"hf-endpoint", "URL", "Hugging Face Hub endpoint (default https://huggingface.co)"},
+      {"publish-pending-hardware", "", "also publish wheels whose validation waits for a GPU"},
+      {"publish-interval-ms", "MS", "pause between passes of the publisher (default 1000)"},
       {"log-json", "", "log one JSON object per line"},
       {"help", "", "show this help"},
   });
@@ -64,6 +68,15 @@ int main(int argc, char** argv) {
     options.secrets = std::move(secrets).value();
   }
   farm::auth::AddSecretsFromEnvironment(&options.secrets);
+  options.github_api = flags.Get("github-api", options.github_api);
+  options.hf_endpoint = flags.Get("hf-endpoint", options.hf_endpoint);
+  options.publish_pending_hardware = flags.Has("publish-pending-hardware");
+  auto publish_interval = flags.GetInt("publish-interval-ms", 1000);
+  if (!publish_interval.ok()) {
+    std::cerr << publish_interval.status().message() << "\n";
+    return 2;
+  }
+  options.publish_interval_ms = publish_interval.value();
 
   auto server = farm::api::FarmServer::Start(options);
   if (!server.ok()) {

@@ -36,6 +36,11 @@ class ClientService final : public farm::v1::FarmService::Service {
                            farm::v1::CreateTokenResponse*) override;
   grpc::Status DownloadArtifact(grpc::ServerContext*, const farm::v1::GetArtifactRequest*,
                                 grpc::ServerWriter<farm::v1::ArtifactChunk>*) override;
+  // publish_handlers.cc
+  grpc::Status PublishBuild(grpc::ServerContext*, const farm::v1::PublishBuildRequest*,
+                            farm::v1::PublishBuildResponse*) override;
+  grpc::Status ListPublications(grpc::ServerContext*, const farm::v1::ListPublicationsRequest*,
+                                farm::v1::ListPublicationsResponse*) override;
 
  private:
   ServiceContext* ctx_;

@@ -11,6 +11,7 @@
 #include "daemon/api/client_service.h"
 #include "daemon/api/worker_service.h"
 #include "daemon/http/dashboard.h"
+#include "daemon/publish/publishing_service.h"
 
 namespace farm::api {
 
@@ -25,6 +26,7 @@ struct FarmServer::Impl {
   std::unique_ptr<WorkerService> worker_service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<http::Dashboard> dashboard;
+  std::unique_ptr<publish::PublishingService> publishing;
   std::string address;
   std::thread sweeper;
   std::mutex mu;
@@ -116,6 +118,15 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
     }
     log::Info("dashboard at http://" + impl->dashboard->address() + "/");
   }
+  FARM_ASSIGN_OR_RETURN(
+      impl->publishing,
+      publish::PublishingService::Start(
+          {.secrets = options.secrets, .github_api = options.github_api,
+           .hf_endpoint = options.hf_endpoint,
+           .publish_pending_hardware = options.publish_pending_hardware,
+           .interval_ms = options.publish_interval_ms,
+           .work_dir = options.data_dir + "/publish"},
+          impl->store.get(), impl->blobs.get(), &RealClock()));
   impl->sweeper = std::thread([raw = impl.get()] { raw->Sweep(); });
   if (!options.ready_file.empty()) {
     FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(options.ready_file, impl->address + "\n"));
@@ -147,6 +158,7 @@ void FarmServer::Shutdown() {
   if (impl_->dashboard) impl_->dashboard->Shutdown();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   if (impl_->sweeper.joinable()) impl_->sweeper.join();
+  if (impl_->publishing) impl_->publishing->Stop();
   log::Info("farmd stopped");
 }
 

@@ -27,6 +27,12 @@ struct ServerOptions {
   std::string http_ready_file;            // receives the dashboard's "host:port"
   // Tokens for publishing (GITHUB_TOKEN, HF_TOKEN); farmd's alone, never sent to workers.
   auth::Secrets secrets;
+  // Publishing (docs/publishing.md): remote endpoints (tests point them at local fakes)
+  // and whether wheels still waiting for hardware validation are published.
+  std::string github_api = "https://api.github.com";
+  std::string hf_endpoint = "https://huggingface.co";
+  bool publish_pending_hardware = false;
+  int64_t publish_interval_ms = 1000;
 };
 
 class FarmServer {

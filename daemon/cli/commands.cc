@@ -13,6 +13,8 @@ Status SubmitCommand(const CommandEnv& env, const Flags& flags);
 Status LogsCommand(const CommandEnv& env, const Flags& flags);
 Status DownloadCommand(const CommandEnv& env, const Flags& flags);
 Status InspectCommand(const Flags& flags, std::ostream& out);
+Status PublishCommand(const CommandEnv& env, const Flags& flags);
+Status PublicationsCommand(const CommandEnv& env, const Flags& flags);
 
 namespace {
 
@@ -28,6 +30,8 @@ const char kUsage[] =
     "  retry JOB               run a failed or cancelled job again\n"
     "  download BUILD --dir D  fetch the build's wheels into D, checking sha256\n"
     "  inspect FILE            check a wheel or .so here, no farmd (--arch-list, --cuobjdump)\n"
+    "  publish BUILD --to T    publish the build's wheels again: github, hf or all (--replace)\n"
+    "  publications BUILD      where the build's wheels are published, and how far\n"
     "  workers                 registered workers and what they have\n"
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
     "  tokens create --role R  create a token (viewer, submitter, admin, enroll)\n"
@@ -60,6 +64,8 @@ std::vector<FlagSpec> AllFlags() {
       {"name", "NAME", "tokens create: a name for the token"},
       {"undo", "", "drain: take jobs again"},
       {"cuobjdump", "", "inspect: list images as cuobjdump --list-elf --list-ptx does"},
+      {"to", "TARGET", "publish: github, hf or all"},
+      {"replace", "", "publish: overwrite remote files whose bytes differ (admin)"},
       {"help", "", "show this help"},
   };
 }
@@ -183,6 +189,7 @@ const std::map<std::string, CommandFn>& Commands() {
       {"job", JobCommand},       {"logs", LogsCommand},       {"cancel", CancelCommand},
       {"workers", WorkersCommand}, {"tokens", TokensCommand}, {"download", DownloadCommand},
       {"drain", DrainCommand},   {"retry", RetryCommand},
+      {"publish", PublishCommand}, {"publications", PublicationsCommand},
   };
   return kCommands;
 }

@@ -1,0 +1,84 @@
+// PublishBuild and ListPublications: the outbox rows of a build, as the API shows them.
+// The publisher loop (daemon/publish/outbox.h) does the work; these handlers only reset
+// rows to pending and read them. Nothing here can carry a token: rows hold redacted
+// errors and public URLs only.
+#include "common/log.h"
+#include "daemon/api/client_service.h"
+#include "daemon/api/handler.h"
+
+namespace farm::api {
+namespace {
+
+farm::v1::Publication PublicationToProto(const store::PublicationRow& row) {
+  farm::v1::Publication p;
+  p.set_id(row.id);
+  p.set_build_id(row.build_id);
+  p.set_artifact_id(row.artifact_id);
+  p.set_target(row.target);
+  p.set_kind(row.kind);
+  p.set_repo(row.repo);
+  p.set_ref(row.ref);
+  p.set_path(row.path);
+  p.set_filename(row.filename);
+  p.set_sha256(row.sha256);
+  p.set_size(row.size);
+  p.set_state(row.state);
+  p.set_attempts(row.attempts);
+  p.set_error(log::Redact(row.error));
+  p.set_remote_url(row.remote_url);
+  if (row.state == "pending" && row.not_before_ms > 0) {
+    p.set_next_attempt_at(FormatRfc3339(row.not_before_ms));
+  }
+  p.set_updated_at(FormatRfc3339(row.updated_ms));
+  p.set_label(row.label);
+  return p;
+}
+
+template <typename Response>
+Status AddPublications(const ServiceContext& ctx, int64_t build_id, Response* resp) {
+  FARM_ASSIGN_OR_RETURN(auto rows, ctx.store->ListPublications(build_id));
+  for (const auto& row : rows) *resp->add_publications() = PublicationToProto(row);
+  return Status::Ok();
+}
+
+}  // namespace
+
+grpc::Status ClientService::PublishBuild(grpc::ServerContext* call,
+                                         const farm::v1::PublishBuildRequest* req,
+                                         farm::v1::PublishBuildResponse* resp) {
+  // Replacing remote files that differ overwrites published bytes: admins only.
+  Need need = req->replace() ? Need::kAdmin : Need::kSubmitter;
+  return Handle(ctx_, call, need, [&](const Principal& who) -> Status {
+    const std::string& target = req->target();
+    if (!target.empty() && target != "github" && target != "hf") {
+      return Status::InvalidArgument("target must be github or hf, got \"" + target + "\"");
+    }
+    FARM_RETURN_IF_ERROR(ctx_->store->GetBuild(req->build_id()).status());
+    FARM_ASSIGN_OR_RETURN(int count,
+                          ctx_->store->RequeuePublications(req->build_id(), target, req->replace(),
+                                                           ctx_->clock->NowUnixMs()));
+    if (count == 0) {
+      return Status::FailedPrecondition(
+          "build " + std::to_string(req->build_id()) + " has no " +
+          (target.empty() ? std::string("") : target + " ") +
+          "publications: its recipe's publish section names no repository for it, or no "
+          "wheel of it is publishable yet (a succeeded job whose validation passed, or is "
+          "pending hardware when farmd runs with --publish-pending-hardware)");
+    }
+    log::Info("publishing of build " + std::to_string(req->build_id()) + " (" +
+              (target.empty() ? "all targets" : target) + ") re-run by " + who.name +
+              (req->replace() ? ", replacing remote files" : ""));
+    return AddPublications(*ctx_, req->build_id(), resp);
+  });
+}
+
+grpc::Status ClientService::ListPublications(grpc::ServerContext* call,
+                                             const farm::v1::ListPublicationsRequest* req,
+                                             farm::v1::ListPublicationsResponse* resp) {
+  return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
+    FARM_RETURN_IF_ERROR(ctx_->store->GetBuild(req->build_id()).status());
+    return AddPublications(*ctx_, req->build_id(), resp);
+  });
+}
+
+}  // namespace farm::api

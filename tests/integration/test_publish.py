@@ -1,0 +1,295 @@
+"""Publishing on real components: farmd + farm-worker build the example package, farmd's
+publisher puts the labelled wheel on the GitHub and Hugging Face fakes (tests/fakes), and
+survives SIGKILL between an upload and its commit or publish without uploading twice.
+Tokens go to farmd only; the test proves they appear nowhere else."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import pytest
+
+from farm_harness import REPO, kill9_tree, wait_until
+
+FAKES = os.path.join(REPO, "tests", "fakes")
+EXAMPLE_DIR = os.path.join(REPO, "kernels", "examples", "attn_example")
+GH_TOKEN = "ghp_publishTestToken0123456789abcdef"
+HF_TOKEN = "hf_publishTestTokenZYXWVUT987654321"
+GH_REPO = "farm/attn-wheels"
+HF_REPO = "farm/attn-kernels"
+
+
+# --- fakes ------------------------------------------------------------------------------
+class Fake:
+    def __init__(self, farm, script, token, name):
+        ready = os.path.join(farm.root, name + ".url")
+        self.proc = farm._spawn([sys.executable, os.path.join(FAKES, script), "--ready-file",
+                                 ready, "--token", token], name + ".log")
+        self.url = wait_until(lambda: _read(ready), 30, name + " ready").strip()
+
+    def control(self, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + "/_control/" + path, data=data,
+                                     method="POST" if data is not None else "GET")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read().decode() or "null")
+
+    def fail_next(self, **spec):
+        self.control("fail-next", spec)
+
+    def counters(self):
+        return self.control("counters")
+
+    def reset(self):
+        """Drops scripted faults (and counters); returns the counters before."""
+        before = self.counters()
+        self.control("reset", {})
+        return before
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+# --- farm set-up ------------------------------------------------------------------------
+def write_recipe(root, extra_build=""):
+    """The example recipe with a publish section; farmd applies the label itself."""
+    path = os.path.join(root, "attn_publish.yaml")
+    with open(path, "w") as f:
+        f.write(f"""name: attn-example
+version: "0.1.0"
+source:
+  local: {EXAMPLE_DIR}
+env:
+  NVCC_THREADS: "2"
+build: |
+  {extra_build}
+  "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
+system_site_packages: true
+timeout: 1800
+gb_per_compile_job: 2
+matrix:
+  python: ["3.11"]
+  cuda: ["13.0"]
+  arch_lists: ["9.0"]
+  platform: [linux_x86_64]
+publish:
+  github_repo: {GH_REPO}
+  github_tag_template: "v{{version}}-build{{build_id}}"
+  hf_repo: {HF_REPO}
+  hf_path_template: "build/{{variant}}/{{wheel}}"
+  local_version: "cu{{cuda_nodot}}"
+""")
+    return path
+
+
+def secrets_file(github_token=GH_TOKEN):
+    """A 0600 secrets file outside the farm's directory (so greps of it stay meaningful)."""
+    d = tempfile.mkdtemp(prefix="farm-secrets-")
+    path = os.path.join(d, "farmd.secrets")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"# publishing tokens\nGITHUB_TOKEN={github_token}\n")
+    return path
+
+
+def start_farmd(farm, gh, hf, secrets, hf_token=HF_TOKEN):
+    """farmd gets HF_TOKEN through its environment only; no other process inherits it."""
+    os.environ["FARM_HF_TOKEN"] = hf_token
+    try:
+        return farm.start_farmd("--secrets-file", secrets, "--github-api", gh.url,
+                                "--hf-endpoint", hf.url, "--publish-pending-hardware",
+                                "--publish-interval-ms", "300", http=True)
+    finally:
+        del os.environ["FARM_HF_TOKEN"]
+
+
+def publications(farm, build_id):
+    return farm.ctl_json("publications", str(build_id)).get("publications", [])
+
+
+def wait_published(farm, build_id, timeout=120):
+    def done():
+        rows = publications(farm, build_id)
+        states = {(r["target"], r["kind"]): r.get("state") for r in rows}
+        return rows if len(rows) == 3 and set(states.values()) == {"published"} else None
+    return wait_until(done, timeout, f"build {build_id} published", interval=0.5)
+
+
+def submit(farm, recipe):
+    build = farm.ctl_json("submit", recipe, "--follow", timeout=900)
+    assert build["state"] == "BUILD_SUCCEEDED", build
+    return build
+
+
+def by_kind(rows):
+    return {(r["target"], r["kind"]): r for r in rows}
+
+
+def fake_asset(gh):
+    state = gh.control("state")
+    (release,) = [r for r in state["releases"].values() if r["repo"] == GH_REPO]
+    assets = [a for a in state["assets"].values() if a["release_id"] == release["id"]]
+    return release, assets
+
+
+def hf_file(hf, path):
+    repo = hf.control("state")["repos"]["model:" + HF_REPO]
+    head = repo["branches"]["main"]
+    return repo["commits"][head]["files"].get(path)
+
+
+# --- tests ------------------------------------------------------------------------------
+def test_publishes_labelled_wheel_to_both_and_keeps_tokens_inside_farmd(farm):
+    gh = Fake(farm, "fake_github.py", GH_TOKEN, "fake_github")
+    hf = Fake(farm, "fake_hf.py", HF_TOKEN, "fake_hf")
+    secrets = secrets_file()
+    start_farmd(farm, gh, hf, secrets)
+    farm.start_worker()
+    # The build prints its whole environment: no token may be in it.
+    build = submit(farm, write_recipe(farm.root, extra_build="env | sort"))
+    rows = by_kind(wait_published(farm, build["id"]))
+
+    asset = rows[("github", "asset")]
+    name = asset["filename"]
+    assert name.startswith("attn_example-0.1.0+cu130-cp311-cp311-linux_x86_64"), name
+    assert asset["label"] == "cu130"
+    release, assets = fake_asset(gh)
+    assert release["draft"] is False and release["tag_name"] == f"v0.1.0-build{build['id']}"
+    assert [a["name"] for a in assets] == [name]
+    assert assets[0]["digest"] == "sha256:" + asset["sha256"]
+    body = release["body"]
+    for text in (name, asset["sha256"], "pip install", "| 3.11 |", "| 13.0 |", "sm_90"):
+        assert text in body, (text, body)
+    hf_path = f"build/cu130-x86_64-linux/{name}"
+    assert rows[("hf", "file")]["path"] == hf_path
+    assert hf_file(hf, hf_path)["lfs"]["oid"] == asset["sha256"]
+    counters = gh.counters()
+    assert counters.get("upload_posts") == 1 and hf.counters().get("commits") == 1
+
+    # pip installs the labelled wheel and reports the labelled version.
+    wheel = os.path.join(farm.root, name)
+    with urllib.request.urlopen(asset["remote_url"], timeout=30) as r, \
+            open(wheel, "wb") as out:
+        shutil.copyfileobj(r, out)
+    venv = os.path.join(farm.root, "venv")
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=120)
+    pip = os.path.join(venv, "bin", "pip")
+    subprocess.run([pip, "install", "--no-deps", "--no-index", wheel], check=True,
+                   capture_output=True, timeout=300)
+    shown = subprocess.run([pip, "show", "attn-example"], check=True, capture_output=True,
+                           text=True, timeout=60).stdout
+    assert "Version: 0.1.0+cu130" in shown, shown
+
+    # A re-run finds everything in place: no second upload, no second commit.
+    r = farm.ctl("publish", str(build["id"]), "--to", "all")
+    assert r.returncode == 0, r.stderr
+    wait_published(farm, build["id"])
+    assert gh.counters().get("upload_posts") == 1 and hf.counters().get("commits") == 1
+
+    # The tokens are nowhere but in farmd's memory.
+    job = build["jobs"][0]
+    log = farm.ctl("logs", str(job["id"])).stdout
+    assert "FARM_WHEEL_DIR=" in log  # the environment was printed
+    responses = [log, json.dumps(farm.ctl_json("show", str(build["id"]))),
+                 json.dumps(publications(farm, build["id"]))]
+    for path in ("/api/v1/builds", f"/api/v1/builds/{build['id']}", f"/api/v1/jobs/{job['id']}",
+                 "/api/v1/workers", "/api/v1/overview", "/metrics", "/simple/"):
+        try:
+            with urllib.request.urlopen(f"http://{farm.http_address}{path}", timeout=10) as r:
+                responses.append(r.read().decode(errors="replace"))
+        except urllib.error.HTTPError as e:
+            responses.append(e.read().decode(errors="replace"))
+    for token in (GH_TOKEN, HF_TOKEN):
+        for text in responses:
+            assert token not in text
+        assert_token_in_no_file(farm.root, token)
+    farm.stop(farm.farmd)
+    for token in (GH_TOKEN, HF_TOKEN):
+        assert_token_in_no_file(farm.root, token)  # the database after its last write
+
+
+def test_bad_token_fails_the_publication_with_a_redacted_message(farm):
+    gh = Fake(farm, "fake_github.py", GH_TOKEN, "fake_github")
+    hf = Fake(farm, "fake_hf.py", HF_TOKEN, "fake_hf")
+    wrong = "hf_wrongTokenForThisTest0000000000"
+    start_farmd(farm, gh, hf, secrets_file(), hf_token=wrong)
+    farm.start_worker()
+    build = submit(farm, write_recipe(farm.root))
+
+    def hf_failed():
+        rows = by_kind(publications(farm, build["id"]))
+        row = rows.get(("hf", "file"))
+        return row if row and row.get("state") == "failed" else None
+    row = wait_until(hf_failed, 90, "the Hub publication to fail")
+    assert "UNAUTHENTICATED" in row["error"] and "401" in row["error"], row
+    assert wrong not in row["error"]
+    wait_until(lambda: by_kind(publications(farm, build["id"]))[("github", "release")]
+               .get("state") == "published", 90, "the GitHub release")
+    assert hf.counters().get("commits") is None
+    assert wrong not in farm.log("farmd.log")
+    r = farm.ctl("publications", str(build["id"]))
+    assert "failed" in r.stdout and wrong not in r.stdout
+
+
+def test_sigkill_between_upload_and_commit_or_publish_uploads_each_asset_once(farm):
+    gh = Fake(farm, "fake_github.py", GH_TOKEN, "fake_github")
+    hf = Fake(farm, "fake_hf.py", HF_TOKEN, "fake_hf")
+    # GitHub: the asset goes up but its answer is lost (the client finds it by listing),
+    # then publishing the release keeps failing (503).
+    gh.fail_next(method="POST", path="/api/uploads/", drop_response=True)
+    gh.fail_next(method="PATCH", path=r"/releases/\d+$", status=503, times=1000)
+    # Hub: the LFS upload goes through, every commit is refused (503).
+    hf.fail_next(method="POST", path="/commit/", status=503, times=1000)
+    secrets = secrets_file()
+    start_farmd(farm, gh, hf, secrets)
+    farm.start_worker()
+    build = submit(farm, write_recipe(farm.root))
+
+    def in_between():
+        g, h = gh.counters(), hf.counters()
+        return (g.get("upload_posts") == 1 and g.get("fault", 0) >= 1 and
+                h.get("basic_puts") == 1 and h.get("fault", 0) >= 1)
+    wait_until(in_between, 120, "the asset and the LFS object uploaded, neither committed")
+    rows = by_kind(publications(farm, build["id"]))
+    assert rows[("github", "release")]["state"] in ("pending", "uploading"), rows
+    assert rows[("hf", "file")]["state"] in ("pending", "uploading"), rows
+    kill9_tree(farm.farmd)
+    gh_before, hf_before = gh.reset(), hf.reset()
+
+    # Rate limits on the way back: 429 with retry-after, a secondary-limit 403, and the
+    # Hub's RateLimit header; all are waited out.
+    gh.fail_next(method="GET", path="/releases$", status=429, retry_after=1)
+    gh.fail_next(method="PATCH", path=r"/releases/\d+$", status=403, secondary=True, retry_after=1)
+    hf.fail_next(path="/paths-info/", status=429, ratelimit='"api";r=0;t=1')
+    start_farmd(farm, gh, hf, secrets)
+    rows = by_kind(wait_published(farm, build["id"]))
+    gh_after, hf_after = gh.counters(), hf.counters()
+    assert gh_after.get("fault", 0) >= 2 and hf_after.get("fault", 0) >= 1, (gh_after, hf_after)
+    # Exactly one upload per asset and one commit per file, across the crash.
+    assert gh_before.get("upload_posts", 0) + gh_after.get("upload_posts", 0) == 1
+    assert hf_before.get("commits", 0) + hf_after.get("commits", 0) == 1
+    assert hf_before.get("basic_puts", 0) + hf_after.get("basic_puts", 0) == 1
+    release, assets = fake_asset(gh)
+    assert release["draft"] is False and len(assets) == 1
+    assert rows[("github", "asset")]["attempts"] >= 1
+    assert rows[("hf", "file")]["attempts"] >= 2  # worked again after the restart
+
+
+def assert_token_in_no_file(root, token):
+    needle = token.encode()
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            path = os.path.join(dirpath, n)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            with open(path, "rb") as f:
+                assert needle not in f.read(), f"{token[:6]}... found in {path}"
