@@ -142,7 +142,9 @@ struct Renamer {
   std::string operator()(const std::string& name) const {
     for (const char* dir : {".dist-info", ".data"}) {
       std::string from = old_stem + dir;
-      if (name == from || name.starts_with(from + "/")) return new_stem + dir + name.substr(from.size());
+      if (name == from || name.starts_with(from + "/")) {
+        return new_stem + dir + name.substr(from.size());
+      }
     }
     return name;
   }

@@ -88,7 +88,8 @@ Result<farm::v1::Recipe> Publisher::RecipeOf(int64_t build_id) {
   FARM_ASSIGN_OR_RETURN(auto build, deps_.store->GetBuild(build_id));
   farm::v1::Recipe recipe;
   if (!recipe.ParseFromString(build.recipe)) {
-    return Status::DataLoss("stored recipe of build " + std::to_string(build_id) + " is unreadable");
+    return Status::DataLoss("stored recipe of build " + std::to_string(build_id) +
+                            " is unreadable");
   }
   if (recipes_.size() > 10'000) recipes_.clear();
   recipes_[build_id] = recipe;
@@ -192,10 +193,9 @@ Status Publisher::Prepare(store::PublicationRow* row) {
   FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, RecipeOf(row->build_id));
   farm::v1::MatrixCell cell;
   (void)cell.ParseFromString(job.cell);
+  auto vars = wheel::CellLabelVars(cell.python(), cell.torch(), cell.cuda(), cell.platform());
   FARM_ASSIGN_OR_RETURN(std::string label,
-                        wheel::RenderLocalLabel(recipe.publish().local_version_template(),
-                                                wheel::CellLabelVars(cell.python(), cell.torch(),
-                                                                     cell.cuda(), cell.platform())));
+                        wheel::RenderLocalLabel(recipe.publish().local_version_template(), vars));
   FARM_ASSIGN_OR_RETURN(PreparedWheel wheel,
                         LabelWheel(*deps_.blobs, options_.work_dir, artifact, label));
   FARM_RETURN_IF_ERROR(deps_.store->SetPublicationFile(row->artifact_id, label, wheel.filename,

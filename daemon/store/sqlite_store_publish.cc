@@ -113,7 +113,8 @@ Status SqliteStore::EnqueuePublications(int64_t artifact_id, const std::string& 
         "state, error, replace_remote, created_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
         "ON CONFLICT(build_id, artifact_id, target) DO NOTHING"));
     s->Bind(p.build_id).Bind(p.artifact_id).Bind(p.target).Bind(p.kind).Bind(p.repo).Bind(p.ref)
-        .Bind(p.path).Bind(p.label).Bind(p.state).Bind(p.error).Bind(p.replace_remote ? 1 : 0).Bind(now_ms).Bind(now_ms);
+        .Bind(p.path).Bind(p.label).Bind(p.state).Bind(p.error).Bind(p.replace_remote ? 1 : 0)
+        .Bind(now_ms).Bind(now_ms);
     FARM_RETURN_IF_ERROR(s->Run());
   }
   if (artifact_id > 0) {

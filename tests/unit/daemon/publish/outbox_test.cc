@@ -183,7 +183,9 @@ TEST_F(OutboxTest, UploadsTheLabelledWheelEverywhereThenPublishesTheReleaseWithN
   EXPECT_EQ(gh.publish_count, 1);
   // The published bytes are a wheel that passes the checks and carries the label.
   const std::string named = dir_.path() + "/" + name;
-  ASSERT_OK(fs::WriteFileAtomic(named, fs::ReadFile(blobs_->PathFor(rows["github/asset"].sha256)).value()));
+  auto bytes = fs::ReadFile(blobs_->PathFor(rows["github/asset"].sha256));
+  ASSERT_OK(bytes.status());
+  ASSERT_OK(fs::WriteFileAtomic(named, bytes.value()));
   auto report = wheel::InspectWheel(named, {});
   ASSERT_OK(report.status());
   EXPECT_TRUE(report->ok());
@@ -231,7 +233,8 @@ TEST_F(OutboxTest, TransientErrorsBackOffPermanentOnesFailRedactedAndMissingToke
   ASSERT_OK(publisher->RunOnce().status());
   EXPECT_EQ(Rows(build)["github/asset"].attempts, 1);
   clock_.Advance(2000);
-  gh.upload_error = Status::Unauthenticated("upload: HTTP 401: bad credentials ghp_outboxsecret123456");
+  gh.upload_error =
+      Status::Unauthenticated("upload: HTTP 401: bad credentials ghp_outboxsecret123456");
   ASSERT_OK(publisher->RunOnce().status());
   rows = Rows(build);
   EXPECT_EQ(rows["github/asset"].state, "failed");
