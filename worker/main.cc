@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "worker/agent/agent.h"
+#include "worker/agent/container_executor.h"
 
 int main(int argc, char** argv) {
   using namespace farm;
@@ -43,8 +44,17 @@ int main(int argc, char** argv) {
   }
   RealProcessRunner runner;
   agent::SystemProbe probe(*config, runner);
-  agent::NativeExecutor executor(runner);
-  agent::Agent worker(*config, *token, {&client, &probe, &runner, &executor, &RealClock(), {}});
+  auto executor = agent::MakeExecutor(*config, runner, [&probe] { return probe.AvailableMemoryBytes(); });
+  if (!executor.ok()) {
+    log::Error("farm-worker: " + executor.status().message());
+    return 2;
+  }
+  // --container-network none: no job step may fetch from the network.
+  agent::OfflineToolRunner offline(runner);
+  ProcessRunner* tools = &runner;
+  if (config->container_network == "none") tools = &offline;
+  log::Info("farm-worker: builds run with the " + (*executor)->Name() + " executor");
+  agent::Agent worker(*config, *token, {&client, &probe, tools, executor->get(), &RealClock(), {}});
   std::thread signals([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);

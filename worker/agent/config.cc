@@ -26,6 +26,13 @@ std::vector<FlagSpec> Specs() {
       {"log-json", "", "log one JSON object per line"},
       {"keep-workspaces", "", "keep job workspaces after the job ends"},
       {"verbose", "", "debug logging"},
+      {"executor", "KIND", "where builds run: native (default), podman or docker"},
+      {"container-image", "IMAGE", "builder image for recipes that name none"},
+      {"container-network", "MODE", "fetch (default): network only to fetch sources; none"},
+      {"container-engine-args", "ARGS", "engine flags before `run`, space-separated"},
+      {"container-run-args", "ARGS", "extra `run` flags (ulimits, mounts), space-separated"},
+      {"container-gpus", "MODE", "auto (default: when /dev/nvidiactl exists), all or none"},
+      {"container-user", "USER", "auto (default), image or UID:GID"},
       {"help", "", "print this help"},
   };
 }
@@ -35,6 +42,37 @@ std::string Trim(std::string s) {
   size_t b = s.find_first_not_of(ws);
   if (b == std::string::npos) return "";
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+std::vector<std::string> SplitSpaces(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t b = s.find_first_not_of(" \t", i);
+    if (b == std::string::npos) break;
+    size_t e = s.find_first_of(" \t", b);
+    if (e == std::string::npos) e = s.size();
+    out.push_back(s.substr(b, e - b));
+    i = e;
+  }
+  return out;
+}
+
+Status ParseExecutorFlags(const Flags& flags, WorkerConfig& c) {
+  c.executor = flags.Get("executor", c.executor);
+  if (c.executor != "native" && c.executor != "podman" && c.executor != "docker") {
+    return Status::InvalidArgument("--executor must be native, podman or docker");
+  }
+  c.container_image = flags.Get("container-image");
+  c.container_network = flags.Get("container-network", c.container_network);
+  if (c.container_network != "fetch" && c.container_network != "none") {
+    return Status::InvalidArgument("--container-network must be fetch or none");
+  }
+  c.container_engine_args = SplitSpaces(flags.Get("container-engine-args"));
+  c.container_run_args = SplitSpaces(flags.Get("container-run-args"));
+  c.container_gpus = flags.Get("container-gpus", c.container_gpus);
+  c.container_user = flags.Get("container-user", c.container_user);
+  return Status::Ok();
 }
 
 std::string HostName() {
@@ -81,6 +119,7 @@ Result<WorkerConfig> ParseWorkerFlags(int argc, char** argv, bool* help) {
   c.log_json = flags.Has("log-json");
   c.keep_workspaces = flags.Has("keep-workspaces");
   c.verbose = flags.Has("verbose");
+  FARM_RETURN_IF_ERROR(ParseExecutorFlags(flags, c));
   return c;
 }
 

@@ -26,6 +26,14 @@ struct WorkerConfig {
   bool log_json = false;
   bool keep_workspaces = false;
   bool verbose = false;
+  // Where build commands run (docs/provisioning.md, "The container executor").
+  std::string executor = "native";        // native, podman or docker
+  std::string container_image;            // builder image when the recipe names none
+  std::string container_network = "fetch";  // fetch: sources only; none: no network at all
+  std::vector<std::string> container_engine_args;  // before `run`, split on spaces
+  std::vector<std::string> container_run_args;     // after `run`, split on spaces
+  std::string container_gpus = "auto";    // auto, all or none
+  std::string container_user = "auto";    // auto, image or UID:GID
 };
 
 // Parses farm-worker's flags. On success returns the config with defaults filled in;

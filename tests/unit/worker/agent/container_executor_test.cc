@@ -1,0 +1,268 @@
+// ContainerExecutor: the engine command line it plans (network, env, limits, GPUs, user),
+// and, with a shell script standing in for podman, that output streams, that Kill() stops
+// the container by name and that Wait() always removes it.
+#include "worker/agent/container_executor.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "common/fs.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_util.h"
+
+namespace farm::agent {
+namespace {
+
+using ::farm::testing::ScopedTempDir;
+
+#define CE_CAT_(a, b) a##b
+#define CE_CAT(a, b) CE_CAT_(a, b)
+#define ASSERT_OK_AND_ASSIGN(lhs, expr) ASSERT_OK_AND_ASSIGN_IMPL(CE_CAT(r_, __LINE__), lhs, expr)
+#define ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, expr)      \
+  auto tmp = (expr);                                   \
+  ASSERT_TRUE(tmp.ok()) << tmp.status().ToString();    \
+  lhs = std::move(tmp.value())
+
+bool Has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// The value right after `flag` (first occurrence), or "".
+std::string After(const std::vector<std::string>& v, const std::string& flag) {
+  auto it = std::find(v.begin(), v.end(), flag);
+  return it == v.end() || it + 1 == v.end() ? "" : *(it + 1);
+}
+
+std::vector<std::string> EnvFlags(const std::vector<std::string>& v) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i + 1 < v.size(); ++i) {
+    if (v[i] == "--env") out.push_back(v[i + 1]);
+  }
+  return out;
+}
+
+ContainerHost FakeHost(bool gpu, uint32_t euid, int64_t memory) {
+  ContainerHost h;
+  h.available_memory_bytes = [memory] { return memory; };
+  h.path_exists = [gpu](const std::string& p) { return gpu && p == "/dev/nvidiactl"; };
+  h.euid = [euid] { return euid; };
+  h.chown_tree = [](const std::string&, uint32_t, uint32_t) { return Status::Ok(); };
+  return h;
+}
+
+ExecRequest Request() {
+  ExecRequest r;
+  r.argv = {"bash", "-eo", "pipefail", "-c", "make"};
+  r.workspace = "/work/ws/job-7-a2-abc";
+  r.cwd = r.workspace + "/src";
+  r.env = {{"PATH", "/ws/venv/bin:/usr/bin"}, {"MAX_JOBS", "6"}, {"FARM_JOB_ID", "7"},
+           {"FARM_ATTEMPT", "2"}, {"HOME", "/root"}, {"TORCH_CUDA_ARCH_LIST", "9.0;12.0a"}};
+  return r;
+}
+
+TEST(ContainerExecutorPlan, BuildsOfflineWithTheJobEnvOnlyAndLimits) {
+  RealProcessRunner runner;
+  ContainerOptions o;
+  o.engine_args = {"--runtime", "/usr/sbin/runc"};
+  o.run_args = {"--ulimit", "nofile=1024:1024"};
+  o.default_image = "builder:local";
+  o.max_jobs = 2;
+  ContainerExecutor ex(runner, o, FakeHost(false, 0, int64_t{16} << 30));
+  ASSERT_OK_AND_ASSIGN(ContainerPlan plan, ex.Plan(Request(), "s1"));
+  const auto& a = plan.argv;
+  EXPECT_EQ(a[0], "podman");
+  EXPECT_EQ(a[1], "--runtime");  // engine flags come before `run`
+  EXPECT_EQ(a[3], "run");
+  EXPECT_EQ(plan.name, "farm-job-7-a2-s1");
+  EXPECT_EQ(After(a, "--name"), "farm-job-7-a2-s1");
+  EXPECT_TRUE(Has(a, "--network=none"));
+  EXPECT_TRUE(Has(a, "--rm"));
+  EXPECT_EQ(After(a, "--cpus"), "6");
+  EXPECT_EQ(After(a, "--memory"), "8192m");  // 16 GiB shared by two jobs
+  EXPECT_EQ(After(a, "-v"), "/work/ws/job-7-a2-abc:/work/ws/job-7-a2-abc:rw");
+  EXPECT_EQ(After(a, "-w"), "/work/ws/job-7-a2-abc/src");
+  EXPECT_EQ(After(a, "--ulimit"), "nofile=1024:1024");
+  EXPECT_FALSE(Has(a, "--device"));
+  EXPECT_FALSE(Has(a, "--gpus"));
+  // A root worker runs the build as the image's unprivileged user and hands it the workspace.
+  EXPECT_EQ(After(a, "--user"), "1000:1000");
+  EXPECT_EQ(plan.chown_user, "1000:1000");
+  auto env = EnvFlags(a);
+  EXPECT_EQ(env.size(), 5u);
+  EXPECT_TRUE(Has(env, "MAX_JOBS=6"));
+  EXPECT_TRUE(Has(env, "TORCH_CUDA_ARCH_LIST=9.0;12.0a"));
+  EXPECT_FALSE(Has(env, "HOME=/root"));  // the host's home means nothing in the image
+  // The image, then the command, end the line.
+  ASSERT_GE(a.size(), 6u);
+  EXPECT_EQ(a[a.size() - 6], "builder:local");
+  EXPECT_EQ(a.back(), "make");
+}
+
+TEST(ContainerExecutorPlan, RecipeImageWinsAndMissingImageIsRefused) {
+  RealProcessRunner runner;
+  ContainerOptions o;
+  o.default_image = "builder:default";
+  ContainerExecutor ex(runner, o, FakeHost(false, 0, 0));
+  ExecRequest r = Request();
+  r.image = "builder:cu128";
+  ASSERT_OK_AND_ASSIGN(ContainerPlan plan, ex.Plan(r, "x"));
+  EXPECT_EQ(plan.image, "builder:cu128");
+  EXPECT_FALSE(Has(plan.argv, "--memory"));  // unknown memory: no limit rather than a wrong one
+
+  ContainerExecutor bare(runner, ContainerOptions{}, FakeHost(false, 0, 0));
+  auto refused = bare.Plan(Request(), "x");
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(ContainerExecutorPlan, GpusArePassedOnlyWhenTheHostHasThem) {
+  RealProcessRunner runner;
+  ContainerOptions podman;
+  podman.default_image = "i";
+  ContainerExecutor with_gpu(runner, podman, FakeHost(true, 0, 0));
+  ASSERT_OK_AND_ASSIGN(auto p, with_gpu.Plan(Request(), "x"));
+  EXPECT_EQ(After(p.argv, "--device"), "nvidia.com/gpu=all");
+
+  ContainerOptions docker = podman;
+  docker.engine = "/usr/bin/docker";
+  ContainerExecutor docker_gpu(runner, docker, FakeHost(true, 0, 0));
+  ASSERT_OK_AND_ASSIGN(auto d, docker_gpu.Plan(Request(), "x"));
+  EXPECT_EQ(After(d.argv, "--gpus"), "all");
+  EXPECT_EQ(docker_gpu.Name(), "docker");
+
+  ContainerOptions off = podman;
+  off.gpus = ContainerGpus::kNone;
+  ContainerExecutor no_gpu(runner, off, FakeHost(true, 0, 0));
+  ASSERT_OK_AND_ASSIGN(auto n, no_gpu.Plan(Request(), "x"));
+  EXPECT_FALSE(Has(n.argv, "--device"));
+}
+
+TEST(ContainerExecutorPlan, NonRootPodmanKeepsTheWorkersIdentity) {
+  RealProcessRunner runner;
+  ContainerOptions o;
+  o.default_image = "i";
+  ContainerExecutor ex(runner, o, FakeHost(false, 1234, 0));
+  ASSERT_OK_AND_ASSIGN(auto p, ex.Plan(Request(), "x"));
+  EXPECT_TRUE(Has(p.argv, "--userns=keep-id"));
+  EXPECT_FALSE(Has(p.argv, "--user"));
+  EXPECT_EQ(p.chown_user, "");
+
+  o.user = "image";
+  ContainerExecutor image_user(runner, o, FakeHost(false, 0, 0));
+  ASSERT_OK_AND_ASSIGN(auto q, image_user.Plan(Request(), "x"));
+  EXPECT_FALSE(Has(q.argv, "--user"));
+}
+
+// A shell script playing podman: records each call, `run` prints and exits 3 (or waits
+// for `stop` when the file "hang" exists), `stop` ends the run.
+class FakeEngine {
+ public:
+  FakeEngine() {
+    const std::string d = dir_.path();
+    std::string script =
+        "#!/bin/sh\n"
+        "echo \"$*\" >> " + d + "/calls\n"
+        "for a in \"$@\"; do case $a in run|stop|rm) cmd=$a; break;; esac; done\n"
+        "case $cmd in\n"
+        "  run) echo $$ > " + d + "/run.pid; echo out-line; echo err-line >&2\n"
+        "       if [ -f " + d + "/hang ]; then sleep 30 & wait; fi; exit 3;;\n"
+        "  stop) kill -TERM $(cat " + d + "/run.pid); exit 0;;\n"
+        "  rm) exit 1;;\n"
+        "esac\n";
+    EXPECT_OK(fs::WriteFileAtomic(d + "/engine", script, 0755));
+    ::chmod((d + "/engine").c_str(), 0755);
+  }
+  std::string engine() const { return dir_.path() + "/engine"; }
+  std::string calls() const {
+    auto c = fs::ReadFile(dir_.path() + "/calls");
+    return c.ok() ? *c : "";
+  }
+  void Hang() { EXPECT_OK(fs::WriteFileAtomic(dir_.path() + "/hang", "")); }
+
+ private:
+  ScopedTempDir dir_;
+};
+
+ContainerOptions FakeOptions(const FakeEngine& engine) {
+  ContainerOptions o;
+  o.engine = engine.engine();
+  o.default_image = "builder:local";
+  o.engine_env = {{"PATH", "/usr/bin:/bin"}};
+  return o;
+}
+
+TEST(ContainerExecutorRun, StreamsOutputAndRemovesTheContainer) {
+  FakeEngine engine;
+  RealProcessRunner runner;
+  ContainerExecutor ex(runner, FakeOptions(engine), FakeHost(false, 1234, 0));
+  ASSERT_OK_AND_ASSIGN(auto proc, ex.Start(Request()));
+  std::vector<std::string> lines;
+  ProcessResult r = proc->Wait([&](OutputStream, const std::string& l) { lines.push_back(l); }, 20000);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_TRUE(Has(lines, "out-line"));
+  EXPECT_TRUE(Has(lines, "err-line"));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0].rfind("farm: container farm-job-7-a2-", 0), 0u) << lines[0];
+  std::string calls = engine.calls();
+  EXPECT_NE(calls.find("run --rm --name farm-job-7-a2-"), std::string::npos) << calls;
+  EXPECT_NE(calls.find("rm -f -t 0 farm-job-7-a2-"), std::string::npos) << calls;
+  EXPECT_EQ(calls.find("stop"), std::string::npos) << calls;
+}
+
+TEST(ContainerExecutorRun, KillStopsTheContainerByName) {
+  FakeEngine engine;
+  engine.Hang();
+  RealProcessRunner runner;
+  ContainerExecutor ex(runner, FakeOptions(engine), FakeHost(false, 1234, 0));
+  ASSERT_OK_AND_ASSIGN(auto proc, ex.Start(Request()));
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    proc->Kill(2000);
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  ProcessResult r = proc->Wait(nullptr, 60000);
+  killer.join();
+  auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(secs, 10.0);
+  EXPECT_NE(r.exit_code, 0);
+  std::string calls = engine.calls();
+  size_t stop = calls.find("stop -t 2 farm-job-7-a2-");
+  size_t rm = calls.find("rm -f -t 0 farm-job-7-a2-");
+  EXPECT_NE(stop, std::string::npos) << calls;
+  EXPECT_NE(rm, std::string::npos) << calls;
+  EXPECT_LT(stop, rm) << calls;
+}
+
+TEST(ContainerExecutorRun, EachStartGetsItsOwnName) {
+  FakeEngine engine;
+  RealProcessRunner runner;
+  ContainerExecutor ex(runner, FakeOptions(engine), FakeHost(false, 1234, 0));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK_AND_ASSIGN(auto proc, ex.Start(Request()));
+    proc->Wait(nullptr, 20000);
+  }
+  std::string calls = engine.calls();
+  size_t first = calls.find("--name ");
+  size_t second = calls.find("--name ", first + 1);
+  ASSERT_NE(second, std::string::npos);
+  EXPECT_NE(calls.substr(first, 30), calls.substr(second, 30));
+}
+
+TEST(OfflineToolRunner, RefusesRemoteGitAndAllowsLocalSteps) {
+  RealProcessRunner real;
+  OfflineToolRunner offline(real);
+  ProcessSpec clone;
+  clone.argv = {"git", "clone", "--quiet", "--", "https://example.invalid/x.git", "/tmp/x"};
+  EXPECT_EQ(offline.Start(clone).status().code(), StatusCode::kPermissionDenied);
+  clone.argv = {"git", "clone", "--", "git@example.invalid:x.git", "/tmp/x"};
+  EXPECT_EQ(offline.Start(clone).status().code(), StatusCode::kPermissionDenied);
+  ProcessSpec local;
+  local.argv = {"true"};
+  ASSERT_OK_AND_ASSIGN(auto p, offline.Start(local));
+  EXPECT_EQ(p->Wait(nullptr, 10000).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace farm::agent
