@@ -1,10 +1,12 @@
 // farmd: the coordinator daemon. Parses flags, starts FarmServer, waits for SIGTERM/SIGINT.
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 
 #include "common/flags.h"
 #include "common/log.h"
 #include "daemon/api/server.h"
+#include "daemon/hosts/host_manager.h"
 
 int main(int argc, char** argv) {
   // Block the stop signals in every thread; the main thread waits for them below.
@@ -31,6 +33,8 @@ int main(int argc, char** argv) {
       {"hf-endpoint", "URL", "Hugging Face Hub endpoint (default https://huggingface.co)"},
       {"publish-pending-hardware", "", "also publish wheels whose validation waits for a GPU"},
       {"publish-interval-ms", "MS", "pause between passes of the publisher (default 1000)"},
+      {"playbooks-dir", "DIR", "playbooks farmctl hosts provision runs (default: the checkout's)"},
+      {"hosts-group-vars", "DIR", "group_vars of the host kinds (default: the example inventory's)"},
       {"log-json", "", "log one JSON object per line"},
       {"help", "", "show this help"},
   });
@@ -78,6 +82,13 @@ int main(int argc, char** argv) {
   }
   options.publish_interval_ms = publish_interval.value();
 
+  options.playbooks_dir =
+      flags.Get("playbooks-dir", farm::hosts::HostManager::FindPlaybooksDir("/proc/self/exe"));
+  std::string example_vars = options.playbooks_dir + "/inventories/example/group_vars";
+  if (options.playbooks_dir.empty() || !std::filesystem::is_directory(example_vars)) {
+    example_vars = "";
+  }
+  options.hosts_group_vars_dir = flags.Get("hosts-group-vars", example_vars);
   auto server = farm::api::FarmServer::Start(options);
   if (!server.ok()) {
     farm::log::Error("cannot start: " + server.status().ToString());

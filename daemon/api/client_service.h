@@ -36,6 +36,13 @@ class ClientService final : public farm::v1::FarmService::Service {
                            farm::v1::CreateTokenResponse*) override;
   grpc::Status DownloadArtifact(grpc::ServerContext*, const farm::v1::GetArtifactRequest*,
                                 grpc::ServerWriter<farm::v1::ArtifactChunk>*) override;
+  // host_handlers.cc
+  grpc::Status AddHost(grpc::ServerContext*, const farm::v1::AddHostRequest*,
+                       farm::v1::Host*) override;
+  grpc::Status ProvisionHost(grpc::ServerContext*, const farm::v1::ProvisionHostRequest*,
+                             farm::v1::Host*) override;
+  grpc::Status ListHosts(grpc::ServerContext*, const farm::v1::ListHostsRequest*,
+                         farm::v1::ListHostsResponse*) override;
   // publish_handlers.cc
   grpc::Status PublishBuild(grpc::ServerContext*, const farm::v1::PublishBuildRequest*,
                             farm::v1::PublishBuildResponse*) override;

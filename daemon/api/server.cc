@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "daemon/api/client_service.h"
 #include "daemon/api/worker_service.h"
+#include "daemon/hosts/host_manager.h"
 #include "daemon/http/dashboard.h"
 #include "daemon/publish/publishing_service.h"
 
@@ -26,6 +27,8 @@ struct FarmServer::Impl {
   std::unique_ptr<WorkerService> worker_service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<http::Dashboard> dashboard;
+  RealProcessRunner host_processes;
+  std::unique_ptr<hosts::HostManager> hosts;
   std::unique_ptr<publish::PublishingService> publishing;
   std::string address;
   std::thread sweeper;
@@ -93,6 +96,16 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                                                         options.tunables.lease_ms));
   impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock(),
                              options.tunables, &impl->shutting_down};
+  impl->hosts = std::make_unique<hosts::HostManager>(
+      impl->store.get(), &impl->host_processes, &RealClock(),
+      hosts::HostOptions{.playbooks_dir = options.playbooks_dir,
+                         .group_vars_dir = options.hosts_group_vars_dir,
+                         .work_dir = options.data_dir + "/hosts",
+                         .env = hosts::HostManager::AnsibleEnv()},
+      [auth = impl->auth.get()](const std::string& host) {
+        return auth->Create("enroll", "host " + host);
+      });
+  impl->ctx.hosts = impl->hosts.get();
   impl->client_service = std::make_unique<ClientService>(&impl->ctx);
   impl->worker_service = std::make_unique<WorkerService>(&impl->ctx);
 
@@ -109,6 +122,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
     return Status::Unavailable("cannot listen on " + options.listen);
   }
   impl->address = WithPort(options.listen, port);
+  impl->hosts->SetServerAddress(impl->address);
   if (!options.http.listen.empty()) {
     http::DashboardDeps deps{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock()};
     FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(options.http, deps));
@@ -158,6 +172,7 @@ void FarmServer::Shutdown() {
   if (impl_->dashboard) impl_->dashboard->Shutdown();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   if (impl_->sweeper.joinable()) impl_->sweeper.join();
+  if (impl_->hosts) impl_->hosts->Stop();
   if (impl_->publishing) impl_->publishing->Stop();
   log::Info("farmd stopped");
 }

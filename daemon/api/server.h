@@ -33,6 +33,10 @@ struct ServerOptions {
   std::string hf_endpoint = "https://huggingface.co";
   bool publish_pending_hardware = false;
   int64_t publish_interval_ms = 1000;
+  // Host provisioning (docs/provisioning.md): the playbooks farmd runs, and the group_vars
+  // of the host kinds; an empty playbooks_dir leaves provisioning off.
+  std::string playbooks_dir;
+  std::string hosts_group_vars_dir;
 };
 
 class FarmServer {

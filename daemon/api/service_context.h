@@ -11,6 +11,10 @@
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
 
+namespace farm::hosts {
+class HostManager;
+}  // namespace farm::hosts
+
 namespace farm::api {
 
 struct Tunables {
@@ -27,6 +31,7 @@ struct ServiceContext {
   const Clock* clock = nullptr;
   Tunables tunables;
   std::atomic<bool>* shutting_down = nullptr;
+  hosts::HostManager* hosts = nullptr;  // null: hosts are not served
 };
 
 // Polls `ctx.store->Generation()` until it differs from `seen`, the deadline passes,

@@ -15,6 +15,7 @@ Status DownloadCommand(const CommandEnv& env, const Flags& flags);
 Status InspectCommand(const Flags& flags, std::ostream& out);
 Status PublishCommand(const CommandEnv& env, const Flags& flags);
 Status PublicationsCommand(const CommandEnv& env, const Flags& flags);
+Status HostsCommand(const CommandEnv& env, const Flags& flags);
 
 namespace {
 
@@ -35,6 +36,7 @@ const char kUsage[] =
     "  workers                 registered workers and what they have\n"
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
     "  tokens create --role R  create a token (viewer, submitter, admin, enroll)\n"
+    "  hosts add|provision|list|show   hosts farmd provisions (--address, --kind, --var k=v)\n"
     "flags:\n";
 
 std::vector<FlagSpec> AllFlags() {
@@ -66,6 +68,10 @@ std::vector<FlagSpec> AllFlags() {
       {"cuobjdump", "", "inspect: list images as cuobjdump --list-elf --list-ptx does"},
       {"to", "TARGET", "publish: github, hf or all"},
       {"replace", "", "publish: overwrite remote files whose bytes differ (admin)"},
+      {"address", "ADDR", "hosts add: the host's address (ansible_host)"},
+      {"kind", "KIND", "hosts add: gb10, rtx5090, wsl2 or datacenter"},
+      {"var", "K=V", "hosts add: inventory variable, value as YAML (repeatable)"},
+      {"no-wait", "", "hosts provision: return once the run started"},
       {"help", "", "show this help"},
   };
 }
@@ -190,6 +196,7 @@ const std::map<std::string, CommandFn>& Commands() {
       {"workers", WorkersCommand}, {"tokens", TokensCommand}, {"download", DownloadCommand},
       {"drain", DrainCommand},   {"retry", RetryCommand},
       {"publish", PublishCommand}, {"publications", PublicationsCommand},
+      {"hosts", HostsCommand},
   };
   return kCommands;
 }

@@ -97,6 +97,15 @@ class SqliteStore final : public Store {
   Result<int> RequeuePublications(int64_t build_id, const std::string& target, bool replace,
                                   int64_t now_ms) override;
 
+  Status UpsertHost(const HostRow& host, bool replace) override;
+  Result<HostRow> GetHost(const std::string& name) override;
+  Result<std::vector<HostRow>> ListHosts() override;
+  Status BeginHostRun(const std::string& name, int64_t now_ms) override;
+  Status AppendHostLog(const std::string& name, const std::string& text) override;
+  Status FinishHostRun(const HostRow& result) override;
+  Result<std::string> GetHostLog(const std::string& name) override;
+  Result<int> FailInterruptedHostRuns(int64_t now_ms) override;
+
   int64_t Generation() const override { return generation_.load(); }
 
  private:

@@ -237,6 +237,27 @@ struct PublishCandidate {
   std::string cell;  // serialized farm.v1.MatrixCell
 };
 
+// --- hosts (sqlite_store_hosts.cc) ---
+
+// A machine farmd provisions with the playbooks. States: added, provisioning,
+// provisioned, failed. Counts are the last run's PLAY RECAP for the host.
+struct HostRow {
+  std::string name;
+  std::string address;
+  std::string kind;
+  std::string vars;  // serialized farm.v1.Host holding only vars
+  std::string state = "added";
+  int changed = 0;
+  int ok = 0;
+  int failed = 0;
+  int unreachable = 0;
+  int runs = 0;
+  std::string error;
+  int64_t created_ms = 0;
+  int64_t started_ms = 0;
+  int64_t finished_ms = 0;
+};
+
 // Returns "" when `worker` may run `job`, else the reason it may not. Called inside the
 // acquire transaction, so it must not call back into the Store.
 using PlacementFn = std::function<std::string(const JobRow& job)>;
@@ -403,6 +424,28 @@ class Store {
   // no error; `replace` lets them overwrite remote files that differ. Returns the count.
   virtual Result<int> RequeuePublications(int64_t build_id, const std::string& target,
                                           bool replace, int64_t now_ms);
+
+  // --- hosts (sqlite_store_hosts.cc) ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // Inserts the host; with `replace` an existing host gets the new address, kind and vars
+  // (its state and last run stay). AlreadyExists for a known host without `replace`.
+  virtual Status UpsertHost(const HostRow& host, bool replace);
+  // NotFound for an unknown host.
+  virtual Result<HostRow> GetHost(const std::string& name);
+  // Every host, by name.
+  virtual Result<std::vector<HostRow>> ListHosts();
+  // Starts a run: state provisioning, runs + 1, started_ms, empty log and error.
+  // FailedPrecondition while a run is going; NotFound for an unknown host.
+  virtual Status BeginHostRun(const std::string& name, int64_t now_ms);
+  // Appends output to the running run's log.
+  virtual Status AppendHostLog(const std::string& name, const std::string& text);
+  // Records how the run ended: state, counts, error and finished_ms from `result`.
+  virtual Status FinishHostRun(const HostRow& result);
+  // The last run's log ("" before any run).
+  virtual Result<std::string> GetHostLog(const std::string& name);
+  // Runs left "provisioning" by a farmd that stopped during them end as failed. Returns
+  // how many.
+  virtual Result<int> FailInterruptedHostRuns(int64_t now_ms);
 
   // Monotonic counter bumped by every committed write; watchers poll it cheaply.
   virtual int64_t Generation() const = 0;

@@ -1,0 +1,149 @@
+"""The container executor on real components: farmd + farm-worker --executor podman.
+
+The builder image is made on this machine by docker/builder-local/make-image.sh (hostusr:
+the host's /usr, with Python and the CUDA toolkit, mounted read-only), since no registry is
+reachable. Every test is skipped, saying why, when podman cannot run a container here.
+FARM_PODMAN_GLOBAL_ARGS overrides the engine flags (default: runc + cgroupfs when
+/usr/sbin/runc exists, which the development machine needs).
+"""
+import os
+import shlex
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from farm_harness import EXAMPLE_RECIPE, REPO, wait_until
+from test_foundation import ARCH_LIST, only_job, write_recipe
+
+RUN_ARGS = "--ulimit nproc=1000:1000 --ulimit nofile=1024:1024 -v /usr:/usr:ro"
+FAKE_SECRET = "ghp_FAKEcontainerSECRET0123456789abcdef"
+
+
+def engine_args():
+    if "FARM_PODMAN_GLOBAL_ARGS" in os.environ:
+        return shlex.split(os.environ["FARM_PODMAN_GLOBAL_ARGS"])
+    if os.access("/usr/sbin/runc", os.X_OK):
+        return ["--runtime", "/usr/sbin/runc", "--cgroup-manager", "cgroupfs"]
+    return []
+
+
+def podman(*args, timeout=120):
+    return subprocess.run(["podman", *engine_args(), *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def image():
+    """The local builder image, or a skip that says why podman cannot be used here."""
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed (apt-get install podman runc)")
+    tag = f"localhost/farm-builder-local-it:{os.getpid()}"
+    made = subprocess.run([os.path.join(REPO, "docker", "builder-local", "make-image.sh"),
+                           "--tag", tag], capture_output=True, text=True, timeout=300)
+    if made.returncode != 0:
+        pytest.skip("make-image.sh failed, podman cannot import images here: " +
+                    (made.stderr.strip().splitlines() or ["?"])[-1])
+    probe = podman("run", "--rm", "--network=none", *shlex.split(RUN_ARGS), tag, "true")
+    if probe.returncode != 0:
+        podman("rmi", "-f", tag)
+        pytest.skip("podman cannot run containers here: " +
+                    (probe.stderr.strip().splitlines() or ["?"])[-1])
+    yield tag
+    podman("rmi", "-f", tag)
+
+
+def start_container_worker(farm, image, name="ctr-1"):
+    """A worker running builds with podman; its own environment holds fake secrets."""
+    extra = ["--executor", "podman", "--container-image", image,
+             "--container-engine-args=" + " ".join(engine_args()),
+             "--container-run-args=" + RUN_ARGS]
+    saved = {k: os.environ.get(k) for k in ("GITHUB_TOKEN", "HF_TOKEN")}
+    os.environ["GITHUB_TOKEN"] = FAKE_SECRET
+    os.environ["HF_TOKEN"] = "hf_" + FAKE_SECRET
+    try:
+        return farm.start_worker(name, *extra)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def job_containers(job_id):
+    r = podman("ps", "-a", "--filter", f"label=farm.job={job_id}", "--format", "{{.Names}}")
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split()
+
+
+def job_log(farm, job_id):
+    r = farm.ctl("logs", str(job_id))
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_example_package_builds_inside_the_container(farm, image):
+    farm.start_farmd()
+    start_container_worker(farm, image)
+    t0 = time.monotonic()
+    build = farm.ctl_json("submit", EXAMPLE_RECIPE, "--arch-list", ARCH_LIST, "--follow")
+    elapsed = time.monotonic() - t0
+    job = only_job(build)
+    log = job_log(farm, job["id"])
+    assert build["state"] == "BUILD_SUCCEEDED", log[-3000:]
+    (artifact,) = job["artifacts"]
+    assert artifact["filename"].startswith("attn_example-0.1.0-cp3"), artifact
+    assert int(artifact["size"]) > 10000
+    assert "executor podman" in log
+    assert f"farm: container farm-job-{job['id']}-a1-" in log
+    assert "no network" in log
+    assert not job_containers(job["id"]), "the container outlived its job"
+    print(f"container build: {elapsed:.1f}s, wheel {artifact['filename']} {artifact['size']} bytes")
+
+
+def test_cancel_stops_the_container_within_ten_seconds(farm, image):
+    farm.start_farmd()
+    start_container_worker(farm, image)
+    recipe = write_recipe(farm.root, "sleeper", """
+        echo started
+        sleep 600""")
+    build = farm.ctl_json("submit", recipe)
+    job_id = only_job(build)["id"]
+    wait_until(lambda: job_containers(job_id), 120, "the build's container")
+    wait_until(lambda: "started" in job_log(farm, job_id), 60, "the build to start")
+    t0 = time.monotonic()
+    assert farm.ctl("cancel", str(build["id"])).returncode == 0
+    wait_until(lambda: not job_containers(job_id), 10, "the container to be gone")
+    stopped_s = time.monotonic() - t0
+    assert stopped_s < 10
+    ended = wait_until(lambda: (lambda b: b if b["state"] == "BUILD_CANCELLED" else None)(
+        farm.ctl_json("show", str(build["id"]))), 20, "the build to end cancelled")
+    assert only_job(ended)["state"] == "JOB_CANCELLED"
+    print(f"container gone {stopped_s:.1f}s after cancel")
+
+
+def test_no_secret_reaches_the_container(farm, image):
+    farm.start_farmd()
+    start_container_worker(farm, image)
+    with open(os.path.join(farm.data, "enroll.token")) as f:
+        enroll = f.read().strip()
+    recipe = write_recipe(farm.root, "envdump", """
+        echo "uid=$(id -u)"
+        env | sort
+        cat /proc/1/environ | tr '\\0' '\\n' | sed 's/^/pid1 /'
+        ip addr 2>/dev/null || cat /proc/net/dev""")
+    build = farm.ctl_json("submit", recipe)
+    # It leaves no wheel, so it ends failed; only its log matters here.
+    build = wait_until(lambda: (lambda b: b if b["state"] == "BUILD_FAILED" else None)(
+        farm.ctl_json("show", str(build["id"]))), 120, "the build to end")
+    job = only_job(build)
+    log = job_log(farm, job["id"])
+    assert f"FARM_JOB_ID={job['id']}" in log, log  # the job's own variables are there
+    assert "MAX_JOBS=" in log
+    assert "pid1 FARM_JOB_ID=" in log
+    for leaked in (FAKE_SECRET, "GITHUB_TOKEN", "HF_TOKEN", "FARM_ENROLL_TOKEN", enroll):
+        assert leaked not in log, f"{leaked[:12]}... reached the container"
+    assert "uid=1000" in log  # not root inside
+    assert "eth0" not in log  # --network=none: loopback only
