@@ -53,6 +53,8 @@ Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& ro
 Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
   FARM_ASSIGN_OR_RETURN(auto row, ctx.store->GetBuild(build_id));
   farm::v1::Build build = BuildToProto(row);
+  auto schedule = ctx.store->ScheduleOfBuild(build_id);  // Unimplemented in other stores
+  if (schedule.ok() && schedule.value() > 0) build.set_schedule_id(std::to_string(schedule.value()));
   FARM_ASSIGN_OR_RETURN(auto jobs, ctx.store->ListJobs(build_id));
   for (const auto& j : jobs) {
     FARM_ASSIGN_OR_RETURN(auto job, LoadJob(ctx, j));

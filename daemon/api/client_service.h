@@ -3,8 +3,14 @@
 #ifndef FARM_DAEMON_API_CLIENT_SERVICE_H_
 #define FARM_DAEMON_API_CLIENT_SERVICE_H_
 
+#include <memory>
+
 #include "daemon/api/service_context.h"
 #include "farm/v1/client.grpc.pb.h"
+
+namespace farm::schedule {
+class BuildSubmitter;
+}  // namespace farm::schedule
 
 namespace farm::api {
 
@@ -36,6 +42,19 @@ class ClientService final : public farm::v1::FarmService::Service {
                            farm::v1::CreateTokenResponse*) override;
   grpc::Status DownloadArtifact(grpc::ServerContext*, const farm::v1::GetArtifactRequest*,
                                 grpc::ServerWriter<farm::v1::ArtifactChunk>*) override;
+  // schedule_handlers.cc
+  grpc::Status CreateSchedule(grpc::ServerContext*, const farm::v1::CreateScheduleRequest*,
+                              farm::v1::Schedule*) override;
+  grpc::Status ListSchedules(grpc::ServerContext*, const farm::v1::ListSchedulesRequest*,
+                             farm::v1::ListSchedulesResponse*) override;
+  grpc::Status PauseSchedule(grpc::ServerContext*, const farm::v1::ScheduleRef*,
+                             farm::v1::Schedule*) override;
+  grpc::Status ResumeSchedule(grpc::ServerContext*, const farm::v1::ScheduleRef*,
+                              farm::v1::Schedule*) override;
+  grpc::Status DeleteSchedule(grpc::ServerContext*, const farm::v1::ScheduleRef*,
+                              farm::v1::DeleteScheduleResponse*) override;
+  grpc::Status RunScheduleNow(grpc::ServerContext*, const farm::v1::RunScheduleNowRequest*,
+                              farm::v1::ScheduleRun*) override;
   // host_handlers.cc
   grpc::Status AddHost(grpc::ServerContext*, const farm::v1::AddHostRequest*,
                        farm::v1::Host*) override;
@@ -57,6 +76,14 @@ class ClientService final : public farm::v1::FarmService::Service {
 // registered worker cannot take them.
 Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id);
 Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& row);
+
+// Submits `req` as `who` (submit.cc): stores the build with `links` (in-flight merging is
+// set from req.force(); a schedule run when given) and returns the build id.
+Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
+                             const std::string& who, store::BuildLinks* links);
+
+// The submitter farmd's ScheduleRunner uses: SubmitLinked with the run recorded alongside.
+std::unique_ptr<schedule::BuildSubmitter> MakeScheduleSubmitter(ServiceContext* ctx);
 
 }  // namespace farm::api
 

@@ -12,6 +12,7 @@
 #include "daemon/api/worker_service.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/dashboard.h"
+#include "daemon/schedule/runner.h"
 #include "daemon/publish/publishing_service.h"
 
 namespace farm::api {
@@ -29,6 +30,10 @@ struct FarmServer::Impl {
   std::unique_ptr<http::Dashboard> dashboard;
   RealProcessRunner host_processes;
   std::unique_ptr<hosts::HostManager> hosts;
+  RealProcessRunner processes;
+  std::unique_ptr<schedule::GitSourceResolver> resolver;
+  std::unique_ptr<schedule::BuildSubmitter> schedule_submitter;
+  std::unique_ptr<schedule::ScheduleRunner> schedules;
   std::unique_ptr<publish::PublishingService> publishing;
   std::string address;
   std::thread sweeper;
@@ -73,6 +78,8 @@ void FarmServer::Impl::Sweep() {
     } else {
       for (int64_t id : expired.value()) log::Warn("job " + std::to_string(id) + " lost its worker");
     }
+    auto merged = store->ResolveMergedJobs(ctx.clock->NowUnixMs());
+    if (!merged.ok()) log::Warn("settling merged jobs failed: " + merged.status().ToString());
     auto workers = store->ListWorkers();
     if (!workers.ok()) continue;
     int64_t now = ctx.clock->NowUnixMs();
@@ -96,6 +103,12 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                                                         options.tunables.lease_ms));
   impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock(),
                              options.tunables, &impl->shutting_down};
+  impl->resolver = std::make_unique<schedule::GitSourceResolver>(&impl->processes);
+  impl->ctx.resolver = impl->resolver.get();
+  impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);
+  impl->schedules = std::make_unique<schedule::ScheduleRunner>(
+      impl->store.get(), &RealClock(), impl->resolver.get(), impl->schedule_submitter.get());
+  impl->ctx.schedules = impl->schedules.get();
   impl->hosts = std::make_unique<hosts::HostManager>(
       impl->store.get(), &impl->host_processes, &RealClock(),
       hosts::HostOptions{.playbooks_dir = options.playbooks_dir,
@@ -142,6 +155,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
            .work_dir = options.data_dir + "/publish"},
           impl->store.get(), impl->blobs.get(), &RealClock()));
   impl->sweeper = std::thread([raw = impl.get()] { raw->Sweep(); });
+  impl->schedules->Start(1000);
   if (!options.ready_file.empty()) {
     FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(options.ready_file, impl->address + "\n"));
   }
@@ -173,6 +187,7 @@ void FarmServer::Shutdown() {
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   if (impl_->sweeper.joinable()) impl_->sweeper.join();
   if (impl_->hosts) impl_->hosts->Stop();
+  if (impl_->schedules) impl_->schedules->Stop();
   if (impl_->publishing) impl_->publishing->Stop();
   log::Info("farmd stopped");
 }

@@ -11,6 +11,11 @@
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
 
+namespace farm::schedule {
+class SourceResolver;
+class ScheduleRunner;
+}  // namespace farm::schedule
+
 namespace farm::hosts {
 class HostManager;
 }  // namespace farm::hosts
@@ -31,7 +36,9 @@ struct ServiceContext {
   const Clock* clock = nullptr;
   Tunables tunables;
   std::atomic<bool>* shutting_down = nullptr;
-  hosts::HostManager* hosts = nullptr;  // null: hosts are not served
+  schedule::SourceResolver* resolver = nullptr;   // git ref -> commit; null: not resolved
+  schedule::ScheduleRunner* schedules = nullptr;  // null: schedules are not served
+  hosts::HostManager* hosts = nullptr;            // null: hosts are not served
 };
 
 // Polls `ctx.store->Generation()` until it differs from `seen`, the deadline passes,

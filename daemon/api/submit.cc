@@ -1,5 +1,13 @@
-// SubmitBuild: parse and validate the recipe, expand the matrix, reuse succeeded jobs with
-// the same build key, store the build. Nothing is stored when any check fails.
+// SubmitBuild: parse and validate the recipe, resolve a git branch to its commit, expand
+// the matrix, reuse succeeded jobs with the same build key, merge jobs whose key is already
+// in flight onto that job, store the build. Nothing is stored when any check fails.
+//
+// Build keys (docs/schedules.md#build-keys): a job's key hashes the recipe text, the
+// patches, the source identity (git URL + resolved commit, or the client's content digest)
+// and the matrix cell. The cell is the toolchain fingerprint: placement only gives a job to
+// a worker whose reported Python, torch and CUDA toolkit match the cell, so every wheel a
+// key can name was built with a toolchain the cell allows. A key with an unknown source
+// (a local path without digest, an unresolved ref) is empty and never matches.
 #include <sstream>
 
 #include "common/log.h"
@@ -8,6 +16,8 @@
 #include "daemon/model/convert.h"
 #include "daemon/recipe/matrix.h"
 #include "daemon/recipe/recipe.h"
+#include "daemon/schedule/runner.h"
+#include "daemon/schedule/source_resolver.h"
 
 namespace farm::api {
 
@@ -17,12 +27,6 @@ namespace {
 bool HasAxes(const farm::v1::MatrixAxes& m) {
   return m.python_size() || m.torch_size() || m.cuda_size() || m.arch_lists_size() ||
          m.platform_size() || m.include_size();
-}
-
-std::string SourceIdentity(const farm::v1::Source& src, const std::string& digest) {
-  if (src.has_git()) return src.git().commit().empty() ? "" : "git:" + src.git().url() + "@" + src.git().commit();
-  // A local directory or tarball is identified by its content digest, never its path.
-  return digest.empty() ? "" : "content:" + digest;
 }
 
 // The key of everything that determines a job's output that farmd knows at submit time.
@@ -56,11 +60,29 @@ Result<farm::v1::Recipe> PrepareRecipe(const farm::v1::SubmitBuildRequest& req) 
   return recipe;
 }
 
+// Sets the commit of a git source that names only a branch or tag, so the key (and the
+// worker) use exactly the commit the ref points to now.
+Status ResolveSource(const ServiceContext& ctx, farm::v1::Recipe* recipe) {
+  if (!recipe->source().has_git()) return Status::Ok();
+  farm::v1::GitSource* git = recipe->mutable_source()->mutable_git();
+  if (!git->commit().empty() || git->ref().empty() || ctx.resolver == nullptr) {
+    return Status::Ok();
+  }
+  auto commit = ctx.resolver->ResolveGitRef(git->url(), git->ref());
+  if (!commit.ok()) {
+    return Status::FailedPrecondition("cannot resolve " + git->ref() + " of " + git->url() +
+                                      ": " + commit.status().message());
+  }
+  git->set_commit(commit.value());
+  return Status::Ok();
+}
+
 }  // namespace
 
-Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
-                               const Principal& who) {
+Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
+                             const std::string& who, store::BuildLinks* links) {
   FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, PrepareRecipe(req));
+  FARM_RETURN_IF_ERROR(ResolveSource(ctx, &recipe));
   const farm::v1::MatrixAxes& requested = HasAxes(req.matrix()) ? req.matrix() : recipe.matrix();
   recipe::MatrixExpansion expansion = recipe::ExpandMatrix(requested, recipe.matrix());
   std::ostringstream rejected;
@@ -70,9 +92,9 @@ Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::Submit
   }
   int64_t now = ctx.clock->NowUnixMs();
   store::BuildRow build{.recipe_name = recipe.name(), .recipe = recipe.SerializeAsString(),
-                        .priority = req.priority(), .submitted_by = who.name,
+                        .priority = req.priority(), .submitted_by = who,
                         .rejected_cells = rejected.str(), .created_ms = now};
-  std::string source_id = SourceIdentity(recipe.source(), req.source_digest());
+  std::string source_id = schedule::SourceIdentity(recipe.source(), req.source_digest());
   std::vector<store::JobRow> jobs;
   for (const auto& cell : expansion.cells) {
     store::JobRow job{.cell = cell.SerializeAsString(), .priority = req.priority(),
@@ -82,15 +104,29 @@ Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::Submit
                                           : ctx.tunables.max_attempts,
                       .created_ms = now};
     if (!req.force() && !job.build_key.empty()) {
+      // Only succeeded jobs with artifacts answer: a failed result is never reused.
       FARM_ASSIGN_OR_RETURN(auto prior, ctx.store->FindSucceededJob(job.build_key));
       if (prior) job.reused_from = prior->id;
     }
     jobs.push_back(std::move(job));
   }
-  FARM_RETURN_IF_ERROR(ctx.store->CreateBuild(&build, &jobs));
+  // A forced build is built even when an identical one is in flight.
+  links->merge_in_flight = !req.force();
+  FARM_RETURN_IF_ERROR(ctx.store->CreateBuildLinked(&build, &jobs, links));
+  int reused = 0, merged = 0;
+  for (const auto& j : jobs) reused += j.reused_from > 0, merged += j.not_before_ms > 0;
   log::Info("build " + std::to_string(build.id) + " of " + recipe.name() + " submitted by " +
-            who.name + " with " + std::to_string(jobs.size()) + " job(s)");
-  return LoadBuild(ctx, build.id);
+            who + " with " + std::to_string(jobs.size()) + " job(s), " +
+            std::to_string(reused) + " answered from stored wheels, " + std::to_string(merged) +
+            " waiting on identical jobs in flight");
+  return build.id;
+}
+
+Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
+                               const Principal& who) {
+  store::BuildLinks links;
+  FARM_ASSIGN_OR_RETURN(int64_t id, SubmitLinked(ctx, req, who.name, &links));
+  return LoadBuild(ctx, id);
 }
 
 }  // namespace farm::api

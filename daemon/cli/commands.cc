@@ -13,6 +13,7 @@ Status SubmitCommand(const CommandEnv& env, const Flags& flags);
 Status LogsCommand(const CommandEnv& env, const Flags& flags);
 Status DownloadCommand(const CommandEnv& env, const Flags& flags);
 Status InspectCommand(const Flags& flags, std::ostream& out);
+Status SchedulesCommand(const CommandEnv& env, const Flags& flags);
 Status PublishCommand(const CommandEnv& env, const Flags& flags);
 Status PublicationsCommand(const CommandEnv& env, const Flags& flags);
 Status HostsCommand(const CommandEnv& env, const Flags& flags);
@@ -33,6 +34,7 @@ const char kUsage[] =
     "  inspect FILE            check a wheel or .so here, no farmd (--arch-list, --cuobjdump)\n"
     "  publish BUILD --to T    publish the build's wheels again: github, hf or all (--replace)\n"
     "  publications BUILD      where the build's wheels are published, and how far\n"
+    "  schedules add|list|show|pause|resume|delete|run-now   builds fired by cron (--cron, --tz)\n"
     "  workers                 registered workers and what they have\n"
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
     "  tokens create --role R  create a token (viewer, submitter, admin, enroll)\n"
@@ -68,6 +70,11 @@ std::vector<FlagSpec> AllFlags() {
       {"cuobjdump", "", "inspect: list images as cuobjdump --list-elf --list-ptx does"},
       {"to", "TARGET", "publish: github, hf or all"},
       {"replace", "", "publish: overwrite remote files whose bytes differ (admin)"},
+      {"cron", "EXPR", "schedules add: five fields or @hourly, @daily, @nightly (03:00), @weekly"},
+      {"tz", "ZONE", "schedules add: IANA time zone of the cron expression (default UTC)"},
+      {"missed", "POLICY", "schedules add: runs missed while farmd was down: skip or run_once"},
+      {"concurrency", "POLICY", "schedules add: skip (while the last run goes) or allow"},
+      {"paused", "", "schedules add: create paused"},
       {"address", "ADDR", "hosts add: the host's address (ansible_host)"},
       {"kind", "KIND", "hosts add: gb10, rtx5090, wsl2 or datacenter"},
       {"var", "K=V", "hosts add: inventory variable, value as YAML (repeatable)"},
@@ -195,6 +202,7 @@ const std::map<std::string, CommandFn>& Commands() {
       {"job", JobCommand},       {"logs", LogsCommand},       {"cancel", CancelCommand},
       {"workers", WorkersCommand}, {"tokens", TokensCommand}, {"download", DownloadCommand},
       {"drain", DrainCommand},   {"retry", RetryCommand},
+      {"schedules", SchedulesCommand},
       {"publish", PublishCommand}, {"publications", PublicationsCommand},
       {"hosts", HostsCommand},
   };

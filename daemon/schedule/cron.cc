@@ -31,8 +31,8 @@ struct Macro {
   const char* fields;
 };
 const Macro kMacros[] = {
-    {"@yearly", "0 0 1 1 *"}, {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
-    {"@weekly", "0 0 * * 0"}, {"@daily", "0 0 * * *"},    {"@midnight", "0 0 * * *"},
+    {"@yearly", "0 0 1 1 *"},  {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
+    {"@weekly", "0 0 * * 0"},  {"@daily", "0 0 * * *"},    {"@midnight", "0 0 * * *"},
     {"@nightly", "0 3 * * *"}, {"@hourly", "0 * * * *"},
 };
 
@@ -47,7 +47,8 @@ class FieldParser {
     size_t pos = 0;
     for (int guard = 0; guard < 1000; ++guard) {
       size_t comma = text_.find(',', pos);
-      std::string_view item = text_.substr(pos, comma == std::string_view::npos ? comma : comma - pos);
+      std::string_view item =
+          text_.substr(pos, comma == std::string_view::npos ? comma : comma - pos);
       if (item.empty()) return Error(pos, "empty list element");
       FARM_RETURN_IF_ERROR(ParseItem(item, pos, bits));
       if (comma == std::string_view::npos) return Status::Ok();
@@ -59,20 +60,20 @@ class FieldParser {
  private:
   Status Error(size_t offset, const std::string& what) const {
     return Status::InvalidArgument("field " + std::to_string(index_ + 1) + " (" + spec_.name +
-                                   "), column " + std::to_string(column_ + offset) + ": " +
-                                   what);
+                                   "), column " + std::to_string(column_ + offset) + ": " + what);
   }
 
   Result<int> Value(std::string_view s, size_t at) const {
     if (s.empty()) return Error(at, "missing value");
     if (std::isdigit(static_cast<unsigned char>(s[0]))) {
-      if (s.size() > 4 || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) {
+      if (s.size() > 4 ||
+          !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) {
         return Error(at, "\"" + std::string(s) + "\" is not a number");
       }
       int v = std::stoi(std::string(s));
       if (v < spec_.min || v > spec_.max) {
-        return Error(at, std::to_string(v) + " is out of range " + std::to_string(spec_.min) +
-                             "-" + std::to_string(spec_.max));
+        return Error(at, std::to_string(v) + " is out of range " + std::to_string(spec_.min) + "-" +
+                             std::to_string(spec_.max));
       }
       return v;
     }
@@ -81,8 +82,9 @@ class FieldParser {
     for (int i = 0; i < spec_.name_count; ++i) {
       if (upper == spec_.names[i]) return spec_.min == 1 ? i + 1 : i;
     }
-    return Error(at, "unknown value \"" + std::string(s) + "\"" +
-                         (spec_.names ? "" : " (names are allowed only for month and day-of-week)"));
+    return Error(at,
+                 "unknown value \"" + std::string(s) + "\"" +
+                     (spec_.names ? "" : " (names are allowed only for month and day-of-week)"));
   }
 
   Status ParseItem(std::string_view item, size_t at, std::vector<bool>* bits) {
@@ -105,8 +107,9 @@ class FieldParser {
     }
     if (slash != std::string_view::npos) {
       std::string_view s = item.substr(slash + 1);
-      bool digits = !s.empty() && s.size() <= 3 &&
-                    std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+      bool digits =
+          !s.empty() && s.size() <= 3 &&
+          std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
       int span = spec_.max - spec_.min + 1;
       if (!digits || (step = std::stoi(std::string(s))) < 1 || step > span) {
         return Error(at + slash + 1, "step \"" + std::string(s) + "\" must be a number from 1 to " +

@@ -48,8 +48,7 @@ class CronExpr {
   bool MatchesDay(int year, int month, int day) const;
 
  private:
-  void CollectInstants(const TimeZone& zone, int64_t local_s, int64_t after,
-                       int64_t* best) const;
+  void CollectInstants(const TimeZone& zone, int64_t local_s, int64_t after, int64_t* best) const;
 
   std::string text_;
   std::string fields_;

@@ -60,8 +60,11 @@ ScheduleRunner::~ScheduleRunner() { Stop(); }
 Result<store::ScheduleRunRow> ScheduleRunner::Record(const store::ScheduleRow& schedule,
                                                      const FireRequest& f, int outcome,
                                                      const std::string& detail) {
-  store::ScheduleRunRow run{.schedule_id = schedule.id, .trigger = f.trigger, .outcome = outcome,
-                            .fire_ms = f.fire_ms, .created_ms = clock_->NowUnixMs(),
+  store::ScheduleRunRow run{.schedule_id = schedule.id,
+                            .trigger = f.trigger,
+                            .outcome = outcome,
+                            .fire_ms = f.fire_ms,
+                            .created_ms = clock_->NowUnixMs(),
                             .detail = f.note.empty() ? detail : f.note + "; " + detail};
   FARM_RETURN_IF_ERROR(store_->RecordScheduleRun(&run, f.next_fire_ms));
   log::Info("schedule " + std::to_string(schedule.id) + ": " + run.detail);
@@ -112,16 +115,19 @@ Result<store::ScheduleRunRow> ScheduleRunner::Fire(const store::ScheduleRow& sch
       return skipped;
     }
   }
-  store::ScheduleRunRow run{.schedule_id = schedule.id, .trigger = f.trigger,
-                            .outcome = farm::v1::RUN_SUBMITTED, .fire_ms = f.fire_ms,
-                            .created_ms = clock_->NowUnixMs(), .resolved_commit = commit,
-                            .inputs_digest = digest, .detail = f.note};
+  store::ScheduleRunRow run{.schedule_id = schedule.id,
+                            .trigger = f.trigger,
+                            .outcome = farm::v1::RUN_SUBMITTED,
+                            .fire_ms = f.fire_ms,
+                            .created_ms = clock_->NowUnixMs(),
+                            .resolved_commit = commit,
+                            .inputs_digest = digest,
+                            .detail = f.note};
   if (f.force) req.set_force(true);
-  auto build = submitter_->SubmitScheduled(req, "schedule " + std::to_string(schedule.id),
-                                           &run, f.next_fire_ms);
+  auto build = submitter_->SubmitScheduled(req, "schedule " + std::to_string(schedule.id), &run,
+                                           f.next_fire_ms);
   if (!build.ok()) {
-    return Record(schedule, f, farm::v1::RUN_FAILED,
-                  "submit failed: " + build.status().message());
+    return Record(schedule, f, farm::v1::RUN_FAILED, "submit failed: " + build.status().message());
   }
   log::Info("schedule " + std::to_string(schedule.id) + " submitted build " +
             std::to_string(build.value()) + (commit.empty() ? "" : " at commit " + Short(commit)));
@@ -133,8 +139,8 @@ Result<bool> ScheduleRunner::FireIfDue(const store::ScheduleRow& s, int64_t now)
   FARM_ASSIGN_OR_RETURN(CronExpr expr, CronExpr::Parse(s.cron));
   FARM_ASSIGN_OR_RETURN(TimeZone zone, TimeZone::Load(s.time_zone.empty() ? "UTC" : s.time_zone));
   FARM_ASSIGN_OR_RETURN(int64_t next_s, expr.NextFire(zone, now / 1000));
-  FireRequest f{.trigger = farm::v1::TRIGGER_CRON, .fire_ms = s.next_fire_ms,
-                .next_fire_ms = next_s * 1000};
+  FireRequest f{
+      .trigger = farm::v1::TRIGGER_CRON, .fire_ms = s.next_fire_ms, .next_fire_ms = next_s * 1000};
   if (now - s.next_fire_ms <= options_.missed_grace_ms) {
     FARM_RETURN_IF_ERROR(Fire(s, f).status());
     return true;
@@ -181,8 +187,11 @@ Result<int> ScheduleRunner::Tick() {
 Result<store::ScheduleRunRow> ScheduleRunner::RunNow(int64_t id, bool force) {
   std::lock_guard lock(fire_mu_);
   FARM_ASSIGN_OR_RETURN(store::ScheduleRow s, store_->GetSchedule(id));
-  FireRequest f{.trigger = farm::v1::TRIGGER_MANUAL, .fire_ms = clock_->NowUnixMs(),
-                .next_fire_ms = -1, .force = force, .note = force ? "run now, forced" : ""};
+  FireRequest f{.trigger = farm::v1::TRIGGER_MANUAL,
+                .fire_ms = clock_->NowUnixMs(),
+                .next_fire_ms = -1,
+                .force = force,
+                .note = force ? "run now, forced" : ""};
   return Fire(s, f);
 }
 
@@ -191,7 +200,8 @@ void ScheduleRunner::Start(int64_t period_ms) {
     for (;;) {
       {
         std::unique_lock lock(mu_);
-        if (cv_.wait_for(lock, std::chrono::milliseconds(period_ms), [this] { return stopping_; })) {
+        if (cv_.wait_for(lock, std::chrono::milliseconds(period_ms),
+                         [this] { return stopping_; })) {
           return;
         }
       }

@@ -93,8 +93,7 @@ class ScheduleRunner {
 
 // The first fire time (Unix ms) of `cron` in `time_zone` strictly after `after_ms`.
 // InvalidArgument for a bad expression or zone (the message says where).
-Result<int64_t> NextFireMs(const std::string& cron, const std::string& time_zone,
-                           int64_t after_ms);
+Result<int64_t> NextFireMs(const std::string& cron, const std::string& time_zone, int64_t after_ms);
 
 // The identity of a source for keys: "git:URL@COMMIT", "content:DIGEST", or "" when the
 // content is unknown (a local path or tarball without a digest, a git ref not resolved).

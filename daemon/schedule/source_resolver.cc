@@ -26,8 +26,8 @@ std::string PickRef(const std::string& output, const std::string& ref) {
     std::string sha = line.substr(0, tab);
     if (IsCommit(sha)) refs[line.substr(tab + 1)] = sha;
   }
-  for (const std::string& name : {"refs/heads/" + ref, "refs/tags/" + ref + "^{}",
-                                  "refs/tags/" + ref, ref}) {
+  for (const std::string& name :
+       {"refs/heads/" + ref, "refs/tags/" + ref + "^{}", "refs/tags/" + ref, ref}) {
     auto it = refs.find(name);
     if (it != refs.end()) return it->second;
   }

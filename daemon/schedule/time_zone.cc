@@ -40,8 +40,7 @@ CivilTime CivilFromSeconds(int64_t s) {
 }
 
 int64_t SecondsFromCivil(const CivilTime& c) {
-  return DaysFromCivil(c.year, c.month, c.day) * 86400 + c.hour * 3600 + c.minute * 60 +
-         c.second;
+  return DaysFromCivil(c.year, c.month, c.day) * 86400 + c.hour * 3600 + c.minute * 60 + c.second;
 }
 
 int DaysInMonth(int year, int month) {
@@ -105,8 +104,7 @@ class TzScanner {
   bool Date(TimeZone::DateRule* r) {
     if (Eat('M')) {
       r->kind = 'M';
-      if (!Number(&r->a, 12) || !Eat('.') || !Number(&r->b, 5) || !Eat('.') ||
-          !Number(&r->c, 6)) {
+      if (!Number(&r->a, 12) || !Eat('.') || !Number(&r->b, 5) || !Eat('.') || !Number(&r->c, 6)) {
         return false;
       }
       if (r->a < 1 || r->b < 1) return false;
@@ -164,7 +162,9 @@ bool ValidZoneName(const std::string& name) {
 Result<TimeZone::PosixRule> ParsePosixTz(std::string_view text) {
   TzScanner s(text);
   TimeZone::PosixRule r;
-  auto bad = [&text] { return Status::InvalidArgument("malformed TZ rule \"" + std::string(text) + "\""); };
+  auto bad = [&text] {
+    return Status::InvalidArgument("malformed TZ rule \"" + std::string(text) + "\"");
+  };
   int32_t west = 0;
   if (!s.Abbr(&r.std_abbr) || !s.Time(&west, 24)) return bad();
   r.std_offset = -west;
@@ -233,9 +233,8 @@ Result<TimeZone> TimeZone::FromTzif(const std::string& name, std::string_view d)
     size_t footer = at + block_size(at, 8, c);
     if (footer < d.size() && d[footer] == '\n') {
       size_t end = d.find('\n', footer + 1);
-      std::string_view tzstr = d.substr(footer + 1, end == std::string_view::npos
-                                                         ? std::string_view::npos
-                                                         : end - footer - 1);
+      std::string_view tzstr = d.substr(
+          footer + 1, end == std::string_view::npos ? std::string_view::npos : end - footer - 1);
       if (!tzstr.empty()) {
         FARM_ASSIGN_OR_RETURN(tz.rule_, ParsePosixTz(tzstr));
       }
@@ -330,8 +329,8 @@ LocalMapping TimeZone::FromLocal(int64_t c) const {
 std::string TimeZone::FormatLocal(int64_t unix_s) const {
   CivilTime c = CivilFromSeconds(ToLocal(unix_s));
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d ", c.year, c.month, c.day,
-                c.hour, c.minute, c.second);
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d ", c.year, c.month, c.day, c.hour,
+                c.minute, c.second);
   return buf + AbbreviationAt(unix_s);
 }
 

@@ -82,13 +82,23 @@ Result<std::vector<int64_t>> Store::ResolveMergedJobs(int64_t) { return Unimplem
 
 Status SqliteStore::InsertSchedule(ScheduleRow* r) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "INSERT INTO schedules(name, recipe_name, request, cron, time_zone, missed_policy, "
-      "concurrency_policy, paused, next_fire_ms, created_by, created_ms) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?)"));
-  s->Bind(r->name).Bind(r->recipe_name).BindBlob(r->request).Bind(r->cron).Bind(r->time_zone)
-      .Bind(r->missed_policy).Bind(r->concurrency_policy).Bind(r->paused ? 1 : 0)
-      .Bind(r->next_fire_ms).Bind(r->created_by).Bind(r->created_ms);
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "INSERT INTO schedules(name, recipe_name, request, cron, time_zone, missed_policy, "
+          "concurrency_policy, paused, next_fire_ms, created_by, created_ms) "
+          "VALUES (?,?,?,?,?,?,?,?,?,?,?)"));
+  s->Bind(r->name)
+      .Bind(r->recipe_name)
+      .BindBlob(r->request)
+      .Bind(r->cron)
+      .Bind(r->time_zone)
+      .Bind(r->missed_policy)
+      .Bind(r->concurrency_policy)
+      .Bind(r->paused ? 1 : 0)
+      .Bind(r->next_fire_ms)
+      .Bind(r->created_by)
+      .Bind(r->created_ms);
   FARM_RETURN_IF_ERROR(s->Run());
   r->id = db_->LastInsertId();
   Bump();
@@ -120,8 +130,10 @@ Result<std::vector<ScheduleRow>> SqliteStore::ListSchedules() {
 
 Status SqliteStore::SetSchedulePaused(int64_t id, bool paused, int64_t next_fire_ms) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "UPDATE schedules SET paused = ?, next_fire_ms = ? WHERE id = ? AND deleted_ms = 0"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "UPDATE schedules SET paused = ?, next_fire_ms = ? WHERE id = ? AND deleted_ms = 0"));
   s->Bind(paused ? 1 : 0).Bind(next_fire_ms).Bind(id);
   FARM_RETURN_IF_ERROR(s->Run());
   if (db_->Changes() == 0) return Status::NotFound("no schedule " + std::to_string(id));
@@ -131,8 +143,8 @@ Status SqliteStore::SetSchedulePaused(int64_t id, bool paused, int64_t next_fire
 
 Status SqliteStore::DeleteSchedule(int64_t id, int64_t now_ms) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "UPDATE schedules SET deleted_ms = ? WHERE id = ? AND deleted_ms = 0"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare("UPDATE schedules SET deleted_ms = ? WHERE id = ? AND deleted_ms = 0"));
   s->Bind(now_ms > 0 ? now_ms : 1).Bind(id);
   FARM_RETURN_IF_ERROR(s->Run());
   if (db_->Changes() == 0) return Status::NotFound("no schedule " + std::to_string(id));
@@ -141,16 +153,25 @@ Status SqliteStore::DeleteSchedule(int64_t id, int64_t now_ms) {
 }
 
 Status SqliteStore::InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fire_ms) {
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "INSERT INTO schedule_runs(schedule_id, trigger, outcome, fire_ms, created_ms, build_id, "
-      "resolved_commit, inputs_digest, detail) VALUES (?,?,?,?,?,?,?,?,?)"));
-  s->Bind(run->schedule_id).Bind(run->trigger).Bind(run->outcome).Bind(run->fire_ms)
-      .Bind(run->created_ms).Bind(run->build_id).Bind(run->resolved_commit)
-      .Bind(run->inputs_digest).Bind(run->detail);
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "INSERT INTO schedule_runs(schedule_id, trigger, outcome, fire_ms, created_ms, build_id, "
+          "resolved_commit, inputs_digest, detail) VALUES (?,?,?,?,?,?,?,?,?)"));
+  s->Bind(run->schedule_id)
+      .Bind(run->trigger)
+      .Bind(run->outcome)
+      .Bind(run->fire_ms)
+      .Bind(run->created_ms)
+      .Bind(run->build_id)
+      .Bind(run->resolved_commit)
+      .Bind(run->inputs_digest)
+      .Bind(run->detail);
   FARM_RETURN_IF_ERROR(s->Run());
   run->id = db_->LastInsertId();
   if (next_fire_ms < 0) return Status::Ok();
-  FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare("UPDATE schedules SET next_fire_ms = ? WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(auto up,
+                        db_->Prepare("UPDATE schedules SET next_fire_ms = ? WHERE id = ?"));
   up->Bind(next_fire_ms).Bind(run->schedule_id);
   return up->Run();
 }
@@ -165,8 +186,7 @@ Status SqliteStore::RecordScheduleRun(ScheduleRunRow* run, int64_t next_fire_ms)
   return Status::Ok();
 }
 
-Result<std::vector<ScheduleRunRow>> SqliteStore::ListScheduleRuns(int64_t schedule_id,
-                                                                  int limit) {
+Result<std::vector<ScheduleRunRow>> SqliteStore::ListScheduleRuns(int64_t schedule_id, int limit) {
   std::lock_guard lock(mu_);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kRunColumns + kRunFrom +
                                              "WHERE r.schedule_id = ? ORDER BY r.id DESC LIMIT ?"));
@@ -182,8 +202,9 @@ Result<std::vector<ScheduleRunRow>> SqliteStore::ListScheduleRuns(int64_t schedu
 
 Result<std::optional<ScheduleRunRow>> SqliteStore::LastSucceededScheduleRun(int64_t schedule_id) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kRunColumns + kRunFrom +
-      "WHERE r.schedule_id = ? AND b.state = 3 ORDER BY r.id DESC LIMIT 1"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare(std::string("SELECT ") + kRunColumns + kRunFrom +
+                           "WHERE r.schedule_id = ? AND b.state = 3 ORDER BY r.id DESC LIMIT 1"));
   s->Bind(schedule_id);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return std::optional<ScheduleRunRow>();
@@ -192,9 +213,10 @@ Result<std::optional<ScheduleRunRow>> SqliteStore::LastSucceededScheduleRun(int6
 
 Result<int64_t> SqliteStore::ActiveScheduleBuild(int64_t schedule_id) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT r.build_id FROM schedule_runs r JOIN builds b ON b.id = r.build_id "
-      "WHERE r.schedule_id = ? AND b.state IN (1, 2) ORDER BY r.id DESC LIMIT 1"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare("SELECT r.build_id FROM schedule_runs r JOIN builds b ON b.id = r.build_id "
+                   "WHERE r.schedule_id = ? AND b.state IN (1, 2) ORDER BY r.id DESC LIMIT 1"));
   s->Bind(schedule_id);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   return row ? s->Int(0) : 0;
@@ -202,8 +224,10 @@ Result<int64_t> SqliteStore::ActiveScheduleBuild(int64_t schedule_id) {
 
 Result<int64_t> SqliteStore::ScheduleOfBuild(int64_t build_id) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT schedule_id FROM schedule_runs WHERE build_id = ? AND build_id > 0 LIMIT 1"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "SELECT schedule_id FROM schedule_runs WHERE build_id = ? AND build_id > 0 LIMIT 1"));
   s->Bind(build_id);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   return row ? s->Int(0) : 0;
@@ -213,21 +237,24 @@ Result<int64_t> SqliteStore::ScheduleOfBuild(int64_t build_id) {
 
 Status SqliteStore::MergeOntoLeader(JobRow* job, int64_t now_ms) {
   // The leader is the oldest unsettled job with the key that is not itself waiting.
-  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(
-      "SELECT id FROM jobs WHERE build_key = ? AND state IN (1, 2) AND id != ? AND NOT EXISTS "
-      "(SELECT 1 FROM job_merges m WHERE m.job_id = jobs.id) ORDER BY id LIMIT 1"));
+  FARM_ASSIGN_OR_RETURN(
+      auto q,
+      db_->Prepare(
+          "SELECT id FROM jobs WHERE build_key = ? AND state IN (1, 2) AND id != ? AND NOT EXISTS "
+          "(SELECT 1 FROM job_merges m WHERE m.job_id = jobs.id) ORDER BY id LIMIT 1"));
   q->Bind(job->build_key).Bind(job->id);
   FARM_ASSIGN_OR_RETURN(bool found, q->Step());
   if (!found) return Status::Ok();
   int64_t leader = q->Int(0);
-  FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
-      "UPDATE jobs SET not_before_ms = ?, error = ? WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(auto up,
+                        db_->Prepare("UPDATE jobs SET not_before_ms = ?, error = ? WHERE id = ?"));
   job->not_before_ms = kWaitingNotBefore;
   job->error = "waiting for job " + std::to_string(leader) + ", an identical build in flight";
   up->Bind(job->not_before_ms).Bind(job->error).Bind(job->id);
   FARM_RETURN_IF_ERROR(up->Run());
-  FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare(
-      "INSERT INTO job_merges(job_id, leader_job_id, created_ms) VALUES (?,?,?)"));
+  FARM_ASSIGN_OR_RETURN(
+      auto ins,
+      db_->Prepare("INSERT INTO job_merges(job_id, leader_job_id, created_ms) VALUES (?,?,?)"));
   ins->Bind(job->id).Bind(leader).Bind(now_ms);
   return ins->Run();
 }
@@ -237,11 +264,18 @@ Status SqliteStore::CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(auto b, db_->Prepare(
-      "INSERT INTO builds(recipe_name, recipe, state, priority, submitted_by, rejected_cells, "
-      "created_ms) VALUES (?,?,?,?,?,?,?)"));
-  b->Bind(build->recipe_name).BindBlob(build->recipe).Bind(build->state).Bind(build->priority)
-      .Bind(build->submitted_by).Bind(build->rejected_cells).Bind(build->created_ms);
+  FARM_ASSIGN_OR_RETURN(
+      auto b,
+      db_->Prepare(
+          "INSERT INTO builds(recipe_name, recipe, state, priority, submitted_by, rejected_cells, "
+          "created_ms) VALUES (?,?,?,?,?,?,?)"));
+  b->Bind(build->recipe_name)
+      .BindBlob(build->recipe)
+      .Bind(build->state)
+      .Bind(build->priority)
+      .Bind(build->submitted_by)
+      .Bind(build->rejected_cells)
+      .Bind(build->created_ms);
   FARM_RETURN_IF_ERROR(b->Run());
   build->id = db_->LastInsertId();
   for (JobRow& job : *jobs) {
@@ -266,13 +300,17 @@ Result<std::vector<int64_t>> SqliteStore::ResolveMergedJobs(int64_t now_ms) {
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   // Waits of jobs that ended otherwise (cancelled with their build) are simply dropped.
-  FARM_RETURN_IF_ERROR(db_->Exec(
-      "DELETE FROM job_merges WHERE job_id IN (SELECT id FROM jobs WHERE state != 1)"));
-  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(
-      "SELECT f.id, f.build_id, l.id, l.state, EXISTS (SELECT 1 FROM artifacts a "
-      "WHERE a.job_id = l.id) FROM job_merges m JOIN jobs f ON f.id = m.job_id "
-      "JOIN jobs l ON l.id = m.leader_job_id WHERE l.state IN (3, 4, 5) LIMIT 500"));
-  struct Settle { int64_t job, build, leader; bool reuse; };
+  FARM_RETURN_IF_ERROR(
+      db_->Exec("DELETE FROM job_merges WHERE job_id IN (SELECT id FROM jobs WHERE state != 1)"));
+  FARM_ASSIGN_OR_RETURN(
+      auto q,
+      db_->Prepare("SELECT f.id, f.build_id, l.id, l.state, EXISTS (SELECT 1 FROM artifacts a "
+                   "WHERE a.job_id = l.id) FROM job_merges m JOIN jobs f ON f.id = m.job_id "
+                   "JOIN jobs l ON l.id = m.leader_job_id WHERE l.state IN (3, 4, 5) LIMIT 500"));
+  struct Settle {
+    int64_t job, build, leader;
+    bool reuse;
+  };
   std::vector<Settle> todo;
   for (int i = 0; i < 500; ++i) {
     FARM_ASSIGN_OR_RETURN(bool row, q->Step());
@@ -282,22 +320,27 @@ Result<std::vector<int64_t>> SqliteStore::ResolveMergedJobs(int64_t now_ms) {
   std::vector<int64_t> settled;
   for (const Settle& s : todo) {
     if (s.reuse) {
-      FARM_ASSIGN_OR_RETURN(auto copy, db_->Prepare(
-          "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, validation, "
-          "created_ms) SELECT ?, 0, filename, sha256, size, manifest, validation, created_ms "
-          "FROM artifacts WHERE job_id = ? AND attempt = (SELECT attempt FROM jobs WHERE id = ?)"));
+      FARM_ASSIGN_OR_RETURN(
+          auto copy,
+          db_->Prepare(
+              "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, "
+              "validation, "
+              "created_ms) SELECT ?, 0, filename, sha256, size, manifest, validation, created_ms "
+              "FROM artifacts WHERE job_id = ? AND attempt = (SELECT attempt FROM jobs WHERE id = "
+              "?)"));
       copy->Bind(s.job).Bind(s.leader).Bind(s.leader);
       FARM_RETURN_IF_ERROR(copy->Run());
     }
     if (s.reuse) {
-      FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
-          "UPDATE jobs SET state = 3, reused_from = ?, error = '', not_before_ms = 0, "
-          "finished_ms = ? WHERE id = ?"));
+      FARM_ASSIGN_OR_RETURN(
+          auto up,
+          db_->Prepare("UPDATE jobs SET state = 3, reused_from = ?, error = '', not_before_ms = 0, "
+                       "finished_ms = ? WHERE id = ?"));
       up->Bind(s.leader).Bind(now_ms).Bind(s.job);
       FARM_RETURN_IF_ERROR(up->Run());
     } else {
-      FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
-          "UPDATE jobs SET not_before_ms = 0, error = '' WHERE id = ?"));
+      FARM_ASSIGN_OR_RETURN(
+          auto up, db_->Prepare("UPDATE jobs SET not_before_ms = 0, error = '' WHERE id = ?"));
       up->Bind(s.job);
       FARM_RETURN_IF_ERROR(up->Run());
     }

@@ -34,12 +34,19 @@ class MergeStoreTest : public ::testing::Test {
 
   void Complete(const JobRow& job, bool ok) {
     if (ok) {
-      ArtifactRow a{.job_id = job.id, .attempt = job.attempt, .filename = "x.whl",
-                    .sha256 = std::string(64, 'f'), .size = 3, .created_ms = 2500};
+      ArtifactRow a{.job_id = job.id,
+                    .attempt = job.attempt,
+                    .filename = "x.whl",
+                    .sha256 = std::string(64, 'f'),
+                    .size = 3,
+                    .created_ms = 2500};
       ASSERT_OK(store_->InsertArtifact(a).status());
     }
-    CompletionReport r{.job_id = job.id, .attempt = job.attempt, .worker_id = "w1",
-                       .cause = ok ? kCauseCompleted : kCauseBuildFailed, .exit_code = ok ? 0 : 1};
+    CompletionReport r{.job_id = job.id,
+                       .attempt = job.attempt,
+                       .worker_id = "w1",
+                       .cause = ok ? kCauseCompleted : kCauseBuildFailed,
+                       .exit_code = ok ? 0 : 1};
     ASSERT_OK(store_->CompleteAttempt(r, 3000).status());
   }
 
@@ -51,8 +58,8 @@ TEST_F(MergeStoreTest, ADuplicateWaitsAndCompletesWithTheLeadersWheel) {
   JobRow leader = Submit("k1");
   JobRow follower = Submit("k1");
   EXPECT_EQ(follower.state, kJobPending);
-  EXPECT_EQ(follower.error, "waiting for job " + std::to_string(leader.id) +
-                                ", an identical build in flight");
+  EXPECT_EQ(follower.error,
+            "waiting for job " + std::to_string(leader.id) + ", an identical build in flight");
   auto got = Acquire();
   ASSERT_TRUE(got);
   EXPECT_EQ(got->id, leader.id);

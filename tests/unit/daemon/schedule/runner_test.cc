@@ -42,8 +42,8 @@ class StoreSubmitter final : public BuildSubmitter {
   Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest& req, const std::string& who,
                                   store::ScheduleRunRow* run, int64_t next_fire_ms) override {
     requests.push_back(req);
-    store::BuildRow build{.recipe_name = "r", .submitted_by = who,
-                          .created_ms = clock_->NowUnixMs()};
+    store::BuildRow build{
+        .recipe_name = "r", .submitted_by = who, .created_ms = clock_->NowUnixMs()};
     std::vector<store::JobRow> jobs{store::JobRow{.cell = "c", .created_ms = clock_->NowUnixMs()}};
     store::BuildLinks links{.run = *run, .next_fire_ms = next_fire_ms};
     FARM_RETURN_IF_ERROR((*store_)->CreateBuildLinked(&build, &jobs, &links));
@@ -88,10 +88,15 @@ class RunnerTest : public ::testing::Test {
     }
     auto next = NextFireMs(cron, zone, clock_.NowUnixMs());
     EXPECT_OK(next.status());
-    store::ScheduleRow row{.name = "demo", .recipe_name = "demo",
-                           .request = req.SerializeAsString(), .cron = cron, .time_zone = zone,
-                           .missed_policy = missed, .concurrency_policy = concurrency,
-                           .next_fire_ms = next.ok() ? next.value() : 0, .created_by = "test",
+    store::ScheduleRow row{.name = "demo",
+                           .recipe_name = "demo",
+                           .request = req.SerializeAsString(),
+                           .cron = cron,
+                           .time_zone = zone,
+                           .missed_policy = missed,
+                           .concurrency_policy = concurrency,
+                           .next_fire_ms = next.ok() ? next.value() : 0,
+                           .created_by = "test",
                            .created_ms = clock_.NowUnixMs()};
     EXPECT_OK(store_->InsertSchedule(&row));
     return row.id;
@@ -110,8 +115,11 @@ class RunnerTest : public ::testing::Test {
       ASSERT_OK(job.status());
       if (!job.value()) break;
       ASSERT_EQ(job.value()->build_id, build_id);
-      store::CompletionReport r{.job_id = job.value()->id, .attempt = job.value()->attempt,
-                                .worker_id = "w1", .cause = ok ? 1 : 2, .exit_code = ok ? 0 : 1};
+      store::CompletionReport r{.job_id = job.value()->id,
+                                .attempt = job.value()->attempt,
+                                .worker_id = "w1",
+                                .cause = ok ? 1 : 2,
+                                .exit_code = ok ? 0 : 1};
       ASSERT_OK(store_->CompleteAttempt(r, clock_.NowUnixMs()).status());
     }
     auto build = store_->GetBuild(build_id);
@@ -179,7 +187,8 @@ TEST_F(RunnerTest, UnchangedInputsSkipUntilTheBranchMoves) {
   EXPECT_EQ(runs[0].outcome, farm::v1::RUN_SKIPPED_UNCHANGED);
   EXPECT_EQ(runs[0].build_id, 0);
   EXPECT_EQ(runs[0].detail, "inputs unchanged since run " + std::to_string(runs[1].id) +
-                                " (build " + std::to_string(first_build) + ", commit aaaaaaaaaaaa)");
+                                " (build " + std::to_string(first_build) +
+                                ", commit aaaaaaaaaaaa)");
   EXPECT_EQ(submitter_.requests.size(), 1u);
   // run-now honours the same check; --force builds anyway and keeps the next fire time.
   auto now_run = runner_->RunNow(id, false);
@@ -223,8 +232,8 @@ TEST_F(RunnerTest, SkipsWhileThePreviousRunIsGoing) {
   auto runs = Runs(id);
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0].outcome, farm::v1::RUN_SKIPPED_RUNNING);
-  EXPECT_EQ(runs[0].detail, "build " + std::to_string(runs[1].build_id) +
-                                " of a previous run is still going");
+  EXPECT_EQ(runs[0].detail,
+            "build " + std::to_string(runs[1].build_id) + " of a previous run is still going");
   EXPECT_EQ(submitter_.requests.size(), 1u);
 }
 
@@ -329,7 +338,8 @@ TEST(InputsDigestTest, CoversEveryInput) {
   };
   EXPECT_TRUE(changed([](auto* r) { r->set_recipe_yaml("name: b\n"); }));
   EXPECT_TRUE(changed([](auto* r) { r->add_patches()->set_content("x"); }));
-  EXPECT_TRUE(changed([](auto* r) { r->mutable_source()->mutable_git()->set_commit(std::string(40, 'b')); }));
+  EXPECT_TRUE(changed(
+      [](auto* r) { r->mutable_source()->mutable_git()->set_commit(std::string(40, 'b')); }));
   EXPECT_TRUE(changed([](auto* r) { r->mutable_matrix()->add_python("3.12"); }));
   EXPECT_FALSE(changed([](auto* r) { r->set_priority(5); }));
 }

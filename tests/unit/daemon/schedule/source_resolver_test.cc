@@ -11,8 +11,8 @@ namespace {
 
 TEST(PickRefTest, PrefersBranchesThenPeeledTags) {
   std::string a(40, 'a'), b(40, 'b'), c(40, 'c'), d(40, 'd');
-  std::string out = a + "\trefs/heads/main\n" + b + "\trefs/tags/main\n" + c +
-                    "\trefs/tags/v1\n" + d + "\trefs/tags/v1^{}\n" + a + "\tHEAD\n";
+  std::string out = a + "\trefs/heads/main\n" + b + "\trefs/tags/main\n" + c + "\trefs/tags/v1\n" +
+                    d + "\trefs/tags/v1^{}\n" + a + "\tHEAD\n";
   EXPECT_EQ(PickRef(out, "main"), a);
   EXPECT_EQ(PickRef(out, "v1"), d);
   EXPECT_EQ(PickRef(out, "refs/tags/main"), b);

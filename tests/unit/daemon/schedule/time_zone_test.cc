@@ -16,8 +16,8 @@ TEST(TimeZoneTest, OffsetsAgreeWithTheCLibrary) {
   // Setting TZ is process-global; this test is single-threaded and restores it.
   const char* old = std::getenv("TZ");
   std::string saved = old ? old : "";
-  for (const char* name : {"Europe/Berlin", "America/New_York", "Australia/Sydney",
-                           "Asia/Kolkata", "America/Santiago", "Europe/London"}) {
+  for (const char* name : {"Europe/Berlin", "America/New_York", "Australia/Sydney", "Asia/Kolkata",
+                           "America/Santiago", "Europe/London"}) {
     SCOPED_TRACE(name);
     auto zone = TimeZone::Load(name);
     ASSERT_OK(zone.status());
@@ -40,7 +40,10 @@ TEST(TimeZoneTest, OffsetsAgreeWithTheCLibrary) {
       }
     }
   }
-  if (old) setenv("TZ", saved.c_str(), 1); else unsetenv("TZ");
+  if (old)
+    setenv("TZ", saved.c_str(), 1);
+  else
+    unsetenv("TZ");
   tzset();
 }
 

@@ -1,0 +1,211 @@
+// The schedule RPCs of FarmService, and the submitter the schedule runner uses to turn a
+// firing into an ordinary build (SubmitLinked, so builds keys, reuse and in-flight merging
+// apply to scheduled builds exactly as to submitted ones).
+#include <algorithm>
+
+#include "common/log.h"
+#include "daemon/api/client_service.h"
+#include "daemon/api/handler.h"
+#include "daemon/recipe/recipe.h"
+#include "daemon/schedule/cron.h"
+#include "daemon/schedule/runner.h"
+
+namespace farm::api {
+namespace {
+
+class ApiBuildSubmitter final : public schedule::BuildSubmitter {
+ public:
+  explicit ApiBuildSubmitter(ServiceContext* ctx) : ctx_(ctx) {}
+  Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest& req, const std::string& who,
+                                  store::ScheduleRunRow* run, int64_t next_fire_ms) override {
+    store::BuildLinks links{.run = *run, .next_fire_ms = next_fire_ms};
+    FARM_ASSIGN_OR_RETURN(int64_t id, SubmitLinked(*ctx_, req, who, &links));
+    *run = *links.run;
+    return id;
+  }
+
+ private:
+  ServiceContext* ctx_;
+};
+
+farm::v1::ScheduleRun RunToProto(const store::ScheduleRunRow& r) {
+  farm::v1::ScheduleRun out;
+  out.set_id(r.id);
+  out.set_schedule_id(std::to_string(r.schedule_id));
+  out.set_trigger(static_cast<farm::v1::ScheduleTrigger>(r.trigger));
+  out.set_outcome(static_cast<farm::v1::ScheduleRunOutcome>(r.outcome));
+  out.set_fire_time(FormatRfc3339(r.fire_ms));
+  out.set_created_at(FormatRfc3339(r.created_ms));
+  out.set_build_id(r.build_id);
+  out.set_build_state(static_cast<farm::v1::BuildState>(r.build_state));
+  out.set_resolved_commit(r.resolved_commit);
+  out.set_inputs_digest(r.inputs_digest);
+  out.set_detail(r.detail);
+  return out;
+}
+
+Result<farm::v1::Schedule> LoadSchedule(const ServiceContext& ctx, const store::ScheduleRow& row,
+                                        int runs) {
+  farm::v1::Schedule s;
+  s.set_id(std::to_string(row.id));
+  s.set_name(row.name);
+  s.set_recipe_name(row.recipe_name);
+  s.mutable_request()->ParseFromString(row.request);
+  s.set_cron(row.cron);
+  s.set_time_zone(row.time_zone);
+  s.set_missed_run_policy(static_cast<farm::v1::MissedRunPolicy>(row.missed_policy));
+  s.set_concurrency_policy(static_cast<farm::v1::ConcurrencyPolicy>(row.concurrency_policy));
+  s.set_paused(row.paused);
+  if (!row.paused) {
+    s.set_next_fire_time(FormatRfc3339(row.next_fire_ms));
+    auto zone = schedule::TimeZone::Load(row.time_zone);
+    if (zone.ok()) s.set_next_fire_local(zone->FormatLocal(row.next_fire_ms / 1000));
+  }
+  s.set_created_by(row.created_by);
+  s.set_created_at(FormatRfc3339(row.created_ms));
+  FARM_ASSIGN_OR_RETURN(auto recent, ctx.store->ListScheduleRuns(row.id, runs));
+  for (const auto& r : recent) *s.add_recent_runs() = RunToProto(r);
+  return s;
+}
+
+Result<int64_t> ParseScheduleId(const std::string& id) {
+  try {
+    size_t used = 0;
+    int64_t v = std::stoll(id, &used);
+    if (used == id.size() && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  return Status::InvalidArgument("schedule id must be a positive number, got \"" + id + "\"");
+}
+
+Result<store::ScheduleRow> NewScheduleRow(const ServiceContext& ctx,
+                                          const farm::v1::CreateScheduleRequest& req,
+                                          const std::string& who) {
+  farm::v1::SubmitBuildRequest build = req.build();
+  std::string path = build.recipe_path().empty() ? "recipe.yaml" : build.recipe_path();
+  FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, recipe::ParseRecipe(build.recipe_yaml(), path));
+  FARM_RETURN_IF_ERROR(recipe::AttachPatches(&recipe, build.patches()));
+  // The runner resolves the source it finds in the request: take the recipe's when the
+  // client sent none.
+  if (build.source().kind_case() == farm::v1::Source::KIND_NOT_SET) {
+    *build.mutable_source() = recipe.source();
+  }
+  std::string zone = req.time_zone().empty() ? "UTC" : req.time_zone();
+  auto next = schedule::NextFireMs(req.cron(), zone, ctx.clock->NowUnixMs());
+  if (!next.ok()) return next.status().WithContext("cron \"" + req.cron() + "\" in " + zone);
+  store::ScheduleRow row{
+      .name = req.name().empty() ? recipe.name() : req.name(),
+      .recipe_name = recipe.name(),
+      .request = build.SerializeAsString(),
+      .cron = req.cron(),
+      .time_zone = zone,
+      .missed_policy = req.missed_run_policy() == farm::v1::MISSED_RUN_ONCE ? 2 : 1,
+      .concurrency_policy = req.concurrency_policy() == farm::v1::CONCURRENCY_ALLOW ? 2 : 1,
+      .paused = req.paused(),
+      .next_fire_ms = next.value(),
+      .created_by = who,
+      .created_ms = ctx.clock->NowUnixMs()};
+  return row;
+}
+
+Status NeedRunner(const ServiceContext& ctx) {
+  return ctx.schedules ? Status::Ok() : Status::Unavailable("this farmd runs no schedules");
+}
+
+}  // namespace
+
+std::unique_ptr<schedule::BuildSubmitter> MakeScheduleSubmitter(ServiceContext* ctx) {
+  return std::make_unique<ApiBuildSubmitter>(ctx);
+}
+
+grpc::Status ClientService::CreateSchedule(grpc::ServerContext* call,
+                                           const farm::v1::CreateScheduleRequest* req,
+                                           farm::v1::Schedule* resp) {
+  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(store::ScheduleRow row, NewScheduleRow(*ctx_, *req, who.name));
+    FARM_RETURN_IF_ERROR(ctx_->store->InsertSchedule(&row));
+    log::Info("schedule " + std::to_string(row.id) + " (" + row.name + ", \"" + row.cron + "\" " +
+              row.time_zone + ") created by " + who.name);
+    FARM_ASSIGN_OR_RETURN(*resp, LoadSchedule(*ctx_, row, 0));
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::ListSchedules(grpc::ServerContext* call,
+                                          const farm::v1::ListSchedulesRequest* req,
+                                          farm::v1::ListSchedulesResponse* resp) {
+  return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
+    int runs = req->runs() <= 0 ? 5 : std::min(req->runs(), 200);
+    std::vector<store::ScheduleRow> rows;
+    if (!req->schedule_id().empty()) {
+      FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(req->schedule_id()));
+      FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetSchedule(id));
+      rows.push_back(std::move(row));
+    } else {
+      FARM_ASSIGN_OR_RETURN(rows, ctx_->store->ListSchedules());
+    }
+    for (const auto& row : rows) {
+      FARM_ASSIGN_OR_RETURN(*resp->add_schedules(), LoadSchedule(*ctx_, row, runs));
+    }
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::PauseSchedule(grpc::ServerContext* call,
+                                          const farm::v1::ScheduleRef* req,
+                                          farm::v1::Schedule* resp) {
+  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(req->schedule_id()));
+    FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetSchedule(id));
+    FARM_RETURN_IF_ERROR(ctx_->store->SetSchedulePaused(id, true, row.next_fire_ms));
+    log::Info("schedule " + req->schedule_id() + " paused by " + who.name);
+    FARM_ASSIGN_OR_RETURN(row, ctx_->store->GetSchedule(id));
+    FARM_ASSIGN_OR_RETURN(*resp, LoadSchedule(*ctx_, row, 5));
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::ResumeSchedule(grpc::ServerContext* call,
+                                           const farm::v1::ScheduleRef* req,
+                                           farm::v1::Schedule* resp) {
+  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(req->schedule_id()));
+    FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetSchedule(id));
+    // Fire times that passed while paused are not "missed": the next one is from now.
+    FARM_ASSIGN_OR_RETURN(int64_t next,
+                          schedule::NextFireMs(row.cron, row.time_zone, ctx_->clock->NowUnixMs()));
+    FARM_RETURN_IF_ERROR(ctx_->store->SetSchedulePaused(id, false, next));
+    log::Info("schedule " + req->schedule_id() + " resumed by " + who.name);
+    FARM_ASSIGN_OR_RETURN(row, ctx_->store->GetSchedule(id));
+    FARM_ASSIGN_OR_RETURN(*resp, LoadSchedule(*ctx_, row, 5));
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::DeleteSchedule(grpc::ServerContext* call,
+                                           const farm::v1::ScheduleRef* req,
+                                           farm::v1::DeleteScheduleResponse*) {
+  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(req->schedule_id()));
+    FARM_RETURN_IF_ERROR(ctx_->store->DeleteSchedule(id, ctx_->clock->NowUnixMs()));
+    log::Info("schedule " + req->schedule_id() + " deleted by " + who.name);
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::RunScheduleNow(grpc::ServerContext* call,
+                                           const farm::v1::RunScheduleNowRequest* req,
+                                           farm::v1::ScheduleRun* resp) {
+  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(NeedRunner(*ctx_));
+    FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(req->schedule_id()));
+    log::Info("schedule " + req->schedule_id() + " run now by " + who.name);
+    FARM_ASSIGN_OR_RETURN(auto run, ctx_->schedules->RunNow(id, req->force()));
+    auto runs = ctx_->store->ListScheduleRuns(id, 1);  // with the build's state
+    *resp =
+        RunToProto(runs.ok() && !runs->empty() && runs->front().id == run.id ? runs->front() : run);
+    return Status::Ok();
+  });
+}
+
+}  // namespace farm::api

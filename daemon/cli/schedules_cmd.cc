@@ -1,0 +1,186 @@
+// farmctl schedules add|list|show|pause|resume|delete|run-now.
+#include <filesystem>
+#include <sstream>
+
+#include "common/flags.h"
+#include "common/sha256.h"
+#include "daemon/cli/commands.h"
+#include "daemon/cli/format.h"
+#include "daemon/recipe/recipe.h"
+
+namespace farm::cli {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+const char kUsage[] =
+    "usage: farmctl schedules add RECIPE.yaml --cron EXPR [--tz ZONE] [--name N]\n"
+    "           [--missed skip|run_once] [--concurrency skip|allow] [--paused]\n"
+    "           [--python V] [--torch V] [--cuda V] [--arch-list L] [--platform P] [--force]\n"
+    "       farmctl schedules list | show ID [--limit N] | pause ID | resume ID | delete ID\n"
+    "       farmctl schedules run-now ID [--force]";
+
+std::string Lower(std::string s, const std::string& prefix) {
+  if (s.rfind(prefix, 0) == 0) s = s.substr(prefix.size());
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string OutcomeName(farm::v1::ScheduleRunOutcome o) {
+  return Lower(farm::v1::ScheduleRunOutcome_Name(o), "RUN_");
+}
+
+std::string RunLine(const farm::v1::ScheduleRun& r) {
+  std::ostringstream o;
+  o << "  run " << r.id() << "  " << r.created_at() << "  "
+    << Lower(farm::v1::ScheduleTrigger_Name(r.trigger()), "TRIGGER_") << "  "
+    << OutcomeName(r.outcome());
+  if (r.build_id() > 0)
+    o << "  build " << r.build_id() << " (" << StateName(r.build_state()) << ")";
+  if (!r.resolved_commit().empty()) o << "  commit " << r.resolved_commit().substr(0, 12);
+  if (!r.detail().empty()) o << "\n      " << r.detail();
+  return o.str();
+}
+
+std::string ScheduleText(const farm::v1::Schedule& s, bool runs) {
+  std::ostringstream o;
+  o << s.id() << "\t" << s.name() << "\t\"" << s.cron() << "\" " << s.time_zone() << "\t"
+    << (s.paused() ? "paused" : "next " + s.next_fire_local()) << "\n";
+  if (!runs) {
+    if (s.recent_runs_size() > 0) o << RunLine(s.recent_runs(0)) << "\n";
+    return o.str();
+  }
+  o << "  recipe " << s.recipe_name()
+    << ", missed runs: " << Lower(farm::v1::MissedRunPolicy_Name(s.missed_run_policy()), "MISSED_")
+    << ", concurrency: "
+    << Lower(farm::v1::ConcurrencyPolicy_Name(s.concurrency_policy()), "CONCURRENCY_")
+    << ", created by " << s.created_by() << " at " << s.created_at() << "\n";
+  if (s.request().source().has_git()) {
+    const auto& g = s.request().source().git();
+    o << "  source git " << g.url() << (g.ref().empty() ? "" : " ref " + g.ref())
+      << (g.commit().empty() ? "" : " commit " + g.commit()) << "\n";
+  }
+  for (const auto& r : s.recent_runs()) o << RunLine(r) << "\n";
+  return o.str();
+}
+
+// The request exactly as `farmctl submit` would send it.
+Result<farm::v1::SubmitBuildRequest> RequestFromRecipe(const Flags& flags,
+                                                       const std::string& path) {
+  FARM_ASSIGN_OR_RETURN(recipe::LoadedRecipe loaded, recipe::LoadRecipeFile(path));
+  farm::v1::SubmitBuildRequest req;
+  req.set_recipe_yaml(loaded.recipe.yaml());
+  req.set_recipe_path(stdfs::path(path).filename().string());
+  const farm::v1::Source& src = loaded.recipe.source();
+  *req.mutable_source() = src;
+  *req.mutable_patches() = loaded.recipe.patches();
+  if (src.kind_case() == farm::v1::Source::kLocalPath) {
+    FARM_ASSIGN_OR_RETURN(std::string digest, TreeDigest(src.local_path()));
+    req.set_source_digest(digest);
+  } else if (src.kind_case() == farm::v1::Source::kTarballPath) {
+    FARM_ASSIGN_OR_RETURN(std::string digest, Sha256FileHex(src.tarball_path()));
+    req.set_source_digest(digest);
+  }
+  farm::v1::MatrixAxes* m = req.mutable_matrix();
+  for (const auto& v : flags.GetAll("python")) m->add_python(v);
+  for (const auto& v : flags.GetAll("torch")) m->add_torch(v);
+  for (const auto& v : flags.GetAll("cuda")) m->add_cuda(v);
+  for (const auto& v : flags.GetAll("arch-list")) m->add_arch_lists(v);
+  for (const auto& v : flags.GetAll("platform")) m->add_platform(v);
+  FARM_ASSIGN_OR_RETURN(int64_t priority, flags.GetInt("priority", 0));
+  req.set_priority(static_cast<int32_t>(priority));
+  req.set_force(flags.Has("force"));
+  return req;
+}
+
+Status Add(const CommandEnv& env, const Flags& flags) {
+  if (flags.positionals().size() < 3 || !flags.Has("cron")) return Status::InvalidArgument(kUsage);
+  farm::v1::CreateScheduleRequest req;
+  FARM_ASSIGN_OR_RETURN(*req.mutable_build(), RequestFromRecipe(flags, flags.positionals()[2]));
+  req.set_name(flags.Get("name"));
+  req.set_cron(flags.Get("cron"));
+  req.set_time_zone(flags.Get("tz", "UTC"));
+  std::string missed = flags.Get("missed", "skip");
+  std::string concurrency = flags.Get("concurrency", "skip");
+  if (missed != "skip" && missed != "run_once") {
+    return Status::InvalidArgument("--missed must be skip or run_once");
+  }
+  if (concurrency != "skip" && concurrency != "allow") {
+    return Status::InvalidArgument("--concurrency must be skip or allow");
+  }
+  req.set_missed_run_policy(missed == "skip" ? farm::v1::MISSED_SKIP : farm::v1::MISSED_RUN_ONCE);
+  req.set_concurrency_policy(concurrency == "skip" ? farm::v1::CONCURRENCY_SKIP
+                                                   : farm::v1::CONCURRENCY_ALLOW);
+  req.set_paused(flags.Has("paused"));
+  farm::v1::Schedule s;
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->CreateSchedule(env.client->Context().get(), req, &s),
+               env.client->address()));
+  *env.out << (env.json ? ToJson(s) : "created schedule " + ScheduleText(s, false)) << "\n";
+  return Status::Ok();
+}
+
+Status List(const CommandEnv& env, const Flags& flags, const std::string& id) {
+  farm::v1::ListSchedulesRequest req;
+  req.set_schedule_id(id);
+  FARM_ASSIGN_OR_RETURN(int64_t limit, flags.GetInt("limit", id.empty() ? 1 : 20));
+  req.set_runs(static_cast<int32_t>(limit));
+  farm::v1::ListSchedulesResponse resp;
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->ListSchedules(env.client->Context().get(), req, &resp),
+               env.client->address()));
+  std::string text = resp.schedules().empty() ? "no schedules\n" : "";
+  for (const auto& s : resp.schedules()) text += ScheduleText(s, !id.empty());
+  *env.out << (env.json ? ToJson(resp) + "\n" : text);
+  return Status::Ok();
+}
+
+Status Change(const CommandEnv& env, const std::string& verb, const std::string& id) {
+  farm::v1::ScheduleRef ref;
+  ref.set_schedule_id(id);
+  auto* stub = env.client->stub();
+  auto ctx = env.client->Context();
+  farm::v1::Schedule s;
+  grpc::Status st;
+  if (verb == "delete") {
+    farm::v1::DeleteScheduleResponse resp;
+    st = stub->DeleteSchedule(ctx.get(), ref, &resp);
+    FARM_RETURN_IF_ERROR(FromGrpc(st, env.client->address()));
+    *env.out << (env.json ? "{}" : "deleted schedule " + id) << "\n";
+    return Status::Ok();
+  }
+  st = verb == "pause" ? stub->PauseSchedule(ctx.get(), ref, &s)
+                       : stub->ResumeSchedule(ctx.get(), ref, &s);
+  FARM_RETURN_IF_ERROR(FromGrpc(st, env.client->address()));
+  *env.out << (env.json ? ToJson(s) + "\n" : ScheduleText(s, false));
+  return Status::Ok();
+}
+
+Status RunNow(const CommandEnv& env, const Flags& flags, const std::string& id) {
+  farm::v1::RunScheduleNowRequest req;
+  req.set_schedule_id(id);
+  req.set_force(flags.Has("force"));
+  farm::v1::ScheduleRun run;
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->RunScheduleNow(env.client->Context().get(), req, &run),
+               env.client->address()));
+  *env.out << (env.json ? ToJson(run) : RunLine(run).substr(2)) << "\n";
+  if (run.outcome() == farm::v1::RUN_FAILED) return Status::Aborted(run.detail());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SchedulesCommand(const CommandEnv& env, const Flags& flags) {
+  const auto& args = flags.positionals();
+  std::string verb = args.size() > 1 ? args[1] : "list";
+  if (verb == "add") return Add(env, flags);
+  if (verb == "list") return List(env, flags, "");
+  if (args.size() < 3) return Status::InvalidArgument(kUsage);
+  if (verb == "show") return List(env, flags, args[2]);
+  if (verb == "pause" || verb == "resume" || verb == "delete") return Change(env, verb, args[2]);
+  if (verb == "run-now") return RunNow(env, flags, args[2]);
+  return Status::InvalidArgument(kUsage);
+}
+
+}  // namespace farm::cli
