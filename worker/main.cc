@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/container_executor.h"
+#include "worker/agent/validation.h"
 
 int main(int argc, char** argv) {
   using namespace farm;
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
   ProcessRunner* tools = &runner;
   if (config->container_network == "none") tools = &offline;
   log::Info("farm-worker: builds run with the " + (*executor)->Name() + " executor");
-  agent::Agent worker(*config, *token, {&client, &probe, tools, executor->get(), &RealClock(), {}});
+  agent::Agent worker(*config, *token, {&client, &probe, tools, executor->get(), &RealClock(), agent::CheckWheelForJob});
   std::thread signals([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);

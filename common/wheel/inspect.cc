@@ -142,7 +142,7 @@ void CheckFilename(const std::string& path, const InspectOptions& options, Wheel
 
 Result<WheelReport> InspectWheel(const std::string& path, const InspectOptions& options) {
   WheelReport report;
-  CheckFilename(path, options, &report);
+  CheckFilename(options.filename.empty() ? path : options.filename, options, &report);
   Inspector inspector(options, &report);
   FARM_ASSIGN_OR_RETURN(
       ZipScan scan,

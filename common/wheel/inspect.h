@@ -24,6 +24,9 @@ namespace farm::wheel {
 
 struct InspectOptions {
   ZipLimits limits;
+  // File name the wheel is checked under; "" means the last component of the path. Set it
+  // when the bytes sit under another name (a content-addressed store).
+  std::string filename;
   // Largest METADATA / WHEEL / RECORD read into memory.
   int64_t max_metadata_bytes = int64_t{16} << 20;
   // Python tag of the build environment ("cp312"); "" skips the check. Satisfied by the

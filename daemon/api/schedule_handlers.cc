@@ -85,6 +85,7 @@ Result<store::ScheduleRow> NewScheduleRow(const ServiceContext& ctx,
   std::string path = build.recipe_path().empty() ? "recipe.yaml" : build.recipe_path();
   FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, recipe::ParseRecipe(build.recipe_yaml(), path));
   FARM_RETURN_IF_ERROR(recipe::AttachPatches(&recipe, build.patches()));
+  FARM_RETURN_IF_ERROR(recipe::AttachValidationScript(&recipe, build.validation_script()));
   // The runner resolves the source it finds in the request: take the recipe's when the
   // client sent none.
   if (build.source().kind_case() == farm::v1::Source::KIND_NOT_SET) {

@@ -54,6 +54,7 @@ Result<farm::v1::Recipe> PrepareRecipe(const farm::v1::SubmitBuildRequest& req) 
   std::string name = req.recipe_path().empty() ? "recipe.yaml" : req.recipe_path();
   FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, recipe::ParseRecipe(req.recipe_yaml(), name));
   FARM_RETURN_IF_ERROR(recipe::AttachPatches(&recipe, req.patches()));
+  FARM_RETURN_IF_ERROR(recipe::AttachValidationScript(&recipe, req.validation_script()));
   if (req.has_source() && req.source().kind_case() != farm::v1::Source::KIND_NOT_SET) {
     *recipe.mutable_source() = req.source();
   }

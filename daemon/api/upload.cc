@@ -1,6 +1,7 @@
 // UploadArtifact: a wheel streamed by the worker, checked against its announced size and
 // sha256 before it enters the content-addressed store.
 #include "common/log.h"
+#include "common/wheel/job_check.h"
 #include "daemon/model/convert.h"
 #include "daemon/api/worker_service.h"
 
@@ -15,8 +16,8 @@ bool SafeFilename(const std::string& name) {
          name.find('\0') == std::string::npos;
 }
 
-Status CheckHeader(const ServiceContext& ctx, const std::string& worker_id,
-                   const farm::v1::ArtifactHeader& h) {
+Result<store::JobRow> CheckHeader(const ServiceContext& ctx, const std::string& worker_id,
+                                  const farm::v1::ArtifactHeader& h) {
   if (!SafeFilename(h.filename())) return Status::InvalidArgument("bad artifact file name");
   if (h.size() < 0 || h.size() > ctx.tunables.max_artifact_bytes) {
     return Status::InvalidArgument("artifact size " + std::to_string(h.size()) + " out of range");
@@ -26,7 +27,25 @@ Status CheckHeader(const ServiceContext& ctx, const std::string& worker_id,
     return Status::FailedPrecondition("attempt " + std::to_string(h.attempt()) + " of job " +
                                       std::to_string(h.job_id()) + " is not running on this worker");
   }
-  return Status::Ok();
+  return job;
+}
+
+// The worker checked the wheel already; farmd checks again so that a broken or hostile
+// worker cannot store a wheel without its kernels. The manifest stored is farmd's own.
+Result<farm::v1::ArchManifest> CheckArrived(const ServiceContext& ctx, const store::JobRow& job,
+                                            const farm::v1::ArtifactHeader& h) {
+  auto cell = model::ParseBlob<farm::v1::MatrixCell>(job.cell);
+  auto check = wheel::CheckJobWheel(ctx.blobs->PathFor(h.sha256()), h.filename(), cell);
+  if (!check.ok()) {
+    return Status::InvalidArgument(h.filename() + " is not a readable wheel: " +
+                                   check.status().message());
+  }
+  if (!check->ok()) {
+    log::Warn("rejected " + h.filename() + " of job " + std::to_string(h.job_id()) + ": " +
+              check->Summary());
+    return Status::FailedPrecondition(h.filename() + " failed farmd's checks: " + check->Summary());
+  }
+  return check->manifest;
 }
 
 Result<farm::v1::Artifact> Receive(const ServiceContext& ctx, const Principal& who,
@@ -36,7 +55,7 @@ Result<farm::v1::Artifact> Receive(const ServiceContext& ctx, const Principal& w
     return Status::InvalidArgument("an artifact upload starts with its header");
   }
   const farm::v1::ArtifactHeader header = msg.header();
-  FARM_RETURN_IF_ERROR(CheckHeader(ctx, who.worker_id, header));
+  FARM_ASSIGN_OR_RETURN(store::JobRow job, CheckHeader(ctx, who.worker_id, header));
   FARM_ASSIGN_OR_RETURN(auto writer, ctx.blobs->BeginWrite(header.size(), header.sha256()));
   while (in->Read(&msg)) {
     if (!msg.has_data() && msg.part_case() != farm::v1::ArtifactUpload::kData) {
@@ -45,9 +64,10 @@ Result<farm::v1::Artifact> Receive(const ServiceContext& ctx, const Principal& w
     FARM_RETURN_IF_ERROR(writer->Append(msg.data()));
   }
   FARM_RETURN_IF_ERROR(writer->Commit().WithContext(header.filename()));
+  FARM_ASSIGN_OR_RETURN(farm::v1::ArchManifest manifest, CheckArrived(ctx, job, header));
   store::ArtifactRow row{.job_id = header.job_id(), .attempt = header.attempt(),
                          .filename = header.filename(), .sha256 = header.sha256(),
-                         .size = header.size(), .manifest = header.manifest().SerializeAsString(),
+                         .size = header.size(), .manifest = manifest.SerializeAsString(),
                          .created_ms = ctx.clock->NowUnixMs()};
   FARM_ASSIGN_OR_RETURN(auto stored, ctx.store->InsertArtifact(row));
   log::Info("artifact " + header.filename() + " (" + std::to_string(header.size()) +

@@ -189,7 +189,8 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
         .cause = static_cast<int>(req->cause()), .exit_code = req->exit_code(),
         .detail = req->detail(), .peak_rss_bytes = req->peak_rss_bytes(),
         .max_attempts = job.max_attempts, .retry_build_failures = recipe.retry().retry_build_failures(),
-        .retry_not_before_ms = now + 1000LL * recipe.retry().backoff_seconds()};
+        .retry_not_before_ms = now + 1000LL * recipe.retry().backoff_seconds(),
+        .validation = req->has_validation() ? req->validation().SerializeAsString() : ""};
     if (report.cause == store::kCauseCompleted && req->exit_code() == 0) {
       FARM_ASSIGN_OR_RETURN(auto artifacts, ctx_->store->ListArtifacts(req->job_id()));
       bool any = false;

@@ -74,6 +74,7 @@ Result<farm::v1::SubmitBuildRequest> RequestFromRecipe(const Flags& flags,
   const farm::v1::Source& src = loaded.recipe.source();
   *req.mutable_source() = src;
   *req.mutable_patches() = loaded.recipe.patches();
+  req.set_validation_script(loaded.recipe.validation().script_content());
   if (src.kind_case() == farm::v1::Source::kLocalPath) {
     FARM_ASSIGN_OR_RETURN(std::string digest, TreeDigest(src.local_path()));
     req.set_source_digest(digest);

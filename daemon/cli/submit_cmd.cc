@@ -25,6 +25,7 @@ Status AddSource(const farm::v1::Recipe& recipe, farm::v1::SubmitBuildRequest* r
   const farm::v1::Source& src = recipe.source();
   *req->mutable_source() = src;
   *req->mutable_patches() = recipe.patches();
+  req->set_validation_script(recipe.validation().script_content());
   if (src.kind_case() == farm::v1::Source::kLocalPath) {
     FARM_ASSIGN_OR_RETURN(std::string digest, TreeDigest(src.local_path()));
     req->set_source_digest(digest);

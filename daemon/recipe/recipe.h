@@ -1,7 +1,8 @@
 // Recipes: the YAML a client submits, parsed into farm.v1.Recipe exactly per the agreed
 // format (docs/recipes.md). farmctl calls LoadRecipeFile to read a recipe with its patch
-// files; farmd calls ParseRecipe on the submitted text and AttachPatches with the patches
-// the client sent, so workers only ever see the parsed message.
+// files (and a validation script that sits beside it); farmd calls ParseRecipe on the
+// submitted text, AttachPatches with the patches the client sent and
+// AttachValidationScript, so workers only ever see the parsed message.
 //
 // Every error is InvalidArgument "<file>:<line>:<column>: <message>" (1-based) for problems
 // inside the YAML, or "<file>: <message>" for problems outside it (a missing patch file).
@@ -58,6 +59,14 @@ Result<LoadedRecipe> LoadRecipeFile(const std::string& path);
 // supplied patch is not named by the recipe.
 Status AttachPatches(farm::v1::Recipe* recipe,
                      const google::protobuf::RepeatedPtrField<farm::v1::Patch>& supplied);
+
+// Largest validation script a client may send with a recipe.
+inline constexpr size_t kMaxValidationScriptBytes = 1 << 20;
+
+// Stores the validation script the client read beside the recipe (empty: the script is in
+// the source tree). Fails with InvalidArgument when a script is supplied but the recipe
+// names none, or when it is larger than kMaxValidationScriptBytes.
+Status AttachValidationScript(farm::v1::Recipe* recipe, const std::string& script);
 
 }  // namespace farm::recipe
 

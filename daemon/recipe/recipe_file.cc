@@ -57,6 +57,27 @@ Status ReadPatch(const ErrorSink& sink, const stdfs::path& dir, const Position& 
   return Status::Ok();
 }
 
+// A script beside the recipe is sent with it; one that is not there is looked for in the
+// source tree by the worker.
+Status ReadValidationScript(const ErrorSink& sink, const stdfs::path& dir, const Position& pos,
+                            farm::v1::ValidationSpec* spec) {
+  if (spec->script().empty()) return Status::Ok();
+  std::string abs = Resolve(dir, spec->script());
+  std::error_code ec;
+  if (!stdfs::is_regular_file(abs, ec)) return Status::Ok();
+  Result<std::string> content = fs::ReadFile(abs);
+  if (!content.ok()) {
+    return sink.At(pos, "validation script \"" + spec->script() + "\": " +
+                            content.status().message());
+  }
+  if (content->size() > kMaxValidationScriptBytes) {
+    return sink.At(pos, "validation script \"" + spec->script() + "\" is larger than " +
+                            std::to_string(kMaxValidationScriptBytes) + " bytes");
+  }
+  spec->set_script_content(std::move(content).value());
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<LoadedRecipe> LoadRecipeFile(const std::string& path) {
@@ -79,8 +100,24 @@ Result<LoadedRecipe> LoadRecipeFile(const std::string& path) {
     FARM_RETURN_IF_ERROR(ReadPatch(sink, out.directory, parsed.patch_pos[i],
                                    recipe.mutable_patches(i)));
   }
+  FARM_RETURN_IF_ERROR(ReadValidationScript(sink, out.directory, Position{},
+                                            recipe.mutable_validation()));
   out.recipe = std::move(recipe);
   return out;
+}
+
+Status AttachValidationScript(farm::v1::Recipe* recipe, const std::string& script) {
+  if (script.empty()) return Status::Ok();
+  if (recipe->validation().script().empty()) {
+    return Status::InvalidArgument("a validation script was supplied but the recipe names none");
+  }
+  if (script.size() > kMaxValidationScriptBytes) {
+    return Status::InvalidArgument("validation script " + recipe->validation().script() +
+                                   " is larger than " +
+                                   std::to_string(kMaxValidationScriptBytes) + " bytes");
+  }
+  recipe->mutable_validation()->set_script_content(script);
+  return Status::Ok();
 }
 
 Status AttachPatches(farm::v1::Recipe* recipe,

@@ -148,6 +148,12 @@ Result<int> SqliteStore::CompleteAttempt(const CompletionReport& r, int64_t now_
   }
   int next = NextJobState(job, r);
   FARM_RETURN_IF_ERROR(EndAttempt(job, r.cause, r.exit_code, r.detail, r.peak_rss_bytes, now_ms));
+  if (!r.validation.empty()) {
+    FARM_ASSIGN_OR_RETURN(auto v, db_->Prepare(
+        "UPDATE artifacts SET validation = ? WHERE job_id = ? AND attempt = ?"));
+    v->BindBlob(r.validation).Bind(r.job_id).Bind(r.attempt);
+    FARM_RETURN_IF_ERROR(v->Run());
+  }
   if (next == kJobPending) {
     FARM_RETURN_IF_ERROR(Requeue(job.id, r.retry_not_before_ms));
   } else {

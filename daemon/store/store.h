@@ -126,6 +126,9 @@ struct CompletionReport {
   int max_attempts = 1;           // infrastructure failures are retried below this
   bool retry_build_failures = false;
   int64_t retry_not_before_ms = 0;
+  // Serialized farm.v1.ValidationReport of the attempt's wheels; stored with each of its
+  // artifacts in the same transaction. Empty: the artifacts keep what they have.
+  std::string validation;
 };
 
 // A finished job's timing with its build's recipe, for charts.

@@ -184,7 +184,9 @@ void Agent::StartJob(const farm::v1::AcquireJobResponse& resp) {
     std::lock_guard lock(mu_);
     settings.caps = caps_;
     settings.secrets = {enroll_token_, identity_.worker_token};
+    settings.worker_id = identity_.worker_id;
   }
+  settings.find_links = config_.find_links;
   settings.work_dir = config_.work_dir;
   settings.keep_workspace = config_.keep_workspaces;
   settings.worker_env = worker_env_;

@@ -25,6 +25,7 @@ std::vector<FlagSpec> Specs() {
       {"python", "PATH", "interpreter to offer, repeatable (default: discover)"},
       {"log-json", "", "log one JSON object per line"},
       {"keep-workspaces", "", "keep job workspaces after the job ends"},
+      {"find-links", "DIR", "wheels for validation's runtime requirements, repeatable"},
       {"verbose", "", "debug logging"},
       {"executor", "KIND", "where builds run: native (default), podman or docker"},
       {"container-image", "IMAGE", "builder image for recipes that name none"},
@@ -118,6 +119,7 @@ Result<WorkerConfig> ParseWorkerFlags(int argc, char** argv, bool* help) {
   c.pythons = flags.GetAll("python");
   c.log_json = flags.Has("log-json");
   c.keep_workspaces = flags.Has("keep-workspaces");
+  c.find_links = flags.GetAll("find-links");
   c.verbose = flags.Has("verbose");
   FARM_RETURN_IF_ERROR(ParseExecutorFlags(flags, c));
   return c;

@@ -25,6 +25,8 @@ struct WorkerConfig {
   std::vector<std::string> pythons;  // empty: discover
   bool log_json = false;
   bool keep_workspaces = false;
+  // Local wheel directories where validation finds a recipe's runtime requirements.
+  std::vector<std::string> find_links;
   bool verbose = false;
   // Where build commands run (docs/provisioning.md, "The container executor").
   std::string executor = "native";        // native, podman or docker

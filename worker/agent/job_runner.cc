@@ -1,11 +1,14 @@
 #include "worker/agent/job_runner.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "worker/agent/retry.h"
+#include "worker/agent/validation.h"
 #include "worker/agent/workspace.h"
 
 namespace farm::agent {
@@ -44,6 +47,28 @@ std::string SourceText(const farm::v1::Source& s) {
     case farm::v1::Source::kGit: return "git " + s.git().url() + " " + s.git().commit();
     default: return "(none)";
   }
+}
+
+std::vector<std::string> ListWheels(const std::string& dir) {
+  std::vector<std::string> wheels;
+  std::error_code ec;
+  for (const auto& e : stdfs::directory_iterator(dir, ec)) {
+    if (e.is_regular_file() && e.path().extension() == ".whl") wheels.push_back(e.path().string());
+  }
+  std::sort(wheels.begin(), wheels.end());
+  return wheels;
+}
+
+// "runs on cc 9.0, 12.1; 3 images (sm_90a, sm_121a, compute_121a)" for the job log.
+std::string DescribeManifest(const farm::v1::ArchManifest& m) {
+  if (m.images_size() == 0) return "no CUDA device code";
+  std::set<std::string> archs;
+  for (const auto& image : m.images()) archs.insert(image.arch());
+  std::string out = "runs on cc";
+  for (int i = 0; i < m.runs_on_size(); ++i) out += (i ? ", " : " ") + m.runs_on(i);
+  out += "; " + std::to_string(m.images_size()) + " images (";
+  for (const auto& a : archs) out += (a == *archs.begin() ? "" : ", ") + a;
+  return out + ")";
 }
 
 }  // namespace
@@ -171,39 +196,57 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
     out.detail = "build command exited with code " + std::to_string(r.exit_code);
     return out;
   }
-  return UploadWheels(log, ws + "/wheels", out);
+  return FinishWheels(log, in, build_dir, python.path(), out);
 }
 
-Outcome JobRunner::UploadWheels(LogShipper& log, const std::string& wheel_dir, Outcome built) {
-  std::vector<std::string> wheels;
-  std::error_code ec;
-  for (const auto& e : stdfs::directory_iterator(wheel_dir, ec)) {
-    if (e.is_regular_file() && e.path().extension() == ".whl") wheels.push_back(e.path().string());
-  }
-  std::sort(wheels.begin(), wheels.end());
+// Checks every wheel, validates them together, uploads them and says how the attempt
+// ended. Wheels that fail validation are still uploaded (with their report) so people can
+// inspect them; their job fails and nothing publishes or indexes them.
+Outcome JobRunner::FinishWheels(LogShipper& log, const JobEnvInputs& env_in,
+                                const std::string& build_dir, const std::string& python,
+                                Outcome built) {
+  std::vector<std::string> wheels = ListWheels(env_in.wheel_dir);
   if (wheels.empty()) {
     built.cause = farm::v1::CAUSE_BUILD_FAILED;
     built.detail = "build produced no wheel";
     return built;
   }
+  std::vector<farm::v1::ArtifactHeader> headers;
+  farm::v1::ArchManifest device_manifest;
   for (const auto& wheel : wheels) {
+    auto header = CheckOne(log, wheel);
+    if (!header.ok()) {
+      built.cause = header.status().code() == StatusCode::kAborted
+                        ? farm::v1::CAUSE_VALIDATION_FAILED
+                        : farm::v1::CAUSE_INFRASTRUCTURE;
+      built.detail = header.status().message();
+      return built;
+    }
+    if (header->manifest().images_size() > 0) device_manifest = header->manifest();
+    headers.push_back(std::move(header).value());
+  }
+  auto report = Validate(log, env_in, build_dir, python, wheels, device_manifest);
+  if (control_->stopped()) return StoppedOutcome(built);
+  if (!report.ok()) return Infra("validation could not run: " + report.status().message());
+  built.validation = std::move(report).value();
+  for (size_t i = 0; i < wheels.size(); ++i) {
     if (control_->stopped()) return StoppedOutcome(built);
-    Status s = UploadOne(log, wheel);
-    if (s.code() == StatusCode::kAborted) {
-      built.cause = farm::v1::CAUSE_VALIDATION_FAILED;
-      built.detail = s.message();
-      return built;
-    }
-    if (!s.ok()) {
+    if (Status s = UploadOne(log, wheels[i], headers[i]); !s.ok()) {
       built.cause = farm::v1::CAUSE_INFRASTRUCTURE;
-      built.detail = "uploading " + stdfs::path(wheel).filename().string() + " failed: " + s.message();
+      built.detail = "uploading " + headers[i].filename() + " failed: " + s.message();
       return built;
     }
+  }
+  if (built.validation.state() == farm::v1::VALIDATION_FAILED) {
+    built.cause = farm::v1::CAUSE_VALIDATION_FAILED;
+    built.detail = "validation failed: " + built.validation.message();
   }
   return built;
 }
 
-Status JobRunner::UploadOne(LogShipper& log, const std::string& path) {
+// Size, sha256 and the structure and arch-manifest checks of one wheel. Aborted (naming
+// the wheel) when a check fails; other errors are the worker's own trouble.
+Result<farm::v1::ArtifactHeader> JobRunner::CheckOne(LogShipper& log, const std::string& path) {
   farm::v1::ArtifactHeader header;
   header.set_job_id(job_.job_id());
   header.set_attempt(job_.attempt());
@@ -212,12 +255,51 @@ Status JobRunner::UploadOne(LogShipper& log, const std::string& path) {
   FARM_ASSIGN_OR_RETURN(std::string sha, Sha256FileHex(path, &size));
   header.set_size(size);
   header.set_sha256(sha);
-  if (deps_.wheel_hook) {
-    Status checked = deps_.wheel_hook(path, &header);
-    if (!checked.ok()) return Status::Aborted(header.filename() + ": " + checked.message());
+  if (!deps_.wheel_hook) return header;
+  Status checked = deps_.wheel_hook(job_, path, &header);
+  if (!checked.ok()) return Status::Aborted(header.filename() + ": " + checked.message());
+  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + header.filename() + ": " +
+                                                       DescribeManifest(header.manifest()));
+  return header;
+}
+
+Result<farm::v1::ValidationReport> JobRunner::Validate(
+    LogShipper& log, const JobEnvInputs& env_in, const std::string& build_dir,
+    const std::string& python, const std::vector<std::string>& wheels,
+    const farm::v1::ArchManifest& manifest) {
+  const farm::v1::ValidationSpec& spec = job_.recipe().validation();
+  if (spec.script().empty() && spec.import_modules_size() == 0) {
+    farm::v1::ValidationReport none;
+    none.set_state(farm::v1::VALIDATION_NOT_RUN);
+    none.set_message("the recipe asks for no validation");
+    return none;
   }
+  auto on_line = [&log, this](OutputStream s, const std::string& line) {
+    control_->log_seq =
+        log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+  };
+  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validating in a clean venv");
+  ValidationInputs in{.job = &job_, .wheels = wheels, .manifest = manifest, .python = python,
+                      .dir = stdfs::path(env_in.wheel_dir).parent_path().string() + "/validate",
+                      .build_dir = build_dir, .find_links = settings_.find_links,
+                      .caps = settings_.caps, .worker_id = settings_.worker_id};
+  JobEnvInputs venv_in = env_in;
+  venv_in.venv_dir = in.dir + "/venv";
+  in.env = BuildJobEnv(venv_in);
+  in.find_links.push_back(env_in.wheel_dir);
+  StepRunner steps(*deps_.runner, BaseEnv(settings_.worker_env), control_.get(), on_line);
+  FARM_ASSIGN_OR_RETURN(auto report, ValidateWheels(steps, *deps_.runner, control_.get(), on_line, in));
+  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validation " +
+                                                       farm::v1::ValidationState_Name(report.state()) +
+                                                       ": " + report.message());
+  return report;
+}
+
+Status JobRunner::UploadOne(LogShipper& log, const std::string& path,
+                            farm::v1::ArtifactHeader header) {
   control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: uploading " + header.filename() + " (" +
-                                                       std::to_string(size) + " bytes, sha256 " + sha + ")");
+                                                       std::to_string(header.size()) +
+                                                       " bytes, sha256 " + header.sha256() + ")");
   auto uploaded = RetryUnavailable(*deps_.clock, RetryDeadlineMs(kReportRetryMs), deps_.client,
                                    [&] { return deps_.client->UploadArtifact(header, path); });
   return uploaded.status();
@@ -232,6 +314,7 @@ void JobRunner::Report(const Outcome& outcome, int64_t last_seq) {
   req.set_detail(outcome.detail);
   req.set_peak_rss_bytes(outcome.peak_rss_bytes);
   req.set_last_log_seq(last_seq);
+  *req.mutable_validation() = outcome.validation;
   auto done = RetryUnavailable(*deps_.clock, RetryDeadlineMs(kReportRetryMs), deps_.client,
                                [&] { return deps_.client->CompleteJob(req); });
   std::string what = JobName(job_) + " ended " + farm::v1::AttemptCause_Name(outcome.cause) +

@@ -25,10 +25,12 @@
 
 namespace farm::agent {
 
-// Called with each wheel before it is uploaded; wheel validation plugs in here. It may
-// fill header->manifest. A non-OK status fails the attempt with CAUSE_VALIDATION_FAILED.
-using WheelHook =
-    std::function<Status(const std::string& wheel_path, farm::v1::ArtifactHeader* header)>;
+// Called with each wheel before it is uploaded: the structure and arch-manifest checks
+// (CheckWheelForJob in wheel_check.h) plug in here and fill header->manifest. A non-OK
+// status fails the attempt with CAUSE_VALIDATION_FAILED.
+using WheelHook = std::function<Status(const farm::v1::JobAssignment& job,
+                                       const std::string& wheel_path,
+                                       farm::v1::ArtifactHeader* header)>;
 
 struct JobDeps {
   FarmClient* client = nullptr;
@@ -36,7 +38,7 @@ struct JobDeps {
   Executor* executor = nullptr;        // the build command
   CapabilityProbe* probe = nullptr;    // memory available at job start
   const Clock* clock = nullptr;
-  WheelHook wheel_hook;                // may be empty
+  WheelHook wheel_hook;                // may be empty: wheels are then taken unchecked
 };
 
 struct JobSettings {
@@ -46,6 +48,8 @@ struct JobSettings {
   EnvMap worker_env;                   // filtered through the allow-list
   std::vector<std::string> secrets;    // tokens that must not reach the build
   const std::atomic<bool>* shutting_down = nullptr;  // shortens completion retries
+  std::vector<std::string> find_links;  // where validation finds runtime requirements
+  std::string worker_id;                // named in validation reports
 };
 
 // How an attempt ended, as reported in CompleteJob.
@@ -54,6 +58,7 @@ struct Outcome {
   std::string detail;
   int exit_code = 0;
   int64_t peak_rss_bytes = 0;
+  farm::v1::ValidationReport validation;  // of the attempt's wheels
 };
 
 class JobRunner {
@@ -67,8 +72,15 @@ class JobRunner {
  private:
   Outcome Execute(LogShipper& log, const std::string& ws);
   Result<Outcome> Build(LogShipper& log, const std::string& ws, const std::string& src);
-  Outcome UploadWheels(LogShipper& log, const std::string& wheel_dir, Outcome built);
-  Status UploadOne(LogShipper& log, const std::string& path);
+  Outcome FinishWheels(LogShipper& log, const JobEnvInputs& env_in, const std::string& build_dir,
+                       const std::string& python, Outcome built);
+  Result<farm::v1::ArtifactHeader> CheckOne(LogShipper& log, const std::string& path);
+  Result<farm::v1::ValidationReport> Validate(LogShipper& log, const JobEnvInputs& env_in,
+                                              const std::string& build_dir,
+                                              const std::string& python,
+                                              const std::vector<std::string>& wheels,
+                                              const farm::v1::ArchManifest& manifest);
+  Status UploadOne(LogShipper& log, const std::string& path, farm::v1::ArtifactHeader header);
   void Report(const Outcome& outcome, int64_t last_seq);
   Outcome StoppedOutcome(Outcome base) const;
   int64_t RetryDeadlineMs(int64_t normal_ms) const;

@@ -129,13 +129,28 @@ Status ApplyPatches(StepRunner& steps, const std::vector<farm::v1::Patch>& patch
   return Status::Ok();
 }
 
+// Run by the interpreter the venv was made from, with the new venv's directory.
+constexpr const char* kParentVenvProgram =
+    "import os, site, sys, sysconfig\n"
+    "if sys.prefix != sys.base_prefix:\n"
+    "    dest = sysconfig.get_path('purelib', vars={'base': sys.argv[1], 'platbase': sys.argv[1]})\n"
+    "    with open(os.path.join(dest, '_farm_parent_venv.pth'), 'w') as f:\n"
+    "        f.write('\\n'.join(site.getsitepackages()) + '\\n')\n"
+    "    print('farm: the venv also sees the packages of', sys.prefix)\n";
+
 Status CreateVenv(StepRunner& steps, const std::string& python, bool system_site_packages,
                   const std::string& venv_dir) {
   std::vector<std::string> argv = {python, "-m", "venv"};
   if (system_site_packages) argv.push_back("--system-site-packages");
   argv.push_back(venv_dir);
   std::string parent = stdfs::path(venv_dir).parent_path().string();
-  return steps.Run(argv, parent, 10 * 60 * 1000).WithContext("creating venv with " + python);
+  FARM_RETURN_IF_ERROR(
+      steps.Run(argv, parent, 10 * 60 * 1000).WithContext("creating venv with " + python));
+  if (!system_site_packages) return Status::Ok();
+  // --system-site-packages shows the base interpreter's packages only: when `python` is
+  // itself a venv's (torch installed there), a .pth file adds that venv's site-packages.
+  return steps.Run({python, "-c", kParentVenvProgram, venv_dir}, parent, 60 * 1000)
+      .WithContext("linking the packages of " + python);
 }
 
 }  // namespace farm::agent

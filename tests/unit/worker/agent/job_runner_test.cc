@@ -124,7 +124,7 @@ TEST_F(JobRunnerTest, SuccessfulBuildUploadsTheWheelAndReportsCompleted) {
   if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
   farm_.upload_failures = 1;  // farmd answers UNAVAILABLE once: the upload is retried
   std::vector<std::string> hooked;
-  hook_ = [&](const std::string& path, farm::v1::ArtifactHeader*) {
+  hook_ = [&](const farm::v1::JobAssignment&, const std::string& path, farm::v1::ArtifactHeader*) {
     hooked.push_back(path);
     return Status::Ok();
   };

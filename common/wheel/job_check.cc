@@ -1,0 +1,77 @@
+#include "common/wheel/job_check.h"
+
+#include <cctype>
+
+namespace farm::wheel {
+namespace {
+
+constexpr size_t kSummaryProblems = 4;
+
+void AddImages(const ModuleManifest& module, farm::v1::ArchManifest* out) {
+  for (const CodeImage& image : module.images) {
+    farm::v1::ArchImage* p = out->add_images();
+    p->set_module(module.module);
+    p->set_kind(image.image.kind == arch::Image::Kind::kSass ? "sass" : "ptx");
+    p->set_arch(image.name);
+    p->set_compressed(image.compression != Compression::kNone);
+  }
+}
+
+}  // namespace
+
+std::string JobWheelCheck::Summary() const {
+  std::string out;
+  for (size_t i = 0; i < problems.size() && i < kSummaryProblems; ++i) {
+    if (!out.empty()) out += "; ";
+    out += problems[i].ToString();
+  }
+  if (problems.size() > kSummaryProblems) {
+    out += "; and " + std::to_string(problems.size() - kSummaryProblems) + " more";
+  }
+  return out;
+}
+
+std::string CpythonTag(const std::string& python_version) {
+  size_t dot = python_version.find('.');
+  if (dot == std::string::npos || dot == 0) return "";
+  std::string major = python_version.substr(0, dot);
+  std::string minor = python_version.substr(dot + 1);
+  size_t end = minor.find('.');
+  if (end != std::string::npos) minor.resize(end);
+  for (const std::string& part : {major, minor}) {
+    if (part.empty()) return "";
+    for (char c : part) {
+      if (!std::isdigit(static_cast<unsigned char>(c))) return "";
+    }
+  }
+  return "cp" + major + minor;
+}
+
+farm::v1::ArchManifest ManifestToProto(const ArchManifest& manifest) {
+  farm::v1::ArchManifest out;
+  for (const ModuleManifest& m : manifest.modules) AddImages(m, &out);
+  for (const arch::Version& v : manifest.runs_on) out.add_runs_on(v.ToString());
+  for (const MissingImage& miss : manifest.missing) out.add_missing(miss.ToString());
+  return out;
+}
+
+Result<JobWheelCheck> CheckJobWheel(const std::string& path, const std::string& filename,
+                                    const farm::v1::MatrixCell& cell,
+                                    const InspectOptions& base) {
+  InspectOptions options = base;
+  options.filename = filename;
+  options.expected_python_tag = CpythonTag(cell.python());
+  options.expected_platform = cell.platform();
+  options.build_manifest = true;
+  if (!cell.arch_list().empty()) {
+    FARM_ASSIGN_OR_RETURN(options.requested_targets, arch::ParseArchList(cell.arch_list()));
+  }
+  FARM_ASSIGN_OR_RETURN(WheelReport report, InspectWheel(path, options));
+  JobWheelCheck check;
+  check.manifest = ManifestToProto(report.manifest);
+  check.problems = std::move(report.problems);
+  check.requires_device_code = !options.requested_targets.empty();
+  return check;
+}
+
+}  // namespace farm::wheel

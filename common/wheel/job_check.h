@@ -1,0 +1,47 @@
+// CheckJobWheel: the checks a wheel built for one matrix cell must pass before the farm
+// keeps it. The worker runs them before uploading and farmd runs them again on arrival,
+// so a worker with a broken checker (or a hostile one) cannot store a wheel that lacks
+// its kernels. It is InspectWheel (structure, RECORD, tags, hostile archives, arch
+// manifest) with the expectations taken from the cell: the python tag, the platform's CPU
+// architecture and every target of the cell's TORCH_CUDA_ARCH_LIST. Stateless; safe from
+// any thread.
+#ifndef FARM_COMMON_WHEEL_JOB_CHECK_H_
+#define FARM_COMMON_WHEEL_JOB_CHECK_H_
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/wheel/inspect.h"
+#include "farm/v1/types.pb.h"
+
+namespace farm::wheel {
+
+struct JobWheelCheck {
+  farm::v1::ArchManifest manifest;  // images, runs-on and missing targets
+  std::vector<Problem> problems;    // empty when the wheel may be kept
+  bool requires_device_code = false;  // the cell named arch targets
+
+  bool ok() const { return problems.empty(); }
+  // The first few problems on one line, "arch-missing: pkg/_C.so: ... lacks sm_121a; ...".
+  std::string Summary() const;
+};
+
+// "3.12" -> "cp312"; "" for an empty or malformed version.
+std::string CpythonTag(const std::string& python_version);
+
+// Checks the wheel at `path` for `cell`. `filename` is the wheel's name when the file sits
+// under another one ("" = last path component). On success returns the manifest and the
+// problems (a wheel that breaks a rule is still a success of the check, with problems).
+// Fails when the file cannot be read as a zip archive or the cell's arch list does not
+// parse.
+Result<JobWheelCheck> CheckJobWheel(const std::string& path, const std::string& filename,
+                                    const farm::v1::MatrixCell& cell,
+                                    const InspectOptions& base = {});
+
+// The proto form of a manifest, as stored with the artifact and shown by farmctl.
+farm::v1::ArchManifest ManifestToProto(const ArchManifest& manifest);
+
+}  // namespace farm::wheel
+
+#endif  // FARM_COMMON_WHEEL_JOB_CHECK_H_

@@ -1,0 +1,102 @@
+#include "common/wheel/job_check.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/support/test_util.h"
+#include "tests/unit/common/wheel/fatbin_fixture.h"
+#include "tests/unit/common/wheel/wheel_builder.h"
+
+namespace farm::wheel {
+namespace {
+
+constexpr const char* kModule = "attn_example/_attn_example.so";
+
+farm::v1::MatrixCell Cell(const std::string& python, const std::string& arch_list) {
+  farm::v1::MatrixCell cell;
+  cell.set_python(python);
+  cell.set_arch_list(arch_list);
+  cell.set_platform("linux_x86_64");
+  return cell;
+}
+
+TEST(CpythonTagTest, MapsVersionsAndRejectsJunk) {
+  EXPECT_EQ(CpythonTag("3.12"), "cp312");
+  EXPECT_EQ(CpythonTag("3.9.18"), "cp39");
+  EXPECT_EQ(CpythonTag(""), "");
+  EXPECT_EQ(CpythonTag("3"), "");
+  EXPECT_EQ(CpythonTag("3.x"), "");
+  EXPECT_EQ(CpythonTag(".12"), "");
+}
+
+class JobCheckTest : public ::testing::Test {
+ protected:
+  std::string Wheel(const std::string& so) {
+    testing::WheelSpec spec;
+    spec.files.push_back({kModule, so, testing::ZipEntrySpec::Type::kFile});
+    Result<std::string> path = testing::WriteWheel(dir_.path(), spec);
+    EXPECT_TRUE(path.ok()) << path.status().ToString();
+    return path.ok() ? *path : "";
+  }
+  farm::testing::ScopedTempDir dir_;
+};
+
+TEST_F(JobCheckTest, AWheelWithEveryTargetPassesWithItsManifest) {
+  FARM_LOAD_MODULE_OR_SKIP("multi", so);
+  auto check = CheckJobWheel(Wheel(so), "", Cell("3.12", "9.0a;12.0a;12.1a"));
+  ASSERT_OK(check.status());
+  EXPECT_TRUE(check->ok()) << check->Summary();
+  EXPECT_TRUE(check->requires_device_code);
+  std::set<std::string> sass;
+  for (const auto& image : check->manifest.images()) {
+    EXPECT_EQ(image.module(), kModule);
+    if (image.kind() == "sass") sass.insert(image.arch());
+  }
+  EXPECT_EQ(sass, (std::set<std::string>{"sm_80", "sm_90a", "sm_120a", "sm_121a"}));
+  std::vector<std::string> runs_on(check->manifest.runs_on().begin(),
+                                   check->manifest.runs_on().end());
+  EXPECT_EQ(runs_on, (std::vector<std::string>{"8.0", "8.6", "8.7", "8.9", "9.0", "12.0", "12.1"}));
+}
+
+TEST_F(JobCheckTest, AMissingTargetAndAWrongPythonAreProblems) {
+  FARM_LOAD_MODULE_OR_SKIP("sm120a", so);
+  auto check = CheckJobWheel(Wheel(so), "", Cell("3.11", "12.0a;12.1a"));
+  ASSERT_OK(check.status());
+  ASSERT_FALSE(check->ok());
+  std::string summary = check->Summary();
+  EXPECT_NE(summary.find("arch-missing: attn_example/_attn_example.so: "
+                         "attn_example/_attn_example.so lacks sm_121a"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("cp312"), std::string::npos) << summary;  // built for 3.12, not 3.11
+  ASSERT_EQ(check->manifest.missing_size(), 1);
+  EXPECT_EQ(check->manifest.missing(0), "attn_example/_attn_example.so lacks sm_121a");
+}
+
+TEST_F(JobCheckTest, TheGivenFileNameIsCheckedInsteadOfTheStoredOne) {
+  testing::WheelSpec spec;
+  Result<std::string> path = testing::WriteWheel(dir_.path(), spec);
+  ASSERT_OK(path.status());
+  std::string stored = dir_.path() + "/0123abcd";
+  ASSERT_EQ(std::rename(path->c_str(), stored.c_str()), 0);
+  auto named = CheckJobWheel(stored, spec.filename, Cell("3.12", ""));
+  ASSERT_OK(named.status());
+  EXPECT_TRUE(named->ok()) << named->Summary();
+  EXPECT_FALSE(named->requires_device_code);
+  auto unnamed = CheckJobWheel(stored, "", Cell("3.12", ""));
+  ASSERT_OK(unnamed.status());
+  EXPECT_TRUE(HasProblem(unnamed->problems, "filename-invalid")) << unnamed->Summary();
+}
+
+TEST_F(JobCheckTest, ABadArchListOrANonZipFails) {
+  testing::WheelSpec spec;
+  Result<std::string> path = testing::WriteWheel(dir_.path(), spec);
+  ASSERT_OK(path.status());
+  EXPECT_FALSE(CheckJobWheel(*path, "", Cell("3.12", "9.9z")).ok());
+  ASSERT_OK(fs::WriteFileAtomic(dir_.path() + "/x-1.0-py3-none-any.whl", "not a zip"));
+  EXPECT_FALSE(CheckJobWheel(dir_.path() + "/x-1.0-py3-none-any.whl", "", Cell("3.12", "")).ok());
+}
+
+}  // namespace
+}  // namespace farm::wheel
