@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
+  if (config->probe_only) return agent::PrintProbe(*config);
   auto token = agent::LoadEnrollToken(*config);
   if (!token.ok()) {
     log::Error("farm-worker: " + token.status().message());

@@ -26,6 +26,8 @@ wait_for() {  # FILE SECONDS
 }
 
 step "host"
+"$bin/farm-worker" --probe --work-dir "$work/probe" >"$out/probe.json" 2>"$out/probe.log"
+echo "farm-worker --probe exit $?"; cat "$out/probe.log"
 { nvidia-smi -L; nvcc --version | tail -1; "$py" -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'; } \
   > "$out/host.txt" 2>&1
 cat "$out/host.txt"
@@ -53,26 +55,41 @@ timeout 300 "${ctl[@]}" submit "$repo/kernels/examples/attn_example/recipe-gpu-h
 echo "exit $?"; tail -4 "$out/attn_example_build.log"
 "${ctl[@]}" --output json show 1 >"$out/attn_example_build.json"
 
+step "a wheel for other GPUs only: never validated here"
+sed -i 's|arch_lists: \[\(.*\)\]|arch_lists: [\1, "12.0a;12.1a"]|' \
+  "$repo/kernels/examples/attn_example/recipe-gpu-host.yaml"
+timeout 300 "${ctl[@]}" submit "$repo/kernels/examples/attn_example/recipe-gpu-host.yaml" --python "$pyver" \
+  --arch-list "12.0a;12.1a" --follow >"$out/attn_example_blackwell_build.log" 2>&1
+echo "exit $?"; tail -3 "$out/attn_example_blackwell_build.log"
+"${ctl[@]}" --output json show 2 >"$out/attn_example_blackwell_build.json"
+
 step "SageAttention through the farm"
-recipe=$work/sageattention.yaml
+# Written beside the catalog recipe so farmctl sends its validation script along.
+recipe=$repo/kernels/sageattention/recipe-gpu-host.yaml
 sed "s|^env:|env:\n  PYTHONPATH: \"$torch_site\"\n  MAX_JOBS: \"16\"|" \
   "$repo/kernels/sageattention/recipe.yaml" >"$recipe"
 timeout 420 "${ctl[@]}" submit "$recipe" --python "$pyver" --source-tarball "$sa_tarball" \
   --follow --download "$work/wheels" >"$out/sageattention_build.log" 2>&1
 rc=$?; echo "exit $rc"; tail -n $(( rc ? 60 : 4 )) "$out/sageattention_build.log"
-"${ctl[@]}" --output json show 2 >"$out/sageattention_build.json"
+"${ctl[@]}" --output json show 3 >"$out/sageattention_build.json"
 
-step "validation on the GPU (clean venv per wheel)"
-for whl in "$work"/wheels/*.whl; do
-  name=$(basename "$whl" | cut -d- -f1)
-  venv=$work/venv-$name
-  "$py" -m venv "$venv" && "$venv/bin/python" -m pip install -q --no-deps --no-index "$whl"
-  script=$repo/kernels/examples/attn_example/validate.py
-  [[ $name == sageattention ]] && script=$repo/kernels/sageattention/validate_sageattention.py
-  PYTHONPATH=$torch_site timeout 240 "$venv/bin/python" "$script" --device cuda:0 \
-    --report "$out/validation_$name.json" >"$out/validation_$name.log" 2>&1
-  echo "$name validation exit $?"; grep -o '"message": "[^"]*"' "$out/validation_$name.json"
-done
+step "validation by the farm (clean venv, GPU the wheel serves)"
+for f in "$out"/*_build.json; do
+  "$py" - "$f" <<'PY'
+import json, sys
+build = json.load(open(sys.argv[1]))
+for job in build.get("jobs", []):
+    for a in job.get("artifacts", []):
+        v = a.get("validation", {})
+        print(f"{a['filename']}: {v.get('state')}: {v.get('message')}")
+        for c in v.get("cases", []):
+            print(f"  {c.get('name')}: cosine {c.get('cosine', 0):.6f} rel_l1 {c.get('relative_l1', 0):.2e} "
+                  f"tops {c.get('tops', 0):.1f} baseline {c.get('baseline_tops', 0):.1f} passed {c.get('passed', False)}")
+    for at in job.get("attempts", []):
+        print(f"  attempt {at.get('number')}: {at.get('cause')} {at.get('detail', '')}")
+PY
+done 2>&1 | tee "$out/validation_by_farm.txt"
+grep -h "probe kernels\|quarantined" "$out/worker.log" | head -5
 
 step "arch manifest against cuobjdump"
 compare() {  # SO LABEL
@@ -88,7 +105,8 @@ compare() {  # SO LABEL
     d=$work/unz-$(basename "$whl"); mkdir -p "$d"; (cd "$d" && "$py" -m zipfile -e "$whl" .)
     while read -r so; do compare "$so" "$(basename "$whl"):${so#$d/}"; done < <(find "$d" -name '*.so')
   done
-  for lib in libc10_cuda.so libtorch_cuda.so; do
+  # FARM_GPU_SKIP_TORCH_LIBS=1 leaves out PyTorch's own libraries (minutes of cuobjdump).
+  [[ ${FARM_GPU_SKIP_TORCH_LIBS:-0} == 1 ]] || for lib in libc10_cuda.so libtorch_cuda.so; do
     [[ -f $torch_site/torch/lib/$lib ]] && timeout 200 bash -c "$(declare -f compare); work=$work bin=$bin compare $torch_site/torch/lib/$lib torch/lib/$lib"
   done
 } >"$out/manifest_vs_cuobjdump.txt" 2>&1

@@ -25,6 +25,8 @@ std::vector<FlagSpec> Specs() {
       {"python", "PATH", "interpreter to offer, repeatable (default: discover)"},
       {"log-json", "", "log one JSON object per line"},
       {"keep-workspaces", "", "keep job workspaces after the job ends"},
+      {"no-probe-kernels", "", "do not prove the GPUs with the probe kernels at start"},
+      {"probe", "", "print what this host has as JSON, probe kernels included, and exit"},
       {"find-links", "DIR", "wheels for validation's runtime requirements, repeatable"},
       {"verbose", "", "debug logging"},
       {"executor", "KIND", "where builds run: native (default), podman or docker"},
@@ -99,7 +101,7 @@ Result<WorkerConfig> ParseWorkerFlags(int argc, char** argv, bool* help) {
   WorkerConfig c;
   c.server = flags.Get("server");
   c.server_file = flags.Get("server-file");
-  if (!*help && c.server.empty() == c.server_file.empty()) {
+  if (!*help && !flags.Has("probe") && c.server.empty() == c.server_file.empty()) {
     return Status::InvalidArgument("give exactly one of --server and --server-file");
   }
   c.enroll_token_file = flags.Get("enroll-token-file");
@@ -119,6 +121,8 @@ Result<WorkerConfig> ParseWorkerFlags(int argc, char** argv, bool* help) {
   c.pythons = flags.GetAll("python");
   c.log_json = flags.Has("log-json");
   c.keep_workspaces = flags.Has("keep-workspaces");
+  c.probe_kernels = !flags.Has("no-probe-kernels");
+  c.probe_only = flags.Has("probe");
   c.find_links = flags.GetAll("find-links");
   c.verbose = flags.Has("verbose");
   FARM_RETURN_IF_ERROR(ParseExecutorFlags(flags, c));

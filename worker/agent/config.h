@@ -25,6 +25,10 @@ struct WorkerConfig {
   std::vector<std::string> pythons;  // empty: discover
   bool log_json = false;
   bool keep_workspaces = false;
+  // Compile and run the probe kernels on every GPU at start (quarantine on failure).
+  bool probe_kernels = true;
+  // Print the capabilities as JSON and exit (0, or 1 when quarantined).
+  bool probe_only = false;
   // Local wheel directories where validation finds a recipe's runtime requirements.
   std::vector<std::string> find_links;
   bool verbose = false;

@@ -1,5 +1,7 @@
 #include "worker/agent/probe.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <glob.h>
 #include <sched.h>
 #include <sys/statvfs.h>
@@ -248,7 +250,35 @@ farm::v1::Capabilities SystemProbe::Probe() {
   ProbeGpus(&caps);
   ProbeToolkits(&caps);
   ProbePythons(&caps);
+  if (config_.probe_kernels) caps.set_probe_error(KernelVerdict(caps).error);
   return caps;
+}
+
+// The probe kernels run once, at the first probe; later probes repeat their verdict.
+const ProbeKernelVerdict& SystemProbe::KernelVerdict(const farm::v1::Capabilities& caps) {
+  std::lock_guard lock(kernel_mu_);
+  if (!kernel_verdict_) {
+    kernel_verdict_ = RunProbeKernels(runner_, caps, config_.work_dir + "/probe-kernels");
+    if (!kernel_verdict_->error.empty()) {
+      log::Error("farm-worker: quarantined: " + kernel_verdict_->error);
+    } else {
+      log::Info("farm-worker: probe kernels: " + kernel_verdict_->summary);
+    }
+  }
+  return *kernel_verdict_;
+}
+
+int PrintProbe(const WorkerConfig& config) {
+  RealProcessRunner runner;
+  SystemProbe probe(config, runner);
+  farm::v1::Capabilities caps = probe.Probe();
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(caps, &json, options);
+  std::fputs(json.c_str(), stdout);
+  return caps.probe_error().empty() ? 0 : 1;
 }
 
 }  // namespace farm::agent

@@ -7,6 +7,7 @@
 #define FARM_WORKER_AGENT_PROBE_H_
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "common/status.h"
 #include "farm/v1/types.pb.h"
 #include "worker/agent/config.h"
+#include "worker/agent/probe_kernels.h"
 
 namespace farm::agent {
 
@@ -79,6 +81,11 @@ void ProbeGpus(farm::v1::Capabilities* caps);
 // found on PATH, deduplicated by real path, /usr/bin first.
 std::vector<std::string> DiscoverPythons(const std::vector<std::string>& configured);
 
+// `farm-worker --probe`: probes this host (probe kernels included unless turned off) and
+// prints the capabilities as JSON on stdout. Returns the exit code: 0, or 1 when the probe
+// kernels failed and the worker would be quarantined.
+int PrintProbe(const WorkerConfig& config);
+
 class SystemProbe final : public CapabilityProbe {
  public:
   SystemProbe(const WorkerConfig& config, ProcessRunner& runner)
@@ -92,10 +99,13 @@ class SystemProbe final : public CapabilityProbe {
   void ProbePythons(farm::v1::Capabilities* caps);
   std::optional<farm::v1::CudaToolkit> ProbeToolkit(const std::string& dir);
   std::optional<int64_t> CgroupLimit();
+  const ProbeKernelVerdict& KernelVerdict(const farm::v1::Capabilities& caps);
   Result<std::string> RunText(const std::vector<std::string>& argv, int64_t timeout_ms);
 
   const WorkerConfig config_;
   ProcessRunner& runner_;
+  std::mutex kernel_mu_;
+  std::optional<ProbeKernelVerdict> kernel_verdict_;
 };
 
 }  // namespace farm::agent
