@@ -93,7 +93,9 @@ grep -h "probe kernels\|quarantined" "$out/worker.log" | head -5
 
 step "arch manifest against cuobjdump"
 compare() {  # SO LABEL
-  cuobjdump --list-elf --list-ptx "$1" 2>&1 | sed 's/^ *//' | sort >"$work/cuobjdump.txt"
+  # cuobjdump's own notes ("No PTX file found") are not images.
+  cuobjdump --list-elf --list-ptx "$1" 2>&1 | grep -v '^cuobjdump info' | sed 's/^ *//' \
+    | sort >"$work/cuobjdump.txt"
   "$bin/farmctl" inspect "$1" --cuobjdump 2>&1 | sed 's/^ *//' | sort >"$work/farm.txt"
   if diff -q "$work/cuobjdump.txt" "$work/farm.txt" >/dev/null; then verdict=identical;
   else verdict="differs: $(diff "$work/cuobjdump.txt" "$work/farm.txt" | grep -c '^[<>]') lines"; fi
