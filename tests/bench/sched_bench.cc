@@ -311,7 +311,8 @@ void Bench::StartComplete(SimWorker* w, const farm::v1::JobAssignment& job) {
   call->req.set_cause(farm::v1::CAUSE_COMPLETED);
   Prepare(&call->ctx, w->token, kCallTimeoutMs);
   in_flight_++;
-  w->stub->async()->CompleteJob(&call->ctx, &call->req, &call->resp, [this, w, call](grpc::Status s) {
+  auto* stub = w->stub->async();
+  stub->CompleteJob(&call->ctx, &call->req, &call->resp, [this, w, call](grpc::Status s) {
     int64_t now = NowUs();
     {
       std::lock_guard lock(w->mu);

@@ -54,6 +54,8 @@ run_one() {  # run_one WORKERS MODE: a fresh farmd for one run
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
   db=$(du -k -c "$dir/data"/farm.db* | awk 'END {print $1}')
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+  # The machine may be shared: the 1-minute load average after the run puts figures in context.
+  line+=" load1=$(cut -d' ' -f1 /proc/loadavg)"
   line+=" rss_mib=$((hwm / 1024)) db_mib=$(awk "BEGIN {printf \"%.1f\", $db / 1024}")"
   echo "$line" >&2  # as it comes, so a later failure loses nothing
   results+=("$line")
@@ -65,17 +67,17 @@ for n in "${counts[@]}"; do
 done
 
 echo
-printf '%-13s %7s %5s %8s %8s %9s %9s %8s %8s %8s %7s  %s\n' run workers jobs lease/s done/s \
-  'lat p50' 'lat p99' 'hb p99' submit/s 'RSS MiB' 'DB MiB' 'jobs ended'
+printf '%-13s %7s %5s %8s %8s %9s %9s %8s %8s %8s %7s %5s  %s\n' run workers jobs lease/s \
+  done/s 'lat p50' 'lat p99' 'hb p99' submit/s 'RSS MiB' 'DB MiB' load 'jobs ended'
 for line in "${results[@]}"; do
   lat50=$(field lat_p50_ms "$line") lat99=$(field lat_p99_ms "$line")
   # In backlog mode every job waits for the whole queue: its latency says nothing.
   [[ $(field mode "$line") == backlog ]] && lat50=- lat99=-
-  printf '%-13s %7s %5s %8s %8s %9s %9s %8s %8s %8s %7s  %s\n' "$(field label "$line")" \
+  printf '%-13s %7s %5s %8s %8s %9s %9s %8s %8s %8s %7s %5s  %s\n' "$(field label "$line")" \
     "$(field workers "$line")" "$(field jobs "$line")" "$(field lease_per_s "$line")" \
     "$(field complete_per_s "$line")" "$lat50" "$lat99" "$(field hb_p99_ms "$line")" \
     "$(field submit_jobs_per_s "$line")" "$(field rss_mib "$line")" "$(field db_mib "$line")" \
-    "$(field states "$line")"
+    "$(field load1 "$line")" "$(field states "$line")"
 done
 echo
 printf '%s\n' "${results[@]}"
