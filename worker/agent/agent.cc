@@ -191,6 +191,7 @@ void Agent::StartJob(const farm::v1::AcquireJobResponse& resp) {
   settings.keep_workspace = config_.keep_workspaces;
   settings.worker_env = worker_env_;
   settings.shutting_down = &stopping_;
+  settings.compile_cache = compile_cache_.get();
   JobDeps jd{deps_.client, deps_.runner, deps_.executor, deps_.probe, deps_.clock, deps_.wheel_hook};
   RunningJob entry{job, std::make_shared<JobControl>(), std::make_shared<std::atomic<bool>>(false), {}};
   auto control = entry.control;
@@ -270,9 +271,23 @@ void Agent::CancelAndJoinAll() {
   }
 }
 
+// A cache that cannot be set up leaves builds uncached; it never stops the worker.
+void Agent::StartCompileCache() {
+  CompileCacheOptions options{config_.ccache, config_.ccache_dir, config_.ccache_max_size,
+                              config_.work_dir + "/compile-cache-tools"};
+  if (options.cache_dir.empty()) options.cache_dir = config_.work_dir + "/ccache";
+  auto cache = CompileCache::Create(options, worker_env_);
+  if (!cache.ok()) {
+    log::Warn("farm-worker: builds run without a compile cache: " + cache.status().ToString());
+    return;
+  }
+  compile_cache_ = std::move(cache).value();
+}
+
 Status Agent::Run() {
   FARM_RETURN_IF_ERROR(fs::MakeDirs(config_.state_dir, 0700));
   FARM_RETURN_IF_ERROR(fs::MakeDirs(config_.work_dir));
+  StartCompileCache();
   FARM_ASSIGN_OR_RETURN(WorkerIdentity stored, LoadIdentity(config_.state_dir));
   log::RegisterSecret(enroll_token_);
   log::RegisterSecret(stored.worker_token);

@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/process.h"
 #include "common/status.h"
+#include "worker/agent/compile_cache.h"
 #include "worker/agent/config.h"
 #include "worker/agent/executor.h"
 #include "worker/agent/farm_client.h"
@@ -76,12 +77,14 @@ class Agent {
   void CancelAndJoinAll();
   bool SleepUnlessStopped(int64_t ms);
   bool IsAuthError(const Status& s) const;
+  void StartCompileCache();
 
   const WorkerConfig config_;
   const std::string enroll_token_;
   AgentDeps deps_;
   const AgentTimings timings_;
   const EnvMap worker_env_;
+  std::unique_ptr<CompileCache> compile_cache_;  // made in Run() before any job starts
 
   std::atomic<bool> stopping_{false};
   std::mutex mu_;

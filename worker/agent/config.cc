@@ -19,6 +19,9 @@ std::vector<FlagSpec> Specs() {
       {"enroll-token-file", "PATH", "enrollment token (default: $FARM_ENROLL_TOKEN)"},
       {"state-dir", "DIR", "keeps the worker id and token across restarts"},
       {"work-dir", "DIR", "per-job workspaces (default <state-dir>/work)"},
+      {"ccache-dir", "DIR", "compile cache shared by all jobs (default <work-dir>/ccache)"},
+      {"ccache-max-size", "SIZE", "compile cache size limit in ccache's syntax (default 20G)"},
+      {"no-ccache", "", "build without the compile cache"},
       {"name", "NAME", "worker name shown by farmd (default: host name)"},
       {"label", "K=V", "operator label, repeatable"},
       {"max-jobs", "N", "jobs run at once (default 1)"},
@@ -107,6 +110,12 @@ Result<WorkerConfig> ParseWorkerFlags(int argc, char** argv, bool* help) {
   c.enroll_token_file = flags.Get("enroll-token-file");
   c.state_dir = flags.Get("state-dir", c.state_dir);
   c.work_dir = flags.Get("work-dir", c.state_dir + "/work");
+  c.ccache = !flags.Has("no-ccache");
+  c.ccache_dir = flags.Get("ccache-dir", c.work_dir + "/ccache");
+  c.ccache_max_size = flags.Get("ccache-max-size", c.ccache_max_size);
+  if (c.ccache_max_size.empty() || c.ccache_max_size.find_first_of(" \t") != std::string::npos) {
+    return Status::InvalidArgument("--ccache-max-size needs a size such as 20G");
+  }
   c.name = flags.Get("name", HostName());
   for (const auto& kv : flags.GetAll("label")) {
     size_t eq = kv.find('=');

@@ -19,6 +19,10 @@ struct WorkerConfig {
   std::string enroll_token_file; // empty: FARM_ENROLL_TOKEN from the environment
   std::string state_dir = "farm-worker-state";  // worker id + token (0600 file)
   std::string work_dir;          // per-job workspaces; default <state_dir>/work
+  // The compile cache every build goes through (compile_cache.h); --no-ccache turns it off.
+  bool ccache = true;
+  std::string ccache_dir;        // default <work_dir>/ccache
+  std::string ccache_max_size = "20G";
   std::string name;              // default: the host name
   std::map<std::string, std::string> labels;
   int max_jobs = 1;

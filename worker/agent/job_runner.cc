@@ -167,6 +167,11 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
                   python.version(), toolkit, settings_.caps.cpu_cores(),
                   deps_.probe->AvailableMemoryBytes(), settings_.secrets};
   EnvMap env = BuildJobEnv(in);
+  JobCacheUse cache_use;
+  if (settings_.compile_cache != nullptr) {
+    cache_use = settings_.compile_cache->PrepareJob(recipe, ws, deps_.executor->Name(), env);
+  }
+  if (!cache_use.note.empty()) system(cache_use.note);
   system("running the build command in " + build_dir + " (MAX_JOBS=" + env["MAX_JOBS"] +
          (toolkit.path().empty() ? "" : ", CUDA " + toolkit.version()) + ", executor " +
          deps_.executor->Name() + ")");
@@ -185,6 +190,8 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   Outcome out{farm::v1::CAUSE_COMPLETED, "", r.exit_code, r.peak_rss_bytes};
   system("build command exited with code " + std::to_string(r.exit_code) + ", peak RSS " +
          std::to_string(r.peak_rss_bytes >> 20) + " MiB");
+  out.compile_cache = CompileCache::FinishJob(cache_use);
+  if (out.compile_cache) system(DescribeCacheStats(*out.compile_cache));
   if (control_->stopped()) return StoppedOutcome(out);
   if (r.timed_out) {
     out.cause = farm::v1::CAUSE_TIMED_OUT;
@@ -315,6 +322,7 @@ void JobRunner::Report(const Outcome& outcome, int64_t last_seq) {
   req.set_peak_rss_bytes(outcome.peak_rss_bytes);
   req.set_last_log_seq(last_seq);
   *req.mutable_validation() = outcome.validation;
+  if (outcome.compile_cache) *req.mutable_compile_cache() = *outcome.compile_cache;
   auto done = RetryUnavailable(*deps_.clock, RetryDeadlineMs(kReportRetryMs), deps_.client,
                                [&] { return deps_.client->CompleteJob(req); });
   std::string what = JobName(job_) + " ended " + farm::v1::AttemptCause_Name(outcome.cause) +

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "common/status.h"
 #include "farm/v1/worker.pb.h"
 #include "worker/agent/build_env.h"
+#include "worker/agent/compile_cache.h"
 #include "worker/agent/executor.h"
 #include "worker/agent/farm_client.h"
 #include "worker/agent/job_control.h"
@@ -50,6 +52,7 @@ struct JobSettings {
   const std::atomic<bool>* shutting_down = nullptr;  // shortens completion retries
   std::vector<std::string> find_links;  // where validation finds runtime requirements
   std::string worker_id;                // named in validation reports
+  CompileCache* compile_cache = nullptr;  // the worker's ccache; null: builds run without
 };
 
 // How an attempt ended, as reported in CompleteJob.
@@ -59,6 +62,7 @@ struct Outcome {
   int exit_code = 0;
   int64_t peak_rss_bytes = 0;
   farm::v1::ValidationReport validation;  // of the attempt's wheels
+  std::optional<farm::v1::CompileCacheStats> compile_cache;  // when the build used the cache
 };
 
 class JobRunner {

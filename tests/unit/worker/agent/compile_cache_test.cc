@@ -1,0 +1,242 @@
+#include "worker/agent/compile_cache.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "common/fs.h"
+#include "tests/support/test_util.h"
+
+namespace farm::agent {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+// CCACHE_STATSLOG written by ccache 4.7.5 (Debian 12): nvcc compiling attn_cuda.cu in one
+// workspace (miss), the same in a second workspace (direct hit), then after a comment-only
+// change (the preprocessed output is unchanged: preprocessed hit).
+constexpr char kNvccLog[] = R"(# csrc/attn_cuda.cu
+cache_miss
+direct_cache_miss
+local_storage_miss
+local_storage_read_miss
+local_storage_read_miss
+local_storage_write
+local_storage_write
+preprocessed_cache_miss
+# csrc/attn_cuda.cu
+direct_cache_hit
+local_storage_hit
+local_storage_read_hit
+local_storage_read_hit
+# csrc/attn_cuda.cu
+direct_cache_miss
+local_storage_hit
+local_storage_read_hit
+local_storage_read_miss
+local_storage_write
+preprocessed_cache_hit
+)";
+
+// The same ccache: a miss and a hit of attn_cpu.cc, a link, `nvcc --version` and a
+// compile of a missing file. `ccache --show-log-stats` said for it: hits 1 / 2, misses
+// 1 / 2, uncacheable calls 3 / 5.
+constexpr char kMixedLog[] = R"(# csrc/attn_cpu.cc
+cache_miss
+direct_cache_miss
+local_storage_miss
+local_storage_read_miss
+local_storage_read_miss
+local_storage_write
+local_storage_write
+preprocessed_cache_miss
+# csrc/attn_cpu.cc
+direct_cache_hit
+local_storage_hit
+local_storage_read_hit
+local_storage_read_hit
+# b/attn_cpu.o
+called_for_link
+# 
+no_input_file
+# 
+no_input_file
+)";
+
+TEST(ParseStatsLogTest, CountsHitsOfBothModesAndMisses) {
+  auto stats = ParseStatsLog(kNvccLog);
+  EXPECT_EQ(stats.hits(), 2);
+  EXPECT_EQ(stats.misses(), 1);
+  EXPECT_EQ(stats.uncacheable(), 0);
+}
+
+TEST(ParseStatsLogTest, AgreesWithCcacheOnUncacheableCalls) {
+  auto stats = ParseStatsLog(kMixedLog);
+  EXPECT_EQ(stats.hits(), 1);
+  EXPECT_EQ(stats.misses(), 1);
+  EXPECT_EQ(stats.uncacheable(), 3);
+}
+
+TEST(ParseStatsLogTest, EmptyAndCrlfLogs) {
+  auto none = ParseStatsLog("");
+  EXPECT_EQ(none.hits() + none.misses() + none.uncacheable(), 0);
+  auto crlf = ParseStatsLog("# a.c\r\ndirect_cache_hit\r\n# b.c\r\ncache_miss\r\n");
+  EXPECT_EQ(crlf.hits(), 1);
+  EXPECT_EQ(crlf.misses(), 1);
+}
+
+TEST(DescribeCacheStatsTest, JobLogLine) {
+  farm::v1::CompileCacheStats s;
+  s.set_hits(12);
+  EXPECT_EQ(DescribeCacheStats(s), "compile cache: 12 hits, 0 misses (100%)");
+  s.set_hits(2);
+  s.set_misses(1);
+  s.set_uncacheable(1);
+  EXPECT_EQ(DescribeCacheStats(s), "compile cache: 2 hits, 1 miss (66%), 1 uncacheable call");
+  s.set_hits(199);
+  EXPECT_EQ(DescribeCacheStats(s).substr(0, 42), "compile cache: 199 hits, 1 miss (99%), 1 u");
+  EXPECT_EQ(DescribeCacheStats(farm::v1::CompileCacheStats()), "compile cache: 0 hits, 0 misses");
+}
+
+// A fake toolkit and a fake ccache on a PATH of the test's own.
+class CompileCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = tmp_.path();
+    ASSERT_OK(fs::MakeDirs(root_ + "/sbin"));
+    ASSERT_OK(fs::MakeDirs(root_ + "/cuda/bin"));
+    ASSERT_OK(fs::MakeDirs(root_ + "/cuda/include"));
+    Exe(root_ + "/sbin/ccache");
+    Exe(root_ + "/sbin/g++");
+    Exe(root_ + "/cuda/bin/nvcc");
+    Exe(root_ + "/cuda/bin/ptxas");
+    worker_env_ = {{"PATH", root_ + "/sbin:/nonexistent"}};
+    options_.cache_dir = root_ + "/work/ccache";
+    options_.tools_dir = root_ + "/work/tools";
+    recipe_.set_ccache(true);
+  }
+  void Exe(const std::string& path) { ASSERT_OK(fs::WriteFileAtomic(path, "#!/bin/sh\n", 0755)); }
+  EnvMap JobEnv() {
+    return {{"PATH", "/ws/venv/bin:" + root_ + "/cuda/bin:/usr/bin"}, {"CUDA_HOME", root_ + "/cuda"}};
+  }
+
+  testing::ScopedTempDir tmp_;
+  std::string root_;
+  EnvMap worker_env_;
+  CompileCacheOptions options_;
+  farm::v1::Recipe recipe_;
+};
+
+TEST_F(CompileCacheTest, JobEnvPutsCompilersAndNvccBehindCcache) {
+  auto cache = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(cache.status());
+  ASSERT_TRUE((*cache)->available());
+  EXPECT_EQ((*cache)->ccache_path(), root_ + "/sbin/ccache");
+  EnvMap env = JobEnv();
+  JobCacheUse use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "native", env);
+  ASSERT_TRUE(use.used) << use.note;
+  EXPECT_EQ(env["CCACHE_DIR"], root_ + "/work/ccache");
+  EXPECT_EQ(env["CCACHE_MAXSIZE"], "20G");
+  EXPECT_EQ(env["CCACHE_BASEDIR"], root_ + "/ws");  // paths in the fresh workspace hit
+  EXPECT_EQ(env["CCACHE_NOHASHDIR"], "1");
+  EXPECT_EQ(env["CCACHE_STATSLOG"], root_ + "/ws/ccache-stats.log");
+  EXPECT_EQ(env.count("CCACHE_DISABLE"), 0u);
+  std::string shadow = root_ + "/work/tools/cuda-0";
+  EXPECT_EQ(env["CUDA_HOME"], shadow);
+  EXPECT_EQ(env["PYTORCH_NVCC"], shadow + "/bin/nvcc");
+  EXPECT_EQ(env["PATH"], root_ + "/work/tools/bin:/ws/venv/bin:" + shadow + "/bin:/usr/bin");
+  // Only compilers the worker has are masqueraded, each as a link to ccache.
+  EXPECT_EQ(stdfs::read_symlink(root_ + "/work/tools/bin/g++"), root_ + "/sbin/ccache");
+  EXPECT_FALSE(stdfs::exists(stdfs::symlink_status(root_ + "/work/tools/bin/gcc")));
+  // The shadow toolkit: the real entries linked, nvcc a script that runs ccache.
+  EXPECT_EQ(stdfs::read_symlink(shadow + "/include"), root_ + "/cuda/include");
+  EXPECT_EQ(stdfs::read_symlink(shadow + "/bin/ptxas"), root_ + "/cuda/bin/ptxas");
+  auto script = fs::ReadFile(shadow + "/bin/nvcc");
+  ASSERT_OK(script.status());
+  EXPECT_NE(script->find("exec '" + root_ + "/sbin/ccache' '" + root_ + "/cuda/bin/nvcc' \"$@\""),
+            std::string::npos) << *script;
+  struct stat st {};
+  ASSERT_EQ(::stat((shadow + "/bin/nvcc").c_str(), &st), 0);
+  EXPECT_TRUE(st.st_mode & S_IXUSR);
+}
+
+TEST_F(CompileCacheTest, TheShadowToolkitIsMadeOnceAndARecipeNvccIsKept) {
+  auto cache = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(cache.status());
+  EnvMap first = JobEnv();
+  (*cache)->PrepareJob(recipe_, root_ + "/ws1", "native", first);
+  EnvMap second = JobEnv();
+  second["PYTORCH_NVCC"] = "my-nvcc";
+  (*cache)->PrepareJob(recipe_, root_ + "/ws2", "native", second);
+  EXPECT_EQ(first["CUDA_HOME"], second["CUDA_HOME"]);  // same -I paths, same hash
+  EXPECT_EQ(second["PYTORCH_NVCC"], "my-nvcc");
+  EXPECT_EQ(second["CCACHE_BASEDIR"], root_ + "/ws2");
+}
+
+TEST_F(CompileCacheTest, RecipeWorkerAndContainerTurnItOff) {
+  auto cache = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(cache.status());
+  farm::v1::Recipe off;  // a recipe's `ccache: false`
+  EnvMap env = JobEnv();
+  JobCacheUse use = (*cache)->PrepareJob(off, root_ + "/ws", "native", env);
+  EXPECT_FALSE(use.used);
+  EXPECT_EQ(use.note, "compile cache: off (the recipe sets ccache: false)");
+  EXPECT_EQ(env["CCACHE_DISABLE"], "1");
+  EXPECT_EQ(env["CUDA_HOME"], root_ + "/cuda");
+  EXPECT_EQ(env.count("CCACHE_DIR"), 0u);
+  EXPECT_FALSE(CompileCache::FinishJob(use).has_value());
+
+  env = JobEnv();
+  use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "podman", env);
+  EXPECT_FALSE(use.used);
+  EXPECT_NE(use.note.find("podman executor"), std::string::npos) << use.note;
+
+  options_.enabled = false;
+  auto disabled = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(disabled.status());
+  EXPECT_FALSE((*disabled)->available());
+  env = JobEnv();
+  use = (*disabled)->PrepareJob(recipe_, root_ + "/ws", "native", env);
+  EXPECT_EQ(use.note, "compile cache: off (turned off on this worker (--no-ccache))");
+}
+
+TEST_F(CompileCacheTest, WithoutCcacheJobsSaySoAndBuildUncached) {
+  auto cache = CompileCache::Create(options_, {{"PATH", root_ + "/cuda/bin"}});
+  ASSERT_OK(cache.status());
+  EXPECT_FALSE((*cache)->available());
+  EnvMap env = JobEnv();
+  JobCacheUse use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "native", env);
+  EXPECT_FALSE(use.used);
+  EXPECT_EQ(use.note, "compile cache: off (ccache is not installed on this worker)");
+  EXPECT_EQ(env["PATH"], JobEnv()["PATH"]);
+}
+
+TEST_F(CompileCacheTest, FinishJobReadsTheJobsOwnLog) {
+  auto cache = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(cache.status());
+  ASSERT_OK(fs::MakeDirs(root_ + "/ws"));
+  EnvMap env = JobEnv();
+  JobCacheUse use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "native", env);
+  auto nothing = CompileCache::FinishJob(use);  // no compile: no log, zeros
+  ASSERT_TRUE(nothing.has_value());
+  EXPECT_EQ(nothing->hits() + nothing->misses(), 0);
+  ASSERT_OK(fs::WriteFileAtomic(use.stats_log, kMixedLog));
+  auto stats = CompileCache::FinishJob(use);
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_EQ(stats->hits(), 1);
+  EXPECT_EQ(stats->misses(), 1);
+}
+
+TEST(FindInPathTest, SkipsMissingAndNonExecutable) {
+  testing::ScopedTempDir tmp;
+  ASSERT_OK(fs::MakeDirs(tmp.path() + "/a"));
+  ASSERT_OK(fs::MakeDirs(tmp.path() + "/b"));
+  ASSERT_OK(fs::WriteFileAtomic(tmp.path() + "/a/tool", "x", 0644));
+  ASSERT_OK(fs::WriteFileAtomic(tmp.path() + "/b/tool", "x", 0755));
+  std::string path = "/nonexistent:" + tmp.path() + "/a::" + tmp.path() + "/b";
+  EXPECT_EQ(FindInPath("tool", path), tmp.path() + "/b/tool");
+  EXPECT_EQ(FindInPath("other", path), "");
+}
+
+}  // namespace
+}  // namespace farm::agent
