@@ -23,6 +23,14 @@ std::string HumanBytes(int64_t n) {
   return o.str();
 }
 
+// "cache 12 hits / 0 misses (100%)" for an attempt line.
+std::string CacheText(const farm::v1::CompileCacheStats& c) {
+  std::ostringstream o;
+  o << "cache " << c.hits() << " hits / " << c.misses() << " misses";
+  if (c.hits() + c.misses() > 0) o << " (" << c.hits() * 100 / (c.hits() + c.misses()) << "%)";
+  return o.str();
+}
+
 }  // namespace
 
 std::string StateName(farm::v1::BuildState s) { return Lower(farm::v1::BuildState_Name(s), "BUILD_"); }
@@ -62,6 +70,7 @@ std::string FormatJob(const farm::v1::Job& j) {
     o << "    attempt " << a.number() << " on " << a.worker_id() << ": " << CauseName(a.cause());
     if (a.cause() != farm::v1::ATTEMPT_CAUSE_UNSPECIFIED) o << " (exit " << a.exit_code() << ")";
     if (a.peak_rss_bytes() > 0) o << ", peak RSS " << HumanBytes(a.peak_rss_bytes());
+    if (a.has_compile_cache()) o << ", " << CacheText(a.compile_cache());
     if (!a.detail().empty()) o << " - " << a.detail();
     o << "\n";
   }

@@ -50,6 +50,10 @@ farm::v1::Attempt AttemptToProto(const store::AttemptRow& row) {
   a.set_finished_at(FormatRfc3339(row.finished_ms));
   a.set_exit_code(row.exit_code);
   a.set_peak_rss_bytes(row.peak_rss_bytes);
+  if (row.cache_hits >= 0) {
+    a.mutable_compile_cache()->set_hits(row.cache_hits);
+    a.mutable_compile_cache()->set_misses(row.cache_misses);
+  }
   return a;
 }
 

@@ -298,7 +298,8 @@ Result<std::vector<AttemptRow>> SqliteStore::ListAttempts(int64_t job_id) {
   std::lock_guard lock(mu_);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "SELECT job_id, number, worker_id, cause, detail, exit_code, peak_rss_bytes, "
-      "log_acked_seq, started_ms, finished_ms FROM attempts WHERE job_id = ? ORDER BY number"));
+      "log_acked_seq, started_ms, finished_ms, cache_hits, cache_misses FROM attempts "
+      "WHERE job_id = ? ORDER BY number"));
   s->Bind(job_id);
   std::vector<AttemptRow> out;
   for (int i = 0; i < 10000; ++i) {
@@ -306,7 +307,8 @@ Result<std::vector<AttemptRow>> SqliteStore::ListAttempts(int64_t job_id) {
     if (!row) break;
     out.push_back(AttemptRow{s->Int(0), static_cast<int>(s->Int(1)), s->Text(2),
                              static_cast<int>(s->Int(3)), s->Text(4), static_cast<int>(s->Int(5)),
-                             s->Int(6), s->Int(7), s->Int(8), s->Int(9)});
+                             s->Int(6), s->Int(7), s->Int(8), s->Int(9), s->Int(10),
+                             s->Int(11)});
   }
   return out;
 }

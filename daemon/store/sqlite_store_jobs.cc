@@ -148,6 +148,12 @@ Result<int> SqliteStore::CompleteAttempt(const CompletionReport& r, int64_t now_
   }
   int next = NextJobState(job, r);
   FARM_RETURN_IF_ERROR(EndAttempt(job, r.cause, r.exit_code, r.detail, r.peak_rss_bytes, now_ms));
+  if (r.cache_hits >= 0) {
+    FARM_ASSIGN_OR_RETURN(auto c, db_->Prepare(
+        "UPDATE attempts SET cache_hits = ?, cache_misses = ? WHERE job_id = ? AND number = ?"));
+    c->Bind(r.cache_hits).Bind(r.cache_misses).Bind(r.job_id).Bind(r.attempt);
+    FARM_RETURN_IF_ERROR(c->Run());
+  }
   if (!r.validation.empty()) {
     FARM_ASSIGN_OR_RETURN(auto v, db_->Prepare(
         "UPDATE artifacts SET validation = ? WHERE job_id = ? AND attempt = ?"));

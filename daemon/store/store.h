@@ -93,6 +93,8 @@ struct AttemptRow {
   int64_t log_acked_seq = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
+  int64_t cache_hits = -1;    // compile cache; -1: the build ran without it
+  int64_t cache_misses = -1;
 };
 
 struct LogLineRow {
@@ -129,6 +131,8 @@ struct CompletionReport {
   // Serialized farm.v1.ValidationReport of the attempt's wheels; stored with each of its
   // artifacts in the same transaction. Empty: the artifacts keep what they have.
   std::string validation;
+  int64_t cache_hits = -1;    // compile cache; -1: the build ran without it
+  int64_t cache_misses = -1;
 };
 
 // A finished job's timing with its build's recipe, for charts.
