@@ -190,7 +190,9 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
         .detail = req->detail(), .peak_rss_bytes = req->peak_rss_bytes(),
         .max_attempts = job.max_attempts, .retry_build_failures = recipe.retry().retry_build_failures(),
         .retry_not_before_ms = now + 1000LL * recipe.retry().backoff_seconds(),
-        .validation = req->has_validation() ? req->validation().SerializeAsString() : ""};
+        .validation = req->has_validation() ? req->validation().SerializeAsString() : "",
+        .cache_hits = req->has_compile_cache() ? req->compile_cache().hits() : -1,
+        .cache_misses = req->has_compile_cache() ? req->compile_cache().misses() : -1};
     if (report.cause == store::kCauseCompleted && req->exit_code() == 0) {
       FARM_ASSIGN_OR_RETURN(auto artifacts, ctx_->store->ListArtifacts(req->job_id()));
       bool any = false;
