@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "daemon/api/handler.h"
+#include "daemon/api/peers.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/placement.h"
 
@@ -26,9 +27,13 @@ namespace {
 void AddPlacementReasons(const ServiceContext& ctx, farm::v1::Job* job) {
   auto workers = ctx.store->ListWorkers();
   if (!workers.ok()) return;
+  // A worker among its own peers changes nothing (it yields only to one that can
+  // validate, which it cannot be), so one list serves every worker.
+  std::vector<sched::PeerWorker> peers = PeersOf(*workers, "");
   for (const auto& w : workers.value()) {
     auto caps = ParseBlob<farm::v1::Capabilities>(w.capabilities);
-    std::string why = w.state == "lost" ? "worker is lost" : sched::MissingRequirement(job->cell(), caps);
+    std::string why = w.state == "lost" ? "worker is lost"
+                                        : sched::PlacementBlocker(job->cell(), caps, peers);
     if (!why.empty()) (*job->mutable_unplaceable_reasons())[w.name + " (" + w.id + ")"] = why;
   }
   if (workers->empty()) (*job->mutable_unplaceable_reasons())["(none)"] = "no worker is registered";

@@ -4,6 +4,7 @@
 #ifndef FARM_DAEMON_API_WORKER_SERVICE_H_
 #define FARM_DAEMON_API_WORKER_SERVICE_H_
 
+#include "daemon/api/peers.h"
 #include "daemon/api/service_context.h"
 #include "farm/v1/worker.grpc.pb.h"
 
@@ -28,6 +29,7 @@ class WorkerService final : public farm::v1::WorkerService::Service {
 
  private:
   ServiceContext* ctx_;
+  PeerCache peers_;
 };
 
 }  // namespace farm::api

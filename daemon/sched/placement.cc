@@ -1,6 +1,10 @@
 #include "daemon/sched/placement.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <sstream>
+
+#include "common/arch.h"
 
 namespace farm::sched {
 namespace {
@@ -23,15 +27,33 @@ bool HasPython(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& c
   return false;
 }
 
-// The toolkit version must match the cell's CUDA (major.minor) when the cell names one.
+// The first image of the arch list the toolkit cannot emit, or "".
+std::string MissingCode(const farm::v1::CudaToolkit& tk, const std::vector<arch::Target>& targets) {
+  for (const arch::Target& t : targets) {
+    for (const arch::Image& image : arch::ImagesOf(t)) {
+      std::string name = image.ToString();
+      if (std::find(tk.gpu_codes().begin(), tk.gpu_codes().end(), name) == tk.gpu_codes().end()) {
+        return name;
+      }
+    }
+  }
+  return "";
+}
+
+// A toolkit of the cell's CUDA (major.minor) when the cell names one, that can emit every
+// target of the arch list (toolkits that reported no codes are taken on trust).
 bool HasToolkit(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
                 std::string* have) {
-  if (cell.cuda().empty()) return true;
+  auto targets = arch::ParseArchList(cell.arch_list());
   std::vector<std::string> seen;
   for (const auto& tk : caps.toolkits()) {
-    seen.push_back(tk.version());
-    if (tk.version() == cell.cuda() || tk.version().rfind(cell.cuda() + ".", 0) == 0) return true;
+    bool version_ok = cell.cuda().empty() || tk.version() == cell.cuda() ||
+                      tk.version().rfind(cell.cuda() + ".", 0) == 0;
+    std::string missing = targets.ok() && tk.gpu_codes_size() > 0 ? MissingCode(tk, *targets) : "";
+    if (version_ok && missing.empty()) return true;
+    seen.push_back(version_ok ? tk.version() + " without " + missing : tk.version());
   }
+  if (cell.cuda().empty() && caps.toolkits_size() == 0) return true;
   *have = Join(seen);
   return false;
 }
@@ -39,7 +61,7 @@ bool HasToolkit(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& 
 }  // namespace
 
 std::string MissingRequirement(const farm::v1::MatrixCell& cell,
-                               const farm::v1::Capabilities& caps) {
+                               const farm::v1::Capabilities& caps, double gb_per_compile_job) {
   if (!caps.probe_error().empty()) return "quarantined: " + caps.probe_error();
   if (!cell.platform().empty() && cell.platform() != caps.platform()) {
     return "platform " + cell.platform() + " needed (has " + caps.platform() + ")";
@@ -51,7 +73,40 @@ std::string MissingRequirement(const farm::v1::MatrixCell& cell,
     return "no " + want + " (has " + have + ")";
   }
   if (!HasToolkit(cell, caps, &have)) {
-    return "no CUDA toolkit " + cell.cuda() + " (has " + have + ")";
+    return "no CUDA toolkit" + (cell.cuda().empty() ? "" : " " + cell.cuda()) +
+           (cell.arch_list().empty() ? "" : " for " + cell.arch_list()) + " (has " + have + ")";
+  }
+  // At least one compile job must fit where MAX_JOBS puts it: 85% of the RAM.
+  if (gb_per_compile_job > 0 && caps.ram_bytes() > 0 &&
+      0.85 * static_cast<double>(caps.ram_bytes()) < gb_per_compile_job * (1 << 30)) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "not enough RAM for one %.1f GB compile job (has %.1f GiB)",
+                  gb_per_compile_job, static_cast<double>(caps.ram_bytes()) / (1 << 30));
+    return buf;
+  }
+  return "";
+}
+
+bool CanValidate(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps) {
+  if (caps.gpus_size() == 0 || !caps.probe_error().empty()) return false;
+  auto targets = arch::ParseArchList(cell.arch_list());
+  if (!targets.ok() || targets->empty()) return true;
+  std::vector<arch::Version> runs_on = arch::RunsOn(*targets);
+  for (const auto& gpu : caps.gpus()) {
+    arch::Version cc{gpu.cc_major(), gpu.cc_minor()};
+    if (std::find(runs_on.begin(), runs_on.end(), cc) != runs_on.end()) return true;
+  }
+  return false;
+}
+
+std::string PlacementBlocker(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
+                             const std::vector<PeerWorker>& peers) {
+  std::string missing = MissingRequirement(cell, caps);
+  if (!missing.empty() || CanValidate(cell, caps)) return missing;
+  for (const PeerWorker& peer : peers) {
+    if (CanValidate(cell, peer.caps) && MissingRequirement(cell, peer.caps).empty()) {
+      return "left for " + peer.name + ", whose GPU can validate it";
+    }
   }
   return "";
 }

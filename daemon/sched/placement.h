@@ -5,15 +5,38 @@
 #define FARM_DAEMON_SCHED_PLACEMENT_H_
 
 #include <string>
+#include <vector>
 
 #include "farm/v1/types.pb.h"
 
 namespace farm::sched {
 
 // Returns "" when a worker with `caps` meets every build requirement of `cell`, else one
-// sentence naming the first requirement it misses ("no Python 3.12 (has 3.11)").
+// sentence naming the first requirement it misses ("no Python 3.12 (has 3.11)"): not
+// quarantined, the platform, a Python (with torch), a toolkit of the cell's CUDA version
+// that emits every target of the arch list ("CUDA 12.8 cannot emit sm_121a"), and RAM
+// for at least one compile job of `gb_per_compile_job` GB (0 skips the RAM check).
 std::string MissingRequirement(const farm::v1::MatrixCell& cell,
-                               const farm::v1::Capabilities& caps);
+                               const farm::v1::Capabilities& caps,
+                               double gb_per_compile_job = 0);
+
+// True when `caps` has a GPU the cell's wheel will load on (farm::arch::RunsOn of its arch
+// list), so the worker can validate what it builds. A cell without arch targets needs any
+// GPU.
+bool CanValidate(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps);
+
+// A worker other than the asking one that may take jobs now.
+struct PeerWorker {
+  std::string name;
+  farm::v1::Capabilities caps;
+};
+
+// Placement with validation in mind: "" when the worker with `caps` may take the cell now.
+// A worker that meets the build requirements but has no GPU the wheel serves leaves the
+// cell to a peer that can both build and validate it ("left for gb10-1, whose GPU can
+// validate it"); with no such peer it builds, and validation waits for hardware.
+std::string PlacementBlocker(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
+                             const std::vector<PeerWorker>& peers);
 
 }  // namespace farm::sched
 

@@ -50,5 +50,59 @@ TEST(PlacementTest, QuarantinedWorkerTakesNothing) {
             "quarantined: probe kernel gave wrong results");
 }
 
+farm::v1::Capabilities WithGpu(farm::v1::Capabilities caps, int major, int minor) {
+  auto* gpu = caps.add_gpus();
+  gpu->set_name("gpu");
+  gpu->set_cc_major(major);
+  gpu->set_cc_minor(minor);
+  return caps;
+}
+
+farm::v1::MatrixCell ArchCell(const std::string& arch_list) {
+  farm::v1::MatrixCell c = Cell("3.11", "", "13.0");
+  c.set_arch_list(arch_list);
+  return c;
+}
+
+TEST(PlacementTest, TheToolkitMustEmitEveryTargetAndOneCompileJobMustFit) {
+  auto caps = Worker();
+  for (const char* code : {"sm_90", "sm_120a", "compute_120a"}) {
+    caps.mutable_toolkits(0)->add_gpu_codes(code);
+  }
+  EXPECT_EQ(MissingRequirement(ArchCell("9.0;12.0a"), caps), "");
+  EXPECT_EQ(MissingRequirement(ArchCell("9.0;12.1a"), caps),
+            "no CUDA toolkit 13.0 for 9.0;12.1a (has 13.0 without sm_121a)");
+  EXPECT_EQ(MissingRequirement(ArchCell("12.0a+PTX"), caps), "");
+  caps.set_ram_bytes(int64_t{8} << 30);
+  EXPECT_EQ(MissingRequirement(ArchCell("9.0"), caps, 6), "");
+  EXPECT_EQ(MissingRequirement(ArchCell("9.0"), caps, 8),
+            "not enough RAM for one 8.0 GB compile job (has 8.0 GiB)");
+}
+
+TEST(PlacementTest, CanValidateOnlyOnAGpuTheWheelLoadsOn) {
+  EXPECT_FALSE(CanValidate(ArchCell("9.0"), Worker()));
+  EXPECT_TRUE(CanValidate(ArchCell("9.0;12.0a"), WithGpu(Worker(), 9, 0)));
+  EXPECT_FALSE(CanValidate(ArchCell("12.0a"), WithGpu(Worker(), 12, 1)));  // a: exact cc only
+  EXPECT_TRUE(CanValidate(ArchCell("8.0"), WithGpu(Worker(), 8, 6)));      // later minor
+  EXPECT_TRUE(CanValidate(ArchCell(""), WithGpu(Worker(), 12, 1)));
+  auto quarantined = WithGpu(Worker(), 9, 0);
+  quarantined.set_probe_error("wrong results");
+  EXPECT_FALSE(CanValidate(ArchCell("9.0"), quarantined));
+}
+
+TEST(PlacementTest, AWorkerWithoutTheGpuLeavesTheCellToAPeerThatCanProveIt) {
+  auto cpu_only = Worker();
+  std::vector<PeerWorker> peers = {{"rtx-5090", WithGpu(Worker(), 12, 0)},
+                                   {"h100", WithGpu(Worker(), 9, 0)}};
+  EXPECT_EQ(PlacementBlocker(ArchCell("9.0a"), cpu_only, peers),
+            "left for h100, whose GPU can validate it");
+  EXPECT_EQ(PlacementBlocker(ArchCell("9.0a"), WithGpu(Worker(), 9, 0), peers), "");
+  // No peer serves sm_121a: whoever can build it does, and validation waits for hardware.
+  EXPECT_EQ(PlacementBlocker(ArchCell("12.1a"), cpu_only, peers), "");
+  // A peer that cannot build the cell is no reason to wait.
+  peers[1].caps.set_platform("linux_aarch64");
+  EXPECT_EQ(PlacementBlocker(ArchCell("9.0a"), cpu_only, peers), "");
+}
+
 }  // namespace
 }  // namespace farm::sched
