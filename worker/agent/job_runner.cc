@@ -191,7 +191,12 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   system("build command exited with code " + std::to_string(r.exit_code) + ", peak RSS " +
          std::to_string(r.peak_rss_bytes >> 20) + " MiB");
   out.compile_cache = CompileCache::FinishJob(cache_use);
-  if (out.compile_cache) system(DescribeCacheStats(*out.compile_cache));
+  // Only builds that compiled something have a hit rate to tell; a silent line keeps a
+  // failing build's own last lines at the end of the log.
+  if (out.compile_cache && out.compile_cache->hits() + out.compile_cache->misses() +
+                               out.compile_cache->uncacheable() > 0) {
+    system(DescribeCacheStats(*out.compile_cache));
+  }
   if (control_->stopped()) return StoppedOutcome(out);
   if (r.timed_out) {
     out.cause = farm::v1::CAUSE_TIMED_OUT;
