@@ -111,8 +111,8 @@ class CompileCacheTest : public ::testing::Test {
     Exe(root_ + "/cuda/bin/nvcc");
     Exe(root_ + "/cuda/bin/ptxas");
     worker_env_ = {{"PATH", root_ + "/sbin:/nonexistent"}};
-    options_.cache_dir = root_ + "/work/ccache";
-    options_.tools_dir = root_ + "/work/tools";
+    options_.cache_dir = root_ + "/state/ccache";
+    options_.tools_dir = root_ + "/state/tools";
     recipe_.set_ccache(true);
   }
   void Exe(const std::string& path) { ASSERT_OK(fs::WriteFileAtomic(path, "#!/bin/sh\n", 0755)); }
@@ -135,19 +135,19 @@ TEST_F(CompileCacheTest, JobEnvPutsCompilersAndNvccBehindCcache) {
   EnvMap env = JobEnv();
   JobCacheUse use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "native", env);
   ASSERT_TRUE(use.used) << use.note;
-  EXPECT_EQ(env["CCACHE_DIR"], root_ + "/work/ccache");
+  EXPECT_EQ(env["CCACHE_DIR"], root_ + "/state/ccache");
   EXPECT_EQ(env["CCACHE_MAXSIZE"], "20G");
   EXPECT_EQ(env["CCACHE_BASEDIR"], root_ + "/ws");  // paths in the fresh workspace hit
   EXPECT_EQ(env["CCACHE_NOHASHDIR"], "1");
   EXPECT_EQ(env["CCACHE_STATSLOG"], root_ + "/ws/ccache-stats.log");
   EXPECT_EQ(env.count("CCACHE_DISABLE"), 0u);
-  std::string shadow = root_ + "/work/tools/cuda-0";
+  std::string shadow = root_ + "/state/tools/cuda-0";
   EXPECT_EQ(env["CUDA_HOME"], shadow);
   EXPECT_EQ(env["PYTORCH_NVCC"], shadow + "/bin/nvcc");
-  EXPECT_EQ(env["PATH"], root_ + "/work/tools/bin:/ws/venv/bin:" + shadow + "/bin:/usr/bin");
+  EXPECT_EQ(env["PATH"], root_ + "/state/tools/bin:/ws/venv/bin:" + shadow + "/bin:/usr/bin");
   // Only compilers the worker has are masqueraded, each as a link to ccache.
-  EXPECT_EQ(stdfs::read_symlink(root_ + "/work/tools/bin/g++"), root_ + "/sbin/ccache");
-  EXPECT_FALSE(stdfs::exists(stdfs::symlink_status(root_ + "/work/tools/bin/gcc")));
+  EXPECT_EQ(stdfs::read_symlink(root_ + "/state/tools/bin/g++"), root_ + "/sbin/ccache");
+  EXPECT_FALSE(stdfs::exists(stdfs::symlink_status(root_ + "/state/tools/bin/gcc")));
   // The shadow toolkit: the real entries linked, nvcc a script that runs ccache.
   EXPECT_EQ(stdfs::read_symlink(shadow + "/include"), root_ + "/cuda/include");
   EXPECT_EQ(stdfs::read_symlink(shadow + "/bin/ptxas"), root_ + "/cuda/bin/ptxas");

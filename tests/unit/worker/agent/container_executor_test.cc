@@ -56,7 +56,7 @@ ContainerHost FakeHost(bool gpu, uint32_t euid, int64_t memory) {
 ExecRequest Request() {
   ExecRequest r;
   r.argv = {"bash", "-eo", "pipefail", "-c", "make"};
-  r.workspace = "/work/ws/job-7-a2-abc";
+  r.workspace = "/srv/farm/ws/job-7-a2-abc";
   r.cwd = r.workspace + "/src";
   r.env = {{"PATH", "/ws/venv/bin:/usr/bin"}, {"MAX_JOBS", "6"}, {"FARM_JOB_ID", "7"},
            {"FARM_ATTEMPT", "2"}, {"HOME", "/root"}, {"TORCH_CUDA_ARCH_LIST", "9.0;12.0a"}};
@@ -82,8 +82,8 @@ TEST(ContainerExecutorPlan, BuildsOfflineWithTheJobEnvOnlyAndLimits) {
   EXPECT_TRUE(Has(a, "--rm"));
   EXPECT_EQ(After(a, "--cpus"), "6");
   EXPECT_EQ(After(a, "--memory"), "8192m");  // 16 GiB shared by two jobs
-  EXPECT_EQ(After(a, "-v"), "/work/ws/job-7-a2-abc:/work/ws/job-7-a2-abc:rw");
-  EXPECT_EQ(After(a, "-w"), "/work/ws/job-7-a2-abc/src");
+  EXPECT_EQ(After(a, "-v"), "/srv/farm/ws/job-7-a2-abc:/srv/farm/ws/job-7-a2-abc:rw");
+  EXPECT_EQ(After(a, "-w"), "/srv/farm/ws/job-7-a2-abc/src");
   EXPECT_EQ(After(a, "--ulimit"), "nofile=1024:1024");
   EXPECT_FALSE(Has(a, "--device"));
   EXPECT_FALSE(Has(a, "--gpus"));
