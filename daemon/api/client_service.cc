@@ -27,9 +27,7 @@ namespace {
 void AddPlacementReasons(const ServiceContext& ctx, farm::v1::Job* job) {
   auto workers = ctx.store->ListWorkers();
   if (!workers.ok()) return;
-  // A worker among its own peers changes nothing (it yields only to one that can
-  // validate, which it cannot be), so one list serves every worker.
-  std::vector<sched::PeerWorker> peers = PeersOf(*workers, "");
+  std::vector<sched::PeerWorker> peers = PeersOf(*workers);
   for (const auto& w : workers.value()) {
     auto caps = ParseBlob<farm::v1::Capabilities>(w.capabilities);
     std::string why = w.state == "lost" ? "worker is lost"

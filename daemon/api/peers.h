@@ -4,6 +4,7 @@
 #ifndef FARM_DAEMON_API_PEERS_H_
 #define FARM_DAEMON_API_PEERS_H_
 
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -13,21 +14,22 @@
 
 namespace farm::api {
 
-// The workers of `rows` other than `self_id` that are not lost, quarantined or draining.
-std::vector<sched::PeerWorker> PeersOf(const std::vector<store::WorkerRow>& rows,
-                                       const std::string& self_id);
+// The workers of `rows` that are not lost, quarantined or draining. The asking worker may
+// be among them: PlacementBlocker only yields to a peer that can validate, which the asking
+// worker then is not.
+std::vector<sched::PeerWorker> PeersOf(const std::vector<store::WorkerRow>& rows);
 
 class PeerCache {
  public:
-  // PeersOf the stored workers, from a snapshot at most `max_age_ms` old. On a store error
-  // returns no peers (placement then ignores validation, never blocks on it).
-  std::vector<sched::PeerWorker> Get(const ServiceContext& ctx, const std::string& self_id,
-                                     int64_t max_age_ms = 1000);
+  using Snapshot = std::shared_ptr<const std::vector<sched::PeerWorker>>;
+  // PeersOf the stored workers, parsed once per snapshot and at most `max_age_ms` old. On a
+  // store error the snapshot is empty (placement then ignores validation, never blocks).
+  Snapshot Get(const ServiceContext& ctx, int64_t max_age_ms = 1000);
 
  private:
   std::mutex mu_;
   int64_t taken_ms_ = -1;
-  std::vector<store::WorkerRow> rows_;
+  Snapshot peers_;
 };
 
 }  // namespace farm::api

@@ -130,9 +130,9 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
     if (caps.max_concurrent_jobs() > 0 && running >= caps.max_concurrent_jobs()) {
       return Status::Ok();
     }
-    std::vector<sched::PeerWorker> peers = peers_.Get(*ctx_, who.worker_id);
+    PeerCache::Snapshot peers = peers_.Get(*ctx_);
     store::PlacementFn placeable = [&caps, &peers](const store::JobRow& job) {
-      return sched::PlacementBlocker(ParseBlob<farm::v1::MatrixCell>(job.cell), caps, peers);
+      return sched::PlacementBlocker(ParseBlob<farm::v1::MatrixCell>(job.cell), caps, *peers);
     };
     int64_t deadline = ctx_->clock->SteadyMs() + std::clamp(req->wait_ms(), 0, 10000);
     for (int i = 0; i < 1000; ++i) {

@@ -105,7 +105,6 @@ class ValidateWheelsTest : public ::testing::Test {
                         .build_dir = dir_.path(), .env = {{"PATH", "/usr/bin:/bin"}},
                         .caps = CapsWithGpu(9, 0), .worker_id = "w-1", .timeout_ms = 60000};
     in.env["HOME"] = dir_.path();
-    std::vector<std::string> lines;
     StepRunner steps(runner_, in.env, &control_, nullptr);
     return ValidateWheels(steps, runner_, &control_,
                           [this](OutputStream, const std::string& l) { log_ += l + "\n"; }, in);
