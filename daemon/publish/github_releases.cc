@@ -43,6 +43,7 @@ GitHubRelease ParseRelease(const json::object& o) {
   r.body = JsonString(o, "body");
   r.draft = JsonBool(o, "draft");
   r.prerelease = JsonBool(o, "prerelease");
+  r.immutable = JsonBool(o, "immutable");
   r.html_url = JsonString(o, "html_url");
   r.upload_url = JsonString(o, "upload_url");
   return r;
@@ -75,6 +76,25 @@ const GitHubAsset* FindAsset(const std::vector<GitHubAsset>& assets, const std::
   return nullptr;
 }
 
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Says why nothing can be added and what the operator can do instead; no retry helps.
+Status LockedReleaseError(const std::string& repo, const std::string& tag,
+                          const std::vector<std::string>& missing,
+                          const std::vector<std::string>& differing) {
+  std::string text = "release " + tag + " of " + repo +
+                     " is published and immutable, so GitHub accepts no new or changed assets";
+  if (!missing.empty()) text += "; missing: " + JoinNames(missing);
+  if (!differing.empty()) text += "; different bytes: " + JoinNames(differing);
+  text += ". Nothing was uploaded. Publish these wheels under a new tag: bump the recipe's "
+          "version or change publish.github_tag_template (e.g. include {build_id})";
+  return Status::FailedPrecondition(log::Redact(text));
+}
+
 Status ValidateRepo(const std::string& repo) {
   size_t slash = repo.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == repo.size() ||
@@ -97,6 +117,35 @@ std::string MediaTypeFor(const std::string& name) {
 }
 
 }  // namespace
+
+bool IsLockedRelease(const GitHubRelease& release) { return !release.draft && release.immutable; }
+
+Status CheckLockedRelease(const std::string& repo, const GitHubRelease& release,
+                          const std::vector<GitHubAsset>& assets,
+                          const std::vector<WantedAsset>& wanted) {
+  std::vector<std::string> missing, differing;
+  for (const auto& w : wanted) {
+    const std::string name = SanitizeAssetName(w.name);
+    const GitHubAsset* a = FindAsset(assets, name);
+    if (a == nullptr || !IsComplete(*a)) {
+      missing.push_back(name);
+    } else if (!DigestMatches(*a, w.sha256_hex)) {
+      differing.push_back(name + " (release has " +
+                          (a->digest.empty() ? std::string("no digest") : a->digest) +
+                          ", built sha256:" + w.sha256_hex + ")");
+    }
+  }
+  if (missing.empty() && differing.empty()) return Status::Ok();
+  return LockedReleaseError(repo, release.tag_name, missing, differing);
+}
+
+bool IsImmutableRejection(const HttpResponse& response) {
+  if (response.status != 422) return false;
+  std::string body = response.body;
+  std::transform(body.begin(), body.end(), body.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return body.find("immutable release") != std::string::npos;
+}
 
 std::string SanitizeAssetName(const std::string& name) {
   std::string out;
@@ -350,8 +399,12 @@ Result<GitHubAsset> GitHubReleasesClient::UploadFresh(const std::string& repo,
     }
     bool name_taken = outcome.ok() && outcome.value().status == 422 &&
                       outcome.value().body.find("already_exists") != std::string::npos;
+    if (outcome.ok() && IsImmutableRejection(outcome.value())) {
+      // The release object did not say so (older API answers); no later try can succeed.
+      return LockedReleaseError(repo, release.tag_name, {file.name}, {});
+    }
     if (outcome.ok() && !IsTransientFailure(outcome) && !name_taken) {
-      return HttpError("upload asset " + name, outcome.value());  // e.g. immutable release
+      return HttpError("upload asset " + name, outcome.value());
     }
     last_error = FailureText(outcome, "upload asset " + name);
     // After a 422 (name taken) or an unknown outcome, the release itself says what happened.
@@ -372,6 +425,12 @@ Result<AssetResult> GitHubReleasesClient::UploadAsset(const std::string& repo,
   FARM_ASSIGN_OR_RETURN(LocalFile file, ResolveLocalFile(upload));
   FARM_ASSIGN_OR_RETURN(auto assets, ListAssets(repo, release.id));
   const GitHubAsset* existing = FindAsset(assets, file.name);
+  if (IsLockedRelease(release)) {
+    // Checked before any upload: GitHub would refuse it, and nothing there may be deleted.
+    FARM_RETURN_IF_ERROR(CheckLockedRelease(repo, release, assets, {{file.name, file.sha256_hex}}));
+    log::Info("asset " + file.name + " already present on immutable release " + release.tag_name);
+    return AssetResult{*existing, AssetOutcome::kAlreadyPresent};
+  }
   if (existing != nullptr && !IsComplete(*existing)) {
     FARM_RETURN_IF_ERROR(DeleteAsset(repo, existing->id));  // a starter from a past 502
     existing = nullptr;

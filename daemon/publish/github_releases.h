@@ -9,6 +9,12 @@
 // file is uploaded under a temporary name, then the old asset is deleted and the new one
 // renamed.
 //
+// Published releases: assets are added to a published release as to a draft, unless
+// GitHub reports it immutable ("immutable": true, or a 422 "Cannot upload assets to an
+// immutable release."). Nothing is uploaded, replaced or deleted there; an upload of
+// bytes that are already present succeeds, anything else fails with FailedPrecondition
+// naming the repository, tag and assets and saying to publish under a new tag.
+//
 // The token is registered with farm::log::RegisterSecret and only ever sent in the
 // Authorization header; error messages pass through farm::log::Redact.
 //
@@ -55,6 +61,9 @@ struct GitHubRelease {
   std::string body;
   bool draft = false;
   bool prerelease = false;
+  // GitHub's "immutable": published while the repository's immutable-releases setting
+  // was on, so its assets can no longer be added, changed or deleted.
+  bool immutable = false;
   std::string html_url;
   std::string upload_url;  // URI template, e.g. ".../assets{?name,label}"
 };
@@ -75,6 +84,12 @@ struct AssetUpload {
   std::string content_type;  // empty: application/zip for .whl/.zip, else octet-stream
   std::string sha256_hex;    // empty: hashed from the file
   bool replace = false;      // overwrite a same-name asset whose digest differs
+};
+
+// An asset a publication wants on a release: its (unsanitized) name and bytes.
+struct WantedAsset {
+  std::string name;
+  std::string sha256_hex;
 };
 
 enum class AssetOutcome { kUploaded, kAlreadyPresent, kReplaced };
@@ -104,7 +119,8 @@ class GitHubReleasesClient {
   // Attaches one file. On success the asset named (sanitized) upload.name holds exactly
   // the file's bytes: kAlreadyPresent when it already did, kUploaded or kReplaced
   // otherwise. Fails with AlreadyExists ("conflict") when a same-name asset holds other
-  // bytes and upload.replace is false.
+  // bytes and upload.replace is false, and with FailedPrecondition (nothing sent) when
+  // the release is immutable and does not hold the file already (IsLockedRelease).
   Result<AssetResult> UploadAsset(const std::string& repo, const GitHubRelease& release,
                                   const AssetUpload& upload);
 
@@ -148,6 +164,21 @@ class GitHubReleasesClient {
   RetryingHttpClient& http_;
   const GitHubOptions options_;
 };
+
+// Returns true for a published release whose assets GitHub will not change.
+bool IsLockedRelease(const GitHubRelease& release);
+
+// Decides whether `wanted` can be had on a locked release of `repo` that holds `assets`.
+// On success (each wanted asset is there, complete, with the same sha256 digest) returns
+// OK: a re-run that needs no upload. Otherwise returns FailedPrecondition naming repo,
+// tag, the missing and the differing assets, and what to do (a new tag). Pure.
+Status CheckLockedRelease(const std::string& repo, const GitHubRelease& release,
+                          const std::vector<GitHubAsset>& assets,
+                          const std::vector<WantedAsset>& wanted);
+
+// Returns true when GitHub refused an upload because the release is immutable (422
+// "Cannot upload assets to an immutable release.").
+bool IsImmutableRejection(const HttpResponse& response);
 
 // Mirrors GitHub's renaming of asset names: characters outside [A-Za-z0-9-_+@.] become
 // ".", runs of dots collapse, leading/trailing dots are trimmed ("default" prefix when

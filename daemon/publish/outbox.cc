@@ -213,6 +213,7 @@ Status Publisher::UploadGitHubAsset(store::PublicationRow* row) {
   FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, RecipeOf(row->build_id));
   FARM_ASSIGN_OR_RETURN(GitHubRelease release,
                         deps_.github->GetOrCreateDraftRelease(ReleaseSpecFor(recipe, *row)));
+  if (IsLockedRelease(release)) return CheckLockedAsset(row, release);
   AssetUpload upload{.local_path = deps_.blobs->PathFor(row->sha256),
                      .name = row->filename,
                      .content_type = "application/zip",
@@ -221,6 +222,30 @@ Status Publisher::UploadGitHubAsset(store::PublicationRow* row) {
   FARM_ASSIGN_OR_RETURN(AssetResult result, deps_.github->UploadAsset(row->repo, release, upload));
   row->remote_id = std::to_string(result.asset.id);
   row->remote_url = result.asset.browser_download_url;
+  return Status::Ok();
+}
+
+Status Publisher::CheckLockedAsset(store::PublicationRow* row, const GitHubRelease& release) {
+  // Every asset of the build for this tag, so one message names all that cannot go up.
+  FARM_ASSIGN_OR_RETURN(auto siblings, deps_.store->ListPublications(row->build_id));
+  std::vector<WantedAsset> wanted;
+  for (auto& s : siblings) {
+    if (s.target != "github" || s.kind != "asset" || s.repo != row->repo || s.ref != row->ref) {
+      continue;
+    }
+    if (s.id == row->id) s = *row;
+    FARM_RETURN_IF_ERROR(Prepare(&s));  // the file name is known once the wheel is labelled
+    wanted.push_back({s.filename, s.sha256});
+  }
+  FARM_ASSIGN_OR_RETURN(auto assets, deps_.github->ListAssets(row->repo, release.id));
+  FARM_RETURN_IF_ERROR(CheckLockedRelease(row->repo, release, assets, wanted));
+  const std::string name = SanitizeAssetName(row->filename);
+  for (const auto& a : assets) {
+    if (a.name != name) continue;
+    row->remote_id = std::to_string(a.id);
+    row->remote_url = a.browser_download_url;
+  }
+  log::Info("asset " + name + " already on immutable release " + row->ref + " of " + row->repo);
   return Status::Ok();
 }
 
@@ -265,10 +290,16 @@ Result<bool> Publisher::PublishGitHubRelease(store::PublicationRow* row) {
   Status outcome = [&]() -> Status {
     FARM_ASSIGN_OR_RETURN(GitHubRelease release,
                           deps_.github->GetOrCreateDraftRelease(ReleaseSpecFor(recipe, *row)));
-    FARM_ASSIGN_OR_RETURN(std::string notes, NotesFor(recipe, rows));
-    FARM_RETURN_IF_ERROR(deps_.github->SetReleaseNotes(row->repo, release.id, notes).status());
-    FARM_ASSIGN_OR_RETURN(GitHubRelease published,
-                          deps_.github->PublishRelease(row->repo, release.id));
+    // The notes cover every wheel on the release: a published one may hold earlier builds'.
+    FARM_ASSIGN_OR_RETURN(auto assets, deps_.github->ListAssets(row->repo, release.id));
+    FARM_ASSIGN_OR_RETURN(std::string notes, NotesFor(recipe, *row, rows, assets));
+    if (notes != release.body) {
+      FARM_RETURN_IF_ERROR(deps_.github->SetReleaseNotes(row->repo, release.id, notes).status());
+    }
+    GitHubRelease published = release;  // a published release stays as it is
+    if (release.draft) {
+      FARM_ASSIGN_OR_RETURN(published, deps_.github->PublishRelease(row->repo, release.id));
+    }
     row->remote_id = std::to_string(published.id);
     row->remote_url = published.html_url;
     return Status::Ok();

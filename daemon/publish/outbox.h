@@ -4,6 +4,12 @@
 // store), attach it to the build's draft release or commit it to the Hub, and publish the
 // release once the build is over and every asset is up. docs/publishing.md has the states.
 //
+// A tag whose release is already published (another build of the same version, or a
+// re-run) takes the new assets directly when GitHub lets it, and its notes are then
+// rendered again over every wheel on the release, earlier builds' included. An immutable
+// published release takes nothing: the build's asset rows fail at once naming what is
+// missing, unless every wanted asset is already there with the same digest.
+//
 // Crash safety: a row is set "uploading" (attempts + 1) before any remote call, and the
 // remote calls look at the remote first (asset list and digest; Hub head and paths-info),
 // so a row found "uploading" after a restart is simply worked again and finds the upload
@@ -47,6 +53,8 @@ class GitHubTarget {
   virtual Result<GitHubRelease> GetOrCreateDraftRelease(const ReleaseSpec& spec) = 0;
   virtual Result<AssetResult> UploadAsset(const std::string& repo, const GitHubRelease& release,
                                           const AssetUpload& upload) = 0;
+  virtual Result<std::vector<GitHubAsset>> ListAssets(const std::string& repo,
+                                                      int64_t release_id) = 0;
   virtual Result<GitHubRelease> SetReleaseNotes(const std::string& repo, int64_t release_id,
                                                 const std::string& body) = 0;
   virtual Result<GitHubRelease> PublishRelease(const std::string& repo, int64_t release_id) = 0;
@@ -69,6 +77,9 @@ class GitHubClientTarget final : public GitHubTarget {
   Result<AssetResult> UploadAsset(const std::string& repo, const GitHubRelease& release,
                                   const AssetUpload& upload) override {
     return client_.UploadAsset(repo, release, upload);
+  }
+  Result<std::vector<GitHubAsset>> ListAssets(const std::string& repo, int64_t id) override {
+    return client_.ListAssets(repo, id);
   }
   Result<GitHubRelease> SetReleaseNotes(const std::string& repo, int64_t id,
                                         const std::string& body) override {
@@ -148,13 +159,20 @@ class Publisher {
   Status Work(store::PublicationRow row);
   Status Prepare(store::PublicationRow* row);
   Status UploadGitHubAsset(store::PublicationRow* row);
+  // The asset row's part when the release is locked (IsLockedRelease): OK, with the
+  // asset's id and URL, when every asset of the build is there already.
+  Status CheckLockedAsset(store::PublicationRow* row, const GitHubRelease& release);
   Status UploadHfFile(store::PublicationRow* row);
   // Publishes the build's release when the build is over and every asset is up; returns
   // false (row untouched) while it must wait.
   Result<bool> PublishGitHubRelease(store::PublicationRow* row);
   Result<farm::v1::Recipe> RecipeOf(int64_t build_id);
+  // Notes over every wheel on `release` (this build's rows, earlier builds' rows found
+  // in the store, and bare name and digest for wheels the store does not know).
   Result<std::string> NotesFor(const farm::v1::Recipe& recipe,
-                               const std::vector<store::PublicationRow>& rows);
+                               const store::PublicationRow& release,
+                               const std::vector<store::PublicationRow>& rows,
+                               const std::vector<GitHubAsset>& assets);
   // Stores the row's state after an attempt ended with `outcome`: done, back to pending
   // with a backoff (transient errors below max_attempts), or failed.
   Status Finish(store::PublicationRow* row, const Status& outcome);

@@ -46,12 +46,24 @@ Result<PreparedWheel> LabelWheel(store::BlobStore& blobs, const std::string& wor
 std::string ReleaseWaitReason(int build_state, const std::vector<store::PublicationRow>& rows,
                               bool wheels_waiting_for_validation);
 
-// The release notes of a build: one row per uploaded GitHub asset with the cell, SASS
-// archs (stored manifest, else read from the published wheel), validation evidence and
-// sha256, and the pip line (download base taken from the assets' download URLs).
+// The GitHub asset rows of other builds of `recipe_name` that put a wheel now listed in
+// `assets` on the release of `release` (same repo and tag, same name, and the same bytes
+// when GitHub reports a digest). Reads the newest builds first, a bounded number of them.
+Result<std::vector<store::PublicationRow>> EarlierAssetRows(
+    store::Store& store, const std::string& recipe_name, const store::PublicationRow& release,
+    const std::vector<GitHubAsset>& assets);
+
+// The release notes: one row per wheel asset on the release, in the release's order, with
+// the cell, SASS archs (stored manifest, else read from the published wheel), validation
+// evidence and sha256 for wheels of `rows` (this build) or `earlier`, and only name and
+// digest for wheels the farm has no record of; this build's uploaded rows missing from
+// `assets` are added at the end. The pip line's download base comes from the assets'
+// download URLs.
 Result<std::string> RenderBuildNotes(store::Store& store, store::BlobStore& blobs,
                                      const farm::v1::Recipe& recipe,
                                      const std::vector<store::PublicationRow>& rows,
+                                     const std::vector<GitHubAsset>& assets,
+                                     const std::vector<store::PublicationRow>& earlier,
                                      const std::string& find_links_url);
 
 }  // namespace farm::publish

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -97,6 +98,73 @@ std::vector<std::string> SassArchs(store::BlobStore& blobs, const std::string& m
     }
   }
   return {archs.begin(), archs.end()};
+}
+
+constexpr int kBuildPage = 200;
+constexpr int kMaxBuildPages = 25;   // the 5,000 newest builds
+constexpr int kMaxBuildsRead = 200;  // of the recipe, whose rows are read
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A complete wheel on a release; a staged replacement ("farm-tmp-…") is not one yet.
+bool IsWheelAsset(const GitHubAsset& a) {
+  return a.state == "uploaded" && EndsWith(a.name, ".whl") && a.name.rfind("farm-tmp-", 0) != 0;
+}
+
+std::string DigestHex(const GitHubAsset& a) {
+  return a.digest.rfind("sha256:", 0) == 0 ? a.digest.substr(7) : "";
+}
+
+std::string DirOf(const std::string& url) {
+  size_t slash = url.rfind('/');
+  return slash == std::string::npos ? "" : url.substr(0, slash);
+}
+
+bool IsPublishedAssetAt(const store::PublicationRow& r, const std::string& repo,
+                        const std::string& ref) {
+  return r.target == "github" && r.kind == "asset" && r.repo == repo && r.ref == ref &&
+         (r.state == "uploaded" || r.state == "published") && !r.sha256.empty();
+}
+
+// The row `a` was uploaded from: same (sanitized) name, and same bytes when GitHub says.
+const store::PublicationRow* MatchRow(const GitHubAsset& a,
+                                     const std::vector<const store::PublicationRow*>& rows) {
+  for (const auto* r : rows) {
+    if (SanitizeAssetName(r->filename) != a.name) continue;
+    if (DigestHex(a).empty() || DigestHex(a) == r->sha256) return r;
+  }
+  return nullptr;
+}
+
+// A table row from what the store knows of a wheel it published.
+Result<WheelNotesRow> StoredWheelRow(store::Store& store, store::BlobStore& blobs,
+                                     const store::PublicationRow& r) {
+  FARM_ASSIGN_OR_RETURN(auto artifact, store.GetArtifact(r.artifact_id));
+  FARM_ASSIGN_OR_RETURN(auto job, store.GetJob(artifact.job_id));
+  farm::v1::MatrixCell cell;
+  (void)cell.ParseFromString(job.cell);
+  farm::v1::ValidationReport report;
+  (void)report.ParseFromString(artifact.validation);
+  WheelNotesRow row{.wheel = r.filename, .python = cell.python(), .torch = cell.torch(),
+                    .cuda = cell.cuda(), .sha256 = r.sha256};
+  row.sass_archs = SassArchs(blobs, artifact.manifest, r.sha256);
+  AddValidation(report, &row);
+  return row;
+}
+
+std::string Summary(const std::string& recipe_name, const std::set<int64_t>& builds, int bare) {
+  std::string ids;
+  for (int64_t id : builds) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  std::string text = "Built by the wheel farm from recipe `" + recipe_name + "` (build" +
+                     (builds.size() > 1 ? "s " : " ") + (ids.empty() ? "?" : ids) + ").";
+  if (bare > 0) {
+    text += " Wheels listed with only a name and sha256 are on the release without a record "
+            "in the farm.";
+  }
+  return text;
 }
 
 }  // namespace
@@ -216,43 +284,95 @@ std::string ReleaseWaitReason(int build_state, const std::vector<store::Publicat
   return "";
 }
 
+Result<std::vector<store::PublicationRow>> EarlierAssetRows(
+    store::Store& store, const std::string& recipe_name, const store::PublicationRow& release,
+    const std::vector<GitHubAsset>& assets) {
+  std::map<std::string, std::string> unknown;  // wheel name -> digest hex ("" when none)
+  for (const auto& a : assets) {
+    if (IsWheelAsset(a)) unknown[a.name] = DigestHex(a);
+  }
+  FARM_ASSIGN_OR_RETURN(auto own, store.ListPublications(release.build_id));
+  for (const auto& r : own) unknown.erase(SanitizeAssetName(r.filename));
+  std::vector<store::PublicationRow> out;
+  int64_t before = 0;
+  int builds_read = 0;
+  for (int page = 0; page < kMaxBuildPages && !unknown.empty(); ++page) {
+    FARM_ASSIGN_OR_RETURN(auto builds, store.ListBuilds(before, kBuildPage));
+    for (const auto& b : builds) {
+      before = b.id;
+      if (b.id == release.build_id || b.recipe_name != recipe_name) continue;
+      if (++builds_read > kMaxBuildsRead || unknown.empty()) return out;
+      FARM_ASSIGN_OR_RETURN(auto rows, store.ListPublications(b.id));
+      for (const auto& r : rows) {
+        if (!IsPublishedAssetAt(r, release.repo, release.ref)) continue;
+        auto it = unknown.find(SanitizeAssetName(r.filename));
+        if (it == unknown.end() || (!it->second.empty() && it->second != r.sha256)) continue;
+        out.push_back(r);
+        unknown.erase(it);
+      }
+    }
+    if (static_cast<int>(builds.size()) < kBuildPage) break;
+  }
+  return out;
+}
+
 Result<std::string> RenderBuildNotes(store::Store& store, store::BlobStore& blobs,
                                      const farm::v1::Recipe& recipe,
                                      const std::vector<store::PublicationRow>& rows,
+                                     const std::vector<GitHubAsset>& assets,
+                                     const std::vector<store::PublicationRow>& earlier,
                                      const std::string& find_links_url) {
+  std::vector<const store::PublicationRow*> own, prior;
+  for (const auto& r : rows) {
+    if (r.target == "github" && r.kind == "asset") own.push_back(&r);
+  }
+  for (const auto& r : earlier) prior.push_back(&r);
   ReleaseNotesInput input;
   input.find_links_url = find_links_url;
-  for (const auto& r : rows) {
-    if (r.target != "github" || r.kind != "asset") continue;
-    FARM_ASSIGN_OR_RETURN(auto artifact, store.GetArtifact(r.artifact_id));
-    FARM_ASSIGN_OR_RETURN(auto job, store.GetJob(artifact.job_id));
-    farm::v1::MatrixCell cell;
-    (void)cell.ParseFromString(job.cell);
-    farm::v1::ValidationReport report;
-    (void)report.ParseFromString(artifact.validation);
-    WheelNotesRow row{.wheel = r.filename, .python = cell.python(), .torch = cell.torch(),
-                      .cuda = cell.cuda(), .sha256 = r.sha256};
-    row.sass_archs = SassArchs(blobs, artifact.manifest, r.sha256);
-    AddValidation(report, &row);
-    input.wheels.push_back(std::move(row));
-    if (input.package.empty()) {
-      input.package = r.filename.substr(0, r.filename.find('-'));
-      input.version = wheel::WithLocalLabel(recipe.version(), r.label);
-    }
-    size_t slash = r.remote_url.rfind('/');
-    if (input.download_base_url.empty() && slash != std::string::npos) {
-      input.download_base_url = r.remote_url.substr(0, slash);
-    }
+  input.package = recipe.name();
+  if (!own.empty()) {
+    input.package = own.front()->filename.substr(0, own.front()->filename.find('-'));
+    input.version = wheel::WithLocalLabel(recipe.version(), own.front()->label);
   }
-  if (input.package.empty()) input.package = recipe.name();
-  input.summary = "Built by the wheel farm from recipe `" + recipe.name() + "` (build " +
-                  (rows.empty() ? std::string("?") : std::to_string(rows.front().build_id)) + ").";
+  std::set<int64_t> builds;
+  std::set<const store::PublicationRow*> listed;
+  auto add = [&](const store::PublicationRow* r) -> Status {
+    FARM_ASSIGN_OR_RETURN(WheelNotesRow row, StoredWheelRow(store, blobs, *r));
+    input.wheels.push_back(std::move(row));
+    builds.insert(r->build_id);
+    listed.insert(r);
+    return Status::Ok();
+  };
+  int bare = 0;
+  for (const auto& a : assets) {
+    if (!IsWheelAsset(a)) continue;
+    const store::PublicationRow* r = MatchRow(a, own);
+    if (r == nullptr) r = MatchRow(a, prior);
+    if (r != nullptr) {
+      FARM_RETURN_IF_ERROR(add(r));
+    } else {
+      input.wheels.push_back({.wheel = a.name, .sha256 = DigestHex(a)});  // no record of it
+      ++bare;
+    }
+    if (input.download_base_url.empty()) input.download_base_url = DirOf(a.browser_download_url);
+  }
+  for (const auto* r : own) {  // a listing that lacks an uploaded row still shows it
+    if (listed.count(r) == 0) FARM_RETURN_IF_ERROR(add(r));
+    if (input.download_base_url.empty()) input.download_base_url = DirOf(r->remote_url);
+  }
+  if (builds.empty() && !rows.empty()) builds.insert(rows.front().build_id);
+  input.summary = Summary(recipe.name(), builds, bare);
   return RenderReleaseNotes(input);
 }
 
 Result<std::string> Publisher::NotesFor(const farm::v1::Recipe& recipe,
-                                        const std::vector<store::PublicationRow>& rows) {
-  return RenderBuildNotes(*deps_.store, *deps_.blobs, recipe, rows, options_.find_links_url);
+                                        const store::PublicationRow& release,
+                                        const std::vector<store::PublicationRow>& rows,
+                                        const std::vector<GitHubAsset>& assets) {
+  FARM_ASSIGN_OR_RETURN(auto earlier, EarlierAssetRows(*deps_.store, recipe.name(), release,
+                                                       assets));
+  return RenderBuildNotes(*deps_.store, *deps_.blobs, recipe, rows, assets, earlier,
+                          options_.find_links_url);
 }
 
 }  // namespace farm::publish

@@ -22,8 +22,13 @@ Fault keys for /_control/fail-next besides status/headers/body/retry_after/drop_
   "starter": true      on an upload: leave an empty asset in state "starter" (a 502)
   "secondary": true    a secondary-limit body ("You have exceeded a secondary rate limit")
   "exhaust": N         answer as a spent primary quota, reset N seconds from now
-Counters: "upload_posts" (faulted ones included), "uploads_stored:<name>", "release_creates",
-"asset_deletes", "asset_patches", "release_patches", "fault", "requests".
+Counters: "upload_posts" (faulted ones included), "upload_posts_published:<release id>"
+(upload POSTs that reached a release already published), "uploads_stored:<name>",
+"release_creates", "asset_deletes", "asset_patches", "release_patches", "fault", "requests".
+
+With --immutable, published releases report "immutable": true and refuse asset uploads
+(422 "Cannot upload assets to an immutable release."), changes and deletes; drafts do not.
+--immutable-unflagged refuses the same way but leaves the field out (older API answers).
 """
 
 import hashlib
@@ -79,7 +84,7 @@ class Handler(FakeHandler):
         repo = rel["repo"]
         assets = [self.asset_json(a) for a in self.server.state["assets"].values()
                   if a["release_id"] == rel["id"]]
-        return {
+        body = {
             "id": rel["id"], "tag_name": rel["tag_name"], "name": rel["name"],
             "body": rel["body"], "draft": rel["draft"], "prerelease": rel["prerelease"],
             "target_commitish": rel["target_commitish"], "created_at": rel["created_at"],
@@ -90,6 +95,10 @@ class Handler(FakeHandler):
             "upload_url": "%s/api/uploads/repos/%s/releases/%d/assets{?name,label}"
                           % (base, repo, rel["id"]),
         }
+        if not self.server.args.immutable_unflagged:
+            # GitHub sets it on releases published while the immutable setting is on.
+            body["immutable"] = bool(self.server.args.immutable and not rel["draft"])
+        return body
 
     def asset_json(self, asset):
         base = self.server.base_url
@@ -153,6 +162,7 @@ class Handler(FakeHandler):
         m = re.match(r"^/api/uploads/repos/([^/]+/[^/]+)/releases/(\d+)/assets$", path)
         if m:
             s.count("upload_posts")
+            self.count_published_upload(m.group(2))
         if fault.get("starter"):
             if m and m.group(2) in s.state["releases"]:
                 with s.lock:
@@ -357,9 +367,15 @@ class Handler(FakeHandler):
         s.save_state()
         return asset
 
+    def count_published_upload(self, release_id):
+        rel = self.server.state["releases"].get(str(release_id))
+        if rel and not rel["draft"]:
+            self.server.count("upload_posts_published:%s" % release_id)
+
     def upload(self, query, repo, release_id):
         s = self.server
         s.count("upload_posts")
+        self.count_published_upload(release_id)
         rel = self.find_release(repo, release_id)
         if not rel:
             return self.reply(404, {"message": "Not Found"})
@@ -399,6 +415,8 @@ def main():
         parser.add_argument("--rate-window", type=int, default=3600, help="window in seconds")
         parser.add_argument("--immutable", action="store_true",
                             help="published releases refuse asset changes")
+        parser.add_argument("--immutable-unflagged", action="store_true",
+                            help="with --immutable: do not report the release's immutable field")
 
     args = parse_args("Fake GitHub Releases API", extra)
     server = GitHubServer(Handler, args)

@@ -23,11 +23,13 @@ class ScriptedGitHub final : public GitHubTarget {
     auto& r = releases[spec.tag];
     if (r.id == 0) r = {.id = 100 + static_cast<int64_t>(releases.size()), .tag_name = spec.tag,
                         .draft = true};
+    r.immutable = immutable && !r.draft;
     return r;
   }
   Result<AssetResult> UploadAsset(const std::string&, const GitHubRelease& release,
                                   const AssetUpload& upload) override {
     if (!upload_error.ok()) return upload_error;
+    if (IsLockedRelease(release)) ++locked_upload_calls;  // the outbox should not get here
     std::string sha = Sha256FileHex(upload.local_path).value();
     EXPECT_EQ(sha, upload.sha256_hex);
     auto& assets = uploads[release.tag_name];
@@ -41,24 +43,44 @@ class ScriptedGitHub final : public GitHubTarget {
     out.outcome = present ? AssetOutcome::kAlreadyPresent : AssetOutcome::kUploaded;
     return out;
   }
+  Result<std::vector<GitHubAsset>> ListAssets(const std::string&, int64_t id) override {
+    std::vector<GitHubAsset> out;
+    for (const auto& [tag, r] : releases) {
+      if (r.id != id) continue;
+      for (const auto& [name, sha] : uploads[tag]) {
+        out.push_back({.id = static_cast<int64_t>(out.size()) + 1, .name = name,
+                       .state = "uploaded", .digest = "sha256:" + sha,
+                       .browser_download_url = "http://gh/dl/" + tag + "/" + name});
+      }
+    }
+    return out;
+  }
   Result<GitHubRelease> SetReleaseNotes(const std::string&, int64_t id,
                                         const std::string& body) override {
     notes[id] = body;
+    for (auto& [tag, r] : releases) {
+      if (r.id == id) r.body = body;
+    }
     return GitHubRelease{.id = id};
   }
   Result<GitHubRelease> PublishRelease(const std::string&, int64_t id) override {
     ++publish_count;
+    for (auto& [tag, r] : releases) {
+      if (r.id == id) r.draft = false;
+    }
     return GitHubRelease{.id = id, .html_url = "http://gh/release/" + std::to_string(id)};
   }
 
   Status next_error;
   Status upload_error;
   bool lose_answer = false;  // the upload lands but its answer is lost
+  bool immutable = false;    // published releases are locked
   std::map<std::string, GitHubRelease> releases;
   std::map<std::string, std::map<std::string, std::string>> uploads;  // tag -> name -> sha
   std::map<int64_t, std::string> notes;
   int upload_count = 0;
   int publish_count = 0;
+  int locked_upload_calls = 0;
 };
 
 class ScriptedHf final : public HfTarget {
@@ -88,13 +110,18 @@ class OutboxTest : public ::testing::Test {
   }
 
   // A build of one job that succeeded with an unlabelled wheel; returns the build id.
-  int64_t MakeSucceededBuild(const std::string& validation_blob, bool finish = true) {
+  // `label` is the local version template, `tag` the GitHub tag template, and `hf` says
+  // whether the recipe also publishes to the Hub.
+  int64_t MakeSucceededBuild(const std::string& validation_blob, bool finish = true,
+                             const std::string& label = "cu{cuda_nodot}",
+                             const std::string& tag = "", bool hf = true) {
     farm::v1::Recipe recipe;
     recipe.set_name("attn-example");
     recipe.set_version("1.0.0");
     recipe.mutable_publish()->set_github_repo("farm/wheels");
-    recipe.mutable_publish()->set_hf_repo("farm/kernels");
-    recipe.mutable_publish()->set_local_version_template("cu{cuda_nodot}");
+    recipe.mutable_publish()->set_github_tag_template(tag);
+    if (hf) recipe.mutable_publish()->set_hf_repo("farm/kernels");
+    recipe.mutable_publish()->set_local_version_template(label);
     farm::v1::MatrixCell cell;
     cell.set_python("3.12");
     cell.set_cuda("13.0");
@@ -270,6 +297,81 @@ TEST_F(OutboxTest, ARowLeftUploadingByACrashIsWorkedAgainWithoutASecondUpload) {
   EXPECT_EQ(rows["github/asset"].state, "published");
   EXPECT_EQ(rows["github/asset"].attempts, 2);
   EXPECT_EQ(gh.upload_count, 1);
+  EXPECT_EQ(gh.publish_count, 1);
+}
+
+// Two builds of one version share the tag "v1.0.0"; the second's wheel carries another
+// label, as a rebuild or a newly added cell would.
+constexpr char kSharedTag[] = "v{version}";
+constexpr char kFirstWheel[] = "attn_example-1.0.0+cu130-cp312-cp312-linux_x86_64.whl";
+constexpr char kSecondWheel[] = "attn_example-1.0.0+cu130.rebuild-cp312-cp312-linux_x86_64.whl";
+
+TEST_F(OutboxTest, ASecondBuildAddsItsWheelToThePublishedReleaseAndTheNotesKeepTheFirst) {
+  ScriptedGitHub gh;
+  auto publisher = MakePublisher(true, &gh, nullptr);
+  int64_t first = MakeSucceededBuild("", true, "cu{cuda_nodot}", kSharedTag, /*hf=*/false);
+  ASSERT_OK(publisher->RunOnce().status());
+  ASSERT_OK(publisher->RunOnce().status());
+  ASSERT_EQ(Rows(first)["github/release"].state, "published");
+  ASSERT_FALSE(gh.releases["v1.0.0"].draft);
+  // A wheel someone attached by hand: the farm knows nothing of it.
+  gh.uploads["v1.0.0"]["other-0.1-py3-none-any.whl"] = std::string(64, 'a');
+  int64_t second = MakeSucceededBuild("", true, "cu{cuda_nodot}.rebuild", kSharedTag, false);
+  ASSERT_OK(publisher->RunOnce().status());
+  ASSERT_OK(publisher->RunOnce().status());
+  auto rows = Rows(second);
+  EXPECT_EQ(rows["github/asset"].filename, kSecondWheel);
+  EXPECT_EQ(rows["github/release"].state, "published") << rows["github/release"].error;
+  EXPECT_EQ(gh.upload_count, 2);
+  EXPECT_EQ(gh.publish_count, 1);  // the published release was not patched to draft and back
+  EXPECT_FALSE(gh.releases["v1.0.0"].draft);
+  EXPECT_EQ(gh.uploads["v1.0.0"].size(), 3u);
+  const std::string& notes = gh.releases["v1.0.0"].body;
+  const std::string first_sha = Rows(first)["github/asset"].sha256;
+  for (const std::string& text :
+       {std::string(kFirstWheel), first_sha, std::string(kSecondWheel),
+        rows["github/asset"].sha256, std::string("other-0.1-py3-none-any.whl"),
+        std::string(64, 'a'),
+        "(builds " + std::to_string(first) + ", " + std::to_string(second) + ")"}) {
+    EXPECT_NE(notes.find(text), std::string::npos) << text << "\n" << notes;
+  }
+  // The first build's row comes from the store: its cell, not just name and digest.
+  size_t line = notes.find("[`" + std::string(kFirstWheel));
+  ASSERT_NE(line, std::string::npos);
+  EXPECT_NE(notes.substr(line, notes.find('\n', line) - line).find("| 3.12 | — | 13.0 |"),
+            std::string::npos) << notes;
+}
+
+TEST_F(OutboxTest, AnImmutableReleaseFailsTheNewWheelsAtOnceAndAReRunNeedsNoUpload) {
+  ScriptedGitHub gh;
+  gh.immutable = true;
+  auto publisher = MakePublisher(true, &gh, nullptr);
+  int64_t first = MakeSucceededBuild("", true, "cu{cuda_nodot}", kSharedTag, /*hf=*/false);
+  ASSERT_OK(publisher->RunOnce().status());
+  ASSERT_OK(publisher->RunOnce().status());
+  ASSERT_EQ(Rows(first)["github/release"].state, "published");
+  int64_t second = MakeSucceededBuild("", true, "cu{cuda_nodot}.rebuild", kSharedTag, false);
+  ASSERT_OK(publisher->RunOnce().status());
+  auto row = Rows(second)["github/asset"];
+  EXPECT_EQ(row.state, "failed");
+  EXPECT_EQ(row.attempts, 1);  // no retry can help
+  for (const std::string& text : {"farm/wheels", "v1.0.0", kSecondWheel, "immutable",
+                                  "bump the recipe's version"}) {
+    EXPECT_NE(row.error.find(text), std::string::npos) << text << ": " << row.error;
+  }
+  EXPECT_EQ(row.error.find(kFirstWheel), std::string::npos) << row.error;
+  EXPECT_EQ(gh.upload_count, 1);
+  EXPECT_EQ(gh.locked_upload_calls, 0);
+  // The first build again: everything is there, so it succeeds without an upload.
+  ASSERT_EQ(store_->RequeuePublications(first, "github", false, clock_.NowUnixMs()).value(), 2);
+  ASSERT_OK(publisher->RunOnce().status());
+  ASSERT_OK(publisher->RunOnce().status());
+  auto rows = Rows(first);
+  EXPECT_EQ(rows["github/asset"].state, "published") << rows["github/asset"].error;
+  EXPECT_EQ(rows["github/release"].state, "published") << rows["github/release"].error;
+  EXPECT_EQ(rows["github/asset"].remote_url, "http://gh/dl/v1.0.0/" + std::string(kFirstWheel));
+  EXPECT_EQ(gh.upload_count, 1);
+  EXPECT_EQ(gh.locked_upload_calls, 0);
   EXPECT_EQ(gh.publish_count, 1);
 }
 
