@@ -137,7 +137,8 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   impl->address = WithPort(options.listen, port);
   impl->hosts->SetServerAddress(impl->address);
   if (!options.http.listen.empty()) {
-    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock()};
+    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock(),
+                             impl->schedules.get()};
     FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(options.http, deps));
     if (!options.http_ready_file.empty()) {
       FARM_RETURN_IF_ERROR(

@@ -11,6 +11,10 @@
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
 
+namespace farm::schedule {
+class ScheduleRunner;
+}  // namespace farm::schedule
+
 namespace farm::http {
 
 struct DashboardOptions {
@@ -32,6 +36,8 @@ struct DashboardDeps {
   store::BlobStore* blobs = nullptr;
   auth::TokenAuthority* auth = nullptr;
   const Clock* clock = nullptr;
+  // Fires schedules for run-now; null where no runner exists (run-now answers 503).
+  schedule::ScheduleRunner* schedules = nullptr;
 };
 
 }  // namespace farm::http

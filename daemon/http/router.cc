@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "daemon/http/api.h"
+#include "daemon/http/api_schedules.h"
 #include "daemon/http/assets.h"
 #include "daemon/http/metrics.h"
 #include "daemon/http/simple_index.h"
@@ -116,6 +117,9 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
     bool drain = rest.ends_with("/drain");
     std::string_view id = rest.substr(8, rest.size() - 8 - (drain ? 6 : 8));
     return ApiDrainWorker(deps_, std::string(id), drain);
+  }
+  if (rest == "schedules" || rest.starts_with("schedules/")) {
+    return DispatchSchedules(deps_, req, rest.substr(9));
   }
   if (!IsRead(req)) return MethodNotAllowed("GET, HEAD");
   if (rest == "overview") return ApiOverview(deps_);

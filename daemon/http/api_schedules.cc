@@ -1,0 +1,207 @@
+#include "daemon/http/api_schedules.h"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <regex>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "daemon/http/api.h"
+#include "daemon/http/json_util.h"
+#include "daemon/schedule/runner.h"
+#include "daemon/schedule/time_zone.h"
+#include "farm/v1/client.pb.h"
+
+namespace farm::http {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr int kListRuns = 1;
+
+Response Json(const json::value& v) { return JsonResponse(200, json::serialize(v)); }
+
+Response MethodNotAllowed(const char* allow) {
+  Response r = ErrorResponse(Status::Unimplemented("method not allowed"));
+  r.status = 405;
+  r.headers.emplace_back("Allow", allow);
+  return r;
+}
+
+// A run's detail can carry a git error naming the repository: keep credentials in a URL
+// ("https://user:secret@host/...") and registered secrets out of the page.
+std::string SafeText(const std::string& text) {
+  static const std::regex kUserInfo(R"(([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@)");
+  return log::Redact(std::regex_replace(text, kUserInfo, "$1[REDACTED]@"));
+}
+
+bool IsSkipOrFailure(int outcome) {
+  return outcome == farm::v1::RUN_SKIPPED_UNCHANGED || outcome == farm::v1::RUN_SKIPPED_RUNNING ||
+         outcome == farm::v1::RUN_SKIPPED_MISSED || outcome == farm::v1::RUN_FAILED;
+}
+
+json::object RunJson(const store::ScheduleRunRow& r) {
+  std::string detail = SafeText(r.detail);
+  return json::object{
+      {"id", r.id},
+      {"schedule_id", r.schedule_id},
+      {"trigger", farm::v1::ScheduleTrigger_Name(static_cast<farm::v1::ScheduleTrigger>(r.trigger))},
+      {"outcome",
+       farm::v1::ScheduleRunOutcome_Name(static_cast<farm::v1::ScheduleRunOutcome>(r.outcome))},
+      {"fire_time", FormatRfc3339(r.fire_ms)},
+      {"created_at", FormatRfc3339(r.created_ms)},
+      {"build_id", r.build_id},
+      {"build_state", r.build_id > 0 ? json::value(BuildStateName(r.build_state)) : nullptr},
+      {"build_url", r.build_id > 0 ? json::value("#/build/" + std::to_string(r.build_id)) : nullptr},
+      {"build_api", r.build_id > 0 ? json::value("/api/v1/builds/" + std::to_string(r.build_id))
+                                   : nullptr},
+      {"resolved_commit", r.resolved_commit},
+      {"detail", detail},
+      {"skipped_reason", IsSkipOrFailure(r.outcome) ? json::value(detail) : nullptr}};
+}
+
+// The schedule without its runs. A paused schedule has no next fire time: resuming picks
+// one from the time of resuming.
+json::object ScheduleJson(const store::ScheduleRow& row) {
+  json::object o{
+      {"id", row.id},
+      {"name", row.name},
+      {"recipe_name", row.recipe_name},
+      {"cron", row.cron},
+      {"time_zone", row.time_zone},
+      {"missed_run_policy",
+       farm::v1::MissedRunPolicy_Name(static_cast<farm::v1::MissedRunPolicy>(row.missed_policy))},
+      {"concurrency_policy", farm::v1::ConcurrencyPolicy_Name(
+                                 static_cast<farm::v1::ConcurrencyPolicy>(row.concurrency_policy))},
+      {"paused", row.paused},
+      {"next_fire_time", nullptr},
+      {"next_fire_unix", nullptr},
+      {"next_fire_local", nullptr},
+      {"created_by", row.created_by},
+      {"created_at", FormatRfc3339(row.created_ms)}};
+  if (!row.paused) {
+    o["next_fire_time"] = FormatRfc3339(row.next_fire_ms);
+    o["next_fire_unix"] = row.next_fire_ms / 1000;
+    auto zone = schedule::TimeZone::Load(row.time_zone);
+    if (zone.ok()) o["next_fire_local"] = zone->FormatLocal(row.next_fire_ms / 1000);
+  }
+  return o;
+}
+
+Result<json::object> ScheduleWithRuns(const DashboardDeps& deps, const store::ScheduleRow& row,
+                                      int runs) {
+  FARM_ASSIGN_OR_RETURN(auto recent, deps.store->ListScheduleRuns(row.id, runs));
+  json::object o = ScheduleJson(row);
+  o["last_run"] = recent.empty() ? json::value(nullptr) : json::value(RunJson(recent.front()));
+  if (runs > kListRuns) {
+    json::array arr;
+    for (const auto& r : recent) arr.push_back(RunJson(r));
+    o["runs"] = std::move(arr);
+  }
+  return o;
+}
+
+Result<json::object> LoadSchedule(const DashboardDeps& deps, int64_t id, int runs) {
+  FARM_ASSIGN_OR_RETURN(auto row, deps.store->GetSchedule(id));
+  FARM_ASSIGN_OR_RETURN(json::object o, ScheduleWithRuns(deps, row, runs));
+  o["now"] = deps.clock->NowUnixMs();
+  return o;
+}
+
+int QueryRuns(const Request& req) {
+  auto it = req.query.find("runs");
+  int64_t v = kDefaultScheduleRuns;
+  if (it != req.query.end()) {
+    const std::string& s = it->second;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size()) v = kDefaultScheduleRuns;
+  }
+  return static_cast<int>(std::clamp<int64_t>(v, 2, kMaxScheduleRuns));
+}
+
+bool QueryFlag(const Request& req, const std::string& key) {
+  auto it = req.query.find(key);
+  return it != req.query.end() && (it->second == "1" || it->second == "true");
+}
+
+bool IsRead(const Request& req) { return req.method == "GET" || req.method == "HEAD"; }
+
+}  // namespace
+
+Response ApiSchedules(const DashboardDeps& deps) {
+  auto rows = deps.store->ListSchedules();
+  if (!rows.ok()) return ErrorResponse(rows.status());
+  json::array out;
+  for (const auto& row : *rows) {
+    auto o = ScheduleWithRuns(deps, row, kListRuns);
+    if (!o.ok()) return ErrorResponse(o.status());
+    out.push_back(std::move(o.value()));
+  }
+  return Json(json::object{{"now", deps.clock->NowUnixMs()}, {"schedules", std::move(out)}});
+}
+
+Response ApiSchedule(const DashboardDeps& deps, int64_t id, int runs) {
+  auto o = LoadSchedule(deps, id, std::clamp(runs, 2, kMaxScheduleRuns));
+  return o.ok() ? Json(o.value()) : ErrorResponse(o.status());
+}
+
+Response ApiPauseSchedule(const DashboardDeps& deps, int64_t id, bool paused) {
+  auto row = deps.store->GetSchedule(id);
+  if (!row.ok()) return ErrorResponse(row.status());
+  int64_t next = row->next_fire_ms;
+  if (!paused) {
+    auto n = schedule::NextFireMs(row->cron, row->time_zone, deps.clock->NowUnixMs());
+    if (!n.ok()) return ErrorResponse(n.status());
+    next = n.value();
+  }
+  if (Status s = deps.store->SetSchedulePaused(id, paused, next); !s.ok()) return ErrorResponse(s);
+  log::Info("schedule " + std::to_string(id) + (paused ? " paused" : " resumed") +
+            " from the dashboard");
+  return ApiSchedule(deps, id, kDefaultScheduleRuns);
+}
+
+Response ApiRunScheduleNow(const DashboardDeps& deps, int64_t id, bool force) {
+  if (deps.schedules == nullptr) {
+    return ErrorResponse(Status::Unavailable("this server runs no schedules"));
+  }
+  auto run = deps.schedules->RunNow(id, force);
+  if (!run.ok()) return ErrorResponse(run.status());
+  log::Info("schedule " + std::to_string(id) + " run now from the dashboard");
+  auto schedule = LoadSchedule(deps, id, kDefaultScheduleRuns);
+  if (!schedule.ok()) return ErrorResponse(schedule.status());
+  // The schedule's newest run is this one, with its build's state filled in by the query.
+  json::value shown = RunJson(run.value());
+  const json::array& runs = schedule->at("runs").as_array();
+  if (!runs.empty() && runs.front().at("id").as_int64() == run->id) shown = runs.front();
+  return Json(json::object{{"run", std::move(shown)}, {"schedule", std::move(schedule.value())}});
+}
+
+Response DispatchSchedules(const DashboardDeps& deps, const Request& req, std::string_view rest) {
+  if (rest.empty() || rest == "/") {
+    return IsRead(req) ? ApiSchedules(deps) : MethodNotAllowed("GET, HEAD");
+  }
+  if (rest.front() != '/') return ErrorResponse(Status::NotFound("no API route schedules" +
+                                                                 std::string(rest)));
+  rest.remove_prefix(1);
+  size_t slash = rest.find('/');
+  std::string_view id_text = rest.substr(0, slash);
+  std::string_view action = slash == rest.npos ? std::string_view() : rest.substr(slash + 1);
+  int64_t id = ParseId(id_text);
+  if (id == 0) {
+    return ErrorResponse(Status::InvalidArgument("schedule id must be a positive integer"));
+  }
+  if (action.empty()) {
+    return IsRead(req) ? ApiSchedule(deps, id, QueryRuns(req)) : MethodNotAllowed("GET, HEAD");
+  }
+  if (action != "pause" && action != "resume" && action != "run-now") {
+    return ErrorResponse(Status::NotFound("no schedule route " + std::string(action)));
+  }
+  if (req.method != "POST") return MethodNotAllowed("POST");
+  if (action == "run-now") return ApiRunScheduleNow(deps, id, QueryFlag(req, "force"));
+  return ApiPauseSchedule(deps, id, action == "pause");
+}
+
+}  // namespace farm::http

@@ -1,0 +1,42 @@
+// The dashboard's schedule routes (/api/v1/schedules...): the schedules with their next fire
+// time and last run, one schedule with its recent runs, and the pause, resume and run-now
+// actions. Reads and pause/resume go through the store exactly as the gRPC handlers do;
+// run-now goes through the schedule runner in DashboardDeps (503 when there is none).
+// The router has checked the token before (a submitter token for every POST). The build
+// request a schedule stores (recipe text, source URL, patches) is never written out.
+// Thread-safe: the functions keep no state; none throws.
+#ifndef FARM_DAEMON_HTTP_API_SCHEDULES_H_
+#define FARM_DAEMON_HTTP_API_SCHEDULES_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "daemon/http/dashboard_options.h"
+#include "daemon/http/http_message.h"
+
+namespace farm::http {
+
+// Default and largest number of runs GET /api/v1/schedules/{id}?runs=N lists.
+inline constexpr int kDefaultScheduleRuns = 20;
+inline constexpr int kMaxScheduleRuns = 200;
+
+// Answers /api/v1/schedules and /api/v1/schedules/{id}[/pause|/resume|/run-now]; `rest` is
+// the path after "/api/v1/schedules". 400 for an id that is not a positive integer, 404 for
+// an unknown schedule or route, 405 for a wrong method.
+Response DispatchSchedules(const DashboardDeps& deps, const Request& req, std::string_view rest);
+
+// GET /api/v1/schedules: {"now", "schedules": [...]}, each with its last run (or null).
+Response ApiSchedules(const DashboardDeps& deps);
+// GET /api/v1/schedules/{id}?runs=N: the schedule plus "runs" (newest first).
+Response ApiSchedule(const DashboardDeps& deps, int64_t id, int runs);
+// POST /api/v1/schedules/{id}/pause and /resume. A resumed schedule fires next at the
+// first cron time after now (times passed while paused are not missed runs). Answers with
+// the schedule as GET does.
+Response ApiPauseSchedule(const DashboardDeps& deps, int64_t id, bool paused);
+// POST /api/v1/schedules/{id}/run-now?force=1: fires the schedule now without moving its
+// next fire time; answers {"run": {...}, "schedule": {...}}.
+Response ApiRunScheduleNow(const DashboardDeps& deps, int64_t id, bool force);
+
+}  // namespace farm::http
+
+#endif  // FARM_DAEMON_HTTP_API_SCHEDULES_H_
