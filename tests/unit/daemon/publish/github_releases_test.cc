@@ -83,11 +83,16 @@ TEST(GitHubReleasesUnitTest, TokenEchoedByTheServerIsRedacted) {
 
 class GitHubFakeServerTest : public ::testing::Test {
  protected:
-  GitHubFakeServerTest()
-      : server_("fake_github.py", {"--token", kToken}),
+  explicit GitHubFakeServerTest(std::vector<std::string> fake_flags = {})
+      : server_("fake_github.py", FakeArgs(std::move(fake_flags))),
         sleeper_(/*cap_ms=*/50),
         http_(curl_, sleeper_, sleeper_, FastOptions()),
         client_(http_, {.api_base = server_.base_url(), .token = kToken}) {}
+
+  static std::vector<std::string> FakeArgs(std::vector<std::string> flags) {
+    flags.insert(flags.begin(), {"--token", kToken});
+    return flags;
+  }
 
   static RetryOptions FastOptions() {
     RetryOptions o = GitHubRetryDefaults();
@@ -303,6 +308,90 @@ TEST_F(GitHubFakeServerTest, BadTokenFailsWithARedactedMessage) {
   EXPECT_EQ(r.status().ToString().find(wrong), std::string::npos);
   EXPECT_EQ(logs.text().find(wrong), std::string::npos);
   EXPECT_EQ(logs.text().find(kToken), std::string::npos);
+}
+
+TEST_F(GitHubFakeServerTest, APublishedReleaseTakesNewAssetsAndStaysPublished) {
+  ASSERT_FALSE(server_.base_url().empty());
+  GitHubRelease draft = Draft("v5");
+  std::string w1 = WriteWheel(dir_.path(), "p-5.0+cu130-cp311-cp311-linux_x86_64.whl", 5000, 11);
+  std::string w2 = WriteWheel(dir_.path(), "p-5.0+cu128-cp311-cp311-linux_x86_64.whl", 5000, 12);
+  ASSERT_OK(client_.UploadAsset(kRepo, draft, {.local_path = w1}).status());
+  ASSERT_OK(client_.PublishRelease(kRepo, draft.id).status());
+  auto published = client_.GetOrCreateDraftRelease({.repo = kRepo, .tag = "v5"});
+  ASSERT_OK(published.status());
+  EXPECT_FALSE(published.value().draft);
+  EXPECT_FALSE(published.value().immutable);
+  auto up = client_.UploadAsset(kRepo, published.value(), {.local_path = w2});
+  ASSERT_OK(up.status());
+  EXPECT_EQ(up.value().outcome, AssetOutcome::kUploaded);
+  auto again = client_.UploadAsset(kRepo, published.value(), {.local_path = w1});
+  ASSERT_OK(again.status());
+  EXPECT_EQ(again.value().outcome, AssetOutcome::kAlreadyPresent);
+  EXPECT_EQ(StoredAssets(draft.id).size(), 2u);
+  EXPECT_EQ(server_.Counter("upload_posts"), 2);
+  EXPECT_EQ(server_.Counter("upload_posts_published:" + std::to_string(draft.id)), 1);
+  auto found = client_.FindRelease(kRepo, "v5");
+  ASSERT_OK(found.status());
+  EXPECT_FALSE(found.value()->draft);
+}
+
+class ImmutableGitHubFakeTest : public GitHubFakeServerTest {
+ protected:
+  explicit ImmutableGitHubFakeTest(std::vector<std::string> flags = {"--immutable"})
+      : GitHubFakeServerTest(std::move(flags)) {}
+
+  // A release published with one wheel (`w1_`) on it; `w2_` is another build's wheel.
+  GitHubRelease PublishedWithOneWheel() {
+    GitHubRelease draft = Draft("v6");
+    EXPECT_FALSE(draft.immutable);  // drafts are not locked
+    w1_ = WriteWheel(dir_.path(), "q-6.0+cu130-cp311-cp311-linux_x86_64.whl", 5000, 21);
+    w2_ = WriteWheel(dir_.path(), "q-6.0+cu128-cp311-cp311-linux_x86_64.whl", 5000, 22);
+    EXPECT_OK(client_.UploadAsset(kRepo, draft, {.local_path = w1_}).status());
+    EXPECT_OK(client_.PublishRelease(kRepo, draft.id).status());
+    auto found = client_.FindRelease(kRepo, "v6");
+    EXPECT_TRUE(found.ok() && found.value().has_value());
+    return found.ok() && found.value() ? *found.value() : GitHubRelease();
+  }
+
+  std::string w1_, w2_;
+};
+
+class UnflaggedImmutableGitHubFakeTest : public ImmutableGitHubFakeTest {
+ protected:
+  UnflaggedImmutableGitHubFakeTest()
+      : ImmutableGitHubFakeTest({"--immutable", "--immutable-unflagged"}) {}
+};
+
+TEST_F(ImmutableGitHubFakeTest, NothingIsSentToAnImmutableReleaseAndARerunSucceeds) {
+  ASSERT_FALSE(server_.base_url().empty());
+  GitHubRelease release = PublishedWithOneWheel();
+  EXPECT_TRUE(release.immutable);
+  auto rerun = client_.UploadAsset(kRepo, release, {.local_path = w1_, .replace = true});
+  ASSERT_OK(rerun.status());
+  EXPECT_EQ(rerun.value().outcome, AssetOutcome::kAlreadyPresent);
+  auto added = client_.UploadAsset(kRepo, release, {.local_path = w2_});
+  ASSERT_FALSE(added.ok());
+  EXPECT_EQ(added.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(added.status().message().find("missing: q-6.0+cu128-cp311"), std::string::npos)
+      << added.status().message();
+  EXPECT_EQ(server_.Counter("upload_posts"), 1);  // the draft's only
+  EXPECT_EQ(server_.Counter("upload_posts_published:" + std::to_string(release.id)), 0);
+  EXPECT_EQ(StoredAssets(release.id).size(), 1u);
+}
+
+TEST_F(UnflaggedImmutableGitHubFakeTest, The422IsAConflictWithoutRetries) {
+  ASSERT_FALSE(server_.base_url().empty());
+  GitHubRelease release = PublishedWithOneWheel();
+  EXPECT_FALSE(release.immutable);  // the field was not there
+  auto added = client_.UploadAsset(kRepo, release, {.local_path = w2_});
+  ASSERT_FALSE(added.ok());
+  EXPECT_EQ(added.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(added.status().message().find("release v6 of acme/kernels is published and "
+                                          "immutable"), std::string::npos)
+      << added.status().message();
+  EXPECT_EQ(server_.Counter("upload_posts_published:" + std::to_string(release.id)), 1);
+  EXPECT_EQ(server_.Counter("asset_deletes"), 0);
+  EXPECT_EQ(StoredAssets(release.id).size(), 1u);
 }
 
 TEST(GitHubFakeRestartTest, StateFileKeepsReleasesAcrossARestart) {
