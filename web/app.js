@@ -338,6 +338,108 @@ async function workersPage(t) {
   }));
 }
 
+// ---------------------------------------------------------------------------------------
+// Schedules: refreshed every 2 s like the other pages, so a pause or a run made elsewhere
+// (farmctl, the cron timer) shows without a reload.
+// ---------------------------------------------------------------------------------------
+function outcomeName(o) { return String(o || '').replace(/^RUN_/, '').toLowerCase(); }
+function outcomeBadge(o) { const n = outcomeName(o); return `<span class="badge s-${esc(n)}">${esc(n)}</span>`; }
+function policyName(p) { return String(p || '').replace(/^(MISSED|CONCURRENCY)_/, '').toLowerCase(); }
+function nextFire(s) {
+  if (s.paused) return '<span class="badge s-paused">paused</span>';
+  return `<span class="next-local">${esc(s.next_fire_local || '')}</span>
+    <div class="muted next-utc" data-unix="${esc(s.next_fire_unix)}">${esc(s.next_fire_time)}</div>`;
+}
+function runBuild(r) {
+  if (!r.build_id) return '<span class="muted">no build</span>';
+  return `<a class="run-build" href="#/build/${Number(r.build_id)}">build #${Number(r.build_id)}</a>
+    ${badge(r.build_state)}`;
+}
+function lastRun(r) {
+  if (!r) return '<span class="muted">never ran</span>';
+  return `${outcomeBadge(r.outcome)} ${runBuild(r)}
+    ${r.skipped_reason ? `<div class="muted reason">${esc(r.skipped_reason)}</div>` : ''}`;
+}
+function scheduleButtons(s) {
+  return `<button class="sched-toggle" data-id="${Number(s.id)}" data-pause="${s.paused ? 0 : 1}">
+      ${s.paused ? 'Resume' : 'Pause'}</button>
+    <button class="sched-run" data-id="${Number(s.id)}">Run now</button>`;
+}
+// Wires the buttons under `root`; `refresh` redraws after the action answered.
+function bindScheduleButtons(root, refresh) {
+  for (const b of root.querySelectorAll('button.sched-toggle')) {
+    b.onclick = async () => {
+      const pause = b.dataset.pause === '1';
+      await postAction(`schedules/${b.dataset.id}/${pause ? 'pause' : 'resume'}`, 'submitter',
+                       pause ? 'schedule paused' : 'schedule resumed');
+      refresh();
+    };
+  }
+  for (const b of root.querySelectorAll('button.sched-run')) {
+    b.onclick = async () => {
+      await postAction(`schedules/${b.dataset.id}/run-now`, 'submitter', 'schedule fired');
+      refresh();
+    };
+  }
+}
+
+function schedulesPage(t) {
+  app.innerHTML = `<h1>Schedules</h1><div id="schedules-view"></div>`;
+  const refresh = guard(t, async () => {
+    try {
+      const r = await api('schedules');
+      if (t !== pageToken) return;
+      const rows = r.schedules.map((s) => `<tr data-schedule="${Number(s.id)}" data-paused="${s.paused ? 1 : 0}">
+        <td><a href="#/schedule/${Number(s.id)}">${esc(s.name)}</a></td><td>${esc(s.recipe_name)}</td>
+        <td><code class="cron">${esc(s.cron)}</code></td><td>${esc(s.time_zone)}</td>
+        <td class="next">${nextFire(s)}</td><td class="last-run">${lastRun(s.last_run)}</td>
+        <td>${scheduleButtons(s)}</td></tr>`);
+      const el = document.getElementById('schedules-view');
+      el.innerHTML = `<table id="schedules"><tr><th>Schedule</th><th>Recipe</th><th>Cron</th>
+        <th>Time zone</th><th>Next fire</th><th>Last run</th><th></th></tr>${rows.join('') ||
+        '<tr><td colspan="7" class="muted">No schedule. Add one with <code>farmctl schedules add</code>.</td></tr>'}</table>`;
+      bindScheduleButtons(el, refresh);
+      setStatus('updated ' + new Date().toLocaleTimeString());
+    } catch (e) { showError(e); }
+  });
+  every(2000, refresh);
+}
+
+function runsTable(runs) {
+  if (!runs.length) return '<p class="muted">No run yet.</p>';
+  return `<table id="runs"><tr><th>Run</th><th>Trigger</th><th>Outcome</th><th>Fire time</th>
+    <th>Build</th><th>Commit</th><th>Detail</th></tr>` + runs.map((r) =>
+    `<tr data-run="${Number(r.id)}" data-outcome="${esc(r.outcome)}"><td>${Number(r.id)}</td>
+     <td>${esc(String(r.trigger).replace(/^TRIGGER_/, '').toLowerCase())}</td>
+     <td>${outcomeBadge(r.outcome)}</td><td>${esc(r.fire_time)}</td><td>${runBuild(r)}</td>
+     <td><code>${esc(String(r.resolved_commit || '').slice(0, 12))}</code></td>
+     <td>${esc(r.detail)}</td></tr>`).join('') + '</table>';
+}
+
+function schedulePage(t, id) {
+  app.innerHTML = `<div id="schedule"></div>`;
+  const refresh = guard(t, async () => {
+    try {
+      const s = await api('schedules/' + id);
+      if (t !== pageToken) return;
+      const el = document.getElementById('schedule');
+      el.innerHTML = `<h1 data-paused="${s.paused ? 1 : 0}">Schedule ${Number(s.id)}: ${esc(s.name)}
+        ${s.paused ? '<span class="badge s-paused">paused</span>' : '<span class="badge s-active">active</span>'}</h1>
+        <p>${scheduleButtons(s)}</p>
+        <table class="props"><tr><th>Recipe</th><td>${esc(s.recipe_name)}</td></tr>
+        <tr><th>Cron</th><td><code class="cron">${esc(s.cron)}</code> in ${esc(s.time_zone)}</td></tr>
+        <tr><th>Next fire</th><td class="next">${nextFire(s)}</td></tr>
+        <tr><th>Missed runs</th><td>${esc(policyName(s.missed_run_policy))}</td></tr>
+        <tr><th>Concurrency</th><td>${esc(policyName(s.concurrency_policy))}</td></tr>
+        <tr><th>Created</th><td>by ${esc(s.created_by)} at ${esc(s.created_at)}</td></tr></table>
+        <h2>Recent runs</h2>${runsTable(s.runs || [])}`;
+      bindScheduleButtons(el, refresh);
+      setStatus('updated ' + new Date().toLocaleTimeString());
+    } catch (e) { showError(e); }
+  });
+  every(2000, refresh);
+}
+
 // Build duration (minutes) against finish time, one line per recipe, drawn as SVG.
 async function drawChart(t, elId) {
   try {
@@ -387,6 +489,8 @@ function route() {
   if ((m = h.match(/^\/build\/(\d+)$/))) return buildPage(t, m[1]);
   if ((m = h.match(/^\/job\/(\d+)$/))) return jobPage(t, m[1]);
   if ((m = h.match(/^\/builds(?:\/before\/(\d+))?$/))) return buildsPage(t, m[1]);
+  if ((m = h.match(/^\/schedule\/(\d+)$/))) return schedulePage(t, m[1]);
+  if (h === '/schedules') return schedulesPage(t);
   if (h === '/workers') return workersPage(t);
   if (h === '/chart') return chartPage(t);
   return overviewPage(t);
