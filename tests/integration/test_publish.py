@@ -25,10 +25,10 @@ HF_REPO = "farm/attn-kernels"
 
 # --- fakes ------------------------------------------------------------------------------
 class Fake:
-    def __init__(self, farm, script, token, name):
+    def __init__(self, farm, script, token, name, *flags):
         ready = os.path.join(farm.root, name + ".url")
         self.proc = farm._spawn([sys.executable, os.path.join(FAKES, script), "--ready-file",
-                                 ready, "--token", token], name + ".log")
+                                 ready, "--token", token, *flags], name + ".log")
         self.url = wait_until(lambda: _read(ready), 30, name + " ready").strip()
 
     def control(self, path, body=None):
@@ -60,9 +60,14 @@ def _read(path):
 
 
 # --- farm set-up ------------------------------------------------------------------------
-def write_recipe(root, extra_build=""):
-    """The example recipe with a publish section; farmd applies the label itself."""
-    path = os.path.join(root, "attn_publish.yaml")
+def write_recipe(root, extra_build="", tag="v{version}-build{build_id}", label="cu{cuda_nodot}",
+                 hf=True, file_name="attn_publish.yaml"):
+    """The example recipe with a publish section; farmd applies the label itself. `tag` is
+    the GitHub tag template, `label` the local version template."""
+    hf_lines = (f"""  hf_repo: {HF_REPO}
+  hf_path_template: "build/{{variant}}/{{wheel}}"
+""" if hf else "")
+    path = os.path.join(root, file_name)
     with open(path, "w") as f:
         f.write(f"""name: attn-example
 version: "0.1.0"
@@ -83,10 +88,8 @@ matrix:
   platform: [linux_x86_64]
 publish:
   github_repo: {GH_REPO}
-  github_tag_template: "v{{version}}-build{{build_id}}"
-  hf_repo: {HF_REPO}
-  hf_path_template: "build/{{variant}}/{{wheel}}"
-  local_version: "cu{{cuda_nodot}}"
+  github_tag_template: "{tag}"
+{hf_lines}  local_version: "{label}"
 """)
     return path
 
@@ -122,6 +125,16 @@ def wait_published(farm, build_id, timeout=120):
         states = {(r["target"], r["kind"]): r.get("state") for r in rows}
         return rows if len(rows) == 3 and set(states.values()) == {"published"} else None
     return wait_until(done, timeout, f"build {build_id} published", interval=0.5)
+
+
+def wait_github_published(farm, build_id, timeout=120):
+    """For recipes without a Hub target: the asset and release rows published."""
+    def done():
+        rows = publications(farm, build_id)
+        return rows if len(rows) == 2 and {r.get("state") for r in rows} == {"published"} \
+            else None
+    return by_kind(wait_until(done, timeout, f"build {build_id} published on GitHub",
+                              interval=0.5))
 
 
 def submit(farm, recipe):
@@ -282,6 +295,97 @@ def test_sigkill_between_upload_and_commit_or_publish_uploads_each_asset_once(fa
     assert release["draft"] is False and len(assets) == 1
     assert rows[("github", "asset")]["attempts"] >= 1
     assert rows[("hf", "file")]["attempts"] >= 2  # worked again after the restart
+
+
+# Two builds of one version on one tag: the second is labelled apart (as a rebuild or a
+# newly added cell would be), so its wheel is a new asset on the first build's release.
+SHARED_TAG = "v{version}"
+REBUILD_LABEL = "cu{cuda_nodot}.rebuild"
+
+
+def submit_on_shared_tag(farm, label="cu{cuda_nodot}", file_name="attn_first.yaml"):
+    return submit(farm, write_recipe(farm.root, tag=SHARED_TAG, label=label, hf=False,
+                                     file_name=file_name))
+
+
+def start_github_farm(farm, *fake_flags):
+    gh = Fake(farm, "fake_github.py", GH_TOKEN, "fake_github", *fake_flags)
+    hf = Fake(farm, "fake_hf.py", HF_TOKEN, "fake_hf")
+    start_farmd(farm, gh, hf, secrets_file())
+    farm.start_worker()
+    return gh
+
+
+def test_a_second_build_adds_its_wheel_to_the_published_release_and_its_notes(farm):
+    gh = start_github_farm(farm)
+    first = submit_on_shared_tag(farm)
+    first_asset = wait_github_published(farm, first["id"])[("github", "asset")]
+    release, _ = fake_asset(gh)
+    assert release["draft"] is False and release["tag_name"] == "v0.1.0"
+
+    second = submit_on_shared_tag(farm, REBUILD_LABEL, "attn_rebuild.yaml")
+    second_asset = wait_github_published(farm, second["id"])[("github", "asset")]
+    assert second_asset["filename"].startswith("attn_example-0.1.0+cu130.rebuild-cp311"), \
+        second_asset
+    release, assets = fake_asset(gh)
+    assert release["draft"] is False, release  # still published, never back to draft
+    wheels = {first_asset["filename"]: first_asset, second_asset["filename"]: second_asset}
+    assert sorted(a["name"] for a in assets) == sorted(wheels)
+    for a in assets:
+        assert a["digest"] == "sha256:" + wheels[a["name"]]["sha256"]
+    counters = gh.counters()
+    assert counters.get("release_creates") == 1, counters
+    assert counters.get("upload_posts") == 2, counters
+    for name in wheels:
+        assert counters.get("uploads_stored:" + name) == 1, counters
+    # The second wheel went straight to the published release.
+    assert counters.get("upload_posts_published:%d" % release["id"]) == 1, counters
+    # The notes list both builds' wheels, each with what the farm knows of it.
+    body = release["body"]
+    for asset in wheels.values():
+        assert asset["filename"] in body and asset["sha256"] in body, body
+    assert body.count("| 3.11 | — | 13.0 | sm_90") == 2, body
+    assert f"(builds {first['id']}, {second['id']})" in body, body
+
+
+def test_an_immutable_release_refuses_a_second_build_and_takes_a_rerun_without_uploads(farm):
+    gh = start_github_farm(farm, "--immutable")
+    first = submit_on_shared_tag(farm)
+    first_asset = wait_github_published(farm, first["id"])[("github", "asset")]
+    release, _ = fake_asset(gh)
+    assert release["draft"] is False
+    assert gh.counters().get("upload_posts") == 1
+
+    second = submit_on_shared_tag(farm, REBUILD_LABEL, "attn_rebuild.yaml")
+
+    def asset_failed():
+        row = by_kind(publications(farm, second["id"])).get(("github", "asset"))
+        return row if row and row.get("state") == "failed" else None
+    row = wait_until(asset_failed, 90, "the second build's asset to fail")
+    assert row["attempts"] == 1, row  # at once, without retries
+    for text in (GH_REPO, "release v0.1.0 ", "immutable", "missing: " + row["filename"],
+                 "Nothing was uploaded", "bump the recipe's version",
+                 "github_tag_template"):
+        assert text in row["error"], (text, row["error"])
+    assert GH_TOKEN not in row["error"]
+    shown = farm.ctl("publications", str(second["id"]))
+    assert "immutable" in shown.stdout, shown.stdout
+    counters = gh.counters()
+    assert counters.get("upload_posts") == 1, counters
+    assert counters.get("upload_posts_published:%d" % release["id"]) is None, counters
+    _, assets = fake_asset(gh)
+    assert [a["name"] for a in assets] == [first_asset["filename"]]
+
+    # Re-running the first build's publication finds every wheel in place.
+    r = farm.ctl("publish", str(first["id"]), "--to", "github")
+    assert r.returncode == 0, r.stderr
+    rows = wait_github_published(farm, first["id"])
+    assert rows[("github", "asset")]["remote_url"] == first_asset["remote_url"]
+    assert "already on immutable release v0.1.0" in farm.log("farmd.log")
+    counters = gh.counters()
+    assert counters.get("upload_posts") == 1, counters
+    assert counters.get("upload_posts_published:%d" % release["id"]) is None, counters
+    assert GH_TOKEN not in farm.log("farmd.log")
 
 
 def assert_token_in_no_file(root, token):
