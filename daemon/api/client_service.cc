@@ -1,6 +1,8 @@
 #include "daemon/api/client_service.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "common/log.h"
 #include "common/sha256.h"
@@ -24,22 +26,42 @@ Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::Submit
 
 namespace {
 
-void AddPlacementReasons(const ServiceContext& ctx, farm::v1::Job* job) {
-  auto workers = ctx.store->ListWorkers();
-  if (!workers.ok()) return;
-  std::vector<sched::PeerWorker> peers = PeersOf(*workers);
-  for (const auto& w : workers.value()) {
-    auto caps = ParseBlob<farm::v1::Capabilities>(w.capabilities);
-    std::string why = w.state == "lost" ? "worker is lost"
-                                        : sched::PlacementBlocker(job->cell(), caps, peers);
-    if (!why.empty()) (*job->mutable_unplaceable_reasons())[w.name + " (" + w.id + ")"] = why;
+// The registered workers, read and parsed once for all the pending jobs of a reply: with
+// many workers, reading them per job made a build's reply cost jobs x workers reads.
+struct PlacementView {
+  struct Worker {
+    std::string label;  // "name (id)"
+    bool lost = false;
+    farm::v1::Capabilities caps;
+  };
+  std::vector<Worker> workers;
+  std::vector<sched::PeerWorker> peers;
+};
+
+std::optional<PlacementView> ReadPlacementView(const ServiceContext& ctx) {
+  auto rows = ctx.store->ListWorkers();
+  if (!rows.ok()) return std::nullopt;  // reasons are a courtesy; the reply still goes out
+  PlacementView view;
+  view.peers = PeersOf(*rows);
+  for (const auto& w : *rows) {
+    view.workers.push_back({w.name + " (" + w.id + ")", w.state == "lost",
+                            ParseBlob<farm::v1::Capabilities>(w.capabilities)});
   }
-  if (workers->empty()) (*job->mutable_unplaceable_reasons())["(none)"] = "no worker is registered";
+  return view;
 }
 
-}  // namespace
+void AddPlacementReasons(const PlacementView& view, farm::v1::Job* job) {
+  auto& reasons = *job->mutable_unplaceable_reasons();
+  for (const auto& w : view.workers) {
+    std::string why = w.lost ? "worker is lost" : sched::PlacementBlocker(job->cell(), w.caps, view.peers);
+    if (!why.empty()) reasons[w.label] = why;
+  }
+  if (view.workers.empty()) reasons["(none)"] = "no worker is registered";
+}
 
-Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& row) {
+// LoadJob with the workers already read (nullopt: no reasons can be given).
+Result<farm::v1::Job> LoadJobWith(const ServiceContext& ctx, const store::JobRow& row,
+                                  const std::optional<PlacementView>& view) {
   farm::v1::Job job = JobToProto(row);
   FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(row.id));
   for (const auto& a : attempts) *job.add_attempts() = AttemptToProto(a);
@@ -49,8 +71,16 @@ Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& ro
   for (const auto& a : artifacts) {
     if (a.attempt == row.attempt || a.attempt == 0) *job.add_artifacts() = ArtifactToProto(a);
   }
-  if (row.state == store::kJobPending) AddPlacementReasons(ctx, &job);
+  if (row.state == store::kJobPending && view) AddPlacementReasons(*view, &job);
   return job;
+}
+
+}  // namespace
+
+Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& row) {
+  std::optional<PlacementView> view;
+  if (row.state == store::kJobPending) view = ReadPlacementView(ctx);
+  return LoadJobWith(ctx, row, view);
 }
 
 Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
@@ -59,8 +89,12 @@ Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
   auto schedule = ctx.store->ScheduleOfBuild(build_id);  // Unimplemented in other stores
   if (schedule.ok() && schedule.value() > 0) build.set_schedule_id(std::to_string(schedule.value()));
   FARM_ASSIGN_OR_RETURN(auto jobs, ctx.store->ListJobs(build_id));
+  std::optional<PlacementView> view;
+  bool any_pending = std::any_of(jobs.begin(), jobs.end(),
+                                 [](const store::JobRow& j) { return j.state == store::kJobPending; });
+  if (any_pending) view = ReadPlacementView(ctx);
   for (const auto& j : jobs) {
-    FARM_ASSIGN_OR_RETURN(auto job, LoadJob(ctx, j));
+    FARM_ASSIGN_OR_RETURN(auto job, LoadJobWith(ctx, j, view));
     *build.add_jobs() = std::move(job);
   }
   return build;

@@ -41,11 +41,18 @@ struct ServiceContext {
   hosts::HostManager* hosts = nullptr;            // null: hosts are not served
 };
 
-// Polls `ctx.store->Generation()` until it differs from `seen`, the deadline passes,
-// shutdown starts or `cancelled()` returns true. Returns the new generation.
+// Polls `generation()` (by default `ctx.store->Generation()`) until it differs from `seen`,
+// the deadline passes, shutdown starts or `cancelled()` returns true. Returns the new
+// generation.
+template <typename CancelFn, typename GenerationFn>
+int64_t WaitForChange(const ServiceContext& ctx, int64_t seen, int64_t deadline_steady_ms,
+                      CancelFn cancelled, GenerationFn generation);
 template <typename CancelFn>
 int64_t WaitForChange(const ServiceContext& ctx, int64_t seen, int64_t deadline_steady_ms,
-                      CancelFn cancelled);
+                      CancelFn cancelled) {
+  return WaitForChange(ctx, seen, deadline_steady_ms, cancelled,
+                       [&ctx] { return ctx.store->Generation(); });
+}
 
 }  // namespace farm::api
 
@@ -53,19 +60,19 @@ int64_t WaitForChange(const ServiceContext& ctx, int64_t seen, int64_t deadline_
 
 namespace farm::api {
 
-template <typename CancelFn>
+template <typename CancelFn, typename GenerationFn>
 int64_t WaitForChange(const ServiceContext& ctx, int64_t seen, int64_t deadline_steady_ms,
-                      CancelFn cancelled) {
+                      CancelFn cancelled, GenerationFn generation) {
   // Polling an atomic every 50 ms costs nothing measurable and needs no wake-up plumbing.
   for (int i = 0; i < 100000; ++i) {
-    int64_t now = ctx.store->Generation();
+    int64_t now = generation();
     if (now != seen || ctx.clock->SteadyMs() >= deadline_steady_ms || cancelled() ||
         (ctx.shutting_down && ctx.shutting_down->load())) {
       return now;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return ctx.store->Generation();
+  return generation();
 }
 
 }  // namespace farm::api

@@ -1,5 +1,7 @@
 #include "daemon/api/worker_service.h"
 
+#include <optional>
+
 #include "common/log.h"
 #include "common/sha256.h"
 #include "daemon/api/handler.h"
@@ -136,9 +138,17 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
     };
     int64_t deadline = ctx_->clock->SteadyMs() + std::clamp(req->wait_ms(), 0, 10000);
     for (int i = 0; i < 1000; ++i) {
-      int64_t seen = ctx_->store->Generation();
-      FARM_ASSIGN_OR_RETURN(auto job, ctx_->store->AcquireJob(who.worker_id, ctx_->clock->NowUnixMs(),
-                                                              ctx_->tunables.lease_ms, placeable));
+      // Only new or requeued jobs and worker changes wake a poll: with many idle workers,
+      // waking all of them on every lease or log line costs a store transaction each.
+      int64_t seen = ctx_->store->QueueGeneration();
+      // With nothing leasable the store is not asked at all: a submit wakes every idle
+      // poll, and most of them would only find the jobs already taken.
+      std::optional<store::JobRow> job;
+      int64_t now = ctx_->clock->NowUnixMs();
+      if (ctx_->store->MayHaveLeasableJob(now)) {
+        FARM_ASSIGN_OR_RETURN(job, ctx_->store->AcquireJob(who.worker_id, now,
+                                                           ctx_->tunables.lease_ms, placeable));
+      }
       if (job) {
         FARM_ASSIGN_OR_RETURN(*resp->mutable_job(), MakeAssignment(*ctx_, *job));
         log::Info("job " + std::to_string(job->id) + " attempt " + std::to_string(job->attempt) +
@@ -146,7 +156,8 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
         return Status::Ok();
       }
       if (ctx_->clock->SteadyMs() >= deadline || call->IsCancelled()) break;
-      WaitForChange(*ctx_, seen, deadline, [call] { return call->IsCancelled(); });
+      WaitForChange(*ctx_, seen, deadline, [call] { return call->IsCancelled(); },
+                    [this] { return ctx_->store->QueueGeneration(); });
     }
     return Status::Ok();
   });

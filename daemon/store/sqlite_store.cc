@@ -127,7 +127,7 @@ Status SqliteStore::UpsertWorker(const WorkerRow& w) {
   s->Bind(w.id).Bind(w.name).BindBlob(w.capabilities).Bind(w.state).Bind(w.registered_ms)
       .Bind(w.last_heartbeat_ms);
   FARM_RETURN_IF_ERROR(s->Run());
-  Bump();
+  BumpQueue();
   return Status::Ok();
 }
 
@@ -156,11 +156,19 @@ Result<std::vector<WorkerRow>> SqliteStore::ListWorkers() {
 
 Status SqliteStore::TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) {
   std::lock_guard lock(mu_);
+  // Only a new state (idle to lost, say) changes placement; a heartbeat alone does not.
+  bool state_changes = false;
+  {
+    FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare("SELECT 1 FROM workers WHERE id = ? AND state != ?"));
+    q->Bind(id).Bind(state);
+    FARM_ASSIGN_OR_RETURN(state_changes, q->Step());
+  }
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "UPDATE workers SET last_heartbeat_ms = ?, state = ? WHERE id = ?"));
   s->Bind(now_ms).Bind(state).Bind(id);
   FARM_RETURN_IF_ERROR(s->Run());
   if (db_->Changes() == 0) return Status::NotFound("no worker " + id);
+  if (state_changes) BumpQueue();
   return Status::Ok();
 }
 
@@ -170,7 +178,7 @@ Status SqliteStore::SetDrainRequested(const std::string& id, bool drain) {
   s->Bind(drain ? 1 : 0).Bind(id);
   FARM_RETURN_IF_ERROR(s->Run());
   if (db_->Changes() == 0) return Status::NotFound("no worker " + id);
-  Bump();
+  BumpQueue();
   return Status::Ok();
 }
 
@@ -200,7 +208,7 @@ Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
   }
   FARM_RETURN_IF_ERROR(RefreshBuildState(build->id, build->created_ms));
   FARM_RETURN_IF_ERROR(txn.Commit());
-  Bump();
+  BumpQueue();
   return Status::Ok();
 }
 

@@ -107,6 +107,8 @@ class SqliteStore final : public Store {
   Result<int> FailInterruptedHostRuns(int64_t now_ms) override;
 
   int64_t Generation() const override { return generation_.load(); }
+  int64_t QueueGeneration() const override { return queue_generation_.load(); }
+  bool MayHaveLeasableJob(int64_t now_ms) const override;
 
  private:
   // Helpers below require mu_ held.
@@ -122,10 +124,23 @@ class SqliteStore final : public Store {
   Status InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fire_ms);
   Status MergeOntoLeader(JobRow* job, int64_t now_ms);
   void Bump() { generation_.fetch_add(1); }
+  // For writes that may make a job leasable (see Store::QueueGeneration); implies Bump().
+  // The hint is refreshed first: a poller that sees the new generation sees the new hint.
+  void BumpQueue() {
+    RefreshQueueHint();
+    queue_generation_.fetch_add(1);
+    Bump();
+  }
+  // Recounts the pending jobs and their earliest not-before time for MayHaveLeasableJob.
+  void RefreshQueueHint();
 
   std::mutex mu_;
   std::unique_ptr<Db> db_;
   std::atomic<int64_t> generation_{0};
+  std::atomic<int64_t> queue_generation_{0};
+  // MayHaveLeasableJob's inputs; pending_jobs_ < 0: unknown (after open or a failed count).
+  std::atomic<int64_t> pending_jobs_{-1};
+  std::atomic<int64_t> earliest_pending_ms_{0};
 };
 
 // Column list shared by job queries, in JobFromRow order.

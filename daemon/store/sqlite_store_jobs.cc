@@ -60,10 +60,28 @@ Status SqliteStore::Requeue(int64_t job_id, int64_t not_before_ms) {
   return s->Run();
 }
 
+void SqliteStore::RefreshQueueHint() {
+  auto s = db_->Prepare("SELECT COUNT(*), COALESCE(MIN(not_before_ms), 0) FROM jobs WHERE state = 1");
+  bool row = false;
+  if (s.ok()) {
+    auto stepped = s.value()->Step();
+    row = stepped.ok() && stepped.value();
+  }
+  // On an error "unknown" makes every poll query the store, as if there were no hint.
+  earliest_pending_ms_.store(row ? s.value()->Int(1) : 0);
+  pending_jobs_.store(row ? s.value()->Int(0) : -1);
+}
+
+bool SqliteStore::MayHaveLeasableJob(int64_t now_ms) const {
+  int64_t pending = pending_jobs_.load();
+  return pending < 0 || (pending > 0 && earliest_pending_ms_.load() <= now_ms);
+}
+
 Result<std::optional<JobRow>> SqliteStore::AcquireJob(const std::string& worker_id,
                                                       int64_t now_ms, int64_t lease_ms,
                                                       const PlacementFn& placeable) {
   std::lock_guard lock(mu_);
+  if (pending_jobs_.load() < 0) RefreshQueueHint();  // first poll after open
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(auto pending,
@@ -88,6 +106,9 @@ Result<std::optional<JobRow>> SqliteStore::AcquireJob(const std::string& worker_
     FARM_RETURN_IF_ERROR(up->Run());
     FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
     FARM_RETURN_IF_ERROR(txn.Commit());
+    // One job fewer; the earliest not-before time can only have grown, so the old one
+    // keeps the hint on the safe side.
+    if (pending_jobs_.load() > 0) pending_jobs_.fetch_sub(1);
     Bump();
     return std::optional<JobRow>(job);
   }
@@ -168,7 +189,11 @@ Result<int> SqliteStore::CompleteAttempt(const CompletionReport& r, int64_t now_
   }
   FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
   FARM_RETURN_IF_ERROR(txn.Commit());
-  Bump();
+  if (next == kJobPending) {
+    BumpQueue();
+  } else {
+    Bump();
+  }
   return next;
 }
 
@@ -201,7 +226,7 @@ Result<std::vector<int64_t>> SqliteStore::ExpireLeases(int64_t now_ms) {
     ids.push_back(job.id);
   }
   FARM_RETURN_IF_ERROR(txn.Commit());
-  if (!ids.empty()) Bump();
+  if (!ids.empty()) BumpQueue();
   return ids;
 }
 
@@ -226,7 +251,7 @@ Result<std::vector<int64_t>> SqliteStore::ReleaseWorkerJobs(const std::string& w
   FARM_RETURN_IF_ERROR(txn.Commit());
   std::vector<int64_t> ids;
   for (const auto& j : lost) ids.push_back(j.id);
-  if (!ids.empty()) Bump();
+  if (!ids.empty()) BumpQueue();
   return ids;
 }
 
@@ -282,7 +307,7 @@ Status SqliteStore::RetryJob(int64_t job_id, int64_t now_ms) {
   FARM_RETURN_IF_ERROR(s->Run());
   FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
   FARM_RETURN_IF_ERROR(txn.Commit());
-  Bump();
+  BumpQueue();
   return Status::Ok();
 }
 

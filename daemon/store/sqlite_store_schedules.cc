@@ -291,7 +291,7 @@ Status SqliteStore::CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs
     FARM_RETURN_IF_ERROR(InsertScheduleRunLocked(&*links->run, links->next_fire_ms));
   }
   FARM_RETURN_IF_ERROR(txn.Commit());
-  Bump();
+  BumpQueue();
   return Status::Ok();
 }
 
@@ -351,7 +351,7 @@ Result<std::vector<int64_t>> SqliteStore::ResolveMergedJobs(int64_t now_ms) {
     settled.push_back(s.job);
   }
   FARM_RETURN_IF_ERROR(txn.Commit());
-  if (!settled.empty()) Bump();
+  if (!settled.empty()) BumpQueue();  // followers of a failed leader are leasable now
   return settled;
 }
 

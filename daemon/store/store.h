@@ -456,6 +456,20 @@ class Store {
 
   // Monotonic counter bumped by every committed write; watchers poll it cheaply.
   virtual int64_t Generation() const = 0;
+
+  // Monotonic counter bumped only by writes that can give an idle worker a job: a job
+  // queued (submitted, requeued, retried) or a change to the set of workers placement
+  // considers (registered, drain, state). Leases, logs, heartbeats and completions that end
+  // a job leave it alone, so long-polling workers are not woken by each other's progress.
+  // A store that does not track it answers Generation(): more wake-ups, never fewer.
+  virtual int64_t QueueGeneration() const { return Generation(); }
+
+  // A lock-free hint for long polls: false only when no pending job can be leased at
+  // `now_ms` by anyone (none is queued, or all wait for a later not-before time), so the
+  // caller may skip AcquireJob. It may answer true when none can be leased (placement is
+  // not considered; it is kept up to date on writes that queue jobs). Never false while a
+  // job is leasable.
+  virtual bool MayHaveLeasableJob(int64_t /*now_ms*/) const { return true; }
 };
 
 // Opens (creating when missing) the SQLite database at `path` and applies the numbered

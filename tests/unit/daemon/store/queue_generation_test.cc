@@ -1,0 +1,129 @@
+// Store::QueueGeneration moves on exactly the writes that can give an idle worker a job,
+// so that AcquireJob's long polls are not woken by leases, logs and heartbeats.
+#include <gtest/gtest.h>
+
+#include "daemon/store/store.h"
+#include "tests/support/test_util.h"
+
+namespace farm::store {
+namespace {
+
+class QueueGenerationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = OpenSqliteStore(dir_.path() + "/farm.db");
+    ASSERT_OK(s.status());
+    store_ = std::move(s).value();
+    ASSERT_OK(store_->UpsertWorker({.id = "w1", .name = "one", .state = "idle"}));
+  }
+
+  int64_t MakeBuild(int jobs) {
+    BuildRow b{.recipe_name = "attn-example", .recipe = "r", .submitted_by = "t", .created_ms = 1};
+    std::vector<JobRow> rows(static_cast<size_t>(jobs));
+    for (auto& j : rows) j.cell = "cell", j.created_ms = 1, j.max_attempts = 5;
+    EXPECT_OK(store_->CreateBuild(&b, &rows));
+    return b.id;
+  }
+
+  JobRow Lease(int64_t now = 10) {
+    auto r = store_->AcquireJob("w1", now, 1000, nullptr);
+    EXPECT_OK(r.status());
+    EXPECT_TRUE(r.ok() && r->has_value());
+    return r.ok() && r->has_value() ? **r : JobRow{};
+  }
+
+  // Runs `write` and says whether the queue generation moved (the store's must move too).
+  template <typename Write>
+  bool Wakes(Write write) {
+    int64_t queue = store_->QueueGeneration(), all = store_->Generation();
+    write();
+    EXPECT_GT(store_->Generation(), all) << "every write moves Generation()";
+    return store_->QueueGeneration() != queue;
+  }
+
+  testing::ScopedTempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(QueueGenerationTest, NewWorkAndWorkerChangesWakePolls) {
+  EXPECT_TRUE(Wakes([&] { MakeBuild(2); }));
+  EXPECT_TRUE(Wakes([&] { ASSERT_OK(store_->UpsertWorker({.id = "w2", .name = "two", .state = "idle"})); }));
+  EXPECT_TRUE(Wakes([&] { ASSERT_OK(store_->SetDrainRequested("w2", true)); }));
+  EXPECT_TRUE(Wakes([&] { ASSERT_OK(store_->TouchWorker("w2", 50, "lost")); }));
+}
+
+TEST_F(QueueGenerationTest, LeasesLogsHeartbeatsAndFinishedJobsDoNot) {
+  MakeBuild(2);
+  JobRow job;
+  EXPECT_FALSE(Wakes([&] { job = Lease(); }));
+  EXPECT_FALSE(Wakes([&] { ASSERT_OK(store_->AppendLogLines(job.id, 1, {{1, 0, "compiling", 11}}).status()); }));
+  // A heartbeat renews the lease and touches the worker without changing its state.
+  int64_t queue = store_->QueueGeneration();
+  ASSERT_OK(store_->TouchWorker("w1", 12, "idle"));
+  ASSERT_OK(store_->RenewLeases("w1", 12, 1000).status());
+  EXPECT_EQ(store_->QueueGeneration(), queue);
+  EXPECT_FALSE(Wakes([&] {
+    auto done = store_->CompleteAttempt({.job_id = job.id, .attempt = 1, .worker_id = "w1"}, 20);
+    ASSERT_OK(done.status());
+    EXPECT_EQ(done.value(), kJobSucceeded);
+  }));
+}
+
+TEST_F(QueueGenerationTest, EveryRequeueWakesPolls) {
+  MakeBuild(3);
+  JobRow infra = Lease();
+  EXPECT_TRUE(Wakes([&] {
+    auto r = store_->CompleteAttempt({.job_id = infra.id, .attempt = 1, .worker_id = "w1",
+                                      .cause = kCauseInfrastructure, .exit_code = 1, .max_attempts = 3},
+                                     20);
+    ASSERT_OK(r.status());
+    EXPECT_EQ(r.value(), kJobPending);
+  }));
+  Lease(30);
+  EXPECT_TRUE(Wakes([&] { ASSERT_EQ(store_->ExpireLeases(5000)->size(), 1u); }));
+  Lease(6000);
+  EXPECT_TRUE(Wakes([&] { ASSERT_EQ(store_->ReleaseWorkerJobs("w1", {}, "restarted", 6100)->size(), 1u); }));
+  JobRow failed = Lease(6200);
+  auto r = store_->CompleteAttempt({.job_id = failed.id, .attempt = failed.attempt, .worker_id = "w1",
+                                    .cause = kCauseBuildFailed, .exit_code = 2},
+                                   6300);
+  ASSERT_OK(r.status());
+  ASSERT_EQ(r.value(), kJobFailed);
+  EXPECT_TRUE(Wakes([&] { ASSERT_OK(store_->RetryJob(failed.id, 6400)); }));
+}
+
+TEST_F(QueueGenerationTest, LeasableHintFollowsTheQueueAndNotBeforeTimes) {
+  MakeBuild(2);
+  EXPECT_TRUE(store_->MayHaveLeasableJob(10));
+  JobRow first = Lease();
+  EXPECT_TRUE(store_->MayHaveLeasableJob(10));  // one job is still queued
+  Lease();
+  EXPECT_FALSE(store_->MayHaveLeasableJob(10));
+  EXPECT_FALSE(store_->AcquireJob("w1", 10, 1000, nullptr)->has_value());
+  // A retry that waits until 500 is not leasable before then, and is after.
+  auto r = store_->CompleteAttempt({.job_id = first.id, .attempt = 1, .worker_id = "w1",
+                                    .cause = kCauseInfrastructure, .exit_code = 1, .max_attempts = 3,
+                                    .retry_not_before_ms = 500},
+                                   20);
+  ASSERT_OK(r.status());
+  ASSERT_EQ(r.value(), kJobPending);
+  EXPECT_FALSE(store_->MayHaveLeasableJob(499));
+  EXPECT_TRUE(store_->MayHaveLeasableJob(500));
+  EXPECT_TRUE(store_->AcquireJob("w1", 500, 1000, nullptr)->has_value());
+  EXPECT_FALSE(store_->MayHaveLeasableJob(600));
+}
+
+TEST_F(QueueGenerationTest, HintIsRecountedAfterReopening) {
+  MakeBuild(1);
+  store_.reset();
+  auto reopened = OpenSqliteStore(dir_.path() + "/farm.db");
+  ASSERT_OK(reopened.status());
+  store_ = std::move(reopened).value();
+  // Unknown after open, so polls must ask the store, which then finds the queued job.
+  EXPECT_TRUE(store_->MayHaveLeasableJob(10));
+  EXPECT_TRUE(store_->AcquireJob("w1", 10, 1000, nullptr)->has_value());
+  EXPECT_FALSE(store_->MayHaveLeasableJob(10));
+}
+
+}  // namespace
+}  // namespace farm::store
