@@ -1,5 +1,7 @@
-// The schema migrations compiled into farmd from daemon/store/migrations/NNN_*.sql, in
-// order; migration i (0-based) brings the schema to version i+1.
+// The schema migrations compiled into farmd from daemon/store/migrations/NNN_name.sql.
+// Each one is known by the number in its file name, never by its position in this list:
+// the migration runner (migration_runner.h) sorts, checks and records them by number.
+// The list is built at configure time and is immutable; safe to read from any thread.
 #ifndef FARM_DAEMON_STORE_MIGRATIONS_H_
 #define FARM_DAEMON_STORE_MIGRATIONS_H_
 
@@ -8,7 +10,13 @@
 
 namespace farm::store {
 
-const std::vector<std::string>& Migrations();
+struct MigrationFile {
+  std::string file_name;  // "007_compile_cache.sql"
+  std::string sql;
+};
+
+// The migration files of this build, in file-name order.
+const std::vector<MigrationFile>& Migrations();
 
 }  // namespace farm::store
 

@@ -1,5 +1,6 @@
 #include "daemon/store/sqlite_db.h"
 
+#include "daemon/store/migration_runner.h"
 #include "daemon/store/migrations.h"
 
 namespace farm::store {
@@ -87,25 +88,7 @@ Result<std::unique_ptr<Stmt>> Db::Prepare(std::string_view sql) {
   return std::make_unique<Stmt>(db_, stmt);
 }
 
-Status Db::Migrate() {
-  FARM_ASSIGN_OR_RETURN(auto version_stmt, Prepare("PRAGMA user_version"));
-  FARM_ASSIGN_OR_RETURN(bool has_row, version_stmt->Step());
-  int64_t current = has_row ? version_stmt->Int(0) : 0;
-  const auto& migrations = Migrations();
-  if (current > static_cast<int64_t>(migrations.size())) {
-    return Status::FailedPrecondition("database schema version " + std::to_string(current) +
-                                      " is newer than this farmd supports (" +
-                                      std::to_string(migrations.size()) + ")");
-  }
-  for (size_t i = static_cast<size_t>(current); i < migrations.size(); ++i) {
-    Transaction txn(this);
-    FARM_RETURN_IF_ERROR(txn.status());
-    FARM_RETURN_IF_ERROR(Exec(migrations[i]).WithContext("migration " + std::to_string(i + 1)));
-    FARM_RETURN_IF_ERROR(Exec("PRAGMA user_version=" + std::to_string(i + 1)));
-    FARM_RETURN_IF_ERROR(txn.Commit());
-  }
-  return Status::Ok();
-}
+Status Db::Migrate() { return MigrateSchema(*this, Migrations()); }
 
 Transaction::Transaction(Db* db) : db_(db) { status_ = db_->Exec("BEGIN IMMEDIATE"); }
 

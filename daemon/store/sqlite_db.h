@@ -52,7 +52,9 @@ class Db {
   int64_t LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
   int Changes() const { return sqlite3_changes(db_); }
 
-  // Applies migrations numbered above the stored user_version, each in one transaction.
+  // Applies the compiled-in migrations this database has not recorded, by number and each
+  // in one transaction (migration_runner.h). On error the database is left at the last
+  // migration that succeeded and the error says what to fix.
   Status Migrate();
 
  private:
