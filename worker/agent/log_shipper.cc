@@ -14,6 +14,8 @@ bool Permanent(StatusCode code) {
          code == StatusCode::kFailedPrecondition || code == StatusCode::kInvalidArgument;
 }
 
+size_t Cost(const farm::v1::LogLine& line) { return line.text().size() + kLogLineOverheadBytes; }
+
 }  // namespace
 
 LogShipper::LogShipper(LogSink& sink, const Clock& clock, int64_t job_id, int32_t attempt,
@@ -40,9 +42,114 @@ int64_t LogShipper::Append(farm::v1::LogStream stream, const std::string& text) 
   line.set_time_unix_ms(clock_.NowUnixMs());
   if (dead_) return line.seq();
   if (lines_.empty() || oldest_unsent_ms_ == 0) oldest_unsent_ms_ = clock_.SteadyMs();
+  bytes_ += Cost(line);
   lines_.push_back(std::move(line));
+  if (lines_.size() > options_.max_buffered_lines || bytes_ > options_.max_buffered_bytes) {
+    TrimLocked();
+  }
   if (lines_.size() >= options_.batch_lines) cv_.notify_all();
-  return next_seq_ - 1;
+  return lines_.back().seq();  // the newest line is never dropped, but may move down
+}
+
+// Lines that must stay as they are: every line handed to the sink (farmd may have stored
+// it under its seq) and the oldest unacknowledged ones, up to a quarter of each bound.
+size_t LogShipper::ProtectedCountLocked() const {
+  size_t n = lines_.size();
+  size_t sent = sent_hi_ > acked_ ? std::min(n, static_cast<size_t>(sent_hi_ - acked_)) : 0;
+  size_t head = 0;
+  size_t head_bytes = 0;
+  while (head < n && head < options_.max_buffered_lines / 4 &&
+         head_bytes + Cost(lines_[head]) <= options_.max_buffered_bytes / 4) {
+    head_bytes += Cost(lines_[head++]);
+  }
+  return std::max(sent, head);
+}
+
+// A batch stays within the protected head (a quarter of each bound), so the lines a
+// failed send may have left stored at farmd never grow the part that cannot be dropped.
+size_t LogShipper::BatchSizeLocked() const {
+  size_t limit = std::min(options_.max_lines_per_send,
+                          std::max<size_t>(1, options_.max_buffered_lines / 4));
+  size_t n = 0;
+  size_t bytes = 0;
+  while (n < lines_.size() && n < limit) {
+    bytes += Cost(lines_[n]);
+    if (n > 0 && bytes > options_.max_buffered_bytes / 4) break;
+    ++n;
+  }
+  return n;
+}
+
+void LogShipper::TrimLocked() {
+  size_t start = ProtectedCountLocked();
+  bool merge = false;
+  if (marker_seq_ > sent_hi_ && marker_seq_ > acked_) {
+    size_t marker = static_cast<size_t>(marker_seq_ - acked_ - 1);
+    // The open marker grows while the lines right behind it are the ones to drop.
+    if (marker + 1 >= start) {
+      start = marker + 1;
+      merge = true;
+    }
+  }
+  size_t lines = lines_.size();
+  size_t bytes = bytes_;
+  size_t end = start;
+  // Always keep the newest line; stop at three quarters of both bounds.
+  while (end + 1 < lines_.size() && (lines > options_.max_buffered_lines / 4 * 3 ||
+                                      bytes > options_.max_buffered_bytes / 4 * 3)) {
+    bytes -= Cost(lines_[end++]);
+    --lines;
+  }
+  if (end == start || (!merge && end == start + 1)) return;  // nothing left to drop
+  if (!merge) {
+    log::Warn("job " + std::to_string(job_id_) + " attempt " + std::to_string(attempt_) +
+              ": farmd has not acknowledged " + std::to_string(lines_.size()) +
+              " log lines; dropping the oldest after the first ones (a line in the job's "
+              "log says how many)");
+  }
+  DropLocked(start, end, merge);
+}
+
+// Replaces lines_[start, end) by the marker (new at `start`, or the one just before it
+// when `merge`) and renumbers what follows so seqs stay without gap.
+void LogShipper::DropLocked(size_t start, size_t end, bool merge) {
+  int64_t text_bytes = 0;
+  for (size_t i = start; i < end; ++i) {
+    text_bytes += static_cast<int64_t>(lines_[i].text().size());
+    bytes_ -= Cost(lines_[i]);
+  }
+  size_t marker = merge ? start - 1 : start;
+  if (merge) {
+    bytes_ -= Cost(lines_[marker]);
+  } else {
+    farm::v1::LogLine line = lines_[start];  // keeps job, attempt and the first drop's time
+    line.set_stream(farm::v1::SYSTEM);
+    lines_.insert(lines_.begin() + static_cast<std::ptrdiff_t>(start), std::move(line));
+    ++start;
+    ++end;
+    marker_seq_ = acked_ + 1 + static_cast<int64_t>(marker);
+    marker_lines_ = 0;
+    marker_bytes_ = 0;
+  }
+  marker_lines_ += static_cast<int64_t>(end - start);
+  marker_bytes_ += text_bytes;
+  dropped_lines_ += static_cast<int64_t>(end - start);
+  lines_[marker].set_text(MarkerText());
+  bytes_ += Cost(lines_[marker]);
+  lines_.erase(lines_.begin() + static_cast<std::ptrdiff_t>(start),
+               lines_.begin() + static_cast<std::ptrdiff_t>(end));
+  for (size_t i = start; i < lines_.size(); ++i) {
+    lines_[i].set_seq(acked_ + 1 + static_cast<int64_t>(i));
+  }
+  next_seq_ = acked_ + 1 + static_cast<int64_t>(lines_.size());
+}
+
+std::string LogShipper::MarkerText() const {
+  return "farm: " + std::to_string(marker_lines_) + " log lines (" +
+         std::to_string(marker_bytes_) + " bytes) dropped here: farmd did not acknowledge " +
+         "them and the worker keeps at most " + std::to_string(options_.max_buffered_lines) +
+         " lines / " + std::to_string(options_.max_buffered_bytes) +
+         " bytes for it; the lines before and after this one are complete";
 }
 
 bool LogShipper::Due() const {
@@ -59,9 +166,11 @@ Status LogShipper::SendOnce() {
   {
     std::lock_guard lock(mu_);
     if (dead_) return Status::Ok();
-    size_t n = std::min(lines_.size(), options_.max_lines_per_send);
+    size_t n = BatchSizeLocked();
     batch.assign(lines_.begin(), lines_.begin() + static_cast<std::ptrdiff_t>(n));
     oldest_unsent_ms_ = 0;
+    if (n > 0) sent_hi_ = std::max(sent_hi_, batch.back().seq());
+    if (marker_seq_ != 0 && marker_seq_ <= sent_hi_) marker_seq_ = 0;  // farmd may have it
   }
   if (batch.empty()) return Status::Ok();
   Result<int64_t> acked = sink_.Send(job_id_, attempt_, batch);
@@ -70,6 +179,8 @@ Status LogShipper::SendOnce() {
     if (Permanent(acked.status().code())) {
       dead_ = true;
       lines_.clear();
+      bytes_ = 0;
+      marker_seq_ = 0;
       return acked.status();
     }
     retry_delay_ms_ = retry_delay_ms_ == 0 ? options_.retry_initial_ms
@@ -81,7 +192,10 @@ Status LogShipper::SendOnce() {
   retry_delay_ms_ = 0;
   retry_at_ms_ = 0;
   acked_ = std::max(acked_, *acked);
-  while (!lines_.empty() && lines_.front().seq() <= acked_) lines_.pop_front();
+  while (!lines_.empty() && lines_.front().seq() <= acked_) {
+    bytes_ -= Cost(lines_.front());
+    lines_.pop_front();
+  }
   // Lines farmd did not take (a gap on its side) are due again at once.
   if (!lines_.empty() && lines_.front().seq() <= batch.back().seq()) {
     oldest_unsent_ms_ = clock_.SteadyMs() - options_.batch_ms;
@@ -149,6 +263,16 @@ int64_t LogShipper::acked_seq() const {
 size_t LogShipper::pending() const {
   std::lock_guard lock(mu_);
   return lines_.size();
+}
+
+size_t LogShipper::buffered_bytes() const {
+  std::lock_guard lock(mu_);
+  return bytes_;
+}
+
+int64_t LogShipper::dropped_lines() const {
+  std::lock_guard lock(mu_);
+  return dropped_lines_;
 }
 
 }  // namespace farm::agent

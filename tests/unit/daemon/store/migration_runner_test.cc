@@ -119,7 +119,8 @@ TEST_F(StoreMigrationTest, FreshDatabaseRecordsEveryMigrationByNumberAndName) {
   ASSERT_OK(MigrateSchema(*db, Migrations()));
   EXPECT_EQ(Applied(*db), AllApplied(0));
   EXPECT_EQ(Int(*db, "PRAGMA user_version"), static_cast<int64_t>(Migrations().size()));
-  EXPECT_EQ(Int(*db, "SELECT count(*) FROM pragma_table_info('attempts') WHERE name = 'cache_hits'"), 1);
+  EXPECT_EQ(Int(*db, "SELECT count(*) FROM pragma_table_info('attempts') "
+                     "WHERE name = 'cache_hits'"), 1);
 }
 
 TEST_F(StoreMigrationTest, AppliesInNumericOrderWhateverTheListOrder) {
