@@ -202,12 +202,15 @@ async function buildPage(t, id) {
 }
 
 // Write actions need a bearer token (submitter; admin to drain), asked for once.
+function haveToken(role) {
+  if (token()) return true;
+  const t = prompt(`Bearer token with the ${role} role:`);
+  if (!t) return false;
+  localStorage.setItem('farmToken', t);
+  return true;
+}
 async function postAction(path, role, done) {
-  if (!token()) {
-    const t = prompt(`Bearer token with the ${role} role:`);
-    if (!t) return;
-    localStorage.setItem('farmToken', t);
-  }
+  if (!haveToken(role)) return;
   try { await api(path, {method: 'POST', headers: headers()}); setStatus(done); }
   catch (e) { showError(e); }
 }
@@ -360,10 +363,11 @@ function lastRun(r) {
   return `${outcomeBadge(r.outcome)} ${runBuild(r)}
     ${r.skipped_reason ? `<div class="muted reason">${esc(r.skipped_reason)}</div>` : ''}`;
 }
-function scheduleButtons(s) {
+function scheduleButtons(s, withDelete) {
   return `<button class="sched-toggle" data-id="${Number(s.id)}" data-pause="${s.paused ? 0 : 1}">
       ${s.paused ? 'Resume' : 'Pause'}</button>
-    <button class="sched-run" data-id="${Number(s.id)}">Run now</button>`;
+    <button class="sched-run" data-id="${Number(s.id)}">Run now</button>` +
+    (withDelete ? ` <button class="sched-delete" data-id="${Number(s.id)}">Delete</button>` : '');
 }
 // Wires the buttons under `root`; `refresh` redraws after the action answered.
 function bindScheduleButtons(root, refresh) {
@@ -381,10 +385,59 @@ function bindScheduleButtons(root, refresh) {
       refresh();
     };
   }
+  for (const b of root.querySelectorAll('button.sched-delete')) {
+    b.onclick = async () => {
+      if (!confirm(`Delete schedule ${b.dataset.id}? Its runs' builds are kept.`)) return;
+      if (!haveToken('submitter')) return;
+      try {
+        await api(`schedules/${b.dataset.id}/delete`, {method: 'POST', headers: headers()});
+        setStatus('schedule deleted');
+        location.hash = '#/schedules';
+      } catch (e) { showError(e); }
+    };
+  }
+}
+
+// The form stays outside the refreshed table, so polling never wipes what is typed.
+const scheduleForm = `<details id="new-schedule"><summary>New schedule</summary>
+  <form id="schedule-form"><div class="form-grid">
+    <label>Name <input name="name" placeholder="the recipe's name"></label>
+    <label>Cron <input name="cron" required placeholder="0 3 * * * or @nightly"></label>
+    <label>Time zone <input name="time_zone" value="UTC"></label>
+    <label>Missed runs <select name="missed_run_policy"><option>skip</option><option>once</option></select></label>
+    <label>Concurrency <select name="concurrency_policy"><option>skip</option><option>allow</option></select></label>
+    <label><input type="checkbox" name="paused"> Start paused</label></div>
+    <label>Recipe file <input type="file" name="recipe_file" accept=".yaml,.yml"></label>
+    <label>Recipe YAML <textarea name="recipe_yaml" rows="12" required></textarea></label>
+    <button type="submit">Create schedule</button> <span id="schedule-form-error" class="error"></span>
+  </form></details>`;
+function bindScheduleForm() {
+  const form = document.getElementById('schedule-form');
+  const field = (n) => form.elements.namedItem(n);  // form.name would be the form's own
+  field('recipe_file').onchange = async () => {
+    const f = field('recipe_file').files[0];
+    if (f) field('recipe_yaml').value = await f.text();
+  };
+  form.onsubmit = async (ev) => {
+    ev.preventDefault();
+    const out = document.getElementById('schedule-form-error');
+    out.textContent = '';
+    if (!haveToken('submitter')) return;
+    const body = {paused: field('paused').checked};
+    for (const n of ['name', 'cron', 'time_zone', 'missed_run_policy', 'concurrency_policy',
+                     'recipe_yaml']) body[n] = field(n).value;
+    try {
+      const s = await api('schedules', {method: 'POST', body: JSON.stringify(body),
+        headers: Object.assign({'Content-Type': 'application/json'}, headers())});
+      setStatus(`schedule ${Number(s.id)} created`);
+      location.hash = `#/schedule/${Number(s.id)}`;
+    } catch (e) { out.textContent = e.message; }
+  };
 }
 
 function schedulesPage(t) {
-  app.innerHTML = `<h1>Schedules</h1><div id="schedules-view"></div>`;
+  app.innerHTML = `<h1>Schedules</h1><div id="schedules-view"></div>${scheduleForm}`;
+  bindScheduleForm();
   const refresh = guard(t, async () => {
     try {
       const r = await api('schedules');
@@ -397,7 +450,7 @@ function schedulesPage(t) {
       const el = document.getElementById('schedules-view');
       el.innerHTML = `<table id="schedules"><tr><th>Schedule</th><th>Recipe</th><th>Cron</th>
         <th>Time zone</th><th>Next fire</th><th>Last run</th><th></th></tr>${rows.join('') ||
-        '<tr><td colspan="7" class="muted">No schedule. Add one with <code>farmctl schedules add</code>.</td></tr>'}</table>`;
+        '<tr><td colspan="7" class="muted">No schedule. Add one below or with <code>farmctl schedules add</code>.</td></tr>'}</table>`;
       bindScheduleButtons(el, refresh);
       setStatus('updated ' + new Date().toLocaleTimeString());
     } catch (e) { showError(e); }
@@ -425,7 +478,7 @@ function schedulePage(t, id) {
       const el = document.getElementById('schedule');
       el.innerHTML = `<h1 data-paused="${s.paused ? 1 : 0}">Schedule ${Number(s.id)}: ${esc(s.name)}
         ${s.paused ? '<span class="badge s-paused">paused</span>' : '<span class="badge s-active">active</span>'}</h1>
-        <p>${scheduleButtons(s)}</p>
+        <p>${scheduleButtons(s, true)}</p>
         <table class="props"><tr><th>Recipe</th><td>${esc(s.recipe_name)}</td></tr>
         <tr><th>Cron</th><td><code class="cron">${esc(s.cron)}</code> in ${esc(s.time_zone)}</td></tr>
         <tr><th>Next fire</th><td class="next">${nextFire(s)}</td></tr>

@@ -6,8 +6,8 @@
 #include "common/log.h"
 #include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
-#include "daemon/recipe/recipe.h"
 #include "daemon/schedule/cron.h"
+#include "daemon/schedule/new_schedule.h"
 #include "daemon/schedule/runner.h"
 
 namespace farm::api {
@@ -78,37 +78,6 @@ Result<int64_t> ParseScheduleId(const std::string& id) {
   return Status::InvalidArgument("schedule id must be a positive number, got \"" + id + "\"");
 }
 
-Result<store::ScheduleRow> NewScheduleRow(const ServiceContext& ctx,
-                                          const farm::v1::CreateScheduleRequest& req,
-                                          const std::string& who) {
-  farm::v1::SubmitBuildRequest build = req.build();
-  std::string path = build.recipe_path().empty() ? "recipe.yaml" : build.recipe_path();
-  FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, recipe::ParseRecipe(build.recipe_yaml(), path));
-  FARM_RETURN_IF_ERROR(recipe::AttachPatches(&recipe, build.patches()));
-  FARM_RETURN_IF_ERROR(recipe::AttachValidationScript(&recipe, build.validation_script()));
-  // The runner resolves the source it finds in the request: take the recipe's when the
-  // client sent none.
-  if (build.source().kind_case() == farm::v1::Source::KIND_NOT_SET) {
-    *build.mutable_source() = recipe.source();
-  }
-  std::string zone = req.time_zone().empty() ? "UTC" : req.time_zone();
-  auto next = schedule::NextFireMs(req.cron(), zone, ctx.clock->NowUnixMs());
-  if (!next.ok()) return next.status().WithContext("cron \"" + req.cron() + "\" in " + zone);
-  store::ScheduleRow row{
-      .name = req.name().empty() ? recipe.name() : req.name(),
-      .recipe_name = recipe.name(),
-      .request = build.SerializeAsString(),
-      .cron = req.cron(),
-      .time_zone = zone,
-      .missed_policy = req.missed_run_policy() == farm::v1::MISSED_RUN_ONCE ? 2 : 1,
-      .concurrency_policy = req.concurrency_policy() == farm::v1::CONCURRENCY_ALLOW ? 2 : 1,
-      .paused = req.paused(),
-      .next_fire_ms = next.value(),
-      .created_by = who,
-      .created_ms = ctx.clock->NowUnixMs()};
-  return row;
-}
-
 Status NeedRunner(const ServiceContext& ctx) {
   return ctx.schedules ? Status::Ok() : Status::Unavailable("this farmd runs no schedules");
 }
@@ -123,7 +92,7 @@ grpc::Status ClientService::CreateSchedule(grpc::ServerContext* call,
                                            const farm::v1::CreateScheduleRequest* req,
                                            farm::v1::Schedule* resp) {
   return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(store::ScheduleRow row, NewScheduleRow(*ctx_, *req, who.name));
+    FARM_ASSIGN_OR_RETURN(store::ScheduleRow row, schedule::NewScheduleRow(*req, who.name, ctx_->clock->NowUnixMs()));
     FARM_RETURN_IF_ERROR(ctx_->store->InsertSchedule(&row));
     log::Info("schedule " + std::to_string(row.id) + " (" + row.name + ", \"" + row.cron + "\" " +
               row.time_zone + ") created by " + who.name);

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "daemon/http/api.h"
 #include "daemon/http/json_util.h"
+#include "daemon/schedule/new_schedule.h"
 #include "daemon/schedule/runner.h"
 #include "daemon/schedule/time_zone.h"
 #include "farm/v1/client.pb.h"
@@ -129,7 +130,100 @@ bool QueryFlag(const Request& req, const std::string& key) {
 
 bool IsRead(const Request& req) { return req.method == "GET" || req.method == "HEAD"; }
 
+Result<std::string> StringField(const json::object& o, const char* key, bool required) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr || v->is_null()) {
+    if (required) return Status::InvalidArgument(std::string("\"") + key + "\" is required");
+    return std::string();
+  }
+  if (!v->is_string()) return Status::InvalidArgument(std::string("\"") + key + "\" must be a string");
+  return std::string(v->as_string());
+}
+
+// False for "skip" (the default), true for `other`, each also under the enum name the
+// API answers with and the word farmctl takes (`other_alias`).
+Result<bool> PolicyField(const json::object& o, const char* key, const std::string& other,
+                         const std::string& other_alias, const std::string& skip_enum,
+                         const std::string& other_enum) {
+  FARM_ASSIGN_OR_RETURN(std::string v, StringField(o, key, false));
+  if (v.empty() || v == "skip" || v == skip_enum) return false;
+  if (v == other || v == other_alias || v == other_enum) return true;
+  return Status::InvalidArgument(std::string("\"") + key + "\" must be \"skip\" or \"" + other +
+                                 "\", got \"" + v + "\"");
+}
+
+Result<farm::v1::CreateScheduleRequest> ParseCreateRequest(const std::string& body) {
+  boost::system::error_code ec;
+  json::value doc = json::parse(body, ec);
+  if (ec || !doc.is_object()) {
+    return Status::InvalidArgument("the body must be a JSON object (" +
+                                   (ec ? ec.message() : std::string("not an object")) + ")");
+  }
+  const json::object& o = doc.as_object();
+  farm::v1::CreateScheduleRequest req;
+  FARM_ASSIGN_OR_RETURN(*req.mutable_build()->mutable_recipe_yaml(), StringField(o, "recipe_yaml", true));
+  req.mutable_build()->set_recipe_path("recipe.yaml");
+  FARM_ASSIGN_OR_RETURN(*req.mutable_cron(), StringField(o, "cron", true));
+  FARM_ASSIGN_OR_RETURN(*req.mutable_name(), StringField(o, "name", false));
+  FARM_ASSIGN_OR_RETURN(*req.mutable_time_zone(), StringField(o, "time_zone", false));
+  FARM_ASSIGN_OR_RETURN(bool once, PolicyField(o, "missed_run_policy", "once", "run_once",
+                                               "MISSED_SKIP", "MISSED_RUN_ONCE"));
+  req.set_missed_run_policy(once ? farm::v1::MISSED_RUN_ONCE : farm::v1::MISSED_SKIP);
+  FARM_ASSIGN_OR_RETURN(bool allow, PolicyField(o, "concurrency_policy", "allow", "allow",
+                                                "CONCURRENCY_SKIP", "CONCURRENCY_ALLOW"));
+  req.set_concurrency_policy(allow ? farm::v1::CONCURRENCY_ALLOW : farm::v1::CONCURRENCY_SKIP);
+  if (const json::value* p = o.if_contains("paused"); p != nullptr && !p->is_null()) {
+    if (!p->is_bool()) return Status::InvalidArgument("\"paused\" must be true or false");
+    req.set_paused(p->as_bool());
+  }
+  return req;
+}
+
+// farmctl makes a recipe's relative source path absolute from where the recipe lies; a
+// recipe pasted into the dashboard lies nowhere, so such a path could name nothing.
+Status CheckSourceIsAbsolute(const store::ScheduleRow& row) {
+  farm::v1::SubmitBuildRequest build;
+  if (!build.ParseFromString(row.request)) return Status::Internal("unreadable build request");
+  const farm::v1::Source& src = build.source();
+  std::string path = src.kind_case() == farm::v1::Source::kLocalPath     ? src.local_path()
+                     : src.kind_case() == farm::v1::Source::kTarballPath ? src.tarball_path()
+                                                                         : "";
+  if (path.empty() || path.front() == '/') return Status::Ok();
+  return Status::InvalidArgument("the recipe's source \"" + path +
+                                 "\" is a relative path, which has no meaning for a recipe "
+                                 "pasted here: use a git source or an absolute path on the "
+                                 "workers, or add the schedule with farmctl schedules add");
+}
+
 }  // namespace
+
+Response ApiCreateSchedule(const DashboardDeps& deps, const Request& req) {
+  auto parsed = ParseCreateRequest(req.body);
+  if (!parsed.ok()) return ErrorResponse(parsed.status());
+  std::string who = "dashboard";
+  if (deps.auth != nullptr) {
+    auto p = deps.auth->Authorize(req.authorization, auth::Need::kSubmitter);
+    if (!p.ok()) return ErrorResponse(p.status());
+    who = p->name;
+  }
+  auto row = schedule::NewScheduleRow(*parsed, who, deps.clock->NowUnixMs());
+  if (!row.ok()) return ErrorResponse(row.status());
+  if (Status s = CheckSourceIsAbsolute(*row); !s.ok()) return ErrorResponse(s);
+  if (Status s = deps.store->InsertSchedule(&row.value()); !s.ok()) return ErrorResponse(s);
+  log::Info("schedule " + std::to_string(row->id) + " (" + row->name + ", \"" + row->cron + "\" " +
+            row->time_zone + ") created from the dashboard by " + who);
+  Response r = ApiSchedule(deps, row->id, kDefaultScheduleRuns);
+  if (r.status == 200) r.status = 201;
+  return r;
+}
+
+Response ApiDeleteSchedule(const DashboardDeps& deps, int64_t id) {
+  if (Status s = deps.store->DeleteSchedule(id, deps.clock->NowUnixMs()); !s.ok()) {
+    return ErrorResponse(s);
+  }
+  log::Info("schedule " + std::to_string(id) + " deleted from the dashboard");
+  return Json(json::object{{"deleted", id}});
+}
 
 Response ApiSchedules(const DashboardDeps& deps) {
   auto rows = deps.store->ListSchedules();
@@ -181,7 +275,8 @@ Response ApiRunScheduleNow(const DashboardDeps& deps, int64_t id, bool force) {
 
 Response DispatchSchedules(const DashboardDeps& deps, const Request& req, std::string_view rest) {
   if (rest.empty() || rest == "/") {
-    return IsRead(req) ? ApiSchedules(deps) : MethodNotAllowed("GET, HEAD");
+    if (req.method == "POST") return ApiCreateSchedule(deps, req);
+    return IsRead(req) ? ApiSchedules(deps) : MethodNotAllowed("GET, HEAD, POST");
   }
   if (rest.front() != '/') return ErrorResponse(Status::NotFound("no API route schedules" +
                                                                  std::string(rest)));
@@ -196,11 +291,12 @@ Response DispatchSchedules(const DashboardDeps& deps, const Request& req, std::s
   if (action.empty()) {
     return IsRead(req) ? ApiSchedule(deps, id, QueryRuns(req)) : MethodNotAllowed("GET, HEAD");
   }
-  if (action != "pause" && action != "resume" && action != "run-now") {
+  if (action != "pause" && action != "resume" && action != "run-now" && action != "delete") {
     return ErrorResponse(Status::NotFound("no schedule route " + std::string(action)));
   }
   if (req.method != "POST") return MethodNotAllowed("POST");
   if (action == "run-now") return ApiRunScheduleNow(deps, id, QueryFlag(req, "force"));
+  if (action == "delete") return ApiDeleteSchedule(deps, id);
   return ApiPauseSchedule(deps, id, action == "pause");
 }
 

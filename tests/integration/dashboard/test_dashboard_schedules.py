@@ -5,7 +5,8 @@ times and runs, 404 for an unknown id, 400 for a malformed one, 405 for a wrong 
 401 for an action without a token, and nothing of the stored build request in the output.
 Then headless Chromium shows a schedule added with farmctl, follows a pause made with
 farmctl without reloading, resumes and fires it from the page's buttons, and links the
-run to its build. No worker runs: the run's build stays queued, which is all the page needs.
+run to its build, and creates and deletes a schedule from the page's form and button. No
+worker runs: the run's build stays queued, which is all the page needs.
 """
 import json
 import os
@@ -238,3 +239,63 @@ def _walk_through(p, farm, sid, expected):
     assert p.js("return window.sameDocument") == "yes"
     p.no_errors()
     p.shot("schedule-run-build")
+
+
+def test_dashboard_creates_and_deletes_schedules(farm):
+    """The New schedule form and the Delete button, checked against farmctl's view."""
+    farm.start_farmd(http=True)
+    with open(EXAMPLE_RECIPE) as f:
+        recipe = f.read()
+    example_dir = os.path.dirname(os.path.abspath(EXAMPLE_RECIPE))
+    recipe = recipe.replace('source:\n  local: "."\n', f'source:\n  local: "{example_dir}"\n')
+    assert example_dir in recipe
+    driver = _browser(os.path.join(farm.root, "chromium-profile"))
+    try:
+        p = Page(driver, "http://" + farm.http_address)
+        p.go("/")
+        p.js(f"localStorage.setItem('farmToken', {json.dumps(admin_token(farm))})")
+        p.go("/schedules")
+        p.wait("return document.querySelector('#schedule-form')", "the new-schedule form")
+        p.js("document.querySelector('#new-schedule').open = true")
+
+        def fill(cron, yaml_text):
+            p.js("const f = document.querySelector('#schedule-form').elements;"
+                 f"f.namedItem('name').value = {json.dumps(NAME)};"
+                 f"f.namedItem('cron').value = {json.dumps(cron)};"
+                 "f.namedItem('time_zone').value = 'Europe/Berlin';"
+                 "f.namedItem('missed_run_policy').value = 'once';"
+                 f"f.namedItem('recipe_yaml').value = {json.dumps(yaml_text)};"
+                 "document.querySelector('#schedule-form button[type=submit]').click()")
+
+        # A bad cron expression: the reason with its position, under the form; nothing stored.
+        fill("0 25 * * *", recipe)
+        p.wait("return document.querySelector('#schedule-form-error').textContent", "the error")
+        error = p.js("return document.querySelector('#schedule-form-error').textContent")
+        assert "field 2" in error and "0 25 * * *" in error, error
+        assert farm.ctl_json("schedules", "list").get("schedules", []) == []
+        # Chromium logs the refused request; that one entry is expected, nothing else.
+        logged = [e["message"] for e in p.d.get_log("browser") if e.get("level") == "SEVERE"]
+        assert len(logged) == 1 and "/api/v1/schedules" in logged[0] and "400" in logged[0], logged
+
+        fill("@nightly", recipe)
+        p.wait("return location.hash.startsWith('#/schedule/') && "
+               "document.querySelector('#schedule h1')", "the new schedule's page")
+        sid = p.js("return location.hash.split('/')[2]")
+        [shown] = farm.ctl_json("schedules", "show", sid)["schedules"]
+        assert shown["name"] == NAME and shown["cron"] == "@nightly"
+        assert shown["time_zone"] == "Europe/Berlin"
+        assert shown["missed_run_policy"] == "MISSED_RUN_ONCE"
+        assert shown["created_by"] == "bootstrap-admin"  # the token's name
+        assert p.js("return document.querySelectorAll('#schedule img').length") == 0
+        p.no_errors()
+        p.shot("schedule-created")
+
+        p.js("window.confirm = () => true")
+        p.js("document.querySelector('button.sched-delete').click()")
+        p.wait("return location.hash === '#/schedules' && document.querySelector('#schedules')",
+               "the schedule list after deleting")
+        assert farm.ctl_json("schedules", "list").get("schedules", []) == []
+        assert p.js(f"return document.querySelector('tr[data-schedule=\"{sid}\"]')") is None
+        p.no_errors()
+    finally:
+        driver.quit()

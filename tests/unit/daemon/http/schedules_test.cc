@@ -82,6 +82,14 @@ class ScheduleRoutesTest : public HttpFixture {
     return r.Handle(req);
   }
 
+  Response PostJson(Router& r, const std::string& target, const std::string& body,
+                    const std::string& authorization) {
+    Request req = MakeRequest("POST", target);
+    req.authorization = authorization;
+    req.body = body;
+    return r.Handle(req);
+  }
+
   NoResolver resolver_;
   std::unique_ptr<StoreSubmitter> submitter_;
   std::unique_ptr<schedule::ScheduleRunner> runner_;
@@ -124,7 +132,7 @@ TEST_F(ScheduleRoutesTest, MalformedIdsAre400UnknownAre404WrongMethodsAre405) {
   EXPECT_EQ(Get(r, "/api/v1/schedules/" + std::to_string(id) + "/nope").status, 404);
   EXPECT_EQ(Get(r, "/api/v1/schedules/" + std::to_string(id) + "/pause").status, 405);
   EXPECT_EQ(Post(r, "/api/v1/schedules/" + std::to_string(id)).status, 405);
-  EXPECT_EQ(Post(r, "/api/v1/schedules").status, 405);
+  EXPECT_EQ(Post(r, "/api/v1/schedules").status, 400);  // creating needs a JSON body
   EXPECT_EQ(Get(r, "/api/v1/schedulesX").status, 404);
 }
 
@@ -211,6 +219,79 @@ TEST_F(ScheduleRoutesTest, RunNowWithoutARunnerIs503) {
   int64_t id = AddSchedule("n");
   Router r = MakeScheduleRouter(false);
   EXPECT_EQ(Post(r, "/api/v1/schedules/" + std::to_string(id) + "/run-now").status, 503);
+}
+
+constexpr char kCreateBody[] = R"({"name": "nightly example", "cron": "0 3 * * *",
+  "time_zone": "Europe/Berlin", "missed_run_policy": "once", "concurrency_policy": "skip",
+  "recipe_yaml": "name: tiny\nsource: {git: {url: 'https://example.invalid/r.git', ref: main}}\nbuild: make\n"})";
+
+TEST_F(ScheduleRoutesTest, CreatesAScheduleFromTheDashboardAsTheTokensOwner) {
+  Router r = MakeScheduleRouter();
+  Response res = PostJson(r, "/api/v1/schedules", kCreateBody, bearer_);
+  ASSERT_EQ(res.status, 201) << res.body;
+  json::value body = Json(res);
+  EXPECT_EQ(body.at("name").as_string(), "nightly example");
+  EXPECT_EQ(body.at("recipe_name").as_string(), "tiny");
+  EXPECT_EQ(body.at("missed_run_policy").as_string(), "MISSED_RUN_ONCE");
+  EXPECT_EQ(body.at("concurrency_policy").as_string(), "CONCURRENCY_SKIP");
+  EXPECT_EQ(body.at("next_fire_time").as_string(), "2026-03-28T02:00:00.000Z");
+  EXPECT_EQ(body.at("created_by").as_string(), "s");
+  auto row = store_->GetSchedule(body.at("id").as_int64());
+  ASSERT_OK(row.status());
+  EXPECT_EQ(row->next_fire_ms, kNextBerlin3);
+  farm::v1::SubmitBuildRequest stored;
+  ASSERT_TRUE(stored.ParseFromString(row->request));
+  EXPECT_EQ(stored.source().git().ref(), "main");  // the recipe's branch, resolved per firing
+  EXPECT_EQ(Json(Get(r, "/api/v1/schedules")).at("schedules").as_array().size(), 1u);
+}
+
+TEST_F(ScheduleRoutesTest, BadSchedulesAreRefusedWithTheReasonAndNothingIsStored) {
+  Router r = MakeScheduleRouter();
+  auto error_of = [&](const std::string& body) {
+    Response res = PostJson(r, "/api/v1/schedules", body, bearer_);
+    EXPECT_EQ(res.status, 400) << body << " -> " << res.body;
+    return std::string(Json(res).at("error").at("message").as_string());
+  };
+  std::string recipe = R"("recipe_yaml": "name: tiny\nsource: {local: /src}\nbuild: make\n")";
+  EXPECT_NE(error_of("not json").find("JSON object"), std::string::npos);
+  EXPECT_NE(error_of("{" + recipe + "}").find("\"cron\" is required"), std::string::npos);
+  EXPECT_NE(error_of(R"({"cron": "0 3 * * *"})").find("\"recipe_yaml\" is required"),
+            std::string::npos);
+  std::string cron = error_of("{" + recipe + R"(, "cron": "0 25 * * *"})");
+  EXPECT_NE(cron.find("field 2"), std::string::npos) << cron;
+  std::string yaml = error_of(R"({"cron": "@daily", "recipe_yaml": "name: tiny\nbuidl: x\n"})");
+  EXPECT_NE(yaml.find("recipe.yaml"), std::string::npos) << yaml;
+  EXPECT_NE(error_of("{" + recipe + R"(, "cron": "@daily", "missed_run_policy": "twice"})")
+                .find("\"skip\" or \"once\""),
+            std::string::npos);
+  EXPECT_NE(error_of("{" + recipe + R"(, "cron": "@daily", "time_zone": "Mars/Olympus"})")
+                .find("Mars/Olympus"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"cron": "@daily", "recipe_yaml": "name: tiny\nsource: {local: src}\nbuild: make\n"})")
+                .find("relative path"),
+            std::string::npos);
+  EXPECT_EQ(PostJson(r, "/api/v1/schedules", kCreateBody, "").status, 401);
+  auto viewer = auth_->Create("viewer", "v");
+  ASSERT_OK(viewer.status());
+  EXPECT_EQ(PostJson(r, "/api/v1/schedules", kCreateBody, "Bearer " + viewer.value()).status, 403);
+  EXPECT_TRUE(store_->ListSchedules()->empty());
+}
+
+TEST_F(ScheduleRoutesTest, DeleteRemovesTheScheduleAndKeepsItsBuilds) {
+  int64_t id = AddSchedule("n");
+  Router r = MakeScheduleRouter();
+  std::string base = "/api/v1/schedules/" + std::to_string(id);
+  Response fired = Post(r, base + "/run-now");
+  ASSERT_EQ(fired.status, 200) << fired.body;
+  int64_t build = Json(fired).at("run").at("build_id").as_int64();
+  EXPECT_EQ(Post(r, base + "/delete", false).status, 401);
+  EXPECT_EQ(Get(r, base + "/delete").status, 405);
+  Response res = Post(r, base + "/delete");
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(Json(res).at("deleted").as_int64(), id);
+  EXPECT_EQ(Get(r, base).status, 404);
+  EXPECT_EQ(Post(r, base + "/delete").status, 404);
+  EXPECT_OK(store_->GetBuild(build).status());
 }
 
 }  // namespace
