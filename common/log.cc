@@ -28,6 +28,14 @@ spdlog::level::level_enum ToSpd(Level level) {
   return spdlog::level::info;
 }
 
+// The text pattern and the JSON "component" field already name the component, so a
+// message written as "farm-worker: ..." would read "farm-worker: farm-worker: ...".
+std::string_view WithoutComponent(std::string_view message) {
+  std::string prefix = g_component + ": ";
+  if (message.substr(0, prefix.size()) == prefix) message.remove_prefix(prefix.size());
+  return message;
+}
+
 }  // namespace
 
 void InitLogging(const Options& options) {
@@ -69,7 +77,7 @@ std::string Redact(std::string_view text) {
 }
 
 void Write(Level level, std::string_view message) {
-  std::string text = Redact(message);
+  std::string text = Redact(WithoutComponent(message));
   if (g_json) {
     boost::json::object o;
     o["level"] = spdlog::level::to_string_view(ToSpd(level)).data();

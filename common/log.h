@@ -26,6 +26,8 @@ void RegisterSecret(const std::string& secret);
 // Returns `text` with every registered secret and every bearer token redacted.
 std::string Redact(std::string_view text);
 
+// Writes one line. The line already names the component (InitLogging), so messages do
+// not start with it; one that does ("farm-worker: ...") has that prefix removed.
 void Write(Level level, std::string_view message);
 
 inline void Trace(std::string_view m) { Write(Level::kTrace, m); }

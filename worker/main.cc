@@ -36,35 +36,35 @@ int main(int argc, char** argv) {
   if (config->probe_only) return agent::PrintProbe(*config);
   auto token = agent::LoadEnrollToken(*config);
   if (!token.ok()) {
-    log::Error("farm-worker: " + token.status().message());
+    log::Error(token.status().message());
     return 2;
   }
   agent::GrpcFarmClient client([cfg = *config]() { return agent::ResolveServerAddress(cfg, 30000); });
   if (auto s = client.Connect(); !s.ok()) {
-    log::Error("farm-worker: " + s.message());
+    log::Error(s.message());
     return 3;
   }
   RealProcessRunner runner;
   agent::SystemProbe probe(*config, runner);
   auto executor = agent::MakeExecutor(*config, runner, [&probe] { return probe.AvailableMemoryBytes(); });
   if (!executor.ok()) {
-    log::Error("farm-worker: " + executor.status().message());
+    log::Error(executor.status().message());
     return 2;
   }
   // --container-network none: no job step may fetch from the network.
   agent::OfflineToolRunner offline(runner);
   ProcessRunner* tools = &runner;
   if (config->container_network == "none") tools = &offline;
-  log::Info("farm-worker: builds run with the " + (*executor)->Name() + " executor");
+  log::Info("builds run with the " + (*executor)->Name() + " executor");
   agent::Agent worker(*config, *token, {&client, &probe, tools, executor->get(), &RealClock(), agent::CheckWheelForJob});
   std::thread signals([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    if (sig != 0) log::Info(std::string("farm-worker: got ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+    if (sig != 0) log::Info(std::string("got ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
     worker.Stop();
   });
   farm::Status s = worker.Run();
-  if (!s.ok()) log::Error("farm-worker: " + s.ToString());
+  if (!s.ok()) log::Error(s.ToString());
   // Wake the signal thread if Run() ended on its own.
   if (!s.ok()) ::kill(::getpid(), SIGTERM);
   signals.join();

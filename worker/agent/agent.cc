@@ -59,13 +59,13 @@ Status Agent::RegisterOnce() {
       deps_.client->SetToken(id.worker_token);
       std::lock_guard lock(mu_);
       if (r->heartbeat_interval_ms() > 0) heartbeat_ms_ = r->heartbeat_interval_ms();
-      log::Info("farm-worker: registered as " + r->worker_id());
+      log::Info("registered as " + r->worker_id());
       return Status::Ok();
     }
     if (!IsAuthError(r.status()) && r.status().code() != StatusCode::kPermissionDenied) {
       return r.status();
     }
-    log::Warn("farm-worker: farmd does not accept worker " + id.worker_id + " (" +
+    log::Warn("farmd does not accept worker " + id.worker_id + " (" +
               r.status().message() + "); enrolling again");
     req.clear_worker_id();
   }
@@ -82,7 +82,7 @@ Status Agent::RegisterOnce() {
     identity_ = fresh;
     if (r->heartbeat_interval_ms() > 0) heartbeat_ms_ = r->heartbeat_interval_ms();
   }
-  log::Info("farm-worker: registered as " + fresh.worker_id);
+  log::Info("registered as " + fresh.worker_id);
   return Status::Ok();
 }
 
@@ -97,7 +97,7 @@ Status Agent::RegisterUntilDone() {
       return s.WithContext("registering with farmd");
     }
     int64_t delay = backoff.NextDelayMs();
-    if (i % 10 == 0) log::Warn("farm-worker: cannot register yet (" + s.ToString() + "); retrying");
+    if (i % 10 == 0) log::Warn("cannot register yet (" + s.ToString() + "); retrying");
     deps_.client->Reconnect();
     SleepUnlessStopped(delay);
   }
@@ -105,9 +105,9 @@ Status Agent::RegisterUntilDone() {
 }
 
 void Agent::Reregister(const Status& why) {
-  log::Warn("farm-worker: farmd rejected the worker token (" + why.message() + "); registering again");
+  log::Warn("farmd rejected the worker token (" + why.message() + "); registering again");
   Status s = RegisterOnce();
-  if (!s.ok()) log::Warn("farm-worker: registering again failed: " + s.ToString());
+  if (!s.ok()) log::Warn("registering again failed: " + s.ToString());
 }
 
 void Agent::SendHeartbeat(bool draining) {
@@ -141,7 +141,7 @@ void Agent::SendHeartbeat(bool draining) {
   for (const auto& c : resp->cancel()) {
     auto it = controls.find({c.job_id(), c.attempt()});
     if (it == controls.end()) continue;
-    log::Info("farm-worker: farmd cancelled " + JobKey(c.job_id(), c.attempt()));
+    log::Info("farmd cancelled " + JobKey(c.job_id(), c.attempt()));
     it->second->Stop(farm::v1::CAUSE_CANCELLED, "cancelled by farmd");
   }
 }
@@ -167,7 +167,7 @@ void Agent::ProbeLoop() {
     a.clear_free_disk_bytes();
     b.clear_free_disk_bytes();
     if (a.SerializeAsString() != b.SerializeAsString()) {
-      log::Info("farm-worker: capabilities changed; reporting them");
+      log::Info("capabilities changed; reporting them");
       caps_changed_ = true;
     }
     caps_ = fresh;
@@ -176,7 +176,7 @@ void Agent::ProbeLoop() {
 
 void Agent::StartJob(const farm::v1::AcquireJobResponse& resp) {
   const auto& job = resp.job();
-  log::Info("farm-worker: took " + JobKey(job.job_id(), job.attempt()) + " (" +
+  log::Info("took " + JobKey(job.job_id(), job.attempt()) + " (" +
             job.recipe().name() + ", python " + job.cell().python() + ", cuda " +
             job.cell().cuda() + ", arch " + job.cell().arch_list() + ")");
   JobSettings settings;
@@ -200,9 +200,9 @@ void Agent::StartJob(const farm::v1::AcquireJobResponse& resp) {
     try {
       JobRunner(std::move(jd), std::move(settings), job, control).Run();
     } catch (const std::exception& e) {
-      log::Error("farm-worker: " + JobKey(job.job_id(), job.attempt()) + " crashed: " + e.what());
+      log::Error(JobKey(job.job_id(), job.attempt()) + " crashed: " + e.what());
     } catch (...) {
-      log::Error("farm-worker: " + JobKey(job.job_id(), job.attempt()) + " crashed");
+      log::Error(JobKey(job.job_id(), job.attempt()) + " crashed");
     }
     done->store(true);
     cv_.notify_all();
@@ -248,7 +248,7 @@ void Agent::AcquireLoop() {
     if (!resp.ok()) {
       if (IsAuthError(resp.status())) Reregister(resp.status());
       else if (resp.status().code() == StatusCode::kUnavailable) deps_.client->Reconnect();
-      log::Warn("farm-worker: AcquireJob failed: " + resp.status().ToString());
+      log::Warn("AcquireJob failed: " + resp.status().ToString());
       SleepUnlessStopped(backoff.NextDelayMs());
       continue;
     }
@@ -278,7 +278,7 @@ void Agent::StartCompileCache() {
   if (options.cache_dir.empty()) options.cache_dir = config_.work_dir + "/ccache";
   auto cache = CompileCache::Create(options, worker_env_);
   if (!cache.ok()) {
-    log::Warn("farm-worker: builds run without a compile cache: " + cache.status().ToString());
+    log::Warn("builds run without a compile cache: " + cache.status().ToString());
     return;
   }
   compile_cache_ = std::move(cache).value();
@@ -292,7 +292,7 @@ Status Agent::Run() {
   log::RegisterSecret(enroll_token_);
   log::RegisterSecret(stored.worker_token);
   farm::v1::Capabilities caps = deps_.probe->Probe();
-  log::Info("farm-worker: " + caps.hostname() + " " + caps.platform() + ", " +
+  log::Info(caps.hostname() + " " + caps.platform() + ", " +
             std::to_string(caps.cpu_cores()) + " cores, " + std::to_string(caps.ram_bytes() >> 30) +
             " GiB RAM, " + std::to_string(caps.gpus_size()) + " GPU(s), " +
             std::to_string(caps.toolkits_size()) + " CUDA toolkit(s), " +
@@ -306,12 +306,12 @@ Status Agent::Run() {
   std::thread heartbeat([this] { HeartbeatLoop(); });
   std::thread prober([this] { ProbeLoop(); });
   AcquireLoop();
-  log::Info("farm-worker: stopping: cancelling running jobs");
+  log::Info("stopping: cancelling running jobs");
   CancelAndJoinAll();
   SendHeartbeat(true);
   heartbeat.join();
   prober.join();
-  log::Info("farm-worker: stopped");
+  log::Info("stopped");
   return Status::Ok();
 }
 

@@ -34,7 +34,7 @@ Status GrpcFarmClient::Connect() {
   args.SetMaxReceiveMessageSize(64 << 20);
   auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
   std::lock_guard lock(mu_);
-  if (address != address_) log::Info("farm-worker: connecting to farmd at " + address);
+  if (address != address_) log::Info("connecting to farmd at " + address);
   address_ = address;
   stub_ = farm::v1::WorkerService::NewStub(channel);
   return Status::Ok();

@@ -260,9 +260,9 @@ const ProbeKernelVerdict& SystemProbe::KernelVerdict(const farm::v1::Capabilitie
   if (!kernel_verdict_) {
     kernel_verdict_ = RunProbeKernels(runner_, caps, config_.work_dir + "/probe-kernels");
     if (!kernel_verdict_->error.empty()) {
-      log::Error("farm-worker: quarantined: " + kernel_verdict_->error);
+      log::Error("quarantined: " + kernel_verdict_->error);
     } else {
-      log::Info("farm-worker: probe kernels: " + kernel_verdict_->summary);
+      log::Info("probe kernels: " + kernel_verdict_->summary);
     }
   }
   return *kernel_verdict_;
