@@ -100,7 +100,20 @@ def test_example_package_builds_inside_the_container(farm, image):
     assert f"farm: container farm-job-{job['id']}-a1-" in log
     assert "no network" in log
     assert not job_containers(job["id"]), "the container outlived its job"
+    assert "in the podman container through" in log, log[-3000:]
     print(f"container build: {elapsed:.1f}s, wheel {artifact['filename']} {artifact['size']} bytes")
+
+    # The worker's compile cache is mounted into the next job's container: the same
+    # package built again in a fresh workspace compiles nothing anew.
+    again = farm.ctl_json("submit", EXAMPLE_RECIPE, "--arch-list", ARCH_LIST, "--follow",
+                          "--force")
+    assert again["state"] == "BUILD_SUCCEEDED", job_log(farm, only_job(again)["id"])[-3000:]
+    (attempt,) = farm.ctl_json("show", str(again["id"]))["jobs"][0]["attempts"]
+    cache = attempt.get("compile_cache")
+    assert cache is not None, attempt
+    hits, misses = int(cache.get("hits", 0)), int(cache.get("misses", 0))
+    assert hits >= 2 and misses == 0, (cache, job_log(farm, only_job(again)["id"])[-3000:])
+    assert not job_containers(only_job(again)["id"])
 
 
 def test_cancel_stops_the_container_within_ten_seconds(farm, image):

@@ -57,6 +57,8 @@ std::string NvccWrapper(const std::string& ccache, const std::string& nvcc,
          "unset IFS\n"
          "PATH=$p\n"
          "export PATH\n"
+         "# A builder image without ccache at this path compiles uncached.\n"
+         "[ -x " + ShellQuote(ccache) + " ] || exec " + ShellQuote(nvcc) + " \"$@\"\n"
          "exec " + ShellQuote(ccache) + " " + ShellQuote(nvcc) + " \"$@\"\n";
 }
 
@@ -144,7 +146,7 @@ Result<std::unique_ptr<CompileCache>> CompileCache::Create(const CompileCacheOpt
   }
   std::string ccache = FindInPath("ccache", path);
   if (ccache.empty()) {
-    log::Warn("farm-worker: ccache is not installed (not on PATH); builds run without a "
+    log::Warn("ccache is not installed (not on PATH); builds run without a "
               "compile cache");
     return std::unique_ptr<CompileCache>(
         new CompileCache(opts, "", "ccache is not installed on this worker"));
@@ -154,7 +156,7 @@ Result<std::unique_ptr<CompileCache>> CompileCache::Create(const CompileCacheOpt
   // Rewritten at every start: a toolkit upgraded in place gets a fresh shadow.
   FARM_RETURN_IF_ERROR(fs::RemoveAll(opts.tools_dir));
   FARM_RETURN_IF_ERROR(cache->MakeMasquerade(path));
-  log::Info("farm-worker: compile cache in " + opts.cache_dir + " (max " + opts.max_size +
+  log::Info("compile cache in " + opts.cache_dir + " (max " + opts.max_size +
             ") through " + ccache);
   return cache;
 }
@@ -195,9 +197,7 @@ JobCacheUse CompileCache::PrepareJob(const farm::v1::Recipe& recipe, const std::
                                      const std::string& executor, EnvMap& env) {
   std::string why_off = !recipe.ccache() ? "the recipe sets ccache: false"
                         : !available()   ? why_not_
-                        : executor != "native"
-                            ? "the " + executor + " executor does not mount the cache directory"
-                            : "";
+                                         : "";
   std::string cuda_home = env.count("CUDA_HOME") ? env["CUDA_HOME"] : "";
   bool has_nvcc = !cuda_home.empty() && !FindInPath("nvcc", cuda_home + "/bin").empty();
   Result<std::string> shadow = std::string();
@@ -205,7 +205,14 @@ JobCacheUse CompileCache::PrepareJob(const farm::v1::Recipe& recipe, const std::
     shadow = ShadowToolkit(cuda_home);
     if (!shadow.ok()) why_off = shadow.status().message();
   }
-  return why_off.empty() ? UseCache(ws, cuda_home, *shadow, env) : Off(why_off, env);
+  if (!why_off.empty()) return Off(why_off, env);
+  JobCacheUse use = UseCache(ws, cuda_home, *shadow, env);
+  if (executor != "native") {
+    use.mounts = {{options_.cache_dir, false}, {options_.tools_dir, true}};
+    use.note += "; in the " + executor + " container through " + ccache_ +
+                " when the image has it there";
+  }
+  return use;
 }
 
 JobCacheUse CompileCache::Off(const std::string& why, EnvMap& env) {

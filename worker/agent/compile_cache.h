@@ -22,10 +22,12 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "farm/v1/types.pb.h"
 #include "worker/agent/build_env.h"
+#include "worker/agent/executor.h"
 
 namespace farm::agent {
 
@@ -41,6 +43,9 @@ struct JobCacheUse {
   bool used = false;
   std::string note;        // for the job log ("compile cache: ..."); may be empty
   std::string stats_log;   // the job's CCACHE_STATSLOG
+  // What a container executor must mount at the same path: the cache directory
+  // (read-write) and the wrappers (read-only). Empty for native jobs.
+  std::vector<ExecMount> mounts;
 };
 
 // Counts the results recorded in a CCACHE_STATSLOG file (ccache 4.x: a "# <input>" line
@@ -67,10 +72,14 @@ class CompileCache {
   const std::string& ccache_path() const { return ccache_; }
   const CompileCacheOptions& options() const { return options_; }
 
-  // Sets up the cache in `env`, the build environment of a job in workspace `ws`
-  // (native executor only: a container does not see the cache directory). When the
-  // recipe, the worker or the executor turns the cache off, sets CCACHE_DISABLE=1 so a
-  // build that calls ccache itself does not use the cache either. On success `used` says
+  // Sets up the cache in `env`, the build environment of a job in workspace `ws`. For a
+  // container executor (`executor` other than "native") the result's mounts name the
+  // cache and wrapper directories to mount; the wrappers call this worker's ccache path,
+  // so the image must have ccache there (the hostusr image has the host's /usr). Without
+  // it the compilers run uncached: a masquerade link that leads nowhere is skipped by
+  // PATH lookup and the nvcc wrapper runs nvcc itself, and the job reports no compile.
+  // When the recipe or the worker turns the cache off, sets CCACHE_DISABLE=1 so a build
+  // that calls ccache itself does not use the cache either. On success `used` says
   // whether compiles go through the cache; when the cache cannot be set up (the shadow
   // toolkit cannot be written) the job builds without it and the note says why.
   JobCacheUse PrepareJob(const farm::v1::Recipe& recipe, const std::string& ws,

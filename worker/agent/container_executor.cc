@@ -227,6 +227,9 @@ Result<ContainerPlan> ContainerExecutor::Plan(const ExecRequest& req,
   }
   a.insert(a.end(), {"-v", req.workspace + ":" + req.workspace + ":rw", "-w",
                      req.cwd.empty() ? req.workspace : req.cwd});
+  for (const ExecMount& m : req.mounts) {
+    a.insert(a.end(), {"-v", m.path + ":" + m.path + (m.read_only ? ":ro" : ":rw")});
+  }
   a.insert(a.end(), options_.run_args.begin(), options_.run_args.end());
   for (const auto& [k, v] : req.env) {
     if (std::find(std::begin(kHostOnlyVars), std::end(kHostOnlyVars), k) != std::end(kHostOnlyVars)) continue;
@@ -242,6 +245,10 @@ Result<std::unique_ptr<Process>> ContainerExecutor::Start(const ExecRequest& req
   if (!plan.chown_user.empty() && host_.chown_tree) {
     FARM_ASSIGN_OR_RETURN(auto ids, ParseUser(plan.chown_user));
     FARM_RETURN_IF_ERROR(host_.chown_tree(req.workspace, ids.first, ids.second));
+    // The build user writes the shared compile cache too; root keeps access anyway.
+    for (const ExecMount& m : req.mounts) {
+      if (!m.read_only) FARM_RETURN_IF_ERROR(host_.chown_tree(m.path, ids.first, ids.second));
+    }
   }
   ProcessSpec spec;
   spec.argv = plan.argv;

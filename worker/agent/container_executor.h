@@ -1,7 +1,8 @@
 // ContainerExecutor: runs each build command inside a builder image with podman or docker
 // instead of directly on the host. The job's workspace is mounted at the same path, so the
 // job runner's paths (venv, wheel dir, TMPDIR) mean the same inside; the container gets
-// exactly the job's environment through explicit --env flags (never the worker's), no
+// exactly the job's environment through explicit --env flags (never the worker's), the
+// request's extra mounts (the compile cache) at the same paths, no
 // network unless the operator allows it, CPU and memory limits from the job's share of the
 // host, the GPUs when the host has them, and a unique name so that stopping the job stops
 // the container and not only the engine's client process.

@@ -15,6 +15,12 @@
 
 namespace farm::agent {
 
+// A host directory a container executor mounts at the same path inside the container.
+struct ExecMount {
+  std::string path;
+  bool read_only = true;
+};
+
 struct ExecRequest {
   std::vector<std::string> argv;
   std::string cwd;                          // inside `workspace`
@@ -22,6 +28,7 @@ struct ExecRequest {
   std::string workspace;                    // the job's workspace (to mount in a container)
   std::string image;                        // builder image; ignored by NativeExecutor
   int64_t kill_grace_ms = 5000;             // SIGTERM -> SIGKILL on timeout
+  std::vector<ExecMount> mounts;            // besides the workspace; NativeExecutor ignores them
 };
 
 class Executor {

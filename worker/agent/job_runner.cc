@@ -93,7 +93,7 @@ Outcome JobRunner::Run() {
   FarmLogSink sink(*deps_.client);
   LogShipper log(sink, *deps_.clock, job_.job_id(), job_.attempt());
   log.Start();
-  log::Info("farm-worker: starting " + JobName(job_) + " of build " + std::to_string(job_.build_id()));
+  log::Info("starting " + JobName(job_) + " of build " + std::to_string(job_.build_id()));
   Outcome outcome;
   std::string ws;
   auto made = fs::MakeTempDir(settings_.work_dir, "job-" + std::to_string(job_.job_id()) + "-a" +
@@ -176,7 +176,7 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
          (toolkit.path().empty() ? "" : ", CUDA " + toolkit.version()) + ", executor " +
          deps_.executor->Name() + ")");
   ExecRequest req{{"bash", "-eo", "pipefail", "-c", recipe.build_command()}, build_dir, env, ws,
-                  recipe.container_image(), kKillGraceMs};
+                  recipe.container_image(), kKillGraceMs, cache_use.mounts};
   FARM_ASSIGN_OR_RETURN(auto process, deps_.executor->Start(req));
   control_->SetProcess(process.get());
   int64_t timeout_s = job_.timeout_seconds() > 0 ? job_.timeout_seconds() : 3600;
@@ -333,9 +333,9 @@ void JobRunner::Report(const Outcome& outcome, int64_t last_seq) {
   std::string what = JobName(job_) + " ended " + farm::v1::AttemptCause_Name(outcome.cause) +
                      (outcome.detail.empty() ? "" : " (" + outcome.detail + ")");
   if (done.ok()) {
-    log::Info("farm-worker: " + what + "; farmd says " + farm::v1::JobState_Name(done->state()));
+    log::Info(what + "; farmd says " + farm::v1::JobState_Name(done->state()));
   } else {
-    log::Warn("farm-worker: " + what + "; reporting it failed: " + done.status().ToString());
+    log::Warn(what + "; reporting it failed: " + done.status().ToString());
   }
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/fs.h"
+#include "common/process.h"
 #include "tests/support/test_util.h"
 
 namespace farm::agent {
@@ -173,7 +174,7 @@ TEST_F(CompileCacheTest, TheShadowToolkitIsMadeOnceAndARecipeNvccIsKept) {
   EXPECT_EQ(second["CCACHE_BASEDIR"], root_ + "/ws2");
 }
 
-TEST_F(CompileCacheTest, RecipeWorkerAndContainerTurnItOff) {
+TEST_F(CompileCacheTest, RecipeAndWorkerTurnItOff) {
   auto cache = CompileCache::Create(options_, worker_env_);
   ASSERT_OK(cache.status());
   farm::v1::Recipe off;  // a recipe's `ccache: false`
@@ -186,10 +187,6 @@ TEST_F(CompileCacheTest, RecipeWorkerAndContainerTurnItOff) {
   EXPECT_EQ(env.count("CCACHE_DIR"), 0u);
   EXPECT_FALSE(CompileCache::FinishJob(use).has_value());
 
-  env = JobEnv();
-  use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "podman", env);
-  EXPECT_FALSE(use.used);
-  EXPECT_NE(use.note.find("podman executor"), std::string::npos) << use.note;
 
   options_.enabled = false;
   auto disabled = CompileCache::Create(options_, worker_env_);
@@ -236,6 +233,53 @@ TEST(FindInPathTest, SkipsMissingAndNonExecutable) {
   std::string path = "/nonexistent:" + tmp.path() + "/a::" + tmp.path() + "/b";
   EXPECT_EQ(FindInPath("tool", path), tmp.path() + "/b/tool");
   EXPECT_EQ(FindInPath("other", path), "");
+}
+
+TEST_F(CompileCacheTest, ContainerJobsMountTheCacheAndTheWrappers) {
+  auto cache = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(cache.status());
+  EnvMap env = JobEnv();
+  JobCacheUse use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "podman", env);
+  ASSERT_TRUE(use.used) << use.note;
+  EXPECT_NE(use.note.find("in the podman container"), std::string::npos) << use.note;
+  ASSERT_EQ(use.mounts.size(), 2u);
+  EXPECT_EQ(use.mounts[0].path, env["CCACHE_DIR"]);
+  EXPECT_FALSE(use.mounts[0].read_only);
+  EXPECT_TRUE(env["CUDA_HOME"].rfind(use.mounts[1].path + "/", 0) == 0) << env["CUDA_HOME"];
+  EXPECT_TRUE(use.mounts[1].read_only);
+  EXPECT_EQ(env.count("CCACHE_DISABLE"), 0u);
+
+  env = JobEnv();
+  EXPECT_TRUE((*cache)->PrepareJob(recipe_, root_ + "/ws", "native", env).mounts.empty());
+}
+
+TEST_F(CompileCacheTest, NvccWrapperRunsNvccItselfWhereCcacheIsMissing) {
+  // A builder image without ccache at the worker's path: the wrapper must still compile.
+  ASSERT_OK(fs::WriteFileAtomic(root_ + "/cuda/bin/nvcc", "#!/bin/sh\necho fake nvcc \"$@\"\n", 0755));
+  auto cache = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(cache.status());
+  EnvMap env = JobEnv();
+  ASSERT_TRUE((*cache)->PrepareJob(recipe_, root_ + "/ws", "podman", env).used);
+  std::string wrapper = env["CUDA_HOME"] + "/bin/nvcc";
+  auto text = fs::ReadFile(wrapper);
+  ASSERT_OK(text.status());
+  std::string ccache = (*cache)->ccache_path();
+  std::string moved = *text;
+  for (size_t at = moved.find(ccache); at != std::string::npos; at = moved.find(ccache, at + 1)) {
+    moved.replace(at, ccache.size(), root_ + "/no-such-ccache");
+  }
+  ASSERT_OK(fs::WriteFileAtomic(root_ + "/nvcc-without-ccache", moved, 0755));
+  RealProcessRunner runner;
+  ProcessSpec spec;
+  spec.argv = {root_ + "/nvcc-without-ccache", "--version"};
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
+  spec.clear_env = true;
+  auto started = runner.Start(spec);
+  ASSERT_OK(started.status());
+  std::string out;
+  ProcessResult r = started.value()->Wait([&out](OutputStream, const std::string& l) { out += l + "\n"; }, 30000);
+  EXPECT_EQ(r.exit_code, 0) << out;
+  EXPECT_NE(out.find("fake nvcc"), std::string::npos) << out;
 }
 
 }  // namespace

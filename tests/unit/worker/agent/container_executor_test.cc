@@ -193,6 +193,28 @@ ContainerOptions FakeOptions(const FakeEngine& engine) {
   return o;
 }
 
+TEST(ContainerExecutorPlan, CacheMountsKeepTheirPathsAndTheBuildUserGetsTheCache) {
+  FakeEngine engine;
+  RealProcessRunner runner;
+  ContainerHost host = FakeHost(false, 0, 0);  // a root worker: builds run as 1000:1000
+  std::vector<std::string> chowned;
+  host.chown_tree = [&chowned](const std::string& dir, uint32_t uid, uint32_t gid) {
+    chowned.push_back(dir + " " + std::to_string(uid) + ":" + std::to_string(gid));
+    return Status::Ok();
+  };
+  ContainerExecutor ex(runner, FakeOptions(engine), host);
+  ExecRequest r = Request();
+  r.mounts = {{"/var/lib/farm/ccache", false}, {"/var/lib/farm/tools", true}};
+  ASSERT_OK_AND_ASSIGN(ContainerPlan plan, ex.Plan(r, "s1"));
+  EXPECT_TRUE(Has(plan.argv, "/var/lib/farm/ccache:/var/lib/farm/ccache:rw"));
+  EXPECT_TRUE(Has(plan.argv, "/var/lib/farm/tools:/var/lib/farm/tools:ro"));
+  ASSERT_OK_AND_ASSIGN(auto proc, ex.Start(r));
+  proc->Wait([](OutputStream, const std::string&) {}, 20000);
+  // The workspace and the writable cache, never the read-only wrappers.
+  EXPECT_EQ(chowned, (std::vector<std::string>{r.workspace + " 1000:1000",
+                                               "/var/lib/farm/ccache 1000:1000"}));
+}
+
 TEST(ContainerExecutorRun, StreamsOutputAndRemovesTheContainer) {
   FakeEngine engine;
   RealProcessRunner runner;
