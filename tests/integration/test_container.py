@@ -101,6 +101,15 @@ def test_example_package_builds_inside_the_container(farm, image):
     assert "no network" in log
     assert not job_containers(job["id"]), "the container outlived its job"
     assert "in the podman container through" in log, log[-3000:]
+    # Validation ran in containers of the same image too: the venv, the install and the
+    # import each start one (their banners follow the validation line); no GPU here, so
+    # the script waits for hardware.
+    after = log.split("farm: validating in a clean venv inside the podman container", 1)
+    assert len(after) == 2, log[-3000:]
+    banners = after[1].split("farm: validation ")[0].count(f"farm: container farm-job-{job['id']}-a1-")
+    assert banners >= 3, log[-4000:]
+    report = artifact.get("validation", {})
+    assert "installed and imported in a clean venv" in report.get("message", ""), artifact
     print(f"container build: {elapsed:.1f}s, wheel {artifact['filename']} {artifact['size']} bytes")
 
     # The worker's compile cache is mounted into the next job's container: the same

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "worker/agent/retry.h"
+#include "worker/agent/executor_runner.h"
 #include "worker/agent/validation.h"
 #include "worker/agent/workspace.h"
 
@@ -69,6 +70,23 @@ std::string DescribeManifest(const farm::v1::ArchManifest& m) {
   out += "; " + std::to_string(m.images_size()) + " images (";
   for (const auto& a : archs) out += (a == *archs.begin() ? "" : ", ") + a;
   return out + ")";
+}
+
+// The fixed parts of each validation step's container: the job's workspace (the
+// validation directory's parent) and, read-only, the worker's own wheel directories for
+// runtime requirements, which lie outside it.
+ExecRequest ValidationContainer(const ValidationInputs& in, const std::string& image) {
+  ExecRequest base;
+  base.workspace = stdfs::path(in.dir).parent_path().string();
+  base.image = image;
+  base.kill_grace_ms = kKillGraceMs;
+  for (const char* id : {"FARM_JOB_ID", "FARM_ATTEMPT"}) {  // the container's name and label
+    if (auto it = in.env.find(id); it != in.env.end()) base.env[id] = it->second;
+  }
+  for (const std::string& dir : in.find_links) {
+    if (dir.rfind(base.workspace + "/", 0) != 0) base.mounts.push_back({dir, true});
+  }
+  return base;
 }
 
 }  // namespace
@@ -290,7 +308,12 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(
     control_->log_seq =
         log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
   };
-  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validating in a clean venv");
+  const bool in_container = deps_.executor->Name() != "native";
+  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validating in a clean venv" +
+                                                       (in_container ? " inside the " +
+                                                                           deps_.executor->Name() +
+                                                                           " container"
+                                                                     : std::string()));
   ValidationInputs in{.job = &job_, .wheels = wheels, .manifest = manifest, .python = python,
                       .dir = stdfs::path(env_in.wheel_dir).parent_path().string() + "/validate",
                       .build_dir = build_dir, .find_links = settings_.find_links,
@@ -299,8 +322,17 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(
   venv_in.venv_dir = in.dir + "/venv";
   in.env = BuildJobEnv(venv_in);
   in.find_links.push_back(env_in.wheel_dir);
-  StepRunner steps(*deps_.runner, BaseEnv(settings_.worker_env), control_.get(), on_line);
-  FARM_ASSIGN_OR_RETURN(auto report, ValidateWheels(steps, *deps_.runner, control_.get(), on_line, in));
+  // Under a container executor validation runs where the build ran, in the recipe's
+  // image with the GPUs passed as for the build, each step one container.
+  std::unique_ptr<ExecutorProcessRunner> container_runner;
+  ProcessRunner* runner = deps_.runner;
+  if (in_container) {
+    container_runner = std::make_unique<ExecutorProcessRunner>(
+        *deps_.executor, ValidationContainer(in, job_.recipe().container_image()));
+    runner = container_runner.get();
+  }
+  StepRunner steps(*runner, BaseEnv(settings_.worker_env), control_.get(), on_line);
+  FARM_ASSIGN_OR_RETURN(auto report, ValidateWheels(steps, *runner, control_.get(), on_line, in));
   control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validation " +
                                                        farm::v1::ValidationState_Name(report.state()) +
                                                        ": " + report.message());

@@ -2,6 +2,7 @@
 // and, with a shell script standing in for podman, that output streams, that Kill() stops
 // the container by name and that Wait() always removes it.
 #include "worker/agent/container_executor.h"
+#include "worker/agent/executor_runner.h"
 
 #include <sys/stat.h>
 
@@ -270,6 +271,52 @@ TEST(ContainerExecutorRun, EachStartGetsItsOwnName) {
   size_t second = calls.find("--name ", first + 1);
   ASSERT_NE(second, std::string::npos);
   EXPECT_NE(calls.substr(first, 30), calls.substr(second, 30));
+}
+
+// Records what it was asked to start; starts nothing.
+class RecordingExecutor final : public Executor {
+ public:
+  std::string Name() const override { return "podman"; }
+  Result<std::unique_ptr<Process>> Start(const ExecRequest& request) override {
+    requests.push_back(request);
+    return Status::Unavailable("recorded only");
+  }
+  std::vector<ExecRequest> requests;
+};
+
+TEST(ExecutorProcessRunner, EachProcessIsOneExecutorRequestWithTheFixedParts) {
+  RecordingExecutor executor;
+  ExecRequest base;
+  base.workspace = "/srv/farm/ws/job-7-a1-x";
+  base.image = "builder:cu130";
+  base.mounts = {{"/opt/wheels", true}};
+  base.env = {{"FARM_JOB_ID", "7"}, {"CUDA_VISIBLE_DEVICES", "1"}};
+  ExecutorProcessRunner runner(executor, base);
+  ProcessSpec spec{.argv = {"/ws/validate/venv/bin/python", "-c", "import attn_example"},
+                   .cwd = base.workspace + "/validate",
+                   .env = {{"CUDA_VISIBLE_DEVICES", "0"}},
+                   .clear_env = true,
+                   .kill_grace_ms = 1234};
+  EXPECT_EQ(runner.Start(spec).status().code(), StatusCode::kUnavailable);
+  ASSERT_EQ(executor.requests.size(), 1u);
+  const ExecRequest& r = executor.requests[0];
+  EXPECT_EQ(r.argv, spec.argv);
+  EXPECT_EQ(r.cwd, spec.cwd);
+  EXPECT_EQ(r.env, (std::map<std::string, std::string>{{"FARM_JOB_ID", "7"},
+                                                        {"CUDA_VISIBLE_DEVICES", "0"}}));
+  EXPECT_EQ(r.workspace, base.workspace);
+  EXPECT_EQ(r.image, "builder:cu130");
+  ASSERT_EQ(r.mounts.size(), 1u);
+  EXPECT_EQ(r.mounts[0].path, "/opt/wheels");
+  EXPECT_EQ(r.kill_grace_ms, 1234);
+  // What a container cannot honour is refused, not dropped.
+  ProcessSpec with_stdin = spec;
+  with_stdin.stdin_data = "y\n";
+  EXPECT_EQ(runner.Start(with_stdin).status().code(), StatusCode::kInvalidArgument);
+  ProcessSpec inherits = spec;
+  inherits.clear_env = false;
+  EXPECT_EQ(runner.Start(inherits).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(executor.requests.size(), 1u);
 }
 
 TEST(OfflineToolRunner, RefusesRemoteGitAndAllowsLocalSteps) {
