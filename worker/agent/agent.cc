@@ -192,6 +192,7 @@ void Agent::StartJob(const farm::v1::AcquireJobResponse& resp) {
   settings.worker_env = worker_env_;
   settings.shutting_down = &stopping_;
   settings.compile_cache = compile_cache_.get();
+  settings.log_buffer_bytes = config_.log_buffer_bytes;
   JobDeps jd{deps_.client, deps_.runner, deps_.executor, deps_.probe, deps_.clock, deps_.wheel_hook};
   RunningJob entry{job, std::make_shared<JobControl>(), std::make_shared<std::atomic<bool>>(false), {}};
   auto control = entry.control;

@@ -25,6 +25,7 @@ std::vector<FlagSpec> Specs() {
       {"name", "NAME", "worker name shown by farmd (default: host name)"},
       {"label", "K=V", "operator label, repeatable"},
       {"max-jobs", "N", "jobs run at once (default 1)"},
+      {"log-buffer-mib", "N", "log kept per job while farmd is unreachable (default 64)"},
       {"python", "PATH", "interpreter to offer, repeatable (default: discover)"},
       {"log-json", "", "log one JSON object per line"},
       {"keep-workspaces", "", "keep job workspaces after the job ends"},
@@ -127,6 +128,11 @@ Result<WorkerConfig> ParseWorkerFlags(int argc, char** argv, bool* help) {
   FARM_ASSIGN_OR_RETURN(int64_t max_jobs, flags.GetInt("max-jobs", 1));
   if (max_jobs < 1 || max_jobs > 64) return Status::InvalidArgument("--max-jobs must be 1..64");
   c.max_jobs = static_cast<int>(max_jobs);
+  FARM_ASSIGN_OR_RETURN(int64_t log_mib, flags.GetInt("log-buffer-mib", 64));
+  if (log_mib < 1 || log_mib > 4096) {
+    return Status::InvalidArgument("--log-buffer-mib must be 1..4096");
+  }
+  c.log_buffer_bytes = log_mib << 20;
   c.pythons = flags.GetAll("python");
   c.log_json = flags.Has("log-json");
   c.keep_workspaces = flags.Has("keep-workspaces");

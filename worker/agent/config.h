@@ -26,6 +26,8 @@ struct WorkerConfig {
   std::string name;              // default: the host name
   std::map<std::string, std::string> labels;
   int max_jobs = 1;
+  // What a job keeps of its log while farmd does not acknowledge it (log_shipper.h).
+  int64_t log_buffer_bytes = int64_t{64} << 20;
   std::vector<std::string> pythons;  // empty: discover
   bool log_json = false;
   bool keep_workspaces = false;

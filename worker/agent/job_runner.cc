@@ -109,7 +109,9 @@ Outcome JobRunner::StoppedOutcome(Outcome base) const {
 
 Outcome JobRunner::Run() {
   FarmLogSink sink(*deps_.client);
-  LogShipper log(sink, *deps_.clock, job_.job_id(), job_.attempt());
+  LogShipperOptions log_options;
+  log_options.max_buffered_bytes = static_cast<size_t>(settings_.log_buffer_bytes);
+  LogShipper log(sink, *deps_.clock, job_.job_id(), job_.attempt(), log_options);
   log.Start();
   log::Info("starting " + JobName(job_) + " of build " + std::to_string(job_.build_id()));
   Outcome outcome;

@@ -53,6 +53,7 @@ struct JobSettings {
   std::vector<std::string> find_links;  // where validation finds runtime requirements
   std::string worker_id;                // named in validation reports
   CompileCache* compile_cache = nullptr;  // the worker's ccache; null: builds run without
+  int64_t log_buffer_bytes = int64_t{64} << 20;  // LogShipperOptions::max_buffered_bytes
 };
 
 // How an attempt ended, as reported in CompleteJob.

@@ -54,6 +54,12 @@ TEST(ConfigTest, ParsesTheFlags) {
   EXPECT_TRUE(c->log_json);
   EXPECT_TRUE(c->keep_workspaces);
   EXPECT_EQ(c->name, "w1");
+  EXPECT_EQ(c->log_buffer_bytes, int64_t{64} << 20);
+  auto small = Parse({"--server", "a:1", "--log-buffer-mib", "8"}, &help);
+  ASSERT_OK(small.status());
+  EXPECT_EQ(small->log_buffer_bytes, int64_t{8} << 20);
+  EXPECT_FALSE(Parse({"--server", "a:1", "--log-buffer-mib", "0"}, &help).ok());
+  EXPECT_FALSE(Parse({"--server", "a:1", "--log-buffer-mib", "5000"}, &help).ok());
   EXPECT_FALSE(Parse({"--state-dir", "/s"}, &help).ok());  // no server
   EXPECT_FALSE(Parse({"--server", "a:1", "--server-file", "f"}, &help).ok());
   EXPECT_FALSE(Parse({"--server", "a:1", "--label", "novalue"}, &help).ok());
