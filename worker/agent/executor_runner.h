@@ -9,6 +9,7 @@
 #define FARM_WORKER_AGENT_EXECUTOR_RUNNER_H_
 
 #include <memory>
+#include <utility>
 
 #include "common/process.h"
 #include "common/status.h"

@@ -7,8 +7,8 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/sha256.h"
-#include "worker/agent/retry.h"
 #include "worker/agent/executor_runner.h"
+#include "worker/agent/retry.h"
 #include "worker/agent/validation.h"
 #include "worker/agent/workspace.h"
 
@@ -311,11 +311,8 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(
         log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
   };
   const bool in_container = deps_.executor->Name() != "native";
-  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validating in a clean venv" +
-                                                       (in_container ? " inside the " +
-                                                                           deps_.executor->Name() +
-                                                                           " container"
-                                                                     : std::string()));
+  std::string where = in_container ? " inside the " + deps_.executor->Name() + " container" : "";
+  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validating in a clean venv" + where);
   ValidationInputs in{.job = &job_, .wheels = wheels, .manifest = manifest, .python = python,
                       .dir = stdfs::path(env_in.wheel_dir).parent_path().string() + "/validate",
                       .build_dir = build_dir, .find_links = settings_.find_links,
