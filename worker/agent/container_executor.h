@@ -3,9 +3,11 @@
 // job runner's paths (venv, wheel dir, TMPDIR) mean the same inside; the container gets
 // exactly the job's environment through explicit --env flags (never the worker's), the
 // request's extra mounts (the compile cache) at the same paths, no
-// network unless the operator allows it, CPU and memory limits from the job's share of the
-// host, the GPUs when the host has them, and a unique name so that stopping the job stops
-// the container and not only the engine's client process.
+// network unless the operator allows it and the request is not offline (validation never
+// gets it), CPU and memory limits from the job's share of the host, the GPUs when the host
+// has them, and a unique name (also its host name, so what runs inside can tell where it
+// ran) so that stopping the job stops the container and not only the engine's client
+// process.
 //
 // The returned Process is the engine client (`podman run ...`): its stdout/stderr are the
 // container's, so logs stream as for native jobs. Kill() starts `ENGINE stop -t N NAME`;

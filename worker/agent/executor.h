@@ -1,7 +1,8 @@
-// Executor: where a build command runs. NativeExecutor runs it directly on the host (in
-// its own process group, with exactly the environment given); a container executor will
-// implement the same interface by wrapping the command in a container run. Executors are
-// thread-safe: several jobs start commands at once.
+// Executor: where a job's commands run. NativeExecutor runs them directly on the host (in
+// its own process group, with exactly the environment given); ContainerExecutor wraps each
+// in a container run of the job's builder image. The build command and, through
+// ExecutorProcessRunner (executor_runner.h), the validation steps go through the job's
+// executor. Executors are thread-safe: several jobs start commands at once.
 #ifndef FARM_WORKER_AGENT_EXECUTOR_H_
 #define FARM_WORKER_AGENT_EXECUTOR_H_
 
@@ -29,6 +30,9 @@ struct ExecRequest {
   std::string image;                        // builder image; ignored by NativeExecutor
   int64_t kill_grace_ms = 5000;             // SIGTERM -> SIGKILL on timeout
   std::vector<ExecMount> mounts;            // besides the workspace; NativeExecutor ignores them
+  // Never the network, whatever the operator allows for builds: validation installs with
+  // --no-index from local wheels only. NativeExecutor ignores it (the host's network).
+  bool offline = false;
 };
 
 class Executor {
@@ -39,12 +43,17 @@ class Executor {
   // Starts the command. On success the caller Wait()s on the process (and may Kill() it);
   // on failure returns why it could not start.
   virtual Result<std::unique_ptr<Process>> Start(const ExecRequest& request) = 0;
+  // True when Start() runs commands directly on the host, where the job's helper tools
+  // run: validation then keeps using the helper tools' runner. False (containers): each
+  // validation step is started through this executor.
+  virtual bool RunsOnHost() const { return false; }
 };
 
 class NativeExecutor final : public Executor {
  public:
   explicit NativeExecutor(ProcessRunner& runner) : runner_(runner) {}
   std::string Name() const override { return "native"; }
+  bool RunsOnHost() const override { return true; }
   Result<std::unique_ptr<Process>> Start(const ExecRequest& request) override {
     ProcessSpec spec;
     spec.argv = request.argv;

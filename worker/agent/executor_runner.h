@@ -8,7 +8,9 @@
 #ifndef FARM_WORKER_AGENT_EXECUTOR_RUNNER_H_
 #define FARM_WORKER_AGENT_EXECUTOR_RUNNER_H_
 
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "common/process.h"
@@ -31,6 +33,22 @@ class ExecutorProcessRunner final : public ProcessRunner {
   Executor& executor_;
   const ExecRequest base_;
 };
+
+// The runner for the steps that prove a job's wheels (clean venv, install, imports,
+// validation script). When `executor` runs on the host (native), `host` itself, unwrapped,
+// so validation runs exactly as the helper tools do. Otherwise an ExecutorProcessRunner
+// over `executor` with `base` (the workspace, image and mounts of the job's validation)
+// made offline: each step is one container of the job's image, with the GPUs passed as
+// for the build and never the network. `executor` and `host` must outlive the result.
+std::unique_ptr<ProcessRunner> MakeValidationRunner(Executor& executor, ProcessRunner& host,
+                                                    ExecRequest base);
+
+// Whether `path` is an executable file where `executor` runs `base`'s commands (for a
+// container: in the job's image), by running `test -x PATH` there, offline and for at
+// most `timeout_ms`. On success true or false; an error when the check itself could not
+// run (the engine failed, the image is missing, it timed out).
+Result<bool> HasExecutable(Executor& executor, ExecRequest base, const std::string& path,
+                           int64_t timeout_ms = 30000);
 
 }  // namespace farm::agent
 

@@ -310,8 +310,8 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(
     control_->log_seq =
         log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
   };
-  const bool in_container = deps_.executor->Name() != "native";
-  std::string where = in_container ? " inside the " + deps_.executor->Name() + " container" : "";
+  const bool on_host = deps_.executor->RunsOnHost();
+  std::string where = on_host ? "" : " inside the " + deps_.executor->Name() + " container";
   control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validating in a clean venv" + where);
   ValidationInputs in{.job = &job_, .wheels = wheels, .manifest = manifest, .python = python,
                       .dir = stdfs::path(env_in.wheel_dir).parent_path().string() + "/validate",
@@ -321,15 +321,10 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(
   venv_in.venv_dir = in.dir + "/venv";
   in.env = BuildJobEnv(venv_in);
   in.find_links.push_back(env_in.wheel_dir);
-  // Under a container executor validation runs where the build ran, in the recipe's
-  // image with the GPUs passed as for the build, each step one container.
-  std::unique_ptr<ExecutorProcessRunner> container_runner;
-  ProcessRunner* runner = deps_.runner;
-  if (in_container) {
-    container_runner = std::make_unique<ExecutorProcessRunner>(
-        *deps_.executor, ValidationContainer(in, job_.recipe().container_image()));
-    runner = container_runner.get();
-  }
+  // The job's executor decides where validation runs: on the host for native jobs, else
+  // each step in one container of the recipe's image, GPUs as for the build, offline.
+  std::unique_ptr<ProcessRunner> runner = MakeValidationRunner(
+      *deps_.executor, *deps_.runner, ValidationContainer(in, job_.recipe().container_image()));
   StepRunner steps(*runner, BaseEnv(settings_.worker_env), control_.get(), on_line);
   FARM_ASSIGN_OR_RETURN(auto report, ValidateWheels(steps, *runner, control_.get(), on_line, in));
   control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validation " +

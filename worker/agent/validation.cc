@@ -15,11 +15,14 @@ constexpr int64_t kImportTimeoutMs = 5 * 60 * 1000;
 constexpr int64_t kMaxReportBytes = 16 << 20;
 
 // Imports the module the way a user would, and says where it came from, so the log shows
-// that the installed copy (not the source tree) was imported.
+// that the installed copy (not the source tree) was imported, by which base interpreter
+// and on which host (a container's host name is its name).
 constexpr const char* kImportProgram =
-    "import importlib, sys\n"
+    "import importlib, os, platform, sys\n"
     "m = importlib.import_module(sys.argv[1])\n"
-    "print('farm: imported', m.__name__, 'from', getattr(m, '__file__', None))\n";
+    "print('farm: imported', m.__name__, 'from', getattr(m, '__file__', None),\n"
+    "      '(Python %s at %s on host %s)' % (platform.python_version(),\n"
+    "      os.path.realpath(sys.executable), platform.node()))\n";
 
 farm::v1::ValidationReport Report(farm::v1::ValidationState state, const std::string& message) {
   farm::v1::ValidationReport report;

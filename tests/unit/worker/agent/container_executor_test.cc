@@ -1,6 +1,7 @@
 // ContainerExecutor: the engine command line it plans (network, env, limits, GPUs, user),
 // and, with a shell script standing in for podman, that output streams, that Kill() stops
-// the container by name and that Wait() always removes it.
+// the container by name and that Wait() always removes it; the validation steps' engine
+// command lines (offline, GPUs, mounts, the job's env without secrets).
 #include "worker/agent/container_executor.h"
 #include "worker/agent/executor_runner.h"
 
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "common/fs.h"
+#include "worker/agent/build_env.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_util.h"
 
@@ -317,6 +319,146 @@ TEST(ExecutorProcessRunner, EachProcessIsOneExecutorRequestWithTheFixedParts) {
   inherits.clear_env = false;
   EXPECT_EQ(runner.Start(inherits).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(executor.requests.size(), 1u);
+}
+
+// The job's validation as job_runner builds it: the workspace, the worker's find-links
+// directory outside it, the job's identity for the container's name.
+ExecRequest ValidationBase() {
+  ExecRequest base;
+  base.workspace = "/srv/farm/ws/job-7-a1-x";
+  base.image = "builder:cu130";
+  base.mounts = {{"/opt/wheels", true}};
+  base.env = {{"FARM_JOB_ID", "7"}, {"FARM_ATTEMPT", "1"}};
+  return base;
+}
+
+// The validation script's environment: the job's, built with the worker's secrets named,
+// one of which a recipe variable carries.
+EnvMap ValidationEnv(farm::v1::JobAssignment& job) {
+  job.set_job_id(7);
+  job.set_attempt(1);
+  (*job.mutable_recipe()->mutable_env())["LEAKY"] = "token=enroll-secret-123";
+  (*job.mutable_recipe()->mutable_env())["RECIPE_VAR"] = "kept";
+  JobEnvInputs in;
+  in.job = &job;
+  in.worker_env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/root"}};
+  in.venv_dir = "/srv/farm/ws/job-7-a1-x/validate/venv";
+  in.wheel_dir = "/srv/farm/ws/job-7-a1-x/wheels";
+  in.python_version = "3.11";
+  in.cores = 4;
+  in.available_memory_bytes = int64_t{8} << 30;
+  in.secrets = {"enroll-secret-123", "worker-token-456"};
+  return BuildJobEnv(in);
+}
+
+TEST(ValidationContainer, RunsOfflineWithTheGpusTheMountsAndTheJobEnvMinusSecrets) {
+  FakeEngine engine;
+  RealProcessRunner host;
+  ContainerOptions o = FakeOptions(engine);
+  o.build_network = true;  // even where builds may use the network, validation may not
+  o.gpus = ContainerGpus::kAll;
+  ContainerExecutor ex(host, o, FakeHost(false, 1000, 0));
+  std::unique_ptr<ProcessRunner> runner = MakeValidationRunner(ex, host, ValidationBase());
+  farm::v1::JobAssignment job;
+  ProcessSpec spec{.argv = {"/srv/farm/ws/job-7-a1-x/validate/venv/bin/python", "check.py"},
+                   .cwd = "/srv/farm/ws/job-7-a1-x/validate",
+                   .env = ValidationEnv(job),
+                   .clear_env = true};
+  ASSERT_OK_AND_ASSIGN(auto proc, runner->Start(spec));
+  std::vector<std::string> lines;
+  proc->Wait([&lines](OutputStream, const std::string& l) { lines.push_back(l); }, 20000);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("farm: container farm-job-7-a1-"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("no network"), std::string::npos) << lines[0];
+  std::string run = engine.calls().substr(0, engine.calls().find('\n'));
+  EXPECT_EQ(run.rfind("run --rm --name farm-job-7-a1-", 0), 0u) << run;
+  EXPECT_NE(run.find("--hostname farm-job-7-a1-"), std::string::npos) << run;
+  EXPECT_NE(run.find("--network=none"), std::string::npos) << run;
+  EXPECT_NE(run.find("--device nvidia.com/gpu=all"), std::string::npos) << run;
+  EXPECT_NE(run.find("-v /srv/farm/ws/job-7-a1-x:/srv/farm/ws/job-7-a1-x:rw"), std::string::npos);
+  EXPECT_NE(run.find("-v /opt/wheels:/opt/wheels:ro"), std::string::npos) << run;
+  EXPECT_NE(run.find("-w /srv/farm/ws/job-7-a1-x/validate"), std::string::npos) << run;
+  EXPECT_NE(run.find("--env RECIPE_VAR=kept"), std::string::npos) << run;
+  EXPECT_NE(run.find("--env VIRTUAL_ENV=/srv/farm/ws/job-7-a1-x/validate/venv"), std::string::npos);
+  EXPECT_NE(run.find("--env FARM_JOB_ID=7"), std::string::npos) << run;
+  EXPECT_EQ(run.find("enroll-secret"), std::string::npos) << run;
+  EXPECT_EQ(run.find("LEAKY"), std::string::npos) << run;
+  EXPECT_EQ(run.find("--env HOME="), std::string::npos) << run;
+  EXPECT_NE(run.find("builder:cu130 /srv/farm/ws/job-7-a1-x/validate/venv/bin/python check.py"),
+            std::string::npos) << run;
+}
+
+TEST(ValidationContainer, DockerGetsGpusAllAndAutoFollowsTheHost) {
+  RealProcessRunner runner;
+  ContainerOptions o;
+  o.engine = "docker";
+  o.build_network = true;
+  ContainerExecutor with_gpu(runner, o, FakeHost(true, 0, 0));
+  ExecRequest r = ValidationBase();
+  r.argv = {"python", "check.py"};
+  r.offline = true;
+  ASSERT_OK_AND_ASSIGN(auto p, with_gpu.Plan(r, "v"));
+  EXPECT_EQ(After(p.argv, "--gpus"), "all");
+  EXPECT_TRUE(Has(p.argv, "--network=none"));
+  EXPECT_EQ(After(p.argv, "--hostname"), "farm-job-7-a1-v");
+  ContainerExecutor no_gpu(runner, o, FakeHost(false, 0, 0));
+  ASSERT_OK_AND_ASSIGN(auto q, no_gpu.Plan(r, "v"));
+  EXPECT_FALSE(Has(q.argv, "--gpus"));
+  r.offline = false;  // a build, where the operator allows the network
+  ASSERT_OK_AND_ASSIGN(auto b, no_gpu.Plan(r, "v"));
+  EXPECT_FALSE(Has(b.argv, "--network=none"));
+}
+
+TEST(ValidationContainer, NativeValidationRunsOnTheHostWithoutAnyEngine) {
+  FakeEngine engine;
+  RealProcessRunner host;
+  NativeExecutor native(host);
+  std::unique_ptr<ProcessRunner> runner = MakeValidationRunner(native, host, ValidationBase());
+  ProcessSpec spec{.argv = {"sh", "-c", "echo on-host-$X"},
+                   .env = {{"PATH", "/usr/bin:/bin"}, {"X", "1"}},
+                   .clear_env = true};
+  ASSERT_OK_AND_ASSIGN(auto proc, runner->Start(spec));
+  std::string out;
+  ProcessResult r = proc->Wait([&out](OutputStream, const std::string& l) { out += l; }, 20000);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(out, "on-host-1");
+  EXPECT_EQ(engine.calls(), "");
+}
+
+// An engine that answers `run ... IMAGE test -x PATH` by testing PATH on this machine, or
+// fails like an engine that cannot start the container when the path is /engine-fails.
+std::string TestingEngine(const std::string& dir) {
+  std::string script =
+      "#!/bin/sh\n"
+      "echo \"$*\" >> " + dir + "/calls\n"
+      "for a in \"$@\"; do last=$a; done\n"
+      "case \"$*\" in *' rm '*) exit 0;; esac\n"
+      "[ \"$last\" = /engine-fails ] && exit 125\n"
+      "[ -x \"$last\" ]\n";
+  EXPECT_OK(fs::WriteFileAtomic(dir + "/engine", script, 0755));
+  ::chmod((dir + "/engine").c_str(), 0755);
+  return dir + "/engine";
+}
+
+TEST(HasExecutable, AsksTheImageOfflineAndTellsEngineTroubleApart) {
+  ScopedTempDir dir;
+  RealProcessRunner host;
+  ContainerOptions o;
+  o.engine = TestingEngine(dir.path());
+  o.engine_env = {{"PATH", "/usr/bin:/bin"}};
+  o.build_network = true;
+  ContainerExecutor ex(host, o, FakeHost(false, 1000, 0));
+  ASSERT_OK_AND_ASSIGN(bool sh, HasExecutable(ex, ValidationBase(), "/bin/sh"));
+  EXPECT_TRUE(sh);
+  ASSERT_OK_AND_ASSIGN(bool missing, HasExecutable(ex, ValidationBase(), "/no/such/ccache"));
+  EXPECT_FALSE(missing);
+  auto trouble = HasExecutable(ex, ValidationBase(), "/engine-fails");
+  EXPECT_EQ(trouble.status().code(), StatusCode::kUnavailable);
+  auto calls = fs::ReadFile(dir.path() + "/calls");
+  ASSERT_OK(calls.status());
+  std::string first = calls->substr(0, calls->find('\n'));
+  EXPECT_NE(first.find("--network=none"), std::string::npos) << first;
+  EXPECT_NE(first.find("builder:cu130 test -x /bin/sh"), std::string::npos) << first;
 }
 
 TEST(OfflineToolRunner, RefusesRemoteGitAndAllowsLocalSteps) {
