@@ -194,10 +194,12 @@ Result<std::string> CompileCache::ShadowToolkit(const std::string& cuda_home) {
 }
 
 JobCacheUse CompileCache::PrepareJob(const farm::v1::Recipe& recipe, const std::string& ws,
-                                     const std::string& executor, EnvMap& env) {
+                                     const std::string& executor, EnvMap& env,
+                                     const ExecutableCheck& in_image) {
   std::string why_off = !recipe.ccache() ? "the recipe sets ccache: false"
                         : !available()   ? why_not_
                                          : "";
+  if (why_off.empty() && executor != "native" && in_image) why_off = ImageWhyOff(executor, in_image);
   std::string cuda_home = env.count("CUDA_HOME") ? env["CUDA_HOME"] : "";
   bool has_nvcc = !cuda_home.empty() && !FindInPath("nvcc", cuda_home + "/bin").empty();
   Result<std::string> shadow = std::string();
@@ -210,9 +212,21 @@ JobCacheUse CompileCache::PrepareJob(const farm::v1::Recipe& recipe, const std::
   if (executor != "native") {
     use.mounts = {{options_.cache_dir, false}, {options_.tools_dir, true}};
     use.note += "; in the " + executor + " container through " + ccache_ +
-                " when the image has it there";
+                (in_image ? " (the image has it)" : " when the image has it there");
   }
   return use;
+}
+
+std::string CompileCache::ImageWhyOff(const std::string& executor,
+                                      const ExecutableCheck& in_image) const {
+  Result<bool> has = in_image(ccache_);
+  if (!has.ok()) {
+    return "cannot tell whether the " + executor + " image has " + ccache_ + ": " +
+           has.status().message();
+  }
+  if (*has) return "";
+  return "the " + executor + " image has no " + ccache_ +
+         ", which the worker's compiler wrappers call";
 }
 
 JobCacheUse CompileCache::Off(const std::string& why, EnvMap& env) {

@@ -17,6 +17,7 @@
 #ifndef FARM_WORKER_AGENT_COMPILE_CACHE_H_
 #define FARM_WORKER_AGENT_COMPILE_CACHE_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,10 @@ farm::v1::CompileCacheStats ParseStatsLog(const std::string& text);
 // "compile cache: 12 hits, 0 misses (100%)", plus ", 1 uncacheable call" when there were.
 std::string DescribeCacheStats(const farm::v1::CompileCacheStats& stats);
 
+// Answers whether an executable file is at `path` where a job's build runs (for a
+// container executor: in the job's image); an error when that cannot be checked.
+using ExecutableCheck = std::function<Result<bool>(const std::string& path)>;
+
 // Returns the first executable named `name` in the colon-separated `path`; empty if none.
 std::string FindInPath(const std::string& name, const std::string& path);
 
@@ -75,15 +80,18 @@ class CompileCache {
   // Sets up the cache in `env`, the build environment of a job in workspace `ws`. For a
   // container executor (`executor` other than "native") the result's mounts name the
   // cache and wrapper directories to mount; the wrappers call this worker's ccache path,
-  // so the image must have ccache there (the hostusr image has the host's /usr). Without
-  // it the compilers run uncached: a masquerade link that leads nowhere is skipped by
-  // PATH lookup and the nvcc wrapper runs nvcc itself, and the job reports no compile.
-  // When the recipe or the worker turns the cache off, sets CCACHE_DISABLE=1 so a build
-  // that calls ccache itself does not use the cache either. On success `used` says
-  // whether compiles go through the cache; when the cache cannot be set up (the shadow
-  // toolkit cannot be written) the job builds without it and the note says why.
+  // so the image must have ccache there (the hostusr image has the host's /usr).
+  // `in_image` (container jobs) checks that path in the image first: without ccache there
+  // the cache is off and the note says so. Unchecked, an image without it still builds
+  // uncached: a masquerade link that leads nowhere is skipped by PATH lookup and the nvcc
+  // wrapper runs nvcc itself. When the recipe, the worker or the image turns the cache
+  // off, sets CCACHE_DISABLE=1 so a build that calls ccache itself does not use the cache
+  // either. On success `used` says whether compiles go through the cache; when the cache
+  // cannot be set up (the shadow toolkit cannot be written) the job builds without it and
+  // the note says why.
   JobCacheUse PrepareJob(const farm::v1::Recipe& recipe, const std::string& ws,
-                         const std::string& executor, EnvMap& env);
+                         const std::string& executor, EnvMap& env,
+                         const ExecutableCheck& in_image = nullptr);
 
   // Reads the job's statistics once its build has ended; nullopt when the job did not
   // use the cache. A build that compiled nothing reports zeros.
@@ -97,6 +105,8 @@ class CompileCache {
   JobCacheUse UseCache(const std::string& ws, const std::string& cuda_home,
                        const std::string& shadow, EnvMap& env);
   static JobCacheUse Off(const std::string& why, EnvMap& env);
+  // Why a container job's image cannot use the cache ("" when it can).
+  std::string ImageWhyOff(const std::string& executor, const ExecutableCheck& in_image) const;
   std::string MasqueradeDir() const { return options_.tools_dir + "/bin"; }
 
   const CompileCacheOptions options_;

@@ -89,6 +89,20 @@ ExecRequest ValidationContainer(const ValidationInputs& in, const std::string& i
   return base;
 }
 
+// For a job whose commands run in a container: checks a path in the recipe's image, in a
+// throwaway container named and labelled after the job. Null for native jobs.
+ExecutableCheck ImageCheckFor(Executor& executor, const std::string& ws, const std::string& image,
+                              const EnvMap& env) {
+  if (executor.RunsOnHost()) return nullptr;
+  ExecRequest base;
+  base.workspace = ws;
+  base.image = image;
+  for (const char* id : {"FARM_JOB_ID", "FARM_ATTEMPT"}) {
+    if (auto it = env.find(id); it != env.end()) base.env[id] = it->second;
+  }
+  return [&executor, base](const std::string& path) { return HasExecutable(executor, base, path); };
+}
+
 }  // namespace
 
 JobRunner::JobRunner(JobDeps deps, JobSettings settings, farm::v1::JobAssignment job,
@@ -189,7 +203,9 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   EnvMap env = BuildJobEnv(in);
   JobCacheUse cache_use;
   if (settings_.compile_cache != nullptr) {
-    cache_use = settings_.compile_cache->PrepareJob(recipe, ws, deps_.executor->Name(), env);
+    cache_use = settings_.compile_cache->PrepareJob(recipe, ws, deps_.executor->Name(), env,
+                                                    ImageCheckFor(*deps_.executor, ws,
+                                                                  recipe.container_image(), env));
   }
   if (!cache_use.note.empty()) system(cache_use.note);
   system("running the build command in " + build_dir + " (MAX_JOBS=" + env["MAX_JOBS"] +

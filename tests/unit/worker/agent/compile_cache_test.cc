@@ -282,5 +282,56 @@ TEST_F(CompileCacheTest, NvccWrapperRunsNvccItselfWhereCcacheIsMissing) {
   EXPECT_NE(out.find("fake nvcc"), std::string::npos) << out;
 }
 
+TEST_F(CompileCacheTest, AnImageWithoutCcacheBuildsUncachedAndTheNoteSaysWhy) {
+  auto cache = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(cache.status());
+  std::vector<std::string> asked;
+  EnvMap env = JobEnv();
+  JobCacheUse use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "podman", env,
+                                         [&asked](const std::string& path) -> Result<bool> {
+                                           asked.push_back(path);
+                                           return false;
+                                         });
+  EXPECT_EQ(asked, std::vector<std::string>{(*cache)->ccache_path()});
+  EXPECT_FALSE(use.used);
+  EXPECT_TRUE(use.mounts.empty());
+  EXPECT_EQ(env["CCACHE_DISABLE"], "1");
+  EXPECT_NE(use.note.find("compile cache: off (the podman image has no " +
+                          (*cache)->ccache_path()),
+            std::string::npos) << use.note;
+  EXPECT_FALSE(CompileCache::FinishJob(use).has_value());
+
+  env = JobEnv();
+  use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "podman", env,
+                             [](const std::string&) -> Result<bool> {
+                               return Status::Unavailable("the engine exited with code 125");
+                             });
+  EXPECT_FALSE(use.used);
+  EXPECT_NE(use.note.find("cannot tell whether the podman image has"), std::string::npos)
+      << use.note;
+  EXPECT_NE(use.note.find("code 125"), std::string::npos) << use.note;
+
+  env = JobEnv();
+  use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "podman", env,
+                             [](const std::string&) -> Result<bool> { return true; });
+  EXPECT_TRUE(use.used) << use.note;
+  EXPECT_EQ(use.mounts.size(), 2u);
+  EXPECT_NE(use.note.find("(the image has it)"), std::string::npos) << use.note;
+
+  // Native jobs and recipes that turn the cache off never ask the image.
+  asked.clear();
+  auto never = [&asked](const std::string& path) -> Result<bool> {
+    asked.push_back(path);
+    return false;
+  };
+  env = JobEnv();
+  EXPECT_TRUE((*cache)->PrepareJob(recipe_, root_ + "/ws", "native", env, never).used);
+  farm::v1::Recipe off;
+  off.set_ccache(false);
+  env = JobEnv();
+  EXPECT_FALSE((*cache)->PrepareJob(off, root_ + "/ws", "podman", env, never).used);
+  EXPECT_TRUE(asked.empty());
+}
+
 }  // namespace
 }  // namespace farm::agent
