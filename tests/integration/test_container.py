@@ -7,8 +7,10 @@ FARM_PODMAN_GLOBAL_ARGS overrides the engine flags (default: runc + cgroupfs whe
 /usr/sbin/runc exists, which the development machine needs).
 """
 import os
+import re
 import shlex
 import shutil
+import socket
 import subprocess
 import time
 
@@ -100,7 +102,7 @@ def test_example_package_builds_inside_the_container(farm, image):
     assert f"farm: container farm-job-{job['id']}-a1-" in log
     assert "no network" in log
     assert not job_containers(job["id"]), "the container outlived its job"
-    assert "in the podman container through" in log, log[-3000:]
+    assert re.search(r"in the podman container through \S+ \(the image has it\)", log), log[-3000:]
     # Validation ran in containers of the same image too: the venv, the install and the
     # import each start one (their banners follow the validation line); no GPU here, so
     # the script waits for hardware.
@@ -110,6 +112,18 @@ def test_example_package_builds_inside_the_container(farm, image):
     assert banners >= 3, log[-4000:]
     report = artifact.get("validation", {})
     assert "installed and imported in a clean venv" in report.get("message", ""), artifact
+    # Python itself says where the import ran: on a host named after one of the job's
+    # validation containers (podman --hostname), which the worker's host is not, with the
+    # interpreter the build's venv was made with.
+    (imported,) = [l for l in after[1].splitlines() if "farm: imported attn_example from" in l]
+    m = re.search(r"\(Python \S+ at (\S+) on host (\S+)\)", imported)
+    assert m, imported
+    assert m.group(2).startswith(f"farm-job-{job['id']}-a1-"), imported
+    assert m.group(2) != socket.gethostname()
+    assert f"farm: container {m.group(2)} (image {image}, no network" in after[1], after[1][:3000]
+    (venv_python,) = re.findall(r"farm: creating venv with (\S+) \(Python", log)
+    assert m.group(1) == os.path.realpath(venv_python), (imported, venv_python)
+    assert "/validate/venv/" in imported
     print(f"container build: {elapsed:.1f}s, wheel {artifact['filename']} {artifact['size']} bytes")
 
     # The worker's compile cache is mounted into the next job's container: the same
