@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes the local builder image with docker/builder-local/make-image.sh (hostusr mode) and
 # checks, inside a podman container, what the container executor relies on: Python makes a
-# venv, nvcc compiles sm_120a/sm_121a code (when the host has a CUDA toolkit), /usr is
-# read-only, there is no network but loopback, and the job runs as the builder user.
+# venv, nvcc compiles sm_120a/sm_121a code (when the host has a CUDA toolkit), the host's
+# ccache runs at the same path (the worker's compile cache), /usr is read-only, there is
+# no network but loopback, and the job runs as the builder user.
 # Exits 77 when podman is missing or cannot run containers on this machine.
 # FARM_PODMAN_GLOBAL_ARGS overrides the global podman flags (default: runc + cgroupfs when
 # /usr/sbin/runc exists, which the development machine needs).
@@ -63,5 +64,13 @@ if [[ -x /usr/local/cuda/bin/nvcc ]]; then
   echo "ok: nvcc compiled sm_120a and sm_121a code ($(stat -c %s "$tmp/k.o") bytes)"
 else
   echo "note: no CUDA toolkit at /usr/local/cuda; nvcc not checked"
+fi
+# The worker's compile cache runs in the container through the worker's own ccache path.
+if ccache_path=$(command -v ccache); then
+  run sh -c "test -x $ccache_path && CCACHE_DIR=/tmp/cc $ccache_path --version | head -n 1" \
+    > "$tmp/ccache.out" || fail "$ccache_path does not run in the container"
+  echo "ok: $(cat "$tmp/ccache.out") at $ccache_path"
+else
+  echo "note: no ccache on this host; the compile cache is not checked"
 fi
 echo "PASS: local builder image (${SECONDS}s)"
