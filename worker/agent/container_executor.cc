@@ -200,7 +200,8 @@ Result<ContainerPlan> ContainerExecutor::Plan(const ExecRequest& req,
   a.insert(a.end(), options_.engine_args.begin(), options_.engine_args.end());
   a.insert(a.end(), {"run", "--rm", "--name", plan.name, "--label", "farm.job=" + (req.env.count("FARM_JOB_ID") ? req.env.at("FARM_JOB_ID") : "0"),
                      "--security-opt", "no-new-privileges", "--hostname", plan.name});
-  if (!options_.build_network || req.offline) a.push_back("--network=none");
+  plan.network = options_.build_network && !req.offline;
+  if (!plan.network) a.push_back("--network=none");
   a.insert(a.end(), {"--cpus", std::to_string(plan.cpus)});
   if (plan.memory_bytes > 0) {
     a.insert(a.end(), {"--memory", std::to_string(plan.memory_bytes >> 20) + "m"});
@@ -259,7 +260,7 @@ Result<std::unique_ptr<Process>> ContainerExecutor::Start(const ExecRequest& req
   std::vector<std::string> engine_cmd = {options_.engine};
   engine_cmd.insert(engine_cmd.end(), options_.engine_args.begin(), options_.engine_args.end());
   std::string banner = "farm: container " + plan.name + " (image " + plan.image + ", " +
-                       (options_.build_network && !req.offline ? "network" : "no network") +
+                       (plan.network ? "network" : "no network") +
                        ", cpus " +
                        std::to_string(plan.cpus) +
                        (plan.memory_bytes > 0 ? ", memory " + std::to_string(plan.memory_bytes >> 20) + " MiB" : "") + ")";

@@ -66,6 +66,7 @@ struct ContainerPlan {
   std::string chown_user;                // "UID:GID" to hand the workspace to, or ""
   int cpus = 1;
   int64_t memory_bytes = 0;
+  bool network = false;                  // false: --network=none
 };
 
 class ContainerExecutor final : public Executor {

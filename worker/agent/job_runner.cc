@@ -72,17 +72,24 @@ std::string DescribeManifest(const farm::v1::ArchManifest& m) {
   return out + ")";
 }
 
+// What every container of a job shares: its workspace, the recipe's image, and the job's
+// identity, from which a container executor names and labels the container.
+ExecRequest JobContainerBase(const std::string& ws, const std::string& image, const EnvMap& env) {
+  ExecRequest base;
+  base.workspace = ws;
+  base.image = image;
+  base.kill_grace_ms = kKillGraceMs;
+  for (const char* id : {"FARM_JOB_ID", "FARM_ATTEMPT"}) {
+    if (auto it = env.find(id); it != env.end()) base.env[id] = it->second;
+  }
+  return base;
+}
+
 // The fixed parts of each validation step's container: the job's workspace (the
 // validation directory's parent) and, read-only, the worker's own wheel directories for
 // runtime requirements, which lie outside it.
 ExecRequest ValidationContainer(const ValidationInputs& in, const std::string& image) {
-  ExecRequest base;
-  base.workspace = stdfs::path(in.dir).parent_path().string();
-  base.image = image;
-  base.kill_grace_ms = kKillGraceMs;
-  for (const char* id : {"FARM_JOB_ID", "FARM_ATTEMPT"}) {  // the container's name and label
-    if (auto it = in.env.find(id); it != in.env.end()) base.env[id] = it->second;
-  }
+  ExecRequest base = JobContainerBase(stdfs::path(in.dir).parent_path().string(), image, in.env);
   for (const std::string& dir : in.find_links) {
     if (dir.rfind(base.workspace + "/", 0) != 0) base.mounts.push_back({dir, true});
   }
@@ -94,12 +101,7 @@ ExecRequest ValidationContainer(const ValidationInputs& in, const std::string& i
 ExecutableCheck ImageCheckFor(Executor& executor, const std::string& ws, const std::string& image,
                               const EnvMap& env) {
   if (executor.RunsOnHost()) return nullptr;
-  ExecRequest base;
-  base.workspace = ws;
-  base.image = image;
-  for (const char* id : {"FARM_JOB_ID", "FARM_ATTEMPT"}) {
-    if (auto it = env.find(id); it != env.end()) base.env[id] = it->second;
-  }
+  ExecRequest base = JobContainerBase(ws, image, env);
   return [&executor, base](const std::string& path) { return HasExecutable(executor, base, path); };
 }
 
