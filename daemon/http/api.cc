@@ -154,8 +154,11 @@ Response ApiBuild(const DashboardDeps& deps, int64_t build_id) {
   o["recipe_version"] = recipe.version();
   o["recipe_yaml"] = recipe.yaml();
   o["matrix"] = ProtoToJson(recipe.matrix());
+  // The proto must outlive the loop: a range-for over a member of a temporary reads freed
+  // memory (the temporary dies before the loop body runs).
+  const farm::v1::Build build_proto = model::BuildToProto(*build);
   json::array rejected;
-  for (const auto& cell : model::BuildToProto(*build).rejected_cells()) rejected.push_back(json::value(cell));
+  for (const auto& cell : build_proto.rejected_cells()) rejected.push_back(json::value(cell));
   o["rejected_cells"] = std::move(rejected);
   json::array arr;
   for (const auto& j : *jobs) arr.push_back(JobJson(j, now));

@@ -89,6 +89,24 @@ TEST_F(RouterTest, BuildAndJobShowTimingsAndState) {
   EXPECT_EQ(ov.at("running").as_array()[0].at("recipe_name").as_string(), "attn-example");
 }
 
+TEST_F(RouterTest, BuildWithRejectedCellsListsThem) {
+  // A build whose matrix dropped cells: its page was read from a destroyed temporary.
+  store::BuildRow b;
+  b.recipe_name = "attn-example";
+  b.submitted_by = "test";
+  b.rejected_cells = "py3.9 cuda12.1 9.0a: CUDA 12.1 cannot emit sm_90a\npy3.13 cuda13.0 8.0: no torch\n";
+  std::vector<store::JobRow> jobs;
+  ASSERT_OK(store_->CreateBuild(&b, &jobs));
+  Router r = MakeRouter();
+  for (int i = 0; i < 3; ++i) {  // the dashboard polls it
+    auto v = Json(Get(r, "/api/v1/builds/" + std::to_string(b.id)));
+    const auto& rejected = v.at("rejected_cells").as_array();
+    ASSERT_EQ(rejected.size(), 2u);
+    EXPECT_EQ(rejected[0].as_string(), "py3.9 cuda12.1 9.0a: CUDA 12.1 cannot emit sm_90a");
+    EXPECT_EQ(v.at("jobs").as_array().size(), 0u);
+  }
+}
+
 TEST_F(RouterTest, LogPagesDownloadAndEventStream) {
   auto ids = AddBuild(1);
   Start(ids[0]);
