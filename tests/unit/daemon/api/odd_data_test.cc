@@ -1,0 +1,469 @@
+// Every gRPC method of farmd (FarmService and WorkerService), called over a real channel
+// against FarmServer on 127.0.0.1:0 with a real SQLite store, with odd but legal data:
+// builds with rejected cells, empty lists, unicode text, extreme sizes and ids, calls on
+// jobs a worker does not hold. Each answer has the documented status code (never INTERNAL
+// or UNKNOWN) and farmd keeps serving afterwards. The sanitizer build runs it too.
+#include <grpcpp/grpcpp.h>
+
+#include <climits>
+#include <memory>
+#include <string>
+
+#include "common/fs.h"
+#include "daemon/api/server.h"
+#include "farm/v1/client.grpc.pb.h"
+#include "farm/v1/worker.grpc.pb.h"
+#include "tests/support/test_util.h"
+
+namespace farm::api {
+namespace {
+
+using grpc::StatusCode;
+
+constexpr char kUnicode[] = "注意力 Ünïcödé 🚀 “quoted” <b>&amp;</b>";
+
+// A recipe whose matrix keeps one cell and rejects two (no sm_120a/sm_121a with CUDA 12.4).
+constexpr char kRecipe[] = R"(# 注释 with unicode 🚀
+name: odd-recipe
+version: "0.1.0"
+source:
+  git: {url: "https://example.invalid/odd.git", commit: "0123456789abcdef0123456789abcdef01234567"}
+env:
+  GREETING: "注意力 🚀"
+build: |
+  echo "编译 🚀"
+matrix:
+  python: ["3.11"]
+  cuda: ["12.4"]
+  arch_lists: ["9.0", "12.0a", "12.1a"]
+timeout: 60
+)";
+
+class OddDataRpcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions o;
+    o.data_dir = dir_.path() + "/data";
+    o.listen = "127.0.0.1:0";
+    o.publish_interval_ms = 3'600'000;  // the publisher stays idle
+    auto server = FarmServer::Start(o);
+    ASSERT_OK(server.status());
+    server_ = std::move(server.value());
+    auto admin = fs::ReadFile(o.data_dir + "/admin.token");
+    auto enroll = fs::ReadFile(o.data_dir + "/enroll.token");
+    ASSERT_OK(admin.status());
+    ASSERT_OK(enroll.status());
+    admin_ = Trim(admin.value());
+    enroll_ = Trim(enroll.value());
+    auto channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    farm_ = farm::v1::FarmService::NewStub(channel);
+    worker_ = farm::v1::WorkerService::NewStub(channel);
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+  }
+
+  static std::string Trim(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  }
+
+  std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->AddMetadata("authorization", "Bearer " + token);
+    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    return c;
+  }
+
+  // A server error is a defect: odd input must be answered by name.
+  static void ExpectHandled(const grpc::Status& s, const std::string& what) {
+    EXPECT_NE(s.error_code(), StatusCode::INTERNAL) << what << ": " << s.error_message();
+    EXPECT_NE(s.error_code(), StatusCode::UNKNOWN) << what << ": " << s.error_message();
+    EXPECT_NE(s.error_code(), StatusCode::UNAVAILABLE) << what << ": " << s.error_message();
+  }
+
+  farm::v1::Build Submit() {
+    farm::v1::SubmitBuildRequest req;
+    req.set_recipe_yaml(kRecipe);
+    req.set_recipe_path("odd/ünï recipe.yaml");
+    req.set_priority(INT32_MAX);
+    farm::v1::SubmitBuildResponse resp;
+    auto s = farm_->SubmitBuild(Ctx(admin_).get(), req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp.build();
+  }
+
+  // Registers a worker with a unicode name and no capabilities; returns its id and token.
+  std::pair<std::string, std::string> RegisterWorker() {
+    farm::v1::RegisterRequest req;
+    req.set_name(kUnicode);
+    farm::v1::RegisterResponse resp;
+    auto s = worker_->Register(Ctx(enroll_).get(), req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return {resp.worker_id(), resp.worker_token()};
+  }
+
+  farm::testing::ScopedTempDir dir_;
+  std::unique_ptr<FarmServer> server_;
+  std::string admin_, enroll_;
+  std::unique_ptr<farm::v1::FarmService::Stub> farm_;
+  std::unique_ptr<farm::v1::WorkerService::Stub> worker_;
+};
+
+TEST_F(OddDataRpcTest, BuildsWithRejectedCellsExtremePagesAndUnknownIds) {
+  farm::v1::Build build = Submit();
+  ASSERT_GT(build.id(), 0);
+  EXPECT_EQ(build.jobs_size(), 1);
+  ASSERT_EQ(build.rejected_cells_size(), 2);
+  EXPECT_NE(build.rejected_cells(0).find("12.0a"), std::string::npos);
+
+  for (int i = 0; i < 3; ++i) {  // a client polling a build with rejected cells
+    farm::v1::GetBuildRequest get;
+    get.set_build_id(build.id());
+    farm::v1::Build got;
+    ASSERT_TRUE(farm_->GetBuild(Ctx(admin_).get(), get, &got).ok());
+    EXPECT_EQ(got.rejected_cells_size(), 2);
+    EXPECT_EQ(got.recipe().env().at("GREETING"), "注意力 🚀");
+  }
+  for (int64_t id : {int64_t{0}, int64_t{-1}, INT64_MAX}) {
+    farm::v1::GetBuildRequest get;
+    get.set_build_id(id);
+    farm::v1::Build got;
+    auto s = farm_->GetBuild(Ctx(admin_).get(), get, &got);
+    ExpectHandled(s, "GetBuild " + std::to_string(id));
+    EXPECT_EQ(s.error_code(), StatusCode::NOT_FOUND) << id;
+  }
+  for (int size : {0, -1, INT32_MAX}) {
+    for (int64_t before : {int64_t{0}, int64_t{-5}, INT64_MAX}) {
+      farm::v1::ListBuildsRequest list;
+      list.set_page_size(size);
+      list.set_before_id(before);
+      farm::v1::ListBuildsResponse resp;
+      auto s = farm_->ListBuilds(Ctx(admin_).get(), list, &resp);
+      ExpectHandled(s, "ListBuilds");
+      EXPECT_LE(resp.builds_size(), 1);
+    }
+  }
+  farm::v1::CancelBuildRequest cancel;
+  cancel.set_build_id(INT64_MAX);
+  farm::v1::Build cancelled;
+  EXPECT_EQ(farm_->CancelBuild(Ctx(admin_).get(), cancel, &cancelled).error_code(),
+            StatusCode::NOT_FOUND);
+  cancel.set_build_id(build.id());
+  ASSERT_TRUE(farm_->CancelBuild(Ctx(admin_).get(), cancel, &cancelled).ok());
+  EXPECT_EQ(cancelled.state(), farm::v1::BUILD_CANCELLED);
+
+  // Watching an ended build sends it once and ends; an unknown build is NOT_FOUND.
+  farm::v1::WatchBuildRequest watch;
+  watch.set_build_id(build.id());
+  watch.set_include_logs(true);
+  auto ctx = Ctx(admin_);
+  auto reader = farm_->WatchBuild(ctx.get(), watch);
+  farm::v1::BuildEvent ev;
+  int events = 0;
+  while (events < 100 && reader->Read(&ev)) ++events;
+  EXPECT_GE(events, 1);
+  ExpectHandled(reader->Finish(), "WatchBuild");
+  watch.set_build_id(INT64_MAX);
+  auto ctx2 = Ctx(admin_);
+  auto missing = farm_->WatchBuild(ctx2.get(), watch);
+  while (missing->Read(&ev)) {
+  }
+  EXPECT_EQ(missing->Finish().error_code(), StatusCode::NOT_FOUND);
+}
+
+TEST_F(OddDataRpcTest, JobsLogsRetriesAndArtifactsWithOddIds) {
+  farm::v1::Build build = Submit();
+  ASSERT_EQ(build.jobs_size(), 1);
+  int64_t job_id = build.jobs(0).id();
+  farm::v1::GetJobRequest get;
+  farm::v1::Job job;
+  for (int64_t id : {int64_t{0}, INT64_MAX}) {
+    get.set_job_id(id);
+    EXPECT_EQ(farm_->GetJob(Ctx(admin_).get(), get, &job).error_code(), StatusCode::NOT_FOUND);
+  }
+  get.set_job_id(job_id);
+  ASSERT_TRUE(farm_->GetJob(Ctx(admin_).get(), get, &job).ok());
+
+  farm::v1::RetryJobRequest retry;
+  retry.set_job_id(job_id);  // pending: nothing to retry
+  EXPECT_EQ(farm_->RetryJob(Ctx(admin_).get(), retry, &job).error_code(),
+            StatusCode::FAILED_PRECONDITION);
+  retry.set_job_id(INT64_MAX);
+  EXPECT_EQ(farm_->RetryJob(Ctx(admin_).get(), retry, &job).error_code(), StatusCode::NOT_FOUND);
+
+  for (int limit : {0, -1, INT32_MAX}) {
+    for (int tail : {0, -1, INT32_MAX}) {
+      farm::v1::GetJobLogRequest log;
+      log.set_job_id(job_id);
+      log.set_limit(limit);
+      log.set_tail(tail);
+      log.set_after_seq(INT64_MIN);
+      log.set_attempt(INT32_MAX);
+      farm::v1::GetJobLogResponse resp;
+      auto s = farm_->GetJobLog(Ctx(admin_).get(), log, &resp);
+      ExpectHandled(s, "GetJobLog");
+      EXPECT_EQ(resp.lines_size(), 0);
+    }
+  }
+  farm::v1::GetArtifactRequest art;
+  for (int64_t id : {int64_t{0}, INT64_MAX}) {
+    art.set_artifact_id(id);
+    auto ctx = Ctx(admin_);
+    auto reader = farm_->DownloadArtifact(ctx.get(), art);
+    farm::v1::ArtifactChunk chunk;
+    while (reader->Read(&chunk)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), StatusCode::NOT_FOUND);
+  }
+}
+
+TEST_F(OddDataRpcTest, WorkerCallsWithUnicodeNamesAndJobsNotHeld) {
+  auto [id, token] = RegisterWorker();
+  ASSERT_FALSE(token.empty());
+  farm::v1::Build build = Submit();
+  int64_t job_id = build.jobs(0).id();
+
+  farm::v1::HeartbeatRequest hb;
+  hb.set_worker_id(id);
+  auto* running = hb.add_running();  // a job it was never given
+  running->set_job_id(INT64_MAX);
+  running->set_attempt(INT32_MAX);
+  farm::v1::HeartbeatResponse hb_resp;
+  ExpectHandled(worker_->Heartbeat(Ctx(token).get(), hb, &hb_resp), "Heartbeat");
+  hb.set_worker_id("someone-else");
+  EXPECT_EQ(worker_->Heartbeat(Ctx(token).get(), hb, &hb_resp).error_code(),
+            StatusCode::PERMISSION_DENIED);
+
+  // No capabilities: the job cannot be placed here, so nothing is leased.
+  farm::v1::AcquireJobRequest acquire;
+  acquire.set_worker_id(id);
+  acquire.set_wait_ms(-5);
+  farm::v1::AcquireJobResponse acquired;
+  ASSERT_TRUE(worker_->AcquireJob(Ctx(token).get(), acquire, &acquired).ok());
+  EXPECT_FALSE(acquired.has_job());
+
+  {  // Lines for a job it does not hold are refused; an empty stream is fine.
+    farm::v1::UploadLogResponse resp;
+    auto ctx = Ctx(token);
+    auto writer = worker_->UploadLog(ctx.get(), &resp);
+    farm::v1::LogChunk chunk;
+    chunk.set_job_id(job_id);
+    chunk.set_attempt(1);
+    auto* line = chunk.add_lines();
+    line->set_seq(1), line->set_text(kUnicode);
+    writer->Write(chunk);
+    writer->WritesDone();
+    EXPECT_EQ(writer->Finish().error_code(), StatusCode::PERMISSION_DENIED);
+    auto ctx2 = Ctx(token);
+    auto empty = worker_->UploadLog(ctx2.get(), &resp);
+    empty->WritesDone();
+    ExpectHandled(empty->Finish(), "UploadLog empty");
+  }
+  {  // An artifact for a job it does not hold, and a stream without a header.
+    farm::v1::UploadArtifactResponse resp;
+    auto ctx = Ctx(token);
+    auto writer = worker_->UploadArtifact(ctx.get(), &resp);
+    farm::v1::ArtifactUpload up;
+    auto* h = up.mutable_header();
+    h->set_job_id(job_id), h->set_attempt(1), h->set_size(0);
+    h->set_filename("odd_recipe-0.1.0-cp311-cp311-linux_x86_64.whl");
+    writer->Write(up);
+    writer->WritesDone();
+    auto s = writer->Finish();
+    ExpectHandled(s, "UploadArtifact");
+    EXPECT_FALSE(s.ok());
+    auto ctx2 = Ctx(token);
+    auto headless = worker_->UploadArtifact(ctx2.get(), &resp);
+    farm::v1::ArtifactUpload data;
+    data.set_data(std::string(1000, 'x'));
+    headless->Write(data);
+    headless->WritesDone();
+    EXPECT_EQ(headless->Finish().error_code(), StatusCode::INVALID_ARGUMENT);
+  }
+  farm::v1::CompleteJobRequest complete;
+  complete.set_job_id(job_id);
+  complete.set_attempt(1);
+  complete.set_detail(kUnicode);
+  complete.set_peak_rss_bytes(INT64_MAX);
+  farm::v1::CompleteJobResponse done;
+  EXPECT_EQ(worker_->CompleteJob(Ctx(token).get(), complete, &done).error_code(),
+            StatusCode::PERMISSION_DENIED);
+
+  farm::v1::ListWorkersResponse workers;
+  ASSERT_TRUE(farm_->ListWorkers(Ctx(admin_).get(), {}, &workers).ok());
+  ASSERT_EQ(workers.workers_size(), 1);
+  EXPECT_EQ(workers.workers(0).name(), kUnicode);
+  farm::v1::DrainWorkerRequest drain;
+  drain.set_worker_id(kUnicode);  // not an id
+  farm::v1::WorkerInfo info;
+  EXPECT_EQ(farm_->DrainWorker(Ctx(admin_).get(), drain, &info).error_code(),
+            StatusCode::NOT_FOUND);
+  drain.set_worker_id(id);
+  ASSERT_TRUE(farm_->DrainWorker(Ctx(admin_).get(), drain, &info).ok());
+  EXPECT_EQ(info.name(), kUnicode);
+}
+
+TEST_F(OddDataRpcTest, LeasedJobTakesATenThousandLineUnicodeLogAndEnds) {
+  farm::v1::RegisterRequest reg;
+  reg.set_name("gpu-host-ünï");
+  auto* caps = reg.mutable_capabilities();
+  caps->set_platform("linux_x86_64");
+  caps->add_pythons()->set_version("3.11");
+  auto* tk = caps->add_toolkits();
+  tk->set_version("12.4");
+  tk->add_gpu_codes("sm_90"), tk->add_gpu_codes("compute_90");
+  farm::v1::RegisterResponse registered;
+  ASSERT_TRUE(worker_->Register(Ctx(enroll_).get(), reg, &registered).ok());
+  const std::string& token = registered.worker_token();
+  farm::v1::Build build = Submit();
+  ASSERT_EQ(build.jobs_size(), 1);
+
+  farm::v1::AcquireJobRequest acquire;
+  acquire.set_worker_id(registered.worker_id());
+  acquire.set_wait_ms(INT32_MAX);  // clamped by farmd; a job is there at once
+  farm::v1::AcquireJobResponse acquired;
+  ASSERT_TRUE(worker_->AcquireJob(Ctx(token).get(), acquire, &acquired).ok());
+  ASSERT_TRUE(acquired.has_job());
+  const int64_t job_id = acquired.job().job_id();
+  EXPECT_EQ(acquired.job().recipe().env().at("GREETING"), "注意力 🚀");
+
+  farm::v1::UploadLogResponse acked;
+  auto ctx = Ctx(token);
+  auto writer = worker_->UploadLog(ctx.get(), &acked);
+  for (int chunk_start = 1; chunk_start <= 10'000; chunk_start += 1000) {
+    farm::v1::LogChunk chunk;
+    chunk.set_job_id(job_id);
+    chunk.set_attempt(1);
+    for (int seq = chunk_start; seq < chunk_start + 1000; ++seq) {
+      auto* line = chunk.add_lines();
+      line->set_seq(seq);
+      line->set_stream(seq % 2 ? farm::v1::STDOUT : farm::v1::STDERR);
+      line->set_text(seq % 1000 == 0 ? std::string(64 * 1024, 'x') : kUnicode + std::to_string(seq));
+    }
+    ASSERT_TRUE(writer->Write(chunk));
+  }
+  writer->WritesDone();
+  ASSERT_TRUE(writer->Finish().ok());
+  EXPECT_EQ(acked.acked_seq(), 10'000);
+
+  farm::v1::GetJobLogRequest tail;
+  tail.set_job_id(job_id);
+  tail.set_tail(INT32_MAX);
+  tail.set_limit(INT32_MAX);
+  farm::v1::GetJobLogResponse lines;
+  ASSERT_TRUE(farm_->GetJobLog(Ctx(admin_).get(), tail, &lines).ok());
+  ASSERT_GT(lines.lines_size(), 0);
+  EXPECT_EQ(lines.lines(lines.lines_size() - 1).seq(), 10'000);
+  tail.set_tail(3);
+  ASSERT_TRUE(farm_->GetJobLog(Ctx(admin_).get(), tail, &lines).ok());
+  ASSERT_EQ(lines.lines_size(), 3);
+  EXPECT_EQ(lines.lines(0).text(), kUnicode + std::string("9998"));
+
+  farm::v1::CompleteJobRequest complete;
+  complete.set_job_id(job_id);
+  complete.set_attempt(1);
+  complete.set_exit_code(INT32_MIN);
+  complete.set_cause(farm::v1::CAUSE_BUILD_FAILED);
+  complete.set_detail(kUnicode);
+  complete.set_peak_rss_bytes(INT64_MAX);
+  complete.set_last_log_seq(10'000);
+  farm::v1::CompleteJobResponse done;
+  ASSERT_TRUE(worker_->CompleteJob(Ctx(token).get(), complete, &done).ok());
+  EXPECT_EQ(done.state(), farm::v1::JOB_FAILED);
+  // Reporting the same end again is accepted and changes nothing.
+  ASSERT_TRUE(worker_->CompleteJob(Ctx(token).get(), complete, &done).ok());
+  farm::v1::GetJobRequest get;
+  get.set_job_id(job_id);
+  farm::v1::Job job;
+  ASSERT_TRUE(farm_->GetJob(Ctx(admin_).get(), get, &job).ok());
+  ASSERT_EQ(job.attempts_size(), 1);
+  EXPECT_EQ(job.attempts(0).detail(), kUnicode);
+  EXPECT_EQ(job.attempts(0).peak_rss_bytes(), INT64_MAX);
+  farm::v1::RetryJobRequest retry;
+  retry.set_job_id(job_id);
+  ASSERT_TRUE(farm_->RetryJob(Ctx(admin_).get(), retry, &job).ok());
+  EXPECT_EQ(job.state(), farm::v1::JOB_PENDING);
+}
+
+TEST_F(OddDataRpcTest, TokensPublicationsSchedulesAndHostsWithOddData) {
+  farm::v1::CreateTokenRequest token;
+  token.set_name(kUnicode);
+  token.set_role("viewer");
+  farm::v1::CreateTokenResponse created;
+  ASSERT_TRUE(farm_->CreateToken(Ctx(admin_).get(), token, &created).ok());
+  EXPECT_EQ(created.name(), kUnicode);
+  token.set_role("emperor");
+  EXPECT_EQ(farm_->CreateToken(Ctx(admin_).get(), token, &created).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+
+  farm::v1::Build build = Submit();
+  farm::v1::PublishBuildRequest publish;
+  publish.set_build_id(build.id());
+  publish.set_target("");  // both; the recipe publishes nowhere
+  farm::v1::PublishBuildResponse published;
+  auto s = farm_->PublishBuild(Ctx(admin_).get(), publish, &published);
+  ExpectHandled(s, "PublishBuild");
+  EXPECT_EQ(published.publications_size(), 0);
+  publish.set_target("ftp");
+  EXPECT_EQ(farm_->PublishBuild(Ctx(admin_).get(), publish, &published).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+  farm::v1::ListPublicationsRequest pubs;
+  pubs.set_build_id(INT64_MAX);
+  farm::v1::ListPublicationsResponse pubs_resp;
+  ExpectHandled(farm_->ListPublications(Ctx(admin_).get(), pubs, &pubs_resp), "ListPublications");
+  EXPECT_EQ(pubs_resp.publications_size(), 0);
+
+  farm::v1::CreateScheduleRequest sched;
+  sched.set_name(kUnicode);
+  sched.mutable_build()->set_recipe_yaml(kRecipe);
+  sched.set_cron("@nightly");
+  sched.set_time_zone("Asia/Kathmandu");  // UTC+05:45
+  farm::v1::Schedule schedule;
+  ASSERT_TRUE(farm_->CreateSchedule(Ctx(admin_).get(), sched, &schedule).ok());
+  EXPECT_EQ(schedule.name(), kUnicode);
+  farm::v1::ListSchedulesRequest list;
+  list.set_runs(INT32_MAX);
+  farm::v1::ListSchedulesResponse schedules;
+  ASSERT_TRUE(farm_->ListSchedules(Ctx(admin_).get(), list, &schedules).ok());
+  EXPECT_EQ(schedules.schedules_size(), 1);
+  farm::v1::ScheduleRef ref;
+  ref.set_schedule_id("99999999999999999999");  // not an id: it overflows
+  EXPECT_EQ(farm_->PauseSchedule(Ctx(admin_).get(), ref, &schedule).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+  ref.set_schedule_id("987654");
+  EXPECT_EQ(farm_->PauseSchedule(Ctx(admin_).get(), ref, &schedule).error_code(),
+            StatusCode::NOT_FOUND);
+  ref.set_schedule_id(schedules.schedules(0).id());
+  ASSERT_TRUE(farm_->PauseSchedule(Ctx(admin_).get(), ref, &schedule).ok());
+  ASSERT_TRUE(farm_->ResumeSchedule(Ctx(admin_).get(), ref, &schedule).ok());
+  farm::v1::RunScheduleNowRequest now;
+  now.set_schedule_id(ref.schedule_id());
+  farm::v1::ScheduleRun run;
+  ASSERT_TRUE(farm_->RunScheduleNow(Ctx(admin_).get(), now, &run).ok());
+  EXPECT_GT(run.build_id(), 0);
+  farm::v1::DeleteScheduleResponse deleted;
+  ASSERT_TRUE(farm_->DeleteSchedule(Ctx(admin_).get(), ref, &deleted).ok());
+  EXPECT_EQ(farm_->DeleteSchedule(Ctx(admin_).get(), ref, &deleted).error_code(),
+            StatusCode::NOT_FOUND);
+
+  // Hosts are not served without a playbooks directory: said so, not a crash.
+  farm::v1::AddHostRequest host;
+  host.set_name(kUnicode);
+  farm::v1::Host added;
+  ExpectHandled(farm_->AddHost(Ctx(admin_).get(), host, &added), "AddHost");
+  farm::v1::ProvisionHostRequest provision;
+  provision.set_name(kUnicode);
+  ExpectHandled(farm_->ProvisionHost(Ctx(admin_).get(), provision, &added), "ProvisionHost");
+  farm::v1::ListHostsResponse hosts;
+  ExpectHandled(farm_->ListHosts(Ctx(admin_).get(), {}, &hosts), "ListHosts");
+  EXPECT_EQ(hosts.hosts_size(), 0);
+
+  // Still serving after all of it.
+  farm::v1::ListBuildsResponse builds;
+  ASSERT_TRUE(farm_->ListBuilds(Ctx(admin_).get(), {}, &builds).ok());
+  EXPECT_EQ(builds.builds_size(), 2);
+}
+
+}  // namespace
+}  // namespace farm::api
