@@ -16,6 +16,7 @@
 #include "daemon/model/convert.h"
 #include "daemon/recipe/matrix.h"
 #include "daemon/recipe/recipe.h"
+#include "daemon/recipe/wheel_names.h"
 #include "daemon/schedule/runner.h"
 #include "daemon/schedule/source_resolver.h"
 
@@ -91,6 +92,9 @@ Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBu
   if (expansion.cells.empty()) {
     return Status::InvalidArgument("the matrix has no buildable cell:\n" + rejected.str());
   }
+  FARM_RETURN_IF_ERROR(recipe::CheckWheelNames(
+      recipe, expansion.cells, req.recipe_path().empty() ? "recipe.yaml" : req.recipe_path(),
+      req.matrix().arch_lists_size() > 0));
   int64_t now = ctx.clock->NowUnixMs();
   store::BuildRow build{.recipe_name = recipe.name(), .recipe = recipe.SerializeAsString(),
                         .priority = req.priority(), .submitted_by = who,
