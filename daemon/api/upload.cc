@@ -1,7 +1,10 @@
 // UploadArtifact: a wheel streamed by the worker, checked against its announced size and
 // sha256 before it enters the content-addressed store.
 #include "common/log.h"
+#include "common/wheel/identity.h"
 #include "common/wheel/job_check.h"
+#include "common/wheel/relabel.h"
+#include "common/wheel/wheel_name.h"
 #include "daemon/model/convert.h"
 #include "daemon/api/worker_service.h"
 
@@ -30,6 +33,24 @@ Result<store::JobRow> CheckHeader(const ServiceContext& ctx, const std::string& 
   return job;
 }
 
+// One name, one wheel: the local label must be the one the recipe's template gives for
+// this cell and the images farmd itself found, so no two different wheels share a name.
+Status CheckIdentity(const ServiceContext& ctx, const store::JobRow& job,
+                     const farm::v1::MatrixCell& cell, const std::string& filename,
+                     const farm::v1::ArchManifest& manifest) {
+  FARM_ASSIGN_OR_RETURN(store::BuildRow build, ctx.store->GetBuild(job.build_id));
+  auto recipe = model::ParseBlob<farm::v1::Recipe>(build.recipe);
+  FARM_ASSIGN_OR_RETURN(auto images, wheel::ManifestImages(manifest));
+  FARM_ASSIGN_OR_RETURN(std::string want, wheel::WheelLabel(recipe.publish().local_version_template(),
+                                                             cell, images));
+  FARM_ASSIGN_OR_RETURN(wheel::WheelFilename name, wheel::ParseWheelFilename(filename));
+  auto have = wheel::RenderLocalLabel(name.local_label, {});  // its PEP 440 normal form
+  if (have.ok() && *have == want) return Status::Ok();
+  return Status::FailedPrecondition(filename + " carries the local version label \"" +
+                                    name.local_label + "\" but its cell and code images give \"" +
+                                    want + "\"");
+}
+
 // The worker checked the wheel already; farmd checks again so that a broken or hostile
 // worker cannot store a wheel without its kernels. The manifest stored is farmd's own.
 Result<farm::v1::ArchManifest> CheckArrived(const ServiceContext& ctx, const store::JobRow& job,
@@ -45,6 +66,7 @@ Result<farm::v1::ArchManifest> CheckArrived(const ServiceContext& ctx, const sto
               check->Summary());
     return Status::FailedPrecondition(h.filename() + " failed farmd's checks: " + check->Summary());
   }
+  FARM_RETURN_IF_ERROR(CheckIdentity(ctx, job, cell, h.filename(), check->manifest));
   return check->manifest;
 }
 

@@ -96,7 +96,7 @@ def test_example_package_builds_inside_the_container(farm, image):
     log = job_log(farm, job["id"])
     assert build["state"] == "BUILD_SUCCEEDED", log[-3000:]
     (artifact,) = job["artifacts"]
-    assert artifact["filename"].startswith("attn_example-0.1.0-cp3"), artifact
+    assert artifact["filename"].startswith("attn_example-0.1.0+cu130.sm90.sm120a.sm121a-cp3"), artifact
     assert int(artifact["size"]) > 10000
     assert "executor podman" in log
     assert f"farm: container farm-job-{job['id']}-a1-" in log

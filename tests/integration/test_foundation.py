@@ -55,7 +55,9 @@ def test_example_package_builds_into_a_wheel_in_the_store(farm):
     assert job["cell"]["arch_list"] == ARCH_LIST
     (artifact,) = job["artifacts"]
     name = artifact["filename"]
-    assert re.fullmatch(r"attn_example-0\.1\.0-cp3\d+-cp3\d+-linux_x86_64\.whl", name), name
+    # The name says what the wheel runs on: CUDA and the code images it really holds.
+    assert re.fullmatch(r"attn_example-0\.1\.0\+cu130\.sm90\.sm120a\.sm121a-cp3\d+-cp3\d+"
+                        r"-linux_x86_64\.whl", name), name
     blob = os.path.join(farm.data, "blobs", artifact["sha256"][:2], artifact["sha256"])
     assert sha256_file(blob) == artifact["sha256"]
     assert os.path.getsize(blob) == int(artifact["size"])
@@ -66,9 +68,9 @@ def test_example_package_builds_into_a_wheel_in_the_store(farm):
     wheel = os.path.join(out, name)
     assert sha256_file(wheel) == artifact["sha256"]
     with zipfile.ZipFile(wheel) as z:
-        meta = z.read("attn_example-0.1.0.dist-info/METADATA").decode()
-    assert re.search(r"^Version: 0\.1\.0$", meta, re.M)
-    assert name.split("-")[1] == "0.1.0"
+        meta = z.read("attn_example-0.1.0+cu130.sm90.sm120a.sm121a.dist-info/METADATA").decode()
+    assert re.search(r"^Version: 0\.1\.0\+cu130\.sm90\.sm120a\.sm121a$", meta, re.M)
+    assert name.split("-")[1] == "0.1.0+cu130.sm90.sm120a.sm121a"
 
 
 def test_failing_build_ends_failed_with_its_log_tail_visible(farm):

@@ -10,6 +10,7 @@
 #include "worker/agent/executor_runner.h"
 #include "worker/agent/retry.h"
 #include "worker/agent/validation.h"
+#include "worker/agent/wheel_label.h"
 #include "worker/agent/workspace.h"
 
 namespace farm::agent {
@@ -273,8 +274,16 @@ Outcome JobRunner::FinishWheels(LogShipper& log, const JobEnvInputs& env_in,
       return built;
     }
     if (header->manifest().images_size() > 0) device_manifest = header->manifest();
-    headers.push_back(std::move(header).value());
+    auto labelled = Label(log, wheel, *header);
+    if (!labelled.ok()) {
+      built.cause = farm::v1::CAUSE_BUILD_FAILED;
+      built.detail = "labelling " + header->filename() + " failed: " + labelled.status().message();
+      return built;
+    }
+    headers.push_back(std::move(labelled).value());
   }
+  wheels.clear();
+  for (const auto& h : headers) wheels.push_back(env_in.wheel_dir + "/" + h.filename());
   auto report = Validate(log, env_in, build_dir, python, wheels, device_manifest);
   if (control_->stopped()) return StoppedOutcome(built);
   if (!report.ok()) return Infra("validation could not run: " + report.status().message());
@@ -311,6 +320,24 @@ Result<farm::v1::ArtifactHeader> JobRunner::CheckOne(LogShipper& log, const std:
   control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + header.filename() + ": " +
                                                        DescribeManifest(header.manifest()));
   return header;
+}
+
+// Puts the wheel's identity into its name (wheel_label.h) and leaves the labelled wheel
+// in the wheel directory in place of the one the build wrote.
+Result<farm::v1::ArtifactHeader> JobRunner::Label(LogShipper& log, const std::string& path,
+                                                  const farm::v1::ArtifactHeader& header) {
+  const std::string wheel_dir = stdfs::path(path).parent_path().string();
+  const std::string out_dir = stdfs::path(wheel_dir).parent_path().string() + "/labelled";
+  FARM_ASSIGN_OR_RETURN(LabelledWheel labelled, LabelWheelForJob(job_, path, header, out_dir));
+  if (!labelled.rewritten) return labelled.header;
+  FARM_RETURN_IF_ERROR(fs::RemoveAll(path));
+  std::error_code ec;
+  stdfs::rename(labelled.path, wheel_dir + "/" + labelled.header.filename(), ec);
+  if (ec) return Status::Internal("moving " + labelled.path + ": " + ec.message());
+  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: labelled " + header.filename() + " as " +
+                                                       labelled.header.filename() + " (sha256 " +
+                                                       labelled.header.sha256() + ")");
+  return labelled.header;
 }
 
 Result<farm::v1::ValidationReport> JobRunner::Validate(

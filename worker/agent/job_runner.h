@@ -80,6 +80,8 @@ class JobRunner {
   Outcome FinishWheels(LogShipper& log, const JobEnvInputs& env_in, const std::string& build_dir,
                        const std::string& python, Outcome built);
   Result<farm::v1::ArtifactHeader> CheckOne(LogShipper& log, const std::string& path);
+  Result<farm::v1::ArtifactHeader> Label(LogShipper& log, const std::string& path,
+                                         const farm::v1::ArtifactHeader& header);
   Result<farm::v1::ValidationReport> Validate(LogShipper& log, const JobEnvInputs& env_in,
                                               const std::string& build_dir,
                                               const std::string& python,
