@@ -48,6 +48,7 @@ Request ToRequest(const bhttp::request<bhttp::string_body>& msg) {
   Request req = MakeRequest(std::string(msg.method_string()), msg.target());
   req.accept = std::string(msg[bhttp::field::accept]);
   req.authorization = std::string(msg[bhttp::field::authorization]);
+  req.host = std::string(msg[bhttp::field::host]);
   req.last_event_id = std::string(msg["Last-Event-ID"]);
   req.body = msg.body();
   return req;

@@ -4,9 +4,12 @@
 #include <archive_entry.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "common/sha256.h"
+#include "common/wheel/identity.h"
+#include "common/wheel/wheel_name.h"
 #include "daemon/http/api.h"
 #include "daemon/model/convert.h"
 #include "farm/v1/types.pb.h"
@@ -131,18 +134,30 @@ Status IndexCatalog::RefreshLocked() {
   if (gen == generation_) return Status::Ok();
   FARM_ASSIGN_OR_RETURN(auto rows, deps_.store->ListIndexArtifacts(kMaxIndexArtifacts));
   std::vector<IndexFile> files;
-  std::set<std::pair<std::string, std::string>> seen;  // (variant, sha256): reused copies
+  // (variant, file name) -> position in `files`: reused copies and rebuilds of one name
+  // are one entry, the newest artifact (rows come in id order).
+  std::map<std::pair<std::string, std::string>, size_t> seen;
   for (const auto& row : rows) {
     const auto& a = row.artifact;
     if (!Listable(a.validation, include_pending_)) continue;
-    auto nv = WheelNameVersion(a.filename);
-    if (!nv.ok()) continue;
-    auto cell = model::ParseBlob<farm::v1::MatrixCell>(row.cell);
-    std::string variant = VariantOf(cell.cuda(), cell.torch());
-    if (!seen.insert({variant, a.sha256}).second) continue;
+    auto name = wheel::ParseWheelFilename(a.filename);
+    if (!name.ok()) continue;
     if (!deps_.blobs->Contains(a.sha256)) continue;
-    files.push_back(IndexFile{NormalizeProjectName(nv->first), nv->second, a.filename,
-                              a.sha256, a.size, a.created_ms, variant, a.job_id});
+    auto cell = model::ParseBlob<farm::v1::MatrixCell>(row.cell);
+    IndexFile f{NormalizeProjectName(name->name), name->version, a.filename, a.sha256, a.size,
+                a.created_ms, VariantOf(cell.cuda(), cell.torch()), a.job_id, cell.cuda(),
+                cell.torch(), name->python_tag + "-" + name->abi_tag + "-" + name->platform_tag};
+    auto manifest = model::ParseBlob<farm::v1::ArchManifest>(a.manifest);
+    if (auto images = wheel::ManifestImages(manifest); images.ok()) f.images = std::move(*images);
+    for (const auto& cc : manifest.runs_on()) {
+      if (auto v = arch::ParseVersion(cc); v.ok()) f.runs_on.push_back(*v);
+    }
+    auto [it, fresh] = seen.emplace(std::make_pair(f.variant, f.filename), files.size());
+    if (fresh) {
+      files.push_back(std::move(f));
+    } else if (files[it->second].sha256 != f.sha256) {
+      files[it->second] = std::move(f);
+    }
   }
   std::sort(files.begin(), files.end(), [](const IndexFile& x, const IndexFile& y) {
     return std::tie(x.project, x.filename, x.variant) < std::tie(y.project, y.filename, y.variant);
@@ -156,11 +171,15 @@ Result<std::vector<IndexFile>> IndexCatalog::Files(const std::string& variant) {
   std::lock_guard lock(mu_);
   FARM_RETURN_IF_ERROR(RefreshLocked());
   std::vector<IndexFile> out;
-  std::set<std::string> shas;  // the all-variant view lists a wheel once
+  std::map<std::string, size_t> names;  // the all-variant view lists a name once, the newest
   for (const auto& f : files_) {
     if (!variant.empty() && f.variant != variant) continue;
-    if (variant.empty() && !shas.insert(f.sha256 + "/" + f.filename).second) continue;
-    out.push_back(f);
+    auto [it, fresh] = names.emplace(f.filename, out.size());
+    if (fresh) {
+      out.push_back(f);
+    } else if (f.created_ms > out[it->second].created_ms) {
+      out[it->second] = f;
+    }
   }
   return out;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/arch.h"
 #include "common/status.h"
 #include "daemon/http/dashboard_options.h"
 
@@ -39,8 +40,13 @@ struct IndexFile {
   std::string sha256;
   int64_t size = 0;
   int64_t created_ms = 0;
-  std::string variant;
+  std::string variant;  // "cu130-torch2.11" (VariantOf the cell)
   int64_t job_id = 0;
+  std::string cuda;     // the cell's
+  std::string torch;
+  std::string tags;     // "cp311-cp311-linux_x86_64", as in the file name
+  std::vector<arch::Image> images;     // the code images farmd found in the wheel
+  std::vector<arch::Version> runs_on;  // capabilities every module loads on
 };
 
 struct CoreMetadata {
@@ -56,7 +62,7 @@ class IndexCatalog {
 
   // The files of `variant` ("" for every variant), sorted by project then file name.
   // Only wheels of succeeded jobs whose validation passed (or waits for hardware when
-  // include_pending) and whose blob is present.
+  // include_pending) and whose blob is present; one file per name (the newest).
   Result<std::vector<IndexFile>> Files(const std::string& variant);
   // The variants that list at least one file, sorted.
   Result<std::vector<std::string>> Variants();

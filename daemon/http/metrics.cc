@@ -57,8 +57,14 @@ Result<std::string> RenderMetrics(const DashboardDeps& deps) {
   FARM_RETURN_IF_ERROR(WriteHistogram(out, deps, store::JobSpan::kRunTime,
                                       kBuildDurationBucketsS, "farm_job_build_duration_seconds",
                                       "Time from a finished job's start to its end."));
-  Header(out, "farm_publish_failures_total", "counter", "Failed artifact publications.");
-  out << "farm_publish_failures_total 0\n";
+  FARM_ASSIGN_OR_RETURN(auto publications, deps.store->CountPublicationsByState());
+  Header(out, "farm_publications", "gauge", "Publication rows (GitHub assets and releases, Hub files) by state.");
+  for (const char* state : {"pending", "uploading", "uploaded", "published", "failed"}) {
+    out << "farm_publications{state=\"" << state << "\"} " << publications[state] << "\n";
+  }
+  // Rows that ended failed; `farmctl publish` puts them back to pending, so it can fall.
+  Header(out, "farm_publish_failures_total", "gauge", "Publications that failed and were not retried.");
+  out << "farm_publish_failures_total " << publications["failed"] << "\n";
   Header(out, "farm_store_generation", "counter", "Writes committed to the store.");
   out << "farm_store_generation " << deps.store->Generation() << "\n";
   return out.str();

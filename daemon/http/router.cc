@@ -6,6 +6,7 @@
 #include "daemon/http/api.h"
 #include "daemon/http/api_schedules.h"
 #include "daemon/http/assets.h"
+#include "daemon/http/index_directory.h"
 #include "daemon/http/metrics.h"
 #include "daemon/http/simple_index.h"
 
@@ -21,6 +22,12 @@ Response MethodNotAllowed(const char* allow) {
 }
 
 bool IsRead(const Request& req) { return req.method == "GET" || req.method == "HEAD"; }
+
+// A tool asking the farm's root for JSON gets the index directory; browsers get the page.
+bool WantsJson(std::string_view accept) {
+  return accept.find("application/json") != std::string_view::npos &&
+         accept.find("text/html") == std::string_view::npos;
+}
 
 // Splits "12/log/stream" into 12 and "/log/stream".
 std::pair<int64_t, std::string_view> SplitId(std::string_view rest) {
@@ -69,6 +76,14 @@ Status Router::Authorize(const Request& req, bool write, bool admin) {
 Response Router::Dispatch(const Request& req) {
   const std::string& path = req.path;
   if (!IsRead(req) && req.method != "POST") return MethodNotAllowed("GET, HEAD, POST");
+  if (path == "/" && WantsJson(req.accept)) {
+    if (Status s = Authorize(req, false); !s.ok()) return ErrorResponse(s);
+    return DirectoryResponse(catalog_, req);
+  }
+  if (path == "/install" || path == "/install.py") {
+    if (Status s = Authorize(req, false); !s.ok()) return ErrorResponse(s);
+    return InstallScript(options_.web_root, req);
+  }
   if (path == "/" || path == "/index.html") return ServeAsset(options_.web_root, "index.html");
   if (path == "/app.js" || path == "/style.css") {
     return ServeAsset(options_.web_root, path.substr(1));

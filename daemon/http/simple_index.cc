@@ -7,6 +7,9 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/wheel/identity.h"
+#include "daemon/http/gpu_views.h"
+#include "daemon/http/index_directory.h"
 
 namespace farm::http {
 
@@ -104,22 +107,30 @@ Response Page(const Negotiated& n, std::string body) {
   return r;
 }
 
-Response ProjectList(const Negotiated& n, const std::vector<IndexFile>& files) {
+// The project list of a view. The root view (`directory` set) also carries the directory
+// of GPU views: a "variants" key in JSON (PEP 691 lets clients ignore unknown keys) and a
+// section after the project links in HTML.
+Response ProjectList(const Negotiated& n, const std::vector<IndexFile>& files,
+                     const std::string& title, const std::vector<GpuView>* directory,
+                     const std::string& base) {
   std::set<std::string> projects;
   for (const auto& f : files) projects.insert(f.project);
   if (n.json) {
     json::array arr;
     for (const auto& p : projects) arr.push_back(json::object{{"name", p}});
-    return Page(n, json::serialize(json::object{
-                       {"meta", json::object{{"api-version", kApiVersion}}},
-                       {"projects", std::move(arr)}}));
+    json::object o{{"meta", json::object{{"api-version", kApiVersion}}},
+                   {"projects", std::move(arr)}};
+    if (directory != nullptr) o["variants"] = DirectoryJson(*directory, base);
+    return Page(n, json::serialize(o));
   }
   std::string html = "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" "
-                     "content=\"" + std::string(kApiVersion) +
-                     "\"><title>Simple index</title></head><body>\n";
+                     "content=\"" + std::string(kApiVersion) + "\"><title>" + HtmlEscape(title) +
+                     "</title><link rel=\"stylesheet\" href=\"/style.css\"></head>"
+                     "<body class=\"index-page\">\n<h1>" + HtmlEscape(title) + "</h1>\n";
   for (const auto& p : projects) {
     html += "<a href=\"" + HtmlEscape(p) + "/\">" + HtmlEscape(p) + "</a><br>\n";
   }
+  if (directory != nullptr) html += DirectoryHtml(*directory, base);
   return Page(n, html + "</body></html>\n");
 }
 
@@ -212,9 +223,38 @@ bool ValidVariant(std::string_view v) {
   });
 }
 
-// `prefix` is "/simple/" or "/<variant>/simple/"; `rest` what follows it.
-Response HandleSimple(IndexCatalog& catalog, const Request& req, const std::string& prefix,
-                      const std::string& variant, std::string_view rest) {
+// Where a request of the index points: a view (every wheel, one variant, or one variant
+// for one GPU) and what follows its /simple/.
+struct View {
+  std::string prefix;   // "/simple/", "/cu130/simple/", "/cu130/sm90/simple/"
+  std::string variant;  // "" for the root view
+  std::optional<arch::Version> cc;
+};
+
+// The clear answer for a GPU view without a wheel for the project (or at all): what the
+// variant does have, so a person knows which GPU the wheels were built for.
+Response NoWheelForGpu(const std::vector<IndexFile>& variant_files, const View& view,
+                       const std::string& project) {
+  std::set<std::string> built;
+  for (const auto& f : variant_files) {
+    if (!project.empty() && f.project != project) continue;
+    std::string arch = wheel::ArchLabel(f.images);
+    built.insert(arch.empty() ? "no device code" : arch);
+  }
+  std::string what = project.empty() ? "no wheel" : "no wheel of " + project;
+  std::string msg = what + " in " + view.variant + " runs on compute capability " +
+                    view.cc->ToString() + " (" + arch::GpusOf(*view.cc) + ")";
+  if (!built.empty()) {
+    msg += "; built for:";
+    for (const auto& b : built) msg += " " + b;
+  }
+  return ErrorResponse(Status::NotFound(msg));
+}
+
+Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& view,
+                      std::string_view rest) {
+  const std::string& prefix = view.prefix;
+  const std::string& variant = view.variant;
   Negotiated n = NegotiateIndexFormat(req.accept);
   if (!n.acceptable) {
     Response r = TextResponse(406, std::string("acceptable types: ") + kJsonV1 + ", " + kHtmlV1 +
@@ -227,7 +267,22 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const std::stri
   if (!variant.empty() && files->empty()) {
     return ErrorResponse(Status::NotFound("no variant " + variant));
   }
-  if (rest.empty()) return ProjectList(n, *files);
+  std::vector<IndexFile> variant_files;
+  if (view.cc) {
+    variant_files = std::move(*files);
+    *files = FilesForGpu(variant_files, *view.cc);
+    if (files->empty()) {
+      std::string project(rest.substr(0, rest.find('/')));
+      return NoWheelForGpu(variant_files, view, NormalizeProjectName(project));
+    }
+  }
+  if (rest.empty()) {
+    if (!variant.empty()) {
+      return ProjectList(n, *files, "Simple index " + prefix, nullptr, "");
+    }
+    std::vector<GpuView> directory = ListGpuViews(*files);
+    return ProjectList(n, *files, "Simple index", &directory, BaseUrl(req));
+  }
   std::string name(rest);
   bool slash = name.ends_with('/');
   if (slash) name.pop_back();
@@ -237,6 +292,10 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const std::stri
       return ErrorResponse(Status::NotFound("no project " + name));
     }
     return Redirect(301, prefix + normalized + "/");
+  }
+  if (view.cc && std::none_of(files->begin(), files->end(),
+                              [&](const IndexFile& f) { return f.project == normalized; })) {
+    return NoWheelForGpu(variant_files, view, normalized);
   }
   return ProjectPage(catalog, n, normalized, *files);
 }
@@ -250,18 +309,36 @@ std::optional<Response> HandleIndex(IndexCatalog& catalog, const Request& req) {
     return HandleFile(catalog, path.substr(7));
   }
   if (path == "/simple") return Redirect(301, "/simple/");
-  if (path.starts_with("/simple/")) return HandleSimple(catalog, req, "/simple/", "", path.substr(8));
-  // /<variant>/simple[/...]
+  if (path.starts_with("/simple/")) {
+    return HandleSimple(catalog, req, View{"/simple/", "", std::nullopt}, path.substr(8));
+  }
+  // /<variant>/simple[/...] or /<variant>/<gpu>/simple[/...]
   if (path.size() < 2) return std::nullopt;
   size_t slash = path.find('/', 1);
   if (slash == path.npos) return std::nullopt;
-  std::string variant(path.substr(1, slash - 1));
+  View view;
+  view.variant = std::string(path.substr(1, slash - 1));
   std::string_view rest = path.substr(slash);
-  if (!ValidVariant(variant) || variant == "api" || variant == "files") return std::nullopt;
-  std::string prefix = "/" + variant + "/simple/";
-  if (rest == "/simple") return Redirect(301, prefix);
+  if (!ValidVariant(view.variant) || view.variant == "api" || view.variant == "files") {
+    return std::nullopt;
+  }
+  view.prefix = "/" + view.variant + "/";
+  if (size_t next = rest.find('/', 1); next != rest.npos && !rest.starts_with("/simple")) {
+    std::string_view segment = rest.substr(1, next - 1);
+    view.cc = ParseGpuSegment(segment);
+    if (!view.cc) {
+      if (!segment.starts_with("sm")) return std::nullopt;
+      return ErrorResponse(Status::NotFound("no GPU " + std::string(segment) +
+                                            ": GPU views are sm<major><minor> of a known "
+                                            "compute capability, e.g. sm90, sm120, sm121"));
+    }
+    view.prefix += std::string(segment) + "/";
+    rest = rest.substr(next);
+  }
+  view.prefix += "simple/";
+  if (rest == "/simple") return Redirect(301, view.prefix);
   if (!rest.starts_with("/simple/")) return std::nullopt;
-  return HandleSimple(catalog, req, prefix, variant, rest.substr(8));
+  return HandleSimple(catalog, req, view, rest.substr(8));
 }
 
 }  // namespace farm::http

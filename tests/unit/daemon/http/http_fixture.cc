@@ -75,7 +75,8 @@ std::string MakeZip(const std::vector<std::pair<std::string, std::string>>& file
 }
 
 std::string HttpFixture::AddWheel(int64_t job_id, const std::string& filename,
-                                  const std::string& metadata, int validation_state) {
+                                  const std::string& metadata, int validation_state,
+                                  const std::string& manifest) {
   std::string dist = filename.substr(0, filename.find('-', filename.find('-') + 1));
   std::string zip = MakeZip({{"attn_example/__init__.py", "X = 1\n"},
                              {dist + ".dist-info/METADATA", metadata}});
@@ -87,7 +88,7 @@ std::string HttpFixture::AddWheel(int64_t job_id, const std::string& filename,
   farm::v1::ValidationReport v;
   v.set_state(static_cast<farm::v1::ValidationState>(validation_state));
   EXPECT_OK(store_->InsertArtifact(store::ArtifactRow{0, job_id, 1, filename, sha,
-      static_cast<int64_t>(zip.size()), "", v.SerializeAsString(), clock_.NowUnixMs()}).status());
+      static_cast<int64_t>(zip.size()), manifest, v.SerializeAsString(), clock_.NowUnixMs()}).status());
   return sha;
 }
 

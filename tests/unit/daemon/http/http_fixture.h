@@ -25,8 +25,9 @@ class HttpFixture : public ::testing::Test {
   void Finish(int64_t id, int cause = store::kCauseCompleted);
   // Writes a wheel (a zip with <name>.dist-info/METADATA) into the blob store, attaches it
   // to job `id` with the validation state; returns its sha256.
+  // `manifest` is a serialized farm.v1.ArchManifest ("" for none).
   std::string AddWheel(int64_t job_id, const std::string& filename, const std::string& metadata,
-                       int validation_state);
+                       int validation_state, const std::string& manifest = "");
   Router MakeRouter(DashboardOptions options = {});
   Response Get(Router& r, const std::string& target, const std::string& accept = "");
   static boost::json::value Json(const Response& r);

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Installs a wheel built and proven by the GPU wheel farm for the GPU of this machine.
+
+    curl -fsSL @FARM_URL@/install | python3 - PACKAGE [options]
+
+It reads the GPU's compute capability and the driver's CUDA version (nvidia-smi, or the
+CUDA driver library; on WSL2 both live in /usr/lib/wsl/lib), the torch already installed
+in this Python (its version and CUDA), the Python version and the platform; picks the one
+index view of the farm that matches (/<cuda>[-torch<ver>]/sm<cc>/simple/), says why, and
+runs pip for the exact wheel of that view. When the farm has no such wheel it says which
+one is missing and what to submit. Standard library only.
+
+Options:
+  --farm URL      the farm (default @FARM_URL@)
+  --index-only    use the farm's view as the only index (dependencies must be installed)
+  --dry-run       print the choice and the pip command, install nothing
+  --cert FILE     CA bundle for a farm served over HTTPS with its own CA (passed to pip)
+Environment: FARM_INSTALL_GPU_CC=12.1 (and FARM_INSTALL_DRIVER_CUDA=12.9) stand in for the
+GPU of another machine, e.g. to prepare an environment for it.
+"""
+import ctypes
+import json
+import os
+import platform
+import re
+import shutil
+import ssl
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+DEFAULT_FARM = "@FARM_URL@"
+WSL_LIB = "/usr/lib/wsl/lib"
+PYPI_JSON = "application/vnd.pypi.simple.v1+json"
+
+
+def say(msg):
+    print("farm-install: " + msg, flush=True)
+
+
+def normalize(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def version_key(text):
+    """Orders "13.0" after "12.9" and "2.10" after "2.9"."""
+    return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.+]", text))
+
+
+def major_minor(text):
+    m = re.match(r"(\d+)\.(\d+)", text or "")
+    return "%s.%s" % (m.group(1), m.group(2)) if m else ""
+
+
+def nvidia_smi():
+    found = shutil.which("nvidia-smi")
+    if not found and os.path.exists(os.path.join(WSL_LIB, "nvidia-smi")):
+        found = os.path.join(WSL_LIB, "nvidia-smi")
+    return found
+
+
+def gpu_from_smi(smi):
+    """[(name, cc)] and the driver's CUDA version from nvidia-smi, or None."""
+    try:
+        out = subprocess.run([smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        head = subprocess.run([smi], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        say("nvidia-smi failed: %s" % e)
+        return None
+    if out.returncode != 0:
+        say("nvidia-smi failed: %s" % (out.stderr.strip() or out.stdout.strip()))
+        return None
+    gpus = []
+    for line in out.stdout.splitlines():
+        parts = [p.strip() for p in line.rsplit(",", 1)]
+        if len(parts) == 2 and major_minor(parts[1]):
+            gpus.append((parts[0], major_minor(parts[1])))
+    m = re.search(r"CUDA Version:\s*(\d+\.\d+)", head.stdout)
+    return gpus, (m.group(1) if m else "")
+
+
+def gpu_from_driver():
+    """[(name, cc)] and the driver's CUDA version from libcuda, or None."""
+    lib = None
+    for candidate in ("libcuda.so.1", os.path.join(WSL_LIB, "libcuda.so.1")):
+        try:
+            lib = ctypes.CDLL(candidate)
+            break
+        except OSError:
+            continue
+    if lib is None or lib.cuInit(0) != 0:
+        return None
+    count, version = ctypes.c_int(), ctypes.c_int()
+    lib.cuDriverGetVersion(ctypes.byref(version))
+    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return None
+    gpus = []
+    for i in range(count.value):
+        dev, major, minor = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        name = ctypes.create_string_buffer(256)
+        lib.cuDeviceGet(ctypes.byref(dev), i)
+        lib.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)  # COMPUTE_CAPABILITY_MAJOR
+        lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)  # COMPUTE_CAPABILITY_MINOR
+        lib.cuDeviceGetName(name, 256, dev)
+        gpus.append((name.value.decode(errors="replace"), "%d.%d" % (major.value, minor.value)))
+    v = version.value
+    return gpus, ("%d.%d" % (v // 1000, (v % 1000) // 10) if v else "")
+
+
+def detect_gpu():
+    """(name, cc, driver CUDA) of device 0, the one CUDA programs use by default."""
+    if os.environ.get("FARM_INSTALL_GPU_CC"):
+        cc = major_minor(os.environ["FARM_INSTALL_GPU_CC"])
+        return "GPU given by FARM_INSTALL_GPU_CC", cc, os.environ.get("FARM_INSTALL_DRIVER_CUDA", "")
+    smi = nvidia_smi()
+    found = gpu_from_smi(smi) if smi else None
+    if not found or not found[0]:
+        found = gpu_from_driver()
+    if not found or not found[0]:
+        hint = ""
+        if os.path.isdir(WSL_LIB) or "microsoft" in platform.release().lower():
+            hint = " (on WSL2 the driver lives in %s: add it to PATH and LD_LIBRARY_PATH)" % WSL_LIB
+        raise SystemExit("farm-install: no NVIDIA GPU found: neither nvidia-smi nor the CUDA "
+                         "driver library answered" + hint)
+    gpus, driver_cuda = found
+    if len({cc for _, cc in gpus}) > 1:
+        say("GPUs of several capabilities: %s; choosing for device 0" %
+            ", ".join("%s (cc %s)" % g for g in gpus))
+    return gpus[0][0], gpus[0][1], driver_cuda
+
+
+def detect_torch():
+    """(torch major.minor, its CUDA major.minor) of this Python, ("", "") without torch."""
+    try:
+        out = subprocess.run([sys.executable, "-c",
+                              "import torch; print(torch.__version__); print(torch.version.cuda or '')"],
+                             capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return "", ""
+    if out.returncode != 0:
+        return "", ""
+    lines = out.stdout.splitlines() + ["", ""]
+    return major_minor(lines[0]), major_minor(lines[1])
+
+
+def fetch_json(url, accept, cafile):
+    ctx = ssl.create_default_context(cafile=cafile) if cafile else None
+    req = urllib.request.Request(url, headers={"Accept": accept})
+    try:
+        with urllib.request.urlopen(req, timeout=60, context=ctx) as resp:
+            return json.load(resp)
+    except urllib.error.HTTPError as e:
+        body = e.read().decode(errors="replace")
+        try:
+            body = json.loads(body)["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            pass
+        return {"_error": "%s: HTTP %d: %s" % (url, e.code, body)}
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        raise SystemExit("farm-install: cannot read %s: %s" % (url, e))
+
+
+def choose_view(views, project, cc, torch, torch_cuda, driver_cuda):
+    """The view for this machine and the reason, or (None, why not)."""
+    mine = [v for v in views if project in v["projects"]]
+    if not mine:
+        return None, "the farm has no wheel of %s at all" % project
+    on_gpu = [v for v in mine if v["compute_capability"] == cc]
+    if not on_gpu:
+        gpus = sorted({v["gpu"] for v in mine}, key=lambda g: int(g[2:]))
+        return None, "no wheel of %s runs on compute capability %s; the farm has it for %s" % (
+            project, cc, ", ".join(gpus))
+    if torch:
+        same = [v for v in on_gpu if v["torch"] == torch and v["cuda"] == torch_cuda]
+        if not same:
+            have = ", ".join(sorted(v["variant"] for v in on_gpu))
+            return None, ("no wheel of %s for torch %s with CUDA %s on cc %s; the farm has %s" %
+                          (project, torch, torch_cuda, cc, have))
+        return same[0], "torch %s (CUDA %s) is installed" % (torch, torch_cuda)
+    plain = [v for v in on_gpu if not v["torch"]] or on_gpu
+    if driver_cuda:
+        fits = [v for v in plain if version_key(v["cuda"]) <= version_key(driver_cuda)]
+        if not fits:
+            return None, "every wheel of %s needs a newer driver than CUDA %s" % (project, driver_cuda)
+        plain = fits
+    best = max(plain, key=lambda v: version_key(v["cuda"]))
+    return best, "no torch installed; the newest CUDA the driver (CUDA %s) runs" % (driver_cuda or "?")
+
+
+def python_tags():
+    v = sys.version_info
+    machine = platform.machine().lower()
+    plat = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    return "cp%d%d" % (v.major, v.minor), plat
+
+
+def choose_file(files, py_tag, plat):
+    ok = []
+    for f in files:
+        parts = f["filename"][:-4].split("-")
+        if len(parts) < 5:
+            continue
+        py, abi, tag = parts[-3], parts[-2], parts[-1]
+        if (py_tag in py.split(".") or "py3" in py.split(".")) and (plat in tag or tag == "any"):
+            ok.append(f)
+    return max(ok, key=lambda f: version_key(f["filename"].split("-")[1])) if ok else None
+
+
+def main(argv):
+    args = [a for a in argv if not a.startswith("--")]
+    flags = [a for a in argv if a.startswith("--")]
+    farm = DEFAULT_FARM
+    cert = None
+    for i, a in enumerate(argv):
+        if a == "--farm" and i + 1 < len(argv):
+            farm = argv[i + 1]
+            args = [x for x in args if x != farm]
+        if a == "--cert" and i + 1 < len(argv):
+            cert = argv[i + 1]
+            args = [x for x in args if x != cert]
+    if len(args) != 1:
+        print(__doc__.replace("@FARM_URL@", DEFAULT_FARM))
+        return 2
+    project = normalize(args[0])
+    farm = farm.rstrip("/")
+    name, cc, driver_cuda = detect_gpu()
+    torch, torch_cuda = detect_torch()
+    py_tag, plat = python_tags()
+    say("GPU %s (compute capability %s), driver CUDA %s; %s; Python %s, %s" % (
+        name, cc, driver_cuda or "unknown",
+        ("torch %s (CUDA %s)" % (torch, torch_cuda)) if torch else "no torch", py_tag, plat))
+    directory = fetch_json(farm + "/", "application/json", cert)
+    if "_error" in directory:
+        raise SystemExit("farm-install: " + directory["_error"])
+    view, why = choose_view(directory.get("variants", []), project, cc, torch, torch_cuda,
+                            driver_cuda)
+    if view is None:
+        say("missing: " + why)
+        arch = cc + ("a" if version_key(cc) >= (9, 0) else "")
+        say("ask the farm for it: farmctl submit RECIPE.yaml --python %s.%s --cuda %s --arch-list %s" % (
+            sys.version_info.major, sys.version_info.minor, torch_cuda or driver_cuda or "CUDA",
+            arch))
+        return 1
+    page = fetch_json(view["index_url"] + project + "/", PYPI_JSON, cert)
+    wheel = choose_file(page.get("files", []), py_tag, plat) if "_error" not in page else None
+    if wheel is None:
+        say("missing: %s has no wheel of %s for %s on %s" % (view["index_url"], project, py_tag, plat))
+        return 1
+    version = wheel["filename"].split("-")[1]
+    say("chose %s (%s) because the GPU is cc %s and %s" % (view["index_url"], view["variant"], cc, why))
+    say("wheel %s (sha256 %s)" % (wheel["filename"], wheel["hashes"]["sha256"]))
+    cmd = [sys.executable, "-m", "pip", "install",
+           "--index-url" if "--index-only" in flags else "--extra-index-url", view["index_url"],
+           "%s==%s" % (project, version)]
+    if cert:
+        cmd[4:4] = ["--cert", cert]
+    say("running: " + " ".join(cmd))
+    if "--dry-run" in flags:
+        return 0
+    return subprocess.call(cmd)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
