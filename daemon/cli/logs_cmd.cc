@@ -1,6 +1,7 @@
 // farmctl logs and download.
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "common/flags.h"
@@ -67,16 +68,45 @@ Status DownloadOne(const CommandEnv& env, const farm::v1::Artifact& artifact, co
   return Status::Ok();
 }
 
+// Downloads every wheel of the build into `dir` under its own name. A wheel's name holds
+// its identity, so one name is one file: copies of one wheel (jobs answered from an
+// earlier build) are fetched once, a file already in `dir` with the same sha256 is kept,
+// and two different files that would share a path fail the command before anything is
+// written over.
 Status DownloadArtifacts(const CommandEnv& env, const farm::v1::Build& build, const std::string& dir) {
   FARM_RETURN_IF_ERROR(fs::MakeDirs(dir));
-  int count = 0;
+  std::map<std::string, std::pair<const farm::v1::Artifact*, int64_t>> plan;  // name -> (wheel, job)
   for (const auto& job : build.jobs()) {
     for (const auto& a : job.artifacts()) {
-      FARM_RETURN_IF_ERROR(DownloadOne(env, a, dir));
-      ++count;
+      auto [it, fresh] = plan.emplace(a.filename(), std::make_pair(&a, job.id()));
+      if (!fresh && it->second.first->sha256() != a.sha256()) {
+        return Status::AlreadyExists(
+            "two different wheels would share " + dir + "/" + a.filename() + ": job " +
+            std::to_string(it->second.second) + " (sha256 " + it->second.first->sha256() +
+            ") and job " + std::to_string(job.id()) + " (sha256 " + a.sha256() +
+            "); nothing was downloaded");
+      }
     }
   }
-  if (count == 0) return Status::NotFound("build " + std::to_string(build.id()) + " has no artifact");
+  if (plan.empty()) return Status::NotFound("build " + std::to_string(build.id()) + " has no artifact");
+  for (const auto& [name, entry] : plan) {
+    const std::string path = dir + "/" + name;
+    if (!std::filesystem::exists(path)) continue;
+    auto sha = Sha256FileHex(path);
+    if (!sha.ok() || *sha != entry.first->sha256()) {
+      return Status::AlreadyExists(path + " exists with other content; not overwritten (move it "
+                                   "away or download into another directory)");
+    }
+  }
+  for (const auto& [name, entry] : plan) {
+    const std::string path = dir + "/" + name;
+    if (std::filesystem::exists(path)) {
+      *env.out << "wheel: " << std::filesystem::absolute(path).string() << "  sha256 "
+               << entry.first->sha256() << " (already there)\n";
+      continue;
+    }
+    FARM_RETURN_IF_ERROR(DownloadOne(env, *entry.first, dir));
+  }
   return Status::Ok();
 }
 

@@ -7,10 +7,23 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/wheel/inspect.h"
+#include "common/wheel/identity.h"
 #include "common/wheel/relabel.h"
 #include "daemon/publish/outbox_internal.h"
 
 namespace farm::publish {
+namespace {
+
+// The arch label of a stored manifest, "" when it names no image (or cannot be read).
+std::string ArchOf(const std::string& manifest_blob) {
+  farm::v1::ArchManifest manifest;
+  (void)manifest.ParseFromString(manifest_blob);
+  auto images = wheel::ManifestImages(manifest);
+  return images.ok() ? wheel::ArchLabel(*images) : "";
+}
+
+}  // namespace
+
 namespace {
 
 constexpr int kCandidatePage = 200;
@@ -129,7 +142,8 @@ Status Publisher::PlanArtifact(const store::PublishCandidate& c) {
   }
   farm::v1::MatrixCell cell;
   (void)cell.ParseFromString(c.cell);
-  std::vector<store::PublicationRow> rows = PlanRows(recipe, c.build_id, c.artifact.id, cell);
+  std::vector<store::PublicationRow> rows =
+      PlanRows(recipe, c.build_id, c.artifact.id, cell, ArchOf(c.artifact.manifest));
   log::Info("publishing " + c.artifact.filename + " of build " + std::to_string(c.build_id) +
             ": " + std::to_string(rows.size()) + " outbox row(s)");
   return deps_.store->EnqueuePublications(c.artifact.id, "queued", rows, now);
@@ -193,9 +207,13 @@ Status Publisher::Prepare(store::PublicationRow* row) {
   FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, RecipeOf(row->build_id));
   farm::v1::MatrixCell cell;
   (void)cell.ParseFromString(job.cell);
-  auto vars = wheel::CellLabelVars(cell.python(), cell.torch(), cell.cuda(), cell.platform());
+  // The identity label (common/wheel/identity.h): the worker applied it already, so the
+  // published file is the stored one; wheels stored before labelling get it here.
+  farm::v1::ArchManifest manifest;
+  (void)manifest.ParseFromString(artifact.manifest);
+  FARM_ASSIGN_OR_RETURN(auto images, wheel::ManifestImages(manifest));
   FARM_ASSIGN_OR_RETURN(std::string label,
-                        wheel::RenderLocalLabel(recipe.publish().local_version_template(), vars));
+                        wheel::WheelLabel(recipe.publish().local_version_template(), cell, images));
   FARM_ASSIGN_OR_RETURN(PreparedWheel wheel,
                         LabelWheel(*deps_.blobs, options_.work_dir, artifact, label));
   FARM_RETURN_IF_ERROR(deps_.store->SetPublicationFile(row->artifact_id, label, wheel.filename,

@@ -18,10 +18,13 @@ namespace farm::publish {
 
 // The rows one publishable wheel gets from its recipe's publish section: a GitHub asset
 // row plus the build's release row (inserted once), and a Hub file row whose path keeps
-// "{wheel}" until the labelled file name is known.
+// "{wheel}" until the labelled file name is known. `arch` is the wheel's arch label
+// ("sm90.sm120a", farm::wheel::ArchLabel) for the Hub path's {arch}; {build} (and
+// {build_id}) is the build's id.
 std::vector<store::PublicationRow> PlanRows(const farm::v1::Recipe& recipe, int64_t build_id,
                                             int64_t artifact_id,
-                                            const farm::v1::MatrixCell& cell);
+                                            const farm::v1::MatrixCell& cell,
+                                            const std::string& arch);
 
 // The draft release a build's wheels go to.
 ReleaseSpec ReleaseSpecFor(const farm::v1::Recipe& recipe, const store::PublicationRow& row);

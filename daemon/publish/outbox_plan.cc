@@ -187,7 +187,8 @@ std::string HfVariant(const farm::v1::MatrixCell& cell) {
 
 std::vector<store::PublicationRow> PlanRows(const farm::v1::Recipe& recipe, int64_t build_id,
                                             int64_t artifact_id,
-                                            const farm::v1::MatrixCell& cell) {
+                                            const farm::v1::MatrixCell& cell,
+                                            const std::string& arch) {
   const auto& spec = recipe.publish();
   std::vector<store::PublicationRow> rows;
   if (!spec.github_repo().empty()) {
@@ -217,6 +218,9 @@ std::vector<store::PublicationRow> PlanRows(const farm::v1::Recipe& recipe, int6
     std::string path_template =
         spec.hf_path_template().empty() ? "build/{variant}/{wheel}" : spec.hf_path_template();
     ReplaceAll(&path_template, "{variant}", HfVariant(cell));
+    ReplaceAll(&path_template, "{arch}", arch.empty() ? "noarch" : arch);
+    ReplaceAll(&path_template, "{build}", std::to_string(build_id));
+    ReplaceAll(&path_template, "{build_id}", std::to_string(build_id));
     file.path = path_template;
     file.replace_remote = spec.replace_assets();
     rows.push_back(file);

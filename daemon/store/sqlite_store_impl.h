@@ -96,6 +96,7 @@ class SqliteStore final : public Store {
                               const std::string& remote_url, int64_t now_ms) override;
   Result<int> RequeuePublications(int64_t build_id, const std::string& target, bool replace,
                                   int64_t now_ms) override;
+  Result<std::map<std::string, int64_t>> CountPublicationsByState() override;
 
   Status UpsertHost(const HostRow& host, bool replace) override;
   Result<HostRow> GetHost(const std::string& name) override;

@@ -31,6 +31,9 @@ Status Store::MarkReleasePublished(int64_t, const std::string&, const std::strin
 Result<int> Store::RequeuePublications(int64_t, const std::string&, bool, int64_t) {
   return Status::Unimplemented("RequeuePublications");
 }
+Result<std::map<std::string, int64_t>> Store::CountPublicationsByState() {
+  return Status::Unimplemented("CountPublicationsByState");
+}
 
 namespace {
 
@@ -202,6 +205,18 @@ Result<int> SqliteStore::RequeuePublications(int64_t build_id, const std::string
   int changed = db_->Changes();
   Bump();
   return changed;
+}
+
+Result<std::map<std::string, int64_t>> SqliteStore::CountPublicationsByState() {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT state, COUNT(*) FROM publications GROUP BY state"));
+  std::map<std::string, int64_t> out;
+  for (int i = 0; i < 64; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out[s->Text(0)] = s->Int(1);
+  }
+  return out;
 }
 
 }  // namespace farm::store

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -427,6 +428,8 @@ class Store {
   // Marks the build's GitHub release row and its asset rows published.
   virtual Status MarkReleasePublished(int64_t build_id, const std::string& remote_id,
                                       const std::string& remote_url, int64_t now_ms);
+  // Publication rows per state ("pending", "failed", ...), over every build.
+  virtual Result<std::map<std::string, int64_t>> CountPublicationsByState();
   // Puts the build's rows for `target` ("" for all) back to pending with no attempts and
   // no error; `replace` lets them overwrite remote files that differ. Returns the count.
   virtual Result<int> RequeuePublications(int64_t build_id, const std::string& target,
