@@ -1,12 +1,18 @@
 #include "worker/agent/build_env.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <filesystem>
 
 extern char** environ;
 
 namespace farm::agent {
 namespace {
+
+namespace stdfs = std::filesystem;
 
 constexpr double kDefaultGbPerJob = 4.0;
 constexpr int kMaxNvccThreads = 4;
@@ -94,6 +100,48 @@ Result<farm::v1::CudaToolkit> SelectToolkit(const farm::v1::MatrixCell& cell,
                           (have.empty() ? "none" : have) + ")");
 }
 
+namespace {
+
+// What a deterministic `pip wheel` needs from the environment; a recipe's own values win.
+void SetReproducible(const JobEnvInputs& in, EnvMap& env) {
+  const auto& recipe_env = in.job->recipe().env();
+  if (in.source_date_epoch > 0 && !recipe_env.contains("SOURCE_DATE_EPOCH")) {
+    env["SOURCE_DATE_EPOCH"] = std::to_string(in.source_date_epoch);
+  }
+  if (!recipe_env.contains("PYTHONHASHSEED")) env["PYTHONHASHSEED"] = "0";
+  std::string& nvcc = env["NVCC_APPEND_FLAGS"];
+  if (nvcc.find("-objtemp") == std::string::npos &&
+      nvcc.find("--objdir-as-tempdir") == std::string::npos) {
+    nvcc += (nvcc.empty() ? "" : " ") + std::string("-objtemp");
+  }
+}
+
+}  // namespace
+
+int64_t SourceDateEpoch(ProcessRunner& runner, const std::string& source_dir) {
+  std::error_code ec;
+  if (stdfs::exists(source_dir + "/.git", ec)) {
+    ProcessSpec spec{{"git", "-C", source_dir, "log", "-1", "--format=%ct"}};
+    auto out = RunAndCapture(runner, spec, 30'000);
+    if (out.ok() && out->result.exit_code == 0) {
+      int64_t t = 0;
+      auto [p, err] = std::from_chars(out->out.data(), out->out.data() + out->out.size(), t);
+      if (err == std::errc() && t > 0) return t;
+    }
+  }
+  int64_t newest = 0;
+  int seen = 0;
+  for (auto it = stdfs::recursive_directory_iterator(
+           source_dir, stdfs::directory_options::skip_permission_denied, ec);
+       !ec && it != stdfs::recursive_directory_iterator() && seen < 200'000;
+       it.increment(ec), ++seen) {
+    struct stat st{};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    newest = std::max<int64_t>(newest, static_cast<int64_t>(st.st_mtime));
+  }
+  return newest;
+}
+
 EnvMap BuildJobEnv(const JobEnvInputs& in) {
   const auto& job = *in.job;
   EnvMap env = BaseEnv(in.worker_env);
@@ -116,6 +164,7 @@ EnvMap BuildJobEnv(const JobEnvInputs& in) {
   env["FARM_TORCH_VERSION"] = job.cell().torch();
   if (!job.cell().arch_list().empty()) env["TORCH_CUDA_ARCH_LIST"] = job.cell().arch_list();
   SetParallelism(in, env);
+  SetReproducible(in, env);
   for (auto it = env.begin(); it != env.end();) {
     bool leaks = std::any_of(in.secrets.begin(), in.secrets.end(), [&](const std::string& s) {
       return !s.empty() && it->second.find(s) != std::string::npos;

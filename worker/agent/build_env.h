@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/process.h"
 #include "common/status.h"
 #include "farm/v1/types.pb.h"
 #include "farm/v1/worker.pb.h"
@@ -54,14 +55,23 @@ struct JobEnvInputs {
   int cores = 1;
   int64_t available_memory_bytes = 0;
   std::vector<std::string> secrets;  // values that must never appear in the environment
+  int64_t source_date_epoch = 0;     // SourceDateEpoch of the source; 0: not set
 };
 
 // Builds the environment: allow-listed worker variables < recipe env < assignment env <
 // the FARM_* variables, VIRTUAL_ENV, PATH (venv/bin, CUDA bin, then the rest), CUDA_HOME,
 // TORCH_CUDA_ARCH_LIST and MAX_JOBS (unless the recipe or assignment sets it;
 // NVCC_THREADS too when the recipe mentions it). Any variable whose value contains a
-// secret is dropped.
+// secret is dropped. For reproducible wheels (docs/reproducibility.md) it also sets
+// SOURCE_DATE_EPOCH (when known) and PYTHONHASHSEED=0 unless the recipe sets them, and
+// appends nvcc's -objtemp to NVCC_APPEND_FLAGS so intermediate file names (which nvcc
+// writes into the objects) come from the object path instead of the process id.
 EnvMap BuildJobEnv(const JobEnvInputs& in);
+
+// The time the source was last changed, for SOURCE_DATE_EPOCH: the commit time of a git
+// checkout (git log -1 --format=%ct), else the newest modification time of a file in the
+// tree (at most 200,000 entries are looked at). 0 when neither is known.
+int64_t SourceDateEpoch(ProcessRunner& runner, const std::string& source_dir);
 
 }  // namespace farm::agent
 

@@ -202,7 +202,8 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/tmp"));
   JobEnvInputs in{&job_, settings_.worker_env, ws + "/venv", ws + "/wheels", ws + "/tmp",
                   python.version(), toolkit, settings_.caps.cpu_cores(),
-                  deps_.probe->AvailableMemoryBytes(), settings_.secrets};
+                  deps_.probe->AvailableMemoryBytes(), settings_.secrets,
+                  SourceDateEpoch(*deps_.runner, src)};
   EnvMap env = BuildJobEnv(in);
   JobCacheUse cache_use;
   if (settings_.compile_cache != nullptr) {

@@ -1,5 +1,7 @@
 #include "worker/agent/build_env.h"
 
+#include <cstdlib>
+
 #include "tests/support/test_util.h"
 
 namespace farm::agent {
@@ -128,6 +130,39 @@ TEST(SelectTest, PythonAndToolkit) {
   EXPECT_FALSE(SelectToolkit(cell, caps).ok());
   cell.set_cuda("");
   EXPECT_EQ(SelectToolkit(cell, caps)->version(), "13.0");
+}
+
+TEST(ReproducibleEnvTest, SourceDateEpochHashSeedAndNvccObjtemp) {
+  auto job = Job();
+  JobEnvInputs in = Inputs(job);
+  in.source_date_epoch = 1'700'000'000;
+  EnvMap env = BuildJobEnv(in);
+  EXPECT_EQ(env["SOURCE_DATE_EPOCH"], "1700000000");
+  EXPECT_EQ(env["PYTHONHASHSEED"], "0");
+  EXPECT_EQ(env["NVCC_APPEND_FLAGS"], "-objtemp");
+  // A recipe's own values win; its nvcc flags keep theirs and gain -objtemp once.
+  (*job.mutable_recipe()->mutable_env())["SOURCE_DATE_EPOCH"] = "1";
+  (*job.mutable_recipe()->mutable_env())["NVCC_APPEND_FLAGS"] = "-lineinfo";
+  env = BuildJobEnv(in);
+  EXPECT_EQ(env["SOURCE_DATE_EPOCH"], "1");
+  EXPECT_EQ(env["NVCC_APPEND_FLAGS"], "-lineinfo -objtemp");
+  (*job.mutable_recipe()->mutable_env())["NVCC_APPEND_FLAGS"] = "--objdir-as-tempdir";
+  EXPECT_EQ(BuildJobEnv(in)["NVCC_APPEND_FLAGS"], "--objdir-as-tempdir");
+}
+
+TEST(ReproducibleEnvTest, SourceDateEpochFromGitOrNewestFile) {
+  farm::testing::ScopedTempDir dir;
+  RealProcessRunner runner;
+  EXPECT_EQ(SourceDateEpoch(runner, dir.path()), 0);
+  const std::string a = dir.path() + "/a.txt", b = dir.path() + "/sub/b.txt";
+  ASSERT_EQ(std::system(("mkdir -p " + dir.path() + "/sub && touch -d @1600000000 " + a +
+                         " && echo x > " + b + " && touch -d @1650000000 " + b).c_str()), 0);
+  EXPECT_EQ(SourceDateEpoch(runner, dir.path()), 1'650'000'000);
+  // A git checkout answers with its commit time, whatever the files' times.
+  ASSERT_EQ(std::system(("cd " + dir.path() + " && git init -q && git add -A && "
+                         "GIT_COMMITTER_DATE=@1690000000 git -c user.name=t -c user.email=t@t "
+                         "commit -qm x").c_str()), 0);
+  EXPECT_EQ(SourceDateEpoch(runner, dir.path()), 1'690'000'000);
 }
 
 }  // namespace
