@@ -1,6 +1,7 @@
 #include "daemon/http/gpu_views.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <tuple>
@@ -26,6 +27,27 @@ std::vector<int64_t> ReleaseOf(std::string_view version) {
     ++pos;
   }
   return out;
+}
+
+// PEP 440 pre-releases and developmental releases ("1.0rc1", "2.0.dev3", "1.0b2"): GPU
+// views leave them out; the variant and root views list them for those who ask.
+bool IsPreRelease(std::string_view version) {
+  std::string v(version.substr(0, version.find('+')));
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (size_t i = 1; i < v.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(v[i - 1])) && v[i - 1] != '.' && v[i - 1] != '-' &&
+        v[i - 1] != '_') {
+      continue;
+    }
+    std::string_view rest = std::string_view(v).substr(i);
+    for (std::string_view tag : {"dev", "rc", "alpha", "beta", "preview", "pre", "a", "b", "c"}) {
+      if (rest.starts_with(tag) &&
+          (rest.size() == tag.size() || std::isdigit(static_cast<unsigned char>(rest[tag.size()])))) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 bool NewerVersion(const IndexFile& a, const IndexFile& b) {
@@ -73,7 +95,7 @@ std::vector<IndexFile> FilesForGpu(const std::vector<IndexFile>& files, const ar
   // (project, public version + tags) -> best file; a label differs between candidates.
   std::map<std::tuple<std::string, std::string, std::string>, const IndexFile*> best;
   for (const IndexFile& f : files) {
-    if (GpuFit(f, cc) == 0) continue;
+    if (GpuFit(f, cc) == 0 || IsPreRelease(f.version)) continue;
     auto key = std::make_tuple(f.project, f.version.substr(0, f.version.find('+')), f.tags);
     auto [it, fresh] = best.emplace(key, &f);
     if (!fresh && Better(f, *it->second, cc)) it->second = &f;

@@ -10,6 +10,7 @@
 #include "common/wheel/identity.h"
 #include "daemon/http/gpu_views.h"
 #include "daemon/http/index_directory.h"
+#include "daemon/http/wheel_variants.h"
 
 namespace farm::http {
 
@@ -181,11 +182,21 @@ Response ProjectPage(IndexCatalog& catalog, const Negotiated& n, const std::stri
   if (n.json) {
     json::array jversions;
     for (const auto& v : versions) jversions.push_back(json::value(v));
+    // Wheel-variant metadata (wheel_variants.h), under a key installers ignore.
+    std::set<std::string> variant_files;
+    for (const auto& f : files) {
+      if (f.project == project) {
+        variant_files.insert("/files/variants/" + project + "/" + VariantsFileName(f));
+      }
+    }
+    json::array jvariants;
+    for (const auto& v : variant_files) jvariants.push_back(json::value(v));
     return Page(n, json::serialize(json::object{
                        {"meta", json::object{{"api-version", kApiVersion}}},
                        {"name", project},
                        {"files", std::move(jfiles)},
-                       {"versions", std::move(jversions)}}));
+                       {"versions", std::move(jversions)},
+                       {"variants-json", std::move(jvariants)}}));
   }
   return Page(n, "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"" +
                      std::string(kApiVersion) + "\"><title>Links for " + HtmlEscape(project) +
@@ -304,6 +315,10 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
 
 std::optional<Response> HandleIndex(IndexCatalog& catalog, const Request& req) {
   std::string_view path = req.path;
+  if (path.starts_with("/files/variants/")) {
+    if (req.method != "GET") return ErrorResponse(Status::Unimplemented("method not allowed"));
+    return HandleVariantsFile(catalog, path.substr(16));
+  }
   if (path.starts_with("/files/")) {
     if (req.method != "GET") return ErrorResponse(Status::Unimplemented("method not allowed"));
     return HandleFile(catalog, path.substr(7));

@@ -166,5 +166,33 @@ TEST_F(GpuViewsTest, InstallScriptCarriesTheFarmUrl) {
   EXPECT_EQ(script.body.find("@FARM_URL@"), std::string::npos);
 }
 
+TEST_F(GpuViewsTest, PreReleasesStayOutOfGpuViewsUnlessAskedFor) {
+  AddBoth();
+  Wheel("attn_example-0.2.0rc1+cu130.sm90-cp311-cp311-linux_x86_64.whl",
+        Manifest({"sm_90"}, {"9.0"}));
+  Router r = MakeRouter();
+  EXPECT_EQ(Files(r, "/cu130/sm90/simple/"), std::vector<std::string>{kWide});
+  auto all = Files(r, "/cu130/simple/");
+  EXPECT_EQ(all.size(), 3u);  // the variant view lists it for those who ask (pip --pre)
+}
+
+TEST_F(GpuViewsTest, WheelVariantMetadataListsEachLabelWithItsProperties) {
+  AddBoth();
+  Router r = MakeRouter();
+  auto page = Json(Get(r, "/cu130/sm90/simple/attn-example/", kJson));
+  const auto& links = page.at("variants-json").as_array();
+  ASSERT_EQ(links.size(), 1u);
+  EXPECT_EQ(links[0].as_string(), "/files/variants/attn-example/attn_example-0.1.0-variants.json");
+  Response doc = Get(r, std::string(links[0].as_string()));
+  ASSERT_EQ(doc.status, 200) << doc.body;
+  auto v = Json(doc);
+  const auto& wide = v.at("variants").at("cu130.sm90.sm120a.sm121a").at("nvidia");
+  EXPECT_EQ(wide.at("cuda_version_lower_bound").as_array()[0].as_string(), "13.0");
+  EXPECT_EQ(wide.at("sm_arch").as_array().size(), 3u);
+  EXPECT_EQ(v.at("variants").at("cu130.sm121a").at("nvidia").at("sm_arch").as_array()[0].as_string(),
+            "121_real");
+  EXPECT_EQ(Get(r, "/files/variants/attn-example/nope-variants.json").status, 404);
+}
+
 }  // namespace
 }  // namespace farm::http::testing
