@@ -146,12 +146,31 @@ async function buildsPage(t, before) {
     const rows = r.builds.map((b) => `<tr><td><a href="#/build/${b.id}">#${b.id}</a></td>
       <td>${esc(b.recipe_name)}</td><td>${badge(b.state)}</td><td>${esc(b.submitted_by)}</td>
       <td>${esc(b.created_at)}</td><td>${b.jobs.total} jobs: ${b.jobs.JOB_SUCCEEDED} ok,
-      ${b.jobs.JOB_RUNNING} running, ${b.jobs.JOB_PENDING} queued, ${b.jobs.JOB_FAILED} failed</td></tr>`);
+      ${b.jobs.JOB_RUNNING} running, ${b.jobs.JOB_PENDING} queued, ${b.jobs.JOB_FAILED} failed</td>
+      <td class="publishing">${publishingText(b.publishing)}</td></tr>`);
     app.innerHTML = `<h1>Builds</h1><table id="builds"><tr><th>Build</th><th>Recipe</th><th>State</th>
-      <th>By</th><th>Created</th><th>Jobs</th></tr>${rows.join('') ||
-      '<tr><td colspan="6" class="muted">none</td></tr>'}</table>
+      <th>By</th><th>Created</th><th>Jobs</th><th>Publishing</th></tr>${rows.join('') ||
+      '<tr><td colspan="7" class="muted">none</td></tr>'}</table>
       <p>${r.next_before ? `<a id="older" href="#/builds/before/${r.next_before}">Older builds →</a>` : ''}</p>`;
   } catch (e) { showError(e); }
+}
+
+// "2 published, 1 failed" with the failure in red and its reason on hover.
+function publishingText(p) {
+  if (!p || !p.total) return '<span class="muted">—</span>';
+  return Object.entries(p.states).map(([state, n]) => state === 'failed'
+    ? `<span class="error" title="${esc(p.error)}">${n} failed</span>` : `${n} ${esc(state)}`).join(', ');
+}
+
+function publicationsHtml(rows) {
+  if (!rows.length) return '';
+  return `<h2>Publishing</h2><table id="publications"><tr><th>Target</th><th>Kind</th><th>Where</th>
+    <th>File</th><th>State</th><th>Attempts</th><th>Error</th></tr>` + rows.map((p) => `<tr
+    class="pub-${esc(p.state)}"><td>${esc(p.target)}</td><td>${esc(p.kind)}</td>
+    <td>${p.remote_url ? `<a href="${esc(p.remote_url)}">${esc(p.repo)} ${esc(p.ref)}</a>`
+                       : esc(p.repo + ' ' + p.ref)} ${esc(p.path)}</td>
+    <td>${esc(p.filename)}</td><td class="${p.state === 'failed' ? 'error' : ''}">${esc(p.state)}</td>
+    <td>${p.attempts}</td><td>${esc(p.error)}</td></tr>`).join('') + '</table>';
 }
 
 function gridHtml(build, fetchedAt) {
@@ -194,6 +213,7 @@ async function buildPage(t, id) {
         <h2>Matrix</h2>${gridHtml(b, fetchedAt)}
         ${b.rejected_cells.length ? '<h2>Rejected cells</h2><ul>' +
           b.rejected_cells.map((r) => `<li>${esc(r)}</li>`).join('') + '</ul>' : ''}
+        ${publicationsHtml(b.publications || [])}
         <h2>Recipe</h2><pre class="mono">${esc(b.recipe_yaml)}</pre>`;
       const btn = document.getElementById('cancel');
       if (btn) btn.onclick = () => cancelBuild(b.id);
@@ -244,7 +264,7 @@ function artifactsHtml(arts) {
     return `<div class="artifact"><h3><a href="${esc(a.url)}">${esc(a.filename)}</a></h3>
       <p>sha256 <code class="sha">${esc(a.sha256)}</code> · ${bytes(Number(a.size))}</p>
       <pre class="mono pip">pip install --index-url ${esc(origin + a.index_path)} ${esc(a.project)}==${esc(a.version)}
-pip install ${esc(origin + a.url)}</pre>
+pip install "${esc(origin + a.url)}#sha256=${esc(a.sha256)}"</pre>
       <h4>Arch manifest</h4><p>runs on: ${(m.runs_on || []).map(esc).join(', ') || '<span class="muted">unknown</span>'}
       ${(m.missing || []).length ? `<br><span class="error">missing: ${m.missing.map(esc).join(', ')}</span>` : ''}</p>
       ${images ? `<table class="manifest"><tr><th>Module</th><th>Kind</th><th>Arch</th></tr>${images}</table>` : ''}

@@ -137,6 +137,9 @@ Response ApiBuilds(const DashboardDeps& deps, const Request& req) {
     auto jobs = deps.store->ListJobs(b.id);
     if (!jobs.ok()) return ErrorResponse(jobs.status());
     o["jobs"] = CountJobs(*jobs);
+    auto pubs = deps.store->ListPublications(b.id);
+    if (!pubs.ok()) return ErrorResponse(pubs.status());
+    o["publishing"] = PublishingSummary(*pubs);
     items.push_back(std::move(o));
   }
   int64_t next = more && !builds->empty() ? builds->back().id : 0;
@@ -164,6 +167,12 @@ Response ApiBuild(const DashboardDeps& deps, int64_t build_id) {
   for (const auto& j : *jobs) arr.push_back(JobJson(j, now));
   o["jobs"] = std::move(arr);
   o["job_counts"] = CountJobs(*jobs);
+  auto pubs = deps.store->ListPublications(build_id);
+  if (!pubs.ok()) return ErrorResponse(pubs.status());
+  json::array publications;
+  for (const auto& p : *pubs) publications.push_back(PublicationJson(p));
+  o["publications"] = std::move(publications);
+  o["publishing"] = PublishingSummary(*pubs);
   o["now"] = now;
   return Json(o);
 }

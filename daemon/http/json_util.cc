@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "daemon/model/convert.h"
 #include "daemon/http/api.h"
 #include "farm/v1/types.pb.h"
@@ -71,6 +72,28 @@ json::object BuildJson(const store::BuildRow& build) {
       {"created_at", FormatRfc3339(build.created_ms)},
       {"finished_at", FormatRfc3339(build.finished_ms)},
   };
+}
+
+json::object PublicationJson(const store::PublicationRow& row) {
+  return json::object{{"id", row.id},          {"target", row.target},
+                      {"kind", row.kind},      {"repo", row.repo},
+                      {"ref", row.ref},        {"path", row.path},
+                      {"filename", row.filename}, {"state", row.state},
+                      {"attempts", row.attempts}, {"error", log::Redact(row.error)},
+                      {"remote_url", row.remote_url},
+                      {"updated_at", FormatRfc3339(row.updated_ms)}};
+}
+
+json::object PublishingSummary(const std::vector<store::PublicationRow>& rows) {
+  json::object counts;
+  std::string first_error;
+  for (const auto& r : rows) {
+    counts[r.state] = (counts.contains(r.state) ? counts[r.state].as_int64() : 0) + 1;
+    if (r.state == "failed" && first_error.empty()) first_error = log::Redact(r.error);
+  }
+  return json::object{{"total", static_cast<int64_t>(rows.size())},
+                      {"states", std::move(counts)},
+                      {"error", first_error}};
 }
 
 namespace {

@@ -24,6 +24,11 @@ std::string CauseName(int cause);
 boost::json::object JobJson(const store::JobRow& job, int64_t now_ms);
 // A build row without its jobs.
 boost::json::object BuildJson(const store::BuildRow& build);
+// One publication row for the dashboard: target, kind, repo, ref, path, file, state,
+// attempts, the (redacted) error and the remote URL.
+boost::json::object PublicationJson(const store::PublicationRow& row);
+// Rows per state ({"published": 2, "failed": 1}) and the first failure's error.
+boost::json::object PublishingSummary(const std::vector<store::PublicationRow>& rows);
 // A worker row with capabilities summarised (GPUs, toolkits) and heartbeat age.
 boost::json::object WorkerJson(const store::WorkerRow& worker, int64_t now_ms);
 

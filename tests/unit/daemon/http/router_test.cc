@@ -237,5 +237,36 @@ TEST(HttpMessageTest, ParsesTargetsAndEscapes) {
   EXPECT_EQ(HttpStatusFor(StatusCode::kPermissionDenied), 403);
 }
 
+TEST_F(RouterTest, FailedPublicationsShowOnBuildsAndInMetrics) {
+  int64_t build_id = 0;
+  auto ids = AddBuild(1, "13.0", "", &build_id);
+  Start(ids[0]);
+  AddWheel(ids[0], "attn_example-0.1.0+cu130-cp311-cp311-linux_x86_64.whl",
+           "Metadata-Version: 2.1\nName: attn-example\nVersion: 0.1.0+cu130\n", 3);
+  Finish(ids[0]);
+  auto artifacts = store_->ListArtifacts(ids[0]);
+  ASSERT_OK(artifacts.status());
+  store::PublicationRow asset{.build_id = build_id, .artifact_id = artifacts->at(0).id,
+                              .target = "github", .kind = "asset", .repo = "o/r", .ref = "v1"};
+  asset.state = "failed";
+  asset.error = "asset already exists (token ghp_secret in a URL?)";
+  store::PublicationRow file = asset;
+  file.target = "hf", file.kind = "file", file.state = "published", file.error = "";
+  ASSERT_OK(store_->EnqueuePublications(artifacts->at(0).id, "queued", {asset, file},
+                                        clock_.NowUnixMs()));
+  Router r = MakeRouter();
+  auto list = Json(Get(r, "/api/v1/builds"));
+  const auto& p = list.at("builds").as_array()[0].at("publishing");
+  EXPECT_EQ(p.at("states").at("failed").as_int64(), 1);
+  EXPECT_EQ(p.at("states").at("published").as_int64(), 1);
+  EXPECT_NE(std::string(p.at("error").as_string()).find("asset already exists"), std::string::npos);
+  auto build = Json(Get(r, "/api/v1/builds/" + std::to_string(build_id)));
+  ASSERT_EQ(build.at("publications").as_array().size(), 2u);
+  std::string metrics = Get(r, "/metrics").body;
+  EXPECT_NE(metrics.find("farm_publish_failures_total 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("farm_publications{state=\"published\"} 1\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace farm::http::testing
+
