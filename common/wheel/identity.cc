@@ -80,20 +80,23 @@ std::string VariantLabel(const farm::v1::MatrixCell& cell, const std::vector<arc
 }
 
 std::map<std::string, std::string> LabelVars(const farm::v1::MatrixCell& cell,
-                                             const std::vector<arch::Image>& images) {
+                                             const std::vector<arch::Image>& images,
+                                             const std::string& commit) {
   auto vars = CellLabelVars(cell.python(), cell.torch(), cell.cuda(), cell.platform());
   vars["arch"] = ArchLabel(images);
+  vars["commit"] = commit.substr(0, 8);
   vars["variant"] = VariantLabel(cell, images);
   return vars;
 }
 
 Result<std::string> WheelLabel(const std::string& label_template,
                                const farm::v1::MatrixCell& cell,
-                               const std::vector<arch::Image>& images) {
+                               const std::vector<arch::Image>& images,
+                               const std::string& commit) {
   const std::string& tmpl = label_template.empty() ? std::string(kDefaultLabelTemplate)
                                                    : label_template;
   // Render without the final validity check first: an absent part may leave "..".
-  std::map<std::string, std::string> vars = LabelVars(cell, images);
+  std::map<std::string, std::string> vars = LabelVars(cell, images, commit);
   std::string rendered;
   for (size_t i = 0; i < tmpl.size(); ++i) {
     if (tmpl[i] != '{') {
@@ -117,6 +120,13 @@ Result<std::string> WheelLabel(const std::string& label_template,
   std::string label = CollapseDots(rendered);
   FARM_ASSIGN_OR_RETURN(std::string normal, RenderLocalLabel(label, {}));
   return normal;
+}
+
+Result<std::string> RecipeWheelLabel(const farm::v1::Recipe& recipe,
+                                     const farm::v1::MatrixCell& cell,
+                                     const std::vector<arch::Image>& images) {
+  return WheelLabel(recipe.publish().local_version_template(), cell, images,
+                    recipe.source().has_git() ? recipe.source().git().commit() : "");
 }
 
 std::string LocalLabelOf(const std::string& version) {

@@ -46,9 +46,12 @@ std::string VariantLabel(const farm::v1::MatrixCell& cell, const std::vector<arc
 
 // The placeholders a label template may use for this cell and image set: python,
 // python_nodot, torch, torch_nodot, cuda, cuda_nodot, cuda_major, platform (as
-// CellLabelVars), arch (ArchLabel) and variant (VariantLabel).
+// CellLabelVars), arch (ArchLabel), variant (VariantLabel) and commit (the first 8 hex
+// digits of the source's git commit, "" for other sources: upstream versions such as
+// SageAttention's 2.2.0 stay the same across fixes, the commit tells them apart).
 std::map<std::string, std::string> LabelVars(const farm::v1::MatrixCell& cell,
-                                             const std::vector<arch::Image>& images);
+                                             const std::vector<arch::Image>& images,
+                                             const std::string& commit = "");
 
 // The local version label of a wheel of `cell` holding `images`: `label_template` (empty:
 // kDefaultLabelTemplate) rendered with LabelVars, in PEP 440 normal form, with the empty
@@ -56,7 +59,13 @@ std::map<std::string, std::string> LabelVars(const farm::v1::MatrixCell& cell,
 // InvalidArgument for an unknown placeholder or a result that is not a local label.
 Result<std::string> WheelLabel(const std::string& label_template,
                                const farm::v1::MatrixCell& cell,
-                               const std::vector<arch::Image>& images);
+                               const std::vector<arch::Image>& images,
+                               const std::string& commit = "");
+
+// WheelLabel with the template and git commit of `recipe`.
+Result<std::string> RecipeWheelLabel(const farm::v1::Recipe& recipe,
+                                     const farm::v1::MatrixCell& cell,
+                                     const std::vector<arch::Image>& images);
 
 // The local label of a wheel file name or version ("0.1.0+cu130.sm90" -> "cu130.sm90"),
 // "" when it has none.

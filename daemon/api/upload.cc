@@ -41,8 +41,7 @@ Status CheckIdentity(const ServiceContext& ctx, const store::JobRow& job,
   FARM_ASSIGN_OR_RETURN(store::BuildRow build, ctx.store->GetBuild(job.build_id));
   auto recipe = model::ParseBlob<farm::v1::Recipe>(build.recipe);
   FARM_ASSIGN_OR_RETURN(auto images, wheel::ManifestImages(manifest));
-  FARM_ASSIGN_OR_RETURN(std::string want, wheel::WheelLabel(recipe.publish().local_version_template(),
-                                                             cell, images));
+  FARM_ASSIGN_OR_RETURN(std::string want, wheel::RecipeWheelLabel(recipe, cell, images));
   FARM_ASSIGN_OR_RETURN(wheel::WheelFilename name, wheel::ParseWheelFilename(filename));
   auto have = wheel::RenderLocalLabel(name.local_label, {});  // its PEP 440 normal form
   if (have.ok() && *have == want) return Status::Ok();

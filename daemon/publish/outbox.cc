@@ -213,7 +213,7 @@ Status Publisher::Prepare(store::PublicationRow* row) {
   (void)manifest.ParseFromString(artifact.manifest);
   FARM_ASSIGN_OR_RETURN(auto images, wheel::ManifestImages(manifest));
   FARM_ASSIGN_OR_RETURN(std::string label,
-                        wheel::WheelLabel(recipe.publish().local_version_template(), cell, images));
+                        wheel::RecipeWheelLabel(recipe, cell, images));
   FARM_ASSIGN_OR_RETURN(PreparedWheel wheel,
                         LabelWheel(*deps_.blobs, options_.work_dir, artifact, label));
   FARM_RETURN_IF_ERROR(deps_.store->SetPublicationFile(row->artifact_id, label, wheel.filename,

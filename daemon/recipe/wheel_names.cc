@@ -62,7 +62,7 @@ Status CheckWheelNames(const farm::v1::Recipe& recipe,
   for (const farm::v1::MatrixCell& cell : cells) {
     auto images = wheel::ExpectedImages(cell);
     if (!images.ok()) continue;  // the matrix expansion has already refused such cells
-    auto label = wheel::WheelLabel(tmpl, cell, *images);
+    auto label = wheel::RecipeWheelLabel(recipe, cell, *images);
     if (!label.ok()) return AtPosition(sink, template_pos(), label.status().message());
     auto [it, fresh] = seen.emplace(std::make_tuple(cell.python(), cell.platform(), *label), &cell);
     if (fresh) continue;

@@ -15,8 +15,7 @@ Result<LabelledWheel> LabelWheelForJob(const farm::v1::JobAssignment& job, const
                                        const std::string& out_dir) {
   FARM_ASSIGN_OR_RETURN(auto images, wheel::ManifestImages(header.manifest()));
   FARM_ASSIGN_OR_RETURN(std::string label,
-                        wheel::WheelLabel(job.recipe().publish().local_version_template(),
-                                          job.cell(), images));
+                        wheel::RecipeWheelLabel(job.recipe(), job.cell(), images));
   FARM_ASSIGN_OR_RETURN(wheel::WheelFilename name, wheel::ParseWheelFilename(path));
   if (label.empty() && name.local_label.empty()) return LabelledWheel{path, header, false};
   FARM_RETURN_IF_ERROR(fs::MakeDirs(out_dir));

@@ -58,6 +58,17 @@ TEST(IdentityTest, TemplatesDropEmptySegmentsAndRefuseBadOnes) {
   EXPECT_EQ(WheelLabel("a+b", c, Images(c)).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(IdentityTest, CommitTellsApartBuildsOfOneUpstreamVersion) {
+  farm::v1::Recipe recipe;
+  recipe.mutable_source()->mutable_git()->set_commit("d1a57a546c3d395b1ffcbeecc66d81db76f3b4b5");
+  recipe.mutable_publish()->set_local_version_template("{variant}.g{commit}");
+  auto c = Cell("12.8", "2.8", "9.0a");
+  EXPECT_EQ(RecipeWheelLabel(recipe, c, Images(c)).value(), "cu128torch2.8.sm90a.gd1a57a54");
+  recipe.mutable_source()->Clear();  // no git: the empty segment is dropped
+  recipe.mutable_publish()->set_local_version_template("{variant}.{commit}");
+  EXPECT_EQ(RecipeWheelLabel(recipe, c, Images(c)).value(), "cu128torch2.8.sm90a");
+}
+
 TEST(IdentityTest, ManifestImagesAndLocalLabels) {
   farm::v1::ArchManifest m;
   for (const char* name : {"sm_121a", "sm_90", "sm_121a", "compute_120"}) {
