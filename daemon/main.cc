@@ -5,6 +5,7 @@
 
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "daemon/api/server.h"
 #include "daemon/hosts/host_manager.h"
 
@@ -37,9 +38,14 @@ int main(int argc, char** argv) {
       {"hosts-group-vars", "DIR", "group_vars of the host kinds (default: the example inventory's)"},
       {"log-json", "", "log one JSON object per line"},
       {"help", "", "show this help"},
+      {"version", "", "print the version and exit"},
   });
   farm::Status parsed = flags.Parse(argc, argv);
   if (parsed.ok() && flags.Has("config")) parsed = flags.MergeConfigFile(flags.Get("config"));
+  if (parsed.ok() && flags.Has("version")) {
+    std::cout << "farmd " << farm::FarmVersion() << "\n";
+    return 0;
+  }
   if (!parsed.ok() || flags.Has("help")) {
     std::cerr << (parsed.ok() ? "" : parsed.message() + "\n") << "usage: farmd [flags]\n"
               << flags.Usage();

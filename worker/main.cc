@@ -3,16 +3,24 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <string_view>
 #include <thread>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/container_executor.h"
 #include "worker/agent/validation.h"
 
 int main(int argc, char** argv) {
   using namespace farm;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--version") {
+      std::printf("farm-worker %s\n", FarmVersion());
+      return 0;
+    }
+  }
   bool help = false;
   auto config = agent::ParseWorkerFlags(argc, argv, &help);
   if (help) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "daemon/api/handler.h"
@@ -75,6 +76,36 @@ Result<farm::v1::Job> LoadJobWith(const ServiceContext& ctx, const store::JobRow
   return job;
 }
 
+// The longest lifetime a token may be created with: ten years.
+constexpr int64_t kMaxTokenTtlSeconds = int64_t{10} * 365 * 24 * 3600;
+
+farm::v1::TokenInfo TokenToProto(const store::TokenRow& row) {
+  farm::v1::TokenInfo t;
+  t.set_id(auth::TokenAuthority::IdOf(row.hash));
+  t.set_name(row.name);
+  t.set_role(row.role);
+  t.set_worker_id(row.worker_id);
+  t.set_created_at(FormatRfc3339(row.created_ms));
+  if (row.expires_ms > 0) t.set_expires_at(FormatRfc3339(row.expires_ms));
+  if (row.revoked_ms > 0) t.set_revoked_at(FormatRfc3339(row.revoked_ms));
+  return t;
+}
+
+// A worker named by its id or, as every listing shows it, by its name (which must then
+// be unique). NotFound names what was asked for.
+Result<std::string> ResolveWorker(store::Store& store, const std::string& id_or_name) {
+  FARM_ASSIGN_OR_RETURN(auto workers, store.ListWorkers());
+  std::vector<std::string> named;
+  for (const auto& w : workers) {
+    if (w.id == id_or_name) return w.id;
+    if (w.name == id_or_name) named.push_back(w.id);
+  }
+  if (named.size() == 1) return named[0];
+  if (named.empty()) return Status::NotFound("no worker with id or name \"" + id_or_name + "\"");
+  return Status::InvalidArgument(std::to_string(named.size()) + " workers are named \"" +
+                                 id_or_name + "\"; give the id");
+}
+
 }  // namespace
 
 Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& row) {
@@ -138,7 +169,8 @@ grpc::Status ClientService::CancelBuild(grpc::ServerContext* call,
                                         const farm::v1::CancelBuildRequest* req,
                                         farm::v1::Build* resp) {
   return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
-    FARM_RETURN_IF_ERROR(ctx_->store->CancelBuild(req->build_id(), ctx_->clock->NowUnixMs()));
+    FARM_RETURN_IF_ERROR(
+        ctx_->store->CancelBuild(req->build_id(), ctx_->clock->NowUnixMs(), who.name));
     log::Info("build " + std::to_string(req->build_id()) + " cancelled by " + who.name);
     FARM_ASSIGN_OR_RETURN(*resp, LoadBuild(*ctx_, req->build_id()));
     return Status::Ok();
@@ -200,10 +232,10 @@ grpc::Status ClientService::DrainWorker(grpc::ServerContext* call,
                                         const farm::v1::DrainWorkerRequest* req,
                                         farm::v1::WorkerInfo* resp) {
   return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
-    FARM_RETURN_IF_ERROR(ctx_->store->SetDrainRequested(req->worker_id(), !req->undo()));
-    log::Info("worker " + req->worker_id() + (req->undo() ? " undrained by " : " drained by ") +
-              who.name);
-    FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetWorker(req->worker_id()));
+    FARM_ASSIGN_OR_RETURN(std::string id, ResolveWorker(*ctx_->store, req->worker_id()));
+    FARM_RETURN_IF_ERROR(ctx_->store->SetDrainRequested(id, !req->undo()));
+    log::Info("worker " + id + (req->undo() ? " undrained by " : " drained by ") + who.name);
+    FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetWorker(id));
     *resp = WorkerToProto(row);
     return Status::Ok();
   });
@@ -217,11 +249,42 @@ grpc::Status ClientService::CreateToken(grpc::ServerContext* call,
       return Status::InvalidArgument("worker tokens are issued by Register; create an enroll token");
     }
     std::string name = req->name().empty() ? req->role() : req->name();
-    FARM_ASSIGN_OR_RETURN(std::string token, ctx_->auth->Create(req->role(), name));
+    if (req->ttl_seconds() < 0 || req->ttl_seconds() > kMaxTokenTtlSeconds) {
+      return Status::InvalidArgument("ttl_seconds must be between 0 (never expires) and " +
+                                     std::to_string(kMaxTokenTtlSeconds));
+    }
+    FARM_ASSIGN_OR_RETURN(std::string token, ctx_->auth->Create(req->role(), name, "",
+                                                                req->ttl_seconds() * 1000));
     log::Info("token \"" + name + "\" with role " + req->role() + " created by " + who.name);
     resp->set_token(token);
     resp->set_name(name);
     resp->set_role(req->role());
+    resp->set_id(auth::TokenAuthority::IdOf(Sha256Hex(token)));
+    if (req->ttl_seconds() > 0) {
+      resp->set_expires_at(FormatRfc3339(ctx_->clock->NowUnixMs() + req->ttl_seconds() * 1000));
+    }
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::ListTokens(grpc::ServerContext* call,
+                                       const farm::v1::ListTokensRequest* /*req*/,
+                                       farm::v1::ListTokensResponse* resp) {
+  return Handle(ctx_, call, Need::kAdmin, [&](const Principal&) -> Status {
+    FARM_ASSIGN_OR_RETURN(auto rows, ctx_->store->ListTokens());
+    for (const auto& row : rows) *resp->add_tokens() = TokenToProto(row);
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::RevokeToken(grpc::ServerContext* call,
+                                        const farm::v1::RevokeTokenRequest* req,
+                                        farm::v1::TokenInfo* resp) {
+  return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->RevokeToken(req->id(), ctx_->clock->NowUnixMs()));
+    log::Info("token \"" + row.name + "\" (" + auth::TokenAuthority::IdOf(row.hash) +
+              ", role " + row.role + ") revoked by " + who.name);
+    *resp = TokenToProto(row);
     return Status::Ok();
   });
 }

@@ -40,6 +40,10 @@ class ClientService final : public farm::v1::FarmService::Service {
                            farm::v1::WorkerInfo*) override;
   grpc::Status CreateToken(grpc::ServerContext*, const farm::v1::CreateTokenRequest*,
                            farm::v1::CreateTokenResponse*) override;
+  grpc::Status ListTokens(grpc::ServerContext*, const farm::v1::ListTokensRequest*,
+                          farm::v1::ListTokensResponse*) override;
+  grpc::Status RevokeToken(grpc::ServerContext*, const farm::v1::RevokeTokenRequest*,
+                           farm::v1::TokenInfo*) override;
   grpc::Status DownloadArtifact(grpc::ServerContext*, const farm::v1::GetArtifactRequest*,
                                 grpc::ServerWriter<farm::v1::ArtifactChunk>*) override;
   // schedule_handlers.cc

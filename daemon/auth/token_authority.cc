@@ -1,5 +1,6 @@
 #include "daemon/auth/token_authority.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sha256.h"
 
@@ -38,13 +39,15 @@ const char* NeedName(Need need) {
 }  // namespace
 
 Result<std::string> TokenAuthority::Create(const std::string& role, const std::string& name,
-                                           const std::string& worker_id) {
+                                           const std::string& worker_id, int64_t ttl_ms) {
+  if (ttl_ms < 0) return Status::InvalidArgument("a token's lifetime must not be negative");
   if (ClientRank(role) == 0 && role != "enroll" && role != "worker") {
     return Status::InvalidArgument("unknown role \"" + role +
                                    "\" (expected viewer, submitter, admin or enroll)");
   }
   std::string token = "farm_" + role.substr(0, 3) + "_" + RandomHex(24);
-  store::TokenRow row{Sha256Hex(token), name, role, worker_id, clock_->NowUnixMs()};
+  const int64_t now = clock_->NowUnixMs();
+  store::TokenRow row{Sha256Hex(token), name, role, worker_id, now, ttl_ms > 0 ? now + ttl_ms : 0};
   FARM_RETURN_IF_ERROR(store_->InsertToken(row));
   log::RegisterSecret(token);
   return token;
@@ -60,6 +63,14 @@ Result<Principal> TokenAuthority::Authorize(const std::string& value, Need need)
       return Status::Unauthenticated("unknown token");
     }
     return row.status();
+  }
+  if (row->revoked_ms > 0) {
+    return Status::Unauthenticated("token \"" + row->name + "\" was revoked at " +
+                                   FormatRfc3339(row->revoked_ms));
+  }
+  if (row->expires_ms > 0 && clock_->NowUnixMs() >= row->expires_ms) {
+    return Status::Unauthenticated("token \"" + row->name + "\" expired at " +
+                                   FormatRfc3339(row->expires_ms));
   }
   if (!Satisfies(row->role, need)) {
     return Status::PermissionDenied("role " + row->role + " may not do this (needs " +

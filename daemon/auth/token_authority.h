@@ -27,14 +27,19 @@ class TokenAuthority {
  public:
   TokenAuthority(store::Store* store, const Clock* clock) : store_(store), clock_(clock) {}
 
-  // Creates a token for `role` and returns it; InvalidArgument for an unknown role.
+  // Creates a token for `role` and returns it; InvalidArgument for an unknown role or a
+  // negative ttl. A token with ttl_ms > 0 stops working ttl_ms after now.
   Result<std::string> Create(const std::string& role, const std::string& name,
-                             const std::string& worker_id = "");
+                             const std::string& worker_id = "", int64_t ttl_ms = 0);
 
   // Checks an "authorization" header value ("Bearer <token>"; empty when absent).
-  // Unauthenticated when missing or unknown; PermissionDenied when the token's role is
-  // too weak for `need`.
+  // Unauthenticated when missing, unknown, revoked or expired (the store is read on every
+  // call, so a revocation takes effect at once); PermissionDenied when the token's role
+  // is too weak for `need`.
   Result<Principal> Authorize(const std::string& authorization, Need need);
+
+  // The id a token is listed and revoked by: the first 12 hex digits of its sha256.
+  static std::string IdOf(const std::string& hash) { return hash.substr(0, 12); }
 
  private:
   store::Store* store_;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/flags.h"
+#include "common/version.h"
 #include "daemon/cli/format.h"
 
 namespace farm::cli {
@@ -17,6 +18,7 @@ Status SchedulesCommand(const CommandEnv& env, const Flags& flags);
 Status PublishCommand(const CommandEnv& env, const Flags& flags);
 Status PublicationsCommand(const CommandEnv& env, const Flags& flags);
 Status HostsCommand(const CommandEnv& env, const Flags& flags);
+Status TokensCommand(const CommandEnv& env, const Flags& flags);
 
 namespace {
 
@@ -37,7 +39,7 @@ const char kUsage[] =
     "  schedules add|list|show|pause|resume|delete|run-now   builds fired by cron (--cron, --tz)\n"
     "  workers                 registered workers and what they have\n"
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
-    "  tokens create --role R  create a token (viewer, submitter, admin, enroll)\n"
+    "  tokens create|list|revoke   bearer tokens (--role, --name, --ttl 30d; admin)\n"
     "  hosts add|provision|list|show   hosts farmd provisions (--address, --kind, --var k=v)\n"
     "flags:\n";
 
@@ -66,6 +68,8 @@ std::vector<FlagSpec> AllFlags() {
       {"limit", "N", "list: how many builds (default 20)"},
       {"role", "ROLE", "tokens create: viewer, submitter, admin or enroll"},
       {"name", "NAME", "tokens create: a name for the token"},
+      {"ttl", "DURATION", "tokens create: lifetime, e.g. 3600, 12h or 30d (default: no expiry)"},
+      {"version", "", "print the version and exit"},
       {"undo", "", "drain: take jobs again"},
       {"cuobjdump", "", "inspect: list images as cuobjdump --list-elf --list-ptx does"},
       {"to", "TARGET", "publish: github, hf or all"},
@@ -179,19 +183,52 @@ Status DrainCommand(const CommandEnv& env, const Flags& flags) {
   return Status::Ok();
 }
 
-Status TokensCommand(const CommandEnv& env, const Flags& flags) {
-  if (flags.positionals().size() < 2 || flags.positionals()[1] != "create") {
-    return Status::InvalidArgument("usage: farmctl tokens create --role ROLE [--name NAME]");
+// What `farmctl COMMAND --help` prints above the command's flags.
+const std::map<std::string, std::string>& CommandSynopses() {
+  static const std::map<std::string, std::string> kSynopses = {
+      {"submit", "submit RECIPE.yaml [--python V] [--cuda V] [--arch-list L] [--follow] [--download DIR]\n"
+                 "  Submits a build of the recipe's matrix (or the axes given); prints the build."},
+      {"list", "list [--limit N]\n  The newest builds."},
+      {"show", "show BUILD\n  A build with its jobs, attempts, artifacts and why pending jobs wait."},
+      {"job", "job JOB\n  One job."},
+      {"logs", "logs JOB [--follow] [--tail N] [--attempt N]\n  A job's log; JSON Lines with --output json."},
+      {"cancel", "cancel BUILD\n  Cancels a queued or running build (exit 1 for one that ended)."},
+      {"retry", "retry JOB\n  Runs a failed or cancelled job again."},
+      {"download", "download BUILD --dir DIR\n  Fetches the build's wheels, never overwriting a file."},
+      {"inspect", "inspect FILE.whl|FILE.so [--arch-list L] [--cuobjdump]\n  Checks a wheel here; no farmd."},
+      {"publish", "publish BUILD --to github|hf|all [--replace]\n  Publishes the build's wheels again."},
+      {"publications", "publications BUILD\n  Where the build's wheels are published, and how far."},
+      {"schedules", "schedules add RECIPE --cron EXPR [--tz ZONE] | list | show ID | pause ID | resume ID |"
+                    " delete ID | run-now ID\n  Builds fired by cron."},
+      {"workers", "workers\n  Registered workers and what they have."},
+      {"drain", "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new ones."},
+      {"tokens", "tokens create --role ROLE [--name NAME] [--ttl 30d] | list | revoke ID\n"
+                 "  Bearer tokens (admin); a revoked token stops working at its next call."},
+      {"hosts", "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
+                "  Hosts farmd provisions."},
+  };
+  return kSynopses;
+}
+
+// The flags of one command (their help starts "<command>:" or names it among others, as
+// "submit, logs:") and the connection flags every command takes.
+std::string CommandHelp(const std::string& command) {
+  std::vector<FlagSpec> mine, common;
+  for (const FlagSpec& f : AllFlags()) {
+    size_t colon = f.help.find(':');
+    std::string head = colon == std::string::npos ? "" : f.help.substr(0, colon);
+    bool scoped = !head.empty() && head.find_first_not_of("abcdefghijklmnopqrstuvwxyz-, ") == std::string::npos;
+    if (!scoped) {
+      common.push_back(f);
+    } else if ((", " + head + ",").find(", " + command + ",") != std::string::npos ||
+               (", " + head + ",").find(" " + command + " ") != std::string::npos ||
+               head.rfind(command + " ", 0) == 0) {
+      mine.push_back(f);
+    }
   }
-  farm::v1::CreateTokenRequest req;
-  req.set_role(flags.Get("role"));
-  req.set_name(flags.Get("name"));
-  if (req.role().empty()) return Status::InvalidArgument("--role is required");
-  farm::v1::CreateTokenResponse resp;
-  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->CreateToken(env.client->Context().get(), req, &resp),
-                                env.client->address()));
-  Print(env, resp, resp.token() + "\n");
-  return Status::Ok();
+  std::string out = "usage: farmctl [flags] " + CommandSynopses().at(command) + "\n";
+  if (!mine.empty()) out += "flags of " + command + ":\n" + Flags(mine).Usage();
+  return out + "connection and output flags:\n" + Flags(common).Usage();
 }
 
 using CommandFn = Status (*)(const CommandEnv&, const Flags&);
@@ -227,6 +264,15 @@ int ExitCodeFor(const Status& status) {
 int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
   Flags flags(AllFlags());
   Status parsed = flags.Parse(argc, argv);
+  if (parsed.ok() && flags.Has("version")) {
+    out << "farmctl " << FarmVersion() << "\n";
+    return 0;
+  }
+  if (parsed.ok() && flags.Has("help") && !flags.positionals().empty() &&
+      CommandSynopses().contains(flags.positionals()[0])) {
+    out << CommandHelp(flags.positionals()[0]);
+    return 0;
+  }
   if (!parsed.ok() || flags.Has("help") || flags.positionals().empty()) {
     if (!parsed.ok()) err << "farmctl: " << parsed.message() << "\n";
     (parsed.ok() && flags.Has("help") ? out : err) << kUsage << flags.Usage();

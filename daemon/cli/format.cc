@@ -1,5 +1,6 @@
 #include "daemon/cli/format.h"
 
+#include <boost/json.hpp>
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
@@ -66,9 +67,14 @@ std::string FormatJob(const farm::v1::Job& j) {
   if (j.attempt() > 0) o << "  attempt " << j.attempt();
   o << "\n";
   if (!j.error().empty()) o << "    error: " << j.error() << "\n";
+  if (!j.cancelled_by().empty()) o << "    cancelled by " << j.cancelled_by() << "\n";
   for (const auto& a : j.attempts()) {
     o << "    attempt " << a.number() << " on " << a.worker_id() << ": " << CauseName(a.cause());
-    if (a.cause() != farm::v1::ATTEMPT_CAUSE_UNSPECIFIED) o << " (exit " << a.exit_code() << ")";
+    // A cancelled, lost or timed-out attempt has no exit code worth showing: "(exit 0)"
+    // would read as a success.
+    bool exited = a.cause() == farm::v1::CAUSE_COMPLETED || a.cause() == farm::v1::CAUSE_BUILD_FAILED ||
+                  a.cause() == farm::v1::CAUSE_VALIDATION_FAILED;
+    if (exited) o << " (exit " << a.exit_code() << ")";
     if (a.peak_rss_bytes() > 0) o << ", peak RSS " << HumanBytes(a.peak_rss_bytes());
     if (a.has_compile_cache()) o << ", " << CacheText(a.compile_cache());
     if (!a.detail().empty()) o << " - " << a.detail();
@@ -119,13 +125,74 @@ std::string FormatLogLine(const farm::v1::LogLine& l, bool prefix_job) {
   return prefix + l.text();
 }
 
+namespace {
+
+namespace json = boost::json;
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+
+bool Is64BitInteger(const FieldDescriptor* f) {
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT64:
+    case FieldDescriptor::CPPTYPE_UINT64: return true;
+    default: return false;
+  }
+}
+
+// The proto3 JSON mapping writes 64-bit integers as strings; a script reading farmctl's
+// output wants numbers. Walks the message's descriptor alongside its JSON and turns those
+// strings back into numbers (nested messages, repeated fields and map values too).
+void NumbersAsNumbers(const Descriptor* d, json::value& v);
+
+void FixValue(const FieldDescriptor* f, json::value& v) {
+  if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+    NumbersAsNumbers(f->message_type(), v);
+    return;
+  }
+  if (!Is64BitInteger(f) || !v.is_string()) return;
+  const std::string s(v.as_string());
+  try {
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_INT64) {
+      v = static_cast<std::int64_t>(std::stoll(s));
+    } else {
+      v = static_cast<std::uint64_t>(std::stoull(s));
+    }
+  } catch (const std::exception&) {
+  }
+}
+
+void NumbersAsNumbers(const Descriptor* d, json::value& v) {
+  if (!v.is_object()) return;
+  for (auto& [key, value] : v.as_object()) {
+    const FieldDescriptor* f = d->FindFieldByName(std::string(key));
+    if (f == nullptr) continue;
+    if (f->is_map()) {
+      const FieldDescriptor* mapped = f->message_type()->FindFieldByName("value");
+      if (value.is_object()) {
+        for (auto& [k, item] : value.as_object()) FixValue(mapped, item);
+      }
+    } else if (f->is_repeated()) {
+      if (value.is_array()) {
+        for (auto& item : value.as_array()) FixValue(f, item);
+      }
+    } else {
+      FixValue(f, value);
+    }
+  }
+}
+
+}  // namespace
+
 std::string ToJson(const google::protobuf::Message& m) {
   std::string out;
   google::protobuf::util::JsonPrintOptions opts;
-  opts.add_whitespace = true;
   opts.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
-  return out;
+  if (!google::protobuf::util::MessageToJsonString(m, &out, opts).ok()) return "{}";
+  json::error_code ec;
+  json::value v = json::parse(out, ec);
+  if (ec) return out;
+  NumbersAsNumbers(m.GetDescriptor(), v);
+  return json::serialize(v);
 }
 
 }  // namespace farm::cli

@@ -19,6 +19,8 @@ std::string FormatBuild(const farm::v1::Build& b);     // multi-line detail
 std::string FormatJob(const farm::v1::Job& j);
 std::string FormatWorker(const farm::v1::WorkerInfo& w);
 std::string FormatLogLine(const farm::v1::LogLine& l, bool prefix_job);
+// One line of JSON in the proto3 mapping with the proto's field names, except that 64-bit
+// integers are numbers, not strings. One document per line, so logs can stream JSON Lines.
 std::string ToJson(const google::protobuf::Message& m);
 
 }  // namespace farm::cli

@@ -186,10 +186,10 @@ Response ApiWorkers(const DashboardDeps& deps) {
   return Json(json::object{{"now", now}, {"workers", std::move(workers.value())}});
 }
 
-Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id) {
+Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const std::string& who) {
   auto build = deps.store->GetBuild(build_id);
   if (!build.ok()) return ErrorResponse(build.status());
-  Status s = deps.store->CancelBuild(build_id, deps.clock->NowUnixMs());
+  Status s = deps.store->CancelBuild(build_id, deps.clock->NowUnixMs(), who);
   if (!s.ok()) return ErrorResponse(s);
   return ApiBuild(deps, build_id);
 }

@@ -33,8 +33,8 @@ Response ApiJobLogText(const DashboardDeps& deps, int64_t job_id, const Request&
 Response ApiWorkers(const DashboardDeps& deps);
 // GET /api/v1/chart: durations of recent finished jobs per recipe.
 Response ApiChart(const DashboardDeps& deps);
-// POST /api/v1/builds/{id}/cancel.
-Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id);
+// POST /api/v1/builds/{id}/cancel by `who` (the token's name); 409 for an ended build.
+Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const std::string& who);
 // Queues a failed or cancelled job again (Store::RetryJob); answers with the job.
 Response ApiRetryJob(const DashboardDeps& deps, int64_t job_id);
 // Sets or clears a worker's drain request; answers with the workers list.

@@ -117,7 +117,9 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
     if (req.method != "POST") return MethodNotAllowed("POST");
     int64_t id = ParseId(rest.substr(7, rest.size() - 7 - 7));
     if (id == 0) return ErrorResponse(Status::InvalidArgument("bad build id"));
-    return ApiCancelBuild(deps_, id);
+    auto who = deps_.auth->Authorize(req.authorization, auth::Need::kSubmitter);
+    if (!who.ok()) return ErrorResponse(who.status());
+    return ApiCancelBuild(deps_, id, who->name);
   }
   if (rest.starts_with("jobs/") && rest.ends_with("/retry")) {
     if (req.method != "POST") return MethodNotAllowed("POST");

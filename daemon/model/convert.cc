@@ -37,6 +37,7 @@ farm::v1::Job JobToProto(const store::JobRow& row) {
   j.set_started_at(FormatRfc3339(row.started_ms));
   j.set_finished_at(FormatRfc3339(row.finished_ms));
   j.set_build_key(row.build_key);
+  j.set_cancelled_by(row.cancelled_by);
   return j;
 }
 

@@ -10,7 +10,7 @@ namespace farm::store {
 const char kJobColumns[] =
     "id, build_id, cell, state, priority, attempt, worker_id, lease_expiry_ms, "
     "cancel_requested, not_before_ms, error, build_key, created_ms, started_ms, finished_ms, "
-    "reused_from, max_attempts";
+    "reused_from, max_attempts, cancelled_by";
 
 JobRow JobFromRow(const Stmt& s) {
   JobRow j;
@@ -31,6 +31,7 @@ JobRow JobFromRow(const Stmt& s) {
   j.finished_ms = s.Int(14);
   j.reused_from = s.Int(15);
   j.max_attempts = static_cast<int>(s.Int(16));
+  j.cancelled_by = s.Text(17);
   return j;
 }
 
@@ -93,21 +94,87 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
 Status SqliteStore::InsertToken(const TokenRow& t) {
   std::lock_guard lock(mu_);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "INSERT INTO tokens(hash, name, role, worker_id, created_ms) VALUES (?,?,?,?,?)"));
-  s->Bind(t.hash).Bind(t.name).Bind(t.role).Bind(t.worker_id).Bind(t.created_ms);
+      "INSERT INTO tokens(hash, name, role, worker_id, created_ms, expires_ms) "
+      "VALUES (?,?,?,?,?,?)"));
+  s->Bind(t.hash).Bind(t.name).Bind(t.role).Bind(t.worker_id).Bind(t.created_ms)
+      .Bind(t.expires_ms);
   FARM_RETURN_IF_ERROR(s->Run());
   Bump();
   return Status::Ok();
 }
 
+namespace {
+
+constexpr char kTokenColumns[] =
+    "hash, name, role, worker_id, created_ms, expires_ms, revoked_ms";
+
+TokenRow TokenFromRow(const Stmt& s) {
+  return TokenRow{s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Int(4), s.Int(5), s.Int(6)};
+}
+
+}  // namespace
+
 Result<TokenRow> SqliteStore::FindToken(const std::string& hash) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT hash, name, role, worker_id, created_ms FROM tokens WHERE hash = ?"));
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns +
+                                             " FROM tokens WHERE hash = ?"));
   s->Bind(hash);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return Status::NotFound("no such token");
-  return TokenRow{s->Text(0), s->Text(1), s->Text(2), s->Text(3), s->Int(4)};
+  return TokenFromRow(*s);
+}
+
+Result<std::vector<TokenRow>> SqliteStore::ListTokens() {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns +
+                                             " FROM tokens ORDER BY created_ms, hash"));
+  std::vector<TokenRow> out;
+  for (int i = 0; i < 1'000'000; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(TokenFromRow(*s));
+  }
+  return out;
+}
+
+Result<TokenRow> SqliteStore::RevokeToken(const std::string& hash_prefix, int64_t now_ms) {
+  if (hash_prefix.size() < 8 || hash_prefix.size() > 64 ||
+      hash_prefix.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return Status::InvalidArgument("a token id is 8 to 64 lower-case hex digits, got \"" +
+                                   hash_prefix + "\"");
+  }
+  std::lock_guard lock(mu_);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns +
+                                             " FROM tokens WHERE substr(hash, 1, ?) = ? LIMIT 2"));
+  s->Bind(static_cast<int64_t>(hash_prefix.size())).Bind(hash_prefix);
+  std::vector<TokenRow> found;
+  for (int i = 0; i < 2; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    found.push_back(TokenFromRow(*s));
+  }
+  if (found.empty()) return Status::NotFound("no token " + hash_prefix);
+  if (found.size() > 1) {
+    return Status::InvalidArgument("several tokens start with " + hash_prefix + "; give more digits");
+  }
+  if (found[0].revoked_ms > 0) {
+    return Status::FailedPrecondition("token " + hash_prefix + " (" + found[0].name +
+                                      ") is already revoked");
+  }
+  FARM_ASSIGN_OR_RETURN(auto u, db_->Prepare("UPDATE tokens SET revoked_ms = ? WHERE hash = ?"));
+  u->Bind(now_ms).Bind(found[0].hash);
+  FARM_RETURN_IF_ERROR(u->Run());
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  Bump();
+  found[0].revoked_ms = now_ms;
+  return found[0];
+}
+
+Result<std::vector<TokenRow>> Store::ListTokens() { return Status::Unimplemented("ListTokens"); }
+Result<TokenRow> Store::RevokeToken(const std::string&, int64_t) {
+  return Status::Unimplemented("RevokeToken");
 }
 
 Result<int64_t> SqliteStore::CountTokens() {

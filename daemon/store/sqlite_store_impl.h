@@ -19,6 +19,8 @@ class SqliteStore final : public Store {
   Status InsertToken(const TokenRow& token) override;
   Result<TokenRow> FindToken(const std::string& hash) override;
   Result<int64_t> CountTokens() override;
+  Result<std::vector<TokenRow>> ListTokens() override;
+  Result<TokenRow> RevokeToken(const std::string& hash_prefix, int64_t now_ms) override;
 
   Status UpsertWorker(const WorkerRow& worker) override;
   Result<WorkerRow> GetWorker(const std::string& id) override;
@@ -50,7 +52,7 @@ class SqliteStore final : public Store {
                                                  const std::vector<int64_t>& keep,
                                                  const std::string& detail,
                                                  int64_t now_ms) override;
-  Status CancelBuild(int64_t build_id, int64_t now_ms) override;
+  Status CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) override;
   Status RetryJob(int64_t job_id, int64_t now_ms) override;
 
   Result<int64_t> AppendLogLines(int64_t job_id, int attempt,

@@ -311,22 +311,29 @@ Status SqliteStore::RetryJob(int64_t job_id, int64_t now_ms) {
   return Status::Ok();
 }
 
-Status SqliteStore::CancelBuild(int64_t build_id, int64_t now_ms) {
+Status SqliteStore::CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) {
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(auto check, db_->Prepare("SELECT id FROM builds WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(auto check, db_->Prepare("SELECT state FROM builds WHERE id = ?"));
   check->Bind(build_id);
   FARM_ASSIGN_OR_RETURN(bool exists, check->Step());
   if (!exists) return Status::NotFound("no build " + std::to_string(build_id));
+  const int state = static_cast<int>(check->Int(0));
+  if (state == kBuildSucceeded || state == kBuildFailed || state == kBuildCancelled) {
+    static const char* kEnded[] = {"", "", "", "succeeded", "failed", "was cancelled"};
+    return Status::FailedPrecondition("build " + std::to_string(build_id) + " already " +
+                                      kEnded[state] + "; there is nothing to cancel");
+  }
+  const std::string by = who.empty() ? "unknown" : who;
   FARM_ASSIGN_OR_RETURN(auto pending, db_->Prepare(
-      "UPDATE jobs SET state = ?, error = 'cancelled', finished_ms = ? "
+      "UPDATE jobs SET state = ?, error = ?, finished_ms = ?, cancelled_by = ? "
       "WHERE build_id = ? AND state = 1"));
-  pending->Bind(kJobCancelled).Bind(now_ms).Bind(build_id);
+  pending->Bind(kJobCancelled).Bind("cancelled by " + by).Bind(now_ms).Bind(by).Bind(build_id);
   FARM_RETURN_IF_ERROR(pending->Run());
   FARM_ASSIGN_OR_RETURN(auto running, db_->Prepare(
-      "UPDATE jobs SET cancel_requested = 1 WHERE build_id = ? AND state = 2"));
-  running->Bind(build_id);
+      "UPDATE jobs SET cancel_requested = 1, cancelled_by = ? WHERE build_id = ? AND state = 2"));
+  running->Bind(by).Bind(build_id);
   FARM_RETURN_IF_ERROR(running->Run());
   FARM_RETURN_IF_ERROR(RefreshBuildState(build_id, now_ms));
   FARM_RETURN_IF_ERROR(txn.Commit());

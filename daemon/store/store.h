@@ -39,6 +39,8 @@ struct TokenRow {
   std::string role;
   std::string worker_id;
   int64_t created_ms = 0;
+  int64_t expires_ms = 0;  // 0: never expires
+  int64_t revoked_ms = 0;  // 0: not revoked
 };
 
 struct WorkerRow {
@@ -78,6 +80,7 @@ struct JobRow {
   std::string build_key;
   int64_t reused_from = 0;  // > 0: created succeeded with that job's artifacts
   int max_attempts = 3;     // infrastructure failures and lost workers are retried below this
+  std::string cancelled_by;  // who cancelled it (a token's name), "" if nobody did
   int64_t created_ms = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
@@ -279,6 +282,12 @@ class Store {
   // NotFound when no token has this hash.
   virtual Result<TokenRow> FindToken(const std::string& hash) = 0;
   virtual Result<int64_t> CountTokens() = 0;
+  // Every token (worker tokens too), oldest first. Defaults answer Unimplemented.
+  virtual Result<std::vector<TokenRow>> ListTokens();
+  // Marks the token whose hash starts with `hash_prefix` (at least 8 hex digits) revoked
+  // at now_ms. NotFound when none matches, InvalidArgument when several do or the prefix
+  // is short, FailedPrecondition when it is already revoked.
+  virtual Result<TokenRow> RevokeToken(const std::string& hash_prefix, int64_t now_ms);
 
   // --- workers ---
   virtual Status UpsertWorker(const WorkerRow& worker) = 0;
@@ -340,8 +349,10 @@ class Store {
   // Queues a failed or cancelled job again as a new attempt with a fresh attempt budget;
   // its history stays. FailedPrecondition for a job that is pending, running or succeeded.
   virtual Status RetryJob(int64_t job_id, int64_t now_ms) = 0;
-  // Cancels pending jobs now and asks the workers of running jobs to stop.
-  virtual Status CancelBuild(int64_t build_id, int64_t now_ms) = 0;
+  // Cancels pending jobs now and asks the workers of running jobs to stop; `who` is
+  // recorded with each job it cancels. FailedPrecondition, changing nothing, for a build
+  // that already ended (succeeded, failed or cancelled).
+  virtual Status CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) = 0;
 
   // --- logs ---
   // Stores lines in seq order for the job's attempt, ignoring seqs already stored and

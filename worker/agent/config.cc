@@ -41,6 +41,7 @@ std::vector<FlagSpec> Specs() {
       {"container-gpus", "MODE", "auto (default: when /dev/nvidiactl exists), all or none"},
       {"container-user", "USER", "auto (default), image or UID:GID"},
       {"help", "", "print this help"},
+      {"version", "", "print the version and exit"},
   };
 }
 

@@ -295,11 +295,15 @@ TEST_F(OddDataRpcTest, WorkerCallsWithUnicodeNamesAndJobsNotHeld) {
   ASSERT_EQ(workers.workers_size(), 1);
   EXPECT_EQ(workers.workers(0).name(), kUnicode);
   farm::v1::DrainWorkerRequest drain;
-  drain.set_worker_id(kUnicode);  // not an id
+  drain.set_worker_id(std::string(kUnicode) + " (gone)");  // neither an id nor a name
   farm::v1::WorkerInfo info;
   EXPECT_EQ(farm_->DrainWorker(Ctx(admin_).get(), drain, &info).error_code(),
             StatusCode::NOT_FOUND);
+  drain.set_worker_id(kUnicode);  // the name every listing shows works as well as the id
+  ASSERT_TRUE(farm_->DrainWorker(Ctx(admin_).get(), drain, &info).ok());
+  EXPECT_EQ(info.id(), id);
   drain.set_worker_id(id);
+  drain.set_undo(true);
   ASSERT_TRUE(farm_->DrainWorker(Ctx(admin_).get(), drain, &info).ok());
   EXPECT_EQ(info.name(), kUnicode);
 }
@@ -395,6 +399,27 @@ TEST_F(OddDataRpcTest, TokensPublicationsSchedulesAndHostsWithOddData) {
   EXPECT_EQ(created.name(), kUnicode);
   token.set_role("emperor");
   EXPECT_EQ(farm_->CreateToken(Ctx(admin_).get(), token, &created).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+  token.set_role("viewer");
+  token.set_ttl_seconds(INT64_MAX);
+  EXPECT_EQ(farm_->CreateToken(Ctx(admin_).get(), token, &created).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+  // Listing never shows a token, revoking one stops it at its next call.
+  farm::v1::ListTokensResponse tokens;
+  ASSERT_TRUE(farm_->ListTokens(Ctx(admin_).get(), {}, &tokens).ok());
+  EXPECT_EQ(tokens.tokens_size(), 3);  // admin, enroll, the viewer
+  farm::v1::ListBuildsResponse seen;
+  ASSERT_TRUE(farm_->ListBuilds(Ctx(created.token()).get(), {}, &seen).ok());
+  farm::v1::RevokeTokenRequest revoke;
+  revoke.set_id(created.id());
+  farm::v1::TokenInfo revoked;
+  ASSERT_TRUE(farm_->RevokeToken(Ctx(admin_).get(), revoke, &revoked).ok());
+  EXPECT_FALSE(revoked.revoked_at().empty());
+  auto refused = farm_->ListBuilds(Ctx(created.token()).get(), {}, &seen);
+  EXPECT_EQ(refused.error_code(), StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(refused.error_message().find("revoked"), std::string::npos);
+  revoke.set_id("not-hex");
+  EXPECT_EQ(farm_->RevokeToken(Ctx(admin_).get(), revoke, &revoked).error_code(),
             StatusCode::INVALID_ARGUMENT);
 
   farm::v1::Build build = Submit();

@@ -54,5 +54,33 @@ TEST_F(TokenAuthorityTest, WorkerTokensCarryTheirWorkerAndEnrollTokensOnlyEnroll
   EXPECT_EQ(p->worker_id, "w-1");
 }
 
+TEST_F(TokenAuthorityTest, RevokedAndExpiredTokensStopAtTheirNextCall) {
+  auto viewer = authority_->Create("viewer", "dashboard", "", 60'000);
+  auto worker = authority_->Create("worker", "gpu-1", "w-1");
+  ASSERT_OK(viewer.status());
+  ASSERT_OK(worker.status());
+  EXPECT_OK(authority_->Authorize("Bearer " + viewer.value(), Need::kViewer).status());
+  clock_.Advance(60'000);  // the lifetime has passed
+  Status expired = authority_->Authorize("Bearer " + viewer.value(), Need::kViewer).status();
+  EXPECT_EQ(expired.code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(expired.message().find("expired"), std::string::npos);
+
+  const std::string id = TokenAuthority::IdOf(Sha256Hex(worker.value()));
+  EXPECT_OK(authority_->Authorize("Bearer " + worker.value(), Need::kWorker).status());
+  auto revoked = store_->RevokeToken(id, clock_.NowUnixMs());
+  ASSERT_OK(revoked.status());
+  EXPECT_EQ(revoked->name, "gpu-1");
+  Status refused = authority_->Authorize("Bearer " + worker.value(), Need::kWorker).status();
+  EXPECT_EQ(refused.code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(refused.message().find("revoked"), std::string::npos);
+  EXPECT_EQ(store_->RevokeToken(id, 1).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->RevokeToken("abc", 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->RevokeToken("ffffffffffff", 1).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(authority_->Create("viewer", "x", "", -1).status().code(), StatusCode::kInvalidArgument);
+  auto all = store_->ListTokens();
+  ASSERT_OK(all.status());
+  EXPECT_EQ(all->size(), 2u);
+}
+
 }  // namespace
 }  // namespace farm::auth

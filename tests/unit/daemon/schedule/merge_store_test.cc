@@ -112,7 +112,7 @@ TEST_F(MergeStoreTest, NoMergeWithoutAKeyOrWhenNotAsked) {
 TEST_F(MergeStoreTest, ACancelledDuplicateIsDropped) {
   Submit("k4");
   JobRow follower = Submit("k4");
-  ASSERT_OK(store_->CancelBuild(follower.build_id, 2000));
+  ASSERT_OK(store_->CancelBuild(follower.build_id, 2000, "test"));
   EXPECT_TRUE(store_->ResolveMergedJobs(2100)->empty());
   EXPECT_EQ(store_->GetJob(follower.id)->state, kJobCancelled);
 }

@@ -106,7 +106,7 @@ TEST_F(SqliteStoreTest, LogLinesAreStoredOnceAndWithoutGaps) {
 TEST_F(SqliteStoreTest, CancelStopsPendingAndFlagsRunning) {
   int64_t build = MakeBuild(2);
   auto running = Acquire("w1");
-  ASSERT_OK(store_->CancelBuild(build, 50));
+  ASSERT_OK(store_->CancelBuild(build, 50, "alice"));
   auto flagged = store_->RenewLeases("w1", 60, 1000);
   ASSERT_OK(flagged.status());
   ASSERT_EQ(flagged->size(), 1u);
@@ -116,6 +116,16 @@ TEST_F(SqliteStoreTest, CancelStopsPendingAndFlagsRunning) {
        .exit_code = 143}, 70);
   EXPECT_EQ(st.value(), kJobCancelled);
   EXPECT_EQ(store_->GetBuild(build)->state, kBuildCancelled);
+  auto jobs = store_->ListJobs(build);
+  ASSERT_OK(jobs.status());
+  for (const auto& j : *jobs) EXPECT_EQ(j.cancelled_by, "alice");
+  // An ended build is not cancelled again: refused, its finish time unchanged.
+  const int64_t finished = store_->GetBuild(build)->finished_ms;
+  Status again = store_->CancelBuild(build, 90, "bob");
+  EXPECT_EQ(again.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(again.message().find("already was cancelled"), std::string::npos) << again.message();
+  EXPECT_EQ(store_->GetBuild(build)->finished_ms, finished);
+  EXPECT_EQ(store_->ListJobs(build)->at(0).cancelled_by, "alice");
 }
 
 TEST_F(SqliteStoreTest, ReopenKeepsEverything) {
