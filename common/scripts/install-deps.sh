@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config git ccache sqlite3 curl
+  build-essential cmake pkg-config git ccache sqlite3 curl bubblewrap
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libboost1.81-all-dev libboost-json1.81-dev libboost-url1.81-dev
   libcurl4-openssl-dev libsqlite3-dev libspdlog-dev libyaml-cpp-dev libssl-dev

@@ -17,7 +17,8 @@ namespace {
 const std::vector<std::string_view> kTopLevelKeys = {
     "name",    "version",         "source", "subdirectory", "patches", "env",
     "build",   "system_site_packages",      "timeout",      "gb_per_compile_job",
-    "ccache",  "container_image", "matrix", "validation",   "retry",   "publish"};
+    "ccache",  "container_image", "matrix", "validation",   "retry",   "publish",
+    "network"};
 
 constexpr size_t kMaxNameLength = 100;
 constexpr double kMaxGbPerCompileJob = 1024;
@@ -238,6 +239,9 @@ Status ParseScalars(const Section& top, farm::v1::Recipe* recipe) {
   bool ccache = true;
   FARM_RETURN_IF_ERROR(top.GetBool("ccache", &ccache));
   recipe->set_ccache(ccache);
+  bool network = false;
+  FARM_RETURN_IF_ERROR(top.GetBool("network", &network));
+  recipe->set_network(network);
   return Status::Ok();
 }
 

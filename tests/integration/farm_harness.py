@@ -39,6 +39,22 @@ def pid_alive(pid):
         return False
 
 
+def pids_with_args(*argv):
+    """Host pids of live processes whose command line is exactly `argv`."""
+    want = ("\0".join(argv) + "\0").encode()
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if f.read() == want and pid_alive(int(entry)):
+                    out.append(int(entry))
+        except OSError:
+            continue
+    return out
+
+
 class Farm:
     """One farm under test: a data directory, farmd, workers, and a farmctl wrapper."""
 
@@ -122,12 +138,32 @@ def _read(path):
         return None
 
 
+# What AddressSanitizer, LeakSanitizer and UBSan print when the binaries are built with
+# FARM_SANITIZE: any such line in a process's log fails the test that ran it.
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error: ",
+                     "WARNING: ThreadSanitizer")
+
+
+def sanitizer_reports(root):
+    """The first sanitizer report line of each *.log under `root`."""
+    found = []
+    for name in sorted(os.listdir(root)):
+        if not name.endswith(".log"):
+            continue
+        for line in (_read(os.path.join(root, name)) or "").splitlines():
+            if any(marker in line for marker in SANITIZER_MARKERS):
+                found.append(f"{name}: {line.strip()}")
+                break
+    return found
+
+
 def make_farm(request):
     root = tempfile.mkdtemp(prefix="farm-it-")
     farm = Farm(root)
 
     def finish():
         farm.close()
+        reports = sanitizer_reports(root)
         failed = getattr(request.node, "rep_call", None)
         if failed is not None and failed.failed:
             print(f"\nkept test directory {root}")
@@ -135,8 +171,9 @@ def make_farm(request):
                 if name.endswith(".log"):
                     print(f"----- {name} (last 40 lines)")
                     print("\n".join(farm.log(name).splitlines()[-40:]))
-        else:
+        elif not reports:
             shutil.rmtree(root, ignore_errors=True)
+        assert not reports, f"sanitizer reports (test directory {root} kept):\n" + "\n".join(reports)
     request.addfinalizer(finish)
     return farm
 

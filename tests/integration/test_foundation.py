@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from farm_harness import EXAMPLE_RECIPE, pid_alive, wait_until
+from farm_harness import EXAMPLE_RECIPE, pid_alive, pids_with_args, wait_until
 
 ARCH_LIST = "9.0;12.0a;12.1a"
 
@@ -97,17 +97,17 @@ def test_failing_build_ends_failed_with_its_log_tail_visible(farm):
 def test_cancel_stops_the_whole_process_tree_within_ten_seconds(farm):
     farm.start_farmd()
     farm.start_worker()
-    pids = os.path.join(farm.root, "pids")
-    recipe = write_recipe(farm.root, "sleeper", f"""
-        sleep 600 & echo $! >> {pids}
-        (sleep 600 & echo $! >> {pids}; wait) &
-        echo $$ >> {pids}
+    # The build runs in a sandbox with its own PID namespace and no view of this test's
+    # files, so its processes are found here by their unusual arguments.
+    recipe = write_recipe(farm.root, "sleeper", """
+        sleep 6007 &
+        (sleep 6008 & wait) &
         echo started
         wait""")
     farm.ctl_json("submit", recipe)
-    wait_until(lambda: os.path.exists(pids) and len(open(pids).read().split()) >= 3, 60,
-               "the build's processes")
-    started = [int(p) for p in open(pids).read().split()]
+    started = wait_until(lambda: (lambda p: p if len(p) >= 2 else None)(
+        pids_with_args("sleep", "6007") + pids_with_args("sleep", "6008")), 60,
+        "the build's processes")
     assert all(pid_alive(p) for p in started)
     t0 = time.monotonic()
     assert farm.ctl("cancel", "1").returncode == 0

@@ -158,10 +158,11 @@ def test_hostile_wheels_are_rejected_before_upload(farm):
             z.writestr("evil-1.0.dist-info/METADATA", "Metadata-Version: 2.1\\nName: evil\\nVersion: 1.0\\n")
             z.writestr("../../outside.txt", "escaped")
         """)
-    with open(os.path.join(farm.root, "make_evil.py"), "w") as f:
-        f.write(maker)
     recipe = pure_package(farm.root, "evil", "", build_extra=(
-        f'"$FARM_PYTHON" {farm.root}/make_evil.py "$FARM_WHEEL_DIR/evil-1.0-py3-none-any.whl"'))
+        '"$FARM_PYTHON" make_evil.py "$FARM_WHEEL_DIR/evil-1.0-py3-none-any.whl"'))
+    # In the source tree: the build sees only its workspace.
+    with open(os.path.join(farm.root, "evil-src", "make_evil.py"), "w") as f:
+        f.write(maker)
     r, build = submit_and_wait(farm, recipe)
     assert r.returncode == 1, r.stderr
     job = only_job(build)

@@ -199,7 +199,8 @@ JobCacheUse CompileCache::PrepareJob(const farm::v1::Recipe& recipe, const std::
   std::string why_off = !recipe.ccache() ? "the recipe sets ccache: false"
                         : !available()   ? why_not_
                                          : "";
-  if (why_off.empty() && executor != "native" && in_image) why_off = ImageWhyOff(executor, in_image);
+  const bool on_host = executor == "native" || executor == "sandbox";
+  if (why_off.empty() && !on_host && in_image) why_off = ImageWhyOff(executor, in_image);
   std::string cuda_home = env.count("CUDA_HOME") ? env["CUDA_HOME"] : "";
   bool has_nvcc = !cuda_home.empty() && !FindInPath("nvcc", cuda_home + "/bin").empty();
   Result<std::string> shadow = std::string();
@@ -208,9 +209,11 @@ JobCacheUse CompileCache::PrepareJob(const farm::v1::Recipe& recipe, const std::
     if (!shadow.ok()) why_off = shadow.status().message();
   }
   if (!why_off.empty()) return Off(why_off, env);
-  JobCacheUse use = UseCache(ws, cuda_home, *shadow, env);
-  if (executor != "native") {
-    use.mounts = {{options_.cache_dir, false}, {options_.tools_dir, true}};
+  const std::string ns = NamespaceDir(recipe);
+  if (Status made = fs::MakeDirs(ns); !made.ok()) return Off(made.message(), env);
+  JobCacheUse use = UseCache(ws, ns, cuda_home, *shadow, env);
+  if (executor != "native") use.mounts = {{ns, false}, {options_.tools_dir, true}};
+  if (!on_host) {
     use.note += "; in the " + executor + " container through " + ccache_ +
                 (in_image ? " (the image has it)" : " when the image has it there");
   }
@@ -236,11 +239,25 @@ JobCacheUse CompileCache::Off(const std::string& why, EnvMap& env) {
   return use;
 }
 
-JobCacheUse CompileCache::UseCache(const std::string& ws, const std::string& cuda_home,
-                                   const std::string& shadow, EnvMap& env) {
+std::string CompileCache::NamespaceDir(const farm::v1::Recipe& recipe) const {
+  // Recipe names are [a-z0-9._-]; anything else (a recipe that bypassed the parser) gets a
+  // namespace of its own all the same.
+  std::string name = recipe.name().empty() ? "unnamed" : recipe.name();
+  for (char& c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+              c == '.';
+    if (!ok) c = '_';
+  }
+  if (name[0] == '.') name.insert(0, "_");  // never "." or ".."
+  return options_.cache_dir + "/recipes/" + name;
+}
+
+JobCacheUse CompileCache::UseCache(const std::string& ws, const std::string& cache_dir,
+                                   const std::string& cuda_home, const std::string& shadow,
+                                   EnvMap& env) {
   JobCacheUse use;
   std::string base = Absolute(ws);
-  env["CCACHE_DIR"] = options_.cache_dir;
+  env["CCACHE_DIR"] = cache_dir;
   env["CCACHE_MAXSIZE"] = options_.max_size;
   env["CCACHE_BASEDIR"] = base;
   env["CCACHE_NOHASHDIR"] = "1";
@@ -259,7 +276,7 @@ JobCacheUse CompileCache::UseCache(const std::string& ws, const std::string& cud
   }
   env["PATH"] = JoinPath(path);
   use.used = true;
-  use.note = "compile cache: " + options_.cache_dir + " (max " + options_.max_size + "; " +
+  use.note = "compile cache: " + cache_dir + " (max " + options_.max_size + "; " +
              nvcc_note + ")";
   return use;
 }

@@ -44,8 +44,8 @@ struct JobCacheUse {
   bool used = false;
   std::string note;        // for the job log ("compile cache: ..."); may be empty
   std::string stats_log;   // the job's CCACHE_STATSLOG
-  // What a container executor must mount at the same path: the cache directory
-  // (read-write) and the wrappers (read-only). Empty for native jobs.
+  // What a container or sandbox must mount at the same path: the recipe's namespace of
+  // the cache (read-write) and the wrappers (read-only). Empty for native jobs.
   std::vector<ExecMount> mounts;
 };
 
@@ -102,8 +102,11 @@ class CompileCache {
       : options_(std::move(options)), ccache_(std::move(ccache)), why_not_(std::move(why_not)) {}
   Status MakeMasquerade(const std::string& path);  // at Create, before any job
   Result<std::string> ShadowToolkit(const std::string& cuda_home);
-  JobCacheUse UseCache(const std::string& ws, const std::string& cuda_home,
-                       const std::string& shadow, EnvMap& env);
+  JobCacheUse UseCache(const std::string& ws, const std::string& cache_dir,
+                       const std::string& cuda_home, const std::string& shadow, EnvMap& env);
+  // The recipe's own part of the cache: a build can only write (or poison) objects that
+  // its own recipe's later builds read.
+  std::string NamespaceDir(const farm::v1::Recipe& recipe) const;
   static JobCacheUse Off(const std::string& why, EnvMap& env);
   // Why a container job's image cannot use the cache ("" when it can).
   std::string ImageWhyOff(const std::string& executor, const ExecutableCheck& in_image) const;

@@ -34,6 +34,7 @@ std::vector<FlagSpec> Specs() {
       {"find-links", "DIR", "wheels for validation's runtime requirements, repeatable"},
       {"verbose", "", "debug logging"},
       {"executor", "KIND", "where builds run: native (default), podman or docker"},
+      {"sandbox", "MODE", "native builds in bubblewrap: auto (default), bwrap (required) or off"},
       {"container-image", "IMAGE", "builder image for recipes that name none"},
       {"container-network", "MODE", "fetch (default): network only to fetch sources; none"},
       {"container-engine-args", "ARGS", "engine flags before `run`, space-separated"},
@@ -70,6 +71,10 @@ Status ParseExecutorFlags(const Flags& flags, WorkerConfig& c) {
   c.executor = flags.Get("executor", c.executor);
   if (c.executor != "native" && c.executor != "podman" && c.executor != "docker") {
     return Status::InvalidArgument("--executor must be native, podman or docker");
+  }
+  c.sandbox = flags.Get("sandbox", c.sandbox);
+  if (c.sandbox != "auto" && c.sandbox != "bwrap" && c.sandbox != "off") {
+    return Status::InvalidArgument("--sandbox must be auto, bwrap or off");
   }
   c.container_image = flags.Get("container-image");
   c.container_network = flags.Get("container-network", c.container_network);

@@ -40,6 +40,10 @@ struct WorkerConfig {
   bool verbose = false;
   // Where build commands run (docs/provisioning.md, "The container executor").
   std::string executor = "native";        // native, podman or docker
+  // Native builds run in a bubblewrap sandbox (sandbox_executor.h): auto (when bwrap is
+  // installed and works; else with the worker's own rights, said at start), bwrap
+  // (required: the worker refuses to start without it) or off.
+  std::string sandbox = "auto";
   std::string container_image;            // builder image when the recipe names none
   std::string container_network = "fetch";  // fetch: sources only; none: no network at all
   std::vector<std::string> container_engine_args;  // before `run`, split on spaces

@@ -10,6 +10,8 @@
 
 #include "common/log.h"
 #include "worker/agent/build_env.h"
+#include "worker/agent/compile_cache.h"
+#include "worker/agent/sandbox_executor.h"
 
 namespace farm::agent {
 namespace {
@@ -200,7 +202,7 @@ Result<ContainerPlan> ContainerExecutor::Plan(const ExecRequest& req,
   a.insert(a.end(), options_.engine_args.begin(), options_.engine_args.end());
   a.insert(a.end(), {"run", "--rm", "--name", plan.name, "--label", "farm.job=" + (req.env.count("FARM_JOB_ID") ? req.env.at("FARM_JOB_ID") : "0"),
                      "--security-opt", "no-new-privileges", "--hostname", plan.name});
-  plan.network = options_.build_network && !req.offline;
+  plan.network = options_.build_network && req.network && !req.offline;
   if (!plan.network) a.push_back("--network=none");
   a.insert(a.end(), {"--cpus", std::to_string(plan.cpus)});
   if (plan.memory_bytes > 0) {
@@ -269,17 +271,39 @@ Result<std::unique_ptr<Process>> ContainerExecutor::Start(const ExecRequest& req
       std::move(client)));
 }
 
+namespace {
+
+// The native executor, in a bubblewrap sandbox unless `mode` is off or (auto) bwrap is
+// missing or cannot make one here.
+Result<std::unique_ptr<Executor>> MakeNativeExecutor(const std::string& mode, ProcessRunner& runner) {
+  if (mode != "off") {
+    std::string bwrap = FindInPath("bwrap", CurrentEnv()["PATH"]);
+    Status works = bwrap.empty() ? Status::NotFound("bubblewrap (bwrap) is not installed")
+                                 : CheckSandbox(runner, DetectSandboxOptions(bwrap));
+    if (works.ok()) {
+      return std::unique_ptr<Executor>(
+          std::make_unique<SandboxExecutor>(runner, DetectSandboxOptions(bwrap)));
+    }
+    if (mode == "bwrap") return works.WithContext("--sandbox bwrap");
+    log::Warn("builds run WITHOUT a sandbox, with this worker's own rights (its token, other "
+              "jobs' workspaces and the compile cache are in reach): " + works.message() +
+              "; install bubblewrap (apt-get install bubblewrap) or pass --sandbox off to "
+              "silence this");
+  }
+  return std::unique_ptr<Executor>(std::make_unique<NativeExecutor>(runner));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Executor>> MakeExecutor(const WorkerConfig& config, ProcessRunner& runner,
                                                std::function<int64_t()> available_memory) {
-  if (config.executor == "native") {
-    return std::unique_ptr<Executor>(std::make_unique<NativeExecutor>(runner));
-  }
+  if (config.executor == "native") return MakeNativeExecutor(config.sandbox, runner);
   ContainerOptions o;
   o.engine = config.executor;
   o.engine_args = config.container_engine_args;
   o.run_args = config.container_run_args;
   o.default_image = config.container_image;
-  o.build_network = false;  // both modes build offline; "none" also fetches offline
+  o.build_network = config.container_network != "none";  // "none" also fetches offline
   FARM_ASSIGN_OR_RETURN(o.gpus, ParseContainerGpus(config.container_gpus));
   o.user = config.container_user;
   if (o.user != "auto" && o.user != "image") FARM_RETURN_IF_ERROR(ParseUser(o.user).status());

@@ -37,7 +37,8 @@ struct ContainerOptions {
   std::vector<std::string> engine_args;   // before `run` (e.g. --runtime, --cgroup-manager)
   std::vector<std::string> run_args;      // after `run` (e.g. --ulimit, -v /usr:/usr:ro)
   std::string default_image;              // when the recipe names none
-  bool build_network = false;             // false: the build runs with --network=none
+  bool build_network = false;             // false: every build runs with --network=none; true:
+                                          // builds whose recipe sets `network: true` get it
   ContainerGpus gpus = ContainerGpus::kAuto;  // auto: when /dev/nvidiactl or /dev/dxg exist
   // "auto": a root worker runs builds as 1000:1000 (and hands it the workspace); a
   // non-root worker runs them as itself. "image": the image's own user. Else "UID:GID".

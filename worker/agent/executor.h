@@ -33,6 +33,12 @@ struct ExecRequest {
   // Never the network, whatever the operator allows for builds: validation installs with
   // --no-index from local wheels only. NativeExecutor ignores it (the host's network).
   bool offline = false;
+  // The command may use the network (a recipe with `network: true`); sandboxes and
+  // containers cut it otherwise. `offline` wins.
+  bool network = false;
+  // Host directories a sandbox on the host must make readable besides the system (the
+  // build's interpreter prefix, the CUDA toolkit); containers bring their own and ignore it.
+  std::vector<std::string> host_read_paths;
 };
 
 class Executor {

@@ -9,6 +9,7 @@
 #include "common/sha256.h"
 #include "worker/agent/executor_runner.h"
 #include "worker/agent/retry.h"
+#include "worker/agent/sandbox_executor.h"
 #include "worker/agent/validation.h"
 #include "worker/agent/wheel_label.h"
 #include "worker/agent/workspace.h"
@@ -94,6 +95,7 @@ ExecRequest ValidationContainer(const ValidationInputs& in, const std::string& i
   for (const std::string& dir : in.find_links) {
     if (dir.rfind(base.workspace + "/", 0) != 0) base.mounts.push_back({dir, true});
   }
+  base.host_read_paths = PythonReadPaths(in.python);
   return base;
 }
 
@@ -217,6 +219,9 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
          deps_.executor->Name() + ")");
   ExecRequest req{{"bash", "-eo", "pipefail", "-c", recipe.build_command()}, build_dir, env, ws,
                   recipe.container_image(), kKillGraceMs, cache_use.mounts};
+  req.network = recipe.network();
+  req.host_read_paths = PythonReadPaths(python.path());
+  if (!toolkit.path().empty()) req.host_read_paths.push_back(toolkit.path());
   FARM_ASSIGN_OR_RETURN(auto process, deps_.executor->Start(req));
   control_->SetProcess(process.get());
   int64_t timeout_s = job_.timeout_seconds() > 0 ? job_.timeout_seconds() : 3600;

@@ -26,6 +26,18 @@ Status CopyDirectory(const std::string& from, const std::string& to) {
   }
   stdfs::copy(from, to, stdfs::copy_options::recursive | stdfs::copy_options::copy_symlinks, ec);
   if (ec) return Status::Internal("copying " + from + ": " + ec.message());
+  // Keep the files' modification times: SOURCE_DATE_EPOCH is the newest of them, and
+  // copy times would make every build's wheel differ.
+  int entries = 0;
+  for (auto it = stdfs::recursive_directory_iterator(from, ec);
+       !ec && it != stdfs::recursive_directory_iterator() && entries < 1'000'000;
+       it.increment(ec), ++entries) {
+    if (it->is_symlink(ec) || !it->is_regular_file(ec)) continue;
+    auto when = it->last_write_time(ec);
+    if (ec) continue;
+    stdfs::last_write_time(stdfs::path(to) / stdfs::relative(it->path(), from, ec), when, ec);
+    ec.clear();
+  }
   return Status::Ok();
 }
 

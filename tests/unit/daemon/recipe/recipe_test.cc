@@ -109,6 +109,7 @@ TEST(ParseRecipeTest, MinimalRecipeGetsDefaults) {
   EXPECT_EQ(r->timeout_seconds(), 3600);
   EXPECT_DOUBLE_EQ(r->gb_per_compile_job(), 4.0);
   EXPECT_TRUE(r->ccache());
+  EXPECT_FALSE(r->network());  // builds are offline unless the recipe asks
   EXPECT_FALSE(r->system_site_packages());
   EXPECT_EQ(r->retry().max_attempts(), 3);
   EXPECT_EQ(r->retry().backoff_seconds(), 10);
@@ -139,11 +140,19 @@ TEST(ParseRecipeTest, GitAndTarballSources) {
   EXPECT_EQ(r->source().tarball_path(), "pkg-1.0.tar.zst");
 }
 
+TEST(ParseRecipeTest, NetworkIsABoolean) {
+  Result<farm::v1::Recipe> r = ParseRecipe(std::string(kMinimal) + "network: true\n", "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_TRUE(r->network());
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "network: yes\n").find("network"), std::string::npos);
+}
+
 TEST(ParseRecipeErrorTest, UnknownFieldsNameTheExpectedOnes) {
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "buidl: x\n"),
             "recipe.yaml:4:1: unknown field \"buidl\" in recipe (expected one of: name, version, "
             "source, subdirectory, patches, env, build, system_site_packages, timeout, "
-            "gb_per_compile_job, ccache, container_image, matrix, validation, retry, publish)");
+            "gb_per_compile_job, ccache, container_image, matrix, validation, retry, publish, "
+            "network)");
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "retry:\n  max_attempt: 2\n"),
             "recipe.yaml:5:3: unknown field \"max_attempt\" in retry (expected one of: "
             "max_attempts, backoff_seconds, retry_build_failures)");

@@ -136,7 +136,9 @@ TEST_F(CompileCacheTest, JobEnvPutsCompilersAndNvccBehindCcache) {
   EnvMap env = JobEnv();
   JobCacheUse use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "native", env);
   ASSERT_TRUE(use.used) << use.note;
-  EXPECT_EQ(env["CCACHE_DIR"], root_ + "/state/ccache");
+  // Each recipe has its own part of the cache: a build can poison no other recipe's.
+  EXPECT_EQ(env["CCACHE_DIR"], root_ + "/state/ccache/recipes/" +
+                                   (recipe_.name().empty() ? "unnamed" : recipe_.name()));
   EXPECT_EQ(env["CCACHE_MAXSIZE"], "20G");
   EXPECT_EQ(env["CCACHE_BASEDIR"], root_ + "/ws");  // paths in the fresh workspace hit
   EXPECT_EQ(env["CCACHE_NOHASHDIR"], "1");

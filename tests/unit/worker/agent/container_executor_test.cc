@@ -404,9 +404,12 @@ TEST(ValidationContainer, DockerGetsGpusAllAndAutoFollowsTheHost) {
   ContainerExecutor no_gpu(runner, o, FakeHost(false, 0, 0));
   ASSERT_OK_AND_ASSIGN(auto q, no_gpu.Plan(r, "v"));
   EXPECT_FALSE(Has(q.argv, "--gpus"));
-  r.offline = false;  // a build, where the operator allows the network
+  r.offline = false;  // a build, where the operator allows the network...
   ASSERT_OK_AND_ASSIGN(auto b, no_gpu.Plan(r, "v"));
-  EXPECT_FALSE(Has(b.argv, "--network=none"));
+  EXPECT_TRUE(Has(b.argv, "--network=none"));  // ...but its recipe did not ask for it
+  r.network = true;
+  ASSERT_OK_AND_ASSIGN(auto n, no_gpu.Plan(r, "v"));
+  EXPECT_FALSE(Has(n.argv, "--network=none"));
 }
 
 TEST(ValidationContainer, NativeValidationRunsOnTheHostWithoutAnyEngine) {

@@ -1,0 +1,89 @@
+"""A build cannot reach the farm's credentials or other jobs: on the real farmd and
+farm-worker (native executor in its bubblewrap sandbox), recipes that try to read the
+worker's token, farmd's admin token and another job's workspace, to write into another
+recipe's compile cache, to reach farmd over the network and to leave a process behind are
+all refused, and the job log shows each refusal."""
+import os
+import shutil
+import textwrap
+
+import pytest
+
+from farm_harness import pids_with_args, wait_until
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
+                                reason="bubblewrap (bwrap) is not installed on this machine")
+
+
+def package(root, name, probes):
+    """A pure-Python package whose build first runs `probes` (bash), then builds its wheel."""
+    src = os.path.join(root, name + "-src")
+    os.makedirs(src, exist_ok=True)
+    with open(os.path.join(src, "setup.py"), "w") as f:
+        f.write(f"from setuptools import setup\nsetup(name='{name}', version='1.0', "
+                f"py_modules=['{name}'])\n")
+    with open(os.path.join(src, name + ".py"), "w") as f:
+        f.write("VALUE = 1\n")
+    with open(os.path.join(src, "probes.sh"), "w") as f:
+        f.write(textwrap.dedent(probes))
+    recipe = os.path.join(root, name + ".yaml")
+    with open(recipe, "w") as f:
+        f.write(textwrap.dedent(f"""\
+            name: {name}
+            source: {{local: {name}-src}}
+            system_site_packages: true
+            build: |
+              bash probes.sh
+              "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
+            """))
+    return recipe
+
+
+def job_log(farm, build_id):
+    job = farm.ctl_json("show", str(build_id))["jobs"][0]
+    return farm.ctl("logs", str(job["id"])).stdout
+
+
+def test_a_build_reaches_no_credentials_no_other_job_and_leaves_nothing_running(farm):
+    farm.start_farmd()
+    farm.start_worker("worker-1", "--keep-workspaces")
+    work = os.path.join(farm.root, "worker-1", "work")
+    # A first job leaves a file in its (kept) workspace.
+    first = farm.ctl_json("submit", package(farm.root, "first", "echo secret > marker\n"),
+                          "--follow", timeout=600)
+    assert first["state"] == "BUILD_SUCCEEDED", first
+    [first_ws] = [d for d in os.listdir(work) if d.startswith("job-1-")]
+    assert os.path.exists(os.path.join(work, first_ws, "src", "marker"))
+
+    host, port = farm.address.rsplit(":", 1)
+    probes = f"""\
+        try() {{ if eval "$2" >/dev/null 2>&1; then echo "REACHED $1"; else echo "REFUSED $1"; fi; }}
+        try worker-token "cat {farm.root}/worker-1/worker.json"
+        try admin-token "cat {farm.data}/admin.token"
+        try other-workspace "cat {work}/{first_ws}/src/marker"
+        try work-listing "ls {work}/{first_ws}"
+        try other-recipe-cache "ls {work}/ccache/recipes/first"
+        echo "cache holds: $(ls {work}/ccache/recipes 2>&1 | tr '\\n' ' ')"
+        # Writes land nowhere on the host (checked by the test there).
+        mkdir -p {work}/ccache/recipes/first 2>/dev/null && echo x > {work}/ccache/recipes/first/poison
+        echo x > {work}/ccache/poison 2>/dev/null || true
+        try farmd-network "python3 -c 'import socket; socket.create_connection((\\"{host}\\", {port}), 3)'"
+        try system-write "touch /usr/poison"
+        setsid sleep 6011 > /dev/null 2>&1 < /dev/null &
+        echo "left sleep 6011 behind"
+        """
+    build = farm.ctl_json("submit", package(farm.root, "prober", probes), "--follow", timeout=600)
+    log = job_log(farm, build["id"])
+    assert build["state"] == "BUILD_SUCCEEDED", log[-3000:]
+    for what in ("worker-token", "admin-token", "other-workspace", "work-listing",
+                 "other-recipe-cache", "farmd-network", "system-write"):
+        assert f"REFUSED {what}" in log, (what, log[-3000:])
+    assert "REACHED" not in log, log[-3000:]
+    # The cache seen from inside holds only the recipe's own namespace.
+    assert "cache holds: prober \n" in log, log[-3000:]
+    assert "executor sandbox" in log
+    assert not os.path.exists(os.path.join(work, "ccache", "recipes", "first", "poison"))
+    assert not os.path.exists(os.path.join(work, "ccache", "poison"))
+    assert not os.path.exists("/usr/poison")
+    # The process the build left behind died with the build.
+    wait_until(lambda: not pids_with_args("sleep", "6011"), 10, "the left-behind sleep to end")
