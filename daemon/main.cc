@@ -24,8 +24,11 @@ int main(int argc, char** argv) {
       {"ready-file", "FILE", "write the bound gRPC address here once serving"},
       {"lease-ms", "MS", "lease of a running job, renewed by heartbeats (default 30000)"},
       {"heartbeat-ms", "MS", "heartbeat interval told to workers (default 2000)"},
+      {"max-log-bytes", "N", "log text stored per job attempt; the rest is dropped (default 64 MiB)"},
+      {"max-wheel-bytes", "N", "largest wheel a worker may upload (default 4 GiB)"},
       {"http-listen", "HOST:PORT", "serve the dashboard, /api/v1, /metrics and /simple/ here"},
       {"http-ready-file", "FILE", "write the dashboard's bound address here once serving"},
+      {"http-max-connections", "N", "simultaneous HTTP connections; more get 503 (default 256)"},
       {"web-root", "DIR", "serve dashboard assets from DIR instead of the embedded copies"},
       {"private-read", "", "require a viewer token for read-only pages and the index"},
       {"index-include-pending", "", "list wheels still waiting for hardware validation"},
@@ -56,19 +59,30 @@ int main(int argc, char** argv) {
   options.data_dir = flags.Get("data-dir", "data");
   options.listen = flags.Get("listen", "127.0.0.1:7070");
   options.ready_file = flags.Get("ready-file");
-  auto lease = flags.GetInt("lease-ms", 30000);
-  auto heartbeat = flags.GetInt("heartbeat-ms", 2000);
-  if (!lease.ok() || !heartbeat.ok()) {
-    std::cerr << (lease.ok() ? heartbeat.status() : lease.status()).message() << "\n";
-    return 2;
+  farm::api::Tunables& t = options.tunables;
+  for (auto [name, value] : {std::pair{"lease-ms", &t.lease_ms}, {"heartbeat-ms", &t.heartbeat_ms},
+                             {"max-log-bytes", &t.max_log_bytes},
+                             {"max-wheel-bytes", &t.max_artifact_bytes}}) {
+    auto parsed_value = flags.GetInt(name, *value);
+    if (!parsed_value.ok() || parsed_value.value() < 1) {
+      std::cerr << "--" << name << ": "
+                << (parsed_value.ok() ? "must be at least 1" : parsed_value.status().message())
+                << "\n";
+      return 2;
+    }
+    *value = parsed_value.value();
   }
-  options.tunables.lease_ms = lease.value();
-  options.tunables.heartbeat_ms = heartbeat.value();
   options.http.listen = flags.Get("http-listen");
   options.http.web_root = flags.Get("web-root");
   options.http.public_read = !flags.Has("private-read");
   options.http.index_include_pending = flags.Has("index-include-pending");
   options.http_ready_file = flags.Get("http-ready-file");
+  auto max_connections = flags.GetInt("http-max-connections", options.http.max_connections);
+  if (!max_connections.ok() || *max_connections < 1 || *max_connections > 1'000'000) {
+    std::cerr << "--http-max-connections must be a number from 1 to 1000000\n";
+    return 2;
+  }
+  options.http.max_connections = static_cast<int>(*max_connections);
   if (flags.Has("secrets-file")) {
     auto secrets = farm::auth::LoadSecretsFile(flags.Get("secrets-file"));
     if (!secrets.ok()) {

@@ -27,6 +27,7 @@ struct Tunables {
   int64_t heartbeat_ms = 2000;        // interval the workers are told to use
   int max_attempts = 3;               // default for infrastructure failures
   int64_t max_artifact_bytes = 4LL << 30;
+  int64_t max_log_bytes = 64LL << 20;  // stored log text per attempt; the rest is dropped
 };
 
 struct ServiceContext {

@@ -22,8 +22,12 @@ bool SafeFilename(const std::string& name) {
 Result<store::JobRow> CheckHeader(const ServiceContext& ctx, const std::string& worker_id,
                                   const farm::v1::ArtifactHeader& h) {
   if (!SafeFilename(h.filename())) return Status::InvalidArgument("bad artifact file name");
-  if (h.size() < 0 || h.size() > ctx.tunables.max_artifact_bytes) {
-    return Status::InvalidArgument("artifact size " + std::to_string(h.size()) + " out of range");
+  if (h.size() < 0) return Status::InvalidArgument("artifact size " + std::to_string(h.size()));
+  if (h.size() > ctx.tunables.max_artifact_bytes) {
+    return Status::InvalidArgument(h.filename() + " has " + std::to_string(h.size()) +
+                                   " bytes, more than farmd's wheel size limit of " +
+                                   std::to_string(ctx.tunables.max_artifact_bytes) +
+                                   " bytes (--max-wheel-bytes)");
   }
   FARM_ASSIGN_OR_RETURN(auto job, ctx.store->GetJob(h.job_id()));
   if (job.attempt != h.attempt() || job.worker_id != worker_id || job.state != store::kJobRunning) {

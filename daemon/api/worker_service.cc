@@ -180,7 +180,8 @@ grpc::Status WorkerService::UploadLog(grpc::ServerContext* call,
         lines.push_back({l.seq(), static_cast<int>(l.stream()), l.text(), l.time_unix_ms()});
       }
       FARM_ASSIGN_OR_RETURN(int64_t acked,
-                            ctx_->store->AppendLogLines(chunk.job_id(), chunk.attempt(), lines));
+                            ctx_->store->AppendLogLines(chunk.job_id(), chunk.attempt(), lines,
+                                                        ctx_->tunables.max_log_bytes));
       resp->set_acked_seq(acked);
     }
     return Status::Ok();

@@ -88,7 +88,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
  private:
   void Begin() {
     if (!overloaded_) return DoRead();
-    Response r = TextResponse(503, "too many connections\n");
+    Response r = TextResponse(
+        503, "too many connections: farmd serves at most " +
+                 std::to_string(state_->options.max_connections) +
+                 " at once (--http-max-connections); retry shortly\n");
     r.headers.emplace_back("Retry-After", "1");
     SendString(std::move(r), 11, false);
   }
@@ -105,7 +108,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void OnRead(beast::error_code ec, std::size_t) {
     if (ec == bhttp::error::end_of_stream) return Close();
     if (ec == bhttp::error::body_limit || ec == bhttp::error::header_limit) {
-      return SendString(TextResponse(413, "request too large\n"), 11, false);
+      return SendString(
+          TextResponse(413, "request too large: farmd accepts headers of at most " +
+                                std::to_string(kHeaderLimit) + " bytes and bodies of at most " +
+                                std::to_string(state_->options.max_body_bytes) + " bytes\n"),
+          11, false);
     }
     if (ec) return Fail(ec, "read");
     const auto& msg = parser_->get();

@@ -1,6 +1,7 @@
 // Tokens, workers, builds, logs and artifacts. Job state transitions are in
 // sqlite_store_jobs.cc.
 #include <algorithm>
+#include <cstdint>
 
 #include "common/fs.h"
 #include "daemon/store/sqlite_store_impl.h"
@@ -388,33 +389,69 @@ Result<std::vector<AttemptRow>> SqliteStore::ListAttempts(int64_t job_id) {
   return out;
 }
 
+namespace {
+
+std::string TruncatedLogLine(int64_t max_bytes) {
+  return "farm: log truncated: this attempt's log reached farmd's limit of " +
+         std::to_string(max_bytes) +
+         " bytes (--max-log-bytes); the rest of its output is not stored, the build goes on";
+}
+
+// The worker's own lines (what failed, where the wheel went) are kept past the limit, up
+// to a reserve of their own.
+int64_t SystemLinesLimit(int64_t max_bytes) {
+  constexpr int64_t kSystemReserveBytes = 256 << 10;
+  return max_bytes > INT64_MAX - kSystemReserveBytes ? INT64_MAX : max_bytes + kSystemReserveBytes;
+}
+
+}  // namespace
+
 Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
-                                            const std::vector<LogLineRow>& lines) {
+                                            const std::vector<LogLineRow>& lines,
+                                            int64_t max_bytes) {
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(
-      "SELECT log_acked_seq FROM attempts WHERE job_id = ? AND number = ?"));
+      "SELECT log_acked_seq, log_bytes FROM attempts WHERE job_id = ? AND number = ?"));
   q->Bind(job_id).Bind(attempt);
   FARM_ASSIGN_OR_RETURN(bool found, q->Step());
   if (!found) return Status::NotFound("no attempt " + std::to_string(attempt) + " of job " +
                                       std::to_string(job_id));
   int64_t acked = q->Int(0);
-  int64_t start = acked;
+  int64_t bytes = q->Int(1);
+  const int64_t start = acked;
+  const std::string truncated = TruncatedLogLine(max_bytes);
   for (const LogLineRow& line : lines) {
     if (line.seq <= acked) continue;  // already stored: a resend after a lost ack
     if (line.seq != acked + 1) break;  // gap: the sender resends from acked + 1
+    acked = line.seq;
+    int stream = line.stream;
+    const std::string* text = &line.text;
+    const int64_t size = static_cast<int64_t>(line.text.size());
+    if (stream != kLogStreamSystem) {
+      if (bytes >= max_bytes) continue;  // truncated: acknowledged, not stored
+      if (size > max_bytes - bytes) {    // this line crosses the limit: say so instead
+        stream = kLogStreamSystem;
+        text = &truncated;
+        bytes = max_bytes;
+      } else {
+        bytes += size;
+      }
+    } else if (bytes >= SystemLinesLimit(max_bytes)) {
+      continue;
+    } else {
+      bytes += size;
+    }
     FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare(
         "INSERT INTO log_lines(job_id, attempt, seq, stream, text, time_ms) VALUES (?,?,?,?,?,?)"));
-    ins->Bind(job_id).Bind(attempt).Bind(line.seq).Bind(line.stream).Bind(line.text)
-        .Bind(line.time_ms);
+    ins->Bind(job_id).Bind(attempt).Bind(line.seq).Bind(stream).Bind(*text).Bind(line.time_ms);
     FARM_RETURN_IF_ERROR(ins->Run());
-    acked = line.seq;
   }
   if (acked != start) {
     FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
-        "UPDATE attempts SET log_acked_seq = ? WHERE job_id = ? AND number = ?"));
-    up->Bind(acked).Bind(job_id).Bind(attempt);
+        "UPDATE attempts SET log_acked_seq = ?, log_bytes = ? WHERE job_id = ? AND number = ?"));
+    up->Bind(acked).Bind(bytes).Bind(job_id).Bind(attempt);
     FARM_RETURN_IF_ERROR(up->Run());
   }
   FARM_RETURN_IF_ERROR(txn.Commit());

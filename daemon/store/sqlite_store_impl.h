@@ -55,8 +55,10 @@ class SqliteStore final : public Store {
   Status CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) override;
   Status RetryJob(int64_t job_id, int64_t now_ms) override;
 
+  using Store::AppendLogLines;
   Result<int64_t> AppendLogLines(int64_t job_id, int attempt,
-                                 const std::vector<LogLineRow>& lines) override;
+                                 const std::vector<LogLineRow>& lines,
+                                 int64_t max_bytes) override;
   Result<std::vector<LogLineRow>> GetLogLines(int64_t job_id, int attempt, int64_t after_seq,
                                               int limit) override;
   Result<int64_t> LastLogSeq(int64_t job_id, int attempt) override;

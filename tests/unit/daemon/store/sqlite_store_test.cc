@@ -103,6 +103,29 @@ TEST_F(SqliteStoreTest, LogLinesAreStoredOnceAndWithoutGaps) {
   EXPECT_EQ(lines->at(2).stream, 2);
 }
 
+TEST_F(SqliteStoreTest, ALogPastItsLimitEndsWithOneSystemLineAndLaterLinesAreAcknowledged) {
+  MakeBuild(1);
+  auto j = Acquire("w1");
+  std::vector<LogLineRow> lines;
+  for (int i = 1; i <= 10; ++i) lines.push_back({i, 1, std::string(100, 'x'), i});
+  // 250 bytes: two lines fit, the third crosses the limit, the rest are dropped.
+  EXPECT_EQ(store_->AppendLogLines(j->id, 1, lines, 250).value(), 10);
+  EXPECT_EQ(store_->AppendLogLines(j->id, 1, {{11, 1, "more", 11}}, 250).value(), 11);
+  // The worker's own lines still get in.
+  EXPECT_EQ(store_->AppendLogLines(j->id, 1, {{12, kLogStreamSystem, "build exited 0", 12}}, 250)
+                .value(), 12);
+  auto stored = store_->GetLogLines(j->id, 1, 0, 100);
+  ASSERT_OK(stored.status());
+  ASSERT_EQ(stored->size(), 4u);
+  EXPECT_EQ(stored->at(3).text, "build exited 0");
+  EXPECT_EQ(stored->at(1).text, std::string(100, 'x'));
+  EXPECT_EQ(stored->at(2).seq, 3);
+  EXPECT_EQ(stored->at(2).stream, kLogStreamSystem);
+  EXPECT_NE(stored->at(2).text.find("log truncated"), std::string::npos) << stored->at(2).text;
+  EXPECT_NE(stored->at(2).text.find("250 bytes (--max-log-bytes)"), std::string::npos);
+  EXPECT_EQ(store_->LastLogSeq(j->id, 1).value(), 12);
+}
+
 TEST_F(SqliteStoreTest, CancelStopsPendingAndFlagsRunning) {
   int64_t build = MakeBuild(2);
   auto running = Acquire("w1");

@@ -1,0 +1,114 @@
+"""Limits answered with messages that name them, on the real farmd and farm-worker: a build
+that prints far more than farmd keeps per attempt has its log cut with one SYSTEM line and
+still succeeds, with the worker's own closing lines kept; the dashboard answers connections
+past its limit with 503 naming the limit; an oversized request body gets 413 naming the
+limit; a matrix past the cell limit and an oversized recipe are refused at submit."""
+import os
+import socket
+import sqlite3
+import textwrap
+import urllib.error
+import urllib.request
+
+from farm_harness import wait_until
+
+LOG_LIMIT = 20000
+
+
+def chatty_recipe(root, lines):
+    """A pure-Python package whose build prints `lines` lines of 100 characters."""
+    src = os.path.join(root, "chatty-src")
+    os.makedirs(src, exist_ok=True)
+    with open(os.path.join(src, "setup.py"), "w") as f:
+        f.write("from setuptools import setup\n"
+                "setup(name='chatty', version='1.0', py_modules=['chatty'])\n")
+    with open(os.path.join(src, "chatty.py"), "w") as f:
+        f.write("VALUE = 1\n")
+    recipe = os.path.join(root, "chatty.yaml")
+    with open(recipe, "w") as f:
+        f.write(textwrap.dedent(f"""\
+            name: chatty
+            source: {{local: chatty-src}}
+            system_site_packages: true
+            build: |
+              python3 -c 'import sys; [print("%07d " % i + "x" * 92) for i in range({lines})]'
+              "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
+            """))
+    return recipe
+
+
+def test_a_log_past_the_limit_is_cut_with_a_system_line(farm):
+    farm.start_farmd("--max-log-bytes", str(LOG_LIMIT))
+    farm.start_worker()
+    build = farm.ctl_json("submit", chatty_recipe(farm.root, 20000), "--follow", timeout=600)
+    assert build["state"] == "BUILD_SUCCEEDED", build
+    job_id = build["jobs"][0]["id"]
+    log = farm.ctl("logs", str(job_id)).stdout
+    assert "log truncated: this attempt's log reached farmd's limit of 20000 bytes " \
+           "(--max-log-bytes)" in log, log[-2000:]
+    assert "0000000 " in log and "0019999 " not in log
+    # The worker's lines after the cut (the wheel it uploaded) are still there.
+    after = log.split("log truncated", 1)[1]
+    assert "chatty-1.0" in after, after[-2000:]
+    # The database holds the limit's worth, not the 2 MB the build printed.
+    db = sqlite3.connect(os.path.join(farm.data, "farm.db"))
+    stored = db.execute("SELECT SUM(LENGTH(text)), COUNT(*) FROM log_lines WHERE job_id = ?",
+                        (job_id,)).fetchone()
+    db.close()
+    assert stored[0] < LOG_LIMIT + 256 * 1024 and stored[1] < 1000, stored
+
+
+def test_http_limits_name_themselves(farm):
+    farm.start_farmd("--http-max-connections", "3", http=True)
+    host, port = farm.http_address.rsplit(":", 1)
+    held = [socket.create_connection((host, int(port)), timeout=10) for _ in range(3)]
+    try:
+        def refused():
+            try:
+                urllib.request.urlopen(f"http://{farm.http_address}/healthz", timeout=10)
+                return None
+            except urllib.error.HTTPError as e:
+                return e if e.code == 503 else None
+        err = wait_until(refused, 20, "a 503 past the connection limit")
+        body = err.read().decode()
+        assert "at most 3 at once (--http-max-connections)" in body, body
+        assert err.headers["Retry-After"] == "1"
+    finally:
+        for s in held:
+            s.close()
+    # Once the held connections close, requests are served again.
+    wait_until(lambda: urllib.request.urlopen(f"http://{farm.http_address}/healthz",
+                                              timeout=10).status == 200, 20, "service again")
+    big = urllib.request.Request(f"http://{farm.http_address}/api/v1/builds", method="POST",
+                                 data=b"x" * (1 << 20))
+    try:
+        urllib.request.urlopen(big, timeout=10)
+        raise AssertionError("a 1 MiB body was accepted")
+    except urllib.error.HTTPError as e:
+        assert e.code == 413
+        assert "bodies of at most 65536 bytes" in e.read().decode()
+    except (ConnectionResetError, BrokenPipeError, urllib.error.URLError):
+        pass  # the server may answer and close before the client finished sending
+
+
+def test_matrix_and_recipe_size_limits_are_refused_at_submit(farm):
+    farm.start_farmd()
+    recipe = chatty_recipe(farm.root, 1)
+    with open(recipe) as f:
+        text = f.read()
+    big_matrix = os.path.join(farm.root, "big.yaml")
+    pythons = ", ".join(f'"3.{i}"' for i in range(8, 14))
+    torches = ", ".join(f'"2.{i}"' for i in range(12))
+    cudas = ", ".join(f'"12.{i}"' for i in range(10))
+    with open(big_matrix, "w") as f:
+        f.write(text + f"matrix:\n  python: [{pythons}]\n  torch: [{torches}]\n"
+                       f"  cuda: [{cudas}]\n  arch_lists: [\"9.0\", \"12.0\"]\n")
+    r = farm.ctl("submit", big_matrix)  # 6 x 12 x 10 x 2 = 1440 cells
+    assert r.returncode != 0
+    assert "more than 1000 cells" in r.stderr, r.stderr
+    huge = os.path.join(farm.root, "huge.yaml")
+    with open(huge, "w") as f:
+        f.write(text + "# " + "x" * (1 << 20) + "\n")
+    r = farm.ctl("submit", huge)
+    assert r.returncode != 0
+    assert "at most 1048576 are accepted" in r.stderr, r.stderr
