@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "common/utf8.h"
+
 namespace farm::http {
 namespace {
 
@@ -10,6 +12,13 @@ int HexValue(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+// Bodies that declare UTF-8 (text, JSON, HTML) are made valid UTF-8 on the way out: they
+// may quote request paths (%FF decodes to a raw byte), file names or build output, and one
+// bad byte makes a whole JSON answer unparsable for strict clients.
+std::string Utf8Body(std::string body) {
+  return IsValidUtf8(body) ? std::move(body) : ToValidUtf8(body);
 }
 
 }  // namespace
@@ -63,7 +72,7 @@ Request MakeRequest(std::string method, std::string_view target) {
 Response TextResponse(int status, std::string body) {
   Response r;
   r.status = status;
-  r.body = std::move(body);
+  r.body = Utf8Body(std::move(body));
   return r;
 }
 
@@ -71,7 +80,7 @@ Response JsonResponse(int status, std::string json) {
   Response r;
   r.status = status;
   r.content_type = "application/json";
-  r.body = std::move(json);
+  r.body = Utf8Body(std::move(json));
   return r;
 }
 
@@ -79,7 +88,7 @@ Response HtmlResponse(int status, std::string html) {
   Response r;
   r.status = status;
   r.content_type = "text/html; charset=utf-8";
-  r.body = std::move(html);
+  r.body = Utf8Body(std::move(html));
   return r;
 }
 

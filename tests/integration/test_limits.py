@@ -3,6 +3,7 @@ that prints far more than farmd keeps per attempt has its log cut with one SYSTE
 still succeeds, with the worker's own closing lines kept; the dashboard answers connections
 past its limit with 503 naming the limit; an oversized request body gets 413 naming the
 limit; a matrix past the cell limit and an oversized recipe are refused at submit."""
+import json
 import os
 import socket
 import sqlite3
@@ -15,8 +16,9 @@ from farm_harness import wait_until
 LOG_LIMIT = 20000
 
 
-def chatty_recipe(root, lines):
-    """A pure-Python package whose build prints `lines` lines of 100 characters."""
+def chatty_recipe(root, lines, prints=None):
+    """A pure-Python package whose build prints `lines` lines of 100 characters, or runs the
+    shell line `prints` instead."""
     src = os.path.join(root, "chatty-src")
     os.makedirs(src, exist_ok=True)
     with open(os.path.join(src, "setup.py"), "w") as f:
@@ -24,6 +26,8 @@ def chatty_recipe(root, lines):
                 "setup(name='chatty', version='1.0', py_modules=['chatty'])\n")
     with open(os.path.join(src, "chatty.py"), "w") as f:
         f.write("VALUE = 1\n")
+    if prints is None:
+        prints = f"""python3 -c 'import sys; [print("%07d " % i + "x" * 92) for i in range({lines})]'"""
     recipe = os.path.join(root, "chatty.yaml")
     with open(recipe, "w") as f:
         f.write(textwrap.dedent(f"""\
@@ -31,7 +35,7 @@ def chatty_recipe(root, lines):
             source: {{local: chatty-src}}
             system_site_packages: true
             build: |
-              python3 -c 'import sys; [print("%07d " % i + "x" * 92) for i in range({lines})]'
+              {prints}
               "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
             """))
     return recipe
@@ -56,6 +60,30 @@ def test_a_log_past_the_limit_is_cut_with_a_system_line(farm):
                         (job_id,)).fetchone()
     db.close()
     assert stored[0] < LOG_LIMIT + 256 * 1024 and stored[1] < 1000, stored
+
+
+def test_a_build_printing_invalid_utf8_keeps_its_whole_log(farm):
+    """Build output is bytes: Latin-1, a stray 0xFF. Each bad byte reaches the log as U+FFFD,
+    the lines around it and after it arrive, and every JSON answer stays valid UTF-8."""
+    farm.start_farmd(http=True)
+    farm.start_worker()
+    prints = r"printf 'caf\xe9 \xff\xfe tail \xe6\xb3\n'; echo after-the-bad-bytes"
+    build = farm.ctl_json("submit", chatty_recipe(farm.root, 0, prints), "--follow",
+                          timeout=600)
+    assert build["state"] == "BUILD_SUCCEEDED", build
+    job_id = build["jobs"][0]["id"]
+    log = farm.ctl("logs", str(job_id)).stdout
+    assert "caf\ufffd \ufffd\ufffd tail \ufffd\ufffd" in log, log[-2000:]
+    assert "after-the-bad-bytes" in log and "chatty-1.0" in log, log[-2000:]
+    base = f"http://{farm.http_address}"
+    body = urllib.request.urlopen(f"{base}/api/v1/jobs/{job_id}/log", timeout=30).read()
+    assert "caf\ufffd" in body.decode("utf-8"), body[-2000:]  # strict decoding
+    try:
+        urllib.request.urlopen(f"{base}/api/v1/builds/%FF%FE", timeout=30)
+        raise AssertionError("a build id of raw bytes was found")
+    except urllib.error.HTTPError as e:
+        assert e.code == 404
+        json.loads(e.read().decode("utf-8"))
 
 
 def test_http_limits_name_themselves(farm):

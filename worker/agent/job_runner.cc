@@ -7,6 +7,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "common/utf8.h"
 #include "worker/agent/executor_runner.h"
 #include "worker/agent/retry.h"
 #include "worker/agent/sandbox_executor.h"
@@ -400,7 +401,7 @@ void JobRunner::Report(const Outcome& outcome, int64_t last_seq) {
   req.set_attempt(job_.attempt());
   req.set_exit_code(outcome.exit_code);
   req.set_cause(outcome.cause);
-  req.set_detail(outcome.detail);
+  req.set_detail(ToValidUtf8(outcome.detail));  // may quote file names or output
   req.set_peak_rss_bytes(outcome.peak_rss_bytes);
   req.set_last_log_seq(last_seq);
   *req.mutable_validation() = outcome.validation;

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/log.h"
+#include "common/utf8.h"
 
 namespace farm::agent {
 namespace {
@@ -38,7 +39,9 @@ int64_t LogShipper::Append(farm::v1::LogStream stream, const std::string& text) 
   line.set_attempt(attempt_);
   line.set_seq(next_seq_++);
   line.set_stream(stream);
-  line.set_text(text);
+  // A build may print any bytes; a proto3 string with one invalid byte fails the whole
+  // ShipLogs message at farmd, and the shipper would resend it forever.
+  line.set_text(ToValidUtf8(text));
   line.set_time_unix_ms(clock_.NowUnixMs());
   if (dead_) return line.seq();
   if (lines_.empty() || oldest_unsent_ms_ == 0) oldest_unsent_ms_ = clock_.SteadyMs();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/utf8.h"
 #include "daemon/http/router.h"
 #include "farm/v1/types.pb.h"
 #include "tests/unit/daemon/http/http_fixture.h"
@@ -47,6 +48,11 @@ class OddDataTest : public HttpFixture {
       json::error_code ec;
       json::parse(r.body, ec);
       EXPECT_FALSE(ec) << target << ": " << r.body.substr(0, 200);
+    }
+    // Request paths may decode to any bytes; what declares UTF-8 must be UTF-8.
+    if (r.content_type.find("json") != std::string::npos ||
+        r.content_type.find("charset=utf-8") != std::string::npos) {
+      EXPECT_TRUE(IsValidUtf8(r.body)) << target;
     }
   }
 
@@ -130,6 +136,7 @@ TEST_F(OddDataTest, HugeNegativeAndMalformedPagingAndIds) {
   for (const char* target :
        {"/api/v1/builds/9223372036854775807", "/api/v1/builds/99999999999999999999999",
         "/api/v1/builds/-1", "/api/v1/builds/0", "/api/v1/builds/%F0%9F%9A%80",
+        "/api/v1/builds/%FF%FE", "/api/v1/jobs/%C0%AF/log", "/api/v1/schedules/%ED%A0%80",
         "/api/v1/jobs/9223372036854775807", "/api/v1/jobs/-3/log",
         "/api/v1/jobs/1/log/../../etc/passwd", "/api/v1/schedules/99999999999999999999"}) {
     Response resp = Check(r, "GET", target);
@@ -215,6 +222,7 @@ TEST_F(OddDataTest, IndexWithUnicodeProjectRequestsAndOddAcceptHeaders) {
   for (const std::string& target : std::vector<std::string>{"/simple/attn-example/", "/simple/ATTN_example", "/simple/%E6%B3%A8%E6%84%8F/",
         "/simple/-/", "/simple//", "/simple/a/b/c/", "/cu130-torch2.8/simple/",
         "/cu130-torch2.8/simple/attn-example/", "/%E2%9C%93/simple/", "/files/zz/../../x.whl",
+        "/simple/%FF%FE/", "/%C0%AF/simple/", "/simple/caf%E9/",
         "/files/" + std::string(64, 'a') + "/attn_example-0.1.0-cp311-cp311-linux_x86_64.whl"}) {
     Response resp = Check(r, "GET", target);
     EXPECT_NE(resp.status, 500) << target << " " << resp.body;
