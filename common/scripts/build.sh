@@ -3,5 +3,6 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FARM_BUILD_DIR:-$repo/build}
-cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# FARM_CMAKE_ARGS: more configure arguments, e.g. -DFARM_SANITIZE=address,undefined.
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${FARM_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j "$(nproc)" "$@"

@@ -1,8 +1,27 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds everything and runs the whole test suite with ctest.
+#
+# FARM_SANITIZE=address,undefined builds with AddressSanitizer, LeakSanitizer and
+# UndefinedBehaviorSanitizer into build-asan/ instead (FARM_SANITIZE=thread: build-tsan/):
+# unit tests and the integration tests then drive instrumented binaries, and any report (a
+# crash, a leak at exit, undefined behaviour) fails the test that saw it.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 "$repo/common/scripts/install-deps.sh" --with-test-tools
-"$repo/common/scripts/build.sh"
-cd "${FARM_BUILD_DIR:-$repo/build}"
-ctest --output-on-failure --timeout 1200 -j 2
+sanitize=${FARM_SANITIZE:-}
+export FARM_SANITIZE=$sanitize  # the integration harness stops daemons gently when set
+case "$sanitize" in
+  "") suffix="" ;;
+  thread) suffix="-tsan" ;;
+  *) suffix="-asan" ;;
+esac
+build=${FARM_BUILD_DIR:-$repo/build$suffix}
+FARM_BUILD_DIR=$build FARM_CMAKE_ARGS="-DFARM_SANITIZE=$sanitize" "$repo/common/scripts/build.sh"
+# Reports go to stderr (the test's output, or the daemon's log that the integration
+# harness reads); the first one ends the process with a failure.
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
+export LSAN_OPTIONS="suppressions=$repo/common/scripts/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
+cd "$build"
+ctest --output-on-failure --timeout 1200 -j "${FARM_TEST_JOBS:-2}" ${FARM_CTEST_ARGS:-}
