@@ -123,6 +123,12 @@ class Walker {
                               std::to_string(e.header_size) + ", payload " +
                               std::to_string(e.padded_size) + ") runs past its container");
     }
+    // SM numbers are major * 10 + minor (20 .. 121 today); a larger one is damage, and
+    // would overflow the arithmetic that names the image (found by tests/fuzz).
+    if (e.sm > kMaxSm) {
+      return Status::DataLoss("fatbin entry " + At(q) + " claims sm " + std::to_string(e.sm) +
+                              "; at most " + std::to_string(kMaxSm) + " is possible");
+    }
     return e;
   }
 

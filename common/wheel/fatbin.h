@@ -26,6 +26,9 @@ inline constexpr uint64_t kFatbinFlagZstd = 0x8000;
 inline constexpr uint64_t kFatbinFlagArchSpecific = 0x100000;
 inline constexpr uint64_t kFatbinFlagFamilySpecific = 0x200000;
 
+// Largest SM number an entry may carry (major 99, minor 9).
+inline constexpr uint32_t kMaxSm = 999;
+
 enum class Compression { kNone, kLz4, kZstd };
 // "none", "lz4", "zstd".
 const char* CompressionName(Compression c);

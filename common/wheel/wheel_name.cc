@@ -126,7 +126,11 @@ std::string NormalizeProjectName(std::string_view name) {
 std::string NormalizeVersion(std::string_view version) {
   std::string out;
   for (char c : version) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  if (!out.empty() && out[0] == 'v') out.erase(0, 1);
+  // PEP 440's optional 'v' precedes the release number; only that one is dropped, so
+  // normalising twice changes nothing ("vv1" stays, "v1" becomes "1").
+  if (out.size() > 1 && out[0] == 'v' && std::isdigit(static_cast<unsigned char>(out[1]))) {
+    out.erase(0, 1);
+  }
   size_t plus = out.find('+');
   if (plus != std::string::npos) {
     std::replace(out.begin() + plus, out.end(), '-', '.');

@@ -38,9 +38,9 @@ Result<WheelFilename> ParseWheelFilename(std::string_view path);
 // PEP 503 normalisation: lowercase, runs of '-', '_' and '.' become one '-'.
 std::string NormalizeProjectName(std::string_view name);
 
-// The comparison form of a version: lowercase, a leading 'v' dropped, '-' and '_' in the
-// local label turned into '.'. Enough to compare METADATA with a file name without a full
-// PEP 440 parser; "2.2.0" and "2.2.0+cu128" stay different.
+// The comparison form of a version: lowercase, a leading 'v' before a digit dropped, '-'
+// and '_' in the local label turned into '.'. Enough to compare METADATA with a file name
+// without a full PEP 440 parser; "2.2.0" and "2.2.0+cu128" stay different.
 std::string NormalizeVersion(std::string_view version);
 
 // The CPU architecture of a platform tag: "x86_64" for "linux_x86_64",

@@ -1,10 +1,13 @@
 #include "daemon/recipe/recipe.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
 #include <exception>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -267,15 +270,44 @@ Result<ParsedRecipe> ParseRoot(const ErrorSink& sink, const YAML::Node& root) {
   return out;
 }
 
-// Loads every document so a second one ("---") is reported rather than ignored.
+// Notes where the first two documents of a YAML stream start and ignores everything else.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::vector<YAML::Mark> starts;
+};
+
+// Loads the one document of `yaml`; a second one ("---") is reported rather than ignored.
+// Documents are counted with a loop bounded at two instead of YAML::LoadAll: yaml-cpp 0.7's
+// parser answers a stray ',' at the top level (",\n", found by tests/fuzz/recipe_fuzz) with
+// an empty document at the same place forever, and LoadAll allocates until memory runs out.
 Result<YAML::Node> LoadSingleDocument(const ErrorSink& sink, std::string_view yaml) {
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml));
-    if (docs.size() > 1) {
-      return sink.At(ToPosition(docs[1].Mark()),
-                     "a recipe is one YAML document; found " + std::to_string(docs.size()));
+    std::istringstream stream{std::string(yaml)};
+    YAML::Parser parser(stream);
+    DocumentStarts documents;
+    while (documents.starts.size() < 2 && parser.HandleNextDocument(documents)) {
     }
-    return docs.empty() ? YAML::Node() : docs[0];
+    if (documents.starts.size() == 2) {
+      const YAML::Mark& second = documents.starts[1];
+      if (second.pos == documents.starts[0].pos) {
+        return sink.At(ToPosition(second), "YAML syntax error: no document can start here");
+      }
+      return sink.At(ToPosition(second), "a recipe is one YAML document; a second one starts here");
+    }
+    return documents.starts.empty() ? YAML::Node() : YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
     return sink.At(ToPosition(e.mark), "YAML syntax error: " + e.msg);
   }

@@ -226,7 +226,11 @@ Result<TimeZone> TimeZone::FromTzif(const std::string& name, std::string_view d)
     size_t idx = static_cast<uint8_t>(d[p + 5]);
     if (idx >= c[5]) return bad("abbreviation index out of range");
     std::string_view abbr = d.substr(chars + idx, c[5] - idx);
-    tz.types_.push_back({static_cast<int32_t>(Be32(d, p)), d[p + 4] != 0,
+    // RFC 8536 3.2: utoff more than -25 h and less than 26 h. FromLocal and the cron
+    // search rely on offsets of about a day at most.
+    auto utoff = static_cast<int32_t>(Be32(d, p));
+    if (utoff < -89999 || utoff > 93599) return bad("UT offset out of range");
+    tz.types_.push_back({utoff, d[p + 4] != 0,
                          std::string(abbr.substr(0, abbr.find('\0')))});
   }
   if (version >= '2') {

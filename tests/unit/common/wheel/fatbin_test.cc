@@ -124,6 +124,20 @@ TEST(FatbinTest, CorruptLz4PayloadIsAnError) {
   EXPECT_EQ(m.status().code(), StatusCode::kDataLoss) << m.status().ToString();
 }
 
+TEST(FatbinTest, ImpossibleSmNumberIsAnError) {
+  // Found by tests/fuzz/elf_manifest_fuzz: sm 4294967295 overflowed the image name.
+  FARM_LOAD_MODULE_OR_SKIP("multi", so);
+  auto [off, size] = FatbinSection(so);
+  for (uint32_t sm : {1000u, 0xFFFFFFFFu}) {
+    std::string bad = so;
+    Store<uint32_t>(&bad, off + 16 + 28, sm);  // the first entry's sm
+    Result<ModuleManifest> m = ReadModuleManifest(bad, "m.so");
+    EXPECT_EQ(m.status().code(), StatusCode::kDataLoss) << m.status().ToString();
+    EXPECT_NE(m.status().message().find("claims sm " + std::to_string(sm)), std::string::npos)
+        << m.status().message();
+  }
+}
+
 TEST(FatbinTest, CubinThatIsNotCudaIsAnError) {
   FARM_LOAD_MODULE_OR_SKIP("multi", so);
   auto [off, size] = FatbinSection(so);

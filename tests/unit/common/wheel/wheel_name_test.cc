@@ -37,6 +37,13 @@ TEST(WheelNameTest, Normalisation) {
   EXPECT_EQ(NormalizeProjectName("Attn__Example.-x"), "attn-example-x");
   EXPECT_EQ(NormalizeVersion("2.2.0+CU128_torch-2.8"), "2.2.0+cu128.torch.2.8");
   EXPECT_NE(NormalizeVersion("2.2.0"), NormalizeVersion("2.2.0+cu128"));
+  // Only PEP 440's 'v' before the release number goes, so normalising is idempotent
+  // (tests/fuzz/names_fuzz found "vv" -> "v" -> "").
+  EXPECT_EQ(NormalizeVersion("V2.2.0"), "2.2.0");
+  for (const char* odd : {"vv", "v", "vv1", "vendor"}) {
+    EXPECT_EQ(NormalizeVersion(odd), odd);
+    EXPECT_EQ(NormalizeVersion(NormalizeVersion(odd)), NormalizeVersion(odd));
+  }
   EXPECT_EQ(PlatformArch("manylinux_2_28_aarch64"), "aarch64");
   EXPECT_EQ(PlatformArch("manylinux2014_x86_64"), "x86_64");
   EXPECT_EQ(PlatformArch("linux_x86_64"), "x86_64");

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstdlib>
 #include <ctime>
 
@@ -93,6 +94,34 @@ TEST(TimeZoneTest, RejectsBadNamesAndFiles) {
   EXPECT_FALSE(TimeZone::FromTzif("x", "TZif2 not really").ok());
   ASSERT_OK(TimeZone::Load("UTC").status());
   EXPECT_EQ(TimeZone::Load("UTC")->OffsetAt(1774746000), 0);
+}
+
+// A version 1 TZif file of one local time type with UT offset `utoff` and no transitions.
+std::string OneTypeTzif(int32_t utoff) {
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                       static_cast<char>(v >> 8), static_cast<char>(v)};
+  };
+  std::string d = "TZif" + std::string(16, '\0');
+  for (uint32_t count : {0u, 0u, 0u, 0u, 1u, 4u}) d += be32(count);  // 1 type, 4 chars
+  d += be32(static_cast<uint32_t>(utoff)) + std::string{'\0', '\0'} + std::string("ABC\0", 4);
+  return d;
+}
+
+TEST(TimeZoneTest, OffsetsPastRfc8536RangeAreRefused) {
+  // Found by tests/fuzz/time_zone_fuzz: an offset of 190 days was accepted, and FromLocal
+  // assumes offsets of about a day at most.
+  auto ok = TimeZone::FromTzif("x", OneTypeTzif(5 * 3600 + 1800));
+  ASSERT_OK(ok.status());
+  EXPECT_EQ(ok->OffsetAt(0), 5 * 3600 + 1800);
+  EXPECT_OK(TimeZone::FromTzif("x", OneTypeTzif(-89999)).status());
+  EXPECT_OK(TimeZone::FromTzif("x", OneTypeTzif(93599)).status());
+  for (int32_t bad : {16'403'800, -90000, 93600, INT32_MIN}) {
+    auto zone = TimeZone::FromTzif("x", OneTypeTzif(bad));
+    EXPECT_FALSE(zone.ok()) << bad;
+    EXPECT_NE(zone.status().message().find("UT offset out of range"), std::string::npos)
+        << zone.status().message();
+  }
 }
 
 TEST(TimeZoneTest, CivilArithmetic) {
