@@ -1,3 +1,5 @@
+#include <set>
+
 #include "daemon/http/index_catalog.h"
 #include "daemon/http/simple_index.h"
 #include "common/fs.h"
@@ -88,6 +90,51 @@ TEST_F(IndexTest, ListsOnlyValidatedWheelsPerVariant) {
   auto with = Json(Get(rp, "/cu130/simple/attn-example/", kJsonV1));
   ASSERT_EQ(with.at("files").as_array().size(), 2u);
   EXPECT_EQ(with.at("files").as_array()[1].at("hashes").at("sha256").as_string(), p);
+}
+
+TEST_F(IndexTest, SageattentionAndSageattn3AreDistinctProjects) {
+  // The seeds' name clash: SageAttention 2 ships as `sageattention`, SageAttention3 as
+  // `sageattn3`; neither page may offer the other's wheels, whatever the spelling asked.
+  struct Dist {
+    std::string file, metadata;
+  };
+  const Dist dists[] = {
+      {"sageattention-2.2.0+cu130torch2.11.sm90a-cp311-cp311-linux_x86_64.whl",
+       "Metadata-Version: 2.1\nName: sageattention\nVersion: 2.2.0+cu130torch2.11.sm90a\n"},
+      {"sageattn3-1.0.0+cu130torch2.11.sm120a-cp311-cp311-linux_x86_64.whl",
+       "Metadata-Version: 2.1\nName: sageattn3\nVersion: 1.0.0+cu130torch2.11.sm120a\n"},
+  };
+  for (const Dist& d : dists) {
+    auto ids = AddBuild(1, "13.0", "2.11");
+    Start(ids[0]);
+    AddWheel(ids[0], d.file, d.metadata, farm::v1::VALIDATION_PASSED);
+    Finish(ids[0]);
+  }
+  Router r = MakeRouter();
+  auto root = Json(Get(r, "/simple/", kJsonV1));
+  std::set<std::string> projects;
+  for (const auto& p : root.at("projects").as_array()) {
+    projects.insert(std::string(p.at("name").as_string()));
+  }
+  EXPECT_TRUE(projects.count("sageattention") && projects.count("sageattn3"));
+  for (const char* page : {"/simple/sageattention/", "/cu130-torch2.11/simple/sageattention/"}) {
+    auto files = Json(Get(r, page, kJsonV1)).at("files").as_array();
+    ASSERT_EQ(files.size(), 1u) << page;
+    EXPECT_EQ(files[0].at("filename").as_string(), dists[0].file) << page;
+  }
+  for (const char* page : {"/simple/sageattn3/", "/cu130-torch2.11/simple/sageattn3/"}) {
+    auto files = Json(Get(r, page, kJsonV1)).at("files").as_array();
+    ASSERT_EQ(files.size(), 1u) << page;
+    EXPECT_EQ(files[0].at("filename").as_string(), dists[1].file) << page;
+  }
+  EXPECT_EQ(Get(r, "/simple/sageattention3/", kJsonV1).status, 404);
+  Response moved = Get(r, "/simple/SageAttn3/", kJsonV1);  // PEP 503: to the normalised name
+  EXPECT_EQ(moved.status / 100, 3);
+  bool to_sageattn3 = false;
+  for (const auto& [name, value] : moved.headers) {
+    to_sageattn3 |= name == "Location" && value.ends_with("/simple/sageattn3/");
+  }
+  EXPECT_TRUE(to_sageattn3);
 }
 
 TEST_F(IndexTest, HtmlPagesRedirectsAnd406) {
