@@ -30,8 +30,10 @@ const std::vector<TimeZone>& Zones() {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace farm;
+namespace farm::fuzz {
+namespace {
+
+int FuzzOne(const uint8_t* data, size_t size) {
   fuzz::Input in(data, size);
   // 1970 .. about 2100: the range schedules live in.
   int64_t after = static_cast<int64_t>(in.U64() % 4'102'444'800ULL);
@@ -47,4 +49,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Require(again.ok() && again->fields() == expr->fields(),
                 "the five-field form parses to itself", text + " -> " + expr->fields());
   return 0;
+}
+
+}  // namespace
+}  // namespace farm::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return farm::fuzz::FuzzOne(data, size);
 }

@@ -9,8 +9,10 @@
 #include "common/wheel/manifest.h"
 #include "tests/fuzz/fuzz_util.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace farm;
+namespace farm::fuzz {
+namespace {
+
+int FuzzOne(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   wheel::FatbinLimits limits;
   limits.max_entry_bytes = 4 << 20;
@@ -29,4 +31,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   wheel::FinishManifest(*requested, &manifest);
   (void)wheel::FormatManifest(manifest);
   return 0;
+}
+
+}  // namespace
+}  // namespace farm::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return farm::fuzz::FuzzOne(data, size);
 }

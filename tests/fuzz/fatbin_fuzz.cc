@@ -9,8 +9,10 @@
 #include "common/wheel/fatbin.h"
 #include "tests/fuzz/fuzz_util.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace farm;
+namespace farm::fuzz {
+namespace {
+
+int FuzzOne(const uint8_t* data, size_t size) {
   std::string_view section(reinterpret_cast<const char*>(data), size);
   wheel::FatbinLimits limits;
   limits.max_entry_bytes = 4 << 20;  // keeps one run's memory small
@@ -28,4 +30,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Require(entries <= limits.max_entries, "entry count within the limit");
   if (!st.ok()) fuzz::Require(!st.message().empty(), "a refused section says why");
   return 0;
+}
+
+}  // namespace
+}  // namespace farm::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return farm::fuzz::FuzzOne(data, size);
 }

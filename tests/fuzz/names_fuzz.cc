@@ -29,8 +29,10 @@ bool IsPep508Name(std::string_view s) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace farm;
+namespace farm::fuzz {
+namespace {
+
+int FuzzOne(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
 
   std::string name = wheel::NormalizeProjectName(text);
@@ -66,4 +68,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                   "a formatted arch list parses to itself", text + " -> " + formatted);
   }
   return 0;
+}
+
+}  // namespace
+}  // namespace farm::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return farm::fuzz::FuzzOne(data, size);
 }

@@ -9,8 +9,10 @@
 #include "daemon/recipe/wheel_names.h"
 #include "tests/fuzz/fuzz_util.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace farm;
+namespace farm::fuzz {
+namespace {
+
+int FuzzOne(const uint8_t* data, size_t size) {
   fuzz::Input in(data, size);
   auto recipe = recipe::ParseRecipe(in.Rest(), "fuzz.yaml");
   if (!recipe.ok()) {
@@ -25,4 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   (void)recipe::CheckWheelNames(*recipe, expansion.cells, "fuzz.yaml", false);
   return 0;
+}
+
+}  // namespace
+}  // namespace farm::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return farm::fuzz::FuzzOne(data, size);
 }

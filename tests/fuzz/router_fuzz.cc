@@ -20,9 +20,8 @@
 #include "farm/v1/types.pb.h"
 #include "tests/fuzz/fuzz_util.h"
 
+namespace farm::fuzz {
 namespace {
-
-using namespace farm;
 
 class FixedClock final : public Clock {
  public:
@@ -98,9 +97,7 @@ bool IsJson(const std::string& content_type) {
          content_type.starts_with("application/vnd.pypi.simple.v1+json");
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+int FuzzOne(const uint8_t* data, size_t size) {
   static World world;
   fuzz::Input in(data, size);
   std::string method(in.Line());
@@ -124,4 +121,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)world.router->PollLog(resp.sse_job_id, resp.sse_attempt, resp.sse_after_seq);
   }
   return 0;
+}
+
+}  // namespace
+}  // namespace farm::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return farm::fuzz::FuzzOne(data, size);
 }

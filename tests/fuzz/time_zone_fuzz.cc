@@ -22,8 +22,10 @@ void Probe(const farm::schedule::TimeZone& zone, int64_t t) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace farm;
+namespace farm::fuzz {
+namespace {
+
+int FuzzOne(const uint8_t* data, size_t size) {
   fuzz::Input in(data, size);
   bool tzif = in.Byte() & 1;
   if (!tzif) {
@@ -40,4 +42,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Probe(*zone, t - 1);
   }
   return 0;
+}
+
+}  // namespace
+}  // namespace farm::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return farm::fuzz::FuzzOne(data, size);
 }

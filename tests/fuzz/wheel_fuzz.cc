@@ -14,8 +14,10 @@
 #include "common/wheel/zip_stream.h"
 #include "tests/fuzz/fuzz_util.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace farm;
+namespace farm::fuzz {
+namespace {
+
+int FuzzOne(const uint8_t* data, size_t size) {
   static const std::string path = fuzz::ScratchDir() + "/fuzz_pkg-1.0-cp311-cp311-linux_x86_64.whl";
   FILE* f = std::fopen(path.c_str(), "wb");
   fuzz::Require(f != nullptr, "scratch file opens", path);
@@ -42,4 +44,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                   "an accepted wheel holds only acceptable names", file.name);
   }
   return 0;
+}
+
+}  // namespace
+}  // namespace farm::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return farm::fuzz::FuzzOne(data, size);
 }
