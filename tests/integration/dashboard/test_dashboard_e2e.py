@@ -18,7 +18,7 @@ FIXTURE = os.environ.get("DASHBOARD_FIXTURE", os.path.join(
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 SHOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "screenshots")
-LINES = 30
+LINES = 50  # 15 s of output: the live check must come before the job ends, even on a loaded machine
 
 
 def _browser(profile):
