@@ -21,7 +21,7 @@ ExecRequest Build() {
   r.env = {{"PATH", "/w/job-1-a1-x/venv/bin:/usr/bin"}, {"HOME", "/root"},
            {"OTHER", "/w/job-1-a1-xy/keep"}};
   r.mounts = {{"/cache/recipes/r", false}, {"/tools", true}};
-  r.host_read_paths = {"/usr/local/cuda", "/root/.pyenv/versions/3.11.7"};
+  r.host_read_paths = {"/usr/local/cuda", "/srv/pythons/3.11"};
   return r;
 }
 
@@ -35,8 +35,8 @@ TEST(SandboxExecutorTest, WorkspaceAtItsPathAndAtTheFixedRoot) {
   // the system directories read-only, the toolkit under /usr already is.
   EXPECT_TRUE(HasSequence(argv, {"--bind-try", "/cache/recipes/r", "/cache/recipes/r"}));
   EXPECT_TRUE(HasSequence(argv, {"--ro-bind-try", "/tools", "/tools"}));
-  EXPECT_TRUE(HasSequence(argv, {"--ro-bind-try", "/root/.pyenv/versions/3.11.7",
-                                 "/root/.pyenv/versions/3.11.7"}));
+  EXPECT_TRUE(HasSequence(argv, {"--ro-bind-try", "/srv/pythons/3.11",
+                                 "/srv/pythons/3.11"}));
   EXPECT_FALSE(HasSequence(argv, {"--ro-bind-try", "/usr/local/cuda", "/usr/local/cuda"}));
   EXPECT_TRUE(HasSequence(argv, {"--unshare-pid"}));
   EXPECT_TRUE(HasSequence(argv, {"--die-with-parent"}));
