@@ -47,11 +47,12 @@ bool IsValidUtf8(std::string_view s) {
 }
 
 std::string ToValidUtf8(std::string_view s) {
-  if (IsValidUtf8(s)) return std::string(s);
+  // One pass: the valid prefix (the whole string, almost always) is copied in one piece.
+  size_t i = 0;
+  for (size_t n; i < s.size() && (n = SequenceLength(s, i)) != 0;) i += n;
+  std::string out(s.substr(0, i));
   static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
-  std::string out;
-  out.reserve(s.size() + 16);
-  for (size_t i = 0; i < s.size();) {
+  while (i < s.size()) {
     size_t n = SequenceLength(s, i);
     if (n == 0) {
       out += kReplacement;

@@ -270,7 +270,7 @@ Result<ParsedRecipe> ParseRoot(const ErrorSink& sink, const YAML::Node& root) {
   return out;
 }
 
-// Notes where the first two documents of a YAML stream start and ignores everything else.
+// Notes where each document the parser is asked for starts, and ignores everything else.
 class DocumentStarts final : public YAML::EventHandler {
  public:
   void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
@@ -293,6 +293,8 @@ class DocumentStarts final : public YAML::EventHandler {
 // Documents are counted with a loop bounded at two instead of YAML::LoadAll: yaml-cpp 0.7's
 // parser answers a stray ',' at the top level (",\n", found by tests/fuzz/recipe_fuzz) with
 // an empty document at the same place forever, and LoadAll allocates until memory runs out.
+// The text is parsed twice (events, then the node); the node builder LoadAll uses is not
+// public, and a recipe is at most 1 MiB.
 Result<YAML::Node> LoadSingleDocument(const ErrorSink& sink, std::string_view yaml) {
   try {
     std::istringstream stream{std::string(yaml)};

@@ -12,9 +12,10 @@
 #include "daemon/schedule/time_zone.h"
 #include "tests/fuzz/fuzz_util.h"
 
+namespace farm::fuzz {
 namespace {
 
-using farm::schedule::TimeZone;
+using schedule::TimeZone;
 
 const std::vector<TimeZone>& Zones() {
   static const std::vector<TimeZone> zones = [] {
@@ -27,11 +28,6 @@ const std::vector<TimeZone>& Zones() {
   }();
   return zones;
 }
-
-}  // namespace
-
-namespace farm::fuzz {
-namespace {
 
 int FuzzOne(const uint8_t* data, size_t size) {
   fuzz::Input in(data, size);

@@ -1,9 +1,9 @@
 #include "tests/fuzz/fuzz_util.h"
 
-#include <stdlib.h>
-
 #include <cstdio>
-#include <filesystem>
+#include <cstdlib>
+
+#include "common/fs.h"
 
 namespace farm::fuzz {
 
@@ -33,26 +33,16 @@ std::string_view Input::Line() {
   return line;
 }
 
-namespace {
-
-struct Scratch {
-  Scratch() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/farm-fuzz-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) Fail("mkdtemp", pattern);
-    path = pattern;
-  }
-  ~Scratch() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
-
-}  // namespace
-
 const std::string& ScratchDir() {
-  static Scratch scratch;
+  static const struct Scratch {
+    Scratch() {
+      auto dir = fs::MakeTempDir("", "farm-fuzz-");  // under $TMPDIR
+      if (!dir.ok()) Fail("scratch directory", dir.status().message());
+      path = *dir;
+    }
+    ~Scratch() { (void)fs::RemoveAll(path); }
+    std::string path;
+  } scratch;
   return scratch.path;
 }
 

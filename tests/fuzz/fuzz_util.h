@@ -34,7 +34,7 @@ class Input {
   std::string_view rest_;
 };
 
-// A directory made once per process under $TMPDIR, removed at exit.
+// A directory made once per process under $TMPDIR (fs::MakeTempDir), removed at exit.
 const std::string& ScratchDir();
 
 }  // namespace farm::fuzz

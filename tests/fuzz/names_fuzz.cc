@@ -14,6 +14,7 @@
 #include "common/wheel/wheel_name.h"
 #include "tests/fuzz/fuzz_util.h"
 
+namespace farm::fuzz {
 namespace {
 
 bool IsPep508Name(std::string_view s) {
@@ -26,11 +27,6 @@ bool IsPep508Name(std::string_view s) {
   return std::isalnum(static_cast<unsigned char>(s.front())) &&
          std::isalnum(static_cast<unsigned char>(s.back()));
 }
-
-}  // namespace
-
-namespace farm::fuzz {
-namespace {
 
 int FuzzOne(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

@@ -9,21 +9,17 @@
 #include "daemon/schedule/time_zone.h"
 #include "tests/fuzz/fuzz_util.h"
 
+namespace farm::fuzz {
 namespace {
 
 void Probe(const farm::schedule::TimeZone& zone, int64_t t) {
   int32_t offset = zone.OffsetAt(t);
-  farm::fuzz::Require(offset > -26 * 3600 && offset < 26 * 3600, "offset within +-26 h",
-                      std::to_string(offset));
+  Require(offset > -26 * 3600 && offset < 26 * 3600, "offset within +-26 h",
+          std::to_string(offset));
   (void)zone.AbbreviationAt(t);
   (void)zone.FormatLocal(t);
   (void)zone.FromLocal(zone.ToLocal(t));
 }
-
-}  // namespace
-
-namespace farm::fuzz {
-namespace {
 
 int FuzzOne(const uint8_t* data, size_t size) {
   fuzz::Input in(data, size);
