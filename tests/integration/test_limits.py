@@ -1,6 +1,7 @@
 """Limits answered with messages that name them, on the real farmd and farm-worker: a build
 that prints far more than farmd keeps per attempt has its log cut with one SYSTEM line and
-still succeeds, with the worker's own closing lines kept; the dashboard answers connections
+still succeeds, with the worker's own closing lines kept; a build printing bytes that are
+not UTF-8 keeps its whole log, each bad byte as U+FFFD; the dashboard answers connections
 past its limit with 503 naming the limit; an oversized request body gets 413 naming the
 limit; a matrix past the cell limit and an oversized recipe are refused at submit."""
 import json
