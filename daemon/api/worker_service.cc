@@ -1,5 +1,6 @@
 #include "daemon/api/worker_service.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "common/log.h"
@@ -43,6 +44,27 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const 
   *a.mutable_cell() = ParseBlob<farm::v1::MatrixCell>(job.cell);
   a.set_timeout_seconds(a.recipe().timeout_seconds() > 0 ? a.recipe().timeout_seconds() : 3600);
   return a;
+}
+
+// Progress and peak RSS of a running build, for watchers. The store ignores reports on
+// attempts the worker does not hold; a failure costs only the figures, never the
+// heartbeat.
+void RecordLiveFigures(const ServiceContext& ctx, const std::string& worker_id,
+                       const farm::v1::RunningJob& running) {
+  if (running.units_done() <= 0 && running.units_total() <= 0 && running.peak_rss_bytes() <= 0) {
+    return;
+  }
+  store::ProgressReport report{running.job_id(),
+                               running.attempt(),
+                               worker_id,
+                               std::max<int64_t>(0, running.units_done()),
+                               std::max<int64_t>(0, running.units_total()),
+                               std::max<int64_t>(0, running.peak_rss_bytes())};
+  auto recorded = ctx.store->RecordProgress(report);
+  if (!recorded.ok()) {
+    log::Debug("progress of job " + std::to_string(running.job_id()) + ": " +
+               recorded.status().ToString());
+  }
 }
 
 }  // namespace
@@ -99,6 +121,7 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
     }
     // Attempts the worker still runs but no longer holds (requeued while it was away).
     for (const auto& running : req->running()) {
+      RecordLiveFigures(*ctx_, who.worker_id, running);
       FARM_ASSIGN_OR_RETURN(bool reattached,
                             ctx_->store->ReattachAttempt(running.job_id(), running.attempt(),
                                                          who.worker_id, now, ctx_->tunables.lease_ms));

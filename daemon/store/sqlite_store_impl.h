@@ -32,6 +32,8 @@ class SqliteStore final : public Store {
   Status CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) override;
   Result<BuildRow> GetBuild(int64_t id) override;
   Result<std::vector<BuildRow>> ListBuilds(int64_t before_id, int limit) override;
+  Result<std::vector<BuildRow>> ListBuildsMatching(const BuildFilter& filter, int64_t before_id,
+                                                   int limit) override;
   Result<std::vector<JobRow>> ListJobs(int64_t build_id) override;
   Result<JobRow> GetJob(int64_t id) override;
   Result<std::optional<JobRow>> FindSucceededJob(const std::string& build_key) override;
@@ -54,6 +56,7 @@ class SqliteStore final : public Store {
                                                  int64_t now_ms) override;
   Status CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) override;
   Status RetryJob(int64_t job_id, int64_t now_ms) override;
+  Result<bool> RecordProgress(const ProgressReport& report) override;
 
   using Store::AppendLogLines;
   Result<int64_t> AppendLogLines(int64_t job_id, int attempt,
@@ -73,6 +76,9 @@ class SqliteStore final : public Store {
                                          const std::vector<int64_t>& bounds_ms) override;
   Result<std::vector<JobTimingRow>> ListJobTimings(int limit) override;
   Result<std::vector<IndexArtifactRow>> ListIndexArtifacts(int limit) override;
+  Result<std::optional<int64_t>> LastSuccessfulRunMs(const std::string& recipe_name,
+                                                     const std::string& cell,
+                                                     int64_t before_job_id) override;
 
   Status InsertSchedule(ScheduleRow* schedule) override;
   Result<ScheduleRow> GetSchedule(int64_t id) override;
@@ -101,6 +107,7 @@ class SqliteStore final : public Store {
   Result<int> RequeuePublications(int64_t build_id, const std::string& target, bool replace,
                                   int64_t now_ms) override;
   Result<std::map<std::string, int64_t>> CountPublicationsByState() override;
+  Result<std::vector<PublicationRow>> ListRecentPublications(int limit) override;
 
   Status UpsertHost(const HostRow& host, bool replace) override;
   Result<HostRow> GetHost(const std::string& name) override;

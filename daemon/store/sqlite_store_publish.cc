@@ -34,6 +34,9 @@ Result<int> Store::RequeuePublications(int64_t, const std::string&, bool, int64_
 Result<std::map<std::string, int64_t>> Store::CountPublicationsByState() {
   return Status::Unimplemented("CountPublicationsByState");
 }
+Result<std::vector<PublicationRow>> Store::ListRecentPublications(int) {
+  return Status::Unimplemented("ListRecentPublications");
+}
 
 namespace {
 
@@ -137,6 +140,17 @@ Result<std::vector<PublicationRow>> SqliteStore::ListPublications(int64_t build_
                                              " FROM publications WHERE build_id = ? ORDER BY id"));
   s->Bind(build_id);
   return CollectPublications(s.get(), 100000);
+}
+
+Result<std::vector<PublicationRow>> SqliteStore::ListRecentPublications(int limit) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          std::string("SELECT ") + kPublicationColumns +
+          " FROM publications ORDER BY state = 'failed' DESC, updated_ms DESC, id DESC LIMIT ?"));
+  s->Bind(limit);
+  return CollectPublications(s.get(), limit);
 }
 
 Result<std::vector<PublicationRow>> SqliteStore::ListDuePublications(int64_t now_ms, int limit) {

@@ -253,5 +253,34 @@ TEST_F(SqliteStoreTest, DrainRequestSurvivesWorkerReports) {
   EXPECT_EQ(store_->SetDrainRequested("nope", true).code(), StatusCode::kNotFound);
 }
 
+TEST_F(SqliteStoreTest, ExpectedRunTimeIsTheCountedAttemptOfTheLastBuiltJob) {
+  MakeBuild(1);
+  auto lost = Acquire("w1", 10);
+  ASSERT_TRUE(lost);
+  ASSERT_OK(store_->ExpireLeases(5000).status());  // attempt 1 lost; queued again
+  auto second = Acquire("w2", 9000);
+  ASSERT_TRUE(second);
+  ASSERT_OK(store_->CompleteAttempt({.job_id = second->id, .attempt = 2, .worker_id = "w2"}, 9500)
+                .status());
+  // The counted attempt ran 500 ms; the queue and the lost attempt before it do not count.
+  auto ms = store_->LastSuccessfulRunMs("attn-example", "cell", 0);
+  ASSERT_OK(ms.status());
+  EXPECT_EQ(ms->value_or(-1), 500);
+  EXPECT_FALSE(store_->LastSuccessfulRunMs("other-recipe", "cell", 0)->has_value());
+  EXPECT_FALSE(store_->LastSuccessfulRunMs("attn-example", "other-cell", 0)->has_value());
+  EXPECT_FALSE(store_->LastSuccessfulRunMs("attn-example", "cell", second->id)->has_value());
+  // Progress from the worker holding a running attempt; the peak never falls.
+  MakeBuild(1);
+  auto running = Acquire("w1", 10000);
+  ASSERT_TRUE(running);
+  EXPECT_TRUE(*store_->RecordProgress({running->id, 1, "w1", 3, 9, 1000}));
+  EXPECT_FALSE(*store_->RecordProgress({running->id, 1, "w1", 3, 9, 500}));   // nothing new
+  EXPECT_FALSE(*store_->RecordProgress({running->id, 1, "w9", 4, 9, 5000}));  // not its job
+  auto attempts = store_->ListAttempts(running->id);
+  EXPECT_EQ(attempts->at(0).units_done, 3);
+  EXPECT_EQ(attempts->at(0).units_total, 9);
+  EXPECT_EQ(attempts->at(0).peak_rss_bytes, 1000);
+}
+
 }  // namespace
 }  // namespace farm::store
