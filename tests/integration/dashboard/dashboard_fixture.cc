@@ -2,10 +2,12 @@
 // test, the package index test and the benchmark (farmd does not serve HTTP yet).
 //
 //   dashboard_fixture --data-dir DIR --ready-file FILE [--web-root DIR] [--demo]
-//       [--line-ms MS] [--lines N] [--fill-builds N --jobs-per-build N]
+//       [--line-ms MS] [--lines N] [--fill-builds N --jobs-per-build N] [--workers N]
 //       [--wheel FILE,CUDA,TORCH,STATE]...   (STATE: passed, pending, failed)
 //
 // --demo creates a 2x2 build whose first job logs a line every --line-ms and then succeeds.
+// --workers registers N workers with CUDA 13.0 (the filled builds' CUDA 12.8 cells are then
+// unplaceable), so pages that explain waiting jobs do real placement work.
 // Writes "127.0.0.1:PORT" to the ready file and serves until SIGTERM or SIGINT.
 #include <csignal>
 #include <cstdio>
@@ -26,7 +28,7 @@ namespace {
 struct Args {
   std::string data_dir, ready_file, web_root;
   bool demo = false;
-  int line_ms = 300, lines = 20, fill_builds = 0, jobs_per_build = 10;
+  int line_ms = 300, lines = 20, fill_builds = 0, jobs_per_build = 10, workers = 0;
   std::vector<std::string> wheels;
 };
 
@@ -57,9 +59,26 @@ Status AddWorkers(store::Store* st, int64_t now) {
     g->set_name(i == 2 ? "NVIDIA GB10" : "NVIDIA H100"), g->set_cc_major(i == 2 ? 12 : 9);
     g->set_cc_minor(i == 2 ? 1 : 0);
     caps.add_toolkits()->set_version("13.0");
-    FARM_RETURN_IF_ERROR(st->UpsertWorker(store::WorkerRow{
-        "w" + std::to_string(i + 1), "worker-" + std::to_string(i + 1), caps.SerializeAsString(),
-        states[i], now, now}));
+    FARM_RETURN_IF_ERROR(st->UpsertWorker(
+        store::WorkerRow{"w" + std::to_string(i + 1), "worker-" + std::to_string(i + 1),
+                         caps.SerializeAsString(), states[i], now, now}));
+  }
+  return Status::Ok();
+}
+
+// `n` idle workers "bench-<i>" with an H100 and CUDA 13.0, for the benchmark.
+Status AddBenchWorkers(store::Store* st, int n, int64_t now) {
+  for (int i = 0; i < n; ++i) {
+    farm::v1::Capabilities caps;
+    caps.set_hostname("bench-host-" + std::to_string(i)), caps.set_platform("linux_x86_64");
+    auto* g = caps.add_gpus();
+    g->set_name("NVIDIA H100"), g->set_cc_major(9), g->set_cc_minor(0);
+    caps.add_toolkits()->set_version("13.0");
+    auto* py = caps.add_pythons();
+    py->set_version(i % 2 ? "3.11" : "3.12"), py->set_torch_version("2.8.0");
+    FARM_RETURN_IF_ERROR(
+        st->UpsertWorker(store::WorkerRow{"wb" + std::to_string(i), "bench-" + std::to_string(i),
+                                          caps.SerializeAsString(), "idle", now, now}));
   }
   return Status::Ok();
 }
@@ -82,12 +101,13 @@ void RunDemoJob(store::Store* st, const Args& a) {
   v.set_state(farm::v1::VALIDATION_PASSED), v.set_gpu_name("NVIDIA H100");
   auto* c = v.add_cases();
   c->set_name("causal-bf16"), c->set_cosine(0.9995), c->set_passed(true);
+  c->set_tops(718.4), c->set_baseline_tops(589.0);
   farm::v1::ArchManifest m;
   m.add_runs_on("9.0");
   auto* img = m.add_images();
   img->set_module("attn_example/_C.so"), img->set_kind("sass"), img->set_arch("sm_90a");
-  (void)st->InsertArtifact(store::ArtifactRow{0, id, 1,
-      "attn_example-0.1.0-cp311-cp311-linux_x86_64.whl", Sha256Hex("demo"), 4,
+  (void)st->InsertArtifact(store::ArtifactRow{
+      0, id, 1, "attn_example-0.1.0-cp311-cp311-linux_x86_64.whl", Sha256Hex("demo"), 4,
       m.SerializeAsString(), v.SerializeAsString(), clock.NowUnixMs()});
   store::CompletionReport r;
   r.job_id = id, r.attempt = 1, r.worker_id = "w1";
@@ -109,11 +129,13 @@ Status AddDemo(store::Store* st, int64_t now) {
   // A finished build of another recipe gives the chart a second series and a failure.
   auto old = NewBuild("flash-kernels", now - 3'600'000);
   std::vector<store::JobRow> old_jobs(3);
-  for (auto& j : old_jobs) j.cell = Cell("3.12", "", "13.0", "12.1a"), j.created_ms = now - 3'600'000;
+  for (auto& j : old_jobs)
+    j.cell = Cell("3.12", "", "13.0", "12.1a"), j.created_ms = now - 3'600'000;
   FARM_RETURN_IF_ERROR(st->CreateBuild(&old, &old_jobs));
   for (int i = 0; i < 3; ++i) {
-    auto job = st->AcquireJob("w2", now - 3'500'000 + i * 600'000, 3'600'000,
-                              [&](const store::JobRow& j) { return j.build_id == old.id ? "" : "other"; });
+    auto job =
+        st->AcquireJob("w2", now - 3'500'000 + i * 600'000, 3'600'000,
+                       [&](const store::JobRow& j) { return j.build_id == old.id ? "" : "other"; });
     if (!job.ok() || !*job) return Status::Internal("acquire failed");
     store::CompletionReport r;
     r.job_id = (*job)->id, r.attempt = 1, r.worker_id = "w2";
@@ -129,8 +151,8 @@ Status Fill(store::Store* st, int builds, int per, int64_t now) {
     auto build = NewBuild(b % 2 ? "attn-example" : "flash-kernels", now - (builds - b) * 1000);
     std::vector<store::JobRow> jobs(static_cast<size_t>(per));
     for (int i = 0; i < per; ++i) {
-      jobs[static_cast<size_t>(i)].cell =
-          Cell(i % 2 ? "3.11" : "3.12", "2.8", i % 3 ? "13.0" : "12.8", "9.0a;" + std::to_string(i));
+      jobs[static_cast<size_t>(i)].cell = Cell(
+          i % 2 ? "3.11" : "3.12", "2.8", i % 3 ? "13.0" : "12.8", "9.0a;" + std::to_string(i));
       jobs[static_cast<size_t>(i)].created_ms = build.created_ms;
     }
     FARM_RETURN_IF_ERROR(st->CreateBuild(&build, &jobs));
@@ -142,7 +164,8 @@ Status Fill(store::Store* st, int builds, int per, int64_t now) {
 Status AddWheel(store::Store* st, store::BlobStore* blobs, const std::string& spec, int64_t now) {
   std::vector<std::string> f;
   size_t pos = 0;
-  for (size_t c; (c = spec.find(',', pos)) != std::string::npos; pos = c + 1) f.push_back(spec.substr(pos, c - pos));
+  for (size_t c; (c = spec.find(',', pos)) != std::string::npos; pos = c + 1)
+    f.push_back(spec.substr(pos, c - pos));
   f.push_back(spec.substr(pos));
   if (f.size() != 4) return Status::InvalidArgument("--wheel FILE,CUDA,TORCH,STATE");
   FARM_ASSIGN_OR_RETURN(std::string data, fs::ReadFile(f[0]));
@@ -164,7 +187,9 @@ Status AddWheel(store::Store* st, store::BlobStore* blobs, const std::string& sp
                                   : farm::v1::VALIDATION_FAILED);
   std::string name = f[0].substr(f[0].rfind('/') + 1);
   FARM_RETURN_IF_ERROR(st->InsertArtifact(store::ArtifactRow{0, jobs[0].id, 1, name, sha,
-      static_cast<int64_t>(data.size()), "", v.SerializeAsString(), now}).status());
+                                                             static_cast<int64_t>(data.size()), "",
+                                                             v.SerializeAsString(), now})
+                           .status());
   store::CompletionReport r;
   r.job_id = jobs[0].id, r.attempt = 1, r.worker_id = "w-wheels";
   return st->CompleteAttempt(r, now).status();
@@ -175,16 +200,28 @@ Result<Args> ParseArgs(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (k == "--data-dir") a.data_dir = next();
-    else if (k == "--ready-file") a.ready_file = next();
-    else if (k == "--web-root") a.web_root = next();
-    else if (k == "--demo") a.demo = true;
-    else if (k == "--line-ms") a.line_ms = std::stoi(next());
-    else if (k == "--lines") a.lines = std::stoi(next());
-    else if (k == "--fill-builds") a.fill_builds = std::stoi(next());
-    else if (k == "--jobs-per-build") a.jobs_per_build = std::stoi(next());
-    else if (k == "--wheel") a.wheels.push_back(next());
-    else return Status::InvalidArgument("unknown flag " + k);
+    if (k == "--data-dir")
+      a.data_dir = next();
+    else if (k == "--ready-file")
+      a.ready_file = next();
+    else if (k == "--web-root")
+      a.web_root = next();
+    else if (k == "--demo")
+      a.demo = true;
+    else if (k == "--line-ms")
+      a.line_ms = std::stoi(next());
+    else if (k == "--lines")
+      a.lines = std::stoi(next());
+    else if (k == "--fill-builds")
+      a.fill_builds = std::stoi(next());
+    else if (k == "--jobs-per-build")
+      a.jobs_per_build = std::stoi(next());
+    else if (k == "--workers")
+      a.workers = std::stoi(next());
+    else if (k == "--wheel")
+      a.wheels.push_back(next());
+    else
+      return Status::InvalidArgument("unknown flag " + k);
   }
   if (a.data_dir.empty() || a.ready_file.empty()) {
     return Status::InvalidArgument("--data-dir and --ready-file are required");
@@ -202,6 +239,7 @@ Status Main(const Args& a) {
   FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(a.data_dir + "/submitter.token", submit + "\n", 0600));
   if (a.demo) FARM_RETURN_IF_ERROR(AddDemo(st.get(), now));
   FARM_RETURN_IF_ERROR(Fill(st.get(), a.fill_builds, a.jobs_per_build, now));
+  FARM_RETURN_IF_ERROR(AddBenchWorkers(st.get(), a.workers, now));
   for (const auto& w : a.wheels) FARM_RETURN_IF_ERROR(AddWheel(st.get(), blobs.get(), w, now));
   http::DashboardOptions options;
   options.web_root = a.web_root;
