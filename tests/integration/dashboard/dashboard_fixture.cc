@@ -59,9 +59,9 @@ Status AddWorkers(store::Store* st, int64_t now) {
     g->set_name(i == 2 ? "NVIDIA GB10" : "NVIDIA H100"), g->set_cc_major(i == 2 ? 12 : 9);
     g->set_cc_minor(i == 2 ? 1 : 0);
     caps.add_toolkits()->set_version("13.0");
-    FARM_RETURN_IF_ERROR(st->UpsertWorker(
-        store::WorkerRow{"w" + std::to_string(i + 1), "worker-" + std::to_string(i + 1),
-                         caps.SerializeAsString(), states[i], now, now}));
+    FARM_RETURN_IF_ERROR(st->UpsertWorker(store::WorkerRow{
+        "w" + std::to_string(i + 1), "worker-" + std::to_string(i + 1), caps.SerializeAsString(),
+        states[i], now, now}));
   }
   return Status::Ok();
 }
@@ -106,8 +106,8 @@ void RunDemoJob(store::Store* st, const Args& a) {
   m.add_runs_on("9.0");
   auto* img = m.add_images();
   img->set_module("attn_example/_C.so"), img->set_kind("sass"), img->set_arch("sm_90a");
-  (void)st->InsertArtifact(store::ArtifactRow{
-      0, id, 1, "attn_example-0.1.0-cp311-cp311-linux_x86_64.whl", Sha256Hex("demo"), 4,
+  (void)st->InsertArtifact(store::ArtifactRow{0, id, 1,
+      "attn_example-0.1.0-cp311-cp311-linux_x86_64.whl", Sha256Hex("demo"), 4,
       m.SerializeAsString(), v.SerializeAsString(), clock.NowUnixMs()});
   store::CompletionReport r;
   r.job_id = id, r.attempt = 1, r.worker_id = "w1";
@@ -129,13 +129,11 @@ Status AddDemo(store::Store* st, int64_t now) {
   // A finished build of another recipe gives the chart a second series and a failure.
   auto old = NewBuild("flash-kernels", now - 3'600'000);
   std::vector<store::JobRow> old_jobs(3);
-  for (auto& j : old_jobs)
-    j.cell = Cell("3.12", "", "13.0", "12.1a"), j.created_ms = now - 3'600'000;
+  for (auto& j : old_jobs) j.cell = Cell("3.12", "", "13.0", "12.1a"), j.created_ms = now - 3'600'000;
   FARM_RETURN_IF_ERROR(st->CreateBuild(&old, &old_jobs));
   for (int i = 0; i < 3; ++i) {
-    auto job =
-        st->AcquireJob("w2", now - 3'500'000 + i * 600'000, 3'600'000,
-                       [&](const store::JobRow& j) { return j.build_id == old.id ? "" : "other"; });
+    auto job = st->AcquireJob("w2", now - 3'500'000 + i * 600'000, 3'600'000,
+                              [&](const store::JobRow& j) { return j.build_id == old.id ? "" : "other"; });
     if (!job.ok() || !*job) return Status::Internal("acquire failed");
     store::CompletionReport r;
     r.job_id = (*job)->id, r.attempt = 1, r.worker_id = "w2";
@@ -151,8 +149,8 @@ Status Fill(store::Store* st, int builds, int per, int64_t now) {
     auto build = NewBuild(b % 2 ? "attn-example" : "flash-kernels", now - (builds - b) * 1000);
     std::vector<store::JobRow> jobs(static_cast<size_t>(per));
     for (int i = 0; i < per; ++i) {
-      jobs[static_cast<size_t>(i)].cell = Cell(
-          i % 2 ? "3.11" : "3.12", "2.8", i % 3 ? "13.0" : "12.8", "9.0a;" + std::to_string(i));
+      jobs[static_cast<size_t>(i)].cell =
+          Cell(i % 2 ? "3.11" : "3.12", "2.8", i % 3 ? "13.0" : "12.8", "9.0a;" + std::to_string(i));
       jobs[static_cast<size_t>(i)].created_ms = build.created_ms;
     }
     FARM_RETURN_IF_ERROR(st->CreateBuild(&build, &jobs));
@@ -164,8 +162,7 @@ Status Fill(store::Store* st, int builds, int per, int64_t now) {
 Status AddWheel(store::Store* st, store::BlobStore* blobs, const std::string& spec, int64_t now) {
   std::vector<std::string> f;
   size_t pos = 0;
-  for (size_t c; (c = spec.find(',', pos)) != std::string::npos; pos = c + 1)
-    f.push_back(spec.substr(pos, c - pos));
+  for (size_t c; (c = spec.find(',', pos)) != std::string::npos; pos = c + 1) f.push_back(spec.substr(pos, c - pos));
   f.push_back(spec.substr(pos));
   if (f.size() != 4) return Status::InvalidArgument("--wheel FILE,CUDA,TORCH,STATE");
   FARM_ASSIGN_OR_RETURN(std::string data, fs::ReadFile(f[0]));
@@ -187,9 +184,7 @@ Status AddWheel(store::Store* st, store::BlobStore* blobs, const std::string& sp
                                   : farm::v1::VALIDATION_FAILED);
   std::string name = f[0].substr(f[0].rfind('/') + 1);
   FARM_RETURN_IF_ERROR(st->InsertArtifact(store::ArtifactRow{0, jobs[0].id, 1, name, sha,
-                                                             static_cast<int64_t>(data.size()), "",
-                                                             v.SerializeAsString(), now})
-                           .status());
+      static_cast<int64_t>(data.size()), "", v.SerializeAsString(), now}).status());
   store::CompletionReport r;
   r.job_id = jobs[0].id, r.attempt = 1, r.worker_id = "w-wheels";
   return st->CompleteAttempt(r, now).status();
@@ -200,28 +195,17 @@ Result<Args> ParseArgs(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (k == "--data-dir")
-      a.data_dir = next();
-    else if (k == "--ready-file")
-      a.ready_file = next();
-    else if (k == "--web-root")
-      a.web_root = next();
-    else if (k == "--demo")
-      a.demo = true;
-    else if (k == "--line-ms")
-      a.line_ms = std::stoi(next());
-    else if (k == "--lines")
-      a.lines = std::stoi(next());
-    else if (k == "--fill-builds")
-      a.fill_builds = std::stoi(next());
-    else if (k == "--jobs-per-build")
-      a.jobs_per_build = std::stoi(next());
-    else if (k == "--workers")
-      a.workers = std::stoi(next());
-    else if (k == "--wheel")
-      a.wheels.push_back(next());
-    else
-      return Status::InvalidArgument("unknown flag " + k);
+    if (k == "--data-dir") a.data_dir = next();
+    else if (k == "--ready-file") a.ready_file = next();
+    else if (k == "--web-root") a.web_root = next();
+    else if (k == "--demo") a.demo = true;
+    else if (k == "--line-ms") a.line_ms = std::stoi(next());
+    else if (k == "--lines") a.lines = std::stoi(next());
+    else if (k == "--fill-builds") a.fill_builds = std::stoi(next());
+    else if (k == "--jobs-per-build") a.jobs_per_build = std::stoi(next());
+    else if (k == "--workers") a.workers = std::stoi(next());
+    else if (k == "--wheel") a.wheels.push_back(next());
+    else return Status::InvalidArgument("unknown flag " + k);
   }
   if (a.data_dir.empty() || a.ready_file.empty()) {
     return Status::InvalidArgument("--data-dir and --ready-file are required");
