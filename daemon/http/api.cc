@@ -132,7 +132,8 @@ Result<store::BuildFilter> FilterOf(const DashboardDeps& deps, const Request& re
 }
 
 // One page of the builds list: counts, publishing, duration and whether the build is
-// blocked. Workers are read once and each distinct pending cell is explained once.
+// blocked. The page's jobs and publications are read in one query each, the workers once,
+// and each distinct pending cell is explained once.
 Result<json::object> BuildsPage(const DashboardDeps& deps, const Request& req) {
   int64_t before = std::max<int64_t>(0, QueryInt(req, "before", 0));
   int limit = static_cast<int>(
@@ -142,13 +143,17 @@ Result<json::object> BuildsPage(const DashboardDeps& deps, const Request& req) {
   FARM_ASSIGN_OR_RETURN(auto builds, deps.store->ListBuildsMatching(filter, before, limit + 1));
   bool more = static_cast<int>(builds.size()) > limit;
   if (more) builds.resize(static_cast<size_t>(limit));
+  std::vector<int64_t> ids;
+  for (const auto& b : builds) ids.push_back(b.id);
+  FARM_ASSIGN_OR_RETURN(auto jobs_of, deps.store->ListJobsOfBuilds(ids));
+  FARM_ASSIGN_OR_RETURN(auto pubs_of, deps.store->ListPublicationsOfBuilds(ids));
   std::optional<FleetView> fleet;
   std::optional<WaitingExplainer> waiting;
   json::array items;
   int64_t now = deps.clock->NowUnixMs();
   for (const auto& b : builds) {
     json::object o = BuildJson(b);
-    FARM_ASSIGN_OR_RETURN(auto jobs, deps.store->ListJobs(b.id));
+    const std::vector<store::JobRow>& jobs = jobs_of[b.id];
     o["jobs"] = CountJobs(jobs);
     o["duration_ms"] =
         std::max<int64_t>(0, (b.finished_ms > 0 ? b.finished_ms : now) - b.created_ms);
@@ -160,8 +165,7 @@ Result<json::object> BuildsPage(const DashboardDeps& deps, const Request& req) {
       waiting.emplace(*fleet);
     }
     if (pending) AddBlocked(o, jobs, *waiting);
-    FARM_ASSIGN_OR_RETURN(auto pubs, deps.store->ListPublications(b.id));
-    o["publishing"] = PublishingSummary(pubs);
+    o["publishing"] = PublishingSummary(pubs_of[b.id]);
     items.push_back(std::move(o));
   }
   int64_t next = more && !builds.empty() ? builds.back().id : 0;

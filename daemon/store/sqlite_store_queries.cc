@@ -33,6 +33,23 @@ Result<bool> Store::RecordProgress(const ProgressReport&) {
 Result<std::vector<BuildRow>> Store::ListBuildsMatching(const BuildFilter&, int64_t, int) {
   return Status::Unimplemented("ListBuildsMatching");
 }
+Result<std::map<int64_t, std::vector<JobRow>>> Store::ListJobsOfBuilds(
+    const std::vector<int64_t>& build_ids) {
+  std::map<int64_t, std::vector<JobRow>> out;
+  for (int64_t id : build_ids) {
+    FARM_ASSIGN_OR_RETURN(auto jobs, ListJobs(id));
+    if (!jobs.empty()) out[id] = std::move(jobs);
+  }
+  return out;
+}
+
+Result<std::map<int64_t, std::vector<JobRow>>> SqliteStore::ListJobsOfBuilds(
+    const std::vector<int64_t>& build_ids) {
+  std::lock_guard lock(mu_);
+  return SelectByIds<JobRow>(*db_,
+                             std::string("SELECT ") + kJobColumns + " FROM jobs WHERE build_id IN",
+                             "build_id, id", build_ids, JobFromRow, &JobRow::build_id);
+}
 
 Result<std::vector<int64_t>> SqliteStore::CountJobsByState() {
   std::lock_guard lock(mu_);

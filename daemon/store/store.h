@@ -339,6 +339,10 @@ class Store {
   virtual Result<std::vector<BuildRow>> ListBuildsMatching(const BuildFilter& filter,
                                                            int64_t before_id, int limit);
   virtual Result<std::vector<JobRow>> ListJobs(int64_t build_id) = 0;
+  // ListJobs of each of `build_ids` (a builds page), by build id; a build without jobs has
+  // no entry. The default asks ListJobs once per build.
+  virtual Result<std::map<int64_t, std::vector<JobRow>>> ListJobsOfBuilds(
+      const std::vector<int64_t>& build_ids);
   virtual Result<JobRow> GetJob(int64_t id) = 0;
   // The newest succeeded job with this build key that has artifacts, if any.
   virtual Result<std::optional<JobRow>> FindSucceededJob(const std::string& build_key) = 0;
@@ -479,6 +483,10 @@ class Store {
                                      const std::vector<PublicationRow>& rows, int64_t now_ms);
   // Every row of the build, by id.
   virtual Result<std::vector<PublicationRow>> ListPublications(int64_t build_id);
+  // ListPublications of each of `build_ids`, by build id; a build without rows has no
+  // entry. The default asks ListPublications once per build.
+  virtual Result<std::map<int64_t, std::vector<PublicationRow>>> ListPublicationsOfBuilds(
+      const std::vector<int64_t>& build_ids);
   // Rows to work now: "uploading" ones (a crash interrupted them) and "pending" ones whose
   // not_before has passed, by id, at most `limit`.
   virtual Result<std::vector<PublicationRow>> ListDuePublications(int64_t now_ms, int limit);

@@ -282,5 +282,26 @@ TEST_F(SqliteStoreTest, ExpectedRunTimeIsTheCountedAttemptOfTheLastBuiltJob) {
   EXPECT_EQ(attempts->at(0).peak_rss_bytes, 1000);
 }
 
+TEST_F(SqliteStoreTest, JobsAndPublicationsOfManyBuildsAtOnce) {
+  int64_t one = MakeBuild(2), two = MakeBuild(1), three = MakeBuild(3);
+  // 1,002 ids: more than one query's worth, with build `two` in the last one; ids without
+  // a build have no entry.
+  std::vector<int64_t> ids{three, one};
+  for (int64_t i = 0; i < 999; ++i) ids.push_back(1000 + i);
+  ids.push_back(two);
+  auto jobs = store_->ListJobsOfBuilds(ids);
+  ASSERT_OK(jobs.status());
+  ASSERT_EQ(jobs->size(), 3u);
+  EXPECT_EQ(jobs->at(one).size(), 2u);
+  EXPECT_EQ(jobs->at(two).size(), 1u);
+  ASSERT_EQ(jobs->at(three).size(), 3u);
+  EXPECT_LT(jobs->at(three)[0].id, jobs->at(three)[2].id);
+  EXPECT_EQ(jobs->at(three)[0].build_id, three);
+  EXPECT_TRUE(store_->ListJobsOfBuilds({})->empty());
+  auto pubs = store_->ListPublicationsOfBuilds(ids);
+  ASSERT_OK(pubs.status());
+  EXPECT_TRUE(pubs->empty());  // the builds page's rows are checked in router_test
+}
+
 }  // namespace
 }  // namespace farm::store
