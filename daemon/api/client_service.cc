@@ -30,12 +30,7 @@ namespace {
 // The registered workers, read and parsed once for all the pending jobs of a reply: with
 // many workers, reading them per job made a build's reply cost jobs x workers reads.
 struct PlacementView {
-  struct Worker {
-    std::string label;  // "name (id)"
-    bool lost = false;
-    farm::v1::Capabilities caps;
-  };
-  std::vector<Worker> workers;
+  std::vector<sched::FleetWorker> fleet;
   std::vector<sched::PeerWorker> peers;
 };
 
@@ -43,21 +38,22 @@ std::optional<PlacementView> ReadPlacementView(const ServiceContext& ctx) {
   auto rows = ctx.store->ListWorkers();
   if (!rows.ok()) return std::nullopt;  // reasons are a courtesy; the reply still goes out
   PlacementView view;
-  view.peers = PeersOf(*rows);
-  for (const auto& w : *rows) {
-    view.workers.push_back({w.name + " (" + w.id + ")", w.state == "lost",
-                            ParseBlob<farm::v1::Capabilities>(w.capabilities)});
-  }
+  view.fleet = model::FleetOf(*rows);
+  view.peers = sched::AvailablePeers(view.fleet);
   return view;
 }
 
-void AddPlacementReasons(const PlacementView& view, farm::v1::Job* job) {
+void AddPlacementReasons(const ServiceContext& ctx, const PlacementView& view,
+                         const store::JobRow& row, farm::v1::Job* job) {
+  sched::Waiting waiting =
+      model::ExplainPendingJob(row, view.fleet, view.peers, ctx.clock->NowUnixMs());
   auto& reasons = *job->mutable_unplaceable_reasons();
-  for (const auto& w : view.workers) {
-    std::string why = w.lost ? "worker is lost" : sched::PlacementBlocker(job->cell(), w.caps, view.peers);
-    if (!why.empty()) reasons[w.label] = why;
+  for (const auto& b : waiting.blocked) {
+    reasons[b.worker_name + " (" + b.worker_id + ")"] = b.reason;
   }
-  if (view.workers.empty()) reasons["(none)"] = "no worker is registered";
+  if (view.fleet.empty()) reasons["(none)"] = "no worker is registered";
+  job->set_waiting_reason(waiting.summary);
+  job->set_unplaceable(waiting.unplaceable);
 }
 
 // LoadJob with the workers already read (nullopt: no reasons can be given).
@@ -72,7 +68,7 @@ Result<farm::v1::Job> LoadJobWith(const ServiceContext& ctx, const store::JobRow
   for (const auto& a : artifacts) {
     if (a.attempt == row.attempt || a.attempt == 0) *job.add_artifacts() = ArtifactToProto(a);
   }
-  if (row.state == store::kJobPending && view) AddPlacementReasons(*view, &job);
+  if (row.state == store::kJobPending && view) AddPlacementReasons(ctx, *view, row, &job);
   return job;
 }
 

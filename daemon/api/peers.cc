@@ -5,13 +5,7 @@
 namespace farm::api {
 
 std::vector<sched::PeerWorker> PeersOf(const std::vector<store::WorkerRow>& rows) {
-  std::vector<sched::PeerWorker> peers;
-  for (const store::WorkerRow& w : rows) {
-    if (w.drain_requested) continue;
-    if (w.state == "lost" || w.state == "quarantined" || w.state == "draining") continue;
-    peers.push_back({w.name, model::ParseBlob<farm::v1::Capabilities>(w.capabilities)});
-  }
-  return peers;
+  return sched::AvailablePeers(model::FleetOf(rows));
 }
 
 PeerCache::Snapshot PeerCache::Get(const ServiceContext& ctx, int64_t max_age_ms) {

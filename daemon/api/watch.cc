@@ -25,7 +25,13 @@ std::string Fingerprint(const farm::v1::Build& b) {
   std::string s = std::to_string(b.state());
   for (const auto& j : b.jobs()) {
     s += "|" + std::to_string(j.state()) + "," + std::to_string(j.attempt()) + "," +
-         std::to_string(j.artifacts_size());
+         std::to_string(j.artifacts_size()) + "," + j.waiting_reason();
+    for (const auto& [worker, why] : j.unplaceable_reasons()) s += "," + worker + "=" + why;
+    for (const auto& a : j.attempts()) {
+      if (a.number() != j.attempt()) continue;
+      s += "," + std::to_string(a.units_done()) + "/" + std::to_string(a.units_total()) + "," +
+           std::to_string(a.peak_rss_bytes());
+    }
   }
   return s;
 }

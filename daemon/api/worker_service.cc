@@ -1,5 +1,6 @@
 #include "daemon/api/worker_service.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "common/log.h"
@@ -45,7 +46,46 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const 
   return a;
 }
 
+// Progress and peak RSS of a running build, for watchers. The store ignores reports on
+// attempts the worker does not hold; a failure costs only the figures, never the
+// heartbeat.
+void RecordLiveFigures(const ServiceContext& ctx, ProgressThrottle& throttle,
+                       const std::string& worker_id, const farm::v1::RunningJob& running) {
+  if (running.units_done() <= 0 && running.units_total() <= 0 && running.peak_rss_bytes() <= 0) {
+    return;
+  }
+  if (!throttle.Allow(running.job_id(), ctx.clock->SteadyMs())) return;
+  store::ProgressReport report{running.job_id(),
+                               running.attempt(),
+                               worker_id,
+                               std::max<int64_t>(0, running.units_done()),
+                               std::max<int64_t>(0, running.units_total()),
+                               std::max<int64_t>(0, running.peak_rss_bytes())};
+  auto recorded = ctx.store->RecordProgress(report);
+  if (!recorded.ok()) {
+    log::Debug("progress of job " + std::to_string(running.job_id()) + ": " +
+               recorded.status().ToString());
+  }
+}
+
 }  // namespace
+
+bool ProgressThrottle::Allow(int64_t job_id, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  auto [it, fresh] = last_ms_.emplace(job_id, now_ms);
+  if (fresh) {
+    if (last_ms_.size() > kMaxJobs) last_ms_ = {{job_id, now_ms}};
+    return true;
+  }
+  if (now_ms - it->second < kEveryMs) return false;
+  it->second = now_ms;
+  return true;
+}
+
+void ProgressThrottle::Forget(int64_t job_id) {
+  std::lock_guard lock(mu_);
+  last_ms_.erase(job_id);
+}
 
 grpc::Status WorkerService::Register(grpc::ServerContext* call,
                                      const farm::v1::RegisterRequest* req,
@@ -99,6 +139,7 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
     }
     // Attempts the worker still runs but no longer holds (requeued while it was away).
     for (const auto& running : req->running()) {
+      RecordLiveFigures(*ctx_, progress_, who.worker_id, running);
       FARM_ASSIGN_OR_RETURN(bool reattached,
                             ctx_->store->ReattachAttempt(running.job_id(), running.attempt(),
                                                          who.worker_id, now, ctx_->tunables.lease_ms));
@@ -216,6 +257,7 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
       }
     }
     FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
+    progress_.Forget(req->job_id());
     log::Info("job " + std::to_string(req->job_id()) + " attempt " + std::to_string(req->attempt()) +
               " ended: state " + farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
     resp->set_state(static_cast<farm::v1::JobState>(state));

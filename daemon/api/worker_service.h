@@ -4,11 +4,31 @@
 #ifndef FARM_DAEMON_API_WORKER_SERVICE_H_
 #define FARM_DAEMON_API_WORKER_SERVICE_H_
 
+#include <cstdint>
+#include <map>
+#include <mutex>
+
 #include "daemon/api/peers.h"
 #include "daemon/api/service_context.h"
 #include "farm/v1/worker.grpc.pb.h"
 
 namespace farm::api {
+
+// At most one progress write per running job every kEveryMs: every heartbeat already costs
+// writes, and a build's progress and memory change on nearly every one. Thread-safe.
+class ProgressThrottle {
+ public:
+  static constexpr int64_t kEveryMs = 4000;
+  // True when the job's progress may be written at `now_ms` (and records it).
+  bool Allow(int64_t job_id, int64_t now_ms);
+  // The job ended: its next attempt's first report is written at once.
+  void Forget(int64_t job_id);
+
+ private:
+  static constexpr size_t kMaxJobs = 100'000;  // a bound; jobs that vanish are forgotten
+  std::mutex mu_;
+  std::map<int64_t, int64_t> last_ms_;  // guarded by mu_
+};
 
 class WorkerService final : public farm::v1::WorkerService::Service {
  public:
@@ -30,6 +50,7 @@ class WorkerService final : public farm::v1::WorkerService::Service {
  private:
   ServiceContext* ctx_;
   PeerCache peers_;
+  ProgressThrottle progress_;
 };
 
 }  // namespace farm::api

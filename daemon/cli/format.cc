@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iomanip>
 #include <sstream>
 
 namespace farm::cli {
@@ -18,9 +19,14 @@ std::string Lower(std::string s, const std::string& strip_prefix) {
 
 std::string HumanBytes(int64_t n) {
   std::ostringstream o;
-  if (n >= (1LL << 30)) o << (n >> 20) / 1024.0 << " GiB";
-  else if (n >= (1 << 20)) o << (n >> 10) / 1024.0 << " MiB";
-  else o << n << " B";
+  o << std::fixed << std::setprecision(1);
+  if (n >= (1LL << 30)) {
+    o << static_cast<double>(n >> 20) / 1024.0 << " GiB";
+  } else if (n >= (1 << 20)) {
+    o << static_cast<double>(n >> 10) / 1024.0 << " MiB";
+  } else {
+    o << n << " B";
+  }
   return o.str();
 }
 
@@ -60,6 +66,34 @@ std::string FormatBuildLine(const farm::v1::Build& b) {
   return o.str();
 }
 
+std::string FormatWaiting(const farm::v1::Job& j) {
+  if (j.state() != farm::v1::JOB_PENDING || j.waiting_reason().empty()) return "";
+  std::string out = j.waiting_reason() + (j.unplaceable() ? " (no worker can take it)" : "");
+  for (const auto& [worker, why] : j.unplaceable_reasons()) out += "\n  " + worker + ": " + why;
+  return out;
+}
+
+std::string FormatProgress(const farm::v1::Job& j) {
+  if (j.state() != farm::v1::JOB_RUNNING) return "";
+  const farm::v1::Attempt* current = nullptr;
+  for (const auto& a : j.attempts()) {
+    if (a.number() == j.attempt()) current = &a;
+  }
+  if (current == nullptr) return "";
+  std::ostringstream o;
+  if (current->units_total() > 0) {
+    o << current->units_done() << "/" << current->units_total() << " units ("
+      << current->units_done() * 100 / current->units_total() << "%)";
+  } else if (current->units_done() > 0) {
+    o << current->units_done() << (current->units_done() == 1 ? " compile" : " compiles")
+      << " done";
+  }
+  if (current->peak_rss_bytes() > 0) {
+    o << (o.tellp() > 0 ? ", " : "") << "peak RSS " << HumanBytes(current->peak_rss_bytes());
+  }
+  return o.str();
+}
+
 std::string FormatJob(const farm::v1::Job& j) {
   std::ostringstream o;
   o << "  job " << j.id() << "  " << CellLabel(j.cell()) << "  " << StateName(j.state());
@@ -84,8 +118,15 @@ std::string FormatJob(const farm::v1::Job& j) {
     o << "    artifact " << a.id() << ": " << a.filename() << "  " << HumanBytes(a.size())
       << "  sha256 " << a.sha256() << "\n";
   }
+  if (!j.waiting_reason().empty()) {
+    o << "    waiting: " << j.waiting_reason()
+      << (j.unplaceable() ? " (no worker can take it)" : "") << "\n";
+  }
   for (const auto& [worker, why] : j.unplaceable_reasons()) {
     o << "    cannot run on " << worker << ": " << why << "\n";
+  }
+  if (std::string progress = FormatProgress(j); !progress.empty()) {
+    o << "    progress: " << progress << "\n";
   }
   return o.str();
 }

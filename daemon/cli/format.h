@@ -19,6 +19,12 @@ std::string FormatBuild(const farm::v1::Build& b);     // multi-line detail
 std::string FormatJob(const farm::v1::Job& j);
 std::string FormatWorker(const farm::v1::WorkerInfo& w);
 std::string FormatLogLine(const farm::v1::LogLine& l, bool prefix_job);
+// Why a pending job waits: the summary, then "  <worker>: <reason>" per worker that cannot
+// take it, one per line; "" for a job that is not pending or has no reason.
+std::string FormatWaiting(const farm::v1::Job& j);
+// How far the job's running attempt is: "12/40 units (30%), peak RSS 1.2 GiB", "7 compiles
+// done", or "" when its worker reported nothing yet.
+std::string FormatProgress(const farm::v1::Job& j);
 // One line of JSON in the proto3 mapping with the proto's field names, except that 64-bit
 // integers are numbers, not strings. One document per line, so logs can stream JSON Lines.
 std::string ToJson(const google::protobuf::Message& m);

@@ -1,4 +1,5 @@
 // farmctl logs and download.
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,6 +12,43 @@
 #include "daemon/cli/format.h"
 
 namespace farm::cli {
+
+namespace {
+
+// While following, how the job stands (why it waits, how far its build is), on stderr so
+// the log on stdout stays the log; said again only when it changed.
+class JobStatusLine {
+ public:
+  JobStatusLine(const CommandEnv& env, int64_t job_id) : env_(env), job_id_(job_id) {}
+
+  // Asks farmd at most every 2 s, however fast the log streams.
+  void Refresh() {
+    auto now = std::chrono::steady_clock::now();
+    if (now - asked_ < std::chrono::seconds(2)) return;
+    asked_ = now;
+    farm::v1::GetJobRequest req;
+    req.set_job_id(job_id_);
+    farm::v1::Job job;
+    if (!env_.client->stub()->GetJob(env_.client->Context().get(), req, &job).ok()) return;
+    std::string waiting = FormatWaiting(job);
+    std::string progress = FormatProgress(job);
+    std::string text = !waiting.empty()    ? "waits: " + waiting
+                       : !progress.empty() ? "progress: " + progress
+                                           : "";
+    if (text.empty() || text == last_) return;
+    last_ = text;
+    *env_.err << "farmctl: job " << job_id_ << " " << text << "\n";
+    env_.err->flush();
+  }
+
+ private:
+  const CommandEnv& env_;
+  const int64_t job_id_;
+  std::string last_;
+  std::chrono::steady_clock::time_point asked_{};
+};
+
+}  // namespace
 
 Status LogsCommand(const CommandEnv& env, const Flags& flags) {
   if (flags.positionals().size() < 2) return Status::InvalidArgument("usage: farmctl logs JOB [--follow]");
@@ -25,8 +63,10 @@ Status LogsCommand(const CommandEnv& env, const Flags& flags) {
   req.set_attempt(static_cast<int32_t>(attempt));
   req.set_tail(static_cast<int32_t>(tail));
   bool follow = flags.Has("follow");
+  JobStatusLine status(env, req.job_id());
   // Following polls once a second; a day of polling is the most one command waits.
   for (int round = 0; round < 86400; ++round) {
+    if (follow && !env.json) status.Refresh();
     farm::v1::GetJobLogResponse resp;
     FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->GetJobLog(env.client->Context().get(), req, &resp),
                                   env.client->address()));

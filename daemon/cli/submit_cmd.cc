@@ -1,7 +1,9 @@
 // farmctl submit / logs / download: the commands that stream.
 #include <filesystem>
 #include <fstream>
+#include <map>
 
+#include "common/clock.h"
 #include "common/flags.h"
 #include "common/fs.h"
 #include "common/sha256.h"
@@ -44,6 +46,62 @@ void AddAxes(const Flags& flags, farm::v1::MatrixAxes* m) {
   for (const auto& v : flags.GetAll("platform")) m->add_platform(v);
 }
 
+// What --follow last said about each job, so it speaks only of changes: a new state, a
+// new reason to wait, or progress (at most every kProgressEveryMs per job).
+class FollowPrinter {
+ public:
+  explicit FollowPrinter(const CommandEnv& env) : env_(env) {}
+
+  void Update(const farm::v1::Build& build) {
+    for (const auto& j : build.jobs()) {
+      Seen& seen = seen_[j.id()];
+      std::string waiting = FormatWaiting(j);
+      if (seen.state != j.state()) {
+        seen.state = j.state();
+        Say("job " + std::to_string(j.id()) + " (" + CellLabel(j.cell()) + ") " +
+            StateName(j.state()) + (j.worker_id().empty() ? "" : " on " + j.worker_id()) +
+            (waiting.empty() ? "" : ": " + waiting));
+      } else if (!waiting.empty() && waiting != seen.waiting) {
+        Say("job " + std::to_string(j.id()) + " waits: " + waiting);
+      }
+      seen.waiting = waiting;
+      std::string progress = FormatProgress(j);
+      int64_t now = RealClock().SteadyMs();
+      if (!progress.empty() && progress != seen.progress &&
+          now - seen.progress_ms >= kProgressEveryMs) {
+        Say("job " + std::to_string(j.id()) + " progress: " + progress);
+        seen.progress = progress;
+        seen.progress_ms = now;
+      }
+    }
+  }
+
+  // Log lines pass straight through; flushed, so `| tee` shows them as they come.
+  void Log(const farm::v1::LogLine& line) {
+    if (env_.json) return;
+    *env_.out << FormatLogLine(line, true) << "\n";
+    env_.out->flush();
+  }
+
+ private:
+  static constexpr int64_t kProgressEveryMs = 2000;
+  struct Seen {
+    int state = -1;
+    std::string waiting;
+    std::string progress;
+    int64_t progress_ms = INT64_MIN / 2;
+  };
+
+  void Say(const std::string& text) {
+    if (env_.json) return;
+    *env_.out << "farmctl: " << text << "\n";
+    env_.out->flush();
+  }
+
+  const CommandEnv& env_;
+  std::map<int64_t, Seen> seen_;
+};
+
 // Streams the build until it ends; returns its final state.
 Result<farm::v1::Build> Follow(const CommandEnv& env, int64_t build_id) {
   farm::v1::WatchBuildRequest req;
@@ -53,20 +111,13 @@ Result<farm::v1::Build> Follow(const CommandEnv& env, int64_t build_id) {
   auto reader = env.client->stub()->WatchBuild(ctx.get(), req);
   farm::v1::BuildEvent ev;
   farm::v1::Build last;
-  std::map<int64_t, int> job_states;
+  FollowPrinter printer(env);
   while (reader->Read(&ev)) {
     if (ev.has_log()) {
-      if (!env.json) *env.out << FormatLogLine(ev.log(), true) << "\n";
-      continue;
-    }
-    last = ev.build();
-    for (const auto& j : last.jobs()) {
-      if (job_states[j.id()] == j.state()) continue;
-      job_states[j.id()] = j.state();
-      if (!env.json) {
-        *env.out << "farmctl: job " << j.id() << " (" << CellLabel(j.cell()) << ") " << StateName(j.state())
-                 << (j.worker_id().empty() ? "" : " on " + j.worker_id()) << "\n";
-      }
+      printer.Log(ev.log());
+    } else {
+      last = ev.build();
+      printer.Update(last);
     }
   }
   FARM_RETURN_IF_ERROR(FromGrpc(reader->Finish(), env.client->address()));
@@ -106,6 +157,7 @@ Status SubmitCommand(const CommandEnv& env, const Flags& flags) {
     *env.out << "farmctl: build " << build.id() << " of " << build.recipe_name() << " submitted with "
              << build.jobs_size() << " job(s)\n";
     for (const auto& r : build.rejected_cells()) *env.out << "farmctl: rejected cell: " << r << "\n";
+    env.out->flush();
   }
   if (flags.Has("follow")) {
     FARM_ASSIGN_OR_RETURN(build, Follow(env, build.id()));

@@ -1,11 +1,15 @@
 #include "daemon/http/api.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <map>
+#include <optional>
 
 #include "common/clock.h"
+#include "daemon/http/job_views.h"
 #include "daemon/http/json_util.h"
+#include "daemon/http/log_lines.h"
 #include "daemon/model/convert.h"
 #include "farm/v1/types.pb.h"
 
@@ -32,27 +36,27 @@ int64_t QueryInt(const Request& req, const std::string& key, int64_t fallback) {
   return v;
 }
 
-// Job counts by state for one build: {"total": n, "JOB_PENDING": n, ...}.
-json::object CountJobs(const std::vector<store::JobRow>& jobs) {
-  std::map<int, int64_t> counts;
-  for (const auto& j : jobs) counts[j.state]++;
-  json::object out{{"total", static_cast<int64_t>(jobs.size())}};
-  for (int s = store::kJobPending; s <= store::kJobCancelled; ++s) out[JobStateName(s)] = counts[s];
-  return out;
-}
-
-// Adds recipe_name to job objects (the overview lists jobs of many builds).
-json::array JobsWithRecipe(store::Store* st, const std::vector<store::JobRow>& jobs,
-                           int64_t now_ms) {
+// Jobs of many builds (the overview's lists) with their recipe's name, their worker's name
+// and, while running, how far they are and how long they should take.
+Result<json::array> JobsWithRecipe(const DashboardDeps& deps,
+                                   const std::vector<store::JobRow>& jobs, const FleetView& fleet) {
   std::map<int64_t, std::string> recipes;
+  std::map<std::string, std::map<std::string, int64_t>> expected;  // recipe -> cell -> ms
+  WaitingExplainer waiting(fleet);
   json::array out;
   for (const auto& j : jobs) {
     if (!recipes.count(j.build_id)) {
-      auto b = st->GetBuild(j.build_id);
+      auto b = deps.store->GetBuild(j.build_id);
       recipes[j.build_id] = b.ok() ? b->recipe_name : "";
     }
-    json::object o = JobJson(j, now_ms);
+    json::object o = JobViewJson(j, fleet, waiting);
     o["recipe_name"] = recipes[j.build_id];
+    const std::string& recipe = recipes[j.build_id];
+    FARM_RETURN_IF_ERROR(AddRunFacts(deps, recipe, j, expected[recipe], o));
+    if (j.state == store::kJobFailed) {
+      FARM_ASSIGN_OR_RETURN(auto attempts, deps.store->ListAttempts(j.id));
+      FARM_ASSIGN_OR_RETURN(o["failure"], FailureJson(deps, j, attempts, {}, false));
+    }
     out.push_back(std::move(o));
   }
   return out;
@@ -76,13 +80,16 @@ Result<json::array> WorkersArray(const DashboardDeps& deps,
 }
 
 Result<json::object> OverviewJson(const DashboardDeps& deps) {
-  int64_t now = deps.clock->NowUnixMs();
+  FARM_ASSIGN_OR_RETURN(FleetView fleet, ReadFleet(deps));
+  int64_t now = fleet.now_ms;
   FARM_ASSIGN_OR_RETURN(auto counts, deps.store->CountJobsByState());
   FARM_ASSIGN_OR_RETURN(auto running,
                         deps.store->ListJobsInState(store::kJobRunning, 0, kOverviewRunning));
   FARM_ASSIGN_OR_RETURN(auto failed,
                         deps.store->ListJobsInState(store::kJobFailed, 0, kOverviewFailures));
   FARM_ASSIGN_OR_RETURN(auto workers, WorkersArray(deps, running, now));
+  FARM_ASSIGN_OR_RETURN(auto running_json, JobsWithRecipe(deps, running, fleet));
+  FARM_ASSIGN_OR_RETURN(auto failed_json, JobsWithRecipe(deps, failed, fleet));
   json::object by_state;
   for (int s = store::kJobPending; s <= store::kJobCancelled; ++s) {
     by_state[JobStateName(s)] = counts[static_cast<size_t>(s)];
@@ -90,9 +97,79 @@ Result<json::object> OverviewJson(const DashboardDeps& deps) {
   return json::object{{"now", now},
                       {"queue_depth", counts[store::kJobPending]},
                       {"jobs_by_state", std::move(by_state)},
-                      {"running", JobsWithRecipe(deps.store, running, now)},
-                      {"recent_failures", JobsWithRecipe(deps.store, failed, now)},
+                      {"running", std::move(running_json)},
+                      {"recent_failures", std::move(failed_json)},
                       {"workers", std::move(workers)}};
+}
+
+// The builds list's filters from the query: recipe, state ("failed" or "BUILD_FAILED"),
+// submitter, and worker (a name or an id; a name may belong to several workers).
+Result<store::BuildFilter> FilterOf(const DashboardDeps& deps, const Request& req) {
+  store::BuildFilter f;
+  auto get = [&](const char* key) {
+    auto it = req.query.find(key);
+    return it == req.query.end() ? std::string() : it->second;
+  };
+  f.recipe_name = get("recipe");
+  f.submitted_by = get("submitter");
+  if (std::string state = get("state"); !state.empty()) {
+    for (int s = store::kBuildQueued; s <= store::kBuildCancelled; ++s) {
+      std::string name = BuildStateName(s);
+      std::string lower = name.substr(6);  // "BUILD_"
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (state == name || state == lower) f.state = s;
+    }
+    if (f.state == 0) return Status::InvalidArgument("unknown build state \"" + state + "\"");
+  }
+  if (std::string worker = get("worker"); !worker.empty()) {
+    FARM_ASSIGN_OR_RETURN(auto rows, deps.store->ListWorkers());
+    f.any_worker = true;
+    for (const auto& w : rows) {
+      if (w.id == worker || w.name == worker) f.worker_ids.push_back(w.id);
+    }
+  }
+  return f;
+}
+
+// One page of the builds list: counts, publishing, duration and whether the build is
+// blocked. The page's jobs and publications are read in one query each, the workers once,
+// and each distinct pending cell is explained once.
+Result<json::object> BuildsPage(const DashboardDeps& deps, const Request& req) {
+  int64_t before = std::max<int64_t>(0, QueryInt(req, "before", 0));
+  int limit = static_cast<int>(
+      std::clamp<int64_t>(QueryInt(req, "limit", kDefaultPageSize), 1, kMaxPageSize));
+  FARM_ASSIGN_OR_RETURN(store::BuildFilter filter, FilterOf(deps, req));
+  // One row more than asked tells whether another page exists.
+  FARM_ASSIGN_OR_RETURN(auto builds, deps.store->ListBuildsMatching(filter, before, limit + 1));
+  bool more = static_cast<int>(builds.size()) > limit;
+  if (more) builds.resize(static_cast<size_t>(limit));
+  std::vector<int64_t> ids;
+  for (const auto& b : builds) ids.push_back(b.id);
+  FARM_ASSIGN_OR_RETURN(auto jobs_of, deps.store->ListJobsOfBuilds(ids));
+  FARM_ASSIGN_OR_RETURN(auto pubs_of, deps.store->ListPublicationsOfBuilds(ids));
+  std::optional<FleetView> fleet;
+  std::optional<WaitingExplainer> waiting;
+  json::array items;
+  int64_t now = deps.clock->NowUnixMs();
+  for (const auto& b : builds) {
+    json::object o = BuildJson(b);
+    const std::vector<store::JobRow>& jobs = jobs_of[b.id];
+    o["jobs"] = CountJobs(jobs);
+    o["duration_ms"] =
+        std::max<int64_t>(0, (b.finished_ms > 0 ? b.finished_ms : now) - b.created_ms);
+    bool pending = std::any_of(jobs.begin(), jobs.end(), [](const store::JobRow& j) {
+      return j.state == store::kJobPending;
+    });
+    if (pending && !fleet) {
+      FARM_ASSIGN_OR_RETURN(fleet, ReadFleet(deps));
+      waiting.emplace(*fleet);
+    }
+    if (pending) AddBlocked(o, jobs, *waiting);
+    o["publishing"] = PublishingSummary(pubs_of[b.id]);
+    items.push_back(std::move(o));
+  }
+  int64_t next = more && !builds.empty() ? builds.back().id : 0;
+  return json::object{{"builds", std::move(items)}, {"next_before", next}, {"now", now}};
 }
 
 }  // namespace
@@ -123,58 +200,34 @@ Response ApiOverview(const DashboardDeps& deps) {
 }
 
 Response ApiBuilds(const DashboardDeps& deps, const Request& req) {
-  int64_t before = std::max<int64_t>(0, QueryInt(req, "before", 0));
-  int limit = static_cast<int>(
-      std::clamp<int64_t>(QueryInt(req, "limit", kDefaultPageSize), 1, kMaxPageSize));
-  // One row more than asked tells whether another page exists.
-  auto builds = deps.store->ListBuilds(before, limit + 1);
-  if (!builds.ok()) return ErrorResponse(builds.status());
-  bool more = static_cast<int>(builds->size()) > limit;
-  if (more) builds->resize(static_cast<size_t>(limit));
-  json::array items;
-  for (const auto& b : *builds) {
-    json::object o = BuildJson(b);
-    auto jobs = deps.store->ListJobs(b.id);
-    if (!jobs.ok()) return ErrorResponse(jobs.status());
-    o["jobs"] = CountJobs(*jobs);
-    auto pubs = deps.store->ListPublications(b.id);
-    if (!pubs.ok()) return ErrorResponse(pubs.status());
-    o["publishing"] = PublishingSummary(*pubs);
-    items.push_back(std::move(o));
-  }
-  int64_t next = more && !builds->empty() ? builds->back().id : 0;
-  return Json(json::object{{"builds", std::move(items)}, {"next_before", next}});
+  auto page = BuildsPage(deps, req);
+  return page.ok() ? Json(page.value()) : ErrorResponse(page.status());
 }
 
-Response ApiBuild(const DashboardDeps& deps, int64_t build_id) {
-  auto build = deps.store->GetBuild(build_id);
-  if (!build.ok()) return ErrorResponse(build.status());
-  auto jobs = deps.store->ListJobs(build_id);
-  if (!jobs.ok()) return ErrorResponse(jobs.status());
-  int64_t now = deps.clock->NowUnixMs();
-  json::object o = BuildJson(*build);
-  auto recipe = model::ParseBlob<farm::v1::Recipe>(build->recipe);
-  o["recipe_version"] = recipe.version();
-  o["recipe_yaml"] = recipe.yaml();
-  o["matrix"] = ProtoToJson(recipe.matrix());
-  // The proto must outlive the loop: a range-for over a member of a temporary reads freed
-  // memory (the temporary dies before the loop body runs).
-  const farm::v1::Build build_proto = model::BuildToProto(*build);
-  json::array rejected;
-  for (const auto& cell : build_proto.rejected_cells()) rejected.push_back(json::value(cell));
-  o["rejected_cells"] = std::move(rejected);
-  json::array arr;
-  for (const auto& j : *jobs) arr.push_back(JobJson(j, now));
-  o["jobs"] = std::move(arr);
-  o["job_counts"] = CountJobs(*jobs);
-  auto pubs = deps.store->ListPublications(build_id);
-  if (!pubs.ok()) return ErrorResponse(pubs.status());
-  json::array publications;
-  for (const auto& p : *pubs) publications.push_back(PublicationJson(p));
-  o["publications"] = std::move(publications);
-  o["publishing"] = PublishingSummary(*pubs);
-  o["now"] = now;
-  return Json(o);
+Response ApiPublications(const DashboardDeps& deps, const Request& req) {
+  int limit = static_cast<int>(
+      std::clamp<int64_t>(QueryInt(req, "limit", kDefaultPageSize * 4), 1, kMaxPageSize * 4));
+  auto rows = deps.store->ListRecentPublications(limit);
+  if (!rows.ok()) return ErrorResponse(rows.status());
+  std::map<int64_t, std::string> recipes;
+  json::array items;
+  for (const auto& p : *rows) {
+    if (!recipes.count(p.build_id)) {
+      auto b = deps.store->GetBuild(p.build_id);
+      recipes[p.build_id] = b.ok() ? b->recipe_name : "";
+    }
+    json::object o = PublicationJson(p);
+    o["build_id"] = p.build_id;
+    o["recipe_name"] = recipes[p.build_id];
+    items.push_back(std::move(o));
+  }
+  auto counts = deps.store->CountPublicationsByState();
+  if (!counts.ok()) return ErrorResponse(counts.status());
+  json::object by_state;
+  for (const auto& [state, n] : *counts) by_state[state] = n;
+  return Json(json::object{{"publications", std::move(items)},
+                           {"by_state", std::move(by_state)},
+                           {"now", deps.clock->NowUnixMs()}});
 }
 
 Response ApiWorkers(const DashboardDeps& deps) {
@@ -186,18 +239,19 @@ Response ApiWorkers(const DashboardDeps& deps) {
   return Json(json::object{{"now", now}, {"workers", std::move(workers.value())}});
 }
 
-Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const std::string& who) {
+Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const std::string& who,
+                        bool index_include_pending) {
   auto build = deps.store->GetBuild(build_id);
   if (!build.ok()) return ErrorResponse(build.status());
   Status s = deps.store->CancelBuild(build_id, deps.clock->NowUnixMs(), who);
   if (!s.ok()) return ErrorResponse(s);
-  return ApiBuild(deps, build_id);
+  return ApiBuild(deps, build_id, index_include_pending);
 }
 
-Response ApiRetryJob(const DashboardDeps& deps, int64_t job_id) {
+Response ApiRetryJob(const DashboardDeps& deps, int64_t job_id, bool index_include_pending) {
   Status s = deps.store->RetryJob(job_id, deps.clock->NowUnixMs());
   if (!s.ok()) return ErrorResponse(s);
-  return ApiJob(deps, job_id);
+  return ApiJob(deps, job_id, index_include_pending);
 }
 
 Response ApiDrainWorker(const DashboardDeps& deps, const std::string& worker_id, bool drain) {
@@ -209,17 +263,29 @@ Response ApiDrainWorker(const DashboardDeps& deps, const std::string& worker_id,
 Response ApiChart(const DashboardDeps& deps) {
   auto rows = deps.store->ListJobTimings(2000);
   if (!rows.ok()) return ErrorResponse(rows.status());
-  std::map<std::string, json::array> series;
+  // One series per recipe and cell: a line through builds of different cells would join
+  // things that take different times.
+  std::map<std::pair<std::string, std::string>, json::array> series;
   for (auto it = rows->rbegin(); it != rows->rend(); ++it) {
-    series[it->recipe_name].push_back(json::object{
-        {"job_id", it->job_id},
-        {"finished_ms", it->finished_ms},
-        {"duration_ms", it->finished_ms - it->started_ms},
-        {"state", JobStateName(it->state)}});
+    series[{it->recipe_name, it->cell}].push_back(
+        json::object{{"job_id", it->job_id},
+                     {"build_id", it->build_id},
+                     {"finished_ms", it->finished_ms},
+                     {"duration_ms", it->finished_ms - it->started_ms},
+                     {"state", JobStateName(it->state)}});
   }
   json::array out;
-  for (auto& [name, points] : series) {
-    out.push_back(json::object{{"recipe", name}, {"points", std::move(points)}});
+  for (auto& [key, points] : series) {
+    auto cell = model::ParseBlob<farm::v1::MatrixCell>(key.second);
+    std::string label;
+    for (const auto& [prefix, value] : {std::pair<const char*, std::string>{"py", cell.python()},
+                                        {"torch", cell.torch()},
+                                        {"cu", cell.cuda()},
+                                        {"", cell.arch_list()}}) {
+      if (!value.empty()) label += (label.empty() ? "" : " ") + std::string(prefix) + value;
+    }
+    out.push_back(
+        json::object{{"recipe", key.first}, {"cell", label}, {"points", std::move(points)}});
   }
   return Json(json::object{{"series", std::move(out)}});
 }
@@ -236,8 +302,7 @@ Response ApiJobLog(const DashboardDeps& deps, int64_t job_id, const Request& req
   json::array arr;
   int64_t last = after;
   for (const auto& l : *lines) {
-    arr.push_back(json::object{{"seq", l.seq}, {"stream", l.stream}, {"text", l.text},
-                               {"time_ms", l.time_ms}});
+    arr.push_back(LogLineJson(l));
     last = l.seq;
   }
   bool done = store::IsTerminal(job->state) || attempt != job->attempt;

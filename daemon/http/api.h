@@ -19,24 +19,32 @@ inline constexpr int kMaxPageSize = 500;
 
 // GET /api/v1/overview: queue depth, running jobs, recent failures, workers.
 Response ApiOverview(const DashboardDeps& deps);
-// GET /api/v1/builds?before=ID&limit=N: newest first; next_before is 0 on the last page.
+// GET /api/v1/builds?before=ID&limit=N[&recipe=&state=&submitter=&worker=]: newest first,
+// only the builds matching every given filter; next_before is 0 on the last page.
 Response ApiBuilds(const DashboardDeps& deps, const Request& req);
-// GET /api/v1/builds/{id}: the build, its recipe and its jobs with timings.
-Response ApiBuild(const DashboardDeps& deps, int64_t build_id);
+// GET /api/v1/builds/{id}: the build, its recipe, its jobs with timings, why they wait or
+// failed and how far they are, its wheels and their publications. `index_include_pending`
+// is the index's rule, for each wheel's "indexed".
+Response ApiBuild(const DashboardDeps& deps, int64_t build_id, bool index_include_pending);
 // GET /api/v1/jobs/{id}: the job, attempts, artifacts (manifest, validation, variant).
-Response ApiJob(const DashboardDeps& deps, int64_t job_id);
+Response ApiJob(const DashboardDeps& deps, int64_t job_id, bool index_include_pending);
 // GET /api/v1/jobs/{id}/log?after=SEQ&attempt=N&limit=N: a page of log lines.
 Response ApiJobLog(const DashboardDeps& deps, int64_t job_id, const Request& req);
 // GET /api/v1/jobs/{id}/log.txt: the whole log of an attempt as text (download).
 Response ApiJobLogText(const DashboardDeps& deps, int64_t job_id, const Request& req);
+// GET /api/v1/publications?limit=N: publication rows of every build, failed first, with
+// their build's recipe, and the count per state.
+Response ApiPublications(const DashboardDeps& deps, const Request& req);
 // GET /api/v1/workers.
 Response ApiWorkers(const DashboardDeps& deps);
 // GET /api/v1/chart: durations of recent finished jobs per recipe.
 Response ApiChart(const DashboardDeps& deps);
 // POST /api/v1/builds/{id}/cancel by `who` (the token's name); 409 for an ended build.
-Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const std::string& who);
+// Answers with the build as ApiBuild does.
+Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const std::string& who,
+                        bool index_include_pending);
 // Queues a failed or cancelled job again (Store::RetryJob); answers with the job.
-Response ApiRetryJob(const DashboardDeps& deps, int64_t job_id);
+Response ApiRetryJob(const DashboardDeps& deps, int64_t job_id, bool index_include_pending);
 // Sets or clears a worker's drain request; answers with the workers list.
 Response ApiDrainWorker(const DashboardDeps& deps, const std::string& worker_id, bool drain);
 

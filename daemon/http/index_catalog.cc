@@ -21,12 +21,6 @@ constexpr int64_t kMaxMetadataBytes = 4 << 20;
 constexpr int kMaxIndexArtifacts = 1'000'000;
 constexpr size_t kMaxCachedMetadata = 20'000;
 
-bool Listable(const std::string& validation_blob, bool include_pending) {
-  auto report = model::ParseBlob<farm::v1::ValidationReport>(validation_blob);
-  if (report.state() == farm::v1::VALIDATION_PASSED) return true;
-  return include_pending && report.state() == farm::v1::VALIDATION_PENDING_HARDWARE;
-}
-
 // True for "<one dir>.dist-info/METADATA" at the top of the archive.
 bool IsMetadataEntry(std::string_view name) {
   constexpr std::string_view kSuffix = ".dist-info/METADATA";
@@ -50,6 +44,12 @@ Result<std::string> ReadEntry(archive* a, std::string_view name) {
 }
 
 }  // namespace
+
+bool IndexListable(const std::string& validation_blob, bool include_pending) {
+  auto report = model::ParseBlob<farm::v1::ValidationReport>(validation_blob);
+  if (report.state() == farm::v1::VALIDATION_PASSED) return true;
+  return include_pending && report.state() == farm::v1::VALIDATION_PENDING_HARDWARE;
+}
 
 std::string NormalizeProjectName(std::string_view name) {
   std::string out;
@@ -139,7 +139,7 @@ Status IndexCatalog::RefreshLocked() {
   std::map<std::pair<std::string, std::string>, size_t> seen;
   for (const auto& row : rows) {
     const auto& a = row.artifact;
-    if (!Listable(a.validation, include_pending_)) continue;
+    if (!IndexListable(a.validation, include_pending_)) continue;
     auto name = wheel::ParseWheelFilename(a.filename);
     if (!name.ok()) continue;
     if (!deps_.blobs->Contains(a.sha256)) continue;

@@ -26,6 +26,10 @@ std::string NormalizeProjectName(std::string_view name);
 // a wheel name.
 Result<std::pair<std::string, std::string>> WheelNameVersion(std::string_view filename);
 
+// Whether the index lists a wheel with this serialized farm.v1.ValidationReport: passed,
+// or waiting for hardware when the index includes those.
+bool IndexListable(const std::string& validation_blob, bool include_pending);
+
 // The Requires-Python header of a METADATA text, "" when absent.
 std::string RequiresPython(std::string_view metadata);
 

@@ -2,10 +2,12 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <map>
+
 #include "common/clock.h"
 #include "common/log.h"
-#include "daemon/model/convert.h"
 #include "daemon/http/api.h"
+#include "daemon/model/convert.h"
 #include "farm/v1/types.pb.h"
 
 namespace farm::http {
@@ -60,6 +62,14 @@ json::object JobJson(const store::JobRow& job, int64_t now_ms) {
       {"waited_ms", waited},
       {"ran_ms", ran_ms},
   };
+}
+
+json::object CountJobs(const std::vector<store::JobRow>& jobs) {
+  std::map<int, int64_t> counts;
+  for (const auto& j : jobs) counts[j.state]++;
+  json::object out{{"total", static_cast<int64_t>(jobs.size())}};
+  for (int s = store::kJobPending; s <= store::kJobCancelled; ++s) out[JobStateName(s)] = counts[s];
+  return out;
 }
 
 json::object BuildJson(const store::BuildRow& build) {

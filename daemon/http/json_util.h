@@ -22,6 +22,8 @@ std::string CauseName(int cause);
 
 // A job row as the page shows it: cell, state, times, waited_ms and ran_ms as of now_ms.
 boost::json::object JobJson(const store::JobRow& job, int64_t now_ms);
+// Job counts by state: {"total": n, "JOB_PENDING": n, ...}.
+boost::json::object CountJobs(const std::vector<store::JobRow>& jobs);
 // A build row without its jobs.
 boost::json::object BuildJson(const store::BuildRow& build);
 // One publication row for the dashboard: target, kind, repo, ref, path, file, state,

@@ -4,6 +4,7 @@
 
 #include "daemon/http/api.h"
 #include "daemon/http/json_util.h"
+#include "daemon/http/log_lines.h"
 
 namespace farm::http {
 
@@ -55,8 +56,7 @@ LogPoll PollLogEvents(const DashboardDeps& deps, int64_t job_id, int attempt, in
     return out;
   }
   for (const auto& l : *lines) {
-    out.chunk += Event("line", json::object{{"seq", l.seq}, {"stream", l.stream},
-                                            {"text", l.text}}, l.seq);
+    out.chunk += Event("line", LogLineJson(l), l.seq);
     out.after_seq = l.seq;
   }
   if (*ended && static_cast<int>(lines->size()) < kEventsPerPoll) {

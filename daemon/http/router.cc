@@ -85,7 +85,8 @@ Response Router::Dispatch(const Request& req) {
     return InstallScript(options_.web_root, req);
   }
   if (path == "/" || path == "/index.html") return ServeAsset(options_.web_root, "index.html");
-  if (path == "/app.js" || path == "/style.css") {
+  // Scripts and style sheets at the top level (ServeAsset refuses anything but a plain name).
+  if (path.find('/', 1) == std::string::npos && (path.ends_with(".js") || path.ends_with(".css"))) {
     return ServeAsset(options_.web_root, path.substr(1));
   }
   if (path == "/healthz") return TextResponse(200, "ok\n");
@@ -119,13 +120,13 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
     if (id == 0) return ErrorResponse(Status::InvalidArgument("bad build id"));
     auto who = deps_.auth->Authorize(req.authorization, auth::Need::kSubmitter);
     if (!who.ok()) return ErrorResponse(who.status());
-    return ApiCancelBuild(deps_, id, who->name);
+    return ApiCancelBuild(deps_, id, who->name, options_.index_include_pending);
   }
   if (rest.starts_with("jobs/") && rest.ends_with("/retry")) {
     if (req.method != "POST") return MethodNotAllowed("POST");
     int64_t id = ParseId(rest.substr(5, rest.size() - 5 - 6));
     if (id == 0) return ErrorResponse(Status::InvalidArgument("bad job id"));
-    return ApiRetryJob(deps_, id);
+    return ApiRetryJob(deps_, id, options_.index_include_pending);
   }
   if (rest.starts_with("workers/") && (rest.ends_with("/drain") || rest.ends_with("/undrain"))) {
     if (req.method != "POST") return MethodNotAllowed("POST");
@@ -143,10 +144,11 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
   if (rest == "builds") return ApiBuilds(deps_, req);
   if (rest == "workers") return ApiWorkers(deps_);
   if (rest == "chart") return ApiChart(deps_);
+  if (rest == "publications") return ApiPublications(deps_, req);
   if (rest.starts_with("builds/")) {
     auto [id, tail] = SplitId(rest.substr(7));
     if (id == 0 || !tail.empty()) return ErrorResponse(Status::NotFound("no such build"));
-    return ApiBuild(deps_, id);
+    return ApiBuild(deps_, id, options_.index_include_pending);
   }
   if (rest.starts_with("jobs/")) {
     auto [id, tail] = SplitId(rest.substr(5));
@@ -157,7 +159,7 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
 }
 
 Response Router::DispatchJob(const Request& req, int64_t job_id, std::string_view tail) {
-  if (tail.empty()) return ApiJob(deps_, job_id);
+  if (tail.empty()) return ApiJob(deps_, job_id, options_.index_include_pending);
   if (tail == "/log") return ApiJobLog(deps_, job_id, req);
   if (tail == "/log.txt") return ApiJobLogText(deps_, job_id, req);
   if (tail == "/log/stream") return ApiJobLogStream(deps_, job_id, req);

@@ -1,8 +1,7 @@
 #include "daemon/http/simple_index.h"
 
-#include <boost/json.hpp>
-
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cstring>
 #include <set>
 
@@ -108,12 +107,22 @@ Response Page(const Negotiated& n, std::string body) {
   return r;
 }
 
+// The dashboard's header on the index's own pages, so a person who followed the
+// dashboard's "Index" link can get back. Only on project lists: installers read project
+// pages, whose every link must be a file.
+std::string IndexHeader() {
+  return "<header><a class=\"brand\" href=\"/\">GPU wheel farm</a><nav><a href=\"/#/\">"
+         "Overview</a><a href=\"/#/builds\">Builds</a><a href=\"/#/publications\">Publishing"
+         "</a><a href=\"/simple/\">Index</a></nav></header>\n";
+}
+
 // The project list of a view. The root view (`directory` set) also carries the directory
 // of GPU views: a "variants" key in JSON (PEP 691 lets clients ignore unknown keys) and a
-// section after the project links in HTML.
+// section after the project links in HTML. Other views say how to install from them
+// (`view_url`: the view's absolute URL).
 Response ProjectList(const Negotiated& n, const std::vector<IndexFile>& files,
                      const std::string& title, const std::vector<GpuView>* directory,
-                     const std::string& base) {
+                     const std::string& base, const std::string& view_url = "") {
   std::set<std::string> projects;
   for (const auto& f : files) projects.insert(f.project);
   if (n.json) {
@@ -124,13 +133,24 @@ Response ProjectList(const Negotiated& n, const std::vector<IndexFile>& files,
     if (directory != nullptr) o["variants"] = DirectoryJson(*directory, base);
     return Page(n, json::serialize(o));
   }
-  std::string html = "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" "
-                     "content=\"" + std::string(kApiVersion) + "\"><title>" + HtmlEscape(title) +
-                     "</title><link rel=\"stylesheet\" href=\"/style.css\"></head>"
-                     "<body class=\"index-page\">\n<h1>" + HtmlEscape(title) + "</h1>\n";
+  std::string html =
+      "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" "
+      "content=\"" +
+      std::string(kApiVersion) + "\"><title>" + HtmlEscape(title) +
+      "</title><link rel=\"stylesheet\" href=\"/style.css\"><link rel=\"icon\" "
+      "href=\"data:,\"></head>"
+      "<body class=\"index-page\">\n" +
+      IndexHeader() + "<h1>" + HtmlEscape(title) + "</h1>\n";
+  if (!view_url.empty()) {
+    html += "<p class=\"install\">Install from this view: <code>pip install --index-url " +
+            HtmlEscape(view_url) + " " +
+            HtmlEscape(projects.empty() ? "PACKAGE" : *projects.begin()) + "</code></p>\n";
+  }
+  html += "<div class=\"projects\">\n";
   for (const auto& p : projects) {
     html += "<a href=\"" + HtmlEscape(p) + "/\">" + HtmlEscape(p) + "</a><br>\n";
   }
+  html += "</div>\n";
   if (directory != nullptr) html += DirectoryHtml(*directory, base);
   return Page(n, html + "</body></html>\n");
 }
@@ -157,8 +177,8 @@ std::string FileAnchor(const IndexFile& f, const Result<CoreMetadata>& md) {
       a += " data-requires-python=\"" + HtmlEscape(md->requires_python) + "\"";
     }
     // PEP 714's name plus PEP 658's for installers that predate it.
-    a += " data-core-metadata=\"sha256=" + md->sha256 + "\" data-dist-info-metadata=\"sha256=" +
-         md->sha256 + "\"";
+    a += " data-core-metadata=\"sha256=" + md->sha256 +
+         "\" data-dist-info-metadata=\"sha256=" + md->sha256 + "\"";
   }
   return a + ">" + HtmlEscape(f.filename) + "</a><br>\n";
 }
@@ -191,17 +211,20 @@ Response ProjectPage(IndexCatalog& catalog, const Negotiated& n, const std::stri
     }
     json::array jvariants;
     for (const auto& v : variant_files) jvariants.push_back(json::value(v));
-    return Page(n, json::serialize(json::object{
-                       {"meta", json::object{{"api-version", kApiVersion}}},
-                       {"name", project},
-                       {"files", std::move(jfiles)},
-                       {"versions", std::move(jversions)},
-                       {"variants-json", std::move(jvariants)}}));
+    return Page(n,
+                json::serialize(json::object{{"meta", json::object{{"api-version", kApiVersion}}},
+                                             {"name", project},
+                                             {"files", std::move(jfiles)},
+                                             {"versions", std::move(jversions)},
+                                             {"variants-json", std::move(jvariants)}}));
   }
   return Page(n, "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"" +
                      std::string(kApiVersion) + "\"><title>Links for " + HtmlEscape(project) +
-                     "</title></head><body>\n<h1>Links for " + HtmlEscape(project) + "</h1>\n" +
-                     anchors + "</body></html>\n");
+                     "</title><link rel=\"stylesheet\" href=\"/style.css\"><link rel=\"icon\" "
+                     "href=\"data:,\"></head>"
+                     "<body class=\"index-page\">\n<h1>Links for " +
+                     HtmlEscape(project) + "</h1>\n<div class=\"files\">\n" + anchors +
+                     "</div></body></html>\n");
 }
 
 std::optional<Response> HandleFile(IndexCatalog& catalog, std::string_view rest) {
@@ -268,8 +291,8 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
   const std::string& variant = view.variant;
   Negotiated n = NegotiateIndexFormat(req.accept);
   if (!n.acceptable) {
-    Response r = TextResponse(406, std::string("acceptable types: ") + kJsonV1 + ", " + kHtmlV1 +
-                                       ", text/html\n");
+    Response r = TextResponse(
+        406, std::string("acceptable types: ") + kJsonV1 + ", " + kHtmlV1 + ", text/html\n");
     r.headers.emplace_back("Vary", "Accept");
     return r;
   }
@@ -289,7 +312,7 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
   }
   if (rest.empty()) {
     if (!variant.empty()) {
-      return ProjectList(n, *files, "Simple index " + prefix, nullptr, "");
+      return ProjectList(n, *files, "Simple index " + prefix, nullptr, "", BaseUrl(req) + prefix);
     }
     std::vector<GpuView> directory = ListGpuViews(*files);
     return ProjectList(n, *files, "Simple index", &directory, BaseUrl(req));

@@ -55,6 +55,8 @@ farm::v1::Attempt AttemptToProto(const store::AttemptRow& row) {
     a.mutable_compile_cache()->set_hits(row.cache_hits);
     a.mutable_compile_cache()->set_misses(row.cache_misses);
   }
+  a.set_units_done(row.units_done);
+  a.set_units_total(row.units_total);
   return a;
 }
 
@@ -91,6 +93,22 @@ farm::v1::WorkerInfo WorkerToProto(const store::WorkerRow& row) {
   w.set_state(row.state);
   w.set_last_heartbeat(FormatRfc3339(row.last_heartbeat_ms));
   return w;
+}
+
+std::vector<sched::FleetWorker> FleetOf(const std::vector<store::WorkerRow>& rows) {
+  std::vector<sched::FleetWorker> fleet;
+  for (const store::WorkerRow& w : rows) {
+    fleet.push_back({w.id, w.name, w.state, w.drain_requested,
+                     ParseBlob<farm::v1::Capabilities>(w.capabilities)});
+  }
+  return fleet;
+}
+
+sched::Waiting ExplainPendingJob(const store::JobRow& row,
+                                 const std::vector<sched::FleetWorker>& fleet,
+                                 const std::vector<sched::PeerWorker>& peers, int64_t now_ms) {
+  return sched::ExplainWaiting(ParseBlob<farm::v1::MatrixCell>(row.cell),
+                               {row.not_before_ms, row.error, now_ms}, fleet, peers);
 }
 
 }  // namespace farm::model

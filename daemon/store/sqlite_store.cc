@@ -291,10 +291,36 @@ Result<BuildRow> SqliteStore::GetBuild(int64_t id) {
 }
 
 Result<std::vector<BuildRow>> SqliteStore::ListBuilds(int64_t before_id, int limit) {
+  return ListBuildsMatching(BuildFilter{}, before_id, limit);
+}
+
+Result<std::vector<BuildRow>> SqliteStore::ListBuildsMatching(const BuildFilter& filter,
+                                                              int64_t before_id, int limit) {
+  std::string where = "id < ?";
+  if (!filter.recipe_name.empty()) where += " AND recipe_name = ?";
+  if (!filter.submitted_by.empty()) where += " AND submitted_by = ?";
+  if (filter.state != 0) where += " AND state = ?";
+  if (filter.any_worker) {
+    // Attempts name every worker a build's jobs ran on, not only the last one.
+    std::string marks;
+    for (size_t i = 0; i < filter.worker_ids.size(); ++i) marks += i ? ",?" : "?";
+    where +=
+        " AND id IN (SELECT j.build_id FROM attempts a JOIN jobs j ON j.id = a.job_id "
+        "WHERE a.worker_id IN (" +
+        (marks.empty() ? std::string("NULL") : marks) + "))";
+  }
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kBuildColumns +
-                                             " FROM builds WHERE id < ? ORDER BY id DESC LIMIT ?"));
-  s->Bind(before_id > 0 ? before_id : INT64_MAX).Bind(limit);
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare(std::string("SELECT ") + kBuildColumns + " FROM builds WHERE " + where +
+                           " ORDER BY id DESC LIMIT ?"));
+  s->Bind(before_id > 0 ? before_id : INT64_MAX);
+  if (!filter.recipe_name.empty()) s->Bind(filter.recipe_name);
+  if (!filter.submitted_by.empty()) s->Bind(filter.submitted_by);
+  if (filter.state != 0) s->Bind(filter.state);
+  if (filter.any_worker) {
+    for (const auto& w : filter.worker_ids) s->Bind(w);
+  }
+  s->Bind(limit);
   std::vector<BuildRow> out;
   for (int i = 0; i <= limit; ++i) {
     FARM_ASSIGN_OR_RETURN(bool row, s->Step());
@@ -372,10 +398,11 @@ Result<std::vector<JobRow>> SqliteStore::ListPendingJobs(int limit) {
 
 Result<std::vector<AttemptRow>> SqliteStore::ListAttempts(int64_t job_id) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT job_id, number, worker_id, cause, detail, exit_code, peak_rss_bytes, "
-      "log_acked_seq, started_ms, finished_ms, cache_hits, cache_misses FROM attempts "
-      "WHERE job_id = ? ORDER BY number"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare("SELECT job_id, number, worker_id, cause, detail, exit_code, peak_rss_bytes, "
+                   "log_acked_seq, started_ms, finished_ms, cache_hits, cache_misses, units_done, "
+                   "units_total FROM attempts WHERE job_id = ? ORDER BY number"));
   s->Bind(job_id);
   std::vector<AttemptRow> out;
   for (int i = 0; i < 10000; ++i) {
@@ -383,8 +410,8 @@ Result<std::vector<AttemptRow>> SqliteStore::ListAttempts(int64_t job_id) {
     if (!row) break;
     out.push_back(AttemptRow{s->Int(0), static_cast<int>(s->Int(1)), s->Text(2),
                              static_cast<int>(s->Int(3)), s->Text(4), static_cast<int>(s->Int(5)),
-                             s->Int(6), s->Int(7), s->Int(8), s->Int(9), s->Int(10),
-                             s->Int(11)});
+                             s->Int(6), s->Int(7), s->Int(8), s->Int(9), s->Int(10), s->Int(11),
+                             s->Int(12), s->Int(13)});
   }
   return out;
 }

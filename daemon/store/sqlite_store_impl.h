@@ -4,8 +4,12 @@
 #ifndef FARM_DAEMON_STORE_SQLITE_STORE_IMPL_H_
 #define FARM_DAEMON_STORE_SQLITE_STORE_IMPL_H_
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "daemon/store/sqlite_db.h"
 #include "daemon/store/store.h"
@@ -32,7 +36,11 @@ class SqliteStore final : public Store {
   Status CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) override;
   Result<BuildRow> GetBuild(int64_t id) override;
   Result<std::vector<BuildRow>> ListBuilds(int64_t before_id, int limit) override;
+  Result<std::vector<BuildRow>> ListBuildsMatching(const BuildFilter& filter, int64_t before_id,
+                                                   int limit) override;
   Result<std::vector<JobRow>> ListJobs(int64_t build_id) override;
+  Result<std::map<int64_t, std::vector<JobRow>>> ListJobsOfBuilds(
+      const std::vector<int64_t>& build_ids) override;
   Result<JobRow> GetJob(int64_t id) override;
   Result<std::optional<JobRow>> FindSucceededJob(const std::string& build_key) override;
   Result<std::vector<AttemptRow>> ListAttempts(int64_t job_id) override;
@@ -54,6 +62,7 @@ class SqliteStore final : public Store {
                                                  int64_t now_ms) override;
   Status CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) override;
   Status RetryJob(int64_t job_id, int64_t now_ms) override;
+  Result<bool> RecordProgress(const ProgressReport& report) override;
 
   using Store::AppendLogLines;
   Result<int64_t> AppendLogLines(int64_t job_id, int attempt,
@@ -73,6 +82,9 @@ class SqliteStore final : public Store {
                                          const std::vector<int64_t>& bounds_ms) override;
   Result<std::vector<JobTimingRow>> ListJobTimings(int limit) override;
   Result<std::vector<IndexArtifactRow>> ListIndexArtifacts(int limit) override;
+  Result<std::optional<int64_t>> LastSuccessfulRunMs(const std::string& recipe_name,
+                                                     const std::string& cell,
+                                                     int64_t before_job_id) override;
 
   Status InsertSchedule(ScheduleRow* schedule) override;
   Result<ScheduleRow> GetSchedule(int64_t id) override;
@@ -101,6 +113,9 @@ class SqliteStore final : public Store {
   Result<int> RequeuePublications(int64_t build_id, const std::string& target, bool replace,
                                   int64_t now_ms) override;
   Result<std::map<std::string, int64_t>> CountPublicationsByState() override;
+  Result<std::vector<PublicationRow>> ListRecentPublications(int limit) override;
+  Result<std::map<int64_t, std::vector<PublicationRow>>> ListPublicationsOfBuilds(
+      const std::vector<int64_t>& build_ids) override;
 
   Status UpsertHost(const HostRow& host, bool replace) override;
   Result<HostRow> GetHost(const std::string& name) override;
@@ -151,6 +166,34 @@ class SqliteStore final : public Store {
 // Column list shared by job queries, in JobFromRow order.
 extern const char kJobColumns[];
 JobRow JobFromRow(const Stmt& s);
+
+// The rows of `select` (a SELECT ending in "WHERE <column> IN") for every id of `ids`,
+// grouped by `key`: one query per 500 ids rather than one per id, at most 100,000 rows
+// per id. The caller holds the store's mutex.
+template <typename Row>
+Result<std::map<int64_t, std::vector<Row>>> SelectByIds(Db& db, const std::string& select,
+                                                        const std::string& order,
+                                                        const std::vector<int64_t>& ids,
+                                                        Row (*from_row)(const Stmt&),
+                                                        int64_t Row::*key) {
+  constexpr size_t kIdsPerQuery = 500;
+  constexpr int64_t kMaxRowsPerId = 100000;
+  std::map<int64_t, std::vector<Row>> out;
+  for (size_t at = 0; at < ids.size(); at += kIdsPerQuery) {
+    size_t n = std::min(kIdsPerQuery, ids.size() - at);
+    std::string marks(2 * n - 1, ',');
+    for (size_t i = 0; i < n; ++i) marks[2 * i] = '?';
+    FARM_ASSIGN_OR_RETURN(auto s, db.Prepare(select + " (" + marks + ") ORDER BY " + order));
+    for (size_t i = 0; i < n; ++i) s->Bind(ids[at + i]);
+    for (int64_t r = 0; r < kMaxRowsPerId * static_cast<int64_t>(n); ++r) {
+      FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+      if (!row) break;
+      Row value = from_row(*s);
+      out[value.*key].push_back(std::move(value));
+    }
+  }
+  return out;
+}
 
 }  // namespace farm::store
 

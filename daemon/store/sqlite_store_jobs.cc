@@ -36,9 +36,10 @@ Status SqliteStore::RefreshBuildState(int64_t build_id, int64_t now_ms) {
 
 Status SqliteStore::EndAttempt(const JobRow& job, int cause, int exit_code,
                                const std::string& detail, int64_t peak_rss, int64_t now_ms) {
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "UPDATE attempts SET cause = ?, exit_code = ?, detail = ?, peak_rss_bytes = ?, "
-      "finished_ms = ? WHERE job_id = ? AND number = ?"));
+  FARM_ASSIGN_OR_RETURN(auto s,
+                        db_->Prepare("UPDATE attempts SET cause = ?, exit_code = ?, detail = ?, "
+                                     "peak_rss_bytes = MAX(peak_rss_bytes, ?), finished_ms = ? "
+                                     "WHERE job_id = ? AND number = ?"));
   s->Bind(cause).Bind(exit_code).Bind(detail).Bind(peak_rss).Bind(now_ms).Bind(job.id)
       .Bind(job.attempt);
   return s->Run();
@@ -288,6 +289,31 @@ Status SqliteStore::ExtendRunningLeases(int64_t now_ms, int64_t lease_ms) {
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("UPDATE jobs SET lease_expiry_ms = ? WHERE state = 2"));
   s->Bind(now_ms + lease_ms);
   return s->Run();
+}
+
+Result<bool> SqliteStore::RecordProgress(const ProgressReport& r) {
+  std::lock_guard lock(mu_);
+  // Only the attempt the worker holds and only while it runs; an unchanged report is no
+  // write, so watchers are not woken by every heartbeat.
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare("UPDATE attempts SET units_done = ?, units_total = ?, "
+                   "peak_rss_bytes = MAX(peak_rss_bytes, ?) WHERE job_id = ? AND number = ? AND "
+                   "worker_id = ? AND finished_ms = 0 AND (units_done != ? OR units_total != ? OR "
+                   "peak_rss_bytes < ?)"));
+  s->Bind(r.units_done)
+      .Bind(r.units_total)
+      .Bind(r.peak_rss_bytes)
+      .Bind(r.job_id)
+      .Bind(r.attempt)
+      .Bind(r.worker_id)
+      .Bind(r.units_done)
+      .Bind(r.units_total)
+      .Bind(r.peak_rss_bytes);
+  FARM_RETURN_IF_ERROR(s->Run());
+  bool changed = db_->Changes() > 0;
+  if (changed) Bump();
+  return changed;
 }
 
 Status SqliteStore::RetryJob(int64_t job_id, int64_t now_ms) {

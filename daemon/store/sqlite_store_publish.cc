@@ -34,6 +34,18 @@ Result<int> Store::RequeuePublications(int64_t, const std::string&, bool, int64_
 Result<std::map<std::string, int64_t>> Store::CountPublicationsByState() {
   return Status::Unimplemented("CountPublicationsByState");
 }
+Result<std::vector<PublicationRow>> Store::ListRecentPublications(int) {
+  return Status::Unimplemented("ListRecentPublications");
+}
+Result<std::map<int64_t, std::vector<PublicationRow>>> Store::ListPublicationsOfBuilds(
+    const std::vector<int64_t>& build_ids) {
+  std::map<int64_t, std::vector<PublicationRow>> out;
+  for (int64_t id : build_ids) {
+    FARM_ASSIGN_OR_RETURN(auto rows, ListPublications(id));
+    if (!rows.empty()) out[id] = std::move(rows);
+  }
+  return out;
+}
 
 namespace {
 
@@ -137,6 +149,25 @@ Result<std::vector<PublicationRow>> SqliteStore::ListPublications(int64_t build_
                                              " FROM publications WHERE build_id = ? ORDER BY id"));
   s->Bind(build_id);
   return CollectPublications(s.get(), 100000);
+}
+
+Result<std::map<int64_t, std::vector<PublicationRow>>> SqliteStore::ListPublicationsOfBuilds(
+    const std::vector<int64_t>& build_ids) {
+  std::lock_guard lock(mu_);
+  return SelectByIds<PublicationRow>(
+      *db_, std::string("SELECT ") + kPublicationColumns + " FROM publications WHERE build_id IN",
+      "build_id, id", build_ids, PublicationFromRow, &PublicationRow::build_id);
+}
+
+Result<std::vector<PublicationRow>> SqliteStore::ListRecentPublications(int limit) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          std::string("SELECT ") + kPublicationColumns +
+          " FROM publications ORDER BY state = 'failed' DESC, updated_ms DESC, id DESC LIMIT ?"));
+  s->Bind(limit);
+  return CollectPublications(s.get(), limit);
 }
 
 Result<std::vector<PublicationRow>> SqliteStore::ListDuePublications(int64_t now_ms, int limit) {

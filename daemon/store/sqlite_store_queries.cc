@@ -23,6 +23,34 @@ Result<std::vector<IndexArtifactRow>> Store::ListIndexArtifacts(int) {
   return Status::Unimplemented("ListIndexArtifacts");
 }
 
+Result<std::optional<int64_t>> Store::LastSuccessfulRunMs(const std::string&, const std::string&,
+                                                          int64_t) {
+  return Status::Unimplemented("LastSuccessfulRunMs");
+}
+Result<bool> Store::RecordProgress(const ProgressReport&) {
+  return Status::Unimplemented("RecordProgress");
+}
+Result<std::vector<BuildRow>> Store::ListBuildsMatching(const BuildFilter&, int64_t, int) {
+  return Status::Unimplemented("ListBuildsMatching");
+}
+Result<std::map<int64_t, std::vector<JobRow>>> Store::ListJobsOfBuilds(
+    const std::vector<int64_t>& build_ids) {
+  std::map<int64_t, std::vector<JobRow>> out;
+  for (int64_t id : build_ids) {
+    FARM_ASSIGN_OR_RETURN(auto jobs, ListJobs(id));
+    if (!jobs.empty()) out[id] = std::move(jobs);
+  }
+  return out;
+}
+
+Result<std::map<int64_t, std::vector<JobRow>>> SqliteStore::ListJobsOfBuilds(
+    const std::vector<int64_t>& build_ids) {
+  std::lock_guard lock(mu_);
+  return SelectByIds<JobRow>(*db_,
+                             std::string("SELECT ") + kJobColumns + " FROM jobs WHERE build_id IN",
+                             "build_id, id", build_ids, JobFromRow, &JobRow::build_id);
+}
+
 Result<std::vector<int64_t>> SqliteStore::CountJobsByState() {
   std::lock_guard lock(mu_);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT state, COUNT(*) FROM jobs GROUP BY state"));
@@ -79,18 +107,21 @@ Result<SpanHistogram> SqliteStore::JobSpanHistogram(JobSpan span,
 
 Result<std::vector<JobTimingRow>> SqliteStore::ListJobTimings(int limit) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT j.id, j.build_id, b.recipe_name, j.state, j.created_ms, j.started_ms, "
-      "j.finished_ms FROM jobs j JOIN builds b ON b.id = j.build_id "
-      "WHERE j.state >= 3 AND j.started_ms > 0 AND j.finished_ms > 0 "
-      "ORDER BY j.finished_ms DESC LIMIT ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare("SELECT j.id, j.build_id, b.recipe_name, j.state, j.created_ms, "
+                   "COALESCE(a.started_ms, j.started_ms), j.finished_ms, j.cell FROM jobs j "
+                   "JOIN builds b ON b.id = j.build_id "
+                   "LEFT JOIN attempts a ON a.job_id = j.id AND a.number = j.attempt "
+                   "WHERE j.state >= 3 AND j.started_ms > 0 AND j.finished_ms > 0 "
+                   "ORDER BY j.finished_ms DESC LIMIT ?"));
   s->Bind(limit);
   std::vector<JobTimingRow> out;
   for (int i = 0; i <= limit; ++i) {
     FARM_ASSIGN_OR_RETURN(bool row, s->Step());
     if (!row) break;
     out.push_back(JobTimingRow{s->Int(0), s->Int(1), s->Text(2), static_cast<int>(s->Int(3)),
-                               s->Int(4), s->Int(5), s->Int(6)});
+                               s->Int(4), s->Int(5), s->Int(6), s->Text(7)});
   }
   return out;
 }
@@ -113,6 +144,25 @@ Result<std::vector<IndexArtifactRow>> SqliteStore::ListIndexArtifacts(int limit)
     out.push_back(std::move(r));
   }
   return out;
+}
+
+Result<std::optional<int64_t>> SqliteStore::LastSuccessfulRunMs(const std::string& recipe_name,
+                                                                const std::string& cell,
+                                                                int64_t before_job_id) {
+  std::lock_guard lock(mu_);
+  // The counted attempt's own span: time spent queued between attempts, or before a
+  // requeue, is no build time.
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "SELECT a.finished_ms - a.started_ms FROM jobs j JOIN builds b ON b.id = j.build_id "
+          "JOIN attempts a ON a.job_id = j.id AND a.number = j.attempt "
+          "WHERE j.cell = ? AND j.state = 3 AND j.id < ? AND j.reused_from = 0 AND "
+          "b.recipe_name = ? AND a.finished_ms > 0 ORDER BY j.id DESC LIMIT 1"));
+  s->BindBlob(cell).Bind(before_job_id > 0 ? before_job_id : INT64_MAX).Bind(recipe_name);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return std::optional<int64_t>();
+  return std::optional<int64_t>(std::max<int64_t>(0, s->Int(0)));
 }
 
 }  // namespace farm::store

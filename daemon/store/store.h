@@ -65,6 +65,15 @@ struct BuildRow {
   int64_t finished_ms = 0;
 };
 
+// Which builds a list shows; empty fields match every build.
+struct BuildFilter {
+  std::string recipe_name;
+  std::string submitted_by;
+  int state = 0;                        // a BuildState value; 0: any
+  std::vector<std::string> worker_ids;  // builds with a job that ran on one of these
+  bool any_worker = false;              // worker_ids applies (an unknown name matches none)
+};
+
 struct JobRow {
   int64_t id = 0;
   int64_t build_id = 0;
@@ -99,6 +108,18 @@ struct AttemptRow {
   int64_t finished_ms = 0;
   int64_t cache_hits = -1;    // compile cache; -1: the build ran without it
   int64_t cache_misses = -1;
+  int64_t units_done = 0;   // compile progress last reported while it ran
+  int64_t units_total = 0;  // 0: only units_done is known
+};
+
+// Live figures of a running attempt from its worker's heartbeat.
+struct ProgressReport {
+  int64_t job_id = 0;
+  int attempt = 0;
+  std::string worker_id;
+  int64_t units_done = 0;
+  int64_t units_total = 0;
+  int64_t peak_rss_bytes = 0;
 };
 
 // farm.v1.LogStream values the store writes itself.
@@ -143,7 +164,9 @@ struct CompletionReport {
   int64_t cache_misses = -1;
 };
 
-// A finished job's timing with its build's recipe, for charts.
+// A finished job's timing with its build's recipe, for charts. started_ms is when the
+// attempt that counted started: earlier attempts and the queue between them are no build
+// time.
 struct JobTimingRow {
   int64_t job_id = 0;
   int64_t build_id = 0;
@@ -152,6 +175,7 @@ struct JobTimingRow {
   int64_t created_ms = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
+  std::string cell;  // serialized farm.v1.MatrixCell
 };
 
 // Which span of a job a histogram measures.
@@ -310,7 +334,15 @@ class Store {
   virtual Result<BuildRow> GetBuild(int64_t id) = 0;
   // Newest first, ids < before_id (0: from the newest), at most `limit`.
   virtual Result<std::vector<BuildRow>> ListBuilds(int64_t before_id, int limit) = 0;
+  // ListBuilds of the builds that match every set field of `filter`. The default answers
+  // Unimplemented.
+  virtual Result<std::vector<BuildRow>> ListBuildsMatching(const BuildFilter& filter,
+                                                           int64_t before_id, int limit);
   virtual Result<std::vector<JobRow>> ListJobs(int64_t build_id) = 0;
+  // ListJobs of each of `build_ids` (a builds page), by build id; a build without jobs has
+  // no entry. The default asks ListJobs once per build.
+  virtual Result<std::map<int64_t, std::vector<JobRow>>> ListJobsOfBuilds(
+      const std::vector<int64_t>& build_ids);
   virtual Result<JobRow> GetJob(int64_t id) = 0;
   // The newest succeeded job with this build key that has artifacts, if any.
   virtual Result<std::optional<JobRow>> FindSucceededJob(const std::string& build_key) = 0;
@@ -350,6 +382,10 @@ class Store {
                                                          const std::vector<int64_t>& keep,
                                                          const std::string& detail,
                                                          int64_t now_ms) = 0;
+  // Records a running attempt's live progress (units, peak RSS; the peak never falls)
+  // when `worker_id` holds it; anything else is ignored. Returns whether it changed a row.
+  // The default answers Unimplemented.
+  virtual Result<bool> RecordProgress(const ProgressReport& report);
   // Queues a failed or cancelled job again as a new attempt with a fresh attempt budget;
   // its history stays. FailedPrecondition for a job that is pending, running or succeeded.
   virtual Status RetryJob(int64_t job_id, int64_t now_ms) = 0;
@@ -397,6 +433,12 @@ class Store {
   virtual Result<std::vector<JobTimingRow>> ListJobTimings(int limit);
   // Artifacts of succeeded jobs (reused jobs' copies included), by artifact id.
   virtual Result<std::vector<IndexArtifactRow>> ListIndexArtifacts(int limit);
+  // The run time (start to end of its counted attempt) of the newest job before
+  // `before_job_id` that succeeded by building (not reused) the same serialized cell for a
+  // build of `recipe_name`; nullopt when there is none.
+  virtual Result<std::optional<int64_t>> LastSuccessfulRunMs(const std::string& recipe_name,
+                                                             const std::string& cell,
+                                                             int64_t before_job_id);
 
   // --- schedules and in-flight merges (sqlite_store_schedules.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
@@ -441,6 +483,10 @@ class Store {
                                      const std::vector<PublicationRow>& rows, int64_t now_ms);
   // Every row of the build, by id.
   virtual Result<std::vector<PublicationRow>> ListPublications(int64_t build_id);
+  // ListPublications of each of `build_ids`, by build id; a build without rows has no
+  // entry. The default asks ListPublications once per build.
+  virtual Result<std::map<int64_t, std::vector<PublicationRow>>> ListPublicationsOfBuilds(
+      const std::vector<int64_t>& build_ids);
   // Rows to work now: "uploading" ones (a crash interrupted them) and "pending" ones whose
   // not_before has passed, by id, at most `limit`.
   virtual Result<std::vector<PublicationRow>> ListDuePublications(int64_t now_ms, int limit);
@@ -453,6 +499,9 @@ class Store {
   // Marks the build's GitHub release row and its asset rows published.
   virtual Status MarkReleasePublished(int64_t build_id, const std::string& remote_id,
                                       const std::string& remote_url, int64_t now_ms);
+  // Rows of every build, failed ones first, then the most recently updated, at most
+  // `limit`.
+  virtual Result<std::vector<PublicationRow>> ListRecentPublications(int limit);
   // Publication rows per state ("pending", "failed", ...), over every build.
   virtual Result<std::map<std::string, int64_t>> CountPublicationsByState();
   // Puts the build's rows for `target` ("" for all) back to pending with no attempts and

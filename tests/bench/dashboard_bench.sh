@@ -2,6 +2,9 @@
 # Measures the dashboard's JSON API with wrk against stores of 10,000 and 100,000 jobs.
 #   tests/bench/dashboard_bench.sh PATH/TO/dashboard_fixture [SECONDS]
 # Prints wrk's requests/s and latency for each endpoint. Everything binds 127.0.0.1.
+# BENCH_WORKERS=N registers N workers (default 20; 0 for a fixture without --workers), so
+# the builds pages explain their waiting jobs against a fleet. BENCH_PATHS="..." replaces
+# the list of endpoints ({mid} and {job} stand for a middle build and job id).
 set -euo pipefail
 fixture=${1:?usage: dashboard_bench.sh DASHBOARD_FIXTURE [SECONDS]}
 seconds=${2:-5}
@@ -14,16 +17,22 @@ trap cleanup EXIT
 run() {  # run LABEL BUILDS JOBS_PER_BUILD
   local label=$1 builds=$2 per=$3 dir=$work/$1
   local start=$SECONDS
+  local workers=()
+  [[ ${BENCH_WORKERS:-20} -gt 0 ]] && workers=(--workers "${BENCH_WORKERS:-20}")
   "$fixture" --data-dir "$dir" --ready-file "$dir.addr" --fill-builds "$builds" \
-    --jobs-per-build "$per" >"$dir.log" 2>&1 &
+    --jobs-per-build "$per" "${workers[@]}" >"$dir.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 1200); do [[ -s $dir.addr ]] && break; sleep 0.5; done
   [[ -s $dir.addr ]] || { echo "fixture did not start" >&2; cat "$dir.log" >&2; exit 1; }
   local addr; addr=$(cat "$dir.addr")
   echo "== $label: $builds builds x $per jobs (filled in $((SECONDS - start)) s), $addr"
   local mid=$((builds / 2)) job=$((builds * per / 2))
-  for path in "/api/v1/builds?limit=50" "/api/v1/builds?before=$mid&limit=50" \
-              "/api/v1/jobs/$job" "/api/v1/overview" "/metrics"; do
+  local paths=${BENCH_PATHS:-"/api/v1/builds?limit=50 /api/v1/builds?before={mid}&limit=50
+    /api/v1/builds?state=queued&recipe=attn-example&limit=50 /api/v1/builds/{mid}
+    /api/v1/jobs/{job} /api/v1/overview /api/v1/publications /metrics"}
+  for path in $paths; do
+    path=${path//\{mid\}/$mid}
+    path=${path//\{job\}/$job}
     echo "-- GET $path"
     wrk -t2 -c16 -d"${seconds}s" --latency "http://$addr$path" |
       grep -E "Requests/sec|Latency |50%|99%|Non-2xx" || true

@@ -2,10 +2,13 @@
 per-command help, cancel of an ended build refused with its finish time unchanged and who
 cancelled recorded, no "(exit 0)" for a cancelled attempt, numbers as numbers in
 --output json and JSON Lines from logs, drain by the name every listing shows, and tokens
-listed and revoked with the revocation effective at the next call."""
+listed and revoked with the revocation effective at the next call, and --follow saying why a
+job waits and how far a build is, line by line through a pipe."""
 import json
 import os
+import re
 import subprocess
+import threading
 
 from farm_harness import FARM_WORKER, FARMCTL, FARMD, REPO, wait_until
 
@@ -79,3 +82,93 @@ def test_tokens_listed_and_revoked_at_once(farm):
     assert farm.ctl("tokens", "revoke", created["id"]).returncode == 1  # already revoked
     r = farm.ctl("tokens", "create", "--role", "viewer", "--ttl", "forever")
     assert r.returncode == 2 and "--ttl" in r.stderr
+
+
+PROGRESS_RECIPE = """name: progress-demo
+source: {local: src}
+matrix:
+  python: ["3.11"]
+  cuda: ["13.0", "12.8"]
+build: |
+  for i in $(seq 1 400); do echo "[$i/400] compiling unit $i"; sleep 0.25; done
+timeout: 3600
+retry: {max_attempts: 1}
+"""
+
+
+class LineReader:
+    """Collects a child's output lines as they arrive, on a thread (nothing is read after
+    the child ends, so a line seen while it runs was flushed through the pipe)."""
+
+    def __init__(self, stream):
+        self.lines = []
+        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream):
+        for line in stream:
+            self.lines.append(line.rstrip("\n"))
+
+    def find(self, pattern):
+        return next((l for l in self.lines if re.search(pattern, l)), None)
+
+
+def test_follow_says_why_a_job_waits_and_how_far_one_runs(farm):
+    """submit --follow through a pipe (as under `| tee`) prints as it goes: the reason no
+    worker can take the CUDA 12.8 cell, and the other cell's compile progress from its
+    [n/m] lines; logs --follow says the same on stderr."""
+    farm.start_farmd()
+    farm.start_worker()
+    farm.wait_workers(1)
+    os.makedirs(os.path.join(farm.root, "src"))
+    recipe = os.path.join(farm.root, "progress.yaml")
+    with open(recipe, "w") as f:
+        f.write(PROGRESS_RECIPE)
+    argv = [FARMCTL, "--server", farm.address, "--token-file",
+            os.path.join(farm.data, "admin.token")]
+    follow = subprocess.Popen(argv + ["submit", recipe, "--follow"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    followers = [follow]
+    try:
+        out = LineReader(follow.stdout)
+        waits = wait_until(lambda: out.find(r"^farmctl: job \d+ \(py3\.11 cuda12\.8\) pending: no "
+                                            r"worker has CUDA 12\.8"), 60,
+                           "the pending reason under --follow")
+        assert waits.endswith("no worker has CUDA 12.8: provision one or drop the cell "
+                              "(no worker can take it)"), waits
+        assert wait_until(lambda: out.find(r"^  worker-1 \(w-[0-9a-f]+\): no CUDA toolkit 12\.8"),
+                          10, "the worker's reason")
+        progress = wait_until(lambda: out.find(r"progress: \d+/400 units \(\d+%\)"), 60,
+                              "a progress line")
+        wait_until(lambda: out.find(r"^\[job \d+\] \[\d+/400\] compiling unit"), 30,
+                   "the build's own lines")
+        assert follow.poll() is None, "the lines came only when farmctl ended"
+
+        build = farm.ctl_json("list")["builds"][0]
+        jobs = {j["cell"]["cuda"]: j for j in farm.ctl_json("show", str(build["id"]))["jobs"]}
+        assert jobs["12.8"]["unplaceable"] is True, jobs["12.8"]
+        assert jobs["12.8"]["waiting_reason"].startswith("no worker has CUDA 12.8"), jobs
+        running = jobs["13.0"]["attempts"][0]
+        assert running["units_total"] == 400 and running["units_done"] > 0, running
+        assert running["peak_rss_bytes"] > 0, running  # live, before the attempt ends
+        text = farm.ctl("show", str(build["id"])).stdout
+        assert "waiting: no worker has CUDA 12.8" in text and "progress: " in text, text
+
+        for job, pattern in ((jobs["12.8"], r"^farmctl: job \d+ waits: no worker has CUDA 12\.8"),
+                             (jobs["13.0"], r"^farmctl: job \d+ progress: \d+/400 units")):
+            logs = subprocess.Popen(argv + ["logs", str(job["id"]), "--follow"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            followers.append(logs)
+            err = LineReader(logs.stderr)
+            wait_until(lambda: err.find(pattern), 30, f"logs --follow saying {pattern}")
+            logs.terminate()
+        assert farm.ctl("cancel", str(build["id"])).returncode == 0
+        assert follow.wait(timeout=60) == 1  # the build ended cancelled
+        out.thread.join(timeout=10)
+        assert out.find(r"job \d+ .* cancelled"), out.lines
+        print(f"progress line: {progress}")
+    finally:
+        for p in followers:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)

@@ -126,6 +126,15 @@ void Agent::SendHeartbeat(bool draining) {
     }
     if (caps_changed_) *req.mutable_capabilities() = caps_;
   }
+  // Reading /proc takes a moment: outside the lock, so starting a job never waits on it.
+  for (auto& r : *req.mutable_running()) {
+    JobControl& control = *controls[{r.job_id(), r.attempt()}];
+    control.progress.Sample();
+    ProgressSnapshot progress = control.progress.Snapshot();
+    r.set_units_done(progress.units_done);
+    r.set_units_total(progress.units_total);
+    r.set_peak_rss_bytes(progress.peak_rss_bytes);
+  }
   req.set_draining(draining);
   auto resp = deps_.client->Heartbeat(req);
   if (!resp.ok()) {

@@ -11,6 +11,7 @@
 
 #include "common/process.h"
 #include "farm/v1/types.pb.h"
+#include "worker/agent/build_progress.h"
 
 namespace farm::agent {
 
@@ -55,6 +56,9 @@ class JobControl {
 
   // Last log seq handed to the log shipper, reported in heartbeats.
   std::atomic<int64_t> log_seq{0};
+
+  // The build's compile progress and memory, reported in heartbeats.
+  BuildProgress progress;
 
  private:
   mutable std::mutex mu_;

@@ -225,13 +225,19 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   if (!toolkit.path().empty()) req.host_read_paths.push_back(toolkit.path());
   FARM_ASSIGN_OR_RETURN(auto process, deps_.executor->Start(req));
   control_->SetProcess(process.get());
+  // A container's processes are not this host's children: no live memory figure for them.
+  const std::string executor = deps_.executor->Name();
+  const bool host_processes = executor == "native" || executor == "sandbox";
+  control_->progress.Begin(host_processes ? process->pid() : 0, cache_use.stats_log);
   int64_t timeout_s = job_.timeout_seconds() > 0 ? job_.timeout_seconds() : 3600;
   ProcessResult r = process->Wait(
       [&log, this](OutputStream s, const std::string& line) {
+        control_->progress.OnLine(line);
         control_->log_seq =
             log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
       },
       timeout_s * 1000);
+  control_->progress.End();
   control_->SetProcess(nullptr);
   Outcome out{farm::v1::CAUSE_COMPLETED, "", r.exit_code, r.peak_rss_bytes};
   system("build command exited with code " + std::to_string(r.exit_code) + ", peak RSS " +
@@ -269,6 +275,10 @@ Outcome JobRunner::FinishWheels(LogShipper& log, const JobEnvInputs& env_in,
     built.detail = "build produced no wheel";
     return built;
   }
+  // Marks the checks phase in the log (the dashboard groups lines by phase).
+  control_->log_seq =
+      log.Append(farm::v1::SYSTEM, "farm: checking " + std::to_string(wheels.size()) +
+                                       " wheel(s): structure, tags, arch manifest");
   std::vector<farm::v1::ArtifactHeader> headers;
   farm::v1::ArchManifest device_manifest;
   for (const auto& wheel : wheels) {

@@ -2,10 +2,12 @@
 // test, the package index test and the benchmark (farmd does not serve HTTP yet).
 //
 //   dashboard_fixture --data-dir DIR --ready-file FILE [--web-root DIR] [--demo]
-//       [--line-ms MS] [--lines N] [--fill-builds N --jobs-per-build N]
+//       [--line-ms MS] [--lines N] [--fill-builds N --jobs-per-build N] [--workers N]
 //       [--wheel FILE,CUDA,TORCH,STATE]...   (STATE: passed, pending, failed)
 //
 // --demo creates a 2x2 build whose first job logs a line every --line-ms and then succeeds.
+// --workers registers N workers with CUDA 13.0 (the filled builds' CUDA 12.8 cells are then
+// unplaceable), so pages that explain waiting jobs do real placement work.
 // Writes "127.0.0.1:PORT" to the ready file and serves until SIGTERM or SIGINT.
 #include <csignal>
 #include <cstdio>
@@ -26,7 +28,7 @@ namespace {
 struct Args {
   std::string data_dir, ready_file, web_root;
   bool demo = false;
-  int line_ms = 300, lines = 20, fill_builds = 0, jobs_per_build = 10;
+  int line_ms = 300, lines = 20, fill_builds = 0, jobs_per_build = 10, workers = 0;
   std::vector<std::string> wheels;
 };
 
@@ -64,6 +66,23 @@ Status AddWorkers(store::Store* st, int64_t now) {
   return Status::Ok();
 }
 
+// `n` idle workers "bench-<i>" with an H100 and CUDA 13.0, for the benchmark.
+Status AddBenchWorkers(store::Store* st, int n, int64_t now) {
+  for (int i = 0; i < n; ++i) {
+    farm::v1::Capabilities caps;
+    caps.set_hostname("bench-host-" + std::to_string(i)), caps.set_platform("linux_x86_64");
+    auto* g = caps.add_gpus();
+    g->set_name("NVIDIA H100"), g->set_cc_major(9), g->set_cc_minor(0);
+    caps.add_toolkits()->set_version("13.0");
+    auto* py = caps.add_pythons();
+    py->set_version(i % 2 ? "3.11" : "3.12"), py->set_torch_version("2.8.0");
+    FARM_RETURN_IF_ERROR(
+        st->UpsertWorker(store::WorkerRow{"wb" + std::to_string(i), "bench-" + std::to_string(i),
+                                          caps.SerializeAsString(), "idle", now, now}));
+  }
+  return Status::Ok();
+}
+
 // Runs job `id` on worker w1: `lines` log lines, then an artifact and success.
 void RunDemoJob(store::Store* st, const Args& a) {
   const Clock& clock = RealClock();
@@ -82,6 +101,7 @@ void RunDemoJob(store::Store* st, const Args& a) {
   v.set_state(farm::v1::VALIDATION_PASSED), v.set_gpu_name("NVIDIA H100");
   auto* c = v.add_cases();
   c->set_name("causal-bf16"), c->set_cosine(0.9995), c->set_passed(true);
+  c->set_tops(718.4), c->set_baseline_tops(589.0);
   farm::v1::ArchManifest m;
   m.add_runs_on("9.0");
   auto* img = m.add_images();
@@ -183,6 +203,7 @@ Result<Args> ParseArgs(int argc, char** argv) {
     else if (k == "--lines") a.lines = std::stoi(next());
     else if (k == "--fill-builds") a.fill_builds = std::stoi(next());
     else if (k == "--jobs-per-build") a.jobs_per_build = std::stoi(next());
+    else if (k == "--workers") a.workers = std::stoi(next());
     else if (k == "--wheel") a.wheels.push_back(next());
     else return Status::InvalidArgument("unknown flag " + k);
   }
@@ -202,6 +223,7 @@ Status Main(const Args& a) {
   FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(a.data_dir + "/submitter.token", submit + "\n", 0600));
   if (a.demo) FARM_RETURN_IF_ERROR(AddDemo(st.get(), now));
   FARM_RETURN_IF_ERROR(Fill(st.get(), a.fill_builds, a.jobs_per_build, now));
+  FARM_RETURN_IF_ERROR(AddBenchWorkers(st.get(), a.workers, now));
   for (const auto& w : a.wheels) FARM_RETURN_IF_ERROR(AddWheel(st.get(), blobs.get(), w, now));
   http::DashboardOptions options;
   options.web_root = a.web_root;

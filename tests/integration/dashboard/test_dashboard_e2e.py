@@ -114,6 +114,11 @@ def _walk_through(p):
     p.wait(f"return {cell} && {cell}.dataset.state", "the job's cell")
     p.wait(f"return {cell}.dataset.state === 'JOB_SUCCEEDED'", "the cell to turn succeeded", 30)
     assert p.js("return document.querySelectorAll('td.cell').length") == 4
+    # The validated wheel with its speed against the baseline, and how to install it.
+    p.wait("return document.querySelector('#wheels tr[data-wheel]')", "the build's wheels")
+    wheel = p.js("return document.querySelector('#wheels tr[data-wheel]').textContent")
+    assert "passed" in wheel and "718.4 TOPS (baseline 589.0)" in wheel, wheel
+    assert "pip install --index-url" in wheel and "sm_90a" in wheel, wheel
     p.no_errors()
     p.shot("build-succeeded")
 

@@ -253,5 +253,55 @@ TEST_F(SqliteStoreTest, DrainRequestSurvivesWorkerReports) {
   EXPECT_EQ(store_->SetDrainRequested("nope", true).code(), StatusCode::kNotFound);
 }
 
+TEST_F(SqliteStoreTest, ExpectedRunTimeIsTheCountedAttemptOfTheLastBuiltJob) {
+  MakeBuild(1);
+  auto lost = Acquire("w1", 10);
+  ASSERT_TRUE(lost);
+  ASSERT_OK(store_->ExpireLeases(5000).status());  // attempt 1 lost; queued again
+  auto second = Acquire("w2", 9000);
+  ASSERT_TRUE(second);
+  ASSERT_OK(store_->CompleteAttempt({.job_id = second->id, .attempt = 2, .worker_id = "w2"}, 9500)
+                .status());
+  // The counted attempt ran 500 ms; the queue and the lost attempt before it do not count.
+  auto ms = store_->LastSuccessfulRunMs("attn-example", "cell", 0);
+  ASSERT_OK(ms.status());
+  EXPECT_EQ(ms->value_or(-1), 500);
+  EXPECT_FALSE(store_->LastSuccessfulRunMs("other-recipe", "cell", 0)->has_value());
+  EXPECT_FALSE(store_->LastSuccessfulRunMs("attn-example", "other-cell", 0)->has_value());
+  EXPECT_FALSE(store_->LastSuccessfulRunMs("attn-example", "cell", second->id)->has_value());
+  // Progress from the worker holding a running attempt; the peak never falls.
+  MakeBuild(1);
+  auto running = Acquire("w1", 10000);
+  ASSERT_TRUE(running);
+  EXPECT_TRUE(*store_->RecordProgress({running->id, 1, "w1", 3, 9, 1000}));
+  EXPECT_FALSE(*store_->RecordProgress({running->id, 1, "w1", 3, 9, 500}));   // nothing new
+  EXPECT_FALSE(*store_->RecordProgress({running->id, 1, "w9", 4, 9, 5000}));  // not its job
+  auto attempts = store_->ListAttempts(running->id);
+  EXPECT_EQ(attempts->at(0).units_done, 3);
+  EXPECT_EQ(attempts->at(0).units_total, 9);
+  EXPECT_EQ(attempts->at(0).peak_rss_bytes, 1000);
+}
+
+TEST_F(SqliteStoreTest, JobsAndPublicationsOfManyBuildsAtOnce) {
+  int64_t one = MakeBuild(2), two = MakeBuild(1), three = MakeBuild(3);
+  // 1,002 ids: more than one query's worth, with build `two` in the last one; ids without
+  // a build have no entry.
+  std::vector<int64_t> ids{three, one};
+  for (int64_t i = 0; i < 999; ++i) ids.push_back(1000 + i);
+  ids.push_back(two);
+  auto jobs = store_->ListJobsOfBuilds(ids);
+  ASSERT_OK(jobs.status());
+  ASSERT_EQ(jobs->size(), 3u);
+  EXPECT_EQ(jobs->at(one).size(), 2u);
+  EXPECT_EQ(jobs->at(two).size(), 1u);
+  ASSERT_EQ(jobs->at(three).size(), 3u);
+  EXPECT_LT(jobs->at(three)[0].id, jobs->at(three)[2].id);
+  EXPECT_EQ(jobs->at(three)[0].build_id, three);
+  EXPECT_TRUE(store_->ListJobsOfBuilds({})->empty());
+  auto pubs = store_->ListPublicationsOfBuilds(ids);
+  ASSERT_OK(pubs.status());
+  EXPECT_TRUE(pubs->empty());  // the builds page's rows are checked in router_test
+}
+
 }  // namespace
 }  // namespace farm::store

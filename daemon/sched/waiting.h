@@ -1,0 +1,61 @@
+// Why a pending job waits, in words a release engineer can act on. Placement (placement.h)
+// answers for one worker; this answers for the job over the whole fleet: which workers
+// cannot take it and why, whether any registered worker ever could, and one sentence
+// saying what would unblock it ("no worker has CUDA 12.8: provision one or drop the
+// cell"). farmctl show / submit --follow and the dashboard print the same sentence. Pure
+// functions over API messages; thread-safe.
+#ifndef FARM_DAEMON_SCHED_WAITING_H_
+#define FARM_DAEMON_SCHED_WAITING_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "daemon/sched/placement.h"
+#include "farm/v1/types.pb.h"
+
+namespace farm::sched {
+
+// A registered worker as placement sees it.
+struct FleetWorker {
+  std::string id;
+  std::string name;
+  std::string state;  // idle, busy, draining, quarantined, lost
+  bool drain_requested = false;
+  farm::v1::Capabilities caps;
+};
+
+// The job-level facts besides its cell.
+struct PendingFacts {
+  int64_t not_before_ms = 0;  // retry backoff; INT64_MAX while merged onto another job
+  std::string note;           // the job's error text (why a merged job waits)
+  int64_t now_ms = 0;
+};
+
+// One worker that cannot take the job now, and why.
+struct WorkerBlock {
+  std::string worker_id;
+  std::string worker_name;
+  std::string reason;
+};
+
+struct Waiting {
+  // No registered worker can take the job as the fleet stands (lost and draining workers
+  // that could count as able): it will wait until the fleet or the matrix changes.
+  bool unplaceable = false;
+  std::string summary;               // one sentence, with what would unblock it
+  std::vector<WorkerBlock> blocked;  // workers that cannot take it now
+  std::vector<std::string> able;     // names of workers that can take it once free
+};
+
+// The fleet's workers that may take jobs now, for PlacementBlocker's validation rule.
+std::vector<PeerWorker> AvailablePeers(const std::vector<FleetWorker>& fleet);
+
+// Explains why the job with `cell` and `facts` waits, given every registered worker and
+// `peers` (AvailablePeers of them).
+Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& facts,
+                       const std::vector<FleetWorker>& fleet, const std::vector<PeerWorker>& peers);
+
+}  // namespace farm::sched
+
+#endif  // FARM_DAEMON_SCHED_WAITING_H_

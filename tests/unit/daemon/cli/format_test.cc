@@ -1,0 +1,54 @@
+#include "daemon/cli/format.h"
+
+#include <gtest/gtest.h>
+
+namespace farm::cli {
+namespace {
+
+farm::v1::Job RunningJob(int64_t done, int64_t total, int64_t rss) {
+  farm::v1::Job j;
+  j.set_id(7);
+  j.set_state(farm::v1::JOB_RUNNING);
+  j.set_attempt(2);
+  j.add_attempts()->set_number(1);  // an earlier attempt's figures are not shown
+  j.mutable_attempts(0)->set_units_done(99);
+  auto* a = j.add_attempts();
+  a->set_number(2);
+  a->set_units_done(done);
+  a->set_units_total(total);
+  a->set_peak_rss_bytes(rss);
+  return j;
+}
+
+TEST(FormatTest, ProgressOfTheRunningAttempt) {
+  EXPECT_EQ(FormatProgress(RunningJob(12, 40, int64_t{1536} << 20)),
+            "12/40 units (30%), peak RSS 1.5 GiB");
+  EXPECT_EQ(FormatProgress(RunningJob(7, 0, 0)), "7 compiles done");
+  EXPECT_EQ(FormatProgress(RunningJob(1, 0, 3 << 20)), "1 compile done, peak RSS 3.0 MiB");
+  EXPECT_EQ(FormatProgress(RunningJob(0, 0, 0)), "");
+  farm::v1::Job done = RunningJob(40, 40, 1);
+  done.set_state(farm::v1::JOB_SUCCEEDED);
+  EXPECT_EQ(FormatProgress(done), "");
+  EXPECT_NE(FormatJob(RunningJob(3, 4, 0)).find("    progress: 3/4 units (75%)\n"),
+            std::string::npos);
+}
+
+TEST(FormatTest, WhyAPendingJobWaits) {
+  farm::v1::Job j;
+  j.set_state(farm::v1::JOB_PENDING);
+  EXPECT_EQ(FormatWaiting(j), "");
+  j.set_waiting_reason("no worker has CUDA 12.8: provision one or drop the cell");
+  j.set_unplaceable(true);
+  (*j.mutable_unplaceable_reasons())["gpu-1 (w-1)"] = "no CUDA toolkit 12.8 (has 13.0)";
+  EXPECT_EQ(FormatWaiting(j),
+            "no worker has CUDA 12.8: provision one or drop the cell (no worker can take it)\n"
+            "  gpu-1 (w-1): no CUDA toolkit 12.8 (has 13.0)");
+  std::string text = FormatJob(j);
+  EXPECT_NE(text.find("    waiting: no worker has CUDA 12.8"), std::string::npos) << text;
+  EXPECT_NE(text.find("    cannot run on gpu-1 (w-1): no CUDA toolkit 12.8"), std::string::npos);
+  j.set_state(farm::v1::JOB_RUNNING);
+  EXPECT_EQ(FormatWaiting(j), "");
+}
+
+}  // namespace
+}  // namespace farm::cli

@@ -1,0 +1,254 @@
+// The dashboard's job page (#/job/ID, #/job/ID/L<seq> for a line): why the job waits, how
+// far it is, what failed, and its log, grouped by phase (the server marks where each
+// starts) with timestamps, line anchors and search. Loaded after app.js.
+'use strict';
+
+let shownJob = null;     // id of the job page on screen (line anchors do not reload it)
+let shownAttempt = -1;
+let wantedLine = 0;      // a line to highlight once it has arrived
+let logGroup = null;     // the open phase group new lines go into
+let logEnded = false;
+
+const PHASE_NAMES = {setup: 'setup', fetch: 'fetch source', build: 'build', checks: 'wheel checks',
+                     validation: 'validation', upload: 'upload'};
+
+function timeOfDay(ms) {
+  if (!(ms > 0)) return '';
+  const d = new Date(Number(ms));
+  return d.toLocaleTimeString([], {hour12: false}) + '.' + String(d.getMilliseconds()).padStart(3, '0');
+}
+
+// Starts a collapsible group for `phase`; lines before any marker go into "setup".
+function startGroup(phase, ms) {
+  const el = document.getElementById('log');
+  const g = document.createElement('details');
+  g.className = 'phase';
+  g.open = true;
+  g.dataset.phase = phase;
+  g.innerHTML = `<summary><span class="phase-name">${esc(PHASE_NAMES[phase] || phase)}</span>
+    <span class="muted phase-meta" data-start="${Number(ms) || 0}">${timeOfDay(ms)}</span>
+    <span class="muted phase-count"></span></summary>`;
+  el.appendChild(g);
+  logGroup = g;
+  return g;
+}
+
+function updateGroupMeta(g) {
+  const n = g.querySelectorAll('.l').length;
+  const errors = g.querySelectorAll('.l.lvl-error').length;
+  g.querySelector('.phase-count').innerHTML = `· ${plural(n, 'line')}` +
+    (errors ? ` · <span class="error">${plural(errors, 'error')}</span>` : '');
+}
+
+function appendLog(line) {
+  const el = document.getElementById('log');
+  if (!el) return;
+  if (!logGroup || (line.phase && line.phase !== logGroup.dataset.phase)) {
+    if (logGroup) updateGroupMeta(logGroup);
+    startGroup(line.phase || 'setup', line.time_ms);
+  }
+  const div = document.createElement('div');
+  const cls = ['l'];
+  if (line.stream === 3) cls.push('sys');
+  else if (line.stream === 2) cls.push('stderr');
+  if (line.level) cls.push('lvl-' + line.level);
+  div.className = cls.join(' ');
+  div.id = 'L' + line.seq;
+  div.dataset.seq = line.seq;
+  div.innerHTML = `<a class="ln" href="#/job/${shownJob}/L${line.seq}">${line.seq}</a><span class="ts">${
+    timeOfDay(line.time_ms)}</span><span class="t">${ansiToHtml(line.text)}</span>`;
+  logGroup.appendChild(div);
+  if (line.seq % 50 === 0) updateGroupMeta(logGroup);
+  if (wantedLine === line.seq) highlightLine(wantedLine);
+  else if (!wantedLine && document.getElementById('follow').checked) el.scrollTop = el.scrollHeight;
+}
+
+// Marks line `seq` (from a #/job/ID/L<seq> anchor) and scrolls to it, opening its group.
+function highlightLine(seq) {
+  wantedLine = seq;
+  const line = document.getElementById('L' + seq);
+  if (!line) return;  // comes later: appendLog calls again
+  for (const old of document.querySelectorAll('#log .l.target')) old.classList.remove('target');
+  line.classList.add('target');
+  line.closest('details').open = true;
+  document.getElementById('follow').checked = false;
+  const log = document.getElementById('log');
+  log.scrollTop = line.offsetTop - log.offsetTop - log.clientHeight / 3;
+}
+
+// Search: marks every matching line, counts them, Enter goes to the next.
+let searchHits = [], searchAt = -1;
+function runSearch() {
+  const q = document.getElementById('log-search').value.toLowerCase();
+  for (const old of document.querySelectorAll('#log .l.match')) old.classList.remove('match', 'current');
+  searchHits = [];
+  searchAt = -1;
+  if (q) {
+    for (const l of document.querySelectorAll('#log .l')) {
+      if (l.querySelector('.t').textContent.toLowerCase().includes(q)) {
+        l.classList.add('match');
+        searchHits.push(l);
+      }
+    }
+  }
+  document.getElementById('search-count').textContent = q ? plural(searchHits.length, 'match') : '';
+}
+function nextHit(step) {
+  if (!searchHits.length) return;
+  if (searchAt >= 0) searchHits[searchAt].classList.remove('current');
+  searchAt = (searchAt + step + searchHits.length) % searchHits.length;
+  const hit = searchHits[searchAt];
+  hit.classList.add('current');
+  hit.closest('details').open = true;
+  document.getElementById('follow').checked = false;
+  const log = document.getElementById('log');
+  log.scrollTop = hit.offsetTop - log.offsetTop - log.clientHeight / 3;
+  document.getElementById('search-count').textContent = `${searchAt + 1} of ${plural(searchHits.length, 'match')}`;
+}
+
+// Once the attempt ended, only the phase it ended in stays open.
+function closeFinishedGroups() {
+  if (logGroup) updateGroupMeta(logGroup);
+  if (logEnded) return;
+  logEnded = true;
+  const groups = [...document.querySelectorAll('#log details.phase')];
+  groups.forEach((g, i) => {
+    if (i < groups.length - 1 && !g.querySelector('.l.lvl-error, .l.target')) g.open = false;
+  });
+}
+
+function followLog(t, id, attempt, after) {
+  if (stream) { stream.close(); stream = null; }
+  if (token()) return pollLog(t, id, attempt, after);  // EventSource cannot send a token
+  stream = new EventSource(`/api/v1/jobs/${id}/log/stream?attempt=${attempt}&after=${after}`);
+  stream.addEventListener('line', guard(t, (e) => appendLog(JSON.parse(e.data))));
+  stream.addEventListener('end', guard(t, (e) => {
+    stream.close(); stream = null;
+    document.getElementById('log-state').textContent = 'attempt ended: ' + stateName(JSON.parse(e.data).state);
+    closeFinishedGroups();
+    refreshJob(t, id);
+  }));
+  stream.onerror = guard(t, () => setStatus('log stream reconnecting…'));
+}
+
+async function pollLog(t, id, attempt, after) {
+  for (let i = 0; i < 100000 && t === pageToken; i++) {
+    const r = await api(`jobs/${id}/log?attempt=${attempt}&after=${after}`);
+    if (t !== pageToken) return;
+    r.lines.forEach(appendLog);
+    after = r.last_seq;
+    if (r.finished) { closeFinishedGroups(); refreshJob(t, id); return; }
+    if (!r.lines.length) await new Promise((ok) => setTimeout(ok, 1000));
+  }
+}
+
+function attemptsTable(attempts) {
+  if (!attempts.length) return '<p class="muted">No attempt yet.</p>';
+  return `<table id="attempts"><tr><th>#</th><th>Worker</th><th>Cause</th><th>Detail</th>
+    <th>Started</th><th>Finished</th><th>Exit</th><th>Peak RSS</th><th>Progress</th></tr>` + attempts.map((a) =>
+    `<tr><td>${a.number}</td><td>${workerRef(a.worker_name, a.worker_id)}</td>
+     <td>${a.running ? badge('running') : esc(String(a.cause).replace(/^CAUSE_/, '').toLowerCase())}</td>
+     <td>${esc(a.detail)}</td><td>${when(a.started_at)}</td><td>${when(a.finished_at)}</td>
+     <td>${a.running ? '' : a.exit_code}</td>
+     <td>${Number(a.peak_rss_bytes) > 0 ? bytes(Number(a.peak_rss_bytes)) + (a.running ? ' <span class="muted">so far</span>' : '')
+                                        : `<span class="muted">${a.running ? 'not reported yet' : '—'}</span>`}</td>
+     <td>${progressHtml({units_done: a.units_done, units_total: a.units_total})}</td></tr>`).join('') + '</table>';
+}
+
+function artifactsHtml(arts) {
+  if (!arts.length) return '<p class="muted">No artifacts.</p>';
+  const origin = location.origin;
+  return arts.map((a) => {
+    const m = a.manifest || {}, v = a.validation || {};
+    const images = (m.images || []).map((i) => `<tr><td><code>${esc(i.module)}</code></td>
+      <td>${esc(i.kind)}</td><td>${esc(i.arch)}</td></tr>`).join('');
+    const cases = (v.cases || []).map((c) => `<tr class="${c.passed ? '' : 'error'}"><td>${esc(c.name)}</td><td>${Number(c.cosine).toFixed(5)}</td>
+      <td>${Number(c.relative_l1).toFixed(5)}</td><td>${Number(c.tops).toFixed(1)}</td>
+      <td>${Number(c.baseline_tops).toFixed(1)}</td><td>${c.passed ? 'yes' : 'no'}</td></tr>`).join('');
+    return `<div class="artifact"><h3><a href="${esc(a.url)}">${esc(a.filename)}</a></h3>
+      <p>sha256 <code class="sha">${esc(a.sha256)}</code> · ${bytes(Number(a.size))} · variant <code>${esc(a.variant)}</code></p>
+      <pre class="mono pip">${a.indexed ? `pip install --index-url ${esc(origin + a.index_path)} ${esc(a.project)}==${esc(a.version)}
+` : ''}pip install "${esc(origin + a.url)}#sha256=${esc(a.sha256)}"</pre>
+      ${a.indexed ? '' : '<p class="muted">Not in the index: it lists wheels once they are validated on a GPU.</p>'}
+      <h4>Arch manifest</h4><p>runs on: ${(m.runs_on || []).map(esc).join(', ') || '<span class="muted">unknown</span>'}
+      ${(m.missing || []).length ? `<br><span class="error">missing: ${m.missing.map(esc).join(', ')}</span>` : ''}</p>
+      ${images ? `<table class="manifest"><tr><th>Module</th><th>Kind</th><th>Arch</th></tr>${images}</table>` : ''}
+      <h4>Validation ${badge(v.state)}</h4>
+      <p>${esc(v.gpu_name)} ${v.compute_capability ? '(sm ' + esc(v.compute_capability) + ')' : ''} ${esc(v.message)}</p>
+      ${cases ? `<table class="validation"><tr><th>Case</th><th>Cosine</th><th>Rel. L1</th><th>TOPS</th>
+        <th>Baseline TOPS</th><th>Passed</th></tr>${cases}</table>` : ''}</div>`;
+  }).join('');
+}
+
+// Why a pending job waits: the sentence, then each worker that cannot take it and why.
+function waitingHtml(w) {
+  if (!w) return '';
+  const rows = w.workers.map((x) => `<tr><td>${workerRef(x.name, x.id)}</td><td>${esc(x.reason)}</td></tr>`).join('');
+  return `<div class="banner ${w.unplaceable ? 'blocked' : ''}" id="waiting"><b>${w.unplaceable ? 'No worker can take this job' : 'Waiting'}:</b>
+    <span class="waiting-summary">${esc(w.summary)}</span>
+    ${rows ? `<table class="reasons"><tr><th>Worker</th><th>Why not</th></tr>${rows}</table>` : ''}</div>`;
+}
+
+// What failed, first on the page: the phase, the attempt's detail and the lines that say why.
+function failureHtml(f) {
+  if (!f) return '';
+  const lines = (f.lines || []).map(esc).join('\n');
+  return `<div class="banner failed" id="failure"><b>Failed${f.phase ? ` in ${esc(PHASE_NAMES[f.phase] || f.phase)}` : ''}:</b>
+    <span class="failure-summary">${esc(f.summary)}</span>
+    ${lines ? `<pre class="mono failure-lines">${lines}</pre>` : ''}</div>`;
+}
+
+async function refreshJob(t, id) {
+  try {
+    const fetchedAt = Date.now();
+    const j = await api('jobs/' + id);
+    if (t !== pageToken) return;
+    const live = j.state === 'JOB_RUNNING' ? Date.now() - fetchedAt : 0;
+    document.getElementById('job-head').innerHTML = `<h1>Job ${j.id} ${badge(j.state)}</h1>
+      <p><a href="#/build/${j.build_id}">${esc(j.recipe_name)} build #${j.build_id}</a> ·
+      ${cellLabel(j.cell)} · arch <code>${esc(j.cell.arch_list) || 'default'}</code> ·
+      variant <code>${esc(j.variant)}</code></p>
+      <p class="muted">worker ${workerRef(j.worker_name, j.worker_id)} · created ${when(j.created_at)} ·
+      waited ${dur(j.waited_ms)}${j.ran_ms || j.state === 'JOB_RUNNING' ? ' · ' + elapsedHtml(j.ran_ms + live, j.expected_ms) : ''}
+      ${j.expected_ms > 0 && j.state === 'JOB_PENDING' ? ` · expected to take ~${dur(j.expected_ms)}` : ''}
+      ${progressHtml(j.progress)}</p>
+      ${failureHtml(j.failure)}${waitingHtml(j.waiting)}
+      ${j.error && !j.failure && !j.waiting ? `<p class="error">${esc(j.error)}</p>` : ''}
+      ${j.state === 'JOB_FAILED' || j.state === 'JOB_CANCELLED' ? '<button id="retry">Retry job</button>' : ''}`;
+    const retry = document.getElementById('retry');
+    if (retry) retry.onclick = () => retryJob(j.id);
+    document.getElementById('job-attempts').innerHTML = attemptsTable(j.attempts);
+    document.getElementById('job-artifacts').innerHTML = artifactsHtml(j.artifacts);
+    document.getElementById('download').href = `/api/v1/jobs/${j.id}/log.txt?attempt=${j.attempt}`;
+    if (j.attempt !== shownAttempt && j.attempt > 0) {
+      shownAttempt = j.attempt;
+      document.getElementById('log').innerHTML = '';
+      logGroup = null;
+      logEnded = false;
+      document.getElementById('log-state').textContent = `attempt ${j.attempt}`;
+      followLog(t, id, j.attempt, 0);
+    } else if (j.attempt === 0) {
+      document.getElementById('log').innerHTML =
+        `<p class="muted">No log yet: the job has not started${j.waiting ? ' (see why above)' : ''}.</p>`;
+    }
+  } catch (e) { showError(e); }
+}
+
+function jobPage(t, id, line) {
+  shownJob = id;
+  shownAttempt = -1;
+  wantedLine = line || 0;
+  logGroup = null;
+  logEnded = false;
+  app.innerHTML = `<div id="job-head"></div><h2>Log</h2><div class="toolbar">
+    <label><input type="checkbox" id="follow" ${line ? '' : 'checked'}> follow</label>
+    <input id="log-search" type="search" placeholder="search the log" size="28">
+    <span id="search-count" class="muted"></span>
+    <a id="download" href="#">Download full log</a><span id="log-state" class="muted"></span></div>
+    <div id="log"></div><h2>Attempts</h2><div id="job-attempts"></div>
+    <h2>Artifacts</h2><div id="job-artifacts"></div>`;
+  const search = document.getElementById('log-search');
+  search.oninput = runSearch;
+  search.onkeydown = (e) => { if (e.key === 'Enter') nextHit(e.shiftKey ? -1 : 1); };
+  every(2000, guard(t, () => refreshJob(t, id)));
+}
