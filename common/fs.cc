@@ -95,4 +95,12 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+std::string HumanBytes(int64_t n) {
+  std::ostringstream o;
+  if (n >= (1LL << 30)) o << (n >> 20) / 1024.0 << " GiB";
+  else if (n >= (1 << 20)) o << (n >> 10) / 1024.0 << " MiB";
+  else o << n << " B";
+  return o.str();
+}
+
 }  // namespace farm::fs
