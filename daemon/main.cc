@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
       {"heartbeat-ms", "MS", "heartbeat interval told to workers (default 2000)"},
       {"max-log-bytes", "N", "log text stored per job attempt; the rest is dropped (default 64 MiB)"},
       {"max-wheel-bytes", "N", "largest wheel a worker may upload (default 4 GiB)"},
+      {"max-source-bytes", "N", "largest source archive a client may upload (default 8 GiB)"},
+      {"source-retention-days", "N", "remove source archives unused this long that no schedule "
+                                     "or unfinished build names; 0 keeps them (default 30)"},
       {"http-listen", "HOST:PORT", "serve the dashboard, /api/v1, /metrics and /simple/ here"},
       {"http-ready-file", "FILE", "write the dashboard's bound address here once serving"},
       {"http-max-connections", "N", "simultaneous HTTP connections; more get 503 (default 256)"},
@@ -62,7 +65,8 @@ int main(int argc, char** argv) {
   farm::api::Tunables& t = options.tunables;
   for (auto [name, value] : {std::pair{"lease-ms", &t.lease_ms}, {"heartbeat-ms", &t.heartbeat_ms},
                              {"max-log-bytes", &t.max_log_bytes},
-                             {"max-wheel-bytes", &t.max_artifact_bytes}}) {
+                             {"max-wheel-bytes", &t.max_artifact_bytes},
+                             {"max-source-bytes", &t.max_source_bytes}}) {
     auto parsed_value = flags.GetInt(name, *value);
     if (!parsed_value.ok() || parsed_value.value() < 1) {
       std::cerr << "--" << name << ": "
@@ -72,6 +76,12 @@ int main(int argc, char** argv) {
     }
     *value = parsed_value.value();
   }
+  auto retention_days = flags.GetInt("source-retention-days", 30);
+  if (!retention_days.ok() || *retention_days < 0 || *retention_days > 36500) {
+    std::cerr << "--source-retention-days must be a number of days from 0 to 36500\n";
+    return 2;
+  }
+  t.source_retention_ms = *retention_days * 24 * 3600 * 1000;
   options.http.listen = flags.Get("http-listen");
   options.http.web_root = flags.Get("web-root");
   options.http.public_read = !flags.Has("private-read");

@@ -57,6 +57,9 @@ Status BootstrapTokens(TokenAuthority* auth, store::Store* store, const std::str
   return Status::Ok();
 }
 
+// Source archives are collected once a minute (the first time right after start).
+constexpr int64_t kSourceCollectionTicks = 60;
+
 // Replaces the port of "host:port" with `port`.
 std::string WithPort(const std::string& listen, int port) {
   size_t colon = listen.rfind(':');
@@ -67,10 +70,14 @@ std::string WithPort(const std::string& listen, int port) {
 }  // namespace
 
 void FarmServer::Impl::Sweep() {
-  for (;;) {
+  for (int64_t tick = 0;; ++tick) {
     {
       std::unique_lock lock(mu);
       if (cv.wait_for(lock, std::chrono::seconds(1), [this] { return stopped; })) return;
+    }
+    if (tick % kSourceCollectionTicks == 0) {
+      auto removed = CollectSources(ctx, ctx.tunables.source_retention_ms);
+      if (!removed.ok()) log::Warn("collecting source archives failed: " + removed.status().ToString());
     }
     auto expired = store->ExpireLeases(ctx.clock->NowUnixMs());
     if (!expired.ok()) {

@@ -28,6 +28,10 @@ struct Tunables {
   int max_attempts = 3;               // default for infrastructure failures
   int64_t max_artifact_bytes = 4LL << 30;
   int64_t max_log_bytes = 64LL << 20;  // stored log text per attempt; the rest is dropped
+  int64_t max_source_bytes = 8LL << 30;  // largest source archive a client may upload
+  // Source archives unused this long are removed unless a schedule or an unfinished build
+  // names them; 0 keeps them forever.
+  int64_t source_retention_ms = 30LL * 24 * 3600 * 1000;
 };
 
 struct ServiceContext {

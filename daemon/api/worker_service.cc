@@ -20,19 +20,6 @@ Status CheckSelf(const Principal& who, const std::string& worker_id) {
   return Status::Ok();
 }
 
-// A worker may report on an attempt only if it was leased that attempt.
-Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_id, int attempt) {
-  FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(job_id));
-  for (const auto& a : attempts) {
-    if (a.number == attempt) {
-      if (a.worker_id == who.worker_id) return Status::Ok();
-      break;
-    }
-  }
-  return Status::PermissionDenied("worker " + who.worker_id + " does not hold attempt " +
-                                  std::to_string(attempt) + " of job " + std::to_string(job_id));
-}
-
 Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const store::JobRow& job) {
   FARM_ASSIGN_OR_RETURN(auto build, ctx.store->GetBuild(job.build_id));
   farm::v1::JobAssignment a;
@@ -46,6 +33,18 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const 
 }
 
 }  // namespace
+
+Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_id, int attempt) {
+  FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(job_id));
+  for (const auto& a : attempts) {
+    if (a.number == attempt) {
+      if (a.worker_id == who.worker_id) return Status::Ok();
+      break;
+    }
+  }
+  return Status::PermissionDenied("worker " + who.worker_id + " does not hold attempt " +
+                                  std::to_string(attempt) + " of job " + std::to_string(job_id));
+}
 
 grpc::Status WorkerService::Register(grpc::ServerContext* call,
                                      const farm::v1::RegisterRequest* req,

@@ -5,12 +5,14 @@
 #ifndef FARM_WORKER_AGENT_FARM_CLIENT_H_
 #define FARM_WORKER_AGENT_FARM_CLIENT_H_
 
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/sha256.h"
 #include "common/status.h"
 #include "farm/v1/worker.grpc.pb.h"
 #include "worker/agent/log_shipper.h"
@@ -36,6 +38,12 @@ class FarmClient {
                                                     const std::string& path) = 0;
   virtual Result<farm::v1::CompleteJobResponse> CompleteJob(
       const farm::v1::CompleteJobRequest& req) = 0;
+  // Downloads the source archive of an attempt the worker holds into `path`, resuming
+  // after a broken stream, and checks its size and sha256 against `archive` (DataLoss
+  // when they differ).
+  virtual Status DownloadSource(int64_t job_id, int32_t attempt,
+                                const farm::v1::SourceArchive& archive,
+                                const std::string& path) = 0;
   // Ends a pending AcquireJob long poll at once (shutdown).
   virtual void CancelWaits() = 0;
   // Called after UNAVAILABLE: looks the address up again (farmd may have restarted on
@@ -73,11 +81,16 @@ class GrpcFarmClient final : public FarmClient {
   Result<farm::v1::Artifact> UploadArtifact(const farm::v1::ArtifactHeader& header,
                                             const std::string& path) override;
   Result<farm::v1::CompleteJobResponse> CompleteJob(const farm::v1::CompleteJobRequest& req) override;
+  Status DownloadSource(int64_t job_id, int32_t attempt, const farm::v1::SourceArchive& archive,
+                        const std::string& path) override;
   void CancelWaits() override;
   void Reconnect() override;
 
  private:
   std::shared_ptr<farm::v1::WorkerService::Stub> stub();
+  // One DownloadSource stream from *have on, appended to `out` and `hasher`.
+  Status ReadSourceStream(int64_t job_id, int32_t attempt, const farm::v1::SourceArchive& archive,
+                          FILE* out, Sha256* hasher, int64_t* have);
   void Prepare(grpc::ClientContext& ctx, int64_t timeout_ms, const std::string& bearer = "");
 
   std::function<Result<std::string>()> resolve_;
