@@ -26,20 +26,27 @@ Status FromGrpc(const grpc::Status& s, const std::string& call) {
 
 }  // namespace
 
-GrpcFarmClient::GrpcFarmClient(std::function<Result<std::string>()> resolve)
-    : resolve_(std::move(resolve)) {}
+GrpcFarmClient::GrpcFarmClient(std::function<Result<std::string>()> resolve, net::ClientTls tls)
+    : resolve_(std::move(resolve)), tls_(std::move(tls)) {}
 
 Status GrpcFarmClient::Connect() {
   FARM_ASSIGN_OR_RETURN(std::string address, resolve_());
-  grpc::ChannelArguments args;
-  // Reconnect quickly after farmd restarts; the worker does its own backoff above this.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 500);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 500);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
-  args.SetMaxReceiveMessageSize(64 << 20);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  grpc::ChannelArguments args = net::ChannelArgs();
+  FARM_ASSIGN_OR_RETURN(auto credentials, net::ChannelCredentials(address, tls_, &args));
+  auto channel = grpc::CreateCustomChannel(address, credentials, args);
   std::lock_guard lock(mu_);
-  if (address != address_) log::Info("connecting to farmd at " + address);
+  if (address != address_) {
+    if (!tls_.ca_file.empty()) {
+      log::Info("connecting to farmd at " + address + " over TLS, verified against " +
+                tls_.ca_file + (tls_.cert_file.empty() ? "" : ", presenting " + tls_.cert_file));
+    } else if (net::IsLoopback(address)) {
+      log::Info("connecting to farmd at " + address + " in plaintext on this machine");
+    } else {
+      log::Warn("connecting to farmd at " + address +
+                " IN PLAINTEXT (--insecure): tokens, "
+                "sources and wheels cross the network in clear");
+    }
+  }
   address_ = address;
   stub_ = farm::v1::WorkerService::NewStub(channel);
   return Status::Ok();
@@ -85,7 +92,8 @@ Result<farm::v1::RegisterResponse> GrpcFarmClient::Register(const farm::v1::Regi
   return resp;
 }
 
-Result<farm::v1::HeartbeatResponse> GrpcFarmClient::Heartbeat(const farm::v1::HeartbeatRequest& req) {
+Result<farm::v1::HeartbeatResponse> GrpcFarmClient::Heartbeat(
+    const farm::v1::HeartbeatRequest& req) {
   grpc::ClientContext ctx;
   Prepare(ctx, kCallTimeoutMs);
   farm::v1::HeartbeatResponse resp;
@@ -209,8 +217,8 @@ Status GrpcFarmClient::DownloadSource(int64_t job_id, int32_t attempt,
   Status s;
   for (int tries = 1; tries <= kDownloadTries; ++tries) {
     s = ReadSourceStream(job_id, attempt, archive, out, &hasher, &have);
-    bool transient = s.code() == StatusCode::kUnavailable ||
-                     s.code() == StatusCode::kDeadlineExceeded;
+    bool transient =
+        s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded;
     if (s.ok() || !transient || tries == kDownloadTries) break;
     log::Warn("source download of job " + std::to_string(job_id) + " broke after " +
               std::to_string(have) + " bytes (" + s.message() + "); resuming");
