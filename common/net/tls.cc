@@ -167,8 +167,11 @@ grpc::ChannelArguments ChannelArgs() {
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // Reconnect quickly after farmd restarts or a link returns; callers back off above this.
+  // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS is left alone: gRPC takes it as the shortest time a
+  // connection attempt (TCP and TLS handshakes) may take, and calls fail fast while a
+  // channel reconnects, so a short one makes TLS handshakes across a real link time out
+  // again and again.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 500);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 500);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
   args.SetMaxReceiveMessageSize(64 << 20);
   return args;
