@@ -258,6 +258,42 @@ def test_client_tree_builds_on_both_workers_and_no_token_crosses_in_clear(mfarm)
     assert b"built from the client tree" not in frames
 
 
+HTTPS_PROBE = """
+import json, ssl, sys, urllib.error, urllib.request
+ca, url, token, method = sys.argv[1:5]
+req = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
+if token:
+    req.add_header("Authorization", "Bearer " + token)
+try:
+    with urllib.request.urlopen(req, context=ssl.create_default_context(cafile=ca), timeout=30) as r:
+        print(r.status, r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())
+"""
+
+
+def https(mfarm, method, path, token=""):
+    """(status, body) of a request to the dashboard from the client, verifying farmd's CA."""
+    url = f"https://{mfarm.net.address['farmd']}:{HTTP_PORT}{path}"
+    r = mfarm.net.run("client", ["/usr/bin/python3", "-c", HTTPS_PROBE,
+                                 mfarm.path("client", "ca", "ca.pem"), url, token, method])
+    assert r.returncode == 0, r.stderr
+    status, _, body = r.stdout.partition(" ")
+    return int(status), body
+
+
+def test_the_dashboard_serves_https_and_its_token_writes_work(mfarm):
+    recipe = write_package(mfarm.path("client"), 30)
+    build_id = mfarm.ctl_json("submit", recipe, "--force")["id"]
+    status, body = https(mfarm, "GET", "/api/v1/builds")
+    assert status == 200 and build_id in [b["id"] for b in json.loads(body)["builds"]], body
+    assert https(mfarm, "POST", f"/api/v1/builds/{build_id}/cancel")[0] == 401
+    token = open(mfarm.path("client", "admin.token")).read().strip()
+    status, body = https(mfarm, "POST", f"/api/v1/builds/{build_id}/cancel", token)
+    assert status == 200, body
+    assert mfarm.wait_terminal(build_id, 60)["state"] == "BUILD_CANCELLED"
+
+
 def test_workers_refuse_a_farmd_of_another_ca_and_farmd_refuses_workers_without_certificates(mfarm):
     before = set(mfarm.worker_names().values())
     d = mfarm.path("w2")
