@@ -1,4 +1,4 @@
--- Source archives clients uploaded (docs/recipes.md#sources). The blob store holds their
+-- Source archives clients uploaded (docs/recipes.md, "Local sources"). The blob store holds their
 -- bytes; a row here says the blob is a source archive farmd checked, who uploaded it, and
 -- when a build or schedule last named it, so that unused ones can be collected.
 CREATE TABLE source_archives (
