@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 
 namespace farm::fs {
@@ -93,6 +94,19 @@ Result<std::string> MakeTempDir(const std::string& parent, const std::string& pr
 bool Exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string HumanBytes(int64_t n) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1);
+  if (n >= (1LL << 30)) {
+    o << static_cast<double>(n >> 20) / 1024.0 << " GiB";
+  } else if (n >= (1 << 20)) {
+    o << static_cast<double>(n >> 10) / 1024.0 << " MiB";
+  } else {
+    o << n << " B";
+  }
+  return o.str();
 }
 
 }  // namespace farm::fs

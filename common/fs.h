@@ -2,6 +2,7 @@
 #ifndef FARM_COMMON_FS_H_
 #define FARM_COMMON_FS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "common/status.h"
@@ -26,6 +27,9 @@ Status RemoveAll(const std::string& path);
 Result<std::string> MakeTempDir(const std::string& parent, const std::string& prefix);
 
 bool Exists(const std::string& path);
+
+// A size for people: "312 B", "1.5 MiB", "2.25 GiB".
+std::string HumanBytes(int64_t bytes);
 
 }  // namespace farm::fs
 

@@ -5,6 +5,7 @@
 
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/net/tls.h"
 #include "common/version.h"
 #include "daemon/api/server.h"
 #include "daemon/hosts/host_manager.h"
@@ -17,15 +18,20 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
-  farm::Flags flags({
+  std::vector<farm::FlagSpec> specs = {
       {"config", "FILE", "YAML file of settings named like these flags; flags win"},
       {"data-dir", "DIR", "state directory (farm.db, blobs/, tokens); default ./data"},
       {"listen", "HOST:PORT", "gRPC address; port 0 picks one (default 127.0.0.1:7070)"},
       {"ready-file", "FILE", "write the bound gRPC address here once serving"},
       {"lease-ms", "MS", "lease of a running job, renewed by heartbeats (default 30000)"},
       {"heartbeat-ms", "MS", "heartbeat interval told to workers (default 2000)"},
-      {"max-log-bytes", "N", "log text stored per job attempt; the rest is dropped (default 64 MiB)"},
+      {"max-log-bytes", "N",
+       "log text stored per job attempt; the rest is dropped (default 64 MiB)"},
       {"max-wheel-bytes", "N", "largest wheel a worker may upload (default 4 GiB)"},
+      {"max-source-bytes", "N", "largest source archive a client may upload (default 8 GiB)"},
+      {"source-retention-days", "N",
+       "remove source archives unused this long that no schedule "
+       "or unfinished build names; 0 keeps them (default 30)"},
       {"http-listen", "HOST:PORT", "serve the dashboard, /api/v1, /metrics and /simple/ here"},
       {"http-ready-file", "FILE", "write the dashboard's bound address here once serving"},
       {"http-max-connections", "N", "simultaneous HTTP connections; more get 503 (default 256)"},
@@ -38,11 +44,14 @@ int main(int argc, char** argv) {
       {"publish-pending-hardware", "", "also publish wheels whose validation waits for a GPU"},
       {"publish-interval-ms", "MS", "pause between passes of the publisher (default 1000)"},
       {"playbooks-dir", "DIR", "playbooks farmctl hosts provision runs (default: the checkout's)"},
-      {"hosts-group-vars", "DIR", "group_vars of the host kinds (default: the example inventory's)"},
+      {"hosts-group-vars", "DIR",
+       "group_vars of the host kinds (default: the example inventory's)"},
       {"log-json", "", "log one JSON object per line"},
       {"help", "", "show this help"},
       {"version", "", "print the version and exit"},
-  });
+  };
+  for (const farm::FlagSpec& f : farm::net::ServerTlsFlags()) specs.push_back(f);
+  farm::Flags flags(std::move(specs));
   farm::Status parsed = flags.Parse(argc, argv);
   if (parsed.ok() && flags.Has("config")) parsed = flags.MergeConfigFile(flags.Get("config"));
   if (parsed.ok() && flags.Has("version")) {
@@ -59,10 +68,18 @@ int main(int argc, char** argv) {
   options.data_dir = flags.Get("data-dir", "data");
   options.listen = flags.Get("listen", "127.0.0.1:7070");
   options.ready_file = flags.Get("ready-file");
+  auto tls = farm::net::ServerTlsFromFlags(flags);
+  if (!tls.ok()) {
+    std::cerr << tls.status().message() << "\n";
+    return 2;
+  }
+  options.tls = std::move(tls).value();
   farm::api::Tunables& t = options.tunables;
-  for (auto [name, value] : {std::pair{"lease-ms", &t.lease_ms}, {"heartbeat-ms", &t.heartbeat_ms},
+  for (auto [name, value] : {std::pair{"lease-ms", &t.lease_ms},
+                             {"heartbeat-ms", &t.heartbeat_ms},
                              {"max-log-bytes", &t.max_log_bytes},
-                             {"max-wheel-bytes", &t.max_artifact_bytes}}) {
+                             {"max-wheel-bytes", &t.max_artifact_bytes},
+                             {"max-source-bytes", &t.max_source_bytes}}) {
     auto parsed_value = flags.GetInt(name, *value);
     if (!parsed_value.ok() || parsed_value.value() < 1) {
       std::cerr << "--" << name << ": "
@@ -72,6 +89,12 @@ int main(int argc, char** argv) {
     }
     *value = parsed_value.value();
   }
+  auto retention_days = flags.GetInt("source-retention-days", 30);
+  if (!retention_days.ok() || *retention_days < 0 || *retention_days > 36500) {
+    std::cerr << "--source-retention-days must be a number of days from 0 to 36500\n";
+    return 2;
+  }
+  t.source_retention_ms = *retention_days * 24 * 3600 * 1000;
   options.http.listen = flags.Get("http-listen");
   options.http.web_root = flags.Get("web-root");
   options.http.public_read = !flags.Has("private-read");

@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
                  agent::WorkerUsage().c_str());
     return 2;
   }
-  log::InitLogging({config->verbose ? log::Level::kDebug : log::Level::kInfo, config->log_json, "farm-worker"});
+  log::InitLogging(
+      {config->verbose ? log::Level::kDebug : log::Level::kInfo, config->log_json, "farm-worker"});
   // Signals are taken by one thread with sigwait, so no handler runs inside library code.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -47,14 +48,16 @@ int main(int argc, char** argv) {
     log::Error(token.status().message());
     return 2;
   }
-  agent::GrpcFarmClient client([cfg = *config]() { return agent::ResolveServerAddress(cfg, 30000); });
+  agent::GrpcFarmClient client(
+      [cfg = *config]() { return agent::ResolveServerAddress(cfg, 30000); }, config->tls);
   if (auto s = client.Connect(); !s.ok()) {
     log::Error(s.message());
-    return 3;
+    return s.code() == StatusCode::kUnavailable ? 3 : 2;
   }
   RealProcessRunner runner;
   agent::SystemProbe probe(*config, runner);
-  auto executor = agent::MakeExecutor(*config, runner, [&probe] { return probe.AvailableMemoryBytes(); });
+  auto executor =
+      agent::MakeExecutor(*config, runner, [&probe] { return probe.AvailableMemoryBytes(); });
   if (!executor.ok()) {
     log::Error(executor.status().message());
     return 2;
@@ -64,7 +67,9 @@ int main(int argc, char** argv) {
   ProcessRunner* tools = &runner;
   if (config->container_network == "none") tools = &offline;
   log::Info("builds run with the " + (*executor)->Name() + " executor");
-  agent::Agent worker(*config, *token, {&client, &probe, tools, executor->get(), &RealClock(), agent::CheckWheelForJob});
+  agent::Agent worker(
+      *config, *token,
+      {&client, &probe, tools, executor->get(), &RealClock(), agent::CheckWheelForJob});
   std::thread signals([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);

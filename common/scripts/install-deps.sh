@@ -11,10 +11,11 @@ PACKAGES=(
   libarchive-dev libzstd-dev liblz4-dev libgtest-dev libgmock-dev
   python3 python3-venv python3-pip python3-wheel python3-setuptools python3-pytest python3-yaml
 )
-# Extra packages for the test suite only (browser, provisioning, containers).
+# Extra packages for the test suite only (browser, provisioning, containers, network
+# namespaces for the multi-host tests).
 if [[ "${1:-}" == "--with-test-tools" ]]; then
   PACKAGES+=(chromium chromium-driver python3-selenium ansible-core ansible-lint yamllint
-             podman runc debootstrap wrk)
+             podman runc debootstrap wrk iproute2 util-linux mount)
 fi
 
 SUDO=""

@@ -12,26 +12,15 @@
 #include <string_view>
 #include <vector>
 
+#include "common/archive/entry_rules.h"
 #include "common/status.h"
 #include "common/wheel/problem.h"
 
 namespace farm::wheel {
 
-// Limits on what a scan will read. Crossing one adds a problem and stops the scan.
-struct ZipLimits {
-  // Entries of any kind (files, directories, links) in the archive.
-  int64_t max_entries = 100'000;
-  // Uncompressed bytes of one entry.
-  int64_t max_entry_bytes = int64_t{4} << 30;
-  // Uncompressed bytes of all entries together.
-  int64_t max_total_bytes = int64_t{16} << 30;
-  // Uncompressed bytes produced so far divided by the archive's size on disk. Checked only
-  // once `ratio_grace_bytes` have been produced, so tiny archives of text are not flagged.
-  double max_ratio = 200.0;
-  int64_t ratio_grace_bytes = int64_t{8} << 20;
-  // Length of one entry name in bytes.
-  int64_t max_name_bytes = 4096;
-};
+// Limits on what a scan will read (the rules every archive from outside obeys). Crossing
+// one adds a problem and stops the scan.
+using ZipLimits = archives::Limits;
 
 // One regular file of the archive, after its bytes were streamed.
 struct ZipFile {
@@ -58,18 +47,14 @@ struct ZipScan {
 };
 
 // Scans the zip archive at `path` (read with libarchive's seekable zip reader, which
-// reads the central directory as installers do). Rejected entries (absolute paths, '..',
-// empty or '.' components, backslashes, symlinks, hard links, device files, encrypted
-// entries, duplicate names) become problems naming the entry and the rule and are not
+// reads the central directory as installers do). Rejected entries (names that break
+// archives::CheckEntryName, symlinks, hard links, device files, encrypted entries,
+// duplicate names) become problems naming the entry and the rule and are not
 // handed to `handler`. On success returns the scan, whose `problems` may be non-empty;
 // fails with NotFound when the file cannot be opened and InvalidArgument when it is not a
 // zip archive.
-Result<ZipScan> ScanZip(const std::string& path, const ZipLimits& limits,
-                        const KeepPolicy& keep, const FileHandler& handler);
-
-// The reason `name` is not an acceptable wheel entry name, or "" when it is. Sets *rule to
-// "path-absolute", "path-dotdot" or "path-invalid".
-std::string CheckEntryName(std::string_view name, std::string* rule);
+Result<ZipScan> ScanZip(const std::string& path, const ZipLimits& limits, const KeepPolicy& keep,
+                        const FileHandler& handler);
 
 }  // namespace farm::wheel
 

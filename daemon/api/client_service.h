@@ -46,6 +46,11 @@ class ClientService final : public farm::v1::FarmService::Service {
                            farm::v1::TokenInfo*) override;
   grpc::Status DownloadArtifact(grpc::ServerContext*, const farm::v1::GetArtifactRequest*,
                                 grpc::ServerWriter<farm::v1::ArtifactChunk>*) override;
+  // sources.cc
+  grpc::Status FindSource(grpc::ServerContext*, const farm::v1::FindSourceRequest*,
+                          farm::v1::FindSourceResponse*) override;
+  grpc::Status UploadSource(grpc::ServerContext*, grpc::ServerReader<farm::v1::SourceUpload>*,
+                            farm::v1::SourceUploadResponse*) override;
   // schedule_handlers.cc
   grpc::Status CreateSchedule(grpc::ServerContext*, const farm::v1::CreateScheduleRequest*,
                               farm::v1::Schedule*) override;
@@ -85,6 +90,16 @@ Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& ro
 // set from req.force(); a schedule run when given) and returns the build id.
 Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
                              const std::string& who, store::BuildLinks* links);
+
+// The uploaded archive `source` names, checked (sources.cc): a source that is still a
+// path on the client is refused (InvalidArgument), an archive must have been uploaded and
+// checked (FailedPrecondition otherwise) and gets its size and origin filled in and its
+// last use recorded. Returns its sha256, "" for a git source.
+Result<std::string> CheckBuildSource(const ServiceContext& ctx, farm::v1::Source* source);
+
+// Removes source archives unused for `retention_ms` (0: none) that no schedule and no
+// queued or running build names (sources.cc). Returns how many went.
+Result<int> CollectSources(const ServiceContext& ctx, int64_t retention_ms);
 
 // The submitter farmd's ScheduleRunner uses: SubmitLinked with the run recorded alongside.
 std::unique_ptr<schedule::BuildSubmitter> MakeScheduleSubmitter(ServiceContext* ctx);

@@ -1,4 +1,5 @@
-// Handle(): the one boundary every gRPC handler goes through. It authorizes the call,
+// Handle(): the one boundary every gRPC handler goes through. It authorizes the call
+// (peer certificate where farmd requires one, then the token),
 // runs the body, converts its Status to a gRPC status (messages redacted), and keeps any
 // exception inside the handler.
 #ifndef FARM_DAEMON_API_HANDLER_H_
@@ -12,10 +13,23 @@
 
 namespace farm::api {
 
+// Authorizes a call: on a farmd that requires worker certificates, a worker call (Register
+// included) must come over TLS with a client certificate farmd verified; then the token.
+inline Result<Principal> AuthorizePeer(const ServiceContext& ctx, const grpc::ServerContext& call,
+                                       Need need) {
+  bool worker_call = need == Need::kWorker || need == Need::kEnroll;
+  if (ctx.require_worker_certs && worker_call && !call.auth_context()->IsPeerAuthenticated()) {
+    return Status::Unauthenticated(
+        "this farmd requires workers to present a client certificate signed by its client CA "
+        "(farm-worker --ca, --cert and --key)");
+  }
+  return AuthorizeCall(*ctx.auth, call, need);
+}
+
 template <typename Body>
 grpc::Status Handle(ServiceContext* ctx, grpc::ServerContext* call, Need need, Body body) {
   try {
-    auto who = AuthorizeCall(*ctx->auth, *call, need);
+    auto who = AuthorizePeer(*ctx, *call, need);
     if (!who.ok()) return ToGrpc(who.status());
     return ToGrpc(body(who.value()));
   } catch (const std::exception& e) {

@@ -93,6 +93,8 @@ grpc::Status ClientService::CreateSchedule(grpc::ServerContext* call,
                                            farm::v1::Schedule* resp) {
   return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
     FARM_ASSIGN_OR_RETURN(store::ScheduleRow row, schedule::NewScheduleRow(*req, who.name, ctx_->clock->NowUnixMs()));
+    farm::v1::Source source = req->build().source();
+    FARM_RETURN_IF_ERROR(CheckBuildSource(*ctx_, &source).status());
     FARM_RETURN_IF_ERROR(ctx_->store->InsertSchedule(&row));
     log::Info("schedule " + std::to_string(row.id) + " (" + row.name + ", \"" + row.cron + "\" " +
               row.time_zone + ") created by " + who.name);

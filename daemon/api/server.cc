@@ -12,8 +12,8 @@
 #include "daemon/api/worker_service.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/dashboard.h"
-#include "daemon/schedule/runner.h"
 #include "daemon/publish/publishing_service.h"
+#include "daemon/schedule/runner.h"
 
 namespace farm::api {
 
@@ -57,6 +57,9 @@ Status BootstrapTokens(TokenAuthority* auth, store::Store* store, const std::str
   return Status::Ok();
 }
 
+// Source archives are collected once a minute (the first time right after start).
+constexpr int64_t kSourceCollectionTicks = 60;
+
 // Replaces the port of "host:port" with `port`.
 std::string WithPort(const std::string& listen, int port) {
   size_t colon = listen.rfind(':');
@@ -64,19 +67,42 @@ std::string WithPort(const std::string& listen, int port) {
          std::to_string(port);
 }
 
+// How the listeners are protected, for the start-up line. Plaintext on an address other
+// machines reach is only possible with --insecure, and said loudly.
+std::string TransportText(const ServerOptions& o) {
+  if (o.tls.enabled()) {
+    return o.tls.client_ca_file.empty() ? "TLS" : "TLS, workers must present certificates";
+  }
+  bool exposed =
+      !net::IsLoopback(o.listen) || (!o.http.listen.empty() && !net::IsLoopback(o.http.listen));
+  if (exposed) {
+    log::Warn(
+        "--insecure: farmd serves plaintext on an address other machines reach; bearer "
+        "tokens, sources and wheels cross the network in clear");
+    return "PLAINTEXT, --insecure";
+  }
+  return "plaintext, loopback only";
+}
+
 }  // namespace
 
 void FarmServer::Impl::Sweep() {
-  for (;;) {
+  for (int64_t tick = 0;; ++tick) {
     {
       std::unique_lock lock(mu);
       if (cv.wait_for(lock, std::chrono::seconds(1), [this] { return stopped; })) return;
+    }
+    if (tick % kSourceCollectionTicks == 0) {
+      auto removed = CollectSources(ctx, ctx.tunables.source_retention_ms);
+      if (!removed.ok())
+        log::Warn("collecting source archives failed: " + removed.status().ToString());
     }
     auto expired = store->ExpireLeases(ctx.clock->NowUnixMs());
     if (!expired.ok()) {
       log::Warn("lease sweep failed: " + expired.status().ToString());
     } else {
-      for (int64_t id : expired.value()) log::Warn("job " + std::to_string(id) + " lost its worker");
+      for (int64_t id : expired.value())
+        log::Warn("job " + std::to_string(id) + " lost its worker");
     }
     auto merged = store->ResolveMergedJobs(ctx.clock->NowUnixMs());
     if (!merged.ok()) log::Warn("settling merged jobs failed: " + merged.status().ToString());
@@ -99,10 +125,10 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   FARM_ASSIGN_OR_RETURN(impl->blobs, store::BlobStore::Open(options.data_dir + "/blobs"));
   impl->auth = std::make_unique<TokenAuthority>(impl->store.get(), &RealClock());
   FARM_RETURN_IF_ERROR(BootstrapTokens(impl->auth.get(), impl->store.get(), options.data_dir));
-  FARM_RETURN_IF_ERROR(impl->store->ExtendRunningLeases(RealClock().NowUnixMs(),
-                                                        options.tunables.lease_ms));
-  impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock(),
-                             options.tunables, &impl->shutting_down};
+  FARM_RETURN_IF_ERROR(
+      impl->store->ExtendRunningLeases(RealClock().NowUnixMs(), options.tunables.lease_ms));
+  impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(),
+                             &RealClock(),      options.tunables,  &impl->shutting_down};
   impl->resolver = std::make_unique<schedule::GitSourceResolver>(&impl->processes);
   impl->ctx.resolver = impl->resolver.get();
   impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);
@@ -122,11 +148,14 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   impl->client_service = std::make_unique<ClientService>(&impl->ctx);
   impl->worker_service = std::make_unique<WorkerService>(&impl->ctx);
 
+  FARM_ASSIGN_OR_RETURN(auto credentials, net::ServerCredentials(options.listen, options.tls));
+  impl->ctx.require_worker_certs = !options.tls.client_ca_file.empty();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options.listen, credentials, &port);
+  net::AddServerKeepalive(&builder);
   builder.RegisterService(impl->client_service.get());
   builder.RegisterService(impl->worker_service.get());
   builder.SetMaxReceiveMessageSize(16 << 20);
@@ -137,30 +166,34 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   impl->address = WithPort(options.listen, port);
   impl->hosts->SetServerAddress(impl->address);
   if (!options.http.listen.empty()) {
+    http::DashboardOptions http = options.http;
+    http.tls = options.tls;
     http::DashboardDeps deps{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock(),
                              impl->schedules.get()};
-    FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(options.http, deps));
+    FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
     if (!options.http_ready_file.empty()) {
       FARM_RETURN_IF_ERROR(
           fs::WriteFileAtomic(options.http_ready_file, impl->dashboard->address() + "\n"));
     }
-    log::Info("dashboard at http://" + impl->dashboard->address() + "/");
+    log::Info("dashboard at " + std::string(http.tls.enabled() ? "https" : "http") + "://" +
+              impl->dashboard->address() + "/");
   }
-  FARM_ASSIGN_OR_RETURN(
-      impl->publishing,
-      publish::PublishingService::Start(
-          {.secrets = options.secrets, .github_api = options.github_api,
-           .hf_endpoint = options.hf_endpoint,
-           .publish_pending_hardware = options.publish_pending_hardware,
-           .interval_ms = options.publish_interval_ms,
-           .work_dir = options.data_dir + "/publish"},
-          impl->store.get(), impl->blobs.get(), &RealClock()));
+  FARM_ASSIGN_OR_RETURN(impl->publishing,
+                        publish::PublishingService::Start(
+                            {.secrets = options.secrets,
+                             .github_api = options.github_api,
+                             .hf_endpoint = options.hf_endpoint,
+                             .publish_pending_hardware = options.publish_pending_hardware,
+                             .interval_ms = options.publish_interval_ms,
+                             .work_dir = options.data_dir + "/publish"},
+                            impl->store.get(), impl->blobs.get(), &RealClock()));
   impl->sweeper = std::thread([raw = impl.get()] { raw->Sweep(); });
   impl->schedules->Start(1000);
   if (!options.ready_file.empty()) {
     FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(options.ready_file, impl->address + "\n"));
   }
-  log::Info("farmd serving gRPC on " + impl->address + ", data in " + options.data_dir);
+  log::Info("farmd serving gRPC on " + impl->address + " (" + TransportText(options) +
+            "), data in " + options.data_dir);
   return std::unique_ptr<FarmServer>(new FarmServer(std::move(impl)));
 }
 

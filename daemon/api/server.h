@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "common/net/tls.h"
 #include "common/status.h"
 #include "daemon/api/service_context.h"
 #include "daemon/auth/secrets_file.h"
@@ -21,10 +22,14 @@ struct ServerOptions {
   std::string data_dir = "data";          // farm.db, blobs/, admin.token, enroll.token
   std::string listen = "127.0.0.1:7070";  // port 0 picks a free port
   std::string ready_file;                 // receives "host:port" once serving
+  // TLS of the gRPC API and the dashboard; client_ca_file makes workers present
+  // certificates (mTLS). Without a certificate both listen in plaintext, which is refused
+  // on non-loopback addresses unless tls.insecure.
+  net::ServerTls tls;
   Tunables tunables;
   // The web dashboard, JSON API, metrics and package index; empty listen: not served.
   http::DashboardOptions http;
-  std::string http_ready_file;            // receives the dashboard's "host:port"
+  std::string http_ready_file;  // receives the dashboard's "host:port"
   // Tokens for publishing (GITHUB_TOKEN, HF_TOKEN); farmd's alone, never sent to workers.
   auth::Secrets secrets;
   // Publishing (docs/publishing.md): remote endpoints (tests point them at local fakes)

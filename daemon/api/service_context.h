@@ -23,11 +23,15 @@ class HostManager;
 namespace farm::api {
 
 struct Tunables {
-  int64_t lease_ms = 30000;           // a running job's lease, renewed by heartbeats
-  int64_t heartbeat_ms = 2000;        // interval the workers are told to use
-  int max_attempts = 3;               // default for infrastructure failures
+  int64_t lease_ms = 30000;     // a running job's lease, renewed by heartbeats
+  int64_t heartbeat_ms = 2000;  // interval the workers are told to use
+  int max_attempts = 3;         // default for infrastructure failures
   int64_t max_artifact_bytes = 4LL << 30;
-  int64_t max_log_bytes = 64LL << 20;  // stored log text per attempt; the rest is dropped
+  int64_t max_log_bytes = 64LL << 20;    // stored log text per attempt; the rest is dropped
+  int64_t max_source_bytes = 8LL << 30;  // largest source archive a client may upload
+  // Source archives unused this long are removed unless a schedule or an unfinished build
+  // names them; 0 keeps them forever.
+  int64_t source_retention_ms = 30LL * 24 * 3600 * 1000;
 };
 
 struct ServiceContext {
@@ -40,6 +44,8 @@ struct ServiceContext {
   schedule::SourceResolver* resolver = nullptr;   // git ref -> commit; null: not resolved
   schedule::ScheduleRunner* schedules = nullptr;  // null: schedules are not served
   hosts::HostManager* hosts = nullptr;            // null: hosts are not served
+  // Workers must present a client certificate farmd verified (--client-ca, mTLS).
+  bool require_worker_certs = false;
 };
 
 // Polls `generation()` (by default `ctx.store->Generation()`) until it differs from `seen`,

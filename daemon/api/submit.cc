@@ -3,11 +3,11 @@
 // in flight onto that job, store the build. Nothing is stored when any check fails.
 //
 // Build keys (docs/schedules.md#build-keys): a job's key hashes the recipe text, the
-// patches, the source identity (git URL + resolved commit, or the client's content digest)
-// and the matrix cell. The cell is the toolchain fingerprint: placement only gives a job to
+// patches, the source identity (git URL + resolved commit, or the sha256 of the uploaded
+// source archive, which farmd checked itself) and the matrix cell. The cell is the toolchain fingerprint: placement only gives a job to
 // a worker whose reported Python, torch and CUDA toolkit match the cell, so every wheel a
 // key can name was built with a toolchain the cell allows. A key with an unknown source
-// (a local path without digest, an unresolved ref) is empty and never matches.
+// (an unresolved ref) is empty and never matches.
 #include <sstream>
 
 #include "common/log.h"
@@ -84,6 +84,7 @@ Status ResolveSource(const ServiceContext& ctx, farm::v1::Recipe* recipe) {
 Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
                              const std::string& who, store::BuildLinks* links) {
   FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, PrepareRecipe(req));
+  FARM_ASSIGN_OR_RETURN(std::string source_sha, CheckBuildSource(ctx, recipe.mutable_source()));
   FARM_RETURN_IF_ERROR(ResolveSource(ctx, &recipe));
   const farm::v1::MatrixAxes& requested = HasAxes(req.matrix()) ? req.matrix() : recipe.matrix();
   recipe::MatrixExpansion expansion = recipe::ExpandMatrix(requested, recipe.matrix());
@@ -98,7 +99,8 @@ Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBu
   int64_t now = ctx.clock->NowUnixMs();
   store::BuildRow build{.recipe_name = recipe.name(), .recipe = recipe.SerializeAsString(),
                         .priority = req.priority(), .submitted_by = who,
-                        .rejected_cells = rejected.str(), .created_ms = now};
+                        .rejected_cells = rejected.str(), .created_ms = now,
+                        .source_sha256 = source_sha};
   std::string source_id = schedule::SourceIdentity(recipe.source(), req.source_digest());
   std::vector<store::JobRow> jobs;
   for (const auto& cell : expansion.cells) {

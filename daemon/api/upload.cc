@@ -5,8 +5,9 @@
 #include "common/wheel/job_check.h"
 #include "common/wheel/relabel.h"
 #include "common/wheel/wheel_name.h"
-#include "daemon/model/convert.h"
+#include "daemon/api/handler.h"
 #include "daemon/api/worker_service.h"
+#include "daemon/model/convert.h"
 
 namespace farm::api {
 
@@ -32,7 +33,8 @@ Result<store::JobRow> CheckHeader(const ServiceContext& ctx, const std::string& 
   FARM_ASSIGN_OR_RETURN(auto job, ctx.store->GetJob(h.job_id()));
   if (job.attempt != h.attempt() || job.worker_id != worker_id || job.state != store::kJobRunning) {
     return Status::FailedPrecondition("attempt " + std::to_string(h.attempt()) + " of job " +
-                                      std::to_string(h.job_id()) + " is not running on this worker");
+                                      std::to_string(h.job_id()) +
+                                      " is not running on this worker");
   }
   return job;
 }
@@ -61,8 +63,8 @@ Result<farm::v1::ArchManifest> CheckArrived(const ServiceContext& ctx, const sto
   auto cell = model::ParseBlob<farm::v1::MatrixCell>(job.cell);
   auto check = wheel::CheckJobWheel(ctx.blobs->PathFor(h.sha256()), h.filename(), cell);
   if (!check.ok()) {
-    return Status::InvalidArgument(h.filename() + " is not a readable wheel: " +
-                                   check.status().message());
+    return Status::InvalidArgument(h.filename() +
+                                   " is not a readable wheel: " + check.status().message());
   }
   if (!check->ok()) {
     log::Warn("rejected " + h.filename() + " of job " + std::to_string(h.job_id()) + ": " +
@@ -90,13 +92,17 @@ Result<farm::v1::Artifact> Receive(const ServiceContext& ctx, const Principal& w
   }
   FARM_RETURN_IF_ERROR(writer->Commit().WithContext(header.filename()));
   FARM_ASSIGN_OR_RETURN(farm::v1::ArchManifest manifest, CheckArrived(ctx, job, header));
-  store::ArtifactRow row{.job_id = header.job_id(), .attempt = header.attempt(),
-                         .filename = header.filename(), .sha256 = header.sha256(),
-                         .size = header.size(), .manifest = manifest.SerializeAsString(),
+  store::ArtifactRow row{.job_id = header.job_id(),
+                         .attempt = header.attempt(),
+                         .filename = header.filename(),
+                         .sha256 = header.sha256(),
+                         .size = header.size(),
+                         .manifest = manifest.SerializeAsString(),
                          .created_ms = ctx.clock->NowUnixMs()};
   FARM_ASSIGN_OR_RETURN(auto stored, ctx.store->InsertArtifact(row));
   log::Info("artifact " + header.filename() + " (" + std::to_string(header.size()) +
-            " bytes, sha256 " + header.sha256() + ") stored for job " + std::to_string(header.job_id()));
+            " bytes, sha256 " + header.sha256() + ") stored for job " +
+            std::to_string(header.job_id()));
   return ArtifactToProto(stored);
 }
 
@@ -106,7 +112,7 @@ grpc::Status WorkerService::UploadArtifact(grpc::ServerContext* call,
                                            grpc::ServerReader<farm::v1::ArtifactUpload>* in,
                                            farm::v1::UploadArtifactResponse* resp) {
   try {
-    auto who = AuthorizeCall(*ctx_->auth, *call, Need::kWorker);
+    auto who = AuthorizePeer(*ctx_, *call, Need::kWorker);
     if (!who.ok()) return ToGrpc(who.status());
     auto artifact = Receive(*ctx_, who.value(), in);
     if (!artifact.ok()) return ToGrpc(artifact.status());

@@ -21,20 +21,8 @@ Status CheckSelf(const Principal& who, const std::string& worker_id) {
   return Status::Ok();
 }
 
-// A worker may report on an attempt only if it was leased that attempt.
-Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_id, int attempt) {
-  FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(job_id));
-  for (const auto& a : attempts) {
-    if (a.number == attempt) {
-      if (a.worker_id == who.worker_id) return Status::Ok();
-      break;
-    }
-  }
-  return Status::PermissionDenied("worker " + who.worker_id + " does not hold attempt " +
-                                  std::to_string(attempt) + " of job " + std::to_string(job_id));
-}
-
-Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const store::JobRow& job) {
+Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx,
+                                               const store::JobRow& job) {
   FARM_ASSIGN_OR_RETURN(auto build, ctx.store->GetBuild(job.build_id));
   farm::v1::JobAssignment a;
   a.set_job_id(job.id);
@@ -87,13 +75,26 @@ void ProgressThrottle::Forget(int64_t job_id) {
   last_ms_.erase(job_id);
 }
 
+Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_id, int attempt) {
+  FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(job_id));
+  for (const auto& a : attempts) {
+    if (a.number == attempt) {
+      if (a.worker_id == who.worker_id) return Status::Ok();
+      break;
+    }
+  }
+  return Status::PermissionDenied("worker " + who.worker_id + " does not hold attempt " +
+                                  std::to_string(attempt) + " of job " + std::to_string(job_id));
+}
+
 grpc::Status WorkerService::Register(grpc::ServerContext* call,
                                      const farm::v1::RegisterRequest* req,
                                      farm::v1::RegisterResponse* resp) {
   return Handle(ctx_, call, Need::kEnroll, [&](const Principal& who) -> Status {
     int64_t now = ctx_->clock->NowUnixMs();
     std::string id = who.role == "worker" ? who.worker_id : "w-" + RandomHex(6);
-    if (who.role == "worker" && !req->worker_id().empty()) FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
+    if (who.role == "worker" && !req->worker_id().empty())
+      FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
     if (who.role != "worker") {
       FARM_ASSIGN_OR_RETURN(std::string token, ctx_->auth->Create("worker", req->name(), id));
       resp->set_worker_token(token);
@@ -101,14 +102,23 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
     std::string state = req->capabilities().probe_error().empty() ? "idle" : "quarantined";
     if (who.role == "worker") {
       // A worker that registers again has restarted: the builds it held died with it.
-      FARM_ASSIGN_OR_RETURN(auto lost, ctx_->store->ReleaseWorkerJobs(id, {}, "worker " + id + " restarted", now));
-      for (int64_t job : lost) log::Warn("job " + std::to_string(job) + " requeued: worker " + id + " restarted");
+      FARM_ASSIGN_OR_RETURN(
+          auto lost, ctx_->store->ReleaseWorkerJobs(id, {}, "worker " + id + " restarted", now));
+      for (int64_t job : lost)
+        log::Warn("job " + std::to_string(job) + " requeued: worker " + id + " restarted");
     }
-    store::WorkerRow row{id, req->name().empty() ? id : req->name(),
-                         req->capabilities().SerializeAsString(), state, now, now};
+    store::WorkerRow row{id,
+                         req->name().empty() ? id : req->name(),
+                         req->capabilities().SerializeAsString(),
+                         state,
+                         now,
+                         now};
     FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(row));
+    auto cn = call->auth_context()->FindPropertyValues("x509_common_name");
+    std::string cert = cn.empty() ? "" : ", certificate " + std::string(cn[0].data(), cn[0].size());
     log::Info("worker " + row.name + " registered as " + id + " (" +
-              std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " + state + ")");
+              std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " + state + cert +
+              ")");
     resp->set_worker_id(id);
     resp->set_heartbeat_interval_ms(static_cast<int32_t>(ctx_->tunables.heartbeat_ms));
     resp->set_lease_ms(static_cast<int32_t>(ctx_->tunables.lease_ms));
@@ -145,7 +155,8 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
                                                          who.worker_id, now, ctx_->tunables.lease_ms));
       if (reattached) {
         log::Info("job " + std::to_string(running.job_id()) + " attempt " +
-                  std::to_string(running.attempt()) + " re-attached to its worker " + who.worker_id);
+                  std::to_string(running.attempt()) + " re-attached to its worker " +
+                  who.worker_id);
         continue;
       }
       auto job = ctx_->store->GetJob(running.job_id());
@@ -187,8 +198,8 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
       std::optional<store::JobRow> job;
       int64_t now = ctx_->clock->NowUnixMs();
       if (ctx_->store->MayHaveLeasableJob(now)) {
-        FARM_ASSIGN_OR_RETURN(job, ctx_->store->AcquireJob(who.worker_id, now,
-                                                           ctx_->tunables.lease_ms, placeable));
+        FARM_ASSIGN_OR_RETURN(
+            job, ctx_->store->AcquireJob(who.worker_id, now, ctx_->tunables.lease_ms, placeable));
       }
       if (job) {
         FARM_ASSIGN_OR_RETURN(*resp->mutable_job(), MakeAssignment(*ctx_, *job));
@@ -197,8 +208,9 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
         return Status::Ok();
       }
       if (ctx_->clock->SteadyMs() >= deadline || call->IsCancelled()) break;
-      WaitForChange(*ctx_, seen, deadline, [call] { return call->IsCancelled(); },
-                    [this] { return ctx_->store->QueueGeneration(); });
+      WaitForChange(
+          *ctx_, seen, deadline, [call] { return call->IsCancelled(); },
+          [this] { return ctx_->store->QueueGeneration(); });
     }
     return Status::Ok();
   });
@@ -239,10 +251,15 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
     auto recipe = ParseBlob<farm::v1::Recipe>(build.recipe);
     int64_t now = ctx_->clock->NowUnixMs();
     store::CompletionReport report{
-        .job_id = req->job_id(), .attempt = req->attempt(), .worker_id = who.worker_id,
-        .cause = static_cast<int>(req->cause()), .exit_code = req->exit_code(),
-        .detail = req->detail(), .peak_rss_bytes = req->peak_rss_bytes(),
-        .max_attempts = job.max_attempts, .retry_build_failures = recipe.retry().retry_build_failures(),
+        .job_id = req->job_id(),
+        .attempt = req->attempt(),
+        .worker_id = who.worker_id,
+        .cause = static_cast<int>(req->cause()),
+        .exit_code = req->exit_code(),
+        .detail = req->detail(),
+        .peak_rss_bytes = req->peak_rss_bytes(),
+        .max_attempts = job.max_attempts,
+        .retry_build_failures = recipe.retry().retry_build_failures(),
         .retry_not_before_ms = now + 1000LL * recipe.retry().backoff_seconds(),
         .validation = req->has_validation() ? req->validation().SerializeAsString() : "",
         .cache_hits = req->has_compile_cache() ? req->compile_cache().hits() : -1,

@@ -29,6 +29,9 @@ class ProgressThrottle {
   std::mutex mu_;
   std::map<int64_t, int64_t> last_ms_;  // guarded by mu_
 };
+// A worker may report on (or fetch the source of) an attempt only if it was leased that
+// attempt: PermissionDenied otherwise.
+Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_id, int attempt);
 
 class WorkerService final : public farm::v1::WorkerService::Service {
  public:
@@ -46,6 +49,9 @@ class WorkerService final : public farm::v1::WorkerService::Service {
                               farm::v1::UploadArtifactResponse*) override;
   grpc::Status CompleteJob(grpc::ServerContext*, const farm::v1::CompleteJobRequest*,
                            farm::v1::CompleteJobResponse*) override;
+  // sources.cc
+  grpc::Status DownloadSource(grpc::ServerContext*, const farm::v1::DownloadSourceRequest*,
+                              grpc::ServerWriter<farm::v1::SourceChunk>*) override;
 
  private:
   ServiceContext* ctx_;

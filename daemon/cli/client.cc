@@ -1,6 +1,7 @@
 #include "daemon/cli/client.h"
 
 #include <cstdlib>
+#include <iostream>
 
 #include "common/fs.h"
 
@@ -22,7 +23,8 @@ Result<std::string> ResolveAddress(const ConnectionOptions& o) {
   std::string file = !o.server_file.empty() ? o.server_file : Env("FARM_SERVER_FILE");
   if (!file.empty()) {
     auto content = fs::ReadFile(file);
-    if (!content.ok()) return Status::Unavailable("cannot read server file " + file + ": is farmd running?");
+    if (!content.ok())
+      return Status::Unavailable("cannot read server file " + file + ": is farmd running?");
     return Trim(content.value());
   }
   std::string env = Env("FARM_SERVER");
@@ -52,9 +54,14 @@ Result<std::unique_ptr<FarmClient>> FarmClient::Connect(const ConnectionOptions&
   FARM_ASSIGN_OR_RETURN(client->address_, ResolveAddress(options));
   FARM_ASSIGN_OR_RETURN(client->token_, ResolveToken(options));
   client->timeout_ms_ = options.timeout_ms;
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(64 << 20);
-  auto channel = grpc::CreateCustomChannel(client->address_, grpc::InsecureChannelCredentials(), args);
+  grpc::ChannelArguments args = net::ChannelArgs();
+  FARM_ASSIGN_OR_RETURN(auto credentials,
+                        net::ChannelCredentials(client->address_, options.tls, &args));
+  if (options.tls.ca_file.empty() && !net::IsLoopback(client->address_)) {
+    std::cerr << "farmctl: talking to farmd at " << client->address_
+              << " IN PLAINTEXT (--insecure): the token crosses the network in clear\n";
+  }
+  auto channel = grpc::CreateCustomChannel(client->address_, credentials, args);
   client->stub_ = farm::v1::FarmService::NewStub(channel);
   return client;
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "common/net/tls.h"
 #include "common/status.h"
 #include "farm/v1/client.grpc.pb.h"
 
@@ -20,11 +21,14 @@ struct ConnectionOptions {
   std::string token;
   std::string token_file;
   int64_t timeout_ms = 30000;
+  net::ClientTls tls;  // how farmd is reached (TLS, or plaintext on loopback)
 };
 
 class FarmClient {
  public:
-  // Reads the address and token; fails with a message naming what is missing.
+  // Reads the address and token and sets up the channel; fails with a message naming
+  // what is missing, or FailedPrecondition when farmd is on another machine and neither a
+  // CA (--ca) nor --insecure was given.
   static Result<std::unique_ptr<FarmClient>> Connect(const ConnectionOptions& options);
 
   farm::v1::FarmService::Stub* stub() { return stub_.get(); }

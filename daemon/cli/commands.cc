@@ -1,6 +1,7 @@
 // farmctl's dispatcher and its small commands; submit and logs live in their own files.
 #include "daemon/cli/commands.h"
 
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
@@ -19,6 +20,7 @@ Status PublishCommand(const CommandEnv& env, const Flags& flags);
 Status PublicationsCommand(const CommandEnv& env, const Flags& flags);
 Status HostsCommand(const CommandEnv& env, const Flags& flags);
 Status TokensCommand(const CommandEnv& env, const Flags& flags);
+Status CaCommand(const Flags& flags, std::ostream& out);
 
 namespace {
 
@@ -41,10 +43,12 @@ const char kUsage[] =
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
     "  tokens create|list|revoke   bearer tokens (--role, --name, --ttl 30d; admin)\n"
     "  hosts add|provision|list|show   hosts farmd provisions (--address, --kind, --var k=v)\n"
+    "  ca init DIR | ca issue DIR NAME   the farm's own CA and certificates (no farmd)\n"
     "flags:\n";
 
 std::vector<FlagSpec> AllFlags() {
-  return {
+  std::vector<FlagSpec> specs = {
+      {"config", "FILE", "YAML file of flags (server, token-file, ca, ...; default $FARM_CONFIG)"},
       {"server", "HOST:PORT", "farmd address (default $FARM_SERVER or 127.0.0.1:7070)"},
       {"server-file", "FILE", "read the address from farmd's ready file"},
       {"token", "TOKEN", "bearer token (default $FARM_TOKEN)"},
@@ -58,8 +62,11 @@ std::vector<FlagSpec> AllFlags() {
       {"platform", "TAG", "submit: platform axis value (repeatable)"},
       {"priority", "N", "submit: higher runs first (default 0)"},
       {"force", "", "submit: build even if an identical build succeeded"},
-      {"source-dir", "DIR", "submit: build this directory instead of the recipe's source"},
-      {"source-tarball", "FILE", "submit: build this tarball instead of the recipe's source"},
+      {"source-dir", "DIR", "submit, schedules: upload and build this directory instead of the recipe's source"},
+      {"source-tarball", "FILE", "submit, schedules: upload and build this tarball instead"},
+      {"exclude", "PATTERN", "submit, schedules: leave out of the uploaded tree (.gitignore syntax, repeatable)"},
+      {"no-gitignore", "", "submit, schedules: upload files .gitignore names too"},
+      {"max-source-bytes", "N", "submit, schedules: refuse to pack a tree larger than N bytes (default 2 GiB)"},
       {"follow", "", "submit, logs: stream until the build or job ends"},
       {"download", "DIR", "submit: with --follow, fetch the wheels into DIR"},
       {"dir", "DIR", "download: destination directory"},
@@ -67,7 +74,7 @@ std::vector<FlagSpec> AllFlags() {
       {"attempt", "N", "logs: attempt number (default the current one)"},
       {"limit", "N", "list: how many builds (default 20)"},
       {"role", "ROLE", "tokens create: viewer, submitter, admin or enroll"},
-      {"name", "NAME", "tokens create: a name for the token"},
+      {"name", "NAME", "tokens create, ca init: a name for the token or the CA"},
       {"ttl", "DURATION", "tokens create: lifetime, e.g. 3600, 12h or 30d (default: no expiry)"},
       {"version", "", "print the version and exit"},
       {"undo", "", "drain: take jobs again"},
@@ -83,8 +90,15 @@ std::vector<FlagSpec> AllFlags() {
       {"kind", "KIND", "hosts add: gb10, rtx5090, wsl2 or datacenter"},
       {"var", "K=V", "hosts add: inventory variable, value as YAML (repeatable)"},
       {"no-wait", "", "hosts provision: return once the run started"},
+      {"days", "N", "ca init, ca issue: validity in days (default 3650 for a CA, 825 otherwise)"},
+      {"host", "NAME", "ca issue: a DNS name or IP address farmd is reached by (repeatable)"},
+      {"server-cert", "", "ca issue: a certificate farmd serves with (needs --host)"},
+      {"client-cert", "", "ca issue: a certificate a worker presents (mTLS)"},
+      {"out", "DIR", "ca issue: where NAME.pem and NAME.key go (default: the CA's directory)"},
       {"help", "", "show this help"},
   };
+  for (const FlagSpec& f : net::ClientTlsFlags()) specs.push_back(f);
+  return specs;
 }
 
 Result<int64_t> IdArg(const Flags& flags, size_t index, const std::string& what) {
@@ -206,6 +220,9 @@ const std::map<std::string, std::string>& CommandSynopses() {
                  "  Bearer tokens (admin); a revoked token stops working at its next call."},
       {"hosts", "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
                 "  Hosts farmd provisions."},
+      {"ca", "ca init DIR [--name N] [--days D] | ca issue DIR NAME (--server-cert --host H... | "
+             "--client-cert) [--out DIR]\n"
+             "  A CA for the farm's TLS (docs/deployment.md) and certificates it signs; no farmd."},
   };
   return kSynopses;
 }
@@ -264,6 +281,10 @@ int ExitCodeFor(const Status& status) {
 int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
   Flags flags(AllFlags());
   Status parsed = flags.Parse(argc, argv);
+  if (parsed.ok() && (flags.Has("config") || std::getenv("FARM_CONFIG") != nullptr)) {
+    parsed = flags.MergeConfigFile(flags.Has("config") ? flags.Get("config")
+                                                       : std::getenv("FARM_CONFIG"));
+  }
   if (parsed.ok() && flags.Has("version")) {
     out << "farmctl " << FarmVersion() << "\n";
     return 0;
@@ -278,8 +299,9 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
     (parsed.ok() && flags.Has("help") ? out : err) << kUsage << flags.Usage();
     return parsed.ok() && flags.Has("help") ? 0 : 2;
   }
-  if (flags.positionals()[0] == "inspect") {  // local: needs no farmd and no token
-    Status s = InspectCommand(flags, out);
+  if (flags.positionals()[0] == "inspect" || flags.positionals()[0] == "ca") {
+    // local: needs no farmd and no token
+    Status s = flags.positionals()[0] == "ca" ? CaCommand(flags, out) : InspectCommand(flags, out);
     if (!s.ok()) err << "farmctl: " << s.message() << "\n";
     return ExitCodeFor(s);
   }
@@ -294,8 +316,14 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return 2;
   }
   auto timeout = flags.GetInt("timeout-ms", 30000);
+  auto tls = net::ClientTlsFromFlags(flags);
+  if (!tls.ok()) {
+    err << "farmctl: " << tls.status().message() << "\n";
+    return 2;
+  }
   ConnectionOptions conn{flags.Get("server"), flags.Get("server-file"), flags.Get("token"),
-                         flags.Get("token-file"), timeout.ok() ? timeout.value() : 30000};
+                         flags.Get("token-file"), timeout.ok() ? timeout.value() : 30000,
+                         std::move(tls).value()};
   auto client = FarmClient::Connect(conn);
   Status status = client.ok() ? command->second({client->get(), output == "json", &out, &err}, flags)
                               : client.status();

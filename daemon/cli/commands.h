@@ -28,10 +28,6 @@ struct CommandEnv {
 // Maps a Status to farmctl's exit code.
 int ExitCodeFor(const Status& status);
 
-// A stable digest of a source directory's content (paths and bytes), skipping build
-// outputs (.git, build, dist, __pycache__, *.egg-info); used as the source's identity.
-Result<std::string> TreeDigest(const std::string& dir);
-
 }  // namespace farm::cli
 
 #endif  // FARM_DAEMON_CLI_COMMANDS_H_

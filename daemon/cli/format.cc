@@ -5,29 +5,19 @@
 
 #include <algorithm>
 #include <cctype>
-#include <iomanip>
 #include <sstream>
+
+#include "common/fs.h"
 
 namespace farm::cli {
 namespace {
+
+using fs::HumanBytes;
 
 std::string Lower(std::string s, const std::string& strip_prefix) {
   if (s.rfind(strip_prefix, 0) == 0) s = s.substr(strip_prefix.size());
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
-}
-
-std::string HumanBytes(int64_t n) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(1);
-  if (n >= (1LL << 30)) {
-    o << static_cast<double>(n >> 20) / 1024.0 << " GiB";
-  } else if (n >= (1 << 20)) {
-    o << static_cast<double>(n >> 10) / 1024.0 << " MiB";
-  } else {
-    o << n << " B";
-  }
-  return o.str();
 }
 
 // "cache 12 hits / 0 misses (100%)" for an attempt line.

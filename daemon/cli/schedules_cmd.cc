@@ -3,10 +3,9 @@
 #include <sstream>
 
 #include "common/flags.h"
-#include "common/sha256.h"
 #include "daemon/cli/commands.h"
 #include "daemon/cli/format.h"
-#include "daemon/recipe/recipe.h"
+#include "daemon/cli/source_upload.h"
 
 namespace farm::cli {
 namespace {
@@ -17,6 +16,7 @@ const char kUsage[] =
     "usage: farmctl schedules add RECIPE.yaml --cron EXPR [--tz ZONE] [--name N]\n"
     "           [--missed skip|run_once] [--concurrency skip|allow] [--paused]\n"
     "           [--python V] [--torch V] [--cuda V] [--arch-list L] [--platform P] [--force]\n"
+    "           [--source-dir D | --source-tarball F] [--exclude PATTERN] [--no-gitignore]\n"
     "       farmctl schedules list | show ID [--limit N] | pause ID | resume ID | delete ID\n"
     "       farmctl schedules run-now ID [--force]";
 
@@ -59,45 +59,19 @@ std::string ScheduleText(const farm::v1::Schedule& s, bool runs) {
     const auto& g = s.request().source().git();
     o << "  source git " << g.url() << (g.ref().empty() ? "" : " ref " + g.ref())
       << (g.commit().empty() ? "" : " commit " + g.commit()) << "\n";
+  } else if (s.request().source().has_archive()) {
+    const auto& a = s.request().source().archive();
+    o << "  source " << a.origin() << ", archive sha256 " << a.sha256() << "\n";
   }
   for (const auto& r : s.recent_runs()) o << RunLine(r) << "\n";
   return o.str();
 }
 
-// The request exactly as `farmctl submit` would send it.
-Result<farm::v1::SubmitBuildRequest> RequestFromRecipe(const Flags& flags,
-                                                       const std::string& path) {
-  FARM_ASSIGN_OR_RETURN(recipe::LoadedRecipe loaded, recipe::LoadRecipeFile(path));
-  farm::v1::SubmitBuildRequest req;
-  req.set_recipe_yaml(loaded.recipe.yaml());
-  req.set_recipe_path(stdfs::path(path).filename().string());
-  const farm::v1::Source& src = loaded.recipe.source();
-  *req.mutable_source() = src;
-  *req.mutable_patches() = loaded.recipe.patches();
-  req.set_validation_script(loaded.recipe.validation().script_content());
-  if (src.kind_case() == farm::v1::Source::kLocalPath) {
-    FARM_ASSIGN_OR_RETURN(std::string digest, TreeDigest(src.local_path()));
-    req.set_source_digest(digest);
-  } else if (src.kind_case() == farm::v1::Source::kTarballPath) {
-    FARM_ASSIGN_OR_RETURN(std::string digest, Sha256FileHex(src.tarball_path()));
-    req.set_source_digest(digest);
-  }
-  farm::v1::MatrixAxes* m = req.mutable_matrix();
-  for (const auto& v : flags.GetAll("python")) m->add_python(v);
-  for (const auto& v : flags.GetAll("torch")) m->add_torch(v);
-  for (const auto& v : flags.GetAll("cuda")) m->add_cuda(v);
-  for (const auto& v : flags.GetAll("arch-list")) m->add_arch_lists(v);
-  for (const auto& v : flags.GetAll("platform")) m->add_platform(v);
-  FARM_ASSIGN_OR_RETURN(int64_t priority, flags.GetInt("priority", 0));
-  req.set_priority(static_cast<int32_t>(priority));
-  req.set_force(flags.Has("force"));
-  return req;
-}
-
 Status Add(const CommandEnv& env, const Flags& flags) {
   if (flags.positionals().size() < 3 || !flags.Has("cron")) return Status::InvalidArgument(kUsage);
   farm::v1::CreateScheduleRequest req;
-  FARM_ASSIGN_OR_RETURN(*req.mutable_build(), RequestFromRecipe(flags, flags.positionals()[2]));
+  FARM_ASSIGN_OR_RETURN(*req.mutable_build(),
+                        PrepareBuildRequest(env, flags, flags.positionals()[2]));
   req.set_name(flags.Get("name"));
   req.set_cron(flags.Get("cron"));
   req.set_time_zone(flags.Get("tz", "UTC"));

@@ -1,49 +1,18 @@
 // farmctl submit / logs / download: the commands that stream.
-#include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "common/clock.h"
 #include "common/flags.h"
-#include "common/fs.h"
-#include "common/sha256.h"
 #include "daemon/cli/commands.h"
 #include "daemon/cli/format.h"
-#include "daemon/recipe/recipe.h"
+#include "daemon/cli/source_upload.h"
 
 namespace farm::cli {
 namespace {
 
-namespace stdfs = std::filesystem;
-
 bool IsTerminal(farm::v1::BuildState s) {
   return s == farm::v1::BUILD_SUCCEEDED || s == farm::v1::BUILD_FAILED ||
          s == farm::v1::BUILD_CANCELLED;
-}
-
-// The content digest of the source: it identifies what is built, so an unchanged source
-// can be answered from a stored wheel. Paths are already absolute (LoadRecipeFile).
-Status AddSource(const farm::v1::Recipe& recipe, farm::v1::SubmitBuildRequest* req) {
-  const farm::v1::Source& src = recipe.source();
-  *req->mutable_source() = src;
-  *req->mutable_patches() = recipe.patches();
-  req->set_validation_script(recipe.validation().script_content());
-  if (src.kind_case() == farm::v1::Source::kLocalPath) {
-    FARM_ASSIGN_OR_RETURN(std::string digest, TreeDigest(src.local_path()));
-    req->set_source_digest(digest);
-  } else if (src.kind_case() == farm::v1::Source::kTarballPath) {
-    FARM_ASSIGN_OR_RETURN(std::string digest, Sha256FileHex(src.tarball_path()));
-    req->set_source_digest(digest);
-  }
-  return Status::Ok();
-}
-
-void AddAxes(const Flags& flags, farm::v1::MatrixAxes* m) {
-  for (const auto& v : flags.GetAll("python")) m->add_python(v);
-  for (const auto& v : flags.GetAll("torch")) m->add_torch(v);
-  for (const auto& v : flags.GetAll("cuda")) m->add_cuda(v);
-  for (const auto& v : flags.GetAll("arch-list")) m->add_arch_lists(v);
-  for (const auto& v : flags.GetAll("platform")) m->add_platform(v);
 }
 
 // What --follow last said about each job, so it speaks only of changes: a new state, a
@@ -131,24 +100,8 @@ Status DownloadArtifacts(const CommandEnv& env, const farm::v1::Build& build, co
 
 Status SubmitCommand(const CommandEnv& env, const Flags& flags) {
   if (flags.positionals().size() < 2) return Status::InvalidArgument("usage: farmctl submit RECIPE.yaml");
-  std::string path = flags.positionals()[1];
-  FARM_ASSIGN_OR_RETURN(recipe::LoadedRecipe loaded, recipe::LoadRecipeFile(path));
-  farm::v1::SubmitBuildRequest req;
-  req.set_recipe_yaml(loaded.recipe.yaml());
-  req.set_recipe_path(stdfs::path(path).filename().string());
-  // --source-dir / --source-tarball build a local copy instead of the recipe's source
-  // (a mirror on a host without network, or a checkout with local changes).
-  if (flags.Has("source-dir")) {
-    loaded.recipe.mutable_source()->set_local_path(stdfs::absolute(flags.Get("source-dir")).string());
-  } else if (flags.Has("source-tarball")) {
-    loaded.recipe.mutable_source()->set_tarball_path(
-        stdfs::absolute(flags.Get("source-tarball")).string());
-  }
-  FARM_RETURN_IF_ERROR(AddSource(loaded.recipe, &req));
-  AddAxes(flags, req.mutable_matrix());
-  FARM_ASSIGN_OR_RETURN(int64_t priority, flags.GetInt("priority", 0));
-  req.set_priority(static_cast<int32_t>(priority));
-  req.set_force(flags.Has("force"));
+  FARM_ASSIGN_OR_RETURN(farm::v1::SubmitBuildRequest req,
+                        PrepareBuildRequest(env, flags, flags.positionals()[1]));
   farm::v1::SubmitBuildResponse resp;
   FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->SubmitBuild(env.client->Context().get(), req, &resp),
                                 env.client->address()));

@@ -179,22 +179,6 @@ Result<farm::v1::CreateScheduleRequest> ParseCreateRequest(const std::string& bo
   return req;
 }
 
-// farmctl makes a recipe's relative source path absolute from where the recipe lies; a
-// recipe pasted into the dashboard lies nowhere, so such a path could name nothing.
-Status CheckSourceIsAbsolute(const store::ScheduleRow& row) {
-  farm::v1::SubmitBuildRequest build;
-  if (!build.ParseFromString(row.request)) return Status::Internal("unreadable build request");
-  const farm::v1::Source& src = build.source();
-  std::string path = src.kind_case() == farm::v1::Source::kLocalPath     ? src.local_path()
-                     : src.kind_case() == farm::v1::Source::kTarballPath ? src.tarball_path()
-                                                                         : "";
-  if (path.empty() || path.front() == '/') return Status::Ok();
-  return Status::InvalidArgument("the recipe's source \"" + path +
-                                 "\" is a relative path, which has no meaning for a recipe "
-                                 "pasted here: use a git source or an absolute path on the "
-                                 "workers, or add the schedule with farmctl schedules add");
-}
-
 }  // namespace
 
 Response ApiCreateSchedule(const DashboardDeps& deps, const Request& req) {
@@ -208,7 +192,6 @@ Response ApiCreateSchedule(const DashboardDeps& deps, const Request& req) {
   }
   auto row = schedule::NewScheduleRow(*parsed, who, deps.clock->NowUnixMs());
   if (!row.ok()) return ErrorResponse(row.status());
-  if (Status s = CheckSourceIsAbsolute(*row); !s.ok()) return ErrorResponse(s);
   if (Status s = deps.store->InsertSchedule(&row.value()); !s.ok()) return ErrorResponse(s);
   log::Info("schedule " + std::to_string(row->id) + " (" + row->name + ", \"" + row->cron + "\" " +
             row->time_zone + ") created from the dashboard by " + who);

@@ -1,10 +1,11 @@
 #include "daemon/http/dashboard.h"
 
+#include <atomic>
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
-#include <atomic>
+#include <boost/beast/ssl.hpp>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -19,7 +20,10 @@ namespace farm::http {
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 namespace net = boost::asio;
+namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 using namespace std::chrono_literals;
 
 namespace {
@@ -69,10 +73,14 @@ std::string SseHead(const Response& r) {
   return head + "\r\n";
 }
 
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+// One connection, over plain TCP or TLS (Stream is PlainStream or TlsStream).
+template <class Stream>
+class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
  public:
-  HttpSession(tcp::socket&& socket, std::shared_ptr<ServerState> state, bool overloaded)
-      : stream_(std::move(socket)),
+  HttpSession(Stream&& stream, std::shared_ptr<ServerState> state, bool overloaded)
+      : stream_(std::move(stream)),
         timer_(stream_.get_executor()),
         state_(std::move(state)),
         overloaded_(overloaded) {
@@ -82,16 +90,30 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void Run() {
     net::dispatch(stream_.get_executor(),
-                  beast::bind_front_handler(&HttpSession::Begin, shared_from_this()));
+                  beast::bind_front_handler(&HttpSession::Begin, this->shared_from_this()));
   }
 
  private:
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
   void Begin() {
+    if constexpr (kTls) {
+      Lowest().expires_after(kReadTimeout);
+      stream_.async_handshake(ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code ec) {
+                                if (ec) return Fail(ec, "TLS handshake");
+                                self->Serve();
+                              });
+    } else {
+      Serve();
+    }
+  }
+
+  void Serve() {
     if (!overloaded_) return DoRead();
-    Response r = TextResponse(
-        503, "too many connections: farmd serves at most " +
-                 std::to_string(state_->options.max_connections) +
-                 " at once (--http-max-connections); retry shortly\n");
+    Response r = TextResponse(503, "too many connections: farmd serves at most " +
+                                       std::to_string(state_->options.max_connections) +
+                                       " at once (--http-max-connections); retry shortly\n");
     r.headers.emplace_back("Retry-After", "1");
     SendString(std::move(r), 11, false);
   }
@@ -100,9 +122,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(static_cast<uint64_t>(state_->options.max_body_bytes));
-    stream_.expires_after(kReadTimeout);
+    Lowest().expires_after(kReadTimeout);
     bhttp::async_read(stream_, buffer_, *parser_,
-                      beast::bind_front_handler(&HttpSession::OnRead, shared_from_this()));
+                      beast::bind_front_handler(&HttpSession::OnRead, this->shared_from_this()));
   }
 
   void OnRead(beast::error_code ec, std::size_t) {
@@ -124,19 +146,22 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void Send(Response&& r, unsigned version, bool keep_alive) {
     switch (r.kind) {
-      case BodyKind::kString: return SendString(std::move(r), version, keep_alive);
-      case BodyKind::kFile: return SendFile(std::move(r), version, keep_alive);
-      case BodyKind::kEvents: return StartEvents(std::move(r));
+      case BodyKind::kString:
+        return SendString(std::move(r), version, keep_alive);
+      case BodyKind::kFile:
+        return SendFile(std::move(r), version, keep_alive);
+      case BodyKind::kEvents:
+        return StartEvents(std::move(r));
     }
   }
 
   template <class Body>
   void Write(std::shared_ptr<bhttp::response<Body>> res) {
-    stream_.expires_after(kWriteTimeout);
-    bhttp::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec,
-                                                                       std::size_t) {
-      self->OnWrite(ec, res->need_eof());
-    });
+    Lowest().expires_after(kWriteTimeout);
+    bhttp::async_write(stream_, *res,
+                       [self = this->shared_from_this(), res](beast::error_code ec, std::size_t) {
+                         self->OnWrite(ec, res->need_eof());
+                       });
   }
 
   void SendString(Response&& r, unsigned version, bool keep_alive) {
@@ -174,8 +199,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void Close() {
-    beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if constexpr (kTls) {
+      Lowest().expires_after(std::chrono::seconds(5));
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code ec) {
+        if (ec && ec != ssl::error::stream_truncated) Fail(ec, "TLS shutdown");
+      });
+    } else {
+      beast::error_code ec;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    }
   }
 
   // --- server-sent events: the head and first chunk, then polls until the attempt ends ---
@@ -190,20 +222,22 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void WriteEvents(std::string chunk, bool last) {
     auto data = std::make_shared<std::string>(std::move(chunk));
-    stream_.expires_after(kWriteTimeout);
+    Lowest().expires_after(kWriteTimeout);
     last_write_ = std::chrono::steady_clock::now();
-    net::async_write(stream_, net::buffer(*data),
-                     [self = shared_from_this(), data, last](beast::error_code ec, std::size_t) {
-                       if (ec) return Fail(ec, "event write");
-                       if (last) return self->Close();
-                       self->stream_.expires_never();
-                       self->WaitEvents();
-                     });
+    net::async_write(
+        stream_, net::buffer(*data),
+        [self = this->shared_from_this(), data, last](beast::error_code ec, std::size_t) {
+          if (ec) return Fail(ec, "event write");
+          if (last) return self->Close();
+          self->Lowest().expires_never();
+          self->WaitEvents();
+        });
   }
 
   void WaitEvents() {
     timer_.expires_after(kSsePoll);
-    timer_.async_wait(beast::bind_front_handler(&HttpSession::OnEventsTimer, shared_from_this()));
+    timer_.async_wait(
+        beast::bind_front_handler(&HttpSession::OnEventsTimer, this->shared_from_this()));
   }
 
   void OnEventsTimer(beast::error_code ec) {
@@ -222,7 +256,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     WaitEvents();
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   net::steady_timer timer_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
@@ -239,8 +273,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
-  Listener(net::io_context& ioc, tcp::acceptor acceptor, std::shared_ptr<ServerState> state)
-      : ioc_(ioc), acceptor_(std::move(acceptor)), retry_(ioc), state_(std::move(state)) {}
+  // `tls` null: plain HTTP.
+  Listener(net::io_context& ioc, tcp::acceptor acceptor, std::shared_ptr<ServerState> state,
+           std::shared_ptr<ssl::context> tls)
+      : ioc_(ioc),
+        acceptor_(std::move(acceptor)),
+        retry_(ioc),
+        state_(std::move(state)),
+        tls_(std::move(tls)) {}
 
   void Run() { DoAccept(); }
 
@@ -262,7 +302,14 @@ class Listener : public std::enable_shared_from_this<Listener> {
       return;
     }
     bool overloaded = state_->connections.load() >= state_->options.max_connections;
-    std::make_shared<HttpSession>(std::move(socket), state_, overloaded)->Run();
+    if (tls_) {
+      std::make_shared<HttpSession<TlsStream>>(TlsStream(std::move(socket), *tls_), state_,
+                                               overloaded)
+          ->Run();
+    } else {
+      std::make_shared<HttpSession<PlainStream>>(PlainStream(std::move(socket)), state_, overloaded)
+          ->Run();
+    }
     DoAccept();
   }
 
@@ -270,13 +317,29 @@ class Listener : public std::enable_shared_from_this<Listener> {
   tcp::acceptor acceptor_;
   net::steady_timer retry_;
   std::shared_ptr<ServerState> state_;
+  std::shared_ptr<ssl::context> tls_;
 };
+
+// The dashboard's TLS: the certificate farmd serves gRPC with; TLS 1.2 and newer.
+Result<std::shared_ptr<ssl::context>> MakeTlsContext(const farm::net::ServerTls& tls) {
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  beast::error_code ec;
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
+                   ec);
+  if (!ec) ctx->use_certificate_chain_file(tls.cert_file, ec);
+  if (ec) return Status::InvalidArgument("certificate " + tls.cert_file + ": " + ec.message());
+  ctx->use_private_key_file(tls.key_file, ssl::context::pem, ec);
+  if (ec) return Status::InvalidArgument("key " + tls.key_file + ": " + ec.message());
+  return ctx;
+}
 
 Result<tcp::endpoint> ParseListen(const std::string& listen) {
   size_t colon = listen.rfind(':');
   if (colon == std::string::npos) return Status::InvalidArgument("listen address needs HOST:PORT");
   std::string host = listen.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   beast::error_code ec;
   auto addr = net::ip::make_address(host, ec);
   if (ec) return Status::InvalidArgument("bad listen host '" + host + "'");
@@ -297,8 +360,9 @@ Result<tcp::acceptor> Bind(net::io_context& ioc, const tcp::endpoint& ep) {
   if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) acceptor.bind(ep, ec);
   if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) return Status::Unavailable("cannot listen on " + ep.address().to_string() + ":" +
-                                     std::to_string(ep.port()) + ": " + ec.message());
+  if (ec)
+    return Status::Unavailable("cannot listen on " + ep.address().to_string() + ":" +
+                               std::to_string(ep.port()) + ": " + ec.message());
   return acceptor;
 }
 
@@ -335,13 +399,20 @@ Result<std::unique_ptr<Dashboard>> Dashboard::Start(const DashboardOptions& opti
     return Status::InvalidArgument("dashboard needs a store, a blob store and a clock");
   }
   FARM_ASSIGN_OR_RETURN(tcp::endpoint ep, ParseListen(options.listen));
+  std::shared_ptr<ssl::context> tls;
+  if (options.tls.enabled()) {
+    FARM_ASSIGN_OR_RETURN(tls, MakeTlsContext(options.tls));
+  } else {
+    FARM_RETURN_IF_ERROR(farm::net::CheckPlaintextAllowed(options.listen, options.tls.insecure,
+                                                          "the dashboard (--http-listen)"));
+  }
   auto impl = std::make_unique<Impl>();
   try {
     FARM_ASSIGN_OR_RETURN(tcp::acceptor acceptor, Bind(*impl->ioc, ep));
     auto bound = acceptor.local_endpoint();
     std::string address = bound.address().to_string() + ":" + std::to_string(bound.port());
     auto state = std::make_shared<ServerState>(options, deps);
-    std::make_shared<Listener>(*impl->ioc, std::move(acceptor), state)->Run();
+    std::make_shared<Listener>(*impl->ioc, std::move(acceptor), state, std::move(tls))->Run();
     int threads = std::clamp(options.threads, 1, 16);
     for (int i = 0; i < threads; ++i) impl->threads.emplace_back(RunLoop, impl->ioc.get());
     return std::unique_ptr<Dashboard>(new Dashboard(std::move(impl), address));

@@ -1,5 +1,6 @@
 // Dashboard: farmd's HTTP server (web dashboard, JSON API, metrics, package index) on its
-// own io_context and threads, independent of the gRPC server. Shaped like the Beast
+// own io_context and threads, independent of the gRPC server; HTTPS with farmd's
+// certificate when options.tls is enabled. Shaped like the Beast
 // CppCon2018 example: a listener accepting connections and one http_session per connection
 // (enable_shared_from_this), with a single fail() point that ignores operation_aborted.
 // Requests go to Router (pure handlers); server-sent events poll the store's generation.
@@ -28,8 +29,9 @@ class Dashboard {
   Dashboard& operator=(const Dashboard&) = delete;
 
   // Binds options.listen ("HOST:PORT", port 0 picks one) and starts serving. On success the
-  // server is accepting when this returns; InvalidArgument for a bad address, Unavailable
-  // when binding fails.
+  // server is accepting when this returns; InvalidArgument for a bad address or an
+  // unreadable certificate, FailedPrecondition for plaintext on a non-loopback address
+  // without tls.insecure, Unavailable when binding fails.
   static Result<std::unique_ptr<Dashboard>> Start(const DashboardOptions& options,
                                                   const DashboardDeps& deps);
 

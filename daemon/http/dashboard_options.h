@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/net/tls.h"
 #include "daemon/auth/token_authority.h"
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
@@ -25,6 +26,9 @@ struct DashboardOptions {
   bool public_read = true;
   // Let wheels whose validation waits for hardware into the package index.
   bool index_include_pending = false;
+  // HTTPS with this certificate when tls.enabled() (the client CA is not asked of browsers);
+  // plaintext is refused on non-loopback addresses unless tls.insecure.
+  net::ServerTls tls;
   // Limits: simultaneous connections, request body bytes, worker threads.
   int max_connections = 256;
   int max_body_bytes = 64 * 1024;

@@ -60,6 +60,11 @@ Result<LoadedRecipe> LoadRecipeFile(const std::string& path);
 Status AttachPatches(farm::v1::Recipe* recipe,
                      const google::protobuf::RepeatedPtrField<farm::v1::Patch>& supplied);
 
+// InvalidArgument when `source` is still a path on the submitting machine (a local
+// directory or tarball, which no worker can read: farmctl uploads those and names the
+// archive instead); OK for git sources, uploaded archives and no source.
+Status CheckSourceIsContent(const farm::v1::Source& source);
+
 // Largest validation script a client may send with a recipe.
 inline constexpr size_t kMaxValidationScriptBytes = 1 << 20;
 

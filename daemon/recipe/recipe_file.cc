@@ -106,6 +106,14 @@ Result<LoadedRecipe> LoadRecipeFile(const std::string& path) {
   return out;
 }
 
+Status CheckSourceIsContent(const farm::v1::Source& source) {
+  if (!source.has_local_path() && !source.has_tarball_path()) return Status::Ok();
+  return Status::InvalidArgument(
+      "the source \"" + (source.has_local_path() ? source.local_path() : source.tarball_path()) +
+      "\" is a path on the submitting machine, which no worker can read: farmctl submit and "
+      "farmctl schedules add upload it; otherwise name a git repository");
+}
+
 Status AttachValidationScript(farm::v1::Recipe* recipe, const std::string& script) {
   if (script.empty()) return Status::Ok();
   if (recipe->validation().script().empty()) {

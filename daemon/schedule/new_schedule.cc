@@ -17,6 +17,7 @@ Result<store::ScheduleRow> NewScheduleRow(const farm::v1::CreateScheduleRequest&
   if (build.source().kind_case() == farm::v1::Source::KIND_NOT_SET) {
     *build.mutable_source() = recipe.source();
   }
+  FARM_RETURN_IF_ERROR(recipe::CheckSourceIsContent(build.source()));
   std::string zone = req.time_zone().empty() ? "UTC" : req.time_zone();
   auto next = NextFireMs(req.cron(), zone, now_ms);
   if (!next.ok()) return next.status().WithContext("cron \"" + req.cron() + "\" in " + zone);
@@ -31,7 +32,8 @@ Result<store::ScheduleRow> NewScheduleRow(const farm::v1::CreateScheduleRequest&
       .paused = req.paused(),
       .next_fire_ms = next.value(),
       .created_by = who,
-      .created_ms = now_ms};
+      .created_ms = now_ms,
+      .source_sha256 = build.source().archive().sha256()};
 }
 
 }  // namespace farm::schedule

@@ -16,8 +16,10 @@ namespace farm::schedule {
 // On success returns the schedule `who` asked for, with its first fire time after `now_ms`
 // (time zone UTC when none is given; the name defaults to the recipe's). The recipe is
 // parsed with its patches and validation script; a request without a source takes the
-// recipe's, which the runner resolves at each firing. InvalidArgument for a bad recipe
-// (with its YAML position), cron expression (with the field and column) or time zone.
+// recipe's, which the runner resolves at each firing; the row names the uploaded source
+// archive it fires (source_sha256), whose presence the caller checks. InvalidArgument for
+// a bad recipe (with its YAML position), a source that is a path on the client, a cron
+// expression (with the field and column) or a time zone.
 Result<store::ScheduleRow> NewScheduleRow(const farm::v1::CreateScheduleRequest& req,
                                           const std::string& who, int64_t now_ms);
 

@@ -27,7 +27,9 @@ std::string SourceIdentity(const farm::v1::Source& src, const std::string& diges
   if (src.has_git()) {
     return src.git().commit().empty() ? "" : "git:" + src.git().url() + "@" + src.git().commit();
   }
-  // A local directory or tarball is identified by its content digest, never its path.
+  // An uploaded archive is its bytes, as farmd checked them on upload.
+  if (src.has_archive()) return "archive:" + src.archive().sha256();
+  // A client path (refused at submit) is identified by its content digest, never its path.
   return digest.empty() ? "" : "content:" + digest;
 }
 

@@ -95,8 +95,9 @@ class ScheduleRunner {
 // InvalidArgument for a bad expression or zone (the message says where).
 Result<int64_t> NextFireMs(const std::string& cron, const std::string& time_zone, int64_t after_ms);
 
-// The identity of a source for keys: "git:URL@COMMIT", "content:DIGEST", or "" when the
-// content is unknown (a local path or tarball without a digest, a git ref not resolved).
+// The identity of a source for keys: "git:URL@COMMIT", "archive:SHA256" for an uploaded
+// archive, "content:DIGEST", or "" when the content is unknown (a client path without a
+// digest, a git ref not resolved).
 std::string SourceIdentity(const farm::v1::Source& source, const std::string& source_digest);
 
 // A hash of every input of a scheduled build (recipe text, patches, source identity,

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "common/fs.h"
 
 namespace farm::store {
@@ -28,6 +31,15 @@ std::string BlobStore::PathFor(const std::string& sha256) const {
 
 bool BlobStore::Contains(const std::string& sha256) const {
   return IsHexSha(sha256) && fs::Exists(PathFor(sha256));
+}
+
+Status BlobStore::Remove(const std::string& sha256) {
+  if (!IsHexSha(sha256)) return Status::InvalidArgument("sha256 must be 64 lowercase hex digits");
+  std::string path = PathFor(sha256);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return Status::Internal("cannot remove " + path + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<BlobWriter>> BlobStore::BeginWrite(int64_t expected_size,
@@ -67,7 +79,7 @@ Status BlobWriter::Append(std::string_view data) {
   return Status::Ok();
 }
 
-Status BlobWriter::Commit() {
+Status BlobWriter::Commit(const Check& check) {
   if (written_ != expected_size_) {
     return Status::DataLoss("upload ended after " + std::to_string(written_) + " of " +
                             std::to_string(expected_size_) + " bytes");
@@ -79,6 +91,7 @@ Status BlobWriter::Commit() {
   if (fflush(file_) != 0 || fsync(fileno(file_)) != 0) return Status::Internal("cannot flush");
   fclose(file_);
   file_ = nullptr;
+  if (check) FARM_RETURN_IF_ERROR(check(tmp_));
   if (::rename(tmp_.c_str(), final_.c_str()) != 0) {
     return Status::Internal("cannot move blob into " + final_);
   }

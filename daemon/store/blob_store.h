@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,9 @@ class BlobStore {
   // Path of a stored blob (which may not exist).
   std::string PathFor(const std::string& sha256) const;
   bool Contains(const std::string& sha256) const;
+  // Removes a stored blob; OK when it is not there. Callers must know that nothing refers
+  // to it any more (the store's records say which blob is what).
+  Status Remove(const std::string& sha256);
 
  private:
   explicit BlobStore(std::string root) : root_(std::move(root)) {}
@@ -38,9 +42,12 @@ class BlobWriter {
   ~BlobWriter();
   // Appends bytes; fails with InvalidArgument once more than the expected size arrived.
   Status Append(std::string_view data);
-  // Verifies size and digest, then moves the blob into place (fsynced). On mismatch the
-  // temporary file is removed and DataLoss says what differed.
-  Status Commit();
+  // Checks run on the complete, verified bytes before they take their final name.
+  using Check = std::function<Status(const std::string& temp_path)>;
+  // Verifies size and digest, runs `check` (when given) on the file, then moves the blob
+  // into place (fsynced). On mismatch the temporary file is removed and DataLoss says what
+  // differed; a failed check removes it too and returns the check's status.
+  Status Commit(const Check& check = nullptr);
 
  private:
   friend class BlobStore;

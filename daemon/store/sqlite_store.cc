@@ -40,7 +40,7 @@ namespace {
 
 constexpr char kBuildColumns[] =
     "id, recipe_name, recipe, state, priority, submitted_by, rejected_cells, created_ms, "
-    "finished_ms";
+    "finished_ms, source_sha256";
 
 BuildRow BuildFromRow(const Stmt& s) {
   BuildRow b;
@@ -53,6 +53,7 @@ BuildRow BuildFromRow(const Stmt& s) {
   b.rejected_cells = s.Text(6);
   b.created_ms = s.Int(7);
   b.finished_ms = s.Int(8);
+  b.source_sha256 = s.Text(9);
   return b;
 }
 
@@ -259,17 +260,23 @@ Result<int> SqliteStore::CountRunningJobs(const std::string& worker_id) {
   return row ? static_cast<int>(s->Int(0)) : 0;
 }
 
+Status SqliteStore::InsertBuildRow(BuildRow* build) {
+  FARM_ASSIGN_OR_RETURN(auto b, db_->Prepare(
+      "INSERT INTO builds(recipe_name, recipe, state, priority, submitted_by, rejected_cells, "
+      "created_ms, source_sha256) VALUES (?,?,?,?,?,?,?,?)"));
+  b->Bind(build->recipe_name).BindBlob(build->recipe).Bind(build->state).Bind(build->priority)
+      .Bind(build->submitted_by).Bind(build->rejected_cells).Bind(build->created_ms)
+      .Bind(build->source_sha256);
+  FARM_RETURN_IF_ERROR(b->Run());
+  build->id = db_->LastInsertId();
+  return Status::Ok();
+}
+
 Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(auto b, db_->Prepare(
-      "INSERT INTO builds(recipe_name, recipe, state, priority, submitted_by, rejected_cells, "
-      "created_ms) VALUES (?,?,?,?,?,?,?)"));
-  b->Bind(build->recipe_name).BindBlob(build->recipe).Bind(build->state).Bind(build->priority)
-      .Bind(build->submitted_by).Bind(build->rejected_cells).Bind(build->created_ms);
-  FARM_RETURN_IF_ERROR(b->Run());
-  build->id = db_->LastInsertId();
+  FARM_RETURN_IF_ERROR(InsertBuildRow(build));
   for (JobRow& job : *jobs) {
     job.build_id = build->id;
     FARM_RETURN_IF_ERROR(InsertJob(&job));

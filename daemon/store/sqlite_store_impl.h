@@ -117,6 +117,13 @@ class SqliteStore final : public Store {
   Result<std::map<int64_t, std::vector<PublicationRow>>> ListPublicationsOfBuilds(
       const std::vector<int64_t>& build_ids) override;
 
+  Status RecordSourceArchive(const SourceArchiveRow& row) override;
+  Result<SourceArchiveRow> GetSourceArchive(const std::string& sha256) override;
+  Status TouchSourceArchive(const std::string& sha256, int64_t now_ms) override;
+  Result<std::vector<SourceArchiveRow>> ListCollectableSources(int64_t unused_before_ms,
+                                                               int limit) override;
+  Result<bool> ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms) override;
+
   Status UpsertHost(const HostRow& host, bool replace) override;
   Result<HostRow> GetHost(const std::string& name) override;
   Result<std::vector<HostRow>> ListHosts() override;
@@ -140,6 +147,7 @@ class SqliteStore final : public Store {
   Status SetJobTerminal(int64_t job_id, int state, const std::string& error, int64_t now_ms);
   Status Requeue(int64_t job_id, int64_t not_before_ms);
   Status InsertJob(JobRow* job);
+  Status InsertBuildRow(BuildRow* build);
   Status LoseJobs(const std::vector<JobRow>& jobs, const std::string& detail, int64_t now_ms);
   Status InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fire_ms);
   Status MergeOntoLeader(JobRow* job, int64_t now_ms);

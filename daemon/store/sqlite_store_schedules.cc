@@ -12,7 +12,7 @@ constexpr int64_t kWaitingNotBefore = std::numeric_limits<int64_t>::max();
 
 constexpr char kScheduleColumns[] =
     "id, name, recipe_name, request, cron, time_zone, missed_policy, concurrency_policy, "
-    "paused, next_fire_ms, created_by, created_ms, deleted_ms";
+    "paused, next_fire_ms, created_by, created_ms, deleted_ms, source_sha256";
 
 ScheduleRow ScheduleFromRow(const Stmt& s) {
   ScheduleRow r;
@@ -29,6 +29,7 @@ ScheduleRow ScheduleFromRow(const Stmt& s) {
   r.created_by = s.Text(10);
   r.created_ms = s.Int(11);
   r.deleted_ms = s.Int(12);
+  r.source_sha256 = s.Text(13);
   return r;
 }
 
@@ -86,8 +87,8 @@ Status SqliteStore::InsertSchedule(ScheduleRow* r) {
       auto s,
       db_->Prepare(
           "INSERT INTO schedules(name, recipe_name, request, cron, time_zone, missed_policy, "
-          "concurrency_policy, paused, next_fire_ms, created_by, created_ms) "
-          "VALUES (?,?,?,?,?,?,?,?,?,?,?)"));
+          "concurrency_policy, paused, next_fire_ms, created_by, created_ms, source_sha256) "
+          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"));
   s->Bind(r->name)
       .Bind(r->recipe_name)
       .BindBlob(r->request)
@@ -98,7 +99,8 @@ Status SqliteStore::InsertSchedule(ScheduleRow* r) {
       .Bind(r->paused ? 1 : 0)
       .Bind(r->next_fire_ms)
       .Bind(r->created_by)
-      .Bind(r->created_ms);
+      .Bind(r->created_ms)
+      .Bind(r->source_sha256);
   FARM_RETURN_IF_ERROR(s->Run());
   r->id = db_->LastInsertId();
   Bump();
@@ -264,20 +266,7 @@ Status SqliteStore::CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(
-      auto b,
-      db_->Prepare(
-          "INSERT INTO builds(recipe_name, recipe, state, priority, submitted_by, rejected_cells, "
-          "created_ms) VALUES (?,?,?,?,?,?,?)"));
-  b->Bind(build->recipe_name)
-      .BindBlob(build->recipe)
-      .Bind(build->state)
-      .Bind(build->priority)
-      .Bind(build->submitted_by)
-      .Bind(build->rejected_cells)
-      .Bind(build->created_ms);
-  FARM_RETURN_IF_ERROR(b->Run());
-  build->id = db_->LastInsertId();
+  FARM_RETURN_IF_ERROR(InsertBuildRow(build));
   for (JobRow& job : *jobs) {
     job.build_id = build->id;
     FARM_RETURN_IF_ERROR(InsertJob(&job));

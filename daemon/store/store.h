@@ -63,6 +63,7 @@ struct BuildRow {
   std::string rejected_cells;
   int64_t created_ms = 0;
   int64_t finished_ms = 0;
+  std::string source_sha256;  // the uploaded source archive it builds, "" for git
 };
 
 // Which builds a list shows; empty fields match every build.
@@ -213,6 +214,7 @@ struct ScheduleRow {
   std::string created_by;
   int64_t created_ms = 0;
   int64_t deleted_ms = 0;
+  std::string source_sha256;  // the uploaded source archive it fires, "" for git
 };
 
 // One firing of a schedule: a build submitted, or the reason nothing was built. Values
@@ -274,6 +276,19 @@ struct PublishCandidate {
   ArtifactRow artifact;
   int64_t build_id = 0;
   std::string cell;  // serialized farm.v1.MatrixCell
+};
+
+// --- source archives (sqlite_store_sources.cc) ---
+
+// A source archive a client uploaded and farmd checked; its bytes are the blob `sha256`.
+struct SourceArchiveRow {
+  std::string sha256;
+  int64_t size = 0;
+  int64_t files = 0;
+  std::string origin;       // what the client packed, for people
+  std::string uploaded_by;  // the token's name
+  int64_t created_ms = 0;
+  int64_t last_used_ms = 0;  // upload, lookup or a build or schedule naming it
 };
 
 // --- hosts (sqlite_store_hosts.cc) ---
@@ -508,6 +523,23 @@ class Store {
   // no error; `replace` lets them overwrite remote files that differ. Returns the count.
   virtual Result<int> RequeuePublications(int64_t build_id, const std::string& target,
                                           bool replace, int64_t now_ms);
+
+  // --- source archives (sqlite_store_sources.cc) ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // Records a checked upload; an archive already recorded only gets its last use updated.
+  virtual Status RecordSourceArchive(const SourceArchiveRow& row);
+  // NotFound when no such archive was recorded.
+  virtual Result<SourceArchiveRow> GetSourceArchive(const std::string& sha256);
+  // Marks the archive used at now_ms; NotFound when it is not recorded.
+  virtual Status TouchSourceArchive(const std::string& sha256, int64_t now_ms);
+  // Archives unused since before `unused_before_ms` that no schedule (not deleted), no
+  // queued or running build and no artifact names, oldest use first, at most `limit`.
+  virtual Result<std::vector<SourceArchiveRow>> ListCollectableSources(int64_t unused_before_ms,
+                                                                       int limit);
+  // Forgets the archive when it is still collectable as ListCollectableSources defines it
+  // (checked in the same statement, so a build submitted meanwhile keeps it). Returns
+  // whether it was forgotten; the caller then removes the blob.
+  virtual Result<bool> ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms);
 
   // --- hosts (sqlite_store_hosts.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.

@@ -40,7 +40,7 @@ int FuzzOne(const uint8_t* data, size_t size) {
                 "an accepted wheel has its dist-info, name and version");
   for (const auto& file : report->files) {
     std::string rule;
-    fuzz::Require(wheel::CheckEntryName(file.name, &rule).empty(),
+    fuzz::Require(archives::CheckEntryName(file.name, &rule).empty(),
                   "an accepted wheel holds only acceptable names", file.name);
   }
   return 0;

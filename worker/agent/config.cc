@@ -13,7 +13,8 @@ namespace farm::agent {
 namespace {
 
 std::vector<FlagSpec> Specs() {
-  return {
+  std::vector<FlagSpec> specs = {
+      {"config", "FILE", "YAML file of settings named like these flags; flags win"},
       {"server", "HOST:PORT", "farmd's gRPC address"},
       {"server-file", "PATH", "file holding farmd's address (waited for up to 30 s)"},
       {"enroll-token-file", "PATH", "enrollment token (default: $FARM_ENROLL_TOKEN)"},
@@ -44,6 +45,8 @@ std::vector<FlagSpec> Specs() {
       {"help", "", "print this help"},
       {"version", "", "print the version and exit"},
   };
+  for (const FlagSpec& f : net::ClientTlsFlags()) specs.push_back(f);
+  return specs;
 }
 
 std::string Trim(std::string s) {
@@ -105,12 +108,14 @@ Result<WorkerConfig> ParseWorkerFlags(int argc, char** argv, bool* help) {
   Flags flags(Specs());
   FARM_RETURN_IF_ERROR(flags.Parse(argc, argv));
   *help = flags.Has("help");
+  if (flags.Has("config")) FARM_RETURN_IF_ERROR(flags.MergeConfigFile(flags.Get("config")));
   if (!flags.positionals().empty()) {
     return Status::InvalidArgument("unexpected argument " + flags.positionals()[0]);
   }
   WorkerConfig c;
   c.server = flags.Get("server");
   c.server_file = flags.Get("server-file");
+  FARM_ASSIGN_OR_RETURN(c.tls, net::ClientTlsFromFlags(flags));
   if (!*help && !flags.Has("probe") && c.server.empty() == c.server_file.empty()) {
     return Status::InvalidArgument("give exactly one of --server and --server-file");
   }

@@ -1,6 +1,7 @@
-// farm-worker's configuration: a plain struct filled from command-line flags (a config
-// file will feed the same struct later), plus the start-up helpers that read the server
-// address and the enrollment token. No state; safe from any thread.
+// farm-worker's configuration: a plain struct filled from command-line flags, a YAML config
+// file of the same names (--config; flags win) and, for TLS, the environment (FARM_CA,
+// FARM_CERT, FARM_KEY, ...; common/net/tls.h), plus the start-up helpers that read the
+// server address and the enrollment token. No state; safe from any thread.
 #ifndef FARM_WORKER_AGENT_CONFIG_H_
 #define FARM_WORKER_AGENT_CONFIG_H_
 
@@ -9,21 +10,25 @@
 #include <string>
 #include <vector>
 
+#include "common/net/tls.h"
 #include "common/status.h"
 
 namespace farm::agent {
 
 struct WorkerConfig {
-  std::string server;            // HOST:PORT of farmd; empty when server_file is used
-  std::string server_file;       // ready file holding "127.0.0.1:PORT" (waited for 30 s)
-  std::string enroll_token_file; // empty: FARM_ENROLL_TOKEN from the environment
+  std::string server;       // HOST:PORT of farmd; empty when server_file is used
+  std::string server_file;  // ready file holding "127.0.0.1:PORT" (waited for 30 s)
+  // How farmd is reached: TLS verified against tls.ca_file, with a client certificate when
+  // farmd requires one; plaintext only to a loopback address or with tls.insecure.
+  net::ClientTls tls;
+  std::string enroll_token_file;                // empty: FARM_ENROLL_TOKEN from the environment
   std::string state_dir = "farm-worker-state";  // worker id + token (0600 file)
-  std::string work_dir;          // per-job workspaces; default <state_dir>/work
+  std::string work_dir;                         // per-job workspaces; default <state_dir>/work
   // The compile cache every build goes through (compile_cache.h); --no-ccache turns it off.
   bool ccache = true;
-  std::string ccache_dir;        // default <work_dir>/ccache
+  std::string ccache_dir;  // default <work_dir>/ccache
   std::string ccache_max_size = "20G";
-  std::string name;              // default: the host name
+  std::string name;  // default: the host name
   std::map<std::string, std::string> labels;
   int max_jobs = 1;
   // What a job keeps of its log while farmd does not acknowledge it (log_shipper.h).
@@ -39,17 +44,17 @@ struct WorkerConfig {
   std::vector<std::string> find_links;
   bool verbose = false;
   // Where build commands run (docs/provisioning.md, "The container executor").
-  std::string executor = "native";        // native, podman or docker
+  std::string executor = "native";  // native, podman or docker
   // Native builds run in a bubblewrap sandbox (sandbox_executor.h): auto (when bwrap is
   // installed and works; else with the worker's own rights, said at start), bwrap
   // (required: the worker refuses to start without it) or off.
   std::string sandbox = "auto";
-  std::string container_image;            // builder image when the recipe names none
-  std::string container_network = "fetch";  // fetch: sources only; none: no network at all
+  std::string container_image;                     // builder image when the recipe names none
+  std::string container_network = "fetch";         // fetch: sources only; none: no network at all
   std::vector<std::string> container_engine_args;  // before `run`, split on spaces
   std::vector<std::string> container_run_args;     // after `run`, split on spaces
-  std::string container_gpus = "auto";    // auto, all or none
-  std::string container_user = "auto";    // auto, image or UID:GID
+  std::string container_gpus = "auto";             // auto, all or none
+  std::string container_user = "auto";             // auto, image or UID:GID
 };
 
 // Parses farm-worker's flags. On success returns the config with defaults filled in;

@@ -4,15 +4,20 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "common/log.h"
+#include "common/sha256.h"
 
 namespace farm::agent {
 namespace {
 
 constexpr int64_t kCallTimeoutMs = 15000;
 constexpr size_t kChunkBytes = 1 << 20;
+constexpr int64_t kDownloadTimeoutMs = 30 * 60 * 1000;
+constexpr int kDownloadTries = 6;
 
 Status FromGrpc(const grpc::Status& s, const std::string& call) {
   if (s.ok()) return Status::Ok();
@@ -21,20 +26,27 @@ Status FromGrpc(const grpc::Status& s, const std::string& call) {
 
 }  // namespace
 
-GrpcFarmClient::GrpcFarmClient(std::function<Result<std::string>()> resolve)
-    : resolve_(std::move(resolve)) {}
+GrpcFarmClient::GrpcFarmClient(std::function<Result<std::string>()> resolve, net::ClientTls tls)
+    : resolve_(std::move(resolve)), tls_(std::move(tls)) {}
 
 Status GrpcFarmClient::Connect() {
   FARM_ASSIGN_OR_RETURN(std::string address, resolve_());
-  grpc::ChannelArguments args;
-  // Reconnect quickly after farmd restarts; the worker does its own backoff above this.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 500);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 500);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
-  args.SetMaxReceiveMessageSize(64 << 20);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  grpc::ChannelArguments args = net::ChannelArgs();
+  FARM_ASSIGN_OR_RETURN(auto credentials, net::ChannelCredentials(address, tls_, &args));
+  auto channel = grpc::CreateCustomChannel(address, credentials, args);
   std::lock_guard lock(mu_);
-  if (address != address_) log::Info("connecting to farmd at " + address);
+  if (address != address_) {
+    if (!tls_.ca_file.empty()) {
+      log::Info("connecting to farmd at " + address + " over TLS, verified against " +
+                tls_.ca_file + (tls_.cert_file.empty() ? "" : ", presenting " + tls_.cert_file));
+    } else if (net::IsLoopback(address)) {
+      log::Info("connecting to farmd at " + address + " in plaintext on this machine");
+    } else {
+      log::Warn("connecting to farmd at " + address +
+                " IN PLAINTEXT (--insecure): tokens, "
+                "sources and wheels cross the network in clear");
+    }
+  }
   address_ = address;
   stub_ = farm::v1::WorkerService::NewStub(channel);
   return Status::Ok();
@@ -80,7 +92,8 @@ Result<farm::v1::RegisterResponse> GrpcFarmClient::Register(const farm::v1::Regi
   return resp;
 }
 
-Result<farm::v1::HeartbeatResponse> GrpcFarmClient::Heartbeat(const farm::v1::HeartbeatRequest& req) {
+Result<farm::v1::HeartbeatResponse> GrpcFarmClient::Heartbeat(
+    const farm::v1::HeartbeatRequest& req) {
   grpc::ClientContext ctx;
   Prepare(ctx, kCallTimeoutMs);
   farm::v1::HeartbeatResponse resp;
@@ -162,6 +175,64 @@ Result<farm::v1::CompleteJobResponse> GrpcFarmClient::CompleteJob(
   farm::v1::CompleteJobResponse resp;
   FARM_RETURN_IF_ERROR(FromGrpc(stub()->CompleteJob(&ctx, req, &resp), "CompleteJob"));
   return resp;
+}
+
+Status GrpcFarmClient::ReadSourceStream(int64_t job_id, int32_t attempt,
+                                        const farm::v1::SourceArchive& archive, FILE* out,
+                                        Sha256* hasher, int64_t* have) {
+  grpc::ClientContext ctx;
+  Prepare(ctx, kDownloadTimeoutMs);
+  farm::v1::DownloadSourceRequest req;
+  req.set_job_id(job_id);
+  req.set_attempt(attempt);
+  req.set_sha256(archive.sha256());
+  req.set_offset(*have);  // a broken stream resumes where it stopped
+  auto reader = stub()->DownloadSource(&ctx, req);
+  farm::v1::SourceChunk chunk;
+  Status local;
+  while (local.ok() && reader->Read(&chunk)) {
+    const std::string& data = chunk.data();
+    if (*have + static_cast<int64_t>(data.size()) > archive.size()) {
+      local = Status::DataLoss("farmd sent more than the archive's " +
+                               std::to_string(archive.size()) + " bytes");
+    } else if (fwrite(data.data(), 1, data.size(), out) != data.size()) {
+      local = Status::Internal("cannot write the source archive");
+    } else {
+      hasher->Update(data);
+      *have += static_cast<int64_t>(data.size());
+    }
+  }
+  if (!local.ok()) ctx.TryCancel();
+  Status call = FromGrpc(reader->Finish(), "DownloadSource");
+  return local.ok() ? call : local;
+}
+
+Status GrpcFarmClient::DownloadSource(int64_t job_id, int32_t attempt,
+                                      const farm::v1::SourceArchive& archive,
+                                      const std::string& path) {
+  FILE* out = fopen(path.c_str(), "wb");
+  if (out == nullptr) return Status::Internal("cannot create " + path);
+  Sha256 hasher;
+  int64_t have = 0;
+  Status s;
+  for (int tries = 1; tries <= kDownloadTries; ++tries) {
+    s = ReadSourceStream(job_id, attempt, archive, out, &hasher, &have);
+    bool transient =
+        s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded;
+    if (s.ok() || !transient || tries == kDownloadTries) break;
+    log::Warn("source download of job " + std::to_string(job_id) + " broke after " +
+              std::to_string(have) + " bytes (" + s.message() + "); resuming");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500 << tries));
+  }
+  if (fclose(out) != 0 && s.ok()) s = Status::Internal("cannot write " + path);
+  FARM_RETURN_IF_ERROR(s);
+  std::string sha = hasher.HexDigest();
+  if (have != archive.size() || sha != archive.sha256()) {
+    return Status::DataLoss("the source archive arrived with " + std::to_string(have) +
+                            " bytes and sha256 " + sha + ", expected " +
+                            std::to_string(archive.size()) + " bytes and " + archive.sha256());
+  }
+  return Status::Ok();
 }
 
 }  // namespace farm::agent

@@ -5,12 +5,15 @@
 #ifndef FARM_WORKER_AGENT_FARM_CLIENT_H_
 #define FARM_WORKER_AGENT_FARM_CLIENT_H_
 
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/net/tls.h"
+#include "common/sha256.h"
 #include "common/status.h"
 #include "farm/v1/worker.grpc.pb.h"
 #include "worker/agent/log_shipper.h"
@@ -36,6 +39,12 @@ class FarmClient {
                                                     const std::string& path) = 0;
   virtual Result<farm::v1::CompleteJobResponse> CompleteJob(
       const farm::v1::CompleteJobRequest& req) = 0;
+  // Downloads the source archive of an attempt the worker holds into `path`, resuming
+  // after a broken stream, and checks its size and sha256 against `archive` (DataLoss
+  // when they differ).
+  virtual Status DownloadSource(int64_t job_id, int32_t attempt,
+                                const farm::v1::SourceArchive& archive,
+                                const std::string& path) = 0;
   // Ends a pending AcquireJob long poll at once (shutdown).
   virtual void CancelWaits() = 0;
   // Called after UNAVAILABLE: looks the address up again (farmd may have restarted on
@@ -58,9 +67,12 @@ class FarmLogSink final : public LogSink {
 
 class GrpcFarmClient final : public FarmClient {
  public:
-  // `resolve` returns farmd's current address ("127.0.0.1:PORT").
-  explicit GrpcFarmClient(std::function<Result<std::string>()> resolve);
-  // Connects to the first resolved address. On failure returns why no address was found.
+  // `resolve` returns farmd's current address ("127.0.0.1:PORT"); `tls` says how to
+  // reach it (common/net/tls.h).
+  GrpcFarmClient(std::function<Result<std::string>()> resolve, net::ClientTls tls);
+  // Connects to the first resolved address. On failure returns why no address was found,
+  // or FailedPrecondition when the address may not be reached with the TLS settings (a
+  // non-loopback farmd without --ca or --insecure), NotFound for unreadable PEM files.
   Status Connect();
 
   Result<farm::v1::RegisterResponse> Register(const farm::v1::RegisterRequest& req,
@@ -72,21 +84,28 @@ class GrpcFarmClient final : public FarmClient {
                             const std::vector<farm::v1::LogLine>& lines) override;
   Result<farm::v1::Artifact> UploadArtifact(const farm::v1::ArtifactHeader& header,
                                             const std::string& path) override;
-  Result<farm::v1::CompleteJobResponse> CompleteJob(const farm::v1::CompleteJobRequest& req) override;
+  Result<farm::v1::CompleteJobResponse> CompleteJob(
+      const farm::v1::CompleteJobRequest& req) override;
+  Status DownloadSource(int64_t job_id, int32_t attempt, const farm::v1::SourceArchive& archive,
+                        const std::string& path) override;
   void CancelWaits() override;
   void Reconnect() override;
 
  private:
   std::shared_ptr<farm::v1::WorkerService::Stub> stub();
+  // One DownloadSource stream from *have on, appended to `out` and `hasher`.
+  Status ReadSourceStream(int64_t job_id, int32_t attempt, const farm::v1::SourceArchive& archive,
+                          FILE* out, Sha256* hasher, int64_t* have);
   void Prepare(grpc::ClientContext& ctx, int64_t timeout_ms, const std::string& bearer = "");
 
   std::function<Result<std::string>()> resolve_;
+  net::ClientTls tls_;
   std::mutex mu_;
-  std::string address_;                                   // guarded by mu_
-  std::shared_ptr<farm::v1::WorkerService::Stub> stub_;   // guarded by mu_
-  std::string token_;                                     // guarded by mu_
-  std::vector<grpc::ClientContext*> waits_;               // guarded by mu_
-  bool waits_cancelled_ = false;                          // guarded by mu_
+  std::string address_;                                  // guarded by mu_
+  std::shared_ptr<farm::v1::WorkerService::Stub> stub_;  // guarded by mu_
+  std::string token_;                                    // guarded by mu_
+  std::vector<grpc::ClientContext*> waits_;              // guarded by mu_
+  bool waits_cancelled_ = false;                         // guarded by mu_
 };
 
 }  // namespace farm::agent

@@ -49,6 +49,8 @@ std::string SourceText(const farm::v1::Source& s) {
     case farm::v1::Source::kLocalPath: return "directory " + s.local_path();
     case farm::v1::Source::kTarballPath: return "tarball " + s.tarball_path();
     case farm::v1::Source::kGit: return "git " + s.git().url() + " " + s.git().commit();
+    case farm::v1::Source::kArchive:
+      return s.archive().origin() + ", archive sha256 " + s.archive().sha256() + " from farmd";
     default: return "(none)";
   }
 }
@@ -173,7 +175,10 @@ Outcome JobRunner::Execute(LogShipper& log, const std::string& ws) {
   std::string src = ws + "/src";
   system("workspace " + ws);
   system("fetching source (" + SourceText(recipe.source()) + ")");
-  if (Status s = FetchSource(steps, recipe.source(), src); !s.ok()) {
+  ArchiveFetcher fetch = [this](const farm::v1::SourceArchive& archive, const std::string& path) {
+    return deps_.client->DownloadSource(job_.job_id(), job_.attempt(), archive, path);
+  };
+  if (Status s = FetchSource(steps, recipe.source(), src, fetch); !s.ok()) {
     return Infra("fetching source failed: " + s.message());
   }
   std::vector<farm::v1::Patch> patches(recipe.patches().begin(), recipe.patches().end());

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "common/archive/source_archive.h"
 #include "common/fs.h"
 
 namespace farm::agent {
@@ -18,28 +19,6 @@ struct LastLine {
   }
   std::string Best() const { return err.empty() ? out : err; }
 };
-
-Status CopyDirectory(const std::string& from, const std::string& to) {
-  std::error_code ec;
-  if (!stdfs::is_directory(from, ec)) {
-    return Status::NotFound("source directory " + from + " does not exist");
-  }
-  stdfs::copy(from, to, stdfs::copy_options::recursive | stdfs::copy_options::copy_symlinks, ec);
-  if (ec) return Status::Internal("copying " + from + ": " + ec.message());
-  // Keep the files' modification times: SOURCE_DATE_EPOCH is the newest of them, and
-  // copy times would make every build's wheel differ.
-  int entries = 0;
-  for (auto it = stdfs::recursive_directory_iterator(from, ec);
-       !ec && it != stdfs::recursive_directory_iterator() && entries < 1'000'000;
-       it.increment(ec), ++entries) {
-    if (it->is_symlink(ec) || !it->is_regular_file(ec)) continue;
-    auto when = it->last_write_time(ec);
-    if (ec) continue;
-    stdfs::last_write_time(stdfs::path(to) / stdfs::relative(it->path(), from, ec), when, ec);
-    ec.clear();
-  }
-  return Status::Ok();
-}
 
 // A tarball whose entries all sit under one directory ("pkg-1.0/...") is unwrapped.
 Status HoistSingleDirectory(const std::string& dest) {
@@ -73,6 +52,23 @@ Status FetchGit(StepRunner& steps, const farm::v1::GitSource& git, const std::st
       .WithContext("git checkout " + git.commit());
 }
 
+// The uploaded archive, downloaded beside `dest` and unpacked into it (its modification
+// times kept: SOURCE_DATE_EPOCH is the newest of them).
+Status FetchArchive(const farm::v1::SourceArchive& archive, const std::string& dest,
+                    const ArchiveFetcher& fetch) {
+  if (!fetch) return Status::FailedPrecondition("this worker cannot fetch source archives");
+  std::string file = dest + ".archive";
+  Status s = fetch(archive, file);
+  if (s.ok()) {
+    auto unpacked = archives::ExtractSourceArchive(file, dest, archives::SourceArchiveLimits());
+    s = unpacked.status();
+  }
+  Status removed = fs::RemoveAll(file);
+  FARM_RETURN_IF_ERROR(s.WithContext("source archive " + archive.sha256().substr(0, 16)));
+  FARM_RETURN_IF_ERROR(removed);
+  return archive.unwrap_single_directory() ? HoistSingleDirectory(dest) : Status::Ok();
+}
+
 }  // namespace
 
 Status StepRunner::Run(const std::vector<std::string>& argv, const std::string& cwd,
@@ -102,21 +98,19 @@ Status StepRunner::Run(const std::vector<std::string>& argv, const std::string& 
   return Status::Ok();
 }
 
-Status FetchSource(StepRunner& steps, const farm::v1::Source& source, const std::string& dest) {
+Status FetchSource(StepRunner& steps, const farm::v1::Source& source, const std::string& dest,
+                   const ArchiveFetcher& fetch) {
   switch (source.kind_case()) {
-    case farm::v1::Source::kLocalPath:
-      return CopyDirectory(source.local_path(), dest);
-    case farm::v1::Source::kTarballPath: {
-      if (!fs::Exists(source.tarball_path())) {
-        return Status::NotFound("tarball " + source.tarball_path() + " does not exist");
-      }
-      FARM_RETURN_IF_ERROR(fs::MakeDirs(dest));
-      FARM_RETURN_IF_ERROR(steps.Run({"tar", "-xf", source.tarball_path(), "-C", dest}, dest)
-                               .WithContext("extracting " + source.tarball_path()));
-      return HoistSingleDirectory(dest);
-    }
+    case farm::v1::Source::kArchive:
+      return FetchArchive(source.archive(), dest, fetch);
     case farm::v1::Source::kGit:
       return FetchGit(steps, source.git(), dest);
+    case farm::v1::Source::kLocalPath:
+    case farm::v1::Source::kTarballPath:
+      return Status::FailedPrecondition(
+          "the source \"" + (source.has_local_path() ? source.local_path() : source.tarball_path()) +
+          "\" is a path on the machine that submitted the build; a worker never reads it "
+          "(farmctl uploads such sources to farmd)");
     default:
       return Status::InvalidArgument("the recipe has no source");
   }

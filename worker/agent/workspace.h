@@ -1,4 +1,4 @@
-// Preparing a job's workspace: fetching the source (directory copy, tarball, git),
+// Preparing a job's workspace: fetching the source (an uploaded archive, or git),
 // applying patches with `git apply`, and creating the build's venv. Each step runs its
 // tools through a ProcessRunner with a clean environment and forwards their output to the
 // job log. One StepRunner per job thread; not shared between threads.
@@ -38,10 +38,18 @@ class StepRunner {
   LineCallback on_line_;
 };
 
-// Puts the source into `dest` (created here): a local directory is copied, a tarball is
-// extracted with tar (a single top-level directory becomes the root), a git source is
-// cloned and checked out at its commit (or ref). On failure returns why, naming the source.
-Status FetchSource(StepRunner& steps, const farm::v1::Source& source, const std::string& dest);
+// Downloads an uploaded source archive from farmd into a file, checked (FarmClient).
+using ArchiveFetcher =
+    std::function<Status(const farm::v1::SourceArchive& archive, const std::string& path)>;
+
+// Puts the source into `dest` (created here): an uploaded archive is fetched beside `dest`,
+// checked and unpacked under the hostile-archive rules (common/archive/source_archive.h;
+// a single top-level directory becomes the root) and removed again; a git source is
+// cloned and checked out at its commit (or ref). A source that is a path on the client
+// that submitted it is refused: a worker never reads a path someone else named. On
+// failure returns why, naming the source.
+Status FetchSource(StepRunner& steps, const farm::v1::Source& source, const std::string& dest,
+                   const ArchiveFetcher& fetch);
 
 // Applies each patch in order with `git apply` in `src` (a git repository is initialised
 // first when `src` is not one). Patch files are written under `patch_dir`. On failure

@@ -246,9 +246,11 @@ def test_dashboard_creates_and_deletes_schedules(farm):
     farm.start_farmd(http=True)
     with open(EXAMPLE_RECIPE) as f:
         recipe = f.read()
-    example_dir = os.path.dirname(os.path.abspath(EXAMPLE_RECIPE))
-    recipe = recipe.replace('source:\n  local: "."\n', f'source:\n  local: "{example_dir}"\n')
-    assert example_dir in recipe
+    # A pasted recipe lies on no machine that could upload a local tree: it names git.
+    local_recipe = recipe
+    recipe = recipe.replace('source:\n  local: "."\n',
+                            "source:\n  git: {url: 'https://example.invalid/attn.git', ref: main}\n")
+    assert "example.invalid" in recipe
     driver = _browser(os.path.join(farm.root, "chromium-profile"))
     try:
         p = Page(driver, "http://" + farm.http_address)
@@ -276,6 +278,14 @@ def test_dashboard_creates_and_deletes_schedules(farm):
         # Chromium logs the refused request; that one entry is expected, nothing else.
         logged = [e["message"] for e in p.d.get_log("browser") if e.get("level") == "SEVERE"]
         assert len(logged) == 1 and "/api/v1/schedules" in logged[0] and "400" in logged[0], logged
+
+        # A local source: refused with the reason, nothing stored.
+        fill("@nightly", local_recipe)
+        p.wait("return document.querySelector('#schedule-form-error').textContent"
+               ".includes('path on the submitting machine')", "the source error")
+        assert farm.ctl_json("schedules", "list").get("schedules", []) == []
+        logged = [e["message"] for e in p.d.get_log("browser") if e.get("level") == "SEVERE"]
+        assert len(logged) == 1 and "400" in logged[0], logged
 
         fill("@nightly", recipe)
         p.wait("return location.hash.startsWith('#/schedule/') && "

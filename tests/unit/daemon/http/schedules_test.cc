@@ -252,7 +252,8 @@ TEST_F(ScheduleRoutesTest, BadSchedulesAreRefusedWithTheReasonAndNothingIsStored
     EXPECT_EQ(res.status, 400) << body << " -> " << res.body;
     return std::string(Json(res).at("error").at("message").as_string());
   };
-  std::string recipe = R"("recipe_yaml": "name: tiny\nsource: {local: /src}\nbuild: make\n")";
+  std::string recipe =
+      R"("recipe_yaml": "name: tiny\nsource: {git: {url: 'https://example.invalid/t.git', ref: main}}\nbuild: make\n")";
   EXPECT_NE(error_of("not json").find("JSON object"), std::string::npos);
   EXPECT_NE(error_of("{" + recipe + "}").find("\"cron\" is required"), std::string::npos);
   EXPECT_NE(error_of(R"({"cron": "0 3 * * *"})").find("\"recipe_yaml\" is required"),
@@ -267,9 +268,13 @@ TEST_F(ScheduleRoutesTest, BadSchedulesAreRefusedWithTheReasonAndNothingIsStored
   EXPECT_NE(error_of("{" + recipe + R"(, "cron": "@daily", "time_zone": "Mars/Olympus"})")
                 .find("Mars/Olympus"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"cron": "@daily", "recipe_yaml": "name: tiny\nsource: {local: src}\nbuild: make\n"})")
-                .find("relative path"),
-            std::string::npos);
+  // A pasted recipe lies on no client that could upload its tree: a path is refused,
+  // absolute or not, since no worker reads paths of other machines.
+  for (const char* path : {"src", "/src"}) {
+    std::string body = R"({"cron": "@daily", "recipe_yaml": "name: tiny\nsource: {local: )" +
+                       std::string(path) + R"(}\nbuild: make\n"})";
+    EXPECT_NE(error_of(body).find("is a path on the submitting machine"), std::string::npos);
+  }
   EXPECT_EQ(PostJson(r, "/api/v1/schedules", kCreateBody, "").status, 401);
   auto viewer = auth_->Create("viewer", "v");
   ASSERT_OK(viewer.status());

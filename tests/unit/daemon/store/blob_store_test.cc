@@ -36,5 +36,29 @@ TEST(BlobStoreTest, RejectsWrongDigestAndOversize) {
   EXPECT_EQ(blobs.value()->BeginWrite(1, "nothex").status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(BlobStoreTest, AFailedCheckKeepsTheBlobOutAndRemoveDeletesOne) {
+  testing::ScopedTempDir dir;
+  auto blobs = BlobStore::Open(dir.path());
+  std::string sha = Sha256Hex("source");
+  auto w = blobs.value()->BeginWrite(6, sha);
+  ASSERT_OK(w.value()->Append("source"));
+  std::string seen;
+  Status s = w.value()->Commit([&](const std::string& path) {
+    seen = fs::ReadFile(path).value();
+    return Status::InvalidArgument("path-dotdot: ../x: '..' component");
+  });
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(seen, "source");
+  EXPECT_FALSE(blobs.value()->Contains(sha));
+  auto again = blobs.value()->BeginWrite(6, sha);
+  ASSERT_OK(again.value()->Append("source"));
+  ASSERT_OK(again.value()->Commit([](const std::string&) { return Status::Ok(); }));
+  EXPECT_TRUE(blobs.value()->Contains(sha));
+  ASSERT_OK(blobs.value()->Remove(sha));
+  EXPECT_FALSE(blobs.value()->Contains(sha));
+  EXPECT_OK(blobs.value()->Remove(sha));  // already gone
+  EXPECT_EQ(blobs.value()->Remove("../../etc").code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace farm::store

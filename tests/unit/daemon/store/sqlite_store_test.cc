@@ -303,5 +303,54 @@ TEST_F(SqliteStoreTest, JobsAndPublicationsOfManyBuildsAtOnce) {
   EXPECT_TRUE(pubs->empty());  // the builds page's rows are checked in router_test
 }
 
+TEST_F(SqliteStoreTest, SourceArchivesNamedByASchedulesOrAnUnfinishedBuildAreNeverCollected) {
+  const std::string kept_by_build(64, 'b'), kept_by_schedule(64, 'c'), unused(64, 'd');
+  for (const std::string& sha : {kept_by_build, kept_by_schedule, unused}) {
+    ASSERT_OK(store_->RecordSourceArchive({.sha256 = sha, .size = 10, .files = 1,
+                                           .origin = "directory src (1 file)",
+                                           .uploaded_by = "laptop", .created_ms = 100,
+                                           .last_used_ms = 100}));
+  }
+  BuildRow b{.recipe_name = "r", .recipe = "r", .submitted_by = "t", .created_ms = 1,
+             .source_sha256 = kept_by_build};
+  std::vector<JobRow> jobs(1);
+  jobs[0].cell = "cell";
+  ASSERT_OK(store_->CreateBuild(&b, &jobs));
+  ScheduleRow schedule{.name = "nightly", .recipe_name = "r", .request = "q", .cron = "@daily",
+                       .time_zone = "UTC", .created_by = "t", .source_sha256 = kept_by_schedule};
+  ASSERT_OK(store_->InsertSchedule(&schedule));
+  EXPECT_EQ(store_->GetBuild(b.id)->source_sha256, kept_by_build);
+
+  auto collectable = store_->ListCollectableSources(1000, 10);
+  ASSERT_OK(collectable.status());
+  ASSERT_EQ(collectable->size(), 1u);
+  EXPECT_EQ((*collectable)[0].sha256, unused);
+  EXPECT_FALSE(*store_->ForgetSourceArchive(kept_by_build, 1000));
+  EXPECT_FALSE(*store_->ForgetSourceArchive(kept_by_schedule, 1000));
+  EXPECT_FALSE(*store_->ForgetSourceArchive(unused, 50));  // used after the cut-off
+  EXPECT_TRUE(*store_->ForgetSourceArchive(unused, 1000));
+  EXPECT_EQ(store_->GetSourceArchive(unused).status().code(), StatusCode::kNotFound);
+
+  // Once the build ended and the schedule was deleted, both may go.
+  auto job = Acquire("w1");
+  ASSERT_TRUE(job);
+  ASSERT_OK(store_->CompleteAttempt({.job_id = job->id, .attempt = 1, .worker_id = "w1"}, 20)
+                .status());
+  ASSERT_OK(store_->DeleteSchedule(schedule.id, 30));
+  EXPECT_EQ(store_->ListCollectableSources(1000, 10)->size(), 2u);
+
+  // A use moves the cut-off; recording again keeps the first upload's row.
+  ASSERT_OK(store_->TouchSourceArchive(kept_by_build, 2000));
+  EXPECT_EQ(store_->ListCollectableSources(1000, 10)->size(), 1u);
+  ASSERT_OK(store_->RecordSourceArchive({.sha256 = kept_by_build, .size = 10, .files = 1,
+                                         .uploaded_by = "other", .created_ms = 3000,
+                                         .last_used_ms = 3000}));
+  auto row = store_->GetSourceArchive(kept_by_build);
+  ASSERT_OK(row.status());
+  EXPECT_EQ(row->uploaded_by, "laptop");
+  EXPECT_EQ(row->last_used_ms, 3000);
+  EXPECT_EQ(store_->TouchSourceArchive(std::string(64, 'e'), 1).code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace farm::store

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/archive/tree_packer.h"
 #include "common/fs.h"
 #include "common/sha256.h"
 #include "tests/support/test_util.h"
@@ -49,6 +50,11 @@ class FakeFarm final : public FarmClient {
     completions.push_back(req);
     return farm::v1::CompleteJobResponse();
   }
+  Status DownloadSource(int64_t, int32_t, const farm::v1::SourceArchive&,
+                        const std::string& path) override {
+    FARM_ASSIGN_OR_RETURN(std::string bytes, fs::ReadFile(archive_file));
+    return fs::WriteFileAtomic(path, bytes);
+  }
   void CancelWaits() override {}
   void Reconnect() override {}
 
@@ -60,6 +66,7 @@ class FakeFarm final : public FarmClient {
   }
 
   std::mutex mu;
+  std::string archive_file;  // what DownloadSource hands out
   int upload_failures = 0;
   std::vector<farm::v1::LogLine> log;
   std::vector<farm::v1::ArtifactHeader> headers;
@@ -79,6 +86,19 @@ class JobRunnerTest : public ::testing::Test {
     src_ = dir_.path() + "/src";
     ASSERT_OK(fs::MakeDirs(src_));
     ASSERT_OK(fs::WriteFileAtomic(src_ + "/hello.txt", "hello\n"));
+    // The source travels as farmctl packs it; the fake farmd hands the archive out.
+    auto plan = archives::PlanTree(src_, {});
+    ASSERT_OK(plan.status());
+    std::string bytes;
+    ASSERT_OK(archives::WriteTreeArchive(*plan, [&bytes](std::string_view piece) {
+      bytes.append(piece);
+      return Status::Ok();
+    }));
+    farm_.archive_file = dir_.path() + "/src.tar.zst";
+    ASSERT_OK(fs::WriteFileAtomic(farm_.archive_file, bytes));
+    archive_.set_sha256(Sha256Hex(bytes));
+    archive_.set_size(static_cast<int64_t>(bytes.size()));
+    archive_.set_origin("directory src (1 file)");
     auto* py = caps_.add_pythons();
     py->set_path("/usr/bin/python3");
     py->set_version("3.11");
@@ -91,7 +111,7 @@ class JobRunnerTest : public ::testing::Test {
     job.set_attempt(1);
     job.set_build_id(3);
     job.mutable_recipe()->set_name("t");
-    job.mutable_recipe()->mutable_source()->set_local_path(src_);
+    *job.mutable_recipe()->mutable_source()->mutable_archive() = archive_;
     job.mutable_recipe()->set_build_command(build);
     job.mutable_cell()->set_python("3.11");
     job.set_timeout_seconds(60);
@@ -112,6 +132,7 @@ class JobRunnerTest : public ::testing::Test {
 
   testing::ScopedTempDir dir_;
   std::string src_;
+  farm::v1::SourceArchive archive_;
   farm::v1::Capabilities caps_;
   FakeFarm farm_;
   RealProcessRunner runner_;

@@ -40,33 +40,70 @@ class WorkspaceTest : public ::testing::Test {
   std::string src_;
 };
 
-TEST_F(WorkspaceTest, CopiesALocalDirectory) {
-  farm::v1::Source source;
-  source.set_local_path(src_);
-  ASSERT_OK(FetchSource(steps_, source, dir_.path() + "/ws-src"));
-  EXPECT_EQ(Read(dir_.path() + "/ws-src/sub/data.txt"), "data\n");
-  source.set_local_path(dir_.path() + "/nope");
-  Status missing = FetchSource(steps_, source, dir_.path() + "/ws2");
-  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+// A fetcher that hands out files of the test directory as farmd's archives.
+ArchiveFetcher CopyFrom(const std::string& dir, int* calls = nullptr) {
+  return [dir, calls](const farm::v1::SourceArchive& archive, const std::string& path) -> Status {
+    if (calls != nullptr) ++*calls;
+    FARM_ASSIGN_OR_RETURN(std::string bytes, fs::ReadFile(dir + "/" + archive.origin()));
+    return fs::WriteFileAtomic(path, bytes);
+  };
 }
 
-TEST_F(WorkspaceTest, ExtractsTarballsAndUnwrapsOneTopDirectory) {
+farm::v1::Source Archive(const std::string& file, bool unwrap) {
+  farm::v1::Source source;
+  source.mutable_archive()->set_sha256(std::string(64, 'a'));
+  source.mutable_archive()->set_origin(file);
+  source.mutable_archive()->set_unwrap_single_directory(unwrap);
+  return source;
+}
+
+TEST_F(WorkspaceTest, NeverReadsAPathTheSubmittingMachineNamed) {
+  int calls = 0;
+  farm::v1::Source source;
+  source.set_local_path(src_);
+  Status s = FetchSource(steps_, source, dir_.path() + "/ws-src", CopyFrom(dir_.path(), &calls));
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("never reads"), std::string::npos) << s.message();
+  source.set_tarball_path(dir_.path() + "/pkg.tar.gz");
+  EXPECT_EQ(FetchSource(steps_, source, dir_.path() + "/ws-src", CopyFrom(dir_.path())).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(fs::Exists(dir_.path() + "/ws-src"));
+  EXPECT_EQ(calls, 0);
+}
+
+TEST_F(WorkspaceTest, UnpacksArchivesAndUnwrapsATarballsOneTopDirectory) {
   ASSERT_OK(Sh("tar -czf pkg.tar.gz pkg && tar -C pkg -cf flat.tar setup.py sub && "
                "tar -cf - pkg | zstd -q -o pkg.tar.zst"));
   for (const char* name : {"pkg.tar.gz", "flat.tar", "pkg.tar.zst"}) {
-    farm::v1::Source source;
-    source.set_tarball_path(dir_.path() + "/" + name);
     std::string dest = dir_.path() + "/out-" + name;
-    ASSERT_OK(FetchSource(steps_, source, dest));
+    ASSERT_OK(FetchSource(steps_, Archive(name, true), dest, CopyFrom(dir_.path())));
     EXPECT_EQ(Read(dest + "/setup.py"), "print('v1')\n") << name;
     EXPECT_EQ(Read(dest + "/sub/data.txt"), "data\n") << name;
+    EXPECT_FALSE(fs::Exists(dest + ".archive")) << "the download is removed once unpacked";
   }
-  farm::v1::Source bad;
-  ASSERT_OK(fs::WriteFileAtomic(dir_.path() + "/bad.tar.gz", "not a tarball"));
-  bad.set_tarball_path(dir_.path() + "/bad.tar.gz");
-  Status s = FetchSource(steps_, bad, dir_.path() + "/out-bad");
-  EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("bad.tar.gz"), std::string::npos) << s.message();
+  // A packed directory that holds one directory stays as it is.
+  std::string dest = dir_.path() + "/out-tree";
+  ASSERT_OK(FetchSource(steps_, Archive("pkg.tar.gz", false), dest, CopyFrom(dir_.path())));
+  EXPECT_EQ(Read(dest + "/pkg/setup.py"), "print('v1')\n");
+}
+
+TEST_F(WorkspaceTest, RefusesAHostileArchiveAndSaysWhyADownloadFailed) {
+  ASSERT_OK(Sh("python3 -c \"import io, tarfile\n"
+               "t = tarfile.open('evil.tar', 'w')\n"
+               "i = tarfile.TarInfo('../evil.py'); i.size = 1\n"
+               "t.addfile(i, io.BytesIO(b'x')); t.close()\""));
+  ASSERT_OK(fs::MakeDirs(dir_.path() + "/box"));
+  Status s = FetchSource(steps_, Archive("evil.tar", true), dir_.path() + "/box/src",
+                         CopyFrom(dir_.path()));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("path-dotdot: ../evil.py"), std::string::npos) << s.message();
+  EXPECT_FALSE(fs::Exists(dir_.path() + "/box/evil.py"));
+  ArchiveFetcher broken = [](const farm::v1::SourceArchive&, const std::string&) {
+    return Status::DataLoss("the source archive arrived with 3 bytes");
+  };
+  s = FetchSource(steps_, Archive("x.tar", true), dir_.path() + "/ws3", broken);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("source archive aaaa"), std::string::npos) << s.message();
 }
 
 TEST_F(WorkspaceTest, ClonesAGitRepositoryAtItsCommit) {
@@ -79,11 +116,11 @@ TEST_F(WorkspaceTest, ClonesAGitRepositoryAtItsCommit) {
   farm::v1::Source source;
   source.mutable_git()->set_url(src_);
   source.mutable_git()->set_commit(first);
-  ASSERT_OK(FetchSource(steps_, source, dir_.path() + "/clone"));
+  ASSERT_OK(FetchSource(steps_, source, dir_.path() + "/clone", nullptr));
   EXPECT_EQ(Read(dir_.path() + "/clone/setup.py"), "print('v1')\n");
 
   source.mutable_git()->set_commit("0123456789012345678901234567890123456789");
-  Status s = FetchSource(steps_, source, dir_.path() + "/clone2");
+  Status s = FetchSource(steps_, source, dir_.path() + "/clone2", nullptr);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("git checkout"), std::string::npos) << s.message();
 }
