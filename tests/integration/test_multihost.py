@@ -4,9 +4,10 @@ files. TLS everywhere, workers present client certificates (mTLS).
 
 The cases share one farm, in this order: a local tree submitted from the client builds on
 both workers and comes back, unchanged it uploads nothing, and no token crosses the bridge
-in clear; the dashboard serves HTTPS and takes token writes; workers with the wrong CA or without a certificate are refused; a worker's link cut
-for 60 s within the lease loses nothing; a cut past the lease moves the job; plaintext off
-loopback needs --insecure on both ends, which they say.
+in clear; the dashboard serves HTTPS and takes token writes; workers with the wrong CA or
+without a certificate are refused; a worker's link cut for 60 s within the lease loses
+nothing; a cut past the lease moves the job; plaintext off loopback needs --insecure on
+both ends, which they say.
 """
 import json
 import os
