@@ -4,8 +4,10 @@ files. TLS everywhere, workers present client certificates (mTLS).
 
 The cases share one farm, in this order: a local tree submitted from the client builds on
 both workers and comes back, unchanged it uploads nothing, and no token crosses the bridge
-in clear; workers with the wrong CA or without a certificate are refused; a worker's link cut
-for 60 s within the lease loses nothing; a cut past the lease moves the job.
+in clear; the dashboard serves HTTPS and takes token writes; workers with the wrong CA or
+without a certificate are refused; a worker's link cut for 60 s within the lease loses
+nothing; a cut past the lease moves the job; plaintext off loopback needs --insecure on
+both ends, which they say.
 """
 import json
 import os
@@ -369,3 +371,24 @@ def test_a_link_cut_past_the_lease_moves_the_job_and_the_late_report_is_refused(
     again = mfarm.show(build_id)
     assert again["jobs"][0]["attempts"] == job["attempts"]
     assert len(again["jobs"][0]["artifacts"]) == 1
+
+
+def test_plaintext_off_loopback_needs_insecure_and_says_so(mfarm):
+    d = mfarm.path("farmd")
+    plain = f"{mfarm.net.address['farmd']}:7444"
+    argv = [FARMD, "--data-dir", f"{d}/plain-data", "--listen", plain,
+            "--ready-file", f"{d}/plain.ready"]
+    refused = mfarm.net.run("farmd", argv, timeout=60)
+    assert refused.returncode != 0
+    assert "--tls-cert" in refused.stdout + refused.stderr and "--insecure" in refused.stdout + refused.stderr
+    mfarm.spawn("farmd", "farmd-plain", argv + ["--insecure"])
+    wait_until(lambda: os.path.exists(f"{d}/plain.ready"), 30, "the plaintext farmd")
+    assert "PLAINTEXT, --insecure" in mfarm.log("farmd-plain")
+    shutil.copy(f"{d}/plain-data/admin.token", mfarm.path("client", "plain.token"))
+    base = [FARMCTL, "--server", plain, "--token-file", mfarm.path("client", "plain.token")]
+    no_ca = mfarm.net.run("client", base + ["workers"])
+    assert no_ca.returncode != 0 and "--ca" in no_ca.stderr, no_ca.stderr
+    insecure = mfarm.net.run("client", base + ["--insecure", "workers"])
+    assert insecure.returncode == 0, insecure.stderr
+    assert "IN PLAINTEXT" in insecure.stderr
+    mfarm.stop("farmd-plain")
