@@ -2,6 +2,7 @@
 // implementations into the agent, and turns SIGTERM/SIGINT into a clean stop.
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <string_view>
 #include <thread>
@@ -70,16 +71,21 @@ int main(int argc, char** argv) {
   agent::Agent worker(
       *config, *token,
       {&client, &probe, tools, executor->get(), &RealClock(), agent::CheckWheelForJob});
+  std::atomic<bool> run_ended{false};
   std::thread signals([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    if (sig != 0) log::Info(std::string("got ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+    if (run_ended) return;  // woken below: nobody sent a signal
+    log::Info(std::string("got ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
     worker.Stop();
   });
   farm::Status s = worker.Run();
   if (!s.ok()) log::Error(s.ToString());
-  // Wake the signal thread if Run() ended on its own.
-  if (!s.ok()) ::kill(::getpid(), SIGTERM);
+  // Run() may end on its own (an error, a revoked token): wake the signal thread, which
+  // would otherwise wait in sigwait forever. SIGTERM is blocked in every thread, so it
+  // stays pending for that thread until its sigwait takes it.
+  run_ended = true;
+  pthread_kill(signals.native_handle(), SIGTERM);
   signals.join();
   return s.ok() ? 0 : 1;
 }
