@@ -266,7 +266,8 @@ function artifactsHtml(arts) {
       <pre class="mono pip">pip install --index-url ${esc(origin + a.index_path)} ${esc(a.project)}==${esc(a.version)}
 pip install "${esc(origin + a.url)}#sha256=${esc(a.sha256)}"</pre>
       <h4>Arch manifest</h4><p>runs on: ${(m.runs_on || []).map(esc).join(', ') || '<span class="muted">unknown</span>'}
-      ${(m.missing || []).length ? `<br><span class="error">missing: ${m.missing.map(esc).join(', ')}</span>` : ''}</p>
+      ${(m.missing || []).length ? `<br><span class="error">missing: ${m.missing.map(esc).join(', ')}</span>` : ''}
+      ${a.arch_warning ? `<br><span class="error arch-warning">warning: ${esc(a.arch_warning)}</span>` : ''}</p>
       ${images ? `<table class="manifest"><tr><th>Module</th><th>Kind</th><th>Arch</th></tr>${images}</table>` : ''}
       <h4>Validation ${badge(v.state)}</h4>
       <p>${esc(v.gpu_name)} ${v.compute_capability ? '(sm ' + esc(v.compute_capability) + ')' : ''} ${esc(v.message)}</p>

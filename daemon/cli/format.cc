@@ -7,6 +7,8 @@
 #include <cctype>
 #include <sstream>
 
+#include "common/wheel/job_check.h"
+
 namespace farm::cli {
 namespace {
 
@@ -83,6 +85,8 @@ std::string FormatJob(const farm::v1::Job& j) {
   for (const auto& a : j.artifacts()) {
     o << "    artifact " << a.id() << ": " << a.filename() << "  " << HumanBytes(a.size())
       << "  sha256 " << a.sha256() << "\n";
+    std::string ignored = wheel::ArchListIgnoredMessage(j.cell().arch_list(), a.manifest());
+    if (!ignored.empty()) o << "      warning: " << ignored << "\n";
   }
   for (const auto& [worker, why] : j.unplaceable_reasons()) {
     o << "    cannot run on " << worker << ": " << why << "\n";

@@ -1,6 +1,7 @@
 // GET /api/v1/jobs/{id}: everything the job page shows except the log lines.
 #include <boost/json.hpp>
 
+#include "common/wheel/job_check.h"
 #include "daemon/http/api.h"
 #include "daemon/http/index_catalog.h"
 #include "daemon/http/json_util.h"
@@ -23,11 +24,14 @@ json::array AttemptsJson(const std::vector<store::AttemptRow>& rows) {
   return out;
 }
 
-json::array ArtifactsJson(const std::vector<store::ArtifactRow>& rows, const std::string& variant) {
+json::array ArtifactsJson(const std::vector<store::ArtifactRow>& rows, const std::string& variant,
+                          const std::string& arch_list) {
   json::array out;
   for (const auto& a : rows) {
-    json::value v = ProtoToJson(model::ArtifactToProto(a));
+    farm::v1::Artifact artifact = model::ArtifactToProto(a);
+    json::value v = ProtoToJson(artifact);
     json::object& o = v.as_object();
+    o["arch_warning"] = wheel::ArchListIgnoredMessage(arch_list, artifact.manifest());
     auto nv = WheelNameVersion(a.filename);
     o["project"] = nv.ok() ? NormalizeProjectName(nv->first) : "";
     o["version"] = nv.ok() ? nv->second : "";
@@ -55,7 +59,8 @@ Response ApiJob(const DashboardDeps& deps, int64_t job_id) {
   o["recipe_name"] = build->recipe_name;
   o["build_state"] = BuildStateName(build->state);
   o["attempts"] = AttemptsJson(*attempts);
-  o["artifacts"] = ArtifactsJson(*artifacts, o["variant"].as_string().c_str());
+  o["artifacts"] = ArtifactsJson(*artifacts, o["variant"].as_string().c_str(),
+                                 model::ParseBlob<farm::v1::MatrixCell>(job->cell).arch_list());
   o["now"] = now;
   return JsonResponse(200, json::serialize(o));
 }

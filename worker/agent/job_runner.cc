@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/utf8.h"
+#include "common/wheel/job_check.h"
 #include "worker/agent/executor_runner.h"
 #include "worker/agent/retry.h"
 #include "worker/agent/sandbox_executor.h"
@@ -326,6 +327,11 @@ Result<farm::v1::ArtifactHeader> JobRunner::CheckOne(LogShipper& log, const std:
   if (!checked.ok()) return Status::Aborted(header.filename() + ": " + checked.message());
   control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + header.filename() + ": " +
                                                        DescribeManifest(header.manifest()));
+  std::string ignored = wheel::ArchListIgnoredMessage(job_.cell().arch_list(), header.manifest());
+  if (!ignored.empty()) {
+    control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: warning: " + header.filename() +
+                                                         ": " + ignored);
+  }
   return header;
 }
 

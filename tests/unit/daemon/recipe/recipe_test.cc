@@ -147,12 +147,26 @@ TEST(ParseRecipeTest, NetworkIsABoolean) {
   EXPECT_NE(ErrorOf(std::string(kMinimal) + "network: yes\n").find("network"), std::string::npos);
 }
 
+TEST(ParseRecipeTest, UnrequestedArchsWarnByDefaultOrFail) {
+  Result<farm::v1::Recipe> r = ParseRecipe(kMinimal, "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_FALSE(r->refuse_unrequested_archs());
+  r = ParseRecipe(std::string(kMinimal) + "unrequested_archs: fail\n", "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_TRUE(r->refuse_unrequested_archs());
+  r = ParseRecipe(std::string(kMinimal) + "unrequested_archs: warn\n", "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_FALSE(r->refuse_unrequested_archs());
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "unrequested_archs: error\n"),
+            "recipe.yaml:4:20: \"unrequested_archs\" must be warn or fail, got \"error\"");
+}
+
 TEST(ParseRecipeErrorTest, UnknownFieldsNameTheExpectedOnes) {
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "buidl: x\n"),
             "recipe.yaml:4:1: unknown field \"buidl\" in recipe (expected one of: name, version, "
             "source, subdirectory, patches, env, build, system_site_packages, timeout, "
             "gb_per_compile_job, ccache, container_image, matrix, validation, retry, publish, "
-            "network)");
+            "network, unrequested_archs)");
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "retry:\n  max_attempt: 2\n"),
             "recipe.yaml:5:3: unknown field \"max_attempt\" in retry (expected one of: "
             "max_attempts, backoff_seconds, retry_build_failures)");
