@@ -164,6 +164,7 @@ Result<farm::v1::ValidationReport> ValidateWheels(StepRunner& steps, ProcessRunn
                         RunScript(runner, control, on_line, ScriptArgv(python, *script, *gpu, in), in));
   report.set_worker_id(in.worker_id);
   if (report.gpu_name().empty()) report.set_gpu_name(gpu->name());
+  ApplySpeedThreshold(recipe.validation().min_speedup(), &report);
   return report;
 }
 

@@ -124,6 +124,13 @@ TEST(ParseRecipeTest, ValidationDefaultsApplyWhenTheBlockIsGiven) {
   ASSERT_OK(r.status());
   EXPECT_DOUBLE_EQ(r->validation().min_cosine(), 0.99);
   EXPECT_DOUBLE_EQ(r->validation().max_relative_l1(), 0.07);
+  EXPECT_DOUBLE_EQ(r->validation().min_speedup(), 0);  // no speed threshold unless asked
+  r = ParseRecipe(std::string(kMinimal) + "validation: {import: [tiny], min_speedup: 1.2}\n",
+                  "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_DOUBLE_EQ(r->validation().min_speedup(), 1.2);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "validation: {min_speedup: -1}\n").find("min_speedup"),
+            std::string::npos);
 }
 
 TEST(ParseRecipeTest, GitAndTarballSources) {
