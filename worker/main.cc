@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
                  agent::WorkerUsage().c_str());
     return 2;
   }
-  log::InitLogging({config->verbose ? log::Level::kDebug : log::Level::kInfo, config->log_json, "farm-worker"});
+  log::InitLogging(
+      {config->verbose ? log::Level::kDebug : log::Level::kInfo, config->log_json, "farm-worker"});
   // Signals are taken by one thread with sigwait, so no handler runs inside library code.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -41,20 +42,26 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
+  for (const auto& fake : config->test_fake_gpus) {
+    log::Warn("TEST ONLY: reporting a GPU that is not there (--test-fake-gpu): " + fake.name +
+              ", cc " + std::to_string(fake.cc_major) + "." + std::to_string(fake.cc_minor));
+  }
   if (config->probe_only) return agent::PrintProbe(*config);
   auto token = agent::LoadEnrollToken(*config);
   if (!token.ok()) {
     log::Error(token.status().message());
     return 2;
   }
-  agent::GrpcFarmClient client([cfg = *config]() { return agent::ResolveServerAddress(cfg, 30000); });
+  agent::GrpcFarmClient client(
+      [cfg = *config]() { return agent::ResolveServerAddress(cfg, 30000); });
   if (auto s = client.Connect(); !s.ok()) {
     log::Error(s.message());
     return 3;
   }
   RealProcessRunner runner;
   agent::SystemProbe probe(*config, runner);
-  auto executor = agent::MakeExecutor(*config, runner, [&probe] { return probe.AvailableMemoryBytes(); });
+  auto executor =
+      agent::MakeExecutor(*config, runner, [&probe] { return probe.AvailableMemoryBytes(); });
   if (!executor.ok()) {
     log::Error(executor.status().message());
     return 2;
@@ -64,7 +71,9 @@ int main(int argc, char** argv) {
   ProcessRunner* tools = &runner;
   if (config->container_network == "none") tools = &offline;
   log::Info("builds run with the " + (*executor)->Name() + " executor");
-  agent::Agent worker(*config, *token, {&client, &probe, tools, executor->get(), &RealClock(), agent::CheckWheelForJob});
+  agent::Agent worker(
+      *config, *token,
+      {&client, &probe, tools, executor->get(), &RealClock(), agent::CheckWheelForJob});
   std::thread signals([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);

@@ -7,20 +7,22 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "daemon/api/artifact_stream.h"
 #include "daemon/api/handler.h"
 #include "daemon/api/peers.h"
+#include "daemon/api/revalidation.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/placement.h"
 
 namespace farm::api {
 
+using model::ArtifactToProto;
+using model::AttemptToProto;
 using model::BuildToProto;
 using model::JobToProto;
-using model::AttemptToProto;
-using model::ArtifactToProto;
 using model::LogLineToProto;
-using model::WorkerToProto;
 using model::ParseBlob;
+using model::WorkerToProto;
 
 Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
                                const Principal& who);
@@ -34,6 +36,7 @@ struct PlacementView {
     std::string label;  // "name (id)"
     bool lost = false;
     farm::v1::Capabilities caps;
+    std::string id;
   };
   std::vector<Worker> workers;
   std::vector<sched::PeerWorker> peers;
@@ -46,7 +49,7 @@ std::optional<PlacementView> ReadPlacementView(const ServiceContext& ctx) {
   view.peers = PeersOf(*rows);
   for (const auto& w : *rows) {
     view.workers.push_back({w.name + " (" + w.id + ")", w.state == "lost",
-                            ParseBlob<farm::v1::Capabilities>(w.capabilities)});
+                            ParseBlob<farm::v1::Capabilities>(w.capabilities), w.id});
   }
   return view;
 }
@@ -54,7 +57,10 @@ std::optional<PlacementView> ReadPlacementView(const ServiceContext& ctx) {
 void AddPlacementReasons(const PlacementView& view, farm::v1::Job* job) {
   auto& reasons = *job->mutable_unplaceable_reasons();
   for (const auto& w : view.workers) {
-    std::string why = w.lost ? "worker is lost" : sched::PlacementBlocker(job->cell(), w.caps, view.peers);
+    std::string why = w.lost ? "worker is lost"
+                      : job->kind() == farm::v1::JOB_VALIDATE
+                          ? sched::ValidationBlocker(job->cell(), job->needs(), w.caps, w.id)
+                          : sched::PlacementBlocker(job->cell(), w.caps, view.peers, job->needs());
     if (!why.empty()) reasons[w.label] = why;
   }
   if (view.workers.empty()) reasons["(none)"] = "no worker is registered";
@@ -118,11 +124,13 @@ Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
   FARM_ASSIGN_OR_RETURN(auto row, ctx.store->GetBuild(build_id));
   farm::v1::Build build = BuildToProto(row);
   auto schedule = ctx.store->ScheduleOfBuild(build_id);  // Unimplemented in other stores
-  if (schedule.ok() && schedule.value() > 0) build.set_schedule_id(std::to_string(schedule.value()));
+  if (schedule.ok() && schedule.value() > 0)
+    build.set_schedule_id(std::to_string(schedule.value()));
   FARM_ASSIGN_OR_RETURN(auto jobs, ctx.store->ListJobs(build_id));
   std::optional<PlacementView> view;
-  bool any_pending = std::any_of(jobs.begin(), jobs.end(),
-                                 [](const store::JobRow& j) { return j.state == store::kJobPending; });
+  bool any_pending = std::any_of(jobs.begin(), jobs.end(), [](const store::JobRow& j) {
+    return j.state == store::kJobPending;
+  });
   if (any_pending) view = ReadPlacementView(ctx);
   for (const auto& j : jobs) {
     FARM_ASSIGN_OR_RETURN(auto job, LoadJobWith(ctx, j, view));
@@ -211,8 +219,8 @@ grpc::Status ClientService::GetJobLog(grpc::ServerContext* call,
     }
     FARM_ASSIGN_OR_RETURN(auto lines, ctx_->store->GetLogLines(job.id, attempt, after, limit));
     for (const auto& l : lines) *resp->add_lines() = LogLineToProto(job.id, attempt, l);
-    bool attempt_over = attempt < job.attempt || store::IsTerminal(job.state) ||
-                        job.state == store::kJobPending;
+    bool attempt_over =
+        attempt < job.attempt || store::IsTerminal(job.state) || job.state == store::kJobPending;
     resp->set_finished(attempt_over && static_cast<int>(lines.size()) < limit);
     return Status::Ok();
   });
@@ -246,15 +254,16 @@ grpc::Status ClientService::CreateToken(grpc::ServerContext* call,
                                         farm::v1::CreateTokenResponse* resp) {
   return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
     if (req->role() == "worker") {
-      return Status::InvalidArgument("worker tokens are issued by Register; create an enroll token");
+      return Status::InvalidArgument(
+          "worker tokens are issued by Register; create an enroll token");
     }
     std::string name = req->name().empty() ? req->role() : req->name();
     if (req->ttl_seconds() < 0 || req->ttl_seconds() > kMaxTokenTtlSeconds) {
       return Status::InvalidArgument("ttl_seconds must be between 0 (never expires) and " +
                                      std::to_string(kMaxTokenTtlSeconds));
     }
-    FARM_ASSIGN_OR_RETURN(std::string token, ctx_->auth->Create(req->role(), name, "",
-                                                                req->ttl_seconds() * 1000));
+    FARM_ASSIGN_OR_RETURN(std::string token,
+                          ctx_->auth->Create(req->role(), name, "", req->ttl_seconds() * 1000));
     log::Info("token \"" + name + "\" with role " + req->role() + " created by " + who.name);
     resp->set_token(token);
     resp->set_name(name);
@@ -282,9 +291,23 @@ grpc::Status ClientService::RevokeToken(grpc::ServerContext* call,
                                         farm::v1::TokenInfo* resp) {
   return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->RevokeToken(req->id(), ctx_->clock->NowUnixMs()));
-    log::Info("token \"" + row.name + "\" (" + auth::TokenAuthority::IdOf(row.hash) +
-              ", role " + row.role + ") revoked by " + who.name);
+    log::Info("token \"" + row.name + "\" (" + auth::TokenAuthority::IdOf(row.hash) + ", role " +
+              row.role + ") revoked by " + who.name);
     *resp = TokenToProto(row);
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::ValidateArtifact(grpc::ServerContext* call,
+                                             const farm::v1::ValidateArtifactRequest* req,
+                                             farm::v1::Job* resp) {
+  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(store::JobRow job,
+                          QueueValidation(*ctx_->store, *ctx_->clock, req->artifact_id(),
+                                          ctx_->tunables.max_attempts));
+    log::Info("validation of artifact " + std::to_string(req->artifact_id()) + " asked by " +
+              who.name + ": job " + std::to_string(job.id));
+    FARM_ASSIGN_OR_RETURN(*resp, LoadJob(*ctx_, job));
     return Status::Ok();
   });
 }
@@ -294,19 +317,17 @@ grpc::Status ClientService::DownloadArtifact(grpc::ServerContext* call,
                                              grpc::ServerWriter<farm::v1::ArtifactChunk>* out) {
   return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetArtifact(req->artifact_id()));
-    FILE* f = fopen(ctx_->blobs->PathFor(row.sha256).c_str(), "rb");
-    if (!f) return Status::DataLoss("blob of artifact " + row.filename + " is missing");
+    if (!ctx_->blobs->Contains(row.sha256)) {
+      return Status::DataLoss("blob of artifact " + row.filename + " is missing");
+    }
     farm::v1::ArtifactChunk first;
     *first.mutable_artifact() = ArtifactToProto(row);
-    bool ok = out->Write(first);
-    std::string buf(1 << 20, '\0');
-    for (size_t n; ok && (n = fread(buf.data(), 1, buf.size(), f)) > 0;) {
+    if (!out->Write(first)) return Status::Cancelled("client went away");
+    return StreamBlob(*ctx_->blobs, row, [out](const std::string& data) {
       farm::v1::ArtifactChunk chunk;
-      chunk.set_data(buf.data(), n);
-      ok = out->Write(chunk);
-    }
-    fclose(f);
-    return ok ? Status::Ok() : Status::Cancelled("client went away");
+      chunk.set_data(data);
+      return out->Write(chunk);
+    });
   });
 }
 

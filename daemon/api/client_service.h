@@ -46,6 +46,8 @@ class ClientService final : public farm::v1::FarmService::Service {
                            farm::v1::TokenInfo*) override;
   grpc::Status DownloadArtifact(grpc::ServerContext*, const farm::v1::GetArtifactRequest*,
                                 grpc::ServerWriter<farm::v1::ArtifactChunk>*) override;
+  grpc::Status ValidateArtifact(grpc::ServerContext*, const farm::v1::ValidateArtifactRequest*,
+                                farm::v1::Job*) override;
   // schedule_handlers.cc
   grpc::Status CreateSchedule(grpc::ServerContext*, const farm::v1::CreateScheduleRequest*,
                               farm::v1::Schedule*) override;

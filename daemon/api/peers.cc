@@ -9,7 +9,7 @@ std::vector<sched::PeerWorker> PeersOf(const std::vector<store::WorkerRow>& rows
   for (const store::WorkerRow& w : rows) {
     if (w.drain_requested) continue;
     if (w.state == "lost" || w.state == "quarantined" || w.state == "draining") continue;
-    peers.push_back({w.name, model::ParseBlob<farm::v1::Capabilities>(w.capabilities)});
+    peers.push_back({w.name, model::ParseBlob<farm::v1::Capabilities>(w.capabilities), w.id});
   }
   return peers;
 }

@@ -9,11 +9,12 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "daemon/api/client_service.h"
+#include "daemon/api/revalidation.h"
 #include "daemon/api/worker_service.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/dashboard.h"
-#include "daemon/schedule/runner.h"
 #include "daemon/publish/publishing_service.h"
+#include "daemon/schedule/runner.h"
 
 namespace farm::api {
 
@@ -35,6 +36,7 @@ struct FarmServer::Impl {
   std::unique_ptr<schedule::BuildSubmitter> schedule_submitter;
   std::unique_ptr<schedule::ScheduleRunner> schedules;
   std::unique_ptr<publish::PublishingService> publishing;
+  std::unique_ptr<Revalidator> revalidator;
   std::string address;
   std::thread sweeper;
   std::mutex mu;
@@ -76,10 +78,15 @@ void FarmServer::Impl::Sweep() {
     if (!expired.ok()) {
       log::Warn("lease sweep failed: " + expired.status().ToString());
     } else {
-      for (int64_t id : expired.value()) log::Warn("job " + std::to_string(id) + " lost its worker");
+      for (int64_t id : expired.value())
+        log::Warn("job " + std::to_string(id) + " lost its worker");
     }
     auto merged = store->ResolveMergedJobs(ctx.clock->NowUnixMs());
     if (!merged.ok()) log::Warn("settling merged jobs failed: " + merged.status().ToString());
+    auto revalidated = revalidator->RunOnce();
+    if (!revalidated.ok()) {
+      log::Warn("queueing validation jobs failed: " + revalidated.status().ToString());
+    }
     auto workers = store->ListWorkers();
     if (!workers.ok()) continue;
     int64_t now = ctx.clock->NowUnixMs();
@@ -99,10 +106,10 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   FARM_ASSIGN_OR_RETURN(impl->blobs, store::BlobStore::Open(options.data_dir + "/blobs"));
   impl->auth = std::make_unique<TokenAuthority>(impl->store.get(), &RealClock());
   FARM_RETURN_IF_ERROR(BootstrapTokens(impl->auth.get(), impl->store.get(), options.data_dir));
-  FARM_RETURN_IF_ERROR(impl->store->ExtendRunningLeases(RealClock().NowUnixMs(),
-                                                        options.tunables.lease_ms));
-  impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock(),
-                             options.tunables, &impl->shutting_down};
+  FARM_RETURN_IF_ERROR(
+      impl->store->ExtendRunningLeases(RealClock().NowUnixMs(), options.tunables.lease_ms));
+  impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(),
+                             &RealClock(),      options.tunables,  &impl->shutting_down};
   impl->resolver = std::make_unique<schedule::GitSourceResolver>(&impl->processes);
   impl->ctx.resolver = impl->resolver.get();
   impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);
@@ -146,15 +153,17 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
     }
     log::Info("dashboard at http://" + impl->dashboard->address() + "/");
   }
-  FARM_ASSIGN_OR_RETURN(
-      impl->publishing,
-      publish::PublishingService::Start(
-          {.secrets = options.secrets, .github_api = options.github_api,
-           .hf_endpoint = options.hf_endpoint,
-           .publish_pending_hardware = options.publish_pending_hardware,
-           .interval_ms = options.publish_interval_ms,
-           .work_dir = options.data_dir + "/publish"},
-          impl->store.get(), impl->blobs.get(), &RealClock()));
+  FARM_ASSIGN_OR_RETURN(impl->publishing,
+                        publish::PublishingService::Start(
+                            {.secrets = options.secrets,
+                             .github_api = options.github_api,
+                             .hf_endpoint = options.hf_endpoint,
+                             .publish_pending_hardware = options.publish_pending_hardware,
+                             .interval_ms = options.publish_interval_ms,
+                             .work_dir = options.data_dir + "/publish"},
+                            impl->store.get(), impl->blobs.get(), &RealClock()));
+  impl->revalidator =
+      std::make_unique<Revalidator>(impl->store.get(), &RealClock(), options.tunables.max_attempts);
   impl->sweeper = std::thread([raw = impl.get()] { raw->Sweep(); });
   impl->schedules->Start(1000);
   if (!options.ready_file.empty()) {

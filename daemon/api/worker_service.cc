@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "common/sha256.h"
+#include "daemon/api/artifact_stream.h"
 #include "daemon/api/handler.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/placement.h"
@@ -33,7 +34,8 @@ Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_i
                                   std::to_string(attempt) + " of job " + std::to_string(job_id));
 }
 
-Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const store::JobRow& job) {
+Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx,
+                                               const store::JobRow& job) {
   FARM_ASSIGN_OR_RETURN(auto build, ctx.store->GetBuild(job.build_id));
   farm::v1::JobAssignment a;
   a.set_job_id(job.id);
@@ -42,7 +44,40 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const 
   *a.mutable_recipe() = ParseBlob<farm::v1::Recipe>(build.recipe);
   *a.mutable_cell() = ParseBlob<farm::v1::MatrixCell>(job.cell);
   a.set_timeout_seconds(a.recipe().timeout_seconds() > 0 ? a.recipe().timeout_seconds() : 3600);
+  a.set_kind(job.kind == store::kJobValidate ? farm::v1::JOB_VALIDATE : farm::v1::JOB_BUILD);
+  if (job.kind == store::kJobValidate) {
+    FARM_ASSIGN_OR_RETURN(auto artifacts, ctx.store->ListArtifacts(job.target_job_id));
+    for (const auto& artifact : artifacts) {
+      if (artifact.attempt == job.target_attempt)
+        *a.add_artifacts() = model::ArtifactToProto(artifact);
+    }
+  }
   return a;
+}
+
+// Why the worker (`worker_id`, `caps`) may not run `job` now, "" when it may.
+std::string JobBlocker(const store::JobRow& job, const farm::v1::Capabilities& caps,
+                       const std::string& worker_id, const std::vector<sched::PeerWorker>& peers) {
+  auto cell = ParseBlob<farm::v1::MatrixCell>(job.cell);
+  auto needs = ParseBlob<farm::v1::JobNeeds>(job.needs);
+  if (job.kind == store::kJobValidate)
+    return sched::ValidationBlocker(cell, needs, caps, worker_id);
+  return sched::PlacementBlocker(cell, caps, peers, needs);
+}
+
+// A validation job's worker may read the wheels it validates, and no others.
+Result<store::ArtifactRow> ArtifactForValidation(const ServiceContext& ctx, const Principal& who,
+                                                 const farm::v1::WorkerArtifactRequest& req) {
+  FARM_RETURN_IF_ERROR(CheckHolds(ctx, who, req.job_id(), req.attempt()));
+  FARM_ASSIGN_OR_RETURN(store::JobRow job, ctx.store->GetJob(req.job_id()));
+  FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, ctx.store->GetArtifact(req.artifact_id()));
+  if (job.kind != store::kJobValidate || artifact.job_id != job.target_job_id ||
+      artifact.attempt != job.target_attempt) {
+    return Status::PermissionDenied("job " + std::to_string(req.job_id()) +
+                                    " does not validate artifact " +
+                                    std::to_string(req.artifact_id()));
+  }
+  return artifact;
 }
 
 }  // namespace
@@ -53,7 +88,8 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
   return Handle(ctx_, call, Need::kEnroll, [&](const Principal& who) -> Status {
     int64_t now = ctx_->clock->NowUnixMs();
     std::string id = who.role == "worker" ? who.worker_id : "w-" + RandomHex(6);
-    if (who.role == "worker" && !req->worker_id().empty()) FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
+    if (who.role == "worker" && !req->worker_id().empty())
+      FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
     if (who.role != "worker") {
       FARM_ASSIGN_OR_RETURN(std::string token, ctx_->auth->Create("worker", req->name(), id));
       resp->set_worker_token(token);
@@ -61,11 +97,17 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
     std::string state = req->capabilities().probe_error().empty() ? "idle" : "quarantined";
     if (who.role == "worker") {
       // A worker that registers again has restarted: the builds it held died with it.
-      FARM_ASSIGN_OR_RETURN(auto lost, ctx_->store->ReleaseWorkerJobs(id, {}, "worker " + id + " restarted", now));
-      for (int64_t job : lost) log::Warn("job " + std::to_string(job) + " requeued: worker " + id + " restarted");
+      FARM_ASSIGN_OR_RETURN(
+          auto lost, ctx_->store->ReleaseWorkerJobs(id, {}, "worker " + id + " restarted", now));
+      for (int64_t job : lost)
+        log::Warn("job " + std::to_string(job) + " requeued: worker " + id + " restarted");
     }
-    store::WorkerRow row{id, req->name().empty() ? id : req->name(),
-                         req->capabilities().SerializeAsString(), state, now, now};
+    store::WorkerRow row{id,
+                         req->name().empty() ? id : req->name(),
+                         req->capabilities().SerializeAsString(),
+                         state,
+                         now,
+                         now};
     FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(row));
     log::Info("worker " + row.name + " registered as " + id + " (" +
               std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " + state + ")");
@@ -99,12 +141,13 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
     }
     // Attempts the worker still runs but no longer holds (requeued while it was away).
     for (const auto& running : req->running()) {
-      FARM_ASSIGN_OR_RETURN(bool reattached,
-                            ctx_->store->ReattachAttempt(running.job_id(), running.attempt(),
-                                                         who.worker_id, now, ctx_->tunables.lease_ms));
+      FARM_ASSIGN_OR_RETURN(bool reattached, ctx_->store->ReattachAttempt(
+                                                 running.job_id(), running.attempt(), who.worker_id,
+                                                 now, ctx_->tunables.lease_ms));
       if (reattached) {
         log::Info("job " + std::to_string(running.job_id()) + " attempt " +
-                  std::to_string(running.attempt()) + " re-attached to its worker " + who.worker_id);
+                  std::to_string(running.attempt()) + " re-attached to its worker " +
+                  who.worker_id);
         continue;
       }
       auto job = ctx_->store->GetJob(running.job_id());
@@ -133,8 +176,8 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
       return Status::Ok();
     }
     PeerCache::Snapshot peers = peers_.Get(*ctx_);
-    store::PlacementFn placeable = [&caps, &peers](const store::JobRow& job) {
-      return sched::PlacementBlocker(ParseBlob<farm::v1::MatrixCell>(job.cell), caps, *peers);
+    store::PlacementFn placeable = [&caps, &peers, &who](const store::JobRow& job) {
+      return JobBlocker(job, caps, who.worker_id, *peers);
     };
     int64_t deadline = ctx_->clock->SteadyMs() + std::clamp(req->wait_ms(), 0, 10000);
     for (int i = 0; i < 1000; ++i) {
@@ -146,8 +189,8 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
       std::optional<store::JobRow> job;
       int64_t now = ctx_->clock->NowUnixMs();
       if (ctx_->store->MayHaveLeasableJob(now)) {
-        FARM_ASSIGN_OR_RETURN(job, ctx_->store->AcquireJob(who.worker_id, now,
-                                                           ctx_->tunables.lease_ms, placeable));
+        FARM_ASSIGN_OR_RETURN(
+            job, ctx_->store->AcquireJob(who.worker_id, now, ctx_->tunables.lease_ms, placeable));
       }
       if (job) {
         FARM_ASSIGN_OR_RETURN(*resp->mutable_job(), MakeAssignment(*ctx_, *job));
@@ -156,8 +199,9 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
         return Status::Ok();
       }
       if (ctx_->clock->SteadyMs() >= deadline || call->IsCancelled()) break;
-      WaitForChange(*ctx_, seen, deadline, [call] { return call->IsCancelled(); },
-                    [this] { return ctx_->store->QueueGeneration(); });
+      WaitForChange(
+          *ctx_, seen, deadline, [call] { return call->IsCancelled(); },
+          [this] { return ctx_->store->QueueGeneration(); });
     }
     return Status::Ok();
   });
@@ -198,15 +242,22 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
     auto recipe = ParseBlob<farm::v1::Recipe>(build.recipe);
     int64_t now = ctx_->clock->NowUnixMs();
     store::CompletionReport report{
-        .job_id = req->job_id(), .attempt = req->attempt(), .worker_id = who.worker_id,
-        .cause = static_cast<int>(req->cause()), .exit_code = req->exit_code(),
-        .detail = req->detail(), .peak_rss_bytes = req->peak_rss_bytes(),
-        .max_attempts = job.max_attempts, .retry_build_failures = recipe.retry().retry_build_failures(),
+        .job_id = req->job_id(),
+        .attempt = req->attempt(),
+        .worker_id = who.worker_id,
+        .cause = static_cast<int>(req->cause()),
+        .exit_code = req->exit_code(),
+        .detail = req->detail(),
+        .peak_rss_bytes = req->peak_rss_bytes(),
+        .max_attempts = job.max_attempts,
+        .retry_build_failures = recipe.retry().retry_build_failures(),
         .retry_not_before_ms = now + 1000LL * recipe.retry().backoff_seconds(),
         .validation = req->has_validation() ? req->validation().SerializeAsString() : "",
+        .validation_state = req->validation().state(),
         .cache_hits = req->has_compile_cache() ? req->compile_cache().hits() : -1,
         .cache_misses = req->has_compile_cache() ? req->compile_cache().misses() : -1};
-    if (report.cause == store::kCauseCompleted && req->exit_code() == 0) {
+    if (report.cause == store::kCauseCompleted && req->exit_code() == 0 &&
+        job.kind == store::kJobBuild) {
       FARM_ASSIGN_OR_RETURN(auto artifacts, ctx_->store->ListArtifacts(req->job_id()));
       bool any = false;
       for (const auto& a : artifacts) any |= a.attempt == req->attempt();
@@ -216,10 +267,24 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
       }
     }
     FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
-    log::Info("job " + std::to_string(req->job_id()) + " attempt " + std::to_string(req->attempt()) +
-              " ended: state " + farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
+    log::Info("job " + std::to_string(req->job_id()) + " attempt " +
+              std::to_string(req->attempt()) + " ended: state " +
+              farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
     resp->set_state(static_cast<farm::v1::JobState>(state));
     return Status::Ok();
+  });
+}
+
+grpc::Status WorkerService::DownloadArtifact(grpc::ServerContext* call,
+                                             const farm::v1::WorkerArtifactRequest* req,
+                                             grpc::ServerWriter<farm::v1::ArtifactData>* out) {
+  return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, ArtifactForValidation(*ctx_, who, *req));
+    return StreamBlob(*ctx_->blobs, artifact, [out](const std::string& data) {
+      farm::v1::ArtifactData chunk;
+      chunk.set_data(data);
+      return out->Write(chunk);
+    });
   });
 }
 

@@ -26,6 +26,8 @@ class WorkerService final : public farm::v1::WorkerService::Service {
                               farm::v1::UploadArtifactResponse*) override;
   grpc::Status CompleteJob(grpc::ServerContext*, const farm::v1::CompleteJobRequest*,
                            farm::v1::CompleteJobResponse*) override;
+  grpc::Status DownloadArtifact(grpc::ServerContext*, const farm::v1::WorkerArtifactRequest*,
+                                grpc::ServerWriter<farm::v1::ArtifactData>*) override;
 
  private:
   ServiceContext* ctx_;

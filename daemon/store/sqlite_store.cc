@@ -11,7 +11,7 @@ namespace farm::store {
 const char kJobColumns[] =
     "id, build_id, cell, state, priority, attempt, worker_id, lease_expiry_ms, "
     "cancel_requested, not_before_ms, error, build_key, created_ms, started_ms, finished_ms, "
-    "reused_from, max_attempts, cancelled_by";
+    "reused_from, max_attempts, cancelled_by, kind, target_job_id, target_attempt, needs";
 
 JobRow JobFromRow(const Stmt& s) {
   JobRow j;
@@ -33,6 +33,10 @@ JobRow JobFromRow(const Stmt& s) {
   j.reused_from = s.Int(15);
   j.max_attempts = static_cast<int>(s.Int(16));
   j.cancelled_by = s.Text(17);
+  j.kind = static_cast<int>(s.Int(18));
+  j.target_job_id = s.Int(19);
+  j.target_attempt = static_cast<int>(s.Int(20));
+  j.needs = s.Text(21);
   return j;
 }
 
@@ -64,7 +68,8 @@ WorkerRow WorkerFromRow(const Stmt& s) {
 }
 
 constexpr char kArtifactColumns[] =
-    "id, job_id, attempt, filename, sha256, size, manifest, validation, created_ms";
+    "id, job_id, attempt, filename, sha256, size, manifest, validation, created_ms, "
+    "validation_state";
 
 ArtifactRow ArtifactFromRow(const Stmt& s) {
   ArtifactRow a;
@@ -77,10 +82,14 @@ ArtifactRow ArtifactFromRow(const Stmt& s) {
   a.manifest = s.Text(6);
   a.validation = s.Text(7);
   a.created_ms = s.Int(8);
+  a.validation_state = static_cast<int>(s.Int(9));
   return a;
 }
 
 }  // namespace
+
+ArtifactRow ArtifactFromStmt(const Stmt& s) { return ArtifactFromRow(s); }
+const char* ArtifactColumns() { return kArtifactColumns; }
 
 bool IsTerminal(int job_state) {
   return job_state == kJobSucceeded || job_state == kJobFailed || job_state == kJobCancelled;
@@ -94,11 +103,11 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
 
 Status SqliteStore::InsertToken(const TokenRow& t) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "INSERT INTO tokens(hash, name, role, worker_id, created_ms, expires_ms) "
-      "VALUES (?,?,?,?,?,?)"));
-  s->Bind(t.hash).Bind(t.name).Bind(t.role).Bind(t.worker_id).Bind(t.created_ms)
-      .Bind(t.expires_ms);
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare("INSERT INTO tokens(hash, name, role, worker_id, created_ms, expires_ms) "
+                   "VALUES (?,?,?,?,?,?)"));
+  s->Bind(t.hash).Bind(t.name).Bind(t.role).Bind(t.worker_id).Bind(t.created_ms).Bind(t.expires_ms);
   FARM_RETURN_IF_ERROR(s->Run());
   Bump();
   return Status::Ok();
@@ -106,8 +115,7 @@ Status SqliteStore::InsertToken(const TokenRow& t) {
 
 namespace {
 
-constexpr char kTokenColumns[] =
-    "hash, name, role, worker_id, created_ms, expires_ms, revoked_ms";
+constexpr char kTokenColumns[] = "hash, name, role, worker_id, created_ms, expires_ms, revoked_ms";
 
 TokenRow TokenFromRow(const Stmt& s) {
   return TokenRow{s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Int(4), s.Int(5), s.Int(6)};
@@ -117,8 +125,8 @@ TokenRow TokenFromRow(const Stmt& s) {
 
 Result<TokenRow> SqliteStore::FindToken(const std::string& hash) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns +
-                                             " FROM tokens WHERE hash = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns + " FROM tokens WHERE hash = ?"));
   s->Bind(hash);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return Status::NotFound("no such token");
@@ -158,7 +166,8 @@ Result<TokenRow> SqliteStore::RevokeToken(const std::string& hash_prefix, int64_
   }
   if (found.empty()) return Status::NotFound("no token " + hash_prefix);
   if (found.size() > 1) {
-    return Status::InvalidArgument("several tokens start with " + hash_prefix + "; give more digits");
+    return Status::InvalidArgument("several tokens start with " + hash_prefix +
+                                   "; give more digits");
   }
   if (found[0].revoked_ms > 0) {
     return Status::FailedPrecondition("token " + hash_prefix + " (" + found[0].name +
@@ -187,12 +196,18 @@ Result<int64_t> SqliteStore::CountTokens() {
 
 Status SqliteStore::UpsertWorker(const WorkerRow& w) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "INSERT INTO workers(id, name, capabilities, state, registered_ms, last_heartbeat_ms) "
-      "VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
-      "capabilities=excluded.capabilities, state=excluded.state, "
-      "last_heartbeat_ms=excluded.last_heartbeat_ms"));
-  s->Bind(w.id).Bind(w.name).BindBlob(w.capabilities).Bind(w.state).Bind(w.registered_ms)
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "INSERT INTO workers(id, name, capabilities, state, registered_ms, last_heartbeat_ms) "
+          "VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
+          "capabilities=excluded.capabilities, state=excluded.state, "
+          "last_heartbeat_ms=excluded.last_heartbeat_ms"));
+  s->Bind(w.id)
+      .Bind(w.name)
+      .BindBlob(w.capabilities)
+      .Bind(w.state)
+      .Bind(w.registered_ms)
       .Bind(w.last_heartbeat_ms);
   FARM_RETURN_IF_ERROR(s->Run());
   BumpQueue();
@@ -201,8 +216,8 @@ Status SqliteStore::UpsertWorker(const WorkerRow& w) {
 
 Result<WorkerRow> SqliteStore::GetWorker(const std::string& id) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kWorkerColumns +
-                                             " FROM workers WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare(std::string("SELECT ") + kWorkerColumns + " FROM workers WHERE id = ?"));
   s->Bind(id);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return Status::NotFound("no worker " + id);
@@ -227,12 +242,13 @@ Status SqliteStore::TouchWorker(const std::string& id, int64_t now_ms, const std
   // Only a new state (idle to lost, say) changes placement; a heartbeat alone does not.
   bool state_changes = false;
   {
-    FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare("SELECT 1 FROM workers WHERE id = ? AND state != ?"));
+    FARM_ASSIGN_OR_RETURN(auto q,
+                          db_->Prepare("SELECT 1 FROM workers WHERE id = ? AND state != ?"));
     q->Bind(id).Bind(state);
     FARM_ASSIGN_OR_RETURN(state_changes, q->Step());
   }
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "UPDATE workers SET last_heartbeat_ms = ?, state = ? WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare("UPDATE workers SET last_heartbeat_ms = ?, state = ? WHERE id = ?"));
   s->Bind(now_ms).Bind(state).Bind(id);
   FARM_RETURN_IF_ERROR(s->Run());
   if (db_->Changes() == 0) return Status::NotFound("no worker " + id);
@@ -242,7 +258,8 @@ Status SqliteStore::TouchWorker(const std::string& id, int64_t now_ms, const std
 
 Status SqliteStore::SetDrainRequested(const std::string& id, bool drain) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("UPDATE workers SET drain_requested = ? WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(auto s,
+                        db_->Prepare("UPDATE workers SET drain_requested = ? WHERE id = ?"));
   s->Bind(drain ? 1 : 0).Bind(id);
   FARM_RETURN_IF_ERROR(s->Run());
   if (db_->Changes() == 0) return Status::NotFound("no worker " + id);
@@ -252,8 +269,8 @@ Status SqliteStore::SetDrainRequested(const std::string& id, bool drain) {
 
 Result<int> SqliteStore::CountRunningJobs(const std::string& worker_id) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT COUNT(*) FROM jobs WHERE worker_id = ? AND state = 2"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare("SELECT COUNT(*) FROM jobs WHERE worker_id = ? AND state = 2"));
   s->Bind(worker_id);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   return row ? static_cast<int>(s->Int(0)) : 0;
@@ -263,11 +280,18 @@ Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(auto b, db_->Prepare(
-      "INSERT INTO builds(recipe_name, recipe, state, priority, submitted_by, rejected_cells, "
-      "created_ms) VALUES (?,?,?,?,?,?,?)"));
-  b->Bind(build->recipe_name).BindBlob(build->recipe).Bind(build->state).Bind(build->priority)
-      .Bind(build->submitted_by).Bind(build->rejected_cells).Bind(build->created_ms);
+  FARM_ASSIGN_OR_RETURN(
+      auto b,
+      db_->Prepare(
+          "INSERT INTO builds(recipe_name, recipe, state, priority, submitted_by, rejected_cells, "
+          "created_ms) VALUES (?,?,?,?,?,?,?)"));
+  b->Bind(build->recipe_name)
+      .BindBlob(build->recipe)
+      .Bind(build->state)
+      .Bind(build->priority)
+      .Bind(build->submitted_by)
+      .Bind(build->rejected_cells)
+      .Bind(build->created_ms);
   FARM_RETURN_IF_ERROR(b->Run());
   build->id = db_->LastInsertId();
   for (JobRow& job : *jobs) {
@@ -282,8 +306,8 @@ Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
 
 Result<BuildRow> SqliteStore::GetBuild(int64_t id) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kBuildColumns +
-                                             " FROM builds WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare(std::string("SELECT ") + kBuildColumns + " FROM builds WHERE id = ?"));
   s->Bind(id);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return Status::NotFound("no build " + std::to_string(id));
@@ -332,28 +356,46 @@ Result<JobRow> SqliteStore::GetJobLocked(int64_t id) {
 Status SqliteStore::InsertJob(JobRow* job) {
   bool reused = job->reused_from > 0;
   if (reused) job->state = kJobSucceeded, job->finished_ms = job->created_ms;
-  FARM_ASSIGN_OR_RETURN(auto j, db_->Prepare(
-      "INSERT INTO jobs(build_id, cell, state, priority, build_key, reused_from, created_ms, "
-      "finished_ms, max_attempts) VALUES (?,?,?,?,?,?,?,?,?)"));
-  j->Bind(job->build_id).BindBlob(job->cell).Bind(job->state).Bind(job->priority)
-      .Bind(job->build_key).Bind(job->reused_from).Bind(job->created_ms).Bind(job->finished_ms)
-      .Bind(job->max_attempts);
+  FARM_ASSIGN_OR_RETURN(
+      auto j,
+      db_->Prepare(
+          "INSERT INTO jobs(build_id, cell, state, priority, build_key, reused_from, created_ms, "
+          "finished_ms, max_attempts, kind, target_job_id, target_attempt, needs) "
+          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+  j->Bind(job->build_id)
+      .BindBlob(job->cell)
+      .Bind(job->state)
+      .Bind(job->priority)
+      .Bind(job->build_key)
+      .Bind(job->reused_from)
+      .Bind(job->created_ms)
+      .Bind(job->finished_ms)
+      .Bind(job->max_attempts)
+      .Bind(job->kind)
+      .Bind(job->target_job_id)
+      .Bind(job->target_attempt)
+      .BindBlob(job->needs);
   FARM_RETURN_IF_ERROR(j->Run());
   job->id = db_->LastInsertId();
   if (!reused) return Status::Ok();
-  FARM_ASSIGN_OR_RETURN(auto copy, db_->Prepare(
-      "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, validation, "
-      "created_ms) SELECT ?, 0, filename, sha256, size, manifest, validation, created_ms "
-      "FROM artifacts WHERE job_id = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto copy,
+      db_->Prepare(
+          "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, validation, "
+          "created_ms, validation_state) SELECT ?, 0, filename, sha256, size, manifest, "
+          "validation, "
+          "created_ms, validation_state FROM artifacts WHERE job_id = ?"));
   copy->Bind(job->id).Bind(job->reused_from);
   return copy->Run();
 }
 
 Result<std::optional<JobRow>> SqliteStore::FindSucceededJob(const std::string& build_key) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
-      " FROM jobs WHERE build_key = ? AND build_key != '' AND state = 3 AND EXISTS "
-      "(SELECT 1 FROM artifacts a WHERE a.job_id = jobs.id) ORDER BY id DESC LIMIT 1"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare(
+                  std::string("SELECT ") + kJobColumns +
+                  " FROM jobs WHERE build_key = ? AND build_key != '' AND state = 3 AND EXISTS "
+                  "(SELECT 1 FROM artifacts a WHERE a.job_id = jobs.id) ORDER BY id DESC LIMIT 1"));
   s->Bind(build_key);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return std::optional<JobRow>();
@@ -372,10 +414,11 @@ Result<std::vector<JobRow>> SqliteStore::ListPendingJobs(int limit) {
 
 Result<std::vector<AttemptRow>> SqliteStore::ListAttempts(int64_t job_id) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT job_id, number, worker_id, cause, detail, exit_code, peak_rss_bytes, "
-      "log_acked_seq, started_ms, finished_ms, cache_hits, cache_misses FROM attempts "
-      "WHERE job_id = ? ORDER BY number"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare("SELECT job_id, number, worker_id, cause, detail, exit_code, peak_rss_bytes, "
+                   "log_acked_seq, started_ms, finished_ms, cache_hits, cache_misses FROM attempts "
+                   "WHERE job_id = ? ORDER BY number"));
   s->Bind(job_id);
   std::vector<AttemptRow> out;
   for (int i = 0; i < 10000; ++i) {
@@ -383,8 +426,7 @@ Result<std::vector<AttemptRow>> SqliteStore::ListAttempts(int64_t job_id) {
     if (!row) break;
     out.push_back(AttemptRow{s->Int(0), static_cast<int>(s->Int(1)), s->Text(2),
                              static_cast<int>(s->Int(3)), s->Text(4), static_cast<int>(s->Int(5)),
-                             s->Int(6), s->Int(7), s->Int(8), s->Int(9), s->Int(10),
-                             s->Int(11)});
+                             s->Int(6), s->Int(7), s->Int(8), s->Int(9), s->Int(10), s->Int(11)});
   }
   return out;
 }
@@ -412,18 +454,20 @@ Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(
-      "SELECT log_acked_seq, log_bytes FROM attempts WHERE job_id = ? AND number = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare(
+                  "SELECT log_acked_seq, log_bytes FROM attempts WHERE job_id = ? AND number = ?"));
   q->Bind(job_id).Bind(attempt);
   FARM_ASSIGN_OR_RETURN(bool found, q->Step());
-  if (!found) return Status::NotFound("no attempt " + std::to_string(attempt) + " of job " +
-                                      std::to_string(job_id));
+  if (!found)
+    return Status::NotFound("no attempt " + std::to_string(attempt) + " of job " +
+                            std::to_string(job_id));
   int64_t acked = q->Int(0);
   int64_t bytes = q->Int(1);
   const int64_t start = acked;
   const std::string truncated = TruncatedLogLine(max_bytes);
   for (const LogLineRow& line : lines) {
-    if (line.seq <= acked) continue;  // already stored: a resend after a lost ack
+    if (line.seq <= acked) continue;   // already stored: a resend after a lost ack
     if (line.seq != acked + 1) break;  // gap: the sender resends from acked + 1
     acked = line.seq;
     int stream = line.stream;
@@ -443,14 +487,14 @@ Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
     } else {
       bytes += size;
     }
-    FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare(
-        "INSERT INTO log_lines(job_id, attempt, seq, stream, text, time_ms) VALUES (?,?,?,?,?,?)"));
+    FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare("INSERT INTO log_lines(job_id, attempt, seq, "
+                                                 "stream, text, time_ms) VALUES (?,?,?,?,?,?)"));
     ins->Bind(job_id).Bind(attempt).Bind(line.seq).Bind(stream).Bind(*text).Bind(line.time_ms);
     FARM_RETURN_IF_ERROR(ins->Run());
   }
   if (acked != start) {
-    FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
-        "UPDATE attempts SET log_acked_seq = ?, log_bytes = ? WHERE job_id = ? AND number = ?"));
+    FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare("UPDATE attempts SET log_acked_seq = ?, log_bytes "
+                                                "= ? WHERE job_id = ? AND number = ?"));
     up->Bind(acked).Bind(bytes).Bind(job_id).Bind(attempt);
     FARM_RETURN_IF_ERROR(up->Run());
   }
@@ -462,9 +506,11 @@ Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
 Result<std::vector<LogLineRow>> SqliteStore::GetLogLines(int64_t job_id, int attempt,
                                                          int64_t after_seq, int limit) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT seq, stream, text, time_ms FROM log_lines WHERE job_id = ? AND attempt = ? "
-      "AND seq > ? ORDER BY seq LIMIT ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "SELECT seq, stream, text, time_ms FROM log_lines WHERE job_id = ? AND attempt = ? "
+          "AND seq > ? ORDER BY seq LIMIT ?"));
   s->Bind(job_id).Bind(attempt).Bind(after_seq).Bind(limit);
   std::vector<LogLineRow> out;
   for (int i = 0; i <= limit; ++i) {
@@ -477,8 +523,8 @@ Result<std::vector<LogLineRow>> SqliteStore::GetLogLines(int64_t job_id, int att
 
 Result<int64_t> SqliteStore::LastLogSeq(int64_t job_id, int attempt) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT log_acked_seq FROM attempts WHERE job_id = ? AND number = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare("SELECT log_acked_seq FROM attempts WHERE job_id = ? AND number = ?"));
   s->Bind(job_id).Bind(attempt);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   return row ? s->Int(0) : 0;
@@ -486,22 +532,31 @@ Result<int64_t> SqliteStore::LastLogSeq(int64_t job_id, int attempt) {
 
 Result<ArtifactRow> SqliteStore::InsertArtifact(const ArtifactRow& a) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
-      " FROM artifacts WHERE job_id = ? AND attempt = ? AND filename = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
+                           " FROM artifacts WHERE job_id = ? AND attempt = ? AND filename = ?"));
   q->Bind(a.job_id).Bind(a.attempt).Bind(a.filename);
   FARM_ASSIGN_OR_RETURN(bool exists, q->Step());
   if (exists) {
     ArtifactRow old = ArtifactFromRow(*q);
     if (old.sha256 == a.sha256) return old;  // the same upload, repeated
-    return Status::AlreadyExists("artifact " + a.filename + " of job " +
-                                 std::to_string(a.job_id) + " already uploaded with sha256 " +
-                                 old.sha256);
+    return Status::AlreadyExists("artifact " + a.filename + " of job " + std::to_string(a.job_id) +
+                                 " already uploaded with sha256 " + old.sha256);
   }
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, validation, "
-      "created_ms) VALUES (?,?,?,?,?,?,?,?)"));
-  s->Bind(a.job_id).Bind(a.attempt).Bind(a.filename).Bind(a.sha256).Bind(a.size)
-      .BindBlob(a.manifest).BindBlob(a.validation).Bind(a.created_ms);
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, validation, "
+          "created_ms, validation_state) VALUES (?,?,?,?,?,?,?,?,?)"));
+  s->Bind(a.job_id)
+      .Bind(a.attempt)
+      .Bind(a.filename)
+      .Bind(a.sha256)
+      .Bind(a.size)
+      .BindBlob(a.manifest)
+      .BindBlob(a.validation)
+      .Bind(a.created_ms)
+      .Bind(a.validation_state);
   FARM_RETURN_IF_ERROR(s->Run());
   ArtifactRow out = a;
   out.id = db_->LastInsertId();

@@ -39,8 +39,7 @@ class SqliteStore final : public Store {
   Result<std::vector<JobRow>> ListPendingJobs(int limit) override;
 
   Result<std::optional<JobRow>> AcquireJob(const std::string& worker_id, int64_t now_ms,
-                                           int64_t lease_ms,
-                                           const PlacementFn& placeable) override;
+                                           int64_t lease_ms, const PlacementFn& placeable) override;
   Result<std::vector<JobRow>> RenewLeases(const std::string& worker_id, int64_t now_ms,
                                           int64_t lease_ms) override;
   Result<int> CompleteAttempt(const CompletionReport& report, int64_t now_ms) override;
@@ -56,12 +55,18 @@ class SqliteStore final : public Store {
   Status RetryJob(int64_t job_id, int64_t now_ms) override;
 
   using Store::AppendLogLines;
-  Result<int64_t> AppendLogLines(int64_t job_id, int attempt,
-                                 const std::vector<LogLineRow>& lines,
+  Result<int64_t> AppendLogLines(int64_t job_id, int attempt, const std::vector<LogLineRow>& lines,
                                  int64_t max_bytes) override;
   Result<std::vector<LogLineRow>> GetLogLines(int64_t job_id, int attempt, int64_t after_seq,
                                               int limit) override;
   Result<int64_t> LastLogSeq(int64_t job_id, int attempt) override;
+
+  Result<JobRow> QueueValidationJob(const JobRow& job) override;
+  Result<std::vector<JobRow>> ListValidationJobs(int64_t target_job_id,
+                                                 int target_attempt) override;
+  Result<std::vector<ArtifactRow>> ListArtifactsInValidationState(int state, int64_t after_id,
+                                                                  int limit) override;
+  Status SetArtifactValidationState(int64_t artifact_id, int state) override;
 
   Result<ArtifactRow> InsertArtifact(const ArtifactRow& artifact) override;
   Result<std::vector<ArtifactRow>> ListArtifacts(int64_t job_id) override;
@@ -126,6 +131,9 @@ class SqliteStore final : public Store {
   Status Requeue(int64_t job_id, int64_t not_before_ms);
   Status InsertJob(JobRow* job);
   Status LoseJobs(const std::vector<JobRow>& jobs, const std::string& detail, int64_t now_ms);
+  // Stores an attempt's validation report with the artifacts it is about (see
+  // CompletionReport::validation).
+  Status StoreValidation(const JobRow& job, const CompletionReport& r);
   Status InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fire_ms);
   Status MergeOntoLeader(JobRow* job, int64_t now_ms);
   void Bump() { generation_.fetch_add(1); }
@@ -151,6 +159,9 @@ class SqliteStore final : public Store {
 // Column list shared by job queries, in JobFromRow order.
 extern const char kJobColumns[];
 JobRow JobFromRow(const Stmt& s);
+// The same for artifact queries.
+const char* ArtifactColumns();
+ArtifactRow ArtifactFromStmt(const Stmt& s);
 
 }  // namespace farm::store
 

@@ -22,13 +22,43 @@
 namespace farm::store {
 
 // Values mirror farm.v1.JobState / BuildState / AttemptCause.
-enum JobState : int { kJobPending = 1, kJobRunning = 2, kJobSucceeded = 3, kJobFailed = 4, kJobCancelled = 5 };
+enum JobState : int {
+  kJobPending = 1,
+  kJobRunning = 2,
+  kJobSucceeded = 3,
+  kJobFailed = 4,
+  kJobCancelled = 5
+};
 enum BuildState : int {
-  kBuildQueued = 1, kBuildRunning = 2, kBuildSucceeded = 3, kBuildFailed = 4, kBuildCancelled = 5
+  kBuildQueued = 1,
+  kBuildRunning = 2,
+  kBuildSucceeded = 3,
+  kBuildFailed = 4,
+  kBuildCancelled = 5
 };
 enum AttemptCause : int {
-  kCauseNone = 0, kCauseCompleted = 1, kCauseBuildFailed = 2, kCauseLostWorker = 3,
-  kCauseTimedOut = 4, kCauseCancelled = 5, kCauseInfrastructure = 6, kCauseValidationFailed = 7
+  kCauseNone = 0,
+  kCauseCompleted = 1,
+  kCauseBuildFailed = 2,
+  kCauseLostWorker = 3,
+  kCauseTimedOut = 4,
+  kCauseCancelled = 5,
+  kCauseInfrastructure = 6,
+  kCauseValidationFailed = 7
+};
+
+// Values mirror farm.v1.JobKind.
+enum JobKind : int { kJobBuild = 1, kJobValidate = 2 };
+
+// Values mirror farm.v1.ValidationState; kValidationUnknown marks artifacts stored before
+// the state had a column of its own (their report has not been read yet).
+enum ValidationStateValue : int {
+  kValidationUnknown = -1,
+  kValidationUnspecified = 0,
+  kValidationNotRun = 1,
+  kValidationPendingHardware = 2,
+  kValidationPassed = 3,
+  kValidationFailed = 4
 };
 
 bool IsTerminal(int job_state);
@@ -78,12 +108,17 @@ struct JobRow {
   int64_t not_before_ms = 0;
   std::string error;
   std::string build_key;
-  int64_t reused_from = 0;  // > 0: created succeeded with that job's artifacts
-  int max_attempts = 3;     // infrastructure failures and lost workers are retried below this
+  int64_t reused_from = 0;   // > 0: created succeeded with that job's artifacts
+  int max_attempts = 3;      // infrastructure failures and lost workers are retried below this
   std::string cancelled_by;  // who cancelled it (a token's name), "" if nobody did
   int64_t created_ms = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
+  int kind = kJobBuild;
+  // kJobValidate: the build job and attempt whose artifacts it validates.
+  int64_t target_job_id = 0;
+  int target_attempt = 0;
+  std::string needs;  // serialized farm.v1.JobNeeds
 };
 
 struct AttemptRow {
@@ -97,7 +132,7 @@ struct AttemptRow {
   int64_t log_acked_seq = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
-  int64_t cache_hits = -1;    // compile cache; -1: the build ran without it
+  int64_t cache_hits = -1;  // compile cache; -1: the build ran without it
   int64_t cache_misses = -1;
 };
 
@@ -122,6 +157,7 @@ struct ArtifactRow {
   std::string manifest;    // serialized farm.v1.ArchManifest
   std::string validation;  // serialized farm.v1.ValidationReport
   int64_t created_ms = 0;
+  int validation_state = kValidationUnspecified;  // the report's state (ValidationStateValue)
 };
 
 // How a worker's report ends an attempt.
@@ -133,13 +169,16 @@ struct CompletionReport {
   int exit_code = 0;
   std::string detail;
   int64_t peak_rss_bytes = 0;
-  int max_attempts = 1;           // infrastructure failures are retried below this
+  int max_attempts = 1;  // infrastructure failures are retried below this
   bool retry_build_failures = false;
   int64_t retry_not_before_ms = 0;
   // Serialized farm.v1.ValidationReport of the attempt's wheels; stored with each of its
-  // artifacts in the same transaction. Empty: the artifacts keep what they have.
+  // artifacts in the same transaction. Empty: the artifacts keep what they have. For a
+  // validation job it is stored with the artifacts of its target attempt instead, and with
+  // every other artifact of the same bytes (sha256) whose validation waits for hardware.
   std::string validation;
-  int64_t cache_hits = -1;    // compile cache; -1: the build ran without it
+  int validation_state = kValidationUnspecified;  // the report's state
+  int64_t cache_hits = -1;                        // compile cache; -1: the build ran without it
   int64_t cache_misses = -1;
 };
 
@@ -198,10 +237,10 @@ struct ScheduleRunRow {
   int64_t schedule_id = 0;
   int trigger = 0;
   int outcome = 0;
-  int64_t fire_ms = 0;       // the fire time answered (the request time for run-now)
+  int64_t fire_ms = 0;  // the fire time answered (the request time for run-now)
   int64_t created_ms = 0;
-  int64_t build_id = 0;      // > 0 when a build was submitted
-  int build_state = 0;       // the build's state, filled by queries
+  int64_t build_id = 0;  // > 0 when a build was submitted
+  int build_state = 0;   // the build's state, filled by queries
   std::string resolved_commit;
   std::string inputs_digest;  // hash of every input; "" when the source content is unknown
   std::string detail;
@@ -228,9 +267,9 @@ struct PublicationRow {
   std::string target;  // "github" or "hf"
   std::string kind;
   std::string repo;
-  std::string ref;     // GitHub tag or Hub revision
-  std::string path;    // path in the Hub repository
-  std::string label;   // local version label applied to the published wheel
+  std::string ref;    // GitHub tag or Hub revision
+  std::string path;   // path in the Hub repository
+  std::string label;  // local version label applied to the published wheel
   std::string filename;
   std::string sha256;  // blob of the published bytes; "" until prepared
   int64_t size = 0;
@@ -358,6 +397,22 @@ class Store {
   // that already ended (succeeded, failed or cancelled).
   virtual Status CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) = 0;
 
+  // --- validation jobs ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // Queues `job` (kind kJobValidate, with its build, target, cell and needs) in its build
+  // without changing the build's state, unless a validation job of the same target is
+  // pending or running: then that one is returned and nothing is stored. On success returns
+  // the job as stored.
+  virtual Result<JobRow> QueueValidationJob(const JobRow& job);
+  // The validation jobs of one target attempt, oldest first.
+  virtual Result<std::vector<JobRow>> ListValidationJobs(int64_t target_job_id, int target_attempt);
+  // Artifacts whose validation_state is `state`, id > after_id ascending, at most `limit`.
+  virtual Result<std::vector<ArtifactRow>> ListArtifactsInValidationState(int state,
+                                                                          int64_t after_id,
+                                                                          int limit);
+  // Records the state of an artifact's stored report (for rows stored before the column).
+  virtual Status SetArtifactValidationState(int64_t artifact_id, int state);
+
   // --- logs ---
   // Stores lines in seq order for the job's attempt, ignoring seqs already stored and
   // stopping at the first gap. Returns the highest seq stored without a gap.
@@ -457,8 +512,8 @@ class Store {
   virtual Result<std::map<std::string, int64_t>> CountPublicationsByState();
   // Puts the build's rows for `target` ("" for all) back to pending with no attempts and
   // no error; `replace` lets them overwrite remote files that differ. Returns the count.
-  virtual Result<int> RequeuePublications(int64_t build_id, const std::string& target,
-                                          bool replace, int64_t now_ms);
+  virtual Result<int> RequeuePublications(int64_t build_id, const std::string& target, bool replace,
+                                          int64_t now_ms);
 
   // --- hosts (sqlite_store_hosts.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.

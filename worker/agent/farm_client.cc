@@ -80,7 +80,8 @@ Result<farm::v1::RegisterResponse> GrpcFarmClient::Register(const farm::v1::Regi
   return resp;
 }
 
-Result<farm::v1::HeartbeatResponse> GrpcFarmClient::Heartbeat(const farm::v1::HeartbeatRequest& req) {
+Result<farm::v1::HeartbeatResponse> GrpcFarmClient::Heartbeat(
+    const farm::v1::HeartbeatRequest& req) {
   grpc::ClientContext ctx;
   Prepare(ctx, kCallTimeoutMs);
   farm::v1::HeartbeatResponse resp;
@@ -162,6 +163,31 @@ Result<farm::v1::CompleteJobResponse> GrpcFarmClient::CompleteJob(
   farm::v1::CompleteJobResponse resp;
   FARM_RETURN_IF_ERROR(FromGrpc(stub()->CompleteJob(&ctx, req, &resp), "CompleteJob"));
   return resp;
+}
+
+Status FarmClient::DownloadArtifact(int64_t, int32_t, int64_t artifact_id, const std::string&) {
+  return Status::Unimplemented("DownloadArtifact of artifact " + std::to_string(artifact_id));
+}
+
+Status GrpcFarmClient::DownloadArtifact(int64_t job_id, int32_t attempt, int64_t artifact_id,
+                                        const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::Internal("cannot write " + path);
+  grpc::ClientContext ctx;
+  Prepare(ctx, 10 * 60 * 1000);
+  farm::v1::WorkerArtifactRequest req;
+  req.set_job_id(job_id);
+  req.set_attempt(attempt);
+  req.set_artifact_id(artifact_id);
+  auto reader = stub()->DownloadArtifact(&ctx, req);
+  farm::v1::ArtifactData chunk;
+  while (reader->Read(&chunk)) {
+    out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+  }
+  FARM_RETURN_IF_ERROR(FromGrpc(reader->Finish(), "DownloadArtifact"));
+  out.close();
+  if (!out) return Status::Internal("writing " + path + " failed");
+  return Status::Ok();
 }
 
 }  // namespace farm::agent

@@ -36,6 +36,11 @@ class FarmClient {
                                                     const std::string& path) = 0;
   virtual Result<farm::v1::CompleteJobResponse> CompleteJob(
       const farm::v1::CompleteJobRequest& req) = 0;
+  // Writes the bytes of artifact `artifact_id`, which validation job `job_id` (attempt
+  // `attempt`, held by this worker) validates, to `path`. The default answers
+  // Unimplemented, for fakes that run no validation jobs.
+  virtual Status DownloadArtifact(int64_t job_id, int32_t attempt, int64_t artifact_id,
+                                  const std::string& path);
   // Ends a pending AcquireJob long poll at once (shutdown).
   virtual void CancelWaits() = 0;
   // Called after UNAVAILABLE: looks the address up again (farmd may have restarted on
@@ -72,7 +77,10 @@ class GrpcFarmClient final : public FarmClient {
                             const std::vector<farm::v1::LogLine>& lines) override;
   Result<farm::v1::Artifact> UploadArtifact(const farm::v1::ArtifactHeader& header,
                                             const std::string& path) override;
-  Result<farm::v1::CompleteJobResponse> CompleteJob(const farm::v1::CompleteJobRequest& req) override;
+  Result<farm::v1::CompleteJobResponse> CompleteJob(
+      const farm::v1::CompleteJobRequest& req) override;
+  Status DownloadArtifact(int64_t job_id, int32_t attempt, int64_t artifact_id,
+                          const std::string& path) override;
   void CancelWaits() override;
   void Reconnect() override;
 
@@ -82,11 +90,11 @@ class GrpcFarmClient final : public FarmClient {
 
   std::function<Result<std::string>()> resolve_;
   std::mutex mu_;
-  std::string address_;                                   // guarded by mu_
-  std::shared_ptr<farm::v1::WorkerService::Stub> stub_;   // guarded by mu_
-  std::string token_;                                     // guarded by mu_
-  std::vector<grpc::ClientContext*> waits_;               // guarded by mu_
-  bool waits_cancelled_ = false;                          // guarded by mu_
+  std::string address_;                                  // guarded by mu_
+  std::shared_ptr<farm::v1::WorkerService::Stub> stub_;  // guarded by mu_
+  std::string token_;                                    // guarded by mu_
+  std::vector<grpc::ClientContext*> waits_;              // guarded by mu_
+  bool waits_cancelled_ = false;                         // guarded by mu_
 };
 
 }  // namespace farm::agent

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include "common/arch.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/sha256.h"
@@ -29,9 +30,14 @@ std::string JobName(const farm::v1::JobAssignment& job) {
   return "job " + std::to_string(job.job_id()) + " attempt " + std::to_string(job.attempt());
 }
 
-Outcome Infra(const std::string& detail) {
-  return {farm::v1::CAUSE_INFRASTRUCTURE, detail, -1, 0};
+// The helper tools' environment: the allow-listed worker variables, and git never prompts.
+EnvMap ToolEnv(const EnvMap& worker_env) {
+  EnvMap env = BaseEnv(worker_env);
+  env["GIT_TERMINAL_PROMPT"] = "0";
+  return env;
 }
+
+Outcome Infra(const std::string& detail) { return {farm::v1::CAUSE_INFRASTRUCTURE, detail, -1, 0}; }
 
 // The subdirectory must stay inside the source tree.
 Result<std::string> BuildDir(const std::string& src, const std::string& sub) {
@@ -47,10 +53,14 @@ Result<std::string> BuildDir(const std::string& src, const std::string& sub) {
 
 std::string SourceText(const farm::v1::Source& s) {
   switch (s.kind_case()) {
-    case farm::v1::Source::kLocalPath: return "directory " + s.local_path();
-    case farm::v1::Source::kTarballPath: return "tarball " + s.tarball_path();
-    case farm::v1::Source::kGit: return "git " + s.git().url() + " " + s.git().commit();
-    default: return "(none)";
+    case farm::v1::Source::kLocalPath:
+      return "directory " + s.local_path();
+    case farm::v1::Source::kTarballPath:
+      return "tarball " + s.tarball_path();
+    case farm::v1::Source::kGit:
+      return "git " + s.git().url() + " " + s.git().commit();
+    default:
+      return "(none)";
   }
 }
 
@@ -74,6 +84,22 @@ std::string DescribeManifest(const farm::v1::ArchManifest& m) {
   out += "; " + std::to_string(m.images_size()) + " images (";
   for (const auto& a : archs) out += (a == *archs.begin() ? "" : ", ") + a;
   return out + ")";
+}
+
+// The GPU a build that takes its arch from the build machine's GPU runs on: the first one
+// the cell's arch list serves (placement gave the job to this worker for it).
+Result<farm::v1::Gpu> TargetGpu(const farm::v1::MatrixCell& cell,
+                                const farm::v1::Capabilities& caps) {
+  FARM_ASSIGN_OR_RETURN(auto targets, arch::ParseArchList(cell.arch_list()));
+  std::vector<arch::Version> runs_on = arch::RunsOn(targets);
+  for (const farm::v1::Gpu& gpu : caps.gpus()) {
+    arch::Version cc{gpu.cc_major(), gpu.cc_minor()};
+    if (targets.empty() || std::find(runs_on.begin(), runs_on.end(), cc) != runs_on.end()) {
+      return gpu;
+    }
+  }
+  return Status::FailedPrecondition("the recipe builds on the GPU its arch list (" +
+                                    cell.arch_list() + ") targets, and this worker has none");
 }
 
 // What every container of a job shares: its workspace, the recipe's image, and the job's
@@ -114,7 +140,9 @@ ExecutableCheck ImageCheckFor(Executor& executor, const std::string& ws, const s
 
 JobRunner::JobRunner(JobDeps deps, JobSettings settings, farm::v1::JobAssignment job,
                      std::shared_ptr<JobControl> control)
-    : deps_(std::move(deps)), settings_(std::move(settings)), job_(std::move(job)),
+    : deps_(std::move(deps)),
+      settings_(std::move(settings)),
+      job_(std::move(job)),
       control_(std::move(control)) {}
 
 int64_t JobRunner::RetryDeadlineMs(int64_t normal_ms) const {
@@ -146,9 +174,9 @@ Outcome JobRunner::Run() {
     outcome = Execute(log, ws);
   }
   if (control_->stopped() && outcome.cause != control_->cause()) outcome = StoppedOutcome(outcome);
-  log.Append(farm::v1::SYSTEM, "farm: attempt ended: " +
-                                   farm::v1::AttemptCause_Name(outcome.cause) +
-                                   (outcome.detail.empty() ? "" : " (" + outcome.detail + ")"));
+  log.Append(farm::v1::SYSTEM,
+             "farm: attempt ended: " + farm::v1::AttemptCause_Name(outcome.cause) +
+                 (outcome.detail.empty() ? "" : " (" + outcome.detail + ")"));
   control_->log_seq = log.last_seq();
   Status flushed = log.Finish(RetryDeadlineMs(60000));
   if (!flushed.ok()) log::Warn(JobName(job_) + ": log upload incomplete: " + flushed.ToString());
@@ -162,29 +190,124 @@ Outcome JobRunner::Run() {
 
 Outcome JobRunner::Execute(LogShipper& log, const std::string& ws) {
   auto on_line = [&log, this](OutputStream s, const std::string& line) {
-    control_->log_seq = log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+    control_->log_seq =
+        log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
   };
   auto system = [&log, this](const std::string& text) {
     control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + text);
   };
-  EnvMap tool_env = BaseEnv(settings_.worker_env);
-  tool_env["GIT_TERMINAL_PROMPT"] = "0";
-  StepRunner steps(*deps_.runner, tool_env, control_.get(), on_line);
-  const auto& recipe = job_.recipe();
-  std::string src = ws + "/src";
   system("workspace " + ws);
-  system("fetching source (" + SourceText(recipe.source()) + ")");
-  if (Status s = FetchSource(steps, recipe.source(), src); !s.ok()) {
-    return Infra("fetching source failed: " + s.message());
-  }
-  std::vector<farm::v1::Patch> patches(recipe.patches().begin(), recipe.patches().end());
-  if (!patches.empty()) system("applying " + std::to_string(patches.size()) + " patch(es)");
-  if (Status s = ApplyPatches(steps, patches, src, ws + "/patches"); !s.ok()) {
-    return Infra(s.message());
-  }
-  auto built = Build(log, ws, src);
+  if (job_.kind() == farm::v1::JOB_VALIDATE) return ExecuteValidation(log, ws);
+  StepRunner steps(*deps_.runner, ToolEnv(settings_.worker_env), control_.get(), on_line);
+  auto src = FetchAndPatch(log, steps, ws);
+  if (!src.ok()) return Infra(src.status().message());
+  auto built = Build(log, ws, *src);
   if (!built.ok()) return Infra(built.status().message());
   return *built;
+}
+
+// The recipe's source in <ws>/src with its patches applied; errors say which step failed.
+Result<std::string> JobRunner::FetchAndPatch(LogShipper& log, StepRunner& steps,
+                                             const std::string& ws) {
+  const auto& recipe = job_.recipe();
+  std::string src = ws + "/src";
+  control_->log_seq =
+      log.Append(farm::v1::SYSTEM, "farm: fetching source (" + SourceText(recipe.source()) + ")");
+  if (Status s = FetchSource(steps, recipe.source(), src); !s.ok()) {
+    return Status::FailedPrecondition("fetching source failed: " + s.message());
+  }
+  std::vector<farm::v1::Patch> patches(recipe.patches().begin(), recipe.patches().end());
+  if (!patches.empty()) {
+    control_->log_seq = log.Append(
+        farm::v1::SYSTEM, "farm: applying " + std::to_string(patches.size()) + " patch(es)");
+  }
+  FARM_RETURN_IF_ERROR(ApplyPatches(steps, patches, src, ws + "/patches"));
+  return src;
+}
+
+Result<std::vector<std::string>> JobRunner::DownloadWheels(LogShipper& log,
+                                                           const std::string& dir) {
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(dir));
+  std::vector<std::string> wheels;
+  for (const farm::v1::Artifact& a : job_.artifacts()) {
+    if (a.filename().empty() || a.filename().find('/') != std::string::npos ||
+        a.filename()[0] == '.') {
+      return Status::InvalidArgument("artifact " + std::to_string(a.id()) +
+                                     " has the file name \"" + a.filename() + "\"");
+    }
+    std::string path = dir + "/" + a.filename();
+    control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: fetching " + a.filename() + " (" +
+                                                         std::to_string(a.size()) + " bytes)");
+    FARM_RETURN_IF_ERROR(
+        RetryUnavailable(*deps_.clock, RetryDeadlineMs(kReportRetryMs), deps_.client, [&] {
+          return deps_.client->DownloadArtifact(job_.job_id(), job_.attempt(), a.id(), path);
+        }));
+    int64_t size = 0;
+    FARM_ASSIGN_OR_RETURN(std::string sha, Sha256FileHex(path, &size));
+    if (sha != a.sha256() || size != a.size()) {
+      return Status::DataLoss(a.filename() + " arrived with sha256 " + sha + " and " +
+                              std::to_string(size) + " bytes; farmd stored " + a.sha256() +
+                              " and " + std::to_string(a.size()));
+    }
+    wheels.push_back(path);
+  }
+  if (wheels.empty()) return Status::FailedPrecondition("the validation job names no wheel");
+  return wheels;
+}
+
+Outcome JobRunner::ExecuteValidation(LogShipper& log, const std::string& ws) {
+  const auto& recipe = job_.recipe();
+  control_->log_seq =
+      log.Append(farm::v1::SYSTEM, "farm: validating the " + std::to_string(job_.artifacts_size()) +
+                                       " wheel(s) of an earlier build on this "
+                                       "worker's GPU");
+  std::string build_dir = ws;
+  const farm::v1::ValidationSpec& spec = recipe.validation();
+  if (!spec.script().empty() && spec.script_content().empty()) {  // the script is in the source
+    StepRunner steps(*deps_.runner, ToolEnv(settings_.worker_env), control_.get(),
+                     [&log](OutputStream s, const std::string& line) {
+                       log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR,
+                                  line);
+                     });
+    auto src = FetchAndPatch(log, steps, ws);
+    if (!src.ok()) return Infra(src.status().message());
+    auto dir = BuildDir(*src, recipe.subdirectory());
+    if (!dir.ok()) return Infra(dir.status().message());
+    build_dir = *dir;
+  }
+  auto python = SelectPython(job_.cell(), settings_.caps);
+  if (!python.ok()) return Infra(python.status().message());
+  // Validation compiles nothing: a toolkit of the cell's CUDA only sets CUDA_HOME if here.
+  auto toolkit = SelectToolkit(job_.cell(), settings_.caps);
+  auto wheels = DownloadWheels(log, ws + "/wheels");
+  if (control_->stopped()) return StoppedOutcome({});
+  if (!wheels.ok()) return Infra("fetching the wheels failed: " + wheels.status().message());
+  if (Status s = fs::MakeDirs(ws + "/tmp"); !s.ok()) return Infra(s.message());
+  farm::v1::ArchManifest manifest;
+  for (const auto& a : job_.artifacts()) {
+    if (a.manifest().images_size() > 0) manifest = a.manifest();
+  }
+  JobEnvInputs in{&job_,
+                  settings_.worker_env,
+                  ws + "/venv",
+                  ws + "/wheels",
+                  ws + "/tmp",
+                  python->version(),
+                  toolkit.ok() ? *toolkit : farm::v1::CudaToolkit(),
+                  settings_.caps.cpu_cores(),
+                  deps_.probe->AvailableMemoryBytes(),
+                  settings_.secrets,
+                  0};
+  auto report = Validate(log, in, build_dir, python->path(), *wheels, manifest);
+  Outcome out{farm::v1::CAUSE_COMPLETED, "", 0, 0};
+  if (control_->stopped()) return StoppedOutcome(out);
+  if (!report.ok()) return Infra("validation could not run: " + report.status().message());
+  out.validation = std::move(report).value();
+  if (out.validation.state() == farm::v1::VALIDATION_FAILED) {
+    out.cause = farm::v1::CAUSE_VALIDATION_FAILED;
+    out.detail = "validation failed: " + out.validation.message();
+  }
+  return out;
 }
 
 Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const std::string& src) {
@@ -197,30 +320,50 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   FARM_ASSIGN_OR_RETURN(auto toolkit, SelectToolkit(job_.cell(), settings_.caps));
   system("creating venv with " + python.path() + " (Python " + python.version() + ")");
   EnvMap tool_env = BaseEnv(settings_.worker_env);
-  StepRunner steps(*deps_.runner, tool_env, control_.get(),
-                   [&log](OutputStream s, const std::string& line) {
-                     log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
-                   });
-  FARM_RETURN_IF_ERROR(CreateVenv(steps, python.path(), recipe.system_site_packages(), ws + "/venv"));
+  StepRunner steps(
+      *deps_.runner, tool_env, control_.get(), [&log](OutputStream s, const std::string& line) {
+        log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+      });
+  FARM_RETURN_IF_ERROR(
+      CreateVenv(steps, python.path(), recipe.system_site_packages(), ws + "/venv"));
   FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/wheels"));
   FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/tmp"));
-  JobEnvInputs in{&job_, settings_.worker_env, ws + "/venv", ws + "/wheels", ws + "/tmp",
-                  python.version(), toolkit, settings_.caps.cpu_cores(),
-                  deps_.probe->AvailableMemoryBytes(), settings_.secrets,
+  JobEnvInputs in{&job_,
+                  settings_.worker_env,
+                  ws + "/venv",
+                  ws + "/wheels",
+                  ws + "/tmp",
+                  python.version(),
+                  toolkit,
+                  settings_.caps.cpu_cores(),
+                  deps_.probe->AvailableMemoryBytes(),
+                  settings_.secrets,
                   SourceDateEpoch(*deps_.runner, src)};
   EnvMap env = BuildJobEnv(in);
+  if (recipe.build_on_target_gpu()) {
+    FARM_ASSIGN_OR_RETURN(farm::v1::Gpu gpu, TargetGpu(job_.cell(), settings_.caps));
+    env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu.index());
+    system("building on GPU " + std::to_string(gpu.index()) + " (" + gpu.name() + ", cc " +
+           std::to_string(gpu.cc_major()) + "." + std::to_string(gpu.cc_minor()) +
+           "): the recipe builds on the GPU its arch list targets");
+  }
   JobCacheUse cache_use;
   if (settings_.compile_cache != nullptr) {
-    cache_use = settings_.compile_cache->PrepareJob(recipe, ws, deps_.executor->Name(), env,
-                                                    ImageCheckFor(*deps_.executor, ws,
-                                                                  recipe.container_image(), env));
+    cache_use = settings_.compile_cache->PrepareJob(
+        recipe, ws, deps_.executor->Name(), env,
+        ImageCheckFor(*deps_.executor, ws, recipe.container_image(), env));
   }
   if (!cache_use.note.empty()) system(cache_use.note);
   system("running the build command in " + build_dir + " (MAX_JOBS=" + env["MAX_JOBS"] +
          (toolkit.path().empty() ? "" : ", CUDA " + toolkit.version()) + ", executor " +
          deps_.executor->Name() + ")");
-  ExecRequest req{{"bash", "-eo", "pipefail", "-c", recipe.build_command()}, build_dir, env, ws,
-                  recipe.container_image(), kKillGraceMs, cache_use.mounts};
+  ExecRequest req{{"bash", "-eo", "pipefail", "-c", recipe.build_command()},
+                  build_dir,
+                  env,
+                  ws,
+                  recipe.container_image(),
+                  kKillGraceMs,
+                  cache_use.mounts};
   req.network = recipe.network();
   req.host_read_paths = PythonReadPaths(python.path());
   if (!toolkit.path().empty()) req.host_read_paths.push_back(toolkit.path());
@@ -240,8 +383,9 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   out.compile_cache = CompileCache::FinishJob(cache_use);
   // Only builds that compiled something have a hit rate to tell; a silent line keeps a
   // failing build's own last lines at the end of the log.
-  if (out.compile_cache && out.compile_cache->hits() + out.compile_cache->misses() +
-                               out.compile_cache->uncacheable() > 0) {
+  if (out.compile_cache &&
+      out.compile_cache->hits() + out.compile_cache->misses() + out.compile_cache->uncacheable() >
+          0) {
     system(DescribeCacheStats(*out.compile_cache));
   }
   if (control_->stopped()) return StoppedOutcome(out);
@@ -325,12 +469,12 @@ Result<farm::v1::ArtifactHeader> JobRunner::CheckOne(LogShipper& log, const std:
   if (!deps_.wheel_hook) return header;
   Status checked = deps_.wheel_hook(job_, path, &header);
   if (!checked.ok()) return Status::Aborted(header.filename() + ": " + checked.message());
-  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + header.filename() + ": " +
-                                                       DescribeManifest(header.manifest()));
+  control_->log_seq = log.Append(
+      farm::v1::SYSTEM, "farm: " + header.filename() + ": " + DescribeManifest(header.manifest()));
   std::string ignored = wheel::ArchListIgnoredMessage(job_.cell().arch_list(), header.manifest());
   if (!ignored.empty()) {
-    control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: warning: " + header.filename() +
-                                                         ": " + ignored);
+    control_->log_seq =
+        log.Append(farm::v1::SYSTEM, "farm: warning: " + header.filename() + ": " + ignored);
   }
   return header;
 }
@@ -353,10 +497,11 @@ Result<farm::v1::ArtifactHeader> JobRunner::Label(LogShipper& log, const std::st
   return labelled.header;
 }
 
-Result<farm::v1::ValidationReport> JobRunner::Validate(
-    LogShipper& log, const JobEnvInputs& env_in, const std::string& build_dir,
-    const std::string& python, const std::vector<std::string>& wheels,
-    const farm::v1::ArchManifest& manifest) {
+Result<farm::v1::ValidationReport> JobRunner::Validate(LogShipper& log, const JobEnvInputs& env_in,
+                                                       const std::string& build_dir,
+                                                       const std::string& python,
+                                                       const std::vector<std::string>& wheels,
+                                                       const farm::v1::ArchManifest& manifest) {
   const farm::v1::ValidationSpec& spec = job_.recipe().validation();
   if (spec.script().empty() && spec.import_modules_size() == 0) {
     farm::v1::ValidationReport none;
@@ -371,10 +516,15 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(
   const bool on_host = deps_.executor->RunsOnHost();
   std::string where = on_host ? "" : " inside the " + deps_.executor->Name() + " container";
   control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validating in a clean venv" + where);
-  ValidationInputs in{.job = &job_, .wheels = wheels, .manifest = manifest, .python = python,
+  ValidationInputs in{.job = &job_,
+                      .wheels = wheels,
+                      .manifest = manifest,
+                      .python = python,
                       .dir = stdfs::path(env_in.wheel_dir).parent_path().string() + "/validate",
-                      .build_dir = build_dir, .find_links = settings_.find_links,
-                      .caps = settings_.caps, .worker_id = settings_.worker_id};
+                      .build_dir = build_dir,
+                      .find_links = settings_.find_links,
+                      .caps = settings_.caps,
+                      .worker_id = settings_.worker_id};
   JobEnvInputs venv_in = env_in;
   venv_in.venv_dir = in.dir + "/venv";
   in.env = BuildJobEnv(venv_in);
@@ -385,9 +535,9 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(
       *deps_.executor, *deps_.runner, ValidationContainer(in, job_.recipe().container_image()));
   StepRunner steps(*runner, BaseEnv(settings_.worker_env), control_.get(), on_line);
   FARM_ASSIGN_OR_RETURN(auto report, ValidateWheels(steps, *runner, control_.get(), on_line, in));
-  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validation " +
-                                                       farm::v1::ValidationState_Name(report.state()) +
-                                                       ": " + report.message());
+  control_->log_seq = log.Append(
+      farm::v1::SYSTEM, "farm: validation " + farm::v1::ValidationState_Name(report.state()) +
+                            ": " + report.message());
   return report;
 }
 

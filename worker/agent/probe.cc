@@ -1,8 +1,7 @@
 #include "worker/agent/probe.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <glob.h>
+#include <google/protobuf/util/json_util.h>
 #include <sched.h>
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
@@ -112,18 +111,16 @@ std::vector<std::string> DiscoverPythons(const std::vector<std::string>& configu
   return out;
 }
 
-Result<std::string> SystemProbe::RunText(const std::vector<std::string>& argv,
-                                         int64_t timeout_ms) {
+Result<std::string> SystemProbe::RunText(const std::vector<std::string>& argv, int64_t timeout_ms) {
   ProcessSpec spec;
   spec.argv = argv;
   spec.kill_grace_ms = 1000;
   FARM_ASSIGN_OR_RETURN(auto captured, RunAndCapture(runner_, spec, timeout_ms));
   if (captured.result.timed_out) return Status::DeadlineExceeded(argv[0] + " timed out");
   if (captured.result.exit_code != 0) {
-    return Status::FailedPrecondition(argv[0] + " exited with " +
-                                      std::to_string(captured.result.exit_code) + ": " +
-                                      captured.err.substr(0, std::min<size_t>(
-                                                                 captured.err.find('\n'), 300)));
+    return Status::FailedPrecondition(
+        argv[0] + " exited with " + std::to_string(captured.result.exit_code) + ": " +
+        captured.err.substr(0, std::min<size_t>(captured.err.find('\n'), 300)));
   }
   return captured.out;
 }
@@ -131,9 +128,9 @@ Result<std::string> SystemProbe::RunText(const std::vector<std::string>& argv,
 std::optional<int64_t> SystemProbe::CgroupLimit() {
   auto cg = fs::ReadFile("/proc/self/cgroup");
   std::string rel = cg.ok() ? ParseCgroupV2Path(*cg) : "";
-  for (const std::string& path : {"/sys/fs/cgroup" + rel + "/memory.max",
-                                  std::string("/sys/fs/cgroup/memory.max"),
-                                  std::string("/sys/fs/cgroup/memory/memory.limit_in_bytes")}) {
+  for (const std::string& path :
+       {"/sys/fs/cgroup" + rel + "/memory.max", std::string("/sys/fs/cgroup/memory.max"),
+        std::string("/sys/fs/cgroup/memory/memory.limit_in_bytes")}) {
     auto text = fs::ReadFile(path);
     if (text.ok()) return ParseCgroupMemoryLimit(*text);
   }
@@ -251,6 +248,14 @@ farm::v1::Capabilities SystemProbe::Probe() {
   ProbeToolkits(&caps);
   ProbePythons(&caps);
   if (config_.probe_kernels) caps.set_probe_error(KernelVerdict(caps).error);
+  for (const FakeGpu& fake : config_.test_fake_gpus) {  // test-only, after the probe kernels
+    farm::v1::Gpu* gpu = caps.add_gpus();
+    gpu->set_index(caps.gpus_size() - 1);
+    gpu->set_name(fake.name);
+    gpu->set_cc_major(fake.cc_major);
+    gpu->set_cc_minor(fake.cc_minor);
+    gpu->set_uuid("fake-" + std::to_string(gpu->index()));
+  }
   return caps;
 }
 

@@ -154,6 +154,18 @@ TEST(ParseRecipeTest, NetworkIsABoolean) {
   EXPECT_NE(ErrorOf(std::string(kMinimal) + "network: yes\n").find("network"), std::string::npos);
 }
 
+TEST(ParseRecipeTest, BuildOnTargetGpuIsABoolean) {
+  Result<farm::v1::Recipe> r = ParseRecipe(kMinimal, "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_FALSE(r->build_on_target_gpu());
+  r = ParseRecipe(std::string(kMinimal) + "build_on_target_gpu: true\n", "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_TRUE(r->build_on_target_gpu());
+  EXPECT_NE(
+      ErrorOf(std::string(kMinimal) + "build_on_target_gpu: on\n").find("build_on_target_gpu"),
+      std::string::npos);
+}
+
 TEST(ParseRecipeTest, UnrequestedArchsWarnByDefaultOrFail) {
   Result<farm::v1::Recipe> r = ParseRecipe(kMinimal, "r.yaml");
   ASSERT_OK(r.status());
@@ -173,7 +185,7 @@ TEST(ParseRecipeErrorTest, UnknownFieldsNameTheExpectedOnes) {
             "recipe.yaml:4:1: unknown field \"buidl\" in recipe (expected one of: name, version, "
             "source, subdirectory, patches, env, build, system_site_packages, timeout, "
             "gb_per_compile_job, ccache, container_image, matrix, validation, retry, publish, "
-            "network, unrequested_archs)");
+            "network, unrequested_archs, build_on_target_gpu)");
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "retry:\n  max_attempt: 2\n"),
             "recipe.yaml:5:3: unknown field \"max_attempt\" in retry (expected one of: "
             "max_attempts, backoff_seconds, retry_build_failures)");
@@ -327,7 +339,8 @@ TEST(ParseRecipeErrorTest, PathsAndEnvNames) {
 TEST(ParseRecipeErrorTest, YamlSyntaxAndDocumentShape) {
   EXPECT_EQ(ErrorOf("name: a\nbuild: [b\nsource: x\n"),
             "recipe.yaml:3:7: YAML syntax error: end of sequence flow not found");
-  EXPECT_EQ(ErrorOf("name: a\n  build: b\n"), "recipe.yaml:2:8: YAML syntax error: illegal map value");
+  EXPECT_EQ(ErrorOf("name: a\n  build: b\n"),
+            "recipe.yaml:2:8: YAML syntax error: illegal map value");
   EXPECT_EQ(ErrorOf(""), "recipe.yaml:1:1: the recipe is empty");
   EXPECT_EQ(ErrorOf("- a\n- b\n"), "recipe.yaml:1:1: a recipe must be a mapping, got a list");
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "---\nname: b\n"),
