@@ -32,8 +32,7 @@ int main(int argc, char** argv) {
                  agent::WorkerUsage().c_str());
     return 2;
   }
-  log::InitLogging(
-      {config->verbose ? log::Level::kDebug : log::Level::kInfo, config->log_json, "farm-worker"});
+  log::InitLogging({config->verbose ? log::Level::kDebug : log::Level::kInfo, config->log_json, "farm-worker"});
   // Signals are taken by one thread with sigwait, so no handler runs inside library code.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -52,16 +51,14 @@ int main(int argc, char** argv) {
     log::Error(token.status().message());
     return 2;
   }
-  agent::GrpcFarmClient client(
-      [cfg = *config]() { return agent::ResolveServerAddress(cfg, 30000); });
+  agent::GrpcFarmClient client([cfg = *config]() { return agent::ResolveServerAddress(cfg, 30000); });
   if (auto s = client.Connect(); !s.ok()) {
     log::Error(s.message());
     return 3;
   }
   RealProcessRunner runner;
   agent::SystemProbe probe(*config, runner);
-  auto executor =
-      agent::MakeExecutor(*config, runner, [&probe] { return probe.AvailableMemoryBytes(); });
+  auto executor = agent::MakeExecutor(*config, runner, [&probe] { return probe.AvailableMemoryBytes(); });
   if (!executor.ok()) {
     log::Error(executor.status().message());
     return 2;
@@ -71,9 +68,7 @@ int main(int argc, char** argv) {
   ProcessRunner* tools = &runner;
   if (config->container_network == "none") tools = &offline;
   log::Info("builds run with the " + (*executor)->Name() + " executor");
-  agent::Agent worker(
-      *config, *token,
-      {&client, &probe, tools, executor->get(), &RealClock(), agent::CheckWheelForJob});
+  agent::Agent worker(*config, *token, {&client, &probe, tools, executor->get(), &RealClock(), agent::CheckWheelForJob});
   std::thread signals([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);

@@ -16,13 +16,13 @@
 
 namespace farm::api {
 
-using model::ArtifactToProto;
-using model::AttemptToProto;
 using model::BuildToProto;
 using model::JobToProto;
+using model::AttemptToProto;
+using model::ArtifactToProto;
 using model::LogLineToProto;
-using model::ParseBlob;
 using model::WorkerToProto;
+using model::ParseBlob;
 
 Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
                                const Principal& who);
@@ -124,13 +124,11 @@ Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
   FARM_ASSIGN_OR_RETURN(auto row, ctx.store->GetBuild(build_id));
   farm::v1::Build build = BuildToProto(row);
   auto schedule = ctx.store->ScheduleOfBuild(build_id);  // Unimplemented in other stores
-  if (schedule.ok() && schedule.value() > 0)
-    build.set_schedule_id(std::to_string(schedule.value()));
+  if (schedule.ok() && schedule.value() > 0) build.set_schedule_id(std::to_string(schedule.value()));
   FARM_ASSIGN_OR_RETURN(auto jobs, ctx.store->ListJobs(build_id));
   std::optional<PlacementView> view;
-  bool any_pending = std::any_of(jobs.begin(), jobs.end(), [](const store::JobRow& j) {
-    return j.state == store::kJobPending;
-  });
+  bool any_pending = std::any_of(jobs.begin(), jobs.end(),
+                                 [](const store::JobRow& j) { return j.state == store::kJobPending; });
   if (any_pending) view = ReadPlacementView(ctx);
   for (const auto& j : jobs) {
     FARM_ASSIGN_OR_RETURN(auto job, LoadJobWith(ctx, j, view));
@@ -219,8 +217,8 @@ grpc::Status ClientService::GetJobLog(grpc::ServerContext* call,
     }
     FARM_ASSIGN_OR_RETURN(auto lines, ctx_->store->GetLogLines(job.id, attempt, after, limit));
     for (const auto& l : lines) *resp->add_lines() = LogLineToProto(job.id, attempt, l);
-    bool attempt_over =
-        attempt < job.attempt || store::IsTerminal(job.state) || job.state == store::kJobPending;
+    bool attempt_over = attempt < job.attempt || store::IsTerminal(job.state) ||
+                        job.state == store::kJobPending;
     resp->set_finished(attempt_over && static_cast<int>(lines.size()) < limit);
     return Status::Ok();
   });
@@ -254,16 +252,15 @@ grpc::Status ClientService::CreateToken(grpc::ServerContext* call,
                                         farm::v1::CreateTokenResponse* resp) {
   return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
     if (req->role() == "worker") {
-      return Status::InvalidArgument(
-          "worker tokens are issued by Register; create an enroll token");
+      return Status::InvalidArgument("worker tokens are issued by Register; create an enroll token");
     }
     std::string name = req->name().empty() ? req->role() : req->name();
     if (req->ttl_seconds() < 0 || req->ttl_seconds() > kMaxTokenTtlSeconds) {
       return Status::InvalidArgument("ttl_seconds must be between 0 (never expires) and " +
                                      std::to_string(kMaxTokenTtlSeconds));
     }
-    FARM_ASSIGN_OR_RETURN(std::string token,
-                          ctx_->auth->Create(req->role(), name, "", req->ttl_seconds() * 1000));
+    FARM_ASSIGN_OR_RETURN(std::string token, ctx_->auth->Create(req->role(), name, "",
+                                                                req->ttl_seconds() * 1000));
     log::Info("token \"" + name + "\" with role " + req->role() + " created by " + who.name);
     resp->set_token(token);
     resp->set_name(name);
@@ -291,8 +288,8 @@ grpc::Status ClientService::RevokeToken(grpc::ServerContext* call,
                                         farm::v1::TokenInfo* resp) {
   return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->RevokeToken(req->id(), ctx_->clock->NowUnixMs()));
-    log::Info("token \"" + row.name + "\" (" + auth::TokenAuthority::IdOf(row.hash) + ", role " +
-              row.role + ") revoked by " + who.name);
+    log::Info("token \"" + row.name + "\" (" + auth::TokenAuthority::IdOf(row.hash) +
+              ", role " + row.role + ") revoked by " + who.name);
     *resp = TokenToProto(row);
     return Status::Ok();
   });

@@ -13,8 +13,8 @@
 #include "daemon/api/worker_service.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/dashboard.h"
-#include "daemon/publish/publishing_service.h"
 #include "daemon/schedule/runner.h"
+#include "daemon/publish/publishing_service.h"
 
 namespace farm::api {
 
@@ -78,8 +78,7 @@ void FarmServer::Impl::Sweep() {
     if (!expired.ok()) {
       log::Warn("lease sweep failed: " + expired.status().ToString());
     } else {
-      for (int64_t id : expired.value())
-        log::Warn("job " + std::to_string(id) + " lost its worker");
+      for (int64_t id : expired.value()) log::Warn("job " + std::to_string(id) + " lost its worker");
     }
     auto merged = store->ResolveMergedJobs(ctx.clock->NowUnixMs());
     if (!merged.ok()) log::Warn("settling merged jobs failed: " + merged.status().ToString());
@@ -106,10 +105,10 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   FARM_ASSIGN_OR_RETURN(impl->blobs, store::BlobStore::Open(options.data_dir + "/blobs"));
   impl->auth = std::make_unique<TokenAuthority>(impl->store.get(), &RealClock());
   FARM_RETURN_IF_ERROR(BootstrapTokens(impl->auth.get(), impl->store.get(), options.data_dir));
-  FARM_RETURN_IF_ERROR(
-      impl->store->ExtendRunningLeases(RealClock().NowUnixMs(), options.tunables.lease_ms));
-  impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(),
-                             &RealClock(),      options.tunables,  &impl->shutting_down};
+  FARM_RETURN_IF_ERROR(impl->store->ExtendRunningLeases(RealClock().NowUnixMs(),
+                                                        options.tunables.lease_ms));
+  impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock(),
+                             options.tunables, &impl->shutting_down};
   impl->resolver = std::make_unique<schedule::GitSourceResolver>(&impl->processes);
   impl->ctx.resolver = impl->resolver.get();
   impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);

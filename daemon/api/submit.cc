@@ -22,6 +22,7 @@
 
 namespace farm::api {
 
+
 namespace {
 
 bool HasAxes(const farm::v1::MatrixAxes& m) {
@@ -43,8 +44,8 @@ std::string BuildKey(const farm::v1::Recipe& recipe, const std::string& source_i
   field(recipe.yaml());
   for (const auto& p : recipe.patches()) field(p.content());
   field(source_identity);
-  for (const auto* v :
-       {&cell.python(), &cell.torch(), &cell.cuda(), &cell.arch_list(), &cell.platform()}) {
+  for (const auto* v : {&cell.python(), &cell.torch(), &cell.cuda(), &cell.arch_list(),
+                        &cell.platform()}) {
     field(*v);
   }
   return h.HexDigest();
@@ -71,8 +72,8 @@ Status ResolveSource(const ServiceContext& ctx, farm::v1::Recipe* recipe) {
   }
   auto commit = ctx.resolver->ResolveGitRef(git->url(), git->ref());
   if (!commit.ok()) {
-    return Status::FailedPrecondition("cannot resolve " + git->ref() + " of " + git->url() + ": " +
-                                      commit.status().message());
+    return Status::FailedPrecondition("cannot resolve " + git->ref() + " of " + git->url() +
+                                      ": " + commit.status().message());
   }
   git->set_commit(commit.value());
   return Status::Ok();
@@ -95,19 +96,15 @@ Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBu
       recipe, expansion.cells, req.recipe_path().empty() ? "recipe.yaml" : req.recipe_path(),
       req.matrix().arch_lists_size() > 0));
   int64_t now = ctx.clock->NowUnixMs();
-  store::BuildRow build{.recipe_name = recipe.name(),
-                        .recipe = recipe.SerializeAsString(),
-                        .priority = req.priority(),
-                        .submitted_by = who,
-                        .rejected_cells = rejected.str(),
-                        .created_ms = now};
+  store::BuildRow build{.recipe_name = recipe.name(), .recipe = recipe.SerializeAsString(),
+                        .priority = req.priority(), .submitted_by = who,
+                        .rejected_cells = rejected.str(), .created_ms = now};
   std::string source_id = schedule::SourceIdentity(recipe.source(), req.source_digest());
   std::vector<store::JobRow> jobs;
   farm::v1::JobNeeds needs;
   needs.set_target_gpu(recipe.build_on_target_gpu());
   for (const auto& cell : expansion.cells) {
-    store::JobRow job{.cell = cell.SerializeAsString(),
-                      .priority = req.priority(),
+    store::JobRow job{.cell = cell.SerializeAsString(), .priority = req.priority(),
                       .build_key = BuildKey(recipe, source_id, cell),
                       .max_attempts = recipe.retry().max_attempts() > 0
                                           ? recipe.retry().max_attempts()
@@ -126,9 +123,9 @@ Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBu
   FARM_RETURN_IF_ERROR(ctx.store->CreateBuildLinked(&build, &jobs, links));
   int reused = 0, merged = 0;
   for (const auto& j : jobs) reused += j.reused_from > 0, merged += j.not_before_ms > 0;
-  log::Info("build " + std::to_string(build.id) + " of " + recipe.name() + " submitted by " + who +
-            " with " + std::to_string(jobs.size()) + " job(s), " + std::to_string(reused) +
-            " answered from stored wheels, " + std::to_string(merged) +
+  log::Info("build " + std::to_string(build.id) + " of " + recipe.name() + " submitted by " +
+            who + " with " + std::to_string(jobs.size()) + " job(s), " +
+            std::to_string(reused) + " answered from stored wheels, " + std::to_string(merged) +
             " waiting on identical jobs in flight");
   return build.id;
 }

@@ -34,8 +34,7 @@ Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_i
                                   std::to_string(attempt) + " of job " + std::to_string(job_id));
 }
 
-Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx,
-                                               const store::JobRow& job) {
+Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const store::JobRow& job) {
   FARM_ASSIGN_OR_RETURN(auto build, ctx.store->GetBuild(job.build_id));
   farm::v1::JobAssignment a;
   a.set_job_id(job.id);
@@ -88,8 +87,7 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
   return Handle(ctx_, call, Need::kEnroll, [&](const Principal& who) -> Status {
     int64_t now = ctx_->clock->NowUnixMs();
     std::string id = who.role == "worker" ? who.worker_id : "w-" + RandomHex(6);
-    if (who.role == "worker" && !req->worker_id().empty())
-      FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
+    if (who.role == "worker" && !req->worker_id().empty()) FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
     if (who.role != "worker") {
       FARM_ASSIGN_OR_RETURN(std::string token, ctx_->auth->Create("worker", req->name(), id));
       resp->set_worker_token(token);
@@ -97,17 +95,11 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
     std::string state = req->capabilities().probe_error().empty() ? "idle" : "quarantined";
     if (who.role == "worker") {
       // A worker that registers again has restarted: the builds it held died with it.
-      FARM_ASSIGN_OR_RETURN(
-          auto lost, ctx_->store->ReleaseWorkerJobs(id, {}, "worker " + id + " restarted", now));
-      for (int64_t job : lost)
-        log::Warn("job " + std::to_string(job) + " requeued: worker " + id + " restarted");
+      FARM_ASSIGN_OR_RETURN(auto lost, ctx_->store->ReleaseWorkerJobs(id, {}, "worker " + id + " restarted", now));
+      for (int64_t job : lost) log::Warn("job " + std::to_string(job) + " requeued: worker " + id + " restarted");
     }
-    store::WorkerRow row{id,
-                         req->name().empty() ? id : req->name(),
-                         req->capabilities().SerializeAsString(),
-                         state,
-                         now,
-                         now};
+    store::WorkerRow row{id, req->name().empty() ? id : req->name(),
+                         req->capabilities().SerializeAsString(), state, now, now};
     FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(row));
     log::Info("worker " + row.name + " registered as " + id + " (" +
               std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " + state + ")");
@@ -141,13 +133,12 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
     }
     // Attempts the worker still runs but no longer holds (requeued while it was away).
     for (const auto& running : req->running()) {
-      FARM_ASSIGN_OR_RETURN(bool reattached, ctx_->store->ReattachAttempt(
-                                                 running.job_id(), running.attempt(), who.worker_id,
-                                                 now, ctx_->tunables.lease_ms));
+      FARM_ASSIGN_OR_RETURN(bool reattached,
+                            ctx_->store->ReattachAttempt(running.job_id(), running.attempt(),
+                                                         who.worker_id, now, ctx_->tunables.lease_ms));
       if (reattached) {
         log::Info("job " + std::to_string(running.job_id()) + " attempt " +
-                  std::to_string(running.attempt()) + " re-attached to its worker " +
-                  who.worker_id);
+                  std::to_string(running.attempt()) + " re-attached to its worker " + who.worker_id);
         continue;
       }
       auto job = ctx_->store->GetJob(running.job_id());
@@ -189,8 +180,8 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
       std::optional<store::JobRow> job;
       int64_t now = ctx_->clock->NowUnixMs();
       if (ctx_->store->MayHaveLeasableJob(now)) {
-        FARM_ASSIGN_OR_RETURN(
-            job, ctx_->store->AcquireJob(who.worker_id, now, ctx_->tunables.lease_ms, placeable));
+        FARM_ASSIGN_OR_RETURN(job, ctx_->store->AcquireJob(who.worker_id, now,
+                                                           ctx_->tunables.lease_ms, placeable));
       }
       if (job) {
         FARM_ASSIGN_OR_RETURN(*resp->mutable_job(), MakeAssignment(*ctx_, *job));
@@ -199,9 +190,8 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
         return Status::Ok();
       }
       if (ctx_->clock->SteadyMs() >= deadline || call->IsCancelled()) break;
-      WaitForChange(
-          *ctx_, seen, deadline, [call] { return call->IsCancelled(); },
-          [this] { return ctx_->store->QueueGeneration(); });
+      WaitForChange(*ctx_, seen, deadline, [call] { return call->IsCancelled(); },
+                    [this] { return ctx_->store->QueueGeneration(); });
     }
     return Status::Ok();
   });
@@ -242,15 +232,10 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
     auto recipe = ParseBlob<farm::v1::Recipe>(build.recipe);
     int64_t now = ctx_->clock->NowUnixMs();
     store::CompletionReport report{
-        .job_id = req->job_id(),
-        .attempt = req->attempt(),
-        .worker_id = who.worker_id,
-        .cause = static_cast<int>(req->cause()),
-        .exit_code = req->exit_code(),
-        .detail = req->detail(),
-        .peak_rss_bytes = req->peak_rss_bytes(),
-        .max_attempts = job.max_attempts,
-        .retry_build_failures = recipe.retry().retry_build_failures(),
+        .job_id = req->job_id(), .attempt = req->attempt(), .worker_id = who.worker_id,
+        .cause = static_cast<int>(req->cause()), .exit_code = req->exit_code(),
+        .detail = req->detail(), .peak_rss_bytes = req->peak_rss_bytes(),
+        .max_attempts = job.max_attempts, .retry_build_failures = recipe.retry().retry_build_failures(),
         .retry_not_before_ms = now + 1000LL * recipe.retry().backoff_seconds(),
         .validation = req->has_validation() ? req->validation().SerializeAsString() : "",
         .validation_state = req->validation().state(),
@@ -267,9 +252,8 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
       }
     }
     FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
-    log::Info("job " + std::to_string(req->job_id()) + " attempt " +
-              std::to_string(req->attempt()) + " ended: state " +
-              farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
+    log::Info("job " + std::to_string(req->job_id()) + " attempt " + std::to_string(req->attempt()) +
+              " ended: state " + farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
     resp->set_state(static_cast<farm::v1::JobState>(state));
     return Status::Ok();
   });

@@ -109,9 +109,8 @@ Status ListCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::ListBuildsRequest req;
   req.set_page_size(static_cast<int32_t>(limit));
   farm::v1::ListBuildsResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->ListBuilds(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->ListBuilds(env.client->Context().get(), req, &resp),
+                                env.client->address()));
   std::string text = resp.builds().empty() ? "no builds\n" : "";
   for (const auto& b : resp.builds()) text += FormatBuildLine(b) + "\n";
   Print(env, resp, text);
@@ -123,9 +122,8 @@ Status ShowCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::GetBuildRequest req;
   req.set_build_id(id);
   farm::v1::Build build;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->GetBuild(env.client->Context().get(), req, &build),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->GetBuild(env.client->Context().get(), req, &build),
+                                env.client->address()));
   Print(env, build, FormatBuild(build));
   return Status::Ok();
 }
@@ -146,8 +144,8 @@ Status RetryCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::RetryJobRequest req;
   req.set_job_id(id);
   farm::v1::Job job;
-  FARM_RETURN_IF_ERROR(FromGrpc(
-      env.client->stub()->RetryJob(env.client->Context().get(), req, &job), env.client->address()));
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->RetryJob(env.client->Context().get(), req, &job),
+                                env.client->address()));
   Print(env, job, "retrying job " + std::to_string(id) + "\n" + FormatJob(job));
   return Status::Ok();
 }
@@ -170,18 +168,16 @@ Status CancelCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::CancelBuildRequest req;
   req.set_build_id(id);
   farm::v1::Build build;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->CancelBuild(env.client->Context().get(), req, &build),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->CancelBuild(env.client->Context().get(), req, &build),
+                                env.client->address()));
   Print(env, build, "cancelling build " + std::to_string(id) + "\n" + FormatBuild(build));
   return Status::Ok();
 }
 
 Status WorkersCommand(const CommandEnv& env, const Flags&) {
   farm::v1::ListWorkersResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->ListWorkers(env.client->Context().get(), {}, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->ListWorkers(env.client->Context().get(), {}, &resp),
+                                env.client->address()));
   std::string text = resp.workers().empty() ? "no workers\n" : "";
   for (const auto& w : resp.workers()) text += FormatWorker(w) + "\n";
   Print(env, resp, text);
@@ -189,15 +185,13 @@ Status WorkersCommand(const CommandEnv& env, const Flags&) {
 }
 
 Status DrainCommand(const CommandEnv& env, const Flags& flags) {
-  if (flags.positionals().size() < 2)
-    return Status::InvalidArgument("usage: farmctl drain WORKER [--undo]");
+  if (flags.positionals().size() < 2) return Status::InvalidArgument("usage: farmctl drain WORKER [--undo]");
   farm::v1::DrainWorkerRequest req;
   req.set_worker_id(flags.positionals()[1]);
   req.set_undo(flags.Has("undo"));
   farm::v1::WorkerInfo worker;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->DrainWorker(env.client->Context().get(), req, &worker),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->DrainWorker(env.client->Context().get(), req, &worker),
+                                env.client->address()));
   Print(env, worker, (req.undo() ? "undrained " : "draining ") + FormatWorker(worker) + "\n");
   return Status::Ok();
 }
@@ -205,16 +199,12 @@ Status DrainCommand(const CommandEnv& env, const Flags& flags) {
 // What `farmctl COMMAND --help` prints above the command's flags.
 const std::map<std::string, std::string>& CommandSynopses() {
   static const std::map<std::string, std::string> kSynopses = {
-      {"submit",
-       "submit RECIPE.yaml [--python V] [--cuda V] [--arch-list L] [--follow] [--download DIR]\n"
-       "  Submits a build of the recipe's matrix (or the axes given); prints the build."},
+      {"submit", "submit RECIPE.yaml [--python V] [--cuda V] [--arch-list L] [--follow] [--download DIR]\n"
+                 "  Submits a build of the recipe's matrix (or the axes given); prints the build."},
       {"list", "list [--limit N]\n  The newest builds."},
-      {"show",
-       "show BUILD\n  A build with its jobs, attempts, artifacts and why pending jobs wait."},
+      {"show", "show BUILD\n  A build with its jobs, attempts, artifacts and why pending jobs wait."},
       {"job", "job JOB\n  One job."},
-      {"logs",
-       "logs JOB [--follow] [--tail N] [--attempt N]\n  A job's log; JSON Lines with --output "
-       "json."},
+      {"logs", "logs JOB [--follow] [--tail N] [--attempt N]\n  A job's log; JSON Lines with --output json."},
       {"cancel", "cancel BUILD\n  Cancels a queued or running build (exit 1 for one that ended)."},
       {"retry", "retry JOB\n  Runs a failed or cancelled job again."},
       {"download",
@@ -232,15 +222,11 @@ const std::map<std::string, std::string>& CommandSynopses() {
        "schedules add RECIPE --cron EXPR [--tz ZONE] | list | show ID | pause ID | resume ID |"
        " delete ID | run-now ID\n  Builds fired by cron."},
       {"workers", "workers\n  Registered workers and what they have."},
-      {"drain",
-       "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new "
-       "ones."},
-      {"tokens",
-       "tokens create --role ROLE [--name NAME] [--ttl 30d] | list | revoke ID\n"
-       "  Bearer tokens (admin); a revoked token stops working at its next call."},
-      {"hosts",
-       "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
-       "  Hosts farmd provisions."},
+      {"drain", "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new ones."},
+      {"tokens", "tokens create --role ROLE [--name NAME] [--ttl 30d] | list | revoke ID\n"
+                 "  Bearer tokens (admin); a revoked token stops working at its next call."},
+      {"hosts", "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
+                "  Hosts farmd provisions."},
   };
   return kSynopses;
 }
@@ -252,8 +238,7 @@ std::string CommandHelp(const std::string& command) {
   for (const FlagSpec& f : AllFlags()) {
     size_t colon = f.help.find(':');
     std::string head = colon == std::string::npos ? "" : f.help.substr(0, colon);
-    bool scoped = !head.empty() &&
-                  head.find_first_not_of("abcdefghijklmnopqrstuvwxyz-, ") == std::string::npos;
+    bool scoped = !head.empty() && head.find_first_not_of("abcdefghijklmnopqrstuvwxyz-, ") == std::string::npos;
     if (!scoped) {
       common.push_back(f);
     } else if ((", " + head + ",").find(", " + command + ",") != std::string::npos ||
@@ -295,19 +280,14 @@ const std::map<std::string, CommandFn>& Commands() {
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
-    case StatusCode::kOk:
-      return 0;
+    case StatusCode::kOk: return 0;
     case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound:
-      return 2;
+    case StatusCode::kNotFound: return 2;
     case StatusCode::kUnavailable:
-    case StatusCode::kDeadlineExceeded:
-      return 3;
+    case StatusCode::kDeadlineExceeded: return 3;
     case StatusCode::kUnauthenticated:
-    case StatusCode::kPermissionDenied:
-      return 4;
-    default:
-      return 1;
+    case StatusCode::kPermissionDenied: return 4;
+    default: return 1;
   }
 }
 
@@ -347,9 +327,8 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
   ConnectionOptions conn{flags.Get("server"), flags.Get("server-file"), flags.Get("token"),
                          flags.Get("token-file"), timeout.ok() ? timeout.value() : 30000};
   auto client = FarmClient::Connect(conn);
-  Status status = client.ok()
-                      ? command->second({client->get(), output == "json", &out, &err}, flags)
-                      : client.status();
+  Status status = client.ok() ? command->second({client->get(), output == "json", &out, &err}, flags)
+                              : client.status();
   if (!status.ok()) err << "farmctl: " << status.message() << "\n";
   return ExitCodeFor(status);
 }

@@ -1,9 +1,9 @@
 #include "daemon/cli/format.h"
 
+#include <boost/json.hpp>
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
-#include <boost/json.hpp>
 #include <cctype>
 #include <cstdio>
 #include <sstream>
@@ -21,12 +21,9 @@ std::string Lower(std::string s, const std::string& strip_prefix) {
 
 std::string HumanBytes(int64_t n) {
   std::ostringstream o;
-  if (n >= (1LL << 30))
-    o << (n >> 20) / 1024.0 << " GiB";
-  else if (n >= (1 << 20))
-    o << (n >> 10) / 1024.0 << " MiB";
-  else
-    o << n << " B";
+  if (n >= (1LL << 30)) o << (n >> 20) / 1024.0 << " GiB";
+  else if (n >= (1 << 20)) o << (n >> 10) / 1024.0 << " MiB";
+  else o << n << " B";
   return o.str();
 }
 
@@ -79,9 +76,7 @@ std::string ValidationText(const farm::v1::ValidationReport& v) {
 
 }  // namespace
 
-std::string StateName(farm::v1::BuildState s) {
-  return Lower(farm::v1::BuildState_Name(s), "BUILD_");
-}
+std::string StateName(farm::v1::BuildState s) { return Lower(farm::v1::BuildState_Name(s), "BUILD_"); }
 std::string StateName(farm::v1::JobState s) { return Lower(farm::v1::JobState_Name(s), "JOB_"); }
 std::string CauseName(farm::v1::AttemptCause c) {
   return c == farm::v1::ATTEMPT_CAUSE_UNSPECIFIED ? "running"
@@ -122,8 +117,7 @@ std::string FormatJob(const farm::v1::Job& j) {
     o << "    attempt " << a.number() << " on " << a.worker_id() << ": " << CauseName(a.cause());
     // A cancelled, lost or timed-out attempt has no exit code worth showing: "(exit 0)"
     // would read as a success.
-    bool exited = a.cause() == farm::v1::CAUSE_COMPLETED ||
-                  a.cause() == farm::v1::CAUSE_BUILD_FAILED ||
+    bool exited = a.cause() == farm::v1::CAUSE_COMPLETED || a.cause() == farm::v1::CAUSE_BUILD_FAILED ||
                   a.cause() == farm::v1::CAUSE_VALIDATION_FAILED;
     if (exited) o << " (exit " << a.exit_code() << ")";
     if (a.peak_rss_bytes() > 0) o << ", peak RSS " << HumanBytes(a.peak_rss_bytes());
@@ -188,10 +182,8 @@ using google::protobuf::FieldDescriptor;
 bool Is64BitInteger(const FieldDescriptor* f) {
   switch (f->cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT64:
-    case FieldDescriptor::CPPTYPE_UINT64:
-      return true;
-    default:
-      return false;
+    case FieldDescriptor::CPPTYPE_UINT64: return true;
+    default: return false;
   }
 }
 

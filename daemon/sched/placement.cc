@@ -19,8 +19,7 @@ bool HasPython(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& c
                std::string* have) {
   std::vector<std::string> seen;
   for (const auto& py : caps.pythons()) {
-    seen.push_back(py.version() +
-                   (py.torch_version().empty() ? "" : "+torch" + py.torch_version()));
+    seen.push_back(py.version() + (py.torch_version().empty() ? "" : "+torch" + py.torch_version()));
     if (!cell.python().empty() && py.version() != cell.python()) continue;
     if (cell.torch().empty() || py.torch_version().rfind(cell.torch(), 0) == 0) return true;
   }

@@ -16,7 +16,8 @@ namespace farm::sched {
 // quarantined, the platform, a Python (with torch), a toolkit of the cell's CUDA version
 // that emits every target of the arch list ("CUDA 12.8 cannot emit sm_121a"), and RAM
 // for at least one compile job of `gb_per_compile_job` GB (0 skips the RAM check).
-std::string MissingRequirement(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
+std::string MissingRequirement(const farm::v1::MatrixCell& cell,
+                               const farm::v1::Capabilities& caps,
                                double gb_per_compile_job = 0);
 
 // True when `caps` has a GPU the cell's wheel will load on (farm::arch::RunsOn of its arch

@@ -103,11 +103,11 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
 
 Status SqliteStore::InsertToken(const TokenRow& t) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(
-      auto s,
-      db_->Prepare("INSERT INTO tokens(hash, name, role, worker_id, created_ms, expires_ms) "
-                   "VALUES (?,?,?,?,?,?)"));
-  s->Bind(t.hash).Bind(t.name).Bind(t.role).Bind(t.worker_id).Bind(t.created_ms).Bind(t.expires_ms);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "INSERT INTO tokens(hash, name, role, worker_id, created_ms, expires_ms) "
+      "VALUES (?,?,?,?,?,?)"));
+  s->Bind(t.hash).Bind(t.name).Bind(t.role).Bind(t.worker_id).Bind(t.created_ms)
+      .Bind(t.expires_ms);
   FARM_RETURN_IF_ERROR(s->Run());
   Bump();
   return Status::Ok();
@@ -115,7 +115,8 @@ Status SqliteStore::InsertToken(const TokenRow& t) {
 
 namespace {
 
-constexpr char kTokenColumns[] = "hash, name, role, worker_id, created_ms, expires_ms, revoked_ms";
+constexpr char kTokenColumns[] =
+    "hash, name, role, worker_id, created_ms, expires_ms, revoked_ms";
 
 TokenRow TokenFromRow(const Stmt& s) {
   return TokenRow{s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Int(4), s.Int(5), s.Int(6)};
@@ -125,8 +126,8 @@ TokenRow TokenFromRow(const Stmt& s) {
 
 Result<TokenRow> SqliteStore::FindToken(const std::string& hash) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(
-      auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns + " FROM tokens WHERE hash = ?"));
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns +
+                                             " FROM tokens WHERE hash = ?"));
   s->Bind(hash);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return Status::NotFound("no such token");
@@ -166,8 +167,7 @@ Result<TokenRow> SqliteStore::RevokeToken(const std::string& hash_prefix, int64_
   }
   if (found.empty()) return Status::NotFound("no token " + hash_prefix);
   if (found.size() > 1) {
-    return Status::InvalidArgument("several tokens start with " + hash_prefix +
-                                   "; give more digits");
+    return Status::InvalidArgument("several tokens start with " + hash_prefix + "; give more digits");
   }
   if (found[0].revoked_ms > 0) {
     return Status::FailedPrecondition("token " + hash_prefix + " (" + found[0].name +
@@ -196,18 +196,12 @@ Result<int64_t> SqliteStore::CountTokens() {
 
 Status SqliteStore::UpsertWorker(const WorkerRow& w) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(
-      auto s,
-      db_->Prepare(
-          "INSERT INTO workers(id, name, capabilities, state, registered_ms, last_heartbeat_ms) "
-          "VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
-          "capabilities=excluded.capabilities, state=excluded.state, "
-          "last_heartbeat_ms=excluded.last_heartbeat_ms"));
-  s->Bind(w.id)
-      .Bind(w.name)
-      .BindBlob(w.capabilities)
-      .Bind(w.state)
-      .Bind(w.registered_ms)
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "INSERT INTO workers(id, name, capabilities, state, registered_ms, last_heartbeat_ms) "
+      "VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
+      "capabilities=excluded.capabilities, state=excluded.state, "
+      "last_heartbeat_ms=excluded.last_heartbeat_ms"));
+  s->Bind(w.id).Bind(w.name).BindBlob(w.capabilities).Bind(w.state).Bind(w.registered_ms)
       .Bind(w.last_heartbeat_ms);
   FARM_RETURN_IF_ERROR(s->Run());
   BumpQueue();
@@ -216,8 +210,8 @@ Status SqliteStore::UpsertWorker(const WorkerRow& w) {
 
 Result<WorkerRow> SqliteStore::GetWorker(const std::string& id) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(
-      auto s, db_->Prepare(std::string("SELECT ") + kWorkerColumns + " FROM workers WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kWorkerColumns +
+                                             " FROM workers WHERE id = ?"));
   s->Bind(id);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return Status::NotFound("no worker " + id);
@@ -242,13 +236,12 @@ Status SqliteStore::TouchWorker(const std::string& id, int64_t now_ms, const std
   // Only a new state (idle to lost, say) changes placement; a heartbeat alone does not.
   bool state_changes = false;
   {
-    FARM_ASSIGN_OR_RETURN(auto q,
-                          db_->Prepare("SELECT 1 FROM workers WHERE id = ? AND state != ?"));
+    FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare("SELECT 1 FROM workers WHERE id = ? AND state != ?"));
     q->Bind(id).Bind(state);
     FARM_ASSIGN_OR_RETURN(state_changes, q->Step());
   }
-  FARM_ASSIGN_OR_RETURN(
-      auto s, db_->Prepare("UPDATE workers SET last_heartbeat_ms = ?, state = ? WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "UPDATE workers SET last_heartbeat_ms = ?, state = ? WHERE id = ?"));
   s->Bind(now_ms).Bind(state).Bind(id);
   FARM_RETURN_IF_ERROR(s->Run());
   if (db_->Changes() == 0) return Status::NotFound("no worker " + id);
@@ -258,8 +251,7 @@ Status SqliteStore::TouchWorker(const std::string& id, int64_t now_ms, const std
 
 Status SqliteStore::SetDrainRequested(const std::string& id, bool drain) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s,
-                        db_->Prepare("UPDATE workers SET drain_requested = ? WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("UPDATE workers SET drain_requested = ? WHERE id = ?"));
   s->Bind(drain ? 1 : 0).Bind(id);
   FARM_RETURN_IF_ERROR(s->Run());
   if (db_->Changes() == 0) return Status::NotFound("no worker " + id);
@@ -269,8 +261,8 @@ Status SqliteStore::SetDrainRequested(const std::string& id, bool drain) {
 
 Result<int> SqliteStore::CountRunningJobs(const std::string& worker_id) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(
-      auto s, db_->Prepare("SELECT COUNT(*) FROM jobs WHERE worker_id = ? AND state = 2"));
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT COUNT(*) FROM jobs WHERE worker_id = ? AND state = 2"));
   s->Bind(worker_id);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   return row ? static_cast<int>(s->Int(0)) : 0;
@@ -280,18 +272,11 @@ Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(
-      auto b,
-      db_->Prepare(
-          "INSERT INTO builds(recipe_name, recipe, state, priority, submitted_by, rejected_cells, "
-          "created_ms) VALUES (?,?,?,?,?,?,?)"));
-  b->Bind(build->recipe_name)
-      .BindBlob(build->recipe)
-      .Bind(build->state)
-      .Bind(build->priority)
-      .Bind(build->submitted_by)
-      .Bind(build->rejected_cells)
-      .Bind(build->created_ms);
+  FARM_ASSIGN_OR_RETURN(auto b, db_->Prepare(
+      "INSERT INTO builds(recipe_name, recipe, state, priority, submitted_by, rejected_cells, "
+      "created_ms) VALUES (?,?,?,?,?,?,?)"));
+  b->Bind(build->recipe_name).BindBlob(build->recipe).Bind(build->state).Bind(build->priority)
+      .Bind(build->submitted_by).Bind(build->rejected_cells).Bind(build->created_ms);
   FARM_RETURN_IF_ERROR(b->Run());
   build->id = db_->LastInsertId();
   for (JobRow& job : *jobs) {
@@ -306,8 +291,8 @@ Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
 
 Result<BuildRow> SqliteStore::GetBuild(int64_t id) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(
-      auto s, db_->Prepare(std::string("SELECT ") + kBuildColumns + " FROM builds WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kBuildColumns +
+                                             " FROM builds WHERE id = ?"));
   s->Bind(id);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return Status::NotFound("no build " + std::to_string(id));
@@ -391,11 +376,9 @@ Status SqliteStore::InsertJob(JobRow* job) {
 
 Result<std::optional<JobRow>> SqliteStore::FindSucceededJob(const std::string& build_key) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(
-      auto s, db_->Prepare(
-                  std::string("SELECT ") + kJobColumns +
-                  " FROM jobs WHERE build_key = ? AND build_key != '' AND state = 3 AND EXISTS "
-                  "(SELECT 1 FROM artifacts a WHERE a.job_id = jobs.id) ORDER BY id DESC LIMIT 1"));
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
+      " FROM jobs WHERE build_key = ? AND build_key != '' AND state = 3 AND EXISTS "
+      "(SELECT 1 FROM artifacts a WHERE a.job_id = jobs.id) ORDER BY id DESC LIMIT 1"));
   s->Bind(build_key);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return std::optional<JobRow>();
@@ -414,11 +397,10 @@ Result<std::vector<JobRow>> SqliteStore::ListPendingJobs(int limit) {
 
 Result<std::vector<AttemptRow>> SqliteStore::ListAttempts(int64_t job_id) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(
-      auto s,
-      db_->Prepare("SELECT job_id, number, worker_id, cause, detail, exit_code, peak_rss_bytes, "
-                   "log_acked_seq, started_ms, finished_ms, cache_hits, cache_misses FROM attempts "
-                   "WHERE job_id = ? ORDER BY number"));
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT job_id, number, worker_id, cause, detail, exit_code, peak_rss_bytes, "
+      "log_acked_seq, started_ms, finished_ms, cache_hits, cache_misses FROM attempts "
+      "WHERE job_id = ? ORDER BY number"));
   s->Bind(job_id);
   std::vector<AttemptRow> out;
   for (int i = 0; i < 10000; ++i) {
@@ -426,7 +408,8 @@ Result<std::vector<AttemptRow>> SqliteStore::ListAttempts(int64_t job_id) {
     if (!row) break;
     out.push_back(AttemptRow{s->Int(0), static_cast<int>(s->Int(1)), s->Text(2),
                              static_cast<int>(s->Int(3)), s->Text(4), static_cast<int>(s->Int(5)),
-                             s->Int(6), s->Int(7), s->Int(8), s->Int(9), s->Int(10), s->Int(11)});
+                             s->Int(6), s->Int(7), s->Int(8), s->Int(9), s->Int(10),
+                             s->Int(11)});
   }
   return out;
 }
@@ -454,20 +437,18 @@ Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare(
-                  "SELECT log_acked_seq, log_bytes FROM attempts WHERE job_id = ? AND number = ?"));
+  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(
+      "SELECT log_acked_seq, log_bytes FROM attempts WHERE job_id = ? AND number = ?"));
   q->Bind(job_id).Bind(attempt);
   FARM_ASSIGN_OR_RETURN(bool found, q->Step());
-  if (!found)
-    return Status::NotFound("no attempt " + std::to_string(attempt) + " of job " +
-                            std::to_string(job_id));
+  if (!found) return Status::NotFound("no attempt " + std::to_string(attempt) + " of job " +
+                                      std::to_string(job_id));
   int64_t acked = q->Int(0);
   int64_t bytes = q->Int(1);
   const int64_t start = acked;
   const std::string truncated = TruncatedLogLine(max_bytes);
   for (const LogLineRow& line : lines) {
-    if (line.seq <= acked) continue;   // already stored: a resend after a lost ack
+    if (line.seq <= acked) continue;  // already stored: a resend after a lost ack
     if (line.seq != acked + 1) break;  // gap: the sender resends from acked + 1
     acked = line.seq;
     int stream = line.stream;
@@ -487,14 +468,14 @@ Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
     } else {
       bytes += size;
     }
-    FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare("INSERT INTO log_lines(job_id, attempt, seq, "
-                                                 "stream, text, time_ms) VALUES (?,?,?,?,?,?)"));
+    FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare(
+        "INSERT INTO log_lines(job_id, attempt, seq, stream, text, time_ms) VALUES (?,?,?,?,?,?)"));
     ins->Bind(job_id).Bind(attempt).Bind(line.seq).Bind(stream).Bind(*text).Bind(line.time_ms);
     FARM_RETURN_IF_ERROR(ins->Run());
   }
   if (acked != start) {
-    FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare("UPDATE attempts SET log_acked_seq = ?, log_bytes "
-                                                "= ? WHERE job_id = ? AND number = ?"));
+    FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
+        "UPDATE attempts SET log_acked_seq = ?, log_bytes = ? WHERE job_id = ? AND number = ?"));
     up->Bind(acked).Bind(bytes).Bind(job_id).Bind(attempt);
     FARM_RETURN_IF_ERROR(up->Run());
   }
@@ -506,11 +487,9 @@ Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
 Result<std::vector<LogLineRow>> SqliteStore::GetLogLines(int64_t job_id, int attempt,
                                                          int64_t after_seq, int limit) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(
-      auto s,
-      db_->Prepare(
-          "SELECT seq, stream, text, time_ms FROM log_lines WHERE job_id = ? AND attempt = ? "
-          "AND seq > ? ORDER BY seq LIMIT ?"));
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT seq, stream, text, time_ms FROM log_lines WHERE job_id = ? AND attempt = ? "
+      "AND seq > ? ORDER BY seq LIMIT ?"));
   s->Bind(job_id).Bind(attempt).Bind(after_seq).Bind(limit);
   std::vector<LogLineRow> out;
   for (int i = 0; i <= limit; ++i) {
@@ -523,8 +502,8 @@ Result<std::vector<LogLineRow>> SqliteStore::GetLogLines(int64_t job_id, int att
 
 Result<int64_t> SqliteStore::LastLogSeq(int64_t job_id, int attempt) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(
-      auto s, db_->Prepare("SELECT log_acked_seq FROM attempts WHERE job_id = ? AND number = ?"));
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT log_acked_seq FROM attempts WHERE job_id = ? AND number = ?"));
   s->Bind(job_id).Bind(attempt);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   return row ? s->Int(0) : 0;
@@ -532,16 +511,16 @@ Result<int64_t> SqliteStore::LastLogSeq(int64_t job_id, int attempt) {
 
 Result<ArtifactRow> SqliteStore::InsertArtifact(const ArtifactRow& a) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(
-      auto q, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
-                           " FROM artifacts WHERE job_id = ? AND attempt = ? AND filename = ?"));
+  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
+      " FROM artifacts WHERE job_id = ? AND attempt = ? AND filename = ?"));
   q->Bind(a.job_id).Bind(a.attempt).Bind(a.filename);
   FARM_ASSIGN_OR_RETURN(bool exists, q->Step());
   if (exists) {
     ArtifactRow old = ArtifactFromRow(*q);
     if (old.sha256 == a.sha256) return old;  // the same upload, repeated
-    return Status::AlreadyExists("artifact " + a.filename + " of job " + std::to_string(a.job_id) +
-                                 " already uploaded with sha256 " + old.sha256);
+    return Status::AlreadyExists("artifact " + a.filename + " of job " +
+                                 std::to_string(a.job_id) + " already uploaded with sha256 " +
+                                 old.sha256);
   }
   FARM_ASSIGN_OR_RETURN(
       auto s,

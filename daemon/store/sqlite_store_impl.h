@@ -39,7 +39,8 @@ class SqliteStore final : public Store {
   Result<std::vector<JobRow>> ListPendingJobs(int limit) override;
 
   Result<std::optional<JobRow>> AcquireJob(const std::string& worker_id, int64_t now_ms,
-                                           int64_t lease_ms, const PlacementFn& placeable) override;
+                                           int64_t lease_ms,
+                                           const PlacementFn& placeable) override;
   Result<std::vector<JobRow>> RenewLeases(const std::string& worker_id, int64_t now_ms,
                                           int64_t lease_ms) override;
   Result<int> CompleteAttempt(const CompletionReport& report, int64_t now_ms) override;
@@ -55,7 +56,8 @@ class SqliteStore final : public Store {
   Status RetryJob(int64_t job_id, int64_t now_ms) override;
 
   using Store::AppendLogLines;
-  Result<int64_t> AppendLogLines(int64_t job_id, int attempt, const std::vector<LogLineRow>& lines,
+  Result<int64_t> AppendLogLines(int64_t job_id, int attempt,
+                                 const std::vector<LogLineRow>& lines,
                                  int64_t max_bytes) override;
   Result<std::vector<LogLineRow>> GetLogLines(int64_t job_id, int attempt, int64_t after_seq,
                                               int limit) override;

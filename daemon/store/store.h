@@ -22,29 +22,13 @@
 namespace farm::store {
 
 // Values mirror farm.v1.JobState / BuildState / AttemptCause.
-enum JobState : int {
-  kJobPending = 1,
-  kJobRunning = 2,
-  kJobSucceeded = 3,
-  kJobFailed = 4,
-  kJobCancelled = 5
-};
+enum JobState : int { kJobPending = 1, kJobRunning = 2, kJobSucceeded = 3, kJobFailed = 4, kJobCancelled = 5 };
 enum BuildState : int {
-  kBuildQueued = 1,
-  kBuildRunning = 2,
-  kBuildSucceeded = 3,
-  kBuildFailed = 4,
-  kBuildCancelled = 5
+  kBuildQueued = 1, kBuildRunning = 2, kBuildSucceeded = 3, kBuildFailed = 4, kBuildCancelled = 5
 };
 enum AttemptCause : int {
-  kCauseNone = 0,
-  kCauseCompleted = 1,
-  kCauseBuildFailed = 2,
-  kCauseLostWorker = 3,
-  kCauseTimedOut = 4,
-  kCauseCancelled = 5,
-  kCauseInfrastructure = 6,
-  kCauseValidationFailed = 7
+  kCauseNone = 0, kCauseCompleted = 1, kCauseBuildFailed = 2, kCauseLostWorker = 3,
+  kCauseTimedOut = 4, kCauseCancelled = 5, kCauseInfrastructure = 6, kCauseValidationFailed = 7
 };
 
 // Values mirror farm.v1.JobKind.
@@ -108,8 +92,8 @@ struct JobRow {
   int64_t not_before_ms = 0;
   std::string error;
   std::string build_key;
-  int64_t reused_from = 0;   // > 0: created succeeded with that job's artifacts
-  int max_attempts = 3;      // infrastructure failures and lost workers are retried below this
+  int64_t reused_from = 0;  // > 0: created succeeded with that job's artifacts
+  int max_attempts = 3;     // infrastructure failures and lost workers are retried below this
   std::string cancelled_by;  // who cancelled it (a token's name), "" if nobody did
   int64_t created_ms = 0;
   int64_t started_ms = 0;
@@ -132,7 +116,7 @@ struct AttemptRow {
   int64_t log_acked_seq = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
-  int64_t cache_hits = -1;  // compile cache; -1: the build ran without it
+  int64_t cache_hits = -1;    // compile cache; -1: the build ran without it
   int64_t cache_misses = -1;
 };
 
@@ -169,7 +153,7 @@ struct CompletionReport {
   int exit_code = 0;
   std::string detail;
   int64_t peak_rss_bytes = 0;
-  int max_attempts = 1;  // infrastructure failures are retried below this
+  int max_attempts = 1;           // infrastructure failures are retried below this
   bool retry_build_failures = false;
   int64_t retry_not_before_ms = 0;
   // Serialized farm.v1.ValidationReport of the attempt's wheels; stored with each of its
@@ -237,10 +221,10 @@ struct ScheduleRunRow {
   int64_t schedule_id = 0;
   int trigger = 0;
   int outcome = 0;
-  int64_t fire_ms = 0;  // the fire time answered (the request time for run-now)
+  int64_t fire_ms = 0;       // the fire time answered (the request time for run-now)
   int64_t created_ms = 0;
-  int64_t build_id = 0;  // > 0 when a build was submitted
-  int build_state = 0;   // the build's state, filled by queries
+  int64_t build_id = 0;      // > 0 when a build was submitted
+  int build_state = 0;       // the build's state, filled by queries
   std::string resolved_commit;
   std::string inputs_digest;  // hash of every input; "" when the source content is unknown
   std::string detail;
@@ -267,9 +251,9 @@ struct PublicationRow {
   std::string target;  // "github" or "hf"
   std::string kind;
   std::string repo;
-  std::string ref;    // GitHub tag or Hub revision
-  std::string path;   // path in the Hub repository
-  std::string label;  // local version label applied to the published wheel
+  std::string ref;     // GitHub tag or Hub revision
+  std::string path;    // path in the Hub repository
+  std::string label;   // local version label applied to the published wheel
   std::string filename;
   std::string sha256;  // blob of the published bytes; "" until prepared
   int64_t size = 0;
@@ -512,8 +496,8 @@ class Store {
   virtual Result<std::map<std::string, int64_t>> CountPublicationsByState();
   // Puts the build's rows for `target` ("" for all) back to pending with no attempts and
   // no error; `replace` lets them overwrite remote files that differ. Returns the count.
-  virtual Result<int> RequeuePublications(int64_t build_id, const std::string& target, bool replace,
-                                          int64_t now_ms);
+  virtual Result<int> RequeuePublications(int64_t build_id, const std::string& target,
+                                          bool replace, int64_t now_ms);
 
   // --- hosts (sqlite_store_hosts.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.

@@ -23,16 +23,16 @@ struct FakeGpu {
 };
 
 struct WorkerConfig {
-  std::string server;             // HOST:PORT of farmd; empty when server_file is used
-  std::string server_file;        // ready file holding "127.0.0.1:PORT" (waited for 30 s)
-  std::string enroll_token_file;  // empty: FARM_ENROLL_TOKEN from the environment
+  std::string server;            // HOST:PORT of farmd; empty when server_file is used
+  std::string server_file;       // ready file holding "127.0.0.1:PORT" (waited for 30 s)
+  std::string enroll_token_file; // empty: FARM_ENROLL_TOKEN from the environment
   std::string state_dir = "farm-worker-state";  // worker id + token (0600 file)
-  std::string work_dir;                         // per-job workspaces; default <state_dir>/work
+  std::string work_dir;          // per-job workspaces; default <state_dir>/work
   // The compile cache every build goes through (compile_cache.h); --no-ccache turns it off.
   bool ccache = true;
-  std::string ccache_dir;  // default <work_dir>/ccache
+  std::string ccache_dir;        // default <work_dir>/ccache
   std::string ccache_max_size = "20G";
-  std::string name;  // default: the host name
+  std::string name;              // default: the host name
   std::map<std::string, std::string> labels;
   int max_jobs = 1;
   // What a job keeps of its log while farmd does not acknowledge it (log_shipper.h).
@@ -48,13 +48,13 @@ struct WorkerConfig {
   std::vector<std::string> find_links;
   bool verbose = false;
   // Where build commands run (docs/provisioning.md, "The container executor").
-  std::string executor = "native";  // native, podman or docker
+  std::string executor = "native";        // native, podman or docker
   // Native builds run in a bubblewrap sandbox (sandbox_executor.h): auto (when bwrap is
   // installed and works; else with the worker's own rights, said at start), bwrap
   // (required: the worker refuses to start without it) or off.
   std::string sandbox = "auto";
-  std::string container_image;                     // builder image when the recipe names none
-  std::string container_network = "fetch";         // fetch: sources only; none: no network at all
+  std::string container_image;            // builder image when the recipe names none
+  std::string container_network = "fetch";  // fetch: sources only; none: no network at all
   std::vector<std::string> container_engine_args;  // before `run`, split on spaces
   std::vector<std::string> container_run_args;     // after `run`, split on spaces
   std::string container_gpus = "auto";             // auto, all or none

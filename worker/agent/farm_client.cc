@@ -80,8 +80,7 @@ Result<farm::v1::RegisterResponse> GrpcFarmClient::Register(const farm::v1::Regi
   return resp;
 }
 
-Result<farm::v1::HeartbeatResponse> GrpcFarmClient::Heartbeat(
-    const farm::v1::HeartbeatRequest& req) {
+Result<farm::v1::HeartbeatResponse> GrpcFarmClient::Heartbeat(const farm::v1::HeartbeatRequest& req) {
   grpc::ClientContext ctx;
   Prepare(ctx, kCallTimeoutMs);
   farm::v1::HeartbeatResponse resp;

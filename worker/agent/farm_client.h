@@ -90,11 +90,11 @@ class GrpcFarmClient final : public FarmClient {
 
   std::function<Result<std::string>()> resolve_;
   std::mutex mu_;
-  std::string address_;                                  // guarded by mu_
-  std::shared_ptr<farm::v1::WorkerService::Stub> stub_;  // guarded by mu_
-  std::string token_;                                    // guarded by mu_
-  std::vector<grpc::ClientContext*> waits_;              // guarded by mu_
-  bool waits_cancelled_ = false;                         // guarded by mu_
+  std::string address_;                                   // guarded by mu_
+  std::shared_ptr<farm::v1::WorkerService::Stub> stub_;   // guarded by mu_
+  std::string token_;                                     // guarded by mu_
+  std::vector<grpc::ClientContext*> waits_;               // guarded by mu_
+  bool waits_cancelled_ = false;                          // guarded by mu_
 };
 
 }  // namespace farm::agent

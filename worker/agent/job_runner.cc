@@ -53,14 +53,10 @@ Result<std::string> BuildDir(const std::string& src, const std::string& sub) {
 
 std::string SourceText(const farm::v1::Source& s) {
   switch (s.kind_case()) {
-    case farm::v1::Source::kLocalPath:
-      return "directory " + s.local_path();
-    case farm::v1::Source::kTarballPath:
-      return "tarball " + s.tarball_path();
-    case farm::v1::Source::kGit:
-      return "git " + s.git().url() + " " + s.git().commit();
-    default:
-      return "(none)";
+    case farm::v1::Source::kLocalPath: return "directory " + s.local_path();
+    case farm::v1::Source::kTarballPath: return "tarball " + s.tarball_path();
+    case farm::v1::Source::kGit: return "git " + s.git().url() + " " + s.git().commit();
+    default: return "(none)";
   }
 }
 
@@ -140,9 +136,7 @@ ExecutableCheck ImageCheckFor(Executor& executor, const std::string& ws, const s
 
 JobRunner::JobRunner(JobDeps deps, JobSettings settings, farm::v1::JobAssignment job,
                      std::shared_ptr<JobControl> control)
-    : deps_(std::move(deps)),
-      settings_(std::move(settings)),
-      job_(std::move(job)),
+    : deps_(std::move(deps)), settings_(std::move(settings)), job_(std::move(job)),
       control_(std::move(control)) {}
 
 int64_t JobRunner::RetryDeadlineMs(int64_t normal_ms) const {
@@ -174,9 +168,9 @@ Outcome JobRunner::Run() {
     outcome = Execute(log, ws);
   }
   if (control_->stopped() && outcome.cause != control_->cause()) outcome = StoppedOutcome(outcome);
-  log.Append(farm::v1::SYSTEM,
-             "farm: attempt ended: " + farm::v1::AttemptCause_Name(outcome.cause) +
-                 (outcome.detail.empty() ? "" : " (" + outcome.detail + ")"));
+  log.Append(farm::v1::SYSTEM, "farm: attempt ended: " +
+                                   farm::v1::AttemptCause_Name(outcome.cause) +
+                                   (outcome.detail.empty() ? "" : " (" + outcome.detail + ")"));
   control_->log_seq = log.last_seq();
   Status flushed = log.Finish(RetryDeadlineMs(60000));
   if (!flushed.ok()) log::Warn(JobName(job_) + ": log upload incomplete: " + flushed.ToString());
@@ -190,8 +184,7 @@ Outcome JobRunner::Run() {
 
 Outcome JobRunner::Execute(LogShipper& log, const std::string& ws) {
   auto on_line = [&log, this](OutputStream s, const std::string& line) {
-    control_->log_seq =
-        log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+    control_->log_seq = log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
   };
   auto system = [&log, this](const std::string& text) {
     control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + text);
@@ -320,24 +313,16 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   FARM_ASSIGN_OR_RETURN(auto toolkit, SelectToolkit(job_.cell(), settings_.caps));
   system("creating venv with " + python.path() + " (Python " + python.version() + ")");
   EnvMap tool_env = BaseEnv(settings_.worker_env);
-  StepRunner steps(
-      *deps_.runner, tool_env, control_.get(), [&log](OutputStream s, const std::string& line) {
-        log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
-      });
-  FARM_RETURN_IF_ERROR(
-      CreateVenv(steps, python.path(), recipe.system_site_packages(), ws + "/venv"));
+  StepRunner steps(*deps_.runner, tool_env, control_.get(),
+                   [&log](OutputStream s, const std::string& line) {
+                     log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+                   });
+  FARM_RETURN_IF_ERROR(CreateVenv(steps, python.path(), recipe.system_site_packages(), ws + "/venv"));
   FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/wheels"));
   FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/tmp"));
-  JobEnvInputs in{&job_,
-                  settings_.worker_env,
-                  ws + "/venv",
-                  ws + "/wheels",
-                  ws + "/tmp",
-                  python.version(),
-                  toolkit,
-                  settings_.caps.cpu_cores(),
-                  deps_.probe->AvailableMemoryBytes(),
-                  settings_.secrets,
+  JobEnvInputs in{&job_, settings_.worker_env, ws + "/venv", ws + "/wheels", ws + "/tmp",
+                  python.version(), toolkit, settings_.caps.cpu_cores(),
+                  deps_.probe->AvailableMemoryBytes(), settings_.secrets,
                   SourceDateEpoch(*deps_.runner, src)};
   EnvMap env = BuildJobEnv(in);
   if (recipe.build_on_target_gpu()) {
@@ -349,21 +334,16 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   }
   JobCacheUse cache_use;
   if (settings_.compile_cache != nullptr) {
-    cache_use = settings_.compile_cache->PrepareJob(
-        recipe, ws, deps_.executor->Name(), env,
-        ImageCheckFor(*deps_.executor, ws, recipe.container_image(), env));
+    cache_use = settings_.compile_cache->PrepareJob(recipe, ws, deps_.executor->Name(), env,
+                                                    ImageCheckFor(*deps_.executor, ws,
+                                                                  recipe.container_image(), env));
   }
   if (!cache_use.note.empty()) system(cache_use.note);
   system("running the build command in " + build_dir + " (MAX_JOBS=" + env["MAX_JOBS"] +
          (toolkit.path().empty() ? "" : ", CUDA " + toolkit.version()) + ", executor " +
          deps_.executor->Name() + ")");
-  ExecRequest req{{"bash", "-eo", "pipefail", "-c", recipe.build_command()},
-                  build_dir,
-                  env,
-                  ws,
-                  recipe.container_image(),
-                  kKillGraceMs,
-                  cache_use.mounts};
+  ExecRequest req{{"bash", "-eo", "pipefail", "-c", recipe.build_command()}, build_dir, env, ws,
+                  recipe.container_image(), kKillGraceMs, cache_use.mounts};
   req.network = recipe.network();
   req.host_read_paths = PythonReadPaths(python.path());
   if (!toolkit.path().empty()) req.host_read_paths.push_back(toolkit.path());
@@ -383,9 +363,8 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   out.compile_cache = CompileCache::FinishJob(cache_use);
   // Only builds that compiled something have a hit rate to tell; a silent line keeps a
   // failing build's own last lines at the end of the log.
-  if (out.compile_cache &&
-      out.compile_cache->hits() + out.compile_cache->misses() + out.compile_cache->uncacheable() >
-          0) {
+  if (out.compile_cache && out.compile_cache->hits() + out.compile_cache->misses() +
+                               out.compile_cache->uncacheable() > 0) {
     system(DescribeCacheStats(*out.compile_cache));
   }
   if (control_->stopped()) return StoppedOutcome(out);
@@ -497,11 +476,10 @@ Result<farm::v1::ArtifactHeader> JobRunner::Label(LogShipper& log, const std::st
   return labelled.header;
 }
 
-Result<farm::v1::ValidationReport> JobRunner::Validate(LogShipper& log, const JobEnvInputs& env_in,
-                                                       const std::string& build_dir,
-                                                       const std::string& python,
-                                                       const std::vector<std::string>& wheels,
-                                                       const farm::v1::ArchManifest& manifest) {
+Result<farm::v1::ValidationReport> JobRunner::Validate(
+    LogShipper& log, const JobEnvInputs& env_in, const std::string& build_dir,
+    const std::string& python, const std::vector<std::string>& wheels,
+    const farm::v1::ArchManifest& manifest) {
   const farm::v1::ValidationSpec& spec = job_.recipe().validation();
   if (spec.script().empty() && spec.import_modules_size() == 0) {
     farm::v1::ValidationReport none;
@@ -516,15 +494,10 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(LogShipper& log, const Jo
   const bool on_host = deps_.executor->RunsOnHost();
   std::string where = on_host ? "" : " inside the " + deps_.executor->Name() + " container";
   control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validating in a clean venv" + where);
-  ValidationInputs in{.job = &job_,
-                      .wheels = wheels,
-                      .manifest = manifest,
-                      .python = python,
+  ValidationInputs in{.job = &job_, .wheels = wheels, .manifest = manifest, .python = python,
                       .dir = stdfs::path(env_in.wheel_dir).parent_path().string() + "/validate",
-                      .build_dir = build_dir,
-                      .find_links = settings_.find_links,
-                      .caps = settings_.caps,
-                      .worker_id = settings_.worker_id};
+                      .build_dir = build_dir, .find_links = settings_.find_links,
+                      .caps = settings_.caps, .worker_id = settings_.worker_id};
   JobEnvInputs venv_in = env_in;
   venv_in.venv_dir = in.dir + "/venv";
   in.env = BuildJobEnv(venv_in);
@@ -535,9 +508,9 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(LogShipper& log, const Jo
       *deps_.executor, *deps_.runner, ValidationContainer(in, job_.recipe().container_image()));
   StepRunner steps(*runner, BaseEnv(settings_.worker_env), control_.get(), on_line);
   FARM_ASSIGN_OR_RETURN(auto report, ValidateWheels(steps, *runner, control_.get(), on_line, in));
-  control_->log_seq = log.Append(
-      farm::v1::SYSTEM, "farm: validation " + farm::v1::ValidationState_Name(report.state()) +
-                            ": " + report.message());
+  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validation " +
+                                                       farm::v1::ValidationState_Name(report.state()) +
+                                                       ": " + report.message());
   return report;
 }
 

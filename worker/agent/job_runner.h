@@ -32,29 +32,29 @@ class StepRunner;
 // Called with each wheel before it is uploaded: the structure and arch-manifest checks
 // (CheckWheelForJob in wheel_check.h) plug in here and fill header->manifest. A non-OK
 // status fails the attempt with CAUSE_VALIDATION_FAILED.
-using WheelHook =
-    std::function<Status(const farm::v1::JobAssignment& job, const std::string& wheel_path,
-                         farm::v1::ArtifactHeader* header)>;
+using WheelHook = std::function<Status(const farm::v1::JobAssignment& job,
+                                       const std::string& wheel_path,
+                                       farm::v1::ArtifactHeader* header)>;
 
 struct JobDeps {
   FarmClient* client = nullptr;
-  ProcessRunner* runner = nullptr;   // helper tools (git, tar, venv)
-  Executor* executor = nullptr;      // the build command
-  CapabilityProbe* probe = nullptr;  // memory available at job start
+  ProcessRunner* runner = nullptr;     // helper tools (git, tar, venv)
+  Executor* executor = nullptr;        // the build command
+  CapabilityProbe* probe = nullptr;    // memory available at job start
   const Clock* clock = nullptr;
-  WheelHook wheel_hook;  // may be empty: wheels are then taken unchecked
+  WheelHook wheel_hook;                // may be empty: wheels are then taken unchecked
 };
 
 struct JobSettings {
   std::string work_dir;
   bool keep_workspace = false;
-  farm::v1::Capabilities caps;                       // the worker's latest probe
-  EnvMap worker_env;                                 // filtered through the allow-list
-  std::vector<std::string> secrets;                  // tokens that must not reach the build
+  farm::v1::Capabilities caps;         // the worker's latest probe
+  EnvMap worker_env;                   // filtered through the allow-list
+  std::vector<std::string> secrets;    // tokens that must not reach the build
   const std::atomic<bool>* shutting_down = nullptr;  // shortens completion retries
-  std::vector<std::string> find_links;               // where validation finds runtime requirements
-  std::string worker_id;                             // named in validation reports
-  CompileCache* compile_cache = nullptr;         // the worker's ccache; null: builds run without
+  std::vector<std::string> find_links;  // where validation finds runtime requirements
+  std::string worker_id;                // named in validation reports
+  CompileCache* compile_cache = nullptr;  // the worker's ccache; null: builds run without
   int64_t log_buffer_bytes = int64_t{64} << 20;  // LogShipperOptions::max_buffered_bytes
 };
 
@@ -64,7 +64,7 @@ struct Outcome {
   std::string detail;
   int exit_code = 0;
   int64_t peak_rss_bytes = 0;
-  farm::v1::ValidationReport validation;                     // of the attempt's wheels
+  farm::v1::ValidationReport validation;  // of the attempt's wheels
   std::optional<farm::v1::CompileCacheStats> compile_cache;  // when the build used the cache
 };
 

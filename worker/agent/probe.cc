@@ -1,7 +1,8 @@
 #include "worker/agent/probe.h"
 
-#include <glob.h>
 #include <google/protobuf/util/json_util.h>
+
+#include <glob.h>
 #include <sched.h>
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
@@ -111,16 +112,18 @@ std::vector<std::string> DiscoverPythons(const std::vector<std::string>& configu
   return out;
 }
 
-Result<std::string> SystemProbe::RunText(const std::vector<std::string>& argv, int64_t timeout_ms) {
+Result<std::string> SystemProbe::RunText(const std::vector<std::string>& argv,
+                                         int64_t timeout_ms) {
   ProcessSpec spec;
   spec.argv = argv;
   spec.kill_grace_ms = 1000;
   FARM_ASSIGN_OR_RETURN(auto captured, RunAndCapture(runner_, spec, timeout_ms));
   if (captured.result.timed_out) return Status::DeadlineExceeded(argv[0] + " timed out");
   if (captured.result.exit_code != 0) {
-    return Status::FailedPrecondition(
-        argv[0] + " exited with " + std::to_string(captured.result.exit_code) + ": " +
-        captured.err.substr(0, std::min<size_t>(captured.err.find('\n'), 300)));
+    return Status::FailedPrecondition(argv[0] + " exited with " +
+                                      std::to_string(captured.result.exit_code) + ": " +
+                                      captured.err.substr(0, std::min<size_t>(
+                                                                 captured.err.find('\n'), 300)));
   }
   return captured.out;
 }
@@ -128,9 +131,9 @@ Result<std::string> SystemProbe::RunText(const std::vector<std::string>& argv, i
 std::optional<int64_t> SystemProbe::CgroupLimit() {
   auto cg = fs::ReadFile("/proc/self/cgroup");
   std::string rel = cg.ok() ? ParseCgroupV2Path(*cg) : "";
-  for (const std::string& path :
-       {"/sys/fs/cgroup" + rel + "/memory.max", std::string("/sys/fs/cgroup/memory.max"),
-        std::string("/sys/fs/cgroup/memory/memory.limit_in_bytes")}) {
+  for (const std::string& path : {"/sys/fs/cgroup" + rel + "/memory.max",
+                                  std::string("/sys/fs/cgroup/memory.max"),
+                                  std::string("/sys/fs/cgroup/memory/memory.limit_in_bytes")}) {
     auto text = fs::ReadFile(path);
     if (text.ok()) return ParseCgroupMemoryLimit(*text);
   }
