@@ -339,8 +339,7 @@ TEST(ParseRecipeErrorTest, PathsAndEnvNames) {
 TEST(ParseRecipeErrorTest, YamlSyntaxAndDocumentShape) {
   EXPECT_EQ(ErrorOf("name: a\nbuild: [b\nsource: x\n"),
             "recipe.yaml:3:7: YAML syntax error: end of sequence flow not found");
-  EXPECT_EQ(ErrorOf("name: a\n  build: b\n"),
-            "recipe.yaml:2:8: YAML syntax error: illegal map value");
+  EXPECT_EQ(ErrorOf("name: a\n  build: b\n"), "recipe.yaml:2:8: YAML syntax error: illegal map value");
   EXPECT_EQ(ErrorOf(""), "recipe.yaml:1:1: the recipe is empty");
   EXPECT_EQ(ErrorOf("- a\n- b\n"), "recipe.yaml:1:1: a recipe must be a mapping, got a list");
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "---\nname: b\n"),
