@@ -32,6 +32,7 @@ const char kUsage[] =
     "  logs JOB                a job's log (--follow, --tail N, --attempt N)\n"
     "  cancel BUILD            cancel a build; running jobs are stopped\n"
     "  retry JOB               run a failed or cancelled job again\n"
+    "  validate ARTIFACT       validate the artifact's wheels again on a GPU they run on\n"
     "  download BUILD --dir D  fetch the build's wheels into D, checking sha256\n"
     "  inspect FILE            check a wheel or .so here, no farmd (--arch-list, --cuobjdump)\n"
     "  publish BUILD --to T    publish the build's wheels again: github, hf or all (--replace)\n"
