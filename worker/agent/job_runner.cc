@@ -30,7 +30,8 @@ std::string JobName(const farm::v1::JobAssignment& job) {
   return "job " + std::to_string(job.job_id()) + " attempt " + std::to_string(job.attempt());
 }
 
-// The helper tools' environment: the allow-listed worker variables, and git never prompts.
+// The environment of the source tools (git, tar): the allow-listed worker variables, and git
+// never prompts.
 EnvMap ToolEnv(const EnvMap& worker_env) {
   EnvMap env = BaseEnv(worker_env);
   env["GIT_TERMINAL_PROMPT"] = "0";
