@@ -147,9 +147,13 @@ function gridHtml(build, fetchedAt) {
 function validationSummary(v) {
   if (!v) return '';
   const cases = v.cases || [];
-  const best = cases.reduce((a, c) => (Number(c.tops) > Number(a ? a.tops : 0) ? c : a), null);
-  const speed = best && Number(best.tops) > 0
-    ? ` · ${Number(best.tops).toFixed(1)} TOPS${Number(best.baseline_tops) > 0 ? ` (baseline ${Number(best.baseline_tops).toFixed(1)})` : ''}`
+  // Reports stored before throughput had a unit carry attention TOPS alone.
+  const rate = (c) => Number(c.throughput_unit ? c.throughput : c.tops) || 0;
+  const best = cases.reduce((a, c) => (rate(c) > (a ? rate(a) : 0) ? c : a), null);
+  const unit = best && best.throughput_unit ? best.throughput_unit : 'TOPS';
+  const base = best ? Number(best.throughput_unit ? best.baseline_throughput : best.baseline_tops) || 0 : 0;
+  const speed = best && rate(best) > 0
+    ? ` · ${rate(best).toFixed(1)} ${esc(unit)}${base > 0 ? ` (${esc(best.baseline || 'baseline')} ${base.toFixed(1)})` : ''}`
     : '';
   const failed = cases.filter((c) => !c.passed).length;
   return `${badge(v.state)}${speed}${failed ? ` · <span class="error">${failed} of ${cases.length} cases failed</span>` : ''}

@@ -162,21 +162,29 @@ function artifactsHtml(arts) {
     const m = a.manifest || {}, v = a.validation || {};
     const images = (m.images || []).map((i) => `<tr><td><code>${esc(i.module)}</code></td>
       <td>${esc(i.kind)}</td><td>${esc(i.arch)}</td></tr>`).join('');
-    const cases = (v.cases || []).map((c) => `<tr class="${c.passed ? '' : 'error'}"><td>${esc(c.name)}</td><td>${Number(c.cosine).toFixed(5)}</td>
-      <td>${Number(c.relative_l1).toFixed(5)}</td><td>${Number(c.tops).toFixed(1)}</td>
-      <td>${Number(c.baseline_tops).toFixed(1)}</td><td>${c.passed ? 'yes' : 'no'}</td></tr>`).join('');
+    const cases = (v.cases || []).map((c) => {
+      // Reports stored before throughput had a unit carry attention TOPS alone.
+      const legacy = !c.throughput_unit && !c.throughput;
+      const tp = Number(legacy ? c.tops : c.throughput) || 0, unit = legacy ? 'TOPS' : c.throughput_unit;
+      const base = Number(legacy ? c.baseline_tops : c.baseline_throughput) || 0;
+      return `<tr class="${c.passed ? '' : 'error'}"><td>${esc(c.name)}</td><td>${Number(c.cosine).toFixed(5)}</td>
+      <td>${Number(c.relative_l1).toFixed(5)}</td><td>${tp ? tp.toFixed(1) + ' ' + esc(unit) : ''}</td>
+      <td>${base ? base.toFixed(1) + ' ' + esc(unit) + ' ' + esc(c.baseline || '') : ''}</td>
+      <td>${c.passed ? 'yes' : 'no'}</td></tr>`;
+    }).join('');
     return `<div class="artifact"><h3><a href="${esc(a.url)}">${esc(a.filename)}</a></h3>
       <p>sha256 <code class="sha">${esc(a.sha256)}</code> · ${bytes(Number(a.size))} · variant <code>${esc(a.variant)}</code></p>
       <pre class="mono pip">${a.indexed ? `pip install --index-url ${esc(origin + a.index_path)} ${esc(a.project)}==${esc(a.version)}
 ` : ''}pip install "${esc(origin + a.url)}#sha256=${esc(a.sha256)}"</pre>
       ${a.indexed ? '' : '<p class="muted">Not in the index: it lists wheels once they are validated on a GPU.</p>'}
       <h4>Arch manifest</h4><p>runs on: ${(m.runs_on || []).map(esc).join(', ') || '<span class="muted">unknown</span>'}
-      ${(m.missing || []).length ? `<br><span class="error">missing: ${m.missing.map(esc).join(', ')}</span>` : ''}</p>
+      ${(m.missing || []).length ? `<br><span class="error">missing: ${m.missing.map(esc).join(', ')}</span>` : ''}
+      ${a.arch_warning ? `<br><span class="error arch-warning">warning: ${esc(a.arch_warning)}</span>` : ''}</p>
       ${images ? `<table class="manifest"><tr><th>Module</th><th>Kind</th><th>Arch</th></tr>${images}</table>` : ''}
       <h4>Validation ${badge(v.state)}</h4>
       <p>${esc(v.gpu_name)} ${v.compute_capability ? '(sm ' + esc(v.compute_capability) + ')' : ''} ${esc(v.message)}</p>
-      ${cases ? `<table class="validation"><tr><th>Case</th><th>Cosine</th><th>Rel. L1</th><th>TOPS</th>
-        <th>Baseline TOPS</th><th>Passed</th></tr>${cases}</table>` : ''}</div>`;
+      ${cases ? `<table class="validation"><tr><th>Case</th><th>Cosine</th><th>Rel. L1</th><th>Throughput</th>
+        <th>Baseline</th><th>Passed</th></tr>${cases}</table>` : ''}</div>`;
   }).join('');
 }
 

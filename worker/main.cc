@@ -43,6 +43,10 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
+  for (const auto& fake : config->test_fake_gpus) {
+    log::Warn("TEST ONLY: reporting a GPU that is not there (--test-fake-gpu): " + fake.name +
+              ", cc " + std::to_string(fake.cc_major) + "." + std::to_string(fake.cc_minor));
+  }
   if (config->probe_only) return agent::PrintProbe(*config);
   auto token = agent::LoadEnrollToken(*config);
   if (!token.ok()) {

@@ -138,6 +138,25 @@ void CheckFilename(const std::string& path, const InspectOptions& options, Wheel
                     &report->problems);
 }
 
+// One "arch-unrequested" problem per module that carries images no requested target names.
+void AddUnrequestedProblems(const InspectOptions& options, WheelReport* report) {
+  const std::string asked = arch::FormatArchList(options.requested_targets);
+  std::string module, images;
+  auto flush = [&] {
+    if (images.empty()) return;
+    report->problems.push_back({"arch-unrequested", module,
+                                module + " holds " + images + ", which the arch list " +
+                                    asked + " does not ask for"});
+    images.clear();
+  };
+  for (const UnrequestedImage& extra : report->manifest.unrequested) {
+    if (extra.module != module) flush();
+    module = extra.module;
+    images += (images.empty() ? "" : ", ") + extra.image;
+  }
+  flush();
+}
+
 }  // namespace
 
 Result<WheelReport> InspectWheel(const std::string& path, const InspectOptions& options) {
@@ -162,6 +181,7 @@ Result<WheelReport> InspectWheel(const std::string& path, const InspectOptions& 
     for (const MissingImage& miss : report.manifest.missing) {
       report.problems.push_back({"arch-missing", miss.module, miss.ToString()});
     }
+    if (options.refuse_unrequested) AddUnrequestedProblems(options, &report);
   }
   return report;
 }

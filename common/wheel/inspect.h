@@ -42,6 +42,9 @@ struct InspectOptions {
   FatbinLimits fatbin_limits;
   // Targets every module with device code must carry (farm::arch::ParseArchList).
   std::vector<arch::Target> requested_targets;
+  // Images the requested targets do not name are a problem ("arch-unrequested", one per
+  // module) instead of only being listed in the manifest.
+  bool refuse_unrequested = false;
 };
 
 // One regular file of the wheel.

@@ -1,6 +1,10 @@
 #include "common/wheel/job_check.h"
 
+#include <algorithm>
 #include <cctype>
+#include <set>
+#include <tuple>
+#include <utility>
 
 namespace farm::wheel {
 namespace {
@@ -17,7 +21,50 @@ void AddImages(const ModuleManifest& module, farm::v1::ArchManifest* out) {
   }
 }
 
+// Image names ascending by compute capability, SASS before PTX, plain before a/f.
+std::vector<std::string> SortedImages(const std::set<std::string>& names) {
+  std::vector<std::pair<std::tuple<int, int, int, char>, std::string>> keyed;
+  for (const std::string& name : names) {
+    auto image = arch::ParseImage(name);
+    std::tuple<int, int, int, char> key{999, 0, 0, 0};
+    if (image.ok()) {
+      key = {image->major, image->minor, image->kind == arch::Image::Kind::kPtx, image->suffix};
+    }
+    keyed.push_back({key, name});
+  }
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<std::string> out;
+  for (auto& [key, name] : keyed) out.push_back(std::move(name));
+  return out;
+}
+
+std::string JoinShort(const std::vector<std::string>& names) {
+  constexpr size_t kMaxListed = 8;
+  constexpr size_t kEnds = 3;
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names.size() > kMaxListed && i == kEnds) {
+      out += ", ...";
+      i = names.size() - kEnds - 1;
+      continue;
+    }
+    out += (out.empty() ? "" : ", ") + names[i];
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string ArchListIgnoredMessage(const std::string& arch_list,
+                                   const farm::v1::ArchManifest& manifest) {
+  if (manifest.unrequested().empty()) return "";
+  std::set<std::string> built;
+  for (const auto& image : manifest.images()) built.insert(image.arch());
+  std::set<std::string> extra(manifest.unrequested().begin(), manifest.unrequested().end());
+  return "this package ignored TORCH_CUDA_ARCH_LIST: asked " + arch_list + ", built " +
+         JoinShort(SortedImages(built)) + " (not asked for: " + JoinShort(SortedImages(extra)) +
+         ")";
+}
 
 std::string JobWheelCheck::Summary() const {
   std::string out;
@@ -52,6 +99,9 @@ farm::v1::ArchManifest ManifestToProto(const ArchManifest& manifest) {
   for (const ModuleManifest& m : manifest.modules) AddImages(m, &out);
   for (const arch::Version& v : manifest.runs_on) out.add_runs_on(v.ToString());
   for (const MissingImage& miss : manifest.missing) out.add_missing(miss.ToString());
+  std::set<std::string> extra;
+  for (const UnrequestedImage& image : manifest.unrequested) extra.insert(image.image);
+  for (std::string& name : SortedImages(extra)) out.add_unrequested(std::move(name));
   return out;
 }
 

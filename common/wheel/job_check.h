@@ -30,7 +30,9 @@ struct JobWheelCheck {
 // "3.12" -> "cp312"; "" for an empty or malformed version.
 std::string CpythonTag(const std::string& python_version);
 
-// Checks the wheel at `path` for `cell`. `filename` is the wheel's name when the file sits
+// Checks the wheel at `path` for `cell`. Images the cell's arch list does not ask for are
+// listed in the manifest (`unrequested`) and become problems only with
+// base.refuse_unrequested. `filename` is the wheel's name when the file sits
 // under another one ("" = last path component). On success returns the manifest and the
 // problems (a wheel that breaks a rule is still a success of the check, with problems).
 // Fails when the file cannot be read as a zip archive or the cell's arch list does not
@@ -41,6 +43,14 @@ Result<JobWheelCheck> CheckJobWheel(const std::string& path, const std::string& 
 
 // The proto form of a manifest, as stored with the artifact and shown by farmctl.
 farm::v1::ArchManifest ManifestToProto(const ArchManifest& manifest);
+
+// The warning shown in the job log, by farmctl and on the dashboard when a wheel holds
+// images its cell's arch list did not ask for, e.g. "this package ignored
+// TORCH_CUDA_ARCH_LIST: asked 9.0, built sm_75, sm_90, sm_121 (not asked for: sm_75,
+// sm_121)". Image lists are ascending by compute capability; more than eight names are
+// shortened to the first three, "...", and the last three. "" when nothing was unrequested.
+std::string ArchListIgnoredMessage(const std::string& arch_list,
+                                   const farm::v1::ArchManifest& manifest);
 
 }  // namespace farm::wheel
 

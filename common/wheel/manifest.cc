@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <tuple>
 
 #include "common/wheel/elf_reader.h"
 
@@ -199,6 +200,11 @@ Result<ModuleManifest> ReadModuleManifest(std::string_view elf_bytes, const std:
 void FinishManifest(const std::vector<arch::Target>& requested, ArchManifest* manifest) {
   manifest->runs_on.clear();
   manifest->missing.clear();
+  manifest->unrequested.clear();
+  std::vector<arch::Image> wanted;
+  for (const arch::Target& t : requested) {
+    for (const arch::Image& image : arch::ImagesOf(t)) wanted.push_back(image);
+  }
   bool any_device_code = false;
   for (const ModuleManifest& m : manifest->modules) {
     if (!m.has_device_code()) continue;
@@ -216,6 +222,21 @@ void FinishManifest(const std::vector<arch::Target>& requested, ArchManifest* ma
                                  [&](const CodeImage& have) { return have.image == want; });
         if (!found) manifest->missing.push_back({m.module, want.ToString()});
       }
+    }
+    if (wanted.empty()) continue;
+    std::vector<arch::Image> extra;
+    for (const std::string& name : m.archs) {
+      auto image = arch::ParseImage(name);
+      if (image.ok() && std::find(wanted.begin(), wanted.end(), *image) == wanted.end()) {
+        extra.push_back(*image);
+      }
+    }
+    std::sort(extra.begin(), extra.end(), [](const arch::Image& a, const arch::Image& b) {
+      return std::tie(a.major, a.minor, a.kind, a.suffix) <
+             std::tie(b.major, b.minor, b.kind, b.suffix);
+    });
+    for (const arch::Image& image : extra) {
+      manifest->unrequested.push_back({m.module, image.ToString()});
     }
   }
   if (any_device_code) return;

@@ -56,6 +56,14 @@ struct MissingImage {
   std::string ToString() const;
 };
 
+// An image a module carries that the requested targets did not ask for: the package
+// compiled for archs of its own choosing (a hard-coded -gencode, or an arch list it parsed
+// its own way).
+struct UnrequestedImage {
+  std::string module;
+  std::string image;  // "sm_75"
+};
+
 // The manifest of a whole wheel (or any set of modules).
 struct ArchManifest {
   std::vector<ModuleManifest> modules;  // every ELF examined, with or without device code
@@ -63,6 +71,9 @@ struct ArchManifest {
   std::vector<arch::Version> runs_on;
   // Requested images that are absent, per module, in module and target order.
   std::vector<MissingImage> missing;
+  // Images present that no requested target names, per module, in module and image order;
+  // empty when nothing was requested (no request, nothing to ignore).
+  std::vector<UnrequestedImage> unrequested;
 };
 
 // Reads the manifest of the ELF shared object in `elf_bytes`, named `module` in messages.
@@ -73,9 +84,11 @@ struct ArchManifest {
 Result<ModuleManifest> ReadModuleManifest(std::string_view elf_bytes, const std::string& module,
                                           const FatbinLimits& limits = {});
 
-// Fills `manifest->runs_on` from its modules and `manifest->missing` from `requested`
+// Fills `manifest->runs_on` from its modules, `manifest->missing` from `requested`
 // (every image of every target, farm::arch::ImagesOf, must be present in every module
-// with device code; a manifest without device code misses everything requested).
+// with device code; a manifest without device code misses everything requested) and
+// `manifest->unrequested` (images of modules with device code that no target names, when
+// `requested` is not empty).
 void FinishManifest(const std::vector<arch::Target>& requested, ArchManifest* manifest);
 
 // A multi-line summary for people: per module its images with compression, runs-on and

@@ -61,6 +61,9 @@ std::string FormatManifest(const ArchManifest& manifest) {
   }
   out += "wheel runs on: " + JoinVersions(manifest.runs_on) + "\n";
   for (const MissingImage& miss : manifest.missing) out += "missing: " + miss.ToString() + "\n";
+  for (const UnrequestedImage& extra : manifest.unrequested) {
+    out += "not requested: " + extra.module + " holds " + extra.image + "\n";
+  }
   return out;
 }
 

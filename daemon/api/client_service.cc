@@ -7,8 +7,10 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "daemon/api/artifact_stream.h"
 #include "daemon/api/handler.h"
 #include "daemon/api/peers.h"
+#include "daemon/api/revalidation.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/placement.h"
 
@@ -285,24 +287,36 @@ grpc::Status ClientService::RevokeToken(grpc::ServerContext* call,
   });
 }
 
+grpc::Status ClientService::ValidateArtifact(grpc::ServerContext* call,
+                                             const farm::v1::ValidateArtifactRequest* req,
+                                             farm::v1::Job* resp) {
+  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(store::JobRow job,
+                          QueueValidation(*ctx_->store, *ctx_->clock, req->artifact_id(),
+                                          ctx_->tunables.max_attempts));
+    log::Info("validation of artifact " + std::to_string(req->artifact_id()) + " asked by " +
+              who.name + ": job " + std::to_string(job.id));
+    FARM_ASSIGN_OR_RETURN(*resp, LoadJob(*ctx_, job));
+    return Status::Ok();
+  });
+}
+
 grpc::Status ClientService::DownloadArtifact(grpc::ServerContext* call,
                                              const farm::v1::GetArtifactRequest* req,
                                              grpc::ServerWriter<farm::v1::ArtifactChunk>* out) {
   return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetArtifact(req->artifact_id()));
-    FILE* f = fopen(ctx_->blobs->PathFor(row.sha256).c_str(), "rb");
-    if (!f) return Status::DataLoss("blob of artifact " + row.filename + " is missing");
+    if (!ctx_->blobs->Contains(row.sha256)) {
+      return Status::DataLoss("blob of artifact " + row.filename + " is missing");
+    }
     farm::v1::ArtifactChunk first;
     *first.mutable_artifact() = ArtifactToProto(row);
-    bool ok = out->Write(first);
-    std::string buf(1 << 20, '\0');
-    for (size_t n; ok && (n = fread(buf.data(), 1, buf.size(), f)) > 0;) {
+    if (!out->Write(first)) return Status::Cancelled("client went away");
+    return StreamBlob(*ctx_->blobs, row, [out](const std::string& data) {
       farm::v1::ArtifactChunk chunk;
-      chunk.set_data(buf.data(), n);
-      ok = out->Write(chunk);
-    }
-    fclose(f);
-    return ok ? Status::Ok() : Status::Cancelled("client went away");
+      chunk.set_data(data);
+      return out->Write(chunk);
+    });
   });
 }
 

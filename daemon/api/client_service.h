@@ -51,6 +51,8 @@ class ClientService final : public farm::v1::FarmService::Service {
                           farm::v1::FindSourceResponse*) override;
   grpc::Status UploadSource(grpc::ServerContext*, grpc::ServerReader<farm::v1::SourceUpload>*,
                             farm::v1::SourceUploadResponse*) override;
+  grpc::Status ValidateArtifact(grpc::ServerContext*, const farm::v1::ValidateArtifactRequest*,
+                                farm::v1::Job*) override;
   // schedule_handlers.cc
   grpc::Status CreateSchedule(grpc::ServerContext*, const farm::v1::CreateScheduleRequest*,
                               farm::v1::Schedule*) override;

@@ -9,6 +9,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "daemon/api/client_service.h"
+#include "daemon/api/revalidation.h"
 #include "daemon/api/worker_service.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/dashboard.h"
@@ -35,6 +36,7 @@ struct FarmServer::Impl {
   std::unique_ptr<schedule::BuildSubmitter> schedule_submitter;
   std::unique_ptr<schedule::ScheduleRunner> schedules;
   std::unique_ptr<publish::PublishingService> publishing;
+  std::unique_ptr<Revalidator> revalidator;
   std::string address;
   std::thread sweeper;
   std::mutex mu;
@@ -106,6 +108,10 @@ void FarmServer::Impl::Sweep() {
     }
     auto merged = store->ResolveMergedJobs(ctx.clock->NowUnixMs());
     if (!merged.ok()) log::Warn("settling merged jobs failed: " + merged.status().ToString());
+    auto revalidated = revalidator->RunOnce();
+    if (!revalidated.ok()) {
+      log::Warn("queueing validation jobs failed: " + revalidated.status().ToString());
+    }
     auto workers = store->ListWorkers();
     if (!workers.ok()) continue;
     int64_t now = ctx.clock->NowUnixMs();
@@ -187,6 +193,8 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                              .interval_ms = options.publish_interval_ms,
                              .work_dir = options.data_dir + "/publish"},
                             impl->store.get(), impl->blobs.get(), &RealClock()));
+  impl->revalidator =
+      std::make_unique<Revalidator>(impl->store.get(), &RealClock(), options.tunables.max_attempts);
   impl->sweeper = std::thread([raw = impl.get()] { raw->Sweep(); });
   impl->schedules->Start(1000);
   if (!options.ready_file.empty()) {

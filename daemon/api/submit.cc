@@ -103,13 +103,16 @@ Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBu
                         .source_sha256 = source_sha};
   std::string source_id = schedule::SourceIdentity(recipe.source(), req.source_digest());
   std::vector<store::JobRow> jobs;
+  farm::v1::JobNeeds needs;
+  needs.set_target_gpu(recipe.build_on_target_gpu());
   for (const auto& cell : expansion.cells) {
     store::JobRow job{.cell = cell.SerializeAsString(), .priority = req.priority(),
                       .build_key = BuildKey(recipe, source_id, cell),
                       .max_attempts = recipe.retry().max_attempts() > 0
                                           ? recipe.retry().max_attempts()
                                           : ctx.tunables.max_attempts,
-                      .created_ms = now};
+                      .created_ms = now,
+                      .needs = needs.target_gpu() ? needs.SerializeAsString() : ""};
     if (!req.force() && !job.build_key.empty()) {
       // Only succeeded jobs with artifacts answer: a failed result is never reused.
       FARM_ASSIGN_OR_RETURN(auto prior, ctx.store->FindSucceededJob(job.build_key));

@@ -41,11 +41,8 @@ Result<store::JobRow> CheckHeader(const ServiceContext& ctx, const std::string& 
 
 // One name, one wheel: the local label must be the one the recipe's template gives for
 // this cell and the images farmd itself found, so no two different wheels share a name.
-Status CheckIdentity(const ServiceContext& ctx, const store::JobRow& job,
-                     const farm::v1::MatrixCell& cell, const std::string& filename,
-                     const farm::v1::ArchManifest& manifest) {
-  FARM_ASSIGN_OR_RETURN(store::BuildRow build, ctx.store->GetBuild(job.build_id));
-  auto recipe = model::ParseBlob<farm::v1::Recipe>(build.recipe);
+Status CheckIdentity(const farm::v1::Recipe& recipe, const farm::v1::MatrixCell& cell,
+                     const std::string& filename, const farm::v1::ArchManifest& manifest) {
   FARM_ASSIGN_OR_RETURN(auto images, wheel::ManifestImages(manifest));
   FARM_ASSIGN_OR_RETURN(std::string want, wheel::RecipeWheelLabel(recipe, cell, images));
   FARM_ASSIGN_OR_RETURN(wheel::WheelFilename name, wheel::ParseWheelFilename(filename));
@@ -61,7 +58,11 @@ Status CheckIdentity(const ServiceContext& ctx, const store::JobRow& job,
 Result<farm::v1::ArchManifest> CheckArrived(const ServiceContext& ctx, const store::JobRow& job,
                                             const farm::v1::ArtifactHeader& h) {
   auto cell = model::ParseBlob<farm::v1::MatrixCell>(job.cell);
-  auto check = wheel::CheckJobWheel(ctx.blobs->PathFor(h.sha256()), h.filename(), cell);
+  FARM_ASSIGN_OR_RETURN(store::BuildRow build, ctx.store->GetBuild(job.build_id));
+  auto recipe = model::ParseBlob<farm::v1::Recipe>(build.recipe);
+  wheel::InspectOptions options;
+  options.refuse_unrequested = recipe.refuse_unrequested_archs();
+  auto check = wheel::CheckJobWheel(ctx.blobs->PathFor(h.sha256()), h.filename(), cell, options);
   if (!check.ok()) {
     return Status::InvalidArgument(h.filename() +
                                    " is not a readable wheel: " + check.status().message());
@@ -71,7 +72,9 @@ Result<farm::v1::ArchManifest> CheckArrived(const ServiceContext& ctx, const sto
               check->Summary());
     return Status::FailedPrecondition(h.filename() + " failed farmd's checks: " + check->Summary());
   }
-  FARM_RETURN_IF_ERROR(CheckIdentity(ctx, job, cell, h.filename(), check->manifest));
+  FARM_RETURN_IF_ERROR(CheckIdentity(recipe, cell, h.filename(), check->manifest));
+  std::string ignored = wheel::ArchListIgnoredMessage(cell.arch_list(), check->manifest);
+  if (!ignored.empty()) log::Warn(h.filename() + " of job " + std::to_string(h.job_id()) + ": " + ignored);
   return check->manifest;
 }
 

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/sha256.h"
+#include "daemon/api/artifact_stream.h"
 #include "daemon/api/handler.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/placement.h"
@@ -19,19 +20,6 @@ Status CheckSelf(const Principal& who, const std::string& worker_id) {
     return Status::PermissionDenied("token of worker " + who.worker_id + " used for " + worker_id);
   }
   return Status::Ok();
-}
-
-Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx,
-                                               const store::JobRow& job) {
-  FARM_ASSIGN_OR_RETURN(auto build, ctx.store->GetBuild(job.build_id));
-  farm::v1::JobAssignment a;
-  a.set_job_id(job.id);
-  a.set_attempt(job.attempt);
-  a.set_build_id(job.build_id);
-  *a.mutable_recipe() = ParseBlob<farm::v1::Recipe>(build.recipe);
-  *a.mutable_cell() = ParseBlob<farm::v1::MatrixCell>(job.cell);
-  a.set_timeout_seconds(a.recipe().timeout_seconds() > 0 ? a.recipe().timeout_seconds() : 3600);
-  return a;
 }
 
 // Progress and peak RSS of a running build, for watchers. The store ignores reports on
@@ -86,6 +74,55 @@ Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_i
   return Status::PermissionDenied("worker " + who.worker_id + " does not hold attempt " +
                                   std::to_string(attempt) + " of job " + std::to_string(job_id));
 }
+
+namespace {
+
+Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const store::JobRow& job) {
+  FARM_ASSIGN_OR_RETURN(auto build, ctx.store->GetBuild(job.build_id));
+  farm::v1::JobAssignment a;
+  a.set_job_id(job.id);
+  a.set_attempt(job.attempt);
+  a.set_build_id(job.build_id);
+  *a.mutable_recipe() = ParseBlob<farm::v1::Recipe>(build.recipe);
+  *a.mutable_cell() = ParseBlob<farm::v1::MatrixCell>(job.cell);
+  a.set_timeout_seconds(a.recipe().timeout_seconds() > 0 ? a.recipe().timeout_seconds() : 3600);
+  a.set_kind(job.kind == store::kJobValidate ? farm::v1::JOB_VALIDATE : farm::v1::JOB_BUILD);
+  if (job.kind == store::kJobValidate) {
+    FARM_ASSIGN_OR_RETURN(auto artifacts, ctx.store->ListArtifacts(job.target_job_id));
+    for (const auto& artifact : artifacts) {
+      if (artifact.attempt == job.target_attempt)
+        *a.add_artifacts() = model::ArtifactToProto(artifact);
+    }
+  }
+  return a;
+}
+
+// Why the worker (`worker_id`, `caps`) may not run `job` now, "" when it may.
+std::string JobBlocker(const store::JobRow& job, const farm::v1::Capabilities& caps,
+                       const std::string& worker_id, const std::vector<sched::PeerWorker>& peers) {
+  auto cell = ParseBlob<farm::v1::MatrixCell>(job.cell);
+  auto needs = ParseBlob<farm::v1::JobNeeds>(job.needs);
+  if (job.kind == store::kJobValidate)
+    return sched::ValidationBlocker(cell, needs, caps, worker_id);
+  return sched::PlacementBlocker(cell, caps, peers, needs);
+}
+
+// A validation job's worker may read the wheels it validates, and no others.
+Result<store::ArtifactRow> ArtifactForValidation(const ServiceContext& ctx, const Principal& who,
+                                                 const farm::v1::WorkerArtifactRequest& req) {
+  FARM_RETURN_IF_ERROR(CheckHolds(ctx, who, req.job_id(), req.attempt()));
+  FARM_ASSIGN_OR_RETURN(store::JobRow job, ctx.store->GetJob(req.job_id()));
+  FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, ctx.store->GetArtifact(req.artifact_id()));
+  if (job.kind != store::kJobValidate || artifact.job_id != job.target_job_id ||
+      artifact.attempt != job.target_attempt) {
+    return Status::PermissionDenied("job " + std::to_string(req.job_id()) +
+                                    " does not validate artifact " +
+                                    std::to_string(req.artifact_id()));
+  }
+  return artifact;
+}
+
+}  // namespace
 
 grpc::Status WorkerService::Register(grpc::ServerContext* call,
                                      const farm::v1::RegisterRequest* req,
@@ -185,8 +222,8 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
       return Status::Ok();
     }
     PeerCache::Snapshot peers = peers_.Get(*ctx_);
-    store::PlacementFn placeable = [&caps, &peers](const store::JobRow& job) {
-      return sched::PlacementBlocker(ParseBlob<farm::v1::MatrixCell>(job.cell), caps, *peers);
+    store::PlacementFn placeable = [&caps, &peers, &who](const store::JobRow& job) {
+      return JobBlocker(job, caps, who.worker_id, *peers);
     };
     int64_t deadline = ctx_->clock->SteadyMs() + std::clamp(req->wait_ms(), 0, 10000);
     for (int i = 0; i < 1000; ++i) {
@@ -262,9 +299,11 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
         .retry_build_failures = recipe.retry().retry_build_failures(),
         .retry_not_before_ms = now + 1000LL * recipe.retry().backoff_seconds(),
         .validation = req->has_validation() ? req->validation().SerializeAsString() : "",
+        .validation_state = req->validation().state(),
         .cache_hits = req->has_compile_cache() ? req->compile_cache().hits() : -1,
         .cache_misses = req->has_compile_cache() ? req->compile_cache().misses() : -1};
-    if (report.cause == store::kCauseCompleted && req->exit_code() == 0) {
+    if (report.cause == store::kCauseCompleted && req->exit_code() == 0 &&
+        job.kind == store::kJobBuild) {
       FARM_ASSIGN_OR_RETURN(auto artifacts, ctx_->store->ListArtifacts(req->job_id()));
       bool any = false;
       for (const auto& a : artifacts) any |= a.attempt == req->attempt();
@@ -279,6 +318,19 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
               " ended: state " + farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
     resp->set_state(static_cast<farm::v1::JobState>(state));
     return Status::Ok();
+  });
+}
+
+grpc::Status WorkerService::DownloadArtifact(grpc::ServerContext* call,
+                                             const farm::v1::WorkerArtifactRequest* req,
+                                             grpc::ServerWriter<farm::v1::ArtifactData>* out) {
+  return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, ArtifactForValidation(*ctx_, who, *req));
+    return StreamBlob(*ctx_->blobs, artifact, [out](const std::string& data) {
+      farm::v1::ArtifactData chunk;
+      chunk.set_data(data);
+      return out->Write(chunk);
+    });
   });
 }
 

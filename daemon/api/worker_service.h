@@ -52,6 +52,8 @@ class WorkerService final : public farm::v1::WorkerService::Service {
   // sources.cc
   grpc::Status DownloadSource(grpc::ServerContext*, const farm::v1::DownloadSourceRequest*,
                               grpc::ServerWriter<farm::v1::SourceChunk>*) override;
+  grpc::Status DownloadArtifact(grpc::ServerContext*, const farm::v1::WorkerArtifactRequest*,
+                                grpc::ServerWriter<farm::v1::ArtifactData>*) override;
 
  private:
   ServiceContext* ctx_;

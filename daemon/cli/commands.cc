@@ -34,6 +34,7 @@ const char kUsage[] =
     "  logs JOB                a job's log (--follow, --tail N, --attempt N)\n"
     "  cancel BUILD            cancel a build; running jobs are stopped\n"
     "  retry JOB               run a failed or cancelled job again\n"
+    "  validate ARTIFACT       validate the artifact's wheels again on a GPU they run on\n"
     "  download BUILD --dir D  fetch the build's wheels into D, checking sha256\n"
     "  inspect FILE            check a wheel or .so here, no farmd (--arch-list, --cuobjdump)\n"
     "  publish BUILD --to T    publish the build's wheels again: github, hf or all (--replace)\n"
@@ -164,6 +165,19 @@ Status RetryCommand(const CommandEnv& env, const Flags& flags) {
   return Status::Ok();
 }
 
+Status ValidateCommand(const CommandEnv& env, const Flags& flags) {
+  FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "ARTIFACT id"));
+  farm::v1::ValidateArtifactRequest req;
+  req.set_artifact_id(id);
+  farm::v1::Job job;
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->ValidateArtifact(env.client->Context().get(), req, &job),
+               env.client->address()));
+  Print(env, job,
+        "validating the wheels of artifact " + std::to_string(id) + "\n" + FormatJob(job));
+  return Status::Ok();
+}
+
 Status CancelCommand(const CommandEnv& env, const Flags& flags) {
   FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "BUILD id"));
   farm::v1::CancelBuildRequest req;
@@ -208,12 +222,20 @@ const std::map<std::string, std::string>& CommandSynopses() {
       {"logs", "logs JOB [--follow] [--tail N] [--attempt N]\n  A job's log; JSON Lines with --output json."},
       {"cancel", "cancel BUILD\n  Cancels a queued or running build (exit 1 for one that ended)."},
       {"retry", "retry JOB\n  Runs a failed or cancelled job again."},
-      {"download", "download BUILD --dir DIR\n  Fetches the build's wheels, never overwriting a file."},
-      {"inspect", "inspect FILE.whl|FILE.so [--arch-list L] [--cuobjdump]\n  Checks a wheel here; no farmd."},
-      {"publish", "publish BUILD --to github|hf|all [--replace]\n  Publishes the build's wheels again."},
-      {"publications", "publications BUILD\n  Where the build's wheels are published, and how far."},
-      {"schedules", "schedules add RECIPE --cron EXPR [--tz ZONE] | list | show ID | pause ID | resume ID |"
-                    " delete ID | run-now ID\n  Builds fired by cron."},
+      {"download",
+       "download BUILD --dir DIR\n  Fetches the build's wheels, never overwriting a file."},
+      {"validate",
+       "validate ARTIFACT\n  Validates the wheels of the artifact's job again on a GPU they run on"
+       " (a validation job; `farmctl show` lists it)."},
+      {"inspect",
+       "inspect FILE.whl|FILE.so [--arch-list L] [--cuobjdump]\n  Checks a wheel here; no farmd."},
+      {"publish",
+       "publish BUILD --to github|hf|all [--replace]\n  Publishes the build's wheels again."},
+      {"publications",
+       "publications BUILD\n  Where the build's wheels are published, and how far."},
+      {"schedules",
+       "schedules add RECIPE --cron EXPR [--tz ZONE] | list | show ID | pause ID | resume ID |"
+       " delete ID | run-now ID\n  Builds fired by cron."},
       {"workers", "workers\n  Registered workers and what they have."},
       {"drain", "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new ones."},
       {"tokens", "tokens create --role ROLE [--name NAME] [--ttl 30d] | list | revoke ID\n"
@@ -252,12 +274,21 @@ using CommandFn = Status (*)(const CommandEnv&, const Flags&);
 
 const std::map<std::string, CommandFn>& Commands() {
   static const std::map<std::string, CommandFn> kCommands = {
-      {"submit", SubmitCommand}, {"list", ListCommand},       {"show", ShowCommand},
-      {"job", JobCommand},       {"logs", LogsCommand},       {"cancel", CancelCommand},
-      {"workers", WorkersCommand}, {"tokens", TokensCommand}, {"download", DownloadCommand},
-      {"drain", DrainCommand},   {"retry", RetryCommand},
+      {"submit", SubmitCommand},
+      {"list", ListCommand},
+      {"show", ShowCommand},
+      {"job", JobCommand},
+      {"logs", LogsCommand},
+      {"cancel", CancelCommand},
+      {"workers", WorkersCommand},
+      {"tokens", TokensCommand},
+      {"download", DownloadCommand},
+      {"drain", DrainCommand},
+      {"retry", RetryCommand},
+      {"validate", ValidateCommand},
       {"schedules", SchedulesCommand},
-      {"publish", PublishCommand}, {"publications", PublicationsCommand},
+      {"publish", PublishCommand},
+      {"publications", PublicationsCommand},
       {"hosts", HostsCommand},
   };
   return kCommands;

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <sstream>
 
 #include "common/fs.h"
+#include "common/wheel/job_check.h"
 
 namespace farm::cli {
 namespace {
@@ -25,6 +27,45 @@ std::string CacheText(const farm::v1::CompileCacheStats& c) {
   std::ostringstream o;
   o << "cache " << c.hits() << " hits / " << c.misses() << " misses";
   if (c.hits() + c.misses() > 0) o << " (" << c.hits() * 100 / (c.hits() + c.misses()) << "%)";
+  return o.str();
+}
+
+std::string Figure(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v >= 100 ? "%.1f" : "%.3g", v);
+  return buf;
+}
+
+// One validation case: "b1_h32_n16384_d128 passed: cosine 0.99925, rel. L1 0.0387, 718.0
+// TOPS vs 588.9 (torch SDPA float16, 1.22x)". A report stored before throughput had a unit
+// shows its attention TOPS.
+std::string CaseText(const farm::v1::ValidationCase& c) {
+  std::ostringstream o;
+  o << c.name() << (c.passed() ? " passed" : " FAILED") << ": cosine " << Figure(c.cosine())
+    << ", rel. L1 " << Figure(c.relative_l1());
+  bool legacy = c.throughput_unit().empty() && c.throughput() == 0;
+  double throughput = legacy ? c.tops() : c.throughput();
+  double baseline = legacy ? c.baseline_tops() : c.baseline_throughput();
+  std::string unit = legacy ? "TOPS" : c.throughput_unit();
+  if (throughput > 0) o << ", " << Figure(throughput) << " " << unit;
+  if (throughput > 0 && baseline > 0) {
+    o << " vs " << Figure(baseline) << " (" << (c.baseline().empty() ? "baseline" : c.baseline())
+      << ", " << Figure(throughput / baseline) << "x)";
+  }
+  return o.str();
+}
+
+std::string ValidationText(const farm::v1::ValidationReport& v) {
+  if (v.state() == farm::v1::VALIDATION_STATE_UNSPECIFIED) return "";
+  std::ostringstream o;
+  o << "      validation: " << Lower(farm::v1::ValidationState_Name(v.state()), "VALIDATION_");
+  if (!v.gpu_name().empty()) {
+    o << " on " << v.gpu_name();
+    if (!v.compute_capability().empty()) o << " (cc " << v.compute_capability() << ")";
+  }
+  if (!v.message().empty()) o << ": " << v.message();
+  o << "\n";
+  for (const auto& c : v.cases()) o << "        " << CaseText(c) << "\n";
   return o.str();
 }
 
@@ -87,6 +128,9 @@ std::string FormatProgress(const farm::v1::Job& j) {
 std::string FormatJob(const farm::v1::Job& j) {
   std::ostringstream o;
   o << "  job " << j.id() << "  " << CellLabel(j.cell()) << "  " << StateName(j.state());
+  if (j.kind() == farm::v1::JOB_VALIDATE) {
+    o << "  validates job " << j.target_job_id() << " attempt " << j.target_attempt();
+  }
   if (!j.worker_id().empty()) o << "  on " << j.worker_id();
   if (j.attempt() > 0) o << "  attempt " << j.attempt();
   o << "\n";
@@ -107,6 +151,9 @@ std::string FormatJob(const farm::v1::Job& j) {
   for (const auto& a : j.artifacts()) {
     o << "    artifact " << a.id() << ": " << a.filename() << "  " << HumanBytes(a.size())
       << "  sha256 " << a.sha256() << "\n";
+    std::string ignored = wheel::ArchListIgnoredMessage(j.cell().arch_list(), a.manifest());
+    if (!ignored.empty()) o << "      warning: " << ignored << "\n";
+    o << ValidationText(a.validation());
   }
   if (!j.waiting_reason().empty()) {
     o << "    waiting: " << j.waiting_reason()

@@ -2,6 +2,7 @@
 // except the log lines.
 #include <boost/json.hpp>
 
+#include "common/wheel/job_check.h"
 #include "daemon/http/api.h"
 #include "daemon/http/index_catalog.h"
 #include "daemon/http/job_views.h"
@@ -29,9 +30,11 @@ json::array AttemptsJson(const std::vector<store::AttemptRow>& rows, const Fleet
 // An artifact with its project, version, variant, download URL, and whether the index
 // lists it (else its pip line must name the file).
 json::object ArtifactJson(const store::ArtifactRow& a, const std::string& variant,
-                          bool include_pending) {
-  json::value v = ProtoToJson(model::ArtifactToProto(a));
+                          const std::string& arch_list, bool include_pending) {
+  farm::v1::Artifact artifact = model::ArtifactToProto(a);
+  json::value v = ProtoToJson(artifact);
   json::object& o = v.as_object();
+  o["arch_warning"] = wheel::ArchListIgnoredMessage(arch_list, artifact.manifest());
   auto nv = WheelNameVersion(a.filename);
   o["project"] = nv.ok() ? NormalizeProjectName(nv->first) : "";
   o["version"] = nv.ok() ? nv->second : "";
@@ -54,7 +57,8 @@ Result<json::array> WheelsJson(const DashboardDeps& deps, const std::vector<stor
     auto cell = model::ParseBlob<farm::v1::MatrixCell>(j.cell);
     for (const auto& a : artifacts) {
       if (a.attempt != j.attempt && a.attempt != 0) continue;
-      json::object o = ArtifactJson(a, VariantOf(cell.cuda(), cell.torch()), include_pending);
+      json::object o =
+          ArtifactJson(a, VariantOf(cell.cuda(), cell.torch()), cell.arch_list(), include_pending);
       o["job_id"] = j.id;
       o["arch_list"] = cell.arch_list();
       json::array published;
@@ -99,8 +103,9 @@ Result<json::object> JobPage(const DashboardDeps& deps, int64_t job_id, bool inc
   o["build_state"] = BuildStateName(build.state);
   o["attempts"] = AttemptsJson(attempts, fleet);
   json::array arts;
+  const std::string arch_list = model::ParseBlob<farm::v1::MatrixCell>(job.cell).arch_list();
   for (const auto& a : artifacts) {
-    arts.push_back(ArtifactJson(a, o["variant"].as_string().c_str(), include_pending));
+    arts.push_back(ArtifactJson(a, o["variant"].as_string().c_str(), arch_list, include_pending));
   }
   o["artifacts"] = std::move(arts);
   o["now"] = fleet.now_ms;

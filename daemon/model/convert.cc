@@ -38,6 +38,10 @@ farm::v1::Job JobToProto(const store::JobRow& row) {
   j.set_finished_at(FormatRfc3339(row.finished_ms));
   j.set_build_key(row.build_key);
   j.set_cancelled_by(row.cancelled_by);
+  j.set_kind(row.kind == store::kJobValidate ? farm::v1::JOB_VALIDATE : farm::v1::JOB_BUILD);
+  j.set_target_job_id(row.target_job_id);
+  j.set_target_attempt(row.target_attempt);
+  if (!row.needs.empty()) *j.mutable_needs() = ParseBlob<farm::v1::JobNeeds>(row.needs);
   return j;
 }
 
@@ -107,8 +111,10 @@ std::vector<sched::FleetWorker> FleetOf(const std::vector<store::WorkerRow>& row
 sched::Waiting ExplainPendingJob(const store::JobRow& row,
                                  const std::vector<sched::FleetWorker>& fleet,
                                  const std::vector<sched::PeerWorker>& peers, int64_t now_ms) {
-  return sched::ExplainWaiting(ParseBlob<farm::v1::MatrixCell>(row.cell),
-                               {row.not_before_ms, row.error, now_ms}, fleet, peers);
+  sched::PendingFacts facts{row.not_before_ms, row.error, now_ms};
+  facts.validation = row.kind == store::kJobValidate;
+  facts.needs = ParseBlob<farm::v1::JobNeeds>(row.needs);
+  return sched::ExplainWaiting(ParseBlob<farm::v1::MatrixCell>(row.cell), facts, fleet, peers);
 }
 
 }  // namespace farm::model

@@ -17,11 +17,25 @@
 namespace farm::recipe {
 namespace {
 
-const std::vector<std::string_view> kTopLevelKeys = {
-    "name",    "version",         "source", "subdirectory", "patches", "env",
-    "build",   "system_site_packages",      "timeout",      "gb_per_compile_job",
-    "ccache",  "container_image", "matrix", "validation",   "retry",   "publish",
-    "network"};
+const std::vector<std::string_view> kTopLevelKeys = {"name",
+                                                     "version",
+                                                     "source",
+                                                     "subdirectory",
+                                                     "patches",
+                                                     "env",
+                                                     "build",
+                                                     "system_site_packages",
+                                                     "timeout",
+                                                     "gb_per_compile_job",
+                                                     "ccache",
+                                                     "container_image",
+                                                     "matrix",
+                                                     "validation",
+                                                     "retry",
+                                                     "publish",
+                                                     "network",
+                                                     "unrequested_archs",
+                                                     "build_on_target_gpu"};
 
 constexpr size_t kMaxNameLength = 100;
 constexpr double kMaxGbPerCompileJob = 1024;
@@ -226,6 +240,19 @@ Status ParseSubdirectory(const Section& top, farm::v1::Recipe* recipe) {
   return Status::Ok();
 }
 
+// `unrequested_archs: warn` (the default) keeps a wheel that holds images its arch list
+// did not ask for, with a warning; `fail` fails the job.
+Status ParseUnrequestedArchs(const Section& top, farm::v1::Recipe* recipe) {
+  std::string policy = "warn";
+  FARM_RETURN_IF_ERROR(top.GetString("unrequested_archs", &policy));
+  if (policy != "warn" && policy != "fail") {
+    return top.sink().At(top.Find("unrequested_archs")->value_pos(),
+                         "\"unrequested_archs\" must be warn or fail, got \"" + policy + "\"");
+  }
+  recipe->set_refuse_unrequested_archs(policy == "fail");
+  return Status::Ok();
+}
+
 Status ParseScalars(const Section& top, farm::v1::Recipe* recipe) {
   FARM_RETURN_IF_ERROR(top.GetString("version", recipe->mutable_version()));
   FARM_RETURN_IF_ERROR(top.GetString("container_image", recipe->mutable_container_image()));
@@ -245,7 +272,10 @@ Status ParseScalars(const Section& top, farm::v1::Recipe* recipe) {
   bool network = false;
   FARM_RETURN_IF_ERROR(top.GetBool("network", &network));
   recipe->set_network(network);
-  return Status::Ok();
+  bool on_gpu = false;
+  FARM_RETURN_IF_ERROR(top.GetBool("build_on_target_gpu", &on_gpu));
+  recipe->set_build_on_target_gpu(on_gpu);
+  return ParseUnrequestedArchs(top, recipe);
 }
 
 Result<ParsedRecipe> ParseRoot(const ErrorSink& sink, const YAML::Node& root) {

@@ -14,6 +14,7 @@ namespace {
 
 constexpr int64_t kMaxAttempts = 10;
 constexpr int64_t kMaxBackoffSeconds = 3600;
+constexpr double kMaxMinSpeedup = 1000;
 
 google::protobuf::RepeatedPtrField<std::string>* AxisField(farm::v1::MatrixAxes* m,
                                                             std::string_view axis) {
@@ -135,7 +136,7 @@ Status ParseValidationSection(const Section& top, farm::v1::Recipe* recipe) {
   FARM_ASSIGN_OR_RETURN(
       Section s, Section::Read(top.sink(), f->value, f->key_pos, "validation", "validation.",
                                {"script", "import", "min_cosine", "max_relative_l1",
-                                "runtime_requirements"}));
+                                "runtime_requirements", "min_speedup"}));
   farm::v1::ValidationSpec* v = recipe->mutable_validation();
   FARM_RETURN_IF_ERROR(s.GetString("script", v->mutable_script()));
   std::vector<Item> modules;
@@ -154,6 +155,9 @@ Status ParseValidationSection(const Section& top, farm::v1::Recipe* recipe) {
   double max_l1 = kDefaultMaxRelativeL1;
   FARM_RETURN_IF_ERROR(s.GetNumber("max_relative_l1", 0, 1, &max_l1));
   v->set_max_relative_l1(max_l1);
+  double min_speedup = 0;
+  FARM_RETURN_IF_ERROR(s.GetNumber("min_speedup", 0, kMaxMinSpeedup, &min_speedup));
+  v->set_min_speedup(min_speedup);
   std::vector<Item> requirements;
   FARM_RETURN_IF_ERROR(s.GetStringList("runtime_requirements", &requirements));
   for (const Item& r : requirements) v->add_runtime_requirements(r.text);

@@ -58,10 +58,31 @@ bool HasToolkit(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& 
   return false;
 }
 
-}  // namespace
+std::string GpusOf(const farm::v1::Capabilities& caps) {
+  std::vector<std::string> gpus;
+  for (const auto& gpu : caps.gpus()) {
+    gpus.push_back(gpu.name() + " (cc " + std::to_string(gpu.cc_major()) + "." +
+                   std::to_string(gpu.cc_minor()) + ")");
+  }
+  return gpus.empty() ? "no GPU" : Join(gpus);
+}
 
-std::string MissingRequirement(const farm::v1::MatrixCell& cell,
-                               const farm::v1::Capabilities& caps, double gb_per_compile_job) {
+std::string JoinVersions(const std::vector<arch::Version>& versions) {
+  std::vector<std::string> out;
+  for (const auto& v : versions) out.push_back(v.ToString());
+  return Join(out);
+}
+
+bool HasGpuOf(const farm::v1::Capabilities& caps, const std::vector<std::string>& ccs) {
+  for (const auto& gpu : caps.gpus()) {
+    std::string cc = std::to_string(gpu.cc_major()) + "." + std::to_string(gpu.cc_minor());
+    if (ccs.empty() || std::find(ccs.begin(), ccs.end(), cc) != ccs.end()) return true;
+  }
+  return false;
+}
+
+// The platform and Python requirements of a cell (a build's, and a validation's venv).
+std::string MissingHost(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps) {
   if (!caps.probe_error().empty()) return "quarantined: " + caps.probe_error();
   if (!cell.platform().empty() && cell.platform() != caps.platform()) {
     return "platform " + cell.platform() + " needed (has " + caps.platform() + ")";
@@ -72,6 +93,15 @@ std::string MissingRequirement(const farm::v1::MatrixCell& cell,
     if (!cell.torch().empty()) want += " with torch " + cell.torch();
     return "no " + want + " (has " + have + ")";
   }
+  return "";
+}
+
+}  // namespace
+
+std::string MissingRequirement(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
+                               double gb_per_compile_job) {
+  if (std::string host = MissingHost(cell, caps); !host.empty()) return host;
+  std::string have;
   if (!HasToolkit(cell, caps, &have)) {
     return "no CUDA toolkit" + (cell.cuda().empty() ? "" : " " + cell.cuda()) +
            (cell.arch_list().empty() ? "" : " for " + cell.arch_list()) + " (has " + have + ")";
@@ -100,15 +130,37 @@ bool CanValidate(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities&
 }
 
 std::string PlacementBlocker(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
-                             const std::vector<PeerWorker>& peers) {
+                             const std::vector<PeerWorker>& peers,
+                             const farm::v1::JobNeeds& needs) {
   std::string missing = MissingRequirement(cell, caps);
   if (!missing.empty() || CanValidate(cell, caps)) return missing;
+  if (needs.target_gpu()) {
+    auto targets = arch::ParseArchList(cell.arch_list());
+    std::string ccs =
+        targets.ok() && !targets->empty() ? JoinVersions(arch::RunsOn(*targets)) : "any";
+    return "the recipe builds on the GPU it targets (build_on_target_gpu): needs a GPU of cc " +
+           ccs + ", this worker has " + GpusOf(caps);
+  }
   for (const PeerWorker& peer : peers) {
     if (CanValidate(cell, peer.caps) && MissingRequirement(cell, peer.caps).empty()) {
       return "left for " + peer.name + ", whose GPU can validate it";
     }
   }
   return "";
+}
+
+std::string ValidationBlocker(const farm::v1::MatrixCell& cell, const farm::v1::JobNeeds& needs,
+                              const farm::v1::Capabilities& caps, const std::string& worker_id) {
+  if (std::string host = MissingHost(cell, caps); !host.empty()) return host;
+  const auto& excluded = needs.exclude_workers();
+  if (std::find(excluded.begin(), excluded.end(), worker_id) != excluded.end()) {
+    return "validated these wheels before; an automatic retry goes to another GPU";
+  }
+  std::vector<std::string> ccs(needs.gpu_ccs().begin(), needs.gpu_ccs().end());
+  if (HasGpuOf(caps, ccs)) return "";
+  return "no GPU the wheels run on: they need " +
+         (ccs.empty() ? std::string("any GPU") : "cc " + Join(ccs)) + ", this worker has " +
+         GpusOf(caps);
 }
 
 }  // namespace farm::sched

@@ -29,14 +29,27 @@ bool CanValidate(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities&
 struct PeerWorker {
   std::string name;
   farm::v1::Capabilities caps;
+  std::string id;
 };
 
 // Placement with validation in mind: "" when the worker with `caps` may take the cell now.
 // A worker that meets the build requirements but has no GPU the wheel serves leaves the
 // cell to a peer that can both build and validate it ("left for gb10-1, whose GPU can
-// validate it"); with no such peer it builds, and validation waits for hardware.
+// validate it"); with no such peer it builds, and validation waits for hardware. A build
+// that needs its target GPU (needs.target_gpu) runs only where CanValidate holds, and the
+// reason names the GPUs it needs and those the worker has.
 std::string PlacementBlocker(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
-                             const std::vector<PeerWorker>& peers);
+                             const std::vector<PeerWorker>& peers,
+                             const farm::v1::JobNeeds& needs = {});
+
+// "" when the worker `worker_id` with `caps` may run a validation job of `cell`'s wheels:
+// not quarantined, the cell's platform and Python (with its torch), a GPU whose compute
+// capability is in needs.gpu_ccs (any GPU when that is empty), and not one of
+// needs.exclude_workers. Validation compiles nothing: no toolkit or compile RAM is needed.
+// Otherwise the first requirement it misses ("no GPU the wheels run on: they need cc 12.0,
+// this worker has NVIDIA H100 80GB HBM3 (cc 9.0)").
+std::string ValidationBlocker(const farm::v1::MatrixCell& cell, const farm::v1::JobNeeds& needs,
+                              const farm::v1::Capabilities& caps, const std::string& worker_id);
 
 }  // namespace farm::sched
 

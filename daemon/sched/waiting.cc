@@ -102,7 +102,7 @@ std::vector<PeerWorker> AvailablePeers(const std::vector<FleetWorker>& fleet) {
   for (const auto& w : fleet) {
     if (w.drain_requested) continue;
     if (w.state == "lost" || w.state == "quarantined" || w.state == "draining") continue;
-    peers.push_back({w.name, w.caps});
+    peers.push_back({w.name, w.caps, w.id});
   }
   return peers;
 }
@@ -119,7 +119,8 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
     std::string why = w.state == "lost" ? "worker is lost"
                       : w.drain_requested || w.state == "draining"
                           ? "worker is draining"
-                          : PlacementBlocker(cell, w.caps, peers);
+                          : facts.validation ? ValidationBlocker(cell, facts.needs, w.caps, w.id)
+                                              : PlacementBlocker(cell, w.caps, peers, facts.needs);
     if (why.empty()) {
       out.able.push_back(w.name);
     } else {

@@ -30,6 +30,8 @@ struct PendingFacts {
   int64_t not_before_ms = 0;  // retry backoff; INT64_MAX while merged onto another job
   std::string note;           // the job's error text (why a merged job waits)
   int64_t now_ms = 0;
+  bool validation = false;   // a validation job: ValidationBlocker decides, not placement
+  farm::v1::JobNeeds needs;  // what the job needs beyond its cell
 };
 
 // One worker that cannot take the job now, and why.

@@ -11,7 +11,7 @@ namespace farm::store {
 const char kJobColumns[] =
     "id, build_id, cell, state, priority, attempt, worker_id, lease_expiry_ms, "
     "cancel_requested, not_before_ms, error, build_key, created_ms, started_ms, finished_ms, "
-    "reused_from, max_attempts, cancelled_by";
+    "reused_from, max_attempts, cancelled_by, kind, target_job_id, target_attempt, needs";
 
 JobRow JobFromRow(const Stmt& s) {
   JobRow j;
@@ -33,6 +33,10 @@ JobRow JobFromRow(const Stmt& s) {
   j.reused_from = s.Int(15);
   j.max_attempts = static_cast<int>(s.Int(16));
   j.cancelled_by = s.Text(17);
+  j.kind = static_cast<int>(s.Int(18));
+  j.target_job_id = s.Int(19);
+  j.target_attempt = static_cast<int>(s.Int(20));
+  j.needs = s.Text(21);
   return j;
 }
 
@@ -65,7 +69,8 @@ WorkerRow WorkerFromRow(const Stmt& s) {
 }
 
 constexpr char kArtifactColumns[] =
-    "id, job_id, attempt, filename, sha256, size, manifest, validation, created_ms";
+    "id, job_id, attempt, filename, sha256, size, manifest, validation, created_ms, "
+    "validation_state";
 
 ArtifactRow ArtifactFromRow(const Stmt& s) {
   ArtifactRow a;
@@ -78,10 +83,14 @@ ArtifactRow ArtifactFromRow(const Stmt& s) {
   a.manifest = s.Text(6);
   a.validation = s.Text(7);
   a.created_ms = s.Int(8);
+  a.validation_state = static_cast<int>(s.Int(9));
   return a;
 }
 
 }  // namespace
+
+ArtifactRow ArtifactFromStmt(const Stmt& s) { return ArtifactFromRow(s); }
+const char* ArtifactColumns() { return kArtifactColumns; }
 
 bool IsTerminal(int job_state) {
   return job_state == kJobSucceeded || job_state == kJobFailed || job_state == kJobCancelled;
@@ -365,19 +374,35 @@ Result<JobRow> SqliteStore::GetJobLocked(int64_t id) {
 Status SqliteStore::InsertJob(JobRow* job) {
   bool reused = job->reused_from > 0;
   if (reused) job->state = kJobSucceeded, job->finished_ms = job->created_ms;
-  FARM_ASSIGN_OR_RETURN(auto j, db_->Prepare(
-      "INSERT INTO jobs(build_id, cell, state, priority, build_key, reused_from, created_ms, "
-      "finished_ms, max_attempts) VALUES (?,?,?,?,?,?,?,?,?)"));
-  j->Bind(job->build_id).BindBlob(job->cell).Bind(job->state).Bind(job->priority)
-      .Bind(job->build_key).Bind(job->reused_from).Bind(job->created_ms).Bind(job->finished_ms)
-      .Bind(job->max_attempts);
+  FARM_ASSIGN_OR_RETURN(
+      auto j,
+      db_->Prepare(
+          "INSERT INTO jobs(build_id, cell, state, priority, build_key, reused_from, created_ms, "
+          "finished_ms, max_attempts, kind, target_job_id, target_attempt, needs) "
+          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+  j->Bind(job->build_id)
+      .BindBlob(job->cell)
+      .Bind(job->state)
+      .Bind(job->priority)
+      .Bind(job->build_key)
+      .Bind(job->reused_from)
+      .Bind(job->created_ms)
+      .Bind(job->finished_ms)
+      .Bind(job->max_attempts)
+      .Bind(job->kind)
+      .Bind(job->target_job_id)
+      .Bind(job->target_attempt)
+      .BindBlob(job->needs);
   FARM_RETURN_IF_ERROR(j->Run());
   job->id = db_->LastInsertId();
   if (!reused) return Status::Ok();
-  FARM_ASSIGN_OR_RETURN(auto copy, db_->Prepare(
-      "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, validation, "
-      "created_ms) SELECT ?, 0, filename, sha256, size, manifest, validation, created_ms "
-      "FROM artifacts WHERE job_id = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto copy,
+      db_->Prepare(
+          "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, validation, "
+          "created_ms, validation_state) SELECT ?, 0, filename, sha256, size, manifest, "
+          "validation, "
+          "created_ms, validation_state FROM artifacts WHERE job_id = ?"));
   copy->Bind(job->id).Bind(job->reused_from);
   return copy->Run();
 }
@@ -531,11 +556,20 @@ Result<ArtifactRow> SqliteStore::InsertArtifact(const ArtifactRow& a) {
                                  std::to_string(a.job_id) + " already uploaded with sha256 " +
                                  old.sha256);
   }
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, validation, "
-      "created_ms) VALUES (?,?,?,?,?,?,?,?)"));
-  s->Bind(a.job_id).Bind(a.attempt).Bind(a.filename).Bind(a.sha256).Bind(a.size)
-      .BindBlob(a.manifest).BindBlob(a.validation).Bind(a.created_ms);
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, validation, "
+          "created_ms, validation_state) VALUES (?,?,?,?,?,?,?,?,?)"));
+  s->Bind(a.job_id)
+      .Bind(a.attempt)
+      .Bind(a.filename)
+      .Bind(a.sha256)
+      .Bind(a.size)
+      .BindBlob(a.manifest)
+      .BindBlob(a.validation)
+      .Bind(a.created_ms)
+      .Bind(a.validation_state);
   FARM_RETURN_IF_ERROR(s->Run());
   ArtifactRow out = a;
   out.id = db_->LastInsertId();

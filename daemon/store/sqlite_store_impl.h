@@ -72,6 +72,13 @@ class SqliteStore final : public Store {
                                               int limit) override;
   Result<int64_t> LastLogSeq(int64_t job_id, int attempt) override;
 
+  Result<JobRow> QueueValidationJob(const JobRow& job) override;
+  Result<std::vector<JobRow>> ListValidationJobs(int64_t target_job_id,
+                                                 int target_attempt) override;
+  Result<std::vector<ArtifactRow>> ListArtifactsInValidationState(int state, int64_t after_id,
+                                                                  int limit) override;
+  Status SetArtifactValidationState(int64_t artifact_id, int state) override;
+
   Result<ArtifactRow> InsertArtifact(const ArtifactRow& artifact) override;
   Result<std::vector<ArtifactRow>> ListArtifacts(int64_t job_id) override;
   Result<ArtifactRow> GetArtifact(int64_t id) override;
@@ -149,6 +156,9 @@ class SqliteStore final : public Store {
   Status InsertJob(JobRow* job);
   Status InsertBuildRow(BuildRow* build);
   Status LoseJobs(const std::vector<JobRow>& jobs, const std::string& detail, int64_t now_ms);
+  // Stores an attempt's validation report with the artifacts it is about (see
+  // CompletionReport::validation).
+  Status StoreValidation(const JobRow& job, const CompletionReport& r);
   Status InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fire_ms);
   Status MergeOntoLeader(JobRow* job, int64_t now_ms);
   void Bump() { generation_.fetch_add(1); }
@@ -174,6 +184,9 @@ class SqliteStore final : public Store {
 // Column list shared by job queries, in JobFromRow order.
 extern const char kJobColumns[];
 JobRow JobFromRow(const Stmt& s);
+// The same for artifact queries.
+const char* ArtifactColumns();
+ArtifactRow ArtifactFromStmt(const Stmt& s);
 
 // The rows of `select` (a SELECT ending in "WHERE <column> IN") for every id of `ids`,
 // grouped by `key`: one query per 500 ids rather than one per id, at most 100,000 rows

@@ -7,8 +7,10 @@
 namespace farm::store {
 
 Status SqliteStore::RefreshBuildState(int64_t build_id, int64_t now_ms) {
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT state, COUNT(*) FROM jobs WHERE build_id = ? GROUP BY state"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "SELECT state, COUNT(*) FROM jobs WHERE build_id = ? AND kind = 1 GROUP BY state"));
   s->Bind(build_id);
   int64_t counts[6] = {0, 0, 0, 0, 0, 0};
   int64_t total = 0;
@@ -176,12 +178,7 @@ Result<int> SqliteStore::CompleteAttempt(const CompletionReport& r, int64_t now_
     c->Bind(r.cache_hits).Bind(r.cache_misses).Bind(r.job_id).Bind(r.attempt);
     FARM_RETURN_IF_ERROR(c->Run());
   }
-  if (!r.validation.empty()) {
-    FARM_ASSIGN_OR_RETURN(auto v, db_->Prepare(
-        "UPDATE artifacts SET validation = ? WHERE job_id = ? AND attempt = ?"));
-    v->BindBlob(r.validation).Bind(r.job_id).Bind(r.attempt);
-    FARM_RETURN_IF_ERROR(v->Run());
-  }
+  if (!r.validation.empty()) FARM_RETURN_IF_ERROR(StoreValidation(job, r));
   if (next == kJobPending) {
     FARM_RETURN_IF_ERROR(Requeue(job.id, r.retry_not_before_ms));
   } else {

@@ -313,8 +313,8 @@ Result<std::vector<int64_t>> SqliteStore::ResolveMergedJobs(int64_t now_ms) {
           auto copy,
           db_->Prepare(
               "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, "
-              "validation, "
-              "created_ms) SELECT ?, 0, filename, sha256, size, manifest, validation, created_ms "
+              "validation, created_ms, validation_state) SELECT ?, 0, filename, sha256, size, "
+              "manifest, validation, created_ms, validation_state "
               "FROM artifacts WHERE job_id = ? AND attempt = (SELECT attempt FROM jobs WHERE id = "
               "?)"));
       copy->Bind(s.job).Bind(s.leader).Bind(s.leader);

@@ -31,6 +31,20 @@ enum AttemptCause : int {
   kCauseTimedOut = 4, kCauseCancelled = 5, kCauseInfrastructure = 6, kCauseValidationFailed = 7
 };
 
+// Values mirror farm.v1.JobKind.
+enum JobKind : int { kJobBuild = 1, kJobValidate = 2 };
+
+// Values mirror farm.v1.ValidationState; kValidationUnknown marks artifacts stored before
+// the state had a column of its own (their report has not been read yet).
+enum ValidationStateValue : int {
+  kValidationUnknown = -1,
+  kValidationUnspecified = 0,
+  kValidationNotRun = 1,
+  kValidationPendingHardware = 2,
+  kValidationPassed = 3,
+  kValidationFailed = 4
+};
+
 bool IsTerminal(int job_state);
 
 struct TokenRow {
@@ -94,6 +108,11 @@ struct JobRow {
   int64_t created_ms = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
+  int kind = kJobBuild;
+  // kJobValidate: the build job and attempt whose artifacts it validates.
+  int64_t target_job_id = 0;
+  int target_attempt = 0;
+  std::string needs;  // serialized farm.v1.JobNeeds
 };
 
 struct AttemptRow {
@@ -144,6 +163,7 @@ struct ArtifactRow {
   std::string manifest;    // serialized farm.v1.ArchManifest
   std::string validation;  // serialized farm.v1.ValidationReport
   int64_t created_ms = 0;
+  int validation_state = kValidationUnspecified;  // the report's state (ValidationStateValue)
 };
 
 // How a worker's report ends an attempt.
@@ -159,9 +179,12 @@ struct CompletionReport {
   bool retry_build_failures = false;
   int64_t retry_not_before_ms = 0;
   // Serialized farm.v1.ValidationReport of the attempt's wheels; stored with each of its
-  // artifacts in the same transaction. Empty: the artifacts keep what they have.
+  // artifacts in the same transaction. Empty: the artifacts keep what they have. For a
+  // validation job it is stored with the artifacts of its target attempt instead, and with
+  // every other artifact of the same bytes (sha256) whose validation waits for hardware.
   std::string validation;
-  int64_t cache_hits = -1;    // compile cache; -1: the build ran without it
+  int validation_state = kValidationUnspecified;  // the report's state
+  int64_t cache_hits = -1;                        // compile cache; -1: the build ran without it
   int64_t cache_misses = -1;
 };
 
@@ -408,6 +431,22 @@ class Store {
   // recorded with each job it cancels. FailedPrecondition, changing nothing, for a build
   // that already ended (succeeded, failed or cancelled).
   virtual Status CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) = 0;
+
+  // --- validation jobs ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // Queues `job` (kind kJobValidate, with its build, target, cell and needs) in its build
+  // without changing the build's state, unless a validation job of the same target is
+  // pending or running: then that one is returned and nothing is stored. On success returns
+  // the job as stored.
+  virtual Result<JobRow> QueueValidationJob(const JobRow& job);
+  // The validation jobs of one target attempt, oldest first.
+  virtual Result<std::vector<JobRow>> ListValidationJobs(int64_t target_job_id, int target_attempt);
+  // Artifacts whose validation_state is `state`, id > after_id ascending, at most `limit`.
+  virtual Result<std::vector<ArtifactRow>> ListArtifactsInValidationState(int state,
+                                                                          int64_t after_id,
+                                                                          int limit);
+  // Records the state of an artifact's stored report (for rows stored before the column).
+  virtual Status SetArtifactValidationState(int64_t artifact_id, int state);
 
   // --- logs ---
   // Stores lines in seq order for the job's attempt, ignoring seqs already stored and

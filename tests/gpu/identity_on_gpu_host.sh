@@ -38,6 +38,8 @@ sage_recipe() {  # ARCH_LIST...: the catalog recipe for this host's Python, thes
   local lists; lists=$(printf '"%s", ' "$@"); lists=${lists%, }
   sed -e "s|^env:|env:\n  PYTHONPATH: \"$torch_site\"\n  MAX_JOBS: \"16\"|" \
       -e "s|python: \\[.*\\]|python: [\"$pyver\"]|" -e "s|arch_lists: \\[.*\\]|arch_lists: [$lists]|" \
+      -e "s|torch: \\[.*\\]|torch: [\"2.11\"]|" -e "s|cuda: \\[.*\\]|cuda: [\"13.0\"]|" \
+      -e "s|platform: \\[.*\\]|platform: [linux_x86_64]|" -e '/^  exclude:/,/^publish:/{/^publish:/!d}' \
       "$repo/kernels/sageattention/recipe.yaml" >"$repo/kernels/sageattention/recipe-gpu-host.yaml"
   echo "$repo/kernels/sageattention/recipe-gpu-host.yaml"
 }

@@ -68,7 +68,9 @@ step "SageAttention through the farm"
 recipe=$repo/kernels/sageattention/recipe-gpu-host.yaml
 sed "s|^env:|env:\n  PYTHONPATH: \"$torch_site\"\n  MAX_JOBS: \"16\"|" \
   "$repo/kernels/sageattention/recipe.yaml" >"$recipe"
-timeout 420 "${ctl[@]}" submit "$recipe" --python "$pyver" --source-tarball "$sa_tarball" \
+# The catalog matrix spans Pythons, torch/CUDA pairs and aarch64 (12.1a): this host's cell.
+timeout 420 "${ctl[@]}" submit "$recipe" --python "$pyver" --cuda 13.0 --arch-list 9.0a \
+  --source-tarball "$sa_tarball" \
   --follow --download "$work/wheels" >"$out/sageattention_build.log" 2>&1
 rc=$?; echo "exit $rc"; tail -n $(( rc ? 60 : 4 )) "$out/sageattention_build.log"
 "${ctl[@]}" --output json show 3 >"$out/sageattention_build.json"

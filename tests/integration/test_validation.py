@@ -4,6 +4,7 @@ Real farmd, farm-worker and farmctl; real pip wheels and nvcc. This machine has 
 hardware validation ends "pending hardware" here (never "passed"); tests/gpu/ runs the same
 path on a GPU host, where it passes with numbers.
 """
+import json
 import os
 import textwrap
 import urllib.error
@@ -173,3 +174,59 @@ def test_hostile_wheels_are_rejected_before_upload(farm):
     assert not os.path.exists(os.path.join(farm.root, "outside.txt"))
     # The worker refused it: farmd never received it.
     assert "evil-1.0-py3-none-any.whl" not in farm.log("farmd.log")
+
+
+FIXED_ARCH_DIR = os.path.join(os.path.dirname(__file__), "packages", "fixed_arch")
+
+
+def fixed_arch_recipe(root, name, policy):
+    """The fixed_arch package (it compiles sm_75, sm_90 and sm_121 whatever it is asked)."""
+    recipe = os.path.join(root, name + ".yaml")
+    with open(recipe, "w") as f:
+        f.write(textwrap.dedent(f"""\
+            name: {name}
+            source: {{local: {FIXED_ARCH_DIR}}}
+            system_site_packages: true
+            unrequested_archs: {policy}
+            build: |
+              "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
+            matrix:
+              cuda: ["13.0"]
+              arch_lists: ["9.0"]
+              platform: [linux_x86_64]
+            """))
+    return recipe
+
+
+def test_a_package_that_ignores_the_arch_list_is_flagged_and_can_be_made_to_fail(farm):
+    farm.start_farmd(http=True)
+    farm.start_worker()
+    warned = "this package ignored TORCH_CUDA_ARCH_LIST: asked 9.0, built sm_75, sm_90, sm_121 " \
+             "(not asked for: sm_75, sm_121)"
+
+    r, build = submit_and_wait(farm, fixed_arch_recipe(farm.root, "fixed-warn", "warn"))
+    assert r.returncode == 0, r.stderr
+    job = only_job(build)
+    assert job["state"] == "JOB_SUCCEEDED", job
+    (artifact,) = job["artifacts"]
+    assert artifact["manifest"]["unrequested"] == ["sm_75", "sm_121"], artifact["manifest"]
+    assert "missing" not in artifact["manifest"]  # sm_90, the one asked for, is there
+    assert "farm: warning: fixed_arch-1.0" in job_log(farm, job["id"])
+    assert warned in job_log(farm, job["id"])
+    shown = farm.ctl("show", str(build["id"]))
+    assert shown.returncode == 0 and "warning: " + warned in shown.stdout, shown.stdout
+    with urllib.request.urlopen(f"http://{farm.http_address}/api/v1/jobs/{job['id']}",
+                                timeout=30) as resp:
+        page = json.loads(resp.read())
+    assert page["artifacts"][0]["arch_warning"] == warned, page["artifacts"][0]
+    assert warned in farm.log("farmd.log")  # farmd's own check saw it too
+
+    r, build = submit_and_wait(farm, fixed_arch_recipe(farm.root, "fixed-fail", "fail"))
+    assert r.returncode == 1, r.stderr
+    job = only_job(build)
+    assert job["state"] == "JOB_FAILED", job
+    (attempt,) = job["attempts"]
+    assert attempt["cause"] == "CAUSE_VALIDATION_FAILED", attempt
+    assert "arch-unrequested: fixed_arch/_kernel.so" in attempt["detail"], attempt
+    assert "holds sm_75, sm_121, which the arch list 9.0 does not ask for" in attempt["detail"]
+    assert job.get("artifacts", []) == []

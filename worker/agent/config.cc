@@ -42,6 +42,9 @@ std::vector<FlagSpec> Specs() {
       {"container-run-args", "ARGS", "extra `run` flags (ulimits, mounts), space-separated"},
       {"container-gpus", "MODE", "auto (default: when /dev/nvidiactl exists), all or none"},
       {"container-user", "USER", "auto (default), image or UID:GID"},
+      {"test-fake-gpu", "NAME:CC",
+       "TEST ONLY: also report a GPU that is not there, e.g. "
+       "\"Fake H100:9.0\" (repeatable; never on a real worker)"},
       {"help", "", "print this help"},
       {"version", "", "print the version and exit"},
   };
@@ -89,6 +92,21 @@ Status ParseExecutorFlags(const Flags& flags, WorkerConfig& c) {
   c.container_gpus = flags.Get("container-gpus", c.container_gpus);
   c.container_user = flags.Get("container-user", c.container_user);
   return Status::Ok();
+}
+
+Result<FakeGpu> ParseFakeGpu(const std::string& text) {
+  size_t colon = text.rfind(':');
+  std::string cc = colon == std::string::npos ? "" : text.substr(colon + 1);
+  size_t dot = cc.find('.');
+  FakeGpu gpu;
+  if (colon == 0 || dot == std::string::npos || dot == 0 || dot + 1 == cc.size() ||
+      cc.find_first_not_of("0123456789.") != std::string::npos || cc.size() > 5) {
+    return Status::InvalidArgument("--test-fake-gpu needs NAME:MAJOR.MINOR, got \"" + text + "\"");
+  }
+  gpu.name = text.substr(0, colon);
+  gpu.cc_major = std::stoi(cc.substr(0, dot));
+  gpu.cc_minor = std::stoi(cc.substr(dot + 1));
+  return gpu;
 }
 
 std::string HostName() {
@@ -152,6 +170,10 @@ Result<WorkerConfig> ParseWorkerFlags(int argc, char** argv, bool* help) {
   c.find_links = flags.GetAll("find-links");
   c.verbose = flags.Has("verbose");
   FARM_RETURN_IF_ERROR(ParseExecutorFlags(flags, c));
+  for (const auto& text : flags.GetAll("test-fake-gpu")) {
+    FARM_ASSIGN_OR_RETURN(FakeGpu gpu, ParseFakeGpu(text));
+    c.test_fake_gpus.push_back(std::move(gpu));
+  }
   return c;
 }
 

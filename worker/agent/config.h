@@ -15,6 +15,15 @@
 
 namespace farm::agent {
 
+// A GPU the probe reports although the machine has none (--test-fake-gpu). Test-only: it
+// lets integration tests on machines without a GPU place validation jobs on a worker. The
+// probe kernels never run on it.
+struct FakeGpu {
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+};
+
 struct WorkerConfig {
   std::string server;       // HOST:PORT of farmd; empty when server_file is used
   std::string server_file;  // ready file holding "127.0.0.1:PORT" (waited for 30 s)
@@ -55,6 +64,7 @@ struct WorkerConfig {
   std::vector<std::string> container_run_args;     // after `run`, split on spaces
   std::string container_gpus = "auto";             // auto, all or none
   std::string container_user = "auto";             // auto, image or UID:GID
+  std::vector<FakeGpu> test_fake_gpus;             // test-only (FakeGpu)
 };
 
 // Parses farm-worker's flags. On success returns the config with defaults filled in;

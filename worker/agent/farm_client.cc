@@ -235,4 +235,29 @@ Status GrpcFarmClient::DownloadSource(int64_t job_id, int32_t attempt,
   return Status::Ok();
 }
 
+Status FarmClient::DownloadArtifact(int64_t, int32_t, int64_t artifact_id, const std::string&) {
+  return Status::Unimplemented("DownloadArtifact of artifact " + std::to_string(artifact_id));
+}
+
+Status GrpcFarmClient::DownloadArtifact(int64_t job_id, int32_t attempt, int64_t artifact_id,
+                                        const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::Internal("cannot write " + path);
+  grpc::ClientContext ctx;
+  Prepare(ctx, 10 * 60 * 1000);
+  farm::v1::WorkerArtifactRequest req;
+  req.set_job_id(job_id);
+  req.set_attempt(attempt);
+  req.set_artifact_id(artifact_id);
+  auto reader = stub()->DownloadArtifact(&ctx, req);
+  farm::v1::ArtifactData chunk;
+  while (reader->Read(&chunk)) {
+    out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+  }
+  FARM_RETURN_IF_ERROR(FromGrpc(reader->Finish(), "DownloadArtifact"));
+  out.close();
+  if (!out) return Status::Internal("writing " + path + " failed");
+  return Status::Ok();
+}
+
 }  // namespace farm::agent

@@ -45,6 +45,11 @@ class FarmClient {
   virtual Status DownloadSource(int64_t job_id, int32_t attempt,
                                 const farm::v1::SourceArchive& archive,
                                 const std::string& path) = 0;
+  // Writes the bytes of artifact `artifact_id`, which validation job `job_id` (attempt
+  // `attempt`, held by this worker) validates, to `path`. The default answers
+  // Unimplemented, for fakes that run no validation jobs.
+  virtual Status DownloadArtifact(int64_t job_id, int32_t attempt, int64_t artifact_id,
+                                  const std::string& path);
   // Ends a pending AcquireJob long poll at once (shutdown).
   virtual void CancelWaits() = 0;
   // Called after UNAVAILABLE: looks the address up again (farmd may have restarted on
@@ -88,6 +93,8 @@ class GrpcFarmClient final : public FarmClient {
       const farm::v1::CompleteJobRequest& req) override;
   Status DownloadSource(int64_t job_id, int32_t attempt, const farm::v1::SourceArchive& archive,
                         const std::string& path) override;
+  Status DownloadArtifact(int64_t job_id, int32_t attempt, int64_t artifact_id,
+                          const std::string& path) override;
   void CancelWaits() override;
   void Reconnect() override;
 

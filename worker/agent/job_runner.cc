@@ -4,10 +4,12 @@
 #include <filesystem>
 #include <set>
 
+#include "common/arch.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/utf8.h"
+#include "common/wheel/job_check.h"
 #include "worker/agent/executor_runner.h"
 #include "worker/agent/retry.h"
 #include "worker/agent/sandbox_executor.h"
@@ -28,9 +30,15 @@ std::string JobName(const farm::v1::JobAssignment& job) {
   return "job " + std::to_string(job.job_id()) + " attempt " + std::to_string(job.attempt());
 }
 
-Outcome Infra(const std::string& detail) {
-  return {farm::v1::CAUSE_INFRASTRUCTURE, detail, -1, 0};
+// The environment of the source tools (git, tar): the allow-listed worker variables, and git
+// never prompts.
+EnvMap ToolEnv(const EnvMap& worker_env) {
+  EnvMap env = BaseEnv(worker_env);
+  env["GIT_TERMINAL_PROMPT"] = "0";
+  return env;
 }
+
+Outcome Infra(const std::string& detail) { return {farm::v1::CAUSE_INFRASTRUCTURE, detail, -1, 0}; }
 
 // The subdirectory must stay inside the source tree.
 Result<std::string> BuildDir(const std::string& src, const std::string& sub) {
@@ -75,6 +83,22 @@ std::string DescribeManifest(const farm::v1::ArchManifest& m) {
   out += "; " + std::to_string(m.images_size()) + " images (";
   for (const auto& a : archs) out += (a == *archs.begin() ? "" : ", ") + a;
   return out + ")";
+}
+
+// The GPU a build that takes its arch from the build machine's GPU runs on: the first one
+// the cell's arch list serves (placement gave the job to this worker for it).
+Result<farm::v1::Gpu> TargetGpu(const farm::v1::MatrixCell& cell,
+                                const farm::v1::Capabilities& caps) {
+  FARM_ASSIGN_OR_RETURN(auto targets, arch::ParseArchList(cell.arch_list()));
+  std::vector<arch::Version> runs_on = arch::RunsOn(targets);
+  for (const farm::v1::Gpu& gpu : caps.gpus()) {
+    arch::Version cc{gpu.cc_major(), gpu.cc_minor()};
+    if (targets.empty() || std::find(runs_on.begin(), runs_on.end(), cc) != runs_on.end()) {
+      return gpu;
+    }
+  }
+  return Status::FailedPrecondition("the recipe builds on the GPU its arch list (" +
+                                    cell.arch_list() + ") targets, and this worker has none");
 }
 
 // What every container of a job shares: its workspace, the recipe's image, and the job's
@@ -168,27 +192,121 @@ Outcome JobRunner::Execute(LogShipper& log, const std::string& ws) {
   auto system = [&log, this](const std::string& text) {
     control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + text);
   };
-  EnvMap tool_env = BaseEnv(settings_.worker_env);
-  tool_env["GIT_TERMINAL_PROMPT"] = "0";
-  StepRunner steps(*deps_.runner, tool_env, control_.get(), on_line);
+  system("workspace " + ws);
+  if (job_.kind() == farm::v1::JOB_VALIDATE) return ExecuteValidation(log, ws);
+  StepRunner steps(*deps_.runner, ToolEnv(settings_.worker_env), control_.get(), on_line);
+  auto src = FetchAndPatch(log, steps, ws);
+  if (!src.ok()) return Infra(src.status().message());
+  auto built = Build(log, ws, *src);
+  if (!built.ok()) return Infra(built.status().message());
+  return *built;
+}
+
+// The recipe's source in <ws>/src with its patches applied; errors say which step failed.
+Result<std::string> JobRunner::FetchAndPatch(LogShipper& log, StepRunner& steps,
+                                             const std::string& ws) {
   const auto& recipe = job_.recipe();
   std::string src = ws + "/src";
-  system("workspace " + ws);
-  system("fetching source (" + SourceText(recipe.source()) + ")");
+  control_->log_seq =
+      log.Append(farm::v1::SYSTEM, "farm: fetching source (" + SourceText(recipe.source()) + ")");
   ArchiveFetcher fetch = [this](const farm::v1::SourceArchive& archive, const std::string& path) {
     return deps_.client->DownloadSource(job_.job_id(), job_.attempt(), archive, path);
   };
   if (Status s = FetchSource(steps, recipe.source(), src, fetch); !s.ok()) {
-    return Infra("fetching source failed: " + s.message());
+    return Status::FailedPrecondition("fetching source failed: " + s.message());
   }
   std::vector<farm::v1::Patch> patches(recipe.patches().begin(), recipe.patches().end());
-  if (!patches.empty()) system("applying " + std::to_string(patches.size()) + " patch(es)");
-  if (Status s = ApplyPatches(steps, patches, src, ws + "/patches"); !s.ok()) {
-    return Infra(s.message());
+  if (!patches.empty()) {
+    control_->log_seq = log.Append(
+        farm::v1::SYSTEM, "farm: applying " + std::to_string(patches.size()) + " patch(es)");
   }
-  auto built = Build(log, ws, src);
-  if (!built.ok()) return Infra(built.status().message());
-  return *built;
+  FARM_RETURN_IF_ERROR(ApplyPatches(steps, patches, src, ws + "/patches"));
+  return src;
+}
+
+Result<std::vector<std::string>> JobRunner::DownloadWheels(LogShipper& log,
+                                                           const std::string& dir) {
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(dir));
+  std::vector<std::string> wheels;
+  for (const farm::v1::Artifact& a : job_.artifacts()) {
+    if (a.filename().empty() || a.filename().find('/') != std::string::npos ||
+        a.filename()[0] == '.') {
+      return Status::InvalidArgument("artifact " + std::to_string(a.id()) +
+                                     " has the file name \"" + a.filename() + "\"");
+    }
+    std::string path = dir + "/" + a.filename();
+    control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: fetching " + a.filename() + " (" +
+                                                         std::to_string(a.size()) + " bytes)");
+    FARM_RETURN_IF_ERROR(
+        RetryUnavailable(*deps_.clock, RetryDeadlineMs(kReportRetryMs), deps_.client, [&] {
+          return deps_.client->DownloadArtifact(job_.job_id(), job_.attempt(), a.id(), path);
+        }));
+    int64_t size = 0;
+    FARM_ASSIGN_OR_RETURN(std::string sha, Sha256FileHex(path, &size));
+    if (sha != a.sha256() || size != a.size()) {
+      return Status::DataLoss(a.filename() + " arrived with sha256 " + sha + " and " +
+                              std::to_string(size) + " bytes; farmd stored " + a.sha256() +
+                              " and " + std::to_string(a.size()));
+    }
+    wheels.push_back(path);
+  }
+  if (wheels.empty()) return Status::FailedPrecondition("the validation job names no wheel");
+  return wheels;
+}
+
+Outcome JobRunner::ExecuteValidation(LogShipper& log, const std::string& ws) {
+  const auto& recipe = job_.recipe();
+  control_->log_seq =
+      log.Append(farm::v1::SYSTEM, "farm: validating the " + std::to_string(job_.artifacts_size()) +
+                                       " wheel(s) of an earlier build on this "
+                                       "worker's GPU");
+  std::string build_dir = ws;
+  const farm::v1::ValidationSpec& spec = recipe.validation();
+  if (!spec.script().empty() && spec.script_content().empty()) {  // the script is in the source
+    StepRunner steps(*deps_.runner, ToolEnv(settings_.worker_env), control_.get(),
+                     [&log](OutputStream s, const std::string& line) {
+                       log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR,
+                                  line);
+                     });
+    auto src = FetchAndPatch(log, steps, ws);
+    if (!src.ok()) return Infra(src.status().message());
+    auto dir = BuildDir(*src, recipe.subdirectory());
+    if (!dir.ok()) return Infra(dir.status().message());
+    build_dir = *dir;
+  }
+  auto python = SelectPython(job_.cell(), settings_.caps);
+  if (!python.ok()) return Infra(python.status().message());
+  // Validation compiles nothing: a toolkit of the cell's CUDA only sets CUDA_HOME if here.
+  auto toolkit = SelectToolkit(job_.cell(), settings_.caps);
+  auto wheels = DownloadWheels(log, ws + "/wheels");
+  if (control_->stopped()) return StoppedOutcome({});
+  if (!wheels.ok()) return Infra("fetching the wheels failed: " + wheels.status().message());
+  if (Status s = fs::MakeDirs(ws + "/tmp"); !s.ok()) return Infra(s.message());
+  farm::v1::ArchManifest manifest;
+  for (const auto& a : job_.artifacts()) {
+    if (a.manifest().images_size() > 0) manifest = a.manifest();
+  }
+  JobEnvInputs in{&job_,
+                  settings_.worker_env,
+                  ws + "/venv",
+                  ws + "/wheels",
+                  ws + "/tmp",
+                  python->version(),
+                  toolkit.ok() ? *toolkit : farm::v1::CudaToolkit(),
+                  settings_.caps.cpu_cores(),
+                  deps_.probe->AvailableMemoryBytes(),
+                  settings_.secrets,
+                  0};
+  auto report = Validate(log, in, build_dir, python->path(), *wheels, manifest);
+  Outcome out{farm::v1::CAUSE_COMPLETED, "", 0, 0};
+  if (control_->stopped()) return StoppedOutcome(out);
+  if (!report.ok()) return Infra("validation could not run: " + report.status().message());
+  out.validation = std::move(report).value();
+  if (out.validation.state() == farm::v1::VALIDATION_FAILED) {
+    out.cause = farm::v1::CAUSE_VALIDATION_FAILED;
+    out.detail = "validation failed: " + out.validation.message();
+  }
+  return out;
 }
 
 Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const std::string& src) {
@@ -213,6 +331,13 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
                   deps_.probe->AvailableMemoryBytes(), settings_.secrets,
                   SourceDateEpoch(*deps_.runner, src)};
   EnvMap env = BuildJobEnv(in);
+  if (recipe.build_on_target_gpu()) {
+    FARM_ASSIGN_OR_RETURN(farm::v1::Gpu gpu, TargetGpu(job_.cell(), settings_.caps));
+    env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu.index());
+    system("building on GPU " + std::to_string(gpu.index()) + " (" + gpu.name() + ", cc " +
+           std::to_string(gpu.cc_major()) + "." + std::to_string(gpu.cc_minor()) +
+           "): the recipe builds on the GPU its arch list targets");
+  }
   JobCacheUse cache_use;
   if (settings_.compile_cache != nullptr) {
     cache_use = settings_.compile_cache->PrepareJob(recipe, ws, deps_.executor->Name(), env,
@@ -339,8 +464,13 @@ Result<farm::v1::ArtifactHeader> JobRunner::CheckOne(LogShipper& log, const std:
   if (!deps_.wheel_hook) return header;
   Status checked = deps_.wheel_hook(job_, path, &header);
   if (!checked.ok()) return Status::Aborted(header.filename() + ": " + checked.message());
-  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + header.filename() + ": " +
-                                                       DescribeManifest(header.manifest()));
+  control_->log_seq = log.Append(
+      farm::v1::SYSTEM, "farm: " + header.filename() + ": " + DescribeManifest(header.manifest()));
+  std::string ignored = wheel::ArchListIgnoredMessage(job_.cell().arch_list(), header.manifest());
+  if (!ignored.empty()) {
+    control_->log_seq =
+        log.Append(farm::v1::SYSTEM, "farm: warning: " + header.filename() + ": " + ignored);
+  }
   return header;
 }
 

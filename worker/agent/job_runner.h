@@ -27,6 +27,8 @@
 
 namespace farm::agent {
 
+class StepRunner;
+
 // Called with each wheel before it is uploaded: the structure and arch-manifest checks
 // (CheckWheelForJob in wheel_check.h) plug in here and fill header->manifest. A non-OK
 // status fails the attempt with CAUSE_VALIDATION_FAILED.
@@ -76,6 +78,12 @@ class JobRunner {
 
  private:
   Outcome Execute(LogShipper& log, const std::string& ws);
+  // A JOB_VALIDATE assignment: the wheels an earlier attempt built, fetched from farmd and
+  // proved here as a build job proves its own (the source is fetched only when the
+  // validation script lives in it).
+  Outcome ExecuteValidation(LogShipper& log, const std::string& ws);
+  Result<std::vector<std::string>> DownloadWheels(LogShipper& log, const std::string& dir);
+  Result<std::string> FetchAndPatch(LogShipper& log, StepRunner& steps, const std::string& ws);
   Result<Outcome> Build(LogShipper& log, const std::string& ws, const std::string& src);
   Outcome FinishWheels(LogShipper& log, const JobEnvInputs& env_in, const std::string& build_dir,
                        const std::string& python, Outcome built);

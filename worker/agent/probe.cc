@@ -251,6 +251,14 @@ farm::v1::Capabilities SystemProbe::Probe() {
   ProbeToolkits(&caps);
   ProbePythons(&caps);
   if (config_.probe_kernels) caps.set_probe_error(KernelVerdict(caps).error);
+  for (const FakeGpu& fake : config_.test_fake_gpus) {  // test-only, after the probe kernels
+    farm::v1::Gpu* gpu = caps.add_gpus();
+    gpu->set_index(caps.gpus_size() - 1);
+    gpu->set_name(fake.name);
+    gpu->set_cc_major(fake.cc_major);
+    gpu->set_cc_minor(fake.cc_minor);
+    gpu->set_uuid("fake-" + std::to_string(gpu->index()));
+  }
   return caps;
 }
 

@@ -14,6 +14,12 @@
 
 namespace farm::agent {
 
+inline Status StatusOf(const Status& s) { return s; }
+template <typename T>
+Status StatusOf(const Result<T>& r) {
+  return r.status();
+}
+
 // Calls `fn` (returning Status or Result<T>) until it succeeds, fails with a code other
 // than UNAVAILABLE, or the steady clock passes `deadline_ms`. Returns the last outcome.
 template <typename Fn>
@@ -22,7 +28,7 @@ auto RetryUnavailable(const Clock& clock, int64_t deadline_ms, FarmClient* clien
   Backoff backoff;
   for (int i = 0;; ++i) {
     auto r = fn();
-    if (r.ok() || r.status().code() != StatusCode::kUnavailable || i >= 1000) return r;
+    if (r.ok() || StatusOf(r).code() != StatusCode::kUnavailable || i >= 1000) return r;
     int64_t left = deadline_ms - clock.SteadyMs();
     if (left <= 0) return r;
     if (client != nullptr) client->Reconnect();

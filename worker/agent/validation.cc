@@ -114,8 +114,10 @@ Result<farm::v1::ValidationReport> RunScript(ProcessRunner& runner, JobControl* 
 
 Status CheckWheelForJob(const farm::v1::JobAssignment& job, const std::string& wheel_path,
                         farm::v1::ArtifactHeader* header) {
+  wheel::InspectOptions options;
+  options.refuse_unrequested = job.recipe().refuse_unrequested_archs();
   FARM_ASSIGN_OR_RETURN(wheel::JobWheelCheck check,
-                        wheel::CheckJobWheel(wheel_path, header->filename(), job.cell()));
+                        wheel::CheckJobWheel(wheel_path, header->filename(), job.cell(), options));
   *header->mutable_manifest() = check.manifest;
   if (!check.ok()) return Status::FailedPrecondition(check.Summary());
   return Status::Ok();
@@ -162,6 +164,7 @@ Result<farm::v1::ValidationReport> ValidateWheels(StepRunner& steps, ProcessRunn
                         RunScript(runner, control, on_line, ScriptArgv(python, *script, *gpu, in), in));
   report.set_worker_id(in.worker_id);
   if (report.gpu_name().empty()) report.set_gpu_name(gpu->name());
+  ApplySpeedThreshold(recipe.validation().min_speedup(), &report);
   return report;
 }
 

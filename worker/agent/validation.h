@@ -37,9 +37,16 @@ std::string NoGpuReason(const farm::v1::Capabilities& caps,
 farm::v1::ValidationState StateForExitCode(int exit_code);
 
 // Builds the report from the script's exit code and its JSON report (schema
-// farm.validation.v1; `json` may be empty or malformed when the script crashed). The state
-// always follows the exit code, never the JSON's own claim.
+// farm.validation.v2, or v1; `json` may be empty or malformed when the script crashed). The
+// state always follows the exit code, never the JSON's own claim. A case without
+// throughput of its own (v1) takes its attention `tops` as throughput in TOPS, and its
+// baseline is named from the report's "baseline.impl" and the case's dtype.
 farm::v1::ValidationReport ParseValidationReport(const std::string& json, int exit_code);
+
+// The recipe's speed threshold (ValidationSpec.min_speedup): a passed report whose timed
+// case (throughput and baseline both known) ran below `min_speedup` times its baseline
+// becomes failed, naming the case, the baseline and both figures. 0 checks nothing.
+void ApplySpeedThreshold(double min_speedup, farm::v1::ValidationReport* report);
 
 // The structure and arch-manifest checks of a built wheel against its job's matrix cell
 // (farm::wheel::CheckJobWheel), as the JobRunner's WheelHook. Fills header->manifest; on a

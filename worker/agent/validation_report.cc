@@ -2,6 +2,8 @@
 // script's JSON report.
 #include <boost/json.hpp>
 
+#include <cstdio>
+
 #include "worker/agent/validation.h"
 
 namespace farm::agent {
@@ -29,6 +31,36 @@ double NumberField(const json::object& o, const char* key) {
   return 0;
 }
 
+// The baseline a v1 report names: its "baseline.impl" with the case's (or the report's
+// headline) dtype, e.g. "torch SDPA float16".
+std::string V1BaselineName(const json::object& root, const json::object& c) {
+  const json::value* b = root.if_contains("baseline");
+  std::string impl = b != nullptr && b->is_object() ? StringField(b->get_object(), "impl") : "";
+  std::string dtype = StringField(c, "baseline_dtype");
+  if (dtype.empty() && b != nullptr && b->is_object()) {
+    dtype = StringField(b->get_object(), "headline_dtype");
+  }
+  if (impl.empty()) impl = "baseline";
+  return dtype.empty() ? impl : impl + " " + dtype;
+}
+
+// Throughput, its unit and the named baseline (schema v2), or from a v1 case's attention
+// TOPS when the case has no throughput of its own.
+void SetThroughput(const json::object& root, const json::object& c, farm::v1::ValidationCase* out) {
+  out->set_throughput(NumberField(c, "throughput"));
+  out->set_throughput_unit(StringField(c, "throughput_unit"));
+  out->set_baseline_throughput(NumberField(c, "baseline_throughput"));
+  out->set_baseline(StringField(c, "baseline_name"));
+  if (out->throughput_unit().empty() && out->throughput() == 0 && out->tops() > 0) {
+    out->set_throughput(out->tops());
+    out->set_throughput_unit("TOPS");
+    out->set_baseline_throughput(out->baseline_tops());
+  }
+  if (out->baseline().empty() && out->baseline_throughput() > 0) {
+    out->set_baseline(V1BaselineName(root, c));
+  }
+}
+
 void AddCases(const json::object& root, farm::v1::ValidationReport* report) {
   const json::value* cases = root.if_contains("cases");
   if (cases == nullptr || !cases->is_array()) return;
@@ -42,12 +74,34 @@ void AddCases(const json::object& root, farm::v1::ValidationReport* report) {
     out->set_rmse(NumberField(o, "rmse"));
     out->set_tops(NumberField(o, "tops"));
     out->set_baseline_tops(NumberField(o, "baseline_tops"));
+    SetThroughput(root, o, out);
     const json::value* passed = o.if_contains("passed");
     out->set_passed(passed != nullptr && passed->is_bool() && passed->get_bool());
   }
 }
 
+std::string Number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
 }  // namespace
+
+void ApplySpeedThreshold(double min_speedup, farm::v1::ValidationReport* report) {
+  if (min_speedup <= 0 || report->state() != farm::v1::VALIDATION_PASSED) return;
+  for (const farm::v1::ValidationCase& c : report->cases()) {
+    if (c.throughput() <= 0 || c.baseline_throughput() <= 0) continue;
+    double speedup = c.throughput() / c.baseline_throughput();
+    if (speedup >= min_speedup) continue;
+    report->set_state(farm::v1::VALIDATION_FAILED);
+    report->set_message("case " + c.name() + " ran at " + Number(speedup) + "x " + c.baseline() +
+                        " (" + Number(c.throughput()) + " vs " + Number(c.baseline_throughput()) +
+                        " " + c.throughput_unit() + "); the recipe asks for at least " +
+                        Number(min_speedup) + "x");
+    return;
+  }
+}
 
 std::optional<farm::v1::Gpu> ChooseValidationGpu(const farm::v1::Capabilities& caps,
                                                  const farm::v1::ArchManifest& manifest) {

@@ -26,7 +26,7 @@ import statistics
 import sys
 import time
 
-SCHEMA = "farm.validation.v1"
+SCHEMA = "farm.validation.v2"
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_NO_DEVICE, EXIT_ERROR, EXIT_UNSUPPORTED_GPU = range(6)
 STATE_BY_EXIT = {EXIT_PASSED: "passed", EXIT_FAILED: "failed", EXIT_USAGE: "usage_error",
                  EXIT_NO_DEVICE: "no_device", EXIT_ERROR: "error",
@@ -187,8 +187,9 @@ def time_kernel(pkg, q, k, v, shape, args):
     times = pkg.benchmark(q, k, v, B, H, N, D, causal=causal, device=args.device,
                           warmup=args.warmup, iters=args.iters)
     median = statistics.median(times)
+    tops = flops(*shape) / (median * 1e-3) / 1e12 if median > 0 else None
     return {"time_ms": median, "time_ms_min": min(times), "timing_runs": len(times),
-            "tops": flops(*shape) / (median * 1e-3) / 1e12 if median > 0 else None}
+            "tops": tops, "throughput": tops, "throughput_unit": "TOPS"}
 
 
 def run_case(pkg, inputs, shape, args):
@@ -197,7 +198,8 @@ def run_case(pkg, inputs, shape, args):
     B, H, N, D, causal = shape
     # The ValidationCase fields are always present (null until measured).
     case = {"name": case_name(*shape), "cosine": None, "relative_l1": None, "rmse": None,
-            "tops": None, "baseline_tops": None, "passed": False, "B": B, "H": H, "N": N,
+            "tops": None, "baseline_tops": None, "throughput": None, "throughput_unit": "TOPS",
+            "baseline_throughput": None, "baseline_name": "", "passed": False, "B": B, "H": H, "N": N,
             "D": D, "causal": causal, "dtype": "float32", "flops": flops(*shape), "error": ""}
     count = B * H * N * D
     q, k, v = inputs.tensor(count), inputs.tensor(count), inputs.tensor(count)
@@ -286,6 +288,8 @@ def add_baseline(case, baseline, args):
     head = by_dtype.get(baseline.info["headline_dtype"], {})
     case["baseline_tops"] = head.get("tops")
     case["baseline_dtype"] = baseline.info["headline_dtype"]
+    case["baseline_throughput"] = head.get("tops")
+    case["baseline_name"] = "torch SDPA " + baseline.info["headline_dtype"]
     if case.get("tops") and head.get("tops"):
         case["speedup_vs_baseline"] = case["tops"] / head["tops"]
 

@@ -89,6 +89,53 @@ TEST_F(JobCheckTest, TheGivenFileNameIsCheckedInsteadOfTheStoredOne) {
   EXPECT_TRUE(HasProblem(unnamed->problems, "filename-invalid")) << unnamed->Summary();
 }
 
+TEST_F(JobCheckTest, ImagesTheArchListDidNotAskForAreListedAndRefusedOnRequest) {
+  FARM_LOAD_MODULE_OR_SKIP("multi", so);  // sm_80, sm_90a, sm_120a, sm_121a
+  std::string wheel = Wheel(so);
+  auto check = CheckJobWheel(wheel, "", Cell("3.12", "9.0a"));
+  ASSERT_OK(check.status());
+  EXPECT_TRUE(check->ok()) << check->Summary();  // listed, not refused
+  std::vector<std::string> extra(check->manifest.unrequested().begin(),
+                                 check->manifest.unrequested().end());
+  EXPECT_EQ(extra, (std::vector<std::string>{"sm_80", "sm_120a", "sm_121a"}));
+  EXPECT_EQ(ArchListIgnoredMessage("9.0a", check->manifest),
+            "this package ignored TORCH_CUDA_ARCH_LIST: asked 9.0a, built sm_80, sm_90a, "
+            "sm_120a, sm_121a (not asked for: sm_80, sm_120a, sm_121a)");
+
+  InspectOptions refuse;
+  refuse.refuse_unrequested = true;
+  auto refused = CheckJobWheel(wheel, "", Cell("3.12", "9.0a"), refuse);
+  ASSERT_OK(refused.status());
+  ASSERT_FALSE(refused->ok());
+  EXPECT_NE(refused->Summary().find("arch-unrequested: attn_example/_attn_example.so: "
+                                    "attn_example/_attn_example.so holds sm_80, sm_120a, "
+                                    "sm_121a, which the arch list 9.0a does not ask for"),
+            std::string::npos)
+      << refused->Summary();
+
+  // Everything asked for, nothing more: no warning; and no request means nothing ignored.
+  auto exact = CheckJobWheel(wheel, "", Cell("3.12", "8.0;9.0a;12.0a;12.1a"), refuse);
+  ASSERT_OK(exact.status());
+  EXPECT_TRUE(exact->ok()) << exact->Summary();
+  EXPECT_EQ(ArchListIgnoredMessage("8.0;9.0a;12.0a;12.1a", exact->manifest), "");
+  auto unasked = CheckJobWheel(wheel, "", Cell("3.12", ""), refuse);
+  ASSERT_OK(unasked.status());
+  EXPECT_EQ(unasked->manifest.unrequested_size(), 0);
+}
+
+TEST(ArchListIgnoredMessageTest, LongListsAreShortenedInTheMiddle) {
+  farm::v1::ArchManifest m;
+  for (const char* arch : {"sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_103",
+                           "sm_110", "sm_120", "sm_121", "compute_121"}) {
+    m.add_images()->set_arch(arch);
+    if (std::string(arch) != "sm_90") m.add_unrequested(arch);
+  }
+  EXPECT_EQ(ArchListIgnoredMessage("9.0", m),
+            "this package ignored TORCH_CUDA_ARCH_LIST: asked 9.0, built sm_75, sm_80, sm_86, "
+            "..., sm_120, sm_121, compute_121 (not asked for: sm_75, sm_80, sm_86, ..., sm_120, "
+            "sm_121, compute_121)");
+}
+
 TEST_F(JobCheckTest, ABadArchListOrANonZipFails) {
   testing::WheelSpec spec;
   Result<std::string> path = testing::WriteWheel(dir_.path(), spec);

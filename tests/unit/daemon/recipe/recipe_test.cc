@@ -124,6 +124,13 @@ TEST(ParseRecipeTest, ValidationDefaultsApplyWhenTheBlockIsGiven) {
   ASSERT_OK(r.status());
   EXPECT_DOUBLE_EQ(r->validation().min_cosine(), 0.99);
   EXPECT_DOUBLE_EQ(r->validation().max_relative_l1(), 0.07);
+  EXPECT_DOUBLE_EQ(r->validation().min_speedup(), 0);  // no speed threshold unless asked
+  r = ParseRecipe(std::string(kMinimal) + "validation: {import: [tiny], min_speedup: 1.2}\n",
+                  "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_DOUBLE_EQ(r->validation().min_speedup(), 1.2);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "validation: {min_speedup: -1}\n").find("min_speedup"),
+            std::string::npos);
 }
 
 TEST(ParseRecipeTest, GitAndTarballSources) {
@@ -147,12 +154,38 @@ TEST(ParseRecipeTest, NetworkIsABoolean) {
   EXPECT_NE(ErrorOf(std::string(kMinimal) + "network: yes\n").find("network"), std::string::npos);
 }
 
+TEST(ParseRecipeTest, BuildOnTargetGpuIsABoolean) {
+  Result<farm::v1::Recipe> r = ParseRecipe(kMinimal, "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_FALSE(r->build_on_target_gpu());
+  r = ParseRecipe(std::string(kMinimal) + "build_on_target_gpu: true\n", "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_TRUE(r->build_on_target_gpu());
+  EXPECT_NE(
+      ErrorOf(std::string(kMinimal) + "build_on_target_gpu: on\n").find("build_on_target_gpu"),
+      std::string::npos);
+}
+
+TEST(ParseRecipeTest, UnrequestedArchsWarnByDefaultOrFail) {
+  Result<farm::v1::Recipe> r = ParseRecipe(kMinimal, "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_FALSE(r->refuse_unrequested_archs());
+  r = ParseRecipe(std::string(kMinimal) + "unrequested_archs: fail\n", "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_TRUE(r->refuse_unrequested_archs());
+  r = ParseRecipe(std::string(kMinimal) + "unrequested_archs: warn\n", "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_FALSE(r->refuse_unrequested_archs());
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "unrequested_archs: error\n"),
+            "recipe.yaml:4:20: \"unrequested_archs\" must be warn or fail, got \"error\"");
+}
+
 TEST(ParseRecipeErrorTest, UnknownFieldsNameTheExpectedOnes) {
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "buidl: x\n"),
             "recipe.yaml:4:1: unknown field \"buidl\" in recipe (expected one of: name, version, "
             "source, subdirectory, patches, env, build, system_site_packages, timeout, "
             "gb_per_compile_job, ccache, container_image, matrix, validation, retry, publish, "
-            "network)");
+            "network, unrequested_archs, build_on_target_gpu)");
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "retry:\n  max_attempt: 2\n"),
             "recipe.yaml:5:3: unknown field \"max_attempt\" in retry (expected one of: "
             "max_attempts, backoff_seconds, retry_build_failures)");

@@ -104,5 +104,47 @@ TEST(PlacementTest, AWorkerWithoutTheGpuLeavesTheCellToAPeerThatCanProveIt) {
   EXPECT_EQ(PlacementBlocker(ArchCell("9.0a"), cpu_only, peers), "");
 }
 
+TEST(PlacementTest, ABuildOnItsTargetGpuWaitsForThatGpuAndSaysWhich) {
+  farm::v1::JobNeeds needs;
+  needs.set_target_gpu(true);
+  std::vector<PeerWorker> peers;
+  EXPECT_EQ(PlacementBlocker(ArchCell("12.0a"), Worker(), peers, needs),
+            "the recipe builds on the GPU it targets (build_on_target_gpu): needs a GPU of cc "
+            "12.0, this worker has no GPU");
+  auto h100 = WithGpu(Worker(), 9, 0);
+  h100.mutable_gpus(0)->set_name("NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(PlacementBlocker(ArchCell("12.0a"), h100, peers, needs),
+            "the recipe builds on the GPU it targets (build_on_target_gpu): needs a GPU of cc "
+            "12.0, this worker has NVIDIA H100 80GB HBM3 (cc 9.0)");
+  EXPECT_EQ(PlacementBlocker(ArchCell("12.0a"), WithGpu(Worker(), 12, 0), peers, needs), "");
+  // Without the need the H100 builds it, and the wheel waits for its hardware.
+  EXPECT_EQ(PlacementBlocker(ArchCell("12.0a"), h100, peers), "");
+}
+
+TEST(PlacementTest, AValidationJobNeedsAGpuTheWheelsRunOnAndNoToolkit) {
+  farm::v1::JobNeeds needs;
+  needs.add_gpu_ccs("9.0");
+  needs.add_gpu_ccs("12.0");
+  auto no_toolkit = Worker();
+  no_toolkit.clear_toolkits();
+  EXPECT_EQ(ValidationBlocker(ArchCell("9.0;12.0a"), needs, WithGpu(no_toolkit, 12, 0), "w-1"), "");
+  EXPECT_EQ(ValidationBlocker(ArchCell("9.0;12.0a"), needs, WithGpu(Worker(), 12, 1), "w-1"),
+            "no GPU the wheels run on: they need cc 9.0, 12.0, this worker has gpu (cc 12.1)");
+  EXPECT_EQ(ValidationBlocker(ArchCell("9.0"), needs, Worker(), "w-1"),
+            "no GPU the wheels run on: they need cc 9.0, 12.0, this worker has no GPU");
+  // Wheels without device code run on any GPU, but on a GPU all the same.
+  EXPECT_EQ(ValidationBlocker(ArchCell(""), farm::v1::JobNeeds(), WithGpu(Worker(), 7, 5), "w-1"),
+            "");
+  EXPECT_EQ(ValidationBlocker(ArchCell(""), farm::v1::JobNeeds(), Worker(), "w-1"),
+            "no GPU the wheels run on: they need any GPU, this worker has no GPU");
+  // The venv needs the cell's Python; a worker that tried before is left out.
+  EXPECT_EQ(ValidationBlocker(Cell("3.13", "", "13.0"), needs, WithGpu(Worker(), 9, 0), "w-1"),
+            "no Python 3.13 (has 3.11, 3.12+torch2.8.0+cu128)");
+  needs.add_exclude_workers("w-1");
+  EXPECT_EQ(ValidationBlocker(ArchCell("9.0"), needs, WithGpu(Worker(), 9, 0), "w-1"),
+            "validated these wheels before; an automatic retry goes to another GPU");
+  EXPECT_EQ(ValidationBlocker(ArchCell("9.0"), needs, WithGpu(Worker(), 9, 0), "w-2"), "");
+}
+
 }  // namespace
 }  // namespace farm::sched

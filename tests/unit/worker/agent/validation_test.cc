@@ -77,6 +77,61 @@ TEST(ValidationReportTest, TheReportIsReadAndTheExitCodeDecides) {
       << crashed.message();
 }
 
+TEST(ValidationReportTest, ThroughputCarriesItsUnitAndANamedBaseline) {
+  const std::string v2 = R"json({"schema": "farm.validation.v2", "message": "ok",
+    "cases": [{"name": "add_n16777216", "cosine": 1, "passed": true, "throughput": 2950.5,
+               "throughput_unit": "GB/s", "baseline_throughput": 3010.0,
+               "baseline_name": "torch.add float16"},
+              {"name": "decode", "passed": true, "throughput": 812, "throughput_unit": "tokens/s"}]})json";
+  farm::v1::ValidationReport r = ParseValidationReport(v2, 0);
+  ASSERT_EQ(r.cases_size(), 2);
+  EXPECT_DOUBLE_EQ(r.cases(0).throughput(), 2950.5);
+  EXPECT_EQ(r.cases(0).throughput_unit(), "GB/s");
+  EXPECT_DOUBLE_EQ(r.cases(0).baseline_throughput(), 3010.0);
+  EXPECT_EQ(r.cases(0).baseline(), "torch.add float16");
+  EXPECT_DOUBLE_EQ(r.cases(0).tops(), 0);  // not an attention figure
+  EXPECT_EQ(r.cases(1).throughput_unit(), "tokens/s");
+  EXPECT_EQ(r.cases(1).baseline(), "");
+
+  // A v1 report: attention TOPS become throughput in TOPS, the baseline named from the
+  // report's impl and the case's dtype.
+  const std::string v1 = R"json({"schema": "farm.validation.v1",
+    "baseline": {"available": true, "impl": "torch SDPA", "headline_dtype": "float16"},
+    "cases": [{"name": "b1", "passed": true, "tops": 718.0, "baseline_tops": 588.9,
+               "baseline_dtype": "float16"},
+              {"name": "b2", "passed": true, "tops": 20.5}]})json";
+  r = ParseValidationReport(v1, 0);
+  ASSERT_EQ(r.cases_size(), 2);
+  EXPECT_DOUBLE_EQ(r.cases(0).throughput(), 718.0);
+  EXPECT_EQ(r.cases(0).throughput_unit(), "TOPS");
+  EXPECT_DOUBLE_EQ(r.cases(0).baseline_throughput(), 588.9);
+  EXPECT_EQ(r.cases(0).baseline(), "torch SDPA float16");
+  EXPECT_EQ(r.cases(1).baseline(), "");  // no baseline measured
+}
+
+TEST(ValidationReportTest, TheRecipesSpeedThresholdFailsASlowCase) {
+  const std::string json = R"json({"message": "2/2 cases passed", "cases": [
+    {"name": "big", "passed": true, "throughput": 700, "throughput_unit": "TOPS",
+     "baseline_throughput": 580, "baseline_name": "torch SDPA float16"},
+    {"name": "small", "passed": true, "throughput": 18.2, "throughput_unit": "TOPS",
+     "baseline_throughput": 96, "baseline_name": "torch SDPA float16"},
+    {"name": "untimed", "passed": true}]})json";
+  farm::v1::ValidationReport r = ParseValidationReport(json, 0);
+  ApplySpeedThreshold(0, &r);
+  EXPECT_EQ(r.state(), farm::v1::VALIDATION_PASSED);
+  ApplySpeedThreshold(0.1, &r);
+  EXPECT_EQ(r.state(), farm::v1::VALIDATION_PASSED);  // 0.19x >= 0.1x
+  ApplySpeedThreshold(1.0, &r);
+  EXPECT_EQ(r.state(), farm::v1::VALIDATION_FAILED);
+  EXPECT_EQ(r.message(),
+            "case small ran at 0.19x torch SDPA float16 (18.2 vs 96 TOPS); the recipe asks for "
+            "at least 1x");
+  // A failed report stays failed with its own message.
+  farm::v1::ValidationReport failed = ParseValidationReport(json, 1);
+  ApplySpeedThreshold(1.0, &failed);
+  EXPECT_EQ(failed.message(), "2/2 cases passed");
+}
+
 // The whole path with real processes: a real venv, pip installing a real wheel, and a
 // validation script standing in for a GPU kernel check (it writes the report a GPU run
 // would), chosen because the caps claim a GPU the wheel serves.

@@ -1,0 +1,1 @@
+../attention/validate_attention.py

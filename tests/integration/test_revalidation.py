@@ -1,0 +1,104 @@
+"""Wheels that wait for hardware are validated when a GPU they run on arrives
+(docs/gpu-validation.md, "Validation when the GPU arrives").
+
+Real farmd, farm-worker, farmctl, nvcc and pip. This machine has no GPU: the second worker
+reports one through its test-only --test-fake-gpu switch, and the recipe's validation
+script stands in for the numbers a real GPU would give (it passes when it runs; a worker
+without a GPU never runs it). Everything between, the validation job, the wheel download,
+the clean venv and the stored report, is the path users run.
+"""
+import os
+import re
+import shutil
+import time
+import urllib.error
+import urllib.request
+
+from farm_harness import EXAMPLE_RECIPE
+from test_foundation import only_job
+
+PASSING_SCRIPT = """\
+import argparse, json, os
+p = argparse.ArgumentParser()
+p.add_argument("--device"); p.add_argument("--report"); p.add_argument("--quick", action="store_true")
+p.add_argument("--min-cosine", type=float); p.add_argument("--max-relative-l1", type=float)
+a = p.parse_args()
+import attn_example  # the installed wheel
+case = {"name": "b1_h1_n64_d64", "cosine": 1.0, "relative_l1": 0.0, "rmse": 0.0, "passed": True,
+        "throughput": 12.5, "throughput_unit": "TOPS", "baseline_throughput": 10.0,
+        "baseline_name": "torch SDPA float16"}
+report = {"schema": "farm.validation.v2", "state": "passed", "exit_code": 0,
+          "message": "1/1 cases passed on Fake H100 (cc 9.0)", "device": a.device,
+          "gpu_name": "Fake H100", "compute_capability": "9.0", "cases": [case]}
+with open(a.report + ".tmp", "w") as f:
+    json.dump(report, f)
+os.replace(a.report + ".tmp", a.report)
+"""
+
+
+def example_with_passing_script(root):
+    """The example package's recipe beside a validation script that passes when it runs."""
+    src = os.path.dirname(EXAMPLE_RECIPE)
+    dst = os.path.join(root, "attn_example")
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("build", "dist", "*.egg-info"))
+    with open(os.path.join(dst, "recipe.yaml")) as f:
+        text = f.read()
+    head, _, _ = text.partition("validation:")
+    head = re.sub(r"arch_lists: \[.*\]", 'arch_lists: ["9.0;12.0a"]', head)
+    with open(os.path.join(dst, "recipe.yaml"), "w") as f:
+        f.write(head + "validation:\n  script: gpu_check.py\n  import: [attn_example]\n")
+    with open(os.path.join(dst, "gpu_check.py"), "w") as f:
+        f.write(PASSING_SCRIPT)
+    return os.path.join(dst, "recipe.yaml")
+
+
+def index_of(farm, project):
+    try:
+        with urllib.request.urlopen(f"http://{farm.http_address}/simple/{project}/",
+                                    timeout=30) as resp:
+            return resp.read().decode()
+    except urllib.error.HTTPError as e:
+        assert e.code == 404
+        return ""
+
+
+def wait_for_validation(farm, build_id, seconds=120):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        build = farm.ctl_json("show", str(build_id))
+        validations = [j for j in build["jobs"] if j.get("kind") == "JOB_VALIDATE"]
+        if validations and validations[0]["state"] in ("JOB_SUCCEEDED", "JOB_FAILED"):
+            return build, validations[0]
+        time.sleep(0.5)
+    raise AssertionError(f"no validation job ended in {seconds} s: {build}")
+
+
+def test_a_gpu_worker_started_later_validates_without_a_new_submission(farm):
+    farm.start_farmd(http=True)
+    farm.start_worker("builder")
+    recipe = example_with_passing_script(farm.root)
+    build = farm.ctl_json("submit", recipe, "--arch-list", "9.0;12.0a", "--follow")
+    assert build["state"] == "BUILD_SUCCEEDED", build
+    (artifact,) = only_job(build)["artifacts"]
+    assert artifact["validation"]["state"] == "VALIDATION_PENDING_HARDWARE", artifact
+    assert artifact["filename"] not in index_of(farm, "attn-example")
+
+    farm.start_worker("gpu-1", "--test-fake-gpu", "Fake H100:9.0")
+    build, validation = wait_for_validation(farm, build["id"])
+    assert validation["state"] == "JOB_SUCCEEDED", validation
+    (built,) = [j for j in build["jobs"] if j.get("kind", "JOB_BUILD") == "JOB_BUILD"]
+    assert str(validation["target_job_id"]) == str(built["id"]), validation
+    builds = farm.ctl_json("list")["builds"]
+    assert len(builds) == 1, builds  # no new submission
+    (stored,) = [a for j in build["jobs"] for a in j.get("artifacts", [])]
+    assert stored["validation"]["state"] == "VALIDATION_PASSED", stored
+    assert stored["validation"]["gpu_name"] == "Fake H100"
+    assert stored["filename"] in index_of(farm, "attn-example")
+    shown = farm.ctl("show", str(build["id"])).stdout
+    assert f"validates job {validation['target_job_id']}" in shown, shown
+
+    # By hand: a new validation job for the same wheel, which the GPU worker runs again.
+    again = farm.ctl_json("validate", str(stored["id"]))
+    assert again["kind"] == "JOB_VALIDATE" and again["id"] != validation["id"], again
+    r = farm.ctl("validate", "999999")
+    assert r.returncode == 2 and "999999" in r.stderr, r.stderr
