@@ -4,7 +4,7 @@
 
 namespace farm::api {
 
-Result<Principal> AuthorizeCall(TokenAuthority& authority, const grpc::ServerContext& call,
+Result<Principal> AuthorizeCall(TokenAuthority& authority, const grpc::ServerContextBase& call,
                                 Need need) {
   const auto& md = call.client_metadata();
   auto it = md.find("authorization");

@@ -14,7 +14,7 @@ using auth::Principal;
 using auth::TokenAuthority;
 
 // Authorizes the call's "authorization" metadata for `need`.
-Result<Principal> AuthorizeCall(TokenAuthority& authority, const grpc::ServerContext& call,
+Result<Principal> AuthorizeCall(TokenAuthority& authority, const grpc::ServerContextBase& call,
                                 Need need);
 
 // Converts a farm Status to a gRPC status (same code numbers, redacted message).

@@ -279,7 +279,7 @@ grpc::Status ClientService::RevokeToken(grpc::ServerContext* call,
                                         const farm::v1::RevokeTokenRequest* req,
                                         farm::v1::TokenInfo* resp) {
   return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->RevokeToken(req->id(), ctx_->clock->NowUnixMs()));
+    FARM_ASSIGN_OR_RETURN(auto row, ctx_->auth->Revoke(req->id(), ctx_->clock->NowUnixMs()));
     log::Info("token \"" + row.name + "\" (" + auth::TokenAuthority::IdOf(row.hash) +
               ", role " + row.role + ") revoked by " + who.name);
     *resp = TokenToProto(row);

@@ -225,6 +225,8 @@ void FarmServer::Shutdown() {
   }
   impl_->shutting_down = true;
   impl_->cv.notify_all();
+  // Waiting polls end first: the server's shutdown waits for every open call.
+  impl_->worker_service->StopDispatch();
   if (impl_->dashboard) impl_->dashboard->Shutdown();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   if (impl_->sweeper.joinable()) impl_->sweeper.join();

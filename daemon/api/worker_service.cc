@@ -8,7 +8,6 @@
 #include "daemon/api/artifact_stream.h"
 #include "daemon/api/handler.h"
 #include "daemon/model/convert.h"
-#include "daemon/sched/placement.h"
 
 namespace farm::api {
 
@@ -58,6 +57,27 @@ bool ProgressThrottle::Allow(int64_t job_id, int64_t now_ms) {
   return true;
 }
 
+int64_t BeatWriteEveryMs(const Tunables& t) {
+  return std::clamp<int64_t>(t.lease_ms / 6, 1, 5000);
+}
+
+bool BeatWrites::Due(const std::string& worker_id, int64_t now_ms, int64_t every_ms) {
+  std::lock_guard lock(mu_);
+  auto [it, fresh] = written_ms_.emplace(worker_id, now_ms);
+  if (fresh) {
+    if (written_ms_.size() > kMaxWorkers) written_ms_ = {{worker_id, now_ms}};
+    return true;
+  }
+  if (now_ms - it->second < every_ms && now_ms >= it->second) return false;
+  it->second = now_ms;
+  return true;
+}
+
+void BeatWrites::Forget(const std::string& worker_id) {
+  std::lock_guard lock(mu_);
+  written_ms_.erase(worker_id);
+}
+
 void ProgressThrottle::Forget(int64_t job_id) {
   std::lock_guard lock(mu_);
   last_ms_.erase(job_id);
@@ -77,13 +97,13 @@ Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_i
 
 namespace {
 
-Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const store::JobRow& job) {
-  FARM_ASSIGN_OR_RETURN(auto build, ctx.store->GetBuild(job.build_id));
+Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, RecipeCache& recipes,
+                                               const store::JobRow& job) {
   farm::v1::JobAssignment a;
   a.set_job_id(job.id);
   a.set_attempt(job.attempt);
   a.set_build_id(job.build_id);
-  *a.mutable_recipe() = ParseBlob<farm::v1::Recipe>(build.recipe);
+  FARM_ASSIGN_OR_RETURN(*a.mutable_recipe(), recipes.Get(ctx, job.build_id));
   *a.mutable_cell() = ParseBlob<farm::v1::MatrixCell>(job.cell);
   a.set_timeout_seconds(a.recipe().timeout_seconds() > 0 ? a.recipe().timeout_seconds() : 3600);
   a.set_kind(job.kind == store::kJobValidate ? farm::v1::JOB_VALIDATE : farm::v1::JOB_BUILD);
@@ -95,16 +115,6 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const 
     }
   }
   return a;
-}
-
-// Why the worker (`worker_id`, `caps`) may not run `job` now, "" when it may.
-std::string JobBlocker(const store::JobRow& job, const farm::v1::Capabilities& caps,
-                       const std::string& worker_id, const std::vector<sched::PeerWorker>& peers) {
-  auto cell = ParseBlob<farm::v1::MatrixCell>(job.cell);
-  auto needs = ParseBlob<farm::v1::JobNeeds>(job.needs);
-  if (job.kind == store::kJobValidate)
-    return sched::ValidationBlocker(cell, needs, caps, worker_id);
-  return sched::PlacementBlocker(cell, caps, peers, needs);
 }
 
 // A validation job's worker may read the wheels it validates, and no others.
@@ -151,6 +161,7 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
                          now,
                          now};
     FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(row));
+    beat_writes_.Forget(id);
     auto cn = call->auth_context()->FindPropertyValues("x509_common_name");
     std::string cert = cn.empty() ? "" : ", certificate " + std::string(cn[0].data(), cn[0].size());
     log::Info("worker " + row.name + " registered as " + id + " (" +
@@ -175,10 +186,17 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
                         : draining                    ? "draining"
                         : req->running_size()         ? "busy"
                                                       : "idle";
-    FARM_RETURN_IF_ERROR(ctx_->store->TouchWorker(who.worker_id, now, state));
+    // The heartbeat time and the leases are written a few times per lease, not on every
+    // beat: with a thousand workers those writes were most of the store's work. A change
+    // of state is written at once.
+    bool due = beat_writes_.Due(who.worker_id, now, BeatWriteEveryMs(ctx_->tunables));
+    if (due || state != worker.state) {
+      FARM_RETURN_IF_ERROR(ctx_->store->TouchWorker(who.worker_id, now, state));
+    }
     resp->set_drain(worker.drain_requested);
     FARM_ASSIGN_OR_RETURN(auto cancelled,
-                          ctx_->store->RenewLeases(who.worker_id, now, ctx_->tunables.lease_ms));
+                          due ? ctx_->store->RenewLeases(who.worker_id, now, ctx_->tunables.lease_ms)
+                              : ctx_->store->CancelRequestedJobs(who.worker_id));
     for (const auto& job : cancelled) {
       auto* c = resp->add_cancel();
       c->set_job_id(job.id);
@@ -206,51 +224,118 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
   });
 }
 
-grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
-                                       const farm::v1::AcquireJobRequest* req,
-                                       farm::v1::AcquireJobResponse* resp) {
-  return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
-    FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
-    FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
-    if (worker.drain_requested || worker.state == "draining" || worker.state == "quarantined") {
-      return Status::Ok();
+namespace {
+
+// One AcquireJob long poll: queued in the dispatcher, answered when it hands the poll a job,
+// at the deadline, or when the client goes away. Deletes itself when gRPC is done with it.
+class AcquireReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit AcquireReactor(Dispatcher* dispatcher) : dispatcher_(dispatcher) {}
+
+  // Queues the poll (`waiter.done` must end it with Finish).
+  void Wait(Dispatcher::Waiter waiter) {
+    int64_t ticket = dispatcher_->Add(std::move(waiter));
+    std::lock_guard lock(mu_);
+    ticket_ = ticket;
+    if (cancelled_) dispatcher_->Cancel(ticket_);
+  }
+  void OnCancel() override {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    if (ticket_ > 0) dispatcher_->Cancel(ticket_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  Dispatcher* dispatcher_;
+  std::mutex mu_;
+  int64_t ticket_ = 0;      // guarded by mu_
+  bool cancelled_ = false;  // guarded by mu_
+};
+
+}  // namespace
+
+Result<farm::v1::Recipe> RecipeCache::Get(const ServiceContext& ctx, int64_t build_id) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = recipes_.find(build_id);
+    if (it != recipes_.end()) return it->second;
+  }
+  FARM_ASSIGN_OR_RETURN(auto build, ctx.store->GetBuild(build_id));
+  auto recipe = ParseBlob<farm::v1::Recipe>(build.recipe);
+  std::lock_guard lock(mu_);
+  if (recipes_.size() >= kMaxBuilds) recipes_.clear();
+  recipes_[build_id] = recipe;
+  return recipe;
+}
+
+WorkerService::WorkerService(ServiceContext* ctx)
+    : ctx_(ctx), dispatcher_(std::make_unique<Dispatcher>(ctx, &peers_)) {}
+
+WorkerService::~WorkerService() = default;
+
+void WorkerService::StopDispatch() { dispatcher_->Stop(); }
+
+// Whether the worker may take a job now: not draining or quarantined, below its
+// concurrency limit. Returns its capabilities when it may.
+Result<std::optional<farm::v1::Capabilities>> WorkerService::MayTakeJob(const Principal& who) {
+  FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
+  if (worker.drain_requested || worker.state == "draining" || worker.state == "quarantined") {
+    return std::optional<farm::v1::Capabilities>();
+  }
+  auto caps = ParseBlob<farm::v1::Capabilities>(worker.capabilities);
+  // The per-worker concurrency limit: a worker never holds more jobs than it offered.
+  FARM_ASSIGN_OR_RETURN(int running, ctx_->store->CountRunningJobs(who.worker_id));
+  if (caps.max_concurrent_jobs() > 0 && running >= caps.max_concurrent_jobs()) {
+    return std::optional<farm::v1::Capabilities>();
+  }
+  return std::optional<farm::v1::Capabilities>(std::move(caps));
+}
+
+grpc::ServerUnaryReactor* WorkerService::AcquireJob(grpc::CallbackServerContext* call,
+                                                    const farm::v1::AcquireJobRequest* req,
+                                                    farm::v1::AcquireJobResponse* resp) {
+  auto* reactor = new AcquireReactor(dispatcher_.get());
+  // Everything but the wait happens here; nothing throws out of a gRPC callback.
+  auto checked = [&]() -> Result<std::optional<farm::v1::Capabilities>> {
+    try {
+      FARM_ASSIGN_OR_RETURN(Principal who, AuthorizePeer(*ctx_, *call, Need::kWorker));
+      FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
+      return MayTakeJob(who);
+    } catch (const std::exception& e) {
+      log::Error(std::string("AcquireJob failed: ") + e.what());
+      return Status::Internal("internal error");
     }
-    auto caps = ParseBlob<farm::v1::Capabilities>(worker.capabilities);
-    // The per-worker concurrency limit: a worker never holds more jobs than it offered.
-    FARM_ASSIGN_OR_RETURN(int running, ctx_->store->CountRunningJobs(who.worker_id));
-    if (caps.max_concurrent_jobs() > 0 && running >= caps.max_concurrent_jobs()) {
-      return Status::Ok();
-    }
-    PeerCache::Snapshot peers = peers_.Get(*ctx_);
-    store::PlacementFn placeable = [&caps, &peers, &who](const store::JobRow& job) {
-      return JobBlocker(job, caps, who.worker_id, *peers);
-    };
-    int64_t deadline = ctx_->clock->SteadyMs() + std::clamp(req->wait_ms(), 0, 10000);
-    for (int i = 0; i < 1000; ++i) {
-      // Only new or requeued jobs and worker changes wake a poll: with many idle workers,
-      // waking all of them on every lease or log line costs a store transaction each.
-      int64_t seen = ctx_->store->QueueGeneration();
-      // With nothing leasable the store is not asked at all: a submit wakes every idle
-      // poll, and most of them would only find the jobs already taken.
-      std::optional<store::JobRow> job;
-      int64_t now = ctx_->clock->NowUnixMs();
-      if (ctx_->store->MayHaveLeasableJob(now)) {
-        FARM_ASSIGN_OR_RETURN(
-            job, ctx_->store->AcquireJob(who.worker_id, now, ctx_->tunables.lease_ms, placeable));
-      }
-      if (job) {
-        FARM_ASSIGN_OR_RETURN(*resp->mutable_job(), MakeAssignment(*ctx_, *job));
-        log::Info("job " + std::to_string(job->id) + " attempt " + std::to_string(job->attempt) +
-                  " leased to " + worker.name);
-        return Status::Ok();
-      }
-      if (ctx_->clock->SteadyMs() >= deadline || call->IsCancelled()) break;
-      WaitForChange(
-          *ctx_, seen, deadline, [call] { return call->IsCancelled(); },
-          [this] { return ctx_->store->QueueGeneration(); });
-    }
+  }();
+  if (!checked.ok() || !checked->has_value()) {
+    reactor->Finish(ToGrpc(checked.status()));
+    return reactor;
+  }
+  Dispatcher::Waiter waiter;
+  waiter.worker_id = req->worker_id();
+  waiter.caps = std::move(**checked);
+  waiter.deadline_steady_ms = ctx_->clock->SteadyMs() + std::clamp(req->wait_ms(), 0, 10000);
+  waiter.done = [this, reactor, resp](Result<std::optional<store::JobRow>> outcome) {
+    reactor->Finish(ToGrpc(Answer(std::move(outcome), resp)));
+  };
+  reactor->Wait(std::move(waiter));
+  return reactor;
+}
+
+Status WorkerService::Answer(Result<std::optional<store::JobRow>> outcome,
+                             farm::v1::AcquireJobResponse* resp) {
+  try {
+    FARM_RETURN_IF_ERROR(outcome.status());
+    if (!outcome->has_value()) return Status::Ok();
+    const store::JobRow& job = **outcome;
+    FARM_ASSIGN_OR_RETURN(*resp->mutable_job(), MakeAssignment(*ctx_, recipes_, job));
+    log::Info("job " + std::to_string(job.id) + " attempt " + std::to_string(job.attempt) +
+              " leased to " + job.worker_id);
     return Status::Ok();
-  });
+  } catch (const std::exception& e) {
+    log::Error(std::string("AcquireJob failed: ") + e.what());
+    return Status::Internal("internal error");
+  }
 }
 
 grpc::Status WorkerService::UploadLog(grpc::ServerContext* call,

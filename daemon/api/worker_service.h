@@ -6,8 +6,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
 #include <mutex>
 
+#include "daemon/api/dispatcher.h"
 #include "daemon/api/peers.h"
 #include "daemon/api/service_context.h"
 #include "farm/v1/worker.grpc.pb.h"
@@ -29,20 +34,61 @@ class ProgressThrottle {
   std::mutex mu_;
   std::map<int64_t, int64_t> last_ms_;  // guarded by mu_
 };
+// When each worker's heartbeat time and leases were last written. Thread-safe.
+class BeatWrites {
+ public:
+  // True (and recorded) when `worker_id`'s last write is `every_ms` or more before
+  // `now_ms`, or there was none.
+  bool Due(const std::string& worker_id, int64_t now_ms, int64_t every_ms);
+  // The worker registered again: its next heartbeat is written.
+  void Forget(const std::string& worker_id);
+
+ private:
+  static constexpr size_t kMaxWorkers = 100'000;  // a bound; beyond it, start afresh
+  std::mutex mu_;
+  std::unordered_map<std::string, int64_t> written_ms_;  // guarded by mu_
+};
+
+// How often a heartbeat is written: six times per lease, at most every 5 s, so a live
+// worker is never taken for lost and its leases never run out between writes.
+int64_t BeatWriteEveryMs(const Tunables& tunables);
+
 // A worker may report on (or fetch the source of) an attempt only if it was leased that
 // attempt: PermissionDenied otherwise.
 Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_id, int attempt);
 
-class WorkerService final : public farm::v1::WorkerService::Service {
+// The recipes of recent builds, parsed once: every lease sends its build's recipe.
+// Thread-safe.
+class RecipeCache {
  public:
-  explicit WorkerService(ServiceContext* ctx) : ctx_(ctx) {}
+  // The recipe of build `build_id`, read from the store the first time.
+  Result<farm::v1::Recipe> Get(const ServiceContext& ctx, int64_t build_id);
+
+ private:
+  static constexpr size_t kMaxBuilds = 256;  // a bound; older builds are read again
+  std::mutex mu_;
+  std::map<int64_t, farm::v1::Recipe> recipes_;  // guarded by mu_
+};
+
+// AcquireJob is served by the callback API: a waiting poll holds no thread, and the
+// dispatcher answers it. The other methods are synchronous.
+class WorkerService final
+    : public farm::v1::WorkerService::WithCallbackMethod_AcquireJob<
+          farm::v1::WorkerService::Service> {
+ public:
+  explicit WorkerService(ServiceContext* ctx);
+  ~WorkerService() override;
+  // Ends every waiting poll (empty) and stops dispatching; later polls are answered empty
+  // at once. Called before the gRPC server shuts down.
+  void StopDispatch();
 
   grpc::Status Register(grpc::ServerContext*, const farm::v1::RegisterRequest*,
                         farm::v1::RegisterResponse*) override;
   grpc::Status Heartbeat(grpc::ServerContext*, const farm::v1::HeartbeatRequest*,
                          farm::v1::HeartbeatResponse*) override;
-  grpc::Status AcquireJob(grpc::ServerContext*, const farm::v1::AcquireJobRequest*,
-                          farm::v1::AcquireJobResponse*) override;
+  grpc::ServerUnaryReactor* AcquireJob(grpc::CallbackServerContext*,
+                                       const farm::v1::AcquireJobRequest*,
+                                       farm::v1::AcquireJobResponse*) override;
   grpc::Status UploadLog(grpc::ServerContext*, grpc::ServerReader<farm::v1::LogChunk>*,
                          farm::v1::UploadLogResponse*) override;
   grpc::Status UploadArtifact(grpc::ServerContext*, grpc::ServerReader<farm::v1::ArtifactUpload>*,
@@ -56,9 +102,16 @@ class WorkerService final : public farm::v1::WorkerService::Service {
                                 grpc::ServerWriter<farm::v1::ArtifactData>*) override;
 
  private:
+  Result<std::optional<farm::v1::Capabilities>> MayTakeJob(const Principal& who);
+  // Fills `resp` with the assignment of a leased job (none when `outcome` holds none).
+  Status Answer(Result<std::optional<store::JobRow>> outcome, farm::v1::AcquireJobResponse* resp);
+
   ServiceContext* ctx_;
   PeerCache peers_;
   ProgressThrottle progress_;
+  BeatWrites beat_writes_;
+  RecipeCache recipes_;
+  std::unique_ptr<Dispatcher> dispatcher_;  // last: its thread uses the members above
 };
 
 }  // namespace farm::api

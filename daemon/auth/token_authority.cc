@@ -57,7 +57,21 @@ Result<Principal> TokenAuthority::Authorize(const std::string& value, Need need)
   if (value.empty()) return Status::Unauthenticated("missing bearer token");
   static const std::string kPrefix = "Bearer ";
   if (value.rfind(kPrefix, 0) != 0) return Status::Unauthenticated("malformed authorization");
-  auto row = store_->FindToken(Sha256Hex(value.substr(kPrefix.size())));
+  std::string hash = Sha256Hex(value.substr(kPrefix.size()));
+  Result<store::TokenRow> row = Status::NotFound("");
+  {
+    std::lock_guard lock(mu_);
+    auto it = known_.find(hash);
+    if (it != known_.end()) row = it->second;
+  }
+  if (!row.ok()) {
+    row = store_->FindToken(hash);
+    if (row.ok()) {
+      std::lock_guard lock(mu_);
+      if (known_.size() >= kMaxRemembered) known_.clear();
+      known_[hash] = *row;
+    }
+  }
   if (!row.ok()) {
     if (row.status().code() == StatusCode::kNotFound) {
       return Status::Unauthenticated("unknown token");
@@ -77,6 +91,13 @@ Result<Principal> TokenAuthority::Authorize(const std::string& value, Need need)
                                     NeedName(need) + ")");
   }
   return Principal{row->name, row->role, row->worker_id};
+}
+
+Result<store::TokenRow> TokenAuthority::Revoke(const std::string& hash_prefix, int64_t now_ms) {
+  auto row = store_->RevokeToken(hash_prefix, now_ms);
+  std::lock_guard lock(mu_);
+  known_.clear();
+  return row;
 }
 
 }  // namespace farm::auth

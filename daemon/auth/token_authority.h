@@ -7,7 +7,9 @@
 #ifndef FARM_DAEMON_AUTH_TOKEN_AUTHORITY_H_
 #define FARM_DAEMON_AUTH_TOKEN_AUTHORITY_H_
 
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -33,17 +35,26 @@ class TokenAuthority {
                              const std::string& worker_id = "", int64_t ttl_ms = 0);
 
   // Checks an "authorization" header value ("Bearer <token>"; empty when absent).
-  // Unauthenticated when missing, unknown, revoked or expired (the store is read on every
-  // call, so a revocation takes effect at once); PermissionDenied when the token's role
-  // is too weak for `need`.
+  // Unauthenticated when missing, unknown, revoked or expired; PermissionDenied when the
+  // token's role is too weak for `need`. Known tokens are remembered (every heartbeat of
+  // every worker is authorized, and the store's lock is the farm's bottleneck), so
+  // revocations must go through Revoke, which takes effect at once.
   Result<Principal> Authorize(const std::string& authorization, Need need);
+
+  // Revokes the token whose id starts with `hash_prefix` (Store::RevokeToken) and forgets
+  // every remembered token. Returns the revoked row.
+  Result<store::TokenRow> Revoke(const std::string& hash_prefix, int64_t now_ms);
 
   // The id a token is listed and revoked by: the first 12 hex digits of its sha256.
   static std::string IdOf(const std::string& hash) { return hash.substr(0, 12); }
 
  private:
+  static constexpr size_t kMaxRemembered = 100'000;  // a bound; beyond it, start afresh
+
   store::Store* store_;
   const Clock* clock_;
+  std::mutex mu_;
+  std::unordered_map<std::string, store::TokenRow> known_;  // by hash; guarded by mu_
 };
 
 }  // namespace farm::auth

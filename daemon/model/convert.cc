@@ -1,6 +1,7 @@
 #include "daemon/model/convert.h"
 
 #include <sstream>
+#include <unordered_map>
 
 #include "common/clock.h"
 
@@ -101,9 +102,11 @@ farm::v1::WorkerInfo WorkerToProto(const store::WorkerRow& row) {
 
 std::vector<sched::FleetWorker> FleetOf(const std::vector<store::WorkerRow>& rows) {
   std::vector<sched::FleetWorker> fleet;
+  std::unordered_map<std::string, int> classes;  // capabilities blob -> class
   for (const store::WorkerRow& w : rows) {
+    auto [cls, fresh] = classes.emplace(w.capabilities, static_cast<int>(classes.size()));
     fleet.push_back({w.id, w.name, w.state, w.drain_requested,
-                     ParseBlob<farm::v1::Capabilities>(w.capabilities)});
+                     ParseBlob<farm::v1::Capabilities>(w.capabilities), cls->second});
   }
   return fleet;
 }

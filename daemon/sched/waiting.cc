@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "common/clock.h"
 
@@ -28,6 +29,16 @@ std::string JoinNames(const std::vector<std::string>& names) {
   for (size_t i = 0; i < names.size(); ++i) {
     out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
   }
+  return out;
+}
+
+// The first few of `names` and a count of the others: a summary stays one line in a fleet
+// of thousands.
+std::vector<std::string> FirstNames(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 5;
+  if (names.size() <= kShown + 1) return names;
+  std::vector<std::string> out(names.begin(), names.begin() + kShown);
+  out.push_back(std::to_string(names.size() - kShown) + " more");
   return out;
 }
 
@@ -115,12 +126,26 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
     out.summary = facts.note.empty() ? "waiting for an identical build in flight" : facts.note;
     return out;
   }
+  // Placement per capability class: a fleet of a thousand alike workers costs one check.
+  // A validation that excludes workers by id is decided per worker.
+  bool by_class = !facts.validation || facts.needs.exclude_workers_size() == 0;
+  std::vector<std::optional<std::string>> class_blocker;
+  auto blocker = [&](const FleetWorker& w) {
+    auto decide = [&] {
+      return facts.validation ? ValidationBlocker(cell, facts.needs, w.caps, w.id)
+                              : PlacementBlocker(cell, w.caps, peers, facts.needs);
+    };
+    if (!by_class || w.caps_class < 0) return decide();
+    if (class_blocker.size() <= static_cast<size_t>(w.caps_class))
+      class_blocker.resize(w.caps_class + 1);
+    auto& known = class_blocker[w.caps_class];
+    if (!known) known = decide();
+    return *known;
+  };
   for (const auto& w : fleet) {
     std::string why = w.state == "lost" ? "worker is lost"
-                      : w.drain_requested || w.state == "draining"
-                          ? "worker is draining"
-                          : facts.validation ? ValidationBlocker(cell, facts.needs, w.caps, w.id)
-                                              : PlacementBlocker(cell, w.caps, peers, facts.needs);
+                      : w.drain_requested || w.state == "draining" ? "worker is draining"
+                                                                   : blocker(w);
     if (why.empty()) {
       out.able.push_back(w.name);
     } else {
@@ -133,7 +158,7 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
   } else if (out.able.empty()) {
     ExplainNoneAble(cell, fleet, &out);
   } else {
-    out.summary = "waiting for a free worker: " + JoinNames(out.able) + " can build it";
+    out.summary = "waiting for a free worker: " + JoinNames(FirstNames(out.able)) + " can build it";
   }
   if (!out.unplaceable && facts.not_before_ms > facts.now_ms) {
     out.summary = "retrying after a backoff, not before " + FormatRfc3339(facts.not_before_ms) +

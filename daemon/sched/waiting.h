@@ -23,6 +23,9 @@ struct FleetWorker {
   std::string state;  // idle, busy, draining, quarantined, lost
   bool drain_requested = false;
   farm::v1::Capabilities caps;
+  // Workers of one fleet with equal class (>= 0) have equal capabilities, so placement is
+  // decided once per class; -1: unknown, decided per worker.
+  int caps_class = -1;
 };
 
 // The job-level facts besides its cell.

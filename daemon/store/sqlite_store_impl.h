@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -49,6 +50,14 @@ class SqliteStore final : public Store {
   Result<std::optional<JobRow>> AcquireJob(const std::string& worker_id, int64_t now_ms,
                                            int64_t lease_ms,
                                            const PlacementFn& placeable) override;
+  Result<std::vector<int64_t>> ListLeasableJobIds(int64_t now_ms, int limit) override;
+  Result<std::vector<JobRow>> GetJobs(const std::vector<int64_t>& ids) override;
+  Result<std::vector<std::optional<JobRow>>> LeaseJobs(const std::vector<LeaseRequest>& requests,
+                                                       int64_t now_ms, int64_t lease_ms) override;
+  void SetQueueListener(std::function<void()> listener) override {
+    queue_listener_ = std::move(listener);
+  }
+  Result<std::vector<JobRow>> CancelRequestedJobs(const std::string& worker_id) override;
   Result<std::vector<JobRow>> RenewLeases(const std::string& worker_id, int64_t now_ms,
                                           int64_t lease_ms) override;
   Result<int> CompleteAttempt(const CompletionReport& report, int64_t now_ms) override;
@@ -148,6 +157,7 @@ class SqliteStore final : public Store {
   // Helpers below require mu_ held.
   Result<std::vector<JobRow>> QueryJobs(const std::string& where, int64_t arg, int limit);
   Result<JobRow> GetJobLocked(int64_t id);
+  Result<std::vector<JobRow>> CancelRequestedLocked(const std::string& worker_id);
   Status RefreshBuildState(int64_t build_id, int64_t now_ms);
   Status EndAttempt(const JobRow& job, int cause, int exit_code, const std::string& detail,
                     int64_t peak_rss, int64_t now_ms);
@@ -168,7 +178,11 @@ class SqliteStore final : public Store {
     RefreshQueueHint();
     queue_generation_.fetch_add(1);
     Bump();
+    if (queue_listener_) queue_listener_();
   }
+  // Writes the lease of `job` (pending, read in this transaction) to `worker_id`; updates
+  // `job` to the new attempt. Requires mu_ held and a transaction open.
+  Status WriteLease(JobRow* job, const std::string& worker_id, int64_t now_ms, int64_t lease_ms);
   // Recounts the pending jobs and their earliest not-before time for MayHaveLeasableJob.
   void RefreshQueueHint();
 
@@ -176,6 +190,7 @@ class SqliteStore final : public Store {
   std::unique_ptr<Db> db_;
   std::atomic<int64_t> generation_{0};
   std::atomic<int64_t> queue_generation_{0};
+  std::function<void()> queue_listener_;  // set before the store is shared
   // MayHaveLeasableJob's inputs; pending_jobs_ < 0: unknown (after open or a failed count).
   std::atomic<int64_t> pending_jobs_{-1};
   std::atomic<int64_t> earliest_pending_ms_{0};

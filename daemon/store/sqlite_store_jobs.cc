@@ -80,6 +80,81 @@ bool SqliteStore::MayHaveLeasableJob(int64_t now_ms) const {
   return pending < 0 || (pending > 0 && earliest_pending_ms_.load() <= now_ms);
 }
 
+Status SqliteStore::WriteLease(JobRow* job, const std::string& worker_id, int64_t now_ms,
+                               int64_t lease_ms) {
+  job->attempt += 1;
+  job->state = kJobRunning;
+  job->worker_id = worker_id;
+  job->lease_expiry_ms = now_ms + lease_ms;
+  if (job->started_ms == 0) job->started_ms = now_ms;
+  FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare(
+      "INSERT INTO attempts(job_id, number, worker_id, started_ms) VALUES (?,?,?,?)"));
+  ins->Bind(job->id).Bind(job->attempt).Bind(worker_id).Bind(now_ms);
+  FARM_RETURN_IF_ERROR(ins->Run());
+  FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
+      "UPDATE jobs SET state = ?, attempt = ?, worker_id = ?, lease_expiry_ms = ?, "
+      "started_ms = ? WHERE id = ? AND state = 1"));
+  up->Bind(kJobRunning).Bind(job->attempt).Bind(worker_id).Bind(job->lease_expiry_ms)
+      .Bind(job->started_ms).Bind(job->id);
+  return up->Run();
+}
+
+Result<std::vector<int64_t>> SqliteStore::ListLeasableJobIds(int64_t now_ms, int limit) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
+      "SELECT id FROM jobs WHERE state = 1 AND not_before_ms <= ? "
+      "ORDER BY priority DESC, id ASC LIMIT ?"));
+  s->Bind(now_ms).Bind(limit);
+  std::vector<int64_t> ids;
+  for (int i = 0; i < limit; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    ids.push_back(s->Int(0));
+  }
+  return ids;
+}
+
+Result<std::vector<JobRow>> SqliteStore::GetJobs(const std::vector<int64_t>& ids) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto by_id, SelectByIds<JobRow>(*db_, std::string("SELECT ") +
+                                                            kJobColumns + " FROM jobs WHERE id IN",
+                                                        "id", ids, JobFromRow, &JobRow::id));
+  std::vector<JobRow> out;
+  for (auto& [id, rows] : by_id) {
+    for (auto& row : rows) out.push_back(std::move(row));
+  }
+  return out;
+}
+
+Result<std::vector<std::optional<JobRow>>> SqliteStore::LeaseJobs(
+    const std::vector<LeaseRequest>& requests, int64_t now_ms, int64_t lease_ms) {
+  std::lock_guard lock(mu_);
+  if (pending_jobs_.load() < 0) RefreshQueueHint();
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  std::vector<std::optional<JobRow>> out;
+  std::vector<int64_t> builds;
+  for (const LeaseRequest& r : requests) {
+    auto job = GetJobLocked(r.job_id);
+    if (!job.ok() || job->state != kJobPending || job->not_before_ms > now_ms) {
+      out.emplace_back(std::nullopt);
+      continue;
+    }
+    FARM_RETURN_IF_ERROR(WriteLease(&*job, r.worker_id, now_ms, lease_ms));
+    if (std::find(builds.begin(), builds.end(), job->build_id) == builds.end())
+      builds.push_back(job->build_id);
+    out.emplace_back(std::move(*job));
+  }
+  // Once per build, not per job: a batch often holds many cells of one build.
+  for (int64_t build : builds) FARM_RETURN_IF_ERROR(RefreshBuildState(build, now_ms));
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  int64_t leased = std::count_if(out.begin(), out.end(), [](const auto& j) { return j; });
+  // Fewer pending jobs; the earliest not-before time keeps the hint on the safe side.
+  if (leased > 0) pending_jobs_.store(std::max<int64_t>(0, pending_jobs_.load() - leased));
+  if (leased > 0) Bump();
+  return out;
+}
+
 Result<std::optional<JobRow>> SqliteStore::AcquireJob(const std::string& worker_id,
                                                       int64_t now_ms, int64_t lease_ms,
                                                       const PlacementFn& placeable) {
@@ -92,21 +167,7 @@ Result<std::optional<JobRow>> SqliteStore::AcquireJob(const std::string& worker_
                                   now_ms, 500));
   for (JobRow& job : pending) {
     if (placeable && !placeable(job).empty()) continue;
-    job.attempt += 1;
-    job.state = kJobRunning;
-    job.worker_id = worker_id;
-    job.lease_expiry_ms = now_ms + lease_ms;
-    if (job.started_ms == 0) job.started_ms = now_ms;
-    FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare(
-        "INSERT INTO attempts(job_id, number, worker_id, started_ms) VALUES (?,?,?,?)"));
-    ins->Bind(job.id).Bind(job.attempt).Bind(worker_id).Bind(now_ms);
-    FARM_RETURN_IF_ERROR(ins->Run());
-    FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
-        "UPDATE jobs SET state = ?, attempt = ?, worker_id = ?, lease_expiry_ms = ?, "
-        "started_ms = ? WHERE id = ? AND state = 1"));
-    up->Bind(kJobRunning).Bind(job.attempt).Bind(worker_id).Bind(job.lease_expiry_ms)
-        .Bind(job.started_ms).Bind(job.id);
-    FARM_RETURN_IF_ERROR(up->Run());
+    FARM_RETURN_IF_ERROR(WriteLease(&job, worker_id, now_ms, lease_ms));
     FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
     FARM_RETURN_IF_ERROR(txn.Commit());
     // One job fewer; the earliest not-before time can only have grown, so the old one
@@ -125,6 +186,15 @@ Result<std::vector<JobRow>> SqliteStore::RenewLeases(const std::string& worker_i
       "UPDATE jobs SET lease_expiry_ms = ? WHERE worker_id = ? AND state = 2"));
   s->Bind(now_ms + lease_ms).Bind(worker_id);
   FARM_RETURN_IF_ERROR(s->Run());
+  return CancelRequestedLocked(worker_id);
+}
+
+Result<std::vector<JobRow>> SqliteStore::CancelRequestedJobs(const std::string& worker_id) {
+  std::lock_guard lock(mu_);
+  return CancelRequestedLocked(worker_id);
+}
+
+Result<std::vector<JobRow>> SqliteStore::CancelRequestedLocked(const std::string& worker_id) {
   FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(std::string("SELECT ") + kJobColumns +
       " FROM jobs WHERE worker_id = ? AND state = 2 AND cancel_requested = 1"));
   q->Bind(worker_id);

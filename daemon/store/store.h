@@ -335,6 +335,12 @@ struct HostRow {
   int64_t finished_ms = 0;
 };
 
+// One lease the dispatcher asks the store to write: job `job_id` to worker `worker_id`.
+struct LeaseRequest {
+  int64_t job_id = 0;
+  std::string worker_id;
+};
+
 // Returns "" when `worker` may run `job`, else the reason it may not. Called inside the
 // acquire transaction, so it must not call back into the Store.
 using PlacementFn = std::function<std::string(const JobRow& job)>;
@@ -393,6 +399,20 @@ class Store {
   virtual Result<std::optional<JobRow>> AcquireJob(const std::string& worker_id, int64_t now_ms,
                                                    int64_t lease_ms,
                                                    const PlacementFn& placeable) = 0;
+  // Ids of the jobs leasable at `now_ms` (pending, not-before passed, so no held job) in
+  // dispatch order (priority desc, id asc), at most `limit`. Cheap: the in-memory
+  // dispatcher diffs it against the jobs it already holds.
+  virtual Result<std::vector<int64_t>> ListLeasableJobIds(int64_t now_ms, int limit) = 0;
+  // The jobs of `ids` that exist, in no particular order.
+  virtual Result<std::vector<JobRow>> GetJobs(const std::vector<int64_t>& ids) = 0;
+  // Leases every request whose job is still leasable at `now_ms`, all in one transaction
+  // (a new attempt held until now+lease_ms, as AcquireJob). Returns, per request in order,
+  // the leased job or nullopt when it no longer was leasable (leased, cancelled, held).
+  virtual Result<std::vector<std::optional<JobRow>>> LeaseJobs(
+      const std::vector<LeaseRequest>& requests, int64_t now_ms, int64_t lease_ms) = 0;
+  // The running jobs `worker_id` holds whose cancellation was requested (a read; what
+  // RenewLeases returns, without renewing).
+  virtual Result<std::vector<JobRow>> CancelRequestedJobs(const std::string& worker_id) = 0;
   // Extends the leases of the running jobs `worker_id` holds; returns the ids of those
   // whose cancellation was requested.
   virtual Result<std::vector<JobRow>> RenewLeases(const std::string& worker_id, int64_t now_ms,
@@ -611,6 +631,12 @@ class Store {
   // a job leave it alone, so long-polling workers are not woken by each other's progress.
   // A store that does not track it answers Generation(): more wake-ups, never fewer.
   virtual int64_t QueueGeneration() const { return Generation(); }
+
+  // `listener` is called after every write that moves QueueGeneration, on the writing
+  // thread and possibly under the store's locks: it may only signal, never call the store.
+  // Set once, before the store is shared. A store without the hook never calls it (its
+  // users then poll QueueGeneration).
+  virtual void SetQueueListener(std::function<void()> /*listener*/) {}
 
   // A lock-free hint for long polls: false only when no pending job can be leased at
   // `now_ms` by anyone (none is queued, or all wait for a later not-before time), so the

@@ -1,0 +1,105 @@
+// AcquireJob through the dispatcher, over real gRPC: every job goes to exactly one waiting
+// poll whose worker can run it, a poll whose client left takes nothing, and shutdown ends
+// waiting polls.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <set>
+
+#include "tests/unit/daemon/api/rpc_fixture.h"
+
+namespace farm::api {
+namespace {
+
+class DispatchTest : public RpcTest {
+ protected:
+  // Submits kRecipe (one cell) `n` times with --force, so no build waits on another.
+  std::vector<int64_t> SubmitJobs(int n) {
+    std::vector<int64_t> ids;
+    for (int i = 0; i < n; ++i) {
+      farm::v1::SubmitBuildRequest req;
+      req.set_recipe_yaml(kRecipe);
+      req.set_force(true);
+      farm::v1::SubmitBuildResponse resp;
+      auto s = farm_->SubmitBuild(Ctx(admin_).get(), req, &resp);
+      EXPECT_TRUE(s.ok()) << s.error_message();
+      for (const auto& j : resp.build().jobs()) ids.push_back(j.id());
+    }
+    return ids;
+  }
+
+  // Starts a long poll of `wait_ms` on its own thread; the future holds the job id (0: none).
+  std::future<int64_t> Poll(const std::string& id, const std::string& token, int wait_ms) {
+    return std::async(std::launch::async, [this, id, token, wait_ms] {
+      farm::v1::AcquireJobRequest req;
+      req.set_worker_id(id);
+      req.set_wait_ms(wait_ms);
+      farm::v1::AcquireJobResponse resp;
+      auto s = worker_->AcquireJob(Ctx(token).get(), req, &resp);
+      EXPECT_TRUE(s.ok()) << s.error_message();
+      return resp.has_job() ? resp.job().job_id() : int64_t{0};
+    });
+  }
+};
+
+TEST_F(DispatchTest, EachJobGoesToExactlyOneWaitingPoll) {
+  std::vector<farm::v1::RegisterResponse> builders;
+  for (int i = 0; i < 6; ++i) builders.push_back(RegisterBuilder());
+  std::vector<std::future<int64_t>> polls;
+  for (const auto& b : builders) polls.push_back(Poll(b.worker_id(), b.worker_token(), 1500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the polls are waiting
+  auto jobs = SubmitJobs(4);
+  ASSERT_EQ(jobs.size(), 4u);
+  std::multiset<int64_t> got;
+  for (auto& p : polls) got.insert(p.get());
+  EXPECT_EQ(got.count(0), 2u) << "six polls, four jobs";
+  for (int64_t job : jobs) EXPECT_EQ(got.count(job), 1u) << "job " << job;
+  for (int64_t job : jobs) {
+    auto attempts = server_->context()->store->ListAttempts(job);
+    ASSERT_TRUE(attempts.ok());
+    EXPECT_EQ(attempts->size(), 1u);
+  }
+}
+
+TEST_F(DispatchTest, OnlyAWorkerThatCanRunTheJobGetsIt) {
+  auto [bare_id, bare_token] = RegisterWorker();  // no toolkit, no Python
+  auto builder = RegisterBuilder();
+  auto bare = Poll(bare_id, bare_token, 800);
+  auto able = Poll(builder.worker_id(), builder.worker_token(), 5000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto jobs = SubmitJobs(1);
+  EXPECT_EQ(able.get(), jobs.at(0));
+  EXPECT_EQ(bare.get(), 0);
+}
+
+TEST_F(DispatchTest, APollWhoseClientLeftTakesNothing) {
+  auto gone = RegisterBuilder();
+  {
+    farm::v1::AcquireJobRequest req;
+    req.set_worker_id(gone.worker_id());
+    req.set_wait_ms(10000);
+    farm::v1::AcquireJobResponse resp;
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + gone.worker_token());
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+    EXPECT_EQ(worker_->AcquireJob(&ctx, req, &resp).error_code(), StatusCode::DEADLINE_EXCEEDED);
+  }
+  auto builder = RegisterBuilder();
+  auto poll = Poll(builder.worker_id(), builder.worker_token(), 5000);
+  auto jobs = SubmitJobs(1);
+  EXPECT_EQ(poll.get(), jobs.at(0));
+  auto job = server_->context()->store->GetJob(jobs.at(0));
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->worker_id, builder.worker_id());
+}
+
+TEST_F(DispatchTest, ShutdownEndsWaitingPolls) {
+  auto builder = RegisterBuilder();
+  auto poll = Poll(builder.worker_id(), builder.worker_token(), 10000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  server_->Shutdown();
+  EXPECT_EQ(poll.get(), 0);
+}
+
+}  // namespace
+}  // namespace farm::api
