@@ -57,11 +57,12 @@ struct Options {
   std::string label;
 };
 
-// The recipe's axes: 5 Pythons x 2 CUDA x 5 arch lists = 50 cells at most. The first
+// The recipe's axes: 5 Pythons x 2 CUDA x 10 arch lists = 100 cells at most. The first
 // p, c, a values of each axis give a build of p*c*a cells.
 const std::vector<std::string> kPythons = {"3.9", "3.10", "3.11", "3.12", "3.13"};
 const std::vector<std::string> kCudas = {"12.8", "13.0"};
-const std::vector<std::string> kArchs = {"8.0", "8.6", "8.9", "9.0", "12.0"};
+const std::vector<std::string> kArchs = {"8.0",     "8.6",     "8.9",     "9.0",      "12.0",
+                                         "8.0;8.6", "8.6;8.9", "8.9;9.0", "9.0;12.0", "8.0;12.0"};
 
 std::string YamlList(const std::vector<std::string>& values, size_t n) {
   std::string out = "[";
@@ -70,14 +71,15 @@ std::string YamlList(const std::vector<std::string>& values, size_t n) {
 }
 
 // Returns the recipe YAML whose matrix expands to exactly `cells` cells, or "" when
-// `cells` is not a product p*c*a with p <= 5, c <= 2, a <= 5.
+// `cells` is not a product p*c*a with p <= 5, c <= 2, a <= 10.
 std::string RecipeYaml(int cells) {
   for (size_t c = 1; c <= kCudas.size(); ++c) {
     for (size_t a = 1; a <= kArchs.size(); ++a) {
       if (cells % (c * a) != 0) continue;
       size_t p = cells / (c * a);
       if (p < 1 || p > kPythons.size()) continue;
-      return "name: sched-bench\nversion: \"0.0.1\"\nsource:\n  local: \".\"\n"
+      return "name: sched-bench\nversion: \"0.0.1\"\nsource:\n  git: {url: \"https://example.invalid/"
+             "sched-bench.git\", commit: \"0123456789abcdef0123456789abcdef01234567\"}\n"
              "build: \"true\"\ntimeout: 60\nmatrix:\n  python: " + YamlList(kPythons, p) +
              "\n  cuda: " + YamlList(kCudas, c) + "\n  arch_lists: " + YamlList(kArchs, a) +
              "\n  platform: [linux_x86_64]\n";
@@ -393,8 +395,8 @@ Status Bench::SubmitAll() {
     farm::v1::SubmitBuildRequest req;
     req.set_recipe_yaml(yaml);
     req.set_recipe_path("sched-bench/recipe.yaml");
-    // A local source without digest has no build key: no job is merged or reused.
-    req.mutable_source()->set_local_path("/nonexistent/sched-bench");
+    // Forced: no job is merged with an identical one in flight or answered by a stored one.
+    req.set_force(true);
     farm::v1::SubmitBuildResponse resp;
     grpc::ClientContext ctx;
     Prepare(&ctx, options_.submit_token, kSubmitTimeoutMs);
@@ -435,7 +437,7 @@ void Bench::StopAndDrain() {
 
 Status Bench::Run() {
   if (RecipeYaml(options_.cells_per_build).empty()) {
-    return Status::InvalidArgument("--cells-per-build must be p*c*a, p<=5, c<=2, a<=5");
+    return Status::InvalidArgument("--cells-per-build must be p*c*a, p<=5, c<=2, a<=10");
   }
   int64_t reg_start = NowUs();
   FARM_RETURN_IF_ERROR(RegisterAll());
@@ -537,7 +539,7 @@ Result<Options> ParseOptions(int argc, char** argv) {
       {"submit-token-file", "FILE", "submitter token"},
       {"workers", "N", "simulated workers (default 100)"},
       {"jobs", "N", "jobs to submit in all (default 5000)"},
-      {"cells-per-build", "N", "jobs per build, p*c*a with p<=5, c<=2, a<=5 (default 50)"},
+      {"cells-per-build", "N", "jobs per build, p*c*a with p<=5, c<=2, a<=10 (default 50)"},
       {"mode", "MODE", "backlog (submit, then lease) or live (lease while submitting)"},
       {"submit-interval-ms", "MS", "pause between builds in live mode (default 0)"},
       {"acquire-wait-ms", "MS", "AcquireJob long poll (default 5000, as farm-worker)"},

@@ -6,7 +6,9 @@
 # 127.0.0.1:0 with a temporary data directory, creates a submitter token with farmctl,
 # runs sched_bench, reads farmd's peak RSS (VmHWM) and the SQLite size (farm.db + WAL),
 # stops farmd by its pid and prints a table (times in ms). FARMD, FARMCTL and SCHED_BENCH
-# override the binaries.
+# override the binaries; CELLS sets the jobs per build (default 100). With FARMD_BEFORE (a
+# farmd built from another commit) every run is made twice, that farmd first, then this
+# one, so before and after are measured side by side under the same load.
 set -euo pipefail
 build=${1:?usage: sched_bench.sh BUILD_DIR [JOBS] [WORKER_COUNTS...]}
 jobs=${2:-5000}
@@ -14,9 +16,10 @@ shift $(($# >= 2 ? 2 : 1))
 counts=("$@")
 ((${#counts[@]})) || counts=(100 1000)
 farmd=${FARMD:-$build/daemon/farmd}
+cells=${CELLS:-100}
 farmctl=${FARMCTL:-$build/daemon/cli/farmctl}
 bench=${SCHED_BENCH:-$build/tests/bench/sched_bench}
-for b in "$farmd" "$farmctl" "$bench"; do
+for b in "$farmd" "$farmctl" "$bench" ${FARMD_BEFORE:+"$FARMD_BEFORE"}; do
   [[ -x $b ]] || { echo "missing $b (build farmd, farmctl and sched_bench)" >&2; exit 1; }
 done
 # 1000 workers hold 1000 connections on each side.
@@ -25,16 +28,16 @@ work=$(mktemp -d)
 pid=""
 cleanup() {
   if [[ -n $pid ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$work"
+  [[ -n ${KEEP_BENCH_DIR:-} ]] || rm -rf "$work"
 }
 trap cleanup EXIT
 
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
-run_one() {  # run_one WORKERS MODE: a fresh farmd for one run
-  local n=$1 mode=$2 dir=$work/$2-$1
+run_one() {  # run_one WORKERS MODE FARMD LABEL: a fresh farmd for one run
+  local n=$1 mode=$2 daemon=$3 label=$4 dir=$work/$4
   mkdir -p "$dir"
-  "$farmd" --data-dir "$dir/data" --listen 127.0.0.1:0 --ready-file "$dir/addr" \
+  "$daemon" --data-dir "$dir/data" --listen 127.0.0.1:0 --ready-file "$dir/addr" \
     >"$dir/farmd.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 300); do [[ -s $dir/addr ]] && break; sleep 0.1; done
@@ -45,11 +48,11 @@ run_one() {  # run_one WORKERS MODE: a fresh farmd for one run
     --role submitter --name sched-bench | tail -1 | tr -d '\r\n' >"$dir/submit.token"
   line=$("$bench" --server "$addr" --enroll-token-file "$dir/data/enroll.token" \
     --submit-token-file "$dir/submit.token" --workers "$n" --jobs "$jobs" --mode "$mode" \
-    --label "$mode-$n" --time-limit-s 600 2>&1 | tee "$dir/bench.out" | grep '^RESULT' || true)
+    --cells-per-build "$cells" --label "$label" --time-limit-s 600 2>&1 | tee "$dir/bench.out" | grep '^RESULT' || true)
   if [[ -z $line ]]; then
     echo "sched_bench failed ($mode, $n workers):" >&2
     tail -5 "$dir/bench.out" >&2
-    line="RESULT label=$mode-$n mode=$mode workers=$n jobs=failed"
+    line="RESULT label=$label mode=$mode workers=$n jobs=failed"
   fi
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
   db=$(du -k -c "$dir/data"/farm.db* | awk 'END {print $1}')
@@ -63,20 +66,27 @@ run_one() {  # run_one WORKERS MODE: a fresh farmd for one run
 
 results=()
 for n in "${counts[@]}"; do
-  for mode in backlog live; do run_one "$n" "$mode"; done
+  for mode in backlog live; do
+    if [[ -n ${FARMD_BEFORE:-} ]]; then
+      run_one "$n" "$mode" "$FARMD_BEFORE" "before-$mode-$n"
+      run_one "$n" "$mode" "$farmd" "after-$mode-$n"
+    else
+      run_one "$n" "$mode" "$farmd" "$mode-$n"
+    fi
+  done
 done
 
 echo
-printf '%-13s %7s %5s %8s %8s %9s %9s %8s %8s %8s %7s %5s  %s\n' run workers jobs lease/s \
-  done/s 'lat p50' 'lat p99' 'hb p99' submit/s 'RSS MiB' 'DB MiB' load 'jobs ended'
+printf '%-20s %7s %5s %8s %8s %9s %9s %8s %10s %8s %7s %5s  %s\n' run workers jobs lease/s \
+  done/s 'lat p50' 'lat p99' 'hb p99' 'submit p50' 'RSS MiB' 'DB MiB' load 'jobs ended'
 for line in "${results[@]}"; do
   lat50=$(field lat_p50_ms "$line") lat99=$(field lat_p99_ms "$line")
   # In backlog mode every job waits for the whole queue: its latency says nothing.
   [[ $(field mode "$line") == backlog ]] && lat50=- lat99=-
-  printf '%-13s %7s %5s %8s %8s %9s %9s %8s %8s %8s %7s %5s  %s\n' "$(field label "$line")" \
+  printf '%-20s %7s %5s %8s %8s %9s %9s %8s %10s %8s %7s %5s  %s\n' "$(field label "$line")" \
     "$(field workers "$line")" "$(field jobs "$line")" "$(field lease_per_s "$line")" \
     "$(field complete_per_s "$line")" "$lat50" "$lat99" "$(field hb_p99_ms "$line")" \
-    "$(field submit_jobs_per_s "$line")" "$(field rss_mib "$line")" "$(field db_mib "$line")" \
+    "$(field submit_call_p50_ms "$line")" "$(field rss_mib "$line")" "$(field db_mib "$line")" \
     "$(field load1 "$line")" "$(field states "$line")"
 done
 echo
