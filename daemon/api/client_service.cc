@@ -58,13 +58,14 @@ void AddPlacementReasons(const ServiceContext& ctx, const PlacementView& view,
   job->set_unplaceable(waiting.unplaceable);
 }
 
-// LoadJob with the workers already read (nullopt: no reasons can be given).
-Result<farm::v1::Job> LoadJobWith(const ServiceContext& ctx, const store::JobRow& row,
-                                  const std::optional<PlacementView>& view) {
+// LoadJob with its attempts, artifacts and the workers already read (nullopt: no reasons
+// can be given).
+farm::v1::Job LoadJobWith(const ServiceContext& ctx, const store::JobRow& row,
+                          const std::vector<store::AttemptRow>& attempts,
+                          const std::vector<store::ArtifactRow>& artifacts,
+                          const std::optional<PlacementView>& view) {
   farm::v1::Job job = JobToProto(row);
-  FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(row.id));
   for (const auto& a : attempts) *job.add_attempts() = AttemptToProto(a);
-  FARM_ASSIGN_OR_RETURN(auto artifacts, ctx.store->ListArtifacts(row.id));
   // Only the attempt that counts (or the reused wheel, attempt 0) shows: wheels uploaded
   // by an attempt whose worker was lost before it completed are kept but not offered.
   for (const auto& a : artifacts) {
@@ -109,7 +110,9 @@ Result<std::string> ResolveWorker(store::Store& store, const std::string& id_or_
 Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& row) {
   std::optional<PlacementView> view;
   if (row.state == store::kJobPending) view = ReadPlacementView(ctx);
-  return LoadJobWith(ctx, row, view);
+  FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(row.id));
+  FARM_ASSIGN_OR_RETURN(auto artifacts, ctx.store->ListArtifacts(row.id));
+  return LoadJobWith(ctx, row, attempts, artifacts, view);
 }
 
 Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
@@ -122,9 +125,13 @@ Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
   bool any_pending = std::any_of(jobs.begin(), jobs.end(),
                                  [](const store::JobRow& j) { return j.state == store::kJobPending; });
   if (any_pending) view = ReadPlacementView(ctx);
+  // Two reads for all the jobs, not two per job: each read waits its turn for the store.
+  std::vector<int64_t> ids;
+  for (const auto& j : jobs) ids.push_back(j.id);
+  FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttemptsOfJobs(ids));
+  FARM_ASSIGN_OR_RETURN(auto artifacts, ctx.store->ListArtifactsOfJobs(ids));
   for (const auto& j : jobs) {
-    FARM_ASSIGN_OR_RETURN(auto job, LoadJobWith(ctx, j, view));
-    *build.add_jobs() = std::move(job);
+    *build.add_jobs() = LoadJobWith(ctx, j, attempts[j.id], artifacts[j.id], view);
   }
   return build;
 }

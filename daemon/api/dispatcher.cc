@@ -43,7 +43,7 @@ int64_t Dispatcher::Add(Waiter waiter) {
     return 0;
   }
   int64_t ticket = shared_->next_ticket++;
-  std::string key = waiter.caps.SerializeAsString();
+  std::string key = sched::PlacementClassKey(waiter.caps);
   auto [it, fresh] = shared_->class_of_caps.emplace(key, 0);
   if (fresh) it->second = static_cast<int>(shared_->class_of_caps.size());
   shared_->by_class[it->second].push_back(ticket);

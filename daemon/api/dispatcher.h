@@ -3,8 +3,8 @@
 //
 // It keeps the schedulable state in memory: the leasable jobs in dispatch order (priority
 // desc, oldest first) with their parsed cell and needs, and the waiting polls grouped by
-// capability class (workers whose capabilities serialize alike place alike, so placement
-// is decided once per job and class). The store stays the truth: the leasable set is
+// capability class (sched::PlacementClassKey: alike hosts place alike, so placement is
+// decided once per job and class). The store stays the truth: the leasable set is
 // re-read as ids when Store::QueueGeneration moves (and at least once a second, for
 // not-before times that pass), only new jobs are loaded, and every lease is written in a
 // store transaction (one per batch of matches, Store::LeaseJobs) before its worker hears of

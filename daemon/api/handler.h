@@ -16,8 +16,7 @@ namespace farm::api {
 // Authorizes a call: on a farmd that requires worker certificates, a worker call (Register
 // included) must come over TLS with a client certificate farmd verified; then the token.
 inline Result<Principal> AuthorizePeer(const ServiceContext& ctx,
-                                       const grpc::ServerContextBase& call,
-                                       Need need) {
+                                       const grpc::ServerContextBase& call, Need need) {
   bool worker_call = need == Need::kWorker || need == Need::kEnroll;
   if (ctx.require_worker_certs && worker_call && !call.auth_context()->IsPeerAuthenticated()) {
     return Status::Unauthenticated(

@@ -57,9 +57,7 @@ bool ProgressThrottle::Allow(int64_t job_id, int64_t now_ms) {
   return true;
 }
 
-int64_t BeatWriteEveryMs(const Tunables& t) {
-  return std::clamp<int64_t>(t.lease_ms / 6, 1, 5000);
-}
+int64_t BeatWriteEveryMs(const Tunables& t) { return std::clamp<int64_t>(t.lease_ms / 6, 1, 5000); }
 
 bool BeatWrites::Due(const std::string& worker_id, int64_t now_ms, int64_t every_ms) {
   std::lock_guard lock(mu_);
@@ -194,9 +192,9 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
       FARM_RETURN_IF_ERROR(ctx_->store->TouchWorker(who.worker_id, now, state));
     }
     resp->set_drain(worker.drain_requested);
-    FARM_ASSIGN_OR_RETURN(auto cancelled,
-                          due ? ctx_->store->RenewLeases(who.worker_id, now, ctx_->tunables.lease_ms)
-                              : ctx_->store->CancelRequestedJobs(who.worker_id));
+    FARM_ASSIGN_OR_RETURN(
+        auto cancelled, due ? ctx_->store->RenewLeases(who.worker_id, now, ctx_->tunables.lease_ms)
+                            : ctx_->store->CancelRequestedJobs(who.worker_id));
     for (const auto& job : cancelled) {
       auto* c = resp->add_cancel();
       c->set_job_id(job.id);
@@ -369,8 +367,7 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
   return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(CheckHolds(*ctx_, who, req->job_id(), req->attempt()));
     FARM_ASSIGN_OR_RETURN(auto job, ctx_->store->GetJob(req->job_id()));
-    FARM_ASSIGN_OR_RETURN(auto build, ctx_->store->GetBuild(job.build_id));
-    auto recipe = ParseBlob<farm::v1::Recipe>(build.recipe);
+    FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, recipes_.Get(*ctx_, job.build_id));
     int64_t now = ctx_->clock->NowUnixMs();
     store::CompletionReport report{
         .job_id = req->job_id(),

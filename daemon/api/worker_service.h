@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <mutex>
 
 #include "daemon/api/dispatcher.h"
 #include "daemon/api/peers.h"
@@ -72,9 +72,8 @@ class RecipeCache {
 
 // AcquireJob is served by the callback API: a waiting poll holds no thread, and the
 // dispatcher answers it. The other methods are synchronous.
-class WorkerService final
-    : public farm::v1::WorkerService::WithCallbackMethod_AcquireJob<
-          farm::v1::WorkerService::Service> {
+class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_AcquireJob<
+                                farm::v1::WorkerService::Service> {
  public:
   explicit WorkerService(ServiceContext* ctx);
   ~WorkerService() override;

@@ -102,11 +102,12 @@ farm::v1::WorkerInfo WorkerToProto(const store::WorkerRow& row) {
 
 std::vector<sched::FleetWorker> FleetOf(const std::vector<store::WorkerRow>& rows) {
   std::vector<sched::FleetWorker> fleet;
-  std::unordered_map<std::string, int> classes;  // capabilities blob -> class
+  std::unordered_map<std::string, int> classes;  // PlacementClassKey -> class
   for (const store::WorkerRow& w : rows) {
-    auto [cls, fresh] = classes.emplace(w.capabilities, static_cast<int>(classes.size()));
-    fleet.push_back({w.id, w.name, w.state, w.drain_requested,
-                     ParseBlob<farm::v1::Capabilities>(w.capabilities), cls->second});
+    auto caps = ParseBlob<farm::v1::Capabilities>(w.capabilities);
+    auto [cls, fresh] =
+        classes.emplace(sched::PlacementClassKey(caps), static_cast<int>(classes.size()));
+    fleet.push_back({w.id, w.name, w.state, w.drain_requested, std::move(caps), cls->second});
   }
   return fleet;
 }

@@ -1,5 +1,8 @@
 #include "daemon/sched/placement.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -127,6 +130,24 @@ bool CanValidate(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities&
     if (std::find(runs_on.begin(), runs_on.end(), cc) != runs_on.end()) return true;
   }
   return false;
+}
+
+std::string PlacementClassKey(const farm::v1::Capabilities& caps) {
+  farm::v1::Capabilities key = caps;
+  key.clear_hostname();
+  key.clear_free_disk_bytes();
+  for (auto& gpu : *key.mutable_gpus()) {
+    gpu.clear_uuid();
+    gpu.clear_index();
+  }
+  // Deterministic: a map field (labels) would otherwise serialize in any order.
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  key.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return out;
 }
 
 std::string PlacementBlocker(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,

@@ -16,14 +16,21 @@ namespace farm::sched {
 // quarantined, the platform, a Python (with torch), a toolkit of the cell's CUDA version
 // that emits every target of the arch list ("CUDA 12.8 cannot emit sm_121a"), and RAM
 // for at least one compile job of `gb_per_compile_job` GB (0 skips the RAM check).
-std::string MissingRequirement(const farm::v1::MatrixCell& cell,
-                               const farm::v1::Capabilities& caps,
+std::string MissingRequirement(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
                                double gb_per_compile_job = 0);
 
 // True when `caps` has a GPU the cell's wheel will load on (farm::arch::RunsOn of its arch
 // list), so the worker can validate what it builds. A cell without arch targets needs any
 // GPU.
 bool CanValidate(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps);
+
+// Workers whose capabilities give equal keys get the same answer (and the same reason) from
+// every function here, for any cell, needs and peers; ValidationBlocker's exclusion by
+// worker id aside. The key leaves out what identifies a host (hostname, GPU uuids and
+// indexes) and what changes from probe to probe (free disk), so a fleet of alike hosts is
+// a handful of classes. Fields it does not know of are kept: it never merges hosts that
+// place differently.
+std::string PlacementClassKey(const farm::v1::Capabilities& caps);
 
 // A worker other than the asking one that may take jobs now.
 struct PeerWorker {

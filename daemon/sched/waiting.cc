@@ -143,7 +143,7 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
     return *known;
   };
   for (const auto& w : fleet) {
-    std::string why = w.state == "lost" ? "worker is lost"
+    std::string why = w.state == "lost"                            ? "worker is lost"
                       : w.drain_requested || w.state == "draining" ? "worker is draining"
                                                                    : blocker(w);
     if (why.empty()) {

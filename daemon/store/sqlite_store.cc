@@ -428,24 +428,51 @@ Result<std::vector<JobRow>> SqliteStore::ListPendingJobs(int limit) {
   return QueryJobs("state = ? ORDER BY priority DESC, id ASC", kJobPending, limit);
 }
 
+namespace {
+
+constexpr char kAttemptSelect[] =
+    "SELECT job_id, number, worker_id, cause, detail, exit_code, peak_rss_bytes, log_acked_seq, "
+    "started_ms, finished_ms, cache_hits, cache_misses, units_done, units_total FROM attempts "
+    "WHERE job_id";
+
+AttemptRow AttemptFromRow(const Stmt& s) {
+  return AttemptRow{s.Int(0),  static_cast<int>(s.Int(1)),
+                    s.Text(2), static_cast<int>(s.Int(3)),
+                    s.Text(4), static_cast<int>(s.Int(5)),
+                    s.Int(6),  s.Int(7),
+                    s.Int(8),  s.Int(9),
+                    s.Int(10), s.Int(11),
+                    s.Int(12), s.Int(13)};
+}
+
+}  // namespace
+
 Result<std::vector<AttemptRow>> SqliteStore::ListAttempts(int64_t job_id) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(
-      auto s,
-      db_->Prepare("SELECT job_id, number, worker_id, cause, detail, exit_code, peak_rss_bytes, "
-                   "log_acked_seq, started_ms, finished_ms, cache_hits, cache_misses, units_done, "
-                   "units_total FROM attempts WHERE job_id = ? ORDER BY number"));
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string(kAttemptSelect) + " = ? ORDER BY number"));
   s->Bind(job_id);
   std::vector<AttemptRow> out;
   for (int i = 0; i < 10000; ++i) {
     FARM_ASSIGN_OR_RETURN(bool row, s->Step());
     if (!row) break;
-    out.push_back(AttemptRow{s->Int(0), static_cast<int>(s->Int(1)), s->Text(2),
-                             static_cast<int>(s->Int(3)), s->Text(4), static_cast<int>(s->Int(5)),
-                             s->Int(6), s->Int(7), s->Int(8), s->Int(9), s->Int(10), s->Int(11),
-                             s->Int(12), s->Int(13)});
+    out.push_back(AttemptFromRow(*s));
   }
   return out;
+}
+
+Result<std::map<int64_t, std::vector<AttemptRow>>> SqliteStore::ListAttemptsOfJobs(
+    const std::vector<int64_t>& job_ids) {
+  std::lock_guard lock(mu_);
+  return SelectByIds<AttemptRow>(*db_, std::string(kAttemptSelect) + " IN", "job_id, number",
+                                 job_ids, AttemptFromRow, &AttemptRow::job_id);
+}
+
+Result<std::map<int64_t, std::vector<ArtifactRow>>> SqliteStore::ListArtifactsOfJobs(
+    const std::vector<int64_t>& job_ids) {
+  std::lock_guard lock(mu_);
+  return SelectByIds<ArtifactRow>(
+      *db_, std::string("SELECT ") + kArtifactColumns + " FROM artifacts WHERE job_id IN",
+      "job_id, id", job_ids, ArtifactFromRow, &ArtifactRow::job_id);
 }
 
 namespace {

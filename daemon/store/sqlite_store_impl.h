@@ -50,6 +50,10 @@ class SqliteStore final : public Store {
   Result<std::optional<JobRow>> AcquireJob(const std::string& worker_id, int64_t now_ms,
                                            int64_t lease_ms,
                                            const PlacementFn& placeable) override;
+  Result<std::map<int64_t, std::vector<AttemptRow>>> ListAttemptsOfJobs(
+      const std::vector<int64_t>& job_ids) override;
+  Result<std::map<int64_t, std::vector<ArtifactRow>>> ListArtifactsOfJobs(
+      const std::vector<int64_t>& job_ids) override;
   Result<std::vector<int64_t>> ListLeasableJobIds(int64_t now_ms, int limit) override;
   Result<std::vector<JobRow>> GetJobs(const std::vector<int64_t>& ids) override;
   Result<std::vector<std::optional<JobRow>>> LeaseJobs(const std::vector<LeaseRequest>& requests,

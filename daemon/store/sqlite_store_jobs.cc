@@ -87,23 +87,29 @@ Status SqliteStore::WriteLease(JobRow* job, const std::string& worker_id, int64_
   job->worker_id = worker_id;
   job->lease_expiry_ms = now_ms + lease_ms;
   if (job->started_ms == 0) job->started_ms = now_ms;
-  FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare(
-      "INSERT INTO attempts(job_id, number, worker_id, started_ms) VALUES (?,?,?,?)"));
+  FARM_ASSIGN_OR_RETURN(
+      auto ins,
+      db_->Prepare("INSERT INTO attempts(job_id, number, worker_id, started_ms) VALUES (?,?,?,?)"));
   ins->Bind(job->id).Bind(job->attempt).Bind(worker_id).Bind(now_ms);
   FARM_RETURN_IF_ERROR(ins->Run());
-  FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
-      "UPDATE jobs SET state = ?, attempt = ?, worker_id = ?, lease_expiry_ms = ?, "
-      "started_ms = ? WHERE id = ? AND state = 1"));
-  up->Bind(kJobRunning).Bind(job->attempt).Bind(worker_id).Bind(job->lease_expiry_ms)
-      .Bind(job->started_ms).Bind(job->id);
+  FARM_ASSIGN_OR_RETURN(
+      auto up,
+      db_->Prepare("UPDATE jobs SET state = ?, attempt = ?, worker_id = ?, lease_expiry_ms = ?, "
+                   "started_ms = ? WHERE id = ? AND state = 1"));
+  up->Bind(kJobRunning)
+      .Bind(job->attempt)
+      .Bind(worker_id)
+      .Bind(job->lease_expiry_ms)
+      .Bind(job->started_ms)
+      .Bind(job->id);
   return up->Run();
 }
 
 Result<std::vector<int64_t>> SqliteStore::ListLeasableJobIds(int64_t now_ms, int limit) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT id FROM jobs WHERE state = 1 AND not_before_ms <= ? "
-      "ORDER BY priority DESC, id ASC LIMIT ?"));
+  FARM_ASSIGN_OR_RETURN(auto s,
+                        db_->Prepare("SELECT id FROM jobs WHERE state = 1 AND not_before_ms <= ? "
+                                     "ORDER BY priority DESC, id ASC LIMIT ?"));
   s->Bind(now_ms).Bind(limit);
   std::vector<int64_t> ids;
   for (int i = 0; i < limit; ++i) {
@@ -116,9 +122,10 @@ Result<std::vector<int64_t>> SqliteStore::ListLeasableJobIds(int64_t now_ms, int
 
 Result<std::vector<JobRow>> SqliteStore::GetJobs(const std::vector<int64_t>& ids) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto by_id, SelectByIds<JobRow>(*db_, std::string("SELECT ") +
-                                                            kJobColumns + " FROM jobs WHERE id IN",
-                                                        "id", ids, JobFromRow, &JobRow::id));
+  FARM_ASSIGN_OR_RETURN(
+      auto by_id,
+      SelectByIds<JobRow>(*db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id IN",
+                          "id", ids, JobFromRow, &JobRow::id));
   std::vector<JobRow> out;
   for (auto& [id, rows] : by_id) {
     for (auto& row : rows) out.push_back(std::move(row));

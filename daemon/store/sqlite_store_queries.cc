@@ -43,6 +43,26 @@ Result<std::map<int64_t, std::vector<JobRow>>> Store::ListJobsOfBuilds(
   return out;
 }
 
+Result<std::map<int64_t, std::vector<AttemptRow>>> Store::ListAttemptsOfJobs(
+    const std::vector<int64_t>& job_ids) {
+  std::map<int64_t, std::vector<AttemptRow>> out;
+  for (int64_t id : job_ids) {
+    FARM_ASSIGN_OR_RETURN(auto rows, ListAttempts(id));
+    if (!rows.empty()) out[id] = std::move(rows);
+  }
+  return out;
+}
+
+Result<std::map<int64_t, std::vector<ArtifactRow>>> Store::ListArtifactsOfJobs(
+    const std::vector<int64_t>& job_ids) {
+  std::map<int64_t, std::vector<ArtifactRow>> out;
+  for (int64_t id : job_ids) {
+    FARM_ASSIGN_OR_RETURN(auto rows, ListArtifacts(id));
+    if (!rows.empty()) out[id] = std::move(rows);
+  }
+  return out;
+}
+
 Result<std::map<int64_t, std::vector<JobRow>>> SqliteStore::ListJobsOfBuilds(
     const std::vector<int64_t>& build_ids) {
   std::lock_guard lock(mu_);

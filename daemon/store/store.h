@@ -391,6 +391,13 @@ class Store {
   // The newest succeeded job with this build key that has artifacts, if any.
   virtual Result<std::optional<JobRow>> FindSucceededJob(const std::string& build_key) = 0;
   virtual Result<std::vector<AttemptRow>> ListAttempts(int64_t job_id) = 0;
+  // ListAttempts of each of `job_ids` (a build's reply), by job id; a job without
+  // attempts has no entry. The default asks once per job.
+  virtual Result<std::map<int64_t, std::vector<AttemptRow>>> ListAttemptsOfJobs(
+      const std::vector<int64_t>& job_ids);
+  // ListArtifacts of each of `job_ids`, by job id, the same way.
+  virtual Result<std::map<int64_t, std::vector<ArtifactRow>>> ListArtifactsOfJobs(
+      const std::vector<int64_t>& job_ids);
   // Pending jobs in dispatch order (priority desc, id asc), at most `limit`.
   virtual Result<std::vector<JobRow>> ListPendingJobs(int limit) = 0;
 

@@ -146,5 +146,30 @@ TEST(PlacementTest, AValidationJobNeedsAGpuTheWheelsRunOnAndNoToolkit) {
   EXPECT_EQ(ValidationBlocker(ArchCell("9.0"), needs, WithGpu(Worker(), 9, 0), "w-2"), "");
 }
 
+TEST(PlacementClassKeyTest, AlikeHostsShareAClassAndAnyPlacementDifferenceSplitsIt) {
+  farm::v1::Capabilities a;
+  a.set_hostname("gpu-1");
+  a.set_platform("linux_x86_64");
+  a.set_free_disk_bytes(100);
+  a.add_pythons()->set_version("3.12");
+  auto* gpu = a.add_gpus();
+  gpu->set_name("NVIDIA H100 ✓"), gpu->set_cc_major(9), gpu->set_uuid("GPU-1"), gpu->set_index(0);
+  (*a.mutable_labels())["rack"] = "r1";
+  (*a.mutable_labels())["zone"] = "z1";
+  farm::v1::Capabilities b = a;
+  b.set_hostname("gpu-2");
+  b.set_free_disk_bytes(999'999'999'999);
+  b.mutable_gpus(0)->set_uuid("GPU-2");
+  b.mutable_gpus(0)->set_index(3);
+  EXPECT_EQ(PlacementClassKey(a), PlacementClassKey(b));
+  farm::v1::Capabilities c = a;
+  c.mutable_gpus(0)->set_cc_minor(1);
+  EXPECT_NE(PlacementClassKey(a), PlacementClassKey(c));
+  farm::v1::Capabilities d = a;
+  d.set_probe_error("probe kernel failed");
+  EXPECT_NE(PlacementClassKey(a), PlacementClassKey(d));
+  EXPECT_EQ(PlacementClassKey({}), PlacementClassKey({}));
+}
+
 }  // namespace
 }  // namespace farm::sched
