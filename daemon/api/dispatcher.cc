@@ -99,7 +99,7 @@ std::optional<Dispatcher::Waiter> Dispatcher::TakeLocked(int64_t ticket) {
   return w;
 }
 
-void Dispatcher::ExpireWaiters(int64_t now_steady_ms) {
+void Dispatcher::ExpireWaiters(std::optional<int64_t> now_steady_ms) {
   std::vector<Waiter> ended;
   {
     std::lock_guard lock(shared_->mu);
@@ -109,7 +109,7 @@ void Dispatcher::ExpireWaiters(int64_t now_steady_ms) {
     shared_->cancelled.clear();
     std::vector<int64_t> due;
     for (const auto& [ticket, w] : shared_->waiting) {
-      if (w.deadline_steady_ms <= now_steady_ms) due.push_back(ticket);
+      if (now_steady_ms && w.deadline_steady_ms <= *now_steady_ms) due.push_back(ticket);
     }
     for (int64_t ticket : due) ended.push_back(std::move(*TakeLocked(ticket)));
   }
@@ -223,8 +223,9 @@ void Dispatcher::Lease(const std::vector<Match>& matches) {
       // Leased elsewhere or no longer leasable: the job leaves, the poll keeps waiting.
       gone.insert(matches[i].entry);
       if (!(*leased)[i]) continue;
-      // A poll cancelled since the match still gets the job: its worker's lease expires
-      // or it registers again, and the job is requeued either way.
+      // A poll cancelled during this transaction still gets the job. farm-worker cancels
+      // its polls only when it stops or loses farmd: it registers again (which requeues
+      // what it held) or its heartbeats stop and the lease expires.
       ended.emplace_back(std::move(*TakeLocked(matches[i].ticket)), std::move((*leased)[i]));
     }
   }
@@ -261,6 +262,7 @@ void Dispatcher::Loop() {
       for (auto& e : jobs_) e->fits.clear();
       peers_seen_ = peers.get();
     }
+    ExpireWaiters(std::nullopt);  // polls whose client left take no job
     // Match and lease until no job fits a waiting poll; each round is one transaction.
     for (int round = 0; round < 1000; ++round) {
       std::vector<Match> matches;

@@ -100,8 +100,8 @@ class Dispatcher {
   void Lease(const std::vector<Match>& matches);
   // Removes `ticket` from the queues and returns its waiter. Requires the lock.
   std::optional<Waiter> TakeLocked(int64_t ticket);
-  // Ends cancelled polls and those past their deadline.
-  void ExpireWaiters(int64_t now_steady_ms);
+  // Ends cancelled polls, and those past their deadline when `now_steady_ms` is given.
+  void ExpireWaiters(std::optional<int64_t> now_steady_ms);
 
   ServiceContext* ctx_;
   PeerCache* peers_;
