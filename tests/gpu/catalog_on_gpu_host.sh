@@ -103,7 +103,8 @@ case $step in
   sageattn3)  # the patch takes 12.0a from the arch list; an H100 cannot validate it
     build sageattn3 "$(host_recipe sageattn3 '["12.0a"]')" "$sources/sageattention-d1a57a5.tar.gz" 560 ;;
   flash-attn)  # Hopper only; run again until the build succeeds (the compile cache keeps the work)
-    build flash_attn "$(host_recipe flash-attn '["9.0"]')" "$sources/flash-attention-v2.8.3.tar.gz" 560 ;;
+    build flash_attn "$(host_recipe flash-attn '["9.0"]' FLASH_ATTN_HEAD_DIMS=128 MAX_JOBS=16)" \
+      "$sources/flash-attention-v2.8.3.tar.gz" 560 ;;
   flash-attn-3)  # head dim 128 only, without FP8 and the optional features
     reduced=()
     for f in HDIM64 HDIM96 HDIM192 HDIM256 HDIMDIFF64 HDIMDIFF192 FP8 SPLIT PAGEDKV APPENDKV \
