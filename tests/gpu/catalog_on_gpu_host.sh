@@ -152,8 +152,8 @@ for c in r["cases"]: print(" ", c["name"], c.get("cosine"), c.get("relative_l1")
     "${ctl[@]}" list | tee -a "$out/index.txt" ;;
   arrival)  # a GPU-less worker builds 9.0;12.0a; a GPU worker that arrives later validates
     "${ctl[@]}" workers | tee "$out/arrival.txt"
-    sed "s|python: \\[.*\\]|python: [\"$pyver\"]|" "$repo/kernels/examples/attn_example/recipe.yaml" \
-      >"$repo/kernels/examples/attn_example/recipe-gpu-host.yaml"
+    sed -e "s|python: \\[.*\\]|python: [\"$pyver\"]|" -e 's|arch_lists: \[.*\]|arch_lists: ["9.0;12.0a"]|' \
+      "$repo/kernels/examples/attn_example/recipe.yaml" >"$repo/kernels/examples/attn_example/recipe-gpu-host.yaml"
     say "arrival: build on the GPU-less worker"
     timeout 300 "${ctl[@]}" submit "$repo/kernels/examples/attn_example/recipe-gpu-host.yaml" \
       --python "$pyver" --arch-list "9.0;12.0a" --follow >"$out/arrival_build.log" 2>&1
