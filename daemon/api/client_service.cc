@@ -51,10 +51,15 @@ std::optional<PlacementView> ReadPlacementView(const ServiceContext& ctx) {
   return view;
 }
 
-void AddPlacementReasons(const PlacementView& view, farm::v1::Job* job) {
+// Why each worker does not take the job. The memory the workers' running jobs hold is
+// left out: these reasons say what a worker lacks, not what it is busy with.
+void AddPlacementReasons(const PlacementView& view, const store::JobRow& row, farm::v1::Job* job) {
   auto& reasons = *job->mutable_unplaceable_reasons();
+  sched::JobMemory memory{.compile_gb = row.compile_mib / 1024.0,
+                          .validation_gb = row.validation_mib / 1024.0};
   for (const auto& w : view.workers) {
-    std::string why = w.lost ? "worker is lost" : sched::PlacementBlocker(job->cell(), w.caps, view.peers);
+    std::string why = w.lost ? "worker is lost"
+                             : sched::PlacementBlocker(job->cell(), w.caps, view.peers, memory);
     if (!why.empty()) reasons[w.label] = why;
   }
   if (view.workers.empty()) reasons["(none)"] = "no worker is registered";
@@ -72,7 +77,7 @@ Result<farm::v1::Job> LoadJobWith(const ServiceContext& ctx, const store::JobRow
   for (const auto& a : artifacts) {
     if (a.attempt == row.attempt || a.attempt == 0) *job.add_artifacts() = ArtifactToProto(a);
   }
-  if (row.state == store::kJobPending && view) AddPlacementReasons(*view, &job);
+  if (row.state == store::kJobPending && view) AddPlacementReasons(*view, row, &job);
   return job;
 }
 

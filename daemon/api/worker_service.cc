@@ -45,6 +45,19 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const 
   return a;
 }
 
+// What the jobs a unified-memory worker runs hold of its RAM for GPU validation (one store
+// read, only for such workers).
+Result<double> HeldValidationGb(store::Store& store, const std::string& worker_id,
+                                const farm::v1::Capabilities& caps) {
+  if (!sched::HasUnifiedMemory(caps)) return 0.0;
+  FARM_ASSIGN_OR_RETURN(std::vector<store::JobRow> rows, store.ListRunningJobs(worker_id));
+  std::vector<sched::RunningJob> running;
+  for (const store::JobRow& row : rows) {
+    running.push_back({ParseBlob<farm::v1::MatrixCell>(row.cell), row.validation_mib / 1024.0});
+  }
+  return sched::HeldValidationGb(caps, running);
+}
+
 }  // namespace
 
 grpc::Status WorkerService::Register(grpc::ServerContext* call,
@@ -133,8 +146,12 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
       return Status::Ok();
     }
     PeerCache::Snapshot peers = peers_.Get(*ctx_);
-    store::PlacementFn placeable = [&caps, &peers](const store::JobRow& job) {
-      return sched::PlacementBlocker(ParseBlob<farm::v1::MatrixCell>(job.cell), caps, *peers);
+    FARM_ASSIGN_OR_RETURN(double held_gb, HeldValidationGb(*ctx_->store, who.worker_id, caps));
+    store::PlacementFn placeable = [&caps, &peers, held_gb](const store::JobRow& job) {
+      sched::JobMemory memory{.compile_gb = job.compile_mib / 1024.0,
+                              .validation_gb = job.validation_mib / 1024.0};
+      return sched::PlacementBlocker(ParseBlob<farm::v1::MatrixCell>(job.cell), caps, *peers,
+                                     memory, held_gb);
     };
     int64_t deadline = ctx_->clock->SteadyMs() + std::clamp(req->wait_ms(), 0, 10000);
     for (int i = 0; i < 1000; ++i) {

@@ -11,7 +11,7 @@ namespace farm::store {
 const char kJobColumns[] =
     "id, build_id, cell, state, priority, attempt, worker_id, lease_expiry_ms, "
     "cancel_requested, not_before_ms, error, build_key, created_ms, started_ms, finished_ms, "
-    "reused_from, max_attempts, cancelled_by";
+    "reused_from, max_attempts, cancelled_by, compile_mib, validation_mib";
 
 JobRow JobFromRow(const Stmt& s) {
   JobRow j;
@@ -33,6 +33,8 @@ JobRow JobFromRow(const Stmt& s) {
   j.reused_from = s.Int(15);
   j.max_attempts = static_cast<int>(s.Int(16));
   j.cancelled_by = s.Text(17);
+  j.compile_mib = s.Int(18);
+  j.validation_mib = s.Int(19);
   return j;
 }
 
@@ -174,6 +176,9 @@ Result<TokenRow> SqliteStore::RevokeToken(const std::string& hash_prefix, int64_
 }
 
 Result<std::vector<TokenRow>> Store::ListTokens() { return Status::Unimplemented("ListTokens"); }
+Result<std::vector<JobRow>> Store::ListRunningJobs(const std::string&) {
+  return Status::Unimplemented("ListRunningJobs");
+}
 Result<TokenRow> Store::RevokeToken(const std::string&, int64_t) {
   return Status::Unimplemented("RevokeToken");
 }
@@ -259,6 +264,21 @@ Result<int> SqliteStore::CountRunningJobs(const std::string& worker_id) {
   return row ? static_cast<int>(s->Int(0)) : 0;
 }
 
+Result<std::vector<JobRow>> SqliteStore::ListRunningJobs(const std::string& worker_id) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
+                                             " FROM jobs WHERE worker_id = ? AND state = 2 "
+                                             "ORDER BY id LIMIT 1000"));
+  s->Bind(worker_id);
+  std::vector<JobRow> out;
+  for (int i = 0; i < 1000; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(JobFromRow(*s));
+  }
+  return out;
+}
+
 Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());
@@ -334,10 +354,10 @@ Status SqliteStore::InsertJob(JobRow* job) {
   if (reused) job->state = kJobSucceeded, job->finished_ms = job->created_ms;
   FARM_ASSIGN_OR_RETURN(auto j, db_->Prepare(
       "INSERT INTO jobs(build_id, cell, state, priority, build_key, reused_from, created_ms, "
-      "finished_ms, max_attempts) VALUES (?,?,?,?,?,?,?,?,?)"));
+      "finished_ms, max_attempts, compile_mib, validation_mib) VALUES (?,?,?,?,?,?,?,?,?,?,?)"));
   j->Bind(job->build_id).BindBlob(job->cell).Bind(job->state).Bind(job->priority)
       .Bind(job->build_key).Bind(job->reused_from).Bind(job->created_ms).Bind(job->finished_ms)
-      .Bind(job->max_attempts);
+      .Bind(job->max_attempts).Bind(job->compile_mib).Bind(job->validation_mib);
   FARM_RETURN_IF_ERROR(j->Run());
   job->id = db_->LastInsertId();
   if (!reused) return Status::Ok();
