@@ -24,6 +24,10 @@ rc=${PIPESTATUS[0]}
 set -e
 if [[ $rc -ne 0 ]]; then echo "SKIP or FAIL: the arm64 root could not be made ($rc): $root"; exit "$rc"; fi
 echo "arm64 root: $root (${SECONDS} s)"
+command -v aarch64-linux-gnu-g++ >/dev/null || {
+  echo "SKIP: no aarch64 cross compiler (common/scripts/cross-build-aarch64.sh --install-deps)"
+  exit 77
+}
 FARM_AARCH64_BUILD_DIR=$cross "$repo/common/scripts/cross-build-aarch64.sh" farm-worker farmctl
 echo "cross build ready (${SECONDS} s)"
 [[ -x $native/daemon/farmd ]] || { echo "no native farmd in $native (build it first)"; exit 1; }
