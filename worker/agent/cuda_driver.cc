@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "common/fs.h"
@@ -91,6 +92,9 @@ void AddDevice(const DriverApi& api, int index, farm::v1::Capabilities* caps) {
   if (api.device_uuid != nullptr && api.device_uuid(uuid, dev) == 0) gpu->set_uuid(FormatUuid(uuid));
 }
 
+// CUDA_ERROR_NO_DEVICE: cuInit saw no device it may use.
+constexpr CUresult kCudaErrorNoDevice = 100;
+
 // An NVIDIA kernel module is loaded: the host has a GPU, whatever libcuda says.
 bool NvidiaModuleLoaded() { return fs::Exists("/proc/driver/nvidia/version"); }
 
@@ -139,6 +143,12 @@ void* OpenDriver(bool wsl2, std::string* loaded, std::string* error) {
 
 }  // namespace
 
+bool CudaVisibleDevicesHidesEveryGpu(const char* value) {
+  if (value == nullptr) return false;
+  std::string first = std::string(value).substr(0, std::string(value).find(','));
+  return first.empty() || first[0] == '-' || first == "none" || first == "NoDevFiles";
+}
+
 void ProbeGpus(farm::v1::Capabilities* caps) {
   std::string loaded, load_error;
   void* lib = OpenDriver(caps->wsl2(), &loaded, &load_error);
@@ -151,7 +161,12 @@ void ProbeGpus(farm::v1::Capabilities* caps) {
   int count = 0, version = 0;
   if (!api.Load(lib)) {
     DriverProblem(caps, loaded + " lacks a CUDA driver API symbol the worker needs", true);
-  } else if (CUresult rc = api.init(0); rc != 0) {
+  } else if (CUresult rc = api.init(0); rc == kCudaErrorNoDevice &&
+             CudaVisibleDevicesHidesEveryGpu(std::getenv("CUDA_VISIBLE_DEVICES"))) {
+    // A worker told to use no GPU (CUDA_VISIBLE_DEVICES=-1 or "") is a CPU-only worker,
+    // not a broken driver.
+    log::Info("CUDA_VISIBLE_DEVICES hides every GPU: reporting 0 GPUs");
+  } else if (rc != 0) {
     DriverProblem(caps, "cuInit failed with CUDA error " + std::to_string(rc), true);
   } else {
     if (api.driver_version(&version) == 0) {

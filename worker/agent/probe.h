@@ -74,6 +74,11 @@ inline constexpr char kWslDriverDir[] = "/usr/lib/wsl/lib";
 // started before it was mounted). Elsewhere the loader's libcuda.so.1.
 std::vector<std::string> CudaDriverCandidates(bool wsl2);
 
+// True when a CUDA_VISIBLE_DEVICES value (nullptr: unset) shows the process no GPU: empty,
+// or a first entry that is not a device ("-1", "none", "NoDevFiles"). cuInit then fails
+// with CUDA_ERROR_NO_DEVICE by the user's choice, and the worker is a CPU-only one.
+bool CudaVisibleDevicesHidesEveryGpu(const char* value);
+
 // What the probe found of the WSL2 driver layout when no libcuda could be used.
 struct Wsl2DriverFacts {
   bool driver_dir_exists = false;  // kWslDriverDir

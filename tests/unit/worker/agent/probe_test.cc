@@ -100,6 +100,17 @@ TEST(ProbeParseTest, Wsl2DriverErrorsSayWhatIsMissingAndTheFix) {
   EXPECT_EQ(broken.rfind("WSL2 host without a usable CUDA driver, so no GPU: ", 0), 0u);
 }
 
+TEST(ProbeParseTest, CudaVisibleDevicesThatHideEveryGpu) {
+  EXPECT_FALSE(CudaVisibleDevicesHidesEveryGpu(nullptr));
+  EXPECT_TRUE(CudaVisibleDevicesHidesEveryGpu(""));
+  EXPECT_TRUE(CudaVisibleDevicesHidesEveryGpu("-1"));
+  EXPECT_TRUE(CudaVisibleDevicesHidesEveryGpu("-1,0"));  // CUDA stops at the first bad entry
+  EXPECT_TRUE(CudaVisibleDevicesHidesEveryGpu("none"));
+  EXPECT_FALSE(CudaVisibleDevicesHidesEveryGpu("0"));
+  EXPECT_FALSE(CudaVisibleDevicesHidesEveryGpu("1,0"));
+  EXPECT_FALSE(CudaVisibleDevicesHidesEveryGpu("GPU-8f3c1b2e-0000-0000-0000-000000000000"));
+}
+
 TEST(ProbeParseTest, UnifiedMemoryGpus) {
   constexpr int64_t kGiB = int64_t{1} << 30;
   EXPECT_TRUE(IsUnifiedMemoryGpu(true, false, 0, 119 * kGiB));  // the driver says so
