@@ -185,8 +185,8 @@ function workerTable(workers) {
   if (!workers.length) return '<p class="muted">No worker registered.</p>';
   const rows = workers.map((w) => `<tr data-worker="${esc(w.id)}">
       <td>${workerRef(w.name, w.id)}<div class="muted">${esc(w.hostname)}</div></td>
-      <td>${esc(w.platform)}</td>
-      <td>${w.gpus.map((g) => `${esc(g.name)} <span class="muted">(sm ${esc(g.compute_capability)})</span>`).join('<br>') || '<span class="muted">none</span>'}</td>
+      <td>${esc(w.platform)}${w.wsl2 ? ' <span class="muted">WSL2</span>' : ''}</td>
+      <td>${w.gpus.map((g) => `${esc(g.name)} <span class="muted">(sm ${esc(g.compute_capability)}${g.unified_memory ? ', unified memory' : ''})</span>`).join('<br>') || '<span class="muted">none</span>'}${w.gpu_driver_error ? `<div class="error">${esc(w.gpu_driver_error)}</div>` : ''}</td>
       <td>${w.toolkits.map(esc).join(', ')}</td>
       <td>${badge(w.state)}${w.probe_error ? `<div class="error">${esc(w.probe_error)}</div>` : ''}</td>
       <td>${w.heartbeat_age_ms >= 0 ? `<span title="${esc(w.last_heartbeat)}">${dur(w.heartbeat_age_ms)} ago</span>` : 'never'}</td>

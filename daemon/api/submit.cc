@@ -8,6 +8,7 @@
 // a worker whose reported Python, torch and CUDA toolkit match the cell, so every wheel a
 // key can name was built with a toolchain the cell allows. A key with an unknown source
 // (an unresolved ref) is empty and never matches.
+#include <cmath>
 #include <sstream>
 
 #include "common/log.h"
@@ -24,6 +25,9 @@ namespace farm::api {
 
 
 namespace {
+
+// Recipe GB (GiB, as MAX_JOBS and placement count them) to the store's MiB.
+int64_t Mib(double gb) { return static_cast<int64_t>(std::llround(gb * 1024)); }
 
 bool HasAxes(const farm::v1::MatrixAxes& m) {
   return m.python_size() || m.torch_size() || m.cuda_size() || m.arch_lists_size() ||
@@ -112,7 +116,9 @@ Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBu
                                           ? recipe.retry().max_attempts()
                                           : ctx.tunables.max_attempts,
                       .created_ms = now,
-                      .needs = needs.target_gpu() ? needs.SerializeAsString() : ""};
+                      .needs = needs.target_gpu() ? needs.SerializeAsString() : "",
+                      .compile_mib = Mib(recipe.gb_per_compile_job()),
+                      .validation_mib = Mib(recipe.validation().gpu_memory_gb())};
     if (!req.force() && !job.build_key.empty()) {
       // Only succeeded jobs with artifacts answer: a failed result is never reused.
       FARM_ASSIGN_OR_RETURN(auto prior, ctx.store->FindSucceededJob(job.build_key));

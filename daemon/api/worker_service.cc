@@ -97,14 +97,31 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const 
   return a;
 }
 
+// What the jobs a unified-memory worker runs hold of its RAM for GPU validation (one store
+// read, only for such workers).
+Result<double> HeldValidationGb(store::Store& store, const std::string& worker_id,
+                                const farm::v1::Capabilities& caps) {
+  if (!sched::HasUnifiedMemory(caps)) return 0.0;
+  FARM_ASSIGN_OR_RETURN(std::vector<store::JobRow> rows, store.ListRunningJobs(worker_id));
+  std::vector<sched::RunningJob> running;
+  for (const store::JobRow& row : rows) {
+    running.push_back({ParseBlob<farm::v1::MatrixCell>(row.cell), row.validation_mib / 1024.0});
+  }
+  return sched::HeldValidationGb(caps, running);
+}
+
 // Why the worker (`worker_id`, `caps`) may not run `job` now, "" when it may.
+// `held_gb` is what the worker's running jobs hold of its unified memory (HeldValidationGb).
 std::string JobBlocker(const store::JobRow& job, const farm::v1::Capabilities& caps,
-                       const std::string& worker_id, const std::vector<sched::PeerWorker>& peers) {
+                       const std::string& worker_id, const std::vector<sched::PeerWorker>& peers,
+                       double held_gb) {
   auto cell = ParseBlob<farm::v1::MatrixCell>(job.cell);
   auto needs = ParseBlob<farm::v1::JobNeeds>(job.needs);
   if (job.kind == store::kJobValidate)
     return sched::ValidationBlocker(cell, needs, caps, worker_id);
-  return sched::PlacementBlocker(cell, caps, peers, needs);
+  sched::JobMemory memory{.compile_gb = job.compile_mib / 1024.0,
+                          .validation_gb = job.validation_mib / 1024.0};
+  return sched::PlacementBlocker(cell, caps, peers, needs, memory, held_gb);
 }
 
 // A validation job's worker may read the wheels it validates, and no others.
@@ -222,8 +239,9 @@ grpc::Status WorkerService::AcquireJob(grpc::ServerContext* call,
       return Status::Ok();
     }
     PeerCache::Snapshot peers = peers_.Get(*ctx_);
-    store::PlacementFn placeable = [&caps, &peers, &who](const store::JobRow& job) {
-      return JobBlocker(job, caps, who.worker_id, *peers);
+    FARM_ASSIGN_OR_RETURN(double held_gb, HeldValidationGb(*ctx_->store, who.worker_id, caps));
+    store::PlacementFn placeable = [&caps, &peers, &who, held_gb](const store::JobRow& job) {
+      return JobBlocker(job, caps, who.worker_id, *peers, held_gb);
     };
     int64_t deadline = ctx_->clock->SteadyMs() + std::clamp(req->wait_ms(), 0, 10000);
     for (int i = 0; i < 1000; ++i) {

@@ -182,11 +182,12 @@ std::string FormatBuild(const farm::v1::Build& b) {
 std::string FormatWorker(const farm::v1::WorkerInfo& w) {
   const auto& c = w.capabilities();
   std::ostringstream o;
-  o << w.id() << "\t" << w.name() << "\t" << w.state() << "\t" << c.platform() << "\t";
+  o << w.id() << "\t" << w.name() << "\t" << w.state() << "\t" << c.platform()
+    << (c.wsl2() ? " (WSL2)" : "") << "\t";
   if (c.gpus_size() == 0) o << "no GPU";
   for (int i = 0; i < c.gpus_size(); ++i) {
     o << (i ? ", " : "") << c.gpus(i).name() << " (" << c.gpus(i).cc_major() << "."
-      << c.gpus(i).cc_minor() << ")";
+      << c.gpus(i).cc_minor() << (c.gpus(i).unified_memory() ? ", unified memory" : "") << ")";
   }
   o << "\tCUDA";
   for (const auto& t : c.toolkits()) o << " " << t.version();
@@ -194,6 +195,7 @@ std::string FormatWorker(const farm::v1::WorkerInfo& w) {
   for (const auto& p : c.pythons()) o << " " << p.version();
   o << "\tlast heartbeat " << w.last_heartbeat();
   if (!c.probe_error().empty()) o << "\tquarantined: " << c.probe_error();
+  if (!c.gpu_driver_error().empty()) o << "\t" << c.gpu_driver_error();
   return o.str();
 }
 

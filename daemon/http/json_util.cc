@@ -115,7 +115,8 @@ json::array GpusJson(const farm::v1::Capabilities& caps) {
         {"index", g.index()},
         {"name", g.name()},
         {"compute_capability", std::to_string(g.cc_major()) + "." + std::to_string(g.cc_minor())},
-        {"memory_bytes", g.memory_bytes()}});
+        {"memory_bytes", g.memory_bytes()},
+        {"unified_memory", g.unified_memory()}});
   }
   return gpus;
 }
@@ -137,12 +138,14 @@ json::object WorkerJson(const store::WorkerRow& worker, int64_t now_ms) {
       {"name", worker.name},
       {"hostname", caps.hostname()},
       {"platform", caps.platform()},
+      {"wsl2", caps.wsl2()},
       {"state", worker.state},
       {"gpus", GpusJson(caps)},
       {"toolkits", std::move(toolkits)},
       {"pythons", std::move(pythons)},
       {"driver_version", caps.driver_version()},
       {"probe_error", caps.probe_error()},
+      {"gpu_driver_error", caps.gpu_driver_error()},
       {"last_heartbeat", FormatRfc3339(worker.last_heartbeat_ms)},
       {"heartbeat_age_ms", worker.last_heartbeat_ms > 0 ? now_ms - worker.last_heartbeat_ms : -1},
       {"running_jobs", json::array()},

@@ -71,13 +71,13 @@ std::string SameLackSummary(Lack lack, const farm::v1::MatrixCell& cell,
 
 // The summary when no available worker can take the job: a lost or draining worker that
 // could, else what the fleet misses.
-void ExplainNoneAble(const farm::v1::MatrixCell& cell, const std::vector<FleetWorker>& fleet,
-                     Waiting* out) {
+void ExplainNoneAble(const farm::v1::MatrixCell& cell, const JobMemory& memory,
+                     const std::vector<FleetWorker>& fleet, Waiting* out) {
   std::vector<std::string> sleeping;
   std::vector<Lack> lacks;
   for (const auto& w : fleet) {
     bool away = w.state == "lost" || w.state == "draining" || w.drain_requested;
-    Lack lack = Classify(MissingRequirement(cell, w.caps));
+    Lack lack = Classify(MissingRequirement(cell, w.caps, memory));
     if (away && lack == Lack::kNone) {
       sleeping.push_back(w.name + (w.state == "lost" ? " (lost)" : " (draining)"));
     } else if (lack != Lack::kNone) {
@@ -120,7 +120,7 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
                       : w.drain_requested || w.state == "draining"
                           ? "worker is draining"
                           : facts.validation ? ValidationBlocker(cell, facts.needs, w.caps, w.id)
-                                              : PlacementBlocker(cell, w.caps, peers, facts.needs);
+                                              : PlacementBlocker(cell, w.caps, peers, facts.needs, facts.memory);
     if (why.empty()) {
       out.able.push_back(w.name);
     } else {
@@ -131,7 +131,7 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
     out.unplaceable = true;
     out.summary = "no worker is registered: start farm-worker on a host that can build it";
   } else if (out.able.empty()) {
-    ExplainNoneAble(cell, fleet, &out);
+    ExplainNoneAble(cell, facts.memory, fleet, &out);
   } else {
     out.summary = "waiting for a free worker: " + JoinNames(out.able) + " can build it";
   }

@@ -32,6 +32,7 @@ class SqliteStore final : public Store {
   Status TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) override;
   Status SetDrainRequested(const std::string& id, bool drain) override;
   Result<int> CountRunningJobs(const std::string& worker_id) override;
+  Result<std::vector<JobRow>> ListRunningJobs(const std::string& worker_id) override;
 
   Status CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) override;
   Result<BuildRow> GetBuild(int64_t id) override;

@@ -113,6 +113,8 @@ struct JobRow {
   int64_t target_job_id = 0;
   int target_attempt = 0;
   std::string needs;  // serialized farm.v1.JobNeeds
+  int64_t compile_mib = 0;     // one compile job of its recipe; 0: not known
+  int64_t validation_mib = 0;  // GPU memory its validation script needs; 0: none
 };
 
 struct AttemptRow {
@@ -364,6 +366,9 @@ class Store {
   virtual Status SetDrainRequested(const std::string& id, bool drain) = 0;
   // Number of jobs `worker_id` holds right now.
   virtual Result<int> CountRunningJobs(const std::string& worker_id) = 0;
+  // The jobs `worker_id` holds right now, by id (at most 1000). The default answers
+  // Unimplemented.
+  virtual Result<std::vector<JobRow>> ListRunningJobs(const std::string& worker_id);
 
   // --- builds and jobs ---
   // Inserts the build and its jobs in one transaction; fills in the ids. A job with

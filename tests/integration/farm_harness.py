@@ -66,10 +66,10 @@ class Farm:
         self.address = None
 
     # --- processes -------------------------------------------------------------------
-    def _spawn(self, argv, log_name):
+    def _spawn(self, argv, log_name, env=None):
         log = open(os.path.join(self.root, log_name), "ab")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=env)
         log.close()
         self.procs.append(proc)
         return proc
@@ -91,13 +91,16 @@ class Farm:
                                            "the dashboard's ready file").strip()
         return self.farmd
 
-    def start_worker(self, name="worker-1", *extra):
+    def start_worker(self, name="worker-1", *extra, prefix=(), env=None):
+        """Starts farm-worker; `prefix` runs it through a wrapper (a namespace, a chroot),
+        which must exec it so that the harness's pid is the worker's."""
         state = os.path.join(self.root, name)
         os.makedirs(state, exist_ok=True)
-        return self._spawn([FARM_WORKER, "--server-file", os.path.join(self.root, "farmd.addr"),
+        return self._spawn([*prefix, FARM_WORKER, "--server-file",
+                            os.path.join(self.root, "farmd.addr"),
                             "--enroll-token-file", os.path.join(self.data, "enroll.token"),
                             "--state-dir", state, "--work-dir", os.path.join(state, "work"),
-                            "--name", name, *extra], f"{name}.log")
+                            "--name", name, *extra], f"{name}.log", env=env)
 
     def stop(self, proc, sig=signal.SIGTERM, timeout=20):
         if proc.poll() is None:

@@ -177,6 +177,10 @@ void Agent::ProbeLoop() {
     b.clear_free_disk_bytes();
     if (a.SerializeAsString() != b.SerializeAsString()) {
       log::Info("capabilities changed; reporting them");
+      if (fresh.gpu_driver_error() != caps_.gpu_driver_error() &&
+          !fresh.gpu_driver_error().empty()) {
+        log::Error(fresh.gpu_driver_error());
+      }
       caps_changed_ = true;
     }
     caps_ = fresh;
@@ -202,6 +206,14 @@ void Agent::StartJob(const farm::v1::AcquireJobResponse& resp) {
   settings.shutting_down = &stopping_;
   settings.compile_cache = compile_cache_.get();
   settings.log_buffer_bytes = config_.log_buffer_bytes;
+  settings.validation_held_gb = [this](int64_t job_id) {
+    std::lock_guard lock(mu_);
+    double held = 0;
+    for (const RunningJob& j : jobs_) {
+      if (!j.done->load() && j.job.job_id() != job_id) held += ValidationReserveGb(j.job, caps_);
+    }
+    return held;
+  };
   JobDeps jd{deps_.client, deps_.runner, deps_.executor, deps_.probe, deps_.clock, deps_.wheel_hook};
   RunningJob entry{job, std::make_shared<JobControl>(), std::make_shared<std::atomic<bool>>(false), {}};
   auto control = entry.control;
@@ -302,11 +314,13 @@ Status Agent::Run() {
   log::RegisterSecret(enroll_token_);
   log::RegisterSecret(stored.worker_token);
   farm::v1::Capabilities caps = deps_.probe->Probe();
-  log::Info(caps.hostname() + " " + caps.platform() + ", " +
-            std::to_string(caps.cpu_cores()) + " cores, " + std::to_string(caps.ram_bytes() >> 30) +
-            " GiB RAM, " + std::to_string(caps.gpus_size()) + " GPU(s), " +
-            std::to_string(caps.toolkits_size()) + " CUDA toolkit(s), " +
-            std::to_string(caps.pythons_size()) + " Python(s)");
+  log::Info(caps.hostname() + " " + caps.platform() + ", " + std::to_string(caps.cpu_cores()) +
+            " cores, " + std::to_string(caps.ram_bytes() >> 30) + " GiB RAM, " +
+            std::to_string(caps.gpus_size()) + " GPU(s), " + std::to_string(caps.toolkits_size()) +
+            " CUDA toolkit(s), " + std::to_string(caps.pythons_size()) + " Python(s)" +
+            (caps.wsl2() ? ", WSL2" : "") +
+            (caps.cuda_driver_library().empty() ? "" : ", driver " + caps.cuda_driver_library()));
+  if (!caps.gpu_driver_error().empty()) log::Error(caps.gpu_driver_error());
   {
     std::lock_guard lock(mu_);
     identity_ = stored;

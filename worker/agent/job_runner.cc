@@ -135,6 +135,13 @@ ExecutableCheck ImageCheckFor(Executor& executor, const std::string& ws, const s
   return [&executor, base](const std::string& path) { return HasExecutable(executor, base, path); };
 }
 
+// "8 GB of unified memory held for GPU validation" for the build's log line.
+std::string HeldText(double gb) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.3g GB of unified memory held for GPU validation", gb);
+  return buf;
+}
+
 }  // namespace
 
 JobRunner::JobRunner(JobDeps deps, JobSettings settings, farm::v1::JobAssignment job,
@@ -330,6 +337,12 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
                   python.version(), toolkit, settings_.caps.cpu_cores(),
                   deps_.probe->AvailableMemoryBytes(), settings_.secrets,
                   SourceDateEpoch(*deps_.runner, src)};
+  in.wsl2 = settings_.caps.wsl2();
+  // Unified memory: this job's validation and those of the jobs beside it share the RAM
+  // the compile jobs use.
+  double held_gb = ValidationReserveGb(job_, settings_.caps);
+  if (settings_.validation_held_gb) held_gb += settings_.validation_held_gb(job_.job_id());
+  in.reserved_bytes = static_cast<int64_t>(held_gb * double(int64_t{1} << 30));
   EnvMap env = BuildJobEnv(in);
   if (recipe.build_on_target_gpu()) {
     FARM_ASSIGN_OR_RETURN(farm::v1::Gpu gpu, TargetGpu(job_.cell(), settings_.caps));
@@ -347,7 +360,7 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   if (!cache_use.note.empty()) system(cache_use.note);
   system("running the build command in " + build_dir + " (MAX_JOBS=" + env["MAX_JOBS"] +
          (toolkit.path().empty() ? "" : ", CUDA " + toolkit.version()) + ", executor " +
-         deps_.executor->Name() + ")");
+         deps_.executor->Name() + (held_gb > 0 ? ", " + HeldText(held_gb) : "") + ")");
   ExecRequest req{{"bash", "-eo", "pipefail", "-c", recipe.build_command()}, build_dir, env, ws,
                   recipe.container_image(), kKillGraceMs, cache_use.mounts};
   req.network = recipe.network();

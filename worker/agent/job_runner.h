@@ -56,6 +56,9 @@ struct JobSettings {
   std::string worker_id;                // named in validation reports
   CompileCache* compile_cache = nullptr;  // the worker's ccache; null: builds run without
   int64_t log_buffer_bytes = int64_t{64} << 20;  // LogShipperOptions::max_buffered_bytes
+  // On a unified-memory host: the GPU validation memory (GiB) the worker's other running
+  // jobs hold (ValidationReserveGb of each job but `job_id`); empty: none.
+  std::function<double(int64_t job_id)> validation_held_gb;
 };
 
 // How an attempt ended, as reported in CompleteJob.

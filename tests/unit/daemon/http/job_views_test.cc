@@ -19,7 +19,7 @@ class JobViewsTest : public HttpFixture {
   void AddWorker(const std::string& id = "w1", const std::string& name = "gpu-box",
                  const std::string& state = "idle") {
     farm::v1::Capabilities caps;
-    caps.set_platform("");
+    caps.set_platform("linux_x86_64");
     auto* py = caps.add_pythons();
     py->set_version("3.11");
     py->set_torch_version("2.8.0");

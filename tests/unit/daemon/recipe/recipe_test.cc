@@ -93,6 +93,7 @@ TEST(ParseRecipeTest, FullExampleFillsEveryField) {
   EXPECT_DOUBLE_EQ(recipe.validation().min_cosine(), 0.995);
   EXPECT_DOUBLE_EQ(recipe.validation().max_relative_l1(), 0.05);
   EXPECT_EQ(recipe.validation().runtime_requirements(0), "numpy==2.1.0");
+  EXPECT_DOUBLE_EQ(recipe.validation().gpu_memory_gb(), 8);  // the default with a script
   EXPECT_EQ(recipe.retry().max_attempts(), 2);
   EXPECT_EQ(recipe.retry().backoff_seconds(), 30);
   EXPECT_TRUE(recipe.retry().retry_build_failures());
@@ -131,6 +132,18 @@ TEST(ParseRecipeTest, ValidationDefaultsApplyWhenTheBlockIsGiven) {
   EXPECT_DOUBLE_EQ(r->validation().min_speedup(), 1.2);
   EXPECT_NE(ErrorOf(std::string(kMinimal) + "validation: {min_speedup: -1}\n").find("min_speedup"),
             std::string::npos);
+  EXPECT_DOUBLE_EQ(r->validation().gpu_memory_gb(), 0);  // no script, no GPU memory
+}
+
+TEST(ParseRecipeTest, ValidationGpuMemory) {
+  Result<farm::v1::Recipe> r = ParseRecipe(
+      std::string(kMinimal) + "validation: {script: v.py, gpu_memory_gb: 24.5}\n", "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_DOUBLE_EQ(r->validation().gpu_memory_gb(), 24.5);
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "validation:\n  gpu_memory_gb: 0\n"),
+            "recipe.yaml:5:18: \"validation.gpu_memory_gb\" must be between 0.1 and 4096, got 0");
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "validation:\n  gpu_memory_gb: lots\n"),
+            "recipe.yaml:5:18: \"validation.gpu_memory_gb\" must be a number, got \"lots\"");
 }
 
 TEST(ParseRecipeTest, GitAndTarballSources) {
