@@ -117,7 +117,7 @@ void Agent::SendHeartbeat(bool draining) {
     std::lock_guard lock(mu_);
     req.set_worker_id(identity_.worker_id);
     for (const auto& j : jobs_) {
-      if (j.done->load()) continue;
+      if (j.done->load() || j.control->reported) continue;
       auto* r = req.add_running();
       r->set_job_id(j.job.job_id());
       r->set_attempt(j.job.attempt());
@@ -140,8 +140,16 @@ void Agent::SendHeartbeat(bool draining) {
   if (!resp.ok()) {
     if (IsAuthError(resp.status())) Reregister(resp.status());
     else if (resp.status().code() == StatusCode::kUnavailable) deps_.client->Reconnect();
-    log::Debug("heartbeat: " + resp.status().ToString());
+    int failures = ++heartbeat_failures_;
+    if (failures == 1) {
+      log::Warn("heartbeat failed (" + resp.status().ToString() + "); retrying");
+    } else {
+      log::Debug("heartbeat: " + resp.status().ToString());
+    }
     return;
+  }
+  if (int failed = heartbeat_failures_.exchange(0); failed > 0) {
+    log::Info("heartbeat reached farmd again after " + std::to_string(failed) + " failed");
   }
   if (req.has_capabilities()) {
     std::lock_guard lock(mu_);
@@ -149,7 +157,9 @@ void Agent::SendHeartbeat(bool draining) {
   }
   for (const auto& c : resp->cancel()) {
     auto it = controls.find({c.job_id(), c.attempt()});
-    if (it == controls.end()) continue;
+    // A job whose completion report farmd accepted while the heartbeat was in flight is no
+    // longer running there: "cancelled" would only mislead the log.
+    if (it == controls.end() || it->second->reported) continue;
     log::Info("farmd cancelled " + JobKey(c.job_id(), c.attempt()));
     it->second->Stop(farm::v1::CAUSE_CANCELLED, "cancelled by farmd");
   }

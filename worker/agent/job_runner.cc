@@ -569,6 +569,7 @@ void JobRunner::Report(const Outcome& outcome, int64_t last_seq) {
   std::string what = JobName(job_) + " ended " + farm::v1::AttemptCause_Name(outcome.cause) +
                      (outcome.detail.empty() ? "" : " (" + outcome.detail + ")");
   if (done.ok()) {
+    control_->reported = true;
     log::Info(what + "; farmd says " + farm::v1::JobState_Name(done->state()));
   } else {
     log::Warn(what + "; reporting it failed: " + done.status().ToString());
