@@ -30,6 +30,20 @@ def wait_until(predicate, timeout, what, interval=0.1):
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def pure_python_source(root, name, files=None):
+    """Writes `root`/`name`-src: a setuptools package of one module `name` (VALUE = 1), plus
+    `files` ({relative path: text}); returns its directory."""
+    src = os.path.join(root, name + "-src")
+    os.makedirs(src, exist_ok=True)
+    sources = {"setup.py": f"from setuptools import setup\nsetup(name='{name}', version='1.0', "
+                           f"py_modules=['{name}'])\n",
+               name + ".py": "VALUE = 1\n", **(files or {})}
+    for path, text in sources.items():
+        with open(os.path.join(src, path), "w") as f:
+            f.write(text)
+    return src
+
+
 def pid_alive(pid):
     """True when `pid` exists and is not a zombie."""
     try:

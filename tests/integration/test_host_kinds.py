@@ -23,7 +23,7 @@ import textwrap
 
 import pytest
 
-from farm_harness import FARM_WORKER, wait_until
+from farm_harness import FARM_WORKER, pure_python_source, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WSL_LIB = "/usr/lib/wsl/lib"
@@ -96,17 +96,9 @@ def package(root, name, build, validate, gpu_memory_gb=None):
     """A pure-Python package whose build runs `build` (bash) first and whose validation
     script runs `validate` (Python) and then says it found no usable device (exit 3), which
     is the truth on a stub: validation waits for hardware."""
-    src = os.path.join(root, name + "-src")
-    os.makedirs(src, exist_ok=True)
-    with open(os.path.join(src, "setup.py"), "w") as f:
-        f.write(f"from setuptools import setup\nsetup(name='{name}', version='1.0', "
-                f"py_modules=['{name}'])\n")
-    with open(os.path.join(src, name + ".py"), "w") as f:
-        f.write("VALUE = 1\n")
-    with open(os.path.join(src, "pre_build.sh"), "w") as f:
-        f.write(textwrap.dedent(build))
-    with open(os.path.join(src, "validate.py"), "w") as f:
-        f.write(textwrap.dedent(validate) + "\nimport sys\nsys.exit(3)\n")
+    pure_python_source(root, name, {
+        "pre_build.sh": textwrap.dedent(build),
+        "validate.py": textwrap.dedent(validate) + "\nimport sys\nsys.exit(3)\n"})
     memory = f"  gpu_memory_gb: {gpu_memory_gb}\n" if gpu_memory_gb is not None else ""
     recipe = os.path.join(root, name + ".yaml")
     with open(recipe, "w") as f:
