@@ -95,7 +95,7 @@ def test_a_gpu_worker_started_later_validates_without_a_new_submission(farm):
     assert stored["validation"]["gpu_name"] == "Fake H100"
     assert stored["filename"] in index_of(farm, "attn-example")
     shown = farm.ctl("show", str(build["id"])).stdout
-    assert f"validates job {validation['target_job_id']}" in shown, shown
+    assert f"validation of job {validation['target_job_id']} attempt 1" in shown, shown
 
     # By hand: a new validation job for the same wheel, which the GPU worker runs again.
     again = farm.ctl_json("validate", str(stored["id"]))

@@ -50,5 +50,28 @@ TEST(FormatTest, WhyAPendingJobWaits) {
   EXPECT_EQ(FormatWaiting(j), "");
 }
 
+TEST(FormatTest, AValidationJobNamesTheJobItValidates) {
+  farm::v1::Build b;
+  b.set_id(3), b.set_recipe_name("attn-example"), b.set_state(farm::v1::BUILD_SUCCEEDED);
+  auto* built = b.add_jobs();
+  built->set_id(11), built->set_state(farm::v1::JOB_SUCCEEDED);
+  EXPECT_EQ(ValidationLabel(*built), "");
+  EXPECT_EQ(FormatBuildLine(b).find("validation"), std::string::npos) << FormatBuildLine(b);
+  auto* v = b.add_jobs();
+  v->set_id(12), v->set_kind(farm::v1::JOB_VALIDATE), v->set_state(farm::v1::JOB_PENDING);
+  v->set_target_job_id(11), v->set_target_attempt(2);
+  v->set_waiting_reason("no worker with a GPU of cc 12.0 can validate it");
+  EXPECT_EQ(ValidationLabel(*v), "validation of job 11 attempt 2");
+  EXPECT_NE(FormatBuildLine(b).find("\t1/2 jobs (1 validation)\t"), std::string::npos)
+      << FormatBuildLine(b);
+  std::string shown = FormatBuild(b);
+  EXPECT_NE(shown.find("  job 12  (default)  pending  validation of job 11 attempt 2\n"),
+            std::string::npos)
+      << shown;
+  EXPECT_NE(shown.find("    waiting: no worker with a GPU of cc 12.0 can validate it"),
+            std::string::npos)
+      << shown;
+}
+
 }  // namespace
 }  // namespace farm::cli
