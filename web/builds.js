@@ -119,9 +119,10 @@ function cellTitle(j) {
   return '';
 }
 
-// The validation jobs of a build job, each with its state and, while pending, what it
-// waits for (a GPU the wheels run on).
-function validationsHtml(validations) {
+// The validation jobs among `jobs` of the build job `jobId`, each with its state and,
+// while pending, what it waits for (a GPU the wheels run on).
+function validationsHtml(jobs, jobId) {
+  const validations = jobs.filter((v) => v.kind === 'validation' && v.target_job_id === jobId);
   return validations.map((v) => `<div class="validation-job s-${stateName(v.state)}" data-validation-job="${v.id}"
     data-state="${esc(v.state)}" title="${esc(cellTitle(v))}"><a href="#/job/${v.id}">validation job ${v.id}</a>
     (attempt ${Number(v.target_attempt)}): ${esc(stateName(v.state))}${v.worker_id ? ' on ' + workerRef(v.worker_name, v.worker_id) : ''}
@@ -150,7 +151,7 @@ function gridHtml(build, fetchedAt) {
         title="${esc(cellTitle(j))}"><a href="#/job/${j.id}">${stuck ? 'no worker' : stateName(j.state)}</a>
         ${j.worker_id ? `<div class="times">${workerRef(j.worker_name, j.worker_id)}</div>` : ''}
         ${cellDetail(j, waited, ran)}
-        ${validationsHtml(build.jobs.filter((v) => v.kind === 'validation' && v.target_job_id === j.id))}</td>`;
+        ${validationsHtml(build.jobs, j.id)}</td>`;
     }).join('');
     return `<tr><th>${cellLabel(jobs.find((x) => rowKey(x.cell) === rk).cell)}</th>${cells}</tr>`;
   }).join('');
@@ -194,7 +195,6 @@ function wheelPublication(p, release) {
 
 function wheelsHtml(wheels, publications, jobs) {
   if (!wheels.length) return '';
-  const validations = (w) => jobs.filter((v) => v.kind === 'validation' && v.target_job_id === w.job_id);
   const release = publications.find((p) => p.kind === 'release');
   return `<h2>Wheels</h2><table id="wheels"><tr><th>Wheel</th><th>Variant</th><th>Manifest</th>
     <th>Validation</th><th>Install</th><th>Published</th></tr>` + wheels.map((w) => {
@@ -207,7 +207,7 @@ function wheelsHtml(wheels, publications, jobs) {
       <td>${archs.length ? archs.map(esc).join(', ') : '<span class="muted">no device code</span>'}
         ${(m.runs_on || []).length ? `<div class="muted">runs on cc ${m.runs_on.map(esc).join(', ')}</div>` : ''}
         ${(m.missing || []).length ? `<div class="error">missing ${m.missing.map(esc).join(', ')}</div>` : ''}</td>
-      <td class="validation">${validationSummary(w.validation)}${validationsHtml(validations(w))}</td>
+      <td class="validation">${validationSummary(w.validation)}${validationsHtml(jobs, w.job_id)}</td>
       <td><code class="pip">${esc(pipLine(w))}</code>
         ${w.indexed ? '' : '<div class="muted reason">not in the index until validated on a GPU</div>'}</td>
       <td>${pubs || '<span class="muted">not published</span>'}</td></tr>`;
