@@ -105,6 +105,10 @@ std::string FormatBuildLine(const farm::v1::Build& b) {
   return o.str();
 }
 
+std::string WorkerLabel(const std::string& name, const std::string& id) {
+  return name.empty() ? id : name;
+}
+
 std::string ValidationLabel(const farm::v1::Job& j) {
   if (j.kind() != farm::v1::JOB_VALIDATE) return "";
   return "validation of job " + std::to_string(j.target_job_id()) + " attempt " +
@@ -143,13 +147,14 @@ std::string FormatJob(const farm::v1::Job& j) {
   std::ostringstream o;
   o << "  job " << j.id() << "  " << CellLabel(j.cell()) << "  " << StateName(j.state());
   if (j.kind() == farm::v1::JOB_VALIDATE) o << "  " << ValidationLabel(j);
-  if (!j.worker_id().empty()) o << "  on " << j.worker_id();
+  if (!j.worker_id().empty()) o << "  on " << WorkerLabel(j.worker_name(), j.worker_id());
   if (j.attempt() > 0) o << "  attempt " << j.attempt();
   o << "\n";
   if (!j.error().empty()) o << "    error: " << j.error() << "\n";
   if (!j.cancelled_by().empty()) o << "    cancelled by " << j.cancelled_by() << "\n";
   for (const auto& a : j.attempts()) {
-    o << "    attempt " << a.number() << " on " << a.worker_id() << ": " << CauseName(a.cause());
+    o << "    attempt " << a.number() << " on " << WorkerLabel(a.worker_name(), a.worker_id())
+      << ": " << CauseName(a.cause());
     // A cancelled, lost or timed-out attempt has no exit code worth showing: "(exit 0)"
     // would read as a success.
     bool exited = a.cause() == farm::v1::CAUSE_COMPLETED ||

@@ -30,7 +30,7 @@ class FollowPrinter {
         std::string what = ValidationLabel(j);
         Say("job " + std::to_string(j.id()) + " (" + (what.empty() ? "" : what + ", ") +
             CellLabel(j.cell()) + ") " + StateName(j.state()) +
-            (j.worker_id().empty() ? "" : " on " + j.worker_id()) +
+            (j.worker_id().empty() ? "" : " on " + WorkerLabel(j.worker_name(), j.worker_id())) +
             (waiting.empty() ? "" : ": " + waiting));
       } else if (!waiting.empty() && waiting != seen.waiting) {
         Say("job " + std::to_string(j.id()) + " waits: " + waiting);

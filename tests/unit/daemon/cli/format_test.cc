@@ -50,6 +50,18 @@ TEST(FormatTest, WhyAPendingJobWaits) {
   EXPECT_EQ(FormatWaiting(j), "");
 }
 
+TEST(FormatTest, WorkersAreNamedAndTheirIdsStandInOnlyWithoutAName) {
+  farm::v1::Job j = RunningJob(1, 2, 0);
+  j.set_worker_id("w-1f2e"), j.set_worker_name("rtx-1");
+  j.mutable_attempts(1)->set_worker_id("w-1f2e"), j.mutable_attempts(1)->set_worker_name("rtx-1");
+  j.mutable_attempts(0)->set_worker_id("w-gone");  // a worker no longer registered
+  std::string text = FormatJob(j);
+  EXPECT_NE(text.find("running  on rtx-1  attempt 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    attempt 2 on rtx-1: running"), std::string::npos) << text;
+  EXPECT_NE(text.find("    attempt 1 on w-gone: "), std::string::npos) << text;
+  EXPECT_EQ(WorkerLabel("", "w-gone"), "w-gone");
+}
+
 TEST(FormatTest, AValidationJobNamesTheJobItValidates) {
   farm::v1::Build b;
   b.set_id(3), b.set_recipe_name("attn-example"), b.set_state(farm::v1::BUILD_SUCCEEDED);
