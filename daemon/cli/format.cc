@@ -1,9 +1,9 @@
 #include "daemon/cli/format.h"
 
-#include <boost/json.hpp>
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cctype>
 #include <cstdio>
 #include <sstream>
@@ -71,7 +71,9 @@ std::string ValidationText(const farm::v1::ValidationReport& v) {
 
 }  // namespace
 
-std::string StateName(farm::v1::BuildState s) { return Lower(farm::v1::BuildState_Name(s), "BUILD_"); }
+std::string StateName(farm::v1::BuildState s) {
+  return Lower(farm::v1::BuildState_Name(s), "BUILD_");
+}
 std::string StateName(farm::v1::JobState s) { return Lower(farm::v1::JobState_Name(s), "JOB_"); }
 std::string CauseName(farm::v1::AttemptCause c) {
   return c == farm::v1::ATTEMPT_CAUSE_UNSPECIFIED ? "running"
@@ -89,12 +91,28 @@ std::string CellLabel(const farm::v1::MatrixCell& c) {
 }
 
 std::string FormatBuildLine(const farm::v1::Build& b) {
-  int done = 0;
-  for (const auto& j : b.jobs()) done += j.state() >= farm::v1::JOB_SUCCEEDED;
+  int done = 0, validations = 0;
+  for (const auto& j : b.jobs()) {
+    done += j.state() >= farm::v1::JOB_SUCCEEDED;
+    validations += j.kind() == farm::v1::JOB_VALIDATE;
+  }
   std::ostringstream o;
   o << b.id() << "\t" << b.recipe_name() << "\t" << StateName(b.state()) << "\t" << done << "/"
-    << b.jobs_size() << " jobs\t" << b.created_at();
+    << b.jobs_size() << " jobs";
+  if (validations > 0)
+    o << " (" << validations << (validations == 1 ? " validation)" : " validations)");
+  o << "\t" << b.created_at();
   return o.str();
+}
+
+std::string WorkerLabel(const std::string& name, const std::string& id) {
+  return name.empty() ? id : name;
+}
+
+std::string ValidationLabel(const farm::v1::Job& j) {
+  if (j.kind() != farm::v1::JOB_VALIDATE) return "";
+  return "validation of job " + std::to_string(j.target_job_id()) + " attempt " +
+         std::to_string(j.target_attempt());
 }
 
 std::string FormatWaiting(const farm::v1::Job& j) {
@@ -128,19 +146,19 @@ std::string FormatProgress(const farm::v1::Job& j) {
 std::string FormatJob(const farm::v1::Job& j) {
   std::ostringstream o;
   o << "  job " << j.id() << "  " << CellLabel(j.cell()) << "  " << StateName(j.state());
-  if (j.kind() == farm::v1::JOB_VALIDATE) {
-    o << "  validates job " << j.target_job_id() << " attempt " << j.target_attempt();
-  }
-  if (!j.worker_id().empty()) o << "  on " << j.worker_id();
+  if (j.kind() == farm::v1::JOB_VALIDATE) o << "  " << ValidationLabel(j);
+  if (!j.worker_id().empty()) o << "  on " << WorkerLabel(j.worker_name(), j.worker_id());
   if (j.attempt() > 0) o << "  attempt " << j.attempt();
   o << "\n";
   if (!j.error().empty()) o << "    error: " << j.error() << "\n";
   if (!j.cancelled_by().empty()) o << "    cancelled by " << j.cancelled_by() << "\n";
   for (const auto& a : j.attempts()) {
-    o << "    attempt " << a.number() << " on " << a.worker_id() << ": " << CauseName(a.cause());
+    o << "    attempt " << a.number() << " on " << WorkerLabel(a.worker_name(), a.worker_id())
+      << ": " << CauseName(a.cause());
     // A cancelled, lost or timed-out attempt has no exit code worth showing: "(exit 0)"
     // would read as a success.
-    bool exited = a.cause() == farm::v1::CAUSE_COMPLETED || a.cause() == farm::v1::CAUSE_BUILD_FAILED ||
+    bool exited = a.cause() == farm::v1::CAUSE_COMPLETED ||
+                  a.cause() == farm::v1::CAUSE_BUILD_FAILED ||
                   a.cause() == farm::v1::CAUSE_VALIDATION_FAILED;
     if (exited) o << " (exit " << a.exit_code() << ")";
     if (a.peak_rss_bytes() > 0) o << ", peak RSS " << HumanBytes(a.peak_rss_bytes());
@@ -214,8 +232,10 @@ using google::protobuf::FieldDescriptor;
 bool Is64BitInteger(const FieldDescriptor* f) {
   switch (f->cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT64:
-    case FieldDescriptor::CPPTYPE_UINT64: return true;
-    default: return false;
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -61,13 +61,20 @@ json::object JobJson(const store::JobRow& job, int64_t now_ms) {
       {"finished_at", FormatRfc3339(job.finished_ms)},
       {"waited_ms", waited},
       {"ran_ms", ran_ms},
+      {"kind", job.kind == store::kJobValidate ? "validation" : "build"},
+      {"target_job_id", job.target_job_id},
+      {"target_attempt", job.target_attempt},
   };
 }
 
 json::object CountJobs(const std::vector<store::JobRow>& jobs) {
   std::map<int, int64_t> counts;
-  for (const auto& j : jobs) counts[j.state]++;
-  json::object out{{"total", static_cast<int64_t>(jobs.size())}};
+  int64_t validations = 0;
+  for (const auto& j : jobs) {
+    counts[j.state]++;
+    validations += j.kind == store::kJobValidate;
+  }
+  json::object out{{"total", static_cast<int64_t>(jobs.size())}, {"validation", validations}};
   for (int s = store::kJobPending; s <= store::kJobCancelled; ++s) out[JobStateName(s)] = counts[s];
   return out;
 }

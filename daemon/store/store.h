@@ -488,13 +488,14 @@ class Store {
   // (finished - started, terminal jobs that started) over all jobs.
   virtual Result<SpanHistogram> JobSpanHistogram(JobSpan span,
                                                  const std::vector<int64_t>& bounds_ms);
-  // Terminal jobs that ran, newest finish first, at most `limit`.
+  // Terminal build jobs that ran (validation jobs are no build time), newest finish first,
+  // at most `limit`.
   virtual Result<std::vector<JobTimingRow>> ListJobTimings(int limit);
   // Artifacts of succeeded jobs (reused jobs' copies included), by artifact id.
   virtual Result<std::vector<IndexArtifactRow>> ListIndexArtifacts(int limit);
-  // The run time (start to end of its counted attempt) of the newest job before
+  // The run time (start to end of its counted attempt) of the newest build job before
   // `before_job_id` that succeeded by building (not reused) the same serialized cell for a
-  // build of `recipe_name`; nullopt when there is none.
+  // build of `recipe_name`; nullopt when there is none. Validation jobs never count.
   virtual Result<std::optional<int64_t>> LastSuccessfulRunMs(const std::string& recipe_name,
                                                              const std::string& cell,
                                                              int64_t before_job_id);

@@ -234,7 +234,8 @@ TEST_F(OddDataRpcTest, LeasedJobTakesATenThousandLineUnicodeLogAndEnds) {
       auto* line = chunk.add_lines();
       line->set_seq(seq);
       line->set_stream(seq % 2 ? farm::v1::STDOUT : farm::v1::STDERR);
-      line->set_text(seq % 1000 == 0 ? std::string(64 * 1024, 'x') : kUnicode + std::to_string(seq));
+      line->set_text(seq % 1000 == 0 ? std::string(64 * 1024, 'x')
+                                     : kUnicode + std::to_string(seq));
     }
     ASSERT_TRUE(writer->Write(chunk));
   }
@@ -275,6 +276,15 @@ TEST_F(OddDataRpcTest, LeasedJobTakesATenThousandLineUnicodeLogAndEnds) {
   ASSERT_EQ(job.attempts_size(), 1);
   EXPECT_EQ(job.attempts(0).detail(), kUnicode);
   EXPECT_EQ(job.attempts(0).peak_rss_bytes(), INT64_MAX);
+  // Workers are named as every listing names them, in a job and in its build.
+  EXPECT_EQ(job.attempts(0).worker_name(), "gpu-host-ünï");
+  EXPECT_EQ(job.attempts(0).worker_id(), registered.worker_id());
+  farm::v1::GetBuildRequest get_build;
+  get_build.set_build_id(job.build_id());
+  farm::v1::Build shown;
+  ASSERT_TRUE(farm_->GetBuild(Ctx(admin_).get(), get_build, &shown).ok());
+  ASSERT_EQ(shown.jobs(0).attempts_size(), 1);
+  EXPECT_EQ(shown.jobs(0).attempts(0).worker_name(), "gpu-host-ünï");
   farm::v1::RetryJobRequest retry;
   retry.set_job_id(job_id);
   ASSERT_TRUE(farm_->RetryJob(Ctx(admin_).get(), retry, &job).ok());
