@@ -71,6 +71,7 @@ Result<farm::v1::Job> LoadJobWith(const ServiceContext& ctx, const store::JobRow
     if (a.attempt == row.attempt || a.attempt == 0) *job.add_artifacts() = ArtifactToProto(a);
   }
   if (row.state == store::kJobPending && view) AddPlacementReasons(ctx, *view, row, &job);
+  FARM_RETURN_IF_ERROR(AddJobGraph(ctx, &job));
   return job;
 }
 

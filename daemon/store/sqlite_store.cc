@@ -11,7 +11,8 @@ namespace farm::store {
 const char kJobColumns[] =
     "id, build_id, cell, state, priority, attempt, worker_id, lease_expiry_ms, "
     "cancel_requested, not_before_ms, error, build_key, created_ms, started_ms, finished_ms, "
-    "reused_from, max_attempts, cancelled_by, kind, target_job_id, target_attempt, needs";
+    "reused_from, max_attempts, cancelled_by, kind, target_job_id, target_attempt, needs, held, "
+    "key_base";
 
 JobRow JobFromRow(const Stmt& s) {
   JobRow j;
@@ -37,6 +38,8 @@ JobRow JobFromRow(const Stmt& s) {
   j.target_job_id = s.Int(19);
   j.target_attempt = static_cast<int>(s.Int(20));
   j.needs = s.Text(21);
+  j.held = static_cast<int>(s.Int(22));
+  j.key_base = s.Text(23);
   return j;
 }
 
@@ -378,8 +381,8 @@ Status SqliteStore::InsertJob(JobRow* job) {
       auto j,
       db_->Prepare(
           "INSERT INTO jobs(build_id, cell, state, priority, build_key, reused_from, created_ms, "
-          "finished_ms, max_attempts, kind, target_job_id, target_attempt, needs) "
-          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+          "finished_ms, max_attempts, kind, target_job_id, target_attempt, needs, held, key_base, "
+          "not_before_ms, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   j->Bind(job->build_id)
       .BindBlob(job->cell)
       .Bind(job->state)
@@ -392,7 +395,11 @@ Status SqliteStore::InsertJob(JobRow* job) {
       .Bind(job->kind)
       .Bind(job->target_job_id)
       .Bind(job->target_attempt)
-      .BindBlob(job->needs);
+      .BindBlob(job->needs)
+      .Bind(job->held)
+      .Bind(job->key_base)
+      .Bind(job->not_before_ms)
+      .Bind(job->error);
   FARM_RETURN_IF_ERROR(j->Run());
   job->id = db_->LastInsertId();
   if (!reused) return Status::Ok();
