@@ -9,7 +9,7 @@
 // key can name was built with a toolchain the cell allows. A key with an unknown source
 // (an unresolved ref) is empty and never matches.
 //
-// Graphs (docs/recipes.md#requires): the request carries the recipes the recipe requires,
+// Graphs (docs/recipes.md, "Requirements"): the request carries the recipes the recipe requires,
 // read by the client. Every recipe of the graph is planned and checked first; then the
 // required builds are stored (answered from stored wheels or merged onto identical jobs in
 // flight like any build, keeping only the cells some job consumes), then the requested
@@ -98,11 +98,9 @@ struct PlannedBuild {
   store::BuildRow build;
   std::vector<farm::v1::MatrixCell> cells;
   std::vector<store::JobRow> jobs;
-  std::vector<std::string> key_bases;  // per job, the key without consumed wheels
   std::vector<PlannedBuild> requirements;  // in recipe.requirements() order
   // For each requirement, the index of the required job of each of this build's jobs.
   std::vector<std::vector<size_t>> required_index;
-  std::vector<int64_t> stored_job_ids;  // filled when stored
 };
 
 constexpr int kMaxGraphDepth = 8;
@@ -167,7 +165,6 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
                                           : ctx.tunables.max_attempts,
                       .created_ms = now,
                       .needs = needs.target_gpu() ? needs.SerializeAsString() : ""};
-    plan.key_bases.push_back(job.build_key);
     if (recipe.requirements_size() > 0) {
       // The key waits for the wheels the job will consume (ResolveHeldJobs).
       job.key_base = job.build_key;
@@ -252,7 +249,6 @@ Status MatchCells(PlannedBuild* plan) {
       renumber[i] = req.jobs.size();
       req.cells.push_back(kept.cells[i]);
       req.jobs.push_back(kept.jobs[i]);
-      req.key_bases.push_back(kept.key_bases[i]);
     }
     for (size_t& i : chosen) i = renumber[i];
     plan->required_index[r] = std::move(chosen);
