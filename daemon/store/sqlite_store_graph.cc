@@ -53,10 +53,14 @@ Result<std::vector<RequirementRow>> Store::ListRequirements(int64_t) { return Un
 Result<std::vector<RequirementRow>> Store::ListConsumers(int64_t) { return Unimplemented(); }
 Result<std::vector<JobInputRow>> Store::ListJobInputs(int64_t) { return Unimplemented(); }
 
-Status SqliteStore::HoldOnRequirements(const std::vector<JobRow>& jobs, const BuildLinks& links) {
+Status SqliteStore::HoldOnRequirements(std::vector<JobRow>* jobs, const BuildLinks& links) {
   for (const BuildLinks::Requirement& r : links.requirements) {
-    if (r.index >= jobs.size()) return Status::Internal("requirement of a job not in the build");
-    const JobRow& job = jobs[r.index];
+    if (r.index >= jobs->size()) return Status::Internal("requirement of a job not in the build");
+    JobRow& job = (*jobs)[r.index];
+    if (job.reused_from == 0) {
+      job.held = links.force ? kHeldForced : kHeld;
+      job.not_before_ms = kWaitingNotBefore;
+    }
     FARM_ASSIGN_OR_RETURN(
         auto ins, db_->Prepare("INSERT OR IGNORE INTO job_requirements(job_id, required_job_id, "
                                "recipe_name, for_build, for_validation) VALUES (?,?,?,?,?)"));

@@ -169,7 +169,7 @@ class SqliteStore final : public Store {
   // `job_id` succeeds with copies of the counted attempt's artifacts of `from_job_id`.
   Status SucceedFrom(int64_t job_id, int64_t from_job_id, int64_t now_ms);
   // Build graphs (sqlite_store_graph.cc).
-  Status HoldOnRequirements(const std::vector<JobRow>& jobs, const BuildLinks& links);
+  Status HoldOnRequirements(std::vector<JobRow>* jobs, const BuildLinks& links);
   Result<std::vector<int64_t>> ResolveHeldLocked(int64_t now_ms, int64_t build_id);
   Status ReleaseWithInputs(JobRow job, int64_t now_ms);
   Status ReholdConsumers(int64_t job_id, int64_t now_ms);

@@ -1,4 +1,5 @@
 // Schedules, their runs, and jobs merged onto an identical job in flight.
+#include <algorithm>
 #include <limits>
 
 #include "daemon/store/sqlite_store_impl.h"
@@ -271,9 +272,11 @@ Status SqliteStore::CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs
       FARM_RETURN_IF_ERROR(MergeOntoLeader(&job, build->created_ms));
     }
   }
+  size_t released = 0;
   if (!links->requirements.empty()) {
-    FARM_RETURN_IF_ERROR(HoldOnRequirements(*jobs, *links));
-    FARM_RETURN_IF_ERROR(ResolveHeldLocked(build->created_ms, build->id).status());
+    FARM_RETURN_IF_ERROR(HoldOnRequirements(jobs, *links));
+    FARM_ASSIGN_OR_RETURN(auto settled, ResolveHeldLocked(build->created_ms, build->id));
+    released = settled.size();
   }
   FARM_RETURN_IF_ERROR(RefreshBuildState(build->id, build->created_ms));
   if (links->run) {
@@ -281,7 +284,17 @@ Status SqliteStore::CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs
     FARM_RETURN_IF_ERROR(InsertScheduleRunLocked(&*links->run, links->next_fire_ms));
   }
   FARM_RETURN_IF_ERROR(txn.Commit());
-  BumpQueue();
+  // Jobs that wait (merged, held) or were answered from the store give no idle worker a
+  // job: only a leasable one wakes the long polls.
+  bool leasable = released > 0 || std::any_of(jobs->begin(), jobs->end(), [](const JobRow& j) {
+    return j.state == kJobPending && j.not_before_ms == 0;
+  });
+  if (leasable) {
+    BumpQueue();
+  } else {
+    RefreshQueueHint();
+    Bump();
+  }
   return Status::Ok();
 }
 

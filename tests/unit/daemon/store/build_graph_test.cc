@@ -75,15 +75,19 @@ class BuildGraphTest : public ::testing::Test {
 };
 
 TEST_F(BuildGraphTest, HeldJobIsNeverLeasedAndTakesTheKeyOfTheWheelItConsumes) {
+  int64_t queue = store_->QueueGeneration();
   int64_t app = SubmitDependent(5);
+  EXPECT_EQ(store_->QueueGeneration(), queue) << "a held job woke the idle workers";
   EXPECT_EQ(Job(app).held, kHeld);
   EXPECT_TRUE(Job(app).build_key.empty());
   EXPECT_NE(Job(app).error.find("waiting for job"), std::string::npos);
   EndDependency(std::string(64, 'a'), 10);
   // Only the dependency was leasable; now the dependent is released.
+  queue = store_->QueueGeneration();
   auto settled = store_->ResolveHeldJobs(20);
   ASSERT_OK(settled.status());
   EXPECT_EQ(*settled, std::vector<int64_t>{app});
+  EXPECT_GT(store_->QueueGeneration(), queue) << "the released job woke nobody";
   JobRow released = Job(app);
   EXPECT_EQ(released.held, kNotHeld);
   EXPECT_EQ(released.build_key, KeyWithInputs("app-base", {std::string(64, 'a')}));
