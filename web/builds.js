@@ -214,6 +214,34 @@ function wheelsHtml(wheels, publications, jobs) {
   }).join('') + '</table>';
 }
 
+// What each job requires (recipe `requires:`) and which jobs require it, with the wheels
+// consumed and why a held job waits.
+function requirementUse(r) {
+  return r.for_build && r.for_validation ? 'build and validation' : r.for_build ? 'build' : 'validation';
+}
+
+function graphHtml(jobs) {
+  const linked = jobs.filter((j) => (j.requires || []).length || (j.required_by || []).length);
+  if (!linked.length) return '';
+  const rows = linked.map((j) => {
+    const req = (j.requires || []).map((r) => `<div class="requires" data-required-build="${r.build_id}">
+        <a href="#/build/${r.build_id}">${esc(r.recipe_name)} #${r.build_id}</a>
+        (job <a href="#/job/${r.job_id}">#${r.job_id}</a>) ${badge(r.state)} for ${requirementUse(r)}
+        ${r.wheels.map((w) => `<div class="mono muted" title="sha256 ${esc(w.sha256)}">consumed
+          ${esc(w.filename)} sha256 ${esc(w.sha256.slice(0, 16))}…</div>`).join('')}</div>`).join('');
+    const by = (j.required_by || []).map((c) => `<div class="required-by" data-consumer-build="${c.build_id}">
+        <a href="#/build/${c.build_id}">${esc(c.recipe_name)} #${c.build_id}</a>
+        (job <a href="#/job/${c.job_id}">#${c.job_id}</a>) ${badge(c.state)}</div>`).join('');
+    const why = j.state === 'JOB_PENDING' && j.waiting ? esc(j.waiting.summary)
+      : j.state === 'JOB_FAILED' && (j.requires || []).length ? esc(j.error || '') : '';
+    return `<tr data-graph-job="${j.id}"><td><a href="#/job/${j.id}">#${j.id}</a> ${cellLabel(j.cell)}
+      ${badge(j.state)}</td><td>${req || '<span class="muted">nothing</span>'}</td>
+      <td>${by || '<span class="muted">no build</span>'}</td><td class="why">${why}</td></tr>`;
+  }).join('');
+  return `<h2>Graph</h2><table id="graph"><tr><th>Job</th><th>Requires (wheels consumed)</th>
+    <th>Required by</th><th>Why it waits</th></tr>${rows}</table>`;
+}
+
 async function buildPage(t, id) {
   app.innerHTML = `<div id="build"></div>`;
   every(1000, guard(t, async () => {
@@ -233,6 +261,7 @@ async function buildPage(t, id) {
           no worker can take: ${esc(b.blocked_reason)}</div>` : ''}
         ${active ? '<button id="cancel">Cancel build</button>' : ''}
         <h2>Matrix</h2>${gridHtml(b, fetchedAt)}
+        ${graphHtml(b.jobs)}
         ${b.rejected_cells.length ? '<h2>Rejected cells</h2><ul>' +
           b.rejected_cells.map((r) => `<li>${esc(r)}</li>`).join('') + '</ul>' : ''}
         ${wheelsHtml(b.wheels || [], b.publications || [], b.jobs)}

@@ -88,6 +88,7 @@ Result<farm::v1::Job> LoadJobWith(const ServiceContext& ctx, const store::JobRow
   }
   // A pending job's view was read with placement (LoadJob and LoadBuild ask for it).
   if (row.state == store::kJobPending && view) AddPlacementReasons(ctx, *view, row, &job);
+  FARM_RETURN_IF_ERROR(AddJobGraph(ctx, &job));
   return job;
 }
 

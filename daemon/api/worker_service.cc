@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "daemon/api/artifact_stream.h"
+#include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/placement.h"
@@ -94,6 +95,10 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const 
         *a.add_artifacts() = model::ArtifactToProto(artifact);
     }
   }
+  // A validation job validates against the wheels its target was built with.
+  FARM_ASSIGN_OR_RETURN(*a.mutable_inputs(),
+                        LoadJobInputs(ctx, job.kind == store::kJobValidate ? job.target_job_id
+                                                                           : job.id));
   return a;
 }
 
@@ -124,12 +129,20 @@ std::string JobBlocker(const store::JobRow& job, const farm::v1::Capabilities& c
   return sched::PlacementBlocker(cell, caps, peers, needs, memory, held_gb);
 }
 
-// A validation job's worker may read the wheels it validates, and no others.
-Result<store::ArtifactRow> ArtifactForValidation(const ServiceContext& ctx, const Principal& who,
-                                                 const farm::v1::WorkerArtifactRequest& req) {
+// A job's worker may read the wheels it validates (a validation job) or consumes (the
+// inputs of a job with requirements, or of the build job a validation job validates), and
+// no others.
+Result<store::ArtifactRow> ArtifactForJob(const ServiceContext& ctx, const Principal& who,
+                                          const farm::v1::WorkerArtifactRequest& req) {
   FARM_RETURN_IF_ERROR(CheckHolds(ctx, who, req.job_id(), req.attempt()));
   FARM_ASSIGN_OR_RETURN(store::JobRow job, ctx.store->GetJob(req.job_id()));
   FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, ctx.store->GetArtifact(req.artifact_id()));
+  FARM_ASSIGN_OR_RETURN(auto inputs, ctx.store->ListJobInputs(
+                                         job.kind == store::kJobValidate ? job.target_job_id
+                                                                         : job.id));
+  for (const auto& input : inputs) {
+    if (input.artifact.id == artifact.id) return artifact;
+  }
   if (job.kind != store::kJobValidate || artifact.job_id != job.target_job_id ||
       artifact.attempt != job.target_attempt) {
     return Status::PermissionDenied("job " + std::to_string(req.job_id()) +
@@ -331,6 +344,10 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
       }
     }
     FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
+    if (store::IsTerminal(state)) {  // jobs waiting for this one's wheel go on at once
+      auto released = ctx_->store->ResolveHeldJobs(now);
+      if (!released.ok()) log::Warn("releasing held jobs: " + released.status().ToString());
+    }
     progress_.Forget(req->job_id());
     log::Info("job " + std::to_string(req->job_id()) + " attempt " + std::to_string(req->attempt()) +
               " ended: state " + farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
@@ -343,7 +360,7 @@ grpc::Status WorkerService::DownloadArtifact(grpc::ServerContext* call,
                                              const farm::v1::WorkerArtifactRequest* req,
                                              grpc::ServerWriter<farm::v1::ArtifactData>* out) {
   return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, ArtifactForValidation(*ctx_, who, *req));
+    FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, ArtifactForJob(*ctx_, who, *req));
     return StreamBlob(*ctx_->blobs, artifact, [out](const std::string& data) {
       farm::v1::ArtifactData chunk;
       chunk.set_data(data);

@@ -143,6 +143,31 @@ std::string FormatProgress(const farm::v1::Job& j) {
   return o.str();
 }
 
+namespace {
+
+// Which jobs this one consumes (and the wheels it was given) and which consume it.
+std::string GraphText(const farm::v1::Job& j) {
+  std::ostringstream o;
+  for (const auto& in : j.inputs()) {
+    o << "    requires " << in.recipe_name() << " job " << in.job_id() << " (build "
+      << in.build_id() << ", " << StateName(in.state()) << ") for "
+      << (in.for_build() && in.for_validation() ? "build and validation"
+          : in.for_build()                       ? "the build"
+                                                 : "validation")
+      << "\n";
+    for (const auto& a : in.artifacts()) {
+      o << "      consumed " << a.filename() << "  sha256 " << a.sha256() << "\n";
+    }
+  }
+  for (const auto& c : j.consumers()) {
+    o << "    required by " << c.recipe_name() << " job " << c.job_id() << " (build "
+      << c.build_id() << ", " << StateName(c.state()) << ")\n";
+  }
+  return o.str();
+}
+
+}  // namespace
+
 std::string FormatJob(const farm::v1::Job& j) {
   std::ostringstream o;
   o << "  job " << j.id() << "  " << CellLabel(j.cell()) << "  " << StateName(j.state());
@@ -173,6 +198,7 @@ std::string FormatJob(const farm::v1::Job& j) {
     if (!ignored.empty()) o << "      warning: " << ignored << "\n";
     o << ValidationText(a.validation());
   }
+  o << GraphText(j);
   if (!j.waiting_reason().empty()) {
     o << "    waiting: " << j.waiting_reason()
       << (j.unplaceable() ? " (no worker can take it)" : "") << "\n";

@@ -12,7 +12,7 @@ const char kJobColumns[] =
     "id, build_id, cell, state, priority, attempt, worker_id, lease_expiry_ms, "
     "cancel_requested, not_before_ms, error, build_key, created_ms, started_ms, finished_ms, "
     "reused_from, max_attempts, cancelled_by, kind, target_job_id, target_attempt, needs, "
-    "compile_mib, validation_mib";
+    "compile_mib, validation_mib, held, key_base";
 
 JobRow JobFromRow(const Stmt& s) {
   JobRow j;
@@ -40,6 +40,8 @@ JobRow JobFromRow(const Stmt& s) {
   j.needs = s.Text(21);
   j.compile_mib = s.Int(22);
   j.validation_mib = s.Int(23);
+  j.held = static_cast<int>(s.Int(24));
+  j.key_base = s.Text(25);
   return j;
 }
 
@@ -400,7 +402,8 @@ Status SqliteStore::InsertJob(JobRow* job) {
       db_->Prepare(
           "INSERT INTO jobs(build_id, cell, state, priority, build_key, reused_from, created_ms, "
           "finished_ms, max_attempts, kind, target_job_id, target_attempt, needs, compile_mib, "
-          "validation_mib) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+          "validation_mib, held, key_base, not_before_ms, error) "
+          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   j->Bind(job->build_id)
       .BindBlob(job->cell)
       .Bind(job->state)
@@ -415,7 +418,11 @@ Status SqliteStore::InsertJob(JobRow* job) {
       .Bind(job->target_attempt)
       .BindBlob(job->needs)
       .Bind(job->compile_mib)
-      .Bind(job->validation_mib);
+      .Bind(job->validation_mib)
+      .Bind(job->held)
+      .Bind(job->key_base)
+      .Bind(job->not_before_ms)
+      .Bind(job->error);
   FARM_RETURN_IF_ERROR(j->Run());
   job->id = db_->LastInsertId();
   if (!reused) return Status::Ok();

@@ -167,6 +167,48 @@ TEST(ParseRecipeTest, NetworkIsABoolean) {
   EXPECT_NE(ErrorOf(std::string(kMinimal) + "network: yes\n").find("network"), std::string::npos);
 }
 
+TEST(ParseRecipeTest, RequiresNamesRecipesWithPinsAndUses) {
+  Result<farm::v1::Recipe> r = ParseRecipe(std::string(kMinimal) + R"(requires:
+  - recipe: triton
+    commit: 0123abcd
+    for: build
+  - {recipe: ../dep, version: "1.0", for: [build, validation]}
+  - recipe: "ünïcode-dep"
+)", "r.yaml");
+  ASSERT_OK(r.status());
+  ASSERT_EQ(r->requirements_size(), 3);
+  EXPECT_EQ(r->requirements(0).recipe(), "triton");
+  EXPECT_EQ(r->requirements(0).commit(), "0123abcd");
+  EXPECT_TRUE(r->requirements(0).for_build());
+  EXPECT_FALSE(r->requirements(0).for_validation());
+  EXPECT_EQ(r->requirements(1).version(), "1.0");
+  EXPECT_TRUE(r->requirements(1).for_build() && r->requirements(1).for_validation());
+  // Without `for:` the wheel is needed for both.
+  EXPECT_TRUE(r->requirements(2).for_build() && r->requirements(2).for_validation());
+  r = ParseRecipe(std::string(kMinimal) + "requires: []\n", "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_EQ(r->requirements_size(), 0);
+}
+
+TEST(ParseRecipeTest, RequiresErrorsPointAtTheEntry) {
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "requires: triton\n").find("must be a list"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "requires: [{version: '1'}]\n").find("recipe"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "requires: [{recipe: a, for: runtime}]\n")
+                .find("must be build, validation or both"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "requires: [{recipe: a}, {recipe: a}]\n")
+                .find("required twice"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "requires: [{recipe: a, colour: red}]\n")
+                .find("colour"),
+            std::string::npos);
+  std::string many = std::string(kMinimal) + "requires:\n";
+  for (int i = 0; i < 17; ++i) many += "  - recipe: r" + std::to_string(i) + "\n";
+  EXPECT_NE(ErrorOf(many).find("more than 16"), std::string::npos);
+}
+
 TEST(ParseRecipeTest, BuildOnTargetGpuIsABoolean) {
   Result<farm::v1::Recipe> r = ParseRecipe(kMinimal, "r.yaml");
   ASSERT_OK(r.status());
@@ -198,7 +240,7 @@ TEST(ParseRecipeErrorTest, UnknownFieldsNameTheExpectedOnes) {
             "recipe.yaml:4:1: unknown field \"buidl\" in recipe (expected one of: name, version, "
             "source, subdirectory, patches, env, build, system_site_packages, timeout, "
             "gb_per_compile_job, ccache, container_image, matrix, validation, retry, publish, "
-            "network, unrequested_archs, build_on_target_gpu)");
+            "network, unrequested_archs, build_on_target_gpu, requires)");
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "retry:\n  max_attempt: 2\n"),
             "recipe.yaml:5:3: unknown field \"max_attempt\" in retry (expected one of: "
             "max_attempts, backoff_seconds, retry_build_failures)");
