@@ -59,7 +59,7 @@ run_graph() {  # NAME: submit cudablend (and so tritonscale), follow, record sho
     >"$out/$name.follow.log" 2>&1
   echo "exit $?"
   end=$(date +%s.%N)
-  echo "$name: $(echo "$end - $start" | bc) s wall" | tee -a "$out/times.txt"
+  echo "$name: $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s wall" | tee -a "$out/times.txt"
   local build
   build=$(sed -n 's/^farmctl: build \([0-9]*\) of cudablend submitted.*/\1/p' "$out/$name.follow.log")
   "${ctl[@]}" show "$build" >"$out/$name.show.txt"
