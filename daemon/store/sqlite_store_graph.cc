@@ -33,6 +33,17 @@ RequirementRow RequirementFromRow(const Stmt& s) {
   return r;
 }
 
+// The rows of a requirement query (kRequirementSelect), at most 1,000.
+Result<std::vector<RequirementRow>> ReadRequirements(Stmt& q) {
+  std::vector<RequirementRow> out;
+  for (int i = 0; i < 1000; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    out.push_back(RequirementFromRow(q));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string KeyWithInputs(const std::string& key_base, std::vector<std::string> wheel_sha256s) {
@@ -223,13 +234,7 @@ Result<std::vector<RequirementRow>> SqliteStore::ListRequirements(int64_t job_id
   FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(std::string(kRequirementSelect) +
                                              "WHERE r.job_id = ? ORDER BY r.rowid LIMIT 1000"));
   q->Bind(job_id);
-  std::vector<RequirementRow> out;
-  for (int i = 0; i < 1000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    out.push_back(RequirementFromRow(*q));
-  }
-  return out;
+  return ReadRequirements(*q);
 }
 
 Result<std::vector<RequirementRow>> SqliteStore::ListConsumers(int64_t job_id) {
@@ -238,13 +243,7 @@ Result<std::vector<RequirementRow>> SqliteStore::ListConsumers(int64_t job_id) {
                         db_->Prepare(std::string(kRequirementSelect) +
                                      "WHERE r.required_job_id = ? ORDER BY r.job_id LIMIT 1000"));
   q->Bind(job_id);
-  std::vector<RequirementRow> out;
-  for (int i = 0; i < 1000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    out.push_back(RequirementFromRow(*q));
-  }
-  return out;
+  return ReadRequirements(*q);
 }
 
 Result<std::vector<JobInputRow>> SqliteStore::ListJobInputs(int64_t job_id) {
