@@ -60,10 +60,10 @@ TEST(ConfigTest, ParsesTheFlags) {
   // probe kernels and builds run in other directories.
   auto relative = Parse({"--server", "a:1"}, &help);
   ASSERT_OK(relative.status());
-  std::string cwd = std::filesystem::current_path().string();
-  EXPECT_EQ(relative->state_dir, cwd + "/farm-worker-state");
-  EXPECT_EQ(relative->work_dir, cwd + "/farm-worker-state/work");
-  EXPECT_EQ(relative->ccache_dir, cwd + "/farm-worker-state/work/ccache");
+  const std::filesystem::path state = std::filesystem::current_path() / "farm-worker-state";
+  EXPECT_EQ(relative->state_dir, state.string());
+  EXPECT_EQ(relative->work_dir, (state / "work").string());
+  EXPECT_EQ(relative->ccache_dir, (state / "work" / "ccache").string());
   auto small = Parse({"--server", "a:1", "--log-buffer-mib", "8"}, &help);
   ASSERT_OK(small.status());
   EXPECT_EQ(small->log_buffer_bytes, int64_t{8} << 20);
