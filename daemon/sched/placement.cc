@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/arch.h"
+#include "common/fs.h"
 #include "common/wheel/job_check.h"
 #include "common/wheel/wheel_name.h"
 
@@ -83,12 +84,6 @@ bool HasGpuOf(const farm::v1::Capabilities& caps, const std::vector<std::string>
   return false;
 }
 
-std::string Gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(int64_t{1} << 30));
-  return buf;
-}
-
 std::string Gb(double gb) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f GB", gb);
@@ -105,13 +100,13 @@ std::string MissingMemory(const farm::v1::MatrixCell& cell, const farm::v1::Capa
   if (!HasUnifiedMemory(caps)) {
     if (usable >= memory.compile_gb * gib) return "";
     return "not enough RAM for one " + Gb(memory.compile_gb) + " compile job (has " +
-           Gib(static_cast<double>(caps.ram_bytes())) + ")";
+           fs::HumanBytes(caps.ram_bytes()) + ")";
   }
   double validation = CanValidate(cell, caps) ? memory.validation_gb : 0;
   if (usable >= (memory.compile_gb + validation + held_gb) * gib) return "";
   return "not enough unified memory for one " + Gb(memory.compile_gb) + " compile job next to " +
          Gb(validation + held_gb) + " of GPU validation (has " +
-         Gib(static_cast<double>(caps.ram_bytes())) + " shared by CPU and GPU)";
+         fs::HumanBytes(caps.ram_bytes()) + " shared by CPU and GPU)";
 }
 
 // The platform and Python requirements of a cell (a build's, and a validation's venv).
