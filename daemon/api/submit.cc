@@ -4,10 +4,10 @@
 //
 // Build keys (docs/schedules.md#build-keys): a job's key hashes the recipe text, the
 // patches, the source identity (git URL + resolved commit, or the sha256 of the uploaded
-// source archive, which farmd checked itself) and the matrix cell. The cell is the toolchain fingerprint: placement only gives a job to
-// a worker whose reported Python, torch and CUDA toolkit match the cell, so every wheel a
-// key can name was built with a toolchain the cell allows. A key with an unknown source
-// (an unresolved ref) is empty and never matches.
+// source archive, which farmd checked itself) and the matrix cell. The cell is the toolchain
+// fingerprint: placement only gives a job to a worker whose reported Python, torch and CUDA toolkit
+// match the cell, so every wheel a key can name was built with a toolchain the cell allows. A key
+// with an unknown source (an unresolved ref) is empty and never matches.
 //
 // Graphs (docs/recipes.md, "Requirements"): the request carries the recipes the recipe requires,
 // read by the client. Every recipe of the graph is planned and checked first; then the
@@ -35,7 +35,6 @@
 
 namespace farm::api {
 
-
 namespace {
 
 // Recipe GB (GiB, as MAX_JOBS and placement count them) to the store's MiB.
@@ -60,8 +59,8 @@ std::string BuildKey(const farm::v1::Recipe& recipe, const std::string& source_i
   field(recipe.yaml());
   for (const auto& p : recipe.patches()) field(p.content());
   field(source_identity);
-  for (const auto* v : {&cell.python(), &cell.torch(), &cell.cuda(), &cell.arch_list(),
-                        &cell.platform()}) {
+  for (const auto* v :
+       {&cell.python(), &cell.torch(), &cell.cuda(), &cell.arch_list(), &cell.platform()}) {
     field(*v);
   }
   return h.HexDigest();
@@ -88,8 +87,8 @@ Status ResolveSource(const ServiceContext& ctx, farm::v1::Recipe* recipe) {
   }
   auto commit = ctx.resolver->ResolveGitRef(git->url(), git->ref());
   if (!commit.ok()) {
-    return Status::FailedPrecondition("cannot resolve " + git->ref() + " of " + git->url() +
-                                      ": " + commit.status().message());
+    return Status::FailedPrecondition("cannot resolve " + git->ref() + " of " + git->url() + ": " +
+                                      commit.status().message());
   }
   git->set_commit(commit.value());
   return Status::Ok();
@@ -118,10 +117,10 @@ Status CheckPins(const farm::v1::Requirement& r, const farm::v1::Recipe& got) {
   }
   if (!r.commit().empty() &&
       (!got.source().has_git() || !got.source().git().commit().starts_with(r.commit()))) {
-    return Status::InvalidArgument("the requirement " + r.recipe() + " asks for commit " +
-                                   r.commit() + ", the recipe sent builds " +
-                                   (got.source().has_git() ? got.source().git().commit()
-                                                           : std::string("no git commit")));
+    return Status::InvalidArgument(
+        "the requirement " + r.recipe() + " asks for commit " + r.commit() +
+        ", the recipe sent builds " +
+        (got.source().has_git() ? got.source().git().commit() : std::string("no git commit")));
   }
   return Status::Ok();
 }
@@ -154,15 +153,19 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
       recipe, expansion.cells, req.recipe_path().empty() ? "recipe.yaml" : req.recipe_path(),
       req.matrix().arch_lists_size() > 0));
   int64_t now = ctx.clock->NowUnixMs();
-  plan.build = store::BuildRow{.recipe_name = recipe.name(), .recipe = recipe.SerializeAsString(),
-                               .priority = req.priority(), .submitted_by = who,
-                               .rejected_cells = rejected.str(), .created_ms = now,
+  plan.build = store::BuildRow{.recipe_name = recipe.name(),
+                               .recipe = recipe.SerializeAsString(),
+                               .priority = req.priority(),
+                               .submitted_by = who,
+                               .rejected_cells = rejected.str(),
+                               .created_ms = now,
                                .source_sha256 = source_sha};
   std::string source_id = schedule::SourceIdentity(recipe.source(), req.source_digest());
   farm::v1::JobNeeds needs;
   needs.set_target_gpu(recipe.build_on_target_gpu());
   for (const auto& cell : expansion.cells) {
-    store::JobRow job{.cell = cell.SerializeAsString(), .priority = req.priority(),
+    store::JobRow job{.cell = cell.SerializeAsString(),
+                      .priority = req.priority(),
                       .build_key = BuildKey(recipe, source_id, cell),
                       .max_attempts = recipe.retry().max_attempts() > 0
                                           ? recipe.retry().max_attempts()
@@ -239,8 +242,10 @@ Status MatchCells(PlannedBuild* plan) {
       if (!i) {
         return Status::InvalidArgument(
             plan->recipe.name() + " (" + recipe::DescribeCell(cell) + ") requires " +
-            req.recipe.name() + ", which has no cell with the same platform, Python, CUDA and "
-            "torch and an arch list covering " + cell.arch_list());
+            req.recipe.name() +
+            ", which has no cell with the same platform, Python, CUDA and "
+            "torch and an arch list covering " +
+            cell.arch_list());
       }
       used[*i] = true;
       chosen.push_back(*i);
@@ -248,8 +253,8 @@ Status MatchCells(PlannedBuild* plan) {
     // Drop the required cells nobody consumes; renumber the chosen ones.
     std::vector<size_t> renumber(req.jobs.size(), 0);
     PlannedBuild kept = std::move(req);
-    req = PlannedBuild{.recipe = kept.recipe, .build = kept.build,
-                       .requirements = std::move(kept.requirements)};
+    req = PlannedBuild{
+        .recipe = kept.recipe, .build = kept.build, .requirements = std::move(kept.requirements)};
     for (size_t i = 0; i < kept.jobs.size(); ++i) {
       if (!used[i]) continue;
       renumber[i] = req.jobs.size();
@@ -292,8 +297,7 @@ Status StorePlan(const ServiceContext& ctx, PlannedBuild* plan, store::BuildLink
             std::to_string(plan->jobs.size()) + " job(s), " + std::to_string(reused) +
             " answered from stored wheels, " + std::to_string(merged) +
             " waiting on identical jobs in flight" +
-            (held > 0 ? ", " + std::to_string(held) + " waiting for the wheels they require"
-                      : ""));
+            (held > 0 ? ", " + std::to_string(held) + " waiting for the wheels they require" : ""));
   return Status::Ok();
 }
 

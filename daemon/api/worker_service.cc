@@ -78,7 +78,8 @@ Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_i
 
 namespace {
 
-Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const store::JobRow& job) {
+Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx,
+                                               const store::JobRow& job) {
   FARM_ASSIGN_OR_RETURN(auto build, ctx.store->GetBuild(job.build_id));
   farm::v1::JobAssignment a;
   a.set_job_id(job.id);
@@ -96,9 +97,9 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, const 
     }
   }
   // A validation job validates against the wheels its target was built with.
-  FARM_ASSIGN_OR_RETURN(*a.mutable_inputs(),
-                        LoadJobInputs(ctx, job.kind == store::kJobValidate ? job.target_job_id
-                                                                           : job.id));
+  FARM_ASSIGN_OR_RETURN(
+      *a.mutable_inputs(),
+      LoadJobInputs(ctx, job.kind == store::kJobValidate ? job.target_job_id : job.id));
   return a;
 }
 
@@ -137,9 +138,9 @@ Result<store::ArtifactRow> ArtifactForJob(const ServiceContext& ctx, const Princ
   FARM_RETURN_IF_ERROR(CheckHolds(ctx, who, req.job_id(), req.attempt()));
   FARM_ASSIGN_OR_RETURN(store::JobRow job, ctx.store->GetJob(req.job_id()));
   FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, ctx.store->GetArtifact(req.artifact_id()));
-  FARM_ASSIGN_OR_RETURN(auto inputs, ctx.store->ListJobInputs(
-                                         job.kind == store::kJobValidate ? job.target_job_id
-                                                                         : job.id));
+  FARM_ASSIGN_OR_RETURN(
+      auto inputs,
+      ctx.store->ListJobInputs(job.kind == store::kJobValidate ? job.target_job_id : job.id));
   for (const auto& input : inputs) {
     if (input.artifact.id == artifact.id) return artifact;
   }
@@ -217,9 +218,9 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
     // Attempts the worker still runs but no longer holds (requeued while it was away).
     for (const auto& running : req->running()) {
       RecordLiveFigures(*ctx_, progress_, who.worker_id, running);
-      FARM_ASSIGN_OR_RETURN(bool reattached,
-                            ctx_->store->ReattachAttempt(running.job_id(), running.attempt(),
-                                                         who.worker_id, now, ctx_->tunables.lease_ms));
+      FARM_ASSIGN_OR_RETURN(bool reattached, ctx_->store->ReattachAttempt(
+                                                 running.job_id(), running.attempt(), who.worker_id,
+                                                 now, ctx_->tunables.lease_ms));
       if (reattached) {
         log::Info("job " + std::to_string(running.job_id()) + " attempt " +
                   std::to_string(running.attempt()) + " re-attached to its worker " +
@@ -349,8 +350,9 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
       if (!released.ok()) log::Warn("releasing held jobs: " + released.status().ToString());
     }
     progress_.Forget(req->job_id());
-    log::Info("job " + std::to_string(req->job_id()) + " attempt " + std::to_string(req->attempt()) +
-              " ended: state " + farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
+    log::Info("job " + std::to_string(req->job_id()) + " attempt " +
+              std::to_string(req->attempt()) + " ended: state " +
+              farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
     resp->set_state(static_cast<farm::v1::JobState>(state));
     return Status::Ok();
   });

@@ -22,7 +22,8 @@ bool HasPython(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& c
                std::string* have) {
   std::vector<std::string> seen;
   for (const auto& py : caps.pythons()) {
-    seen.push_back(py.version() + (py.torch_version().empty() ? "" : "+torch" + py.torch_version()));
+    seen.push_back(py.version() +
+                   (py.torch_version().empty() ? "" : "+torch" + py.torch_version()));
     if (!cell.python().empty() && py.version() != cell.python()) continue;
     if (cell.torch().empty() || py.torch_version().rfind(cell.torch(), 0) == 0) return true;
   }
@@ -105,8 +106,8 @@ std::string MissingMemory(const farm::v1::MatrixCell& cell, const farm::v1::Capa
   double validation = CanValidate(cell, caps) ? memory.validation_gb : 0;
   if (usable >= (memory.compile_gb + validation + held_gb) * gib) return "";
   return "not enough unified memory for one " + Gb(memory.compile_gb) + " compile job next to " +
-         Gb(validation + held_gb) + " of GPU validation (has " +
-         fs::HumanBytes(caps.ram_bytes()) + " shared by CPU and GPU)";
+         Gb(validation + held_gb) + " of GPU validation (has " + fs::HumanBytes(caps.ram_bytes()) +
+         " shared by CPU and GPU)";
 }
 
 // The platform and Python requirements of a cell (a build's, and a validation's venv).
@@ -167,9 +168,8 @@ bool CanValidate(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities&
 }
 
 std::string PlacementBlocker(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
-                             const std::vector<PeerWorker>& peers,
-                             const farm::v1::JobNeeds& needs, const JobMemory& memory,
-                             double held_gb) {
+                             const std::vector<PeerWorker>& peers, const farm::v1::JobNeeds& needs,
+                             const JobMemory& memory, double held_gb) {
   std::string missing = MissingRequirement(cell, caps, memory, held_gb);
   if (!missing.empty() || CanValidate(cell, caps)) return missing;
   if (needs.target_gpu()) {

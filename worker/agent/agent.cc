@@ -16,8 +16,11 @@ std::string JobKey(int64_t job, int32_t attempt) {
 }  // namespace
 
 Agent::Agent(WorkerConfig config, std::string enroll_token, AgentDeps deps, AgentTimings timings)
-    : config_(std::move(config)), enroll_token_(std::move(enroll_token)), deps_(std::move(deps)),
-      timings_(timings), worker_env_(BaseEnv(CurrentEnv())) {
+    : config_(std::move(config)),
+      enroll_token_(std::move(enroll_token)),
+      deps_(std::move(deps)),
+      timings_(timings),
+      worker_env_(BaseEnv(CurrentEnv())) {
   heartbeat_ms_ = timings_.default_heartbeat_ms;
 }
 
@@ -65,8 +68,8 @@ Status Agent::RegisterOnce() {
     if (!IsAuthError(r.status()) && r.status().code() != StatusCode::kPermissionDenied) {
       return r.status();
     }
-    log::Warn("farmd does not accept worker " + id.worker_id + " (" +
-              r.status().message() + "); enrolling again");
+    log::Warn("farmd does not accept worker " + id.worker_id + " (" + r.status().message() +
+              "); enrolling again");
     req.clear_worker_id();
   }
   auto r = deps_.client->Register(req, enroll_token_);
@@ -138,8 +141,10 @@ void Agent::SendHeartbeat(bool draining) {
   req.set_draining(draining);
   auto resp = deps_.client->Heartbeat(req);
   if (!resp.ok()) {
-    if (IsAuthError(resp.status())) Reregister(resp.status());
-    else if (resp.status().code() == StatusCode::kUnavailable) deps_.client->Reconnect();
+    if (IsAuthError(resp.status()))
+      Reregister(resp.status());
+    else if (resp.status().code() == StatusCode::kUnavailable)
+      deps_.client->Reconnect();
     int failures = ++heartbeat_failures_;
     if (failures == 1) {
       log::Warn("heartbeat failed (" + resp.status().ToString() + "); retrying");
@@ -199,9 +204,9 @@ void Agent::ProbeLoop() {
 
 void Agent::StartJob(const farm::v1::AcquireJobResponse& resp) {
   const auto& job = resp.job();
-  log::Info("took " + JobKey(job.job_id(), job.attempt()) + " (" +
-            job.recipe().name() + ", python " + job.cell().python() + ", cuda " +
-            job.cell().cuda() + ", arch " + job.cell().arch_list() + ")");
+  log::Info("took " + JobKey(job.job_id(), job.attempt()) + " (" + job.recipe().name() +
+            ", python " + job.cell().python() + ", cuda " + job.cell().cuda() + ", arch " +
+            job.cell().arch_list() + ")");
   JobSettings settings;
   {
     std::lock_guard lock(mu_);
@@ -224,8 +229,10 @@ void Agent::StartJob(const farm::v1::AcquireJobResponse& resp) {
     }
     return held;
   };
-  JobDeps jd{deps_.client, deps_.runner, deps_.executor, deps_.probe, deps_.clock, deps_.wheel_hook};
-  RunningJob entry{job, std::make_shared<JobControl>(), std::make_shared<std::atomic<bool>>(false), {}};
+  JobDeps jd{deps_.client, deps_.runner, deps_.executor,
+             deps_.probe,  deps_.clock,  deps_.wheel_hook};
+  RunningJob entry{
+      job, std::make_shared<JobControl>(), std::make_shared<std::atomic<bool>>(false), {}};
   auto control = entry.control;
   auto done = entry.done;
   entry.thread = std::thread([this, jd, settings, job, control, done]() mutable {
@@ -278,8 +285,10 @@ void Agent::AcquireLoop() {
     auto resp = deps_.client->AcquireJob(req);
     if (stopping_) break;
     if (!resp.ok()) {
-      if (IsAuthError(resp.status())) Reregister(resp.status());
-      else if (resp.status().code() == StatusCode::kUnavailable) deps_.client->Reconnect();
+      if (IsAuthError(resp.status()))
+        Reregister(resp.status());
+      else if (resp.status().code() == StatusCode::kUnavailable)
+        deps_.client->Reconnect();
       log::Warn("AcquireJob failed: " + resp.status().ToString());
       SleepUnlessStopped(backoff.NextDelayMs());
       continue;

@@ -89,7 +89,8 @@ void AddDevice(const DriverApi& api, int index, farm::v1::Capabilities* caps) {
     gpu->set_memory_bytes(caps->ram_bytes());
   }
   unsigned char uuid[16] = {0};
-  if (api.device_uuid != nullptr && api.device_uuid(uuid, dev) == 0) gpu->set_uuid(FormatUuid(uuid));
+  if (api.device_uuid != nullptr && api.device_uuid(uuid, dev) == 0)
+    gpu->set_uuid(FormatUuid(uuid));
 }
 
 // CUDA_ERROR_NO_DEVICE: cuInit saw no device it may use.
@@ -161,7 +162,8 @@ void ProbeGpus(farm::v1::Capabilities* caps) {
   int count = 0, version = 0;
   if (!api.Load(lib)) {
     DriverProblem(caps, loaded + " lacks a CUDA driver API symbol the worker needs", true);
-  } else if (CUresult rc = api.init(0); rc == kCudaErrorNoDevice &&
+  } else if (CUresult rc = api.init(0);
+             rc == kCudaErrorNoDevice &&
              CudaVisibleDevicesHidesEveryGpu(std::getenv("CUDA_VISIBLE_DEVICES"))) {
     // A worker told to use no GPU (CUDA_VISIBLE_DEVICES=-1 or "") is a CPU-only worker,
     // not a broken driver.

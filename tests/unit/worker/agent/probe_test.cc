@@ -41,7 +41,8 @@ TEST(ProbeParseTest, NvccVersionAndCodes) {
   EXPECT_EQ(ParseNvccVersion("Cuda compilation tools, release 12.8, V12.8.93").value(), "12.8");
   EXPECT_FALSE(ParseNvccVersion("command not found").ok());
 
-  auto codes = ParseGpuCodeList("sm_75\nsm_80\nsm_90\nsm_100\nsm_120\nsm_121\ncompute_121\nbogus\n");
+  auto codes =
+      ParseGpuCodeList("sm_75\nsm_80\nsm_90\nsm_100\nsm_120\nsm_121\ncompute_121\nbogus\n");
   EXPECT_EQ(codes, (std::vector<std::string>{"sm_75", "sm_80", "sm_90", "sm_100", "sm_120",
                                              "sm_121", "compute_121"}));
   auto variants = CandidateVariantCodes(codes);
@@ -54,7 +55,8 @@ TEST(ProbeParseTest, NvccVersionAndCodes) {
 
 TEST(ProbeParseTest, PythonProbeOutput) {
   farm::v1::PythonInterpreter py;
-  ASSERT_OK(ParsePythonProbe("version=3.12\ntorch=2.11.0+cu130\ntorch_cuda=13.0\ncxx11abi=1\n", &py));
+  ASSERT_OK(
+      ParsePythonProbe("version=3.12\ntorch=2.11.0+cu130\ntorch_cuda=13.0\ncxx11abi=1\n", &py));
   EXPECT_EQ(py.version(), "3.12");
   EXPECT_EQ(py.torch_version(), "2.11.0+cu130");
   EXPECT_EQ(py.torch_cuda(), "13.0");
