@@ -78,6 +78,14 @@ function cellLabel(c) {
   if (c.platform) parts.push(esc(c.platform));
   return parts.length ? parts.join(' · ') : '<span class="muted">default cell (the worker\'s Python and CUDA)</span>';
 }
+// A validation job's label, "validation of job N attempt A" with a link to the build job
+// whose wheels it validates; "" for a build job.
+function validationOf(j) {
+  if (j.kind !== 'validation') return '';
+  const target = Number(j.target_job_id);
+  return `<span class="validation-of">validation of <a href="#/job/${target}">job ${target}</a>
+    attempt ${Number(j.target_attempt)}</span>`;
+}
 // Units done of total (or compiles done) and the peak RSS so far, with a bar.
 function progressHtml(p) {
   if (!p) return '';
@@ -174,7 +182,8 @@ function jobRows(jobs, fetchedAt, withError) {
     const last = withError
       ? `${j.failure && j.failure.phase ? `<span class="phase-tag">${esc(j.failure.phase)}</span> ` : ''}${esc(j.error)}`
       : `${elapsedHtml(j.ran_ms + live, j.expected_ms)} ${progressHtml(j.progress)}`;
-    return `<tr><td><a href="#/job/${j.id}">job ${j.id}</a></td>
+    return `<tr data-job="${j.id}"><td><a href="#/job/${j.id}">job ${j.id}</a>
+      ${j.kind === 'validation' ? `<div class="muted">${validationOf(j)}</div>` : ''}</td>
       <td><a href="#/build/${j.build_id}">${esc(j.recipe_name)} #${j.build_id}</a></td>
       <td>${cellLabel(j.cell)} · <code>${esc(j.cell.arch_list)}</code></td>
       <td>${badge(j.state)}</td><td>${workerRef(j.worker_name, j.worker_id)}</td><td>${last}</td></tr>`;
@@ -185,12 +194,13 @@ function workerTable(workers) {
   if (!workers.length) return '<p class="muted">No worker registered.</p>';
   const rows = workers.map((w) => `<tr data-worker="${esc(w.id)}">
       <td>${workerRef(w.name, w.id)}<div class="muted">${esc(w.hostname)}</div></td>
-      <td>${esc(w.platform)}</td>
-      <td>${w.gpus.map((g) => `${esc(g.name)} <span class="muted">(sm ${esc(g.compute_capability)})</span>`).join('<br>') || '<span class="muted">none</span>'}</td>
+      <td>${esc(w.platform)}${w.wsl2 ? ' <span class="muted">WSL2</span>' : ''}</td>
+      <td>${w.gpus.map((g) => `${esc(g.name)} <span class="muted">(sm ${esc(g.compute_capability)}${g.unified_memory ? ', unified memory' : ''})</span>`).join('<br>') || '<span class="muted">none</span>'}${w.gpu_driver_error ? `<div class="error">${esc(w.gpu_driver_error)}</div>` : ''}</td>
       <td>${w.toolkits.map(esc).join(', ')}</td>
       <td>${badge(w.state)}${w.probe_error ? `<div class="error">${esc(w.probe_error)}</div>` : ''}</td>
       <td>${w.heartbeat_age_ms >= 0 ? `<span title="${esc(w.last_heartbeat)}">${dur(w.heartbeat_age_ms)} ago</span>` : 'never'}</td>
-      <td>${w.running_jobs.map((id) => `<a href="#/job/${id}">${id}</a>`).join(' ')}</td>
+      <td>${w.running_jobs.map((id) => `<a href="#/job/${id}">${id}</a>${
+        (w.running_validation_jobs || []).includes(id) ? ' <span class="muted">(validation)</span>' : ''}`).join(' ')}</td>
       <td><button class="drain" data-id="${esc(w.id)}" data-drain="${w.state === 'draining' ? 0 : 1}">
         ${w.state === 'draining' ? 'Undrain' : 'Drain'}</button></td></tr>`);
   return `<table><tr><th>Worker</th><th>Platform</th><th>GPUs</th><th>CUDA toolkits</th>

@@ -38,7 +38,8 @@ function jobCounts(c) {
   if (c.JOB_PENDING) parts.push(`${c.JOB_PENDING} queued`);
   if (c.JOB_FAILED) parts.push(`<span class="error">${c.JOB_FAILED} failed</span>`);
   if (c.JOB_CANCELLED) parts.push(`${c.JOB_CANCELLED} cancelled`);
-  return `${plural(c.total, 'job')}${parts.length ? ': ' + parts.join(', ') : ''}`;
+  const validations = c.validation ? ` (${plural(c.validation, 'validation')})` : '';
+  return `${plural(c.total, 'job')}${validations}${parts.length ? ': ' + parts.join(', ') : ''}`;
 }
 
 async function buildsPage(t, oldBefore) {
@@ -118,16 +119,29 @@ function cellTitle(j) {
   return '';
 }
 
+// The validation jobs among `jobs` of the build job `jobId`, each with its state and,
+// while pending, what it waits for (a GPU the wheels run on).
+function validationsHtml(jobs, jobId) {
+  const validations = jobs.filter((v) => v.kind === 'validation' && v.target_job_id === jobId);
+  return validations.map((v) => `<div class="validation-job s-${stateName(v.state)}" data-validation-job="${v.id}"
+    data-state="${esc(v.state)}" title="${esc(cellTitle(v))}"><a href="#/job/${v.id}">validation job ${v.id}</a>
+    (attempt ${Number(v.target_attempt)}): ${esc(stateName(v.state))}${v.worker_id ? ' on ' + workerRef(v.worker_name, v.worker_id) : ''}
+    ${v.state === 'JOB_PENDING' && v.waiting ? `<div class="cell-why">${esc(v.waiting.summary)}</div>` : ''}</div>`).join('');
+}
+
+// The matrix: one cell per build job; a validation job shows inside the cell of the job
+// whose wheels it validates.
 function gridHtml(build, fetchedAt) {
+  const jobs = build.jobs.filter((j) => j.kind !== 'validation');
   const rowKey = (c) => [c.python, c.torch, c.cuda, c.platform].join('|');
-  const rows = [...new Set(build.jobs.map((j) => rowKey(j.cell)))].sort();
+  const rows = [...new Set(jobs.map((j) => rowKey(j.cell)))].sort();
   const axis = (build.matrix && build.matrix.arch_lists) || [];
-  const cols = [...new Set(axis.concat(build.jobs.map((j) => j.cell.arch_list)))]
-    .filter((a) => build.jobs.some((j) => j.cell.arch_list === a));
+  const cols = [...new Set(axis.concat(jobs.map((j) => j.cell.arch_list)))]
+    .filter((a) => jobs.some((j) => j.cell.arch_list === a));
   const head = cols.map((a) => `<th><code>${esc(a) || '<span class="muted">default archs</span>'}</code></th>`).join('');
   const body = rows.map((rk) => {
     const cells = cols.map((a) => {
-      const j = build.jobs.find((x) => rowKey(x.cell) === rk && x.cell.arch_list === a);
+      const j = jobs.find((x) => rowKey(x.cell) === rk && x.cell.arch_list === a);
       if (!j) return '<td class="empty"></td>';
       const live = Date.now() - fetchedAt;
       const waited = j.waited_ms + (j.state === 'JOB_PENDING' ? live : 0);
@@ -136,9 +150,10 @@ function gridHtml(build, fetchedAt) {
       return `<td class="cell s-${stateName(j.state)}${stuck}" data-job="${j.id}" data-state="${esc(j.state)}"
         title="${esc(cellTitle(j))}"><a href="#/job/${j.id}">${stuck ? 'no worker' : stateName(j.state)}</a>
         ${j.worker_id ? `<div class="times">${workerRef(j.worker_name, j.worker_id)}</div>` : ''}
-        ${cellDetail(j, waited, ran)}</td>`;
+        ${cellDetail(j, waited, ran)}
+        ${validationsHtml(build.jobs, j.id)}</td>`;
     }).join('');
-    return `<tr><th>${cellLabel(build.jobs.find((x) => rowKey(x.cell) === rk).cell)}</th>${cells}</tr>`;
+    return `<tr><th>${cellLabel(jobs.find((x) => rowKey(x.cell) === rk).cell)}</th>${cells}</tr>`;
   }).join('');
   return `<table class="grid" id="grid"><tr><th>Python × torch × CUDA \\ arch list</th>${head}</tr>${body}</table>`;
 }
@@ -178,7 +193,7 @@ function wheelPublication(p, release) {
     ${links.join(' ')}${p.state === 'failed' ? `<div class="reason error">${esc(p.error)}</div>` : ''}</div>`;
 }
 
-function wheelsHtml(wheels, publications) {
+function wheelsHtml(wheels, publications, jobs) {
   if (!wheels.length) return '';
   const release = publications.find((p) => p.kind === 'release');
   return `<h2>Wheels</h2><table id="wheels"><tr><th>Wheel</th><th>Variant</th><th>Manifest</th>
@@ -192,11 +207,39 @@ function wheelsHtml(wheels, publications) {
       <td>${archs.length ? archs.map(esc).join(', ') : '<span class="muted">no device code</span>'}
         ${(m.runs_on || []).length ? `<div class="muted">runs on cc ${m.runs_on.map(esc).join(', ')}</div>` : ''}
         ${(m.missing || []).length ? `<div class="error">missing ${m.missing.map(esc).join(', ')}</div>` : ''}</td>
-      <td class="validation">${validationSummary(w.validation)}</td>
+      <td class="validation">${validationSummary(w.validation)}${validationsHtml(jobs, w.job_id)}</td>
       <td><code class="pip">${esc(pipLine(w))}</code>
         ${w.indexed ? '' : '<div class="muted reason">not in the index until validated on a GPU</div>'}</td>
       <td>${pubs || '<span class="muted">not published</span>'}</td></tr>`;
   }).join('') + '</table>';
+}
+
+// What each job requires (recipe `requires:`) and which jobs require it, with the wheels
+// consumed and why a held job waits.
+function requirementUse(r) {
+  return r.for_build && r.for_validation ? 'build and validation' : r.for_build ? 'build' : 'validation';
+}
+
+function graphHtml(jobs) {
+  const linked = jobs.filter((j) => (j.requires || []).length || (j.required_by || []).length);
+  if (!linked.length) return '';
+  const rows = linked.map((j) => {
+    const req = (j.requires || []).map((r) => `<div class="requires" data-required-build="${r.build_id}">
+        <a href="#/build/${r.build_id}">${esc(r.recipe_name)} #${r.build_id}</a>
+        (job <a href="#/job/${r.job_id}">#${r.job_id}</a>) ${badge(r.state)} for ${requirementUse(r)}
+        ${r.wheels.map((w) => `<div class="mono muted" title="sha256 ${esc(w.sha256)}">consumed
+          ${esc(w.filename)} sha256 ${esc(w.sha256.slice(0, 16))}…</div>`).join('')}</div>`).join('');
+    const by = (j.required_by || []).map((c) => `<div class="required-by" data-consumer-build="${c.build_id}">
+        <a href="#/build/${c.build_id}">${esc(c.recipe_name)} #${c.build_id}</a>
+        (job <a href="#/job/${c.job_id}">#${c.job_id}</a>) ${badge(c.state)}</div>`).join('');
+    const why = j.state === 'JOB_PENDING' && j.waiting ? esc(j.waiting.summary)
+      : j.state === 'JOB_FAILED' && (j.requires || []).length ? esc(j.error || '') : '';
+    return `<tr data-graph-job="${j.id}"><td><a href="#/job/${j.id}">#${j.id}</a> ${cellLabel(j.cell)}
+      ${badge(j.state)}</td><td>${req || '<span class="muted">nothing</span>'}</td>
+      <td>${by || '<span class="muted">no build</span>'}</td><td class="why">${why}</td></tr>`;
+  }).join('');
+  return `<h2>Graph</h2><table id="graph"><tr><th>Job</th><th>Requires (wheels consumed)</th>
+    <th>Required by</th><th>Why it waits</th></tr>${rows}</table>`;
 }
 
 async function buildPage(t, id) {
@@ -218,9 +261,10 @@ async function buildPage(t, id) {
           no worker can take: ${esc(b.blocked_reason)}</div>` : ''}
         ${active ? '<button id="cancel">Cancel build</button>' : ''}
         <h2>Matrix</h2>${gridHtml(b, fetchedAt)}
+        ${graphHtml(b.jobs)}
         ${b.rejected_cells.length ? '<h2>Rejected cells</h2><ul>' +
           b.rejected_cells.map((r) => `<li>${esc(r)}</li>`).join('') + '</ul>' : ''}
-        ${wheelsHtml(b.wheels || [], b.publications || [])}
+        ${wheelsHtml(b.wheels || [], b.publications || [], b.jobs)}
         ${publicationsHtml(b.publications || [])}
         <h2>Recipe</h2><pre class="mono">${esc(b.recipe_yaml)}</pre>`;
       const btn = document.getElementById('cancel');

@@ -212,7 +212,10 @@ async function refreshJob(t, id) {
     const j = await api('jobs/' + id);
     if (t !== pageToken) return;
     const live = j.state === 'JOB_RUNNING' ? Date.now() - fetchedAt : 0;
-    document.getElementById('job-head').innerHTML = `<h1>Job ${j.id} ${badge(j.state)}</h1>
+    const validation = j.kind === 'validation';
+    document.getElementById('job-head').innerHTML = `<h1>${validation ? 'Validation job' : 'Job'} ${j.id} ${badge(j.state)}</h1>
+      ${validation ? `<p id="validation-of" class="banner">This job is the ${validationOf(j)}: it installs
+        that attempt's wheels on a GPU they run on and stores its report with them.</p>` : ''}
       <p><a href="#/build/${j.build_id}">${esc(j.recipe_name)} build #${j.build_id}</a> ·
       ${cellLabel(j.cell)} · arch <code>${esc(j.cell.arch_list) || 'default'}</code> ·
       variant <code>${esc(j.variant)}</code></p>
@@ -226,7 +229,10 @@ async function refreshJob(t, id) {
     const retry = document.getElementById('retry');
     if (retry) retry.onclick = () => retryJob(j.id);
     document.getElementById('job-attempts').innerHTML = attemptsTable(j.attempts);
-    document.getElementById('job-artifacts').innerHTML = artifactsHtml(j.artifacts);
+    document.getElementById('job-artifacts').innerHTML = validation && !j.artifacts.length
+      ? `<p class="muted">A validation job makes no wheels: its report is stored with those of
+        <a href="#/job/${Number(j.target_job_id)}">job ${Number(j.target_job_id)}</a>.</p>`
+      : artifactsHtml(j.artifacts);
     document.getElementById('download').href = `/api/v1/jobs/${j.id}/log.txt?attempt=${j.attempt}`;
     if (j.attempt !== shownAttempt && j.attempt > 0) {
       shownAttempt = j.attempt;

@@ -259,6 +259,9 @@ Result<TreePlan> PlanTree(const std::string& dir, const PackOptions& options) {
 }
 
 Status WriteTreeArchive(const TreePlan& plan, const ByteSink& sink) {
+  // Declared before the handle so it outlives it: freeing an archive that was not closed
+  // (an early return) still flushes through WriteToSink into `state`.
+  SinkState state{&sink, {}, Status::Ok()};
   WriteHandle h;
   archive_write_set_format_pax_restricted(h.a);
   // Names are stored as the bytes they are on disk, whatever the locale.
@@ -267,7 +270,6 @@ Status WriteTreeArchive(const TreePlan& plan, const ByteSink& sink) {
   archive_write_set_filter_option(h.a, "zstd", "compression-level", "3");
   // No zero padding after the compressed stream: the zstd reader takes it for a frame.
   archive_write_set_bytes_in_last_block(h.a, 1);
-  SinkState state{&sink, {}, Status::Ok()};
   if (archive_write_open2(h.a, &state, nullptr, WriteToSink, nullptr, nullptr) != ARCHIVE_OK) {
     const char* err = archive_error_string(h.a);
     return Status::Internal(std::string("cannot start the archive: ") + (err ? err : "?"));

@@ -10,12 +10,14 @@ PACKAGES=(
   libcurl4-openssl-dev libsqlite3-dev libspdlog-dev libyaml-cpp-dev libssl-dev
   libarchive-dev libzstd-dev liblz4-dev libgtest-dev libgmock-dev
   python3 python3-venv python3-pip python3-wheel python3-setuptools python3-pytest python3-yaml
+  gcc-aarch64-linux-gnu  # aarch64 objects for the wheel platform checks' unit tests
 )
 # Extra packages for the test suite only (browser, provisioning, containers, network
 # namespaces for the multi-host tests).
 if [[ "${1:-}" == "--with-test-tools" ]]; then
   PACKAGES+=(chromium chromium-driver python3-selenium ansible-core ansible-lint yamllint
-             podman runc debootstrap wrk iproute2 util-linux mount)
+             podman runc debootstrap wrk iproute2 util-linux mount
+             qemu-user-static binfmt-support)  # the aarch64 worker under emulation
 fi
 
 SUDO=""

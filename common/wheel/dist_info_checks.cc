@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/wheel/dist_info.h"
+#include "common/wheel/host_elf.h"
 
 namespace farm::wheel {
 namespace {
@@ -187,6 +188,20 @@ void CheckExpectedTags(const WheelFilename& name, const std::string& python_tag,
     out->push_back({"tag-platform-mismatch", "",
                     "platform tag " + name.platform_tag + " is not for " + want +
                         " (build environment " + platform + ")"});
+    return;
+  }
+  std::optional<GlibcVersion> asked = ManylinuxGlibc(platform);
+  if (!asked) return;
+  bool tagged =
+      std::any_of(name.platform_tags.begin(), name.platform_tags.end(), [&](const std::string& p) {
+        std::optional<GlibcVersion> glibc = ManylinuxGlibc(p);
+        return glibc && *glibc <= *asked && PlatformArch(p) == want;
+      });
+  if (!tagged) {
+    out->push_back({"tag-manylinux-mismatch", "",
+                    "the cell asks for " + platform + " but the wheel is tagged " +
+                        name.platform_tag + "; tag it (auditwheel repair, bdist_wheel " +
+                        "--plat-name) once its .so files need no newer glibc"});
   }
 }
 

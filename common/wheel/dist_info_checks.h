@@ -46,7 +46,10 @@ void CheckMetadataFile(const std::string& path, std::string_view text,
 void CheckDistInfoName(const std::string& dir, const WheelFilename& filename,
                        std::vector<Problem>* out);
 
-// Checks the file name's tags against the build environment (see InspectOptions).
+// Checks the file name's tags against the build environment (see InspectOptions). A
+// manylinux `platform` also needs a manylinux tag of that architecture promising no newer
+// glibc (tag-manylinux-mismatch); whether the .so files keep that promise is
+// CheckHostElves' part.
 void CheckExpectedTags(const WheelFilename& name, const std::string& python_tag,
                        const std::string& platform, std::vector<Problem>* out);
 

@@ -80,6 +80,8 @@ Status ElfFile::ReadSectionHeaders(uint64_t shoff, uint16_t shentsize, uint64_t 
     s.type = LoadU32(data_, h + 4);
     s.offset = LoadU64(data_, h + 24);
     s.size = LoadU64(data_, h + 32);
+    s.link = LoadU32(data_, h + 40);
+    s.info = LoadU32(data_, h + 44);
     if (s.type != kShtNobits && !InBounds(s.offset, s.size, data_.size())) {
       return Status::DataLoss("ELF section " + std::to_string(i) + " [" +
                               std::to_string(s.offset) + ", +" + std::to_string(s.size) +

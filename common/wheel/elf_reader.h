@@ -25,6 +25,8 @@ struct ElfSection {
   uint32_t type = 0;
   uint64_t offset = 0;
   uint64_t size = 0;
+  uint32_t link = 0;  // sh_link: the string table of symbol and version sections
+  uint32_t info = 0;  // sh_info: e.g. the number of entries of .gnu.version_r
 };
 
 // One note of a SHT_NOTE section. `desc` points into the ElfFile's buffer.

@@ -108,6 +108,12 @@ class Inspector {
                   " bytes; its arch manifest was not read");
       return;
     }
+    Result<HostElf> host = ReadHostElf(file.content, file.name);
+    if (!host.ok()) {
+      Problem("elf-unreadable", file.name, host.status().message());
+      return;
+    }
+    report_->host_elves.push_back(std::move(host).value());
     Result<ModuleManifest> module =
         ReadModuleManifest(file.content, file.name, options_.fatbin_limits);
     if (!module.ok()) {
@@ -176,6 +182,9 @@ Result<WheelReport> InspectWheel(const std::string& path, const InspectOptions& 
   for (Problem& p : scan.problems) report.problems.push_back(std::move(p));
   if (scan.aborted) return report;  // later checks would only repeat the cut-off
   inspector.Finish();
+  if (report.filename_ok) {
+    CheckHostElves(report.host_elves, report.tags.platform_tags, &report.problems);
+  }
   if (options.build_manifest) {
     FinishManifest(options.requested_targets, &report.manifest);
     for (const MissingImage& miss : report.manifest.missing) {

@@ -2,9 +2,9 @@
 // streams the wheel once through libarchive (see zip_stream.h for the defences against
 // hostile archives), checks the PEP 427 file name, the *.dist-info files (RECORD hashes and
 // sizes, WHEEL tags, METADATA name and version) and, for every ELF file, reads the CUDA
-// arch manifest and compares it with the requested TORCH_CUDA_ARCH_LIST. Nothing is
-// extracted to disk. Stateless; concurrent calls are safe. docs/wheel-checks.md lists
-// every rule.
+// arch manifest and compares it with the requested TORCH_CUDA_ARCH_LIST, and its CPU and
+// glibc needs with the platform tags (host_elf.h). Nothing is extracted to disk. Stateless;
+// concurrent calls are safe. docs/wheel-checks.md lists every rule.
 #ifndef FARM_COMMON_WHEEL_INSPECT_H_
 #define FARM_COMMON_WHEEL_INSPECT_H_
 
@@ -15,6 +15,7 @@
 #include "common/arch.h"
 #include "common/status.h"
 #include "common/wheel/fatbin.h"
+#include "common/wheel/host_elf.h"
 #include "common/wheel/manifest.h"
 #include "common/wheel/problem.h"
 #include "common/wheel/wheel_name.h"
@@ -33,7 +34,9 @@ struct InspectOptions {
   // same tag, by "py3"/"py3N", or by "cp3M" with M <= N when the abi tag is "abi3".
   std::string expected_python_tag;
   // Platform tag of the build environment ("linux_x86_64"); "" skips the check. Satisfied
-  // by any platform tag of the same CPU architecture (PlatformArch) or by "any".
+  // by any platform tag of the same CPU architecture (PlatformArch) or by "any"; a
+  // manylinux value ("manylinux_2_28_x86_64") needs a manylinux tag of that architecture
+  // and no newer glibc.
   std::string expected_platform;
   // Read the arch manifest of every ELF file. Off, no ELF is buffered.
   bool build_manifest = true;
@@ -66,6 +69,7 @@ struct WheelReport {
   int64_t total_bytes = 0;              // uncompressed bytes streamed
   bool scan_aborted = false;            // a limit or corruption stopped the scan early
   ArchManifest manifest;                // empty unless InspectOptions::build_manifest
+  std::vector<HostElf> host_elves;      // CPU and glibc needs of every ELF (same condition)
   std::vector<Problem> problems;
 
   bool ok() const { return problems.empty(); }

@@ -94,6 +94,10 @@ std::string CpythonTag(const std::string& python_version) {
   return "cp" + major + minor;
 }
 
+std::string CellPlatform(const farm::v1::MatrixCell& cell) {
+  return cell.platform().empty() ? kDefaultPlatform : cell.platform();
+}
+
 farm::v1::ArchManifest ManifestToProto(const ArchManifest& manifest) {
   farm::v1::ArchManifest out;
   for (const ModuleManifest& m : manifest.modules) AddImages(m, &out);
@@ -111,7 +115,7 @@ Result<JobWheelCheck> CheckJobWheel(const std::string& path, const std::string& 
   InspectOptions options = base;
   options.filename = filename;
   options.expected_python_tag = CpythonTag(cell.python());
-  options.expected_platform = cell.platform();
+  options.expected_platform = CellPlatform(cell);
   options.build_manifest = true;
   if (!cell.arch_list().empty()) {
     FARM_ASSIGN_OR_RETURN(options.requested_targets, arch::ParseArchList(cell.arch_list()));

@@ -2,8 +2,9 @@
 // keeps it. The worker runs them before uploading and farmd runs them again on arrival,
 // so a worker with a broken checker (or a hostile one) cannot store a wheel that lacks
 // its kernels. It is InspectWheel (structure, RECORD, tags, hostile archives, arch
-// manifest) with the expectations taken from the cell: the python tag, the platform's CPU
-// architecture and every target of the cell's TORCH_CUDA_ARCH_LIST. Stateless; safe from
+// manifest, host ELF CPU and glibc) with the expectations taken from the cell: the python
+// tag, the platform (CellPlatform: its CPU architecture, and its glibc for a manylinux
+// platform) and every target of the cell's TORCH_CUDA_ARCH_LIST. Stateless; safe from
 // any thread.
 #ifndef FARM_COMMON_WHEEL_JOB_CHECK_H_
 #define FARM_COMMON_WHEEL_JOB_CHECK_H_
@@ -29,6 +30,12 @@ struct JobWheelCheck {
 
 // "3.12" -> "cp312"; "" for an empty or malformed version.
 std::string CpythonTag(const std::string& python_version);
+
+// The platform a cell is built for: its platform axis value, or linux_x86_64 for a cell
+// without one (recipes name no platform when x86_64 was the only one). Placement gives the
+// cell only to workers of that CPU, and its wheels are checked against it.
+inline constexpr char kDefaultPlatform[] = "linux_x86_64";
+std::string CellPlatform(const farm::v1::MatrixCell& cell);
 
 // Checks the wheel at `path` for `cell`. Images the cell's arch list does not ask for are
 // listed in the manifest (`unrequested`) and become problems only with

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 
 #include "common/clock.h"
@@ -16,32 +17,42 @@
 
 namespace farm::api {
 
+using model::ArtifactToProto;
+using model::AttemptToProto;
 using model::BuildToProto;
 using model::JobToProto;
-using model::AttemptToProto;
-using model::ArtifactToProto;
 using model::LogLineToProto;
-using model::WorkerToProto;
 using model::ParseBlob;
+using model::WorkerToProto;
 
 Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
                                const Principal& who);
 
 namespace {
 
-// The registered workers, read and parsed once for all the pending jobs of a reply: with
-// many workers, reading them per job made a build's reply cost jobs x workers reads.
+// The registered workers, read once for all the jobs of a reply (with many workers,
+// reading them per job made a build's reply cost jobs x workers reads): their names, and,
+// parsed only when some job is pending, what placement needs.
 struct PlacementView {
+  std::map<std::string, std::string> names;  // worker id -> name
   std::vector<sched::FleetWorker> fleet;
   std::vector<sched::PeerWorker> peers;
+
+  std::string NameOf(const std::string& worker_id) const {
+    auto it = names.find(worker_id);
+    return it == names.end() ? "" : it->second;
+  }
 };
 
-std::optional<PlacementView> ReadPlacementView(const ServiceContext& ctx) {
+std::optional<PlacementView> ReadPlacementView(const ServiceContext& ctx, bool placement) {
   auto rows = ctx.store->ListWorkers();
-  if (!rows.ok()) return std::nullopt;  // reasons are a courtesy; the reply still goes out
+  if (!rows.ok()) return std::nullopt;  // names and reasons are a courtesy; the reply goes out
   PlacementView view;
-  view.fleet = model::FleetOf(*rows);
-  view.peers = sched::AvailablePeers(view.fleet);
+  for (const auto& w : *rows) view.names[w.id] = w.name;
+  if (placement) {
+    view.fleet = model::FleetOf(*rows);
+    view.peers = sched::AvailablePeers(view.fleet);
+  }
   return view;
 }
 
@@ -58,20 +69,27 @@ void AddPlacementReasons(const ServiceContext& ctx, const PlacementView& view,
   job->set_unplaceable(waiting.unplaceable);
 }
 
-// LoadJob with its attempts, artifacts and the workers already read (nullopt: no reasons
-// can be given).
-farm::v1::Job LoadJobWith(const ServiceContext& ctx, const store::JobRow& row,
-                          const std::vector<store::AttemptRow>& attempts,
-                          const std::vector<store::ArtifactRow>& artifacts,
-                          const std::optional<PlacementView>& view) {
+// LoadJob with its attempts, artifacts and the workers already read (nullopt: no names or
+// reasons can be given).
+Result<farm::v1::Job> LoadJobWith(const ServiceContext& ctx, const store::JobRow& row,
+                                  const std::vector<store::AttemptRow>& attempts,
+                                  const std::vector<store::ArtifactRow>& artifacts,
+                                  const std::optional<PlacementView>& view) {
   farm::v1::Job job = JobToProto(row);
-  for (const auto& a : attempts) *job.add_attempts() = AttemptToProto(a);
+  if (view) job.set_worker_name(view->NameOf(row.worker_id));
+  for (const auto& a : attempts) {
+    farm::v1::Attempt* attempt = job.add_attempts();
+    *attempt = AttemptToProto(a);
+    if (view) attempt->set_worker_name(view->NameOf(a.worker_id));
+  }
   // Only the attempt that counts (or the reused wheel, attempt 0) shows: wheels uploaded
   // by an attempt whose worker was lost before it completed are kept but not offered.
   for (const auto& a : artifacts) {
     if (a.attempt == row.attempt || a.attempt == 0) *job.add_artifacts() = ArtifactToProto(a);
   }
+  // A pending job's view was read with placement (LoadJob and LoadBuild ask for it).
   if (row.state == store::kJobPending && view) AddPlacementReasons(ctx, *view, row, &job);
+  FARM_RETURN_IF_ERROR(AddJobGraph(ctx, &job));
   return job;
 }
 
@@ -108,30 +126,31 @@ Result<std::string> ResolveWorker(store::Store& store, const std::string& id_or_
 }  // namespace
 
 Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& row) {
-  std::optional<PlacementView> view;
-  if (row.state == store::kJobPending) view = ReadPlacementView(ctx);
   FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(row.id));
   FARM_ASSIGN_OR_RETURN(auto artifacts, ctx.store->ListArtifacts(row.id));
-  return LoadJobWith(ctx, row, attempts, artifacts, view);
+  return LoadJobWith(ctx, row, attempts, artifacts,
+                     ReadPlacementView(ctx, row.state == store::kJobPending));
 }
 
 Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
   FARM_ASSIGN_OR_RETURN(auto row, ctx.store->GetBuild(build_id));
   farm::v1::Build build = BuildToProto(row);
   auto schedule = ctx.store->ScheduleOfBuild(build_id);  // Unimplemented in other stores
-  if (schedule.ok() && schedule.value() > 0) build.set_schedule_id(std::to_string(schedule.value()));
+  if (schedule.ok() && schedule.value() > 0)
+    build.set_schedule_id(std::to_string(schedule.value()));
   FARM_ASSIGN_OR_RETURN(auto jobs, ctx.store->ListJobs(build_id));
-  std::optional<PlacementView> view;
-  bool any_pending = std::any_of(jobs.begin(), jobs.end(),
-                                 [](const store::JobRow& j) { return j.state == store::kJobPending; });
-  if (any_pending) view = ReadPlacementView(ctx);
+  bool any_pending = std::any_of(jobs.begin(), jobs.end(), [](const store::JobRow& j) {
+    return j.state == store::kJobPending;
+  });
+  std::optional<PlacementView> view = ReadPlacementView(ctx, any_pending);
   // Two reads for all the jobs, not two per job: each read waits its turn for the store.
   std::vector<int64_t> ids;
   for (const auto& j : jobs) ids.push_back(j.id);
   FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttemptsOfJobs(ids));
   FARM_ASSIGN_OR_RETURN(auto artifacts, ctx.store->ListArtifactsOfJobs(ids));
   for (const auto& j : jobs) {
-    *build.add_jobs() = LoadJobWith(ctx, j, attempts[j.id], artifacts[j.id], view);
+    FARM_ASSIGN_OR_RETURN(*build.add_jobs(),
+                          LoadJobWith(ctx, j, attempts[j.id], artifacts[j.id], view));
   }
   return build;
 }
@@ -216,8 +235,8 @@ grpc::Status ClientService::GetJobLog(grpc::ServerContext* call,
     }
     FARM_ASSIGN_OR_RETURN(auto lines, ctx_->store->GetLogLines(job.id, attempt, after, limit));
     for (const auto& l : lines) *resp->add_lines() = LogLineToProto(job.id, attempt, l);
-    bool attempt_over = attempt < job.attempt || store::IsTerminal(job.state) ||
-                        job.state == store::kJobPending;
+    bool attempt_over =
+        attempt < job.attempt || store::IsTerminal(job.state) || job.state == store::kJobPending;
     resp->set_finished(attempt_over && static_cast<int>(lines.size()) < limit);
     return Status::Ok();
   });
@@ -251,15 +270,16 @@ grpc::Status ClientService::CreateToken(grpc::ServerContext* call,
                                         farm::v1::CreateTokenResponse* resp) {
   return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
     if (req->role() == "worker") {
-      return Status::InvalidArgument("worker tokens are issued by Register; create an enroll token");
+      return Status::InvalidArgument(
+          "worker tokens are issued by Register; create an enroll token");
     }
     std::string name = req->name().empty() ? req->role() : req->name();
     if (req->ttl_seconds() < 0 || req->ttl_seconds() > kMaxTokenTtlSeconds) {
       return Status::InvalidArgument("ttl_seconds must be between 0 (never expires) and " +
                                      std::to_string(kMaxTokenTtlSeconds));
     }
-    FARM_ASSIGN_OR_RETURN(std::string token, ctx_->auth->Create(req->role(), name, "",
-                                                                req->ttl_seconds() * 1000));
+    FARM_ASSIGN_OR_RETURN(std::string token,
+                          ctx_->auth->Create(req->role(), name, "", req->ttl_seconds() * 1000));
     log::Info("token \"" + name + "\" with role " + req->role() + " created by " + who.name);
     resp->set_token(token);
     resp->set_name(name);
@@ -287,8 +307,8 @@ grpc::Status ClientService::RevokeToken(grpc::ServerContext* call,
                                         farm::v1::TokenInfo* resp) {
   return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->auth->Revoke(req->id(), ctx_->clock->NowUnixMs()));
-    log::Info("token \"" + row.name + "\" (" + auth::TokenAuthority::IdOf(row.hash) +
-              ", role " + row.role + ") revoked by " + who.name);
+    log::Info("token \"" + row.name + "\" (" + auth::TokenAuthority::IdOf(row.hash) + ", role " +
+              row.role + ") revoked by " + who.name);
     *resp = TokenToProto(row);
     return Status::Ok();
   });

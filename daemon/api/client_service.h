@@ -88,6 +88,13 @@ class ClientService final : public farm::v1::FarmService::Service {
 Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id);
 Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& row);
 
+// The jobs `job_id` requires with the wheels it was given (graph.cc); empty for a job of a
+// recipe without `requires:`.
+Result<google::protobuf::RepeatedPtrField<farm::v1::JobInput>> LoadJobInputs(
+    const ServiceContext& ctx, int64_t job_id);
+// Fills job->inputs and job->consumers.
+Status AddJobGraph(const ServiceContext& ctx, farm::v1::Job* job);
+
 // Submits `req` as `who` (submit.cc): stores the build with `links` (in-flight merging is
 // set from req.force(); a schedule run when given) and returns the build id.
 Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,

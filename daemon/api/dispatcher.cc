@@ -35,6 +35,13 @@ Dispatcher::Dispatcher(ServiceContext* ctx, PeerCache* peers) : ctx_(ctx), peers
 
 Dispatcher::~Dispatcher() { Stop(); }
 
+std::string Dispatcher::ClassKey(const farm::v1::Capabilities& caps, double held_gb) {
+  std::string key = sched::PlacementClassKey(caps);
+  // Placement on a unified-memory host also depends on what its running jobs hold.
+  if (sched::HasUnifiedMemory(caps)) key += "\nheld_gb=" + std::to_string(held_gb);
+  return key;
+}
+
 int64_t Dispatcher::Add(Waiter waiter) {
   std::unique_lock lock(shared_->mu);
   if (shared_->stopped) {
@@ -42,15 +49,22 @@ int64_t Dispatcher::Add(Waiter waiter) {
     waiter.done(std::optional<store::JobRow>());
     return 0;
   }
+  // One waiting poll per worker: the older one ends empty, its reply no longer wanted.
+  std::optional<Waiter> older;
+  auto same = shared_->ticket_of_worker.find(waiter.worker_id);
+  if (same != shared_->ticket_of_worker.end()) older = TakeLocked(same->second);
   int64_t ticket = shared_->next_ticket++;
-  std::string key = sched::PlacementClassKey(waiter.caps);
+  std::string key = ClassKey(waiter.caps, waiter.held_gb);
   auto [it, fresh] = shared_->class_of_caps.emplace(key, 0);
   if (fresh) it->second = static_cast<int>(shared_->class_of_caps.size());
   shared_->by_class[it->second].push_back(ticket);
   shared_->class_of_ticket[ticket] = it->second;
+  shared_->ticket_of_worker[waiter.worker_id] = ticket;
   shared_->waiting.emplace(ticket, std::move(waiter));
   shared_->kicked = true;
   shared_->cv.notify_one();
+  lock.unlock();
+  if (older) older->done(std::optional<store::JobRow>());
   return ticket;
 }
 
@@ -76,6 +90,7 @@ void Dispatcher::Stop() {
     shared_->waiting.clear();
     shared_->by_class.clear();
     shared_->class_of_ticket.clear();
+    shared_->ticket_of_worker.clear();
   }
   for (Waiter& w : left) w.done(std::optional<store::JobRow>());
 }
@@ -90,6 +105,9 @@ std::optional<Dispatcher::Waiter> Dispatcher::TakeLocked(int64_t ticket) {
   if (it == shared_->waiting.end()) return std::nullopt;
   Waiter w = std::move(it->second);
   shared_->waiting.erase(it);
+  auto mine = shared_->ticket_of_worker.find(w.worker_id);
+  if (mine != shared_->ticket_of_worker.end() && mine->second == ticket)
+    shared_->ticket_of_worker.erase(mine);
   auto cls = shared_->class_of_ticket.find(ticket);
   if (cls != shared_->class_of_ticket.end()) {
     auto& queue = shared_->by_class[cls->second];
@@ -130,6 +148,8 @@ Status Dispatcher::Refresh(int64_t now_ms) {
       auto e = std::make_unique<Entry>();
       e->cell = model::ParseBlob<farm::v1::MatrixCell>(row.cell);
       e->needs = model::ParseBlob<farm::v1::JobNeeds>(row.needs);
+      e->memory = {.compile_gb = row.compile_mib / 1024.0,
+                   .validation_gb = row.validation_mib / 1024.0};
       e->job = std::move(row);
       held[e->job.id] = std::move(e);
     }
@@ -159,7 +179,9 @@ bool Dispatcher::Fits(Entry& entry, int class_id, const Waiter& waiter,
   }
   auto [it, fresh] = entry.fits.emplace(class_id, false);
   if (fresh) {
-    it->second = sched::PlacementBlocker(entry.cell, waiter.caps, *peers, entry.needs).empty();
+    it->second = sched::PlacementBlocker(entry.cell, waiter.caps, *peers, entry.needs, entry.memory,
+                                         waiter.held_gb)
+                     .empty();
   }
   return it->second;
 }

@@ -2,9 +2,13 @@
 // can run it, instead of waking every idle poll to race for it in the store.
 //
 // It keeps the schedulable state in memory: the leasable jobs in dispatch order (priority
-// desc, oldest first) with their parsed cell and needs, and the waiting polls grouped by
-// capability class (sched::PlacementClassKey: alike hosts place alike, so placement is
-// decided once per job and class). The store stays the truth: the leasable set is
+// desc, oldest first) with their parsed cell, needs and memory, and the waiting polls
+// grouped by capability class (sched::PlacementClassKey: alike hosts place alike, so
+// placement is decided once per job and class). On a unified-memory host what its running
+// jobs hold (held_gb) is part of the class too; a validation that excludes workers by id
+// is decided per worker. A worker has at most one waiting poll: a newer one ends the older
+// (empty), so a worker's concurrency limit and held memory, read when its poll arrives,
+// stay true until it is leased a job. The store stays the truth: the leasable set is
 // re-read as ids when Store::QueueGeneration moves (and at least once a second, for
 // not-before times that pass), only new jobs are loaded, and every lease is written in a
 // store transaction (one per batch of matches, Store::LeaseJobs) before its worker hears of
@@ -29,6 +33,7 @@
 
 #include "daemon/api/peers.h"
 #include "daemon/api/service_context.h"
+#include "daemon/sched/placement.h"
 
 namespace farm::api {
 
@@ -40,7 +45,10 @@ class Dispatcher {
 
   struct Waiter {
     std::string worker_id;
+    std::string worker_name;
     farm::v1::Capabilities caps;
+    // What the worker's running jobs hold of its unified memory (sched::HeldValidationGb).
+    double held_gb = 0;
     int64_t deadline_steady_ms = 0;
     DoneFn done;  // called exactly once, never under the dispatcher's lock
   };
@@ -63,12 +71,16 @@ class Dispatcher {
   // For tests and metrics: polls waiting now.
   size_t WaitingCount();
 
+  // The class a poll of `caps` (holding `held_gb` of unified memory) is placed with.
+  static std::string ClassKey(const farm::v1::Capabilities& caps, double held_gb);
+
  private:
   // A leasable job as the dispatcher holds it. `fits` caches placement per class id.
   struct Entry {
     store::JobRow job;
     farm::v1::MatrixCell cell;
     farm::v1::JobNeeds needs;
+    sched::JobMemory memory;
     std::unordered_map<int, bool> fits;
   };
   // What the lock guards; shared with the store's listener so that a late signal after
@@ -83,6 +95,7 @@ class Dispatcher {
     std::map<std::string, int> class_of_caps;     // serialized caps -> class id
     std::map<int, std::deque<int64_t>> by_class;  // class id -> tickets, FIFO
     std::unordered_map<int64_t, int> class_of_ticket;
+    std::unordered_map<std::string, int64_t> ticket_of_worker;
     std::vector<int64_t> cancelled;
   };
   struct Match {

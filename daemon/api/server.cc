@@ -108,6 +108,8 @@ void FarmServer::Impl::Sweep() {
     }
     auto merged = store->ResolveMergedJobs(ctx.clock->NowUnixMs());
     if (!merged.ok()) log::Warn("settling merged jobs failed: " + merged.status().ToString());
+    auto held = store->ResolveHeldJobs(ctx.clock->NowUnixMs());
+    if (!held.ok()) log::Warn("settling held jobs failed: " + held.status().ToString());
     auto revalidated = revalidator->RunOnce();
     if (!revalidated.ok()) {
       log::Warn("queueing validation jobs failed: " + revalidated.status().ToString());

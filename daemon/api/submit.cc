@@ -4,12 +4,25 @@
 //
 // Build keys (docs/schedules.md#build-keys): a job's key hashes the recipe text, the
 // patches, the source identity (git URL + resolved commit, or the sha256 of the uploaded
-// source archive, which farmd checked itself) and the matrix cell. The cell is the toolchain fingerprint: placement only gives a job to
-// a worker whose reported Python, torch and CUDA toolkit match the cell, so every wheel a
-// key can name was built with a toolchain the cell allows. A key with an unknown source
-// (an unresolved ref) is empty and never matches.
+// source archive, which farmd checked itself) and the matrix cell. The cell is the toolchain
+// fingerprint: placement only gives a job to a worker whose reported Python, torch and CUDA toolkit
+// match the cell, so every wheel a key can name was built with a toolchain the cell allows. A key
+// with an unknown source (an unresolved ref) is empty and never matches.
+//
+// Graphs (docs/recipes.md, "Requirements"): the request carries the recipes the recipe requires,
+// read by the client. Every recipe of the graph is planned and checked first; then the
+// required builds are stored (answered from stored wheels or merged onto identical jobs in
+// flight like any build, keeping only the cells some job consumes), then the requested
+// build with each job held on the jobs it requires. A held job's key is its key above
+// combined with the sha256 of the wheels it consumes (store::KeyWithInputs), set when they
+// exist. A crash between storing the required builds and the requested one leaves the
+// required builds to finish alone; submitting again reuses them.
+#include <algorithm>
+#include <cmath>
+#include <optional>
 #include <sstream>
 
+#include "common/arch.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "daemon/api/client_service.h"
@@ -22,8 +35,10 @@
 
 namespace farm::api {
 
-
 namespace {
+
+// Recipe GB (GiB, as MAX_JOBS and placement count them) to the store's MiB.
+int64_t Mib(double gb) { return static_cast<int64_t>(std::llround(gb * 1024)); }
 
 bool HasAxes(const farm::v1::MatrixAxes& m) {
   return m.python_size() || m.torch_size() || m.cuda_size() || m.arch_lists_size() ||
@@ -44,8 +59,8 @@ std::string BuildKey(const farm::v1::Recipe& recipe, const std::string& source_i
   field(recipe.yaml());
   for (const auto& p : recipe.patches()) field(p.content());
   field(source_identity);
-  for (const auto* v : {&cell.python(), &cell.torch(), &cell.cuda(), &cell.arch_list(),
-                        &cell.platform()}) {
+  for (const auto* v :
+       {&cell.python(), &cell.torch(), &cell.cuda(), &cell.arch_list(), &cell.platform()}) {
     field(*v);
   }
   return h.HexDigest();
@@ -72,20 +87,61 @@ Status ResolveSource(const ServiceContext& ctx, farm::v1::Recipe* recipe) {
   }
   auto commit = ctx.resolver->ResolveGitRef(git->url(), git->ref());
   if (!commit.ok()) {
-    return Status::FailedPrecondition("cannot resolve " + git->ref() + " of " + git->url() +
-                                      ": " + commit.status().message());
+    return Status::FailedPrecondition("cannot resolve " + git->ref() + " of " + git->url() + ": " +
+                                      commit.status().message());
   }
   git->set_commit(commit.value());
   return Status::Ok();
 }
 
-}  // namespace
+// A build planned but not stored: the checked recipe, its cells and jobs (keys set, reuse
+// looked up), and the planned builds of the recipes it requires.
+struct PlannedBuild {
+  farm::v1::Recipe recipe;
+  store::BuildRow build;
+  std::vector<farm::v1::MatrixCell> cells;
+  std::vector<store::JobRow> jobs;
+  std::vector<PlannedBuild> requirements;  // in recipe.requirements() order
+  // For each requirement, the index of the required job of each of this build's jobs.
+  std::vector<std::vector<size_t>> required_index;
+};
 
-Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
-                             const std::string& who, store::BuildLinks* links) {
-  FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, PrepareRecipe(req));
+constexpr int kMaxGraphDepth = 8;
+
+// The recipe's pins hold for the recipe the client sent as its requirement.
+Status CheckPins(const farm::v1::Requirement& r, const farm::v1::Recipe& got) {
+  if (!r.version().empty() && r.version() != got.version()) {
+    return Status::InvalidArgument("the requirement " + r.recipe() + " asks for version " +
+                                   r.version() + ", the recipe sent is " + got.name() + " " +
+                                   got.version());
+  }
+  if (!r.commit().empty() &&
+      (!got.source().has_git() || !got.source().git().commit().starts_with(r.commit()))) {
+    return Status::InvalidArgument(
+        "the requirement " + r.recipe() + " asks for commit " + r.commit() +
+        ", the recipe sent builds " +
+        (got.source().has_git() ? got.source().git().commit() : std::string("no git commit")));
+  }
+  return Status::Ok();
+}
+
+Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
+                               const std::string& who, int depth) {
+  if (depth > kMaxGraphDepth) {
+    return Status::InvalidArgument("requirements nest deeper than " +
+                                   std::to_string(kMaxGraphDepth));
+  }
+  PlannedBuild plan;
+  FARM_ASSIGN_OR_RETURN(plan.recipe, PrepareRecipe(req));
+  farm::v1::Recipe& recipe = plan.recipe;
   FARM_ASSIGN_OR_RETURN(std::string source_sha, CheckBuildSource(ctx, recipe.mutable_source()));
   FARM_RETURN_IF_ERROR(ResolveSource(ctx, &recipe));
+  if (req.requirements_size() != recipe.requirements_size()) {
+    return Status::InvalidArgument(
+        recipe.name() + " requires " + std::to_string(recipe.requirements_size()) +
+        " recipe(s) and the request carries " + std::to_string(req.requirements_size()) +
+        " (the client reads required recipes; farmctl submit does)");
+  }
   const farm::v1::MatrixAxes& requested = HasAxes(req.matrix()) ? req.matrix() : recipe.matrix();
   recipe::MatrixExpansion expansion = recipe::ExpandMatrix(requested, recipe.matrix());
   std::ostringstream rejected;
@@ -97,39 +153,165 @@ Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBu
       recipe, expansion.cells, req.recipe_path().empty() ? "recipe.yaml" : req.recipe_path(),
       req.matrix().arch_lists_size() > 0));
   int64_t now = ctx.clock->NowUnixMs();
-  store::BuildRow build{.recipe_name = recipe.name(), .recipe = recipe.SerializeAsString(),
-                        .priority = req.priority(), .submitted_by = who,
-                        .rejected_cells = rejected.str(), .created_ms = now,
-                        .source_sha256 = source_sha};
+  plan.build = store::BuildRow{.recipe_name = recipe.name(),
+                               .recipe = recipe.SerializeAsString(),
+                               .priority = req.priority(),
+                               .submitted_by = who,
+                               .rejected_cells = rejected.str(),
+                               .created_ms = now,
+                               .source_sha256 = source_sha};
   std::string source_id = schedule::SourceIdentity(recipe.source(), req.source_digest());
-  std::vector<store::JobRow> jobs;
   farm::v1::JobNeeds needs;
   needs.set_target_gpu(recipe.build_on_target_gpu());
   for (const auto& cell : expansion.cells) {
-    store::JobRow job{.cell = cell.SerializeAsString(), .priority = req.priority(),
+    store::JobRow job{.cell = cell.SerializeAsString(),
+                      .priority = req.priority(),
                       .build_key = BuildKey(recipe, source_id, cell),
                       .max_attempts = recipe.retry().max_attempts() > 0
                                           ? recipe.retry().max_attempts()
                                           : ctx.tunables.max_attempts,
                       .created_ms = now,
-                      .needs = needs.target_gpu() ? needs.SerializeAsString() : ""};
-    if (!req.force() && !job.build_key.empty()) {
+                      .needs = needs.target_gpu() ? needs.SerializeAsString() : "",
+                      .compile_mib = Mib(recipe.gb_per_compile_job()),
+                      .validation_mib = Mib(recipe.validation().gpu_memory_gb())};
+    if (recipe.requirements_size() > 0) {
+      // The key waits for the wheels the job will consume (ResolveHeldJobs).
+      job.key_base = job.build_key;
+      job.build_key.clear();
+    } else if (!req.force() && !job.build_key.empty()) {
       // Only succeeded jobs with artifacts answer: a failed result is never reused.
       FARM_ASSIGN_OR_RETURN(auto prior, ctx.store->FindSucceededJob(job.build_key));
       if (prior) job.reused_from = prior->id;
     }
-    jobs.push_back(std::move(job));
+    plan.jobs.push_back(std::move(job));
   }
+  plan.cells = std::move(expansion.cells);
+  for (int i = 0; i < req.requirements_size(); ++i) {
+    farm::v1::SubmitBuildRequest sub = req.requirements(i);
+    sub.set_priority(req.priority());
+    sub.set_force(false);  // --force rebuilds the requested recipe, not what it consumes
+    sub.clear_matrix();
+    auto planned = PlanBuild(ctx, sub, who, depth + 1);
+    if (!planned.ok()) {
+      return planned.status().WithContext(recipe.name() + " requires " +
+                                          recipe.requirements(i).recipe());
+    }
+    FARM_RETURN_IF_ERROR(CheckPins(recipe.requirements(i), planned->recipe));
+    plan.requirements.push_back(std::move(planned).value());
+  }
+  return plan;
+}
+
+// The cell of a required recipe that serves `cell`: the same platform, Python, CUDA and
+// torch (an axis the required recipe leaves empty serves every value), and an arch list
+// that covers the cell's.
+std::optional<size_t> ServingCell(const std::vector<farm::v1::MatrixCell>& candidates,
+                                  const farm::v1::MatrixCell& cell) {
+  auto same = [](const std::string& theirs, const std::string& ours) {
+    return theirs.empty() || theirs == ours;
+  };
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const farm::v1::MatrixCell& c = candidates[i];
+    if (!same(c.platform(), cell.platform()) || !same(c.python(), cell.python()) ||
+        !same(c.cuda(), cell.cuda()) || !same(c.torch(), cell.torch())) {
+      continue;
+    }
+    if (c.arch_list().empty()) return i;
+    auto theirs = arch::ParseArchList(c.arch_list());
+    auto ours = arch::ParseArchList(cell.arch_list());
+    if (!theirs.ok() || !ours.ok()) continue;
+    bool covers = true;
+    for (const auto& target : *ours) {
+      covers &= std::find(theirs->begin(), theirs->end(), target) != theirs->end();
+    }
+    if (covers) return i;
+  }
+  return std::nullopt;
+}
+
+// Matches every job of `plan` to a job of each required build, and keeps in the required
+// builds only the jobs some job needs (recursively).
+Status MatchCells(PlannedBuild* plan) {
+  plan->required_index.assign(plan->requirements.size(), {});
+  for (size_t r = 0; r < plan->requirements.size(); ++r) {
+    PlannedBuild& req = plan->requirements[r];
+    std::vector<bool> used(req.jobs.size(), false);
+    std::vector<size_t> chosen;
+    for (const auto& cell : plan->cells) {
+      std::optional<size_t> i = ServingCell(req.cells, cell);
+      if (!i) {
+        return Status::InvalidArgument(
+            plan->recipe.name() + " (" + recipe::DescribeCell(cell) + ") requires " +
+            req.recipe.name() +
+            ", which has no cell with the same platform, Python, CUDA and "
+            "torch and an arch list covering " +
+            cell.arch_list());
+      }
+      used[*i] = true;
+      chosen.push_back(*i);
+    }
+    // Drop the required cells nobody consumes; renumber the chosen ones.
+    std::vector<size_t> renumber(req.jobs.size(), 0);
+    PlannedBuild kept = std::move(req);
+    req = PlannedBuild{
+        .recipe = kept.recipe, .build = kept.build, .requirements = std::move(kept.requirements)};
+    for (size_t i = 0; i < kept.jobs.size(); ++i) {
+      if (!used[i]) continue;
+      renumber[i] = req.jobs.size();
+      req.cells.push_back(kept.cells[i]);
+      req.jobs.push_back(kept.jobs[i]);
+    }
+    for (size_t& i : chosen) i = renumber[i];
+    plan->required_index[r] = std::move(chosen);
+    FARM_RETURN_IF_ERROR(MatchCells(&req));
+  }
+  return Status::Ok();
+}
+
+// Stores the required builds first (depth first), then `plan` with its jobs held on theirs.
+Status StorePlan(const ServiceContext& ctx, PlannedBuild* plan, store::BuildLinks* links,
+                 bool force) {
+  for (PlannedBuild& req : plan->requirements) {
+    store::BuildLinks sub_links{.merge_in_flight = true};
+    FARM_RETURN_IF_ERROR(StorePlan(ctx, &req, &sub_links, false));
+  }
+  links->force = force;
+  for (size_t r = 0; r < plan->requirements.size(); ++r) {
+    const PlannedBuild& req = plan->requirements[r];
+    const farm::v1::Requirement& spec = plan->recipe.requirements(static_cast<int>(r));
+    for (size_t j = 0; j < plan->jobs.size(); ++j) {
+      links->requirements.push_back({.index = j,
+                                     .required_job_id = req.jobs[plan->required_index[r][j]].id,
+                                     .recipe_name = req.recipe.name(),
+                                     .for_build = spec.for_build(),
+                                     .for_validation = spec.for_validation()});
+    }
+  }
+  FARM_RETURN_IF_ERROR(ctx.store->CreateBuildLinked(&plan->build, &plan->jobs, links));
+  int reused = 0, merged = 0, held = 0;
+  for (const auto& j : plan->jobs) {
+    reused += j.reused_from > 0, merged += j.not_before_ms > 0, held += !plan->requirements.empty();
+  }
+  log::Info("build " + std::to_string(plan->build.id) + " of " + plan->recipe.name() +
+            " submitted by " + plan->build.submitted_by + " with " +
+            std::to_string(plan->jobs.size()) + " job(s), " + std::to_string(reused) +
+            " answered from stored wheels, " + std::to_string(merged) +
+            " waiting on identical jobs in flight" +
+            (held > 0 ? ", " + std::to_string(held) + " waiting for the wheels they require" : ""));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
+                             const std::string& who, store::BuildLinks* links) {
+  // Every recipe of the graph is checked before anything is stored.
+  FARM_ASSIGN_OR_RETURN(PlannedBuild plan, PlanBuild(ctx, req, who, 0));
+  FARM_RETURN_IF_ERROR(MatchCells(&plan));
   // A forced build is built even when an identical one is in flight.
   links->merge_in_flight = !req.force();
-  FARM_RETURN_IF_ERROR(ctx.store->CreateBuildLinked(&build, &jobs, links));
-  int reused = 0, merged = 0;
-  for (const auto& j : jobs) reused += j.reused_from > 0, merged += j.not_before_ms > 0;
-  log::Info("build " + std::to_string(build.id) + " of " + recipe.name() + " submitted by " +
-            who + " with " + std::to_string(jobs.size()) + " job(s), " +
-            std::to_string(reused) + " answered from stored wheels, " + std::to_string(merged) +
-            " waiting on identical jobs in flight");
-  return build.id;
+  FARM_RETURN_IF_ERROR(StorePlan(ctx, &plan, links, req.force()));
+  return plan.build.id;
 }
 
 Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,

@@ -6,8 +6,10 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "daemon/api/artifact_stream.h"
+#include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/model/convert.h"
+#include "daemon/sched/placement.h"
 
 namespace farm::api {
 
@@ -112,15 +114,40 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, Recipe
         *a.add_artifacts() = model::ArtifactToProto(artifact);
     }
   }
+  // A validation job validates against the wheels its target was built with.
+  FARM_ASSIGN_OR_RETURN(
+      *a.mutable_inputs(),
+      LoadJobInputs(ctx, job.kind == store::kJobValidate ? job.target_job_id : job.id));
   return a;
 }
 
-// A validation job's worker may read the wheels it validates, and no others.
-Result<store::ArtifactRow> ArtifactForValidation(const ServiceContext& ctx, const Principal& who,
-                                                 const farm::v1::WorkerArtifactRequest& req) {
+// What the jobs a unified-memory worker runs hold of its RAM for GPU validation (one store
+// read, only for such workers).
+Result<double> HeldValidationGb(store::Store& store, const std::string& worker_id,
+                                const farm::v1::Capabilities& caps) {
+  if (!sched::HasUnifiedMemory(caps)) return 0.0;
+  FARM_ASSIGN_OR_RETURN(std::vector<store::JobRow> rows, store.ListRunningJobs(worker_id));
+  std::vector<sched::RunningJob> running;
+  for (const store::JobRow& row : rows) {
+    running.push_back({ParseBlob<farm::v1::MatrixCell>(row.cell), row.validation_mib / 1024.0});
+  }
+  return sched::HeldValidationGb(caps, running);
+}
+
+// A job's worker may read the wheels it validates (a validation job) or consumes (the
+// inputs of a job with requirements, or of the build job a validation job validates), and
+// no others.
+Result<store::ArtifactRow> ArtifactForJob(const ServiceContext& ctx, const Principal& who,
+                                          const farm::v1::WorkerArtifactRequest& req) {
   FARM_RETURN_IF_ERROR(CheckHolds(ctx, who, req.job_id(), req.attempt()));
   FARM_ASSIGN_OR_RETURN(store::JobRow job, ctx.store->GetJob(req.job_id()));
   FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, ctx.store->GetArtifact(req.artifact_id()));
+  FARM_ASSIGN_OR_RETURN(
+      auto inputs,
+      ctx.store->ListJobInputs(job.kind == store::kJobValidate ? job.target_job_id : job.id));
+  for (const auto& input : inputs) {
+    if (input.artifact.id == artifact.id) return artifact;
+  }
   if (job.kind != store::kJobValidate || artifact.job_id != job.target_job_id ||
       artifact.attempt != job.target_attempt) {
     return Status::PermissionDenied("job " + std::to_string(req.job_id()) +
@@ -203,9 +230,9 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
     // Attempts the worker still runs but no longer holds (requeued while it was away).
     for (const auto& running : req->running()) {
       RecordLiveFigures(*ctx_, progress_, who.worker_id, running);
-      FARM_ASSIGN_OR_RETURN(bool reattached,
-                            ctx_->store->ReattachAttempt(running.job_id(), running.attempt(),
-                                                         who.worker_id, now, ctx_->tunables.lease_ms));
+      FARM_ASSIGN_OR_RETURN(bool reattached, ctx_->store->ReattachAttempt(
+                                                 running.job_id(), running.attempt(), who.worker_id,
+                                                 now, ctx_->tunables.lease_ms));
       if (reattached) {
         log::Info("job " + std::to_string(running.job_id()) + " attempt " +
                   std::to_string(running.attempt()) + " re-attached to its worker " +
@@ -275,19 +302,24 @@ WorkerService::~WorkerService() = default;
 void WorkerService::StopDispatch() { dispatcher_->Stop(); }
 
 // Whether the worker may take a job now: not draining or quarantined, below its
-// concurrency limit. Returns its capabilities when it may.
-Result<std::optional<farm::v1::Capabilities>> WorkerService::MayTakeJob(const Principal& who) {
+// concurrency limit. Returns its poll (without deadline and callback) when it may.
+Result<std::optional<Dispatcher::Waiter>> WorkerService::MayTakeJob(const Principal& who) {
   FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
   if (worker.drain_requested || worker.state == "draining" || worker.state == "quarantined") {
-    return std::optional<farm::v1::Capabilities>();
+    return std::optional<Dispatcher::Waiter>();
   }
   auto caps = ParseBlob<farm::v1::Capabilities>(worker.capabilities);
   // The per-worker concurrency limit: a worker never holds more jobs than it offered.
   FARM_ASSIGN_OR_RETURN(int running, ctx_->store->CountRunningJobs(who.worker_id));
   if (caps.max_concurrent_jobs() > 0 && running >= caps.max_concurrent_jobs()) {
-    return std::optional<farm::v1::Capabilities>();
+    return std::optional<Dispatcher::Waiter>();
   }
-  return std::optional<farm::v1::Capabilities>(std::move(caps));
+  Dispatcher::Waiter waiter;
+  FARM_ASSIGN_OR_RETURN(waiter.held_gb, HeldValidationGb(*ctx_->store, who.worker_id, caps));
+  waiter.worker_id = who.worker_id;
+  waiter.worker_name = worker.name;
+  waiter.caps = std::move(caps);
+  return std::optional<Dispatcher::Waiter>(std::move(waiter));
 }
 
 grpc::ServerUnaryReactor* WorkerService::AcquireJob(grpc::CallbackServerContext* call,
@@ -295,7 +327,7 @@ grpc::ServerUnaryReactor* WorkerService::AcquireJob(grpc::CallbackServerContext*
                                                     farm::v1::AcquireJobResponse* resp) {
   auto* reactor = new AcquireReactor(dispatcher_.get());
   // Everything but the wait happens here; nothing throws out of a gRPC callback.
-  auto checked = [&]() -> Result<std::optional<farm::v1::Capabilities>> {
+  auto checked = [&]() -> Result<std::optional<Dispatcher::Waiter>> {
     try {
       FARM_ASSIGN_OR_RETURN(Principal who, AuthorizePeer(*ctx_, *call, Need::kWorker));
       FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
@@ -309,26 +341,25 @@ grpc::ServerUnaryReactor* WorkerService::AcquireJob(grpc::CallbackServerContext*
     reactor->Finish(ToGrpc(checked.status()));
     return reactor;
   }
-  Dispatcher::Waiter waiter;
-  waiter.worker_id = req->worker_id();
-  waiter.caps = std::move(**checked);
+  Dispatcher::Waiter waiter = std::move(**checked);
   waiter.deadline_steady_ms = ctx_->clock->SteadyMs() + std::clamp(req->wait_ms(), 0, 10000);
-  waiter.done = [this, reactor, resp](Result<std::optional<store::JobRow>> outcome) {
-    reactor->Finish(ToGrpc(Answer(std::move(outcome), resp)));
+  waiter.done = [this, reactor, resp,
+                 name = waiter.worker_name](Result<std::optional<store::JobRow>> outcome) {
+    reactor->Finish(ToGrpc(Answer(std::move(outcome), name, resp)));
   };
   reactor->Wait(std::move(waiter));
   return reactor;
 }
 
 Status WorkerService::Answer(Result<std::optional<store::JobRow>> outcome,
-                             farm::v1::AcquireJobResponse* resp) {
+                             const std::string& worker_name, farm::v1::AcquireJobResponse* resp) {
   try {
     FARM_RETURN_IF_ERROR(outcome.status());
     if (!outcome->has_value()) return Status::Ok();
     const store::JobRow& job = **outcome;
     FARM_ASSIGN_OR_RETURN(*resp->mutable_job(), MakeAssignment(*ctx_, recipes_, job));
     log::Info("job " + std::to_string(job.id) + " attempt " + std::to_string(job.attempt) +
-              " leased to " + job.worker_id);
+              " leased to " + worker_name);
     return Status::Ok();
   } catch (const std::exception& e) {
     log::Error(std::string("AcquireJob failed: ") + e.what());
@@ -395,9 +426,14 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
       }
     }
     FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
+    if (store::IsTerminal(state)) {  // jobs waiting for this one's wheel go on at once
+      auto released = ctx_->store->ResolveHeldJobs(now);
+      if (!released.ok()) log::Warn("releasing held jobs: " + released.status().ToString());
+    }
     progress_.Forget(req->job_id());
-    log::Info("job " + std::to_string(req->job_id()) + " attempt " + std::to_string(req->attempt()) +
-              " ended: state " + farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
+    log::Info("job " + std::to_string(req->job_id()) + " attempt " +
+              std::to_string(req->attempt()) + " ended: state " +
+              farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
     resp->set_state(static_cast<farm::v1::JobState>(state));
     return Status::Ok();
   });
@@ -407,7 +443,7 @@ grpc::Status WorkerService::DownloadArtifact(grpc::ServerContext* call,
                                              const farm::v1::WorkerArtifactRequest* req,
                                              grpc::ServerWriter<farm::v1::ArtifactData>* out) {
   return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, ArtifactForValidation(*ctx_, who, *req));
+    FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, ArtifactForJob(*ctx_, who, *req));
     return StreamBlob(*ctx_->blobs, artifact, [out](const std::string& data) {
       farm::v1::ArtifactData chunk;
       chunk.set_data(data);

@@ -101,9 +101,10 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
                                 grpc::ServerWriter<farm::v1::ArtifactData>*) override;
 
  private:
-  Result<std::optional<farm::v1::Capabilities>> MayTakeJob(const Principal& who);
+  Result<std::optional<Dispatcher::Waiter>> MayTakeJob(const Principal& who);
   // Fills `resp` with the assignment of a leased job (none when `outcome` holds none).
-  Status Answer(Result<std::optional<store::JobRow>> outcome, farm::v1::AcquireJobResponse* resp);
+  Status Answer(Result<std::optional<store::JobRow>> outcome, const std::string& worker_name,
+                farm::v1::AcquireJobResponse* resp);
 
   ServiceContext* ctx_;
   PeerCache peers_;

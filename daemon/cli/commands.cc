@@ -66,6 +66,7 @@ std::vector<FlagSpec> AllFlags() {
       {"source-dir", "DIR", "submit, schedules: upload and build this directory instead of the recipe's source"},
       {"source-tarball", "FILE", "submit, schedules: upload and build this tarball instead"},
       {"exclude", "PATTERN", "submit, schedules: leave out of the uploaded tree (.gitignore syntax, repeatable)"},
+      {"catalog", "DIR", "submit, schedules: where required recipes named without a path are found (repeatable)"},
       {"no-gitignore", "", "submit, schedules: upload files .gitignore names too"},
       {"max-source-bytes", "N", "submit, schedules: refuse to pack a tree larger than N bytes (default 2 GiB)"},
       {"follow", "", "submit, logs: stream until the build or job ends"},

@@ -1,9 +1,9 @@
 #include "daemon/cli/format.h"
 
-#include <boost/json.hpp>
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cctype>
 #include <cstdio>
 #include <sstream>
@@ -71,7 +71,9 @@ std::string ValidationText(const farm::v1::ValidationReport& v) {
 
 }  // namespace
 
-std::string StateName(farm::v1::BuildState s) { return Lower(farm::v1::BuildState_Name(s), "BUILD_"); }
+std::string StateName(farm::v1::BuildState s) {
+  return Lower(farm::v1::BuildState_Name(s), "BUILD_");
+}
 std::string StateName(farm::v1::JobState s) { return Lower(farm::v1::JobState_Name(s), "JOB_"); }
 std::string CauseName(farm::v1::AttemptCause c) {
   return c == farm::v1::ATTEMPT_CAUSE_UNSPECIFIED ? "running"
@@ -89,12 +91,28 @@ std::string CellLabel(const farm::v1::MatrixCell& c) {
 }
 
 std::string FormatBuildLine(const farm::v1::Build& b) {
-  int done = 0;
-  for (const auto& j : b.jobs()) done += j.state() >= farm::v1::JOB_SUCCEEDED;
+  int done = 0, validations = 0;
+  for (const auto& j : b.jobs()) {
+    done += j.state() >= farm::v1::JOB_SUCCEEDED;
+    validations += j.kind() == farm::v1::JOB_VALIDATE;
+  }
   std::ostringstream o;
   o << b.id() << "\t" << b.recipe_name() << "\t" << StateName(b.state()) << "\t" << done << "/"
-    << b.jobs_size() << " jobs\t" << b.created_at();
+    << b.jobs_size() << " jobs";
+  if (validations > 0)
+    o << " (" << validations << (validations == 1 ? " validation)" : " validations)");
+  o << "\t" << b.created_at();
   return o.str();
+}
+
+std::string WorkerLabel(const std::string& name, const std::string& id) {
+  return name.empty() ? id : name;
+}
+
+std::string ValidationLabel(const farm::v1::Job& j) {
+  if (j.kind() != farm::v1::JOB_VALIDATE) return "";
+  return "validation of job " + std::to_string(j.target_job_id()) + " attempt " +
+         std::to_string(j.target_attempt());
 }
 
 std::string FormatWaiting(const farm::v1::Job& j) {
@@ -125,22 +143,47 @@ std::string FormatProgress(const farm::v1::Job& j) {
   return o.str();
 }
 
+namespace {
+
+// Which jobs this one consumes (and the wheels it was given) and which consume it.
+std::string GraphText(const farm::v1::Job& j) {
+  std::ostringstream o;
+  for (const auto& in : j.inputs()) {
+    o << "    requires " << in.recipe_name() << " job " << in.job_id() << " (build "
+      << in.build_id() << ", " << StateName(in.state()) << ") for "
+      << (in.for_build() && in.for_validation() ? "build and validation"
+          : in.for_build()                       ? "the build"
+                                                 : "validation")
+      << "\n";
+    for (const auto& a : in.artifacts()) {
+      o << "      consumed " << a.filename() << "  sha256 " << a.sha256() << "\n";
+    }
+  }
+  for (const auto& c : j.consumers()) {
+    o << "    required by " << c.recipe_name() << " job " << c.job_id() << " (build "
+      << c.build_id() << ", " << StateName(c.state()) << ")\n";
+  }
+  return o.str();
+}
+
+}  // namespace
+
 std::string FormatJob(const farm::v1::Job& j) {
   std::ostringstream o;
   o << "  job " << j.id() << "  " << CellLabel(j.cell()) << "  " << StateName(j.state());
-  if (j.kind() == farm::v1::JOB_VALIDATE) {
-    o << "  validates job " << j.target_job_id() << " attempt " << j.target_attempt();
-  }
-  if (!j.worker_id().empty()) o << "  on " << j.worker_id();
+  if (j.kind() == farm::v1::JOB_VALIDATE) o << "  " << ValidationLabel(j);
+  if (!j.worker_id().empty()) o << "  on " << WorkerLabel(j.worker_name(), j.worker_id());
   if (j.attempt() > 0) o << "  attempt " << j.attempt();
   o << "\n";
   if (!j.error().empty()) o << "    error: " << j.error() << "\n";
   if (!j.cancelled_by().empty()) o << "    cancelled by " << j.cancelled_by() << "\n";
   for (const auto& a : j.attempts()) {
-    o << "    attempt " << a.number() << " on " << a.worker_id() << ": " << CauseName(a.cause());
+    o << "    attempt " << a.number() << " on " << WorkerLabel(a.worker_name(), a.worker_id())
+      << ": " << CauseName(a.cause());
     // A cancelled, lost or timed-out attempt has no exit code worth showing: "(exit 0)"
     // would read as a success.
-    bool exited = a.cause() == farm::v1::CAUSE_COMPLETED || a.cause() == farm::v1::CAUSE_BUILD_FAILED ||
+    bool exited = a.cause() == farm::v1::CAUSE_COMPLETED ||
+                  a.cause() == farm::v1::CAUSE_BUILD_FAILED ||
                   a.cause() == farm::v1::CAUSE_VALIDATION_FAILED;
     if (exited) o << " (exit " << a.exit_code() << ")";
     if (a.peak_rss_bytes() > 0) o << ", peak RSS " << HumanBytes(a.peak_rss_bytes());
@@ -155,6 +198,7 @@ std::string FormatJob(const farm::v1::Job& j) {
     if (!ignored.empty()) o << "      warning: " << ignored << "\n";
     o << ValidationText(a.validation());
   }
+  o << GraphText(j);
   if (!j.waiting_reason().empty()) {
     o << "    waiting: " << j.waiting_reason()
       << (j.unplaceable() ? " (no worker can take it)" : "") << "\n";
@@ -182,11 +226,12 @@ std::string FormatBuild(const farm::v1::Build& b) {
 std::string FormatWorker(const farm::v1::WorkerInfo& w) {
   const auto& c = w.capabilities();
   std::ostringstream o;
-  o << w.id() << "\t" << w.name() << "\t" << w.state() << "\t" << c.platform() << "\t";
+  o << w.id() << "\t" << w.name() << "\t" << w.state() << "\t" << c.platform()
+    << (c.wsl2() ? " (WSL2)" : "") << "\t";
   if (c.gpus_size() == 0) o << "no GPU";
   for (int i = 0; i < c.gpus_size(); ++i) {
     o << (i ? ", " : "") << c.gpus(i).name() << " (" << c.gpus(i).cc_major() << "."
-      << c.gpus(i).cc_minor() << ")";
+      << c.gpus(i).cc_minor() << (c.gpus(i).unified_memory() ? ", unified memory" : "") << ")";
   }
   o << "\tCUDA";
   for (const auto& t : c.toolkits()) o << " " << t.version();
@@ -194,6 +239,7 @@ std::string FormatWorker(const farm::v1::WorkerInfo& w) {
   for (const auto& p : c.pythons()) o << " " << p.version();
   o << "\tlast heartbeat " << w.last_heartbeat();
   if (!c.probe_error().empty()) o << "\tquarantined: " << c.probe_error();
+  if (!c.gpu_driver_error().empty()) o << "\t" << c.gpu_driver_error();
   return o.str();
 }
 
@@ -212,8 +258,10 @@ using google::protobuf::FieldDescriptor;
 bool Is64BitInteger(const FieldDescriptor* f) {
   switch (f->cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT64:
-    case FieldDescriptor::CPPTYPE_UINT64: return true;
-    default: return false;
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -14,8 +14,14 @@ std::string StateName(farm::v1::BuildState s);  // "succeeded"
 std::string StateName(farm::v1::JobState s);
 std::string CauseName(farm::v1::AttemptCause c);
 std::string CellLabel(const farm::v1::MatrixCell& c);  // "py3.11 cuda13.0 [9.0;12.0a]"
+// "12\tattn-example\tsucceeded\t2/2 jobs (1 validation)\t<created>" for farmctl list.
 std::string FormatBuildLine(const farm::v1::Build& b);
-std::string FormatBuild(const farm::v1::Build& b);     // multi-line detail
+// A worker as people name it: its name, or its id when farmd did not say (a worker no
+// longer registered, or an older farmd).
+std::string WorkerLabel(const std::string& name, const std::string& id);
+// "validation of job 11 attempt 1" for a validation job; "" for a build job.
+std::string ValidationLabel(const farm::v1::Job& j);
+std::string FormatBuild(const farm::v1::Build& b);  // multi-line detail
 std::string FormatJob(const farm::v1::Job& j);
 std::string FormatWorker(const farm::v1::WorkerInfo& w);
 std::string FormatLogLine(const farm::v1::LogLine& l, bool prefix_job);

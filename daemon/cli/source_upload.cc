@@ -182,6 +182,21 @@ void AddAxes(const Flags& flags, farm::v1::MatrixAxes* m) {
 
 }  // namespace
 
+Result<farm::v1::SubmitBuildRequest> PackRecipe(const CommandEnv& env, const Flags& flags,
+                                                recipe::LoadedRecipe loaded) {
+  farm::v1::Recipe& recipe = loaded.recipe;
+  farm::v1::SubmitBuildRequest req;
+  req.set_recipe_yaml(recipe.yaml());
+  req.set_recipe_path(stdfs::path(loaded.path).filename().string());
+  *req.mutable_source() = recipe.source();
+  *req.mutable_patches() = recipe.patches();
+  req.set_validation_script(recipe.validation().script_content());
+  if (recipe.source().has_local_path() || recipe.source().has_tarball_path()) {
+    FARM_RETURN_IF_ERROR(UploadLocalSource(env, flags, recipe, req.mutable_source()));
+  }
+  return req;
+}
+
 Result<farm::v1::SubmitBuildRequest> PrepareBuildRequest(const CommandEnv& env,
                                                          const Flags& flags,
                                                          const std::string& recipe_path) {
@@ -195,15 +210,9 @@ Result<farm::v1::SubmitBuildRequest> PrepareBuildRequest(const CommandEnv& env,
     recipe.mutable_source()->set_tarball_path(
         stdfs::absolute(flags.Get("source-tarball")).string());
   }
-  farm::v1::SubmitBuildRequest req;
-  req.set_recipe_yaml(recipe.yaml());
-  req.set_recipe_path(stdfs::path(recipe_path).filename().string());
-  *req.mutable_source() = recipe.source();
-  *req.mutable_patches() = recipe.patches();
-  req.set_validation_script(recipe.validation().script_content());
-  if (recipe.source().has_local_path() || recipe.source().has_tarball_path()) {
-    FARM_RETURN_IF_ERROR(UploadLocalSource(env, flags, recipe, req.mutable_source()));
-  }
+  std::vector<std::string> chain;
+  FARM_ASSIGN_OR_RETURN(farm::v1::SubmitBuildRequest req, PackRecipe(env, flags, loaded));
+  FARM_RETURN_IF_ERROR(AddRequirements(env, flags, loaded, &chain, &req));
   AddAxes(flags, req.mutable_matrix());
   FARM_ASSIGN_OR_RETURN(int64_t priority, flags.GetInt("priority", 0));
   req.set_priority(static_cast<int32_t>(priority));

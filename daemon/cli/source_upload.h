@@ -8,9 +8,12 @@
 
 #include <string>
 
+#include <vector>
+
 #include "common/flags.h"
 #include "common/status.h"
 #include "daemon/cli/commands.h"
+#include "daemon/recipe/recipe.h"
 #include "farm/v1/client.pb.h"
 
 namespace farm::cli {
@@ -24,6 +27,24 @@ namespace farm::cli {
 Result<farm::v1::SubmitBuildRequest> PrepareBuildRequest(const CommandEnv& env,
                                                          const Flags& flags,
                                                          const std::string& recipe_path);
+
+// The request of one loaded recipe as it stands: recipe text, patches, validation script
+// and its local source packed and uploaded. No matrix, priority or requirements.
+Result<farm::v1::SubmitBuildRequest> PackRecipe(const CommandEnv& env, const Flags& flags,
+                                                recipe::LoadedRecipe loaded);
+
+// Resolves each `requires:` entry of `loaded` (requirements.cc) to a recipe file, checks its
+// version and commit, packs it with PackRecipe (and its own requirements, recursively) into
+// req->requirements. `chain` holds the recipe files being resolved, so a cycle is refused.
+//
+// An entry that contains '/' or ends in .yaml/.yml is a path relative to the requiring
+// recipe's directory (a directory means its recipe.yaml). Any other entry is a catalog
+// name: NAME/recipe.yaml is looked up in each directory of --catalog (repeatable), then
+// of $FARM_CATALOG (':'-separated), then in the directory holding the requiring recipe's
+// directory (so kernels/sageattention finds kernels/triton); the first found is used.
+Status AddRequirements(const CommandEnv& env, const Flags& flags,
+                       const recipe::LoadedRecipe& loaded, std::vector<std::string>* chain,
+                       farm::v1::SubmitBuildRequest* req);
 
 }  // namespace farm::cli
 

@@ -27,8 +27,10 @@ class FollowPrinter {
       std::string waiting = FormatWaiting(j);
       if (seen.state != j.state()) {
         seen.state = j.state();
-        Say("job " + std::to_string(j.id()) + " (" + CellLabel(j.cell()) + ") " +
-            StateName(j.state()) + (j.worker_id().empty() ? "" : " on " + j.worker_id()) +
+        std::string what = ValidationLabel(j);
+        Say("job " + std::to_string(j.id()) + " (" + (what.empty() ? "" : what + ", ") +
+            CellLabel(j.cell()) + ") " + StateName(j.state()) +
+            (j.worker_id().empty() ? "" : " on " + WorkerLabel(j.worker_name(), j.worker_id())) +
             (waiting.empty() ? "" : ": " + waiting));
       } else if (!waiting.empty() && waiting != seen.waiting) {
         Say("job " + std::to_string(j.id()) + " waits: " + waiting);
@@ -96,32 +98,39 @@ Result<farm::v1::Build> Follow(const CommandEnv& env, int64_t build_id) {
 
 }  // namespace
 
-Status DownloadArtifacts(const CommandEnv& env, const farm::v1::Build& build, const std::string& dir);
+Status DownloadArtifacts(const CommandEnv& env, const farm::v1::Build& build,
+                         const std::string& dir);
 
 Status SubmitCommand(const CommandEnv& env, const Flags& flags) {
-  if (flags.positionals().size() < 2) return Status::InvalidArgument("usage: farmctl submit RECIPE.yaml");
+  if (flags.positionals().size() < 2)
+    return Status::InvalidArgument("usage: farmctl submit RECIPE.yaml");
   FARM_ASSIGN_OR_RETURN(farm::v1::SubmitBuildRequest req,
                         PrepareBuildRequest(env, flags, flags.positionals()[1]));
   farm::v1::SubmitBuildResponse resp;
-  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->SubmitBuild(env.client->Context().get(), req, &resp),
-                                env.client->address()));
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->SubmitBuild(env.client->Context().get(), req, &resp),
+               env.client->address()));
   farm::v1::Build build = resp.build();
   if (!env.json) {
-    *env.out << "farmctl: build " << build.id() << " of " << build.recipe_name() << " submitted with "
-             << build.jobs_size() << " job(s)\n";
-    for (const auto& r : build.rejected_cells()) *env.out << "farmctl: rejected cell: " << r << "\n";
+    *env.out << "farmctl: build " << build.id() << " of " << build.recipe_name()
+             << " submitted with " << build.jobs_size() << " job(s)\n";
+    for (const auto& r : build.rejected_cells())
+      *env.out << "farmctl: rejected cell: " << r << "\n";
     env.out->flush();
   }
   if (flags.Has("follow")) {
     FARM_ASSIGN_OR_RETURN(build, Follow(env, build.id()));
   }
-  if (env.json) *env.out << ToJson(build) << "\n";
-  else if (flags.Has("follow")) *env.out << FormatBuild(build);
+  if (env.json)
+    *env.out << ToJson(build) << "\n";
+  else if (flags.Has("follow"))
+    *env.out << FormatBuild(build);
   if (flags.Has("follow") && flags.Has("download") && build.state() == farm::v1::BUILD_SUCCEEDED) {
     FARM_RETURN_IF_ERROR(DownloadArtifacts(env, build, flags.Get("download")));
   }
   if (flags.Has("follow") && build.state() != farm::v1::BUILD_SUCCEEDED) {
-    return Status::Aborted("build " + std::to_string(build.id()) + " ended " + StateName(build.state()));
+    return Status::Aborted("build " + std::to_string(build.id()) + " ended " +
+                           StateName(build.state()));
   }
   return Status::Ok();
 }

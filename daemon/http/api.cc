@@ -62,18 +62,21 @@ Result<json::array> JobsWithRecipe(const DashboardDeps& deps,
   return out;
 }
 
-// Workers with the ids of the running jobs each holds.
+// Workers with the ids of the running jobs each holds (and which of them are validations).
 Result<json::array> WorkersArray(const DashboardDeps& deps,
                                  const std::vector<store::JobRow>& running, int64_t now_ms) {
   FARM_ASSIGN_OR_RETURN(auto workers, deps.store->ListWorkers());
   json::array out;
   for (const auto& w : workers) {
     json::object o = WorkerJson(w, now_ms);
-    json::array ids;
+    json::array ids, validations;
     for (const auto& j : running) {
-      if (j.worker_id == w.id) ids.push_back(j.id);
+      if (j.worker_id != w.id) continue;
+      ids.push_back(j.id);
+      if (j.kind == store::kJobValidate) validations.push_back(j.id);
     }
     o["running_jobs"] = std::move(ids);
+    o["running_validation_jobs"] = std::move(validations);
     out.push_back(std::move(o));
   }
   return out;

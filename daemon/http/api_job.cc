@@ -72,14 +72,52 @@ Result<json::array> WheelsJson(const DashboardDeps& deps, const std::vector<stor
   return out;
 }
 
+// The job's graph (recipe `requires:`): the jobs it requires with the wheels it consumed,
+// and the jobs that require it. A store without build graphs shows none.
+Status AddGraph(const DashboardDeps& deps, const store::JobRow& job, json::object& o) {
+  auto requirements = deps.store->ListRequirements(job.id);
+  if (requirements.status().code() == StatusCode::kUnimplemented) return Status::Ok();
+  FARM_RETURN_IF_ERROR(requirements.status());
+  FARM_ASSIGN_OR_RETURN(auto inputs, deps.store->ListJobInputs(job.id));
+  FARM_ASSIGN_OR_RETURN(auto consumers, deps.store->ListConsumers(job.id));
+  json::array req;
+  for (const store::RequirementRow& r : *requirements) {
+    json::array wheels;
+    for (const store::JobInputRow& in : inputs) {
+      if (in.required_job_id != r.required_job_id) continue;
+      wheels.push_back(json::object{{"filename", in.artifact.filename},
+                                    {"sha256", in.artifact.sha256},
+                                    {"artifact_id", in.artifact.id}});
+    }
+    req.push_back(json::object{{"job_id", r.required_job_id},
+                               {"build_id", r.required_build_id},
+                               {"recipe_name", r.recipe_name},
+                               {"state", JobStateName(r.required_state)},
+                               {"for_build", r.for_build},
+                               {"for_validation", r.for_validation},
+                               {"wheels", std::move(wheels)}});
+  }
+  json::array by;
+  for (const store::RequirementRow& c : consumers) {
+    by.push_back(json::object{{"job_id", c.job_id},
+                              {"build_id", c.consumer_build_id},
+                              {"recipe_name", c.consumer_recipe},
+                              {"state", JobStateName(c.consumer_state)}});
+  }
+  o["requires"] = std::move(req);
+  o["required_by"] = std::move(by);
+  return Status::Ok();
+}
+
 // A job of a build page or the job page: the row, its worker's name, why it waits, how
-// far it is and, when it failed, why.
+// far it is, what it requires and, when it failed, why.
 Result<json::object> DetailedJobJson(const DashboardDeps& deps, const store::JobRow& job,
                                      const store::BuildRow& build, const FleetView& fleet,
                                      WaitingExplainer& waiting,
                                      std::map<std::string, int64_t>& expected) {
   json::object o = JobViewJson(job, fleet, waiting);
   FARM_RETURN_IF_ERROR(AddRunFacts(deps, build.recipe_name, job, expected, o));
+  FARM_RETURN_IF_ERROR(AddGraph(deps, job, o));
   if (job.state == store::kJobFailed) {
     FARM_ASSIGN_OR_RETURN(auto attempts, deps.store->ListAttempts(job.id));
     FARM_ASSIGN_OR_RETURN(

@@ -47,7 +47,10 @@ Result<FleetView> ReadFleet(const DashboardDeps& deps) {
 }
 
 const sched::Waiting& WaitingExplainer::Explain(const store::JobRow& job) {
-  std::string key = job.cell + '\0' + std::to_string(job.not_before_ms) + '\0' + job.error;
+  // A validation job shares its cell with the build it validates but waits for other
+  // workers: its kind and needs are part of what it is explained by.
+  std::string key = job.cell + '\0' + std::to_string(job.not_before_ms) + '\0' + job.error + '\0' +
+                    std::to_string(job.kind) + '\0' + job.needs;
   auto it = memo_.find(key);
   if (it == memo_.end()) {
     it =
@@ -81,18 +84,21 @@ json::object JobViewJson(const store::JobRow& job, const FleetView& fleet,
 
 void AddBlocked(json::object& build, const std::vector<store::JobRow>& jobs,
                 WaitingExplainer& waiting) {
-  int64_t unfinished = 0, stuck = 0;
+  // Validation jobs do not hold a build back: its wheels exist and wait for hardware.
+  int64_t unfinished_builds = 0, stuck_builds = 0, stuck = 0;
   std::string reason;
   for (const auto& j : jobs) {
     if (store::IsTerminal(j.state)) continue;
-    ++unfinished;
+    bool builds = j.kind != store::kJobValidate;
+    unfinished_builds += builds;
     if (j.state != store::kJobPending) continue;
     const sched::Waiting& w = waiting.Explain(j);
     if (!w.unplaceable) continue;
     ++stuck;
+    stuck_builds += builds;
     if (reason.empty()) reason = w.summary;
   }
-  bool blocked = unfinished > 0 && stuck == unfinished;
+  bool blocked = unfinished_builds > 0 && stuck_builds == unfinished_builds;
   build["blocked"] = blocked;
   build["unplaceable_jobs"] = stuck;
   if (stuck > 0) build["blocked_reason"] = reason;
@@ -110,6 +116,8 @@ Status AddRunFacts(const DashboardDeps& deps, const std::string& recipe_name,
                                      {"peak_rss_bytes", a->peak_rss_bytes}};
     }
   }
+  // A build's run time says nothing of how long a validation of its wheels takes.
+  if (job.kind == store::kJobValidate) return Status::Ok();
   auto it = expected.find(job.cell);
   if (it == expected.end()) {
     FARM_ASSIGN_OR_RETURN(auto last,

@@ -48,15 +48,17 @@ boost::json::object WaitingJson(const sched::Waiting& waiting);
 boost::json::object JobViewJson(const store::JobRow& job, const FleetView& fleet,
                                 WaitingExplainer& waiting);
 
-// Adds "blocked" to a build object: true when it has unfinished jobs and every one of them
-// is pending and no worker can take it (the build would otherwise read "running" for
-// ever); then also "blocked_jobs" and "blocked_reason" (the first job's summary).
+// Adds "blocked" to a build object: true when it has unfinished build jobs and every one
+// of them is pending and no worker can take it (the build would otherwise read "running"
+// for ever; validation jobs never block a build); then also "unplaceable_jobs" (validation
+// jobs included) and "blocked_reason" (the first such job's summary).
 void AddBlocked(boost::json::object& build, const std::vector<store::JobRow>& jobs,
                 WaitingExplainer& waiting);
 
 // Adds to the object of an unfinished job "progress" (the running attempt's units and
-// peak RSS) and "expected_ms" (the run time of the last successful job of the same recipe
-// and cell, absent without one). `expected` memoizes the latter per cell.
+// peak RSS) and "expected_ms" (the run time of the last successful build job of the same
+// recipe and cell, absent without one or for a validation job). `expected` memoizes the
+// latter per cell.
 Status AddRunFacts(const DashboardDeps& deps, const std::string& recipe_name,
                    const store::JobRow& job, std::map<std::string, int64_t>& expected,
                    boost::json::object& out);

@@ -61,13 +61,20 @@ json::object JobJson(const store::JobRow& job, int64_t now_ms) {
       {"finished_at", FormatRfc3339(job.finished_ms)},
       {"waited_ms", waited},
       {"ran_ms", ran_ms},
+      {"kind", job.kind == store::kJobValidate ? "validation" : "build"},
+      {"target_job_id", job.target_job_id},
+      {"target_attempt", job.target_attempt},
   };
 }
 
 json::object CountJobs(const std::vector<store::JobRow>& jobs) {
   std::map<int, int64_t> counts;
-  for (const auto& j : jobs) counts[j.state]++;
-  json::object out{{"total", static_cast<int64_t>(jobs.size())}};
+  int64_t validations = 0;
+  for (const auto& j : jobs) {
+    counts[j.state]++;
+    validations += j.kind == store::kJobValidate;
+  }
+  json::object out{{"total", static_cast<int64_t>(jobs.size())}, {"validation", validations}};
   for (int s = store::kJobPending; s <= store::kJobCancelled; ++s) out[JobStateName(s)] = counts[s];
   return out;
 }
@@ -115,7 +122,8 @@ json::array GpusJson(const farm::v1::Capabilities& caps) {
         {"index", g.index()},
         {"name", g.name()},
         {"compute_capability", std::to_string(g.cc_major()) + "." + std::to_string(g.cc_minor())},
-        {"memory_bytes", g.memory_bytes()}});
+        {"memory_bytes", g.memory_bytes()},
+        {"unified_memory", g.unified_memory()}});
   }
   return gpus;
 }
@@ -137,12 +145,14 @@ json::object WorkerJson(const store::WorkerRow& worker, int64_t now_ms) {
       {"name", worker.name},
       {"hostname", caps.hostname()},
       {"platform", caps.platform()},
+      {"wsl2", caps.wsl2()},
       {"state", worker.state},
       {"gpus", GpusJson(caps)},
       {"toolkits", std::move(toolkits)},
       {"pythons", std::move(pythons)},
       {"driver_version", caps.driver_version()},
       {"probe_error", caps.probe_error()},
+      {"gpu_driver_error", caps.gpu_driver_error()},
       {"last_heartbeat", FormatRfc3339(worker.last_heartbeat_ms)},
       {"heartbeat_age_ms", worker.last_heartbeat_ms > 0 ? now_ms - worker.last_heartbeat_ms : -1},
       {"running_jobs", json::array()},

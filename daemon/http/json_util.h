@@ -20,9 +20,11 @@ std::string JobStateName(int state);
 std::string BuildStateName(int state);
 std::string CauseName(int cause);
 
-// A job row as the page shows it: cell, state, times, waited_ms and ran_ms as of now_ms.
+// A job row as the page shows it: cell, state, times, waited_ms and ran_ms as of now_ms,
+// and its kind ("build" or "validation", with the job and attempt a validation validates).
 boost::json::object JobJson(const store::JobRow& job, int64_t now_ms);
-// Job counts by state: {"total": n, "JOB_PENDING": n, ...}.
+// Job counts by state: {"total": n, "validation": n, "JOB_PENDING": n, ...}; "validation"
+// counts the validation jobs among them.
 boost::json::object CountJobs(const std::vector<store::JobRow>& jobs);
 // A build row without its jobs.
 boost::json::object BuildJson(const store::BuildRow& build);

@@ -118,6 +118,8 @@ sched::Waiting ExplainPendingJob(const store::JobRow& row,
   sched::PendingFacts facts{row.not_before_ms, row.error, now_ms};
   facts.validation = row.kind == store::kJobValidate;
   facts.needs = ParseBlob<farm::v1::JobNeeds>(row.needs);
+  facts.memory = {.compile_gb = row.compile_mib / 1024.0,
+                  .validation_gb = row.validation_mib / 1024.0};
   return sched::ExplainWaiting(ParseBlob<farm::v1::MatrixCell>(row.cell), facts, fleet, peers);
 }
 

@@ -140,6 +140,28 @@ const store::PublicationRow* MatchRow(const GitHubAsset& a,
 }
 
 // A table row from what the store knows of a wheel it published.
+// The wheels the job that built it consumed (recipe `requires:`), with sha256 and use. A
+// store without build graphs has none.
+Result<std::vector<std::string>> ConsumedWheels(store::Store& store, const store::JobRow& job) {
+  int64_t builder = job.reused_from > 0 ? job.reused_from : job.id;
+  auto requirements = store.ListRequirements(builder);
+  if (requirements.status().code() == StatusCode::kUnimplemented) return std::vector<std::string>{};
+  FARM_RETURN_IF_ERROR(requirements.status());
+  FARM_ASSIGN_OR_RETURN(auto inputs, store.ListJobInputs(builder));
+  std::vector<std::string> out;
+  for (const auto& in : inputs) {
+    std::string use;
+    for (const auto& r : *requirements) {
+      if (r.required_job_id != in.required_job_id) continue;
+      use = r.for_build && r.for_validation ? "build and validation"
+            : r.for_build                   ? "build"
+                                            : "validation";
+    }
+    out.push_back(in.artifact.filename + " sha256 " + in.artifact.sha256 + " (" + use + ")");
+  }
+  return out;
+}
+
 Result<WheelNotesRow> StoredWheelRow(store::Store& store, store::BlobStore& blobs,
                                      const store::PublicationRow& r) {
   FARM_ASSIGN_OR_RETURN(auto artifact, store.GetArtifact(r.artifact_id));
@@ -152,6 +174,7 @@ Result<WheelNotesRow> StoredWheelRow(store::Store& store, store::BlobStore& blob
                     .cuda = cell.cuda(), .sha256 = r.sha256};
   row.sass_archs = SassArchs(blobs, artifact.manifest, r.sha256);
   AddValidation(report, &row);
+  FARM_ASSIGN_OR_RETURN(row.consumed, ConsumedWheels(store, job));
   return row;
 }
 

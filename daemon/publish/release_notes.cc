@@ -56,6 +56,14 @@ std::string RenderReleaseNotes(const ReleaseNotesInput& input) {
           " | " + Cell(row.accuracy) + " | " + Cell(row.tops) + " | " +
           (row.sha256.empty() ? "—" : "`" + Cell(row.sha256) + "`") + " |\n";
   }
+  std::string consumed;
+  for (const auto& row : input.wheels) {
+    for (const auto& c : row.consumed) consumed += "- " + Cell(row.wheel) + ": " + Cell(c) + "\n";
+  }
+  if (!consumed.empty()) {
+    md += "\nBuilt and validated against (wheels the farm installed with --no-index):\n\n" +
+          consumed;
+  }
   md += "\nInstall";
   if (input.find_links_url.empty() && input.wheels.size() > 1) {
     md += " (pick the wheel that matches your Python, torch and CUDA from the table)";

@@ -18,6 +18,9 @@ struct WheelNotesRow {
   std::string accuracy;                  // "cos 0.9998, rel-L1 0.012"
   std::string tops;                      // "612"
   std::string sha256;                    // hex
+  // Wheels of other recipes it was built and/or validated against (recipe `requires:`):
+  // "triton-3.6.0-...whl sha256 <hex> (build and validation)".
+  std::vector<std::string> consumed;
 };
 
 struct ReleaseNotesInput {
@@ -34,7 +37,8 @@ struct ReleaseNotesInput {
 
 // Returns Markdown: a "## <package> <version>" heading, the summary, a table with
 // columns Wheel | Python | torch | CUDA | SASS archs | GPUs validated on | Accuracy |
-// TOPS | sha256, and a fenced pip install command. Cell text is escaped so "|" and
+// TOPS | sha256, a "Built and validated against" list for wheels that consumed other
+// wheels, and a fenced pip install command. Cell text is escaped so "|" and
 // newlines cannot break the table; empty cells render as "—".
 std::string RenderReleaseNotes(const ReleaseNotesInput& input);
 

@@ -35,7 +35,8 @@ const std::vector<std::string_view> kTopLevelKeys = {"name",
                                                      "publish",
                                                      "network",
                                                      "unrequested_archs",
-                                                     "build_on_target_gpu"};
+                                                     "build_on_target_gpu",
+                                                     "requires"};
 
 constexpr size_t kMaxNameLength = 100;
 constexpr double kMaxGbPerCompileJob = 1024;
@@ -297,6 +298,7 @@ Result<ParsedRecipe> ParseRoot(const ErrorSink& sink, const YAML::Node& root) {
   FARM_RETURN_IF_ERROR(ParseValidationSection(top, recipe));
   FARM_RETURN_IF_ERROR(ParseRetrySection(top, recipe));
   FARM_RETURN_IF_ERROR(ParsePublishSection(top, recipe));
+  FARM_RETURN_IF_ERROR(ParseRequiresSection(top, recipe));
   return out;
 }
 

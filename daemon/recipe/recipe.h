@@ -30,10 +30,15 @@ inline constexpr int32_t kDefaultMaxAttempts = 3;
 inline constexpr int32_t kDefaultBackoffSeconds = 10;
 inline constexpr double kDefaultMinCosine = 0.99;
 inline constexpr double kDefaultMaxRelativeL1 = 0.07;
+// GPU memory a validation script is assumed to need when its recipe does not say: a CUDA
+// context, torch's allocator and the test tensors of an attention kernel.
+inline constexpr double kDefaultValidationGpuGb = 8.0;
+inline constexpr double kMaxGpuMemoryGb = 4096;
 
 // Parses recipe text. `filename` only prefixes error messages. On success returns the
 // recipe with defaults filled in (timeout 3600, gb_per_compile_job 4, ccache true, retry
-// 3 attempts / 10 s; validation thresholds 0.99 / 0.07 when a validation block is given),
+// 3 attempts / 10 s; validation thresholds 0.99 / 0.07 when a validation block is given,
+// and gpu_memory_gb 8 when it names a script),
 // `yaml` set to the text as given, source paths exactly as written, and one Patch per
 // named patch file with empty content.
 Result<farm::v1::Recipe> ParseRecipe(std::string_view yaml, std::string_view filename);

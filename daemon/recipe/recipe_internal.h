@@ -27,6 +27,9 @@ Status ParseMatrixSection(const Section& top, farm::v1::MatrixAxes* matrix);
 Status ParseValidationSection(const Section& top, farm::v1::Recipe* recipe);
 Status ParseRetrySection(const Section& top, farm::v1::Recipe* recipe);
 Status ParsePublishSection(const Section& top, farm::v1::Recipe* recipe);
+// `requires:` (recipe_requires.cc).
+inline constexpr size_t kMaxRequirements = 16;
+Status ParseRequiresSection(const Section& top, farm::v1::Recipe* recipe);
 
 }  // namespace farm::recipe
 

@@ -136,7 +136,7 @@ Status ParseValidationSection(const Section& top, farm::v1::Recipe* recipe) {
   FARM_ASSIGN_OR_RETURN(
       Section s, Section::Read(top.sink(), f->value, f->key_pos, "validation", "validation.",
                                {"script", "import", "min_cosine", "max_relative_l1",
-                                "runtime_requirements", "min_speedup"}));
+                                "runtime_requirements", "min_speedup", "gpu_memory_gb"}));
   farm::v1::ValidationSpec* v = recipe->mutable_validation();
   FARM_RETURN_IF_ERROR(s.GetString("script", v->mutable_script()));
   std::vector<Item> modules;
@@ -161,6 +161,9 @@ Status ParseValidationSection(const Section& top, farm::v1::Recipe* recipe) {
   std::vector<Item> requirements;
   FARM_RETURN_IF_ERROR(s.GetStringList("runtime_requirements", &requirements));
   for (const Item& r : requirements) v->add_runtime_requirements(r.text);
+  double gpu_gb = v->script().empty() ? 0 : kDefaultValidationGpuGb;
+  FARM_RETURN_IF_ERROR(s.GetNumber("gpu_memory_gb", 0.1, kMaxGpuMemoryGb, &gpu_gb));
+  v->set_gpu_memory_gb(gpu_gb);
   return Status::Ok();
 }
 

@@ -8,6 +8,9 @@
 #include <sstream>
 
 #include "common/arch.h"
+#include "common/fs.h"
+#include "common/wheel/job_check.h"
+#include "common/wheel/wheel_name.h"
 
 namespace farm::sched {
 namespace {
@@ -22,7 +25,8 @@ bool HasPython(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& c
                std::string* have) {
   std::vector<std::string> seen;
   for (const auto& py : caps.pythons()) {
-    seen.push_back(py.version() + (py.torch_version().empty() ? "" : "+torch" + py.torch_version()));
+    seen.push_back(py.version() +
+                   (py.torch_version().empty() ? "" : "+torch" + py.torch_version()));
     if (!cell.python().empty() && py.version() != cell.python()) continue;
     if (cell.torch().empty() || py.torch_version().rfind(cell.torch(), 0) == 0) return true;
   }
@@ -84,11 +88,38 @@ bool HasGpuOf(const farm::v1::Capabilities& caps, const std::vector<std::string>
   return false;
 }
 
+std::string Gb(double gb) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", gb);
+  return buf;
+}
+
+// "" when one compile job fits the worker's memory; on a unified-memory worker next to the
+// GPU validations of the job itself and of the jobs the worker runs.
+std::string MissingMemory(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
+                          const JobMemory& memory, double held_gb) {
+  if (memory.compile_gb <= 0 || caps.ram_bytes() <= 0) return "";
+  const double usable = kUsableMemoryFraction * static_cast<double>(caps.ram_bytes());
+  const double gib = double(int64_t{1} << 30);
+  if (!HasUnifiedMemory(caps)) {
+    if (usable >= memory.compile_gb * gib) return "";
+    return "not enough RAM for one " + Gb(memory.compile_gb) + " compile job (has " +
+           fs::HumanBytes(caps.ram_bytes()) + ")";
+  }
+  double validation = CanValidate(cell, caps) ? memory.validation_gb : 0;
+  if (usable >= (memory.compile_gb + validation + held_gb) * gib) return "";
+  return "not enough unified memory for one " + Gb(memory.compile_gb) + " compile job next to " +
+         Gb(validation + held_gb) + " of GPU validation (has " + fs::HumanBytes(caps.ram_bytes()) +
+         " shared by CPU and GPU)";
+}
+
 // The platform and Python requirements of a cell (a build's, and a validation's venv).
 std::string MissingHost(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps) {
   if (!caps.probe_error().empty()) return "quarantined: " + caps.probe_error();
-  if (!cell.platform().empty() && cell.platform() != caps.platform()) {
-    return "platform " + cell.platform() + " needed (has " + caps.platform() + ")";
+  const std::string platform = wheel::CellPlatform(cell);
+  if (wheel::PlatformArch(platform) != wheel::PlatformArch(caps.platform())) {
+    return "platform " + platform + " is built by " + wheel::PlatformArch(platform) +
+           " workers (has " + (caps.platform().empty() ? "none" : caps.platform()) + ")";
   }
   std::string have;
   if (!HasPython(cell, caps, &have)) {
@@ -101,8 +132,22 @@ std::string MissingHost(const farm::v1::MatrixCell& cell, const farm::v1::Capabi
 
 }  // namespace
 
+bool HasUnifiedMemory(const farm::v1::Capabilities& caps) {
+  return std::any_of(caps.gpus().begin(), caps.gpus().end(),
+                     [](const farm::v1::Gpu& g) { return g.unified_memory(); });
+}
+
+double HeldValidationGb(const farm::v1::Capabilities& caps, const std::vector<RunningJob>& jobs) {
+  if (!HasUnifiedMemory(caps)) return 0;
+  double held = 0;
+  for (const RunningJob& job : jobs) {
+    if (CanValidate(job.cell, caps)) held += job.validation_gb;
+  }
+  return held;
+}
+
 std::string MissingRequirement(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
-                               double gb_per_compile_job) {
+                               const JobMemory& memory, double held_gb) {
   if (std::string host = MissingHost(cell, caps); !host.empty()) return host;
   std::string have;
   if (!HasToolkit(cell, caps, &have)) {
@@ -110,14 +155,7 @@ std::string MissingRequirement(const farm::v1::MatrixCell& cell, const farm::v1:
            (cell.arch_list().empty() ? "" : " for " + cell.arch_list()) + " (has " + have + ")";
   }
   // At least one compile job must fit where MAX_JOBS puts it: 85% of the RAM.
-  if (gb_per_compile_job > 0 && caps.ram_bytes() > 0 &&
-      0.85 * static_cast<double>(caps.ram_bytes()) < gb_per_compile_job * (1 << 30)) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "not enough RAM for one %.1f GB compile job (has %.1f GiB)",
-                  gb_per_compile_job, static_cast<double>(caps.ram_bytes()) / (1 << 30));
-    return buf;
-  }
-  return "";
+  return MissingMemory(cell, caps, memory, held_gb);
 }
 
 bool CanValidate(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps) {
@@ -151,9 +189,9 @@ std::string PlacementClassKey(const farm::v1::Capabilities& caps) {
 }
 
 std::string PlacementBlocker(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
-                             const std::vector<PeerWorker>& peers,
-                             const farm::v1::JobNeeds& needs) {
-  std::string missing = MissingRequirement(cell, caps);
+                             const std::vector<PeerWorker>& peers, const farm::v1::JobNeeds& needs,
+                             const JobMemory& memory, double held_gb) {
+  std::string missing = MissingRequirement(cell, caps, memory, held_gb);
   if (!missing.empty() || CanValidate(cell, caps)) return missing;
   if (needs.target_gpu()) {
     auto targets = arch::ParseArchList(cell.arch_list());
@@ -163,7 +201,7 @@ std::string PlacementBlocker(const farm::v1::MatrixCell& cell, const farm::v1::C
            ccs + ", this worker has " + GpusOf(caps);
   }
   for (const PeerWorker& peer : peers) {
-    if (CanValidate(cell, peer.caps) && MissingRequirement(cell, peer.caps).empty()) {
+    if (CanValidate(cell, peer.caps) && MissingRequirement(cell, peer.caps, memory).empty()) {
       return "left for " + peer.name + ", whose GPU can validate it";
     }
   }

@@ -4,14 +4,26 @@
 #include <limits>
 #include <optional>
 
+#include "common/arch.h"
 #include "common/clock.h"
 
 namespace farm::sched {
 namespace {
 
-// What a worker misses, read from MissingRequirement's sentence (its first words are
-// pinned by the unit tests, so a rewording there fails here visibly).
-enum class Lack { kNone, kQuarantined, kPlatform, kPython, kToolkit, kRam, kOther };
+// What a worker misses, read from the blocker's sentence (MissingRequirement's,
+// PlacementBlocker's or ValidationBlocker's; their first words are pinned by the unit
+// tests, so a rewording there fails here visibly).
+enum class Lack {
+  kNone,
+  kQuarantined,
+  kPlatform,
+  kPython,
+  kToolkit,
+  kRam,
+  kTargetGpu,  // a validation, or a build on its target GPU: no GPU of the right cc
+  kValidatedBefore,
+  kOther
+};
 
 Lack Classify(const std::string& missing) {
   auto starts = [&](const char* p) { return missing.rfind(p, 0) == 0; };
@@ -21,13 +33,17 @@ Lack Classify(const std::string& missing) {
   if (starts("no Python")) return Lack::kPython;
   if (starts("no CUDA toolkit")) return Lack::kToolkit;
   if (starts("not enough RAM")) return Lack::kRam;
+  if (starts("no GPU the wheels run on") || starts("the recipe builds on the GPU it targets")) {
+    return Lack::kTargetGpu;
+  }
+  if (starts("validated these wheels before")) return Lack::kValidatedBefore;
   return Lack::kOther;
 }
 
-std::string JoinNames(const std::vector<std::string>& names) {
+std::string JoinNames(const std::vector<std::string>& names, const char* last = " and ") {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    out += (i == 0 ? "" : i + 1 == names.size() ? last : ", ") + names[i];
   }
   return out;
 }
@@ -42,6 +58,30 @@ std::vector<std::string> FirstNames(const std::vector<std::string>& names) {
   return out;
 }
 
+// "build" or "validate": what the job asks of a worker, for the summaries.
+const char* Verb(const PendingFacts& facts) { return facts.validation ? "validate" : "build"; }
+
+// "a GPU of cc 12.0" (or "cc 9.0 or 12.0"): the GPUs the job needs to run on; "a GPU" when
+// any serves. A validation job names them in its needs, a build on its target GPU in its
+// arch list.
+std::string GpuWanted(const farm::v1::MatrixCell& cell, const PendingFacts& facts) {
+  std::vector<std::string> ccs(facts.needs.gpu_ccs().begin(), facts.needs.gpu_ccs().end());
+  if (!facts.validation) {
+    auto targets = arch::ParseArchList(cell.arch_list());
+    if (targets.ok()) {
+      for (const auto& v : arch::RunsOn(*targets)) ccs.push_back(v.ToString());
+    }
+  }
+  return ccs.empty() ? "a GPU" : "a GPU of cc " + JoinNames(ccs, " or ");
+}
+
+// What stops a worker from taking the job, leaving aside whether it is away or busy.
+std::string BlockerOf(const farm::v1::MatrixCell& cell, const PendingFacts& facts,
+                      const FleetWorker& w, const std::vector<PeerWorker>& peers) {
+  return facts.validation ? ValidationBlocker(cell, facts.needs, w.caps, w.id)
+                          : PlacementBlocker(cell, w.caps, peers, facts.needs, facts.memory);
+}
+
 bool HasCudaVersion(const std::string& cuda, const std::vector<FleetWorker>& fleet) {
   for (const auto& w : fleet) {
     for (const auto& tk : w.caps.toolkits()) {
@@ -52,12 +92,14 @@ bool HasCudaVersion(const std::string& cuda, const std::vector<FleetWorker>& fle
 }
 
 // The sentence for a fleet in which every worker misses the same thing.
-std::string SameLackSummary(Lack lack, const farm::v1::MatrixCell& cell,
+std::string SameLackSummary(Lack lack, const farm::v1::MatrixCell& cell, const PendingFacts& facts,
                             const std::vector<FleetWorker>& fleet) {
+  const std::string verb = Verb(facts);
   switch (lack) {
     case Lack::kQuarantined:
-      return "every worker that could build it is quarantined (its GPU probe failed): fix the "
-             "GPU or driver and restart farm-worker";
+      return "every worker that could " + verb +
+             " it is quarantined (its GPU probe failed): fix the GPU or driver and restart "
+             "farm-worker";
     case Lack::kPlatform:
       return "no worker runs " + cell.platform() + ": add one or drop the cell";
     case Lack::kPython:
@@ -74,7 +116,21 @@ std::string SameLackSummary(Lack lack, const farm::v1::MatrixCell& cell,
     case Lack::kRam:
       return "no worker has the RAM for one compile job: add a worker with more memory or "
              "lower the recipe's gb_per_compile_job";
+    case Lack::kTargetGpu:
+      if (facts.validation) {
+        return "no worker with " + GpuWanted(cell, facts) +
+               " can validate it: add one (its wheels wait for hardware until then)";
+      }
+      return "no worker with " + GpuWanted(cell, facts) +
+             " can build it (the recipe builds on its target GPU): add one or drop the cell";
+    case Lack::kValidatedBefore:
+      return "every worker with " + GpuWanted(cell, facts) +
+             " validated these wheels before: an automatic retry waits for another one";
     default:
+      if (facts.validation) {
+        return "no worker can validate it: it needs " + GpuWanted(cell, facts) +
+               " on a worker with the cell's platform and Python";
+      }
       return "no worker can build it: provision one with everything the cell needs or drop "
              "the cell";
   }
@@ -82,13 +138,13 @@ std::string SameLackSummary(Lack lack, const farm::v1::MatrixCell& cell,
 
 // The summary when no available worker can take the job: a lost or draining worker that
 // could, else what the fleet misses.
-void ExplainNoneAble(const farm::v1::MatrixCell& cell, const std::vector<FleetWorker>& fleet,
-                     Waiting* out) {
+void ExplainNoneAble(const farm::v1::MatrixCell& cell, const PendingFacts& facts,
+                     const std::vector<FleetWorker>& fleet, Waiting* out) {
   std::vector<std::string> sleeping;
   std::vector<Lack> lacks;
   for (const auto& w : fleet) {
     bool away = w.state == "lost" || w.state == "draining" || w.drain_requested;
-    Lack lack = Classify(MissingRequirement(cell, w.caps));
+    Lack lack = Classify(BlockerOf(cell, facts, w, {}));
     if (away && lack == Lack::kNone) {
       sleeping.push_back(w.name + (w.state == "lost" ? " (lost)" : " (draining)"));
     } else if (lack != Lack::kNone) {
@@ -96,14 +152,18 @@ void ExplainNoneAble(const farm::v1::MatrixCell& cell, const std::vector<FleetWo
     }
   }
   if (!sleeping.empty()) {
-    out->summary = "only " + JoinNames(sleeping) +
-                   " can build it: bring it back or undrain it, or add a worker that can";
+    out->summary = "only " + JoinNames(sleeping) + " can " + Verb(facts) +
+                   " it: bring it back or undrain it, or add a worker that can";
     return;
   }
   out->unplaceable = true;
+  // Workers that validated the wheels before and workers without the GPU: nobody else has it.
+  if (std::find(lacks.begin(), lacks.end(), Lack::kValidatedBefore) != lacks.end()) {
+    std::replace(lacks.begin(), lacks.end(), Lack::kTargetGpu, Lack::kValidatedBefore);
+  }
   bool same = !lacks.empty() &&
               std::all_of(lacks.begin(), lacks.end(), [&](Lack l) { return l == lacks.front(); });
-  out->summary = SameLackSummary(same ? lacks.front() : Lack::kOther, cell, fleet);
+  out->summary = SameLackSummary(same ? lacks.front() : Lack::kOther, cell, facts, fleet);
 }
 
 }  // namespace
@@ -131,10 +191,7 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
   bool by_class = !facts.validation || facts.needs.exclude_workers_size() == 0;
   std::vector<std::optional<std::string>> class_blocker;
   auto blocker = [&](const FleetWorker& w) {
-    auto decide = [&] {
-      return facts.validation ? ValidationBlocker(cell, facts.needs, w.caps, w.id)
-                              : PlacementBlocker(cell, w.caps, peers, facts.needs);
-    };
+    auto decide = [&] { return BlockerOf(cell, facts, w, peers); };
     if (!by_class || w.caps_class < 0) return decide();
     if (class_blocker.size() <= static_cast<size_t>(w.caps_class))
       class_blocker.resize(w.caps_class + 1);
@@ -154,11 +211,15 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
   }
   if (fleet.empty()) {
     out.unplaceable = true;
-    out.summary = "no worker is registered: start farm-worker on a host that can build it";
+    out.summary = facts.validation ? "no worker is registered: start farm-worker on a host with " +
+                                         GpuWanted(cell, facts)
+                                   : "no worker is registered: start farm-worker on a host that "
+                                     "can build it";
   } else if (out.able.empty()) {
-    ExplainNoneAble(cell, fleet, &out);
+    ExplainNoneAble(cell, facts, fleet, &out);
   } else {
-    out.summary = "waiting for a free worker: " + JoinNames(FirstNames(out.able)) + " can build it";
+    out.summary = "waiting for a free worker: " + JoinNames(FirstNames(out.able)) + " can " +
+                  Verb(facts) + " it";
   }
   if (!out.unplaceable && facts.not_before_ms > facts.now_ms) {
     out.summary = "retrying after a backoff, not before " + FormatRfc3339(facts.not_before_ms) +

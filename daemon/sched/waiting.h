@@ -35,6 +35,10 @@ struct PendingFacts {
   int64_t now_ms = 0;
   bool validation = false;   // a validation job: ValidationBlocker decides, not placement
   farm::v1::JobNeeds needs;  // what the job needs beyond its cell
+  // What one compile job and the validation need of a worker's memory. The memory the
+  // workers' running jobs hold is left out: the reasons say what a worker lacks, not what
+  // it is busy with.
+  JobMemory memory;
 };
 
 // One worker that cannot take the job now, and why.

@@ -12,6 +12,23 @@ constexpr int kConcurrencyAllow = farm::v1::CONCURRENCY_ALLOW;
 
 std::string Short(const std::string& commit) { return commit.substr(0, 12); }
 
+// Pins the git refs of the recipes `req` requires (recursively) to their commits now, so
+// the digest and the build see the same graph. Local sources lose their client digest, as
+// the requested recipe's does.
+Status PinRequirements(SourceResolver* resolver, farm::v1::SubmitBuildRequest* req) {
+  for (auto& sub : *req->mutable_requirements()) {
+    if (sub.source().has_git() && !sub.source().git().ref().empty()) {
+      auto* git = sub.mutable_source()->mutable_git();
+      FARM_ASSIGN_OR_RETURN(std::string commit, resolver->ResolveGitRef(git->url(), git->ref()));
+      git->set_commit(commit);
+    } else if (!sub.source().has_git()) {
+      sub.clear_source_digest();
+    }
+    FARM_RETURN_IF_ERROR(PinRequirements(resolver, &sub));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<int64_t> NextFireMs(const std::string& cron, const std::string& time_zone,
@@ -50,6 +67,12 @@ std::string InputsDigest(const farm::v1::SubmitBuildRequest& req) {
   }
   field(source);
   field(req.matrix().SerializeAsString());  // repeated fields only: deterministic
+  // A graph is unchanged only when every recipe it requires is.
+  for (const auto& sub : req.requirements()) {
+    std::string digest = InputsDigest(sub);
+    if (digest.empty()) return "";
+    field(digest);
+  }
   return h.HexDigest();
 }
 
@@ -103,6 +126,10 @@ Result<store::ScheduleRunRow> ScheduleRunner::Fire(const store::ScheduleRow& sch
     // farmd cannot read a local directory or tarball, so the digest taken when the
     // schedule was created says nothing about today's content: build it, never reuse.
     req.clear_source_digest();
+  }
+  if (Status pinned = PinRequirements(resolver_, &req); !pinned.ok()) {
+    return Record(schedule, f, farm::v1::RUN_FAILED,
+                  "cannot resolve a required recipe's ref: " + pinned.message());
   }
   std::string digest = InputsDigest(req);
   if (!f.force && !digest.empty()) {

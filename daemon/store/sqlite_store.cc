@@ -11,7 +11,8 @@ namespace farm::store {
 const char kJobColumns[] =
     "id, build_id, cell, state, priority, attempt, worker_id, lease_expiry_ms, "
     "cancel_requested, not_before_ms, error, build_key, created_ms, started_ms, finished_ms, "
-    "reused_from, max_attempts, cancelled_by, kind, target_job_id, target_attempt, needs";
+    "reused_from, max_attempts, cancelled_by, kind, target_job_id, target_attempt, needs, "
+    "compile_mib, validation_mib, held, key_base";
 
 JobRow JobFromRow(const Stmt& s) {
   JobRow j;
@@ -37,6 +38,10 @@ JobRow JobFromRow(const Stmt& s) {
   j.target_job_id = s.Int(19);
   j.target_attempt = static_cast<int>(s.Int(20));
   j.needs = s.Text(21);
+  j.compile_mib = s.Int(22);
+  j.validation_mib = s.Int(23);
+  j.held = static_cast<int>(s.Int(24));
+  j.key_base = s.Text(25);
   return j;
 }
 
@@ -184,6 +189,9 @@ Result<TokenRow> SqliteStore::RevokeToken(const std::string& hash_prefix, int64_
 }
 
 Result<std::vector<TokenRow>> Store::ListTokens() { return Status::Unimplemented("ListTokens"); }
+Result<std::vector<JobRow>> Store::ListRunningJobs(const std::string&) {
+  return Status::Unimplemented("ListRunningJobs");
+}
 Result<TokenRow> Store::RevokeToken(const std::string&, int64_t) {
   return Status::Unimplemented("RevokeToken");
 }
@@ -279,6 +287,21 @@ Status SqliteStore::InsertBuildRow(BuildRow* build) {
   FARM_RETURN_IF_ERROR(b->Run());
   build->id = db_->LastInsertId();
   return Status::Ok();
+}
+
+Result<std::vector<JobRow>> SqliteStore::ListRunningJobs(const std::string& worker_id) {
+  std::lock_guard lock(mu_);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
+                                             " FROM jobs WHERE worker_id = ? AND state = 2 "
+                                             "ORDER BY id LIMIT 1000"));
+  s->Bind(worker_id);
+  std::vector<JobRow> out;
+  for (int i = 0; i < 1000; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(JobFromRow(*s));
+  }
+  return out;
 }
 
 Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
@@ -378,8 +401,9 @@ Status SqliteStore::InsertJob(JobRow* job) {
       auto j,
       db_->Prepare(
           "INSERT INTO jobs(build_id, cell, state, priority, build_key, reused_from, created_ms, "
-          "finished_ms, max_attempts, kind, target_job_id, target_attempt, needs) "
-          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+          "finished_ms, max_attempts, kind, target_job_id, target_attempt, needs, compile_mib, "
+          "validation_mib, held, key_base, not_before_ms, error) "
+          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   j->Bind(job->build_id)
       .BindBlob(job->cell)
       .Bind(job->state)
@@ -392,7 +416,13 @@ Status SqliteStore::InsertJob(JobRow* job) {
       .Bind(job->kind)
       .Bind(job->target_job_id)
       .Bind(job->target_attempt)
-      .BindBlob(job->needs);
+      .BindBlob(job->needs)
+      .Bind(job->compile_mib)
+      .Bind(job->validation_mib)
+      .Bind(job->held)
+      .Bind(job->key_base)
+      .Bind(job->not_before_ms)
+      .Bind(job->error);
   FARM_RETURN_IF_ERROR(j->Run());
   job->id = db_->LastInsertId();
   if (!reused) return Status::Ok();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -33,6 +34,7 @@ class SqliteStore final : public Store {
   Status TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) override;
   Status SetDrainRequested(const std::string& id, bool drain) override;
   Result<int> CountRunningJobs(const std::string& worker_id) override;
+  Result<std::vector<JobRow>> ListRunningJobs(const std::string& worker_id) override;
 
   Status CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) override;
   Result<BuildRow> GetBuild(int64_t id) override;
@@ -118,6 +120,10 @@ class SqliteStore final : public Store {
   Result<int64_t> ScheduleOfBuild(int64_t build_id) override;
   Status CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs, BuildLinks* links) override;
   Result<std::vector<int64_t>> ResolveMergedJobs(int64_t now_ms) override;
+  Result<std::vector<int64_t>> ResolveHeldJobs(int64_t now_ms) override;
+  Result<std::vector<RequirementRow>> ListRequirements(int64_t job_id) override;
+  Result<std::vector<RequirementRow>> ListConsumers(int64_t job_id) override;
+  Result<std::vector<JobInputRow>> ListJobInputs(int64_t job_id) override;
 
   Result<std::vector<PublishCandidate>> ListPublishCandidates(int64_t after_id, int limit) override;
   Status EnqueuePublications(int64_t artifact_id, const std::string& outcome,
@@ -175,6 +181,13 @@ class SqliteStore final : public Store {
   Status StoreValidation(const JobRow& job, const CompletionReport& r);
   Status InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fire_ms);
   Status MergeOntoLeader(JobRow* job, int64_t now_ms);
+  // `job_id` succeeds with copies of the counted attempt's artifacts of `from_job_id`.
+  Status SucceedFrom(int64_t job_id, int64_t from_job_id, int64_t now_ms);
+  // Build graphs (sqlite_store_graph.cc).
+  Status HoldOnRequirements(std::vector<JobRow>* jobs, const BuildLinks& links);
+  Result<std::vector<int64_t>> ResolveHeldLocked(int64_t now_ms, int64_t build_id);
+  Status ReleaseWithInputs(JobRow job, int64_t now_ms);
+  Status ReholdConsumers(int64_t job_id, int64_t now_ms);
   void Bump() { generation_.fetch_add(1); }
   // For writes that may make a job leasable (see Store::QueueGeneration); implies Bump().
   // The hint is refreshed first: a poller that sees the new generation sees the new hint.
@@ -199,6 +212,10 @@ class SqliteStore final : public Store {
   std::atomic<int64_t> pending_jobs_{-1};
   std::atomic<int64_t> earliest_pending_ms_{0};
 };
+
+// A job that waits on another job (a merge or a requirement) has this not_before_ms, so
+// AcquireJob never leases it and MayHaveLeasableJob ignores it.
+inline constexpr int64_t kWaitingNotBefore = std::numeric_limits<int64_t>::max();
 
 // Column list shared by job queries, in JobFromRow order.
 extern const char kJobColumns[];

@@ -108,8 +108,8 @@ Status SqliteStore::WriteLease(JobRow* job, const std::string& worker_id, int64_
 Result<std::vector<int64_t>> SqliteStore::ListLeasableJobIds(int64_t now_ms, int limit) {
   std::lock_guard lock(mu_);
   FARM_ASSIGN_OR_RETURN(auto s,
-                        db_->Prepare("SELECT id FROM jobs WHERE state = 1 AND not_before_ms <= ? "
-                                     "ORDER BY priority DESC, id ASC LIMIT ?"));
+                        db_->Prepare("SELECT id FROM jobs WHERE state = 1 AND held = 0 AND "
+                                     "not_before_ms <= ? ORDER BY priority DESC, id ASC LIMIT ?"));
   s->Bind(now_ms).Bind(limit);
   std::vector<int64_t> ids;
   for (int i = 0; i < limit; ++i) {
@@ -143,7 +143,7 @@ Result<std::vector<std::optional<JobRow>>> SqliteStore::LeaseJobs(
   std::vector<int64_t> builds;
   for (const LeaseRequest& r : requests) {
     auto job = GetJobLocked(r.job_id);
-    if (!job.ok() || job->state != kJobPending || job->not_before_ms > now_ms) {
+    if (!job.ok() || job->state != kJobPending || job->held > 0 || job->not_before_ms > now_ms) {
       out.emplace_back(std::nullopt);
       continue;
     }
@@ -399,13 +399,19 @@ Status SqliteStore::RetryJob(int64_t job_id, int64_t now_ms) {
     return Status::FailedPrecondition("job " + std::to_string(job_id) +
                                       " did not fail and was not cancelled; nothing to retry");
   }
-  // The retried job gets a fresh budget: as many further attempts as it had in all.
+  // The retried job gets a fresh budget: as many further attempts as it had in all. A held
+  // job waits for its required jobs again (ResolveHeldJobs settles it).
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "UPDATE jobs SET state = ?, error = '', finished_ms = 0, cancel_requested = 0, "
-      "worker_id = '', lease_expiry_ms = 0, not_before_ms = 0, max_attempts = ? WHERE id = ?"));
-  s->Bind(kJobPending).Bind(job.attempt + std::max(job.max_attempts, 1)).Bind(job_id);
+      "UPDATE jobs SET state = ?, error = ?, finished_ms = 0, cancel_requested = 0, "
+      "worker_id = '', lease_expiry_ms = 0, not_before_ms = ?, max_attempts = ? WHERE id = ?"));
+  s->Bind(kJobPending)
+      .Bind(std::string(job.held > 0 ? "waiting for the jobs it requires" : ""))
+      .Bind(job.held > 0 ? kWaitingNotBefore : 0)
+      .Bind(job.attempt + std::max(job.max_attempts, 1))
+      .Bind(job_id);
   FARM_RETURN_IF_ERROR(s->Run());
   FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
+  FARM_RETURN_IF_ERROR(ReholdConsumers(job_id, now_ms));
   FARM_RETURN_IF_ERROR(txn.Commit());
   BumpQueue();
   return Status::Ok();

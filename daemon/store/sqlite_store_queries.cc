@@ -84,11 +84,11 @@ Result<std::vector<int64_t>> SqliteStore::CountJobsByState() {
   return counts;
 }
 
-Result<std::vector<JobRow>> SqliteStore::ListJobsInState(int state, int64_t before_id,
-                                                         int limit) {
+Result<std::vector<JobRow>> SqliteStore::ListJobsInState(int state, int64_t before_id, int limit) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
-      " FROM jobs WHERE state = ? AND id < ? ORDER BY id DESC LIMIT ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
+                           " FROM jobs WHERE state = ? AND id < ? ORDER BY id DESC LIMIT ?"));
   s->Bind(state).Bind(before_id > 0 ? before_id : INT64_MAX).Bind(limit);
   std::vector<JobRow> out;
   for (int i = 0; i <= limit; ++i) {
@@ -133,9 +133,9 @@ Result<std::vector<JobTimingRow>> SqliteStore::ListJobTimings(int limit) {
                    "COALESCE(a.started_ms, j.started_ms), j.finished_ms, j.cell FROM jobs j "
                    "JOIN builds b ON b.id = j.build_id "
                    "LEFT JOIN attempts a ON a.job_id = j.id AND a.number = j.attempt "
-                   "WHERE j.state >= 3 AND j.started_ms > 0 AND j.finished_ms > 0 "
+                   "WHERE j.state >= 3 AND j.started_ms > 0 AND j.finished_ms > 0 AND j.kind = ? "
                    "ORDER BY j.finished_ms DESC LIMIT ?"));
-  s->Bind(limit);
+  s->Bind(kJobBuild).Bind(limit);
   std::vector<JobTimingRow> out;
   for (int i = 0; i <= limit; ++i) {
     FARM_ASSIGN_OR_RETURN(bool row, s->Step());
@@ -148,18 +148,21 @@ Result<std::vector<JobTimingRow>> SqliteStore::ListJobTimings(int limit) {
 
 Result<std::vector<IndexArtifactRow>> SqliteStore::ListIndexArtifacts(int limit) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT a.id, a.job_id, a.attempt, a.filename, a.sha256, a.size, a.manifest, "
-      "a.validation, a.created_ms, j.cell FROM artifacts a JOIN jobs j ON j.id = a.job_id "
-      "WHERE j.state = 3 ORDER BY a.id LIMIT ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "SELECT a.id, a.job_id, a.attempt, a.filename, a.sha256, a.size, a.manifest, "
+          "a.validation, a.created_ms, j.cell FROM artifacts a JOIN jobs j ON j.id = a.job_id "
+          "WHERE j.state = 3 ORDER BY a.id LIMIT ?"));
   s->Bind(limit);
   std::vector<IndexArtifactRow> out;
   for (int i = 0; i <= limit; ++i) {
     FARM_ASSIGN_OR_RETURN(bool row, s->Step());
     if (!row) break;
     IndexArtifactRow r;
-    r.artifact = ArtifactRow{s->Int(0), s->Int(1), static_cast<int>(s->Int(2)), s->Text(3),
-                             s->Text(4), s->Int(5), s->Text(6), s->Text(7), s->Int(8)};
+    r.artifact = ArtifactRow{s->Int(0),  s->Int(1),  static_cast<int>(s->Int(2)),
+                             s->Text(3), s->Text(4), s->Int(5),
+                             s->Text(6), s->Text(7), s->Int(8)};
     r.cell = s->Text(9);
     out.push_back(std::move(r));
   }
@@ -177,9 +180,12 @@ Result<std::optional<int64_t>> SqliteStore::LastSuccessfulRunMs(const std::strin
       db_->Prepare(
           "SELECT a.finished_ms - a.started_ms FROM jobs j JOIN builds b ON b.id = j.build_id "
           "JOIN attempts a ON a.job_id = j.id AND a.number = j.attempt "
-          "WHERE j.cell = ? AND j.state = 3 AND j.id < ? AND j.reused_from = 0 AND "
+          "WHERE j.cell = ? AND j.state = 3 AND j.id < ? AND j.reused_from = 0 AND j.kind = ? AND "
           "b.recipe_name = ? AND a.finished_ms > 0 ORDER BY j.id DESC LIMIT 1"));
-  s->BindBlob(cell).Bind(before_job_id > 0 ? before_job_id : INT64_MAX).Bind(recipe_name);
+  s->BindBlob(cell)
+      .Bind(before_job_id > 0 ? before_job_id : INT64_MAX)
+      .Bind(kJobBuild)
+      .Bind(recipe_name);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return std::optional<int64_t>();
   return std::optional<int64_t>(std::max<int64_t>(0, s->Int(0)));

@@ -1,4 +1,5 @@
 // Schedules, their runs, and jobs merged onto an identical job in flight.
+#include <algorithm>
 #include <limits>
 
 #include "daemon/store/sqlite_store_impl.h"
@@ -6,9 +7,6 @@
 namespace farm::store {
 
 namespace {
-
-// A merged job waits with this not_before_ms, so AcquireJob never leases it.
-constexpr int64_t kWaitingNotBefore = std::numeric_limits<int64_t>::max();
 
 constexpr char kScheduleColumns[] =
     "id, name, recipe_name, request, cron, time_zone, missed_policy, concurrency_policy, "
@@ -274,14 +272,47 @@ Status SqliteStore::CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs
       FARM_RETURN_IF_ERROR(MergeOntoLeader(&job, build->created_ms));
     }
   }
+  size_t released = 0;
+  if (!links->requirements.empty()) {
+    FARM_RETURN_IF_ERROR(HoldOnRequirements(jobs, *links));
+    FARM_ASSIGN_OR_RETURN(auto settled, ResolveHeldLocked(build->created_ms, build->id));
+    released = settled.size();
+  }
   FARM_RETURN_IF_ERROR(RefreshBuildState(build->id, build->created_ms));
   if (links->run) {
     links->run->build_id = build->id;
     FARM_RETURN_IF_ERROR(InsertScheduleRunLocked(&*links->run, links->next_fire_ms));
   }
   FARM_RETURN_IF_ERROR(txn.Commit());
-  BumpQueue();
+  // Jobs that wait (merged, held) or were answered from the store give no idle worker a
+  // job: only a leasable one wakes the long polls.
+  bool leasable = released > 0 || std::any_of(jobs->begin(), jobs->end(), [](const JobRow& j) {
+    return j.state == kJobPending && j.not_before_ms == 0;
+  });
+  if (leasable) {
+    BumpQueue();
+  } else {
+    RefreshQueueHint();
+    Bump();
+  }
   return Status::Ok();
+}
+
+Status SqliteStore::SucceedFrom(int64_t job_id, int64_t from_job_id, int64_t now_ms) {
+  FARM_ASSIGN_OR_RETURN(
+      auto copy,
+      db_->Prepare("INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, "
+                   "validation, created_ms, validation_state) SELECT ?, 0, filename, sha256, size, "
+                   "manifest, validation, created_ms, validation_state "
+                   "FROM artifacts WHERE job_id = ? AND attempt = (SELECT attempt FROM jobs WHERE "
+                   "id = ?)"));
+  copy->Bind(job_id).Bind(from_job_id).Bind(from_job_id);
+  FARM_RETURN_IF_ERROR(copy->Run());
+  FARM_ASSIGN_OR_RETURN(
+      auto up, db_->Prepare("UPDATE jobs SET state = 3, reused_from = ?, error = '', "
+                            "not_before_ms = 0, held = 0, finished_ms = ? WHERE id = ?"));
+  up->Bind(from_job_id).Bind(now_ms).Bind(job_id);
+  return up->Run();
 }
 
 Result<std::vector<int64_t>> SqliteStore::ResolveMergedJobs(int64_t now_ms) {
@@ -309,24 +340,7 @@ Result<std::vector<int64_t>> SqliteStore::ResolveMergedJobs(int64_t now_ms) {
   std::vector<int64_t> settled;
   for (const Settle& s : todo) {
     if (s.reuse) {
-      FARM_ASSIGN_OR_RETURN(
-          auto copy,
-          db_->Prepare(
-              "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, manifest, "
-              "validation, created_ms, validation_state) SELECT ?, 0, filename, sha256, size, "
-              "manifest, validation, created_ms, validation_state "
-              "FROM artifacts WHERE job_id = ? AND attempt = (SELECT attempt FROM jobs WHERE id = "
-              "?)"));
-      copy->Bind(s.job).Bind(s.leader).Bind(s.leader);
-      FARM_RETURN_IF_ERROR(copy->Run());
-    }
-    if (s.reuse) {
-      FARM_ASSIGN_OR_RETURN(
-          auto up,
-          db_->Prepare("UPDATE jobs SET state = 3, reused_from = ?, error = '', not_before_ms = 0, "
-                       "finished_ms = ? WHERE id = ?"));
-      up->Bind(s.leader).Bind(now_ms).Bind(s.job);
-      FARM_RETURN_IF_ERROR(up->Run());
+      FARM_RETURN_IF_ERROR(SucceedFrom(s.job, s.leader, now_ms));
     } else {
       FARM_ASSIGN_OR_RETURN(
           auto up, db_->Prepare("UPDATE jobs SET not_before_ms = 0, error = '' WHERE id = ?"));

@@ -113,7 +113,16 @@ struct JobRow {
   int64_t target_job_id = 0;
   int target_attempt = 0;
   std::string needs;  // serialized farm.v1.JobNeeds
+  int64_t compile_mib = 0;     // one compile job of its recipe; 0: not known
+  int64_t validation_mib = 0;  // GPU memory its validation script needs; 0: none
+  // A job of a recipe with `requires:` (ResolveHeldJobs): kHeld/kHeldForced while its
+  // required jobs have not all succeeded; its build_key is empty until then and key_base
+  // is the key without the wheels it consumes.
+  int held = 0;
+  std::string key_base;
 };
+
+
 
 struct AttemptRow {
   int64_t job_id = 0;
@@ -165,6 +174,35 @@ struct ArtifactRow {
   int64_t created_ms = 0;
   int validation_state = kValidationUnspecified;  // the report's state (ValidationStateValue)
 };
+
+inline constexpr int kNotHeld = 0;
+inline constexpr int kHeld = 1;
+inline constexpr int kHeldForced = 2;  // built even when its key succeeded before
+
+// A job another job needs (recipe `requires:`), with that job's state.
+struct RequirementRow {
+  int64_t job_id = 0;           // the consumer
+  int64_t required_job_id = 0;
+  int64_t required_build_id = 0;
+  std::string recipe_name;
+  bool for_build = false;
+  bool for_validation = false;
+  int required_state = 0;      // of the required job
+  int consumer_state = 0;      // of the consumer
+  int64_t consumer_build_id = 0;
+  std::string consumer_recipe;
+};
+
+// A wheel a job consumes: an artifact of one of its required jobs.
+struct JobInputRow {
+  int64_t required_job_id = 0;
+  ArtifactRow artifact;
+};
+
+// The build key of a job that consumes wheels: sha256 over its key without them and the
+// sha256 of each consumed wheel (sorted), so a new wheel gives a new key. "" when
+// `key_base` is "" (the source is unknown).
+std::string KeyWithInputs(const std::string& key_base, std::vector<std::string> wheel_sha256s);
 
 // How a worker's report ends an attempt.
 struct CompletionReport {
@@ -265,6 +303,18 @@ struct BuildLinks {
   // next_fire_ms when >= 0. On success run->id and run->build_id are filled in.
   std::optional<ScheduleRunRow> run;
   int64_t next_fire_ms = -1;
+  // Jobs the new build's jobs require: jobs[index] is stored held (kHeld, or kHeldForced
+  // when `force`) on required_job_id, and settled in the same transaction when those
+  // already ended (ResolveHeldJobs).
+  struct Requirement {
+    size_t index = 0;
+    int64_t required_job_id = 0;
+    std::string recipe_name;
+    bool for_build = false;
+    bool for_validation = false;
+  };
+  std::vector<Requirement> requirements;
+  bool force = false;
 };
 
 // One outbox row of the publisher (docs/publishing.md): a wheel on a GitHub release
@@ -370,6 +420,9 @@ class Store {
   virtual Status SetDrainRequested(const std::string& id, bool drain) = 0;
   // Number of jobs `worker_id` holds right now.
   virtual Result<int> CountRunningJobs(const std::string& worker_id) = 0;
+  // The jobs `worker_id` holds right now, by id (at most 1000). The default answers
+  // Unimplemented.
+  virtual Result<std::vector<JobRow>> ListRunningJobs(const std::string& worker_id);
 
   // --- builds and jobs ---
   // Inserts the build and its jobs in one transaction; fills in the ids. A job with
@@ -452,7 +505,9 @@ class Store {
   // The default answers Unimplemented.
   virtual Result<bool> RecordProgress(const ProgressReport& report);
   // Queues a failed or cancelled job again as a new attempt with a fresh attempt budget;
-  // its history stays. FailedPrecondition for a job that is pending, running or succeeded.
+  // its history stays. Jobs that failed because they require it (directly or through
+  // others) are held again on it. FailedPrecondition for a job that is pending, running or
+  // succeeded.
   virtual Status RetryJob(int64_t job_id, int64_t now_ms) = 0;
   // Cancels pending jobs now and asks the workers of running jobs to stop; `who` is
   // recorded with each job it cancels. FailedPrecondition, changing nothing, for a build
@@ -510,13 +565,14 @@ class Store {
   // (finished - started, terminal jobs that started) over all jobs.
   virtual Result<SpanHistogram> JobSpanHistogram(JobSpan span,
                                                  const std::vector<int64_t>& bounds_ms);
-  // Terminal jobs that ran, newest finish first, at most `limit`.
+  // Terminal build jobs that ran (validation jobs are no build time), newest finish first,
+  // at most `limit`.
   virtual Result<std::vector<JobTimingRow>> ListJobTimings(int limit);
   // Artifacts of succeeded jobs (reused jobs' copies included), by artifact id.
   virtual Result<std::vector<IndexArtifactRow>> ListIndexArtifacts(int limit);
-  // The run time (start to end of its counted attempt) of the newest job before
+  // The run time (start to end of its counted attempt) of the newest build job before
   // `before_job_id` that succeeded by building (not reused) the same serialized cell for a
-  // build of `recipe_name`; nullopt when there is none.
+  // build of `recipe_name`; nullopt when there is none. Validation jobs never count.
   virtual Result<std::optional<int64_t>> LastSuccessfulRunMs(const std::string& recipe_name,
                                                              const std::string& cell,
                                                              int64_t before_job_id);
@@ -551,6 +607,22 @@ class Store {
   // was cancelled the waiting job is released to be built itself (a failed result is
   // never reused). Returns the ids of the settled jobs.
   virtual Result<std::vector<int64_t>> ResolveMergedJobs(int64_t now_ms);
+
+  // --- build graphs (sqlite_store_graph.cc) ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // Settles held jobs whose required jobs ended: when all succeeded the job records their
+  // wheels as its inputs, takes the key KeyWithInputs(key_base, their sha256s) and is then
+  // answered from a succeeded job with that key (unless forced), merged onto an identical
+  // job in flight, or released to be built; when one failed or was cancelled the job fails
+  // with an error naming it (and stays held, so a retry of that job releases it). Returns
+  // the ids of the settled jobs.
+  virtual Result<std::vector<int64_t>> ResolveHeldJobs(int64_t now_ms);
+  // The jobs `job_id` requires, in the order they were stored.
+  virtual Result<std::vector<RequirementRow>> ListRequirements(int64_t job_id);
+  // The jobs that require `job_id`, by id.
+  virtual Result<std::vector<RequirementRow>> ListConsumers(int64_t job_id);
+  // The wheels `job_id` was given (empty while it is held), by artifact id.
+  virtual Result<std::vector<JobInputRow>> ListJobInputs(int64_t job_id);
 
   // --- publication outbox (sqlite_store_publish.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.

@@ -7,6 +7,7 @@
 #
 # usage: catalog_on_gpu_host.sh STEP BUNDLE.tar.xz SOURCES_DIR WORK OUTDIR
 #   STEP: sage-hopper | sage-blackwell | sageattn3 | flash-attn | flash-attn-3 | triton | index
+#         | arrival (the example built by a GPU-less worker, validated by a GPU worker started later)
 #   BUNDLE: bin/{farmd,farm-worker,farmctl} and lib/ with their shared libraries.
 #   SOURCES_DIR: the source tarballs (one top directory each, submodules filled in):
 #     sageattention-d1a57a5.tar.gz  thu-ml/SageAttention d1a57a546c3d395b1ffcbeecc66d81db76f3b4b5
@@ -38,22 +39,35 @@ wait_for() {  # FILE SECONDS
   echo "timed out waiting for $1" >&2; return 1
 }
 
-start_farm() {
+start_farm() {  # [worker env...]: the first worker's environment
   rm -f "$work/addr" "$work/http"
   "$bin/farmd" --data-dir "$work/data" --listen 127.0.0.1:0 --ready-file "$work/addr" \
     --http-listen 127.0.0.1:0 --http-ready-file "$work/http" >>"$out/farmd.log" 2>&1 &
   farmd_pid=$!
   wait_for "$work/addr" 30 || exit 1
-  "$bin/farm-worker" --server-file "$work/addr" --enroll-token-file "$work/data/enroll.token" \
-    --state-dir "$work/worker" --work-dir "$work/worker/work" --name gpu-host --python "$py" \
+  start_worker "${first_worker:-gpu-host}" "$work/worker" "$@"
+}
+
+worker_pids=()
+start_worker() {  # NAME STATE_DIR [ENV...]; waits until the worker registered
+  local name=$1 state=$2; shift 2
+  env "$@" "$bin/farm-worker" --server-file "$work/addr" --enroll-token-file "$work/data/enroll.token" \
+    --state-dir "$state" --work-dir "$state/work" --name "$name" --python "$py" \
     >>"$out/worker.log" 2>&1 &
-  worker_pid=$!
-  for _ in $(seq 1 120); do "${ctl[@]}" --output json workers | grep -q '"gpus"' && break; sleep 0.5; done
+  worker_pids+=($!)
+  for _ in $(seq 1 120); do "${ctl[@]}" --output json workers | grep -q "\"$name\"" && break; sleep 0.5; done
 }
 
 stop_farm() {
-  kill -TERM "$worker_pid" 2>/dev/null; wait "$worker_pid" 2>/dev/null
+  for pid in "${worker_pids[@]}"; do kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
   kill -TERM "$farmd_pid" 2>/dev/null; wait "$farmd_pid" 2>/dev/null
+}
+
+# Lists what /simple/PROJECT/ offers (an error text when it has no page).
+index_page() {  # PROJECT
+  "$py" -c 'import sys, urllib.request as u
+try: print(u.urlopen(sys.argv[1], timeout=10).read().decode())
+except Exception as e: print("error:", e)' "http://$(cat "$work/http")/simple/$1/"
 }
 
 # Writes <package>/recipe-gpu-host.yaml beside the catalog recipe (patches and the
@@ -91,7 +105,14 @@ build() {  # NAME RECIPE SOURCE SECONDS
   "${ctl[@]}" show "$id" | tee "$out/$1_show.txt"
 }
 
-start_farm
+if [[ $step == arrival ]]; then
+  # The first worker sees no GPU (the CUDA driver honours CUDA_VISIBLE_DEVICES).
+  work=$work/arrival; mkdir -p "$work"
+  ctl=("$bin/farmctl" --server-file "$work/addr" --token-file "$work/data/admin.token")
+  first_worker=cpu-host start_farm CUDA_VISIBLE_DEVICES=-1
+else
+  start_farm
+fi
 trap stop_farm EXIT
 case $step in
   sage-hopper)
@@ -103,7 +124,8 @@ case $step in
   sageattn3)  # the patch takes 12.0a from the arch list; an H100 cannot validate it
     build sageattn3 "$(host_recipe sageattn3 '["12.0a"]')" "$sources/sageattention-d1a57a5.tar.gz" 560 ;;
   flash-attn)  # Hopper only; run again until the build succeeds (the compile cache keeps the work)
-    build flash_attn "$(host_recipe flash-attn '["9.0"]')" "$sources/flash-attention-v2.8.3.tar.gz" 560 ;;
+    build flash_attn "$(host_recipe flash-attn '["9.0"]' FLASH_ATTN_HEAD_DIMS=128 MAX_JOBS=16)" \
+      "$sources/flash-attention-v2.8.3.tar.gz" 560 ;;
   flash-attn-3)  # head dim 128 only, without FP8 and the optional features
     reduced=()
     for f in HDIM64 HDIM96 HDIM192 HDIM256 HDIMDIFF64 HDIMDIFF192 FP8 SPLIT PAGEDKV APPENDKV \
@@ -125,12 +147,30 @@ for c in r["cases"]: print(" ", c["name"], c.get("cosine"), c.get("relative_l1")
   index)  # what the pip index offers: only validated wheels
     http=$(cat "$work/http")
     for project in sageattention sageattn3 flash-attn flash-attn-3; do
-      echo "--- /simple/$project/"
-      "$py" -c 'import sys, urllib.request as u
-try: print(u.urlopen(sys.argv[1], timeout=10).read().decode())
-except Exception as e: print("error:", e)' "http://$http/simple/$project/"
+      echo "--- /simple/$project/"; index_page "$project"
     done | tee "$out/index.txt"
     "${ctl[@]}" list | tee -a "$out/index.txt" ;;
+  arrival)  # a GPU-less worker builds 9.0;12.0a; a GPU worker that arrives later validates
+    "${ctl[@]}" workers | tee "$out/arrival.txt"
+    sed -e "s|python: \\[.*\\]|python: [\"$pyver\"]|" -e 's|arch_lists: \[.*\]|arch_lists: ["9.0;12.0a"]|' \
+      "$repo/kernels/examples/attn_example/recipe.yaml" >"$repo/kernels/examples/attn_example/recipe-gpu-host.yaml"
+    say "arrival: build on the GPU-less worker"
+    timeout 300 "${ctl[@]}" submit "$repo/kernels/examples/attn_example/recipe-gpu-host.yaml" \
+      --python "$pyver" --arch-list "9.0;12.0a" --follow >"$out/arrival_build.log" 2>&1
+    echo "exit $?" | tee -a "$out/arrival.txt"
+    { "${ctl[@]}" show 1; echo "--- /simple/attn-example/ before"; index_page attn-example; } \
+      | tee -a "$out/arrival.txt"
+    say "arrival: a GPU worker registers"
+    start_worker gpu-arrives "$work/worker2"
+    for _ in $(seq 1 240); do
+      "${ctl[@]}" --output json show 1 | "$py" -c 'import json, sys
+jobs = json.load(sys.stdin).get("jobs", [])
+sys.exit(0 if any(j.get("kind") == "JOB_VALIDATE" and j.get("state") in ("JOB_SUCCEEDED", "JOB_FAILED")
+                  for j in jobs) else 1)' && break; sleep 1
+    done
+    { "${ctl[@]}" workers; "${ctl[@]}" show 1; echo "--- /simple/attn-example/ after"
+      index_page attn-example; } | tee -a "$out/arrival.txt"
+    "${ctl[@]}" --output json show 1 >"$out/arrival_build.json" ;;
   *) echo "unknown step $step" >&2; exit 2 ;;
 esac
 say "done"

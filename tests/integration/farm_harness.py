@@ -30,6 +30,20 @@ def wait_until(predicate, timeout, what, interval=0.1):
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def pure_python_source(root, name, files=None):
+    """Writes `root`/`name`-src: a setuptools package of one module `name` (VALUE = 1), plus
+    `files` ({relative path: text}); returns its directory."""
+    src = os.path.join(root, name + "-src")
+    os.makedirs(src, exist_ok=True)
+    sources = {"setup.py": f"from setuptools import setup\nsetup(name='{name}', version='1.0', "
+                           f"py_modules=['{name}'])\n",
+               name + ".py": "VALUE = 1\n", **(files or {})}
+    for path, text in sources.items():
+        with open(os.path.join(src, path), "w") as f:
+            f.write(text)
+    return src
+
+
 def pid_alive(pid):
     """True when `pid` exists and is not a zombie."""
     try:
@@ -66,10 +80,10 @@ class Farm:
         self.address = None
 
     # --- processes -------------------------------------------------------------------
-    def _spawn(self, argv, log_name):
+    def _spawn(self, argv, log_name, env=None):
         log = open(os.path.join(self.root, log_name), "ab")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=env)
         log.close()
         self.procs.append(proc)
         return proc
@@ -91,13 +105,16 @@ class Farm:
                                            "the dashboard's ready file").strip()
         return self.farmd
 
-    def start_worker(self, name="worker-1", *extra):
+    def start_worker(self, name="worker-1", *extra, prefix=(), env=None):
+        """Starts farm-worker; `prefix` runs it through a wrapper (a namespace, a chroot),
+        which must exec it so that the harness's pid is the worker's."""
         state = os.path.join(self.root, name)
         os.makedirs(state, exist_ok=True)
-        return self._spawn([FARM_WORKER, "--server-file", os.path.join(self.root, "farmd.addr"),
+        return self._spawn([*prefix, FARM_WORKER, "--server-file",
+                            os.path.join(self.root, "farmd.addr"),
                             "--enroll-token-file", os.path.join(self.data, "enroll.token"),
                             "--state-dir", state, "--work-dir", os.path.join(state, "work"),
-                            "--name", name, *extra], f"{name}.log")
+                            "--name", name, *extra], f"{name}.log", env=env)
 
     def stop(self, proc, sig=signal.SIGTERM, timeout=20):
         if proc.poll() is None:

@@ -140,6 +140,9 @@ def test_follow_says_why_a_job_waits_and_how_far_one_runs(farm):
                           10, "the worker's reason")
         progress = wait_until(lambda: out.find(r"progress: \d+/400 units \(\d+%\)"), 60,
                               "a progress line")
+        # The worker by its name, as every listing shows it.
+        assert out.find(r"^farmctl: job \d+ \(py3\.11 cuda13\.0\) running on worker-1$"), \
+            out.lines
         wait_until(lambda: out.find(r"^\[job \d+\] \[\d+/400\] compiling unit"), 30,
                    "the build's own lines")
         assert follow.poll() is None, "the lines came only when farmctl ended"

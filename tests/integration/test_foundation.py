@@ -2,7 +2,6 @@
 import hashlib
 import os
 import re
-import signal
 import textwrap
 import time
 import zipfile

@@ -329,6 +329,7 @@ def test_a_link_cut_for_60_s_within_the_lease_loses_nothing(mfarm):
     build_id = mfarm.ctl_json("submit", recipe, "--force")["id"]
     mfarm.wait_running(build_id, min_lines=3)
     job, holder = job_holder(mfarm, build_id)
+    log_before = len(mfarm.log(holder))
     mfarm.net.cut(holder)
     try:
         time.sleep(60)  # the build ends while the link is down; its log waits
@@ -344,6 +345,11 @@ def test_a_link_cut_for_60_s_within_the_lease_loses_nothing(mfarm):
     assert seqs == list(range(1, len(seqs) + 1))
     ticks = [e["text"] for e in entries if e["text"].startswith("tick ")]
     assert ticks == [f"tick {i}" for i in range(1, 16)]
+    # The worker said so at info level: one warning for the outage, one line when it ended.
+    worker_log = mfarm.log(holder)[log_before:]
+    assert worker_log.count("heartbeat failed") == 1, worker_log[-3000:]
+    assert "heartbeat reached farmd again after" in worker_log, worker_log[-3000:]
+    assert "farmd cancelled" not in worker_log, worker_log[-3000:]
 
 
 def test_a_link_cut_past_the_lease_moves_the_job_and_the_late_report_is_refused(mfarm):

@@ -8,10 +8,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 
-import pytest
 
 from farm_harness import REPO, kill9_tree, wait_until
 

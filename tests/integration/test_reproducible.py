@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from farm_harness import EXAMPLE_RECIPE, wait_until
+from farm_harness import EXAMPLE_RECIPE
 from test_foundation import ARCH_LIST, only_job
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,

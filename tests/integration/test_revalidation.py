@@ -1,5 +1,6 @@
-"""Wheels that wait for hardware are validated when a GPU they run on arrives
-(docs/gpu-validation.md, "Validation when the GPU arrives").
+"""Wheels that wait for hardware are validated when a GPU they run on arrives, and a recipe
+that builds on its target GPU waits for one (docs/gpu-validation.md, "Validation when the
+GPU arrives").
 
 Real farmd, farm-worker, farmctl, nvcc and pip. This machine has no GPU: the second worker
 reports one through its test-only --test-fake-gpu switch, and the recipe's validation
@@ -52,6 +53,19 @@ def example_with_passing_script(root):
     return os.path.join(dst, "recipe.yaml")
 
 
+def on_target_gpu(recipe):
+    """The same package, arch 9.0, built only on a GPU of cc 9.0 (build_on_target_gpu);
+    its build prints the GPU it was given."""
+    with open(recipe) as f:
+        text = f.read()
+    text = re.sub(r"arch_lists: \[.*\]", 'arch_lists: ["9.0"]', text)
+    text = text.replace("build: |\n", 'build: |\n  echo "target GPU: CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"\n')
+    path = os.path.join(os.path.dirname(recipe), "on-gpu.yaml")
+    with open(path, "w") as f:
+        f.write(text + "build_on_target_gpu: true\n")
+    return path
+
+
 def index_of(farm, project):
     try:
         with urllib.request.urlopen(f"http://{farm.http_address}/simple/{project}/",
@@ -73,6 +87,16 @@ def wait_for_validation(farm, build_id, seconds=120):
     raise AssertionError(f"no validation job ended in {seconds} s: {build}")
 
 
+def wait_for_build(farm, build_id, seconds=180):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        build = farm.ctl_json("show", str(build_id))
+        if build["state"] not in ("BUILD_QUEUED", "BUILD_RUNNING"):
+            return build
+        time.sleep(0.5)
+    raise AssertionError(f"build {build_id} did not end in {seconds} s: {build}")
+
+
 def test_a_gpu_worker_started_later_validates_without_a_new_submission(farm):
     farm.start_farmd(http=True)
     farm.start_worker("builder")
@@ -83,19 +107,41 @@ def test_a_gpu_worker_started_later_validates_without_a_new_submission(farm):
     assert artifact["validation"]["state"] == "VALIDATION_PENDING_HARDWARE", artifact
     assert artifact["filename"] not in index_of(farm, "attn-example")
 
+    # A build on its target GPU: the idle GPU-less builder leaves it, and says why.
+    on_gpu = farm.ctl_json("submit", on_target_gpu(recipe))
+    pending = only_job(farm.ctl_json("show", str(on_gpu["id"])))
+    assert pending["state"] == "JOB_PENDING" and pending.get("unplaceable"), pending
+    assert pending["waiting_reason"] == (
+        "no worker with a GPU of cc 9.0 can build it (the recipe builds on its target GPU): "
+        "add one or drop the cell"), pending
+    shown = farm.ctl("show", str(on_gpu["id"])).stdout
+    assert "the recipe builds on the GPU it targets (build_on_target_gpu): needs a GPU of " \
+        "cc 9.0, this worker has no GPU" in shown, shown
+
     farm.start_worker("gpu-1", "--test-fake-gpu", "Fake H100:9.0")
+    on_gpu = wait_for_build(farm, on_gpu["id"])
+    assert on_gpu["state"] == "BUILD_SUCCEEDED", on_gpu
+    (attempt,) = only_job(on_gpu)["attempts"]
+    gpu_id = [w["id"] for w in farm.ctl_json("workers")["workers"] if w["name"] == "gpu-1"]
+    assert [attempt["worker_id"]] == gpu_id, (attempt, gpu_id)
+    log = farm.ctl("logs", str(only_job(on_gpu)["id"])).stdout
+    assert "building on GPU 0 (Fake H100, cc 9.0)" in log, log
+    assert "target GPU: CUDA_VISIBLE_DEVICES=0" in log, log
+    (wheel,) = only_job(on_gpu)["artifacts"]
+    assert wheel["validation"]["state"] == "VALIDATION_PASSED", wheel
+
     build, validation = wait_for_validation(farm, build["id"])
     assert validation["state"] == "JOB_SUCCEEDED", validation
     (built,) = [j for j in build["jobs"] if j.get("kind", "JOB_BUILD") == "JOB_BUILD"]
     assert str(validation["target_job_id"]) == str(built["id"]), validation
     builds = farm.ctl_json("list")["builds"]
-    assert len(builds) == 1, builds  # no new submission
+    assert len(builds) == 2, builds  # this one and the build on its target GPU, nothing new
     (stored,) = [a for j in build["jobs"] for a in j.get("artifacts", [])]
     assert stored["validation"]["state"] == "VALIDATION_PASSED", stored
     assert stored["validation"]["gpu_name"] == "Fake H100"
     assert stored["filename"] in index_of(farm, "attn-example")
     shown = farm.ctl("show", str(build["id"])).stdout
-    assert f"validates job {validation['target_job_id']}" in shown, shown
+    assert f"validation of job {validation['target_job_id']} attempt 1" in shown, shown
 
     # By hand: a new validation job for the same wheel, which the GPU worker runs again.
     again = farm.ctl_json("validate", str(stored["id"]))

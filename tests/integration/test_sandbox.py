@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from farm_harness import pids_with_args, wait_until
+from farm_harness import pids_with_args, pure_python_source, wait_until
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
                                 reason="bubblewrap (bwrap) is not installed on this machine")
@@ -17,15 +17,7 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
 
 def package(root, name, probes):
     """A pure-Python package whose build first runs `probes` (bash), then builds its wheel."""
-    src = os.path.join(root, name + "-src")
-    os.makedirs(src, exist_ok=True)
-    with open(os.path.join(src, "setup.py"), "w") as f:
-        f.write(f"from setuptools import setup\nsetup(name='{name}', version='1.0', "
-                f"py_modules=['{name}'])\n")
-    with open(os.path.join(src, name + ".py"), "w") as f:
-        f.write("VALUE = 1\n")
-    with open(os.path.join(src, "probes.sh"), "w") as f:
-        f.write(textwrap.dedent(probes))
+    pure_python_source(root, name, {"probes.sh": textwrap.dedent(probes)})
     recipe = os.path.join(root, name + ".yaml")
     with open(recipe, "w") as f:
         f.write(textwrap.dedent(f"""\

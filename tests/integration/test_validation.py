@@ -10,7 +10,7 @@ import textwrap
 import urllib.error
 import urllib.request
 
-from farm_harness import EXAMPLE_RECIPE
+from farm_harness import EXAMPLE_RECIPE, pure_python_source
 from test_foundation import ARCH_LIST, only_job
 
 EXAMPLE_DIR = os.path.dirname(EXAMPLE_RECIPE)
@@ -24,13 +24,7 @@ def job_log(farm, job_id):
 
 def pure_package(root, name, validation, build_extra=""):
     """A recipe building a small pure-Python wheel (no nvcc) with a `validation` section."""
-    src = os.path.join(root, name + "-src")
-    os.makedirs(src, exist_ok=True)
-    with open(os.path.join(src, "setup.py"), "w") as f:
-        f.write(f"from setuptools import setup\nsetup(name='{name}', version='1.0', "
-                f"py_modules=['{name}'])\n")
-    with open(os.path.join(src, name + ".py"), "w") as f:
-        f.write("VALUE = 1\n")
+    pure_python_source(root, name)
     recipe = os.path.join(root, name + ".yaml")
     with open(recipe, "w") as f:
         f.write(textwrap.dedent(f"""\

@@ -16,8 +16,11 @@ std::string JobKey(int64_t job, int32_t attempt) {
 }  // namespace
 
 Agent::Agent(WorkerConfig config, std::string enroll_token, AgentDeps deps, AgentTimings timings)
-    : config_(std::move(config)), enroll_token_(std::move(enroll_token)), deps_(std::move(deps)),
-      timings_(timings), worker_env_(BaseEnv(CurrentEnv())) {
+    : config_(std::move(config)),
+      enroll_token_(std::move(enroll_token)),
+      deps_(std::move(deps)),
+      timings_(timings),
+      worker_env_(BaseEnv(CurrentEnv())) {
   heartbeat_ms_ = timings_.default_heartbeat_ms;
 }
 
@@ -65,8 +68,8 @@ Status Agent::RegisterOnce() {
     if (!IsAuthError(r.status()) && r.status().code() != StatusCode::kPermissionDenied) {
       return r.status();
     }
-    log::Warn("farmd does not accept worker " + id.worker_id + " (" +
-              r.status().message() + "); enrolling again");
+    log::Warn("farmd does not accept worker " + id.worker_id + " (" + r.status().message() +
+              "); enrolling again");
     req.clear_worker_id();
   }
   auto r = deps_.client->Register(req, enroll_token_);
@@ -117,7 +120,7 @@ void Agent::SendHeartbeat(bool draining) {
     std::lock_guard lock(mu_);
     req.set_worker_id(identity_.worker_id);
     for (const auto& j : jobs_) {
-      if (j.done->load()) continue;
+      if (j.done->load() || j.control->reported) continue;
       auto* r = req.add_running();
       r->set_job_id(j.job.job_id());
       r->set_attempt(j.job.attempt());
@@ -138,10 +141,20 @@ void Agent::SendHeartbeat(bool draining) {
   req.set_draining(draining);
   auto resp = deps_.client->Heartbeat(req);
   if (!resp.ok()) {
-    if (IsAuthError(resp.status())) Reregister(resp.status());
-    else if (resp.status().code() == StatusCode::kUnavailable) deps_.client->Reconnect();
-    log::Debug("heartbeat: " + resp.status().ToString());
+    if (IsAuthError(resp.status()))
+      Reregister(resp.status());
+    else if (resp.status().code() == StatusCode::kUnavailable)
+      deps_.client->Reconnect();
+    int failures = ++heartbeat_failures_;
+    if (failures == 1) {
+      log::Warn("heartbeat failed (" + resp.status().ToString() + "); retrying");
+    } else {
+      log::Debug("heartbeat: " + resp.status().ToString());
+    }
     return;
+  }
+  if (int failed = heartbeat_failures_.exchange(0); failed > 0) {
+    log::Info("heartbeat reached farmd again after " + std::to_string(failed) + " failed");
   }
   if (req.has_capabilities()) {
     std::lock_guard lock(mu_);
@@ -149,7 +162,9 @@ void Agent::SendHeartbeat(bool draining) {
   }
   for (const auto& c : resp->cancel()) {
     auto it = controls.find({c.job_id(), c.attempt()});
-    if (it == controls.end()) continue;
+    // A job whose completion report farmd accepted while the heartbeat was in flight is no
+    // longer running there: "cancelled" would only mislead the log.
+    if (it == controls.end() || it->second->reported) continue;
     log::Info("farmd cancelled " + JobKey(c.job_id(), c.attempt()));
     it->second->Stop(farm::v1::CAUSE_CANCELLED, "cancelled by farmd");
   }
@@ -177,6 +192,10 @@ void Agent::ProbeLoop() {
     b.clear_free_disk_bytes();
     if (a.SerializeAsString() != b.SerializeAsString()) {
       log::Info("capabilities changed; reporting them");
+      if (fresh.gpu_driver_error() != caps_.gpu_driver_error() &&
+          !fresh.gpu_driver_error().empty()) {
+        log::Error(fresh.gpu_driver_error());
+      }
       caps_changed_ = true;
     }
     caps_ = fresh;
@@ -185,9 +204,9 @@ void Agent::ProbeLoop() {
 
 void Agent::StartJob(const farm::v1::AcquireJobResponse& resp) {
   const auto& job = resp.job();
-  log::Info("took " + JobKey(job.job_id(), job.attempt()) + " (" +
-            job.recipe().name() + ", python " + job.cell().python() + ", cuda " +
-            job.cell().cuda() + ", arch " + job.cell().arch_list() + ")");
+  log::Info("took " + JobKey(job.job_id(), job.attempt()) + " (" + job.recipe().name() +
+            ", python " + job.cell().python() + ", cuda " + job.cell().cuda() + ", arch " +
+            job.cell().arch_list() + ")");
   JobSettings settings;
   {
     std::lock_guard lock(mu_);
@@ -202,8 +221,18 @@ void Agent::StartJob(const farm::v1::AcquireJobResponse& resp) {
   settings.shutting_down = &stopping_;
   settings.compile_cache = compile_cache_.get();
   settings.log_buffer_bytes = config_.log_buffer_bytes;
-  JobDeps jd{deps_.client, deps_.runner, deps_.executor, deps_.probe, deps_.clock, deps_.wheel_hook};
-  RunningJob entry{job, std::make_shared<JobControl>(), std::make_shared<std::atomic<bool>>(false), {}};
+  settings.validation_held_gb = [this](int64_t job_id) {
+    std::lock_guard lock(mu_);
+    double held = 0;
+    for (const RunningJob& j : jobs_) {
+      if (!j.done->load() && j.job.job_id() != job_id) held += ValidationReserveGb(j.job, caps_);
+    }
+    return held;
+  };
+  JobDeps jd{deps_.client, deps_.runner, deps_.executor,
+             deps_.probe,  deps_.clock,  deps_.wheel_hook};
+  RunningJob entry{
+      job, std::make_shared<JobControl>(), std::make_shared<std::atomic<bool>>(false), {}};
   auto control = entry.control;
   auto done = entry.done;
   entry.thread = std::thread([this, jd, settings, job, control, done]() mutable {
@@ -256,8 +285,10 @@ void Agent::AcquireLoop() {
     auto resp = deps_.client->AcquireJob(req);
     if (stopping_) break;
     if (!resp.ok()) {
-      if (IsAuthError(resp.status())) Reregister(resp.status());
-      else if (resp.status().code() == StatusCode::kUnavailable) deps_.client->Reconnect();
+      if (IsAuthError(resp.status()))
+        Reregister(resp.status());
+      else if (resp.status().code() == StatusCode::kUnavailable)
+        deps_.client->Reconnect();
       log::Warn("AcquireJob failed: " + resp.status().ToString());
       SleepUnlessStopped(backoff.NextDelayMs());
       continue;
@@ -302,11 +333,13 @@ Status Agent::Run() {
   log::RegisterSecret(enroll_token_);
   log::RegisterSecret(stored.worker_token);
   farm::v1::Capabilities caps = deps_.probe->Probe();
-  log::Info(caps.hostname() + " " + caps.platform() + ", " +
-            std::to_string(caps.cpu_cores()) + " cores, " + std::to_string(caps.ram_bytes() >> 30) +
-            " GiB RAM, " + std::to_string(caps.gpus_size()) + " GPU(s), " +
-            std::to_string(caps.toolkits_size()) + " CUDA toolkit(s), " +
-            std::to_string(caps.pythons_size()) + " Python(s)");
+  log::Info(caps.hostname() + " " + caps.platform() + ", " + std::to_string(caps.cpu_cores()) +
+            " cores, " + std::to_string(caps.ram_bytes() >> 30) + " GiB RAM, " +
+            std::to_string(caps.gpus_size()) + " GPU(s), " + std::to_string(caps.toolkits_size()) +
+            " CUDA toolkit(s), " + std::to_string(caps.pythons_size()) + " Python(s)" +
+            (caps.wsl2() ? ", WSL2" : "") +
+            (caps.cuda_driver_library().empty() ? "" : ", driver " + caps.cuda_driver_library()));
+  if (!caps.gpu_driver_error().empty()) log::Error(caps.gpu_driver_error());
   {
     std::lock_guard lock(mu_);
     identity_ = stored;

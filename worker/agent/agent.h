@@ -89,12 +89,15 @@ class Agent {
   std::atomic<bool> stopping_{false};
   std::mutex mu_;
   std::condition_variable cv_;
-  WorkerIdentity identity_;            // guarded by mu_
-  farm::v1::Capabilities caps_;        // guarded by mu_
-  bool caps_changed_ = false;          // guarded by mu_
-  int64_t heartbeat_ms_ = 5000;        // guarded by mu_
-  std::list<RunningJob> jobs_;         // guarded by mu_
-  std::mutex register_mu_;             // one registration at a time
+  WorkerIdentity identity_;      // guarded by mu_
+  farm::v1::Capabilities caps_;  // guarded by mu_
+  bool caps_changed_ = false;    // guarded by mu_
+  int64_t heartbeat_ms_ = 5000;  // guarded by mu_
+  // Heartbeats failed in a row: the first failure of an outage is a warning, the rest are
+  // debug lines, and the one that gets through again says how long farmd was unreachable.
+  std::atomic<int> heartbeat_failures_{0};
+  std::list<RunningJob> jobs_;  // guarded by mu_
+  std::mutex register_mu_;      // one registration at a time
 };
 
 }  // namespace farm::agent

@@ -7,6 +7,9 @@
 #include <cmath>
 #include <filesystem>
 
+#include "common/arch.h"
+#include "worker/agent/probe.h"
+
 extern char** environ;
 
 namespace farm::agent {
@@ -28,7 +31,8 @@ bool MentionsNvccThreads(const farm::v1::Recipe& recipe) {
 
 void SetParallelism(const JobEnvInputs& in, EnvMap& env) {
   const auto& recipe = in.job->recipe();
-  int slots = ComputeMaxJobs(in.cores, in.available_memory_bytes, recipe.gb_per_compile_job());
+  int slots = ComputeMaxJobs(in.cores, in.available_memory_bytes, recipe.gb_per_compile_job(),
+                             in.reserved_bytes);
   bool want_threads = MentionsNvccThreads(recipe) && env.count("NVCC_THREADS") == 0;
   int threads = want_threads ? std::clamp(slots, 1, kMaxNvccThreads) : 1;
   if (want_threads) env["NVCC_THREADS"] = std::to_string(threads);
@@ -64,10 +68,11 @@ EnvMap CurrentEnv() {
   return env;
 }
 
-int ComputeMaxJobs(int cores, int64_t available_bytes, double gb_per_job) {
+int ComputeMaxJobs(int cores, int64_t available_bytes, double gb_per_job, int64_t reserved_bytes) {
   if (gb_per_job <= 0) gb_per_job = kDefaultGbPerJob;
   double gib = static_cast<double>(available_bytes) / double(int64_t{1} << 30);
-  int64_t by_memory = static_cast<int64_t>(std::floor(0.85 * gib / gb_per_job));
+  double reserved_gib = static_cast<double>(reserved_bytes) / double(int64_t{1} << 30);
+  int64_t by_memory = static_cast<int64_t>(std::floor((0.85 * gib - reserved_gib) / gb_per_job));
   int64_t jobs = std::min<int64_t>(std::max(cores, 1), by_memory);
   return static_cast<int>(std::max<int64_t>(1, jobs));
 }
@@ -100,7 +105,55 @@ Result<farm::v1::CudaToolkit> SelectToolkit(const farm::v1::MatrixCell& cell,
                           (have.empty() ? "none" : have) + ")");
 }
 
+double ValidationReserveGb(const farm::v1::JobAssignment& job, const farm::v1::Capabilities& caps) {
+  bool unified = std::any_of(caps.gpus().begin(), caps.gpus().end(),
+                             [](const farm::v1::Gpu& g) { return g.unified_memory(); });
+  if (!unified || job.recipe().validation().script().empty()) return 0;
+  // A cell without arch targets validates on any GPU.
+  if (job.cell().arch_list().empty()) return job.recipe().validation().gpu_memory_gb();
+  auto targets = arch::ParseArchList(job.cell().arch_list());
+  if (!targets.ok()) return 0;
+  std::vector<arch::Version> runs_on = arch::RunsOn(*targets);
+  for (const farm::v1::Gpu& gpu : caps.gpus()) {
+    arch::Version cc{gpu.cc_major(), gpu.cc_minor()};
+    if (std::find(runs_on.begin(), runs_on.end(), cc) != runs_on.end()) {
+      return job.recipe().validation().gpu_memory_gb();
+    }
+  }
+  return 0;
+}
+
+bool TargetsSm121(const farm::v1::MatrixCell& cell) {
+  auto targets = arch::ParseArchList(cell.arch_list());
+  if (!targets.ok()) return false;
+  return std::any_of(targets->begin(), targets->end(),
+                     [](const arch::Target& t) { return t.major == 12 && t.minor == 1; });
+}
+
 namespace {
+
+// What the host kind needs that the notes found the hard way; a recipe's own values win.
+void SetHostNeeds(const JobEnvInputs& in, EnvMap& env) {
+  const auto& fixed = in.job->recipe().env();
+  auto unset = [&](const std::string& key) {
+    return !fixed.contains(key) && !in.job->env().contains(key);
+  };
+  if (!in.toolkit.path().empty() && TargetsSm121(in.job->cell()) && unset("TRITON_PTXAS_PATH")) {
+    env["TRITON_PTXAS_PATH"] = in.toolkit.path() + "/bin/ptxas";
+  }
+  if (!in.wsl2) return;
+  // The driver's directory first: its libcuda is the only one that reaches the GPU.
+  std::string runtime = kWslDriverDir;
+  if (!in.toolkit.path().empty()) runtime += ":" + in.toolkit.path() + "/lib64";
+  for (const auto& [key, dirs] : {std::pair<std::string, std::string>{"LD_LIBRARY_PATH", runtime},
+                                  {"LIBRARY_PATH", kWslDriverDir}}) {
+    std::string& value = env[key];
+    if (value.find(kWslDriverDir) == std::string::npos) {
+      value = dirs + (value.empty() ? "" : ":" + value);
+    }
+  }
+  if (unset("PYTORCH_CUDA_ALLOC_CONF")) env["PYTORCH_CUDA_ALLOC_CONF"] = kWsl2AllocConf;
+}
 
 // What a deterministic `pip wheel` needs from the environment; a recipe's own values win.
 void SetReproducible(const JobEnvInputs& in, EnvMap& env) {
@@ -164,6 +217,7 @@ EnvMap BuildJobEnv(const JobEnvInputs& in) {
   env["FARM_TORCH_VERSION"] = job.cell().torch();
   if (!job.cell().arch_list().empty()) env["TORCH_CUDA_ARCH_LIST"] = job.cell().arch_list();
   SetParallelism(in, env);
+  SetHostNeeds(in, env);
   SetReproducible(in, env);
   for (auto it = env.begin(); it != env.end();) {
     bool leaks = std::any_of(in.secrets.begin(), in.secrets.end(), [&](const std::string& s) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "common/flags.h"
@@ -115,6 +116,13 @@ std::string HostName() {
   return buf;
 }
 
+// `path` made absolute against the current directory (unchanged when that is unknown).
+std::string Absolute(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
 }  // namespace
 
 std::string WorkerUsage() {
@@ -138,10 +146,12 @@ Result<WorkerConfig> ParseWorkerFlags(int argc, char** argv, bool* help) {
     return Status::InvalidArgument("give exactly one of --server and --server-file");
   }
   c.enroll_token_file = flags.Get("enroll-token-file");
-  c.state_dir = flags.Get("state-dir", c.state_dir);
-  c.work_dir = flags.Get("work-dir", c.state_dir + "/work");
+  // Absolute from here on: builds, nvcc and the probe kernels run in other directories, where
+  // a relative path would name something else.
+  c.state_dir = Absolute(flags.Get("state-dir", c.state_dir));
+  c.work_dir = Absolute(flags.Get("work-dir", c.state_dir + "/work"));
   c.ccache = !flags.Has("no-ccache");
-  c.ccache_dir = flags.Get("ccache-dir", c.work_dir + "/ccache");
+  c.ccache_dir = Absolute(flags.Get("ccache-dir", c.work_dir + "/ccache"));
   c.ccache_max_size = flags.Get("ccache-max-size", c.ccache_max_size);
   if (c.ccache_max_size.empty() || c.ccache_max_size.find_first_of(" \t") != std::string::npos) {
     return Status::InvalidArgument("--ccache-max-size needs a size such as 20G");

@@ -54,6 +54,10 @@ class JobControl {
     return detail_;
   }
 
+  // Set once farmd accepted the attempt's completion report: heartbeats stop listing the
+  // job, and a cancel for it that crossed the report is moot.
+  std::atomic<bool> reported{false};
+
   // Last log seq handed to the log shipper, reported in heartbeats.
   std::atomic<int64_t> log_seq{0};
 

@@ -25,6 +25,7 @@ using farm::v1::LogStream;
 
 constexpr int64_t kReportRetryMs = 5 * 60 * 1000;
 constexpr int64_t kShutdownRetryMs = 8000;
+constexpr int64_t kInstallTimeoutMs = 10 * 60 * 1000;
 
 std::string JobName(const farm::v1::JobAssignment& job) {
   return "job " + std::to_string(job.job_id()) + " attempt " + std::to_string(job.attempt());
@@ -135,6 +136,13 @@ ExecutableCheck ImageCheckFor(Executor& executor, const std::string& ws, const s
   return [&executor, base](const std::string& path) { return HasExecutable(executor, base, path); };
 }
 
+// "8 GB of unified memory held for GPU validation" for the build's log line.
+std::string HeldText(double gb) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.3g GB of unified memory held for GPU validation", gb);
+  return buf;
+}
+
 }  // namespace
 
 JobRunner::JobRunner(JobDeps deps, JobSettings settings, farm::v1::JobAssignment job,
@@ -224,11 +232,12 @@ Result<std::string> JobRunner::FetchAndPatch(LogShipper& log, StepRunner& steps,
   return src;
 }
 
-Result<std::vector<std::string>> JobRunner::DownloadWheels(LogShipper& log,
-                                                           const std::string& dir) {
+Result<std::vector<std::string>> JobRunner::FetchArtifacts(
+    LogShipper& log, const std::string& dir,
+    const google::protobuf::RepeatedPtrField<farm::v1::Artifact>& artifacts) {
   FARM_RETURN_IF_ERROR(fs::MakeDirs(dir));
   std::vector<std::string> wheels;
-  for (const farm::v1::Artifact& a : job_.artifacts()) {
+  for (const farm::v1::Artifact& a : artifacts) {
     if (a.filename().empty() || a.filename().find('/') != std::string::npos ||
         a.filename()[0] == '.') {
       return Status::InvalidArgument("artifact " + std::to_string(a.id()) +
@@ -250,8 +259,51 @@ Result<std::vector<std::string>> JobRunner::DownloadWheels(LogShipper& log,
     }
     wheels.push_back(path);
   }
+  return wheels;
+}
+
+Result<std::vector<std::string>> JobRunner::DownloadWheels(LogShipper& log,
+                                                           const std::string& dir) {
+  FARM_ASSIGN_OR_RETURN(auto wheels, FetchArtifacts(log, dir, job_.artifacts()));
   if (wheels.empty()) return Status::FailedPrecondition("the validation job names no wheel");
   return wheels;
+}
+
+Status JobRunner::FetchInputs(LogShipper& log, const std::string& ws) {
+  inputs_ = InputWheels{.dir = ws + "/inputs"};
+  for (const farm::v1::JobInput& input : job_.inputs()) {
+    if (input.artifacts_size() == 0) {
+      return Status::FailedPrecondition("required job " + std::to_string(input.job_id()) + " (" +
+                                        input.recipe_name() + ") gave no wheel");
+    }
+    control_->log_seq = log.Append(
+        farm::v1::SYSTEM, "farm: requires " + input.recipe_name() + " from job " +
+                              std::to_string(input.job_id()) + " (build " +
+                              std::to_string(input.build_id()) + ") for " +
+                              (input.for_build() && input.for_validation() ? "build and validation"
+                               : input.for_build()                         ? "the build"
+                                                                           : "validation"));
+    FARM_ASSIGN_OR_RETURN(auto paths, FetchArtifacts(log, inputs_.dir, input.artifacts()));
+    for (const std::string& p : paths) {
+      if (input.for_build()) inputs_.for_build.push_back(p);
+      if (input.for_validation()) inputs_.for_validation.push_back(p);
+    }
+  }
+  return Status::Ok();
+}
+
+Status JobRunner::InstallBuildInputs(LogShipper& log, StepRunner& steps, const std::string& venv) {
+  if (inputs_.for_build.empty()) return Status::Ok();
+  control_->log_seq =
+      log.Append(farm::v1::SYSTEM, "farm: installing " + std::to_string(inputs_.for_build.size()) +
+                                       " required wheel(s) into the build venv (--no-index)");
+  std::vector<std::string> argv = {venv + "/bin/python", "-m", "pip", "install", "--no-deps",
+                                   "--no-index", "--disable-pip-version-check", "--no-input",
+                                   "--find-links", inputs_.dir};
+  argv.insert(argv.end(), inputs_.for_build.begin(), inputs_.for_build.end());
+  Status installed = steps.Run(argv, inputs_.dir, kInstallTimeoutMs);
+  if (!installed.ok()) return installed.WithContext("installing the required wheels");
+  return Status::Ok();
 }
 
 Outcome JobRunner::ExecuteValidation(LogShipper& log, const std::string& ws) {
@@ -281,6 +333,9 @@ Outcome JobRunner::ExecuteValidation(LogShipper& log, const std::string& ws) {
   auto wheels = DownloadWheels(log, ws + "/wheels");
   if (control_->stopped()) return StoppedOutcome({});
   if (!wheels.ok()) return Infra("fetching the wheels failed: " + wheels.status().message());
+  if (Status s = FetchInputs(log, ws); !s.ok()) {
+    return Infra("fetching the required wheels failed: " + s.message());
+  }
   if (Status s = fs::MakeDirs(ws + "/tmp"); !s.ok()) return Infra(s.message());
   farm::v1::ArchManifest manifest;
   for (const auto& a : job_.artifacts()) {
@@ -324,12 +379,20 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
                      log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
                    });
   FARM_RETURN_IF_ERROR(CreateVenv(steps, python.path(), recipe.system_site_packages(), ws + "/venv"));
+  FARM_RETURN_IF_ERROR(FetchInputs(log, ws));
+  FARM_RETURN_IF_ERROR(InstallBuildInputs(log, steps, ws + "/venv"));
   FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/wheels"));
   FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/tmp"));
   JobEnvInputs in{&job_, settings_.worker_env, ws + "/venv", ws + "/wheels", ws + "/tmp",
                   python.version(), toolkit, settings_.caps.cpu_cores(),
                   deps_.probe->AvailableMemoryBytes(), settings_.secrets,
                   SourceDateEpoch(*deps_.runner, src)};
+  in.wsl2 = settings_.caps.wsl2();
+  // Unified memory: this job's validation and those of the jobs beside it share the RAM
+  // the compile jobs use.
+  double held_gb = ValidationReserveGb(job_, settings_.caps);
+  if (settings_.validation_held_gb) held_gb += settings_.validation_held_gb(job_.job_id());
+  in.reserved_bytes = static_cast<int64_t>(held_gb * double(int64_t{1} << 30));
   EnvMap env = BuildJobEnv(in);
   if (recipe.build_on_target_gpu()) {
     FARM_ASSIGN_OR_RETURN(farm::v1::Gpu gpu, TargetGpu(job_.cell(), settings_.caps));
@@ -347,7 +410,7 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   if (!cache_use.note.empty()) system(cache_use.note);
   system("running the build command in " + build_dir + " (MAX_JOBS=" + env["MAX_JOBS"] +
          (toolkit.path().empty() ? "" : ", CUDA " + toolkit.version()) + ", executor " +
-         deps_.executor->Name() + ")");
+         deps_.executor->Name() + (held_gb > 0 ? ", " + HeldText(held_gb) : "") + ")");
   ExecRequest req{{"bash", "-eo", "pipefail", "-c", recipe.build_command()}, build_dir, env, ws,
                   recipe.container_image(), kKillGraceMs, cache_use.mounts};
   req.network = recipe.network();
@@ -518,6 +581,8 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(
   venv_in.venv_dir = in.dir + "/venv";
   in.env = BuildJobEnv(venv_in);
   in.find_links.push_back(env_in.wheel_dir);
+  in.required_wheels = inputs_.for_validation;
+  if (!inputs_.for_validation.empty()) in.find_links.push_back(inputs_.dir);
   // The job's executor decides where validation runs: on the host for native jobs, else
   // each step in one container of the recipe's image, GPUs as for the build, offline.
   std::unique_ptr<ProcessRunner> runner = MakeValidationRunner(
@@ -556,6 +621,7 @@ void JobRunner::Report(const Outcome& outcome, int64_t last_seq) {
   std::string what = JobName(job_) + " ended " + farm::v1::AttemptCause_Name(outcome.cause) +
                      (outcome.detail.empty() ? "" : " (" + outcome.detail + ")");
   if (done.ok()) {
+    control_->reported = true;
     log::Info(what + "; farmd says " + farm::v1::JobState_Name(done->state()));
   } else {
     log::Warn(what + "; reporting it failed: " + done.status().ToString());

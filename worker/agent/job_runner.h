@@ -56,6 +56,9 @@ struct JobSettings {
   std::string worker_id;                // named in validation reports
   CompileCache* compile_cache = nullptr;  // the worker's ccache; null: builds run without
   int64_t log_buffer_bytes = int64_t{64} << 20;  // LogShipperOptions::max_buffered_bytes
+  // On a unified-memory host: the GPU validation memory (GiB) the worker's other running
+  // jobs hold (ValidationReserveGb of each job but `job_id`); empty: none.
+  std::function<double(int64_t job_id)> validation_held_gb;
 };
 
 // How an attempt ended, as reported in CompleteJob.
@@ -83,6 +86,15 @@ class JobRunner {
   // validation script lives in it).
   Outcome ExecuteValidation(LogShipper& log, const std::string& ws);
   Result<std::vector<std::string>> DownloadWheels(LogShipper& log, const std::string& dir);
+  // Fetches `artifacts` from farmd into `dir`, each checked against its sha256 and size.
+  Result<std::vector<std::string>> FetchArtifacts(
+      LogShipper& log, const std::string& dir,
+      const google::protobuf::RepeatedPtrField<farm::v1::Artifact>& artifacts);
+  // Fetches the wheels of the jobs this one requires (job_.inputs()) into <ws>/inputs and
+  // sorts them into inputs_.
+  Status FetchInputs(LogShipper& log, const std::string& ws);
+  // Installs inputs_.for_build into the build venv, from exactly those files.
+  Status InstallBuildInputs(LogShipper& log, StepRunner& steps, const std::string& venv);
   Result<std::string> FetchAndPatch(LogShipper& log, StepRunner& steps, const std::string& ws);
   Result<Outcome> Build(LogShipper& log, const std::string& ws, const std::string& src);
   Outcome FinishWheels(LogShipper& log, const JobEnvInputs& env_in, const std::string& build_dir,
@@ -100,8 +112,16 @@ class JobRunner {
   Outcome StoppedOutcome(Outcome base) const;
   int64_t RetryDeadlineMs(int64_t normal_ms) const;
 
+  // The wheels of required jobs, as fetched: for the build venv and for validation.
+  struct InputWheels {
+    std::string dir;
+    std::vector<std::string> for_build;
+    std::vector<std::string> for_validation;
+  };
+
   JobDeps deps_;
   JobSettings settings_;
+  InputWheels inputs_;
   farm::v1::JobAssignment job_;
   std::shared_ptr<JobControl> control_;
 };

@@ -286,7 +286,8 @@ int PrintProbe(const WorkerConfig& config) {
   options.preserve_proto_field_names = true;
   (void)google::protobuf::util::MessageToJsonString(caps, &json, options);
   std::fputs(json.c_str(), stdout);
-  return caps.probe_error().empty() ? 0 : 1;
+  if (!caps.gpu_driver_error().empty()) log::Error(caps.gpu_driver_error());
+  return caps.probe_error().empty() && caps.gpu_driver_error().empty() ? 0 : 1;
 }
 
 }  // namespace farm::agent

@@ -65,6 +65,39 @@ Status ParsePythonProbe(const std::string& text, farm::v1::PythonInterpreter* py
 // True when the kernel release names WSL2 ("microsoft", "WSL2", any case).
 bool KernelReleaseIsWsl2(const std::string& release);
 
+// Where WSL2 mounts the Windows NVIDIA driver's Linux libraries (libcuda.so.1 among them).
+inline constexpr char kWslDriverDir[] = "/usr/lib/wsl/lib";
+
+// The CUDA driver libraries to try, in order. On WSL2 the Windows driver's copy in
+// kWslDriverDir comes first: it is the only libcuda that reaches the GPU there, and the
+// loader does not always know the directory (no ld.so.conf entry, a sandbox, a service
+// started before it was mounted). Elsewhere the loader's libcuda.so.1.
+std::vector<std::string> CudaDriverCandidates(bool wsl2);
+
+// True when a CUDA_VISIBLE_DEVICES value (nullptr: unset) shows the process no GPU: empty,
+// or a first entry that is not a device ("-1", "none", "NoDevFiles"). cuInit then fails
+// with CUDA_ERROR_NO_DEVICE by the user's choice, and the worker is a CPU-only one.
+bool CudaVisibleDevicesHidesEveryGpu(const char* value);
+
+// What the probe found of the WSL2 driver layout when no libcuda could be used.
+struct Wsl2DriverFacts {
+  bool driver_dir_exists = false;  // kWslDriverDir
+  bool libcuda_exists = false;     // kWslDriverDir/libcuda.so.1
+  bool dxg_exists = false;         // /dev/dxg, the GPU paravirtualization device
+  std::string load_error;          // dlerror() of the WSL2 libcuda, or cuInit's error
+};
+
+// Why a WSL2 host reports no GPU, and how to fix it (on Windows: the NVIDIA driver,
+// `wsl --update`, `wsl --shutdown`; never a Linux driver inside WSL2).
+std::string Wsl2DriverError(const Wsl2DriverFacts& facts);
+
+// True when a GPU shares the host's memory instead of having its own: the driver says it
+// is integrated (CU_DEVICE_ATTRIBUTE_INTEGRATED), or it reaches pageable host memory
+// through the host's page tables and reports about as much memory as the host has (GB10;
+// a GH200's HBM is a fraction of its host memory, so it stays discrete).
+bool IsUnifiedMemoryGpu(bool integrated, bool uses_host_page_tables, int64_t gpu_bytes,
+                        int64_t host_ram_bytes);
+
 // "linux_x86_64" for "x86_64", "linux_aarch64" for "aarch64"/"arm64".
 std::string PlatformTag(const std::string& machine);
 
@@ -73,8 +106,11 @@ const char* PythonProbeScript();
 
 // --- the real machine ---------------------------------------------------------------------
 
-// Enumerates GPUs through the CUDA driver API loaded with dlopen("libcuda.so.1").
-// Without a driver (or with cuInit failing) returns zero GPUs and leaves versions empty.
+// Enumerates GPUs through the CUDA driver API loaded with dlopen (CudaDriverCandidates;
+// caps->wsl2 and ram_bytes must be set). Without a driver (or with cuInit failing) adds
+// zero GPUs and leaves versions empty; on WSL2, or where an NVIDIA kernel module is
+// loaded, it also says why in caps->gpu_driver_error. A unified-memory GPU reports the
+// host's RAM as its memory.
 void ProbeGpus(farm::v1::Capabilities* caps);
 
 // Interpreters to probe: `configured` when given, else /usr/bin/python3* then python3*
@@ -83,7 +119,8 @@ std::vector<std::string> DiscoverPythons(const std::vector<std::string>& configu
 
 // `farm-worker --probe`: probes this host (probe kernels included unless turned off) and
 // prints the capabilities as JSON on stdout. Returns the exit code: 0, or 1 when the probe
-// kernels failed and the worker would be quarantined.
+// kernels failed and the worker would be quarantined, or the host's GPU driver cannot be
+// used (gpu_driver_error).
 int PrintProbe(const WorkerConfig& config);
 
 class SystemProbe final : public CapabilityProbe {

@@ -120,6 +120,37 @@ bool KernelReleaseIsWsl2(const std::string& release) {
   return r.find("microsoft") != std::string::npos || r.find("wsl2") != std::string::npos;
 }
 
+std::vector<std::string> CudaDriverCandidates(bool wsl2) {
+  if (wsl2) return {std::string(kWslDriverDir) + "/libcuda.so.1", "libcuda.so.1"};
+  return {"libcuda.so.1"};
+}
+
+std::string Wsl2DriverError(const Wsl2DriverFacts& f) {
+  const std::string dir = kWslDriverDir;
+  std::string what;
+  if (!f.driver_dir_exists) {
+    what = dir + " does not exist: Windows did not hand its GPU driver to this distribution";
+  } else if (!f.libcuda_exists) {
+    what = dir +
+           "/libcuda.so.1 does not exist: the Windows NVIDIA driver is missing or too "
+           "old for CUDA on WSL2";
+  } else {
+    what = dir + "/libcuda.so.1 cannot be used: " + f.load_error;
+  }
+  if (!f.dxg_exists) what += "; /dev/dxg is missing too (no GPU paravirtualization)";
+  return "WSL2 host without a usable CUDA driver, so no GPU: " + what +
+         ". Fix: on Windows, install the current NVIDIA driver for the GPU (it brings CUDA for "
+         "WSL2), run `wsl --update` and then `wsl --shutdown`, and start the worker again; "
+         "never install a Linux NVIDIA driver inside WSL2";
+}
+
+bool IsUnifiedMemoryGpu(bool integrated, bool uses_host_page_tables, int64_t gpu_bytes,
+                        int64_t host_ram_bytes) {
+  if (integrated) return true;
+  return uses_host_page_tables && host_ram_bytes > 0 &&
+         static_cast<double>(gpu_bytes) >= 0.9 * static_cast<double>(host_ram_bytes);
+}
+
 std::string PlatformTag(const std::string& machine) {
   if (machine == "arm64" || machine == "aarch64") return "linux_aarch64";
   return "linux_" + machine;

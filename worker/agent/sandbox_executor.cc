@@ -99,7 +99,8 @@ SandboxOptions DetectSandboxOptions(const std::string& bwrap) {
   std::error_code ec;
   for (const auto& e : stdfs::directory_iterator("/dev", ec)) {
     std::string name = e.path().filename().string();
-    if (name.rfind("nvidia", 0) == 0) o.devices.push_back(e.path().string());
+    // /dev/dxg is WSL2's GPU: its CUDA driver reaches the Windows driver through it.
+    if (name.rfind("nvidia", 0) == 0 || name == "dxg") o.devices.push_back(e.path().string());
   }
   std::sort(o.devices.begin(), o.devices.end());
   for (const auto& e : stdfs::directory_iterator(o.etc, ec)) {

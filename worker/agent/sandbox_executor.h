@@ -57,8 +57,8 @@ std::string ToSandboxPath(const std::string& text, const std::string& workspace)
 // pyvenv.cfg's `home`. Paths are resolved through symlinks.
 std::vector<std::string> PythonReadPaths(const std::string& python);
 
-// The host's NVIDIA device nodes (/dev/nvidia*, /dev/nvidia-caps/*), and the entries of
-// /etc whose names start with "farm" (the worker's and farmd's configuration).
+// The host's GPU device nodes (/dev/nvidia*, /dev/nvidia-caps/*, WSL2's /dev/dxg), and the entries
+// of /etc whose names start with "farm" (the worker's and farmd's configuration).
 SandboxOptions DetectSandboxOptions(const std::string& bwrap);
 
 // Runs `bwrap ... true` once: OK when the sandbox works on this host, else why not.

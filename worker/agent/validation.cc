@@ -60,6 +60,7 @@ std::vector<std::string> InstallArgv(const std::string& python, const Validation
     argv.push_back(dir);
   }
   argv.insert(argv.end(), in.wheels.begin(), in.wheels.end());
+  argv.insert(argv.end(), in.required_wheels.begin(), in.required_wheels.end());
   for (const std::string& r : in.job->recipe().validation().runtime_requirements()) {
     argv.push_back(r);
   }

@@ -63,6 +63,7 @@ struct ValidationInputs {
   std::string dir;                         // <ws>/validate, created here
   std::string build_dir;                   // source tree (after `subdirectory`)
   std::vector<std::string> find_links;     // where runtime requirements are found
+  std::vector<std::string> required_wheels;  // wheels of required jobs (recipe `requires:`)
   EnvMap env;                              // the job's environment, venv not yet set
   farm::v1::Capabilities caps;
   std::string worker_id;

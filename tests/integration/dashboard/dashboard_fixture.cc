@@ -5,7 +5,9 @@
 //       [--line-ms MS] [--lines N] [--fill-builds N --jobs-per-build N] [--workers N]
 //       [--wheel FILE,CUDA,TORCH,STATE]...   (STATE: passed, pending, failed)
 //
-// --demo creates a 2x2 build whose first job logs a line every --line-ms and then succeeds.
+// --demo creates a 2x2 build whose first job logs a line every --line-ms and then succeeds,
+// a finished build with a failure, and a build for an RTX 5090 (12.0a) whose wheel waits
+// for hardware with its validation job pending (no worker has a GPU of cc 12.0).
 // --workers registers N workers with CUDA 13.0 (the filled builds' CUDA 12.8 cells are then
 // unplaceable), so pages that explain waiting jobs do real placement work.
 // Writes "127.0.0.1:PORT" to the ready file and serves until SIGTERM or SIGINT.
@@ -59,6 +61,8 @@ Status AddWorkers(store::Store* st, int64_t now) {
     g->set_name(i == 2 ? "NVIDIA GB10" : "NVIDIA H100"), g->set_cc_major(i == 2 ? 12 : 9);
     g->set_cc_minor(i == 2 ? 1 : 0);
     caps.add_toolkits()->set_version("13.0");
+    auto* py = caps.add_pythons();
+    py->set_version("3.12"), py->set_torch_version("2.9.0");
     FARM_RETURN_IF_ERROR(st->UpsertWorker(store::WorkerRow{
         "w" + std::to_string(i + 1), "worker-" + std::to_string(i + 1), caps.SerializeAsString(),
         states[i], now, now}));
@@ -114,6 +118,39 @@ void RunDemoJob(store::Store* st, const Args& a) {
   (void)st->CompleteAttempt(r, clock.NowUnixMs());
 }
 
+// A build of one 12.0a cell built on w2 (no GPU of cc 12.0), its wheel pending hardware,
+// and the validation job that waits for an RTX 5090.
+Status AddPendingValidation(store::Store* st, int64_t now) {
+  auto build = NewBuild("sageattention", now - 1'800'000);
+  std::vector<store::JobRow> jobs(1);
+  jobs[0].cell = Cell("3.12", "2.9", "13.0", "12.0a"), jobs[0].created_ms = build.created_ms;
+  FARM_RETURN_IF_ERROR(st->CreateBuild(&build, &jobs));
+  FARM_ASSIGN_OR_RETURN(auto job, st->AcquireJob("w2", now - 1'700'000, 3'600'000,
+                                                 [&](const store::JobRow& j) {
+                                                   return j.id == jobs[0].id ? "" : "other";
+                                                 }));
+  if (!job) return Status::Internal("acquire failed");
+  farm::v1::ValidationReport v;
+  v.set_state(farm::v1::VALIDATION_PENDING_HARDWARE);
+  v.set_message("no GPU of cc 12.0 on this worker");
+  farm::v1::ArchManifest m;
+  m.add_runs_on("12.0");
+  auto* img = m.add_images();
+  img->set_module("sageattention/_qattn_sm120.so"), img->set_kind("sass"), img->set_arch("sm_120a");
+  FARM_RETURN_IF_ERROR(st->InsertArtifact(store::ArtifactRow{0, jobs[0].id, 1,
+      "sageattention-2.2.0-cp312-cp312-linux_x86_64.whl", Sha256Hex("rtx"), 3,
+      m.SerializeAsString(), v.SerializeAsString(), now - 1'600'000}).status());
+  store::CompletionReport r;
+  r.job_id = jobs[0].id, r.attempt = 1, r.worker_id = "w2";
+  FARM_RETURN_IF_ERROR(st->CompleteAttempt(r, now - 1'600'000).status());
+  farm::v1::JobNeeds needs;
+  needs.add_gpu_ccs("12.0");
+  return st->QueueValidationJob({.build_id = build.id, .cell = jobs[0].cell,
+                                 .created_ms = now - 1'600'000, .kind = store::kJobValidate,
+                                 .target_job_id = jobs[0].id, .target_attempt = 1,
+                                 .needs = needs.SerializeAsString()}).status();
+}
+
 Status AddDemo(store::Store* st, int64_t now) {
   FARM_RETURN_IF_ERROR(AddWorkers(st, now));
   auto build = NewBuild("attn-example", now - 60'000);
@@ -140,7 +177,7 @@ Status AddDemo(store::Store* st, int64_t now) {
     if (i == 1) r.cause = store::kCauseBuildFailed, r.exit_code = 2, r.detail = "nvcc failed";
     FARM_RETURN_IF_ERROR(st->CompleteAttempt(r, now - 3'400'000 + i * 700'000).status());
   }
-  return Status::Ok();
+  return AddPendingValidation(st, now);
 }
 
 // Bulk rows for the benchmark: builds of `per` jobs, most succeeded, some failed.

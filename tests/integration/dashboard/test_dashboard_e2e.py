@@ -1,9 +1,11 @@
 """End-to-end test of the web dashboard in real headless Chromium.
 
 The dashboard is served by dashboard_fixture over a store it fills: a 2x2 build whose first
-job writes a log line every 300 ms and then succeeds. The browser opens the overview,
-follows the running job's log live, watches the job's cell turn to succeeded, and fails on
-any JavaScript error. Screenshots go to screenshots/ next to this file.
+job writes a log line every 300 ms and then succeeds, and a build whose wheel waits for an
+RTX 5090 with its validation job pending. The browser opens the overview, follows the
+running job's log live, watches the job's cell turn to succeeded, finds the validation job
+labelled with the job it validates and what it waits for, and fails on any JavaScript
+error. Screenshots go to screenshots/ next to this file.
 """
 import os
 import shutil
@@ -88,7 +90,8 @@ def _walk_through(p):
     p.go("/")
     job_id = p.wait("const a = document.querySelector('#running a[href^=\"#/job/\"]');"
                     "return a && a.getAttribute('href').split('/')[2]", "a running job")
-    assert p.js("return document.getElementById('queue-depth').textContent") == "3"
+    # The 2x2 build's three other cells and the RTX build's validation job.
+    assert p.js("return document.getElementById('queue-depth').textContent") == "4"
     assert "nvcc failed" in p.js("return document.getElementById('failures').textContent")
     fleet = p.js("return document.querySelectorAll('tr[data-worker]').length")
     assert fleet == 3
@@ -132,6 +135,8 @@ def _walk_through(p):
     p.no_errors()
     p.shot("job-finished")
 
+    _validation_job(p)
+
     # Workers page and the duration chart.
     p.go("/workers")
     p.wait("return document.querySelectorAll('tr[data-worker]').length === 3", "workers table")
@@ -140,6 +145,39 @@ def _walk_through(p):
            "chart points")
     p.no_errors()
     p.shot("chart")
+
+
+def _validation_job(p):
+    """The RTX build (#3): its validation job sits in the cell of the job it validates and
+    beside that job's wheel, says which GPU it waits for, and has a page of its own."""
+    p.go("/builds")
+    row = "document.querySelector('tr[data-build=\"3\"]')"
+    p.wait(f"return {row} && {row}.textContent.includes('(1 validation)')", "the validation count")
+    assert "blocked" not in p.js(f"return {row}.textContent")  # its wheel exists
+    p.go("/build/3")
+    v = "document.querySelector('td.cell .validation-job')"
+    p.wait(f"return {v}", "the validation job in its cell")
+    assert p.js("return document.querySelectorAll('td.cell').length") == 1
+    text = p.js(f"return {v}.textContent")
+    assert "pending" in text and "no worker with a GPU of cc 12.0 can validate it" in text, text
+    validation_id = p.js(f"return {v}.dataset.validationJob")
+    built_id = p.js("return document.querySelector('td.cell').dataset.job")
+    wheel = p.js("return document.querySelector('#wheels tr[data-wheel]').textContent")
+    assert "pending hardware" in wheel and f"validation job {validation_id}" in wheel, wheel
+    p.no_errors()
+    p.shot("build-validation-pending")
+    p.go(f"/job/{validation_id}")
+    p.wait("return document.getElementById('validation-of')", "the validation job's label")
+    head = p.js("return document.getElementById('job-head').textContent")
+    assert f"Validation job {validation_id}" in head, head
+    target = p.js("return document.querySelector('#validation-of a').getAttribute('href')")
+    assert f"validation of job {built_id} attempt 1" in " ".join(head.split()), head
+    assert target == f"#/job/{built_id}", target
+    summary = p.js("return document.querySelector('#waiting .waiting-summary').textContent")
+    assert summary.startswith("no worker with a GPU of cc 12.0 can validate it"), summary
+    assert "makes no wheels" in p.js("return document.getElementById('job-artifacts').textContent")
+    p.no_errors()
+    p.shot("job-validation-pending")
 
 
 def test_dashboard_of_a_real_farm_follows_a_build_to_success(farm):

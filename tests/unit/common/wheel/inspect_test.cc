@@ -202,9 +202,14 @@ TEST_F(InspectTest, ExpectedPlatformAndPythonMismatch) {
   InspectOptions arm;
   arm.expected_platform = "linux_aarch64";
   ExpectOnly(Inspect(spec, arm), "tag-platform-mismatch", "");
+  // A manylinux environment needs a manylinux tag that promises no newer glibc.
   InspectOptions manylinux;
   manylinux.expected_platform = "manylinux_2_28_x86_64";
-  EXPECT_TRUE(Inspect(spec, manylinux).ok());
+  ExpectOnly(Inspect(spec, manylinux), "tag-manylinux-mismatch", "");
+  WheelSpec tagged;
+  Replace(&tagged.filename, "linux_x86_64", "manylinux_2_17_x86_64");
+  Replace(&tagged.wheel, "linux_x86_64", "manylinux_2_17_x86_64");
+  EXPECT_TRUE(Inspect(tagged, manylinux).ok());
   InspectOptions py;
   py.expected_python_tag = "cp311";
   ExpectOnly(Inspect(spec, py), "tag-python-mismatch", "");

@@ -1,11 +1,13 @@
 // AcquireJob through the dispatcher, over real gRPC: every job goes to exactly one waiting
-// poll whose worker can run it, a poll whose client left takes nothing, and shutdown ends
-// waiting polls.
+// poll whose worker can run it, a poll whose client left takes nothing, a worker's newer
+// poll ends its older one, and shutdown ends waiting polls. And the classes polls are
+// placed by: alike hosts share one, hosts that may place differently never do.
 #include <gtest/gtest.h>
 
 #include <future>
 #include <set>
 
+#include "daemon/api/dispatcher.h"
 #include "tests/unit/daemon/api/rpc_fixture.h"
 
 namespace farm::api {
@@ -93,12 +95,73 @@ TEST_F(DispatchTest, APollWhoseClientLeftTakesNothing) {
   EXPECT_EQ(job->worker_id, builder.worker_id());
 }
 
+TEST_F(DispatchTest, ANewerPollOfAWorkerEndsItsOlderOneEmpty) {
+  auto builder = RegisterBuilder();
+  auto older = Poll(builder.worker_id(), builder.worker_token(), 10000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto newer = Poll(builder.worker_id(), builder.worker_token(), 10000);
+  // Well before its own 10 s deadline: the newer poll replaced it.
+  ASSERT_EQ(older.wait_for(std::chrono::seconds(8)), std::future_status::ready);
+  EXPECT_EQ(older.get(), 0);
+  auto jobs = SubmitJobs(1);
+  EXPECT_EQ(newer.get(), jobs.at(0));
+}
+
 TEST_F(DispatchTest, ShutdownEndsWaitingPolls) {
   auto builder = RegisterBuilder();
   auto poll = Poll(builder.worker_id(), builder.worker_token(), 10000);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   server_->Shutdown();
   EXPECT_EQ(poll.get(), 0);
+}
+
+farm::v1::Capabilities X86Host(const std::string& hostname) {
+  farm::v1::Capabilities caps;
+  caps.set_hostname(hostname);
+  caps.set_platform("linux_x86_64");
+  caps.set_cpu_arch("x86_64");
+  caps.set_ram_bytes(int64_t{64} << 30);
+  caps.set_free_disk_bytes(int64_t{100} << 30);
+  caps.add_pythons()->set_version("3.12");
+  caps.add_toolkits()->set_version("13.0");
+  farm::v1::Gpu* gpu = caps.add_gpus();
+  gpu->set_uuid("GPU-" + hostname);
+  gpu->set_cc_major(9);
+  return caps;
+}
+
+// A GB10: aarch64, its GPU sharing the host's memory.
+farm::v1::Capabilities Gb10Host(const std::string& hostname) {
+  farm::v1::Capabilities caps = X86Host(hostname);
+  caps.set_platform("linux_aarch64");
+  caps.set_cpu_arch("aarch64");
+  caps.mutable_gpus(0)->set_cc_major(12);
+  caps.mutable_gpus(0)->set_cc_minor(1);
+  caps.mutable_gpus(0)->set_unified_memory(true);
+  return caps;
+}
+
+TEST(DispatchClassTest, AlikeHostsShareAClassAndHostsThatMayPlaceDifferentlyDoNot) {
+  auto key = Dispatcher::ClassKey;
+  // Names, GPU uuids and free disk say nothing about placement.
+  farm::v1::Capabilities other = X86Host("host-2");
+  other.set_free_disk_bytes(1);
+  EXPECT_EQ(key(X86Host("host-1"), 0), key(other, 0));
+  // Memory a host's running jobs hold counts only where the GPU shares that memory.
+  EXPECT_EQ(key(X86Host("host-1"), 0), key(X86Host("host-1"), 24));
+  EXPECT_EQ(key(Gb10Host("gb10-1"), 0), key(Gb10Host("gb10-2"), 0));
+  EXPECT_NE(key(Gb10Host("gb10-1"), 0), key(Gb10Host("gb10-2"), 24));
+  EXPECT_EQ(key(Gb10Host("gb10-1"), 8.5), key(Gb10Host("gb10-2"), 8.5));
+  // The CPU, the RAM (compile jobs' memory) and the GPUs place differently.
+  farm::v1::Capabilities arm = X86Host("host-1");
+  arm.set_cpu_arch("aarch64");
+  EXPECT_NE(key(X86Host("host-1"), 0), key(arm, 0));
+  farm::v1::Capabilities small = X86Host("host-1");
+  small.set_ram_bytes(int64_t{8} << 30);
+  EXPECT_NE(key(X86Host("host-1"), 0), key(small, 0));
+  farm::v1::Capabilities two_gpus = X86Host("host-1");
+  *two_gpus.add_gpus() = two_gpus.gpus(0);
+  EXPECT_NE(key(X86Host("host-1"), 0), key(two_gpus, 0));
 }
 
 }  // namespace

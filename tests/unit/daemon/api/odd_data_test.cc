@@ -234,7 +234,8 @@ TEST_F(OddDataRpcTest, LeasedJobTakesATenThousandLineUnicodeLogAndEnds) {
       auto* line = chunk.add_lines();
       line->set_seq(seq);
       line->set_stream(seq % 2 ? farm::v1::STDOUT : farm::v1::STDERR);
-      line->set_text(seq % 1000 == 0 ? std::string(64 * 1024, 'x') : kUnicode + std::to_string(seq));
+      line->set_text(seq % 1000 == 0 ? std::string(64 * 1024, 'x')
+                                     : kUnicode + std::to_string(seq));
     }
     ASSERT_TRUE(writer->Write(chunk));
   }
@@ -275,6 +276,15 @@ TEST_F(OddDataRpcTest, LeasedJobTakesATenThousandLineUnicodeLogAndEnds) {
   ASSERT_EQ(job.attempts_size(), 1);
   EXPECT_EQ(job.attempts(0).detail(), kUnicode);
   EXPECT_EQ(job.attempts(0).peak_rss_bytes(), INT64_MAX);
+  // Workers are named as every listing names them, in a job and in its build.
+  EXPECT_EQ(job.attempts(0).worker_name(), "gpu-host-ünï");
+  EXPECT_EQ(job.attempts(0).worker_id(), registered.worker_id());
+  farm::v1::GetBuildRequest get_build;
+  get_build.set_build_id(job.build_id());
+  farm::v1::Build shown;
+  ASSERT_TRUE(farm_->GetBuild(Ctx(admin_).get(), get_build, &shown).ok());
+  ASSERT_EQ(shown.jobs(0).attempts_size(), 1);
+  EXPECT_EQ(shown.jobs(0).attempts(0).worker_name(), "gpu-host-ünï");
   farm::v1::RetryJobRequest retry;
   retry.set_job_id(job_id);
   ASSERT_TRUE(farm_->RetryJob(Ctx(admin_).get(), retry, &job).ok());
@@ -379,6 +389,66 @@ TEST_F(OddDataRpcTest, TokensPublicationsSchedulesAndHostsWithOddData) {
   farm::v1::ListBuildsResponse builds;
   ASSERT_TRUE(farm_->ListBuilds(Ctx(admin_).get(), {}, &builds).ok());
   EXPECT_EQ(builds.builds_size(), 2);
+}
+
+// Graph submissions (recipe `requires:`): a requirement the request does not carry, a
+// pin the carried recipe does not have, a cell nothing serves and a nested graph are each
+// answered by name, nothing is stored for a refused graph, and a graph is stored with its
+// dependent held on the required job.
+TEST_F(OddDataRpcTest, GraphSubmissionsAreCheckedWholeBeforeAnythingIsStored) {
+  const std::string dependent =
+      std::string(kRecipe) + "requires:\n  - {recipe: \"dép 🚀\", version: \"0.1.0\"}\n";
+  auto submit = [&](const farm::v1::SubmitBuildRequest& req, farm::v1::SubmitBuildResponse* resp) {
+    return farm_->SubmitBuild(Ctx(admin_).get(), req, resp);
+  };
+  farm::v1::SubmitBuildRequest req;
+  req.set_recipe_yaml(dependent);
+  farm::v1::SubmitBuildResponse resp;
+  auto s = submit(req, &resp);  // no recipe carried for the requirement
+  ExpectHandled(s, "SubmitBuild without its requirement");
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("requires 1 recipe(s)"), std::string::npos) << s.error_message();
+
+  farm::v1::SubmitBuildRequest* dep = req.add_requirements();
+  dep->set_recipe_yaml(
+      std::string(kRecipe).replace(std::string(kRecipe).find("odd-recipe"), 10, "dep-recipe"));
+  std::string pinned = dep->recipe_yaml();
+  dep->set_recipe_yaml(pinned.replace(pinned.find("0.1.0"), 5, "9.9.9"));
+  s = submit(req, &resp);  // the carried recipe is another version
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("asks for version 0.1.0"), std::string::npos)
+      << s.error_message();
+
+  std::string other_python = dep->recipe_yaml();
+  other_python.replace(other_python.find("9.9.9"), 5, "0.1.0");
+  dep->set_recipe_yaml(other_python.replace(other_python.find("\"3.11\""), 6, "\"3.12\""));
+  s = submit(req, &resp);  // no cell of the requirement serves Python 3.11
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("has no cell"), std::string::npos) << s.error_message();
+  farm::v1::ListBuildsRequest list;
+  farm::v1::ListBuildsResponse builds;
+  ASSERT_TRUE(farm_->ListBuilds(Ctx(admin_).get(), list, &builds).ok());
+  EXPECT_EQ(builds.builds_size(), 0) << "a refused graph stored a build";
+
+  std::string served = dep->recipe_yaml();
+  dep->set_recipe_yaml(served.replace(served.find("\"3.12\""), 6, "\"3.11\""));
+  s = submit(req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(resp.build().jobs_size(), 1);
+  const farm::v1::Job& held = resp.build().jobs(0);
+  EXPECT_EQ(held.state(), farm::v1::JOB_PENDING);
+  EXPECT_TRUE(held.build_key().empty());
+  ASSERT_EQ(held.inputs_size(), 1);
+  EXPECT_EQ(held.inputs(0).recipe_name(), "dep-recipe");
+  EXPECT_TRUE(held.inputs(0).for_build() && held.inputs(0).for_validation());
+  EXPECT_NE(held.waiting_reason().find("dep-recipe"), std::string::npos) << held.waiting_reason();
+  farm::v1::GetBuildRequest get;
+  get.set_build_id(held.inputs(0).build_id());
+  farm::v1::Build required;
+  ASSERT_TRUE(farm_->GetBuild(Ctx(admin_).get(), get, &required).ok());
+  ASSERT_EQ(required.jobs_size(), 1);
+  ASSERT_EQ(required.jobs(0).consumers_size(), 1);
+  EXPECT_EQ(required.jobs(0).consumers(0).job_id(), held.id());
 }
 
 }  // namespace

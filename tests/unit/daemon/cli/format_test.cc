@@ -50,5 +50,40 @@ TEST(FormatTest, WhyAPendingJobWaits) {
   EXPECT_EQ(FormatWaiting(j), "");
 }
 
+TEST(FormatTest, WorkersAreNamedAndTheirIdsStandInOnlyWithoutAName) {
+  farm::v1::Job j = RunningJob(1, 2, 0);
+  j.set_worker_id("w-1f2e"), j.set_worker_name("rtx-1");
+  j.mutable_attempts(1)->set_worker_id("w-1f2e"), j.mutable_attempts(1)->set_worker_name("rtx-1");
+  j.mutable_attempts(0)->set_worker_id("w-gone");  // a worker no longer registered
+  std::string text = FormatJob(j);
+  EXPECT_NE(text.find("running  on rtx-1  attempt 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    attempt 2 on rtx-1: running"), std::string::npos) << text;
+  EXPECT_NE(text.find("    attempt 1 on w-gone: "), std::string::npos) << text;
+  EXPECT_EQ(WorkerLabel("", "w-gone"), "w-gone");
+}
+
+TEST(FormatTest, AValidationJobNamesTheJobItValidates) {
+  farm::v1::Build b;
+  b.set_id(3), b.set_recipe_name("attn-example"), b.set_state(farm::v1::BUILD_SUCCEEDED);
+  auto* built = b.add_jobs();
+  built->set_id(11), built->set_state(farm::v1::JOB_SUCCEEDED);
+  EXPECT_EQ(ValidationLabel(*built), "");
+  EXPECT_EQ(FormatBuildLine(b).find("validation"), std::string::npos) << FormatBuildLine(b);
+  auto* v = b.add_jobs();
+  v->set_id(12), v->set_kind(farm::v1::JOB_VALIDATE), v->set_state(farm::v1::JOB_PENDING);
+  v->set_target_job_id(11), v->set_target_attempt(2);
+  v->set_waiting_reason("no worker with a GPU of cc 12.0 can validate it");
+  EXPECT_EQ(ValidationLabel(*v), "validation of job 11 attempt 2");
+  EXPECT_NE(FormatBuildLine(b).find("\t1/2 jobs (1 validation)\t"), std::string::npos)
+      << FormatBuildLine(b);
+  std::string shown = FormatBuild(b);
+  EXPECT_NE(shown.find("  job 12  (default)  pending  validation of job 11 attempt 2\n"),
+            std::string::npos)
+      << shown;
+  EXPECT_NE(shown.find("    waiting: no worker with a GPU of cc 12.0 can validate it"),
+            std::string::npos)
+      << shown;
+}
+
 }  // namespace
 }  // namespace farm::cli

@@ -19,7 +19,7 @@ class JobViewsTest : public HttpFixture {
   void AddWorker(const std::string& id = "w1", const std::string& name = "gpu-box",
                  const std::string& state = "idle") {
     farm::v1::Capabilities caps;
-    caps.set_platform("");
+    caps.set_platform("linux_x86_64");
     auto* py = caps.add_pythons();
     py->set_version("3.11");
     py->set_torch_version("2.8.0");
@@ -270,6 +270,106 @@ TEST_F(JobViewsTest, TheBuildListsItsWheelsAndPublicationsFailuresFirst) {
   EXPECT_EQ(rows[0].at("build_id").as_int64(), build_id);
   EXPECT_EQ(pubs.at("by_state").at("failed").as_int64(), 1);
   EXPECT_EQ(Json(Get(r, "/api/v1/publications?limit=1")).at("publications").as_array().size(), 1u);
+}
+
+TEST_F(JobViewsTest, AValidationJobIsLabelledWithTheJobItValidatesAndWhatItWaitsFor) {
+  AddWorker();  // gpu-box: CUDA 13.0, no GPU
+  // Two build jobs of one cell: the first made wheels for cc 12.0, the second waits.
+  farm::v1::MatrixCell cell;
+  cell.set_python("3.11"), cell.set_torch("2.8"), cell.set_cuda("13.0");
+  cell.set_arch_list("12.0a");
+  store::BuildRow build{.recipe_name = "attn-example", .submitted_by = "t"};
+  std::vector<store::JobRow> jobs(2);
+  for (auto& j : jobs) j.cell = cell.SerializeAsString(), j.created_ms = clock_.NowUnixMs();
+  ASSERT_OK(store_->CreateBuild(&build, &jobs));
+  Start(jobs[0].id);
+  clock_.Advance(90'000);
+  Finish(jobs[0].id);
+  farm::v1::JobNeeds needs;
+  needs.add_gpu_ccs("12.0");
+  auto queued = store_->QueueValidationJob({.build_id = build.id,
+                                            .cell = cell.SerializeAsString(),
+                                            .created_ms = clock_.NowUnixMs(),
+                                            .kind = store::kJobValidate,
+                                            .target_job_id = jobs[0].id,
+                                            .target_attempt = 1,
+                                            .needs = needs.SerializeAsString()});
+  ASSERT_OK(queued.status());
+  const int64_t validation = queued->id;
+  Router r = MakeRouter();
+
+  auto job = Job(r, validation);
+  EXPECT_EQ(job.at("kind").as_string(), "validation");
+  EXPECT_EQ(job.at("target_job_id").as_int64(), jobs[0].id);
+  EXPECT_EQ(job.at("target_attempt").as_int64(), 1);
+  EXPECT_EQ(job.at("waiting").at("summary").as_string(),
+            "no worker with a GPU of cc 12.0 can validate it: add one (its wheels wait for "
+            "hardware until then)");
+  EXPECT_TRUE(job.at("waiting").at("unplaceable").as_bool());
+  EXPECT_TRUE(job.at("artifacts").as_array().empty());
+  EXPECT_FALSE(job.as_object().contains("expected_ms"));  // the build's 90 s say nothing of it
+  EXPECT_EQ(Job(r, jobs[0].id).at("kind").as_string(), "build");
+
+  // On the build page the pending build job of the same cell keeps its own reason, and
+  // the unplaceable validation counts but does not block the build.
+  auto b = Build(r, build.id);
+  const auto& listed = b.at("jobs").as_array();
+  ASSERT_EQ(listed.size(), 3u);
+  EXPECT_EQ(listed[1].at("kind").as_string(), "build");
+  EXPECT_EQ(listed[1].at("waiting").at("summary").as_string(),
+            "waiting for a free worker: gpu-box can build it");
+  EXPECT_EQ(listed[2].at("kind").as_string(), "validation");
+  EXPECT_EQ(listed[2].at("target_job_id").as_int64(), jobs[0].id);
+  EXPECT_FALSE(b.at("blocked").as_bool());
+  EXPECT_EQ(b.at("unplaceable_jobs").as_int64(), 1);
+  EXPECT_EQ(b.at("job_counts").at("validation").as_int64(), 1);
+  EXPECT_EQ(b.at("job_counts").at("total").as_int64(), 3);
+  auto list = Json(Get(r, "/api/v1/builds")).at("builds").as_array()[0];
+  EXPECT_EQ(list.at("jobs").at("validation").as_int64(), 1);
+  EXPECT_FALSE(list.at("blocked").as_bool());
+
+  // An RTX worker takes it: the overview and the workers list say it runs a validation.
+  farm::v1::Capabilities caps;
+  auto* gpu = caps.add_gpus();
+  gpu->set_name("NVIDIA GeForce RTX 5090"), gpu->set_cc_major(12), gpu->set_cc_minor(0);
+  ASSERT_OK(store_->UpsertWorker({"w-rtx", "rtx-\u00e9", caps.SerializeAsString(), "busy",
+                                  clock_.NowUnixMs(), clock_.NowUnixMs()}));
+  auto leased = store_->AcquireJob("w-rtx", clock_.NowUnixMs(), 60'000, [&](const auto& j) {
+    return j.id == validation ? "" : "not this one";
+  });
+  ASSERT_OK(leased.status());
+  ASSERT_TRUE(leased->has_value());
+  auto overview = Json(Get(r, "/api/v1/overview"));
+  const auto& running = overview.at("running").as_array();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].at("kind").as_string(), "validation");
+  EXPECT_EQ(running[0].at("target_job_id").as_int64(), jobs[0].id);
+  EXPECT_EQ(running[0].at("worker_name").as_string(), "rtx-\u00e9");
+  auto workers = Json(Get(r, "/api/v1/workers")).at("workers").as_array();
+  for (const auto& w : workers) {
+    bool rtx = w.at("id").as_string() == "w-rtx";
+    EXPECT_EQ(w.at("running_validation_jobs").as_array().size(), rtx ? 1u : 0u);
+    if (rtx) {
+      EXPECT_EQ(w.at("running_validation_jobs").as_array()[0].as_int64(), validation);
+    }
+  }
+
+  // Its 5 s are neither a point of the build-duration chart nor the expected time of the
+  // next build of the cell.
+  clock_.Advance(5'000);
+  store::CompletionReport done;
+  done.job_id = validation, done.attempt = 1, done.worker_id = "w-rtx";
+  ASSERT_OK(store_->CompleteAttempt(done, clock_.NowUnixMs()).status());
+  store::BuildRow next{.recipe_name = "attn-example", .submitted_by = "t"};
+  std::vector<store::JobRow> again(1);
+  again[0].cell = cell.SerializeAsString(), again[0].created_ms = clock_.NowUnixMs();
+  ASSERT_OK(store_->CreateBuild(&next, &again));
+  EXPECT_EQ(Job(r, again[0].id).at("expected_ms").as_int64(), 90'000);
+  auto chart = Json(Get(r, "/api/v1/chart")).at("series").as_array();
+  ASSERT_EQ(chart.size(), 1u);
+  const auto& points = chart[0].at("points").as_array();
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].at("job_id").as_int64(), jobs[0].id);
 }
 
 TEST(LogLinesTest, LevelsPhasesAndFailurePhases) {

@@ -355,7 +355,7 @@ TEST_F(OutboxTest, AnImmutableReleaseFailsTheNewWheelsAtOnceAndAReRunNeedsNoUplo
   auto row = Rows(second)["github/asset"];
   EXPECT_EQ(row.state, "failed");
   EXPECT_EQ(row.attempts, 1);  // no retry can help
-  for (const std::string& text : {"farm/wheels", "v1.0.0", kSecondWheel, "immutable",
+  for (const char* text : {"farm/wheels", "v1.0.0", kSecondWheel, "immutable",
                                   "bump the recipe's version"}) {
     EXPECT_NE(row.error.find(text), std::string::npos) << text << ": " << row.error;
   }

@@ -32,6 +32,20 @@ ReleaseNotesInput TwoWheels() {
   return in;
 }
 
+TEST(RenderReleaseNotesTest, ListsTheWheelsEachWheelWasBuiltAgainst) {
+  ReleaseNotesInput in = TwoWheels();
+  EXPECT_EQ(RenderReleaseNotes(in).find("Built and validated against"), std::string::npos);
+  in.wheels[0].consumed = {"triton-3.5.0+git4caa0328-cp312-cp312-linux_aarch64.whl sha256 " +
+                           std::string(64, 'c') + " (build and validation)"};
+  std::string md = RenderReleaseNotes(in);
+  size_t list = md.find("Built and validated against");
+  ASSERT_NE(list, std::string::npos);
+  EXPECT_NE(md.find("- " + in.wheels[0].wheel + ": triton-3.5.0+git4caa0328", list),
+            std::string::npos);
+  EXPECT_NE(md.find(std::string(64, 'c') + " (build and validation)", list), std::string::npos);
+  EXPECT_EQ(md.find("- " + in.wheels[1].wheel + ":", list), std::string::npos);
+}
+
 TEST(RenderReleaseNotesTest, TableHasOneRowPerWheelWithEveryColumn) {
   std::string md = RenderReleaseNotes(TwoWheels());
   EXPECT_NE(md.find("## sageattention 2.2.0+cu128torch2.8"), std::string::npos);

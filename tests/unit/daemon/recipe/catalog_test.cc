@@ -88,5 +88,32 @@ TEST(CatalogTest, CellsAreTheOnesTheCatalogPromises) {
   EXPECT_FALSE(Load("sageattn3").recipe.patches().empty());
 }
 
+// The GB10 chain (kernels/sageattention/gb10-chain.yaml) requires the catalog's Triton at
+// its pinned commit, and each of its cells is served by a Triton cell (same platform and
+// Python; Triton names no CUDA, torch or arch list).
+TEST(CatalogTest, Gb10ChainRequiresThePinnedTritonAndEveryCellIsServed) {
+  auto chain = LoadRecipeFile(std::string(FARM_SOURCE_DIR) +
+                              "/kernels/sageattention/gb10-chain.yaml");
+  ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+  ASSERT_EQ(chain->recipe.requirements_size(), 1);
+  const farm::v1::Requirement& r = chain->recipe.requirements(0);
+  EXPECT_EQ(r.recipe(), "triton");
+  EXPECT_TRUE(r.for_build() && r.for_validation());
+  LoadedRecipe triton = Load("triton");
+  EXPECT_EQ(triton.recipe.source().git().commit(), r.commit());
+  EXPECT_TRUE(triton.recipe.network());
+  std::vector<farm::v1::MatrixCell> serving = Cells(triton.recipe);
+  for (const auto& cell : Cells(chain->recipe)) {
+    CheckCell("sageattention gb10-chain", cell);
+    EXPECT_EQ(cell.platform(), "linux_aarch64");
+    EXPECT_EQ(cell.arch_list(), "12.1a");
+    bool served = std::any_of(serving.begin(), serving.end(), [&](const auto& t) {
+      return t.platform() == cell.platform() && t.python() == cell.python() &&
+             t.cuda().empty() && t.torch().empty() && t.arch_list().empty();
+    });
+    EXPECT_TRUE(served) << DescribeCell(cell);
+  }
+}
+
 }  // namespace
 }  // namespace farm::recipe

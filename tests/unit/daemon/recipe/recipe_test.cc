@@ -93,6 +93,7 @@ TEST(ParseRecipeTest, FullExampleFillsEveryField) {
   EXPECT_DOUBLE_EQ(recipe.validation().min_cosine(), 0.995);
   EXPECT_DOUBLE_EQ(recipe.validation().max_relative_l1(), 0.05);
   EXPECT_EQ(recipe.validation().runtime_requirements(0), "numpy==2.1.0");
+  EXPECT_DOUBLE_EQ(recipe.validation().gpu_memory_gb(), 8);  // the default with a script
   EXPECT_EQ(recipe.retry().max_attempts(), 2);
   EXPECT_EQ(recipe.retry().backoff_seconds(), 30);
   EXPECT_TRUE(recipe.retry().retry_build_failures());
@@ -131,6 +132,18 @@ TEST(ParseRecipeTest, ValidationDefaultsApplyWhenTheBlockIsGiven) {
   EXPECT_DOUBLE_EQ(r->validation().min_speedup(), 1.2);
   EXPECT_NE(ErrorOf(std::string(kMinimal) + "validation: {min_speedup: -1}\n").find("min_speedup"),
             std::string::npos);
+  EXPECT_DOUBLE_EQ(r->validation().gpu_memory_gb(), 0);  // no script, no GPU memory
+}
+
+TEST(ParseRecipeTest, ValidationGpuMemory) {
+  Result<farm::v1::Recipe> r = ParseRecipe(
+      std::string(kMinimal) + "validation: {script: v.py, gpu_memory_gb: 24.5}\n", "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_DOUBLE_EQ(r->validation().gpu_memory_gb(), 24.5);
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "validation:\n  gpu_memory_gb: 0\n"),
+            "recipe.yaml:5:18: \"validation.gpu_memory_gb\" must be between 0.1 and 4096, got 0");
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "validation:\n  gpu_memory_gb: lots\n"),
+            "recipe.yaml:5:18: \"validation.gpu_memory_gb\" must be a number, got \"lots\"");
 }
 
 TEST(ParseRecipeTest, GitAndTarballSources) {
@@ -152,6 +165,48 @@ TEST(ParseRecipeTest, NetworkIsABoolean) {
   ASSERT_OK(r.status());
   EXPECT_TRUE(r->network());
   EXPECT_NE(ErrorOf(std::string(kMinimal) + "network: yes\n").find("network"), std::string::npos);
+}
+
+TEST(ParseRecipeTest, RequiresNamesRecipesWithPinsAndUses) {
+  Result<farm::v1::Recipe> r = ParseRecipe(std::string(kMinimal) + R"(requires:
+  - recipe: triton
+    commit: 0123abcd
+    for: build
+  - {recipe: ../dep, version: "1.0", for: [build, validation]}
+  - recipe: "ünïcode-dep"
+)", "r.yaml");
+  ASSERT_OK(r.status());
+  ASSERT_EQ(r->requirements_size(), 3);
+  EXPECT_EQ(r->requirements(0).recipe(), "triton");
+  EXPECT_EQ(r->requirements(0).commit(), "0123abcd");
+  EXPECT_TRUE(r->requirements(0).for_build());
+  EXPECT_FALSE(r->requirements(0).for_validation());
+  EXPECT_EQ(r->requirements(1).version(), "1.0");
+  EXPECT_TRUE(r->requirements(1).for_build() && r->requirements(1).for_validation());
+  // Without `for:` the wheel is needed for both.
+  EXPECT_TRUE(r->requirements(2).for_build() && r->requirements(2).for_validation());
+  r = ParseRecipe(std::string(kMinimal) + "requires: []\n", "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_EQ(r->requirements_size(), 0);
+}
+
+TEST(ParseRecipeTest, RequiresErrorsPointAtTheEntry) {
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "requires: triton\n").find("must be a list"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "requires: [{version: '1'}]\n").find("recipe"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "requires: [{recipe: a, for: runtime}]\n")
+                .find("must be build, validation or both"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "requires: [{recipe: a}, {recipe: a}]\n")
+                .find("required twice"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "requires: [{recipe: a, colour: red}]\n")
+                .find("colour"),
+            std::string::npos);
+  std::string many = std::string(kMinimal) + "requires:\n";
+  for (int i = 0; i < 17; ++i) many += "  - recipe: r" + std::to_string(i) + "\n";
+  EXPECT_NE(ErrorOf(many).find("more than 16"), std::string::npos);
 }
 
 TEST(ParseRecipeTest, BuildOnTargetGpuIsABoolean) {
@@ -185,7 +240,7 @@ TEST(ParseRecipeErrorTest, UnknownFieldsNameTheExpectedOnes) {
             "recipe.yaml:4:1: unknown field \"buidl\" in recipe (expected one of: name, version, "
             "source, subdirectory, patches, env, build, system_site_packages, timeout, "
             "gb_per_compile_job, ccache, container_image, matrix, validation, retry, publish, "
-            "network, unrequested_archs, build_on_target_gpu)");
+            "network, unrequested_archs, build_on_target_gpu, requires)");
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "retry:\n  max_attempt: 2\n"),
             "recipe.yaml:5:3: unknown field \"max_attempt\" in retry (expected one of: "
             "max_attempts, backoff_seconds, retry_build_failures)");

@@ -34,7 +34,7 @@ TEST(PlacementTest, MatchingWorkerHasNoMissingRequirement) {
 
 TEST(PlacementTest, NamesTheFirstMissingRequirement) {
   EXPECT_EQ(MissingRequirement(Cell("3.11", "", "13.0", "linux_aarch64"), Worker()),
-            "platform linux_aarch64 needed (has linux_x86_64)");
+            "platform linux_aarch64 is built by aarch64 workers (has linux_x86_64)");
   EXPECT_EQ(MissingRequirement(Cell("3.13", "", ""), Worker()),
             "no Python 3.13 (has 3.11, 3.12+torch2.8.0+cu128)");
   EXPECT_EQ(MissingRequirement(Cell("3.11", "2.8", ""), Worker()),
@@ -74,9 +74,111 @@ TEST(PlacementTest, TheToolkitMustEmitEveryTargetAndOneCompileJobMustFit) {
             "no CUDA toolkit 13.0 for 9.0;12.1a (has 13.0 without sm_121a)");
   EXPECT_EQ(MissingRequirement(ArchCell("12.0a+PTX"), caps), "");
   caps.set_ram_bytes(int64_t{8} << 30);
-  EXPECT_EQ(MissingRequirement(ArchCell("9.0"), caps, 6), "");
-  EXPECT_EQ(MissingRequirement(ArchCell("9.0"), caps, 8),
+  EXPECT_EQ(MissingRequirement(ArchCell("9.0"), caps, {.compile_gb = 6}), "");
+  EXPECT_EQ(MissingRequirement(ArchCell("9.0"), caps, {.compile_gb = 8}),
             "not enough RAM for one 8.0 GB compile job (has 8.0 GiB)");
+}
+
+farm::v1::Capabilities Aarch64Worker() {
+  farm::v1::Capabilities caps = Worker();
+  caps.set_platform("linux_aarch64");
+  caps.set_cpu_arch("aarch64");
+  return caps;
+}
+
+TEST(PlacementTest, EachPlatformGoesOnlyToWorkersOfItsCpu) {
+  const auto x86 = Worker();
+  const auto arm = Aarch64Worker();
+  EXPECT_EQ(MissingRequirement(Cell("3.11", "", "13.0", "linux_aarch64"), arm), "");
+  EXPECT_EQ(MissingRequirement(Cell("3.11", "", "13.0", "linux_x86_64"), x86), "");
+  EXPECT_EQ(MissingRequirement(Cell("3.11", "", "13.0", "linux_x86_64"), arm),
+            "platform linux_x86_64 is built by x86_64 workers (has linux_aarch64)");
+  // manylinux and linux tags of one CPU are built by the same workers.
+  EXPECT_EQ(MissingRequirement(Cell("3.11", "", "13.0", "manylinux_2_28_aarch64"), arm), "");
+  EXPECT_EQ(MissingRequirement(Cell("3.11", "", "13.0", "manylinux2014_x86_64"), x86), "");
+  EXPECT_EQ(MissingRequirement(Cell("3.11", "", "13.0", "manylinux_2_28_aarch64"), x86),
+            "platform manylinux_2_28_aarch64 is built by aarch64 workers (has linux_x86_64)");
+  // A cell without a platform is an x86_64 cell: aarch64 workers never take it, so one
+  // build key never names wheels of two CPUs.
+  EXPECT_EQ(MissingRequirement(Cell("3.11", "", "13.0", ""), x86), "");
+  EXPECT_EQ(MissingRequirement(Cell("3.11", "", "13.0", ""), arm),
+            "platform linux_x86_64 is built by x86_64 workers (has linux_aarch64)");
+  farm::v1::Capabilities unknown = Worker();
+  unknown.clear_platform();
+  EXPECT_EQ(MissingRequirement(Cell("3.11", "", "13.0", "linux_x86_64"), unknown),
+            "platform linux_x86_64 is built by x86_64 workers (has none)");
+}
+
+TEST(PlacementTest, APeerOfAnotherCpuIsNoReasonToWait) {
+  // A GB10 could validate sm_121a, but it cannot build an x86_64 cell: the x86_64 worker
+  // without a GPU builds it, and leaves the aarch64 cell alone.
+  farm::v1::Capabilities gb10 = Aarch64Worker();
+  gb10.add_gpus()->set_cc_major(12);
+  gb10.mutable_gpus(0)->set_cc_minor(1);
+  std::vector<PeerWorker> peers = {{"gb10", gb10}};
+  farm::v1::MatrixCell cell = Cell("3.11", "", "13.0", "linux_x86_64");
+  cell.set_arch_list("12.1a");
+  EXPECT_EQ(PlacementBlocker(cell, Worker(), peers), "");
+  cell.set_platform("linux_aarch64");
+  EXPECT_EQ(PlacementBlocker(cell, Worker(), peers),
+            "platform linux_aarch64 is built by aarch64 workers (has linux_x86_64)");
+  EXPECT_EQ(PlacementBlocker(cell, gb10, {}), "");
+}
+
+// A GB10: aarch64, 20 cores, 128 GB of which the kernel reports about 119 GiB, one GPU of
+// cc 12.1 that shares it.
+farm::v1::Capabilities Gb10() {
+  farm::v1::Capabilities caps = Aarch64Worker();
+  caps.set_cpu_cores(20);
+  caps.set_ram_bytes(int64_t{119} << 30);
+  farm::v1::Gpu* gpu = caps.add_gpus();
+  gpu->set_cc_major(12);
+  gpu->set_cc_minor(1);
+  gpu->set_memory_bytes(caps.ram_bytes());
+  gpu->set_unified_memory(true);
+  return caps;
+}
+
+farm::v1::MatrixCell Gb10Cell(const std::string& arch_list) {
+  farm::v1::MatrixCell cell = Cell("3.11", "", "13.0", "linux_aarch64");
+  cell.set_arch_list(arch_list);
+  return cell;
+}
+
+TEST(PlacementTest, UnifiedMemoryCountsCompileJobsAgainstGpuValidations) {
+  const farm::v1::Capabilities gb10 = Gb10();
+  EXPECT_TRUE(HasUnifiedMemory(gb10));
+  EXPECT_FALSE(HasUnifiedMemory(WithGpu(Worker(), 9, 0)));
+  // 0.85 x 119 GiB = 101.15 GiB usable: a 4 GB compile job next to a 97 GB validation fits,
+  // next to a 98 GB one it does not.
+  EXPECT_EQ(MissingRequirement(Gb10Cell("12.1a"), gb10, {.compile_gb = 4, .validation_gb = 97}),
+            "");
+  EXPECT_EQ(MissingRequirement(Gb10Cell("12.1a"), gb10, {.compile_gb = 4, .validation_gb = 98}),
+            "not enough unified memory for one 4.0 GB compile job next to 98.0 GB of GPU "
+            "validation (has 119.0 GiB shared by CPU and GPU)");
+  // The validations of the jobs the GB10 already runs count too.
+  EXPECT_EQ(MissingRequirement(Gb10Cell("12.1a"), gb10, {.compile_gb = 4, .validation_gb = 8}, 89),
+            "");
+  EXPECT_EQ(MissingRequirement(Gb10Cell("12.1a"), gb10, {.compile_gb = 4, .validation_gb = 8}, 90),
+            "not enough unified memory for one 4.0 GB compile job next to 98.0 GB of GPU "
+            "validation (has 119.0 GiB shared by CPU and GPU)");
+  // A cell its GPU cannot validate runs no validation script there: only the compile job
+  // and what the other jobs hold count.
+  EXPECT_EQ(MissingRequirement(Gb10Cell("9.0a"), gb10, {.compile_gb = 4, .validation_gb = 200}),
+            "");
+  // A worker with its own GPU memory counts the compile job against its RAM alone.
+  farm::v1::Capabilities h100 = WithGpu(Worker(), 9, 0);
+  h100.set_ram_bytes(int64_t{16} << 30);
+  EXPECT_EQ(MissingRequirement(ArchCell("9.0a"), h100, {.compile_gb = 4, .validation_gb = 80}), "");
+}
+
+TEST(PlacementTest, RunningJobsHoldTheirValidationMemoryOnlyOnUnifiedHosts) {
+  std::vector<RunningJob> running = {{Gb10Cell("12.1a"), 8},
+                                     {Gb10Cell("12.1a"), 16},
+                                     {Gb10Cell("9.0a"), 30}};  // not validated on a GB10
+  EXPECT_DOUBLE_EQ(HeldValidationGb(Gb10(), running), 24);
+  EXPECT_DOUBLE_EQ(HeldValidationGb(WithGpu(Worker(), 12, 1), running), 0);
+  EXPECT_DOUBLE_EQ(HeldValidationGb(Gb10(), {}), 0);
 }
 
 TEST(PlacementTest, CanValidateOnlyOnAGpuTheWheelLoadsOn) {

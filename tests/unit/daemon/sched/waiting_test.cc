@@ -119,6 +119,111 @@ TEST(WaitingTest, MergedAndBackedOffJobsSayWhatTheyWaitFor) {
             "for a free worker: gpu-1 can build it");
 }
 
+FleetWorker WithGpu(FleetWorker w, const std::string& name, int major, int minor) {
+  auto* gpu = w.caps.add_gpus();
+  gpu->set_name(name);
+  gpu->set_cc_major(major);
+  gpu->set_cc_minor(minor);
+  return w;
+}
+
+PendingFacts ValidationOf(std::vector<std::string> ccs, std::vector<std::string> exclude = {}) {
+  PendingFacts facts;
+  facts.validation = true;
+  for (const auto& cc : ccs) facts.needs.add_gpu_ccs(cc);
+  for (const auto& id : exclude) facts.needs.add_exclude_workers(id);
+  return facts;
+}
+
+TEST(WaitingTest, AValidationJobSaysWhichGpuItWaitsFor) {
+  // Neither worker has a GPU of cc 12.0; both could build the cell.
+  std::vector<FleetWorker> fleet = {Worker("builder"),
+                                    WithGpu(Worker("h100"), "NVIDIA H100", 9, 0)};
+  Waiting w = Explain(Cell("13.0", "9.0;12.0a"), fleet, ValidationOf({"12.0"}));
+  EXPECT_TRUE(w.unplaceable);
+  EXPECT_EQ(w.summary,
+            "no worker with a GPU of cc 12.0 can validate it: add one (its wheels wait for "
+            "hardware until then)");
+  ASSERT_EQ(w.blocked.size(), 2u);
+  EXPECT_EQ(w.blocked[0].reason,
+            "no GPU the wheels run on: they need cc 12.0, this worker has no GPU");
+
+  Waiting many = Explain(Cell("13.0"), fleet, ValidationOf({"12.0", "12.1"}));
+  EXPECT_NE(many.summary.find("a GPU of cc 12.0 or 12.1 can validate it"), std::string::npos)
+      << many.summary;
+  // Wheels without device code: any GPU serves.
+  Waiting any = Explain(Cell("13.0"), {Worker("builder")}, ValidationOf({}));
+  EXPECT_EQ(any.summary,
+            "no worker with a GPU can validate it: add one (its wheels wait for hardware until "
+            "then)");
+  Waiting none = Explain(Cell("13.0"), {}, ValidationOf({"12.0"}));
+  EXPECT_EQ(none.summary,
+            "no worker is registered: start farm-worker on a host with a GPU of cc 12.0");
+}
+
+TEST(WaitingTest, AValidationJobWaitsForABusyOrAwayGpuWorker) {
+  FleetWorker rtx = WithGpu(Worker("rtx", "13.0", "busy"), "NVIDIA RTX 5090", 12, 0);
+  Waiting busy = Explain(Cell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}));
+  EXPECT_FALSE(busy.unplaceable);
+  EXPECT_EQ(busy.summary, "waiting for a free worker: rtx can validate it");
+  rtx.state = "lost";
+  Waiting lost = Explain(Cell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}));
+  EXPECT_FALSE(lost.unplaceable);
+  EXPECT_EQ(lost.summary,
+            "only rtx (lost) can validate it: bring it back or undrain it, or add a worker "
+            "that can");
+  // A worker without the toolkit can still validate: validation compiles nothing.
+  FleetWorker old = WithGpu(Worker("old", "12.8"), "NVIDIA RTX 5090", 12, 0);
+  EXPECT_EQ(Explain(Cell("13.0"), {old}, ValidationOf({"12.0"})).summary,
+            "waiting for a free worker: old can validate it");
+}
+
+TEST(WaitingTest, AnAutomaticRetryWaitsForAnotherGpuThanTheOneThatFailed) {
+  FleetWorker rtx = WithGpu(Worker("rtx"), "NVIDIA RTX 5090", 12, 0);
+  Waiting w = Explain(Cell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}, {rtx.id}));
+  EXPECT_TRUE(w.unplaceable);
+  EXPECT_EQ(w.summary,
+            "every worker with a GPU of cc 12.0 validated these wheels before: an automatic "
+            "retry waits for another one");
+}
+
+TEST(WaitingTest, AValidationJobWithoutTheCellsPythonSaysSo) {
+  FleetWorker rtx = WithGpu(Worker("rtx"), "NVIDIA RTX 5090", 12, 0);
+  EXPECT_EQ(Explain(Cell("13.0", "12.0a", "3.13"), {rtx}, ValidationOf({"12.0"})).summary,
+            "no worker has Python 3.13: install it on a worker or drop the cell");
+  FleetWorker sick = WithGpu(Worker("sick", "13.0", "quarantined"), "NVIDIA RTX 5090", 12, 0);
+  sick.caps.set_probe_error("probe kernel gave wrong results");
+  EXPECT_EQ(Explain(Cell("13.0"), {sick}, ValidationOf({"12.0"})).summary,
+            "every worker that could validate it is quarantined (its GPU probe failed): fix "
+            "the GPU or driver and restart farm-worker");
+  // Mixed lacks name what the job needs: the GPU lacks Python 3.13, the other has no GPU.
+  FleetWorker py313 = Worker("builder");
+  py313.caps.mutable_pythons(0)->set_version("3.13");
+  EXPECT_EQ(Explain(Cell("13.0", "12.0a", "3.13"), {rtx, py313}, ValidationOf({"12.0"})).summary,
+            "no worker can validate it: it needs a GPU of cc 12.0 on a worker with the cell's "
+            "platform and Python");
+}
+
+TEST(WaitingTest, ABuildOnItsTargetGpuSaysWhichGpuNoWorkerHas) {
+  PendingFacts facts;
+  facts.needs.set_target_gpu(true);
+  std::vector<FleetWorker> fleet = {Worker("builder"),
+                                    WithGpu(Worker("h100"), "NVIDIA H100", 9, 0)};
+  for (auto& w : fleet) w.caps.mutable_toolkits(0)->add_gpu_codes("sm_120a");
+  Waiting w = Explain(Cell("13.0", "12.0a"), fleet, facts);
+  EXPECT_TRUE(w.unplaceable);
+  EXPECT_EQ(w.summary,
+            "no worker with a GPU of cc 12.0 can build it (the recipe builds on its target "
+            "GPU): add one or drop the cell");
+  // A lost worker with the GPU is what it waits for; one without it is not.
+  FleetWorker lost = WithGpu(Worker("rtx", "13.0", "lost"), "NVIDIA RTX 5090", 12, 0);
+  lost.caps.mutable_toolkits(0)->add_gpu_codes("sm_120a");
+  fleet.push_back(lost);
+  EXPECT_EQ(Explain(Cell("13.0", "12.0a"), fleet, facts).summary,
+            "only rtx (lost) can build it: bring it back or undrain it, or add a worker that "
+            "can");
+}
+
 TEST(WaitingTest, AvailablePeersLeaveOutAwayAndSickWorkers) {
   FleetWorker drained = Worker("d");
   drained.drain_requested = true;

@@ -19,6 +19,50 @@ TEST(MaxJobsTest, MemoryAndCoresBound) {
   EXPECT_EQ(ComputeMaxJobs(0, 0, 4), 1);
 }
 
+TEST(MaxJobsTest, UnifiedMemoryLeavesTheGpuValidationsTheirShare) {
+  // A GB10: 20 cores and 128 GB, of which the kernel shows about 119 GiB, shared with the
+  // GPU. floor((0.85 * 119 - 8) / 4) = 23 slots: the 20 cores bind, the notes' MAX_JOBS=20.
+  EXPECT_EQ(ComputeMaxJobs(20, 119 * kGiB, 4, 8 * kGiB), 20);
+  EXPECT_EQ(ComputeMaxJobs(20, 119 * kGiB, 4, 40 * kGiB), 15);  // floor(61.15 / 4)
+  EXPECT_EQ(ComputeMaxJobs(20, 119 * kGiB, 6, 8 * kGiB), 15);   // floor(93.15 / 6)
+  EXPECT_EQ(ComputeMaxJobs(20, 119 * kGiB, 4, 200 * kGiB), 1);  // never below 1
+}
+
+farm::v1::Capabilities Gb10Caps() {
+  farm::v1::Capabilities caps;
+  caps.set_platform("linux_aarch64");
+  caps.set_ram_bytes(119 * kGiB);
+  farm::v1::Gpu* gpu = caps.add_gpus();
+  gpu->set_cc_major(12);
+  gpu->set_cc_minor(1);
+  gpu->set_unified_memory(true);
+  gpu->set_memory_bytes(caps.ram_bytes());
+  return caps;
+}
+
+farm::v1::JobAssignment ValidatedJob(const std::string& arch_list, double gpu_gb) {
+  farm::v1::JobAssignment job;
+  job.mutable_cell()->set_arch_list(arch_list);
+  job.mutable_recipe()->mutable_validation()->set_script("validate.py");
+  job.mutable_recipe()->mutable_validation()->set_gpu_memory_gb(gpu_gb);
+  return job;
+}
+
+TEST(ValidationReserveTest, OnlyAUnifiedGpuThatValidatesTheCellHoldsMemory) {
+  EXPECT_DOUBLE_EQ(ValidationReserveGb(ValidatedJob("12.1a", 8), Gb10Caps()), 8);
+  EXPECT_DOUBLE_EQ(ValidationReserveGb(ValidatedJob("", 12), Gb10Caps()), 12);
+  // Its GPU cannot run sm_90a: no validation script runs there.
+  EXPECT_DOUBLE_EQ(ValidationReserveGb(ValidatedJob("9.0a", 8), Gb10Caps()), 0);
+  // No script, nothing to hold.
+  farm::v1::JobAssignment imports_only = ValidatedJob("12.1a", 8);
+  imports_only.mutable_recipe()->mutable_validation()->clear_script();
+  EXPECT_DOUBLE_EQ(ValidationReserveGb(imports_only, Gb10Caps()), 0);
+  // A GPU with its own memory takes nothing from the builds.
+  farm::v1::Capabilities discrete = Gb10Caps();
+  discrete.mutable_gpus(0)->set_unified_memory(false);
+  EXPECT_DOUBLE_EQ(ValidationReserveGb(ValidatedJob("12.1a", 8), discrete), 0);
+}
+
 farm::v1::JobAssignment Job() {
   farm::v1::JobAssignment job;
   job.set_job_id(7);
@@ -98,6 +142,47 @@ TEST(BuildEnvTest, RecipeMaxJobsWinsAndNvccThreadsSplitsTheSlots) {
   EnvMap env = BuildJobEnv(Inputs(nvcc));
   EXPECT_EQ(env["NVCC_THREADS"], "4");
   EXPECT_EQ(env["MAX_JOBS"], "3");  // 13 slots / 4 threads
+}
+
+TEST(BuildEnvTest, UnifiedMemoryReservationLowersMaxJobs) {
+  auto job = Job();
+  JobEnvInputs in = Inputs(job);
+  in.reserved_bytes = 40 * kGiB;
+  EXPECT_EQ(BuildJobEnv(in)["MAX_JOBS"], "3");  // floor((0.85 * 64 - 40) / 4)
+}
+
+TEST(BuildEnvTest, TritonPtxasFromTheChosenToolkitForSm121) {
+  auto job = Job();  // 9.0;12.1a
+  EXPECT_EQ(BuildJobEnv(Inputs(job))["TRITON_PTXAS_PATH"], "/usr/local/cuda/bin/ptxas");
+  job.mutable_cell()->set_arch_list("12.1");
+  EXPECT_EQ(BuildJobEnv(Inputs(job))["TRITON_PTXAS_PATH"], "/usr/local/cuda/bin/ptxas");
+  job.mutable_cell()->set_arch_list("9.0;12.0a");
+  EXPECT_EQ(BuildJobEnv(Inputs(job)).count("TRITON_PTXAS_PATH"), 0u);
+  job.mutable_cell()->set_arch_list("12.1a");
+  (*job.mutable_recipe()->mutable_env())["TRITON_PTXAS_PATH"] = "/opt/ptxas";
+  EXPECT_EQ(BuildJobEnv(Inputs(job))["TRITON_PTXAS_PATH"], "/opt/ptxas");
+  EXPECT_TRUE(TargetsSm121(job.cell()));
+}
+
+TEST(BuildEnvTest, Wsl2CarriesTheDriverPathsAndTheAllocatorSetting) {
+  auto job = Job();
+  JobEnvInputs in = Inputs(job);
+  EnvMap plain = BuildJobEnv(in);
+  EXPECT_EQ(plain.count("LD_LIBRARY_PATH"), 0u);
+  EXPECT_EQ(plain.count("PYTORCH_CUDA_ALLOC_CONF"), 0u);
+  in.wsl2 = true;
+  EnvMap env = BuildJobEnv(in);
+  EXPECT_EQ(env["CUDA_HOME"], "/usr/local/cuda");
+  EXPECT_EQ(env["LD_LIBRARY_PATH"], "/usr/lib/wsl/lib:/usr/local/cuda/lib64");
+  EXPECT_EQ(env["LIBRARY_PATH"], "/usr/lib/wsl/lib");
+  EXPECT_EQ(env["PYTORCH_CUDA_ALLOC_CONF"],
+            "backend:native,max_split_size_mb:128,expandable_segments:true");
+  // A recipe's own values win; its library path keeps its entries after the driver's.
+  (*job.mutable_recipe()->mutable_env())["PYTORCH_CUDA_ALLOC_CONF"] = "backend:native";
+  (*job.mutable_recipe()->mutable_env())["LD_LIBRARY_PATH"] = "/opt/lib";
+  env = BuildJobEnv(in);
+  EXPECT_EQ(env["PYTORCH_CUDA_ALLOC_CONF"], "backend:native");
+  EXPECT_EQ(env["LD_LIBRARY_PATH"], "/usr/lib/wsl/lib:/usr/local/cuda/lib64:/opt/lib");
 }
 
 TEST(SelectTest, PythonAndToolkit) {

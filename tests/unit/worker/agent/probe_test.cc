@@ -41,7 +41,8 @@ TEST(ProbeParseTest, NvccVersionAndCodes) {
   EXPECT_EQ(ParseNvccVersion("Cuda compilation tools, release 12.8, V12.8.93").value(), "12.8");
   EXPECT_FALSE(ParseNvccVersion("command not found").ok());
 
-  auto codes = ParseGpuCodeList("sm_75\nsm_80\nsm_90\nsm_100\nsm_120\nsm_121\ncompute_121\nbogus\n");
+  auto codes =
+      ParseGpuCodeList("sm_75\nsm_80\nsm_90\nsm_100\nsm_120\nsm_121\ncompute_121\nbogus\n");
   EXPECT_EQ(codes, (std::vector<std::string>{"sm_75", "sm_80", "sm_90", "sm_100", "sm_120",
                                              "sm_121", "compute_121"}));
   auto variants = CandidateVariantCodes(codes);
@@ -54,7 +55,8 @@ TEST(ProbeParseTest, NvccVersionAndCodes) {
 
 TEST(ProbeParseTest, PythonProbeOutput) {
   farm::v1::PythonInterpreter py;
-  ASSERT_OK(ParsePythonProbe("version=3.12\ntorch=2.11.0+cu130\ntorch_cuda=13.0\ncxx11abi=1\n", &py));
+  ASSERT_OK(
+      ParsePythonProbe("version=3.12\ntorch=2.11.0+cu130\ntorch_cuda=13.0\ncxx11abi=1\n", &py));
   EXPECT_EQ(py.version(), "3.12");
   EXPECT_EQ(py.torch_version(), "2.11.0+cu130");
   EXPECT_EQ(py.torch_cuda(), "13.0");
@@ -71,6 +73,55 @@ TEST(ProbeParseTest, HostFacts) {
   EXPECT_FALSE(KernelReleaseIsWsl2("6.1.0-26-amd64"));
   EXPECT_EQ(PlatformTag("x86_64"), "linux_x86_64");
   EXPECT_EQ(PlatformTag("aarch64"), "linux_aarch64");
+}
+
+TEST(ProbeParseTest, Wsl2LooksForTheWindowsDriverFirst) {
+  EXPECT_EQ(CudaDriverCandidates(true),
+            (std::vector<std::string>{"/usr/lib/wsl/lib/libcuda.so.1", "libcuda.so.1"}));
+  EXPECT_EQ(CudaDriverCandidates(false), (std::vector<std::string>{"libcuda.so.1"}));
+}
+
+TEST(ProbeParseTest, Wsl2DriverErrorsSayWhatIsMissingAndTheFix) {
+  const std::string fix = "Fix: on Windows, install the current NVIDIA driver";
+  std::string no_dir = Wsl2DriverError({});
+  EXPECT_NE(no_dir.find("/usr/lib/wsl/lib does not exist"), std::string::npos) << no_dir;
+  EXPECT_NE(no_dir.find("/dev/dxg is missing"), std::string::npos) << no_dir;
+  EXPECT_NE(no_dir.find(fix), std::string::npos) << no_dir;
+  EXPECT_NE(no_dir.find("never install a Linux NVIDIA driver inside WSL2"), std::string::npos);
+  std::string no_lib = Wsl2DriverError({.driver_dir_exists = true, .dxg_exists = true});
+  EXPECT_NE(no_lib.find("/usr/lib/wsl/lib/libcuda.so.1 does not exist"), std::string::npos);
+  EXPECT_EQ(no_lib.find("/dev/dxg"), std::string::npos) << no_lib;
+  EXPECT_NE(no_lib.find("wsl --update"), std::string::npos) << no_lib;
+  std::string broken = Wsl2DriverError({.driver_dir_exists = true,
+                                        .libcuda_exists = true,
+                                        .dxg_exists = true,
+                                        .load_error = "cuInit failed with CUDA error 100"});
+  EXPECT_NE(broken.find("libcuda.so.1 cannot be used: cuInit failed with CUDA error 100"),
+            std::string::npos)
+      << broken;
+  EXPECT_EQ(broken.rfind("WSL2 host without a usable CUDA driver, so no GPU: ", 0), 0u);
+}
+
+TEST(ProbeParseTest, CudaVisibleDevicesThatHideEveryGpu) {
+  EXPECT_FALSE(CudaVisibleDevicesHidesEveryGpu(nullptr));
+  EXPECT_TRUE(CudaVisibleDevicesHidesEveryGpu(""));
+  EXPECT_TRUE(CudaVisibleDevicesHidesEveryGpu("-1"));
+  EXPECT_TRUE(CudaVisibleDevicesHidesEveryGpu("-1,0"));  // CUDA stops at the first bad entry
+  EXPECT_TRUE(CudaVisibleDevicesHidesEveryGpu("none"));
+  EXPECT_FALSE(CudaVisibleDevicesHidesEveryGpu("0"));
+  EXPECT_FALSE(CudaVisibleDevicesHidesEveryGpu("1,0"));
+  EXPECT_FALSE(CudaVisibleDevicesHidesEveryGpu("GPU-8f3c1b2e-0000-0000-0000-000000000000"));
+}
+
+TEST(ProbeParseTest, UnifiedMemoryGpus) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  EXPECT_TRUE(IsUnifiedMemoryGpu(true, false, 0, 119 * kGiB));  // the driver says so
+  // GB10: host page tables and as much memory as the host.
+  EXPECT_TRUE(IsUnifiedMemoryGpu(false, true, 119 * kGiB, 119 * kGiB));
+  // GH200: host page tables, but 96 GB of HBM next to 480 GB of host memory.
+  EXPECT_FALSE(IsUnifiedMemoryGpu(false, true, 96 * kGiB, 480 * kGiB));
+  EXPECT_FALSE(IsUnifiedMemoryGpu(false, false, 80 * kGiB, 80 * kGiB));  // H100 in a VM
+  EXPECT_FALSE(IsUnifiedMemoryGpu(false, true, 16 * kGiB, 0));
 }
 
 // The real probe on the development machine: no GPU, CUDA 13.0 at /usr/local/cuda.
@@ -94,6 +145,10 @@ TEST(SystemProbeTest, ProbesThisMachine) {
   EXPECT_EQ(caps.max_concurrent_jobs(), 2);
   if (access("/dev/nvidia0", F_OK) == 0) GTEST_SKIP() << "this machine has a GPU";
   EXPECT_EQ(caps.gpus_size(), 0);
+  // Not WSL2 and no NVIDIA module: a CPU-only host, which is no driver problem.
+  EXPECT_FALSE(caps.wsl2());
+  EXPECT_EQ(caps.gpu_driver_error(), "");
+  EXPECT_EQ(caps.cuda_driver_library(), "");
   if (access("/usr/local/cuda/bin/nvcc", X_OK) != 0) GTEST_SKIP() << "no CUDA toolkit here";
   ASSERT_GE(caps.toolkits_size(), 1);
   const auto& tk = caps.toolkits(0);

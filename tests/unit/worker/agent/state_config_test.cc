@@ -1,6 +1,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "common/fs.h"
 #include "tests/support/test_util.h"
@@ -55,6 +56,14 @@ TEST(ConfigTest, ParsesTheFlags) {
   EXPECT_TRUE(c->keep_workspaces);
   EXPECT_EQ(c->name, "w1");
   EXPECT_EQ(c->log_buffer_bytes, int64_t{64} << 20);
+  // The default state dir is relative to where the worker starts, and made absolute: the
+  // probe kernels and builds run in other directories.
+  auto relative = Parse({"--server", "a:1"}, &help);
+  ASSERT_OK(relative.status());
+  const std::filesystem::path state = std::filesystem::current_path() / "farm-worker-state";
+  EXPECT_EQ(relative->state_dir, state.string());
+  EXPECT_EQ(relative->work_dir, (state / "work").string());
+  EXPECT_EQ(relative->ccache_dir, (state / "work" / "ccache").string());
   auto small = Parse({"--server", "a:1", "--log-buffer-mib", "8"}, &help);
   ASSERT_OK(small.status());
   EXPECT_EQ(small->log_buffer_bytes, int64_t{8} << 20);

@@ -1,1 +1,0 @@
-"""The library is not loaded at import: the farm only checks which archs it holds."""
