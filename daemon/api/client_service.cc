@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -70,11 +71,12 @@ void AddPlacementReasons(const ServiceContext& ctx, const PlacementView& view,
 }
 
 // LoadJob with its attempts, artifacts and the workers already read (nullopt: no names or
-// reasons can be given).
+// reasons can be given). `in_graph` false: the job neither requires nor is required by any
+// (Store::JobsInGraph), so its links are not read.
 Result<farm::v1::Job> LoadJobWith(const ServiceContext& ctx, const store::JobRow& row,
                                   const std::vector<store::AttemptRow>& attempts,
                                   const std::vector<store::ArtifactRow>& artifacts,
-                                  const std::optional<PlacementView>& view) {
+                                  const std::optional<PlacementView>& view, bool in_graph = true) {
   farm::v1::Job job = JobToProto(row);
   if (view) job.set_worker_name(view->NameOf(row.worker_id));
   for (const auto& a : attempts) {
@@ -89,7 +91,7 @@ Result<farm::v1::Job> LoadJobWith(const ServiceContext& ctx, const store::JobRow
   }
   // A pending job's view was read with placement (LoadJob and LoadBuild ask for it).
   if (row.state == store::kJobPending && view) AddPlacementReasons(ctx, *view, row, &job);
-  FARM_RETURN_IF_ERROR(AddJobGraph(ctx, &job));
+  if (in_graph) FARM_RETURN_IF_ERROR(AddJobGraph(ctx, &job));
   return job;
 }
 
@@ -143,14 +145,15 @@ Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
     return j.state == store::kJobPending;
   });
   std::optional<PlacementView> view = ReadPlacementView(ctx, any_pending);
-  // Two reads for all the jobs, not two per job: each read waits its turn for the store.
+  // Three reads for all the jobs, not three per job: each read waits its turn for the store.
   std::vector<int64_t> ids;
   for (const auto& j : jobs) ids.push_back(j.id);
   FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttemptsOfJobs(ids));
   FARM_ASSIGN_OR_RETURN(auto artifacts, ctx.store->ListArtifactsOfJobs(ids));
+  FARM_ASSIGN_OR_RETURN(std::set<int64_t> in_graph, ctx.store->JobsInGraph(ids));
   for (const auto& j : jobs) {
-    FARM_ASSIGN_OR_RETURN(*build.add_jobs(),
-                          LoadJobWith(ctx, j, attempts[j.id], artifacts[j.id], view));
+    FARM_ASSIGN_OR_RETURN(*build.add_jobs(), LoadJobWith(ctx, j, attempts[j.id], artifacts[j.id],
+                                                         view, in_graph.count(j.id) > 0));
   }
   return build;
 }

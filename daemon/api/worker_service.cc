@@ -114,10 +114,13 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, Recipe
         *a.add_artifacts() = model::ArtifactToProto(artifact);
     }
   }
-  // A validation job validates against the wheels its target was built with.
-  FARM_ASSIGN_OR_RETURN(
-      *a.mutable_inputs(),
-      LoadJobInputs(ctx, job.kind == store::kJobValidate ? job.target_job_id : job.id));
+  // A validation job validates against the wheels its target was built with. A build job
+  // of a recipe without requirements consumes none: no store read on the lease path.
+  if (job.kind == store::kJobValidate || a.recipe().requirements_size() > 0) {
+    FARM_ASSIGN_OR_RETURN(
+        *a.mutable_inputs(),
+        LoadJobInputs(ctx, job.kind == store::kJobValidate ? job.target_job_id : job.id));
+  }
   return a;
 }
 

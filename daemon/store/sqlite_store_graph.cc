@@ -63,6 +63,9 @@ Result<std::vector<int64_t>> Store::ResolveHeldJobs(int64_t) { return Unimplemen
 Result<std::vector<RequirementRow>> Store::ListRequirements(int64_t) { return Unimplemented(); }
 Result<std::vector<RequirementRow>> Store::ListConsumers(int64_t) { return Unimplemented(); }
 Result<std::vector<JobInputRow>> Store::ListJobInputs(int64_t) { return Unimplemented(); }
+Result<std::set<int64_t>> Store::JobsInGraph(const std::vector<int64_t>& job_ids) {
+  return std::set<int64_t>(job_ids.begin(), job_ids.end());
+}
 
 Status SqliteStore::HoldOnRequirements(std::vector<JobRow>* jobs, const BuildLinks& links) {
   for (const BuildLinks::Requirement& r : links.requirements) {
@@ -244,6 +247,31 @@ Result<std::vector<RequirementRow>> SqliteStore::ListConsumers(int64_t job_id) {
                                      "WHERE r.required_job_id = ? ORDER BY r.job_id LIMIT 1000"));
   q->Bind(job_id);
   return ReadRequirements(*q);
+}
+
+Result<std::set<int64_t>> SqliteStore::JobsInGraph(const std::vector<int64_t>& job_ids) {
+  std::lock_guard lock(mu_);
+  constexpr size_t kIdsPerQuery = 500;
+  std::set<int64_t> out;
+  for (size_t at = 0; at < job_ids.size(); at += kIdsPerQuery) {
+    size_t n = std::min(kIdsPerQuery, job_ids.size() - at);
+    std::string marks(2 * n - 1, ',');
+    for (size_t i = 0; i < n; ++i) marks[2 * i] = '?';
+    FARM_ASSIGN_OR_RETURN(
+        auto q, db_->Prepare("SELECT job_id FROM job_requirements WHERE job_id IN (" + marks +
+                             ") UNION SELECT required_job_id FROM job_requirements WHERE "
+                             "required_job_id IN (" +
+                             marks + ")"));
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t i = 0; i < n; ++i) q->Bind(job_ids[at + i]);
+    }
+    for (size_t r = 0; r < 2 * n; ++r) {
+      FARM_ASSIGN_OR_RETURN(bool row, q->Step());
+      if (!row) break;
+      out.insert(q->Int(0));
+    }
+  }
+  return out;
 }
 
 Result<std::vector<JobInputRow>> SqliteStore::ListJobInputs(int64_t job_id) {

@@ -123,6 +123,7 @@ class SqliteStore final : public Store {
   Result<std::vector<int64_t>> ResolveHeldJobs(int64_t now_ms) override;
   Result<std::vector<RequirementRow>> ListRequirements(int64_t job_id) override;
   Result<std::vector<RequirementRow>> ListConsumers(int64_t job_id) override;
+  Result<std::set<int64_t>> JobsInGraph(const std::vector<int64_t>& job_ids) override;
   Result<std::vector<JobInputRow>> ListJobInputs(int64_t job_id) override;
 
   Result<std::vector<PublishCandidate>> ListPublishCandidates(int64_t after_id, int limit) override;

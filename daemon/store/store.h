@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -623,6 +624,10 @@ class Store {
   virtual Result<std::vector<RequirementRow>> ListConsumers(int64_t job_id);
   // The wheels `job_id` was given (empty while it is held), by artifact id.
   virtual Result<std::vector<JobInputRow>> ListJobInputs(int64_t job_id);
+  // Those of `job_ids` that require a job or are required by one, in one read: a build's
+  // reply asks ListRequirements and ListConsumers only of these. The default answers all
+  // of them (each is then asked).
+  virtual Result<std::set<int64_t>> JobsInGraph(const std::vector<int64_t>& job_ids);
 
   // --- publication outbox (sqlite_store_publish.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <set>
 
 #include "daemon/store/store.h"
 #include "tests/support/test_util.h"
@@ -119,6 +120,20 @@ TEST_F(BuildGraphTest, HeldJobIsNeitherListedLeasableNorLeasedInABatch) {
   EXPECT_FALSE(leased->at(0).has_value()) << "a held job was leased";
   EXPECT_TRUE(leased->at(1).has_value());
   EXPECT_EQ(Job(app).state, kJobPending);
+}
+
+TEST_F(BuildGraphTest, JobsInGraphNamesRequiringAndRequiredJobsOnly) {
+  int64_t app = SubmitDependent(5);
+  BuildRow loner{.recipe_name = "loner", .recipe = "r", .submitted_by = "t", .created_ms = 1};
+  std::vector<JobRow> rows(1);
+  rows[0].cell = "cell";
+  ASSERT_OK(store_->CreateBuild(&loner, &rows));
+  auto linked = store_->JobsInGraph({rows[0].id, app, dep_job_, 987654321});
+  ASSERT_OK(linked.status());
+  EXPECT_EQ(*linked, (std::set<int64_t>{dep_job_, app}));
+  auto none = store_->JobsInGraph({});
+  ASSERT_OK(none.status());
+  EXPECT_TRUE(none->empty());
 }
 
 TEST_F(BuildGraphTest, AnUnchangedWheelAnswersTheDependentFromTheStore) {
