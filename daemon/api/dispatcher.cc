@@ -60,6 +60,7 @@ int64_t Dispatcher::Add(Waiter waiter) {
   shared_->by_class[it->second].push_back(ticket);
   shared_->class_of_ticket[ticket] = it->second;
   shared_->ticket_of_worker[waiter.worker_id] = ticket;
+  shared_->by_deadline.emplace(waiter.deadline_steady_ms, ticket);
   shared_->waiting.emplace(ticket, std::move(waiter));
   shared_->kicked = true;
   shared_->cv.notify_one();
@@ -91,6 +92,7 @@ void Dispatcher::Stop() {
     shared_->by_class.clear();
     shared_->class_of_ticket.clear();
     shared_->ticket_of_worker.clear();
+    shared_->by_deadline.clear();
   }
   for (Waiter& w : left) w.done(std::optional<store::JobRow>());
 }
@@ -105,6 +107,7 @@ std::optional<Dispatcher::Waiter> Dispatcher::TakeLocked(int64_t ticket) {
   if (it == shared_->waiting.end()) return std::nullopt;
   Waiter w = std::move(it->second);
   shared_->waiting.erase(it);
+  shared_->by_deadline.erase({w.deadline_steady_ms, ticket});
   auto mine = shared_->ticket_of_worker.find(w.worker_id);
   if (mine != shared_->ticket_of_worker.end() && mine->second == ticket)
     shared_->ticket_of_worker.erase(mine);
@@ -125,11 +128,15 @@ void Dispatcher::ExpireWaiters(std::optional<int64_t> now_steady_ms) {
       if (auto w = TakeLocked(ticket)) ended.push_back(std::move(*w));
     }
     shared_->cancelled.clear();
-    std::vector<int64_t> due;
-    for (const auto& [ticket, w] : shared_->waiting) {
-      if (now_steady_ms && w.deadline_steady_ms <= *now_steady_ms) due.push_back(ticket);
+    while (now_steady_ms && !shared_->by_deadline.empty() &&
+           shared_->by_deadline.begin()->first <= *now_steady_ms) {
+      auto due = shared_->by_deadline.begin();
+      if (auto w = TakeLocked(due->second)) {
+        ended.push_back(std::move(*w));
+      } else {
+        shared_->by_deadline.erase(due);  // never left behind by TakeLocked; a bound all the same
+      }
     }
-    for (int64_t ticket : due) ended.push_back(std::move(*TakeLocked(ticket)));
   }
   for (Waiter& w : ended) w.done(std::optional<store::JobRow>());
 }

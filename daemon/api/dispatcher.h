@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -96,6 +97,8 @@ class Dispatcher {
     std::map<int, std::deque<int64_t>> by_class;  // class id -> tickets, FIFO
     std::unordered_map<int64_t, int> class_of_ticket;
     std::unordered_map<std::string, int64_t> ticket_of_worker;
+    // (deadline, ticket) of every waiting poll: the due ones are found without a scan.
+    std::set<std::pair<int64_t, int64_t>> by_deadline;
     std::vector<int64_t> cancelled;
   };
   struct Match {

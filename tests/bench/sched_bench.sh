@@ -6,7 +6,8 @@
 # 127.0.0.1:0 with a temporary data directory, creates a submitter token with farmctl,
 # runs sched_bench, reads farmd's peak RSS (VmHWM) and the SQLite size (farm.db + WAL),
 # stops farmd by its pid and prints a table (times in ms). FARMD, FARMCTL and SCHED_BENCH
-# override the binaries; CELLS sets the jobs per build (default 100). With FARMD_BEFORE (a
+# override the binaries; CELLS sets the jobs per build (default 100), MODES the modes
+# (default "backlog live"), SUBMIT_INTERVAL_MS a pause between builds. With FARMD_BEFORE (a
 # farmd built from another commit) every run is made twice, that farmd first, then this
 # one, so before and after are measured side by side under the same load.
 set -euo pipefail
@@ -48,7 +49,8 @@ run_one() {  # run_one WORKERS MODE FARMD LABEL: a fresh farmd for one run
     --role submitter --name sched-bench | tail -1 | tr -d '\r\n' >"$dir/submit.token"
   line=$("$bench" --server "$addr" --enroll-token-file "$dir/data/enroll.token" \
     --submit-token-file "$dir/submit.token" --workers "$n" --jobs "$jobs" --mode "$mode" \
-    --cells-per-build "$cells" --label "$label" --time-limit-s 600 2>&1 | tee "$dir/bench.out" | grep '^RESULT' || true)
+    --cells-per-build "$cells" --label "$label" --time-limit-s 600 \
+    ${SUBMIT_INTERVAL_MS:+--submit-interval-ms "$SUBMIT_INTERVAL_MS"} 2>&1 | tee "$dir/bench.out" | grep '^RESULT' || true)
   if [[ -z $line ]]; then
     echo "sched_bench failed ($mode, $n workers):" >&2
     tail -5 "$dir/bench.out" >&2
@@ -66,7 +68,7 @@ run_one() {  # run_one WORKERS MODE FARMD LABEL: a fresh farmd for one run
 
 results=()
 for n in "${counts[@]}"; do
-  for mode in backlog live; do
+  for mode in ${MODES:-backlog live}; do
     if [[ -n ${FARMD_BEFORE:-} ]]; then
       run_one "$n" "$mode" "$FARMD_BEFORE" "before-$mode-$n"
       run_one "$n" "$mode" "$farmd" "after-$mode-$n"
