@@ -52,7 +52,13 @@ int64_t Dispatcher::Add(Waiter waiter) {
   // One waiting poll per worker: the older one ends empty, its reply no longer wanted.
   std::optional<Waiter> older;
   auto same = shared_->ticket_of_worker.find(waiter.worker_id);
-  if (same != shared_->ticket_of_worker.end()) older = TakeLocked(same->second);
+  if (same != shared_->ticket_of_worker.end()) {
+    if (shared_->leasing.count(same->second)) {
+      shared_->cancelled.push_back(same->second);  // its lease is being written: it gets it
+    } else {
+      older = TakeLocked(same->second);
+    }
+  }
   int64_t ticket = shared_->next_ticket++;
   std::string key = ClassKey(waiter.caps, waiter.held_gb);
   auto [it, fresh] = shared_->class_of_caps.emplace(key, 0);
@@ -211,6 +217,7 @@ std::vector<Dispatcher::Match> Dispatcher::MatchLocked(const PeerCache::Snapshot
       if (entry->needs.exclude_workers_size() == 0 || entry->job.kind != store::kJobValidate) {
         if (!Fits(*entry, cls, first, peers)) continue;
         matches.push_back({entry.get(), queue[used]});
+        shared_->leasing.insert(queue[used]);
         ++used;
         --free;
         break;
@@ -222,6 +229,7 @@ std::vector<Dispatcher::Match> Dispatcher::MatchLocked(const PeerCache::Snapshot
         if (!Fits(*entry, cls, shared_->waiting.at(queue[i]), peers)) continue;
         std::swap(shared_->by_class[cls][i], shared_->by_class[cls][used]);
         matches.push_back({entry.get(), queue[used]});
+        shared_->leasing.insert(queue[used]);
         ++used;
         --free;
         placed = true;
@@ -237,13 +245,14 @@ void Dispatcher::Lease(const std::vector<Match>& matches) {
   {
     std::lock_guard lock(shared_->mu);
     for (const Match& m : matches)
-      requests.push_back({m.entry->job.id, shared_->waiting.at(m.ticket).worker_id});
+      requests.push_back({m.entry->job.id, shared_->waiting.at(m.ticket).worker_id});  // leasing
   }
   auto leased = ctx_->store->LeaseJobs(requests, ctx_->clock->NowUnixMs(), ctx_->tunables.lease_ms);
   std::vector<std::pair<Waiter, Result<std::optional<store::JobRow>>>> ended;
   std::unordered_set<const Entry*> gone;
   {
     std::lock_guard lock(shared_->mu);
+    for (const Match& m : matches) shared_->leasing.erase(m.ticket);
     for (size_t i = 0; i < matches.size(); ++i) {
       if (!leased.ok()) {
         ended.emplace_back(std::move(*TakeLocked(matches[i].ticket)), leased.status());
@@ -252,7 +261,8 @@ void Dispatcher::Lease(const std::vector<Match>& matches) {
       // Leased elsewhere or no longer leasable: the job leaves, the poll keeps waiting.
       gone.insert(matches[i].entry);
       if (!(*leased)[i]) continue;
-      // A poll cancelled during this transaction still gets the job. farm-worker cancels
+      // A poll cancelled (or replaced by its worker's newer poll) during this transaction
+      // still gets the job. farm-worker cancels
       // its polls only when it stops or loses farmd: it registers again (which requeues
       // what it held) or its heartbeats stop and the lease expires.
       ended.emplace_back(std::move(*TakeLocked(matches[i].ticket)), std::move((*leased)[i]));

@@ -7,8 +7,9 @@
 // placement is decided once per job and class). On a unified-memory host what its running
 // jobs hold (held_gb) is part of the class too; a validation that excludes workers by id
 // is decided per worker. A worker has at most one waiting poll: a newer one ends the older
-// (empty), so a worker's concurrency limit and held memory, read when its poll arrives,
-// stay true until it is leased a job. The store stays the truth: the leasable set is
+// (empty; or, when the older one's lease is being written, with that job), so a worker's
+// concurrency limit and held memory, read when its poll arrives, stay true until it is
+// leased a job. The store stays the truth: the leasable set is
 // re-read as ids when Store::QueueGeneration moves (and at least once a second, for
 // not-before times that pass), only new jobs are loaded, and every lease is written in a
 // store transaction (one per batch of matches, Store::LeaseJobs) before its worker hears of
@@ -30,6 +31,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "daemon/api/peers.h"
@@ -99,6 +101,9 @@ class Dispatcher {
     std::unordered_map<std::string, int64_t> ticket_of_worker;
     // (deadline, ticket) of every waiting poll: the due ones are found without a scan.
     std::set<std::pair<int64_t, int64_t>> by_deadline;
+    // Polls matched to a job whose lease is being written: only the dispatcher thread ends
+    // them (Add defers a replaced one to `cancelled`).
+    std::unordered_set<int64_t> leasing;
     std::vector<int64_t> cancelled;
   };
   struct Match {
