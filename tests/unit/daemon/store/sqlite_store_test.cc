@@ -2,6 +2,7 @@
 
 #include "daemon/store/store.h"
 #include "tests/support/test_util.h"
+#include "tests/unit/daemon/store/store_under_test.h"
 
 namespace farm::store {
 namespace {
@@ -9,7 +10,7 @@ namespace {
 class SqliteStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = OpenSqliteStore(dir_.path() + "/farm.db");
+    auto s = under_test_.Open();
     ASSERT_OK(s.status());
     store_ = std::move(s).value();
   }
@@ -29,6 +30,7 @@ class SqliteStoreTest : public ::testing::Test {
   }
 
   testing::ScopedTempDir dir_;
+  StoreUnderTest under_test_{dir_.path()};
   std::unique_ptr<Store> store_;
 };
 
@@ -161,7 +163,7 @@ TEST_F(SqliteStoreTest, ReopenKeepsEverything) {
   art.sha256 = "cd";
   EXPECT_EQ(store_->InsertArtifact(art).status().code(), StatusCode::kAlreadyExists);
   store_.reset();
-  auto reopened = OpenSqliteStore(dir_.path() + "/farm.db");
+  auto reopened = under_test_.Open();
   ASSERT_OK(reopened.status());
   EXPECT_EQ(reopened.value()->GetBuild(build)->recipe_name, "attn-example");
   EXPECT_EQ(reopened.value()->GetLogLines(j->id, 1, 0, 10)->size(), 1u);
