@@ -158,8 +158,21 @@ int main(int argc, char** argv) {
     farm::log::Error("cannot start: " + server.status().ToString());
     return 1;
   }
-  int sig = 0;
-  sigwait(&stop, &sig);
+  // Wait for a stop signal; on PostgreSQL also look every 2 s that the lock's session
+  // lives: once it is gone a standby may be active, so this farmd stops.
+  int sig = -1;
+  while (sig <= 0) {
+    timespec every{.tv_sec = 2, .tv_nsec = 0};
+    sig = sigtimedwait(&stop, nullptr, &every);
+    if (sig <= 0 && active) {
+      if (farm::Status held = active->Check(); !held.ok()) {
+        farm::log::Error("lost the farmd lock of the database (" + held.ToString() +
+                         "); stopping, as another farmd may be active now");
+        server.value()->Shutdown();
+        return 1;
+      }
+    }
+  }
   farm::log::Info(std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
                   ", shutting down");
   server.value()->Shutdown();

@@ -26,6 +26,11 @@ Result<std::unique_ptr<ActiveFarmdLock>> ActiveFarmdLock::Acquire(
 
 ActiveFarmdLock::~ActiveFarmdLock() = default;
 
+Status ActiveFarmdLock::Check() {
+  FARM_ASSIGN_OR_RETURN(auto q, conn_->db->Prepare("SELECT 1"));
+  return q->Run();
+}
+
 bool IsPostgresUrl(const std::string& store) {
   return store.rfind("postgres://", 0) == 0 || store.rfind("postgresql://", 0) == 0;
 }

@@ -27,6 +27,11 @@ class ActiveFarmdLock {
                                                           const std::function<void()>& on_standby);
   ~ActiveFarmdLock();
 
+  // Ok while the lock's session lives; Unavailable once its connection is gone (the
+  // server restarted, the network dropped, an administrator ended it), after which a
+  // standby may already be active and this farmd must stop.
+  Status Check();
+
  private:
   ActiveFarmdLock() = default;
   struct Conn;

@@ -88,7 +88,9 @@ class PostgresServer:
         return f"postgresql:///{database}?host={self.dir}&user={SUPERUSER}"
 
     def psql(self, database, sql):
-        r = subprocess.run([self._psql_bin, "-At", "-d", self.url(database), "-c", sql],
+        """Runs `sql` in `database` (a name or a URL); its output, or None on an error."""
+        url = database if "://" in database else self.url(database)
+        r = subprocess.run([self._psql_bin, "-At", "-d", url, "-c", sql],
                            capture_output=True, text=True, timeout=60)
         return r.stdout.strip() if r.returncode == 0 else None
 

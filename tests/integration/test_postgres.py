@@ -1,13 +1,14 @@
-"""Two farmds on one PostgreSQL database: one active, one standby that takes over when the
-active one is killed, with its workers and their running build, losing and repeating
-nothing (real processes, a real PostgreSQL server, SIGKILL).
+"""farmd on PostgreSQL under faults (real processes, a real PostgreSQL server, SIGKILL).
+
+Two farmds on one database: one active, one standby that takes over when the active one
+is killed, with its workers and their running build, losing and repeating nothing. And
+the kill -9 storm of test_faults.py with the state in PostgreSQL.
 
 Workers find farmd through --server-file, which they read again whenever they reconnect;
 the standby writes its own address there (its --ready-file) once it holds the lock and
 serves, as a DNS record or a load balancer would be pointed at the new farmd.
 """
 import os
-import signal
 
 import test_faults as faults
 from farm_harness import kill9_tree, wait_until
@@ -46,5 +47,19 @@ def test_standby_farmd_takes_over_a_running_build_without_losing_or_repeating_it
     assert seqs and seqs == list(range(1, len(seqs) + 1))
     ticks = [e["text"] for e in faults.log_seqs(farm, job["id"]) if e["text"].startswith("tick ")]
     assert ticks == [f"tick {i}" for i in range(1, 7)], ticks
-    # The farmd that took over stops cleanly; the killed one's lock went with its session.
-    assert farm.stop(standby, signal.SIGTERM) == 0
+    # An active farmd whose lock session ends (the database restarted, the network dropped;
+    # here its administrator ends it) stops rather than serve beside a new active farmd.
+    ended = postgres_server.psql(farm.store, "SELECT count(pg_terminate_backend(pid)) "
+                                 "FROM pg_locks WHERE locktype = 'advisory' AND granted")
+    assert ended == "1", ended
+    wait_until(lambda: standby.poll() is not None, 20, "farmd to stop without its lock")
+    assert standby.returncode == 1
+    assert "lost the farmd lock" in farm.log("farmd-standby.log")
+
+
+def test_random_kills_on_postgres_leave_every_job_in_one_terminal_state_with_one_artifact(
+        farm, postgres_server):
+    # Each killed farmd's session, and its lock, ends with it; the restarted farmd takes
+    # the lock and goes on with the same database.
+    farm.store = postgres_server.create_database()
+    faults.random_kill_storm(farm)
