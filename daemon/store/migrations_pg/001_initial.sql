@@ -71,7 +71,7 @@ CREATE TABLE log_lines (
   attempt BIGINT NOT NULL,
   seq BIGINT NOT NULL,
   stream BIGINT NOT NULL,
-  text TEXT NOT NULL,
+  text BYTEA NOT NULL,               -- a build's output may hold NUL, which TEXT refuses
   time_ms BIGINT NOT NULL,
   PRIMARY KEY (job_id, attempt, seq),
   FOREIGN KEY (job_id, attempt) REFERENCES attempts(job_id, number) ON DELETE CASCADE

@@ -105,6 +105,18 @@ TEST_F(SqliteStoreTest, LogLinesAreStoredOnceAndWithoutGaps) {
   EXPECT_EQ(lines->at(2).stream, 2);
 }
 
+TEST_F(SqliteStoreTest, LogLinesKeepEveryByteOfTheOutput) {
+  MakeBuild(1);
+  auto j = Acquire("w1");
+  const std::string odd = std::string("nul \0 here", 11) + " caf\xc3\xa9 \xef\xbf\xbd \\x00 '?'";
+  ASSERT_OK(store_->AppendLogLines(j->id, 1, {{1, 1, odd, 1}, {2, 1, "", 2}}).status());
+  auto lines = store_->GetLogLines(j->id, 1, 0, 10);
+  ASSERT_OK(lines.status());
+  ASSERT_EQ(lines->size(), 2u);
+  EXPECT_EQ(lines->at(0).text, odd);
+  EXPECT_EQ(lines->at(1).text, "");
+}
+
 TEST_F(SqliteStoreTest, ALogPastItsLimitEndsWithOneSystemLineAndLaterLinesAreAcknowledged) {
   MakeBuild(1);
   auto j = Acquire("w1");
