@@ -135,6 +135,8 @@ Status PgError(PGconn* conn, const PGresult* res, const std::string& what) {
   if (PQstatus(conn) == CONNECTION_BAD || code.rfind("08", 0) == 0 || code.rfind("57P", 0) == 0) {
     return Status::Unavailable(msg);
   }
+  // Worded as SQLite words it, which callers look for.
+  if (code == "23505") return Status::AlreadyExists("UNIQUE constraint failed: " + msg);
   if (code.rfind("23", 0) == 0) return Status::AlreadyExists(msg);  // as SQLITE_CONSTRAINT
   if (code.rfind("40", 0) == 0) return Status::Unavailable(msg);    // serialization, deadlock
   return Status::Internal(msg);
@@ -314,7 +316,12 @@ Result<std::string> TranslateToPostgres(std::string_view sql, const PrimaryKeyFn
 }
 
 Result<std::unique_ptr<Db>> OpenPgDb(const std::string& url) {
-  PGconn* conn = PQconnectdb(url.c_str());
+  // Defaults the URL may override (it comes last): give up on a dead server or network
+  // within about 30 s instead of blocking the store, or the lock check, for hours.
+  const char* keys[] = {"connect_timeout", "keepalives_idle", "keepalives_interval",
+                        "keepalives_count", "tcp_user_timeout", "dbname", nullptr};
+  const char* values[] = {"10", "10", "5", "3", "30000", url.c_str(), nullptr};
+  PGconn* conn = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   std::unique_ptr<PgDb> db(new PgDb(conn));
   if (!conn || PQstatus(conn) != CONNECTION_OK) {
     std::string msg = conn ? PQerrorMessage(conn) : "out of memory";

@@ -31,7 +31,9 @@ using PrimaryKeyFn = std::function<Result<std::vector<std::string>>(const std::s
 Result<std::string> TranslateToPostgres(std::string_view sql, const PrimaryKeyFn& primary_key);
 
 // Connects to `url` (postgres://user@host:port/db?..., any libpq connection URI or
-// key=value string) and applies nothing yet. The error names the server's reason.
+// key=value string) and applies nothing yet. The error names the server's reason. Unless
+// the URL says otherwise, a connection to a server that stopped answering fails within
+// about 30 s (TCP keepalives, tcp_user_timeout) rather than blocking.
 Result<std::unique_ptr<Db>> OpenPgDb(const std::string& url);
 
 // Holds PostgreSQL's session advisory lock that marks the one active farmd of a database,
