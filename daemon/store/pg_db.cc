@@ -266,8 +266,6 @@ class PgDb final : public Db {
     return s.ok() ? unlocked : s;
   }
 
-  PGconn* conn() { return conn_; }
-
  protected:
   const char* BeginStatement() const override { return "BEGIN"; }
 

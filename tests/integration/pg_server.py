@@ -3,7 +3,7 @@
 initdb into a temporary directory and postgres listening only on a unix socket there (no
 TCP port to collide with). PostgreSQL refuses to run as root and the suite runs as root
 on CI: then both run as the user nobody through util-linux's setpriv, which also gives
-the server a parent-death signal so it never outlives the test process.
+the server a parent-death signal so that it does not outlive a killed test process.
 """
 import glob
 import os
