@@ -102,7 +102,8 @@ class PostgresServer:
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)  # fast shutdown
+            # Immediate shutdown: no checkpoint, since the data directory is removed next.
+            self.proc.send_signal(signal.SIGQUIT)
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:

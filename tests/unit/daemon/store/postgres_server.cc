@@ -138,7 +138,7 @@ Result<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
 
 PostgresServer::~PostgresServer() {
   if (pid_ > 0) {
-    ::kill(pid_, SIGINT);  // fast shutdown
+    ::kill(pid_, SIGQUIT);  // immediate shutdown: no checkpoint, the data is removed next
     int status = 0;
     bool gone = false;
     for (int i = 0; i < 300 && !gone; ++i) {  // 30 s

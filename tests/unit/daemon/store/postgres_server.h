@@ -21,7 +21,7 @@ class PostgresServer {
   // NotFound, with the reason, when the server binaries (or, as root, setpriv and the
   // user nobody) are missing: the caller skips. Any other error is a failure.
   static Result<std::unique_ptr<PostgresServer>> Start();
-  // Stops the server (fast shutdown) and removes its directory.
+  // Stops the server (immediate shutdown) and removes its directory.
   ~PostgresServer();
 
   // Creates an empty database and returns its libpq URL.
