@@ -49,6 +49,42 @@ TEST_F(SqliteStoreTest, BuildSucceedsWhenEveryJobSucceeds) {
   EXPECT_EQ(store_->GetBuild(build)->state, kBuildSucceeded);
 }
 
+TEST_F(SqliteStoreTest, DashboardAndIndexQueriesSeeTheFinishedJob) {
+  int64_t build = MakeBuild(2);
+  auto a = Acquire("w1", 10);
+  ASSERT_TRUE(a);
+  ArtifactRow art{.job_id = a->id, .attempt = 1, .filename = "x.whl", .sha256 = "ab", .size = 3};
+  ASSERT_OK(store_->InsertArtifact(art).status());
+  ASSERT_OK(
+      store_->CompleteAttempt({.job_id = a->id, .attempt = 1, .worker_id = "w1"}, 70).status());
+  auto counts = store_->CountJobsByState();
+  ASSERT_OK(counts.status());
+  EXPECT_EQ(counts->at(kJobPending), 1);
+  EXPECT_EQ(counts->at(kJobSucceeded), 1);
+  EXPECT_EQ(store_->ListJobsInState(kJobPending, 0, 10)->size(), 1u);
+  auto run = store_->JobSpanHistogram(JobSpan::kRunTime, {10, 100});
+  ASSERT_OK(run.status());
+  EXPECT_EQ(run->count, 1);
+  EXPECT_EQ(run->sum_ms, 60.0);
+  EXPECT_EQ(run->cumulative, (std::vector<int64_t>{0, 1}));
+  auto timings = store_->ListJobTimings(10);
+  ASSERT_OK(timings.status());
+  ASSERT_EQ(timings->size(), 1u);
+  EXPECT_EQ(timings->at(0).recipe_name, "attn-example");
+  auto index = store_->ListIndexArtifacts(10);
+  ASSERT_OK(index.status());
+  ASSERT_EQ(index->size(), 1u);
+  EXPECT_EQ(index->at(0).cell, "cell");
+  EXPECT_EQ(index->at(0).artifact.filename, "x.whl");
+  BuildFilter by_worker{.worker_ids = {"w1"}, .any_worker = true};
+  EXPECT_EQ(store_->ListBuildsMatching(by_worker, 0, 10)->size(), 1u);
+  BuildFilter nobody{.any_worker = true};
+  EXPECT_TRUE(store_->ListBuildsMatching(nobody, 0, 10)->empty());
+  BuildFilter other{.recipe_name = "other"};
+  EXPECT_TRUE(store_->ListBuildsMatching(other, 0, 10)->empty());
+  EXPECT_EQ(store_->ListBuilds(build + 1, 10)->size(), 1u);
+}
+
 TEST_F(SqliteStoreTest, LateReportOfSupersededAttemptIsRejected) {
   MakeBuild(1);
   auto first = Acquire("w1", 10);
