@@ -19,7 +19,12 @@ SUPERUSER = "farm"
 
 
 def find_bindir():
-    """The directory holding initdb and postgres, or None."""
+    """The directory holding initdb and postgres, or None: $FARM_TEST_POSTGRES_BINDIR when
+    set (another server version), else pg_config --bindir, else /usr/lib/postgresql/*/bin."""
+    chosen = os.environ.get("FARM_TEST_POSTGRES_BINDIR")
+    if chosen is not None:
+        ok = all(os.access(os.path.join(chosen, b), os.X_OK) for b in ("initdb", "postgres"))
+        return chosen if ok else None
     dirs = []
     try:
         out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, timeout=10)

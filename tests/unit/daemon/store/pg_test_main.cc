@@ -9,6 +9,7 @@
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  if (::testing::GTEST_FLAG(list_tests)) return RUN_ALL_TESTS();  // lists; needs no server
   auto server = farm::testing::PostgresServer::Start();
   if (!server.ok()) {
     bool missing = server.status().code() == farm::StatusCode::kNotFound;

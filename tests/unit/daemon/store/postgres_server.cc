@@ -25,9 +25,14 @@ PostgresServer* g_shared = nullptr;
 
 bool Executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
 
-// The directory holding initdb and postgres: pg_config --bindir (Debian's pg_config comes
-// with libpq-dev and names the server's directory), else /usr/lib/postgresql/*/bin.
+// The directory holding initdb and postgres: $FARM_TEST_POSTGRES_BINDIR when set (another
+// server version), else pg_config --bindir (Debian's pg_config comes with libpq-dev and
+// names the server's directory), else /usr/lib/postgresql/*/bin.
 std::string FindBinDir() {
+  if (const char* chosen = std::getenv("FARM_TEST_POSTGRES_BINDIR")) {
+    std::string d(chosen);
+    return Executable(d + "/initdb") && Executable(d + "/postgres") ? d : "";
+  }
   std::vector<std::string> dirs;
   if (FILE* p = ::popen("pg_config --bindir 2>/dev/null", "r")) {
     char buf[512] = {};
@@ -95,8 +100,9 @@ Result<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
   std::string bin = FindBinDir();
   if (bin.empty()) {
     return Status::NotFound(
-        "PostgreSQL server binaries (initdb, postgres) not found in pg_config --bindir or "
-        "/usr/lib/postgresql/*/bin: install the postgresql package");
+        "PostgreSQL server binaries (initdb, postgres) not found in "
+        "$FARM_TEST_POSTGRES_BINDIR, pg_config --bindir or /usr/lib/postgresql/*/bin: install "
+        "the postgresql package");
   }
   struct passwd* nobody = ::getpwnam("nobody");
   if (::geteuid() == 0 && (!nobody || !Executable("/usr/bin/setpriv"))) {
