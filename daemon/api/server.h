@@ -20,6 +20,9 @@ namespace farm::api {
 
 struct ServerOptions {
   std::string data_dir = "data";          // farm.db, blobs/, admin.token, enroll.token
+  // The state: empty for <data_dir>/farm.db, a postgres:// URL for PostgreSQL
+  // (docs/postgresql.md), else the path of a SQLite file.
+  std::string store;
   std::string listen = "127.0.0.1:7070";  // port 0 picks a free port
   std::string ready_file;                 // receives "host:port" once serving
   // TLS of the gRPC API and the dashboard; client_ca_file makes workers present
