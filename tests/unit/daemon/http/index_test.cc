@@ -170,7 +170,7 @@ TEST_F(IndexTest, ServesFilesAndCoreMetadata) {
   Router r = MakeRouter();
   Response file = Get(r, "/files/" + a + "/" + name);
   EXPECT_EQ(file.kind, BodyKind::kFile);
-  EXPECT_EQ(file.file_path, blobs_->PathFor(a));
+  EXPECT_EQ(file.file_path, blobs_->LocalPath(a).value());
   Response md = Get(r, "/files/" + a + "/" + name + ".metadata");
   EXPECT_EQ(md.status, 200);
   EXPECT_EQ(md.body, kMetadata);
