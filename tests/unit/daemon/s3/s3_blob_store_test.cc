@@ -230,6 +230,24 @@ TEST_F(S3BlobStoreTest, SlowDownIsRetriedWithBackoffAndGivenUpOnWithinTheLimits)
   EXPECT_EQ(sleeper_.sleeps().size(), 2u + 3u);  // four attempts, three waits
 }
 
+TEST(S3RateLimitTest, TheFakesRateLimitAnswersSlowDownAndTheClientWaitsItOut) {
+  FakeServerProcess server(
+      "fake_s3.py", {"--bucket", "wheels", "--access-key", kAccessKey, "--secret-key", kSecret,
+                     "--max-requests-per-second", "2"});
+  ASSERT_FALSE(server.base_url().empty());
+  RecordingSleeper sleeper(/*cap_ms=*/2000);  // these waits are slept for real
+  publish::CurlHttpClient curl;
+  S3Client client(
+      {.endpoint = server.base_url(), .bucket = "wheels", .credentials = {kAccessKey, kSecret, ""}},
+      curl, sleeper, sleeper, {.max_attempts = 8, .base_backoff_ms = 400});
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(client.HeadObject("absent/" + std::to_string(i)).status().code(),
+              StatusCode::kNotFound);
+  }
+  EXPECT_GE(server.Counter("slowdown"), 1);
+  EXPECT_EQ(static_cast<int64_t>(sleeper.sleeps().size()), server.Counter("slowdown"));
+}
+
 TEST_F(S3BlobStoreTest, ConnectionErrorsAreRetriedAndReported) {
   publish::CurlHttpClient curl;
   S3Config closed = Config();
