@@ -14,7 +14,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from farm_harness import REPO, _read, wait_until
+from farm_harness import FARMD, REPO, _read, wait_until
 
 FAKES = os.path.join(REPO, "tests", "fakes")
 ACCESS_KEY = "AKIAFARMINTEGRATION01"
@@ -136,3 +136,17 @@ def test_wheels_live_in_the_bucket_and_pip_follows_the_presigned_redirect(farm):
             continue
         with open(path, "rb") as f:
             assert SECRET_KEY.encode() not in f.read(), path
+
+
+def test_farmd_refuses_a_redirect_without_presigned_urls_and_bad_bucket_urls(farm):
+    base = [FARMD, "--data-dir", farm.data, "--listen", "127.0.0.1:0"]
+    r = subprocess.run(base + ["--index-redirect"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "--index-redirect needs a blob store" in r.stdout + r.stderr, r
+    r = subprocess.run(base + ["--blob-store", "s3://Not_A_Bucket/x"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "is not an S3 bucket name" in r.stderr, r
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    r = subprocess.run(base + ["--blob-store", "s3://bucket/x", "--s3-endpoint",
+                               "http://127.0.0.1:1"], capture_output=True, text=True,
+                       timeout=60, env=env)
+    assert r.returncode == 1 and "AWS_SECRET_ACCESS_KEY" in r.stdout + r.stderr, r

@@ -248,6 +248,17 @@ TEST(S3RateLimitTest, TheFakesRateLimitAnswersSlowDownAndTheClientWaitsItOut) {
   EXPECT_EQ(static_cast<int64_t>(sleeper.sleeps().size()), server.Counter("slowdown"));
 }
 
+TEST_F(S3BlobStoreTest, ALostAnswerToAnUploadIsRetriedIntoTheSameSingleObject) {
+  ASSERT_FALSE(server_.base_url().empty());
+  auto blobs = Open("a");
+  server_.FailNext(R"({"method": "PUT", "drop_response": true})");
+  std::string data = "stored, but the answer was lost";
+  ASSERT_OK(Write(*blobs, data));
+  EXPECT_EQ(server_.Counter("put"), 2);
+  EXPECT_EQ(StoredSha(Sha256Hex(data)), Sha256Hex(data));
+  EXPECT_EQ(server_.State().as_object()["objects"].as_object().size(), 1u);
+}
+
 TEST_F(S3BlobStoreTest, ConnectionErrorsAreRetriedAndReported) {
   publish::CurlHttpClient curl;
   S3Config closed = Config();
