@@ -240,6 +240,7 @@ TEST(S3RateLimitTest, TheFakesRateLimitAnswersSlowDownAndTheClientWaitsItOut) {
   S3Client client(
       {.endpoint = server.base_url(), .bucket = "wheels", .credentials = {kAccessKey, kSecret, ""}},
       curl, sleeper, sleeper, {.max_attempts = 8, .base_backoff_ms = 400});
+  // Five quick requests span at most two seconds, so one second gets three: a SlowDown.
   for (int i = 0; i < 5; ++i) {
     EXPECT_EQ(client.HeadObject("absent/" + std::to_string(i)).status().code(),
               StatusCode::kNotFound);
