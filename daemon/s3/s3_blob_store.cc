@@ -146,6 +146,30 @@ class S3BlobStore final : public store::BlobStore {
     return Status::Ok();
   }
 
+ public:
+  // Learns which blobs the bucket holds from its listing (1000 keys a request), so that
+  // the index's first listing after a start does not ask for each blob one at a time.
+  // Bounded to kMaxListPages; a failure only leaves the per-blob questions.
+  void LearnStoredBlobs() {
+    constexpr int kMaxListPages = 10'000;
+    std::string token;
+    std::vector<std::string> found;
+    for (int page = 0; page < kMaxListPages; ++page) {
+      auto keys = client_.ListKeys(options_.prefix.empty() ? "" : options_.prefix + "/", &token);
+      if (!keys.ok()) {
+        log::Warn("listing the blob bucket failed: " + keys.status().message());
+        return;
+      }
+      for (const std::string& key : *keys) {
+        std::string name = key.substr(key.rfind('/') + 1);
+        if (store::IsBlobName(name) && key == Key(name)) found.push_back(std::move(name));
+      }
+      if (token.empty()) break;
+    }
+    std::lock_guard lock(mu_);
+    known_.insert(found.begin(), found.end());
+  }
+
  private:
   std::string Key(const std::string& sha256) const {
     std::string rel = sha256.substr(0, 2) + "/" + sha256;
@@ -269,8 +293,10 @@ Result<std::unique_ptr<store::BlobStore>> OpenS3BlobStore(
     options.multipart_threshold = options.part_bytes;
   FARM_RETURN_IF_ERROR(fs::MakeDirs(options.work_dir + "/tmp", 0700));
   FARM_RETURN_IF_ERROR(fs::MakeDirs(options.work_dir + "/cache", 0700));
-  return std::unique_ptr<store::BlobStore>(new S3BlobStore(
-      std::move(http), std::move(config), std::move(options), clock, sleeper, limits));
+  std::unique_ptr<S3BlobStore> s3(new S3BlobStore(std::move(http), std::move(config),
+                                                  std::move(options), clock, sleeper, limits));
+  s3->LearnStoredBlobs();
+  return std::unique_ptr<store::BlobStore>(std::move(s3));
 }
 
 }  // namespace farm::s3

@@ -16,6 +16,10 @@
 // the least recently used copies. The cache is also filled by Place with the blob just
 // written, which the index and the publisher read next.
 //
+// Presence: the store remembers the blobs it wrote or saw, and learns the bucket's at open
+// from its listing (ListObjectsV2), so Contains asks S3 (HEAD) only about blobs it has not
+// seen.
+//
 // Thread-safety: all methods may be called concurrently.
 #ifndef FARM_DAEMON_S3_S3_BLOB_STORE_H_
 #define FARM_DAEMON_S3_S3_BLOB_STORE_H_

@@ -101,7 +101,7 @@ S3Client::S3Client(S3Config config, publish::HttpClient& http, const Clock& cloc
 }
 
 std::string S3Client::Path(const std::string& key) const {
-  return "/" + config_.bucket + "/" + key;
+  return key.empty() ? "/" + config_.bucket : "/" + config_.bucket + "/" + key;
 }
 
 Result<publish::HttpResponse> S3Client::Send(const Call& call) {
@@ -268,6 +268,23 @@ Status S3Client::DeleteObject(const std::string& key) {
       SendOk({.op = "DELETE", .method = "DELETE", .key = key, .payload_sha256 = Sha256Hex("")});
   if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
   return Status::Ok();
+}
+
+Result<std::vector<std::string>> S3Client::ListKeys(const std::string& prefix,
+                                                    std::string* continuation) {
+  Params query = {{"list-type", "2"}, {"prefix", prefix}};
+  if (!continuation->empty()) query.emplace_back("continuation-token", *continuation);
+  FARM_ASSIGN_OR_RETURN(publish::HttpResponse r, SendOk({.op = "ListObjectsV2",
+                                                         .method = "GET",
+                                                         .query = query,
+                                                         .payload_sha256 = Sha256Hex("")}));
+  std::vector<std::string> keys;
+  for (size_t at = r.body.find("<Key>"); at != std::string::npos;
+       at = r.body.find("<Key>", at + 1)) {
+    keys.push_back(Tag(r.body.substr(at, 2048), "Key"));
+  }
+  *continuation = Tag(r.body, "IsTruncated") == "true" ? Tag(r.body, "NextContinuationToken") : "";
+  return keys;
 }
 
 std::string S3Client::PresignedGetUrl(const std::string& key, int64_t ttl_s,

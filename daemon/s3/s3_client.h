@@ -74,6 +74,9 @@ class S3Client {
                                int64_t* total);
   // OK also when there was no such object.
   Status DeleteObject(const std::string& key);
+  // One page (at most 1000) of the keys under `prefix` after `*continuation` (ListObjectsV2);
+  // `*continuation` becomes the next page's token, "" after the last page.
+  Result<std::vector<std::string>> ListKeys(const std::string& prefix, std::string* continuation);
   // A GET URL valid `ttl_s` seconds from now. `overrides` are S3's response-* parameters
   // ("response-content-disposition", ...), signed with the rest.
   std::string PresignedGetUrl(const std::string& key, int64_t ttl_s, const Params& overrides);

@@ -14,6 +14,9 @@ Implements, as the Amazon S3 API Reference documents them:
                                                   ETags matching, every part but the last
                                                   >= 5 MiB (EntityTooSmall); ETag "md5-N"
   DELETE /{bucket}/{key}?uploadId=U               AbortMultipartUpload
+  GET    /{bucket}?list-type=2&prefix=P           ListObjectsV2: keys in order, --list-page-size
+         [&continuation-token=T]                  a page (max-keys lowers it), IsTruncated and
+                                                  NextContinuationToken
 Every request must be signed with AWS Signature Version 4 for --access-key/--secret-key
 and --region, either in the Authorization header (the payload hash in
 x-amz-content-sha256 is checked against the body unless UNSIGNED-PAYLOAD; x-amz-date
@@ -29,7 +32,7 @@ Control endpoints (fake_common.py) plus:
   GET  /_control/state   {"objects": {bucket/key: {size, sha256, etag}}, "uploads": {...}}
 Fault keys for /_control/fail-next: "status" and "code" (an S3 error code, e.g. SlowDown),
 or "drop_response". Counters: "put", "get", "head", "delete", "initiate", "part",
-"complete", "abort", "presigned_get", "slowdown", "auth_failures".
+"complete", "abort", "list", "presigned_get", "slowdown", "auth_failures".
 """
 
 import calendar
@@ -246,7 +249,10 @@ class Handler(FakeHandler):
                 raise S3Error(404, "NoSuchBucket", "The specified bucket does not exist",
                               BucketName=bucket)
             if not key:
-                raise S3Error(400, "InvalidRequest", "this fake has no bucket-level operations")
+                if self.command == "GET" and dict(query).get("list-type") == "2":
+                    return self.list_objects(bucket, dict(query))
+                raise S3Error(400, "InvalidRequest", "this fake lists buckets only with "
+                              "ListObjectsV2")
             self.dispatch(bucket + "/" + key, dict(query))
         except S3Error as err:
             self.error(err)
@@ -331,6 +337,38 @@ class Handler(FakeHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
+    def list_objects(self, bucket, params):
+        prefix = params.get("prefix", "")
+        try:
+            page = min(int(params.get("max-keys", 1000)), self.server.args.list_page_size)
+        except ValueError:
+            raise S3Error(400, "InvalidArgument", "max-keys must be a number")
+        after = params.get("continuation-token", "")
+        if after:
+            try:
+                after = bytes.fromhex(after).decode()
+            except ValueError:
+                raise S3Error(400, "InvalidArgument", "The continuation token provided is "
+                              "incorrect")
+        with self.server.lock:
+            keys = sorted(k.partition("/")[2] for k in self.server.objects
+                          if k.startswith(bucket + "/"))
+            sizes = {k: (len(o["data"]), o["etag"]) for k, o in self.server.objects.items()}
+        keys = [k for k in keys if k.startswith(prefix) and k > after]
+        shown, truncated = keys[:page], len(keys) > page
+        self.server.count("list")
+        contents = "".join(
+            "<Contents><Key>%s</Key><Size>%d</Size><ETag>%s</ETag><StorageClass>STANDARD"
+            "</StorageClass></Contents>" % (k, sizes[bucket + "/" + k][0],
+                                            sizes[bucket + "/" + k][1].replace('"', "&quot;"))
+            for k in shown)
+        token = ("<NextContinuationToken>%s</NextContinuationToken>" % shown[-1].encode().hex()
+                 if truncated else "")
+        self.xml(200, "<ListBucketResult><Name>%s</Name><Prefix>%s</Prefix><KeyCount>%d"
+                 "</KeyCount><MaxKeys>%d</MaxKeys><IsTruncated>%s</IsTruncated>%s%s"
+                 "</ListBucketResult>" % (bucket, prefix, len(shown), page,
+                                          "true" if truncated else "false", token, contents))
+
     # ---- multipart -----------------------------------------------------------------
     def initiate(self, name):
         upload_id = secrets.token_urlsafe(24)
@@ -391,6 +429,8 @@ def main():
         parser.add_argument("--access-key", default="AKIAFAKEFARM0EXAMPLE")
         parser.add_argument("--secret-key", default="fakeSecretKey/0123456789abcdefEXAMPLE")
         parser.add_argument("--region", default="us-east-1")
+        parser.add_argument("--list-page-size", type=int, default=1000,
+                            help="keys per ListObjectsV2 page")
         parser.add_argument("--max-requests-per-second", type=int, default=0,
                             help="answer SlowDown beyond this many requests a second (0: off)")
 

@@ -41,7 +41,7 @@ class S3BlobStoreTest : public ::testing::Test {
  protected:
   S3BlobStoreTest()
       : server_("fake_s3.py", {"--bucket", "wheels", "--access-key", kAccessKey, "--secret-key",
-                               kSecret, "--region", "eu-central-1"}),
+                               kSecret, "--region", "eu-central-1", "--list-page-size", "2"}),
         sleeper_(/*cap_ms=*/20) {}
 
   S3Config Config(const std::string& secret = kSecret) {
@@ -247,6 +247,31 @@ TEST(S3RateLimitTest, TheFakesRateLimitAnswersSlowDownAndTheClientWaitsItOut) {
   }
   EXPECT_GE(server.Counter("slowdown"), 1);
   EXPECT_EQ(static_cast<int64_t>(sleeper.sleeps().size()), server.Counter("slowdown"));
+}
+
+TEST_F(S3BlobStoreTest, AStoreOpenedLaterLearnsTheBucketsBlobsFromItsListing) {
+  ASSERT_FALSE(server_.base_url().empty());
+  auto blobs = Open("a");
+  std::vector<std::string> shas;
+  for (int i = 0; i < 3; ++i) {
+    std::string data = "blob number " + std::to_string(i);
+    ASSERT_OK(Write(*blobs, data));
+    shas.push_back(Sha256Hex(data));
+  }
+  // Objects outside the store's naming are not taken for blobs.
+  publish::CurlHttpClient curl;
+  S3Client client(Config(), curl, sleeper_, sleeper_, Fast());
+  std::string stray = dir_.path() + "/stray";
+  ASSERT_OK(fs::WriteFileAtomic(stray, "x"));
+  ASSERT_OK(client.PutObject("farm/blobs/" + shas[0], stray, 1, Sha256Hex("x")));
+  int64_t lists = server_.Counter("list");
+  auto later = Open("b");
+  EXPECT_EQ(server_.Counter("list") - lists, 2);  // four keys, two a page
+  int64_t heads = server_.Counter("head");
+  for (const auto& sha : shas) EXPECT_TRUE(later->Contains(sha));
+  EXPECT_EQ(server_.Counter("head"), heads);
+  EXPECT_FALSE(later->Contains(Sha256Hex("never stored")));
+  EXPECT_EQ(server_.Counter("head"), heads + 1);
 }
 
 TEST_F(S3BlobStoreTest, ALostAnswerToAnUploadIsRetriedIntoTheSameSingleObject) {
