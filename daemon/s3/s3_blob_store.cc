@@ -170,6 +170,28 @@ class S3BlobStore final : public store::BlobStore {
     known_.insert(found.begin(), found.end());
   }
 
+  // Aborts multipart uploads under the prefix begun more than abandoned_upload_s ago: a
+  // farmd that crashed during an upload left them, and their parts are billed. Younger
+  // ones may belong to a farmd sharing the bucket that is uploading right now.
+  void AbortAbandonedUploads(int64_t now_unix_s) {
+    std::string marker;
+    for (int page = 0; page < 100; ++page) {
+      auto uploads = client_.ListMultipartUploads(
+          options_.prefix.empty() ? "" : options_.prefix + "/", &marker);
+      if (!uploads.ok()) {
+        log::Warn("listing unfinished uploads failed: " + uploads.status().message());
+        return;
+      }
+      for (const auto& u : *uploads) {
+        if (now_unix_s - u.initiated_unix_s < options_.abandoned_upload_s) continue;
+        Status aborted = client_.AbortMultipartUpload(u.key, u.upload_id);
+        log::Info("aborted the unfinished upload of " + u.key + ": " +
+                  (aborted.ok() ? "done" : aborted.message()));
+      }
+      if (marker.empty()) return;
+    }
+  }
+
  private:
   std::string Key(const std::string& sha256) const {
     std::string rel = sha256.substr(0, 2) + "/" + sha256;
@@ -296,6 +318,7 @@ Result<std::unique_ptr<store::BlobStore>> OpenS3BlobStore(
   std::unique_ptr<S3BlobStore> s3(new S3BlobStore(std::move(http), std::move(config),
                                                   std::move(options), clock, sleeper, limits));
   s3->LearnStoredBlobs();
+  s3->AbortAbandonedUploads(clock.NowUnixMs() / 1000);
   return std::unique_ptr<store::BlobStore>(std::move(s3));
 }
 

@@ -18,7 +18,8 @@
 //
 // Presence: the store remembers the blobs it wrote or saw, and learns the bucket's at open
 // from its listing (ListObjectsV2), so Contains asks S3 (HEAD) only about blobs it has not
-// seen.
+// seen. At open it also aborts the multipart uploads under the prefix begun more than
+// abandoned_upload_s ago (a crash during an upload leaves them).
 //
 // Thread-safety: all methods may be called concurrently.
 #ifndef FARM_DAEMON_S3_S3_BLOB_STORE_H_
@@ -42,6 +43,8 @@ struct S3BlobStoreOptions {
   int64_t part_bytes = int64_t{16} << 20;  // S3 wants >= 5 MiB for every part but the last
   int64_t read_chunk_bytes = int64_t{8} << 20;
   int64_t presigned_max_ttl_s = 7 * 24 * 3600;  // SigV4's limit
+  // At open, multipart uploads under the prefix begun longer ago than this are aborted.
+  int64_t abandoned_upload_s = 24 * 3600;
 };
 
 // `http`, owned by the store, carries the requests; `clock` and `sleeper` must outlive it.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <memory>
 
 #include "common/log.h"
@@ -285,6 +286,34 @@ Result<std::vector<std::string>> S3Client::ListKeys(const std::string& prefix,
   }
   *continuation = Tag(r.body, "IsTruncated") == "true" ? Tag(r.body, "NextContinuationToken") : "";
   return keys;
+}
+
+Result<std::vector<S3Client::PendingUpload>> S3Client::ListMultipartUploads(
+    const std::string& prefix, std::string* marker) {
+  Params query = {{"uploads", ""}, {"prefix", prefix}};
+  if (size_t nl = marker->find('\n'); nl != std::string::npos) {
+    query.emplace_back("key-marker", marker->substr(0, nl));
+    query.emplace_back("upload-id-marker", marker->substr(nl + 1));
+  }
+  FARM_ASSIGN_OR_RETURN(publish::HttpResponse r, SendOk({.op = "ListMultipartUploads",
+                                                         .method = "GET",
+                                                         .query = query,
+                                                         .payload_sha256 = Sha256Hex("")}));
+  std::vector<PendingUpload> uploads;
+  for (size_t at = r.body.find("<Upload>"); at != std::string::npos;
+       at = r.body.find("<Upload>", at + 1)) {
+    std::string item = r.body.substr(at, r.body.find("</Upload>", at) - at);
+    struct tm tm_utc = {};
+    std::string initiated = Tag(item, "Initiated");  // "2026-11-24T10:00:00.000Z"
+    int64_t when = strptime(initiated.c_str(), "%Y-%m-%dT%H:%M:%S", &tm_utc) != nullptr
+                       ? static_cast<int64_t>(timegm(&tm_utc))
+                       : 0;
+    uploads.push_back({Tag(item, "Key"), Tag(item, "UploadId"), when});
+  }
+  *marker = Tag(r.body, "IsTruncated") == "true"
+                ? Tag(r.body, "NextKeyMarker") + "\n" + Tag(r.body, "NextUploadIdMarker")
+                : "";
+  return uploads;
 }
 
 std::string S3Client::PresignedGetUrl(const std::string& key, int64_t ttl_s,

@@ -1,6 +1,7 @@
 // S3Client: the few S3 operations the blob store needs (HEAD, PUT, ranged GET, DELETE,
-// multipart upload, presigned GET URLs), path-style addressed
-// (<endpoint>/<bucket>/<key>), signed with SigV4 and sent through a publish::HttpClient.
+// multipart upload, listings of keys and of unfinished uploads, presigned GET URLs),
+// path-style addressed (<endpoint>/<bucket>/<key>), signed with SigV4 and sent through a
+// publish::HttpClient.
 //
 // Retries: transport failures and 500/502/503/504 answers (S3's 503 SlowDown included)
 // are retried with exponential backoff and jitter, bounded by RetryLimits both in count
@@ -74,6 +75,15 @@ class S3Client {
                                int64_t* total);
   // OK also when there was no such object.
   Status DeleteObject(const std::string& key);
+  struct PendingUpload {
+    std::string key;
+    std::string upload_id;
+    int64_t initiated_unix_s = 0;
+  };
+  // One page (at most 1000) of the multipart uploads begun and not completed or aborted
+  // under `prefix` (ListMultipartUploads); `*marker` as for ListKeys ("key\nupload id").
+  Result<std::vector<PendingUpload>> ListMultipartUploads(const std::string& prefix,
+                                                          std::string* marker);
   // One page (at most 1000) of the keys under `prefix` after `*continuation` (ListObjectsV2);
   // `*continuation` becomes the next page's token, "" after the last page.
   Result<std::vector<std::string>> ListKeys(const std::string& prefix, std::string* continuation);

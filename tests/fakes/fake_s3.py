@@ -17,6 +17,9 @@ Implements, as the Amazon S3 API Reference documents them:
   GET    /{bucket}?list-type=2&prefix=P           ListObjectsV2: keys in order, --list-page-size
          [&continuation-token=T]                  a page (max-keys lowers it), IsTruncated and
                                                   NextContinuationToken
+  GET    /{bucket}?uploads&prefix=P               ListMultipartUploads: Key, UploadId, Initiated
+         [&key-marker=K&upload-id-marker=U]       --list-page-size a page, NextKeyMarker and
+                                                  NextUploadIdMarker
 Every request must be signed with AWS Signature Version 4 for --access-key/--secret-key
 and --region, either in the Authorization header (the payload hash in
 x-amz-content-sha256 is checked against the body unless UNSIGNED-PAYLOAD; x-amz-date
@@ -32,7 +35,7 @@ Control endpoints (fake_common.py) plus:
   GET  /_control/state   {"objects": {bucket/key: {size, sha256, etag}}, "uploads": {...}}
 Fault keys for /_control/fail-next: "status" and "code" (an S3 error code, e.g. SlowDown),
 or "drop_response". Counters: "put", "get", "head", "delete", "initiate", "part",
-"complete", "abort", "list", "presigned_get", "slowdown", "auth_failures".
+"complete", "abort", "list", "list_uploads", "presigned_get", "slowdown", "auth_failures".
 """
 
 import calendar
@@ -251,6 +254,8 @@ class Handler(FakeHandler):
             if not key:
                 if self.command == "GET" and dict(query).get("list-type") == "2":
                     return self.list_objects(bucket, dict(query))
+                if self.command == "GET" and "uploads" in dict(query):
+                    return self.list_uploads(bucket, dict(query))
                 raise S3Error(400, "InvalidRequest", "this fake lists buckets only with "
                               "ListObjectsV2")
             self.dispatch(bucket + "/" + key, dict(query))
@@ -369,11 +374,36 @@ class Handler(FakeHandler):
                  "</ListBucketResult>" % (bucket, prefix, len(shown), page,
                                           "true" if truncated else "false", token, contents))
 
+    def list_uploads(self, bucket, params):
+        prefix = params.get("prefix", "")
+        after = (params.get("key-marker", ""), params.get("upload-id-marker", ""))
+        with self.server.lock:
+            pending = sorted((u["key"].partition("/")[2], uid, u["initiated"])
+                             for uid, u in self.server.uploads.items()
+                             if u["key"].startswith(bucket + "/"))
+        pending = [p for p in pending if p[0].startswith(prefix) and (p[0], p[1]) > after]
+        page = self.server.args.list_page_size
+        shown, truncated = pending[:page], len(pending) > page
+        self.server.count("list_uploads")
+        items = "".join(
+            "<Upload><Key>%s</Key><UploadId>%s</UploadId><Initiated>%s</Initiated>"
+            "<StorageClass>STANDARD</StorageClass></Upload>"
+            % (k, uid, time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(t)))
+            for k, uid, t in shown)
+        markers = ("<NextKeyMarker>%s</NextKeyMarker><NextUploadIdMarker>%s"
+                   "</NextUploadIdMarker>" % shown[-1][:2]) if truncated else ""
+        self.xml(200, "<ListMultipartUploadsResult><Bucket>%s</Bucket><Prefix>%s</Prefix>"
+                 "<MaxUploads>%d</MaxUploads><IsTruncated>%s</IsTruncated>%s%s"
+                 "</ListMultipartUploadsResult>" % (bucket, prefix, page,
+                                                    "true" if truncated else "false",
+                                                    markers, items))
+
     # ---- multipart -----------------------------------------------------------------
     def initiate(self, name):
         upload_id = secrets.token_urlsafe(24)
         with self.server.lock:
-            self.server.uploads[upload_id] = {"key": name, "parts": {}}
+            self.server.uploads[upload_id] = {"key": name, "parts": {},
+                                              "initiated": self.server.now()}
         self.server.count("initiate")
         bucket, _, key = name.partition("/")
         self.xml(200, "<InitiateMultipartUploadResult><Bucket>%s</Bucket><Key>%s</Key>"

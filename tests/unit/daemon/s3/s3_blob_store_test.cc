@@ -191,6 +191,37 @@ TEST_F(S3BlobStoreTest, LargeBlobsGoUpInPartsAndAFailedPartAbortsTheUpload) {
   EXPECT_TRUE(EmptyDir(dir_.path() + "/a/tmp"));
 }
 
+TEST_F(S3BlobStoreTest, UploadsAbandonedADayAgoAreAbortedAtOpenAndYoungerOnesKept) {
+  ASSERT_FALSE(server_.base_url().empty());
+  publish::CurlHttpClient curl;
+  S3Client client(Config(), curl, sleeper_, sleeper_, Fast());
+  std::vector<std::string> old_ids;
+  for (int i = 0; i < 3; ++i) {  // two pages of two
+    auto id = client.CreateMultipartUpload("farm/blobs/ab/crashed-" + std::to_string(i));
+    ASSERT_OK(id.status());
+    old_ids.push_back(*id);
+  }
+  auto other = client.CreateMultipartUpload("elsewhere/not-ours");
+  ASSERT_OK(other.status());
+  // A day passes on the fake's clock; requests are signed as of then.
+  Advance(25 * 3600);
+  farm::testing::FakeClock later(sleeper_.NowUnixMs() + 25 * 3600 * 1000LL);
+  S3Client late_client(Config(), curl, later, sleeper_, Fast());
+  auto young = late_client.CreateMultipartUpload("farm/blobs/ab/in-progress");
+  ASSERT_OK(young.status());
+  S3BlobStoreOptions o;
+  o.prefix = "farm/blobs";
+  o.work_dir = dir_.path() + "/late";
+  auto opened = OpenS3BlobStore(Config(), o, std::make_unique<publish::CurlHttpClient>(), later,
+                                sleeper_, Fast());
+  ASSERT_OK(opened.status());
+  EXPECT_EQ(server_.Counter("abort"), 3);
+  auto uploads = server_.State().as_object()["uploads"].as_object();
+  EXPECT_EQ(uploads.size(), 2u);
+  EXPECT_TRUE(uploads.contains(*other));
+  EXPECT_TRUE(uploads.contains(*young));
+}
+
 TEST_F(S3BlobStoreTest, TheFakeRefusesSmallPartsAsS3Does) {
   ASSERT_FALSE(server_.base_url().empty());
   publish::CurlHttpClient curl;
