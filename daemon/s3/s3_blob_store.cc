@@ -149,8 +149,8 @@ class S3BlobStore final : public store::BlobStore {
  public:
   // Learns which blobs the bucket holds from its listing (1000 keys a request), so that
   // the index's first listing after a start does not ask for each blob one at a time.
-  // Bounded to kMaxListPages; a failure only leaves the per-blob questions.
-  void LearnStoredBlobs() {
+  // Bounded to kMaxListPages; a failure (false) only leaves the per-blob questions.
+  bool LearnStoredBlobs() {
     constexpr int kMaxListPages = 10'000;
     std::string token;
     std::vector<std::string> found;
@@ -158,7 +158,7 @@ class S3BlobStore final : public store::BlobStore {
       auto keys = client_.ListKeys(options_.prefix.empty() ? "" : options_.prefix + "/", &token);
       if (!keys.ok()) {
         log::Warn("listing the blob bucket failed: " + keys.status().message());
-        return;
+        return false;
       }
       for (const std::string& key : *keys) {
         std::string name = key.substr(key.rfind('/') + 1);
@@ -168,6 +168,7 @@ class S3BlobStore final : public store::BlobStore {
     }
     std::lock_guard lock(mu_);
     known_.insert(found.begin(), found.end());
+    return true;
   }
 
   // Aborts multipart uploads under the prefix begun more than abandoned_upload_s ago: a
@@ -317,8 +318,8 @@ Result<std::unique_ptr<store::BlobStore>> OpenS3BlobStore(
   FARM_RETURN_IF_ERROR(fs::MakeDirs(options.work_dir + "/cache", 0700));
   std::unique_ptr<S3BlobStore> s3(new S3BlobStore(std::move(http), std::move(config),
                                                   std::move(options), clock, sleeper, limits));
-  s3->LearnStoredBlobs();
-  s3->AbortAbandonedUploads(clock.NowUnixMs() / 1000);
+  // A bucket out of reach costs the start one listing's retries, not two.
+  if (s3->LearnStoredBlobs()) s3->AbortAbandonedUploads(clock.NowUnixMs() / 1000);
   return std::unique_ptr<store::BlobStore>(std::move(s3));
 }
 
