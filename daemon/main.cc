@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
       {"version", "", "print the version and exit"},
   };
   for (const farm::FlagSpec& f : farm::net::ServerTlsFlags()) specs.push_back(f);
+  for (const farm::FlagSpec& f : farm::s3::BlobStoreFlags()) specs.push_back(f);
   farm::Flags flags(std::move(specs));
   farm::Status parsed = flags.Parse(argc, argv);
   if (parsed.ok() && flags.Has("config")) parsed = flags.MergeConfigFile(flags.Get("config"));
@@ -120,6 +121,12 @@ int main(int argc, char** argv) {
     options.secrets = std::move(secrets).value();
   }
   farm::auth::AddSecretsFromEnvironment(&options.secrets);
+  if (auto blobs = farm::s3::BlobStoreSettingsFromFlags(flags, &options.blob_store,
+                                                        &options.http.index_redirect_ttl_s);
+      !blobs.ok()) {
+    std::cerr << blobs.message() << "\n";
+    return 2;
+  }
   options.github_api = flags.Get("github-api", options.github_api);
   options.hf_endpoint = flags.Get("hf-endpoint", options.hf_endpoint);
   options.publish_pending_hardware = flags.Has("publish-pending-hardware");

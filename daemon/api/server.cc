@@ -135,7 +135,13 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                                          : store::OpenSqliteStore(
                                                options.store.empty() ? options.data_dir + "/farm.db"
                                                                      : options.store));
-  FARM_ASSIGN_OR_RETURN(impl->blobs, store::BlobStore::Open(options.data_dir + "/blobs"));
+  FARM_ASSIGN_OR_RETURN(impl->blobs,
+                        s3::OpenBlobStore(options.blob_store, options.data_dir, options.secrets));
+  if (options.http.index_redirect_ttl_s > 0 && options.blob_store.url.empty()) {
+    return Status::InvalidArgument(
+        "--index-redirect needs a blob store with presigned URLs "
+        "(--blob-store s3://...)");
+  }
   impl->auth = std::make_unique<TokenAuthority>(impl->store.get(), &RealClock());
   FARM_RETURN_IF_ERROR(BootstrapTokens(impl->auth.get(), impl->store.get(), options.data_dir));
   FARM_RETURN_IF_ERROR(

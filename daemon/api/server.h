@@ -15,6 +15,7 @@
 #include "daemon/api/service_context.h"
 #include "daemon/auth/secrets_file.h"
 #include "daemon/http/dashboard_options.h"
+#include "daemon/s3/blob_store_flags.h"
 
 namespace farm::api {
 
@@ -35,6 +36,8 @@ struct ServerOptions {
   std::string http_ready_file;  // receives the dashboard's "host:port"
   // Tokens for publishing (GITHUB_TOKEN, HF_TOKEN); farmd's alone, never sent to workers.
   auth::Secrets secrets;
+  // Where blobs live (docs/blob-storage.md): <data_dir>/blobs, or an S3 bucket.
+  s3::BlobStoreSettings blob_store;
   // Publishing (docs/publishing.md): remote endpoints (tests point them at local fakes)
   // and whether wheels still waiting for hardware validation are published.
   std::string github_api = "https://api.github.com";
