@@ -9,6 +9,7 @@
 #include "common/version.h"
 #include "daemon/api/server.h"
 #include "daemon/hosts/host_manager.h"
+#include "daemon/store/postgres_store.h"
 
 int main(int argc, char** argv) {
   // Block the stop signals in every thread; the main thread waits for them below.
@@ -21,6 +22,9 @@ int main(int argc, char** argv) {
   std::vector<farm::FlagSpec> specs = {
       {"config", "FILE", "YAML file of settings named like these flags; flags win"},
       {"data-dir", "DIR", "state directory (farm.db, blobs/, tokens); default ./data"},
+      {"store", "URL",
+       "postgres://... keeps the state in PostgreSQL, one active farmd per database and the "
+       "others standby (docs/postgresql.md); default the SQLite file <data-dir>/farm.db"},
       {"listen", "HOST:PORT", "gRPC address; port 0 picks one (default 127.0.0.1:7070)"},
       {"ready-file", "FILE", "write the bound gRPC address here once serving"},
       {"lease-ms", "MS", "lease of a running job, renewed by heartbeats (default 30000)"},
@@ -51,6 +55,7 @@ int main(int argc, char** argv) {
       {"version", "", "print the version and exit"},
   };
   for (const farm::FlagSpec& f : farm::net::ServerTlsFlags()) specs.push_back(f);
+  for (const farm::FlagSpec& f : farm::s3::BlobStoreFlags()) specs.push_back(f);
   farm::Flags flags(std::move(specs));
   farm::Status parsed = flags.Parse(argc, argv);
   if (parsed.ok() && flags.Has("config")) parsed = flags.MergeConfigFile(flags.Get("config"));
@@ -66,6 +71,7 @@ int main(int argc, char** argv) {
   farm::log::InitLogging({.json = flags.Has("log-json"), .component = "farmd"});
   farm::api::ServerOptions options;
   options.data_dir = flags.Get("data-dir", "data");
+  options.store = flags.Get("store");
   options.listen = flags.Get("listen", "127.0.0.1:7070");
   options.ready_file = flags.Get("ready-file");
   auto tls = farm::net::ServerTlsFromFlags(flags);
@@ -115,6 +121,12 @@ int main(int argc, char** argv) {
     options.secrets = std::move(secrets).value();
   }
   farm::auth::AddSecretsFromEnvironment(&options.secrets);
+  if (auto blobs = farm::s3::BlobStoreSettingsFromFlags(flags, &options.blob_store,
+                                                        &options.http.index_redirect_ttl_s);
+      !blobs.ok()) {
+    std::cerr << blobs.message() << "\n";
+    return 2;
+  }
   options.github_api = flags.Get("github-api", options.github_api);
   options.hf_endpoint = flags.Get("hf-endpoint", options.hf_endpoint);
   options.publish_pending_hardware = flags.Has("publish-pending-hardware");
@@ -132,13 +144,42 @@ int main(int argc, char** argv) {
     example_vars = "";
   }
   options.hosts_group_vars_dir = flags.Get("hosts-group-vars", example_vars);
+  std::unique_ptr<farm::store::ActiveFarmdLock> active;
+  if (farm::store::IsPostgresUrl(options.store)) {
+    // A standby waits here, before any thread exists, with the stop signals unblocked so
+    // that SIGTERM simply ends it; the lock is held until this process ends.
+    pthread_sigmask(SIG_UNBLOCK, &stop, nullptr);
+    auto lock = farm::store::ActiveFarmdLock::Acquire(options.store, [] {
+      farm::log::Info("standby: another farmd is active on this database; waiting for it to end");
+    });
+    pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+    if (!lock.ok()) {
+      farm::log::Error("cannot start: " + lock.status().ToString());
+      return 1;
+    }
+    farm::log::Info("active: holding the farmd lock of the database");
+    active = std::move(lock).value();
+  }
   auto server = farm::api::FarmServer::Start(options);
   if (!server.ok()) {
     farm::log::Error("cannot start: " + server.status().ToString());
     return 1;
   }
-  int sig = 0;
-  sigwait(&stop, &sig);
+  // Wait for a stop signal; on PostgreSQL also look every 2 s that the lock's session
+  // lives: once it is gone a standby may be active, so this farmd stops.
+  int sig = -1;
+  while (sig <= 0) {
+    timespec every{.tv_sec = 2, .tv_nsec = 0};
+    sig = sigtimedwait(&stop, nullptr, &every);
+    if (sig <= 0 && active) {
+      if (farm::Status held = active->Check(); !held.ok()) {
+        farm::log::Error("lost the farmd lock of the database (" + held.ToString() +
+                         "); stopping, as another farmd may be active now");
+        server.value()->Shutdown();
+        return 1;
+      }
+    }
+  }
   farm::log::Info(std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
                   ", shutting down");
   server.value()->Shutdown();

@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake pkg-config git ccache sqlite3 curl bubblewrap
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libboost1.81-all-dev libboost-json1.81-dev libboost-url1.81-dev
-  libcurl4-openssl-dev libsqlite3-dev libspdlog-dev libyaml-cpp-dev libssl-dev
+  libcurl4-openssl-dev libsqlite3-dev libpq-dev libspdlog-dev libyaml-cpp-dev libssl-dev
   libarchive-dev libzstd-dev liblz4-dev libgtest-dev libgmock-dev
   python3 python3-venv python3-pip python3-wheel python3-setuptools python3-pytest python3-yaml
   gcc-aarch64-linux-gnu  # aarch64 objects for the wheel platform checks' unit tests
@@ -17,7 +17,8 @@ PACKAGES=(
 if [[ "${1:-}" == "--with-test-tools" ]]; then
   PACKAGES+=(chromium chromium-driver python3-selenium ansible-core ansible-lint yamllint
              podman runc debootstrap wrk iproute2 util-linux mount
-             qemu-user-static binfmt-support)  # the aarch64 worker under emulation
+             qemu-user-static binfmt-support  # the aarch64 worker under emulation
+             postgresql)  # the PostgreSQL store tests start a throwaway server
 fi
 
 SUDO=""

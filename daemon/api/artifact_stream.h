@@ -14,7 +14,7 @@ namespace farm::api {
 
 // Calls `write` with successive chunks of the artifact's blob until it is sent or `write`
 // returns false (the caller went away: Cancelled). DataLoss when the blob is missing.
-Status StreamBlob(const store::BlobStore& blobs, const store::ArtifactRow& artifact,
+Status StreamBlob(store::BlobStore& blobs, const store::ArtifactRow& artifact,
                   const std::function<bool(const std::string&)>& write);
 
 }  // namespace farm::api

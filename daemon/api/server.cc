@@ -15,6 +15,7 @@
 #include "daemon/http/dashboard.h"
 #include "daemon/publish/publishing_service.h"
 #include "daemon/schedule/runner.h"
+#include "daemon/store/postgres_store.h"
 
 namespace farm::api {
 
@@ -129,8 +130,18 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   FARM_RETURN_IF_ERROR(fs::MakeDirs(options.data_dir, 0700));
-  FARM_ASSIGN_OR_RETURN(impl->store, store::OpenSqliteStore(options.data_dir + "/farm.db"));
-  FARM_ASSIGN_OR_RETURN(impl->blobs, store::BlobStore::Open(options.data_dir + "/blobs"));
+  FARM_ASSIGN_OR_RETURN(impl->store, store::IsPostgresUrl(options.store)
+                                         ? store::OpenPostgresStore(options.store)
+                                         : store::OpenSqliteStore(
+                                               options.store.empty() ? options.data_dir + "/farm.db"
+                                                                     : options.store));
+  FARM_ASSIGN_OR_RETURN(impl->blobs,
+                        s3::OpenBlobStore(options.blob_store, options.data_dir, options.secrets));
+  if (options.http.index_redirect_ttl_s > 0 && options.blob_store.url.empty()) {
+    return Status::InvalidArgument(
+        "--index-redirect needs a blob store with presigned URLs "
+        "(--blob-store s3://...)");
+  }
   impl->auth = std::make_unique<TokenAuthority>(impl->store.get(), &RealClock());
   FARM_RETURN_IF_ERROR(BootstrapTokens(impl->auth.get(), impl->store.get(), options.data_dir));
   FARM_RETURN_IF_ERROR(

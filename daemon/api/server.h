@@ -15,11 +15,15 @@
 #include "daemon/api/service_context.h"
 #include "daemon/auth/secrets_file.h"
 #include "daemon/http/dashboard_options.h"
+#include "daemon/s3/blob_store_flags.h"
 
 namespace farm::api {
 
 struct ServerOptions {
   std::string data_dir = "data";          // farm.db, blobs/, admin.token, enroll.token
+  // The state: empty for <data_dir>/farm.db, a postgres:// URL for PostgreSQL
+  // (docs/postgresql.md), else the path of a SQLite file.
+  std::string store;
   std::string listen = "127.0.0.1:7070";  // port 0 picks a free port
   std::string ready_file;                 // receives "host:port" once serving
   // TLS of the gRPC API and the dashboard; client_ca_file makes workers present
@@ -32,6 +36,8 @@ struct ServerOptions {
   std::string http_ready_file;  // receives the dashboard's "host:port"
   // Tokens for publishing (GITHUB_TOKEN, HF_TOKEN); farmd's alone, never sent to workers.
   auth::Secrets secrets;
+  // Where blobs live (docs/blob-storage.md): <data_dir>/blobs, or an S3 bucket.
+  s3::BlobStoreSettings blob_store;
   // Publishing (docs/publishing.md): remote endpoints (tests point them at local fakes)
   // and whether wheels still waiting for hardware validation are published.
   std::string github_api = "https://api.github.com";

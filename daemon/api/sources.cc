@@ -3,8 +3,6 @@
 // they hold (DownloadSource), and archives nothing needs any more are collected
 // (CollectSources). Every upload is checked against its announced size and sha256 and the
 // hostile-archive rules (common/archive/source_archive.h) before it enters the store.
-#include <cstdio>
-
 #include "common/archive/source_archive.h"
 #include "common/log.h"
 #include "common/utf8.h"
@@ -177,31 +175,22 @@ grpc::Status WorkerService::DownloadSource(grpc::ServerContext* call,
       return Status::PermissionDenied("job " + std::to_string(req->job_id()) +
                                       " builds no source archive " + req->sha256());
     }
-    std::string path = ctx_->blobs->PathFor(req->sha256());
-    FILE* f = fopen(path.c_str(), "rb");
-    if (f == nullptr) return Status::DataLoss("source archive " + req->sha256() + " is missing");
-    Status status;
-    if (fseeko(f, 0, SEEK_END) != 0) status = Status::Internal("cannot read " + path);
-    off_t size = ftello(f);
-    if (status.ok() && (req->offset() < 0 || req->offset() > size)) {
-      status = Status::InvalidArgument("offset " + std::to_string(req->offset()) +
-                                       " is outside the archive's " + std::to_string(size) +
-                                       " bytes");
+    auto reader = ctx_->blobs->OpenRead(req->sha256(), req->offset());
+    if (!reader.ok() && reader.status().code() == StatusCode::kNotFound) {
+      return Status::DataLoss("source archive " + req->sha256() + " is missing");
     }
-    if (status.ok() && fseeko(f, req->offset(), SEEK_SET) != 0) {
-      status = Status::Internal("cannot read " + path);
-    }
+    FARM_RETURN_IF_ERROR(reader.status());
     farm::v1::SourceChunk chunk;
-    chunk.set_size(size);
-    bool ok = status.ok() && out->Write(chunk);
-    std::string buf(kChunkBytes, '\0');
-    for (size_t n; ok && (n = fread(buf.data(), 1, buf.size(), f)) > 0;) {
+    chunk.set_size((*reader)->size());
+    bool ok = out->Write(chunk);
+    std::string buf;
+    while (ok) {
+      FARM_RETURN_IF_ERROR((*reader)->Read(kChunkBytes, &buf));
+      if (buf.empty()) break;
       chunk.Clear();
-      chunk.set_data(buf.data(), n);
+      chunk.set_data(std::move(buf));
       ok = out->Write(chunk);
     }
-    fclose(f);
-    FARM_RETURN_IF_ERROR(status);
     return ok ? Status::Ok() : Status::Cancelled("the worker went away");
   });
 }

@@ -53,16 +53,18 @@ Status CheckIdentity(const farm::v1::Recipe& recipe, const farm::v1::MatrixCell&
                                     want + "\"");
 }
 
-// The worker checked the wheel already; farmd checks again so that a broken or hostile
-// worker cannot store a wheel without its kernels. The manifest stored is farmd's own.
+// The worker checked the wheel already; farmd checks again, on the verified file before it
+// enters the blob store, so that a broken or hostile worker cannot store a wheel without
+// its kernels. The manifest stored is farmd's own.
 Result<farm::v1::ArchManifest> CheckArrived(const ServiceContext& ctx, const store::JobRow& job,
-                                            const farm::v1::ArtifactHeader& h) {
+                                            const farm::v1::ArtifactHeader& h,
+                                            const std::string& path) {
   auto cell = model::ParseBlob<farm::v1::MatrixCell>(job.cell);
   FARM_ASSIGN_OR_RETURN(store::BuildRow build, ctx.store->GetBuild(job.build_id));
   auto recipe = model::ParseBlob<farm::v1::Recipe>(build.recipe);
   wheel::InspectOptions options;
   options.refuse_unrequested = recipe.refuse_unrequested_archs();
-  auto check = wheel::CheckJobWheel(ctx.blobs->PathFor(h.sha256()), h.filename(), cell, options);
+  auto check = wheel::CheckJobWheel(path, h.filename(), cell, options);
   if (!check.ok()) {
     return Status::InvalidArgument(h.filename() +
                                    " is not a readable wheel: " + check.status().message());
@@ -93,8 +95,16 @@ Result<farm::v1::Artifact> Receive(const ServiceContext& ctx, const Principal& w
     }
     FARM_RETURN_IF_ERROR(writer->Append(msg.data()));
   }
-  FARM_RETURN_IF_ERROR(writer->Commit().WithContext(header.filename()));
-  FARM_ASSIGN_OR_RETURN(farm::v1::ArchManifest manifest, CheckArrived(ctx, job, header));
+  farm::v1::ArchManifest manifest;
+  Status refused;  // the checks' own verdict names the file already
+  Status committed = writer->Commit([&](const std::string& path) -> Status {
+    auto checked = CheckArrived(ctx, job, header, path);
+    if (!checked.ok()) return refused = checked.status();
+    manifest = std::move(checked).value();
+    return Status::Ok();
+  });
+  FARM_RETURN_IF_ERROR(refused);
+  FARM_RETURN_IF_ERROR(committed.WithContext(header.filename()));
   store::ArtifactRow row{.job_id = header.job_id(),
                          .attempt = header.attempt(),
                          .filename = header.filename(),

@@ -11,7 +11,8 @@
 namespace farm::auth {
 namespace {
 
-const char* const kKnownKeys[] = {"GITHUB_TOKEN", "HF_TOKEN"};
+const char* const kKnownKeys[] = {"GITHUB_TOKEN", "HF_TOKEN", "AWS_ACCESS_KEY_ID",
+                                  "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"};
 
 bool Known(const std::string& key) {
   for (const char* k : kKnownKeys) {

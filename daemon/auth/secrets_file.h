@@ -1,5 +1,6 @@
-// Secrets for remote services (GITHUB_TOKEN, HF_TOKEN), read by farmd only: from a file of
-// KEY=VALUE lines that no other user may read, or from FARM_<KEY> environment variables.
+// Secrets for remote services (GITHUB_TOKEN, HF_TOKEN, the AWS_* keys of an S3 blob store),
+// read by farmd only: from a file of KEY=VALUE lines that no other user may read, or from
+// FARM_<KEY> environment variables.
 // Every value read is registered with the log redactor; none is ever sent to a worker or
 // returned by an API.
 #ifndef FARM_DAEMON_AUTH_SECRETS_FILE_H_

@@ -177,6 +177,7 @@ std::string FormatJob(const farm::v1::Job& j) {
   o << "\n";
   if (!j.error().empty()) o << "    error: " << j.error() << "\n";
   if (!j.cancelled_by().empty()) o << "    cancelled by " << j.cancelled_by() << "\n";
+  if (j.reused_from() > 0) o << "    answered from the store: wheels of job " << j.reused_from() << "\n";
   for (const auto& a : j.attempts()) {
     o << "    attempt " << a.number() << " on " << WorkerLabel(a.worker_name(), a.worker_id())
       << ": " << CauseName(a.cause());

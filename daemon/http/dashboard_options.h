@@ -4,6 +4,7 @@
 #ifndef FARM_DAEMON_HTTP_DASHBOARD_OPTIONS_H_
 #define FARM_DAEMON_HTTP_DASHBOARD_OPTIONS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "common/clock.h"
@@ -26,6 +27,9 @@ struct DashboardOptions {
   bool public_read = true;
   // Let wheels whose validation waits for hardware into the package index.
   bool index_include_pending = false;
+  // Answer index file downloads with a redirect to a presigned URL of the blob store,
+  // valid this many seconds; 0 serves the bytes through farmd.
+  int64_t index_redirect_ttl_s = 0;
   // HTTPS with this certificate when tls.enabled() (the client CA is not asked of browsers);
   // plaintext is refused on non-loopback addresses unless tls.insecure.
   net::ServerTls tls;

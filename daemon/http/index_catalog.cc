@@ -201,13 +201,25 @@ Result<IndexFile> IndexCatalog::Find(const std::string& sha256, const std::strin
   return Status::NotFound("no listed file " + sha256 + "/" + filename);
 }
 
+Result<FileSource> IndexCatalog::Source(const IndexFile& file) {
+  FileSource source;
+  if (redirect_ttl_s_ > 0) {
+    FARM_ASSIGN_OR_RETURN(source.url,
+                          deps_.blobs->PresignedUrl(file.sha256, file.filename, redirect_ttl_s_));
+  } else {
+    FARM_ASSIGN_OR_RETURN(source.path, deps_.blobs->LocalPath(file.sha256));
+  }
+  return source;
+}
+
 Result<CoreMetadata> IndexCatalog::Metadata(const IndexFile& file) {
   {
     std::lock_guard lock(mu_);
     if (auto it = metadata_.find(file.sha256); it != metadata_.end()) return *it->second;
   }
   // Read outside the lock: a large wheel must not stall every other index request.
-  FARM_ASSIGN_OR_RETURN(std::string text, ReadWheelMetadata(deps_.blobs->PathFor(file.sha256)));
+  FARM_ASSIGN_OR_RETURN(std::string path, deps_.blobs->LocalPath(file.sha256));
+  FARM_ASSIGN_OR_RETURN(std::string text, ReadWheelMetadata(path));
   auto md = std::make_shared<CoreMetadata>();
   md->sha256 = Sha256Hex(text);
   md->requires_python = RequiresPython(text);

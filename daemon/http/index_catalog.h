@@ -53,6 +53,13 @@ struct IndexFile {
   std::vector<arch::Version> runs_on;  // capabilities every module loads on
 };
 
+// Where the bytes of a listed file come from: a presigned URL of the blob store when the
+// index redirects downloads, else a local file (the blob, or a remote store's cached copy).
+struct FileSource {
+  std::string url;
+  std::string path;
+};
+
 struct CoreMetadata {
   std::string text;
   std::string sha256;
@@ -61,8 +68,9 @@ struct CoreMetadata {
 
 class IndexCatalog {
  public:
-  IndexCatalog(const DashboardDeps& deps, bool include_pending)
-      : deps_(deps), include_pending_(include_pending) {}
+  // With `redirect_ttl_s` > 0 file downloads go to presigned URLs valid that long.
+  IndexCatalog(const DashboardDeps& deps, bool include_pending, int64_t redirect_ttl_s = 0)
+      : deps_(deps), include_pending_(include_pending), redirect_ttl_s_(redirect_ttl_s) {}
 
   // The files of `variant` ("" for every variant), sorted by project then file name.
   // Only wheels of succeeded jobs whose validation passed (or waits for hardware when
@@ -72,8 +80,8 @@ class IndexCatalog {
   Result<std::vector<std::string>> Variants();
   // The listed file with this sha256 and file name; NotFound otherwise.
   Result<IndexFile> Find(const std::string& sha256, const std::string& filename);
-  // Where the blob of `sha256` lies on disk.
-  std::string BlobPath(const std::string& sha256) const { return deps_.blobs->PathFor(sha256); }
+  // Where a listed file is downloaded from.
+  Result<FileSource> Source(const IndexFile& file);
   // Core metadata of a listed file, read once per sha256.
   Result<CoreMetadata> Metadata(const IndexFile& file);
 
@@ -82,6 +90,7 @@ class IndexCatalog {
 
   DashboardDeps deps_;
   bool include_pending_;
+  int64_t redirect_ttl_s_;
   std::mutex mu_;
   int64_t generation_ = -1;
   std::vector<IndexFile> files_;

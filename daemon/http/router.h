@@ -15,7 +15,9 @@ namespace farm::http {
 class Router {
  public:
   Router(DashboardOptions options, DashboardDeps deps)
-      : options_(std::move(options)), deps_(deps), catalog_(deps_, options_.index_include_pending) {}
+      : options_(std::move(options)),
+        deps_(deps),
+        catalog_(deps_, options_.index_include_pending, options_.index_redirect_ttl_s) {}
 
   // Answers one request. Routes: / and the assets; /healthz, /readyz, /metrics; /api/v1/...;
   // the package index (/simple/, /<variant>/simple/, /files/). Reads need a viewer token

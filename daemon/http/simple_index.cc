@@ -243,10 +243,13 @@ std::optional<Response> HandleFile(IndexCatalog& catalog, std::string_view rest)
     r.content_type = "application/octet-stream";
     return r;
   }
+  auto source = catalog.Source(*file);
+  if (!source.ok()) return ErrorResponse(source.status());
+  if (!source->url.empty()) return Redirect(302, source->url);
   Response r;
   r.kind = BodyKind::kFile;
   r.content_type = "application/octet-stream";
-  r.file_path = catalog.BlobPath(sha);
+  r.file_path = source->path;
   return r;
 }
 

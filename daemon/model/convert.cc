@@ -39,6 +39,7 @@ farm::v1::Job JobToProto(const store::JobRow& row) {
   j.set_finished_at(FormatRfc3339(row.finished_ms));
   j.set_build_key(row.build_key);
   j.set_cancelled_by(row.cancelled_by);
+  j.set_reused_from(row.reused_from);
   j.set_kind(row.kind == store::kJobValidate ? farm::v1::JOB_VALIDATE : farm::v1::JOB_BUILD);
   j.set_target_job_id(row.target_job_id);
   j.set_target_attempt(row.target_attempt);

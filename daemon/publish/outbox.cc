@@ -232,7 +232,8 @@ Status Publisher::UploadGitHubAsset(store::PublicationRow* row) {
   FARM_ASSIGN_OR_RETURN(GitHubRelease release,
                         deps_.github->GetOrCreateDraftRelease(ReleaseSpecFor(recipe, *row)));
   if (IsLockedRelease(release)) return CheckLockedAsset(row, release);
-  AssetUpload upload{.local_path = deps_.blobs->PathFor(row->sha256),
+  FARM_ASSIGN_OR_RETURN(std::string blob, deps_.blobs->LocalPath(row->sha256));
+  AssetUpload upload{.local_path = blob,
                      .name = row->filename,
                      .content_type = "application/zip",
                      .sha256_hex = row->sha256,
@@ -271,9 +272,10 @@ Status Publisher::UploadHfFile(store::PublicationRow* row) {
   if (deps_.hf == nullptr) return NoToken("HF_TOKEN");
   row->path = RenderHfPath(row->path, "", row->filename);
   FARM_RETURN_IF_ERROR(deps_.hf->CreateRepo(row->repo));
+  FARM_ASSIGN_OR_RETURN(std::string blob, deps_.blobs->LocalPath(row->sha256));
   HfUploadRequest request{.repo_id = row->repo,
                           .revision = row->ref.empty() ? "main" : row->ref,
-                          .local_path = deps_.blobs->PathFor(row->sha256),
+                          .local_path = blob,
                           .path_in_repo = row->path,
                           .sha256_hex = row->sha256,
                           .summary = "Upload " + row->filename + " (build " +

@@ -88,7 +88,9 @@ std::vector<std::string> SassArchs(store::BlobStore& blobs, const std::string& m
     }
   }
   if (archs.empty()) {
-    auto report = wheel::InspectWheel(blobs.PathFor(sha256), {});
+    auto path = blobs.LocalPath(sha256);
+    Result<wheel::WheelReport> report =
+        path.ok() ? wheel::InspectWheel(*path, {}) : Result<wheel::WheelReport>(path.status());
     if (report.ok()) {
       for (const auto& module : report->manifest.modules) {
         for (const auto& name : module.archs) {
@@ -273,7 +275,8 @@ Result<PreparedWheel> LabelWheel(store::BlobStore& blobs, const std::string& wor
   // RelabelWheel reads the wheel's tags from its file name, which the blob path lacks.
   std::error_code ec;
   const std::string named = dir + "/" + artifact.filename;
-  stdfs::create_symlink(blobs.PathFor(artifact.sha256), named, ec);
+  FARM_ASSIGN_OR_RETURN(std::string blob, blobs.LocalPath(artifact.sha256));
+  stdfs::create_symlink(blob, named, ec);
   if (ec) return Status::Internal("linking " + named + ": " + ec.message());
   auto result = [&]() -> Result<PreparedWheel> {
     FARM_ASSIGN_OR_RETURN(wheel::RelabelResult r, wheel::RelabelWheel(named, label, dir));

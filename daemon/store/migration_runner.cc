@@ -16,6 +16,16 @@ constexpr char kCreateBookkeeping[] =
     "  source TEXT NOT NULL,"  // applied: run by this runner; user_version: adopted
     "  applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))";
 
+// PostgreSQL's: a PostgreSQL database never had PRAGMA user_version, so there is nothing
+// to adopt and schema_migrations alone says what was applied.
+constexpr char kCreatePostgresBookkeeping[] =
+    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+    "  number BIGINT PRIMARY KEY,"
+    "  file_name TEXT NOT NULL,"
+    "  source TEXT NOT NULL,"
+    "  applied_at TEXT NOT NULL DEFAULT "
+    "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))";
+
 // "NNN_name.sql" -> NNN; anything else is an error.
 Result<int> MigrationNumber(const std::string& file_name) {
   size_t digits = 0;
@@ -108,6 +118,7 @@ Status CheckLegacySchema(Db& db, const std::vector<Migration>& plan, size_t n) {
 
 // Creates schema_migrations once, recording what PRAGMA user_version says was applied.
 Status AdoptBookkeeping(Db& db, const std::vector<Migration>& plan) {
+  if (db.dialect() == Dialect::kPostgres) return db.Exec(kCreatePostgresBookkeeping);
   Transaction txn(&db);
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(bool has, HasBookkeeping(db));
@@ -168,7 +179,9 @@ Status ApplyOne(Db& db, const Migration& m) {
   }
   FARM_RETURN_IF_ERROR(db.Exec(m.sql).WithContext("migration " + m.file_name));
   FARM_RETURN_IF_ERROR(Record(db, m, "applied"));
-  FARM_RETURN_IF_ERROR(db.Exec("PRAGMA user_version=" + std::to_string(m.number)));
+  if (db.dialect() == Dialect::kSqlite) {
+    FARM_RETURN_IF_ERROR(db.Exec("PRAGMA user_version=" + std::to_string(m.number)));
+  }
   return txn.Commit();
 }
 

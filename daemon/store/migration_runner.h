@@ -1,5 +1,5 @@
-// Brings a SQLite database to the newest schema. A migration is known by the number in
-// its file name (NNN_name.sql), not by where the file sorts: the runner records each one
+// Brings a SQLite or PostgreSQL database to the newest schema. A migration is known by the
+// number in its file name (NNN_name.sql), not by where the file sorts: the runner records each one
 // it applies, number and file name, in the table schema_migrations, applies the missing
 // ones in numeric order (each in its own transaction, with its bookkeeping row) and never
 // applies a recorded one again. It refuses to run, naming what is wrong, when the files
@@ -15,6 +15,11 @@
 // user_version is still set to the highest applied number, so an older farmd refuses a
 // database that is newer than it. Functions here take the Db and are not thread-safe;
 // concurrent processes are serialized by the IMMEDIATE transactions.
+//
+// On PostgreSQL (Db::dialect()) there is no user_version and nothing to adopt:
+// schema_migrations alone records what was applied, and an older farmd refuses a database
+// that has a number it lacks. Concurrent farmds are serialized by an advisory lock that
+// the PostgreSQL Db's Migrate holds around the runner.
 #ifndef FARM_DAEMON_STORE_MIGRATION_RUNNER_H_
 #define FARM_DAEMON_STORE_MIGRATION_RUNNER_H_
 

@@ -18,6 +18,11 @@ struct MigrationFile {
 // The migration files of this build, in file-name order.
 const std::vector<MigrationFile>& Migrations();
 
+// The PostgreSQL forms of the same migrations (daemon/store/migrations_pg/), one per file of
+// Migrations() with the same name: same number, same meaning. The build fails when a
+// migration lacks its PostgreSQL form.
+const std::vector<MigrationFile>& PostgresMigrations();
+
 }  // namespace farm::store
 
 #endif  // FARM_DAEMON_STORE_MIGRATIONS_H_

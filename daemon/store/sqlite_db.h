@@ -1,9 +1,10 @@
-// Thin RAII wrapper over the SQLite C API: a connection, prepared statements with typed
-// binding, and transactions. Not thread-safe; SqliteStore serializes access.
+// The SQL connection the store's queries run on: prepared statements with typed binding,
+// and transactions. Two backends implement it: SQLite (Db::Open, this file's .cc) and
+// PostgreSQL through libpq (pg_db.h). Queries are written once, in SQLite's dialect; the
+// PostgreSQL backend translates the few constructs that differ (pg_db.h says which).
+// Not thread-safe; SqliteStore serializes access.
 #ifndef FARM_DAEMON_STORE_SQLITE_DB_H_
 #define FARM_DAEMON_STORE_SQLITE_DB_H_
-
-#include <sqlite3.h>
 
 #include <cstdint>
 #include <memory>
@@ -14,52 +15,67 @@
 
 namespace farm::store {
 
+enum class Dialect { kSqlite, kPostgres };
+
 class Stmt {
  public:
-  Stmt(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
+  virtual ~Stmt() = default;
 
-  // Binds parameters 1..N in order; returns *this for chaining.
-  Stmt& Bind(int64_t v);
+  // Binds parameters 1..N in order; returns *this for chaining. Text is bound as text,
+  // a blob as bytes (it may hold any byte, NUL included).
+  Stmt& Bind(int64_t v) {
+    BindInt(v);
+    return *this;
+  }
   Stmt& Bind(int v) { return Bind(static_cast<int64_t>(v)); }
-  Stmt& Bind(const std::string& v);
-  Stmt& BindBlob(const std::string& v);
+  Stmt& Bind(const std::string& v) {
+    BindText(v);
+    return *this;
+  }
+  Stmt& BindBlob(const std::string& v) {
+    BindBytes(v);
+    return *this;
+  }
 
   // Returns true when a row is available, false when done; errors as Status.
-  Result<bool> Step();
+  virtual Result<bool> Step() = 0;
   // Runs to completion (for statements without rows).
   Status Run();
 
-  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-  std::string Text(int col) const;
+  // Column `col` of the current row; NULL reads as 0 or "".
+  virtual int64_t Int(int col) const = 0;
+  virtual std::string Text(int col) const = 0;
 
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_;
-  int next_ = 1;
+ protected:
+  virtual void BindInt(int64_t v) = 0;
+  virtual void BindText(const std::string& v) = 0;
+  virtual void BindBytes(const std::string& v) = 0;
 };
 
 class Db {
  public:
-  ~Db();
-  // Opens with WAL, foreign keys on and synchronous=FULL.
+  virtual ~Db() = default;
+  // Opens a SQLite file with WAL, foreign keys on and synchronous=FULL.
   static Result<std::unique_ptr<Db>> Open(const std::string& path);
 
-  Status Exec(const std::string& sql);
-  Result<std::unique_ptr<Stmt>> Prepare(std::string_view sql);
-  int64_t LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
-  int Changes() const { return sqlite3_changes(db_); }
+  virtual Dialect dialect() const = 0;
+  // Runs one or more statements without parameters.
+  virtual Status Exec(const std::string& sql) = 0;
+  virtual Result<std::unique_ptr<Stmt>> Prepare(std::string_view sql) = 0;
+  // The id the last INSERT into a table with a generated id gave its row.
+  virtual int64_t LastInsertId() const = 0;
+  // Rows the last INSERT, UPDATE or DELETE changed.
+  virtual int Changes() const = 0;
 
   // Applies the compiled-in migrations this database has not recorded, by number and each
   // in one transaction (migration_runner.h). On error the database is left at the last
   // migration that succeeded and the error says what to fix.
-  Status Migrate();
+  virtual Status Migrate() = 0;
 
- private:
-  explicit Db(sqlite3* db) : db_(db) {}
-  sqlite3* db_;
+ protected:
+  friend class Transaction;
+  // What starts a write transaction.
+  virtual const char* BeginStatement() const = 0;
 };
 
 // Commits on Commit(); rolls back when destroyed without it.

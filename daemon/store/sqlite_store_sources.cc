@@ -59,7 +59,7 @@ Status SqliteStore::RecordSourceArchive(const SourceArchiveRow& r) {
       auto s, db_->Prepare("INSERT INTO source_archives(sha256, size, files, origin, "
                            "uploaded_by, created_ms, last_used_ms) VALUES (?,?,?,?,?,?,?) "
                            "ON CONFLICT(sha256) DO UPDATE SET last_used_ms = "
-                           "MAX(last_used_ms, excluded.last_used_ms)"));
+                           "MAX(source_archives.last_used_ms, excluded.last_used_ms)"));
   s->Bind(r.sha256).Bind(r.size).Bind(r.files).Bind(r.origin).Bind(r.uploaded_by)
       .Bind(r.created_ms).Bind(r.last_used_ms);
   FARM_RETURN_IF_ERROR(s->Run());

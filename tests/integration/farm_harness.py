@@ -78,6 +78,9 @@ class Farm:
         self.procs = []
         self.farmd = None
         self.address = None
+        # --store of every farmd this farm starts: None for the SQLite file in the data
+        # directory, or a postgres:// URL (pg_server.py starts a throwaway server).
+        self.store = None
 
     # --- processes -------------------------------------------------------------------
     def _spawn(self, argv, log_name, env=None):
@@ -96,14 +99,18 @@ class Farm:
                 os.unlink(f)
         if http:
             extra = ("--http-listen", "127.0.0.1:0", "--http-ready-file", http_ready, *extra)
-        self.farmd = self._spawn([FARMD, "--data-dir", self.data, "--listen", "127.0.0.1:0",
-                                  "--ready-file", ready, "--lease-ms", str(lease_ms),
-                                  "--heartbeat-ms", str(heartbeat_ms), *extra], "farmd.log")
+        self.farmd = self._spawn(self.farmd_argv(ready, lease_ms, heartbeat_ms, *extra),
+                                 "farmd.log")
         self.address = wait_until(lambda: _read(ready), 30, "farmd's ready file").strip()
         if http:
             self.http_address = wait_until(lambda: _read(http_ready), 30,
                                            "the dashboard's ready file").strip()
         return self.farmd
+
+    def farmd_argv(self, ready, lease_ms, heartbeat_ms, *extra):
+        store = ("--store", self.store) if self.store else ()
+        return [FARMD, "--data-dir", self.data, "--listen", "127.0.0.1:0", "--ready-file", ready,
+                "--lease-ms", str(lease_ms), "--heartbeat-ms", str(heartbeat_ms), *store, *extra]
 
     def start_worker(self, name="worker-1", *extra, prefix=(), env=None):
         """Starts farm-worker; `prefix` runs it through a wrapper (a namespace, a chroot),

@@ -128,6 +128,12 @@ def tiny_package(root):
 
 
 def test_random_kills_leave_every_job_in_one_terminal_state_with_one_artifact(farm):
+    random_kill_storm(farm)
+
+
+def random_kill_storm(farm):
+    """20 SIGKILLs of farmd or a worker at random moments while 8 builds run; then every
+    job ends in one terminal state, with one wheel when it succeeded."""
     rng = random.Random(20261122)
     farm.start_farmd(lease_ms=3000)
     workers = {"worker-1": farm.start_worker("worker-1"), "worker-2": farm.start_worker("worker-2")}

@@ -127,6 +127,7 @@ def test_one_submission_builds_both_in_order_and_keys_follow_the_wheel(farm):
     assert again["state"] == "BUILD_SUCCEEDED", again
     assert again["jobs"][0]["build_key"] == app_job["build_key"]
     assert not again["jobs"][0].get("attempts"), again["jobs"][0]
+    assert again["jobs"][0]["reused_from"] == app_job["id"], again["jobs"][0]
 
     # A new dependency wheel gives the dependent a new key: both build again.
     make_graph(farm.root, flavour="changed")

@@ -33,6 +33,16 @@ TEST(FormatTest, ProgressOfTheRunningAttempt) {
             std::string::npos);
 }
 
+TEST(FormatTest, AJobAnsweredFromTheStoreNamesTheJobWhoseWheelsItGot) {
+  farm::v1::Job j;
+  j.set_id(9);
+  j.set_state(farm::v1::JOB_SUCCEEDED);
+  EXPECT_EQ(FormatJob(j).find("answered from the store"), std::string::npos);
+  j.set_reused_from(4);
+  EXPECT_NE(FormatJob(j).find("    answered from the store: wheels of job 4\n"),
+            std::string::npos);
+}
+
 TEST(FormatTest, WhyAPendingJobWaits) {
   farm::v1::Job j;
   j.set_state(farm::v1::JOB_PENDING);

@@ -170,12 +170,67 @@ TEST_F(IndexTest, ServesFilesAndCoreMetadata) {
   Router r = MakeRouter();
   Response file = Get(r, "/files/" + a + "/" + name);
   EXPECT_EQ(file.kind, BodyKind::kFile);
-  EXPECT_EQ(file.file_path, blobs_->PathFor(a));
+  EXPECT_EQ(file.file_path, blobs_->LocalPath(a).value());
   Response md = Get(r, "/files/" + a + "/" + name + ".metadata");
   EXPECT_EQ(md.status, 200);
   EXPECT_EQ(md.body, kMetadata);
   EXPECT_EQ(Get(r, "/files/" + a + "/other.whl").status, 404);
   EXPECT_EQ(Get(r, "/files/" + failed + "/attn_example-2.0-py3-none-any.whl").status, 404);
+}
+
+// A blob store with presigned URLs: reads from the local store, URLs made up.
+class PresigningBlobs final : public store::BlobStore {
+ public:
+  explicit PresigningBlobs(store::BlobStore* local) : BlobStore(""), local_(local) {}
+  bool Contains(const std::string& sha) override { return local_->Contains(sha); }
+  Status Remove(const std::string& sha) override { return local_->Remove(sha); }
+  Result<std::unique_ptr<store::BlobReader>> OpenRead(const std::string& sha,
+                                                      int64_t offset) override {
+    return local_->OpenRead(sha, offset);
+  }
+  Result<std::string> LocalPath(const std::string& sha) override { return local_->LocalPath(sha); }
+  Result<std::string> PresignedUrl(const std::string& sha, const std::string& filename,
+                                   int64_t ttl_s) override {
+    return "https://bucket.example/" + sha + "?ttl=" + std::to_string(ttl_s) + "&name=" + filename;
+  }
+
+ protected:
+  Status Place(const std::string&, const std::string&, int64_t) override {
+    return Status::Unimplemented("read-only");
+  }
+
+ private:
+  store::BlobStore* local_;
+};
+
+TEST_F(IndexTest, RedirectsFileDownloadsToPresignedUrlsWhenAsked) {
+  std::string name = "attn_example-1.0+cu130-py3-none-any.whl";
+  std::string a = Wheel(name, "13.0", "", farm::v1::VALIDATION_PASSED);
+  DashboardOptions options;
+  options.index_redirect_ttl_s = 120;
+  {
+    Router local = MakeRouter(options);  // the local store has no presigned URLs
+    Response file = Get(local, "/files/" + a + "/" + name);
+    EXPECT_EQ(file.status, 501) << file.body;
+    EXPECT_NE(file.body.find("presigned"), std::string::npos) << file.body;
+  }
+  std::unique_ptr<store::BlobStore> local = std::move(blobs_);
+  blobs_ = std::make_unique<PresigningBlobs>(local.get());
+  Router r = MakeRouter(options);
+  Response file = Get(r, "/files/" + a + "/" + name);
+  EXPECT_EQ(file.status, 302);
+  ASSERT_EQ(file.headers.size(), 1u);
+  EXPECT_EQ(file.headers[0].second, "https://bucket.example/" + a + "?ttl=120&name=" + name);
+  Response md = Get(r, "/files/" + a + "/" + name + ".metadata");  // still served by farmd
+  EXPECT_EQ(md.status, 200);
+  EXPECT_EQ(md.body, kMetadata);
+  EXPECT_EQ(Get(r, "/files/" + a + "/other.whl").status, 404);
+  EXPECT_EQ(Get(r, "/files/" + std::string(64, 'f') + "/" + name).status, 404);
+  Router unredirected = MakeRouter();
+  Response plain = Get(unredirected, "/files/" + a + "/" + name);
+  EXPECT_EQ(plain.kind, BodyKind::kFile);
+  EXPECT_EQ(plain.file_path, local->LocalPath(a).value());
+  blobs_ = std::move(local);
 }
 
 TEST_F(IndexTest, ReadWheelMetadataRejectsNonZip) {

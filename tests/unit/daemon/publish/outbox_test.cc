@@ -210,7 +210,7 @@ TEST_F(OutboxTest, UploadsTheLabelledWheelEverywhereThenPublishesTheReleaseWithN
   EXPECT_EQ(gh.publish_count, 1);
   // The published bytes are a wheel that passes the checks and carries the label.
   const std::string named = dir_.path() + "/" + name;
-  auto bytes = fs::ReadFile(blobs_->PathFor(rows["github/asset"].sha256));
+  auto bytes = fs::ReadFile(blobs_->LocalPath(rows["github/asset"].sha256).value());
   ASSERT_OK(bytes.status());
   ASSERT_OK(fs::WriteFileAtomic(named, bytes.value()));
   auto report = wheel::InspectWheel(named, {});

@@ -19,7 +19,7 @@ TEST(BlobStoreTest, CommitsOnlyVerifiedContent) {
   ASSERT_OK(w.value()->Append("bytes"));
   ASSERT_OK(w.value()->Commit());
   EXPECT_TRUE(blobs.value()->Contains(sha));
-  EXPECT_EQ(fs::ReadFile(blobs.value()->PathFor(sha)).value(), data);
+  EXPECT_EQ(fs::ReadFile(blobs.value()->LocalPath(sha).value()).value(), data);
 }
 
 TEST(BlobStoreTest, RejectsWrongDigestAndOversize) {
@@ -58,6 +58,37 @@ TEST(BlobStoreTest, AFailedCheckKeepsTheBlobOutAndRemoveDeletesOne) {
   EXPECT_FALSE(blobs.value()->Contains(sha));
   EXPECT_OK(blobs.value()->Remove(sha));  // already gone
   EXPECT_EQ(blobs.value()->Remove("../../etc").code(), StatusCode::kInvalidArgument);
+}
+
+TEST(BlobStoreTest, ReadsFromAnOffsetAndRefusesOffsetsPastTheEnd) {
+  testing::ScopedTempDir dir;
+  auto blobs = BlobStore::Open(dir.path()).value();
+  std::string data = "0123456789";
+  std::string sha = Sha256Hex(data);
+  EXPECT_EQ(blobs->OpenRead(sha).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(blobs->LocalPath(sha).status().code(), StatusCode::kNotFound);
+  auto w = blobs->BeginWrite(10, sha).value();
+  ASSERT_OK(w->Append(data));
+  ASSERT_OK(w->Commit());
+  EXPECT_EQ(w->Commit().code(), StatusCode::kFailedPrecondition);
+  auto reader = blobs->OpenRead(sha, 4);
+  ASSERT_OK(reader.status());
+  EXPECT_EQ((*reader)->size(), 10);
+  std::string got, chunk;
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_OK((*reader)->Read(4, &chunk));
+    if (chunk.empty()) break;
+    got += chunk;
+  }
+  EXPECT_EQ(got, "456789");
+  auto at_end = blobs->OpenRead(sha, 10);
+  ASSERT_OK(at_end.status());
+  ASSERT_OK((*at_end)->Read(4, &chunk));
+  EXPECT_TRUE(chunk.empty());
+  for (int64_t bad : {int64_t{-1}, int64_t{11}, INT64_MAX}) {
+    EXPECT_EQ(blobs->OpenRead(sha, bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(blobs->PresignedUrl(sha, "x.whl", 60).status().code(), StatusCode::kUnimplemented);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "daemon/store/store.h"
 #include "tests/support/test_util.h"
+#include "tests/unit/daemon/store/store_under_test.h"
 
 namespace farm::store {
 namespace {
@@ -15,7 +16,7 @@ namespace {
 class BuildGraphTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = OpenSqliteStore(dir_.path() + "/farm.db");
+    auto s = under_test_.Open();
     ASSERT_OK(s.status());
     store_ = std::move(s).value();
     BuildRow dep{.recipe_name = "dep", .recipe = "r", .submitted_by = "t", .created_ms = 1};
@@ -73,6 +74,7 @@ class BuildGraphTest : public ::testing::Test {
   }
 
   testing::ScopedTempDir dir_;
+  StoreUnderTest under_test_{dir_.path()};
   std::unique_ptr<Store> store_;
   int64_t dep_job_ = 0;
 };

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "daemon/store/store.h"
+#include "tests/unit/daemon/store/store_under_test.h"
 #include "tests/support/test_util.h"
 
 namespace farm::store {
@@ -14,7 +15,7 @@ namespace {
 class LeaseBatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = OpenSqliteStore(dir_.path() + "/farm.db");
+    auto s = under_test_.Open();
     ASSERT_OK(s.status());
     store_ = std::move(s).value();
   }
@@ -36,6 +37,7 @@ class LeaseBatchTest : public ::testing::Test {
   }
 
   testing::ScopedTempDir dir_;
+  StoreUnderTest under_test_{dir_.path()};
   std::unique_ptr<Store> store_;
 };
 

@@ -4,6 +4,7 @@
 
 #include "daemon/store/store.h"
 #include "tests/support/test_util.h"
+#include "tests/unit/daemon/store/store_under_test.h"
 
 namespace farm::store {
 namespace {
@@ -11,7 +12,7 @@ namespace {
 class QueueGenerationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = OpenSqliteStore(dir_.path() + "/farm.db");
+    auto s = under_test_.Open();
     ASSERT_OK(s.status());
     store_ = std::move(s).value();
     ASSERT_OK(store_->UpsertWorker({.id = "w1", .name = "one", .state = "idle"}));
@@ -42,6 +43,7 @@ class QueueGenerationTest : public ::testing::Test {
   }
 
   testing::ScopedTempDir dir_;
+  StoreUnderTest under_test_{dir_.path()};
   std::unique_ptr<Store> store_;
 };
 
@@ -116,7 +118,7 @@ TEST_F(QueueGenerationTest, LeasableHintFollowsTheQueueAndNotBeforeTimes) {
 TEST_F(QueueGenerationTest, HintIsRecountedAfterReopening) {
   MakeBuild(1);
   store_.reset();
-  auto reopened = OpenSqliteStore(dir_.path() + "/farm.db");
+  auto reopened = under_test_.Open();
   ASSERT_OK(reopened.status());
   store_ = std::move(reopened).value();
   // Unknown after open, so polls must ask the store, which then finds the queued job.

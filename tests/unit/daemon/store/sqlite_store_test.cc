@@ -2,6 +2,7 @@
 
 #include "daemon/store/store.h"
 #include "tests/support/test_util.h"
+#include "tests/unit/daemon/store/store_under_test.h"
 
 namespace farm::store {
 namespace {
@@ -9,7 +10,7 @@ namespace {
 class SqliteStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = OpenSqliteStore(dir_.path() + "/farm.db");
+    auto s = under_test_.Open();
     ASSERT_OK(s.status());
     store_ = std::move(s).value();
   }
@@ -29,6 +30,7 @@ class SqliteStoreTest : public ::testing::Test {
   }
 
   testing::ScopedTempDir dir_;
+  StoreUnderTest under_test_{dir_.path()};
   std::unique_ptr<Store> store_;
 };
 
@@ -45,6 +47,42 @@ TEST_F(SqliteStoreTest, BuildSucceedsWhenEveryJobSucceeds) {
     EXPECT_EQ(st.value(), kJobSucceeded);
   }
   EXPECT_EQ(store_->GetBuild(build)->state, kBuildSucceeded);
+}
+
+TEST_F(SqliteStoreTest, DashboardAndIndexQueriesSeeTheFinishedJob) {
+  int64_t build = MakeBuild(2);
+  auto a = Acquire("w1", 10);
+  ASSERT_TRUE(a);
+  ArtifactRow art{.job_id = a->id, .attempt = 1, .filename = "x.whl", .sha256 = "ab", .size = 3};
+  ASSERT_OK(store_->InsertArtifact(art).status());
+  ASSERT_OK(
+      store_->CompleteAttempt({.job_id = a->id, .attempt = 1, .worker_id = "w1"}, 70).status());
+  auto counts = store_->CountJobsByState();
+  ASSERT_OK(counts.status());
+  EXPECT_EQ(counts->at(kJobPending), 1);
+  EXPECT_EQ(counts->at(kJobSucceeded), 1);
+  EXPECT_EQ(store_->ListJobsInState(kJobPending, 0, 10)->size(), 1u);
+  auto run = store_->JobSpanHistogram(JobSpan::kRunTime, {10, 100});
+  ASSERT_OK(run.status());
+  EXPECT_EQ(run->count, 1);
+  EXPECT_EQ(run->sum_ms, 60.0);
+  EXPECT_EQ(run->cumulative, (std::vector<int64_t>{0, 1}));
+  auto timings = store_->ListJobTimings(10);
+  ASSERT_OK(timings.status());
+  ASSERT_EQ(timings->size(), 1u);
+  EXPECT_EQ(timings->at(0).recipe_name, "attn-example");
+  auto index = store_->ListIndexArtifacts(10);
+  ASSERT_OK(index.status());
+  ASSERT_EQ(index->size(), 1u);
+  EXPECT_EQ(index->at(0).cell, "cell");
+  EXPECT_EQ(index->at(0).artifact.filename, "x.whl");
+  BuildFilter by_worker{.worker_ids = {"w1"}, .any_worker = true};
+  EXPECT_EQ(store_->ListBuildsMatching(by_worker, 0, 10)->size(), 1u);
+  BuildFilter nobody{.any_worker = true};
+  EXPECT_TRUE(store_->ListBuildsMatching(nobody, 0, 10)->empty());
+  BuildFilter other{.recipe_name = "other"};
+  EXPECT_TRUE(store_->ListBuildsMatching(other, 0, 10)->empty());
+  EXPECT_EQ(store_->ListBuilds(build + 1, 10)->size(), 1u);
 }
 
 TEST_F(SqliteStoreTest, LateReportOfSupersededAttemptIsRejected) {
@@ -101,6 +139,18 @@ TEST_F(SqliteStoreTest, LogLinesAreStoredOnceAndWithoutGaps) {
   ASSERT_EQ(lines->size(), 3u);
   EXPECT_EQ(lines->at(2).text, "c");
   EXPECT_EQ(lines->at(2).stream, 2);
+}
+
+TEST_F(SqliteStoreTest, LogLinesKeepEveryByteOfTheOutput) {
+  MakeBuild(1);
+  auto j = Acquire("w1");
+  const std::string odd = std::string("nul \0 here", 11) + " caf\xc3\xa9 \xef\xbf\xbd \\x00 '?'";
+  ASSERT_OK(store_->AppendLogLines(j->id, 1, {{1, 1, odd, 1}, {2, 1, "", 2}}).status());
+  auto lines = store_->GetLogLines(j->id, 1, 0, 10);
+  ASSERT_OK(lines.status());
+  ASSERT_EQ(lines->size(), 2u);
+  EXPECT_EQ(lines->at(0).text, odd);
+  EXPECT_EQ(lines->at(1).text, "");
 }
 
 TEST_F(SqliteStoreTest, ALogPastItsLimitEndsWithOneSystemLineAndLaterLinesAreAcknowledged) {
@@ -161,7 +211,7 @@ TEST_F(SqliteStoreTest, ReopenKeepsEverything) {
   art.sha256 = "cd";
   EXPECT_EQ(store_->InsertArtifact(art).status().code(), StatusCode::kAlreadyExists);
   store_.reset();
-  auto reopened = OpenSqliteStore(dir_.path() + "/farm.db");
+  auto reopened = under_test_.Open();
   ASSERT_OK(reopened.status());
   EXPECT_EQ(reopened.value()->GetBuild(build)->recipe_name, "attn-example");
   EXPECT_EQ(reopened.value()->GetLogLines(j->id, 1, 0, 10)->size(), 1u);

@@ -4,6 +4,7 @@
 
 #include "daemon/store/store.h"
 #include "tests/support/test_util.h"
+#include "tests/unit/daemon/store/store_under_test.h"
 
 namespace farm::store {
 namespace {
@@ -11,7 +12,7 @@ namespace {
 class ValidationJobsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = OpenSqliteStore(dir_.path() + "/farm.db");
+    auto s = under_test_.Open();
     ASSERT_OK(s.status());
     store_ = std::move(s).value();
     BuildRow b{.recipe_name = "attn-example", .recipe = "r", .submitted_by = "t", .created_ms = 1};
@@ -51,6 +52,7 @@ class ValidationJobsTest : public ::testing::Test {
   }
 
   testing::ScopedTempDir dir_;
+  StoreUnderTest under_test_{dir_.path()};
   std::unique_ptr<Store> store_;
   int64_t build_id_ = 0, job_id_ = 0, artifact_id_ = 0;
 };

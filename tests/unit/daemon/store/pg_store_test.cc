@@ -1,0 +1,103 @@
+// What only the PostgreSQL store has: its migration record and the active farmd's lock.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "daemon/store/migrations.h"
+#include "daemon/store/pg_db.h"
+#include "daemon/store/postgres_store.h"
+#include "tests/support/test_util.h"
+#include "tests/unit/daemon/store/postgres_server.h"
+
+namespace farm::store {
+namespace {
+
+class PgStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(testing::SharedPostgres(), nullptr);
+    auto url = testing::SharedPostgres()->CreateDatabase();
+    ASSERT_OK(url.status());
+    url_ = url.value();
+    auto db = OpenPgDb(url_);
+    ASSERT_OK(db.status());
+    db_ = std::move(db).value();
+  }
+
+  int64_t Count(const std::string& sql) {
+    auto q = db_->Prepare(sql);
+    EXPECT_OK(q.status());
+    if (!q.ok()) return -1;
+    auto row = (*q)->Step();
+    return row.ok() && row.value() ? (*q)->Int(0) : -1;
+  }
+
+  std::string url_;
+  std::unique_ptr<Db> db_;
+};
+
+TEST_F(PgStoreTest, MigrationsAreRecordedByNumberAndANewerDatabaseIsRefused) {
+  ASSERT_OK(OpenPostgresStore(url_).status());
+  ASSERT_OK(OpenPostgresStore(url_).status());  // nothing applied twice
+  const auto& files = PostgresMigrations();
+  ASSERT_EQ(files.size(), Migrations().size());
+  auto q = db_->Prepare("SELECT number, file_name FROM schema_migrations ORDER BY number");
+  ASSERT_OK(q.status());
+  for (size_t i = 0; i < files.size(); ++i) {
+    ASSERT_TRUE((*q)->Step().value());
+    EXPECT_EQ((*q)->Int(0), static_cast<int64_t>(i + 1));
+    EXPECT_EQ((*q)->Text(1), files[i].file_name);
+    EXPECT_EQ(files[i].file_name, Migrations()[i].file_name);
+  }
+  EXPECT_FALSE((*q)->Step().value());
+  ASSERT_OK(
+      db_->Exec("INSERT INTO schema_migrations(number, file_name, source) "
+                "VALUES (999, '999_from_the_future.sql', 'applied')"));
+  Status refused = OpenPostgresStore(url_).status();
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("999_from_the_future.sql"), std::string::npos);
+}
+
+TEST_F(PgStoreTest, ASecondFarmdWaitsAsStandbyUntilTheActiveOnesSessionEnds) {
+  auto active = ActiveFarmdLock::Acquire(url_, [] { ADD_FAILURE() << "first is no standby"; });
+  ASSERT_OK(active.status());
+  std::atomic<bool> standby{false}, took_over{false};
+  Status second_status;
+  std::unique_ptr<ActiveFarmdLock> second;
+  std::thread t([&] {
+    auto lock = ActiveFarmdLock::Acquire(url_, [&] { standby = true; });
+    second_status = lock.status();
+    if (lock.ok()) second = std::move(lock).value();
+    took_over = true;
+  });
+  for (int i = 0; i < 300 && !standby; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(standby);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(took_over) << "two farmds active at once";
+  EXPECT_OK(active.value()->Check());
+  active.value().reset();  // the active farmd's session ends
+  for (int i = 0; i < 1000 && !took_over; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  t.join();
+  ASSERT_OK(second_status);
+  EXPECT_OK(second->Check());
+  // The server ends the new active farmd's session: its check says so.
+  EXPECT_EQ(Count("SELECT count(pg_terminate_backend(pid)) FROM pg_locks "
+                  "WHERE locktype = 'advisory' AND granted"),
+            1);
+  // pg_terminate_backend signals the session and returns; it ends a moment later.
+  Status check = Status::Ok();
+  for (int i = 0; i < 200 && check.ok(); ++i) {
+    check = second->Check();
+    if (check.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(check.code(), StatusCode::kUnavailable) << check.ToString();
+}
+
+}  // namespace
+}  // namespace farm::store

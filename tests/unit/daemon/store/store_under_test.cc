@@ -1,0 +1,22 @@
+#include "tests/unit/daemon/store/store_under_test.h"
+
+#ifdef FARM_STORE_TEST_POSTGRES
+#include "daemon/store/postgres_store.h"
+#include "tests/unit/daemon/store/postgres_server.h"
+#endif
+
+namespace farm::store {
+
+Result<std::unique_ptr<Store>> StoreUnderTest::Open() {
+#ifdef FARM_STORE_TEST_POSTGRES
+  if (url_.empty()) {
+    if (!testing::SharedPostgres()) return Status::FailedPrecondition("no PostgreSQL server");
+    FARM_ASSIGN_OR_RETURN(url_, testing::SharedPostgres()->CreateDatabase());
+  }
+  return OpenPostgresStore(url_);
+#else
+  return OpenSqliteStore(dir_ + "/farm.db");
+#endif
+}
+
+}  // namespace farm::store
