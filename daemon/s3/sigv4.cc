@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "common/sha256.h"
+#include "daemon/publish/publish_util.h"
 
 namespace farm::s3 {
 namespace {
@@ -52,19 +53,8 @@ Params SortedHeaders(const Params& headers) {
 }  // namespace
 
 std::string UriEncode(std::string_view text, bool keep_slash) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    if (alnum || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
+  // SigV4's encoding is RFC 3986's: everything but the unreserved characters.
+  return keep_slash ? publish::EncodePath(text) : publish::PercentEncode(text);
 }
 
 std::string AmzDate(int64_t unix_s) {
