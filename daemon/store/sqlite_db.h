@@ -2,7 +2,7 @@
 // and transactions. Two backends implement it: SQLite (Db::Open, this file's .cc) and
 // PostgreSQL through libpq (pg_db.h). Queries are written once, in SQLite's dialect; the
 // PostgreSQL backend translates the few constructs that differ (pg_db.h says which).
-// Not thread-safe; SqliteStore serializes access.
+// Not thread-safe (but for WaitDurable); SqliteStore serializes access.
 #ifndef FARM_DAEMON_STORE_SQLITE_DB_H_
 #define FARM_DAEMON_STORE_SQLITE_DB_H_
 
@@ -55,7 +55,7 @@ class Stmt {
 class Db {
  public:
   virtual ~Db() = default;
-  // Opens a SQLite file with WAL, foreign keys on and synchronous=FULL.
+  // Opens a SQLite file with WAL and foreign keys on. Commits are flushed by WaitDurable.
   static Result<std::unique_ptr<Db>> Open(const std::string& path);
 
   virtual Dialect dialect() const = 0;
@@ -71,6 +71,16 @@ class Db {
   // in one transaction (migration_runner.h). On error the database is left at the last
   // migration that succeeded and the error says what to fix.
   virtual Status Migrate() = 0;
+
+  // Durability of commits. The SQLite backend returns from COMMIT once the transaction is
+  // in its write-ahead log but before the log is flushed to disk, so that the store can
+  // flush outside its mutex and concurrent commits share one flush (group commit).
+  // CommitTicket() names everything this connection has committed so far; call it between
+  // statements, under the store's mutex. WaitDurable(ticket) returns once all of that is on
+  // disk; it is the one thread-safe call here. A failed flush ends the process (LogFlusher
+  // says why). PostgreSQL commits are durable when COMMIT returns: both are no-ops there.
+  virtual int64_t CommitTicket() { return 0; }
+  virtual void WaitDurable(int64_t /*ticket*/) {}
 
  protected:
   friend class Transaction;

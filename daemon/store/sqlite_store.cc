@@ -108,7 +108,7 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
 }
 
 Status SqliteStore::InsertToken(const TokenRow& t) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "INSERT INTO tokens(hash, name, role, worker_id, created_ms, expires_ms) "
       "VALUES (?,?,?,?,?,?)"));
@@ -131,7 +131,7 @@ TokenRow TokenFromRow(const Stmt& s) {
 }  // namespace
 
 Result<TokenRow> SqliteStore::FindToken(const std::string& hash) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns +
                                              " FROM tokens WHERE hash = ?"));
   s->Bind(hash);
@@ -141,7 +141,7 @@ Result<TokenRow> SqliteStore::FindToken(const std::string& hash) {
 }
 
 Result<std::vector<TokenRow>> SqliteStore::ListTokens() {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns +
                                              " FROM tokens ORDER BY created_ms, hash"));
   std::vector<TokenRow> out;
@@ -159,7 +159,7 @@ Result<TokenRow> SqliteStore::RevokeToken(const std::string& hash_prefix, int64_
     return Status::InvalidArgument("a token id is 8 to 64 lower-case hex digits, got \"" +
                                    hash_prefix + "\"");
   }
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns +
@@ -197,14 +197,14 @@ Result<TokenRow> Store::RevokeToken(const std::string&, int64_t) {
 }
 
 Result<int64_t> SqliteStore::CountTokens() {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT COUNT(*) FROM tokens"));
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   return row ? s->Int(0) : 0;
 }
 
 Status SqliteStore::UpsertWorker(const WorkerRow& w) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "INSERT INTO workers(id, name, capabilities, state, registered_ms, last_heartbeat_ms) "
       "VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
@@ -218,7 +218,7 @@ Status SqliteStore::UpsertWorker(const WorkerRow& w) {
 }
 
 Result<WorkerRow> SqliteStore::GetWorker(const std::string& id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kWorkerColumns +
                                              " FROM workers WHERE id = ?"));
   s->Bind(id);
@@ -228,7 +228,7 @@ Result<WorkerRow> SqliteStore::GetWorker(const std::string& id) {
 }
 
 Result<std::vector<WorkerRow>> SqliteStore::ListWorkers() {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kWorkerColumns +
                                              " FROM workers ORDER BY name, id"));
   std::vector<WorkerRow> out;
@@ -241,7 +241,7 @@ Result<std::vector<WorkerRow>> SqliteStore::ListWorkers() {
 }
 
 Status SqliteStore::TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   // Only a new state (idle to lost, say) changes placement; a heartbeat alone does not.
   bool state_changes = false;
   {
@@ -259,7 +259,7 @@ Status SqliteStore::TouchWorker(const std::string& id, int64_t now_ms, const std
 }
 
 Status SqliteStore::SetDrainRequested(const std::string& id, bool drain) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("UPDATE workers SET drain_requested = ? WHERE id = ?"));
   s->Bind(drain ? 1 : 0).Bind(id);
   FARM_RETURN_IF_ERROR(s->Run());
@@ -269,7 +269,7 @@ Status SqliteStore::SetDrainRequested(const std::string& id, bool drain) {
 }
 
 Result<int> SqliteStore::CountRunningJobs(const std::string& worker_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "SELECT COUNT(*) FROM jobs WHERE worker_id = ? AND state = 2"));
   s->Bind(worker_id);
@@ -290,7 +290,7 @@ Status SqliteStore::InsertBuildRow(BuildRow* build) {
 }
 
 Result<std::vector<JobRow>> SqliteStore::ListRunningJobs(const std::string& worker_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
                                              " FROM jobs WHERE worker_id = ? AND state = 2 "
                                              "ORDER BY id LIMIT 1000"));
@@ -305,7 +305,7 @@ Result<std::vector<JobRow>> SqliteStore::ListRunningJobs(const std::string& work
 }
 
 Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_RETURN_IF_ERROR(InsertBuildRow(build));
@@ -320,7 +320,7 @@ Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
 }
 
 Result<BuildRow> SqliteStore::GetBuild(int64_t id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kBuildColumns +
                                              " FROM builds WHERE id = ?"));
   s->Bind(id);
@@ -348,7 +348,7 @@ Result<std::vector<BuildRow>> SqliteStore::ListBuildsMatching(const BuildFilter&
         "WHERE a.worker_id IN (" +
         (marks.empty() ? std::string("NULL") : marks) + "))";
   }
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare(std::string("SELECT ") + kBuildColumns + " FROM builds WHERE " + where +
                            " ORDER BY id DESC LIMIT ?"));
@@ -384,7 +384,7 @@ Result<std::vector<JobRow>> SqliteStore::QueryJobs(const std::string& where, int
 }
 
 Result<std::vector<JobRow>> SqliteStore::ListJobs(int64_t build_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   return QueryJobs("build_id = ? ORDER BY id", build_id, 100000);
 }
 
@@ -438,7 +438,7 @@ Status SqliteStore::InsertJob(JobRow* job) {
 }
 
 Result<std::optional<JobRow>> SqliteStore::FindSucceededJob(const std::string& build_key) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
       " FROM jobs WHERE build_key = ? AND build_key != '' AND state = 3 AND EXISTS "
       "(SELECT 1 FROM artifacts a WHERE a.job_id = jobs.id) ORDER BY id DESC LIMIT 1"));
@@ -449,12 +449,12 @@ Result<std::optional<JobRow>> SqliteStore::FindSucceededJob(const std::string& b
 }
 
 Result<JobRow> SqliteStore::GetJob(int64_t id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   return GetJobLocked(id);
 }
 
 Result<std::vector<JobRow>> SqliteStore::ListPendingJobs(int limit) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   return QueryJobs("state = ? ORDER BY priority DESC, id ASC", kJobPending, limit);
 }
 
@@ -478,7 +478,7 @@ AttemptRow AttemptFromRow(const Stmt& s) {
 }  // namespace
 
 Result<std::vector<AttemptRow>> SqliteStore::ListAttempts(int64_t job_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string(kAttemptSelect) + " = ? ORDER BY number"));
   s->Bind(job_id);
   std::vector<AttemptRow> out;
@@ -492,14 +492,14 @@ Result<std::vector<AttemptRow>> SqliteStore::ListAttempts(int64_t job_id) {
 
 Result<std::map<int64_t, std::vector<AttemptRow>>> SqliteStore::ListAttemptsOfJobs(
     const std::vector<int64_t>& job_ids) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   return SelectByIds<AttemptRow>(*db_, std::string(kAttemptSelect) + " IN", "job_id, number",
                                  job_ids, AttemptFromRow, &AttemptRow::job_id);
 }
 
 Result<std::map<int64_t, std::vector<ArtifactRow>>> SqliteStore::ListArtifactsOfJobs(
     const std::vector<int64_t>& job_ids) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   return SelectByIds<ArtifactRow>(
       *db_, std::string("SELECT ") + kArtifactColumns + " FROM artifacts WHERE job_id IN",
       "job_id, id", job_ids, ArtifactFromRow, &ArtifactRow::job_id);
@@ -525,7 +525,7 @@ int64_t SystemLinesLimit(int64_t max_bytes) {
 Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
                                             const std::vector<LogLineRow>& lines,
                                             int64_t max_bytes) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(
@@ -577,7 +577,7 @@ Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
 
 Result<std::vector<LogLineRow>> SqliteStore::GetLogLines(int64_t job_id, int attempt,
                                                          int64_t after_seq, int limit) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "SELECT seq, stream, text, time_ms FROM log_lines WHERE job_id = ? AND attempt = ? "
       "AND seq > ? ORDER BY seq LIMIT ?"));
@@ -592,7 +592,7 @@ Result<std::vector<LogLineRow>> SqliteStore::GetLogLines(int64_t job_id, int att
 }
 
 Result<int64_t> SqliteStore::LastLogSeq(int64_t job_id, int attempt) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "SELECT log_acked_seq FROM attempts WHERE job_id = ? AND number = ?"));
   s->Bind(job_id).Bind(attempt);
@@ -601,7 +601,7 @@ Result<int64_t> SqliteStore::LastLogSeq(int64_t job_id, int attempt) {
 }
 
 Result<ArtifactRow> SqliteStore::InsertArtifact(const ArtifactRow& a) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
       " FROM artifacts WHERE job_id = ? AND attempt = ? AND filename = ?"));
   q->Bind(a.job_id).Bind(a.attempt).Bind(a.filename);
@@ -635,7 +635,7 @@ Result<ArtifactRow> SqliteStore::InsertArtifact(const ArtifactRow& a) {
 }
 
 Result<std::vector<ArtifactRow>> SqliteStore::ListArtifacts(int64_t job_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
                                              " FROM artifacts WHERE job_id = ? ORDER BY id"));
   s->Bind(job_id);
@@ -649,7 +649,7 @@ Result<std::vector<ArtifactRow>> SqliteStore::ListArtifacts(int64_t job_id) {
 }
 
 Result<ArtifactRow> SqliteStore::GetArtifact(int64_t id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
                                              " FROM artifacts WHERE id = ?"));
   s->Bind(id);

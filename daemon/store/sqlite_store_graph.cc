@@ -98,7 +98,7 @@ Status SqliteStore::HoldOnRequirements(std::vector<JobRow>* jobs, const BuildLin
 }
 
 Result<std::vector<int64_t>> SqliteStore::ResolveHeldJobs(int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(std::vector<int64_t> settled, ResolveHeldLocked(now_ms, 0));
@@ -233,7 +233,7 @@ Status SqliteStore::ReholdConsumers(int64_t job_id, int64_t now_ms) {
 }
 
 Result<std::vector<RequirementRow>> SqliteStore::ListRequirements(int64_t job_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(std::string(kRequirementSelect) +
                                              "WHERE r.job_id = ? ORDER BY r.rowid LIMIT 1000"));
   q->Bind(job_id);
@@ -241,7 +241,7 @@ Result<std::vector<RequirementRow>> SqliteStore::ListRequirements(int64_t job_id
 }
 
 Result<std::vector<RequirementRow>> SqliteStore::ListConsumers(int64_t job_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto q,
                         db_->Prepare(std::string(kRequirementSelect) +
                                      "WHERE r.required_job_id = ? ORDER BY r.job_id LIMIT 1000"));
@@ -250,7 +250,7 @@ Result<std::vector<RequirementRow>> SqliteStore::ListConsumers(int64_t job_id) {
 }
 
 Result<std::set<int64_t>> SqliteStore::JobsInGraph(const std::vector<int64_t>& job_ids) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   constexpr size_t kIdsPerQuery = 500;
   std::set<int64_t> out;
   for (size_t at = 0; at < job_ids.size(); at += kIdsPerQuery) {
@@ -275,7 +275,7 @@ Result<std::set<int64_t>> SqliteStore::JobsInGraph(const std::vector<int64_t>& j
 }
 
 Result<std::vector<JobInputRow>> SqliteStore::ListJobInputs(int64_t job_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   // The artifact columns in ArtifactColumns() order, then the required job.
   FARM_ASSIGN_OR_RETURN(
       auto q, db_->Prepare("SELECT a.id, a.job_id, a.attempt, a.filename, a.sha256, a.size, "

@@ -49,7 +49,7 @@ Result<int> Store::FailInterruptedHostRuns(int64_t) {
 }
 
 Status SqliteStore::UpsertHost(const HostRow& host, bool replace) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   std::string sql =
       "INSERT INTO hosts (name, address, kind, vars, created_ms) VALUES (?, ?, ?, ?, ?)";
   if (replace) {
@@ -70,7 +70,7 @@ Status SqliteStore::UpsertHost(const HostRow& host, bool replace) {
 }
 
 Result<HostRow> SqliteStore::GetHost(const std::string& name) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kHostColumns +
                                              " FROM hosts WHERE name = ?"));
   s->Bind(name);
@@ -80,7 +80,7 @@ Result<HostRow> SqliteStore::GetHost(const std::string& name) {
 }
 
 Result<std::vector<HostRow>> SqliteStore::ListHosts() {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kHostColumns +
                                              " FROM hosts ORDER BY name"));
   std::vector<HostRow> out;
@@ -93,7 +93,7 @@ Result<std::vector<HostRow>> SqliteStore::ListHosts() {
 }
 
 Status SqliteStore::BeginHostRun(const std::string& name, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "UPDATE hosts SET state = 'provisioning', runs = runs + 1, started_ms = ?, "
       "finished_ms = 0, log = '', error = '' WHERE name = ? AND state != 'provisioning'"));
@@ -111,7 +111,7 @@ Status SqliteStore::BeginHostRun(const std::string& name, int64_t now_ms) {
 }
 
 Status SqliteStore::AppendHostLog(const std::string& name, const std::string& text) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("UPDATE hosts SET log = log || ? WHERE name = ?"));
   s->Bind(text).Bind(name);
   FARM_RETURN_IF_ERROR(s->Run());
@@ -120,7 +120,7 @@ Status SqliteStore::AppendHostLog(const std::string& name, const std::string& te
 }
 
 Status SqliteStore::FinishHostRun(const HostRow& r) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "UPDATE hosts SET state = ?, changed = ?, ok = ?, failed = ?, unreachable = ?, "
       "error = ?, finished_ms = ? WHERE name = ?"));
@@ -133,7 +133,7 @@ Status SqliteStore::FinishHostRun(const HostRow& r) {
 }
 
 Result<std::string> SqliteStore::GetHostLog(const std::string& name) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT log FROM hosts WHERE name = ?"));
   s->Bind(name);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
@@ -142,7 +142,7 @@ Result<std::string> SqliteStore::GetHostLog(const std::string& name) {
 }
 
 Result<int> SqliteStore::FailInterruptedHostRuns(int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "UPDATE hosts SET state = 'failed', error = 'farmd stopped during the run', "
       "finished_ms = ? WHERE state = 'provisioning'"));

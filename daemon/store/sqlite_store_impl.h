@@ -50,8 +50,7 @@ class SqliteStore final : public Store {
   Result<std::vector<JobRow>> ListPendingJobs(int limit) override;
 
   Result<std::optional<JobRow>> AcquireJob(const std::string& worker_id, int64_t now_ms,
-                                           int64_t lease_ms,
-                                           const PlacementFn& placeable) override;
+                                           int64_t lease_ms, const PlacementFn& placeable) override;
   Result<std::map<int64_t, std::vector<AttemptRow>>> ListAttemptsOfJobs(
       const std::vector<int64_t>& job_ids) override;
   Result<std::map<int64_t, std::vector<ArtifactRow>>> ListArtifactsOfJobs(
@@ -80,8 +79,7 @@ class SqliteStore final : public Store {
   Result<bool> RecordProgress(const ProgressReport& report) override;
 
   using Store::AppendLogLines;
-  Result<int64_t> AppendLogLines(int64_t job_id, int attempt,
-                                 const std::vector<LogLineRow>& lines,
+  Result<int64_t> AppendLogLines(int64_t job_id, int attempt, const std::vector<LogLineRow>& lines,
                                  int64_t max_bytes) override;
   Result<std::vector<LogLineRow>> GetLogLines(int64_t job_id, int attempt, int64_t after_seq,
                                               int limit) override;
@@ -165,6 +163,26 @@ class SqliteStore final : public Store {
   bool MayHaveLeasableJob(int64_t now_ms) const override;
 
  private:
+  // Holds mu_. On release it waits, outside mu_, until every commit made so far is on disk
+  // (Db::WaitDurable): a call that wrote answers only once its write is durable, and a call
+  // that read never answers with a commit a power loss could still take back. Callers that
+  // release together share one flush.
+  class Locked {
+   public:
+    explicit Locked(SqliteStore* store) : store_(store), lock_(store->mu_) {}
+    ~Locked() {
+      int64_t ticket = store_->db_->CommitTicket();
+      lock_.unlock();
+      store_->db_->WaitDurable(ticket);
+    }
+    Locked(const Locked&) = delete;
+    Locked& operator=(const Locked&) = delete;
+
+   private:
+    SqliteStore* store_;
+    std::unique_lock<std::mutex> lock_;
+  };
+
   // Helpers below require mu_ held.
   Result<std::vector<JobRow>> QueryJobs(const std::string& where, int64_t arg, int limit);
   Result<JobRow> GetJobLocked(int64_t id);

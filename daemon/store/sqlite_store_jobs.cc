@@ -120,7 +120,7 @@ Status SqliteStore::WriteLease(JobRow* job, const std::string& worker_id, int64_
 }
 
 Result<std::vector<int64_t>> SqliteStore::ListLeasableJobIds(int64_t now_ms, int limit) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s,
                         db_->Prepare("SELECT id FROM jobs WHERE state = 1 AND held = 0 AND "
                                      "not_before_ms <= ? ORDER BY priority DESC, id ASC LIMIT ?"));
@@ -135,7 +135,7 @@ Result<std::vector<int64_t>> SqliteStore::ListLeasableJobIds(int64_t now_ms, int
 }
 
 Result<std::vector<JobRow>> SqliteStore::GetJobs(const std::vector<int64_t>& ids) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto by_id,
       SelectByIds<JobRow>(*db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id IN",
@@ -149,7 +149,7 @@ Result<std::vector<JobRow>> SqliteStore::GetJobs(const std::vector<int64_t>& ids
 
 Result<std::vector<std::optional<JobRow>>> SqliteStore::LeaseJobs(
     const std::vector<LeaseRequest>& requests, int64_t now_ms, int64_t lease_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   if (pending_jobs_.load() < 0) RefreshQueueHint();
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
@@ -179,7 +179,7 @@ Result<std::vector<std::optional<JobRow>>> SqliteStore::LeaseJobs(
 Result<std::optional<JobRow>> SqliteStore::AcquireJob(const std::string& worker_id, int64_t now_ms,
                                                       int64_t lease_ms,
                                                       const PlacementFn& placeable) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   if (pending_jobs_.load() < 0) RefreshQueueHint();  // first poll after open
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
@@ -202,7 +202,7 @@ Result<std::optional<JobRow>> SqliteStore::AcquireJob(const std::string& worker_
 
 Result<std::vector<JobRow>> SqliteStore::RenewLeases(const std::string& worker_id, int64_t now_ms,
                                                      int64_t lease_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s,
       db_->Prepare("UPDATE jobs SET lease_expiry_ms = ? WHERE worker_id = ? AND state = 2"));
@@ -212,7 +212,7 @@ Result<std::vector<JobRow>> SqliteStore::RenewLeases(const std::string& worker_i
 }
 
 Result<std::vector<JobRow>> SqliteStore::CancelRequestedJobs(const std::string& worker_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   return CancelRequestedLocked(worker_id);
 }
 
@@ -246,7 +246,7 @@ int NextJobState(const JobRow& job, const CompletionReport& r) {
 }  // namespace
 
 Result<int> SqliteStore::CompleteAttempt(const CompletionReport& r, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(JobRow job, GetJobLocked(r.job_id));
@@ -306,7 +306,7 @@ Status SqliteStore::LoseJobs(const std::vector<JobRow>& jobs, const std::string&
 }
 
 Result<std::vector<int64_t>> SqliteStore::ExpireLeases(int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(auto expired,
@@ -326,7 +326,7 @@ Result<std::vector<int64_t>> SqliteStore::ReleaseWorkerJobs(const std::string& w
                                                             const std::vector<int64_t>& keep,
                                                             const std::string& detail,
                                                             int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(auto held, db_->Prepare(std::string("SELECT ") + kJobColumns +
@@ -349,7 +349,7 @@ Result<std::vector<int64_t>> SqliteStore::ReleaseWorkerJobs(const std::string& w
 
 Result<bool> SqliteStore::ReattachAttempt(int64_t job_id, int attempt, const std::string& worker_id,
                                           int64_t now_ms, int64_t lease_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(JobRow job, GetJobLocked(job_id));
@@ -378,7 +378,7 @@ Result<bool> SqliteStore::ReattachAttempt(int64_t job_id, int attempt, const std
 }
 
 Status SqliteStore::ExtendRunningLeases(int64_t now_ms, int64_t lease_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s,
                         db_->Prepare("UPDATE jobs SET lease_expiry_ms = ? WHERE state = 2"));
   s->Bind(LeaseEnd(now_ms, lease_ms));
@@ -386,7 +386,7 @@ Status SqliteStore::ExtendRunningLeases(int64_t now_ms, int64_t lease_ms) {
 }
 
 Result<bool> SqliteStore::RecordProgress(const ProgressReport& r) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   // Only the attempt the worker holds and only while it runs; an unchanged report is no
   // write, so watchers are not woken by every heartbeat.
   FARM_ASSIGN_OR_RETURN(
@@ -411,7 +411,7 @@ Result<bool> SqliteStore::RecordProgress(const ProgressReport& r) {
 }
 
 Status SqliteStore::RetryJob(int64_t job_id, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(JobRow job, GetJobLocked(job_id));
@@ -440,7 +440,7 @@ Status SqliteStore::RetryJob(int64_t job_id, int64_t now_ms) {
 }
 
 Status SqliteStore::CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(auto check, db_->Prepare("SELECT state FROM builds WHERE id = ?"));

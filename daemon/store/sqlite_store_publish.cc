@@ -94,7 +94,7 @@ Result<std::vector<PublicationRow>> CollectPublications(Stmt* s, int limit) {
 
 Result<std::vector<PublishCandidate>> SqliteStore::ListPublishCandidates(int64_t after_id,
                                                                          int limit) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "SELECT a.id, a.job_id, a.attempt, a.filename, a.sha256, a.size, a.manifest, "
       "a.validation, a.created_ms, j.build_id, j.cell FROM artifacts a "
@@ -119,7 +119,7 @@ Result<std::vector<PublishCandidate>> SqliteStore::ListPublishCandidates(int64_t
 
 Status SqliteStore::EnqueuePublications(int64_t artifact_id, const std::string& outcome,
                                         const std::vector<PublicationRow>& rows, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   for (const PublicationRow& p : rows) {
@@ -144,7 +144,7 @@ Status SqliteStore::EnqueuePublications(int64_t artifact_id, const std::string& 
 }
 
 Result<std::vector<PublicationRow>> SqliteStore::ListPublications(int64_t build_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kPublicationColumns +
                                              " FROM publications WHERE build_id = ? ORDER BY id"));
   s->Bind(build_id);
@@ -153,14 +153,14 @@ Result<std::vector<PublicationRow>> SqliteStore::ListPublications(int64_t build_
 
 Result<std::map<int64_t, std::vector<PublicationRow>>> SqliteStore::ListPublicationsOfBuilds(
     const std::vector<int64_t>& build_ids) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   return SelectByIds<PublicationRow>(
       *db_, std::string("SELECT ") + kPublicationColumns + " FROM publications WHERE build_id IN",
       "build_id, id", build_ids, PublicationFromRow, &PublicationRow::build_id);
 }
 
 Result<std::vector<PublicationRow>> SqliteStore::ListRecentPublications(int limit) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s,
       db_->Prepare(
@@ -171,7 +171,7 @@ Result<std::vector<PublicationRow>> SqliteStore::ListRecentPublications(int limi
 }
 
 Result<std::vector<PublicationRow>> SqliteStore::ListDuePublications(int64_t now_ms, int limit) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kPublicationColumns +
       " FROM publications WHERE state = 'uploading' OR (state = 'pending' AND not_before_ms <= ?)"
       " ORDER BY id LIMIT ?"));
@@ -180,7 +180,7 @@ Result<std::vector<PublicationRow>> SqliteStore::ListDuePublications(int64_t now
 }
 
 Status SqliteStore::UpdatePublication(const PublicationRow& p, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "UPDATE publications SET state = ?, attempts = ?, not_before_ms = ?, error = ?, "
       "remote_id = ?, remote_url = ?, path = ?, updated_ms = ? WHERE id = ?"));
@@ -195,7 +195,7 @@ Status SqliteStore::UpdatePublication(const PublicationRow& p, int64_t now_ms) {
 Status SqliteStore::SetPublicationFile(int64_t artifact_id, const std::string& label,
                                        const std::string& filename, const std::string& sha256,
                                        int64_t size, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "UPDATE publications SET label = ?, filename = ?, sha256 = ?, size = ?, updated_ms = ? "
       "WHERE artifact_id = ? AND artifact_id > 0 AND sha256 = ''"));
@@ -207,7 +207,7 @@ Status SqliteStore::SetPublicationFile(int64_t artifact_id, const std::string& l
 
 Status SqliteStore::MarkReleasePublished(int64_t build_id, const std::string& remote_id,
                                          const std::string& remote_url, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(auto release, db_->Prepare(
@@ -227,7 +227,7 @@ Status SqliteStore::MarkReleasePublished(int64_t build_id, const std::string& re
 
 Result<int> SqliteStore::RequeuePublications(int64_t build_id, const std::string& target,
                                              bool replace, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
       "UPDATE publications SET state = 'pending', attempts = 0, not_before_ms = 0, error = '', "
       "replace_remote = ?, updated_ms = ? WHERE build_id = ? AND (? = '' OR target = ?)"));
@@ -239,7 +239,7 @@ Result<int> SqliteStore::RequeuePublications(int64_t build_id, const std::string
 }
 
 Result<std::map<std::string, int64_t>> SqliteStore::CountPublicationsByState() {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT state, COUNT(*) FROM publications GROUP BY state"));
   std::map<std::string, int64_t> out;
   for (int i = 0; i < 64; ++i) {

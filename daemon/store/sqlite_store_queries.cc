@@ -65,14 +65,14 @@ Result<std::map<int64_t, std::vector<ArtifactRow>>> Store::ListArtifactsOfJobs(
 
 Result<std::map<int64_t, std::vector<JobRow>>> SqliteStore::ListJobsOfBuilds(
     const std::vector<int64_t>& build_ids) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   return SelectByIds<JobRow>(*db_,
                              std::string("SELECT ") + kJobColumns + " FROM jobs WHERE build_id IN",
                              "build_id, id", build_ids, JobFromRow, &JobRow::build_id);
 }
 
 Result<std::vector<int64_t>> SqliteStore::CountJobsByState() {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT state, COUNT(*) FROM jobs GROUP BY state"));
   std::vector<int64_t> counts(6, 0);
   for (int i = 0; i < 64; ++i) {
@@ -85,7 +85,7 @@ Result<std::vector<int64_t>> SqliteStore::CountJobsByState() {
 }
 
 Result<std::vector<JobRow>> SqliteStore::ListJobsInState(int state, int64_t before_id, int limit) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
                            " FROM jobs WHERE state = ? AND id < ? ORDER BY id DESC LIMIT ?"));
@@ -111,7 +111,7 @@ Result<SpanHistogram> SqliteStore::JobSpanHistogram(JobSpan span,
     sql += ", COALESCE(SUM(CASE WHEN " + expr + " <= ? THEN 1 ELSE 0 END), 0)";
   }
   sql += " FROM jobs WHERE " + where;
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(sql));
   for (int64_t b : bounds_ms) s->Bind(b);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
@@ -126,7 +126,7 @@ Result<SpanHistogram> SqliteStore::JobSpanHistogram(JobSpan span,
 }
 
 Result<std::vector<JobTimingRow>> SqliteStore::ListJobTimings(int limit) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s,
       db_->Prepare("SELECT j.id, j.build_id, b.recipe_name, j.state, j.created_ms, "
@@ -147,7 +147,7 @@ Result<std::vector<JobTimingRow>> SqliteStore::ListJobTimings(int limit) {
 }
 
 Result<std::vector<IndexArtifactRow>> SqliteStore::ListIndexArtifacts(int limit) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s,
       db_->Prepare(
@@ -172,7 +172,7 @@ Result<std::vector<IndexArtifactRow>> SqliteStore::ListIndexArtifacts(int limit)
 Result<std::optional<int64_t>> SqliteStore::LastSuccessfulRunMs(const std::string& recipe_name,
                                                                 const std::string& cell,
                                                                 int64_t before_job_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   // The counted attempt's own span: time spent queued between attempts, or before a
   // requeue, is no build time.
   FARM_ASSIGN_OR_RETURN(

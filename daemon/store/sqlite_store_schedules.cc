@@ -80,7 +80,7 @@ Result<std::vector<int64_t>> Store::ResolveMergedJobs(int64_t) { return Unimplem
 // --- schedules ------------------------------------------------------------------------------
 
 Status SqliteStore::InsertSchedule(ScheduleRow* r) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s,
       db_->Prepare(
@@ -106,7 +106,7 @@ Status SqliteStore::InsertSchedule(ScheduleRow* r) {
 }
 
 Result<ScheduleRow> SqliteStore::GetSchedule(int64_t id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kScheduleColumns +
                                              " FROM schedules WHERE id = ? AND deleted_ms = 0"));
   s->Bind(id);
@@ -116,7 +116,7 @@ Result<ScheduleRow> SqliteStore::GetSchedule(int64_t id) {
 }
 
 Result<std::vector<ScheduleRow>> SqliteStore::ListSchedules() {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kScheduleColumns +
                                              " FROM schedules WHERE deleted_ms = 0 ORDER BY id"));
   std::vector<ScheduleRow> out;
@@ -129,7 +129,7 @@ Result<std::vector<ScheduleRow>> SqliteStore::ListSchedules() {
 }
 
 Status SqliteStore::SetSchedulePaused(int64_t id, bool paused, int64_t next_fire_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s,
       db_->Prepare(
@@ -142,7 +142,7 @@ Status SqliteStore::SetSchedulePaused(int64_t id, bool paused, int64_t next_fire
 }
 
 Status SqliteStore::DeleteSchedule(int64_t id, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare("UPDATE schedules SET deleted_ms = ? WHERE id = ? AND deleted_ms = 0"));
   s->Bind(now_ms > 0 ? now_ms : 1).Bind(id);
@@ -177,7 +177,7 @@ Status SqliteStore::InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fi
 }
 
 Status SqliteStore::RecordScheduleRun(ScheduleRunRow* run, int64_t next_fire_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_RETURN_IF_ERROR(InsertScheduleRunLocked(run, next_fire_ms));
@@ -187,7 +187,7 @@ Status SqliteStore::RecordScheduleRun(ScheduleRunRow* run, int64_t next_fire_ms)
 }
 
 Result<std::vector<ScheduleRunRow>> SqliteStore::ListScheduleRuns(int64_t schedule_id, int limit) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kRunColumns + kRunFrom +
                                              "WHERE r.schedule_id = ? ORDER BY r.id DESC LIMIT ?"));
   s->Bind(schedule_id).Bind(limit);
@@ -201,7 +201,7 @@ Result<std::vector<ScheduleRunRow>> SqliteStore::ListScheduleRuns(int64_t schedu
 }
 
 Result<std::optional<ScheduleRunRow>> SqliteStore::LastSucceededScheduleRun(int64_t schedule_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare(std::string("SELECT ") + kRunColumns + kRunFrom +
                            "WHERE r.schedule_id = ? AND b.state = 3 ORDER BY r.id DESC LIMIT 1"));
@@ -212,7 +212,7 @@ Result<std::optional<ScheduleRunRow>> SqliteStore::LastSucceededScheduleRun(int6
 }
 
 Result<int64_t> SqliteStore::ActiveScheduleBuild(int64_t schedule_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s,
       db_->Prepare("SELECT r.build_id FROM schedule_runs r JOIN builds b ON b.id = r.build_id "
@@ -223,7 +223,7 @@ Result<int64_t> SqliteStore::ActiveScheduleBuild(int64_t schedule_id) {
 }
 
 Result<int64_t> SqliteStore::ScheduleOfBuild(int64_t build_id) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s,
       db_->Prepare(
@@ -261,7 +261,7 @@ Status SqliteStore::MergeOntoLeader(JobRow* job, int64_t now_ms) {
 
 Status SqliteStore::CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs,
                                       BuildLinks* links) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_RETURN_IF_ERROR(InsertBuildRow(build));
@@ -316,7 +316,7 @@ Status SqliteStore::SucceedFrom(int64_t job_id, int64_t from_job_id, int64_t now
 }
 
 Result<std::vector<int64_t>> SqliteStore::ResolveMergedJobs(int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   // Waits of jobs that ended otherwise (cancelled with their build) are simply dropped.

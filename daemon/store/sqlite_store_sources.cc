@@ -54,7 +54,7 @@ Result<bool> Store::ForgetSourceArchive(const std::string&, int64_t) {
 }
 
 Status SqliteStore::RecordSourceArchive(const SourceArchiveRow& r) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare("INSERT INTO source_archives(sha256, size, files, origin, "
                            "uploaded_by, created_ms, last_used_ms) VALUES (?,?,?,?,?,?,?) "
@@ -68,7 +68,7 @@ Status SqliteStore::RecordSourceArchive(const SourceArchiveRow& r) {
 }
 
 Result<SourceArchiveRow> SqliteStore::GetSourceArchive(const std::string& sha256) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kSourceColumns +
                                              " FROM source_archives WHERE sha256 = ?"));
   s->Bind(sha256);
@@ -78,7 +78,7 @@ Result<SourceArchiveRow> SqliteStore::GetSourceArchive(const std::string& sha256
 }
 
 Status SqliteStore::TouchSourceArchive(const std::string& sha256, int64_t now_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare("UPDATE source_archives SET last_used_ms = MAX(last_used_ms, ?) "
                            "WHERE sha256 = ?"));
@@ -90,7 +90,7 @@ Status SqliteStore::TouchSourceArchive(const std::string& sha256, int64_t now_ms
 
 Result<std::vector<SourceArchiveRow>> SqliteStore::ListCollectableSources(int64_t unused_before_ms,
                                                                           int limit) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kSourceColumns +
                                              " FROM source_archives s WHERE " + kCollectable +
                                              " ORDER BY s.last_used_ms LIMIT ?2"));
@@ -106,7 +106,7 @@ Result<std::vector<SourceArchiveRow>> SqliteStore::ListCollectableSources(int64_
 
 Result<bool> SqliteStore::ForgetSourceArchive(const std::string& sha256,
                                               int64_t unused_before_ms) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("DELETE FROM source_archives AS s "
                                                          "WHERE s.sha256 = ?2 AND ") +
                                              kCollectable));

@@ -52,7 +52,7 @@ Result<JobRow> SqliteStore::QueueValidationJob(const JobRow& job) {
   if (job.kind != kJobValidate || job.target_job_id <= 0) {
     return Status::InvalidArgument("a validation job needs kind validate and a target job");
   }
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(
@@ -76,7 +76,7 @@ Result<JobRow> SqliteStore::QueueValidationJob(const JobRow& job) {
 
 Result<std::vector<JobRow>> SqliteStore::ListValidationJobs(int64_t target_job_id,
                                                             int target_attempt) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s,
       db_->Prepare(
@@ -96,7 +96,7 @@ Result<std::vector<JobRow>> SqliteStore::ListValidationJobs(int64_t target_job_i
 Result<std::vector<ArtifactRow>> SqliteStore::ListArtifactsInValidationState(int state,
                                                                              int64_t after_id,
                                                                              int limit) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s,
       db_->Prepare(std::string("SELECT ") + ArtifactColumns() +
@@ -112,7 +112,7 @@ Result<std::vector<ArtifactRow>> SqliteStore::ListArtifactsInValidationState(int
 }
 
 Status SqliteStore::SetArtifactValidationState(int64_t artifact_id, int state) {
-  std::lock_guard lock(mu_);
+  Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s,
                         db_->Prepare("UPDATE artifacts SET validation_state = ? WHERE id = ?"));
   s->Bind(state).Bind(artifact_id);
