@@ -32,33 +32,18 @@ Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::Submit
 namespace {
 
 // The registered workers, read once for all the jobs of a reply (with many workers,
-// reading them per job made a build's reply cost jobs x workers reads): their names, and,
-// parsed only when some job is pending, what placement needs.
-struct PlacementView {
-  std::map<std::string, std::string> names;  // worker id -> name
-  std::vector<sched::FleetWorker> fleet;
-  std::vector<sched::PeerWorker> peers;
+// reading them per job made a build's reply cost jobs x workers reads), parsed for
+// placement only when the fleet changed (FleetCache).
+using PlacementView = std::shared_ptr<const FleetView>;
 
-  std::string NameOf(const std::string& worker_id) const {
-    auto it = names.find(worker_id);
-    return it == names.end() ? "" : it->second;
-  }
-};
-
-std::optional<PlacementView> ReadPlacementView(const ServiceContext& ctx, bool placement) {
+std::optional<PlacementView> ReadPlacementView(const ServiceContext& ctx) {
   auto rows = ctx.store->ListWorkers();
   if (!rows.ok()) return std::nullopt;  // names and reasons are a courtesy; the reply goes out
-  PlacementView view;
-  for (const auto& w : *rows) view.names[w.id] = w.name;
-  if (placement) {
-    view.fleet = model::FleetOf(*rows);
-    view.peers = sched::AvailablePeers(view.fleet);
-  }
-  return view;
+  return ctx.fleet_cache->Get(*rows);
 }
 
-void AddPlacementReasons(const ServiceContext& ctx, const PlacementView& view,
-                         const store::JobRow& row, farm::v1::Job* job) {
+void AddPlacementReasons(const ServiceContext& ctx, const FleetView& view, const store::JobRow& row,
+                         farm::v1::Job* job) {
   sched::Waiting waiting =
       model::ExplainPendingJob(row, view.fleet, view.peers, ctx.clock->NowUnixMs());
   auto& reasons = *job->mutable_unplaceable_reasons();
@@ -78,19 +63,18 @@ Result<farm::v1::Job> LoadJobWith(const ServiceContext& ctx, const store::JobRow
                                   const std::vector<store::ArtifactRow>& artifacts,
                                   const std::optional<PlacementView>& view, bool in_graph = true) {
   farm::v1::Job job = JobToProto(row);
-  if (view) job.set_worker_name(view->NameOf(row.worker_id));
+  if (view) job.set_worker_name((*view)->NameOf(row.worker_id));
   for (const auto& a : attempts) {
     farm::v1::Attempt* attempt = job.add_attempts();
     *attempt = AttemptToProto(a);
-    if (view) attempt->set_worker_name(view->NameOf(a.worker_id));
+    if (view) attempt->set_worker_name((*view)->NameOf(a.worker_id));
   }
   // Only the attempt that counts (or the reused wheel, attempt 0) shows: wheels uploaded
   // by an attempt whose worker was lost before it completed are kept but not offered.
   for (const auto& a : artifacts) {
     if (a.attempt == row.attempt || a.attempt == 0) *job.add_artifacts() = ArtifactToProto(a);
   }
-  // A pending job's view was read with placement (LoadJob and LoadBuild ask for it).
-  if (row.state == store::kJobPending && view) AddPlacementReasons(ctx, *view, row, &job);
+  if (row.state == store::kJobPending && view) AddPlacementReasons(ctx, **view, row, &job);
   if (in_graph) FARM_RETURN_IF_ERROR(AddJobGraph(ctx, &job));
   return job;
 }
@@ -130,27 +114,38 @@ Result<std::string> ResolveWorker(store::Store& store, const std::string& id_or_
 Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& row) {
   FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(row.id));
   FARM_ASSIGN_OR_RETURN(auto artifacts, ctx.store->ListArtifacts(row.id));
-  return LoadJobWith(ctx, row, attempts, artifacts,
-                     ReadPlacementView(ctx, row.state == store::kJobPending));
+  return LoadJobWith(ctx, row, attempts, artifacts, ReadPlacementView(ctx));
 }
 
 Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
-  FARM_ASSIGN_OR_RETURN(auto row, ctx.store->GetBuild(build_id));
+  store::BuildRow row;
+  int64_t schedule_id = 0;
+  std::vector<store::JobRow> jobs;
+  std::map<int64_t, std::vector<store::AttemptRow>> attempts;
+  std::map<int64_t, std::vector<store::ArtifactRow>> artifacts;
+  std::set<int64_t> in_graph;
+  std::optional<std::vector<store::WorkerRow>> workers;
+  // One visit to the store for every read, not one per read (nor per job): with a thousand
+  // workers calling, each visit waits its turn.
+  FARM_RETURN_IF_ERROR(ctx.store->Together([&]() -> Status {
+    FARM_ASSIGN_OR_RETURN(row, ctx.store->GetBuild(build_id));
+    auto schedule = ctx.store->ScheduleOfBuild(build_id);  // Unimplemented in other stores
+    if (schedule.ok()) schedule_id = schedule.value();
+    FARM_ASSIGN_OR_RETURN(jobs, ctx.store->ListJobs(build_id));
+    std::vector<int64_t> ids;
+    for (const auto& j : jobs) ids.push_back(j.id);
+    FARM_ASSIGN_OR_RETURN(attempts, ctx.store->ListAttemptsOfJobs(ids));
+    FARM_ASSIGN_OR_RETURN(artifacts, ctx.store->ListArtifactsOfJobs(ids));
+    FARM_ASSIGN_OR_RETURN(in_graph, ctx.store->JobsInGraph(ids));
+    auto listed = ctx.store->ListWorkers();
+    if (listed.ok()) workers = std::move(listed).value();
+    return Status::Ok();
+  }));
   farm::v1::Build build = BuildToProto(row);
-  auto schedule = ctx.store->ScheduleOfBuild(build_id);  // Unimplemented in other stores
-  if (schedule.ok() && schedule.value() > 0)
-    build.set_schedule_id(std::to_string(schedule.value()));
-  FARM_ASSIGN_OR_RETURN(auto jobs, ctx.store->ListJobs(build_id));
-  bool any_pending = std::any_of(jobs.begin(), jobs.end(), [](const store::JobRow& j) {
-    return j.state == store::kJobPending;
-  });
-  std::optional<PlacementView> view = ReadPlacementView(ctx, any_pending);
-  // Three reads for all the jobs, not three per job: each read waits its turn for the store.
-  std::vector<int64_t> ids;
-  for (const auto& j : jobs) ids.push_back(j.id);
-  FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttemptsOfJobs(ids));
-  FARM_ASSIGN_OR_RETURN(auto artifacts, ctx.store->ListArtifactsOfJobs(ids));
-  FARM_ASSIGN_OR_RETURN(std::set<int64_t> in_graph, ctx.store->JobsInGraph(ids));
+  if (schedule_id > 0) build.set_schedule_id(std::to_string(schedule_id));
+  // Names and reasons are a courtesy: without the workers the reply goes out without them.
+  std::optional<PlacementView> view;
+  if (workers) view = ctx.fleet_cache->Get(*workers);
   for (const auto& j : jobs) {
     FARM_ASSIGN_OR_RETURN(*build.add_jobs(), LoadJobWith(ctx, j, attempts[j.id], artifacts[j.id],
                                                          view, in_graph.count(j.id) > 0));

@@ -5,9 +5,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "common/clock.h"
 #include "daemon/api/auth.h"
+#include "daemon/api/fleet_cache.h"
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
 
@@ -46,6 +48,8 @@ struct ServiceContext {
   hosts::HostManager* hosts = nullptr;            // null: hosts are not served
   // Workers must present a client certificate farmd verified (--client-ca, mTLS).
   bool require_worker_certs = false;
+  // The workers as build and job replies explain placement with (shared by copies).
+  std::shared_ptr<FleetCache> fleet_cache = std::make_shared<FleetCache>();
 };
 
 // Polls `generation()` (by default `ctx.store->Generation()`) until it differs from `seen`,

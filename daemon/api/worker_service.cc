@@ -207,49 +207,54 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
                                       farm::v1::HeartbeatResponse* resp) {
   return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
-    int64_t now = ctx_->clock->NowUnixMs();
-    FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
-    bool draining = req->draining() || worker.drain_requested;
-    std::string state = worker.state == "quarantined" ? "quarantined"
-                        : draining                    ? "draining"
-                        : req->running_size()         ? "busy"
-                                                      : "idle";
-    // The heartbeat time and the leases are written a few times per lease, not on every
-    // beat: with a thousand workers those writes were most of the store's work. A change
-    // of state is written at once.
-    bool due = beat_writes_.Due(who.worker_id, now, BeatWriteEveryMs(ctx_->tunables));
-    if (due || state != worker.state) {
-      FARM_RETURN_IF_ERROR(ctx_->store->TouchWorker(who.worker_id, now, state));
-    }
-    resp->set_drain(worker.drain_requested);
-    FARM_ASSIGN_OR_RETURN(
-        auto cancelled, due ? ctx_->store->RenewLeases(who.worker_id, now, ctx_->tunables.lease_ms)
-                            : ctx_->store->CancelRequestedJobs(who.worker_id));
-    for (const auto& job : cancelled) {
-      auto* c = resp->add_cancel();
-      c->set_job_id(job.id);
-      c->set_attempt(job.attempt);
-    }
-    // Attempts the worker still runs but no longer holds (requeued while it was away).
-    for (const auto& running : req->running()) {
-      RecordLiveFigures(*ctx_, progress_, who.worker_id, running);
-      FARM_ASSIGN_OR_RETURN(bool reattached, ctx_->store->ReattachAttempt(
-                                                 running.job_id(), running.attempt(), who.worker_id,
-                                                 now, ctx_->tunables.lease_ms));
-      if (reattached) {
-        log::Info("job " + std::to_string(running.job_id()) + " attempt " +
-                  std::to_string(running.attempt()) + " re-attached to its worker " +
-                  who.worker_id);
-        continue;
-      }
-      auto job = ctx_->store->GetJob(running.job_id());
-      if (job.ok() && (job->attempt != running.attempt() || job->worker_id != who.worker_id ||
-                       job->state != store::kJobRunning)) {
-        *resp->add_cancel() = running;
-      }
-    }
-    return Status::Ok();
+    // One visit to the store for the beat's reads and writes.
+    return ctx_->store->Together([&] { return Beat(who, *req, resp); });
   });
+}
+
+Status WorkerService::Beat(const Principal& who, const farm::v1::HeartbeatRequest& req,
+                           farm::v1::HeartbeatResponse* resp) {
+  int64_t now = ctx_->clock->NowUnixMs();
+  FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
+  bool draining = req.draining() || worker.drain_requested;
+  std::string state = worker.state == "quarantined" ? "quarantined"
+                      : draining                    ? "draining"
+                      : req.running_size()          ? "busy"
+                                                    : "idle";
+  // The heartbeat time and the leases are written a few times per lease, not on every
+  // beat: with a thousand workers those writes were most of the store's work. A change
+  // of state is written at once.
+  bool due = beat_writes_.Due(who.worker_id, now, BeatWriteEveryMs(ctx_->tunables));
+  if (due || state != worker.state) {
+    FARM_RETURN_IF_ERROR(ctx_->store->TouchWorker(who.worker_id, now, state));
+  }
+  resp->set_drain(worker.drain_requested);
+  FARM_ASSIGN_OR_RETURN(auto cancelled,
+                        due ? ctx_->store->RenewLeases(who.worker_id, now, ctx_->tunables.lease_ms)
+                            : ctx_->store->CancelRequestedJobs(who.worker_id));
+  for (const auto& job : cancelled) {
+    auto* c = resp->add_cancel();
+    c->set_job_id(job.id);
+    c->set_attempt(job.attempt);
+  }
+  // Attempts the worker still runs but no longer holds (requeued while it was away).
+  for (const auto& running : req.running()) {
+    RecordLiveFigures(*ctx_, progress_, who.worker_id, running);
+    FARM_ASSIGN_OR_RETURN(
+        bool reattached, ctx_->store->ReattachAttempt(running.job_id(), running.attempt(),
+                                                      who.worker_id, now, ctx_->tunables.lease_ms));
+    if (reattached) {
+      log::Info("job " + std::to_string(running.job_id()) + " attempt " +
+                std::to_string(running.attempt()) + " re-attached to its worker " + who.worker_id);
+      continue;
+    }
+    auto job = ctx_->store->GetJob(running.job_id());
+    if (job.ok() && (job->attempt != running.attempt() || job->worker_id != who.worker_id ||
+                     job->state != store::kJobRunning)) {
+      *resp->add_cancel() = running;
+    }
+  }
+  return Status::Ok();
 }
 
 namespace {
@@ -307,22 +312,27 @@ void WorkerService::StopDispatch() { dispatcher_->Stop(); }
 // Whether the worker may take a job now: not draining or quarantined, below its
 // concurrency limit. Returns its poll (without deadline and callback) when it may.
 Result<std::optional<Dispatcher::Waiter>> WorkerService::MayTakeJob(const Principal& who) {
-  FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
-  if (worker.drain_requested || worker.state == "draining" || worker.state == "quarantined") {
-    return std::optional<Dispatcher::Waiter>();
-  }
-  auto caps = ParseBlob<farm::v1::Capabilities>(worker.capabilities);
-  // The per-worker concurrency limit: a worker never holds more jobs than it offered.
-  FARM_ASSIGN_OR_RETURN(int running, ctx_->store->CountRunningJobs(who.worker_id));
-  if (caps.max_concurrent_jobs() > 0 && running >= caps.max_concurrent_jobs()) {
-    return std::optional<Dispatcher::Waiter>();
-  }
-  Dispatcher::Waiter waiter;
-  FARM_ASSIGN_OR_RETURN(waiter.held_gb, HeldValidationGb(*ctx_->store, who.worker_id, caps));
-  waiter.worker_id = who.worker_id;
-  waiter.worker_name = worker.name;
-  waiter.caps = std::move(caps);
-  return std::optional<Dispatcher::Waiter>(std::move(waiter));
+  std::optional<Dispatcher::Waiter> out;
+  FARM_RETURN_IF_ERROR(ctx_->store->Together([&]() -> Status {  // one visit to the store
+    FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
+    if (worker.drain_requested || worker.state == "draining" || worker.state == "quarantined") {
+      return Status::Ok();
+    }
+    auto caps = ParseBlob<farm::v1::Capabilities>(worker.capabilities);
+    // The per-worker concurrency limit: a worker never holds more jobs than it offered.
+    FARM_ASSIGN_OR_RETURN(int running, ctx_->store->CountRunningJobs(who.worker_id));
+    if (caps.max_concurrent_jobs() > 0 && running >= caps.max_concurrent_jobs()) {
+      return Status::Ok();
+    }
+    Dispatcher::Waiter waiter;
+    FARM_ASSIGN_OR_RETURN(waiter.held_gb, HeldValidationGb(*ctx_->store, who.worker_id, caps));
+    waiter.worker_id = who.worker_id;
+    waiter.worker_name = worker.name;
+    waiter.caps = std::move(caps);
+    out = std::move(waiter);
+    return Status::Ok();
+  }));
+  return out;
 }
 
 grpc::ServerUnaryReactor* WorkerService::AcquireJob(grpc::CallbackServerContext* call,
@@ -399,40 +409,14 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
                                         const farm::v1::CompleteJobRequest* req,
                                         farm::v1::CompleteJobResponse* resp) {
   return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
-    FARM_RETURN_IF_ERROR(CheckHolds(*ctx_, who, req->job_id(), req->attempt()));
-    FARM_ASSIGN_OR_RETURN(auto job, ctx_->store->GetJob(req->job_id()));
-    FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, recipes_.Get(*ctx_, job.build_id));
-    int64_t now = ctx_->clock->NowUnixMs();
-    store::CompletionReport report{
-        .job_id = req->job_id(),
-        .attempt = req->attempt(),
-        .worker_id = who.worker_id,
-        .cause = static_cast<int>(req->cause()),
-        .exit_code = req->exit_code(),
-        .detail = req->detail(),
-        .peak_rss_bytes = req->peak_rss_bytes(),
-        .max_attempts = job.max_attempts,
-        .retry_build_failures = recipe.retry().retry_build_failures(),
-        .retry_not_before_ms = now + 1000LL * recipe.retry().backoff_seconds(),
-        .validation = req->has_validation() ? req->validation().SerializeAsString() : "",
-        .validation_state = req->validation().state(),
-        .cache_hits = req->has_compile_cache() ? req->compile_cache().hits() : -1,
-        .cache_misses = req->has_compile_cache() ? req->compile_cache().misses() : -1};
-    if (report.cause == store::kCauseCompleted && req->exit_code() == 0 &&
-        job.kind == store::kJobBuild) {
-      FARM_ASSIGN_OR_RETURN(auto artifacts, ctx_->store->ListArtifacts(req->job_id()));
-      bool any = false;
-      for (const auto& a : artifacts) any |= a.attempt == req->attempt();
-      if (!any) {
-        report.cause = store::kCauseBuildFailed;
-        report.detail = "the attempt reported success but uploaded no wheel";
-      }
-    }
-    FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
-    if (store::IsTerminal(state)) {  // jobs waiting for this one's wheel go on at once
-      auto released = ctx_->store->ResolveHeldJobs(now);
-      if (!released.ok()) log::Warn("releasing held jobs: " + released.status().ToString());
-    }
+    // One visit to the store for the checks, the completion and the jobs it releases.
+    int state = 0;
+    Status release_error;
+    FARM_RETURN_IF_ERROR(ctx_->store->Together([&]() -> Status {
+      FARM_ASSIGN_OR_RETURN(state, Complete(who, req, &release_error));
+      return Status::Ok();
+    }));
+    if (!release_error.ok()) log::Warn("releasing held jobs: " + release_error.ToString());
     progress_.Forget(req->job_id());
     log::Info("job " + std::to_string(req->job_id()) + " attempt " +
               std::to_string(req->attempt()) + " ended: state " +
@@ -440,6 +424,45 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
     resp->set_state(static_cast<farm::v1::JobState>(state));
     return Status::Ok();
   });
+}
+
+Result<int> WorkerService::Complete(const Principal& who, const farm::v1::CompleteJobRequest* req,
+                                    Status* release_error) {
+  FARM_RETURN_IF_ERROR(CheckHolds(*ctx_, who, req->job_id(), req->attempt()));
+  FARM_ASSIGN_OR_RETURN(auto job, ctx_->store->GetJob(req->job_id()));
+  FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, recipes_.Get(*ctx_, job.build_id));
+  int64_t now = ctx_->clock->NowUnixMs();
+  store::CompletionReport report{
+      .job_id = req->job_id(),
+      .attempt = req->attempt(),
+      .worker_id = who.worker_id,
+      .cause = static_cast<int>(req->cause()),
+      .exit_code = req->exit_code(),
+      .detail = req->detail(),
+      .peak_rss_bytes = req->peak_rss_bytes(),
+      .max_attempts = job.max_attempts,
+      .retry_build_failures = recipe.retry().retry_build_failures(),
+      .retry_not_before_ms = now + 1000LL * recipe.retry().backoff_seconds(),
+      .validation = req->has_validation() ? req->validation().SerializeAsString() : "",
+      .validation_state = req->validation().state(),
+      .cache_hits = req->has_compile_cache() ? req->compile_cache().hits() : -1,
+      .cache_misses = req->has_compile_cache() ? req->compile_cache().misses() : -1};
+  if (report.cause == store::kCauseCompleted && req->exit_code() == 0 &&
+      job.kind == store::kJobBuild) {
+    FARM_ASSIGN_OR_RETURN(auto artifacts, ctx_->store->ListArtifacts(req->job_id()));
+    bool any = false;
+    for (const auto& a : artifacts) any |= a.attempt == req->attempt();
+    if (!any) {
+      report.cause = store::kCauseBuildFailed;
+      report.detail = "the attempt reported success but uploaded no wheel";
+    }
+  }
+  FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
+  if (store::IsTerminal(state)) {  // jobs waiting for this one's wheel go on at once
+    auto released = ctx_->store->ResolveHeldJobs(now);
+    if (!released.ok()) *release_error = released.status();
+  }
+  return state;
 }
 
 grpc::Status WorkerService::DownloadArtifact(grpc::ServerContext* call,

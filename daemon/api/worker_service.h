@@ -102,6 +102,13 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
 
  private:
   Result<std::optional<Dispatcher::Waiter>> MayTakeJob(const Principal& who);
+  // CompleteJob's checks and store writes; returns the job's new state and sets
+  // `release_error` when the jobs it releases could not be. Calls only the store.
+  Result<int> Complete(const Principal& who, const farm::v1::CompleteJobRequest* req,
+                       Status* release_error);
+  // A heartbeat's reads and writes (Heartbeat has checked who sends it).
+  Status Beat(const Principal& who, const farm::v1::HeartbeatRequest& req,
+              farm::v1::HeartbeatResponse* resp);
   // Fills `resp` with the assignment of a leased job (none when `outcome` holds none).
   Status Answer(Result<std::optional<store::JobRow>> outcome, const std::string& worker_name,
                 farm::v1::AcquireJobResponse* resp);

@@ -100,7 +100,7 @@ class SqliteStmt final : public Stmt {
 class SqliteDb final : public Db {
  public:
   explicit SqliteDb(sqlite3* db) : db_(db) {
-    if (db_ != nullptr) sqlite3_commit_hook(db_, &SqliteDb::OnCommit, this);
+    if (db_ != nullptr) sqlite3_wal_hook(db_, &SqliteDb::OnWalCommit, this);
   }
   ~SqliteDb() override {
     cache_.reset();
@@ -144,25 +144,23 @@ class SqliteDb final : public Db {
     return Status::Ok();
   }
 
-  int64_t CommitTicket() override {
-    if (committed_) {
-      committed_ = false;
-      flusher_.Written();
-    }
-    return flusher_.written();
-  }
+  int64_t CommitTicket() override { return flusher_.written(); }
   void WaitDurable(int64_t ticket) override { flusher_.WaitFlushed(ticket); }
 
  protected:
   const char* BeginStatement() const override { return "BEGIN IMMEDIATE"; }
 
  private:
-  // SQLite calls this inside a commit, before the commit is written: CommitTicket() counts it
-  // once the statement that committed has returned.
-  static int OnCommit(void* self) {
-    static_cast<SqliteDb*>(self)->committed_ = true;
-    return 0;
+  // SQLite calls this after a commit has written its pages to the log (not for a
+  // transaction that changed nothing), so the ticket it takes covers that commit. Setting
+  // the hook replaces SQLite's own, which checkpoints the log past 1000 pages: so does this.
+  static int OnWalCommit(void* self, sqlite3* db, const char* name, int log_pages) {
+    static_cast<SqliteDb*>(self)->flusher_.Written();
+    if (log_pages >= kCheckpointPages)
+      sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    return SQLITE_OK;
   }
+  static constexpr int kCheckpointPages = 1000;
   static std::string WalPath(sqlite3* db) {
     const char* main = db ? sqlite3_db_filename(db, "main") : nullptr;
     return main && *main ? std::string(main) + "-wal" : std::string();
@@ -170,7 +168,6 @@ class SqliteDb final : public Db {
 
   sqlite3* db_;
   std::unique_ptr<StatementCache> cache_ = std::make_unique<StatementCache>();
-  bool committed_ = false;
   LogFlusher flusher_{WalPath(db_)};
 };
 

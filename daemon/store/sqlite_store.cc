@@ -109,11 +109,11 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
 
 Status SqliteStore::InsertToken(const TokenRow& t) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "INSERT INTO tokens(hash, name, role, worker_id, created_ms, expires_ms) "
-      "VALUES (?,?,?,?,?,?)"));
-  s->Bind(t.hash).Bind(t.name).Bind(t.role).Bind(t.worker_id).Bind(t.created_ms)
-      .Bind(t.expires_ms);
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare("INSERT INTO tokens(hash, name, role, worker_id, created_ms, expires_ms) "
+                   "VALUES (?,?,?,?,?,?)"));
+  s->Bind(t.hash).Bind(t.name).Bind(t.role).Bind(t.worker_id).Bind(t.created_ms).Bind(t.expires_ms);
   FARM_RETURN_IF_ERROR(s->Run());
   Bump();
   return Status::Ok();
@@ -121,8 +121,7 @@ Status SqliteStore::InsertToken(const TokenRow& t) {
 
 namespace {
 
-constexpr char kTokenColumns[] =
-    "hash, name, role, worker_id, created_ms, expires_ms, revoked_ms";
+constexpr char kTokenColumns[] = "hash, name, role, worker_id, created_ms, expires_ms, revoked_ms";
 
 TokenRow TokenFromRow(const Stmt& s) {
   return TokenRow{s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Int(4), s.Int(5), s.Int(6)};
@@ -132,8 +131,8 @@ TokenRow TokenFromRow(const Stmt& s) {
 
 Result<TokenRow> SqliteStore::FindToken(const std::string& hash) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns +
-                                             " FROM tokens WHERE hash = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns + " FROM tokens WHERE hash = ?"));
   s->Bind(hash);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return Status::NotFound("no such token");
@@ -173,7 +172,8 @@ Result<TokenRow> SqliteStore::RevokeToken(const std::string& hash_prefix, int64_
   }
   if (found.empty()) return Status::NotFound("no token " + hash_prefix);
   if (found.size() > 1) {
-    return Status::InvalidArgument("several tokens start with " + hash_prefix + "; give more digits");
+    return Status::InvalidArgument("several tokens start with " + hash_prefix +
+                                   "; give more digits");
   }
   if (found[0].revoked_ms > 0) {
     return Status::FailedPrecondition("token " + hash_prefix + " (" + found[0].name +
@@ -205,12 +205,18 @@ Result<int64_t> SqliteStore::CountTokens() {
 
 Status SqliteStore::UpsertWorker(const WorkerRow& w) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "INSERT INTO workers(id, name, capabilities, state, registered_ms, last_heartbeat_ms) "
-      "VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
-      "capabilities=excluded.capabilities, state=excluded.state, "
-      "last_heartbeat_ms=excluded.last_heartbeat_ms"));
-  s->Bind(w.id).Bind(w.name).BindBlob(w.capabilities).Bind(w.state).Bind(w.registered_ms)
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "INSERT INTO workers(id, name, capabilities, state, registered_ms, last_heartbeat_ms) "
+          "VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET name=excluded.name, "
+          "capabilities=excluded.capabilities, state=excluded.state, "
+          "last_heartbeat_ms=excluded.last_heartbeat_ms"));
+  s->Bind(w.id)
+      .Bind(w.name)
+      .BindBlob(w.capabilities)
+      .Bind(w.state)
+      .Bind(w.registered_ms)
       .Bind(w.last_heartbeat_ms);
   FARM_RETURN_IF_ERROR(s->Run());
   BumpQueue();
@@ -219,8 +225,8 @@ Status SqliteStore::UpsertWorker(const WorkerRow& w) {
 
 Result<WorkerRow> SqliteStore::GetWorker(const std::string& id) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kWorkerColumns +
-                                             " FROM workers WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare(std::string("SELECT ") + kWorkerColumns + " FROM workers WHERE id = ?"));
   s->Bind(id);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return Status::NotFound("no worker " + id);
@@ -240,27 +246,45 @@ Result<std::vector<WorkerRow>> SqliteStore::ListWorkers() {
   return out;
 }
 
+namespace {
+
+// The worker states placement passes over (sched/waiting.cc).
+bool SkippedByPlacement(const std::string& state) {
+  return state == "lost" || state == "draining" || state == "quarantined";
+}
+
+}  // namespace
+
 Status SqliteStore::TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) {
   Locked lock(this);
-  // Only a new state (idle to lost, say) changes placement; a heartbeat alone does not.
-  bool state_changes = false;
+  // Only a change into or out of a state placement skips (idle to lost, say) changes
+  // placement; a heartbeat or a flip between idle and busy does not.
+  bool state_changes = false, placement_changes = false;
   {
-    FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare("SELECT 1 FROM workers WHERE id = ? AND state != ?"));
-    q->Bind(id).Bind(state);
-    FARM_ASSIGN_OR_RETURN(state_changes, q->Step());
+    FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare("SELECT state FROM workers WHERE id = ?"));
+    q->Bind(id);
+    FARM_ASSIGN_OR_RETURN(bool found, q->Step());
+    state_changes = found && q->Text(0) != state;
+    placement_changes =
+        state_changes && (SkippedByPlacement(q->Text(0)) || SkippedByPlacement(state));
   }
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "UPDATE workers SET last_heartbeat_ms = ?, state = ? WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare("UPDATE workers SET last_heartbeat_ms = ?, state = ? WHERE id = ?"));
   s->Bind(now_ms).Bind(state).Bind(id);
   FARM_RETURN_IF_ERROR(s->Run());
   if (db_->Changes() == 0) return Status::NotFound("no worker " + id);
-  if (state_changes) BumpQueue();
+  if (placement_changes) {
+    BumpQueue();
+  } else if (state_changes) {
+    Bump();
+  }
   return Status::Ok();
 }
 
 Status SqliteStore::SetDrainRequested(const std::string& id, bool drain) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("UPDATE workers SET drain_requested = ? WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(auto s,
+                        db_->Prepare("UPDATE workers SET drain_requested = ? WHERE id = ?"));
   s->Bind(drain ? 1 : 0).Bind(id);
   FARM_RETURN_IF_ERROR(s->Run());
   if (db_->Changes() == 0) return Status::NotFound("no worker " + id);
@@ -270,19 +294,26 @@ Status SqliteStore::SetDrainRequested(const std::string& id, bool drain) {
 
 Result<int> SqliteStore::CountRunningJobs(const std::string& worker_id) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT COUNT(*) FROM jobs WHERE worker_id = ? AND state = 2"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare("SELECT COUNT(*) FROM jobs WHERE worker_id = ? AND state = 2"));
   s->Bind(worker_id);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   return row ? static_cast<int>(s->Int(0)) : 0;
 }
 
 Status SqliteStore::InsertBuildRow(BuildRow* build) {
-  FARM_ASSIGN_OR_RETURN(auto b, db_->Prepare(
-      "INSERT INTO builds(recipe_name, recipe, state, priority, submitted_by, rejected_cells, "
-      "created_ms, source_sha256) VALUES (?,?,?,?,?,?,?,?)"));
-  b->Bind(build->recipe_name).BindBlob(build->recipe).Bind(build->state).Bind(build->priority)
-      .Bind(build->submitted_by).Bind(build->rejected_cells).Bind(build->created_ms)
+  FARM_ASSIGN_OR_RETURN(
+      auto b,
+      db_->Prepare(
+          "INSERT INTO builds(recipe_name, recipe, state, priority, submitted_by, rejected_cells, "
+          "created_ms, source_sha256) VALUES (?,?,?,?,?,?,?,?)"));
+  b->Bind(build->recipe_name)
+      .BindBlob(build->recipe)
+      .Bind(build->state)
+      .Bind(build->priority)
+      .Bind(build->submitted_by)
+      .Bind(build->rejected_cells)
+      .Bind(build->created_ms)
       .Bind(build->source_sha256);
   FARM_RETURN_IF_ERROR(b->Run());
   build->id = db_->LastInsertId();
@@ -321,8 +352,8 @@ Status SqliteStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
 
 Result<BuildRow> SqliteStore::GetBuild(int64_t id) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kBuildColumns +
-                                             " FROM builds WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare(std::string("SELECT ") + kBuildColumns + " FROM builds WHERE id = ?"));
   s->Bind(id);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return Status::NotFound("no build " + std::to_string(id));
@@ -439,9 +470,11 @@ Status SqliteStore::InsertJob(JobRow* job) {
 
 Result<std::optional<JobRow>> SqliteStore::FindSucceededJob(const std::string& build_key) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
-      " FROM jobs WHERE build_key = ? AND build_key != '' AND state = 3 AND EXISTS "
-      "(SELECT 1 FROM artifacts a WHERE a.job_id = jobs.id) ORDER BY id DESC LIMIT 1"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare(
+                  std::string("SELECT ") + kJobColumns +
+                  " FROM jobs WHERE build_key = ? AND build_key != '' AND state = 3 AND EXISTS "
+                  "(SELECT 1 FROM artifacts a WHERE a.job_id = jobs.id) ORDER BY id DESC LIMIT 1"));
   s->Bind(build_key);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (!row) return std::optional<JobRow>();
@@ -528,18 +561,20 @@ Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
   Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(
-      "SELECT log_acked_seq, log_bytes FROM attempts WHERE job_id = ? AND number = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare(
+                  "SELECT log_acked_seq, log_bytes FROM attempts WHERE job_id = ? AND number = ?"));
   q->Bind(job_id).Bind(attempt);
   FARM_ASSIGN_OR_RETURN(bool found, q->Step());
-  if (!found) return Status::NotFound("no attempt " + std::to_string(attempt) + " of job " +
-                                      std::to_string(job_id));
+  if (!found)
+    return Status::NotFound("no attempt " + std::to_string(attempt) + " of job " +
+                            std::to_string(job_id));
   int64_t acked = q->Int(0);
   int64_t bytes = q->Int(1);
   const int64_t start = acked;
   const std::string truncated = TruncatedLogLine(max_bytes);
   for (const LogLineRow& line : lines) {
-    if (line.seq <= acked) continue;  // already stored: a resend after a lost ack
+    if (line.seq <= acked) continue;   // already stored: a resend after a lost ack
     if (line.seq != acked + 1) break;  // gap: the sender resends from acked + 1
     acked = line.seq;
     int stream = line.stream;
@@ -559,14 +594,14 @@ Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
     } else {
       bytes += size;
     }
-    FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare(
-        "INSERT INTO log_lines(job_id, attempt, seq, stream, text, time_ms) VALUES (?,?,?,?,?,?)"));
+    FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare("INSERT INTO log_lines(job_id, attempt, seq, "
+                                                 "stream, text, time_ms) VALUES (?,?,?,?,?,?)"));
     ins->Bind(job_id).Bind(attempt).Bind(line.seq).Bind(stream).Bind(*text).Bind(line.time_ms);
     FARM_RETURN_IF_ERROR(ins->Run());
   }
   if (acked != start) {
-    FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare(
-        "UPDATE attempts SET log_acked_seq = ?, log_bytes = ? WHERE job_id = ? AND number = ?"));
+    FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare("UPDATE attempts SET log_acked_seq = ?, log_bytes "
+                                                "= ? WHERE job_id = ? AND number = ?"));
     up->Bind(acked).Bind(bytes).Bind(job_id).Bind(attempt);
     FARM_RETURN_IF_ERROR(up->Run());
   }
@@ -578,9 +613,11 @@ Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
 Result<std::vector<LogLineRow>> SqliteStore::GetLogLines(int64_t job_id, int attempt,
                                                          int64_t after_seq, int limit) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT seq, stream, text, time_ms FROM log_lines WHERE job_id = ? AND attempt = ? "
-      "AND seq > ? ORDER BY seq LIMIT ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "SELECT seq, stream, text, time_ms FROM log_lines WHERE job_id = ? AND attempt = ? "
+          "AND seq > ? ORDER BY seq LIMIT ?"));
   s->Bind(job_id).Bind(attempt).Bind(after_seq).Bind(limit);
   std::vector<LogLineRow> out;
   for (int i = 0; i <= limit; ++i) {
@@ -593,8 +630,8 @@ Result<std::vector<LogLineRow>> SqliteStore::GetLogLines(int64_t job_id, int att
 
 Result<int64_t> SqliteStore::LastLogSeq(int64_t job_id, int attempt) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT log_acked_seq FROM attempts WHERE job_id = ? AND number = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare("SELECT log_acked_seq FROM attempts WHERE job_id = ? AND number = ?"));
   s->Bind(job_id).Bind(attempt);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   return row ? s->Int(0) : 0;
@@ -602,16 +639,16 @@ Result<int64_t> SqliteStore::LastLogSeq(int64_t job_id, int attempt) {
 
 Result<ArtifactRow> SqliteStore::InsertArtifact(const ArtifactRow& a) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
-      " FROM artifacts WHERE job_id = ? AND attempt = ? AND filename = ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto q, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
+                           " FROM artifacts WHERE job_id = ? AND attempt = ? AND filename = ?"));
   q->Bind(a.job_id).Bind(a.attempt).Bind(a.filename);
   FARM_ASSIGN_OR_RETURN(bool exists, q->Step());
   if (exists) {
     ArtifactRow old = ArtifactFromRow(*q);
     if (old.sha256 == a.sha256) return old;  // the same upload, repeated
-    return Status::AlreadyExists("artifact " + a.filename + " of job " +
-                                 std::to_string(a.job_id) + " already uploaded with sha256 " +
-                                 old.sha256);
+    return Status::AlreadyExists("artifact " + a.filename + " of job " + std::to_string(a.job_id) +
+                                 " already uploaded with sha256 " + old.sha256);
   }
   FARM_ASSIGN_OR_RETURN(
       auto s,

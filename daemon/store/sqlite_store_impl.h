@@ -158,6 +158,10 @@ class SqliteStore final : public Store {
   Result<std::string> GetHostLog(const std::string& name) override;
   Result<int> FailInterruptedHostRuns(int64_t now_ms) override;
 
+  Status Together(const std::function<Status()>& calls) override {
+    Locked lock(this);
+    return calls();
+  }
   int64_t Generation() const override { return generation_.load(); }
   int64_t QueueGeneration() const override { return queue_generation_.load(); }
   bool MayHaveLeasableJob(int64_t now_ms) const override;
@@ -166,11 +170,18 @@ class SqliteStore final : public Store {
   // Holds mu_. On release it waits, outside mu_, until every commit made so far is on disk
   // (Db::WaitDurable): a call that wrote answers only once its write is durable, and a call
   // that read never answers with a commit a power loss could still take back. Callers that
-  // release together share one flush.
+  // release together share one flush. Within Together the thread holds mu_ already: the
+  // calls' own Locked then do nothing, and the outer one waits for the disk once.
   class Locked {
    public:
-    explicit Locked(SqliteStore* store) : store_(store), lock_(store->mu_) {}
+    explicit Locked(SqliteStore* store) : store_(store) {
+      if (holder_ == store) return;
+      lock_ = std::unique_lock(store->mu_);
+      holder_ = store;
+    }
     ~Locked() {
+      if (!lock_.owns_lock()) return;
+      holder_ = nullptr;
       int64_t ticket = store_->db_->CommitTicket();
       lock_.unlock();
       store_->db_->WaitDurable(ticket);
@@ -179,6 +190,7 @@ class SqliteStore final : public Store {
     Locked& operator=(const Locked&) = delete;
 
    private:
+    inline static thread_local const SqliteStore* holder_ = nullptr;  // whose mu_ is held
     SqliteStore* store_;
     std::unique_lock<std::mutex> lock_;
   };
@@ -227,7 +239,8 @@ class SqliteStore final : public Store {
   std::atomic<int64_t> generation_{0};
   std::atomic<int64_t> queue_generation_{0};
   std::function<void()> queue_listener_;  // set before the store is shared
-  // MayHaveLeasableJob's inputs; pending_jobs_ < 0: unknown (after open or a failed count).
+  // MayHaveLeasableJob's inputs; pending_jobs_: 1 when any job is pending, 0 when none,
+  // < 0 when unknown (after open or a failed read).
   std::atomic<int64_t> pending_jobs_{-1};
   std::atomic<int64_t> earliest_pending_ms_{0};
 };

@@ -77,16 +77,13 @@ Status SqliteStore::Requeue(int64_t job_id, int64_t not_before_ms) {
 }
 
 void SqliteStore::RefreshQueueHint() {
+  // One lookup in jobs_by_state_not_before, not a count of the pending jobs.
   auto s =
-      db_->Prepare("SELECT COUNT(*), COALESCE(MIN(not_before_ms), 0) FROM jobs WHERE state = 1");
-  bool row = false;
-  if (s.ok()) {
-    auto stepped = s.value()->Step();
-    row = stepped.ok() && stepped.value();
-  }
+      db_->Prepare("SELECT not_before_ms FROM jobs WHERE state = 1 ORDER BY not_before_ms LIMIT 1");
+  Result<bool> row = s.ok() ? s.value()->Step() : Result<bool>(s.status());
   // On an error "unknown" makes every poll query the store, as if there were no hint.
-  earliest_pending_ms_.store(row ? s.value()->Int(1) : 0);
-  pending_jobs_.store(row ? s.value()->Int(0) : -1);
+  earliest_pending_ms_.store(row.ok() && *row ? s.value()->Int(0) : 0);
+  pending_jobs_.store(!row.ok() ? -1 : (*row ? 1 : 0));
 }
 
 bool SqliteStore::MayHaveLeasableJob(int64_t now_ms) const {
@@ -170,9 +167,10 @@ Result<std::vector<std::optional<JobRow>>> SqliteStore::LeaseJobs(
   for (int64_t build : builds) FARM_RETURN_IF_ERROR(RefreshBuildState(build, now_ms));
   FARM_RETURN_IF_ERROR(txn.Commit());
   int64_t leased = std::count_if(out.begin(), out.end(), [](const auto& j) { return j; });
-  // Fewer pending jobs; the earliest not-before time keeps the hint on the safe side.
-  if (leased > 0) pending_jobs_.store(std::max<int64_t>(0, pending_jobs_.load() - leased));
-  if (leased > 0) Bump();
+  if (leased > 0) {
+    RefreshQueueHint();  // fewer pending jobs, maybe none: one index lookup
+    Bump();
+  }
   return out;
 }
 
@@ -191,9 +189,7 @@ Result<std::optional<JobRow>> SqliteStore::AcquireJob(const std::string& worker_
     FARM_RETURN_IF_ERROR(WriteLease(&job, worker_id, now_ms, lease_ms));
     FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
     FARM_RETURN_IF_ERROR(txn.Commit());
-    // One job fewer; the earliest not-before time can only have grown, so the old one
-    // keeps the hint on the safe side.
-    if (pending_jobs_.load() > 0) pending_jobs_.fetch_sub(1);
+    RefreshQueueHint();  // one job fewer, maybe none
     Bump();
     return std::optional<JobRow>(job);
   }

@@ -23,13 +23,29 @@
 namespace farm::store {
 
 // Values mirror farm.v1.JobState / BuildState / AttemptCause.
-enum JobState : int { kJobPending = 1, kJobRunning = 2, kJobSucceeded = 3, kJobFailed = 4, kJobCancelled = 5 };
+enum JobState : int {
+  kJobPending = 1,
+  kJobRunning = 2,
+  kJobSucceeded = 3,
+  kJobFailed = 4,
+  kJobCancelled = 5
+};
 enum BuildState : int {
-  kBuildQueued = 1, kBuildRunning = 2, kBuildSucceeded = 3, kBuildFailed = 4, kBuildCancelled = 5
+  kBuildQueued = 1,
+  kBuildRunning = 2,
+  kBuildSucceeded = 3,
+  kBuildFailed = 4,
+  kBuildCancelled = 5
 };
 enum AttemptCause : int {
-  kCauseNone = 0, kCauseCompleted = 1, kCauseBuildFailed = 2, kCauseLostWorker = 3,
-  kCauseTimedOut = 4, kCauseCancelled = 5, kCauseInfrastructure = 6, kCauseValidationFailed = 7
+  kCauseNone = 0,
+  kCauseCompleted = 1,
+  kCauseBuildFailed = 2,
+  kCauseLostWorker = 3,
+  kCauseTimedOut = 4,
+  kCauseCancelled = 5,
+  kCauseInfrastructure = 6,
+  kCauseValidationFailed = 7
 };
 
 // Values mirror farm.v1.JobKind.
@@ -103,8 +119,8 @@ struct JobRow {
   int64_t not_before_ms = 0;
   std::string error;
   std::string build_key;
-  int64_t reused_from = 0;  // > 0: created succeeded with that job's artifacts
-  int max_attempts = 3;     // infrastructure failures and lost workers are retried below this
+  int64_t reused_from = 0;   // > 0: created succeeded with that job's artifacts
+  int max_attempts = 3;      // infrastructure failures and lost workers are retried below this
   std::string cancelled_by;  // who cancelled it (a token's name), "" if nobody did
   int64_t created_ms = 0;
   int64_t started_ms = 0;
@@ -113,7 +129,7 @@ struct JobRow {
   // kJobValidate: the build job and attempt whose artifacts it validates.
   int64_t target_job_id = 0;
   int target_attempt = 0;
-  std::string needs;  // serialized farm.v1.JobNeeds
+  std::string needs;           // serialized farm.v1.JobNeeds
   int64_t compile_mib = 0;     // one compile job of its recipe; 0: not known
   int64_t validation_mib = 0;  // GPU memory its validation script needs; 0: none
   // A job of a recipe with `requires:` (ResolveHeldJobs): kHeld/kHeldForced while its
@@ -122,8 +138,6 @@ struct JobRow {
   int held = 0;
   std::string key_base;
 };
-
-
 
 struct AttemptRow {
   int64_t job_id = 0;
@@ -136,7 +150,7 @@ struct AttemptRow {
   int64_t log_acked_seq = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
-  int64_t cache_hits = -1;    // compile cache; -1: the build ran without it
+  int64_t cache_hits = -1;  // compile cache; -1: the build ran without it
   int64_t cache_misses = -1;
   int64_t units_done = 0;   // compile progress last reported while it ran
   int64_t units_total = 0;  // 0: only units_done is known
@@ -182,14 +196,14 @@ inline constexpr int kHeldForced = 2;  // built even when its key succeeded befo
 
 // A job another job needs (recipe `requires:`), with that job's state.
 struct RequirementRow {
-  int64_t job_id = 0;           // the consumer
+  int64_t job_id = 0;  // the consumer
   int64_t required_job_id = 0;
   int64_t required_build_id = 0;
   std::string recipe_name;
   bool for_build = false;
   bool for_validation = false;
-  int required_state = 0;      // of the required job
-  int consumer_state = 0;      // of the consumer
+  int required_state = 0;  // of the required job
+  int consumer_state = 0;  // of the consumer
   int64_t consumer_build_id = 0;
   std::string consumer_recipe;
 };
@@ -214,7 +228,7 @@ struct CompletionReport {
   int exit_code = 0;
   std::string detail;
   int64_t peak_rss_bytes = 0;
-  int max_attempts = 1;           // infrastructure failures are retried below this
+  int max_attempts = 1;  // infrastructure failures are retried below this
   bool retry_build_failures = false;
   int64_t retry_not_before_ms = 0;
   // Serialized farm.v1.ValidationReport of the attempt's wheels; stored with each of its
@@ -286,10 +300,10 @@ struct ScheduleRunRow {
   int64_t schedule_id = 0;
   int trigger = 0;
   int outcome = 0;
-  int64_t fire_ms = 0;       // the fire time answered (the request time for run-now)
+  int64_t fire_ms = 0;  // the fire time answered (the request time for run-now)
   int64_t created_ms = 0;
-  int64_t build_id = 0;      // > 0 when a build was submitted
-  int build_state = 0;       // the build's state, filled by queries
+  int64_t build_id = 0;  // > 0 when a build was submitted
+  int build_state = 0;   // the build's state, filled by queries
   std::string resolved_commit;
   std::string inputs_digest;  // hash of every input; "" when the source content is unknown
   std::string detail;
@@ -328,9 +342,9 @@ struct PublicationRow {
   std::string target;  // "github" or "hf"
   std::string kind;
   std::string repo;
-  std::string ref;     // GitHub tag or Hub revision
-  std::string path;    // path in the Hub repository
-  std::string label;   // local version label applied to the published wheel
+  std::string ref;    // GitHub tag or Hub revision
+  std::string path;   // path in the Hub repository
+  std::string label;  // local version label applied to the published wheel
   std::string filename;
   std::string sha256;  // blob of the published bytes; "" until prepared
   int64_t size = 0;
@@ -664,8 +678,8 @@ class Store {
   virtual Result<std::map<std::string, int64_t>> CountPublicationsByState();
   // Puts the build's rows for `target` ("" for all) back to pending with no attempts and
   // no error; `replace` lets them overwrite remote files that differ. Returns the count.
-  virtual Result<int> RequeuePublications(int64_t build_id, const std::string& target,
-                                          bool replace, int64_t now_ms);
+  virtual Result<int> RequeuePublications(int64_t build_id, const std::string& target, bool replace,
+                                          int64_t now_ms);
 
   // --- source archives (sqlite_store_sources.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
@@ -706,13 +720,21 @@ class Store {
   // how many.
   virtual Result<int> FailInterruptedHostRuns(int64_t now_ms);
 
+  // Runs `calls`, several calls on this store and nothing slow besides (no other service's
+  // lock, no network; a log line at most), as
+  // one visit: other threads' calls wait until it returns, so a handler that needs several
+  // reads queues for the store once instead of once per read. Calls that write each commit
+  // as they would alone. Returns what `calls` returns. A store without the notion runs it.
+  virtual Status Together(const std::function<Status()>& calls) { return calls(); }
+
   // Monotonic counter bumped by every committed write; watchers poll it cheaply.
   virtual int64_t Generation() const = 0;
 
   // Monotonic counter bumped only by writes that can give an idle worker a job: a job
   // queued (submitted, requeued, retried) or a change to the set of workers placement
-  // considers (registered, drain, state). Leases, logs, heartbeats and completions that end
-  // a job leave it alone, so long-polling workers are not woken by each other's progress.
+  // considers (registered, drain, a state placement passes over: lost, draining,
+  // quarantined). Leases, logs, heartbeats, flips between idle and busy and completions that
+  // end a job leave it alone, so long-polling workers are not woken by each other's progress.
   // A store that does not track it answers Generation(): more wake-ups, never fewer.
   virtual int64_t QueueGeneration() const { return Generation(); }
 

@@ -4,7 +4,7 @@
 # For each worker count (default: 100 1000) and each mode, backlog (all jobs queued, then
 # leased) and live (workers polling while builds arrive), it starts a fresh farmd on
 # 127.0.0.1:0 with a temporary data directory, creates a submitter token with farmctl,
-# runs sched_bench, reads farmd's peak RSS (VmHWM) and the SQLite size (farm.db + WAL),
+# runs sched_bench, reads farmd's peak RSS (VmHWM), its CPU time and the SQLite size (farm.db + WAL),
 # stops farmd by its pid and prints a table (times in ms). FARMD, FARMCTL and SCHED_BENCH
 # override the binaries; CELLS sets the jobs per build (default 100), MODES the modes
 # (default "backlog live"), SUBMIT_INTERVAL_MS a pause between builds. With FARMD_BEFORE (a
@@ -43,7 +43,7 @@ run_one() {  # run_one WORKERS MODE FARMD LABEL: a fresh farmd for one run
   pid=$!
   for _ in $(seq 1 300); do [[ -s $dir/addr ]] && break; sleep 0.1; done
   [[ -s $dir/addr ]] || { echo "farmd did not start" >&2; tail -20 "$dir/farmd.log" >&2; exit 1; }
-  local addr line hwm db
+  local addr line hwm db cpu
   addr=$(cat "$dir/addr")
   "$farmctl" --server "$addr" --token-file "$dir/data/admin.token" tokens create \
     --role submitter --name sched-bench | tail -1 | tr -d '\r\n' >"$dir/submit.token"
@@ -57,11 +57,13 @@ run_one() {  # run_one WORKERS MODE FARMD LABEL: a fresh farmd for one run
     line="RESULT label=$label mode=$mode workers=$n jobs=failed"
   fi
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
+  # farmd's CPU time over its whole life (user + system; fields 14 and 15 of stat, in ticks).
+  cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$pid/stat")
   db=$(du -k -c "$dir/data"/farm.db* | awk 'END {print $1}')
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
   # The machine may be shared: the 1-minute load average after the run puts figures in context.
   line+=" load1=$(cut -d' ' -f1 /proc/loadavg)"
-  line+=" rss_mib=$((hwm / 1024)) db_mib=$(awk "BEGIN {printf \"%.1f\", $db / 1024}")"
+  line+=" farmd_cpu_s=$cpu rss_mib=$((hwm / 1024)) db_mib=$(awk "BEGIN {printf \"%.1f\", $db / 1024}")"
   echo "$line" >&2  # as it comes, so a later failure loses nothing
   results+=("$line")
 }

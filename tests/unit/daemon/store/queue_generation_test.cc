@@ -49,7 +49,8 @@ class QueueGenerationTest : public ::testing::Test {
 
 TEST_F(QueueGenerationTest, NewWorkAndWorkerChangesWakePolls) {
   EXPECT_TRUE(Wakes([&] { MakeBuild(2); }));
-  EXPECT_TRUE(Wakes([&] { ASSERT_OK(store_->UpsertWorker({.id = "w2", .name = "two", .state = "idle"})); }));
+  EXPECT_TRUE(Wakes(
+      [&] { ASSERT_OK(store_->UpsertWorker({.id = "w2", .name = "two", .state = "idle"})); }));
   EXPECT_TRUE(Wakes([&] { ASSERT_OK(store_->SetDrainRequested("w2", true)); }));
   EXPECT_TRUE(Wakes([&] { ASSERT_OK(store_->TouchWorker("w2", 50, "lost")); }));
 }
@@ -58,12 +59,19 @@ TEST_F(QueueGenerationTest, LeasesLogsHeartbeatsAndFinishedJobsDoNot) {
   MakeBuild(2);
   JobRow job;
   EXPECT_FALSE(Wakes([&] { job = Lease(); }));
-  EXPECT_FALSE(Wakes([&] { ASSERT_OK(store_->AppendLogLines(job.id, 1, {{1, 0, "compiling", 11}}).status()); }));
+  EXPECT_FALSE(Wakes([&] {
+    ASSERT_OK(store_->AppendLogLines(job.id, 1, {{1, 0, "compiling", 11}}).status());
+  }));
   // A heartbeat renews the lease and touches the worker without changing its state.
   int64_t queue = store_->QueueGeneration();
   ASSERT_OK(store_->TouchWorker("w1", 12, "idle"));
   ASSERT_OK(store_->RenewLeases("w1", 12, 1000).status());
   EXPECT_EQ(store_->QueueGeneration(), queue);
+  // Nor does a flip between idle and busy: placement passes over neither.
+  EXPECT_FALSE(Wakes([&] { ASSERT_OK(store_->TouchWorker("w1", 13, "busy")); }));
+  EXPECT_FALSE(Wakes([&] { ASSERT_OK(store_->TouchWorker("w1", 14, "idle")); }));
+  EXPECT_TRUE(Wakes([&] { ASSERT_OK(store_->TouchWorker("w1", 15, "quarantined")); }));
+  EXPECT_TRUE(Wakes([&] { ASSERT_OK(store_->TouchWorker("w1", 16, "busy")); }));
   EXPECT_FALSE(Wakes([&] {
     auto done = store_->CompleteAttempt({.job_id = job.id, .attempt = 1, .worker_id = "w1"}, 20);
     ASSERT_OK(done.status());
@@ -75,8 +83,12 @@ TEST_F(QueueGenerationTest, EveryRequeueWakesPolls) {
   MakeBuild(3);
   JobRow infra = Lease();
   EXPECT_TRUE(Wakes([&] {
-    auto r = store_->CompleteAttempt({.job_id = infra.id, .attempt = 1, .worker_id = "w1",
-                                      .cause = kCauseInfrastructure, .exit_code = 1, .max_attempts = 3},
+    auto r = store_->CompleteAttempt({.job_id = infra.id,
+                                      .attempt = 1,
+                                      .worker_id = "w1",
+                                      .cause = kCauseInfrastructure,
+                                      .exit_code = 1,
+                                      .max_attempts = 3},
                                      20);
     ASSERT_OK(r.status());
     EXPECT_EQ(r.value(), kJobPending);
@@ -84,10 +96,14 @@ TEST_F(QueueGenerationTest, EveryRequeueWakesPolls) {
   Lease(30);
   EXPECT_TRUE(Wakes([&] { ASSERT_EQ(store_->ExpireLeases(5000)->size(), 1u); }));
   Lease(6000);
-  EXPECT_TRUE(Wakes([&] { ASSERT_EQ(store_->ReleaseWorkerJobs("w1", {}, "restarted", 6100)->size(), 1u); }));
+  EXPECT_TRUE(Wakes(
+      [&] { ASSERT_EQ(store_->ReleaseWorkerJobs("w1", {}, "restarted", 6100)->size(), 1u); }));
   JobRow failed = Lease(6200);
-  auto r = store_->CompleteAttempt({.job_id = failed.id, .attempt = failed.attempt, .worker_id = "w1",
-                                    .cause = kCauseBuildFailed, .exit_code = 2},
+  auto r = store_->CompleteAttempt({.job_id = failed.id,
+                                    .attempt = failed.attempt,
+                                    .worker_id = "w1",
+                                    .cause = kCauseBuildFailed,
+                                    .exit_code = 2},
                                    6300);
   ASSERT_OK(r.status());
   ASSERT_EQ(r.value(), kJobFailed);
@@ -103,8 +119,12 @@ TEST_F(QueueGenerationTest, LeasableHintFollowsTheQueueAndNotBeforeTimes) {
   EXPECT_FALSE(store_->MayHaveLeasableJob(10));
   EXPECT_FALSE(store_->AcquireJob("w1", 10, 1000, nullptr)->has_value());
   // A retry that waits until 500 is not leasable before then, and is after.
-  auto r = store_->CompleteAttempt({.job_id = first.id, .attempt = 1, .worker_id = "w1",
-                                    .cause = kCauseInfrastructure, .exit_code = 1, .max_attempts = 3,
+  auto r = store_->CompleteAttempt({.job_id = first.id,
+                                    .attempt = 1,
+                                    .worker_id = "w1",
+                                    .cause = kCauseInfrastructure,
+                                    .exit_code = 1,
+                                    .max_attempts = 3,
                                     .retry_not_before_ms = 500},
                                    20);
   ASSERT_OK(r.status());

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "tests/support/test_util.h"
@@ -102,6 +103,12 @@ TEST_F(SqliteDbTest, ACommitTakesATicketAndAReadOrARollbackDoesNot) {
   }  // rolled back
   EXPECT_EQ(db_->CommitTicket(), start + 2);
   EXPECT_EQ(ValueOf(4), "<none>");
+  {
+    Transaction txn(db_.get());  // a write transaction that changes nothing
+    ASSERT_OK(db_->Exec("UPDATE t SET v = 'x' WHERE k = 99"));
+    ASSERT_OK(txn.Commit());
+  }
+  EXPECT_EQ(db_->CommitTicket(), start + 2);
   db_->WaitDurable(db_->CommitTicket());  // flushes the log; a failure would end the test
   auto reopened = Db::Open(dir_.path() + "/t.db");
   ASSERT_OK(reopened.status());
@@ -109,6 +116,21 @@ TEST_F(SqliteDbTest, ACommitTakesATicketAndAReadOrARollbackDoesNot) {
   ASSERT_OK(s.status());
   ASSERT_TRUE(*(*s)->Step());
   EXPECT_EQ((*s)->Int(0), 3);
+}
+
+TEST_F(SqliteDbTest, TheLogIsCheckpointedSoItStaysBounded) {
+  // 32 MiB in 2,000 commits; without checkpoints the log would hold all of it.
+  std::string blob(16 * 1024, 'b');
+  for (int64_t k = 1; k <= 2000; ++k) {
+    auto s = db_->Prepare("INSERT OR REPLACE INTO t(k, v) VALUES (?, ?)");
+    ASSERT_OK(s.status());
+    ASSERT_OK((*s)->Bind(k % 50).Bind(blob).Run());
+  }
+  db_->WaitDurable(db_->CommitTicket());
+  std::error_code ec;
+  auto wal = std::filesystem::file_size(dir_.path() + "/t.db-wal", ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_LT(wal, 16u << 20);
 }
 
 TEST_F(SqliteDbTest, AFailedStatementThroughExecSaysWhy) {
