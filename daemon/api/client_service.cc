@@ -45,7 +45,8 @@ std::optional<PlacementView> ReadPlacementView(const ServiceContext& ctx) {
 void AddPlacementReasons(const ServiceContext& ctx, const FleetView& view, const store::JobRow& row,
                          farm::v1::Job* job) {
   sched::Waiting waiting =
-      model::ExplainPendingJob(row, view.fleet, view.peers, ctx.clock->NowUnixMs());
+      model::ExplainPendingJob(row, view.fleet, view.peers, ctx.clock->NowUnixMs(),
+                               /*max_able_names=*/6);  // the reply has the summary only
   auto& reasons = *job->mutable_unplaceable_reasons();
   for (const auto& b : waiting.blocked) {
     reasons[b.worker_name + " (" + b.worker_id + ")"] = b.reason;

@@ -178,6 +178,12 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   builder.RegisterService(impl->client_service.get());
   builder.RegisterService(impl->worker_service.get());
   builder.SetMaxReceiveMessageSize(16 << 20);
+  // The synchronous server's threads poll and run handlers; past MAX_POLLERS idle pollers
+  // a thread exits, and a new one starts when all are busy. With a thousand workers'
+  // heartbeats and completions, gRPC's default of 2 made farmd start and end threads all
+  // the time (clone, stack faults, exit): measured in docs/benchmarks.md.
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 2);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 16);
   impl->server = builder.BuildAndStart();
   if (!impl->server || port == 0) {
     return Status::Unavailable("cannot listen on " + options.listen);

@@ -115,8 +115,10 @@ std::vector<sched::FleetWorker> FleetOf(const std::vector<store::WorkerRow>& row
 
 sched::Waiting ExplainPendingJob(const store::JobRow& row,
                                  const std::vector<sched::FleetWorker>& fleet,
-                                 const std::vector<sched::PeerWorker>& peers, int64_t now_ms) {
+                                 const std::vector<sched::PeerWorker>& peers, int64_t now_ms,
+                                 size_t max_able_names) {
   sched::PendingFacts facts{row.not_before_ms, row.error, now_ms};
+  facts.max_able_names = max_able_names;
   facts.validation = row.kind == store::kJobValidate;
   facts.needs = ParseBlob<farm::v1::JobNeeds>(row.needs);
   facts.memory = {.compile_gb = row.compile_mib / 1024.0,

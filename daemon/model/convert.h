@@ -24,7 +24,8 @@ std::vector<sched::FleetWorker> FleetOf(const std::vector<store::WorkerRow>& row
 // `peers` is sched::AvailablePeers(fleet).
 sched::Waiting ExplainPendingJob(const store::JobRow& row,
                                  const std::vector<sched::FleetWorker>& fleet,
-                                 const std::vector<sched::PeerWorker>& peers, int64_t now_ms);
+                                 const std::vector<sched::PeerWorker>& peers, int64_t now_ms,
+                                 size_t max_able_names = std::numeric_limits<size_t>::max());
 
 template <typename Msg>
 Msg ParseBlob(const std::string& blob) {

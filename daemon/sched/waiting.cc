@@ -50,11 +50,11 @@ std::string JoinNames(const std::vector<std::string>& names, const char* last = 
 
 // The first few of `names` and a count of the others: a summary stays one line in a fleet
 // of thousands.
-std::vector<std::string> FirstNames(const std::vector<std::string>& names) {
+std::vector<std::string> FirstNames(const std::vector<std::string>& names, size_t count) {
   constexpr size_t kShown = 5;
-  if (names.size() <= kShown + 1) return names;
-  std::vector<std::string> out(names.begin(), names.begin() + kShown);
-  out.push_back(std::to_string(names.size() - kShown) + " more");
+  if (count <= kShown + 1 && names.size() == count) return names;
+  std::vector<std::string> out(names.begin(), names.begin() + std::min(kShown, names.size()));
+  out.push_back(std::to_string(count - out.size()) + " more");
   return out;
 }
 
@@ -204,7 +204,8 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
                       : w.drain_requested || w.state == "draining" ? "worker is draining"
                                                                    : blocker(w);
     if (why.empty()) {
-      out.able.push_back(w.name);
+      if (out.able.size() < facts.max_able_names) out.able.push_back(w.name);
+      ++out.able_count;
     } else {
       out.blocked.push_back({w.id, w.name, why});
     }
@@ -215,11 +216,11 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
                                          GpuWanted(cell, facts)
                                    : "no worker is registered: start farm-worker on a host that "
                                      "can build it";
-  } else if (out.able.empty()) {
+  } else if (out.able_count == 0) {
     ExplainNoneAble(cell, facts, fleet, &out);
   } else {
-    out.summary = "waiting for a free worker: " + JoinNames(FirstNames(out.able)) + " can " +
-                  Verb(facts) + " it";
+    out.summary = "waiting for a free worker: " + JoinNames(FirstNames(out.able, out.able_count)) +
+                  " can " + Verb(facts) + " it";
   }
   if (!out.unplaceable && facts.not_before_ms > facts.now_ms) {
     out.summary = "retrying after a backoff, not before " + FormatRfc3339(facts.not_before_ms) +

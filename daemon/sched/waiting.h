@@ -8,6 +8,7 @@
 #define FARM_DAEMON_SCHED_WAITING_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct PendingFacts {
   // workers' running jobs hold is left out: the reasons say what a worker lacks, not what
   // it is busy with.
   JobMemory memory;
+  // Waiting::able keeps at most this many names; the summary shows six at most (a reply
+  // that needs no more saves a string per able worker and job).
+  size_t max_able_names = std::numeric_limits<size_t>::max();
 };
 
 // One worker that cannot take the job now, and why.
@@ -55,6 +59,7 @@ struct Waiting {
   std::string summary;               // one sentence, with what would unblock it
   std::vector<WorkerBlock> blocked;  // workers that cannot take it now
   std::vector<std::string> able;     // names of workers that can take it once free
+  size_t able_count = 0;             // all of them, named in `able` or not
 };
 
 // The fleet's workers that may take jobs now, for PlacementBlocker's validation rule.

@@ -236,3 +236,32 @@ TEST(WaitingTest, AvailablePeersLeaveOutAwayAndSickWorkers) {
 
 }  // namespace
 }  // namespace farm::sched
+
+namespace farm::sched {
+namespace {
+
+TEST(WaitingTest, ALimitOnAbleNamesKeepsTheSummaryAndTheCount) {
+  for (int n : {1, 6, 7, 1000}) {
+    std::vector<FleetWorker> fleet;
+    for (int i = 0; i < n; ++i) fleet.push_back(Worker("gpu-" + std::to_string(i)));
+    Waiting all = Explain(Cell("13.0"), fleet);
+    PendingFacts limited_facts;
+    limited_facts.max_able_names = 6;
+    Waiting limited = Explain(Cell("13.0"), fleet, limited_facts);
+    EXPECT_EQ(all.able.size(), static_cast<size_t>(n));
+    EXPECT_EQ(limited.able.size(), std::min<size_t>(n, 6));
+    EXPECT_EQ(limited.able_count, static_cast<size_t>(n));
+    EXPECT_EQ(limited.summary, all.summary) << n << " workers";
+    EXPECT_FALSE(limited.unplaceable);
+  }
+  std::vector<FleetWorker> seven;
+  for (int i = 0; i < 7; ++i) seven.push_back(Worker("gpu-" + std::to_string(i)));
+  PendingFacts facts;
+  facts.max_able_names = 6;
+  EXPECT_EQ(Explain(Cell("13.0"), seven, facts).summary,
+            "waiting for a free worker: gpu-0, gpu-1, gpu-2, gpu-3, gpu-4 and 2 more can build "
+            "it");
+}
+
+}  // namespace
+}  // namespace farm::sched
