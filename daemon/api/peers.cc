@@ -13,8 +13,15 @@ PeerCache::Snapshot PeerCache::Get(const ServiceContext& ctx, int64_t max_age_ms
   int64_t now = ctx.clock->SteadyMs();
   if (peers_ == nullptr || now - taken_ms_ > max_age_ms) {
     auto rows = ctx.store->ListWorkers();
-    peers_ = std::make_shared<const std::vector<sched::PeerWorker>>(
-        rows.ok() ? PeersOf(*rows) : std::vector<sched::PeerWorker>{});
+    if (rows.ok()) {
+      // The fleet's parsed view, shared with build replies: the same snapshot (and pointer)
+      // while no worker changed in what placement reads, so the dispatcher keeps its
+      // placement decisions.
+      std::shared_ptr<const FleetView> view = ctx.fleet_cache->Get(*rows);
+      peers_ = Snapshot(view, &view->peers);
+    } else {
+      peers_ = std::make_shared<const std::vector<sched::PeerWorker>>();
+    }
     taken_ms_ = now;
   }
   return peers_;

@@ -1,6 +1,6 @@
 // Peers for validation-aware placement (sched::PlacementBlocker): the registered workers
 // that may take jobs now. AcquireJob runs on every worker's long poll, so it reads them
-// through PeerCache, a snapshot refreshed at most once a second. Thread-safe.
+// through PeerCache, a snapshot re-read at most once a second. Thread-safe.
 #ifndef FARM_DAEMON_API_PEERS_H_
 #define FARM_DAEMON_API_PEERS_H_
 
@@ -22,8 +22,10 @@ std::vector<sched::PeerWorker> PeersOf(const std::vector<store::WorkerRow>& rows
 class PeerCache {
  public:
   using Snapshot = std::shared_ptr<const std::vector<sched::PeerWorker>>;
-  // PeersOf the stored workers, parsed once per snapshot and at most `max_age_ms` old. On a
-  // store error the snapshot is empty (placement then ignores validation, never blocks).
+  // PeersOf the stored workers, read at most `max_age_ms` ago. The snapshot is the same
+  // object until a worker changes in what placement reads (FleetCache), so callers may
+  // keep what they decided with it. On a store error the snapshot is empty (placement
+  // then ignores validation, never blocks).
   Snapshot Get(const ServiceContext& ctx, int64_t max_age_ms = 1000);
 
  private:

@@ -174,14 +174,14 @@ class SqliteStore final : public Store {
   // calls' own Locked then do nothing, and the outer one waits for the disk once.
   class Locked {
    public:
-    explicit Locked(SqliteStore* store) : store_(store) {
+    explicit Locked(SqliteStore* store) : store_(store), outer_(holder_) {
       if (holder_ == store) return;
       lock_ = std::unique_lock(store->mu_);
       holder_ = store;
     }
     ~Locked() {
       if (!lock_.owns_lock()) return;
-      holder_ = nullptr;
+      holder_ = outer_;
       int64_t ticket = store_->db_->CommitTicket();
       lock_.unlock();
       store_->db_->WaitDurable(ticket);
@@ -192,6 +192,7 @@ class SqliteStore final : public Store {
    private:
     inline static thread_local const SqliteStore* holder_ = nullptr;  // whose mu_ is held
     SqliteStore* store_;
+    const SqliteStore* outer_;  // the store this thread held before, if another
     std::unique_lock<std::mutex> lock_;
   };
 
