@@ -409,14 +409,14 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
                                         const farm::v1::CompleteJobRequest* req,
                                         farm::v1::CompleteJobResponse* resp) {
   return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
-    // One visit to the store for the checks, the completion and the jobs it releases.
-    int state = 0;
-    Status release_error;
-    FARM_RETURN_IF_ERROR(ctx_->store->Together([&]() -> Status {
-      FARM_ASSIGN_OR_RETURN(state, Complete(who, req, &release_error));
-      return Status::Ok();
-    }));
-    if (!release_error.ok()) log::Warn("releasing held jobs: " + release_error.ToString());
+    // The checks, the completion and the jobs it releases, in one transaction with the
+    // completions that arrive beside it.
+    PendingCompletion pending{&who, req};
+    completions_.Run(&pending);
+    if (!pending.release_error.ok()) {
+      log::Warn("releasing held jobs: " + pending.release_error.ToString());
+    }
+    FARM_ASSIGN_OR_RETURN(int state, std::move(pending.state));
     progress_.Forget(req->job_id());
     log::Info("job " + std::to_string(req->job_id()) + " attempt " +
               std::to_string(req->attempt()) + " ended: state " +
@@ -424,6 +424,22 @@ grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
     resp->set_state(static_cast<farm::v1::JobState>(state));
     return Status::Ok();
   });
+}
+
+void WorkerService::CompleteBatch(const std::vector<PendingCompletion*>& batch) {
+  Status committed = ctx_->store->TogetherInOneTransaction([&]() -> Status {
+    for (PendingCompletion* c : batch) {
+      try {
+        c->state = Complete(*c->who, c->req, &c->release_error);
+      } catch (const std::exception& e) {  // the other callers of the batch still get answers
+        log::Error(std::string("CompleteJob failed: ") + e.what());
+        c->state = Status::Internal("internal error");
+      }
+    }
+    return Status::Ok();
+  });
+  if (committed.ok()) return;
+  for (PendingCompletion* c : batch) c->state = committed;  // none of the batch was kept
 }
 
 Result<int> WorkerService::Complete(const Principal& who, const farm::v1::CompleteJobRequest* req,

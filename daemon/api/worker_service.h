@@ -11,7 +11,9 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
+#include "daemon/api/combiner.h"
 #include "daemon/api/dispatcher.h"
 #include "daemon/api/peers.h"
 #include "daemon/api/service_context.h"
@@ -106,6 +108,16 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
   // `release_error` when the jobs it releases could not be. Calls only the store.
   Result<int> Complete(const Principal& who, const farm::v1::CompleteJobRequest* req,
                        Status* release_error);
+  // One CompleteJob waiting for its batch.
+  struct PendingCompletion {
+    const Principal* who;
+    const farm::v1::CompleteJobRequest* req;
+    Result<int> state = Status::Internal("the completion did not run");
+    Status release_error;
+  };
+  // Completes a batch of CompleteJob calls in one store transaction: a job's completion
+  // that fails undoes only its own writes; a failed commit fails the whole batch.
+  void CompleteBatch(const std::vector<PendingCompletion*>& batch);
   // A heartbeat's reads and writes (Heartbeat has checked who sends it).
   Status Beat(const Principal& who, const farm::v1::HeartbeatRequest& req,
               farm::v1::HeartbeatResponse* resp);
@@ -118,6 +130,10 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
   ProgressThrottle progress_;
   BeatWrites beat_writes_;
   RecipeCache recipes_;
+  // Concurrent completions share a transaction and one flush (at most 64 per batch: a
+  // batch holds the store for a few milliseconds at most).
+  Combiner<PendingCompletion> completions_{
+      [this](const std::vector<PendingCompletion*>& batch) { CompleteBatch(batch); }, 64};
   std::unique_ptr<Dispatcher> dispatcher_;  // last: its thread uses the members above
 };
 

@@ -227,6 +227,8 @@ class PgDb final : public Db {
 
   Dialect dialect() const override { return Dialect::kPostgres; }
 
+  bool InTransaction() const override { return PQtransactionStatus(conn_) != PQTRANS_IDLE; }
+
   Status Exec(const std::string& sql) override {
     ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
     ExecStatusType st = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
@@ -316,8 +318,13 @@ Result<std::string> TranslateToPostgres(std::string_view sql, const PrimaryKeyFn
 Result<std::unique_ptr<Db>> OpenPgDb(const std::string& url) {
   // Defaults the URL may override (it comes last): give up on a dead server or network
   // within about 30 s instead of blocking the store, or the lock check, for hours.
-  const char* keys[] = {"connect_timeout", "keepalives_idle", "keepalives_interval",
-                        "keepalives_count", "tcp_user_timeout", "dbname", nullptr};
+  const char* keys[] = {"connect_timeout",
+                        "keepalives_idle",
+                        "keepalives_interval",
+                        "keepalives_count",
+                        "tcp_user_timeout",
+                        "dbname",
+                        nullptr};
   const char* values[] = {"10", "10", "5", "3", "30000", url.c_str(), nullptr};
   PGconn* conn = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   std::unique_ptr<PgDb> db(new PgDb(conn));

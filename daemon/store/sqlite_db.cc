@@ -136,6 +136,7 @@ class SqliteDb final : public Db {
     return std::unique_ptr<Stmt>(new SqliteStmt(db_, stmt, cache_.get()));
   }
 
+  bool InTransaction() const override { return sqlite3_get_autocommit(db_) == 0; }
   int64_t LastInsertId() const override { return sqlite3_last_insert_rowid(db_); }
   int Changes() const override { return sqlite3_changes(db_); }
   Status Migrate() override {
@@ -199,15 +200,33 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path) {
   return db;
 }
 
-Transaction::Transaction(Db* db) : db_(db) { status_ = db_->Exec(db_->BeginStatement()); }
+namespace {
+// One name serves every nesting level: RELEASE and ROLLBACK TO name the innermost.
+constexpr char kSavepoint[] = "SAVEPOINT farm_nested";
+constexpr char kReleaseSavepoint[] = "RELEASE SAVEPOINT farm_nested";
+constexpr char kRollbackToSavepoint[] = "ROLLBACK TO SAVEPOINT farm_nested";
+}  // namespace
+
+Transaction::Transaction(Db* db) : db_(db), nested_(db->InTransaction()) {
+  status_ = db_->Exec(nested_ ? kSavepoint : db_->BeginStatement());
+}
 
 Transaction::~Transaction() {
-  if (!done_ && status_.ok()) (void)db_->Exec("ROLLBACK");
+  if (done_ || !status_.ok()) return;
+  if (!nested_) {
+    (void)db_->Exec("ROLLBACK");
+    return;
+  }
+  (void)db_->Exec(kRollbackToSavepoint);
+  (void)db_->Exec(kReleaseSavepoint);
 }
 
 Status Transaction::Commit() {
   done_ = true;
-  return db_->Exec("COMMIT");
+  Status committed = db_->Exec(nested_ ? kReleaseSavepoint : "COMMIT");
+  // A COMMIT that failed (the disk, say) may leave the transaction open: end it.
+  if (!committed.ok() && !nested_ && db_->InTransaction()) (void)db_->Exec("ROLLBACK");
+  return committed;
 }
 
 }  // namespace farm::store

@@ -79,6 +79,10 @@ class Db {
   // statements, under the store's mutex. WaitDurable(ticket) returns once all of that is on
   // disk; it is the one thread-safe call here. A failed flush ends the process (LogFlusher
   // says why). PostgreSQL commits are durable when COMMIT returns: both are no-ops there.
+  // Whether a transaction is open on this connection (a Transaction then nests as a
+  // savepoint).
+  virtual bool InTransaction() const = 0;
+
   virtual int64_t CommitTicket() { return 0; }
   virtual void WaitDurable(int64_t /*ticket*/) {}
 
@@ -88,7 +92,10 @@ class Db {
   virtual const char* BeginStatement() const = 0;
 };
 
-// Commits on Commit(); rolls back when destroyed without it.
+// Commits on Commit(); rolls back when destroyed without it. Opened while another
+// transaction is open (Store::Together with one transaction), it is a savepoint inside it:
+// Commit() keeps its writes for the outer commit, and destruction without Commit() undoes
+// only its own.
 class Transaction {
  public:
   explicit Transaction(Db* db);
@@ -99,6 +106,7 @@ class Transaction {
  private:
   Db* db_;
   Status status_;
+  bool nested_ = false;
   bool done_ = false;
 };
 

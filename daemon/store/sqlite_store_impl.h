@@ -162,6 +162,7 @@ class SqliteStore final : public Store {
     Locked lock(this);
     return calls();
   }
+  Status TogetherInOneTransaction(const std::function<Status()>& calls) override;
   int64_t Generation() const override { return generation_.load(); }
   int64_t QueueGeneration() const override { return queue_generation_.load(); }
   bool MayHaveLeasableJob(int64_t now_ms) const override;

@@ -76,6 +76,17 @@ Status SqliteStore::Requeue(int64_t job_id, int64_t not_before_ms) {
   return s->Run();
 }
 
+Status SqliteStore::TogetherInOneTransaction(const std::function<Status()>& calls) {
+  Locked lock(this);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  Status done = calls();
+  if (done.ok()) done = txn.Commit();
+  // The hint was refreshed inside, from writes that may now be undone.
+  if (!done.ok()) pending_jobs_.store(-1);
+  return done;
+}
+
 void SqliteStore::RefreshQueueHint() {
   // One lookup in jobs_by_state_not_before, not a count of the pending jobs.
   auto s =

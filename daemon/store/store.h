@@ -727,6 +727,14 @@ class Store {
   // reads queues for the store once instead of once per read. Calls that write each commit
   // as they would alone. Returns what `calls` returns. A store without the notion runs it.
   virtual Status Together(const std::function<Status()>& calls) { return calls(); }
+  // Together, with every write of `calls` in one transaction: committed when `calls`
+  // returns Ok, all undone when it does not. A call inside whose own transaction fails
+  // undoes only its writes (a savepoint). For a batch of alike writes: one commit, and one
+  // write of each shared page, instead of one each. A store without transactions runs the
+  // calls as Together does.
+  virtual Status TogetherInOneTransaction(const std::function<Status()>& calls) {
+    return Together(calls);
+  }
 
   // Monotonic counter bumped by every committed write; watchers poll it cheaply.
   virtual int64_t Generation() const = 0;

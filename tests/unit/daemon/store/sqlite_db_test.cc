@@ -133,6 +133,38 @@ TEST_F(SqliteDbTest, TheLogIsCheckpointedSoItStaysBounded) {
   EXPECT_LT(wal, 16u << 20);
 }
 
+TEST_F(SqliteDbTest, ATransactionInsideAnotherIsASavepoint) {
+  {
+    Transaction outer(db_.get());
+    ASSERT_OK(outer.status());
+    ASSERT_OK(db_->Exec("INSERT INTO t(k, v) VALUES (1, 'outer')"));
+    {
+      Transaction kept(db_.get());
+      ASSERT_OK(kept.status());
+      ASSERT_OK(db_->Exec("INSERT INTO t(k, v) VALUES (2, 'kept')"));
+      ASSERT_OK(kept.Commit());
+    }
+    {
+      Transaction undone(db_.get());  // destroyed without Commit: undoes its own only
+      ASSERT_OK(db_->Exec("INSERT INTO t(k, v) VALUES (3, 'undone')"));
+    }
+    EXPECT_TRUE(db_->InTransaction());
+    ASSERT_OK(outer.Commit());
+  }
+  EXPECT_FALSE(db_->InTransaction());
+  EXPECT_EQ(ValueOf(1), "outer");
+  EXPECT_EQ(ValueOf(2), "kept");
+  EXPECT_EQ(ValueOf(3), "<none>");
+  {
+    Transaction outer(db_.get());
+    Transaction inner(db_.get());
+    ASSERT_OK(db_->Exec("INSERT INTO t(k, v) VALUES (4, 'inner')"));
+    ASSERT_OK(inner.Commit());
+  }  // the outer one rolls back, the committed savepoint with it
+  EXPECT_EQ(ValueOf(4), "<none>");
+  EXPECT_FALSE(db_->InTransaction());
+}
+
 TEST_F(SqliteDbTest, AFailedStatementThroughExecSaysWhy) {
   Status st = db_->Exec("INSERT INTO missing VALUES (1)");
   EXPECT_FALSE(st.ok());

@@ -67,5 +67,32 @@ TEST_F(TogetherTest, AnErrorInsideIsReturnedAndTheStoreStaysUsable) {
   EXPECT_OK(store_->GetWorker("w1").status());
 }
 
+TEST_F(TogetherTest, OneTransactionKeepsEverythingOrNothing) {
+  // Every write kept, a failed call's own writes undone.
+  ASSERT_OK(store_->TogetherInOneTransaction([&]() -> Status {
+    FARM_RETURN_IF_ERROR(store_->UpsertWorker({.id = "w2", .name = "two", .state = "idle"}));
+    auto refused = store_->CompleteAttempt({.job_id = 404, .attempt = 1, .worker_id = "w2"}, 5);
+    EXPECT_FALSE(refused.ok());
+    return store_->SetDrainRequested("w2", true);
+  }));
+  auto w2 = store_->GetWorker("w2");
+  ASSERT_OK(w2.status());
+  EXPECT_TRUE(w2->drain_requested);
+  // Nothing kept when the calls fail as a whole.
+  Status st = store_->TogetherInOneTransaction([&]() -> Status {
+    FARM_RETURN_IF_ERROR(store_->UpsertWorker({.id = "w3", .name = "three", .state = "idle"}));
+    FARM_RETURN_IF_ERROR(store_->SetDrainRequested("w1", true));
+    return Status::Aborted("changed my mind");
+  });
+  EXPECT_EQ(st.code(), StatusCode::kAborted);
+  EXPECT_EQ(store_->GetWorker("w3").status().code(), StatusCode::kNotFound);
+  auto w1 = store_->GetWorker("w1");
+  ASSERT_OK(w1.status());
+  EXPECT_FALSE(w1->drain_requested);
+  // The store goes on as before.
+  ASSERT_OK(store_->SetDrainRequested("w1", true));
+  EXPECT_TRUE(store_->GetWorker("w1")->drain_requested);
+}
+
 }  // namespace
 }  // namespace farm::store
