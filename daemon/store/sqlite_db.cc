@@ -28,11 +28,7 @@ class StatementCache {
   // Enough for every query the store writes; the IN lists of SelectByIds vary in length.
   static constexpr size_t kMaxStatements = 512;
 
-  ~StatementCache() {
-    for (auto& [sql, free] : free_) {
-      for (sqlite3_stmt* s : free) sqlite3_finalize(s);
-    }
-  }
+  ~StatementCache() { Clear(); }
   sqlite3_stmt* Take(std::string_view sql) {
     auto it = free_.find(std::string(sql));
     if (it == free_.end() || it->second.empty()) return nullptr;
@@ -41,28 +37,34 @@ class StatementCache {
     --size_;
     return s;
   }
-  // Resets `stmt` and keeps it, or finalizes it when the cache is full.
-  void Give(sqlite3_stmt* stmt) {
+  // Resets `stmt`, prepared from `sql`, and keeps it. A full cache starts over, so that
+  // statements used once (long IN lists) cannot crowd out the ones used all the time.
+  void Give(const std::string& sql, sqlite3_stmt* stmt) {
     sqlite3_reset(stmt);
     sqlite3_clear_bindings(stmt);
-    if (size_ >= kMaxStatements) {
-      sqlite3_finalize(stmt);
-      return;
-    }
-    free_[sqlite3_sql(stmt)].push_back(stmt);
+    if (size_ >= kMaxStatements) Clear();
+    free_[sql].push_back(stmt);
     ++size_;
   }
 
  private:
+  void Clear() {
+    for (auto& [sql, free] : free_) {
+      for (sqlite3_stmt* s : free) sqlite3_finalize(s);
+    }
+    free_.clear();
+    size_ = 0;
+  }
+
   std::unordered_map<std::string, std::vector<sqlite3_stmt*>> free_;
   size_t size_ = 0;
 };
 
 class SqliteStmt final : public Stmt {
  public:
-  SqliteStmt(sqlite3* db, sqlite3_stmt* stmt, StatementCache* cache)
-      : db_(db), stmt_(stmt), cache_(cache) {}
-  ~SqliteStmt() override { cache_->Give(stmt_); }
+  SqliteStmt(sqlite3* db, sqlite3_stmt* stmt, StatementCache* cache, std::string_view sql)
+      : db_(db), stmt_(stmt), cache_(cache), sql_(sql) {}
+  ~SqliteStmt() override { cache_->Give(sql_, stmt_); }
   SqliteStmt(const SqliteStmt&) = delete;
   SqliteStmt& operator=(const SqliteStmt&) = delete;
 
@@ -94,6 +96,7 @@ class SqliteStmt final : public Stmt {
   sqlite3* db_;
   sqlite3_stmt* stmt_;
   StatementCache* cache_;
+  std::string sql_;  // the text it was prepared from: its key in the cache
   int next_ = 1;
 };
 
@@ -133,7 +136,7 @@ class SqliteDb final : public Db {
                            &stmt, nullptr) != SQLITE_OK) {
       return SqlError(db_, "prepare " + std::string(sql.substr(0, 60)));
     }
-    return std::unique_ptr<Stmt>(new SqliteStmt(db_, stmt, cache_.get()));
+    return std::unique_ptr<Stmt>(new SqliteStmt(db_, stmt, cache_.get(), sql));
   }
 
   bool InTransaction() const override { return sqlite3_get_autocommit(db_) == 0; }

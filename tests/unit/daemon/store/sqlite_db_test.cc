@@ -74,7 +74,9 @@ TEST_F(SqliteDbTest, TwoLiveStatementsWithOneTextAreIndependent) {
 }
 
 TEST_F(SqliteDbTest, ManyDistinctStatementsPastTheCacheStillRun) {
+  ASSERT_OK(db_->Exec("INSERT INTO t(k, v) VALUES (7, 'seven')"));
   for (int i = 0; i < 1200; ++i) {
+    EXPECT_EQ(ValueOf(7), "seven");  // a statement used all along, kept or prepared again
     auto s = db_->Prepare("SELECT " + std::to_string(i) + " + ?");
     ASSERT_OK(s.status());
     (*s)->Bind(int64_t{1});
@@ -82,6 +84,11 @@ TEST_F(SqliteDbTest, ManyDistinctStatementsPastTheCacheStillRun) {
     ASSERT_EQ((*s)->Int(0), i + 1);
   }
   EXPECT_EQ(ValueOf(1), "<none>");
+  // A text with a trailing blank is a statement of its own in the cache, and still runs.
+  auto padded = db_->Prepare("SELECT v FROM t WHERE k = 7 ");
+  ASSERT_OK(padded.status());
+  ASSERT_TRUE(*(*padded)->Step());
+  EXPECT_EQ((*padded)->Text(0), "seven");
 }
 
 TEST_F(SqliteDbTest, ACommitTakesATicketAndAReadOrARollbackDoesNot) {
