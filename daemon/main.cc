@@ -5,6 +5,7 @@
 
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/net/grpc_runtime.h"
 #include "common/net/tls.h"
 #include "common/version.h"
 #include "daemon/api/server.h"
@@ -12,6 +13,7 @@
 #include "daemon/store/postgres_store.h"
 
 int main(int argc, char** argv) {
+  farm::net::DisableMutexOrderGraph();
   // Block the stop signals in every thread; the main thread waits for them below.
   sigset_t stop;
   sigemptyset(&stop);

@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/net/grpc_runtime.h"
 #include "common/version.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/container_executor.h"
@@ -16,6 +17,7 @@
 
 int main(int argc, char** argv) {
   using namespace farm;
+  net::DisableMutexOrderGraph();
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--version") {
       std::printf("farm-worker %s\n", FarmVersion());

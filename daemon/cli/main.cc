@@ -1,6 +1,10 @@
 // farmctl: the command-line client of farmd. See daemon/cli/commands.h.
 #include <iostream>
 
+#include "common/net/grpc_runtime.h"
 #include "daemon/cli/commands.h"
 
-int main(int argc, char** argv) { return farm::cli::RunFarmctl(argc, argv, std::cout, std::cerr); }
+int main(int argc, char** argv) {
+  farm::net::DisableMutexOrderGraph();
+  return farm::cli::RunFarmctl(argc, argv, std::cout, std::cerr);
+}

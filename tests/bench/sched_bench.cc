@@ -28,6 +28,7 @@
 
 #include "common/flags.h"
 #include "common/fs.h"
+#include "common/net/grpc_runtime.h"
 #include "farm/v1/client.grpc.pb.h"
 #include "farm/v1/worker.grpc.pb.h"
 
@@ -583,6 +584,7 @@ Result<Options> ParseOptions(int argc, char** argv) {
 }  // namespace farm::bench
 
 int main(int argc, char** argv) {
+  farm::net::DisableMutexOrderGraph();
   auto options = farm::bench::ParseOptions(argc, argv);
   if (!options.ok()) {
     std::cerr << "sched_bench: " << options.status().ToString() << "\n";
