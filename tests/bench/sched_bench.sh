@@ -69,25 +69,27 @@ run_one() {  # run_one WORKERS MODE FARMD LABEL: a fresh farmd for one run
 }
 
 results=()
+# A paced run says so in its label: its submit-to-lease figures are not a queue's.
+pace=${SUBMIT_INTERVAL_MS:+-every${SUBMIT_INTERVAL_MS}ms}
 for n in "${counts[@]}"; do
   for mode in ${MODES:-backlog live}; do
     if [[ -n ${FARMD_BEFORE:-} ]]; then
-      run_one "$n" "$mode" "$FARMD_BEFORE" "before-$mode-$n"
-      run_one "$n" "$mode" "$farmd" "after-$mode-$n"
+      run_one "$n" "$mode" "$FARMD_BEFORE" "before-$mode-$n$pace"
+      run_one "$n" "$mode" "$farmd" "after-$mode-$n$pace"
     else
-      run_one "$n" "$mode" "$farmd" "$mode-$n"
+      run_one "$n" "$mode" "$farmd" "$mode-$n$pace"
     fi
   done
 done
 
 echo
-printf '%-20s %7s %5s %8s %8s %9s %9s %8s %10s %8s %7s %5s  %s\n' run workers jobs lease/s \
+printf '%-28s %7s %5s %8s %8s %9s %9s %8s %10s %8s %7s %5s  %s\n' run workers jobs lease/s \
   done/s 'lat p50' 'lat p99' 'hb p99' 'submit p50' 'RSS MiB' 'DB MiB' load 'jobs ended'
 for line in "${results[@]}"; do
   lat50=$(field lat_p50_ms "$line") lat99=$(field lat_p99_ms "$line")
   # In backlog mode every job waits for the whole queue: its latency says nothing.
   [[ $(field mode "$line") == backlog ]] && lat50=- lat99=-
-  printf '%-20s %7s %5s %8s %8s %9s %9s %8s %10s %8s %7s %5s  %s\n' "$(field label "$line")" \
+  printf '%-28s %7s %5s %8s %8s %9s %9s %8s %10s %8s %7s %5s  %s\n' "$(field label "$line")" \
     "$(field workers "$line")" "$(field jobs "$line")" "$(field lease_per_s "$line")" \
     "$(field complete_per_s "$line")" "$lat50" "$lat99" "$(field hb_p99_ms "$line")" \
     "$(field submit_call_p50_ms "$line")" "$(field rss_mib "$line")" "$(field db_mib "$line")" \
