@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "common/log.h"
 #include "daemon/store/migration_runner.h"
 #include "daemon/store/migrations.h"
 
@@ -144,10 +145,76 @@ Status PgError(PGconn* conn, const PGresult* res, const std::string& what) {
 
 using ResultPtr = std::unique_ptr<PGresult, decltype(&PQclear)>;
 
+// The connection, and whether the store has a transaction open on it. libpq notices a lost
+// connection (the server restarted or ended the session, the network dropped it) only when
+// a statement fails; the next statement outside a transaction connects again with the same
+// parameters. Inside a transaction it does not: the server has rolled the transaction back,
+// and running its remaining statements on a new connection would commit them one by one.
+// They fail until the store ends the transaction (COMMIT fails, ROLLBACK succeeds).
+class PgSession {
+ public:
+  PgSession(PGconn* conn, bool reconnect) : conn_(conn), reconnect_(reconnect) {}
+  ~PgSession() { PQfinish(conn_); }
+  PgSession(const PgSession&) = delete;
+  PgSession& operator=(const PgSession&) = delete;
+
+  PGconn* conn() const { return conn_; }
+
+  // Whether `sql` may run now, reconnecting first when that is safe. Sets `*done` when
+  // `sql` needs no server: a ROLLBACK of a transaction that the lost connection ended.
+  Status Ready(std::string_view sql, bool* done) {
+    *done = false;
+    if (PQstatus(conn_) != CONNECTION_BAD) return Status::Ok();
+    if (in_transaction_) {
+      if (sql == "ROLLBACK" || sql == "COMMIT") in_transaction_ = false;
+      if (sql == "ROLLBACK") {
+        *done = true;
+        return Status::Ok();
+      }
+      return Status::Unavailable(
+          "postgres: the connection was lost inside a transaction, which the server rolled "
+          "back; nothing of it was committed");
+    }
+    if (!reconnect_) return Status::Unavailable("postgres: the connection was lost");
+    PQreset(conn_);
+    if (PQstatus(conn_) != CONNECTION_OK) {
+      std::string msg = PQerrorMessage(conn_);
+      while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+      return Status::Unavailable("cannot connect to PostgreSQL again: " + msg);
+    }
+    log::Warn("the connection to PostgreSQL was lost; connected again");
+    return Configure();
+  }
+
+  // Session settings, on every connection: quiet NOTICEs (CREATE ... IF NOT EXISTS).
+  Status Configure() {
+    ResultPtr res(PQexec(conn_, "SET client_min_messages = warning"), &PQclear);
+    if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
+      return PgError(conn_, res.get(), "postgres: SET client_min_messages");
+    }
+    return Status::Ok();
+  }
+
+  // Follows the store's BEGIN, COMMIT and ROLLBACK (run by Exec).
+  void Ran(std::string_view sql) {
+    if (sql == "BEGIN") in_transaction_ = true;
+    if (sql == "COMMIT" || sql == "ROLLBACK") in_transaction_ = false;
+  }
+  bool InTransaction() const {
+    if (PQstatus(conn_) == CONNECTION_BAD) return in_transaction_;
+    return PQtransactionStatus(conn_) != PQTRANS_IDLE;
+  }
+
+ private:
+  PGconn* conn_;
+  bool reconnect_;
+  bool in_transaction_ = false;  // a BEGIN ran and no COMMIT or ROLLBACK since
+};
+
 class PgStmt final : public Stmt {
  public:
-  PgStmt(PGconn* conn, std::string sql, int64_t* changes)
-      : conn_(conn), sql_(std::move(sql)), changes_(changes) {}
+  PgStmt(PgSession* session, std::string sql, int64_t* changes)
+      : session_(session), conn_(session->conn()), sql_(std::move(sql)), changes_(changes) {}
 
   Result<bool> Step() override {
     if (!res_) {
@@ -192,6 +259,8 @@ class PgStmt final : public Stmt {
   }
 
   Status Execute() {
+    bool done = false;
+    FARM_RETURN_IF_ERROR(session_->Ready(sql_, &done));
     std::vector<const char*> values;
     std::vector<int> lengths;
     for (const auto& v : values_) {
@@ -210,6 +279,7 @@ class PgStmt final : public Stmt {
     return Status::Ok();
   }
 
+  PgSession* session_;
   PGconn* conn_;
   std::string sql_;
   int64_t* changes_;
@@ -222,19 +292,24 @@ class PgStmt final : public Stmt {
 
 class PgDb final : public Db {
  public:
-  explicit PgDb(PGconn* conn) : conn_(conn) {}
-  ~PgDb() override { PQfinish(conn_); }
+  PgDb(PGconn* conn, bool reconnect) : session_(conn, reconnect), conn_(conn) {}
 
   Dialect dialect() const override { return Dialect::kPostgres; }
 
-  bool InTransaction() const override { return PQtransactionStatus(conn_) != PQTRANS_IDLE; }
+  bool InTransaction() const override { return session_.InTransaction(); }
 
   Status Exec(const std::string& sql) override {
+    bool done = false;
+    FARM_RETURN_IF_ERROR(session_.Ready(sql, &done));
+    if (done) return Status::Ok();
     ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
     ExecStatusType st = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+      // A failed COMMIT or ROLLBACK still ends the transaction; a failed BEGIN opens none.
+      if (sql != "BEGIN") session_.Ran(sql);
       return PgError(conn_, res.get(), "postgres: " + sql.substr(0, 80));
     }
+    session_.Ran(sql);
     // COMMIT of a transaction a failed statement aborted answers ROLLBACK, not an error.
     if (sql == "COMMIT" && std::string(PQcmdStatus(res.get())) == "ROLLBACK") {
       return Status::Aborted("postgres: the transaction was rolled back by an earlier error");
@@ -246,7 +321,7 @@ class PgDb final : public Db {
     FARM_ASSIGN_OR_RETURN(
         std::string text,
         TranslateToPostgres(sql, [this](const std::string& table) { return PrimaryKey(table); }));
-    return std::unique_ptr<Stmt>(new PgStmt(conn_, std::move(text), &changes_));
+    return std::unique_ptr<Stmt>(new PgStmt(&session_, std::move(text), &changes_));
   }
 
   int64_t LastInsertId() const override {
@@ -291,6 +366,7 @@ class PgDb final : public Db {
     return key;
   }
 
+  PgSession session_;  // owns the connection
   PGconn* conn_;
   int64_t changes_ = 0;
   std::map<std::string, std::vector<std::string>> keys_;
@@ -315,7 +391,7 @@ Result<std::string> TranslateToPostgres(std::string_view sql, const PrimaryKeyFn
   return out;
 }
 
-Result<std::unique_ptr<Db>> OpenPgDb(const std::string& url) {
+Result<std::unique_ptr<Db>> OpenPgDb(const std::string& url, bool reconnect) {
   // Defaults the URL may override (it comes last): give up on a dead server or network
   // within about 30 s instead of blocking the store, or the lock check, for hours.
   const char* keys[] = {"connect_timeout",
@@ -327,7 +403,7 @@ Result<std::unique_ptr<Db>> OpenPgDb(const std::string& url) {
                         nullptr};
   const char* values[] = {"10", "10", "5", "3", "30000", url.c_str(), nullptr};
   PGconn* conn = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
-  std::unique_ptr<PgDb> db(new PgDb(conn));
+  std::unique_ptr<PgDb> db(new PgDb(conn, reconnect));
   if (!conn || PQstatus(conn) != CONNECTION_OK) {
     std::string msg = conn ? PQerrorMessage(conn) : "out of memory";
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();

@@ -34,7 +34,14 @@ Result<std::string> TranslateToPostgres(std::string_view sql, const PrimaryKeyFn
 // key=value string) and applies nothing yet. The error names the server's reason. Unless
 // the URL says otherwise, a connection to a server that stopped answering fails within
 // about 30 s (TCP keepalives, tcp_user_timeout) rather than blocking.
-Result<std::unique_ptr<Db>> OpenPgDb(const std::string& url);
+//
+// A lost connection fails the statement that finds it lost (Unavailable). With
+// `reconnect`, the next statement outside a transaction connects again (once per
+// statement, within the same time limits); statements of a transaction that was open on
+// the lost connection fail until it ends, so none of them commits alone. Without it (a
+// connection whose session state matters, such as an advisory lock), every later
+// statement fails.
+Result<std::unique_ptr<Db>> OpenPgDb(const std::string& url, bool reconnect = true);
 
 // Holds PostgreSQL's session advisory lock that marks the one active farmd of a database,
 // on `db`'s connection, for as long as the connection lives. When another session holds

@@ -17,7 +17,8 @@ struct ActiveFarmdLock::Conn {
 
 Result<std::unique_ptr<ActiveFarmdLock>> ActiveFarmdLock::Acquire(
     const std::string& url, const std::function<void()>& on_standby) {
-  FARM_ASSIGN_OR_RETURN(auto db, OpenPgDb(url));
+  // The lock lives in this session: a new session would hold nothing.
+  FARM_ASSIGN_OR_RETURN(auto db, OpenPgDb(url, /*reconnect=*/false));
   FARM_RETURN_IF_ERROR(WaitForActiveLock(*db, on_standby));
   std::unique_ptr<ActiveFarmdLock> lock(new ActiveFarmdLock());
   lock->conn_ = std::make_unique<Conn>(Conn{std::move(db)});

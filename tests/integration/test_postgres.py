@@ -57,6 +57,30 @@ def test_standby_farmd_takes_over_a_running_build_without_losing_or_repeating_it
     assert "lost the farmd lock" in farm.log("farmd-standby.log")
 
 
+def test_farmd_connects_again_when_the_database_ends_its_store_session(farm, postgres_server):
+    # An administrator, a connection pooler or an idle timeout ends farmd's store session
+    # (not the lock's): farmd stays active, connects again on its next statement, and the
+    # next build runs as usual.
+    farm.store = postgres_server.create_database()
+    farm.start_farmd()
+    farm.start_worker("worker-1")
+    ended = postgres_server.psql(
+        farm.store, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid NOT IN "
+        "(SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)")
+    assert ended is not None and int(ended) >= 1, ended
+    # The worker's polls and heartbeats reach the store within a heartbeat or two.
+    wait_until(lambda: "connected again" in farm.log("farmd.log"), 30,
+               "farmd to connect to the database again")
+    assert farm.farmd.poll() is None
+    submitted = farm.ctl_json("submit", faults.slow_tiny_package(farm.root, 1), "--force")
+    build = faults.wait_terminal(farm, submitted["id"], 180)
+    assert build["state"] == "BUILD_SUCCEEDED", build
+    (job,) = build["jobs"]
+    assert [a.get("cause") for a in job["attempts"]] == ["CAUSE_COMPLETED"], job["attempts"]
+    assert farm.farmd.poll() is None
+
+
 def test_random_kills_on_postgres_leave_every_job_in_one_terminal_state_with_one_artifact(
         farm, postgres_server):
     # Each killed farmd's session, and its lock, ends with it; the restarted farmd takes

@@ -34,9 +34,103 @@ class PgStoreTest : public ::testing::Test {
     return row.ok() && row.value() ? (*q)->Int(0) : -1;
   }
 
+  // Ends db_'s session from another connection, as an administrator or a restarting
+  // server would, and waits (bounded) until the server has let it go.
+  void EndSessionOf(Db& db) {
+    int64_t pid = 0;
+    {
+      auto q = db.Prepare("SELECT pg_backend_pid()");
+      ASSERT_OK(q.status());
+      ASSERT_TRUE((*q)->Step().value());
+      pid = (*q)->Int(0);
+    }
+    auto admin = OpenPgDb(url_);
+    ASSERT_OK(admin.status());
+    auto kill = (*admin)->Prepare("SELECT pg_terminate_backend(?)");
+    ASSERT_OK(kill.status());
+    (*kill)->Bind(pid);
+    ASSERT_TRUE((*kill)->Step().value());
+    for (int i = 0; i < 500; ++i) {
+      auto q = (*admin)->Prepare("SELECT count(*) FROM pg_stat_activity WHERE pid = ?");
+      ASSERT_OK(q.status());
+      (*q)->Bind(pid);
+      ASSERT_TRUE((*q)->Step().value());
+      if ((*q)->Int(0) == 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    FAIL() << "the session of pid " << pid << " did not end";
+  }
+
+  Status Insert(int64_t k) {
+    FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare("INSERT INTO t(k) VALUES (?)"));
+    q->Bind(k);
+    return q->Run();
+  }
+
   std::string url_;
   std::unique_ptr<Db> db_;
 };
+
+TEST_F(PgStoreTest, AStatementAfterALostConnectionConnectsAgain) {
+  ASSERT_OK(db_->Exec("CREATE TABLE t(k BIGINT PRIMARY KEY)"));
+  ASSERT_OK(Insert(1));
+  EndSessionOf(*db_);
+  // The statement that finds the connection lost fails; it may or may not have run.
+  EXPECT_EQ(Insert(2).code(), StatusCode::kUnavailable);
+  EXPECT_FALSE(db_->InTransaction());
+  ASSERT_OK(Insert(3));
+  EXPECT_EQ(Count("SELECT count(*) FROM t WHERE k IN (1, 3)"), 2);
+  // The new session has the same settings: a NOTICE is still not printed, nor an error.
+  EXPECT_OK(db_->Exec("CREATE TABLE IF NOT EXISTS t(k BIGINT PRIMARY KEY)"));
+}
+
+TEST_F(PgStoreTest, ATransactionWhoseConnectionWasLostCommitsNothing) {
+  ASSERT_OK(db_->Exec("CREATE TABLE t(k BIGINT PRIMARY KEY)"));
+  {
+    Transaction txn(db_.get());
+    ASSERT_OK(txn.status());
+    ASSERT_OK(Insert(1));
+    EndSessionOf(*db_);
+    EXPECT_EQ(Insert(2).code(), StatusCode::kUnavailable);
+    // Not on a new connection, where each would commit alone.
+    EXPECT_EQ(Insert(3).code(), StatusCode::kUnavailable);
+    EXPECT_TRUE(db_->InTransaction());
+    {
+      Transaction nested(db_.get());  // a savepoint of the lost transaction fails too
+      EXPECT_FALSE(nested.status().ok());
+    }
+    EXPECT_EQ(txn.Commit().code(), StatusCode::kUnavailable);
+  }
+  EXPECT_FALSE(db_->InTransaction());
+  ASSERT_OK(Insert(4));
+  EXPECT_EQ(Count("SELECT count(*) FROM t"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM t WHERE k = 4"), 1);
+  // A transaction that is rolled back instead ends as cleanly.
+  {
+    Transaction txn(db_.get());
+    ASSERT_OK(Insert(5));
+    EndSessionOf(*db_);
+  }  // rolled back
+  EXPECT_FALSE(db_->InTransaction());
+  EXPECT_EQ(Count("SELECT count(*) FROM t"), 1);
+}
+
+TEST_F(PgStoreTest, TheActiveLocksConnectionIsNeverMadeAgain) {
+  auto active = ActiveFarmdLock::Acquire(url_, [] { ADD_FAILURE() << "no other farmd"; });
+  ASSERT_OK(active.status());
+  EXPECT_EQ(Count("SELECT count(pg_terminate_backend(pid)) FROM pg_locks "
+                  "WHERE locktype = 'advisory' AND granted"),
+            1);
+  Status check = Status::Ok();
+  for (int i = 0; i < 200 && check.ok(); ++i) {
+    check = active.value()->Check();
+    if (check.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(check.code(), StatusCode::kUnavailable) << check.ToString();
+  // A new session would hold no lock: the check keeps failing.
+  EXPECT_EQ(active.value()->Check().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(Count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"), 0);
+}
 
 TEST_F(PgStoreTest, MigrationsAreRecordedByNumberAndANewerDatabaseIsRefused) {
   ASSERT_OK(OpenPostgresStore(url_).status());
