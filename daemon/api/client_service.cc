@@ -42,14 +42,19 @@ std::optional<PlacementView> ReadPlacementView(const ServiceContext& ctx) {
   return ctx.fleet_cache->Get(*rows);
 }
 
+// Entries of a job's unplaceable_reasons at most.
+constexpr size_t kMaxReasonEntries = 20;
+
 void AddPlacementReasons(const ServiceContext& ctx, const FleetView& view, const store::JobRow& row,
                          farm::v1::Job* job) {
   sched::Waiting waiting =
       model::ExplainPendingJob(row, view.fleet, view.peers, ctx.clock->NowUnixMs(),
                                /*max_able_names=*/6);  // the reply has the summary only
+  // Per worker in a small fleet, per reason in a large one: a 100-job build that 1000
+  // workers cannot take made a 10 MB reply and 100,000 lines of farmctl show.
   auto& reasons = *job->mutable_unplaceable_reasons();
-  for (const auto& b : waiting.blocked) {
-    reasons[b.worker_name + " (" + b.worker_id + ")"] = b.reason;
+  for (auto& [worker, why] : sched::ReasonEntries(waiting.blocked, kMaxReasonEntries)) {
+    reasons[worker] = std::move(why);
   }
   if (view.fleet.empty()) reasons["(none)"] = "no worker is registered";
   job->set_waiting_reason(waiting.summary);

@@ -150,6 +150,8 @@ Result<json::object> JobPage(const DashboardDeps& deps, int64_t job_id, bool inc
   return o;
 }
 
+constexpr size_t kMaxWorkersPerJobOfABuild = 20;
+
 Result<json::object> BuildPage(const DashboardDeps& deps, int64_t build_id, bool include_pending) {
   FARM_ASSIGN_OR_RETURN(auto build, deps.store->GetBuild(build_id));
   FARM_ASSIGN_OR_RETURN(auto jobs, deps.store->ListJobs(build_id));
@@ -166,7 +168,9 @@ Result<json::object> BuildPage(const DashboardDeps& deps, int64_t build_id, bool
   json::array rejected;
   for (const auto& cell : build_proto.rejected_cells()) rejected.push_back(json::value(cell));
   o["rejected_cells"] = std::move(rejected);
-  WaitingExplainer waiting(fleet);
+  // Each job's tooltip: per worker in a small fleet, per reason in a large one (a 100-job
+  // build that 1000 workers cannot take was 100,000 entries); the job page lists them all.
+  WaitingExplainer waiting(fleet, kMaxWorkersPerJobOfABuild);
   std::map<std::string, int64_t> expected;
   json::array arr;
   for (const auto& j : jobs) {

@@ -60,25 +60,36 @@ const sched::Waiting& WaitingExplainer::Explain(const store::JobRow& job) {
   return it->second;
 }
 
-json::object WaitingJson(const sched::Waiting& waiting) {
+json::object WaitingJson(const sched::Waiting& waiting, size_t max_workers) {
   json::array workers;
-  for (const auto& b : waiting.blocked) {
-    workers.push_back(
-        json::object{{"id", b.worker_id}, {"name", b.worker_name}, {"reason", b.reason}});
+  bool by_reason = waiting.blocked.size() > max_workers;
+  if (by_reason) {
+    for (auto& [name, reason] : sched::ReasonEntries(waiting.blocked, max_workers)) {
+      workers.push_back(json::object{{"name", std::move(name)}, {"reason", std::move(reason)}});
+    }
+  } else {
+    for (const auto& b : waiting.blocked) {
+      workers.push_back(
+          json::object{{"id", b.worker_id}, {"name", b.worker_name}, {"reason", b.reason}});
+    }
   }
   json::array able;
   for (const auto& name : waiting.able) able.push_back(json::value(name));
-  return json::object{{"summary", waiting.summary},
-                      {"unplaceable", waiting.unplaceable},
-                      {"workers", std::move(workers)},
-                      {"able", std::move(able)}};
+  json::object o{{"summary", waiting.summary},
+                 {"unplaceable", waiting.unplaceable},
+                 {"workers", std::move(workers)},
+                 {"able", std::move(able)}};
+  if (by_reason) o["workers_total"] = waiting.blocked.size();
+  return o;
 }
 
 json::object JobViewJson(const store::JobRow& job, const FleetView& fleet,
                          WaitingExplainer& waiting) {
   json::object o = JobJson(job, fleet.now_ms);
   o["worker_name"] = job.worker_id.empty() ? "" : fleet.NameOf(job.worker_id);
-  if (job.state == store::kJobPending) o["waiting"] = WaitingJson(waiting.Explain(job));
+  if (job.state == store::kJobPending) {
+    o["waiting"] = WaitingJson(waiting.Explain(job), waiting.max_workers());
+  }
   return o;
 }
 

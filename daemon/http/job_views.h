@@ -6,6 +6,7 @@
 #define FARM_DAEMON_HTTP_JOB_VIEWS_H_
 
 #include <boost/json.hpp>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,19 +31,28 @@ struct FleetView {
 Result<FleetView> ReadFleet(const DashboardDeps& deps);
 
 // Explains pending jobs against one FleetView, once per distinct cell and backoff: a page
-// of many builds of the same matrix costs one explanation per cell.
+// of many builds of the same matrix costs one explanation per cell. `max_workers`: how many
+// blocked workers each job's "waiting" lists one by one before it lists them by reason
+// (sched::ReasonEntries); a page of many jobs keeps it small.
 class WaitingExplainer {
  public:
-  explicit WaitingExplainer(const FleetView& fleet) : fleet_(fleet) {}
+  explicit WaitingExplainer(const FleetView& fleet,
+                            size_t max_workers = std::numeric_limits<size_t>::max())
+      : fleet_(fleet), max_workers_(max_workers) {}
   const sched::Waiting& Explain(const store::JobRow& job);
+  size_t max_workers() const { return max_workers_; }
 
  private:
   const FleetView& fleet_;
+  size_t max_workers_;
   std::map<std::string, sched::Waiting> memo_;
 };
 
-// {"summary", "unplaceable", "workers": [{"id", "name", "reason"}], "able": [names]}.
-boost::json::object WaitingJson(const sched::Waiting& waiting);
+// {"summary", "unplaceable", "workers": [{"id", "name", "reason"}], "able": [names]}. Past
+// `max_workers` blocked workers, "workers" holds one {"name", "reason"} per reason instead
+// (the name saying how many share it) and "workers_total" counts them all.
+boost::json::object WaitingJson(const sched::Waiting& waiting,
+                                size_t max_workers = std::numeric_limits<size_t>::max());
 
 // JobJson plus "worker_name" and, for a pending job, "waiting".
 boost::json::object JobViewJson(const store::JobRow& job, const FleetView& fleet,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <string_view>
+#include <unordered_map>
 
 #include "common/arch.h"
 #include "common/clock.h"
@@ -167,6 +169,47 @@ void ExplainNoneAble(const farm::v1::MatrixCell& cell, const PendingFacts& facts
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> ReasonEntries(
+    const std::vector<WorkerBlock>& blocked, size_t max_entries) {
+  auto key = [](const WorkerBlock& b) { return b.worker_name + " (" + b.worker_id + ")"; };
+  std::vector<std::pair<std::string, std::string>> out;
+  if (blocked.size() <= max_entries) {
+    for (const auto& b : blocked) out.emplace_back(key(b), b.reason);
+    return out;
+  }
+  struct Group {
+    const WorkerBlock* first;
+    size_t count;
+  };
+  std::vector<Group> groups;
+  std::unordered_map<std::string_view, size_t> index;  // reason -> its group
+  for (const auto& b : blocked) {
+    auto [it, added] = index.try_emplace(b.reason, groups.size());
+    if (added) groups.push_back({&b, 0});
+    ++groups[it->second].count;
+  }
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const Group& a, const Group& b) { return a.count > b.count; });
+  size_t shown = std::min(groups.size(), max_entries);
+  if (shown < groups.size() && shown > 0) --shown;  // room for the count of the rest
+  size_t left_out = blocked.size();
+  for (size_t i = 0; i < shown; ++i) {
+    const Group& g = groups[i];
+    std::string name = key(*g.first);
+    if (g.count > 1) {
+      name += " and " + std::to_string(g.count - 1) + " other worker" + (g.count > 2 ? "s" : "");
+    }
+    out.emplace_back(std::move(name), g.first->reason);
+    left_out -= g.count;
+  }
+  if (left_out > 0) {
+    out.emplace_back("(" + std::to_string(left_out) + " other workers)",
+                     std::to_string(groups.size() - shown) +
+                         " other reasons; the dashboard's job page lists every worker's");
+  }
+  return out;
+}
 
 std::vector<PeerWorker> AvailablePeers(const std::vector<FleetWorker>& fleet) {
   std::vector<PeerWorker> peers;

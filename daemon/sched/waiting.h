@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daemon/sched/placement.h"
@@ -61,6 +62,14 @@ struct Waiting {
   std::vector<std::string> able;     // names of workers that can take it once free
   size_t able_count = 0;             // all of them, named in `able` or not
 };
+
+// `blocked` as a reply's worker -> reason entries that stay small in any fleet. Up to
+// `max_entries` workers: one entry each, keyed "name (id)". More: one entry per distinct
+// reason, keyed by its first worker and how many others share it ("gpu-1 (w-1) and 979
+// other workers"), the most shared first; past `max_entries` reasons, one last entry counts
+// the workers left out. Ordered as listed.
+std::vector<std::pair<std::string, std::string>> ReasonEntries(
+    const std::vector<WorkerBlock>& blocked, size_t max_entries);
 
 // The fleet's workers that may take jobs now, for PlacementBlocker's validation rule.
 std::vector<PeerWorker> AvailablePeers(const std::vector<FleetWorker>& fleet);

@@ -72,6 +72,31 @@ TEST_F(OddDataRpcTest, BuildsWithRejectedCellsExtremePagesAndUnknownIds) {
   EXPECT_EQ(missing->Finish().error_code(), StatusCode::NOT_FOUND);
 }
 
+TEST_F(OddDataRpcTest, AJobNoneOfManyWorkersCanTakeNamesEachReasonOnce) {
+  // 45 workers that lack everything: one entry with the count, not 45 lines per job.
+  for (int i = 0; i < 45; ++i) RegisterWorker();
+  farm::v1::Build build = Submit();
+  ASSERT_GT(build.jobs_size(), 0);
+  for (const auto& job : build.jobs()) {
+    ASSERT_EQ(job.unplaceable_reasons_size(), 1) << job.DebugString();
+    const auto& [worker, why] = *job.unplaceable_reasons().begin();
+    EXPECT_NE(worker.find(" and 44 other workers"), std::string::npos) << worker;
+    EXPECT_FALSE(why.empty());
+    EXPECT_TRUE(job.unplaceable());
+  }
+  // One that can build it: the others still share one entry, and it is no longer blocked.
+  RegisterBuilder();
+  farm::v1::GetBuildRequest get;
+  get.set_build_id(build.id());
+  farm::v1::Build again;
+  ASSERT_TRUE(farm_->GetBuild(Ctx(admin_).get(), get, &again).ok());
+  for (const auto& job : again.jobs()) {
+    if (job.state() != farm::v1::JOB_PENDING) continue;
+    EXPECT_EQ(job.unplaceable_reasons_size(), 1) << job.DebugString();
+    EXPECT_FALSE(job.unplaceable());
+  }
+}
+
 TEST_F(OddDataRpcTest, JobsLogsRetriesAndArtifactsWithOddIds) {
   farm::v1::Build build = Submit();
   ASSERT_EQ(build.jobs_size(), 1);

@@ -70,6 +70,26 @@ TEST_F(JobViewsTest, APendingJobSaysWhyItWaitsAndABuildOfSuchJobsIsBlocked) {
   EXPECT_EQ(m.at("jobs").as_array()[0].at("worker_name").as_string(), "gpu-box");
 }
 
+TEST_F(JobViewsTest, ABuildPageNamesEachReasonOnceInALargeFleetAndTheJobPageEveryWorker) {
+  for (int i = 0; i < 25; ++i) AddWorker("w" + std::to_string(i), "gpu-" + std::to_string(i));
+  int64_t build_id = 0;
+  auto ids = AddBuild(2, "12.8", "2.8", &build_id);  // no worker has CUDA 12.8
+  Router r = MakeRouter();
+  auto b = Build(r, build_id);
+  for (const auto& job : b.at("jobs").as_array()) {
+    const auto& w = job.at("waiting");
+    EXPECT_EQ(w.at("workers_total").as_int64(), 25);
+    ASSERT_EQ(w.at("workers").as_array().size(), 1u);
+    std::string name(w.at("workers").as_array()[0].at("name").as_string());
+    EXPECT_NE(name.find(" and 24 other workers"), std::string::npos) << name;
+    std::string reason(w.at("workers").as_array()[0].at("reason").as_string());
+    EXPECT_EQ(reason.rfind("no CUDA toolkit 12.8", 0), 0u) << reason;
+  }
+  auto job = Job(r, ids[0]);
+  EXPECT_EQ(job.at("waiting").at("workers").as_array().size(), 25u);
+  EXPECT_FALSE(job.at("waiting").as_object().contains("workers_total"));
+}
+
 TEST_F(JobViewsTest, ABusyFleetIsNoBlockAndAnEmptyOneSaysToStartAWorker) {
   int64_t build_id = 0;
   AddBuild(1, "13.0", "2.8", &build_id);

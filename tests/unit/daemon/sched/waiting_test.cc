@@ -263,5 +263,64 @@ TEST(WaitingTest, ALimitOnAbleNamesKeepsTheSummaryAndTheCount) {
             "it");
 }
 
+std::vector<WorkerBlock> Blocks(int n, const std::string& reason, int first = 0) {
+  std::vector<WorkerBlock> out;
+  for (int i = first; i < first + n; ++i) {
+    out.push_back({"w-" + std::to_string(i), "gpu-" + std::to_string(i), reason});
+  }
+  return out;
+}
+
+TEST(ReasonEntriesTest, AFewWorkersAreListedOneByOne) {
+  EXPECT_TRUE(ReasonEntries({}, 20).empty());
+  auto blocked = Blocks(2, "no CUDA toolkit 12.8 (has 13.0)");
+  auto entries = ReasonEntries(blocked, 2);
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].first, "gpu-0 (w-0)");
+  EXPECT_EQ(entries[1].first, "gpu-1 (w-1)");
+  EXPECT_EQ(entries[1].second, "no CUDA toolkit 12.8 (has 13.0)");
+}
+
+TEST(ReasonEntriesTest, AThousandWorkersWithOneReasonAreOneEntry) {
+  auto blocked = Blocks(1000, "platform linux_aarch64 is built by aarch64 workers");
+  auto entries = ReasonEntries(blocked, 20);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].first, "gpu-0 (w-0) and 999 other workers");
+  EXPECT_EQ(entries[0].second, "platform linux_aarch64 is built by aarch64 workers");
+}
+
+TEST(ReasonEntriesTest, ReasonsComeMostSharedFirstAndALoneWorkerIsNamedAlone) {
+  auto blocked = Blocks(1, "quarantined");
+  for (auto& b : Blocks(30, "no Python 3.13", 1)) blocked.push_back(b);
+  for (auto& b : Blocks(2, "no GPU", 31)) blocked.push_back(b);
+  auto entries = ReasonEntries(blocked, 20);
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0].first, "gpu-1 (w-1) and 29 other workers");
+  EXPECT_EQ(entries[1].first, "gpu-31 (w-31) and 1 other worker");
+  EXPECT_EQ(entries[1].second, "no GPU");
+  EXPECT_EQ(entries[2].first, "gpu-0 (w-0)");
+  EXPECT_EQ(entries[2].second, "quarantined");
+}
+
+TEST(ReasonEntriesTest, PastTheLimitOfReasonsTheRestAreCounted) {
+  std::vector<WorkerBlock> blocked;
+  for (int r = 0; r < 50; ++r) {  // 50 reasons, 2 workers each, unicode in the text
+    for (auto& b : Blocks(2, "nicht genug Speicher \u00fcbrig #" + std::to_string(r), 2 * r)) {
+      blocked.push_back(b);
+    }
+  }
+  auto entries = ReasonEntries(blocked, 20);
+  ASSERT_EQ(entries.size(), 20u);
+  size_t listed = 0;
+  for (size_t i = 0; i + 1 < entries.size(); ++i) {
+    EXPECT_NE(entries[i].first.find(" and 1 other worker"), std::string::npos);
+    listed += 2;
+  }
+  EXPECT_EQ(entries.back().first, "(" + std::to_string(100 - listed) + " other workers)");
+  EXPECT_EQ(entries.back().second, "31 other reasons; the dashboard's job page lists every "
+                                   "worker's");
+  EXPECT_EQ(ReasonEntries(blocked, 0).size(), 1u);  // only the count
+}
+
 }  // namespace
 }  // namespace farm::sched
