@@ -181,11 +181,11 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   // The synchronous server's threads poll and run handlers; past MAX_POLLERS idle pollers
   // a thread exits, and a new one starts when all are busy. With a thousand workers'
   // heartbeats and completions, gRPC's default of 2 made farmd start and end threads all
-  // the time (clone, stack faults, exit). A burst of completions holds a thread per call
-  // until its batch (up to 64, WorkerService) commits, so as many idle threads are kept:
-  // measured in docs/benchmarks.md against 16.
+  // the time (clone, stack faults, exit): measured in docs/benchmarks.md. 64 helped while
+  // completions held a thread each until their batch committed; since they are served by
+  // the callback API, 16 and 64 measure the same.
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 2);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 64);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 16);
   impl->server = builder.BuildAndStart();
   if (!impl->server || port == 0) {
     return Status::Unavailable("cannot listen on " + options.listen);

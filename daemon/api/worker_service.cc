@@ -307,7 +307,10 @@ WorkerService::WorkerService(ServiceContext* ctx)
 
 WorkerService::~WorkerService() = default;
 
-void WorkerService::StopDispatch() { dispatcher_->Stop(); }
+void WorkerService::StopDispatch() {
+  dispatcher_->Stop();
+  completions_.Stop();  // the queued completions are answered first
+}
 
 // Whether the worker may take a job now: not draining or quarantined, below its
 // concurrency limit. Returns its poll (without deadline and callback) when it may.
@@ -405,41 +408,74 @@ grpc::Status WorkerService::UploadLog(grpc::ServerContext* call,
   });
 }
 
-grpc::Status WorkerService::CompleteJob(grpc::ServerContext* call,
-                                        const farm::v1::CompleteJobRequest* req,
-                                        farm::v1::CompleteJobResponse* resp) {
-  return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
-    // The checks, the completion and the jobs it releases, in one transaction with the
-    // completions that arrive beside it.
-    PendingCompletion pending{&who, req};
-    completions_.Run(&pending);
-    if (!pending.release_error.ok()) {
-      log::Warn("releasing held jobs: " + pending.release_error.ToString());
+grpc::ServerUnaryReactor* WorkerService::CompleteJob(grpc::CallbackServerContext* call,
+                                                     const farm::v1::CompleteJobRequest* req,
+                                                     farm::v1::CompleteJobResponse* resp) {
+  auto* reactor = call->DefaultReactor();
+  Result<Principal> who = [&]() -> Result<Principal> {
+    try {
+      return AuthorizePeer(*ctx_, *call, Need::kWorker);
+    } catch (const std::exception& e) {
+      log::Error(std::string("CompleteJob failed: ") + e.what());
+      return Status::Internal("internal error");
     }
-    FARM_ASSIGN_OR_RETURN(int state, std::move(pending.state));
-    progress_.Forget(req->job_id());
-    log::Info("job " + std::to_string(req->job_id()) + " attempt " +
-              std::to_string(req->attempt()) + " ended: state " +
-              farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
-    resp->set_state(static_cast<farm::v1::JobState>(state));
-    return Status::Ok();
-  });
+  }();
+  if (!who.ok()) {
+    reactor->Finish(ToGrpc(who.status()));
+    return reactor;
+  }
+  auto pending = std::make_unique<PendingCompletion>(PendingCompletion{
+      .who = std::move(who).value(), .req = req, .resp = resp, .reactor = reactor});
+  if (!completions_.Add(pending)) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "farmd is stopping"));
+  }
+  return reactor;
 }
 
-void WorkerService::CompleteBatch(const std::vector<PendingCompletion*>& batch) {
-  Status committed = ctx_->store->TogetherInOneTransaction([&]() -> Status {
-    for (PendingCompletion* c : batch) {
-      try {
-        c->state = Complete(*c->who, c->req, &c->release_error);
-      } catch (const std::exception& e) {  // the other callers of the batch still get answers
-        log::Error(std::string("CompleteJob failed: ") + e.what());
-        c->state = Status::Internal("internal error");
+void WorkerService::Answer(PendingCompletion& done) {
+  Status answer = [&]() -> Status {
+    try {
+      if (!done.release_error.ok()) {
+        log::Warn("releasing held jobs: " + done.release_error.ToString());
       }
+      FARM_ASSIGN_OR_RETURN(int state, std::move(done.state));
+      progress_.Forget(done.req->job_id());
+      log::Info("job " + std::to_string(done.req->job_id()) + " attempt " +
+                std::to_string(done.req->attempt()) + " ended: state " +
+                farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
+      done.resp->set_state(static_cast<farm::v1::JobState>(state));
+      return Status::Ok();
+    } catch (const std::exception& e) {
+      log::Error(std::string("CompleteJob failed: ") + e.what());
+      return Status::Internal("internal error");
     }
-    return Status::Ok();
-  });
-  if (committed.ok()) return;
-  for (PendingCompletion* c : batch) c->state = committed;  // none of the batch was kept
+  }();
+  done.reactor->Finish(ToGrpc(answer));
+}
+
+void WorkerService::CompleteBatch(std::vector<std::unique_ptr<PendingCompletion>>& batch) {
+  Status committed = [&]() -> Status {
+    try {
+      return ctx_->store->TogetherInOneTransaction([&]() -> Status {
+        for (auto& c : batch) {
+          try {
+            c->state = Complete(c->who, c->req, &c->release_error);
+          } catch (const std::exception& e) {  // the others of the batch still get answers
+            log::Error(std::string("CompleteJob failed: ") + e.what());
+            c->state = Status::Internal("internal error");
+          }
+        }
+        return Status::Ok();
+      });
+    } catch (const std::exception& e) {  // nothing leaves the batch's thread
+      log::Error(std::string("CompleteJob failed: ") + e.what());
+      return Status::Internal("internal error");
+    }
+  }();
+  for (auto& c : batch) {
+    if (!committed.ok()) c->state = committed;  // none of the batch was kept
+    Answer(*c);
+  }
 }
 
 Result<int> WorkerService::Complete(const Principal& who, const farm::v1::CompleteJobRequest* req,

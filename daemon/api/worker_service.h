@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "daemon/api/combiner.h"
+#include "daemon/api/batch_runner.h"
 #include "daemon/api/dispatcher.h"
 #include "daemon/api/peers.h"
 #include "daemon/api/service_context.h"
@@ -72,10 +72,12 @@ class RecipeCache {
   std::map<int64_t, farm::v1::Recipe> recipes_;  // guarded by mu_
 };
 
-// AcquireJob is served by the callback API: a waiting poll holds no thread, and the
-// dispatcher answers it. The other methods are synchronous.
+// AcquireJob and CompleteJob are served by the callback API: a waiting poll holds no
+// thread, and the dispatcher answers it; a completion waits in a queue, and the batch it
+// runs in answers it. The other methods are synchronous.
 class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_AcquireJob<
-                                farm::v1::WorkerService::Service> {
+                                farm::v1::WorkerService::WithCallbackMethod_CompleteJob<
+                                    farm::v1::WorkerService::Service>> {
  public:
   explicit WorkerService(ServiceContext* ctx);
   ~WorkerService() override;
@@ -94,8 +96,9 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
                          farm::v1::UploadLogResponse*) override;
   grpc::Status UploadArtifact(grpc::ServerContext*, grpc::ServerReader<farm::v1::ArtifactUpload>*,
                               farm::v1::UploadArtifactResponse*) override;
-  grpc::Status CompleteJob(grpc::ServerContext*, const farm::v1::CompleteJobRequest*,
-                           farm::v1::CompleteJobResponse*) override;
+  grpc::ServerUnaryReactor* CompleteJob(grpc::CallbackServerContext*,
+                                        const farm::v1::CompleteJobRequest*,
+                                        farm::v1::CompleteJobResponse*) override;
   // sources.cc
   grpc::Status DownloadSource(grpc::ServerContext*, const farm::v1::DownloadSourceRequest*,
                               grpc::ServerWriter<farm::v1::SourceChunk>*) override;
@@ -110,14 +113,19 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
                        Status* release_error);
   // One CompleteJob waiting for its batch.
   struct PendingCompletion {
-    const Principal* who;
+    Principal who;
     const farm::v1::CompleteJobRequest* req;
+    farm::v1::CompleteJobResponse* resp;
+    grpc::ServerUnaryReactor* reactor;
     Result<int> state = Status::Internal("the completion did not run");
     Status release_error;
   };
-  // Completes a batch of CompleteJob calls in one store transaction: a job's completion
-  // that fails undoes only its own writes; a failed commit fails the whole batch.
-  void CompleteBatch(const std::vector<PendingCompletion*>& batch);
+  // Answers a completion once its batch has run.
+  void Answer(PendingCompletion& done);
+  // Completes a batch of CompleteJob calls in one store transaction (a job's completion
+  // that fails undoes only its own writes; a failed commit fails the whole batch), then
+  // answers each.
+  void CompleteBatch(std::vector<std::unique_ptr<PendingCompletion>>& batch);
   // A heartbeat's reads and writes (Heartbeat has checked who sends it).
   Status Beat(const Principal& who, const farm::v1::HeartbeatRequest& req,
               farm::v1::HeartbeatResponse* resp);
@@ -132,8 +140,8 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
   RecipeCache recipes_;
   // Concurrent completions share a transaction and one flush (at most 64 per batch: a
   // batch holds the store for a few milliseconds at most).
-  Combiner<PendingCompletion> completions_{
-      [this](const std::vector<PendingCompletion*>& batch) { CompleteBatch(batch); }, 64};
+  BatchRunner<PendingCompletion> completions_{
+      [this](std::vector<std::unique_ptr<PendingCompletion>>& batch) { CompleteBatch(batch); }, 64};
   std::unique_ptr<Dispatcher> dispatcher_;  // last: its thread uses the members above
 };
 
