@@ -7,6 +7,7 @@
 
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "common/log.h"
 #include "daemon/api/service_context.h"
@@ -24,6 +25,19 @@ inline Result<Principal> AuthorizePeer(const ServiceContext& ctx,
         "(farm-worker --ca, --cert and --key)");
   }
   return AuthorizeCall(*ctx.auth, call, need);
+}
+
+// Runs `body` (returning Status or Result<T>) and turns an exception into Internal, logged
+// as "`what` failed: ...": for gRPC callbacks and the threads that answer them, which
+// nothing may throw out of.
+template <typename Body>
+auto Guarded(std::string_view what, Body body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    log::Error(std::string(what) + " failed: " + e.what());
+    return Status::Internal("internal error");
+  }
 }
 
 template <typename Body>

@@ -343,16 +343,11 @@ grpc::ServerUnaryReactor* WorkerService::AcquireJob(grpc::CallbackServerContext*
                                                     farm::v1::AcquireJobResponse* resp) {
   auto* reactor = new AcquireReactor(dispatcher_.get());
   // Everything but the wait happens here; nothing throws out of a gRPC callback.
-  auto checked = [&]() -> Result<std::optional<Dispatcher::Waiter>> {
-    try {
-      FARM_ASSIGN_OR_RETURN(Principal who, AuthorizePeer(*ctx_, *call, Need::kWorker));
-      FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
-      return MayTakeJob(who);
-    } catch (const std::exception& e) {
-      log::Error(std::string("AcquireJob failed: ") + e.what());
-      return Status::Internal("internal error");
-    }
-  }();
+  auto checked = Guarded("AcquireJob", [&]() -> Result<std::optional<Dispatcher::Waiter>> {
+    FARM_ASSIGN_OR_RETURN(Principal who, AuthorizePeer(*ctx_, *call, Need::kWorker));
+    FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
+    return MayTakeJob(who);
+  });
   if (!checked.ok() || !checked->has_value()) {
     reactor->Finish(ToGrpc(checked.status()));
     return reactor;
@@ -369,7 +364,7 @@ grpc::ServerUnaryReactor* WorkerService::AcquireJob(grpc::CallbackServerContext*
 
 Status WorkerService::Answer(Result<std::optional<store::JobRow>> outcome,
                              const std::string& worker_name, farm::v1::AcquireJobResponse* resp) {
-  try {
+  return Guarded("AcquireJob", [&]() -> Status {
     FARM_RETURN_IF_ERROR(outcome.status());
     if (!outcome->has_value()) return Status::Ok();
     const store::JobRow& job = **outcome;
@@ -377,10 +372,7 @@ Status WorkerService::Answer(Result<std::optional<store::JobRow>> outcome,
     log::Info("job " + std::to_string(job.id) + " attempt " + std::to_string(job.attempt) +
               " leased to " + worker_name);
     return Status::Ok();
-  } catch (const std::exception& e) {
-    log::Error(std::string("AcquireJob failed: ") + e.what());
-    return Status::Internal("internal error");
-  }
+  });
 }
 
 grpc::Status WorkerService::UploadLog(grpc::ServerContext* call,
@@ -412,14 +404,8 @@ grpc::ServerUnaryReactor* WorkerService::CompleteJob(grpc::CallbackServerContext
                                                      const farm::v1::CompleteJobRequest* req,
                                                      farm::v1::CompleteJobResponse* resp) {
   auto* reactor = call->DefaultReactor();
-  Result<Principal> who = [&]() -> Result<Principal> {
-    try {
-      return AuthorizePeer(*ctx_, *call, Need::kWorker);
-    } catch (const std::exception& e) {
-      log::Error(std::string("CompleteJob failed: ") + e.what());
-      return Status::Internal("internal error");
-    }
-  }();
+  Result<Principal> who =
+      Guarded("CompleteJob", [&] { return AuthorizePeer(*ctx_, *call, Need::kWorker); });
   if (!who.ok()) {
     reactor->Finish(ToGrpc(who.status()));
     return reactor;
@@ -433,45 +419,32 @@ grpc::ServerUnaryReactor* WorkerService::CompleteJob(grpc::CallbackServerContext
 }
 
 void WorkerService::Answer(PendingCompletion& done) {
-  Status answer = [&]() -> Status {
-    try {
-      if (!done.release_error.ok()) {
-        log::Warn("releasing held jobs: " + done.release_error.ToString());
-      }
-      FARM_ASSIGN_OR_RETURN(int state, std::move(done.state));
-      progress_.Forget(done.req->job_id());
-      log::Info("job " + std::to_string(done.req->job_id()) + " attempt " +
-                std::to_string(done.req->attempt()) + " ended: state " +
-                farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
-      done.resp->set_state(static_cast<farm::v1::JobState>(state));
-      return Status::Ok();
-    } catch (const std::exception& e) {
-      log::Error(std::string("CompleteJob failed: ") + e.what());
-      return Status::Internal("internal error");
+  Status answer = Guarded("CompleteJob", [&]() -> Status {
+    if (!done.release_error.ok()) {
+      log::Warn("releasing held jobs: " + done.release_error.ToString());
     }
-  }();
+    FARM_ASSIGN_OR_RETURN(int state, std::move(done.state));
+    progress_.Forget(done.req->job_id());
+    log::Info("job " + std::to_string(done.req->job_id()) + " attempt " +
+              std::to_string(done.req->attempt()) + " ended: state " +
+              farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));
+    done.resp->set_state(static_cast<farm::v1::JobState>(state));
+    return Status::Ok();
+  });
   done.reactor->Finish(ToGrpc(answer));
 }
 
 void WorkerService::CompleteBatch(std::vector<std::unique_ptr<PendingCompletion>>& batch) {
-  Status committed = [&]() -> Status {
-    try {
-      return ctx_->store->TogetherInOneTransaction([&]() -> Status {
-        for (auto& c : batch) {
-          try {
-            c->state = Complete(c->who, c->req, &c->release_error);
-          } catch (const std::exception& e) {  // the others of the batch still get answers
-            log::Error(std::string("CompleteJob failed: ") + e.what());
-            c->state = Status::Internal("internal error");
-          }
-        }
-        return Status::Ok();
-      });
-    } catch (const std::exception& e) {  // nothing leaves the batch's thread
-      log::Error(std::string("CompleteJob failed: ") + e.what());
-      return Status::Internal("internal error");
-    }
-  }();
+  // Nothing leaves the batch's thread; one completion that throws fails alone.
+  Status committed = Guarded("CompleteJob", [&] {
+    return ctx_->store->TogetherInOneTransaction([&]() -> Status {
+      for (auto& c : batch) {
+        c->state =
+            Guarded("CompleteJob", [&] { return Complete(c->who, c->req, &c->release_error); });
+      }
+      return Status::Ok();
+    });
+  });
   for (auto& c : batch) {
     if (!committed.ok()) c->state = committed;  // none of the batch was kept
     Answer(*c);

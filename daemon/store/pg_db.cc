@@ -214,7 +214,7 @@ class PgSession {
 class PgStmt final : public Stmt {
  public:
   PgStmt(PgSession* session, std::string sql, int64_t* changes)
-      : session_(session), conn_(session->conn()), sql_(std::move(sql)), changes_(changes) {}
+      : session_(session), sql_(std::move(sql)), changes_(changes) {}
 
   Result<bool> Step() override {
     if (!res_) {
@@ -267,12 +267,13 @@ class PgStmt final : public Stmt {
       values.push_back(v.c_str());
       lengths.push_back(static_cast<int>(v.size()));
     }
-    res_.reset(PQexecParams(conn_, sql_.c_str(), static_cast<int>(values_.size()), types_.data(),
+    PGconn* conn = session_->conn();
+    res_.reset(PQexecParams(conn, sql_.c_str(), static_cast<int>(values_.size()), types_.data(),
                             values.data(), lengths.data(), formats_.data(), 0));
     ExecStatusType st = res_ ? PQresultStatus(res_.get()) : PGRES_FATAL_ERROR;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-      Status err = PgError(conn_, res_.get(), "postgres: " + sql_.substr(0, 80));
-      res_.reset(PQmakeEmptyPGresult(conn_, PGRES_COMMAND_OK));
+      Status err = PgError(conn, res_.get(), "postgres: " + sql_.substr(0, 80));
+      res_.reset(PQmakeEmptyPGresult(conn, PGRES_COMMAND_OK));
       return err;
     }
     *changes_ = std::atoll(PQcmdTuples(res_.get()));
@@ -280,7 +281,6 @@ class PgStmt final : public Stmt {
   }
 
   PgSession* session_;
-  PGconn* conn_;
   std::string sql_;
   int64_t* changes_;
   std::vector<std::string> values_;
@@ -292,9 +292,11 @@ class PgStmt final : public Stmt {
 
 class PgDb final : public Db {
  public:
-  PgDb(PGconn* conn, bool reconnect) : session_(conn, reconnect), conn_(conn) {}
+  PgDb(PGconn* conn, bool reconnect) : session_(conn, reconnect) {}
 
   Dialect dialect() const override { return Dialect::kPostgres; }
+  // The session settings; the session applies them again on every new connection.
+  Status Configure() { return session_.Configure(); }
 
   bool InTransaction() const override { return session_.InTransaction(); }
 
@@ -302,12 +304,12 @@ class PgDb final : public Db {
     bool done = false;
     FARM_RETURN_IF_ERROR(session_.Ready(sql, &done));
     if (done) return Status::Ok();
-    ResultPtr res(PQexec(conn_, sql.c_str()), &PQclear);
+    ResultPtr res(PQexec(session_.conn(), sql.c_str()), &PQclear);
     ExecStatusType st = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
       // A failed COMMIT or ROLLBACK still ends the transaction; a failed BEGIN opens none.
       if (sql != "BEGIN") session_.Ran(sql);
-      return PgError(conn_, res.get(), "postgres: " + sql.substr(0, 80));
+      return PgError(session_.conn(), res.get(), "postgres: " + sql.substr(0, 80));
     }
     session_.Ran(sql);
     // COMMIT of a transaction a failed statement aborted answers ROLLBACK, not an error.
@@ -325,7 +327,7 @@ class PgDb final : public Db {
   }
 
   int64_t LastInsertId() const override {
-    ResultPtr res(PQexec(conn_, "SELECT lastval()"), &PQclear);
+    ResultPtr res(PQexec(session_.conn(), "SELECT lastval()"), &PQclear);
     if (!res || PQresultStatus(res.get()) != PGRES_TUPLES_OK || PQntuples(res.get()) != 1) {
       return 0;
     }
@@ -367,7 +369,6 @@ class PgDb final : public Db {
   }
 
   PgSession session_;  // owns the connection
-  PGconn* conn_;
   int64_t changes_ = 0;
   std::map<std::string, std::vector<std::string>> keys_;
 };
@@ -412,7 +413,7 @@ Result<std::unique_ptr<Db>> OpenPgDb(const std::string& url, bool reconnect) {
   // Quiet NOTICEs (CREATE ... IF NOT EXISTS) instead of libpq printing them to stderr.
   PQsetNoticeProcessor(
       conn, [](void*, const char*) {}, nullptr);
-  FARM_RETURN_IF_ERROR(db->Exec("SET client_min_messages = warning"));
+  FARM_RETURN_IF_ERROR(db->Configure());
   return std::unique_ptr<Db>(std::move(db));
 }
 
