@@ -1,24 +1,45 @@
 #!/usr/bin/env bash
-# Installs the farm's build and test dependencies from Debian 12 packages. Idempotent: only
-# missing packages are installed, so a second run needs no network.
+# Installs the farm's dependencies from Debian 12 packages. Idempotent: only missing
+# packages are installed, so a second run needs no network.
+#
+#   install-deps.sh                     what quickstart.sh needs: build farmd, farm-worker and
+#                                       farmctl, and build the example wheel through them
+#   install-deps.sh --with-test-tools   also everything the whole test suite and the
+#                                       benchmarks need (common/scripts/test.sh)
+#
+# Every package is named here, recommended ones included: apt runs with
+# --no-install-recommends, as a fresh machine's installer of a server would, so a package
+# that only "recommends" what the build needs does not bring it (gcc-aarch64-linux-gnu and
+# its libc headers). tests/bench/fresh_root.sh proves the lists on a bare Debian 12 root.
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config git ccache sqlite3 curl bubblewrap
+  build-essential cmake pkg-config git ccache bubblewrap ca-certificates
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libboost1.81-all-dev libboost-json1.81-dev libboost-url1.81-dev
+  # Beast and Asio are header-only (libboost1.81-dev); JSON and URL are compiled libraries.
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libcurl4-openssl-dev libsqlite3-dev libpq-dev libspdlog-dev libyaml-cpp-dev libssl-dev
-  libarchive-dev libzstd-dev liblz4-dev libgtest-dev libgmock-dev
-  python3 python3-venv python3-pip python3-wheel python3-setuptools python3-pytest python3-yaml
-  gcc-aarch64-linux-gnu  # aarch64 objects for the wheel platform checks' unit tests
+  libarchive-dev libzstd-dev liblz4-dev
+  # The worker builds wheels with pip in a venv of the host's Python.
+  python3 python3-venv python3-pip python3-wheel python3-setuptools
 )
-# Extra packages for the test suite only (browser, provisioning, containers, network
-# namespaces for the multi-host tests).
+# The whole test suite and the benchmarks.
+TEST_PACKAGES=(
+  libgtest-dev libgmock-dev python3-pytest python3-yaml sqlite3 curl procps psmisc
+  # aarch64 objects for the wheel platform checks' unit tests; the C library headers are
+  # only recommended by the cross compiler.
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+  # The dashboard in a real browser, provisioning, containers, network namespaces.
+  chromium chromium-driver python3-selenium ansible-core ansible-lint yamllint
+  podman runc debootstrap wrk iproute2 util-linux mount
+  qemu-user-static binfmt-support  # the aarch64 worker under emulation
+  postgresql                       # the PostgreSQL store tests start a throwaway server
+)
 if [[ "${1:-}" == "--with-test-tools" ]]; then
-  PACKAGES+=(chromium chromium-driver python3-selenium ansible-core ansible-lint yamllint
-             podman runc debootstrap wrk iproute2 util-linux mount
-             qemu-user-static binfmt-support  # the aarch64 worker under emulation
-             postgresql)  # the PostgreSQL store tests start a throwaway server
+  PACKAGES+=("${TEST_PACKAGES[@]}")
+elif [[ -n "${1:-}" ]]; then
+  echo "install-deps: unknown argument $1 (only --with-test-tools)" >&2
+  exit 2
 fi
 
 SUDO=""

@@ -19,7 +19,7 @@ case "$sanitize" in
   *) suffix="-asan" ;;
 esac
 build=${FARM_BUILD_DIR:-$repo/build$suffix}
-FARM_BUILD_DIR=$build FARM_CMAKE_ARGS="-DFARM_SANITIZE=$sanitize" "$repo/common/scripts/build.sh"
+FARM_BUILD_DIR=$build FARM_CMAKE_ARGS="-DFARM_BUILD_TESTS=ON -DFARM_SANITIZE=$sanitize" "$repo/common/scripts/build.sh"
 # Reports go to stderr (the test's output, or the daemon's log that the integration
 # harness reads); the first one ends the process with a failure.
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:${ASAN_OPTIONS:-}"
