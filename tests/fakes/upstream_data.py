@@ -19,7 +19,8 @@
       A relocatable CPython archive in python-build-standalone's install_only layout
       (python/bin/python3.X, python/lib/python3.X/..., python/include/python3.X), made from
       this machine's interpreter and named with its true version; a SHA256SUMS beside it.
-      The test suite, caches and Debian's EXTERNALLY-MANAGED marker are left out.
+      The test suite, caches, Debian's EXTERNALLY-MANAGED marker and links out of the tree
+      (Debian's sitecustomize.py) are left out.
 Each command prints a JSON summary (files, sha256, sizes) on stdout.
 """
 
@@ -230,6 +231,8 @@ def cpython(args):
         parts = info.name.split("/")
         if "__pycache__" in parts or parts[-1] == "EXTERNALLY-MANAGED":
             return None
+        if info.issym() and os.path.isabs(info.linkname):
+            return None  # Debian's sitecustomize.py points into /etc: not relocatable
         if len(parts) > 3 and parts[1] == "lib" and parts[3] in ("test", "idlelib", "tkinter",
                                                                    "turtledemo"):
             return None
@@ -247,7 +250,8 @@ def cpython(args):
             tar.addfile(info)
         tar.add(facts["stdlib"], "python/lib/python" + short, filter=skip)
         include = "python/include/python" + short
-        tar.add(facts["include"], include, filter=skip)
+        tar.add(facts["include"], include,
+                filter=lambda i: None if i.name == include + "/pyconfig.h" else skip(i))
         # Debian's pyconfig.h only includes the multiarch one: carry the real file instead.
         tar.add(facts["pyconfig"], include + "/pyconfig.h", filter=skip)
     sums = os.path.join(args.out, "SHA256SUMS")
