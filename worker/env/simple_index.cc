@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
-#include <boost/url.hpp>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -154,15 +153,56 @@ void AddTags(const std::string& python, const std::string& abi,
 }  // namespace
 
 Result<std::string> ResolveUrl(const std::string& base, const std::string& ref) {
-  auto base_url = boost::urls::parse_uri(base);
-  auto ref_url = boost::urls::parse_uri_reference(ref);
-  if (!base_url || !ref_url) return Status::InvalidArgument("malformed URL: " + ref);
-  boost::urls::url resolved;
-  auto r = boost::urls::resolve(*base_url, *ref_url, resolved);
-  if (!r) return Status::InvalidArgument("cannot resolve " + ref + " against " + base);
-  resolved.remove_fragment();
-  std::string out(resolved.buffer());
-  if (!IsHttpUrl(out)) return Status::InvalidArgument("link is not an http(s) URL: " + out);
+  // RFC 3986 section 5.2, without normalising percent-encoding: PyTorch's index links
+  // "%2B" for the '+' of a local version, and its storage tells the two apart.
+  if (!IsHttpUrl(base)) return Status::InvalidArgument("base URL is not http(s): " + base);
+  std::string target = ref.substr(0, ref.find('#'));
+  size_t scheme_end = base.find("://") + 3;
+  size_t path_start = base.find('/', scheme_end);
+  std::string origin = base.substr(0, path_start);
+  std::string base_path = path_start == std::string::npos ? "/" : base.substr(path_start);
+  base_path = base_path.substr(0, base_path.find_first_of("?#"));
+  std::string out;
+  size_t colon = target.find(':');
+  if (colon != std::string::npos && colon < target.find_first_of("/?")) {
+    out = target;  // absolute (any scheme; checked below)
+  } else if (target.rfind("//", 0) == 0) {
+    out = base.substr(0, scheme_end - 2) + target;
+  } else if (target.empty()) {
+    out = origin + base_path;
+  } else if (target[0] == '?') {
+    out = origin + base_path + target;
+  } else {
+    std::string path =
+        target[0] == '/' ? target : base_path.substr(0, base_path.rfind('/') + 1) + target;
+    std::string query;
+    if (size_t q = path.find('?'); q != std::string::npos) {
+      query = path.substr(q);
+      path = path.substr(0, q);
+    }
+    std::vector<std::string> segments;
+    size_t i = 1;
+    while (i <= path.size()) {
+      size_t slash = path.find('/', i);
+      std::string seg = path.substr(i, slash == std::string::npos ? std::string::npos : slash - i);
+      bool last = slash == std::string::npos;
+      if (seg == "..") {
+        if (!segments.empty()) segments.pop_back();
+        if (last) segments.push_back("");
+      } else if (seg == ".") {
+        if (last) segments.push_back("");
+      } else {
+        segments.push_back(seg);
+      }
+      if (last) break;
+      i = slash + 1;
+    }
+    std::string joined;
+    for (const std::string& seg : segments) joined += "/" + seg;
+    out = origin + (joined.empty() ? "/" : joined) + query;
+  }
+  if (!IsHttpUrl(out))
+    return Status::InvalidArgument("link is not an http(s) URL: " + out.substr(0, 200));
   return out;
 }
 

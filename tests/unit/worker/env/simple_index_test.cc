@@ -65,13 +65,17 @@ TEST(SimpleIndexTest, RefusesLinksThatAreNotHttp) {
   EXPECT_FALSE(ParseProjectHtml("<a href=\"file:///etc/passwd\">x-1.0-py3-none-any.whl</a>",
                                 "http://h/simple/x/")
                    .ok());
-  EXPECT_FALSE(ParseProjectJson(R"({"files": [{"filename": "x", "url": "javascript:alert(1)"
-}]
-})",
-                                "http://h/simple/x/").ok());
-EXPECT_FALSE(ParseProjectJson("[1, 2]", "http://h/simple/x/").ok());
-EXPECT_FALSE(ParseProjectJson(R"({"files": "no"})", "http://h/simple/x/").ok());
-EXPECT_FALSE(ResolveUrl("http://h/simple/", "ftp://h/x").ok());
+  EXPECT_FALSE(ParseProjectJson(R"j({"files": [{"filename": "x", "url": "javascript:alert(1)"}]})j",
+                                "http://h/simple/x/")
+                   .ok());
+  EXPECT_FALSE(ParseProjectJson("[1, 2]", "http://h/simple/x/").ok());
+  EXPECT_FALSE(ParseProjectJson(R"({"files": "no"})", "http://h/simple/x/").ok());
+  EXPECT_FALSE(ResolveUrl("http://h/simple/", "ftp://h/x").ok());
+  EXPECT_EQ(*ResolveUrl("http://h/a/b/c/", "../../x%2By?q=1#frag"), "http://h/a/x%2By?q=1");
+  EXPECT_EQ(*ResolveUrl("http://h/a/b/c/", "/../../x"), "http://h/x");
+  EXPECT_EQ(*ResolveUrl("https://h:8/a/", "//other/y"), "https://other/y");
+  EXPECT_EQ(*ResolveUrl("http://h/a/page", "./z"), "http://h/a/z");
+  EXPECT_EQ(*ResolveUrl("http://h", "z"), "http://h/z");
 }
 
 TEST(SimpleIndexTest, SupportedTagsFollowPipOrder) {
