@@ -7,6 +7,10 @@
       torch.version.cuda (from the local label: +cu128 -> "12.8") and nothing else; a
       build that needs more says so by failing. Tagged <py>-<py>-manylinux_2_28_x86_64
       like PyTorch's own wheels (Root-Is-Purelib: false).
+  bulk-wheel --out DIR --name NAME --files N --bytes B
+      A real wheel of N small files (B bytes each, distinct contents) for benchmarks: the
+      file count of a large distribution (torch 2.11 installs about 11,800 files) without
+      its bytes.
   host-wheels --out DIR
       The real wheels Debian ships for pip and setuptools (/usr/share/python-wheels).
   redist --cuda /usr/local/cuda --out DIR [--components cuda_nvcc,cuda_cudart,...]
@@ -118,6 +122,16 @@ def torch_wheels(args):
                                {"torch/__init__.py": init.encode(), "torch/version.py": ver.encode()})
             made.append(path)
     return summary(made)
+
+
+def bulk_wheel(args):
+    os.makedirs(args.out, exist_ok=True)
+    package = re.sub(r"[-.]", "_", args.name)
+    files = {"%s/__init__.py" % package: b"FILES = %d\n" % args.files}
+    for i in range(args.files):
+        body = (b"# %d\n" % i) + b"x" * max(0, args.bytes - 8)
+        files["%s/part%03d/m%05d.py" % (package, i // 500, i)] = body
+    return summary([write_wheel(args.out, args.name, "1.0", "py3-none-any", files, purelib=True)])
 
 
 def host_wheels(args):
@@ -269,6 +283,11 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--version", action="append", required=True)
     p.add_argument("--python-tag", action="append")
+    p = sub.add_parser("bulk-wheel")
+    p.add_argument("--out", required=True)
+    p.add_argument("--name", required=True)
+    p.add_argument("--files", type=int, default=12000)
+    p.add_argument("--bytes", type=int, default=4096)
     p = sub.add_parser("host-wheels")
     p.add_argument("--out", required=True)
     p = sub.add_parser("redist")
@@ -284,7 +303,7 @@ def main():
     args = parser.parse_args()
     if args.command == "torch-wheels" and not args.python_tag:
         args.python_tag = ["cp%d%d" % sys.version_info[:2]]
-    result = {"torch-wheels": torch_wheels, "host-wheels": host_wheels, "redist": redist,
+    result = {"torch-wheels": torch_wheels, "bulk-wheel": bulk_wheel, "host-wheels": host_wheels, "redist": redist,
               "cpython": cpython}[args.command](args)
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
