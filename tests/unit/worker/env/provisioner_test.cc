@@ -221,6 +221,20 @@ TEST_F(ProvisionerTest, FailureCauses) {
             ProvisionFailure::kInvalidRequest);
 }
 
+TEST_F(ProvisionerTest, IndexNamingAFileOutsideTheWheelhouseIsRefused) {
+  std::string name = "../../../../tmp/torch-2.8.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl";
+  std::string page = R"({"files": [{"filename": ")" + name +
+                     R"(", "url": "t.whl", "hashes": {"sha256": ")" + Sha256Hex(torch_) +
+                     R"("}}]})";
+  fetcher_.Serve(std::string(kIndex) + "torch/", page, "application/vnd.pypi.simple.v1+json");
+  fetcher_.Serve(std::string(kIndex) + "torch/t.whl", torch_);
+  auto p = Make();
+  auto r = p->Provision(spec_, JobDir("job"), nullptr);
+  EXPECT_EQ(FailureOf(r.status()), ProvisionFailure::kInvalidRequest);
+  EXPECT_NE(r.status().message().find("unsafe file"), std::string::npos);
+  EXPECT_EQ(fetcher_.Count(std::string(kIndex) + "torch/t.whl"), 0);
+}
+
 TEST_F(ProvisionerTest, ToolkitFromRedistArchives) {
   options_.host_toolkits.clear();
   options_.redist_url = "http://nv/redist/";
