@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   spec.platform = flags.Get("platform", "linux_x86_64");
   spec.requirements = flags.GetAll("requirement");
 
-  auto fetcher = farm::env::MakeCurlFetcher();
+  auto fetcher = farm::upstream::MakeCurlFetcher();
   farm::RealProcessRunner runner;
   boost::json::object out;
   auto provisioner =

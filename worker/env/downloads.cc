@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "common/sha256.h"
+#include "common/upstream/simple_index.h"
 #include "worker/env/failure.h"
 
 namespace farm::env {
@@ -65,17 +66,9 @@ Status CheckDigest(const std::string& what, const std::string& source, const std
 
 }  // namespace
 
-bool IsSha256Hex(const std::string& text) {
-  if (text.size() != 64) return false;
-  for (char c : text) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
-Result<std::string> FetchVerified(CacheStore& cache, Fetcher& fetcher,
+Result<std::string> FetchVerified(CacheStore& cache, upstream::Fetcher& fetcher,
                                   const DownloadRequest& request, const ProgressFn& progress) {
-  if (!IsSha256Hex(request.sha256)) {
+  if (!upstream::IsSha256Hex(request.sha256)) {
     return Status::InvalidArgument("no valid sha256 for " + request.what + " (" + request.url +
                                    "): every download must be pinned");
   }

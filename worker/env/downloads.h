@@ -11,8 +11,8 @@
 #include <string>
 
 #include "common/status.h"
+#include "common/upstream/fetcher.h"
 #include "worker/env/cache_store.h"
-#include "worker/env/fetcher.h"
 
 namespace farm::env {
 
@@ -26,12 +26,9 @@ struct DownloadRequest {
 // Bytes received so far and the expected total (-1: unknown).
 using ProgressFn = std::function<void(int64_t done, int64_t total)>;
 
-// True for 64 lowercase hex digits.
-bool IsSha256Hex(const std::string& text);
-
 // Returns the path of the verified file, downloading it unless the cache has it. The
 // caller holds a pin on (kDownloads, request.sha256) while it uses the path.
-Result<std::string> FetchVerified(CacheStore& cache, Fetcher& fetcher,
+Result<std::string> FetchVerified(CacheStore& cache, upstream::Fetcher& fetcher,
                                   const DownloadRequest& request, const ProgressFn& progress);
 
 // Copies a local file into the store (preloading an offline cache); returns its sha256.

@@ -78,7 +78,8 @@ const char* ProvisionPhaseName(ProvisionPhase phase) {
 }
 
 Result<std::unique_ptr<Provisioner>> Provisioner::Create(const ProvisionerOptions& options,
-                                                         Fetcher* fetcher, ProcessRunner* runner,
+                                                         upstream::Fetcher* fetcher,
+                                                         ProcessRunner* runner,
                                                          const Clock* clock) {
   if (options.cache_dir.empty()) return Status::InvalidArgument("no provisioning cache folder");
   std::unique_ptr<Provisioner> p(new Provisioner(options, fetcher, runner, clock));
@@ -160,7 +161,7 @@ Result<std::string> Provisioner::ProvidePython(const PythonChoice& choice, Provi
 Result<PythonArchive> Provisioner::ResolvePythonRelease(const std::string& version) {
   std::string base = options_.python_release_url;
   if (base.back() != '/') base += '/';
-  FARM_ASSIGN_OR_RETURN(FetchedPage sums,
+  FARM_ASSIGN_OR_RETURN(upstream::FetchedPage sums,
                         fetcher_->GetPage(base + "SHA256SUMS", "", kMaxSmallFile));
   static const std::regex line_re(
       R"(([0-9a-f]{64})\s+\*?(cpython-(\d+\.\d+\.\d+)\+[A-Za-z0-9._-]+-([a-z0-9_]+)-unknown-linux-gnu-install_only\.tar\.gz))");
@@ -172,7 +173,7 @@ Result<PythonArchive> Provisioner::ResolvePythonRelease(const std::string& versi
     std::string name = m[2];
     std::string quoted;
     for (char c : name) quoted += c == '+' ? std::string("%2B") : std::string(1, c);
-    FARM_ASSIGN_OR_RETURN(std::string url, ResolveUrl(base, quoted));
+    FARM_ASSIGN_OR_RETURN(std::string url, upstream::ResolveUrl(base, quoted));
     auto patch = [](const std::string& v) { return std::stoi(v.substr(v.rfind('.') + 1)); };
     if (best.version.empty() || patch(m[3]) > patch(best.version)) {
       best = {m[3], url, m[1]};
@@ -215,11 +216,12 @@ Status Provisioner::BuildToolkit(const std::string& cuda, const std::vector<std:
                                  const std::string& dir, const ProgressSink& progress) {
   std::string base = options_.redist_url;
   if (base.back() != '/') base += '/';
-  FARM_ASSIGN_OR_RETURN(FetchedPage listing, fetcher_->GetPage(base, "text/html", kMaxSmallFile));
+  FARM_ASSIGN_OR_RETURN(upstream::FetchedPage listing,
+                        fetcher_->GetPage(base, "text/html", kMaxSmallFile));
   FARM_ASSIGN_OR_RETURN(std::string version,
                         PickManifestVersion(ManifestVersionsInListing(listing.body), cuda));
   std::string manifest_url = base + "redistrib_" + version + ".json";
-  FARM_ASSIGN_OR_RETURN(FetchedPage page,
+  FARM_ASSIGN_OR_RETURN(upstream::FetchedPage page,
                         fetcher_->GetPage(manifest_url, "application/json", kMaxSmallFile));
   FARM_ASSIGN_OR_RETURN(RedistManifest manifest, ParseRedistManifest(page.body));
   std::vector<std::string> components;
@@ -233,7 +235,7 @@ Status Provisioner::BuildToolkit(const std::string& cuda, const std::vector<std:
   FARM_RETURN_IF_ERROR(fs::MakeDirs(root));
   std::string record = "release_label=" + manifest.release_label + "\n";
   for (const RedistArchive& a : archives) {
-    FARM_ASSIGN_OR_RETURN(std::string url, ResolveUrl(base, a.relative_path));
+    FARM_ASSIGN_OR_RETURN(std::string url, upstream::ResolveUrl(base, a.relative_path));
     if (progress) progress({ProvisionPhase::kToolkit, a.component + " " + a.version});
     FARM_ASSIGN_OR_RETURN(CachePin pin, cache_->Pin(kDownloads, a.sha256));
     FARM_ASSIGN_OR_RETURN(

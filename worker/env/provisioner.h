@@ -18,7 +18,7 @@
 // Everything lands in the cache through CacheStore (crash-safe, LRU-bounded, pinned while
 // in use). Failures are Status codes by failure.h's table.
 //
-// Thread-safe: jobs may provision concurrently (the Fetcher and ProcessRunner must be).
+// Thread-safe: jobs may provision concurrently (the upstream::Fetcher and ProcessRunner must be).
 #ifndef FARM_WORKER_ENV_PROVISIONER_H_
 #define FARM_WORKER_ENV_PROVISIONER_H_
 
@@ -32,11 +32,11 @@
 #include "common/clock.h"
 #include "common/process.h"
 #include "common/status.h"
+#include "common/upstream/fetcher.h"
+#include "common/upstream/simple_index.h"
 #include "worker/env/cache_store.h"
 #include "worker/env/downloads.h"
 #include "worker/env/env_spec.h"
-#include "worker/env/fetcher.h"
-#include "worker/env/simple_index.h"
 
 namespace farm::env {
 
@@ -72,7 +72,7 @@ struct ProvisionerOptions {
   std::vector<PythonArchive> python_archives;  // tried before the release folder
   std::vector<HostPython> host_pythons;
   std::vector<HostToolkit> host_toolkits;
-  TargetPython target;  // arch and glibc; version is the spec's
+  upstream::TargetPython target;  // arch and glibc; version is the spec's
   int64_t command_timeout_ms = 30 * 60 * 1000;
 };
 
@@ -118,8 +118,8 @@ class Provisioner {
  public:
   // `fetcher`, `runner` and `clock` must outlive the provisioner.
   static Result<std::unique_ptr<Provisioner>> Create(const ProvisionerOptions& options,
-                                                     Fetcher* fetcher, ProcessRunner* runner,
-                                                     const Clock* clock);
+                                                     upstream::Fetcher* fetcher,
+                                                     ProcessRunner* runner, const Clock* clock);
 
   // Makes (or reuses) the environment of `spec` and clones it to `job_dir`/venv
   // (`job_dir` must exist; "venv" must not).
@@ -132,7 +132,7 @@ class Provisioner {
   CacheStore& cache() { return *cache_; }
 
  private:
-  Provisioner(const ProvisionerOptions& options, Fetcher* fetcher, ProcessRunner* runner,
+  Provisioner(const ProvisionerOptions& options, upstream::Fetcher* fetcher, ProcessRunner* runner,
               const Clock* clock)
       : options_(options), fetcher_(fetcher), runner_(runner), clock_(clock) {}
 
@@ -155,7 +155,7 @@ class Provisioner {
   Status CheckPythonVersion(const std::string& python, const std::string& wanted);
 
   ProvisionerOptions options_;
-  Fetcher* fetcher_;
+  upstream::Fetcher* fetcher_;
   ProcessRunner* runner_;
   const Clock* clock_;
   std::unique_ptr<CacheStore> cache_;

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "common/archive/entry_rules.h"
+#include "common/upstream/simple_index.h"
 #include "worker/env/downloads.h"
 
 namespace farm::env {
@@ -46,7 +47,7 @@ Result<RedistArchive> ArchiveFrom(const std::string& component, const std::strin
   std::string rule;
   std::string why = archives::CheckEntryName(a.relative_path, &rule);
   if (!why.empty()) return Status::InvalidArgument(component + ": relative_path " + why);
-  if (!IsSha256Hex(a.sha256)) return Status::InvalidArgument(component + ": bad sha256");
+  if (!upstream::IsSha256Hex(a.sha256)) return Status::InvalidArgument(component + ": bad sha256");
   if (const json::value* size = entry.if_contains("size")) {
     if (size->is_int64()) a.size = size->as_int64();
     if (size->is_string()) {

@@ -77,7 +77,7 @@ Status Provisioner::BuildSnapshot(const EnvSpec& spec, const std::string& python
     FARM_ASSIGN_OR_RETURN(Requirement r, ParseRequirement(text));
     add(r);
   }
-  TargetPython target = options_.target;
+  upstream::TargetPython target = options_.target;
   target.version = MajorMinor(spec.python);
   std::string platform_arch = wheel::PlatformArch(spec.platform);
   if (platform_arch != target.arch) {
@@ -94,10 +94,12 @@ Status Provisioner::BuildSnapshot(const EnvSpec& spec, const std::string& python
   std::string installer_wheel;
   for (const Requirement& r : pins) {
     if (progress) progress({ProvisionPhase::kPackages, "resolving " + r.Spec() + " on " + index});
-    Result<std::vector<IndexFile>> files = ListProjectFiles(*fetcher_, index, r.name);
+    Result<std::vector<upstream::IndexFile>> files =
+        upstream::ListProjectFiles(*fetcher_, index, r.name);
     if (!files.ok()) return cleanup(files.status().WithContext(r.Spec()));
     std::string yanked;
-    Result<IndexFile> chosen = SelectWheel(*files, r.name, r.version, target, &yanked);
+    Result<upstream::IndexFile> chosen =
+        upstream::SelectWheel(*files, r.name, r.version, target, &yanked);
     if (!chosen.ok()) return cleanup(chosen.status());
     if (!yanked.empty()) env->notes.push_back(yanked);
     if (!r.sha256.empty() && r.sha256 != chosen->sha256) {

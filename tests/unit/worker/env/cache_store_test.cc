@@ -6,8 +6,8 @@
 
 #include "common/fs.h"
 #include "common/sha256.h"
+#include "tests/support/fake_upstream.h"
 #include "tests/support/test_util.h"
-#include "tests/unit/worker/env/env_fakes.h"
 #include "worker/env/downloads.h"
 #include "worker/env/tree_ops.h"
 
@@ -175,7 +175,7 @@ TEST(DownloadsTest, VerifiesAndFetchesOnce) {
   ScopedTempDir tmp;
   FakeClock clock;
   auto store = OpenStore(tmp.path(), &clock);
-  testing::FakeFetcher fetcher;
+  farm::testing::FakeFetcher fetcher;
   std::string body(1000, 'w');
   fetcher.Serve("http://h/w.whl", body);
   DownloadRequest req{"http://h/w.whl", Sha256Hex(body), 1000, "w.whl"};
@@ -192,7 +192,7 @@ TEST(DownloadsTest, MismatchIsRefusedAndNothingCached) {
   ScopedTempDir tmp;
   FakeClock clock;
   auto store = OpenStore(tmp.path(), &clock);
-  testing::FakeFetcher fetcher;
+  farm::testing::FakeFetcher fetcher;
   std::string good(100, 'g');
   std::string bad = good;
   bad[50] = 'X';
@@ -218,7 +218,7 @@ TEST(DownloadsTest, UnreachableAndUnpinned) {
   ScopedTempDir tmp;
   FakeClock clock;
   auto store = OpenStore(tmp.path(), &clock);
-  testing::FakeFetcher fetcher;
+  farm::testing::FakeFetcher fetcher;
   fetcher.Serve("http://h/y", "y");
   fetcher.Fail("http://h/y", Status::Unavailable("connection refused"));
   DownloadRequest req{"http://h/y", Sha256Hex("y"), 1, "y"};
@@ -237,7 +237,7 @@ TEST(DownloadsTest, AddLocalFilePreloads) {
   auto digest = AddLocalFile(*store, tmp.path() + "/torch.whl");
   ASSERT_OK(digest.status());
   EXPECT_EQ(*digest, Sha256Hex("wheel bytes"));
-  testing::FakeFetcher offline;  // serves nothing
+  farm::testing::FakeFetcher offline;  // serves nothing
   auto path =
       FetchVerified(*store, offline, {"http://h/torch.whl", *digest, 11, "torch.whl"}, nullptr);
   ASSERT_OK(path.status());

@@ -7,18 +7,18 @@
 
 #include "common/fs.h"
 #include "common/sha256.h"
+#include "tests/support/fake_upstream.h"
 #include "tests/support/test_util.h"
-#include "tests/unit/worker/env/env_fakes.h"
 #include "worker/env/failure.h"
 
 namespace farm::env {
 namespace {
 
 using farm::testing::FakeClock;
+using farm::testing::FakeFetcher;
+using farm::testing::FakeRun;
 using farm::testing::ScopedTempDir;
-using testing::FakeFetcher;
-using testing::FakeRun;
-using testing::ScriptedRunner;
+using farm::testing::ScriptedRunner;
 
 const char kIndex[] = "http://up/whl/cu128/";
 const char kPipWheel[] = "pip-23.0.1-py3-none-any.whl";

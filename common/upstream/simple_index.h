@@ -4,17 +4,17 @@
 // the index answers, by its Content-Type. Every page is hostile input: sizes are bounded,
 // links must resolve to http(s) URLs, and a file without a sha256 can be listed but never
 // chosen. Thread-safe when its Fetcher is.
-#ifndef FARM_WORKER_ENV_SIMPLE_INDEX_H_
-#define FARM_WORKER_ENV_SIMPLE_INDEX_H_
+#ifndef FARM_COMMON_UPSTREAM_SIMPLE_INDEX_H_
+#define FARM_COMMON_UPSTREAM_SIMPLE_INDEX_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
-#include "worker/env/fetcher.h"
+#include "common/upstream/fetcher.h"
 
-namespace farm::env {
+namespace farm::upstream {
 
 struct IndexFile {
   std::string filename;
@@ -26,6 +26,9 @@ struct IndexFile {
   std::string yanked_reason;
   std::string core_metadata_sha256;  // PEP 658/714, "" when not offered
 };
+
+// True for 64 lowercase hex digits (a sha256 as indexes and manifests write it).
+bool IsSha256Hex(const std::string& text);
 
 // The largest project page read (PyTorch's torch page is a few MB).
 inline constexpr int64_t kMaxIndexPageBytes = int64_t{32} << 20;
@@ -69,6 +72,6 @@ Result<IndexFile> SelectWheel(const std::vector<IndexFile>& files, const std::st
                               const std::string& version, const TargetPython& target,
                               std::string* yanked_note = nullptr);
 
-}  // namespace farm::env
+}  // namespace farm::upstream
 
-#endif  // FARM_WORKER_ENV_SIMPLE_INDEX_H_
+#endif  // FARM_COMMON_UPSTREAM_SIMPLE_INDEX_H_

@@ -5,9 +5,9 @@
 #include <cctype>
 #include <mutex>
 
-#include "worker/env/fetcher.h"
+#include "common/upstream/fetcher.h"
 
-namespace farm::env {
+namespace farm::upstream {
 namespace {
 
 void GlobalInit() {
@@ -144,4 +144,4 @@ bool IsHttpUrl(std::string_view url) {
   return true;
 }
 
-}  // namespace farm::env
+}  // namespace farm::upstream

@@ -6,8 +6,8 @@
 // (or DeadlineExceeded), 404 and 410 are NotFound, any other non-2xx answer is
 // Unavailable naming the status. Only http and https URLs are fetched, redirects
 // included. Implementations allow concurrent calls from several threads.
-#ifndef FARM_WORKER_ENV_FETCHER_H_
-#define FARM_WORKER_ENV_FETCHER_H_
+#ifndef FARM_COMMON_UPSTREAM_FETCHER_H_
+#define FARM_COMMON_UPSTREAM_FETCHER_H_
 
 #include <cstdint>
 #include <functional>
@@ -17,7 +17,7 @@
 
 #include "common/status.h"
 
-namespace farm::env {
+namespace farm::upstream {
 
 struct FetchedPage {
   std::string url;           // after redirects: relative links resolve against it
@@ -55,6 +55,6 @@ std::unique_ptr<Fetcher> MakeCurlFetcher(const CurlFetcherOptions& options = {})
 // Whether `url` is an absolute http or https URL with a host (what the fetcher accepts).
 bool IsHttpUrl(std::string_view url);
 
-}  // namespace farm::env
+}  // namespace farm::upstream
 
-#endif  // FARM_WORKER_ENV_FETCHER_H_
+#endif  // FARM_COMMON_UPSTREAM_FETCHER_H_

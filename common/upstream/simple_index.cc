@@ -1,4 +1,4 @@
-#include "worker/env/simple_index.h"
+#include "common/upstream/simple_index.h"
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -9,9 +9,8 @@
 #include <set>
 
 #include "common/wheel/wheel_name.h"
-#include "worker/env/downloads.h"
 
-namespace farm::env {
+namespace farm::upstream {
 namespace {
 
 namespace json = boost::json;
@@ -151,6 +150,14 @@ void AddTags(const std::string& python, const std::string& abi,
 }
 
 }  // namespace
+
+bool IsSha256Hex(const std::string& text) {
+  if (text.size() != 64) return false;
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
 
 Result<std::string> ResolveUrl(const std::string& base, const std::string& ref) {
   // RFC 3986 section 5.2, without normalising percent-encoding: PyTorch's index links
@@ -348,4 +355,4 @@ Result<IndexFile> SelectWheel(const std::vector<IndexFile>& files, const std::st
   return *best;
 }
 
-}  // namespace farm::env
+}  // namespace farm::upstream

@@ -1,11 +1,11 @@
-#include "worker/env/simple_index.h"
+#include "common/upstream/simple_index.h"
 
 #include <gtest/gtest.h>
 
+#include "tests/support/fake_upstream.h"
 #include "tests/support/test_util.h"
-#include "tests/unit/worker/env/env_fakes.h"
 
-namespace farm::env {
+namespace farm::upstream {
 namespace {
 
 const std::string kSha(64, 'a');
@@ -125,7 +125,7 @@ TEST(SimpleIndexTest, YankedPinIsUsedWithANote) {
 }
 
 TEST(SimpleIndexTest, ListAsksForJsonAndFallsBackToHtml) {
-  testing::FakeFetcher fetcher;
+  farm::testing::FakeFetcher fetcher;
   fetcher.Serve("http://h/whl/cu128/torch/", R"({"files": []})",
                 "application/vnd.pypi.simple.v1+json");
   fetcher.Serve(
@@ -145,4 +145,4 @@ TEST(SimpleIndexTest, ListAsksForJsonAndFallsBackToHtml) {
 }
 
 }  // namespace
-}  // namespace farm::env
+}  // namespace farm::upstream

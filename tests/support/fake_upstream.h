@@ -1,8 +1,8 @@
-// Fakes of the provisioner's seams for unit tests: a Fetcher serving scripted URLs (and
+// Fakes of the provisioner's seams for unit tests: a upstream::Fetcher serving scripted URLs (and
 // counting every request per URL), and a ProcessRunner that answers commands with a
 // scripted handler instead of starting processes.
-#ifndef FARM_TESTS_UNIT_WORKER_ENV_ENV_FAKES_H_
-#define FARM_TESTS_UNIT_WORKER_ENV_ENV_FAKES_H_
+#ifndef FARM_TESTS_SUPPORT_FAKE_UPSTREAM_H_
+#define FARM_TESTS_SUPPORT_FAKE_UPSTREAM_H_
 
 #include <functional>
 #include <map>
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "common/process.h"
-#include "worker/env/fetcher.h"
+#include "common/upstream/fetcher.h"
 
-namespace farm::env::testing {
+namespace farm::testing {
 
 struct FakeResource {
   std::string body;
@@ -22,7 +22,7 @@ struct FakeResource {
   Status failure;  // returned instead of the body when not OK
 };
 
-class FakeFetcher final : public Fetcher {
+class FakeFetcher final : public upstream::Fetcher {
  public:
   void Serve(const std::string& url, std::string body, std::string content_type = "") {
     std::lock_guard<std::mutex> lock(mu_);
@@ -47,14 +47,14 @@ class FakeFetcher final : public Fetcher {
   // Delivered in blocks of this size (many blocks exercise the streaming paths).
   size_t block_size = 7;
 
-  Result<FetchedPage> GetPage(const std::string& url, const std::string& accept,
-                              int64_t max_bytes) override {
+  Result<upstream::FetchedPage> GetPage(const std::string& url, const std::string& accept,
+                                        int64_t max_bytes) override {
     FakeResource r;
     FARM_RETURN_IF_ERROR(Lookup(url, &r));
     if (static_cast<int64_t>(r.body.size()) > max_bytes) return Status::ResourceExhausted("big");
-    return FetchedPage{url, r.content_type, r.body};
+    return upstream::FetchedPage{url, r.content_type, r.body};
   }
-  Status Download(const std::string& url, const DownloadSink& sink) override {
+  Status Download(const std::string& url, const upstream::DownloadSink& sink) override {
     FakeResource r;
     FARM_RETURN_IF_ERROR(Lookup(url, &r));
     for (size_t at = 0; at < r.body.size(); at += block_size) {
@@ -134,6 +134,6 @@ class ScriptedRunner final : public ProcessRunner {
   std::vector<std::vector<std::string>> commands_;
 };
 
-}  // namespace farm::env::testing
+}  // namespace farm::testing
 
-#endif  // FARM_TESTS_UNIT_WORKER_ENV_ENV_FAKES_H_
+#endif  // FARM_TESTS_SUPPORT_FAKE_UPSTREAM_H_
