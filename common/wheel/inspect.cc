@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/sha256.h"
+#include "common/wheel/dist_info.h"
 #include "common/wheel/dist_info_checks.h"
 #include "common/wheel/elf_reader.h"
 
@@ -84,6 +85,7 @@ class Inspector {
     if (metadata != nullptr) {
       CheckMetadataFile(dir + "/METADATA", *metadata, report_->tags, &report_->metadata_name,
                         &report_->metadata_version, &report_->problems);
+      report_->requires_dist = FindHeaders(ParseHeaders(*metadata), "Requires-Dist");
     }
   }
 

@@ -65,6 +65,7 @@ struct WheelReport {
   std::string metadata_name;
   std::string metadata_version;
   std::vector<std::string> wheel_tags;  // Tag: lines of WHEEL, sorted
+  std::vector<std::string> requires_dist;  // Requires-Dist values of METADATA, in order
   std::vector<WheelFileInfo> files;     // in archive order
   int64_t total_bytes = 0;              // uncompressed bytes streamed
   bool scan_aborted = false;            // a limit or corruption stopped the scan early

@@ -8,6 +8,7 @@
 #include "common/fs.h"
 #include "common/wheel/inspect.h"
 #include "common/wheel/manifest.h"
+#include "common/wheel/requires_dist.h"
 #include "daemon/cli/commands.h"
 
 namespace farm::cli {
@@ -46,6 +47,12 @@ Status InspectCommand(const Flags& flags, std::ostream& out) {
   FARM_ASSIGN_OR_RETURN(wheel::WheelReport report, wheel::InspectWheel(path, options));
   out << report.filename << ": " << report.files.size() << " files, "
       << report.metadata_name << " " << report.metadata_version << "\n";
+  // A wheel built against torch must say which torch it needs (docs/wheel-checks.md).
+  std::string torch;
+  for (const std::string& r : wheel::RequiresDistFor(report.requires_dist, "torch")) {
+    torch += (torch.empty() ? "" : "; ") + r;
+  }
+  out << "torch requirement: " << (torch.empty() ? "none in METADATA" : torch) << "\n";
   if (cuobjdump_style) {
     for (const auto& m : report.manifest.modules) out << wheel::FormatCuobjdumpStyle(m);
   } else {

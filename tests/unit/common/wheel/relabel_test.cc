@@ -115,6 +115,15 @@ TEST(RelabelWheelTest, RefusesBadLabelsAndWheelsWithoutDistInfo) {
   ASSERT_OK(testing::WriteZip(bare, {{"bare/__init__.py", ""}}));
   EXPECT_EQ(RelabelWheel(bare, "cu130", dir.path()).status().code(),
             StatusCode::kInvalidArgument);
+  // A RECORD naming a path outside the wheel is the build's attack, not a row to rename.
+  WheelSpec hostile = Unlabelled();
+  hostile.edit_record = [](std::string* record) { *record += "../../../etc/profile.d/x.sh,,\n"; };
+  ASSERT_OK(fs::MakeDirs(dir.path() + "/h"));
+  auto bad = WriteWheel(dir.path() + "/h", hostile);
+  ASSERT_OK(bad.status());
+  Status refused = RelabelWheel(*bad, "cu130", dir.path() + "/h").status();
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("outside the wheel"), std::string::npos) << refused.message();
 }
 
 }  // namespace
