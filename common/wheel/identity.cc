@@ -125,7 +125,13 @@ Result<std::string> WheelLabel(const std::string& label_template,
 Result<std::string> RecipeWheelLabel(const farm::v1::Recipe& recipe,
                                      const farm::v1::MatrixCell& cell,
                                      const std::vector<arch::Image>& images) {
-  return WheelLabel(recipe.publish().local_version_template(), cell, images,
+  farm::v1::MatrixCell named = cell;
+  const std::string& floor = recipe.torch_abi().stable_floor();
+  if (!floor.empty()) {  // one wheel for every torch from the floor, any toolkit of its major
+    named.set_torch(floor + "andhigher");
+    named.set_cuda(cell.cuda().substr(0, cell.cuda().find('.')));
+  }
+  return WheelLabel(recipe.publish().local_version_template(), named, images,
                     recipe.source().has_git() ? recipe.source().git().commit() : "");
 }
 

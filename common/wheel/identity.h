@@ -62,7 +62,9 @@ Result<std::string> WheelLabel(const std::string& label_template,
                                const std::vector<arch::Image>& images,
                                const std::string& commit = "");
 
-// WheelLabel with the template and git commit of `recipe`.
+// WheelLabel with the template and git commit of `recipe`. A stable-ABI recipe's wheel
+// (torch_abi.stable) serves every torch from its floor with any toolkit of the cell's CUDA
+// major, and says so: torch is "<floor>andhigher", CUDA its major ("cu13torch2.9andhigher").
 Result<std::string> RecipeWheelLabel(const farm::v1::Recipe& recipe,
                                      const farm::v1::MatrixCell& cell,
                                      const std::vector<arch::Image>& images);

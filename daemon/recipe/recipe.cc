@@ -36,7 +36,9 @@ const std::vector<std::string_view> kTopLevelKeys = {"name",
                                                      "network",
                                                      "unrequested_archs",
                                                      "build_on_target_gpu",
-                                                     "requires"};
+                                                     "requires",
+                                                     "torch_abi",
+                                                     "environment"};
 
 constexpr size_t kMaxNameLength = 100;
 constexpr double kMaxGbPerCompileJob = 1024;
@@ -299,6 +301,8 @@ Result<ParsedRecipe> ParseRoot(const ErrorSink& sink, const YAML::Node& root) {
   FARM_RETURN_IF_ERROR(ParseRetrySection(top, recipe));
   FARM_RETURN_IF_ERROR(ParsePublishSection(top, recipe));
   FARM_RETURN_IF_ERROR(ParseRequiresSection(top, recipe));
+  FARM_RETURN_IF_ERROR(ParseTorchAbiSection(top, recipe));
+  FARM_RETURN_IF_ERROR(ParseEnvironmentSection(top, recipe));
   return out;
 }
 

@@ -30,6 +30,10 @@ Status ParsePublishSection(const Section& top, farm::v1::Recipe* recipe);
 // `requires:` (recipe_requires.cc).
 inline constexpr size_t kMaxRequirements = 16;
 Status ParseRequiresSection(const Section& top, farm::v1::Recipe* recipe);
+// `torch_abi:` and `environment:` (recipe_torch.cc); read after the matrix, the scalars and
+// publish, which they are checked against.
+Status ParseTorchAbiSection(const Section& top, farm::v1::Recipe* recipe);
+Status ParseEnvironmentSection(const Section& top, farm::v1::Recipe* recipe);
 
 }  // namespace farm::recipe
 
