@@ -57,9 +57,11 @@ class Attacker(threading.Thread):
     """Holds `count` connections to farmd from ATTACKER: each sent `first_bytes` (a
     partial request head, or nothing) and then one more byte (`byte`) every second. While
     `reconnect` is set, a socket farmd closes is replaced by a new one (at most
-    MAX_RECONNECTS in all). Records when farmd closed each socket (EOF or reset)."""
+    REPLACE_PER_ROUND every 50 ms, MAX_RECONNECTS in all: a slow client, not a connection
+    flood). Records when farmd closed each socket (EOF or reset)."""
 
-    MAX_RECONNECTS = 50000
+    MAX_RECONNECTS = 20000
+    REPLACE_PER_ROUND = 20
 
     def __init__(self, address, first_bytes, byte, count=SLOW_SOCKETS):
         super().__init__(daemon=True)
@@ -102,7 +104,8 @@ class Attacker(threading.Thread):
                     s.close()
             if self.reconnect.is_set():
                 missing = self.count - len(self.open_now())
-                for _ in range(min(missing, self.MAX_RECONNECTS - self.reconnects)):
+                for _ in range(min(missing, self.REPLACE_PER_ROUND,
+                                   self.MAX_RECONNECTS - self.reconnects)):
                     try:
                         s = _open_slow(self.address, self.first_bytes)
                     except OSError:
