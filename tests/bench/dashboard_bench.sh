@@ -5,6 +5,10 @@
 # BENCH_WORKERS=N registers N workers (default 20; 0 for a fixture without --workers), so
 # the builds pages explain their waiting jobs against a fleet. BENCH_PATHS="..." replaces
 # the list of endpoints ({mid} and {job} stand for a middle build and job id).
+# BENCH_SIZES="small large" picks the stores (10,000 and 100,000 jobs). BENCH_FINISH=N runs
+# and ends the jobs of every Nth build (every fifth of them failed), so the histograms, the
+# failure lists and the state counts have rows of every kind; default 0, all pending (the
+# store the first figures in docs/dashboard.md were measured on).
 set -euo pipefail
 fixture=${1:?usage: dashboard_bench.sh DASHBOARD_FIXTURE [SECONDS]}
 seconds=${2:-5}
@@ -19,6 +23,7 @@ run() {  # run LABEL BUILDS JOBS_PER_BUILD
   local start=$SECONDS
   local workers=()
   [[ ${BENCH_WORKERS:-20} -gt 0 ]] && workers=(--workers "${BENCH_WORKERS:-20}")
+  [[ ${BENCH_FINISH:-0} -gt 0 ]] && workers+=(--finish-every "$BENCH_FINISH")
   "$fixture" --data-dir "$dir" --ready-file "$dir.addr" --fill-builds "$builds" \
     --jobs-per-build "$per" "${workers[@]}" >"$dir.log" 2>&1 &
   pid=$!
@@ -40,5 +45,10 @@ run() {  # run LABEL BUILDS JOBS_PER_BUILD
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 }
 
-run small 1000 10
-run large 10000 10
+for size in ${BENCH_SIZES:-small large}; do
+  case $size in
+    small) run small 1000 10 ;;
+    large) run large 10000 10 ;;
+    *) echo "unknown size $size (small, large)" >&2; exit 2 ;;
+  esac
+done
