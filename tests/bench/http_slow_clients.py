@@ -32,18 +32,28 @@ def percentile(values, p):
 
 
 def measure(base, paths, n, context):
+    """Per path: the latencies (ms) of the requests answered 200, and how many were not."""
     rows = {}
     for path in paths:
-        ms = [avail._timed_get(base + path, context) for _ in range(n)]
-        rows[path] = (statistics.median(ms), percentile(ms, 90), percentile(ms, 99), max(ms))
+        ms, failed = [], 0
+        for _ in range(n):
+            try:
+                ms.append(avail._timed_get(base + path, context))
+            except (OSError, AssertionError):  # urllib's HTTPError and URLError are OSErrors
+                failed += 1
+        rows[path] = (ms, failed)
     return rows
 
 
 def show(title, rows):
     print(f"== {title}")
-    for path, (p50, p90, p99, worst) in rows.items():
-        print(f"  {path:10s} median {p50:6.1f} ms  p90 {p90:6.1f} ms  p99 {p99:6.1f} ms  "
-              f"max {worst:7.1f} ms")
+    for path, (ms, failed) in rows.items():
+        if not ms:
+            print(f"  {path:10s} no request answered 200 ({failed} failed)")
+            continue
+        print(f"  {path:10s} median {statistics.median(ms):6.1f} ms  p90 {percentile(ms, 90):6.1f}"
+              f" ms  p99 {percentile(ms, 99):6.1f} ms  max {max(ms):7.1f} ms"
+              + (f"  ({failed} of {len(ms) + failed} not answered 200)" if failed else ""))
 
 
 def main():
@@ -63,7 +73,8 @@ def main():
     try:
         extra, context, scheme = list(args.farmd_arg), None, "http"
         if args.tls:
-            farm_harness.FARMCTL = os.path.join(os.path.dirname(args.farmd), "cli", "farmctl")
+            farm_harness.FARMCTL = os.path.join(os.path.dirname(os.path.abspath(args.farmd)), "cli",
+                                                "farmctl")
             avail.FARMCTL = farm_harness.FARMCTL
             ca = avail._make_certificates(root)
             extra += ["--tls-cert", f"{ca}/farmd.pem", "--tls-key", f"{ca}/farmd.key",
