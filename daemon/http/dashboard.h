@@ -1,9 +1,9 @@
 // Dashboard: farmd's HTTP server (web dashboard, JSON API, metrics, package index) on its
 // own io_context and threads, independent of the gRPC server; HTTPS with farmd's
 // certificate when options.tls is enabled. Shaped like the Beast CppCon2018 example: a
-// listener accepting connections (listener.cc) and one session per connection
-// (session_impl.h, instantiated for plain TCP and TLS in session_plain.cc and
-// session_tls.cc), with a single Fail() point that ignores operation_aborted. Requests go
+// listener accepting connections (listener.cc) and one session per connection (session.h,
+// over plain TCP or TLS behind one Transport, transport.h), with a single Fail() point that
+// ignores operation_aborted. Requests go
 // to Router (pure handlers); server-sent events poll the store's generation. Every answer
 // carries the headers of security_headers.h.
 //

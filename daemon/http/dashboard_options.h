@@ -38,7 +38,7 @@ struct DashboardOptions {
   // refused without being read from (connection_limits.h, listener.cc).
   int max_connections = 512;
   int max_connections_per_address = 32;
-  // Deadlines (session_impl.h): the TLS handshake and each request's head, its body, and
+  // Deadlines (session.h): the TLS handshake and each request's head, its body, and
   // the wait for the next request on a kept-alive connection. Whole deadlines, not per
   // byte: a client trickling bytes is closed when they pass.
   int header_timeout_ms = 10'000;

@@ -1,5 +1,5 @@
 // The dashboard's listener: accepts, admits or refuses, and hands admitted connections to
-// their session (session_plain.cc, session_tls.cc).
+// their session (transport_plain.cc, transport_tls.cc, session.h).
 //
 // A refusal costs no read and no TLS handshake: on plain HTTP one fixed 503 is written
 // without waiting (the socket's send buffer is empty) and the connection lingers at most
