@@ -8,7 +8,9 @@
 # BENCH_SIZES="small large" picks the stores (10,000 and 100,000 jobs). BENCH_FINISH=N runs
 # and ends the jobs of every Nth build (every fifth of them failed), so the histograms, the
 # failure lists and the state counts have rows of every kind; default 0, all pending (the
-# store the first figures in docs/dashboard.md were measured on).
+# store the first figures in docs/dashboard.md were measured on). BENCH_WRK="-t1 -c1"
+# replaces wrk's threads and connections (default -t2 -c16): one connection measures each
+# answer's own time, without the queue of 16 connections on the server's 2 threads.
 set -euo pipefail
 fixture=${1:?usage: dashboard_bench.sh DASHBOARD_FIXTURE [SECONDS]}
 seconds=${2:-5}
@@ -39,7 +41,8 @@ run() {  # run LABEL BUILDS JOBS_PER_BUILD
     path=${path//\{mid\}/$mid}
     path=${path//\{job\}/$job}
     echo "-- GET $path"
-    wrk -t2 -c16 -d"${seconds}s" --latency "http://$addr$path" |
+    # shellcheck disable=SC2086 # BENCH_WRK is a list of options
+    wrk ${BENCH_WRK:--t2 -c16} -d"${seconds}s" --latency "http://$addr$path" |
       grep -E "Requests/sec|Latency |50%|99%|Non-2xx" || true
   done
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
