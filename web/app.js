@@ -95,7 +95,8 @@ function progressHtml(p) {
   if (total > 0) {
     const pct = Math.floor(done * 100 / total);
     parts.push(`${done}/${total} units (${pct}%)`);
-    bar = `<span class="bar"><span style="width:${pct}%"></span></span>`;
+    // An SVG rect, not a style attribute: the Content-Security-Policy allows no inline style.
+    bar = `<svg class="bar" viewBox="0 0 100 1" preserveAspectRatio="none"><rect width="${pct}" height="1"/></svg>`;
   } else if (done > 0) {
     parts.push(plural(done, 'compile') + ' done');
   }
@@ -260,6 +261,7 @@ async function drawChart(t, elId) {
     const y1 = Math.max(...pts.map((p) => p.duration_ms)) || 1;
     const sx = (v) => L + (x1 === x0 ? (W - L) / 2 : (v - x0) / (x1 - x0) * (W - L - 10));
     const sy = (v) => H - B - v / y1 * (H - B - 10);
+    // The same colours as style.css's .legend .swatch-N.
     const colours = ['#1a5fb4', '#d43f3a', '#1f9d55', '#d99a00', '#7b6fa8', '#0e8a8a'];
     const recipes = [...new Set(r.series.map((s) => s.recipe))];
     const colour = (s) => colours[recipes.indexOf(s.recipe) % colours.length];
@@ -280,7 +282,7 @@ async function drawChart(t, elId) {
         r="3" fill="${p.state === 'JOB_SUCCEEDED' ? c : '#d43f3a'}"><title>job ${p.job_id} (build ${p.build_id}, ${esc(s.cell || '')}): ${dur(p.duration_ms)}</title></circle>`).join('');
     });
     el.innerHTML = svg + '</svg><div class="legend">' + recipes.map((name, i) =>
-      `<span><i style="background:${colours[i % colours.length]}"></i>${esc(name)}</span>`).join('') +
+      `<span><i class="swatch-${i % colours.length}"></i>${esc(name)}</span>`).join('') +
       '<span class="muted">one line per recipe and cell; run time of the attempt that counted</span></div>';
   } catch (e) { showError(e); }
 }
