@@ -8,6 +8,7 @@
 #include "common/fs.h"
 #include "common/sha256.h"
 #include "common/utf8.h"
+#include "daemon/recipe/matrix.h"
 #include "daemon/recipe/recipe.h"
 
 namespace farm::cli {
@@ -210,10 +211,15 @@ Result<farm::v1::SubmitBuildRequest> PrepareBuildRequest(const CommandEnv& env,
     recipe.mutable_source()->set_tarball_path(
         stdfs::absolute(flags.Get("source-tarball")).string());
   }
+  // The matrix is checked before anything is packed or uploaded: a request farmd would
+  // refuse for its axes costs no upload.
+  farm::v1::MatrixAxes axes;
+  AddAxes(flags, &axes);
+  FARM_RETURN_IF_ERROR(recipe::CheckBuildable(recipe::ExpandRequest(axes, recipe.matrix())));
   std::vector<std::string> chain;
   FARM_ASSIGN_OR_RETURN(farm::v1::SubmitBuildRequest req, PackRecipe(env, flags, loaded));
   FARM_RETURN_IF_ERROR(AddRequirements(env, flags, loaded, &chain, &req));
-  AddAxes(flags, req.mutable_matrix());
+  *req.mutable_matrix() = std::move(axes);
   FARM_ASSIGN_OR_RETURN(int64_t priority, flags.GetInt("priority", 0));
   req.set_priority(static_cast<int32_t>(priority));
   req.set_force(flags.Has("force"));
