@@ -101,8 +101,10 @@ function cellDetail(j, waited, ran) {
     return `<div class="times">${elapsedHtml(ran, j.expected_ms)}</div>${progressHtml(j.progress)}`;
   }
   if (j.state === 'JOB_FAILED' && j.failure) {
-    const first = (j.failure.lines || [])[0] || j.failure.summary;
-    return `<div class="cell-why">${j.failure.phase ? `<b>${esc(j.failure.phase)}</b>: ` : ''}${esc(first)}</div>`;
+    // The summary says why it failed; the log's lines (the first may be any output) are
+    // in the tooltip and on the job page.
+    const why = j.failure.summary || (j.failure.lines || [])[0] || '';
+    return `<div class="cell-why">${j.failure.phase ? `<b>${esc(j.failure.phase)}</b>: ` : ''}${esc(why)}</div>`;
   }
   return `<div class="times">waited ${dur(waited)}${j.ran_ms ? ' · ran ' + dur(ran) : ''}</div>`;
 }

@@ -13,6 +13,7 @@
 #include "daemon/api/handler.h"
 #include "daemon/api/peers.h"
 #include "daemon/api/revalidation.h"
+#include "daemon/http/job_views.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/placement.h"
 
@@ -115,6 +116,29 @@ Result<std::string> ResolveWorker(store::Store& store, const std::string& id_or_
                                  id_or_name + "\"; give the id");
 }
 
+// Failed jobs of a GetBuild reply that carry their failure lines at most.
+constexpr int kMaxJobsWithFailureLines = 20;
+
+// Fills job->failure_lines of a failed job: the lines the dashboard shows for it.
+Status AddFailureLines(const ServiceContext& ctx, const farm::v1::Recipe& recipe,
+                       farm::v1::Job* job) {
+  if (job->state() != farm::v1::JOB_FAILED) return Status::Ok();
+  FARM_ASSIGN_OR_RETURN(auto row, ctx.store->GetJob(job->id()));
+  FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(row.id));
+  http::DashboardDeps deps{.store = ctx.store, .blobs = ctx.blobs, .clock = ctx.clock};
+  FARM_ASSIGN_OR_RETURN(boost::json::object failure,
+                        http::FailureJson(deps, row, attempts, recipe));
+  for (const auto& line : failure["lines"].as_array()) {
+    job->add_failure_lines(std::string(line.as_string()));
+  }
+  return Status::Ok();
+}
+
+Result<farm::v1::Recipe> RecipeOfBuild(const ServiceContext& ctx, int64_t build_id) {
+  FARM_ASSIGN_OR_RETURN(store::BuildRow build, ctx.store->GetBuild(build_id));
+  return model::ParseBlob<farm::v1::Recipe>(build.recipe);
+}
+
 }  // namespace
 
 Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& row) {
@@ -172,6 +196,14 @@ grpc::Status ClientService::GetBuild(grpc::ServerContext* call,
                                      const farm::v1::GetBuildRequest* req, farm::v1::Build* resp) {
   return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
     FARM_ASSIGN_OR_RETURN(*resp, LoadBuild(*ctx_, req->build_id()));
+    FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, RecipeOfBuild(*ctx_, req->build_id()));
+    // Each failed job's lines cost a read of its log's end: the first few jobs carry them
+    // (GetJob gives any job's).
+    int with_lines = 0;
+    for (auto& job : *resp->mutable_jobs()) {
+      if (job.state() != farm::v1::JOB_FAILED || ++with_lines > kMaxJobsWithFailureLines) continue;
+      FARM_RETURN_IF_ERROR(AddFailureLines(*ctx_, recipe, &job));
+    }
     return Status::Ok();
   });
 }
@@ -210,7 +242,8 @@ grpc::Status ClientService::GetJob(grpc::ServerContext* call, const farm::v1::Ge
   return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetJob(req->job_id()));
     FARM_ASSIGN_OR_RETURN(*resp, LoadJob(*ctx_, row));
-    return Status::Ok();
+    FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, RecipeOfBuild(*ctx_, row.build_id));
+    return AddFailureLines(*ctx_, recipe, resp);
   });
 }
 

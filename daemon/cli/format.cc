@@ -176,6 +176,7 @@ std::string FormatJob(const farm::v1::Job& j) {
   if (j.attempt() > 0) o << "  attempt " << j.attempt();
   o << "\n";
   if (!j.error().empty()) o << "    error: " << j.error() << "\n";
+  for (const auto& line : j.failure_lines()) o << "      | " << line << "\n";
   if (!j.cancelled_by().empty()) o << "    cancelled by " << j.cancelled_by() << "\n";
   if (j.reused_from() > 0) o << "    answered from the store: wheels of job " << j.reused_from() << "\n";
   for (const auto& a : j.attempts()) {

@@ -27,6 +27,13 @@ retry: {max_attempts: 1}
 """
 
 
+def follow(farm, *args, timeout=300):
+    """submit --follow in JSON: the build as it ended (farmctl exits 1 for a failed one)."""
+    r = farm.ctl("--output", "json", "submit", *args, "--follow", timeout=timeout)
+    assert r.returncode in (0, 1) and r.stdout.strip(), (r.returncode, r.stderr)
+    return json.loads(r.stdout)
+
+
 def write_recipe(farm, text, name="recipe.yaml"):
     os.makedirs(os.path.join(farm.root, "src"), exist_ok=True)
     path = os.path.join(farm.root, name)
@@ -88,5 +95,47 @@ def test_a_job_merged_onto_one_that_cannot_run_says_why_and_is_blocked(farm):
         assert why in banner, banner
         p.no_errors()
         p.shot("merged-blocked")
+    finally:
+        driver.quit()
+
+
+NO_WHEEL_RECIPE = """name: no-wheel
+source: {local: src}
+matrix:
+  python: ["3.11"]
+  cuda: ["13.0"]
+build: |
+  echo "compiling the kernels"
+  echo "building for 9.0 with CUDA 13.0"
+retry: {max_attempts: 1}
+"""
+
+
+def test_a_failed_cell_shows_why_it_failed_and_farmctl_shows_the_lines(farm):
+    farm.start_farmd(http=True)
+    farm.start_worker()
+    build = follow(farm, write_recipe(farm, NO_WHEEL_RECIPE), timeout=300)
+    assert build["state"] == "BUILD_FAILED", build
+    job = build["jobs"][0]
+    assert job["attempts"][0]["detail"] == "build produced no wheel", job
+    # farmctl show and job print the lines the dashboard shows under the error.
+    for args in (("show", str(build["id"])), ("job", str(job["id"]))):
+        text = farm.ctl(*args).stdout
+        assert "      | building for 9.0 with CUDA 13.0" in text, text
+    assert "building for 9.0 with CUDA 13.0" in farm.ctl_json("job", str(job["id"]))[
+        "failure_lines"]
+
+    driver = _browser(os.path.join(farm.root, "chromium-profile"))
+    try:
+        p = Page(driver, "http://" + farm.http_address)
+        p.go("/")
+        p.go(f"/build/{build['id']}")
+        why = p.wait(f"const c = document.querySelector('td.cell[data-job=\"{job['id']}\"] "
+                     ".cell-why'); return c && c.textContent", "the failed cell's reason")
+        assert "build produced no wheel" in why and "building for" not in why, why
+        title = p.js(f"return document.querySelector('td.cell[data-job=\"{job['id']}\"]').title")
+        assert "building for 9.0 with CUDA 13.0" in title, title
+        p.no_errors()
+        p.shot("failed-cell")
     finally:
         driver.quit()
