@@ -13,6 +13,13 @@ import pytest
 from farm_harness import EXAMPLE_RECIPE, FARMCTL, pure_python_source, wait_until
 
 
+def follow(farm, *args, timeout=300):
+    """submit --follow in JSON: the build as it ended (farmctl exits 1 for a failed one)."""
+    r = farm.ctl("--output", "json", "submit", *args, "--follow", timeout=timeout)
+    assert r.returncode in (0, 1) and r.stdout.strip(), (r.returncode, r.stderr)
+    return json.loads(r.stdout)
+
+
 def write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
@@ -41,3 +48,61 @@ def test_walkthrough_arch_lists_build_and_a_bad_matrix_uploads_nothing(farm):
     assert r.returncode == 2 and "12.1 is built as 12.1a" in r.stderr, r.stderr
     assert blob_files(farm) == before
     assert len(farm.ctl_json("list")["builds"]) == 3
+
+
+def make_tarball(root):
+    """pkg-1.0.tar.gz: every entry under pkg-1.0/, as release tarballs are."""
+    src = pure_python_source(root, "tarpkg")
+    path = os.path.join(root, "pkg-1.0.tar.gz")
+    with tarfile.open(path, "w:gz") as tar:
+        for name in sorted(os.listdir(src)):
+            tar.add(os.path.join(src, name), arcname="pkg-1.0/" + name)
+    return path
+
+
+TARBALL_RECIPE = """name: tarpkg
+source: {{tarball: pkg-1.0.tar.gz}}
+subdirectory: {sub}
+build: |
+  "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
+"""
+
+
+def test_a_subdirectory_the_source_lacks_is_the_recipes_error(farm):
+    farm.start_farmd()
+    make_tarball(farm.root)
+    before = blob_files(farm)
+    for sub, fix in (("pkg-1.0", "leave subdirectory out"),
+                     ("pkg-1.0/lib", "write subdirectory: lib")):
+        recipe = write(os.path.join(farm.root, "tar.yaml"), TARBALL_RECIPE.format(sub=sub))
+        r = farm.ctl("submit", recipe)
+        assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+        assert f"subdirectory {sub} is not in the source" in r.stderr, r.stderr
+        assert "its top level holds: setup.py, tarpkg.py" in r.stderr, r.stderr
+        assert "single top folder pkg-1.0/ is stripped" in r.stderr and fix in r.stderr, r.stderr
+    assert blob_files(farm) == before
+    assert farm.ctl_json("list").get("builds", []) == []
+
+    # A git source is fetched by the worker: there the job fails once, as the recipe's
+    # failure, and says what the tree holds.
+    farm.start_worker()
+    repo = pure_python_source(farm.root, "gitpkg")
+    for args in (["init", "--quiet", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit",
+                  "--quiet", "-m", "one"]):
+        subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True, timeout=60)
+    recipe = write(os.path.join(farm.root, "git.yaml"), f"""name: gitpkg
+source: {{git: {{url: {repo}, ref: main}}}}
+subdirectory: gitpkg-1.0
+build: |
+  true
+""")
+    build = follow(farm, recipe, timeout=300)
+    assert build["state"] == "BUILD_FAILED", build
+    job = build["jobs"][0]
+    assert len(job["attempts"]) == 1, job  # not retried as infrastructure
+    attempt = job["attempts"][0]
+    assert attempt["cause"] == "CAUSE_BUILD_FAILED", attempt
+    assert attempt["detail"].startswith(
+        "subdirectory gitpkg-1.0 does not exist in the source; its top level holds: "), attempt
+    assert "gitpkg.py" in attempt["detail"] and "setup.py" in attempt["detail"], attempt

@@ -41,16 +41,45 @@ EnvMap ToolEnv(const EnvMap& worker_env) {
 
 Outcome Infra(const std::string& detail) { return {farm::v1::CAUSE_INFRASTRUCTURE, detail, -1, 0}; }
 
-// The subdirectory must stay inside the source tree.
-Result<std::string> BuildDir(const std::string& src, const std::string& sub) {
+// "csrc/, setup.py, README.md": what the top of the source tree holds, sorted, at most 20.
+std::string TopLevel(const std::string& src) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& e : stdfs::directory_iterator(src, ec)) {
+    names.insert(e.path().filename().string() + (e.is_directory(ec) ? "/" : ""));
+  }
+  std::string out;
+  size_t shown = 0;
+  for (const auto& n : names) {
+    if (++shown > 20) return out + ", and " + std::to_string(names.size() - 20) + " more";
+    out += (out.empty() ? "" : ", ") + ToValidUtf8(n);
+  }
+  return out.empty() ? "nothing" : out;
+}
+
+// The subdirectory must stay inside the source tree and exist: an error here is the
+// recipe's (a build failure, not retried), and says what the tree holds.
+Result<std::string> BuildDir(const std::string& src, const farm::v1::Recipe& recipe) {
+  const std::string& sub = recipe.subdirectory();
   if (sub.empty()) return src;
   stdfs::path p = stdfs::path(sub).lexically_normal();
   if (p.is_absolute() || (!p.empty() && *p.begin() == "..")) {
     return Status::InvalidArgument("subdirectory " + sub + " leaves the source tree");
   }
   std::string dir = src + "/" + p.string();
-  if (!stdfs::is_directory(dir)) return Status::NotFound("subdirectory " + sub + " does not exist");
-  return dir;
+  if (stdfs::is_directory(dir)) return dir;
+  std::string why = "subdirectory " + sub + " does not exist in the source; its top level holds: " +
+                    TopLevel(src);
+  if (recipe.source().has_archive() && recipe.source().archive().unwrap_single_directory()) {
+    why += " (a tarball whose entries all sit in one folder is unpacked with that folder as the "
+           "root: subdirectory is relative to it)";
+  }
+  return Status::InvalidArgument(why);
+}
+
+// A recipe that names what its source does not have fails once, as the build's failure.
+Outcome RecipeError(const std::string& detail) {
+  return {farm::v1::CAUSE_BUILD_FAILED, detail, -1, 0};
 }
 
 std::string SourceText(const farm::v1::Source& s) {
@@ -322,8 +351,8 @@ Outcome JobRunner::ExecuteValidation(LogShipper& log, const std::string& ws) {
                      });
     auto src = FetchAndPatch(log, steps, ws);
     if (!src.ok()) return Infra(src.status().message());
-    auto dir = BuildDir(*src, recipe.subdirectory());
-    if (!dir.ok()) return Infra(dir.status().message());
+    auto dir = BuildDir(*src, recipe);
+    if (!dir.ok()) return RecipeError(dir.status().message());
     build_dir = *dir;
   }
   auto python = SelectPython(job_.cell(), settings_.caps);
@@ -369,7 +398,9 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   auto system = [&log, this](const std::string& text) {
     control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + text);
   };
-  FARM_ASSIGN_OR_RETURN(std::string build_dir, BuildDir(src, recipe.subdirectory()));
+  auto dir = BuildDir(src, recipe);
+  if (!dir.ok()) return RecipeError(dir.status().message());
+  const std::string& build_dir = *dir;
   FARM_ASSIGN_OR_RETURN(auto python, SelectPython(job_.cell(), settings_.caps));
   FARM_ASSIGN_OR_RETURN(auto toolkit, SelectToolkit(job_.cell(), settings_.caps));
   system("creating venv with " + python.path() + " (Python " + python.version() + ")");
