@@ -106,3 +106,65 @@ build: |
     assert attempt["detail"].startswith(
         "subdirectory gitpkg-1.0 does not exist in the source; its top level holds: "), attempt
     assert "gitpkg.py" in attempt["detail"] and "setup.py" in attempt["detail"], attempt
+
+
+NVCC = "/usr/local/cuda/bin/nvcc"
+ARCH_A_SETUP = '''import os, subprocess
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ARCHS = os.environ.get("TORCH_CUDA_ARCH_LIST", "")
+if "a" in ARCHS:
+    raise SystemExit("archa takes TORCH_CUDA_ARCH_LIST=9.0 and builds sm_90a itself, got " + ARCHS)
+
+
+class Nvcc(build_ext):
+    def get_ext_filename(self, ext_name):
+        return os.path.join(*ext_name.split(".")) + ".so"
+
+    def build_extension(self, ext):
+        out = os.path.abspath(self.get_ext_fullpath(ext.name))
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        nvcc = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")
+        subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC",
+                        "-gencode=arch=compute_90a,code=sm_90a", ext.sources[0], "-o", out],
+                       check=True)
+
+
+setup(name="archa", version="1.0", packages=["archa"],
+      ext_modules=[Extension("archa._k", sources=["k.cu"])], cmdclass={"build_ext": Nvcc})
+'''
+ARCH_A_RECIPE = """name: archa
+source: {{local: src}}
+matrix:
+  python: ["3.11"]
+  cuda: ["13.0"]
+  arch_lists: ["{arch}"]
+build: |
+  {prefix}"$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
+system_site_packages: true
+retry: {{max_attempts: 1}}
+"""
+
+
+def test_a_package_that_builds_sm90a_for_90_is_told_how_to_ask_for_it(farm):
+    if not os.path.exists(NVCC):
+        pytest.skip(f"{NVCC} missing: the package compiles a CUDA kernel")
+    farm.start_farmd()
+    farm.start_worker()
+    write(os.path.join(farm.root, "src", "setup.py"), ARCH_A_SETUP)
+    write(os.path.join(farm.root, "src", "archa", "__init__.py"), "")
+    write(os.path.join(farm.root, "src", "k.cu"), "__global__ void k(float* x) { x[0] = 1; }\n")
+    plain = write(os.path.join(farm.root, "plain.yaml"), ARCH_A_RECIPE.format(arch="9.0", prefix=""))
+    build = follow(farm, plain, timeout=600)
+    assert build["state"] == "BUILD_FAILED", build
+    detail = build["jobs"][0]["attempts"][0]["detail"]
+    assert "lacks sm_90; it holds sm_90a instead, which runs on cc 9.0" in detail, detail
+    assert 'matrix.arch_lists: ["9.0a"]' in detail and "TORCH_CUDA_ARCH_LIST=9.0 " in detail, detail
+    # What the message says works.
+    fixed = write(os.path.join(farm.root, "fixed.yaml"),
+                  ARCH_A_RECIPE.format(arch="9.0a", prefix="TORCH_CUDA_ARCH_LIST=9.0 "))
+    build = follow(farm, fixed, timeout=600)
+    assert build["state"] == "BUILD_SUCCEEDED", build
+    manifest = build["jobs"][0]["artifacts"][0]["manifest"]
+    assert {i["arch"] for i in manifest["images"]} == {"sm_90a"}, manifest
