@@ -1,6 +1,7 @@
 #include "daemon/cli/source_upload.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -8,6 +9,7 @@
 #include "common/archive/source_archive.h"
 #include "common/archive/tree_packer.h"
 #include "common/fs.h"
+#include "common/process.h"
 #include "common/sha256.h"
 #include "common/utf8.h"
 #include "daemon/recipe/matrix.h"
@@ -166,8 +168,29 @@ struct Packed {
   std::string summary;  // "directory X, 37 files (1.2 MiB)"
 };
 
+// 1980-01-01T00:00:00Z, the oldest time a zip entry holds: the time of every file of a
+// directory that is not in a git work tree.
+constexpr int64_t kFixedSourceTime = 315'532'800;
+
+// The modification time every file of a packed directory gets, so that two checkouts of
+// one commit give the same archive and the worker's SOURCE_DATE_EPOCH (the newest time in
+// the tree) does not depend on when the files were written: the commit time of the git
+// work tree holding `dir`, else kFixedSourceTime.
+int64_t DeclaredSourceTime(const std::string& dir) {
+  RealProcessRunner runner;
+  ProcessSpec spec{{"git", "-C", dir, "log", "-1", "--format=%ct"}};
+  auto out = RunAndCapture(runner, spec, 30'000);
+  if (out.ok() && out->result.exit_code == 0) {
+    int64_t t = 0;
+    auto [end, err] = std::from_chars(out->out.data(), out->out.data() + out->out.size(), t);
+    if (err == std::errc() && t > 0) return t;
+  }
+  return kFixedSourceTime;
+}
+
 Result<Packed> PackDirectory(const Flags& flags, const std::string& dir) {
   archives::PackOptions options;
+  options.mtime = DeclaredSourceTime(dir);
   options.excludes = flags.GetAll("exclude");
   options.gitignore = !flags.Has("no-gitignore");
   FARM_ASSIGN_OR_RETURN(options.max_bytes, flags.GetInt("max-source-bytes", options.max_bytes));

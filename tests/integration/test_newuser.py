@@ -168,3 +168,66 @@ def test_a_package_that_builds_sm90a_for_90_is_told_how_to_ask_for_it(farm):
     assert build["state"] == "BUILD_SUCCEEDED", build
     manifest = build["jobs"][0]["artifacts"][0]["manifest"]
     assert {i["arch"] for i in manifest["images"]} == {"sm_90a"}, manifest
+
+
+def git(repo, *args):
+    subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid",
+                    *args], check=True, capture_output=True, timeout=60)
+
+
+def zip_times(path):
+    import zipfile
+    with zipfile.ZipFile(path) as z:
+        return {i.date_time for i in z.infolist()}
+
+
+SAME_COMMIT_RECIPE = """name: samecommit
+source: {local: src}
+build: |
+  "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
+system_site_packages: true
+"""
+
+
+def test_two_checkouts_of_one_commit_build_the_same_wheel(farm):
+    farm.start_farmd()
+    farm.start_worker()
+    repo = pure_python_source(farm.root, "samecommit")
+    git(repo, "init", "--quiet", "-b", "main")
+    git(repo, "add", "-A")
+    subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.invalid",
+                    "commit", "--quiet", "-m", "one"], check=True, capture_output=True,
+                   timeout=60, env=dict(os.environ, GIT_COMMITTER_DATE="2024-05-01T12:00:00Z",
+                                        GIT_AUTHOR_DATE="2024-05-01T12:00:00Z"))
+    checkouts = []
+    for i, mtime in enumerate((1_600_000_000, 1_700_000_000)):
+        dest = os.path.join(farm.root, f"checkout-{i}")
+        subprocess.run(["git", "clone", "--quiet", repo, dest], check=True, timeout=60)
+        for d, _, files in os.walk(dest):
+            for f in files:
+                os.utime(os.path.join(d, f), (mtime, mtime))
+        checkouts.append(dest)
+    os.makedirs(os.path.join(farm.root, "src"))  # the recipe's own; --source-dir replaces it
+    recipe = write(os.path.join(farm.root, "same.yaml"), SAME_COMMIT_RECIPE)
+    wheels = []
+    for dest in checkouts:
+        build = follow(farm, recipe, "--source-dir", dest, "--force", timeout=300)
+        assert build["state"] == "BUILD_SUCCEEDED", build
+        job = build["jobs"][0]
+        assert job.get("attempts"), job  # built, not answered from the store
+        wheels.append(job["artifacts"][0])
+    assert wheels[0]["sha256"] == wheels[1]["sha256"], wheels
+    out = os.path.join(farm.root, "dl")
+    assert farm.ctl("download", str(build["id"]), "--dir", out).returncode == 0
+    path = os.path.join(out, wheels[0]["filename"])
+    assert zip_times(path) == {(2024, 5, 1, 12, 0, 0)}, zip_times(path)  # the commit's time
+
+    # A directory outside git: the fixed time, whatever the files' own.
+    plain = os.path.join(farm.root, "plain")
+    shutil.copytree(checkouts[0], plain, ignore=shutil.ignore_patterns(".git"))
+    build = follow(farm, recipe, "--source-dir", plain, timeout=300)
+    assert build["state"] == "BUILD_SUCCEEDED", build
+    out = os.path.join(farm.root, "dl-plain")
+    assert farm.ctl("download", str(build["id"]), "--dir", out).returncode == 0
+    (name,) = os.listdir(out)
+    assert zip_times(os.path.join(out, name)) == {(1980, 1, 1, 0, 0, 0)}

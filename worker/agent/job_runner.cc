@@ -252,6 +252,8 @@ Result<std::string> JobRunner::FetchAndPatch(LogShipper& log, StepRunner& steps,
   if (Status s = FetchSource(steps, recipe.source(), src, fetch); !s.ok()) {
     return Status::FailedPrecondition("fetching source failed: " + s.message());
   }
+  // Read before the patches: `git apply` gives the files it changes the time of the build.
+  source_date_epoch_ = SourceDateEpoch(*deps_.runner, src);
   std::vector<farm::v1::Patch> patches(recipe.patches().begin(), recipe.patches().end());
   if (!patches.empty()) {
     control_->log_seq = log.Append(
@@ -417,7 +419,7 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   JobEnvInputs in{&job_, settings_.worker_env, ws + "/venv", ws + "/wheels", ws + "/tmp",
                   python.version(), toolkit, settings_.caps.cpu_cores(),
                   deps_.probe->AvailableMemoryBytes(), settings_.secrets,
-                  SourceDateEpoch(*deps_.runner, src)};
+                  source_date_epoch_};
   in.wsl2 = settings_.caps.wsl2();
   // Unified memory: this job's validation and those of the jobs beside it share the RAM
   // the compile jobs use.
