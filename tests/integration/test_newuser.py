@@ -231,3 +231,33 @@ def test_two_checkouts_of_one_commit_build_the_same_wheel(farm):
     assert farm.ctl("download", str(build["id"]), "--dir", out).returncode == 0
     (name,) = os.listdir(out)
     assert zip_times(os.path.join(out, name)) == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_logs_follow_of_a_pending_job_waits_for_its_log(farm):
+    farm.start_farmd()
+    os.makedirs(os.path.join(farm.root, "src"))
+    recipe = write(os.path.join(farm.root, "echo.yaml"), """name: echo
+source: {local: src}
+build: |
+  echo "hello from the build"
+retry: {max_attempts: 1}
+""")
+    job = farm.ctl_json("submit", recipe)["jobs"][0]
+    argv = [FARMCTL, "--server", farm.address, "--token-file",
+            os.path.join(farm.data, "admin.token"), "logs", str(job["id"]), "--follow"]
+    logs = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        try:
+            logs.wait(timeout=3)
+            raise AssertionError(f"logs --follow of a pending job ended: {logs.communicate()}")
+        except subprocess.TimeoutExpired:
+            pass
+        farm.start_worker()
+        out, err = logs.communicate(timeout=120)
+    finally:
+        if logs.poll() is None:
+            logs.kill()
+            logs.wait(timeout=10)
+    assert logs.returncode == 0, (out, err)
+    assert "hello from the build" in out, out
+    assert f"farmctl: job {job['id']} waits: no worker is registered" in err, err
