@@ -6,9 +6,11 @@
 #include <boost/json.hpp>
 #include <cctype>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "common/fs.h"
+#include "common/utf8.h"
 #include "common/wheel/job_check.h"
 
 namespace farm::cli {
@@ -272,12 +274,58 @@ bool Is64BitInteger(const FieldDescriptor* f) {
 // strings back into numbers (nested messages, repeated fields and map values too).
 void NumbersAsNumbers(const Descriptor* d, json::value& v);
 
+// Ids that the API carries as strings but every other listing (the dashboard's JSON,
+// build and job ids) shows as numbers: printed as numbers too.
+bool IsNumericId(const FieldDescriptor* f) {
+  const std::string& name = f->full_name();
+  return name == "farm.v1.Schedule.id" || name == "farm.v1.ScheduleRun.schedule_id" ||
+         name == "farm.v1.Build.schedule_id";
+}
+
+// The bytes of a base64 text (RFC 4648, as the proto3 JSON mapping writes bytes fields);
+// nullopt when it is not base64.
+std::optional<std::string> Base64Decode(std::string_view text) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : text) {
+    int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+            : c >= 'a' && c <= 'z' ? c - 'a' + 26
+            : c >= '0' && c <= '9' ? c - '0' + 52
+            : c == '+' || c == '-' ? 62
+            : c == '/' || c == '_' ? 63
+                                   : -1;
+    if (c == '=') break;
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
 void FixValue(const FieldDescriptor* f, json::value& v) {
   if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
     NumbersAsNumbers(f->message_type(), v);
     return;
   }
-  if (!Is64BitInteger(f) || !v.is_string()) return;
+  if (!v.is_string()) return;
+  if (f->type() == FieldDescriptor::TYPE_BYTES) {  // a script, a patch: text, not base64
+    std::optional<std::string> bytes = Base64Decode(v.as_string());
+    if (bytes && IsValidUtf8(*bytes)) v = *bytes;
+    return;
+  }
+  if (IsNumericId(f)) {
+    const std::string s(v.as_string());
+    if (!s.empty() && s.size() < 19 && s.find_first_not_of("0123456789") == std::string::npos) {
+      v = static_cast<std::int64_t>(std::stoll(s));
+    }
+    return;
+  }
+  if (!Is64BitInteger(f)) return;
   const std::string s(v.as_string());
   try {
     if (f->cpp_type() == FieldDescriptor::CPPTYPE_INT64) {

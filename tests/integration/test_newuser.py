@@ -261,3 +261,32 @@ retry: {max_attempts: 1}
     assert logs.returncode == 0, (out, err)
     assert "hello from the build" in out, out
     assert f"farmctl: job {job['id']} waits: no worker is registered" in err, err
+
+
+def test_json_output_is_uniform(farm):
+    farm.start_farmd()
+    created = farm.ctl_json("schedules", "add", EXAMPLE_RECIPE, "--cron", "@daily", "--paused")
+    assert isinstance(created["id"], int), created
+    listed = farm.ctl_json("schedules", "list")["schedules"]
+    assert [s["id"] for s in listed] == [created["id"]], listed
+    request = listed[0]["request"]
+    # A list is a summary: no recipe text, no base64 script.
+    assert "validation_script" not in request and "recipe_yaml" not in request, request
+    shown = farm.ctl_json("schedules", "show", str(created["id"]))["schedules"][0]
+    assert shown["id"] == created["id"]
+    assert shown["request"]["validation_script"].startswith(('"""', "#", "import")), \
+        shown["request"]["validation_script"][:80]  # the script's text, not base64
+    with open(os.path.join(os.path.dirname(EXAMPLE_RECIPE), "validate.py")) as f:
+        assert shown["request"]["validation_script"] == f.read()
+
+    wheel = os.path.join(farm.root, "w", "tiny-1.0-py3-none-any.whl")
+    src = pure_python_source(farm.root, "tiny")
+    subprocess.run(["/usr/bin/python3", "-m", "pip", "wheel", ".", "--no-build-isolation",
+                    "--no-deps", "--no-index", "-w", os.path.dirname(wheel)], cwd=src,
+                   check=True, capture_output=True, timeout=300)
+    r = subprocess.run([FARMCTL, "--output", "json", "inspect", wheel], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["filename"] == os.path.basename(wheel) and report["ok"] is True, report
+    assert report["name"] == "tiny" and report["problems"] == [], report
