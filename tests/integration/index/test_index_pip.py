@@ -147,3 +147,48 @@ def test_pip_users_read_why_their_gpu_has_no_wheel(farm):
         urllib.request.urlopen(base + "/files/no-wheel/cu130/sm100/"
                                "attn_example-0+no.wheel.for.sm100-py3-none-any.whl", timeout=10)
     assert err.value.code == 404 and why in err.value.reason, err.value.reason
+
+
+def test_the_install_script_says_it_plainly_and_uses_the_view_only(farm):
+    if not os.path.exists(FIXTURE):
+        pytest.skip(f"{FIXTURE} is not built")
+    wheel = _build_wheel(farm.root, "0.1.0+cu130", "cu130")
+    ready = os.path.join(farm.root, "dashboard.addr")
+    farm._spawn([FIXTURE, "--data-dir", farm.data, "--ready-file", ready,
+                 "--wheel", f"{wheel},13.0,,passed,sm_90"], "dashboard.log")
+    base = "http://" + farm_harness.wait_until(
+        lambda: farm_harness._read(ready), 30, "ready file").strip()
+    with urllib.request.urlopen(base + "/install", timeout=10) as r:
+        script = r.read().decode()
+    venv = os.path.join(farm.root, "venv-script")
+    r = subprocess.run([PYTHON, "-m", "venv", venv], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        pytest.skip(f"python3 -m venv failed (python3-venv missing?): {r.stderr}")
+    python = os.path.join(venv, "bin", "python")
+
+    def run(cc, *args):
+        env = dict(_clean_env(), FARM_INSTALL_GPU_CC=cc)
+        env.pop("FARM_INSTALL_DRIVER_CUDA", None)
+        return subprocess.run([python, "-", "attn-example", "--farm", base, *args], input=script,
+                              capture_output=True, text=True, timeout=300, env=env)
+
+    r = run("9.0", "--dry-run")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "GPU (given by FARM_INSTALL_GPU_CC) (compute capability 9.0)" in out, out
+    assert "GPU GPU" not in out and "CUDA ?" not in out, out
+    assert "the driver's CUDA version is unknown" in out, out
+    assert f"would run (--dry-run): {python} -m pip install --index-url {base}/cu130/sm90/simple/ " \
+           "attn-example==0.1.0+cu130" in out, out
+    assert "running:" not in out and "--extra-index-url" not in out, out
+    r = run("9.0", "--with-pypi", "--dry-run")
+    assert "--extra-index-url https://pypi.org/simple/" in r.stdout, r.stdout
+
+    # Installs from the view alone: pip never asks PyPI.
+    r = run("9.0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "pypi.org" not in r.stdout + r.stderr and "Retrying" not in r.stdout + r.stderr
+
+    r = run("12.1", "--dry-run")
+    assert r.returncode == 1, r.stdout
+    assert "--arch-list 12.1a (the recipe's matrix must list Python" in r.stdout, r.stdout
