@@ -214,11 +214,31 @@ grpc::Status ClientService::ListBuilds(grpc::ServerContext* call,
   return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
     int limit = req->page_size() <= 0 ? 50 : std::min(req->page_size(), 1000);
     FARM_ASSIGN_OR_RETURN(auto rows, ctx_->store->ListBuilds(req->before_id(), limit));
+    bool fleet_read = false;  // the workers are read once, when a pending job needs them
+    std::optional<PlacementView> view;
+    std::map<std::string, sched::Waiting> explained;  // per cell, needs, backoff and note
     for (const auto& row : rows) {
       farm::v1::Build* b = resp->add_builds();
       *b = BuildToProto(row);
       FARM_ASSIGN_OR_RETURN(auto jobs, ctx_->store->ListJobs(row.id));
-      for (const auto& j : jobs) *b->add_jobs() = JobToProto(j);
+      for (const auto& j : jobs) {
+        farm::v1::Job* job = b->add_jobs();
+        *job = JobToProto(j);
+        if (j.state != store::kJobPending) continue;
+        // Why it waits, in one sentence (no per-worker reasons): a list can then say
+        // which builds no worker can take.
+        if (!fleet_read) view = ReadPlacementView(*ctx_), fleet_read = true;
+        if (!view) continue;
+        std::string key = j.cell + '\0' + j.needs + '\0' + std::to_string(j.not_before_ms) +
+                          '\0' + j.error;
+        auto [it, fresh] = explained.try_emplace(key);
+        if (fresh) {
+          it->second = model::ExplainPendingJob(j, (*view)->fleet, (*view)->peers,
+                                                ctx_->clock->NowUnixMs(), 0);
+        }
+        job->set_waiting_reason(it->second.summary);
+        job->set_unplaceable(it->second.unplaceable);
+      }
     }
     if (static_cast<int>(rows.size()) == limit) resp->set_next_before_id(rows.back().id);
     return Status::Ok();

@@ -290,3 +290,29 @@ def test_json_output_is_uniform(farm):
     report = json.loads(r.stdout)
     assert report["filename"] == os.path.basename(wheel) and report["ok"] is True, report
     assert report["name"] == "tiny" and report["problems"] == [], report
+
+
+def test_list_has_a_header_cells_durations_and_says_blocked(farm):
+    farm.start_farmd()
+    farm.start_worker()  # CUDA 13.0: the 12.8 cell can never run
+    farm.wait_workers(1)
+    os.makedirs(os.path.join(farm.root, "src"))
+    recipe = write(os.path.join(farm.root, "two.yaml"), """name: two-cells
+source: {local: src}
+matrix:
+  python: ["3.11"]
+  cuda: ["13.0", "12.8"]
+build: |
+  exit 1
+retry: {max_attempts: 1}
+""")
+    build = farm.ctl_json("submit", recipe)
+
+    def listed():
+        lines = farm.ctl("list").stdout.splitlines()
+        return lines if "failed" in lines[1] else None
+    header, row = wait_until(listed, 120, "the 13.0 cell to fail")
+    assert header.split() == ["BUILD", "RECIPE", "STATE", "JOBS", "CELLS", "CREATED", "DURATION"]
+    assert row.startswith(f"{build['id']} ") and " blocked " in row, row
+    assert "2 jobs: 1 no worker, 1 failed" in row and "py3.11 cuda13.0,12.8" in row, row
+    assert " for " in row and row.endswith("s"), row  # still running: how long so far
