@@ -108,12 +108,15 @@ Response Page(const Negotiated& n, std::string body) {
 }
 
 // The dashboard's header on the index's own pages, so a person who followed the
-// dashboard's "Index" link can get back. Only on project lists and not-found pages:
-// installers read project pages, whose every link must be a file.
+// dashboard's "Index" link can get back: its links are those of web/index.html's
+// navigation bar, in its order. Only on project lists and not-found pages: installers read
+// project pages, whose every link must be a file.
 std::string IndexHeader() {
   return "<header><a class=\"brand\" href=\"/\">GPU wheel farm</a><nav><a href=\"/#/\">"
          "Overview</a><a href=\"/#/builds\">Builds</a><a href=\"/#/publications\">Publishing"
-         "</a><a href=\"/simple/\">Index</a></nav></header>\n";
+         "</a><a href=\"/#/schedules\">Schedules</a><a href=\"/#/workers\">Workers</a>"
+         "<a href=\"/#/chart\">Durations</a><a href=\"/simple/\">Index</a>"
+         "<a href=\"/metrics\">Metrics</a></nav></header>\n";
 }
 
 // A 404 of the index: HTML for a browser (an HTML negotiation that is not PEP 691's own

@@ -139,3 +139,113 @@ def test_a_failed_cell_shows_why_it_failed_and_farmctl_shows_the_lines(farm):
         p.shot("failed-cell")
     finally:
         driver.quit()
+
+
+FAILED_RED = "rgb(212, 63, 58)"  # --failed in style.css
+
+
+def tiny_wheel(root):
+    """A wheel file of a pure Python package (its bytes are not read by these pages)."""
+    import zipfile
+    path = os.path.join(root, "attn_example-0.1.0-py3-none-any.whl")
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("attn_example/__init__.py", "")
+        z.writestr("attn_example-0.1.0.dist-info/METADATA",
+                   "Metadata-Version: 2.1\nName: attn-example\nVersion: 0.1.0\n")
+    return path
+
+
+def test_pages_read_right(farm):
+    """The rough edges of the pages: install lines that fit and wrap only inside a URL, a
+    running build that has not "taken" anything yet, a cell without a CUDA version not
+    called a CPU variant, chart colours unlike the failure red, log phases with their
+    durations, and the index's navigation bar the same as the dashboard's."""
+    if not os.path.exists(FIXTURE):
+        pytest.skip(f"{FIXTURE} is not built")
+    ready = os.path.join(farm.root, "dashboard.addr")
+    farm._spawn([FIXTURE, "--data-dir", farm.data, "--ready-file", ready, "--demo",
+                 "--lines", "6", "--line-ms", "200",
+                 "--wheel", f"{tiny_wheel(farm.root)},,,passed"], "dashboard.log")
+    address = wait_until(lambda: farm_harness._read(ready), 30, "ready file").strip()
+    base = "http://" + address
+    with urllib.request.urlopen(base + "/api/v1/builds", timeout=30) as r:
+        builds = json.load(r)["builds"]
+    wheel_build = builds[0]["id"]  # the newest: the --wheel one, its cell without CUDA
+    with urllib.request.urlopen(f"{base}/api/v1/builds/{wheel_build}", timeout=30) as r:
+        wheel_job = json.load(r)["jobs"][0]["id"]
+    driver = _browser(os.path.join(farm.root, "chromium-profile"))
+    try:
+        p = Page(driver, base)
+        driver.set_window_size(900, 900)
+        p.go("/")
+        # A running build: "running for", not "took".
+        p.go("/build/1")
+        text = p.wait("const d = document.getElementById('build-duration'); return d && d.textContent",
+                      "the build's duration")
+        assert text.startswith("running for "), text
+
+        # The job of a cell without a CUDA version, and its install lines.
+        p.go(f"/job/{wheel_job}")
+        p.wait("return document.querySelector('pre.pip')", "the install lines")
+        head = p.js("return document.getElementById('job-head').textContent")
+        assert "variant cpu" not in " ".join(head.split()), head
+        assert "no CUDA version in the cell" in p.js(
+            "return document.getElementById('variant').textContent")
+        width = p.js("return [document.documentElement.scrollWidth, "
+                     "document.documentElement.clientWidth]")
+        assert width[0] <= width[1], f"the page runs {width[0] - width[1]}px off the screen"
+
+        # The wheels table: a narrow install cell splits the URL, never "install".
+        p.go(f"/build/{wheel_build}")
+        code = "document.querySelector('#wheels code.pip')"
+        p.wait(f"return {code}", "the wheels table")
+        rects = p.js(f"""const c = {code}; c.style.maxWidth = '9ch';
+            const t = c.firstChild, at = t.textContent.indexOf('install');
+            const r = document.createRange(); r.setStart(t, at); r.setEnd(t, at + 7);
+            return [...r.getClientRects()].filter((x) => x.width > 0).length;""")
+        assert rects == 1, f"'install' is split over {rects} lines"
+
+        # The duration chart: no series in the failure red.
+        p.go("/chart")
+        colours = p.wait("const l = [...document.querySelectorAll('.legend i')];"
+                         "return l.length >= 2 && l.map((i) => getComputedStyle(i).backgroundColor)",
+                         "the chart's legend")
+        assert FAILED_RED not in colours, colours
+
+        # The demo job's log: each phase says how long it took.
+        def finished():
+            with urllib.request.urlopen(f"{base}/api/v1/jobs/1", timeout=30) as r:
+                return json.load(r)["state"] == "JOB_SUCCEEDED"
+        wait_until(finished, 60, "the demo job to finish")
+        p.go("/job/1")
+        took = p.wait("const t = document.querySelector('#log .phase-took'); return t && t.textContent",
+                      "a phase's duration")
+        assert took.endswith("s"), took
+        p.no_errors()
+        p.shot("polish-job")
+
+        # The index's pages carry the dashboard's navigation bar.
+        p.go("/")
+        nav = p.js("return [...document.querySelectorAll('header nav a')].map((a) => a.textContent.trim())")
+        driver.get(base + "/simple/")
+        index_nav = p.js("return [...document.querySelectorAll('header nav a')].map((a) => a.textContent.trim())")
+        assert index_nav == nav, (index_nav, nav)
+    finally:
+        driver.quit()
+
+
+def test_the_overview_counts_one_queued_job(farm):
+    farm.start_farmd(http=True)
+    recipe = write_recipe(farm, "name: one\nsource: {local: src}\nbuild: |\n  true\n")
+    farm.ctl_json("submit", recipe)
+    driver = _browser(os.path.join(farm.root, "chromium-profile"))
+    try:
+        p = Page(driver, "http://" + farm.http_address)
+        p.go("/")
+        card = p.wait("const n = document.getElementById('queue-depth');"
+                      "return n && [n.textContent, n.nextSibling.textContent.trim()]",
+                      "the queue card")
+        assert card == ["1", "queued job"], card
+        p.no_errors()
+    finally:
+        driver.quit()
