@@ -316,3 +316,27 @@ retry: {max_attempts: 1}
     assert row.startswith(f"{build['id']} ") and " blocked " in row, row
     assert "2 jobs: 1 no worker, 1 failed" in row and "py3.11 cuda13.0,12.8" in row, row
     assert " for " in row and row.endswith("s"), row  # still running: how long so far
+
+
+def test_the_log_and_the_attempt_give_one_peak_rss(farm):
+    """A build whose child holds 150 MiB: the log's "peak RSS" and the attempt's agree and
+    count the child (in the bubblewrap sandbox wait4 sees only bwrap's own 10 MiB)."""
+    farm.start_farmd()
+    farm.start_worker()
+    os.makedirs(os.path.join(farm.root, "src"))
+    recipe = write(os.path.join(farm.root, "mem.yaml"), """name: mem
+source: {local: src}
+build: |
+  python3 -c 'x = bytearray(150 << 20); import time; time.sleep(3); print("held")'
+retry: {max_attempts: 1}
+""")
+    build = follow(farm, recipe, timeout=300)
+    job = build["jobs"][0]
+    peak = job["attempts"][0]["peak_rss_bytes"]
+    assert peak >= 150 << 20, peak
+    log = farm.ctl("logs", str(job["id"])).stdout
+    line = next(l for l in log.splitlines() if "build command exited with code" in l)
+    m = re.search(r"peak RSS ([0-9.]+) (MiB|GiB)", line)
+    assert m, line
+    logged = float(m.group(1)) * (1 << (20 if m.group(2) == "MiB" else 30))
+    assert abs(logged - peak) <= 0.05 * (1 << 20) + 1, (line, peak)  # shown to 0.1 MiB
