@@ -340,3 +340,19 @@ retry: {max_attempts: 1}
     assert m, line
     logged = float(m.group(1)) * (1 << (20 if m.group(2) == "MiB" else 30))
     assert abs(logged - peak) <= 0.05 * (1 << 20) + 1, (line, peak)  # shown to 0.1 MiB
+
+
+def test_yaml_mistakes_are_named_where_they_are(farm):
+    farm.start_farmd()
+    os.makedirs(os.path.join(farm.root, "src"))
+    tab = write(os.path.join(farm.root, "tab.yaml"), "name: t\nsource:\n\tlocal: src\nbuild: |\n  true\n")
+    r = farm.ctl("submit", tab)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "tab.yaml:3:1: a tab indents this line: YAML indents with spaces only" in r.stderr, r.stderr
+    flow = write(os.path.join(farm.root, "flow.yaml"),
+                 'name: t\nsource: {local: src}\nmatrix:\n  cuda: ["13.0"\n  python: ["3.11"]\n'
+                 'build: |\n  true\n')
+    r = farm.ctl("submit", flow)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "flow.yaml:4:9: this '[' opens a list that is never closed: a ']' is missing" in \
+        r.stderr, r.stderr
