@@ -342,7 +342,9 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   auto command = Commands().find(flags.positionals()[0]);
   if (command == Commands().end()) {
-    err << "farmctl: unknown command \"" << flags.positionals()[0] << "\"\n" << kUsage;
+    err << "farmctl: unknown command \"" << flags.positionals()[0]
+        << "\"; `farmctl --help` lists the commands, `farmctl COMMAND --help` one command's "
+           "flags\n";
     return 2;
   }
   std::string output = flags.Get("output", "text");

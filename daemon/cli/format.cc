@@ -340,6 +340,22 @@ std::string FormatBuild(const farm::v1::Build& b) {
   return o.str();
 }
 
+namespace {
+
+// " 3.11 3.12": each distinct value once, in the order first seen.
+std::string DistinctList(const std::vector<std::string>& values) {
+  std::vector<std::string> seen;
+  std::string out;
+  for (const auto& v : values) {
+    if (std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
+    seen.push_back(v);
+    out += " " + v;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string FormatWorker(const farm::v1::WorkerInfo& w) {
   const auto& c = w.capabilities();
   std::ostringstream o;
@@ -350,10 +366,11 @@ std::string FormatWorker(const farm::v1::WorkerInfo& w) {
     o << (i ? ", " : "") << c.gpus(i).name() << " (" << c.gpus(i).cc_major() << "."
       << c.gpus(i).cc_minor() << (c.gpus(i).unified_memory() ? ", unified memory" : "") << ")";
   }
-  o << "\tCUDA";
-  for (const auto& t : c.toolkits()) o << " " << t.version();
-  o << "\tPython";
-  for (const auto& p : c.pythons()) o << " " << p.version();
+  // One version found several ways (/usr/bin/python3 and python3.11) is shown once.
+  std::vector<std::string> cuda, python;
+  for (const auto& t : c.toolkits()) cuda.push_back(t.version());
+  for (const auto& p : c.pythons()) python.push_back(p.version());
+  o << "\tCUDA" << DistinctList(cuda) << "\tPython" << DistinctList(python);
   o << "\tlast heartbeat " << w.last_heartbeat();
   if (!c.probe_error().empty()) o << "\tquarantined: " << c.probe_error();
   if (!c.gpu_driver_error().empty()) o << "\t" << c.gpu_driver_error();

@@ -155,7 +155,12 @@ Status DownloadArtifacts(const CommandEnv& env, const farm::v1::Build& build, co
       }
     }
   }
-  if (plan.empty()) return Status::NotFound("build " + std::to_string(build.id()) + " has no artifact");
+  if (plan.empty()) {
+    // The build exists and has nothing to fetch: the operation failed (exit 1), the usage
+    // was right.
+    return Status::FailedPrecondition("build " + std::to_string(build.id()) + " (" +
+                                      StateName(build.state()) + ") has no wheel to download");
+  }
   for (const auto& [name, entry] : plan) {
     const std::string path = dir + "/" + name;
     if (!std::filesystem::exists(path)) continue;

@@ -261,6 +261,10 @@ retry: {max_attempts: 1}
     assert logs.returncode == 0, (out, err)
     assert "hello from the build" in out, out
     assert f"farmctl: job {job['id']} waits: no worker is registered" in err, err
+    # The build made no wheel: download fails as an operation (1), not as bad usage (2).
+    r = farm.ctl("download", str(job["build_id"]), "--dir", os.path.join(farm.root, "dl"))
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "(failed) has no wheel to download" in r.stderr, r.stderr
 
 
 def test_json_output_is_uniform(farm):
@@ -356,3 +360,48 @@ def test_yaml_mistakes_are_named_where_they_are(farm):
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert "flow.yaml:4:9: this '[' opens a list that is never closed: a ']' is missing" in \
         r.stderr, r.stderr
+
+
+def test_small_things(farm):
+    r = subprocess.run([FARMCTL, "sumbit"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, r
+    assert r.stderr.strip().splitlines() == [
+        'farmctl: unknown command "sumbit"; `farmctl --help` lists the commands, '
+        '`farmctl COMMAND --help` one command\'s flags'], r.stderr
+    farm.start_farmd()
+    farm.start_worker()
+    farm.wait_workers(1)
+    worker = farm.ctl_json("workers")["workers"][0]
+    versions = [p["version"] for p in worker["capabilities"]["pythons"]]
+    line = farm.ctl("workers").stdout.splitlines()[0]
+    python = line.split("\tPython ")[1].split("\t")[0].split()
+    assert python == sorted(set(versions), key=versions.index), (line, versions)
+
+
+def test_a_missing_token_says_farmd_reads_secrets_at_start(farm):
+    env_backup = {k: os.environ.pop(k) for k in ("FARM_GITHUB_TOKEN", "FARM_HF_TOKEN")
+                  if k in os.environ}
+    try:
+        farm.start_farmd("--publish-pending-hardware", "--publish-interval-ms", "300")
+    finally:
+        os.environ.update(env_backup)
+    farm.start_worker()
+    src = pure_python_source(farm.root, "pubpkg")
+    recipe = write(os.path.join(farm.root, "pub.yaml"), f"""name: pubpkg
+source: {{local: {src}}}
+build: |
+  "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
+system_site_packages: true
+publish:
+  github_repo: owner/pubpkg
+""")
+    build = follow(farm, recipe, timeout=300)
+    assert build["state"] == "BUILD_SUCCEEDED", build
+
+    def failed():
+        rows = farm.ctl_json("publications", str(build["id"])).get("publications", [])
+        return rows if rows and all(r.get("state") == "failed" for r in rows) else None
+    rows = wait_until(failed, 60, "the publications to fail for want of a token", interval=0.5)
+    for row in rows:
+        assert "farmd has no GITHUB_TOKEN" in row["error"], row
+        assert "then restart farmd, which reads them only at start" in row["error"], row

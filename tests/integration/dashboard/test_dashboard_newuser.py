@@ -249,3 +249,29 @@ def test_the_overview_counts_one_queued_job(farm):
         p.no_errors()
     finally:
         driver.quit()
+
+
+def ms(rfc3339):
+    from datetime import datetime
+    return int(datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def test_a_retried_job_ran_for_its_attempts_not_its_backoff(farm):
+    farm.start_farmd(http=True)
+    farm.start_worker()
+    recipe = write_recipe(farm, """name: flaky
+source: {local: src}
+build: |
+  exit 3
+retry: {max_attempts: 2, backoff_seconds: 20, retry_build_failures: true}
+""")
+    build = follow(farm, recipe, timeout=300)
+    assert build["state"] == "BUILD_FAILED", build
+    job = api(farm, f"/api/v1/jobs/{build['jobs'][0]['id']}")
+    attempts = job["attempts"]
+    assert len(attempts) == 2, attempts
+    ran = sum(ms(a["finished_at"]) - ms(a["started_at"]) for a in attempts)
+    assert job["ran_ms"] == ran, (job["ran_ms"], ran)
+    assert job["waited_ms"] >= 20_000, job  # the backoff is waiting
+    life = ms(job["finished_at"]) - ms(job["created_at"])
+    assert job["ran_ms"] + job["waited_ms"] == life, (job["ran_ms"], job["waited_ms"], life)
