@@ -218,7 +218,7 @@ async function overviewPage(t) {
       if (t !== pageToken) return;
       const c = ov.jobs_by_state;
       document.getElementById('ov').innerHTML = `<div class="cards">
-        <div class="card"><div class="n" id="queue-depth">${ov.queue_depth}</div>queued jobs</div>
+        <div class="card"><div class="n" id="queue-depth">${ov.queue_depth}</div>${ov.queue_depth === 1 ? 'queued job' : 'queued jobs'}</div>
         <div class="card"><div class="n">${c.JOB_RUNNING}</div>running</div>
         <div class="card"><div class="n">${c.JOB_SUCCEEDED}</div>succeeded</div>
         <div class="card"><div class="n">${c.JOB_FAILED}</div>failed</div></div>
@@ -261,8 +261,8 @@ async function drawChart(t, elId) {
     const y1 = Math.max(...pts.map((p) => p.duration_ms)) || 1;
     const sx = (v) => L + (x1 === x0 ? (W - L) / 2 : (v - x0) / (x1 - x0) * (W - L - 10));
     const sy = (v) => H - B - v / y1 * (H - B - 10);
-    // The same colours as style.css's .legend .swatch-N.
-    const colours = ['#1a5fb4', '#d43f3a', '#1f9d55', '#d99a00', '#7b6fa8', '#0e8a8a'];
+    // The same colours as style.css's .legend .swatch-N; none is the red of a failed job's point.
+    const colours = ['#1a5fb4', '#8a5a2b', '#1f9d55', '#d99a00', '#7b6fa8', '#0e8a8a'];
     const recipes = [...new Set(r.series.map((s) => s.recipe))];
     const colour = (s) => colours[recipes.indexOf(s.recipe) % colours.length];
     let svg = `<svg id="duration-chart" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">

@@ -22,6 +22,7 @@ template <class Body>
 void SetHead(bhttp::response<Body>& res, const Response& r, bool keep_alive) {
   res.set(bhttp::field::server, "farmd");
   res.set(bhttp::field::content_type, r.content_type);
+  if (!r.reason.empty()) res.reason(r.reason);
   for (const auto& [k, v] : SecurityHeaders()) res.set(k, v);
   for (const auto& [k, v] : r.headers) res.set(k, v);
   res.keep_alive(keep_alive);

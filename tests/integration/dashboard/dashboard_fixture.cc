@@ -3,7 +3,8 @@
 //
 //   dashboard_fixture --data-dir DIR --ready-file FILE [--web-root DIR] [--demo]
 //       [--line-ms MS] [--lines N] [--fill-builds N --jobs-per-build N] [--workers N]
-//       [--wheel FILE,CUDA,TORCH,STATE]...   (STATE: passed, pending, failed)
+//       [--wheel FILE,CUDA,TORCH,STATE[,SASS]]...   (STATE: passed, pending, failed;
+//                                                SASS: its one image, e.g. sm_90)
 //
 // --demo creates a 2x2 build whose first job logs a line every --line-ms and then succeeds,
 // a finished build with a failure, and a build for an RTX 5090 (12.0a) whose wheel waits
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/arch.h"
 #include "common/clock.h"
 #include "common/fs.h"
 #include "common/sha256.h"
@@ -225,7 +227,9 @@ Status AddWheel(store::Store* st, store::BlobStore* blobs, const std::string& sp
   size_t pos = 0;
   for (size_t c; (c = spec.find(',', pos)) != std::string::npos; pos = c + 1) f.push_back(spec.substr(pos, c - pos));
   f.push_back(spec.substr(pos));
-  if (f.size() != 4) return Status::InvalidArgument("--wheel FILE,CUDA,TORCH,STATE");
+  if (f.size() != 4 && f.size() != 5) {
+    return Status::InvalidArgument("--wheel FILE,CUDA,TORCH,STATE[,SASS]");
+  }
   FARM_ASSIGN_OR_RETURN(std::string data, fs::ReadFile(f[0]));
   std::string sha = Sha256Hex(data);
   FARM_ASSIGN_OR_RETURN(auto w, blobs->BeginWrite(static_cast<int64_t>(data.size()), sha));
@@ -244,8 +248,19 @@ Status AddWheel(store::Store* st, store::BlobStore* blobs, const std::string& sp
               : f[3] == "pending" ? farm::v1::VALIDATION_PENDING_HARDWARE
                                   : farm::v1::VALIDATION_FAILED);
   std::string name = f[0].substr(f[0].rfind('/') + 1);
+  std::string manifest;
+  if (f.size() == 5) {  // one SASS image, e.g. sm_90: the wheel loads on that GPU family only
+    farm::v1::ArchManifest m;
+    auto* img = m.add_images();
+    img->set_module("attn_example/_C.so"), img->set_kind("sass"), img->set_arch(f[4]);
+    FARM_ASSIGN_OR_RETURN(arch::Image image, arch::ParseImage(f[4]));
+    for (const arch::Version& cc : arch::RunsOn(std::vector<arch::Image>{image})) {
+      m.add_runs_on(cc.ToString());
+    }
+    manifest = m.SerializeAsString();
+  }
   FARM_RETURN_IF_ERROR(st->InsertArtifact(store::ArtifactRow{0, jobs[0].id, 1, name, sha,
-      static_cast<int64_t>(data.size()), "", v.SerializeAsString(), now}).status());
+      static_cast<int64_t>(data.size()), manifest, v.SerializeAsString(), now}).status());
   store::CompletionReport r;
   r.job_id = jobs[0].id, r.attempt = 1, r.worker_id = "w-wheels";
   return st->CompleteAttempt(r, now).status();
