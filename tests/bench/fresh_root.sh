@@ -98,6 +98,9 @@ EOF
 inside() {
   unshare --mount --propagation private bash -euo pipefail -c '
     root=$1; shift
+    # The root is a mount point of its own, as / is on a machine: bubblewrap and `ip netns`
+    # make / a slave mount, which fails on a plain folder.
+    mount --bind "$root" "$root"
     mount -t proc proc "$root/proc"
     mount --rbind /sys "$root/sys"
     mount --rbind /dev "$root/dev"
