@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "worker/agent/build_env.h"
+#include "worker/agent/build_user.h"
 #include "worker/agent/compile_cache.h"
 #include "worker/agent/sandbox_executor.h"
 
@@ -145,18 +146,7 @@ ContainerHost RealContainerHost(std::function<int64_t()> memory) {
   };
   h.euid = [] { return static_cast<uint32_t>(::geteuid()); };
   h.chown_tree = [](const std::string& dir, uint32_t uid, uint32_t gid) -> Status {
-    std::error_code ec;
-    if (::lchown(dir.c_str(), uid, gid) != 0) return Status::Internal("chown " + dir + " failed");
-    int n = 0;
-    for (auto it = stdfs::recursive_directory_iterator(dir, ec); !ec && it != stdfs::end(it);
-         it.increment(ec)) {
-      if (::lchown(it->path().c_str(), uid, gid) != 0) {
-        return Status::Internal("chown " + it->path().string() + " failed");
-      }
-      if (++n > 10000000) break;
-    }
-    if (ec) return Status::Internal("walking " + dir + ": " + ec.message());
-    return Status::Ok();
+    return GiveToBuildUser(BuildUser{.switches = true, .uid = uid, .gid = gid}, dir, true);
   };
   return h;
 }
