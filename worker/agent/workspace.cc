@@ -46,16 +46,18 @@ Status FetchGit(const GitFetch& fetch, const farm::v1::GitSource& git, const std
                    [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; })) {
     return Status::InvalidArgument("git commit \"" + git.commit() + "\" is not a commit id");
   }
-  if (fetch.steps == nullptr)
+  if (fetch.steps == nullptr) {
     return Status::FailedPrecondition("this worker cannot clone git sources");
+  }
   std::string parent = stdfs::path(dest).parent_path().string();
   std::vector<std::string> clone = {"git"};
   for (const std::string& arg : git::LockedGitArgs(fetch.policy)) clone.push_back(arg);
   std::vector<std::string> checkout = clone;
   clone.insert(clone.end(), {"clone", "--quiet", "--no-recurse-submodules"});
   if (git.commit().empty() && !git.ref().empty()) {
-    if (git.ref()[0] == '-')
+    if (git.ref()[0] == '-') {
       return Status::InvalidArgument("git ref " + git.ref() + " starts with '-'");
+    }
     clone.insert(clone.end(), {"--branch", git.ref()});
   }
   clone.insert(clone.end(), {"--", git.url(), dest});
