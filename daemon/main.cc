@@ -60,6 +60,11 @@ int main(int argc, char** argv) {
       {"playbooks-dir", "DIR", "playbooks farmctl hosts provision runs (default: the checkout's)"},
       {"hosts-group-vars", "DIR",
        "group_vars of the host kinds (default: the example inventory's)"},
+      {"git-ssh", "", "also allow git sources over ssh (default: https only)"},
+      {"git-ca-file", "PEM",
+       "certificate authorities for https git servers (default: the system's)"},
+      {"git-timeout-s", "N", "longest a `git ls-remote` of a recipe's ref may take (default 30)"},
+      {"no-git-resolve", "", "run no git at all: git sources must name their full commit"},
       {"log-json", "", "log one JSON object per line"},
       {"help", "", "show this help"},
       {"version", "", "print the version and exit"},
@@ -161,6 +166,17 @@ int main(int argc, char** argv) {
     example_vars = "";
   }
   options.hosts_group_vars_dir = flags.Get("hosts-group-vars", example_vars);
+  options.git.allow_ssh = flags.Has("git-ssh");
+  if (flags.Has("git-ca-file")) {
+    options.git.ca_file = std::filesystem::absolute(flags.Get("git-ca-file")).string();
+  }
+  auto git_timeout = flags.GetInt("git-timeout-s", 30);
+  if (!git_timeout.ok() || *git_timeout < 1 || *git_timeout > 3600) {
+    std::cerr << "--git-timeout-s must be a number of seconds from 1 to 3600\n";
+    return 2;
+  }
+  options.git.timeout_ms = *git_timeout * 1000;
+  options.git_resolve = !flags.Has("no-git-resolve");
   std::unique_ptr<farm::store::ActiveFarmdLock> active;
   if (farm::store::IsPostgresUrl(options.store)) {
     // A standby waits here, before any thread exists, with the stop signals unblocked so

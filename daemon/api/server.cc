@@ -148,7 +148,9 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
       impl->store->ExtendRunningLeases(RealClock().NowUnixMs(), options.tunables.lease_ms));
   impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(),
                              &RealClock(),      options.tunables,  &impl->shutting_down};
-  impl->resolver = std::make_unique<schedule::GitSourceResolver>(&impl->processes);
+  impl->ctx.git = options.git;
+  impl->resolver = std::make_unique<schedule::GitSourceResolver>(&impl->processes, options.git,
+                                                                 options.git_resolve);
   impl->ctx.resolver = impl->resolver.get();
   impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);
   impl->schedules = std::make_unique<schedule::ScheduleRunner>(

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "common/clock.h"
+#include "common/git_policy.h"
 #include "daemon/api/auth.h"
 #include "daemon/api/fleet_cache.h"
 #include "daemon/store/blob_store.h"
@@ -44,6 +45,7 @@ struct ServiceContext {
   Tunables tunables;
   std::atomic<bool>* shutting_down = nullptr;
   schedule::SourceResolver* resolver = nullptr;   // git ref -> commit; null: not resolved
+  git::GitPolicy git;                             // which git URLs a build may name
   schedule::ScheduleRunner* schedules = nullptr;  // null: schedules are not served
   hosts::HostManager* hosts = nullptr;            // null: hosts are not served
   // Workers must present a client certificate farmd verified (--client-ca, mTLS).

@@ -72,11 +72,13 @@ Result<farm::v1::Recipe> PrepareRecipe(const farm::v1::SubmitBuildRequest& req) 
   return recipe;
 }
 
-// Sets the commit of a git source that names only a branch or tag, so the key (and the
-// worker) use exactly the commit the ref points to now.
+// Checks a git source's URL against the farm's policy (whether it came in the recipe or
+// in the request), and sets the commit of one that names only a branch or tag, so the key
+// (and the worker) use exactly the commit the ref points to now.
 Status ResolveSource(const ServiceContext& ctx, farm::v1::Recipe* recipe) {
   if (!recipe->source().has_git()) return Status::Ok();
   farm::v1::GitSource* git = recipe->mutable_source()->mutable_git();
+  FARM_RETURN_IF_ERROR(git::CheckGitUrl(git->url(), ctx.git).WithContext("source.git.url"));
   if (!git->commit().empty() || git->ref().empty() || ctx.resolver == nullptr) {
     return Status::Ok();
   }
