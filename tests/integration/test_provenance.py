@@ -187,9 +187,10 @@ class Mirror:
         self.server.server_close()
 
 
-def run_install(farm, script, *args):
+def run_install(python, script, *args):
+    """The install script for a GPU of compute capability 9.0, in the venv `python`."""
     env = dict(os.environ, FARM_INSTALL_GPU_CC="9.0", FARM_INSTALL_DRIVER_CUDA="13.0")
-    return subprocess.run([sys.executable, "-", "attn-example", *args], input=script, env=env,
+    return subprocess.run([python, "-", "attn-example", *args], input=script, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -243,14 +244,15 @@ def test_wheel_verifies_everywhere_and_altered_copies_mirrors_and_revoked_keys_a
     # The GitHub release: the wheel, its .intoto.jsonl and a signed SHA256SUMS.
     state = gh.control("state")
     (release,) = [r for r in state["releases"].values() if r["repo"] == GH_REPO]
-    assets = {a["name"]: a for a in state["assets"].values() if a["release_id"] == release["id"]}
-    assert set(assets) == {name, name + ".intoto.jsonl", "SHA256SUMS", "SHA256SUMS.sig"}, assets
-    release_wheel = assets[name]["browser_download_url"]
-    assert rows[("github", "asset")]["remote_url"] == release_wheel
+    assets = {a["name"] for a in state["assets"].values() if a["release_id"] == release["id"]}
+    assert assets == {name, name + ".intoto.jsonl", "SHA256SUMS", "SHA256SUMS.sig"}, assets
+    release_wheel = rows[("github", "asset")]["remote_url"]  # its browser_download_url
+    release_dir = release_wheel.rsplit("/", 1)[0]
+    assert release_wheel == "%s/%s" % (release_dir, urllib.parse.quote(name)), release_wheel
     out, _ = assert_both_verify(farm, release_wheel, keys_file, "--require-validated-arch", "9.0")
     assert "validation  passed on Fake H100" in out, out
-    check_sums(farm.root, assets["SHA256SUMS"]["browser_download_url"],
-               assets["SHA256SUMS.sig"]["browser_download_url"], keys_json, {name: sha})
+    check_sums(farm.root, release_dir + "/SHA256SUMS", release_dir + "/SHA256SUMS.sig",
+               keys_json, {name: sha})
 
     # The Hub folder: the same three files beside the wheel.
     hub_path = rows[("hf", "file")]["path"]
@@ -283,9 +285,7 @@ def test_wheel_verifies_everywhere_and_altered_copies_mirrors_and_revoked_keys_a
     venv = os.path.join(farm.root, "venv")
     subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=300)
     python = os.path.join(venv, "bin", "python")
-    env = dict(os.environ, FARM_INSTALL_GPU_CC="9.0", FARM_INSTALL_DRIVER_CUDA="13.0")
-    r = subprocess.run([python, "-", "attn-example", "--require-validated"], input=script,
-                       env=env, capture_output=True, text=True, timeout=300)
+    r = run_install(python, script, "--require-validated")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "verified: the farm's key signed the build of " + name in r.stdout, r.stdout
     assert "a passed validation on compute capability 9.0 is signed" in r.stdout, r.stdout
@@ -294,12 +294,12 @@ def test_wheel_verifies_everywhere_and_altered_copies_mirrors_and_revoked_keys_a
     assert "Version: " + name.split("-")[1] in shown, shown
     mirror = Mirror(base, flip(wheel, 100))
     try:
-        r = run_install(farm, script, "--farm", mirror.url, "--dry-run")
+        r = run_install(python, script, "--farm", mirror.url, "--dry-run")
         assert r.returncode != 0, r.stdout + r.stderr
         assert "REFUSED" in r.stderr and "a different wheel under this name" in r.stderr, \
             r.stdout + r.stderr
         assert "running:" not in r.stdout, r.stdout  # pip never ran
-        r = run_install(farm, script, "--farm", mirror.url, "--dry-run", "--no-verify")
+        r = run_install(python, script, "--farm", mirror.url, "--dry-run", "--no-verify")
         assert r.returncode == 0 and "WARNING: --no-verify" in r.stdout, r.stdout + r.stderr
     finally:
         mirror.close()

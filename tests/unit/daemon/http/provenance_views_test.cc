@@ -29,9 +29,8 @@ class ProvenanceViewsTest : public HttpFixture {
     Start(ids[0]);
     std::string sha = AddWheel(ids[0], filename, kMetadata, farm::v1::VALIDATION_PASSED);
     if (sign) {
-      for (const auto& a : store_->ListArtifacts(ids[0]).value()) {
-        EXPECT_OK(attestor_->AttestBuild(a));
-      }
+      auto artifacts = store_->ListArtifacts(ids[0]).value();
+      for (const auto& a : artifacts) EXPECT_OK(attestor_->AttestBuild(a));
     }
     Finish(ids[0]);
     return sha;

@@ -235,8 +235,10 @@ TEST_F(OutboxTest, EachWheelGoesOutWithItsProvenanceAndSignedChecksums) {
   farm::v1::ValidationReport passed;
   passed.set_state(farm::v1::VALIDATION_PASSED);
   int64_t build = MakeSucceededBuild(passed.SerializeAsString());
-  for (const auto& job : store_->ListJobs(build).value()) {
-    for (const auto& a : store_->ListArtifacts(job.id).value()) ASSERT_OK(attestor.AttestBuild(a));
+  auto jobs = store_->ListJobs(build).value();
+  for (const auto& job : jobs) {
+    auto artifacts = store_->ListArtifacts(job.id).value();
+    for (const auto& a : artifacts) ASSERT_OK(attestor.AttestBuild(a));
   }
   ScriptedGitHub gh;
   ScriptedHf hf;
