@@ -203,8 +203,8 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   if (!options.http.listen.empty()) {
     http::DashboardOptions http = options.http;
     http.tls = options.tls;
-    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(),     impl->auth.get(),
-                             &RealClock(),      impl->schedules.get(), impl->attestor.get()};
+    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock(),
+                             impl->schedules.get(), impl->attestor.get()};
     FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
     if (!options.http_ready_file.empty()) {
       FARM_RETURN_IF_ERROR(
@@ -213,17 +213,17 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
     log::Info("dashboard at " + std::string(http.tls.enabled() ? "https" : "http") + "://" +
               impl->dashboard->address() + "/");
   }
-  FARM_ASSIGN_OR_RETURN(
-      impl->publishing,
-      publish::PublishingService::Start(
-          {.secrets = options.secrets,
-           .github_api = options.github_api,
-           .hf_endpoint = options.hf_endpoint,
-           .publish_pending_hardware = options.publish_pending_hardware,
-           .interval_ms = options.publish_interval_ms,
-           .work_dir = options.data_dir + "/publish",
-           .with_provenance = options.publish_provenance},
-          impl->store.get(), impl->blobs.get(), &RealClock(), impl->attestor.get()));
+  FARM_ASSIGN_OR_RETURN(impl->publishing,
+                        publish::PublishingService::Start(
+                            {.secrets = options.secrets,
+                             .github_api = options.github_api,
+                             .hf_endpoint = options.hf_endpoint,
+                             .publish_pending_hardware = options.publish_pending_hardware,
+                             .interval_ms = options.publish_interval_ms,
+                             .work_dir = options.data_dir + "/publish",
+                             .with_provenance = options.publish_provenance},
+                            impl->store.get(), impl->blobs.get(), &RealClock(),
+                            impl->attestor.get()));
   impl->revalidator =
       std::make_unique<Revalidator>(impl->store.get(), &RealClock(), options.tunables.max_attempts);
   impl->sweeper = std::thread([raw = impl.get()] { raw->Sweep(); });

@@ -47,8 +47,7 @@ const char kUsage[] =
     "  tokens create|list|revoke   bearer tokens (--role, --name, --ttl 30d; admin)\n"
     "  hosts add|provision|list|show   hosts farmd provisions (--address, --kind, --var k=v)\n"
     "  ca init DIR | ca issue DIR NAME   the farm's own CA and certificates (no farmd)\n"
-    "  verify WHEEL|URL        check a wheel's signed provenance, no farmd (--keys, "
-    "--require-validated-arch)\n"
+    "  verify WHEEL|URL        a wheel's signed provenance, no farmd (--keys, --require-validated-arch)\n"
     "  keys [rotate|revoke ID] the farm's provenance signing keys (--reason; admin to change)\n"
     "flags:\n";
 
@@ -68,16 +67,12 @@ std::vector<FlagSpec> AllFlags() {
       {"platform", "TAG", "submit: platform axis value (repeatable)"},
       {"priority", "N", "submit: higher runs first (default 0)"},
       {"force", "", "submit: build even if an identical build succeeded"},
-      {"source-dir", "DIR",
-       "submit, schedules: upload and build this directory instead of the recipe's source"},
+      {"source-dir", "DIR", "submit, schedules: upload and build this directory instead of the recipe's source"},
       {"source-tarball", "FILE", "submit, schedules: upload and build this tarball instead"},
-      {"exclude", "PATTERN",
-       "submit, schedules: leave out of the uploaded tree (.gitignore syntax, repeatable)"},
-      {"catalog", "DIR",
-       "submit, schedules: where required recipes named without a path are found (repeatable)"},
+      {"exclude", "PATTERN", "submit, schedules: leave out of the uploaded tree (.gitignore syntax, repeatable)"},
+      {"catalog", "DIR", "submit, schedules: where required recipes named without a path are found (repeatable)"},
       {"no-gitignore", "", "submit, schedules: upload files .gitignore names too"},
-      {"max-source-bytes", "N",
-       "submit, schedules: refuse to pack a tree larger than N bytes (default 2 GiB)"},
+      {"max-source-bytes", "N", "submit, schedules: refuse to pack a tree larger than N bytes (default 2 GiB)"},
       {"follow", "", "submit, logs: stream until the build or job ends"},
       {"download", "DIR", "submit: with --follow, fetch the wheels into DIR"},
       {"dir", "DIR", "download: destination directory"},
@@ -229,16 +224,12 @@ Status DrainCommand(const CommandEnv& env, const Flags& flags) {
 // What `farmctl COMMAND --help` prints above the command's flags.
 const std::map<std::string, std::string>& CommandSynopses() {
   static const std::map<std::string, std::string> kSynopses = {
-      {"submit",
-       "submit RECIPE.yaml [--python V] [--cuda V] [--arch-list L] [--follow] [--download DIR]\n"
-       "  Submits a build of the recipe's matrix (or the axes given); prints the build."},
+      {"submit", "submit RECIPE.yaml [--python V] [--cuda V] [--arch-list L] [--follow] [--download DIR]\n"
+                 "  Submits a build of the recipe's matrix (or the axes given); prints the build."},
       {"list", "list [--limit N]\n  The newest builds."},
-      {"show",
-       "show BUILD\n  A build with its jobs, attempts, artifacts and why pending jobs wait."},
+      {"show", "show BUILD\n  A build with its jobs, attempts, artifacts and why pending jobs wait."},
       {"job", "job JOB\n  One job."},
-      {"logs",
-       "logs JOB [--follow] [--tail N] [--attempt N]\n  A job's log; JSON Lines with --output "
-       "json."},
+      {"logs", "logs JOB [--follow] [--tail N] [--attempt N]\n  A job's log; JSON Lines with --output json."},
       {"cancel", "cancel BUILD\n  Cancels a queued or running build (exit 1 for one that ended)."},
       {"retry", "retry JOB\n  Runs a failed or cancelled job again."},
       {"download",
@@ -256,15 +247,11 @@ const std::map<std::string, std::string>& CommandSynopses() {
        "schedules add RECIPE --cron EXPR [--tz ZONE] | list | show ID | pause ID | resume ID |"
        " delete ID | run-now ID\n  Builds fired by cron."},
       {"workers", "workers\n  Registered workers and what they have."},
-      {"drain",
-       "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new "
-       "ones."},
-      {"tokens",
-       "tokens create --role ROLE [--name NAME] [--ttl 30d] | list | revoke ID\n"
-       "  Bearer tokens (admin); a revoked token stops working at its next call."},
-      {"hosts",
-       "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
-       "  Hosts farmd provisions."},
+      {"drain", "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new ones."},
+      {"tokens", "tokens create --role ROLE [--name NAME] [--ttl 30d] | list | revoke ID\n"
+                 "  Bearer tokens (admin); a revoked token stops working at its next call."},
+      {"hosts", "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
+                "  Hosts farmd provisions."},
       {"verify",
        "verify WHEEL|URL [--keys FILE|URL] [--provenance FILE|URL] [--require-validated-arch SM]\n"
        "  Checks the wheel's sha256 and its signed provenance against the farm's keys and\n"
@@ -272,10 +259,9 @@ const std::map<std::string, std::string>& CommandSynopses() {
       {"keys",
        "keys [list] | rotate | revoke KEYID --reason TEXT\n"
        "  The farm's provenance signing keys; rotating and revoking need an admin."},
-      {"ca",
-       "ca init DIR [--name N] [--days D] | ca issue DIR NAME (--server-cert --host H... | "
-       "--client-cert) [--out DIR]\n"
-       "  A CA for the farm's TLS (docs/deployment.md) and certificates it signs; no farmd."},
+      {"ca", "ca init DIR [--name N] [--days D] | ca issue DIR NAME (--server-cert --host H... | "
+             "--client-cert) [--out DIR]\n"
+             "  A CA for the farm's TLS (docs/deployment.md) and certificates it signs; no farmd."},
   };
   return kSynopses;
 }
