@@ -116,6 +116,7 @@ Status VerifyCommand(const Flags& flags, std::ostream& out) {
   }
   const std::string& wheel = flags.positionals()[1];
   FetchOptions small{.ca_file = flags.Get("ca"), .max_bytes = kMaxDocumentBytes};
+  const bool pinned = flags.Has("keys");
   std::string keys_from = flags.Get("keys", KeysUrlOf(wheel));
   if (keys_from.empty()) {
     return Status::InvalidArgument(
@@ -149,8 +150,12 @@ Status VerifyCommand(const Flags& flags, std::ostream& out) {
   provenance::WheelVerification v =
       provenance::VerifyWheel({name, sha256}, *envelopes, *keys,
                               {.require_validated_arch = flags.Get("require-validated-arch")});
+  std::string keys_note = pinned ? keys_from
+                                 : keys_from +
+                                       ", the same server as the wheel: pin a copy "
+                                       "with --keys";
   out << (flags.Get("output") == "json" ? JsonOf(v, name, sha256)
-                                        : Text(v, *keys, name, sha256, size, wheel, keys_from));
+                                        : Text(v, *keys, name, sha256, size, wheel, keys_note));
   if (!v.ok) return Status::FailedPrecondition(name + " refused: " + v.problems.front());
   return Status::Ok();
 }

@@ -228,7 +228,8 @@ def test_wheel_verifies_everywhere_and_altered_copies_mirrors_and_revoked_keys_a
     assert mine.returncode == 0, mine.stdout + mine.stderr
     for text in ("built by    urn:gpu-wheel-farm:farm:" + keys_json["farm"], "worker      gpu-1",
                  "Fake H100 (9.0)", "validation  passed on Fake H100 (compute capability 9.0), "
-                 "1/1 cases", "recipe      attn-example 0.1.0", "sha256      " + sha):
+                 "1/1 cases", "recipe      attn-example 0.1.0", "sha256      " + sha,
+                 "the same server as the wheel: pin a copy with --keys"):
         assert text in mine.stdout, (text, mine.stdout)
     theirs = python_verify(index_wheel, "--keys", base + KEYS_PATH,
                            "--provenance", base + entry["provenance"],
