@@ -6,8 +6,9 @@
 KEYS is the farm's public key set (a file, or the farm's /api/v1/provenance/keys URL).
 WHEEL is a file or a URL; its provenance is read from --provenance, else from the wheel's
 path or URL + ".intoto.jsonl" (DSSE envelopes, one per line) or a PEP 740 provenance
-object. Exit status: 0 verified, 1 refused, 2 bad usage or unreadable input, 3 a URL could
-not be fetched.
+object. Exit status: 0 verified, 1 refused (a provenance file that is missing or does not
+parse included), 2 bad usage or an unreadable wheel or key set, 3 a URL could not be
+fetched.
 
 This verifier is independent of the farm's own code: it implements DSSE's
 pre-authentication encoding itself and checks Ed25519 signatures with Debian's
@@ -43,7 +44,11 @@ class Unreadable(Exception):
 
 
 class Unreachable(Exception):
-    """A URL that cannot be fetched (exit 3)."""
+    """A URL that cannot be fetched (exit 3); `missing` when the server said 404."""
+
+    def __init__(self, message, missing=False):
+        super().__init__(message)
+        self.missing = missing
 
 
 def pae(payload_type, payload):
@@ -78,7 +83,7 @@ def chunks(source, limit, cafile=None):
         try:
             stream = urllib.request.urlopen(source, timeout=60, context=ctx)
         except urllib.error.HTTPError as e:
-            raise Unreachable("%s: HTTP %d" % (source, e.code))
+            raise Unreachable("%s: HTTP %d" % (source, e.code), missing=e.code == 404)
         except (urllib.error.URLError, OSError) as e:
             raise Unreachable("%s: %s" % (source, e))
     else:
@@ -303,14 +308,24 @@ def main(argv):
         sha256 = sha256_of(args.wheel, args.cafile)
         name = urllib.parse.unquote(os.path.basename(urllib.parse.urlparse(args.wheel).path)) \
             if is_url(args.wheel) else os.path.basename(args.wheel)
-        envelopes = load_envelopes(read(args.provenance or args.wheel + ".intoto.jsonl",
-                                        MAX_DOCUMENT, args.cafile))
     except Unreachable as e:
         print("verify_provenance: " + str(e), file=sys.stderr)
         return 3
     except (Unreadable, UnicodeDecodeError) as e:
         print("verify_provenance: " + str(e), file=sys.stderr)
         return 2
+    source = args.provenance or args.wheel + ".intoto.jsonl"
+    try:
+        envelopes = load_envelopes(read(source, MAX_DOCUMENT, args.cafile))
+    except Unreachable as e:
+        if not e.missing:
+            print("verify_provenance: " + str(e), file=sys.stderr)
+            return 3
+        print("REFUSED: no provenance at " + source)
+        return 1
+    except (Unreadable, UnicodeDecodeError) as e:  # a provenance file altered past parsing
+        print("REFUSED: %s: %s" % (source, e))
+        return 1
     result = verify(name, sha256, envelopes, keys, args.require_validated_arch)
     print("wheel      %s sha256 %s" % (name, sha256))
     for line in describe(result):
