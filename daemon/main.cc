@@ -40,7 +40,15 @@ int main(int argc, char** argv) {
        "or unfinished build names; 0 keeps them (default 30)"},
       {"http-listen", "HOST:PORT", "serve the dashboard, /api/v1, /metrics and /simple/ here"},
       {"http-ready-file", "FILE", "write the dashboard's bound address here once serving"},
-      {"http-max-connections", "N", "simultaneous HTTP connections; more get 503 (default 256)"},
+      {"http-max-connections", "N", "simultaneous HTTP connections; more get 503 (default 512)"},
+      {"http-max-connections-per-address", "N",
+       "simultaneous HTTP connections of one client address (IPv6: one /64); more get 503 "
+       "(default 32)"},
+      {"http-header-timeout-ms", "MS",
+       "whole time for a TLS handshake, and for a request's head (default 10000)"},
+      {"http-body-timeout-ms", "MS", "whole time for a request's body (default 30000)"},
+      {"http-idle-timeout-ms", "MS",
+       "how long a kept-alive HTTP connection waits for its next request (default 30000)"},
       {"web-root", "DIR", "serve dashboard assets from DIR instead of the embedded copies"},
       {"private-read", "", "require a viewer token for read-only pages and the index"},
       {"index-include-pending", "", "list wheels still waiting for hardware validation"},
@@ -110,12 +118,19 @@ int main(int argc, char** argv) {
   options.http.public_read = !flags.Has("private-read");
   options.http.index_include_pending = flags.Has("index-include-pending");
   options.http_ready_file = flags.Get("http-ready-file");
-  auto max_connections = flags.GetInt("http-max-connections", options.http.max_connections);
-  if (!max_connections.ok() || *max_connections < 1 || *max_connections > 1'000'000) {
-    std::cerr << "--http-max-connections must be a number from 1 to 1000000\n";
-    return 2;
+  farm::http::DashboardOptions& h = options.http;
+  for (auto [name, value] : {std::pair{"http-max-connections", &h.max_connections},
+                             {"http-max-connections-per-address", &h.max_connections_per_address},
+                             {"http-header-timeout-ms", &h.header_timeout_ms},
+                             {"http-body-timeout-ms", &h.body_timeout_ms},
+                             {"http-idle-timeout-ms", &h.idle_timeout_ms}}) {
+    auto parsed_value = flags.GetInt(name, *value);
+    if (!parsed_value.ok() || *parsed_value < 1 || *parsed_value > 1'000'000) {
+      std::cerr << "--" << name << " must be a number from 1 to 1000000\n";
+      return 2;
+    }
+    *value = static_cast<int>(*parsed_value);
   }
-  options.http.max_connections = static_cast<int>(*max_connections);
   if (flags.Has("secrets-file")) {
     auto secrets = farm::auth::LoadSecretsFile(flags.Get("secrets-file"));
     if (!secrets.ok()) {

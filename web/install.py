@@ -7,9 +7,9 @@ It reads the GPU's compute capability and the driver's CUDA version (nvidia-smi,
 CUDA driver library; on WSL2 both live in /usr/lib/wsl/lib), the torch already installed
 in this Python (its version and CUDA), the Python version and the platform; picks the one
 index view of the farm that matches (/<cuda>[-torch<ver>]/sm<cc>/simple/), says why, and
-runs pip for the exact wheel of that view. When the farm has no such wheel it says which
-one is missing and what to submit. Standard library only, plus Ed25519 from Python's
-`cryptography` or the `openssl` command.
+runs pip for the exact wheel of that view, with that view as pip's only index. When the
+farm has no such wheel it says which one is missing and what to submit. Standard library
+only, plus Ed25519 from Python's `cryptography` or the `openssl` command.
 
 Before pip runs, the wheel is downloaded and checked against the farm's signed provenance
 (docs/provenance.md): its sha256 must be the one a statement signed by the farm's key
@@ -18,8 +18,10 @@ are the ones this script was served with (the farm that served it), or --keys.
 
 Options:
   --farm URL      the farm (default @FARM_URL@)
-  --index-only    use the farm's view as the only index (dependencies must be installed)
-  --dry-run       print the choice and the pip command, install nothing
+  --with-pypi     also let pip fetch the wheel's dependencies from PyPI
+                  (--extra-index-url https://pypi.org/simple/); without it they must be
+                  installed already or be in the farm's view
+  --dry-run       print the choice and the pip command it would run, install nothing
   --cert FILE     CA bundle for a farm served over HTTPS with its own CA (passed to pip)
   --keys FILE|URL the farm's public key set to verify with (default: the one embedded
                   when the farm served this script, else FARM/api/v1/provenance/keys)
@@ -132,7 +134,7 @@ def detect_gpu():
     """(name, cc, driver CUDA) of device 0, the one CUDA programs use by default."""
     if os.environ.get("FARM_INSTALL_GPU_CC"):
         cc = major_minor(os.environ["FARM_INSTALL_GPU_CC"])
-        return "GPU given by FARM_INSTALL_GPU_CC", cc, os.environ.get("FARM_INSTALL_DRIVER_CUDA", "")
+        return "(given by FARM_INSTALL_GPU_CC)", cc, os.environ.get("FARM_INSTALL_DRIVER_CUDA", "")
     smi = nvidia_smi()
     found = gpu_from_smi(smi) if smi else None
     if not found or not found[0]:
@@ -337,7 +339,10 @@ def choose_view(views, project, cc, torch, torch_cuda, driver_cuda):
             return None, "every wheel of %s needs a newer driver than CUDA %s" % (project, driver_cuda)
         plain = fits
     best = max(plain, key=lambda v: version_key(v["cuda"]))
-    return best, "no torch installed; the newest CUDA the driver (CUDA %s) runs" % (driver_cuda or "?")
+    if not driver_cuda:
+        return best, ("no torch installed; the newest CUDA the farm has (the driver's CUDA "
+                      "version is unknown: FARM_INSTALL_DRIVER_CUDA gives it)")
+    return best, "no torch installed; the newest CUDA the driver (CUDA %s) runs" % driver_cuda
 
 
 def python_tags():
@@ -420,9 +425,11 @@ def main(argv):
     if view is None:
         say("missing: " + why)
         arch = cc + ("a" if version_key(cc) >= (9, 0) else "")
-        say("ask the farm for it: farmctl submit RECIPE.yaml --python %s.%s --cuda %s --arch-list %s" % (
-            sys.version_info.major, sys.version_info.minor, torch_cuda or driver_cuda or "CUDA",
-            arch))
+        python = "%s.%s" % (sys.version_info.major, sys.version_info.minor)
+        cuda = torch_cuda or driver_cuda or "X.Y"
+        say("ask the farm for it: farmctl submit RECIPE.yaml --python %s --cuda %s --arch-list %s "
+            "(the recipe's matrix must list Python %s and CUDA %s and an arch list holding %s; "
+            "farmctl says what it lists when it does not)" % (python, cuda, arch, python, cuda, arch))
         return 1
     page = fetch_json(view["index_url"] + project + "/", PYPI_JSON, cert)
     wheel = choose_file(page.get("files", []), py_tag, plat) if "_error" not in page else None
@@ -446,16 +453,23 @@ def main(argv):
             f.write(data)
     else:
         say("WARNING: --no-verify: installing without checking the wheel's signed provenance")
-    cmd = [sys.executable, "-m", "pip", "install",
-           "--index-url" if "--index-only" in flags else "--extra-index-url", view["index_url"],
-           target]
+    # The view is pip's only index: pip never asks PyPI (which retries for seconds when the
+    # machine is offline) unless --with-pypi says so, for the wheel's dependencies.
+    cmd = [sys.executable, "-m", "pip", "install", "--index-url", view["index_url"], target]
+    if "--with-pypi" in flags:
+        cmd[6:6] = ["--extra-index-url", "https://pypi.org/simple/"]
     if cert:
         cmd[4:4] = ["--cert", cert]
-    say("running: " + " ".join(cmd))
     try:
         if "--dry-run" in flags:
+            say("would run (--dry-run): " + " ".join(cmd))
             return 0
-        return subprocess.call(cmd)
+        say("running: " + " ".join(cmd))
+        rc = subprocess.call(cmd)
+        if rc != 0 and "--with-pypi" not in flags:
+            say("pip failed; if it could not find a dependency, run again with --with-pypi to "
+                "fetch dependencies from PyPI")
+        return rc
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 
+#include "common/clock.h"
 #include "common/flags.h"
 #include "common/version.h"
 #include "daemon/cli/format.h"
@@ -136,8 +137,10 @@ Status ListCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::ListBuildsResponse resp;
   FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->ListBuilds(env.client->Context().get(), req, &resp),
                                 env.client->address()));
-  std::string text = resp.builds().empty() ? "no builds\n" : "";
-  for (const auto& b : resp.builds()) text += FormatBuildLine(b) + "\n";
+  std::string text =
+      resp.builds().empty()
+          ? "no builds\n"
+          : FormatBuildList({resp.builds().begin(), resp.builds().end()}, RealClock().NowUnixMs());
   Print(env, resp, text);
   return Status::Ok();
 }
@@ -359,7 +362,9 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   auto command = Commands().find(flags.positionals()[0]);
   if (command == Commands().end()) {
-    err << "farmctl: unknown command \"" << flags.positionals()[0] << "\"\n" << kUsage;
+    err << "farmctl: unknown command \"" << flags.positionals()[0]
+        << "\"; `farmctl --help` lists the commands, `farmctl COMMAND --help` one command's "
+           "flags\n";
     return 2;
   }
   std::string output = flags.Get("output", "text");

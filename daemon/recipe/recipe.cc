@@ -343,7 +343,8 @@ Result<YAML::Node> LoadSingleDocument(const ErrorSink& sink, std::string_view ya
     }
     return documents.starts.empty() ? YAML::Node() : YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    return sink.At(ToPosition(e.mark), "YAML syntax error: " + e.msg);
+    SyntaxError error = ExplainSyntaxError(yaml, e.mark, e.msg);
+    return sink.At(error.pos, error.message);
   }
 }
 

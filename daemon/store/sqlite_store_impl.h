@@ -178,6 +178,9 @@ class SqliteStore final : public Store {
   bool MayHaveLeasableJob(int64_t now_ms) const override;
 
  private:
+  // The histogram of the kept bounds, from job_span_buckets (sqlite_store_queries.cc).
+  Result<SpanHistogram> KeptHistogram(JobSpan span);
+
   // Holds mu_. On release it waits, outside mu_, until every commit made so far is on disk
   // (Db::WaitDurable): a call that wrote answers only once its write is durable, and a call
   // that read never answers with a commit a power loss could still take back. Callers that

@@ -1,4 +1,4 @@
-// Signed provenance of wheels (migration 017, docs/provenance.md): the DSSE envelopes farmd
+// Signed provenance of wheels (migration 018, docs/provenance.md): the DSSE envelopes farmd
 // signed about each wheel's bytes, and their re-signing when a key is revoked. Each call is
 // one statement under the store's mutex.
 #include "daemon/store/sqlite_store_impl.h"

@@ -259,6 +259,16 @@ struct JobTimingRow {
 // Which span of a job a histogram measures.
 enum class JobSpan { kQueueWait, kRunTime };
 
+// The histogram bounds (ms) the store keeps counters for as jobs change (migration
+// 017_job_counters.sql holds the same values): /metrics' queue-wait and build-duration
+// buckets.
+inline const std::vector<int64_t> kQueueWaitBoundsMs = {1'000,   5'000,     15'000,
+                                                        30'000,  60'000,    300'000,
+                                                        900'000, 3'600'000, 14'400'000};
+inline const std::vector<int64_t> kRunTimeBoundsMs = {30'000,    60'000,    120'000, 300'000,
+                                                      600'000,   1'200'000, 1'800'000,
+                                                      3'600'000, 7'200'000, 14'400'000};
+
 // Cumulative counts of jobs whose span (ms) is <= each bound, plus the total and sum.
 struct SpanHistogram {
   std::vector<int64_t> bounds_ms;
@@ -589,11 +599,14 @@ class Store {
   // --- dashboard and index queries (sqlite_store_queries.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // Jobs per state: element i counts jobs with state i (0..5, the farm.v1.JobState values).
+  // Read from counters the store keeps as jobs change, not by counting the jobs.
   virtual Result<std::vector<int64_t>> CountJobsByState();
   // Jobs in `state`, newest id first, ids < before_id (0: from the newest), at most `limit`.
   virtual Result<std::vector<JobRow>> ListJobsInState(int state, int64_t before_id, int limit);
   // Queue wait (started - created, jobs that started and were not reused) or run time
-  // (finished - started, terminal jobs that started) over all jobs.
+  // (finished - started, terminal jobs that started) over all jobs. With the kept bounds
+  // (kQueueWaitBoundsMs, kRunTimeBoundsMs) it reads counters the store keeps as jobs
+  // change, a few rows whatever the number of jobs; other bounds count every job.
   virtual Result<SpanHistogram> JobSpanHistogram(JobSpan span,
                                                  const std::vector<int64_t>& bounds_ms);
   // Terminal build jobs that ran (validation jobs are no build time), newest finish first,

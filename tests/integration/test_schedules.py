@@ -102,7 +102,7 @@ def test_a_schedule_on_a_branch_builds_only_when_the_branch_moves(farm):
     repo, recipe = make_git_example(farm.root)
     created = farm.ctl_json("schedules", "add", recipe, "--cron", "0 3 * * *",
                             "--tz", "Europe/Berlin", "--arch-list", ARCH_LIST)
-    sid = created["id"]
+    sid = str(created["id"])  # farmctl prints ids as numbers
     assert created["next_fire_local"].split()[1] == "03:00:00"
     assert created["next_fire_local"].split()[2] in ("CET", "CEST")
 
@@ -111,7 +111,7 @@ def test_a_schedule_on_a_branch_builds_only_when_the_branch_moves(farm):
     assert run1["outcome"] == "RUN_SUBMITTED" and run1["resolved_commit"] == head1
     build1 = wait_build(farm, run1["build_id"])
     assert build1["state"] == "BUILD_SUCCEEDED", build1
-    assert build1["schedule_id"] == sid
+    assert build1["schedule_id"] == int(sid)
     assert build1["recipe"]["source"]["git"]["commit"] == head1
 
     run2 = farm.ctl_json("schedules", "run-now", sid)

@@ -41,16 +41,45 @@ EnvMap ToolEnv(const EnvMap& worker_env) {
 
 Outcome Infra(const std::string& detail) { return {farm::v1::CAUSE_INFRASTRUCTURE, detail, -1, 0}; }
 
-// The subdirectory must stay inside the source tree.
-Result<std::string> BuildDir(const std::string& src, const std::string& sub) {
+// "csrc/, setup.py, README.md": what the top of the source tree holds, sorted, at most 20.
+std::string TopLevel(const std::string& src) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& e : stdfs::directory_iterator(src, ec)) {
+    names.insert(e.path().filename().string() + (e.is_directory(ec) ? "/" : ""));
+  }
+  std::string out;
+  size_t shown = 0;
+  for (const auto& n : names) {
+    if (++shown > 20) return out + ", and " + std::to_string(names.size() - 20) + " more";
+    out += (out.empty() ? "" : ", ") + ToValidUtf8(n);
+  }
+  return out.empty() ? "nothing" : out;
+}
+
+// The subdirectory must stay inside the source tree and exist: an error here is the
+// recipe's (a build failure, not retried), and says what the tree holds.
+Result<std::string> BuildDir(const std::string& src, const farm::v1::Recipe& recipe) {
+  const std::string& sub = recipe.subdirectory();
   if (sub.empty()) return src;
   stdfs::path p = stdfs::path(sub).lexically_normal();
   if (p.is_absolute() || (!p.empty() && *p.begin() == "..")) {
     return Status::InvalidArgument("subdirectory " + sub + " leaves the source tree");
   }
   std::string dir = src + "/" + p.string();
-  if (!stdfs::is_directory(dir)) return Status::NotFound("subdirectory " + sub + " does not exist");
-  return dir;
+  if (stdfs::is_directory(dir)) return dir;
+  std::string why = "subdirectory " + sub + " does not exist in the source; its top level holds: " +
+                    TopLevel(src);
+  if (recipe.source().has_archive() && recipe.source().archive().unwrap_single_directory()) {
+    why += " (a tarball whose entries all sit in one folder is unpacked with that folder as the "
+           "root: subdirectory is relative to it)";
+  }
+  return Status::InvalidArgument(why);
+}
+
+// A recipe that names what its source does not have fails once, as the build's failure.
+Outcome RecipeError(const std::string& detail) {
+  return {farm::v1::CAUSE_BUILD_FAILED, detail, -1, 0};
 }
 
 std::string SourceText(const farm::v1::Source& s) {
@@ -223,6 +252,8 @@ Result<std::string> JobRunner::FetchAndPatch(LogShipper& log, StepRunner& steps,
   if (Status s = FetchSource(steps, recipe.source(), src, fetch); !s.ok()) {
     return Status::FailedPrecondition("fetching source failed: " + s.message());
   }
+  // Read before the patches: `git apply` gives the files it changes the time of the build.
+  source_date_epoch_ = SourceDateEpoch(*deps_.runner, src);
   std::vector<farm::v1::Patch> patches(recipe.patches().begin(), recipe.patches().end());
   if (!patches.empty()) {
     control_->log_seq = log.Append(
@@ -322,8 +353,8 @@ Outcome JobRunner::ExecuteValidation(LogShipper& log, const std::string& ws) {
                      });
     auto src = FetchAndPatch(log, steps, ws);
     if (!src.ok()) return Infra(src.status().message());
-    auto dir = BuildDir(*src, recipe.subdirectory());
-    if (!dir.ok()) return Infra(dir.status().message());
+    auto dir = BuildDir(*src, recipe);
+    if (!dir.ok()) return RecipeError(dir.status().message());
     build_dir = *dir;
   }
   auto python = SelectPython(job_.cell(), settings_.caps);
@@ -369,7 +400,9 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   auto system = [&log, this](const std::string& text) {
     control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + text);
   };
-  FARM_ASSIGN_OR_RETURN(std::string build_dir, BuildDir(src, recipe.subdirectory()));
+  auto dir = BuildDir(src, recipe);
+  if (!dir.ok()) return RecipeError(dir.status().message());
+  const std::string& build_dir = *dir;
   FARM_ASSIGN_OR_RETURN(auto python, SelectPython(job_.cell(), settings_.caps));
   FARM_ASSIGN_OR_RETURN(auto toolkit, SelectToolkit(job_.cell(), settings_.caps));
   system("creating venv with " + python.path() + " (Python " + python.version() + ")");
@@ -386,7 +419,7 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   JobEnvInputs in{&job_, settings_.worker_env, ws + "/venv", ws + "/wheels", ws + "/tmp",
                   python.version(), toolkit, settings_.caps.cpu_cores(),
                   deps_.probe->AvailableMemoryBytes(), settings_.secrets,
-                  SourceDateEpoch(*deps_.runner, src)};
+                  source_date_epoch_};
   in.wsl2 = settings_.caps.wsl2();
   // Unified memory: this job's validation and those of the jobs beside it share the RAM
   // the compile jobs use.
@@ -423,18 +456,29 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   const bool host_processes = executor == "native" || executor == "sandbox";
   control_->progress.Begin(host_processes ? process->pid() : 0, cache_use.stats_log);
   int64_t timeout_s = job_.timeout_seconds() > 0 ? job_.timeout_seconds() : 3600;
+  int64_t sampled_ms = 0;
   ProcessResult r = process->Wait(
-      [&log, this](OutputStream s, const std::string& line) {
+      [&log, &sampled_ms, this](OutputStream s, const std::string& line) {
         control_->progress.OnLine(line);
+        // The process tree's memory, between heartbeats too (at most every 250 ms).
+        if (int64_t now = deps_.clock->SteadyMs(); now - sampled_ms >= 250) {
+          sampled_ms = now;
+          control_->progress.Sample();
+        }
         control_->log_seq =
             log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
       },
       timeout_s * 1000);
   control_->progress.End();
   control_->SetProcess(nullptr);
-  Outcome out{farm::v1::CAUSE_COMPLETED, "", r.exit_code, r.peak_rss_bytes};
+  // wait4 counts only the processes the command's own tree waited for: in the sandbox,
+  // bwrap's init reaps the build and wait4 sees bwrap alone (10 MiB for a build that held
+  // 150 MiB). The peaks sampled from /proc (VmHWM of every process of the tree, at each
+  // heartbeat and line) see them; the log and the attempt both give the larger figure.
+  const int64_t peak = std::max(r.peak_rss_bytes, control_->progress.Snapshot().peak_rss_bytes);
+  Outcome out{farm::v1::CAUSE_COMPLETED, "", r.exit_code, peak};
   system("build command exited with code " + std::to_string(r.exit_code) + ", peak RSS " +
-         std::to_string(r.peak_rss_bytes >> 20) + " MiB");
+         fs::HumanBytes(peak));
   out.compile_cache = CompileCache::FinishJob(cache_use);
   // Only builds that compiled something have a hit rate to tell; a silent line keeps a
   // failing build's own last lines at the end of the log.

@@ -122,6 +122,8 @@ class JobRunner {
   JobDeps deps_;
   JobSettings settings_;
   InputWheels inputs_;
+  // SourceDateEpoch of the source as fetched, before patches (which `git apply` writes now).
+  int64_t source_date_epoch_ = 0;
   farm::v1::JobAssignment job_;
   std::shared_ptr<JobControl> control_;
 };

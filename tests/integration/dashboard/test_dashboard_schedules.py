@@ -61,7 +61,7 @@ def git_recipe_with_credentials(root):
 
 def test_schedule_json_routes(farm):
     farm.start_farmd(http=True)
-    sid = add_schedule(farm, "--name", NAME)["id"]
+    sid = str(add_schedule(farm, "--name", NAME)["id"])  # farmctl prints ids as numbers
     token = admin_token(farm)
 
     status, body = http(farm, "GET", "/api/v1/schedules")
@@ -127,7 +127,7 @@ def test_schedule_json_routes(farm):
     assert run["skipped_reason"] is None
     status, build = http(farm, "GET", run["build_api"])
     assert status == 200 and build["id"] == run["build_id"], build
-    assert farm.ctl_json("show", str(run["build_id"]))["schedule_id"] == sid
+    assert farm.ctl_json("show", str(run["build_id"]))["schedule_id"] == int(sid)
     last = http(farm, "GET", "/api/v1/schedules")[1]["schedules"][0]["last_run"]
     assert last["id"] == run["id"] and last["build_id"] == run["build_id"]
     assert [r["id"] for r in http(farm, "GET", f"/api/v1/schedules/{sid}")[1]["runs"]] == [run["id"]]
@@ -136,7 +136,7 @@ def test_schedule_json_routes(farm):
 def test_skipped_and_failed_runs_name_their_reason_without_secrets(farm):
     farm.start_farmd(http=True)
     token = admin_token(farm)
-    sid = add_schedule(farm)["id"]
+    sid = str(add_schedule(farm)["id"])
     first = http(farm, "POST", f"/api/v1/schedules/{sid}/run-now", token)[1]["run"]
     # The first run's build is still queued (no worker): the next firing is skipped.
     status, second = http(farm, "POST", f"/api/v1/schedules/{sid}/run-now", token)
@@ -174,7 +174,7 @@ def _keys(value):
 
 def test_dashboard_shows_schedules_live(farm):
     farm.start_farmd(http=True)
-    sid = add_schedule(farm, "--name", NAME)["id"]
+    sid = str(add_schedule(farm, "--name", NAME)["id"])  # farmctl prints ids as numbers
     expected = farm.ctl_json("schedules", "show", sid)["schedules"][0]
     driver = _browser(os.path.join(farm.root, "chromium-profile"))
     try:

@@ -305,6 +305,10 @@ TEST_F(OutboxTest, TransientErrorsBackOffPermanentOnesFailRedactedAndMissingToke
   EXPECT_NE(rows["github/asset"].error.find("rate limited"), std::string::npos);
   EXPECT_EQ(rows["hf/file"].state, "failed");
   EXPECT_NE(rows["hf/file"].error.find("farmd has no HF_TOKEN"), std::string::npos);
+  // A fixed secrets file does nothing until farmd restarts: the error says so.
+  EXPECT_NE(rows["hf/file"].error.find("then restart farmd, which reads them only at start"),
+            std::string::npos)
+      << rows["hf/file"].error;
   // Not due before the backoff ends.
   ASSERT_OK(publisher->RunOnce().status());
   EXPECT_EQ(Rows(build)["github/asset"].attempts, 1);

@@ -392,8 +392,23 @@ TEST(ParseRecipeErrorTest, PathsAndEnvNames) {
 }
 
 TEST(ParseRecipeErrorTest, YamlSyntaxAndDocumentShape) {
+  // An unclosed flow list is reported at its '[' (yaml-cpp marks the line after it).
   EXPECT_EQ(ErrorOf("name: a\nbuild: [b\nsource: x\n"),
-            "recipe.yaml:3:7: YAML syntax error: end of sequence flow not found");
+            "recipe.yaml:2:8: this '[' opens a list that is never closed: a ']' is missing");
+  EXPECT_EQ(ErrorOf("name: a\nmatrix:\n  python: [\"3.11\", \"3.12\"\n  cuda: [\"13.0\"]\n"),
+            "recipe.yaml:3:11: this '[' opens a list that is never closed: a ']' is missing");
+  EXPECT_EQ(ErrorOf("name: a\nenv: {A: \"[x\", B: 1\nbuild: b\n"),
+            "recipe.yaml:2:6: this '{' opens a map that is never closed: a '}' is missing");
+  // A tab in the indentation is named as a tab, where it is.
+  EXPECT_EQ(ErrorOf("name: a\nsource:\n\tlocal: .\nbuild: b\n"),
+            "recipe.yaml:3:1: a tab indents this line: YAML indents with spaces only (yaml-cpp: "
+            "illegal map value)");
+  EXPECT_EQ(ErrorOf("name: a\nenv:\n  A: \"1\"\n\tB: \"2\"\nbuild: b\n"),
+            "recipe.yaml:4:1: a tab indents this line: YAML indents with spaces only (yaml-cpp: "
+            "end of map not found)");
+  // A tab inside a block scalar's text is its content, not an error.
+  EXPECT_TRUE(
+      ParseRecipe("name: a\nsource: {local: .}\nbuild: |\n  make\n  \tindented\n", "r.yaml").ok());
   EXPECT_EQ(ErrorOf("name: a\n  build: b\n"), "recipe.yaml:2:8: YAML syntax error: illegal map value");
   EXPECT_EQ(ErrorOf(""), "recipe.yaml:1:1: the recipe is empty");
   EXPECT_EQ(ErrorOf("- a\n- b\n"), "recipe.yaml:1:1: a recipe must be a mapping, got a list");

@@ -1,4 +1,4 @@
-// Signed provenance in the store (migration 017): one row per (wheel, kind, job, attempt),
+// Signed provenance in the store (migration 018): one row per (wheel, kind, job, attempt),
 // builds listed first, re-signing in place, and the Hub files a folder's SHA256SUMS lists.
 #include <gtest/gtest.h>
 

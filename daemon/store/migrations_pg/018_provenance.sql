@@ -1,4 +1,4 @@
--- PostgreSQL form of migrations/017_provenance.sql (same number, same meaning): BIGINT for every
+-- PostgreSQL form of migrations/018_provenance.sql (same number, same meaning): BIGINT for every
 -- integer (milliseconds overflow INTEGER), BIGSERIAL for AUTOINCREMENT ids, BYTEA for BLOB.
 -- Signed provenance of wheels (docs/provenance.md): one row per DSSE envelope farmd signed
 -- about the wheel with bytes `sha256`: its build (kind 'build', signed when the wheel
