@@ -57,6 +57,8 @@ int main(int argc, char** argv) {
       {"hf-endpoint", "URL", "Hugging Face Hub endpoint (default https://huggingface.co)"},
       {"publish-pending-hardware", "", "also publish wheels whose validation waits for a GPU"},
       {"publish-interval-ms", "MS", "pause between passes of the publisher (default 1000)"},
+      {"publish-without-provenance", "",
+       "publish wheels without their .intoto.jsonl and the signed SHA256SUMS"},
       {"playbooks-dir", "DIR", "playbooks farmctl hosts provision runs (default: the checkout's)"},
       {"hosts-group-vars", "DIR",
        "group_vars of the host kinds (default: the example inventory's)"},
@@ -152,6 +154,7 @@ int main(int argc, char** argv) {
   options.github_api = flags.Get("github-api", options.github_api);
   options.hf_endpoint = flags.Get("hf-endpoint", options.hf_endpoint);
   options.publish_pending_hardware = flags.Has("publish-pending-hardware");
+  options.publish_provenance = !flags.Has("publish-without-provenance");
   auto publish_interval = flags.GetInt("publish-interval-ms", 1000);
   if (!publish_interval.ok()) {
     std::cerr << publish_interval.status().message() << "\n";

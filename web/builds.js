@@ -204,7 +204,8 @@ function wheelsHtml(wheels, publications, jobs) {
     const archs = [...new Set((m.images || []).map((i) => i.arch))];
     const pubs = (w.publications || []).map((p) => wheelPublication(p, release)).join('');
     return `<tr data-wheel="${esc(w.filename)}"><td><a href="${esc(w.url)}">${esc(w.filename)}</a>
-      <div class="muted">job <a href="#/job/${w.job_id}">${w.job_id}</a> · ${bytes(Number(w.size))}</div></td>
+      <div class="muted">job <a href="#/job/${w.job_id}">${w.job_id}</a> · ${bytes(Number(w.size))}
+        · <a class="provenance" href="${esc(w.url)}.intoto.jsonl" title="signed build and validation statements (docs/provenance.md)">provenance</a></div></td>
       <td><code>${esc(w.variant)}</code></td>
       <td>${archs.length ? archs.map(esc).join(', ') : '<span class="muted">no device code</span>'}
         ${(m.runs_on || []).length ? `<div class="muted">runs on cc ${m.runs_on.map(esc).join(', ')}</div>` : ''}

@@ -191,7 +191,8 @@ function artifactsHtml(arts) {
       <td>${c.passed ? 'yes' : 'no'}</td></tr>`;
     }).join('');
     return `<div class="artifact"><h3><a href="${esc(a.url)}">${esc(a.filename)}</a></h3>
-      <p>sha256 <code class="sha">${esc(a.sha256)}</code> · ${bytes(Number(a.size))} · variant <code>${esc(a.variant)}</code></p>
+      <p>sha256 <code class="sha">${esc(a.sha256)}</code> · ${bytes(Number(a.size))} · variant <code>${esc(a.variant)}</code>
+        · <a class="provenance" href="${esc(a.url)}.intoto.jsonl">signed provenance</a></p>
       <pre class="mono pip">${a.indexed ? `pip install --index-url ${esc(origin + a.index_path)} ${esc(a.project)}==${esc(a.version)}
 ` : ''}pip install "${esc(origin + a.url)}#sha256=${esc(a.sha256)}"</pre>
       ${a.indexed ? '' : '<p class="muted">Not in the index: it lists wheels once they are validated on a GPU.</p>'}

@@ -43,6 +43,7 @@ struct ServerOptions {
   std::string github_api = "https://api.github.com";
   std::string hf_endpoint = "https://huggingface.co";
   bool publish_pending_hardware = false;
+  bool publish_provenance = true;  // .intoto.jsonl and a signed SHA256SUMS beside the wheels
   int64_t publish_interval_ms = 1000;
   // Host provisioning (docs/provisioning.md): the playbooks farmd runs, and the group_vars
   // of the host kinds; an empty playbooks_dir leaves provisioning off.

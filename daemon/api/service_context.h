@@ -23,6 +23,10 @@ namespace farm::hosts {
 class HostManager;
 }  // namespace farm::hosts
 
+namespace farm::attest {
+class Attestor;
+}  // namespace farm::attest
+
 namespace farm::api {
 
 struct Tunables {
@@ -48,6 +52,7 @@ struct ServiceContext {
   git::GitPolicy git;                             // which git URLs a build may name
   schedule::ScheduleRunner* schedules = nullptr;  // null: schedules are not served
   hosts::HostManager* hosts = nullptr;            // null: hosts are not served
+  attest::Attestor* attestor = nullptr;           // signs provenance; null: none is signed
   // Workers must present a client certificate farmd verified (--client-ca, mTLS).
   bool require_worker_certs = false;
   // The workers as build and job replies explain placement with (shared by copies).

@@ -8,6 +8,7 @@
 #include "daemon/api/artifact_stream.h"
 #include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
+#include "daemon/attest/attestor.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/placement.h"
 
@@ -496,6 +497,16 @@ Result<int> WorkerService::Complete(const Principal& who, const farm::v1::Comple
     }
   }
   FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
+  if (ctx_->attestor != nullptr && req->has_validation()) {
+    // The report is stored; a wheel without its signed validation fails
+    // --require-validated-arch, so a signing failure is only logged.
+    Status attested =
+        ctx_->attestor->AttestValidation(job, req->attempt(), req->validation(), who.worker_id);
+    if (!attested.ok()) {
+      log::Error("signing the validation of job " + std::to_string(job.id) + ": " +
+                 attested.ToString());
+    }
+  }
   if (store::IsTerminal(state)) {  // jobs waiting for this one's wheel go on at once
     auto released = ctx_->store->ResolveHeldJobs(now);
     if (!released.ok()) *release_error = released.status();

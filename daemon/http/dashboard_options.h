@@ -17,6 +17,10 @@ namespace farm::schedule {
 class ScheduleRunner;
 }  // namespace farm::schedule
 
+namespace farm::attest {
+class Attestor;
+}  // namespace farm::attest
+
 namespace farm::http {
 
 struct DashboardOptions {
@@ -56,6 +60,8 @@ struct DashboardDeps {
   const Clock* clock = nullptr;
   // Fires schedules for run-now; null where no runner exists (run-now answers 503).
   schedule::ScheduleRunner* schedules = nullptr;
+  // The wheels' signed provenance and the farm's keys; null where none is kept (404).
+  attest::Attestor* attestor = nullptr;
 };
 
 }  // namespace farm::http

@@ -9,6 +9,7 @@
 #include "common/wheel/identity.h"
 #include "daemon/http/gpu_views.h"
 #include "daemon/http/index_directory.h"
+#include "daemon/http/provenance_views.h"
 #include "daemon/http/wheel_variants.h"
 
 namespace farm::http {
@@ -17,7 +18,8 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr char kApiVersion[] = "1.1";
+// 1.3: PEP 740 provenance (every key past 1.1 is optional, PEP 708's included).
+constexpr char kApiVersion[] = "1.3";
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -176,7 +178,7 @@ Response ProjectList(const Negotiated& n, const std::vector<IndexFile>& files,
 
 std::string FileUrl(const IndexFile& f) { return "/files/" + f.sha256 + "/" + f.filename; }
 
-json::object FileJson(const IndexFile& f, const Result<CoreMetadata>& md) {
+json::object FileJson(const IndexFile& f, const Result<CoreMetadata>& md, bool provenance) {
   json::object o{{"filename", f.filename},
                  {"url", FileUrl(f)},
                  {"hashes", json::object{{"sha256", f.sha256}}},
@@ -186,10 +188,11 @@ json::object FileJson(const IndexFile& f, const Result<CoreMetadata>& md) {
     if (!md->requires_python.empty()) o["requires-python"] = md->requires_python;
     o["core-metadata"] = json::object{{"sha256", md->sha256}};
   }
+  if (provenance) o["provenance"] = FileUrl(f) + kPep740Suffix;  // PEP 740
   return o;
 }
 
-std::string FileAnchor(const IndexFile& f, const Result<CoreMetadata>& md) {
+std::string FileAnchor(const IndexFile& f, const Result<CoreMetadata>& md, bool provenance) {
   std::string a = "<a href=\"" + HtmlEscape(FileUrl(f)) + "#sha256=" + f.sha256 + "\"";
   if (md.ok()) {
     if (!md->requires_python.empty()) {
@@ -199,6 +202,7 @@ std::string FileAnchor(const IndexFile& f, const Result<CoreMetadata>& md) {
     a += " data-core-metadata=\"sha256=" + md->sha256 +
          "\" data-dist-info-metadata=\"sha256=" + md->sha256 + "\"";
   }
+  if (provenance) a += " data-provenance=\"" + HtmlEscape(FileUrl(f) + kPep740Suffix) + "\"";
   return a + ">" + HtmlEscape(f.filename) + "</a><br>\n";
 }
 
@@ -212,9 +216,9 @@ Response ProjectPage(IndexCatalog& catalog, const Negotiated& n, const std::stri
     auto md = catalog.Metadata(f);
     versions.insert(f.version);
     if (n.json) {
-      jfiles.push_back(FileJson(f, md));
+      jfiles.push_back(FileJson(f, md, catalog.deps().attestor != nullptr));
     } else {
-      anchors += FileAnchor(f, md);
+      anchors += FileAnchor(f, md, catalog.deps().attestor != nullptr);
     }
   }
   if (versions.empty()) return IndexNotFound(n, "no project " + project);
@@ -251,6 +255,13 @@ std::optional<Response> HandleFile(IndexCatalog& catalog, std::string_view rest)
   if (slash == rest.npos) return ErrorResponse(Status::NotFound("no such file"));
   std::string sha(rest.substr(0, slash));
   std::string name(rest.substr(slash + 1));
+  for (bool pep740 : {true, false}) {
+    std::string_view suffix = pep740 ? kPep740Suffix : kJsonlSuffix;
+    if (!name.ends_with(suffix)) continue;
+    auto file = catalog.Find(sha, name.substr(0, name.size() - suffix.size()));
+    if (!file.ok()) return ErrorResponse(file.status());
+    return ProvenanceFileResponse(catalog.deps(), *file, pep740);
+  }
   bool metadata = name.ends_with(".metadata");
   if (metadata) name.resize(name.size() - std::strlen(".metadata"));
   auto file = catalog.Find(sha, name);

@@ -377,6 +377,21 @@ struct PublishCandidate {
   std::string cell;  // serialized farm.v1.MatrixCell
 };
 
+// --- provenance (sqlite_store_provenance.cc) ---
+
+// One DSSE envelope farmd signed about the wheel with bytes `sha256` (docs/provenance.md):
+// kind "build" or "validation", for the job and attempt that made it, signed by `keyid`.
+struct ProvenanceRow {
+  int64_t id = 0;
+  std::string sha256;
+  std::string kind;
+  int64_t job_id = 0;
+  int attempt = 0;
+  std::string keyid;
+  std::string envelope;  // one line of JSON
+  int64_t created_ms = 0;
+};
+
 // --- source archives (sqlite_store_sources.cc) ---
 
 // A source archive a client uploaded and farmd checked; its bytes are the blob `sha256`.
@@ -694,6 +709,25 @@ class Store {
   // no error; `replace` lets them overwrite remote files that differ. Returns the count.
   virtual Result<int> RequeuePublications(int64_t build_id, const std::string& target, bool replace,
                                           int64_t now_ms);
+
+  // --- provenance (sqlite_store_provenance.cc) ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // Stores a signed envelope; a row of the same (sha256, kind, job, attempt) is kept as it
+  // is (a repeated upload or report signs nothing twice). Returns whether it was stored.
+  virtual Result<bool> InsertProvenance(const ProvenanceRow& row);
+  // The envelopes about the wheel `sha256`, builds first, then by id; at most `limit`.
+  virtual Result<std::vector<ProvenanceRow>> ListProvenance(const std::string& sha256, int limit);
+  // Rows signed by `keyid`, id > after_id ascending, at most `limit` (re-signing).
+  virtual Result<std::vector<ProvenanceRow>> ListProvenanceSignedBy(const std::string& keyid,
+                                                                    int64_t after_id, int limit);
+  // Replaces row `id`'s envelope and key (a re-signature of the same statement).
+  virtual Status ResignProvenance(int64_t id, const std::string& keyid,
+                                  const std::string& envelope);
+  // The wheels farmd put into the Hub repository `repo` at revision `ref` (file rows
+  // uploaded or published) whose path starts with `dir`: what its SHA256SUMS lists.
+  virtual Result<std::vector<PublicationRow>> ListHubFilesUnder(const std::string& repo,
+                                                                const std::string& ref,
+                                                                const std::string& dir);
 
   // --- source archives (sqlite_store_sources.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
