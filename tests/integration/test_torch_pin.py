@@ -116,6 +116,8 @@ def test_each_wheel_requires_the_torch_its_build_ran_against(farm):
         shown = run([FARMCTL, "inspect", path])
         assert shown.returncode == 0, shown.stdout + shown.stderr
         assert f"torch requirement: torch=={minor}.*" in shown.stdout, shown.stdout
+        as_json = run([FARMCTL, "--output", "json", "inspect", path])
+        assert json.loads(as_json.stdout)["torch_requirement"] == f"torch=={minor}.*", as_json
     for job in build["jobs"]:
         log = farm.ctl("logs", str(job["id"])).stdout
         assert ", requires torch==" in log, log
@@ -149,3 +151,5 @@ def test_a_package_without_a_torch_axis_requires_no_torch(farm):
     assert requires(metadata(path)) == [], metadata(path)
     shown = run([FARMCTL, "inspect", path])
     assert "torch requirement: none in METADATA" in shown.stdout, shown.stdout
+    as_json = run([FARMCTL, "--output", "json", "inspect", path])
+    assert json.loads(as_json.stdout)["torch_requirement"] == "", as_json
