@@ -53,7 +53,7 @@ Status InspectSharedObject(const std::string& path, bool cuobjdump_style, bool a
   return Status::Ok();
 }
 
-// A wheel built against torch must say which torch it needs (docs/wheel-checks.md): its
+// A wheel built against torch must say which torch it needs (docs/recipes.md, "Torch ABI"): its
 // METADATA's torch requirements, "" for none.
 std::string TorchRequirement(const wheel::WheelReport& report) {
   std::string torch;
