@@ -183,6 +183,7 @@ class SqliteStore final : public Store {
     ~Locked() {
       if (!lock_.owns_lock()) return;
       holder_ = outer_;
+      store_->db_->Checkpoint();  // the call's statements are closed by now
       int64_t ticket = store_->db_->CommitTicket();
       lock_.unlock();
       store_->db_->WaitDurable(ticket);
