@@ -87,6 +87,18 @@ std::string TransportText(const ServerOptions& o) {
   return "plaintext, loopback only";
 }
 
+// Uploads cut short by a crash leave their temporary files behind (up to a source
+// archive's size limit each); those whose writer is gone go now. A failure only costs disk.
+void SweepTemporaryFiles(store::BlobStore& blobs) {
+  auto swept = blobs.SweepTemporaryFiles(RealClock().NowUnixMs() / 1000);
+  if (!swept.ok()) {
+    log::Warn("cannot sweep the blob store's temporary files: " + swept.status().ToString());
+  } else if (swept->files > 0) {
+    log::Info("removed " + std::to_string(swept->files) + " temporary file(s) (" +
+              fs::HumanBytes(swept->bytes) + ") of uploads that did not finish");
+  }
+}
+
 }  // namespace
 
 void FarmServer::Impl::Sweep() {
@@ -137,6 +149,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                                                                      : options.store));
   FARM_ASSIGN_OR_RETURN(impl->blobs,
                         s3::OpenBlobStore(options.blob_store, options.data_dir, options.secrets));
+  SweepTemporaryFiles(*impl->blobs);
   if (options.http.index_redirect_ttl_s > 0 && options.blob_store.url.empty()) {
     return Status::InvalidArgument(
         "--index-redirect needs a blob store with presigned URLs "

@@ -1,12 +1,16 @@
 """Storage proportional to content, on the real farmd and farm-worker: a build printing a
 gigabyte of hard-to-compress text costs farm.db about the 64 MiB farmd keeps of it and the
 write-ahead log stays bounded, while the log still reads line by line (seq, tail, JSON
-Lines)."""
+Lines); an upload cut by kill -9 leaves no temporary file once farmd is back, and the same
+upload then goes through."""
+import fcntl
 import json
 import os
+import signal
+import subprocess
 import textwrap
 
-from farm_harness import pure_python_source
+from farm_harness import FARMCTL, kill9_tree, pure_python_source, wait_until
 
 MIB = 1 << 20
 
@@ -74,3 +78,52 @@ def test_a_gigabyte_of_log_costs_the_database_about_what_farmd_keeps(farm):
     kept = sum(len(line.get("text", "")) + 1 for line in lines if line["seq"] < cut[0]["seq"])
     assert 60 * MIB < kept <= 64 * MIB, kept
 
+
+def temp_files(farm):
+    tmp = os.path.join(farm.data, "blobs", "tmp")
+    return sorted(os.listdir(tmp)) if os.path.isdir(tmp) else []
+
+
+def test_an_upload_cut_by_kill_9_leaves_no_temporary_file_once_farmd_is_back(farm):
+    farm.start_farmd()
+    # 96 MiB of noise: packed and sent, it takes farmd a while to receive.
+    src = pure_python_source(farm.root, "bulky")
+    with open(os.path.join(src, "noise.bin"), "wb") as f:
+        for _ in range(96):
+            f.write(os.urandom(MIB))
+    recipe = os.path.join(farm.root, "bulky.yaml")
+    with open(recipe, "w") as f:
+        f.write("name: bulky\nsource: {local: bulky-src}\nbuild: |\n  true\n")
+    argv = [FARMCTL, "--server", farm.address, "--token-file",
+            os.path.join(farm.data, "admin.token"), "submit", recipe]
+    client = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        def receiving():
+            tmp = os.path.join(farm.data, "blobs", "tmp")
+            return [n for n in temp_files(farm) if os.path.getsize(os.path.join(tmp, n)) > 0]
+        partial = wait_until(receiving, 120, "farmd receiving the upload", interval=0.01)
+        # Freeze the client so the upload stays cut in the middle, then kill farmd.
+        client.send_signal(signal.SIGSTOP)
+        kill9_tree(farm.farmd)
+    finally:
+        client.kill()
+        client.wait(timeout=10)
+    assert temp_files(farm) == partial, "the crash left the partial upload behind"
+    # Another farmd's upload in progress on the same directory (a standby taking over
+    # while the old one finishes): its writer holds the lock, so it stays.
+    busy = os.path.join(farm.data, "blobs", "tmp", "f" * 64 + ".cafe01")
+    with open(busy, "wb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write(b"being written")
+        farm.start_farmd()
+        assert temp_files(farm) == [os.path.basename(busy)], temp_files(farm)
+        assert "temporary file(s)" in farm.log("farmd.log") and "did not finish" in \
+            farm.log("farmd.log")
+        # The same upload goes through now, and leaves nothing behind.
+        again = farm.ctl("submit", recipe, timeout=300)
+        assert again.returncode == 0, again.stderr
+        assert temp_files(farm) == [os.path.basename(busy)], temp_files(farm)
+    os.unlink(busy)
+    build = farm.ctl_json("list")
+    assert len(build["builds"]) == 1, build
