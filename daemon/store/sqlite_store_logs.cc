@@ -2,6 +2,8 @@
 // stored before migration 018 stay in log_lines, one row per line, and are still read.
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
+#include <memory>
 
 #include "daemon/store/log_chunk.h"
 #include "daemon/store/sqlite_store_impl.h"
@@ -25,6 +27,52 @@ int64_t SystemLinesLimit(int64_t max_bytes) {
 // What a line counts against the limit: its text and its line break, so that a build
 // printing empty lines cannot store them without end.
 int64_t LineCost(const std::string& text) { return static_cast<int64_t>(text.size()) + 1; }
+
+// A chunk smaller than this is packed again with the next lines rather than left as a
+// row of its own: a build printing a line now and then would otherwise cost a row (some
+// 70 bytes of row and index) per line the worker sends alone.
+constexpr int64_t kCoalesceBelowBytes = 4096;
+
+// Stores `lines` (seq ascending, past every stored line) as chunks of the attempt's log,
+// the attempt's last chunk with them when it is small.
+Status StoreChunks(Db& db, int64_t job_id, int attempt, std::vector<LogLineRow> lines) {
+  FARM_ASSIGN_OR_RETURN(auto last,
+                        db.Prepare("SELECT id, raw_bytes FROM log_chunks WHERE job_id = ? AND "
+                                   "attempt = ? ORDER BY last_seq DESC LIMIT 1"));
+  last->Bind(job_id).Bind(attempt);
+  FARM_ASSIGN_OR_RETURN(bool has_last, last->Step());
+  const bool small = has_last && last->Int(1) < kCoalesceBelowBytes;
+  const int64_t id = has_last ? last->Int(0) : 0;
+  last.reset();  // no statement stays open on the rows changed below
+  if (small) {
+    std::vector<LogLineRow> merged;
+    {
+      FARM_ASSIGN_OR_RETURN(auto read, db.Prepare("SELECT codec, raw_bytes, data FROM "
+                                                  "log_chunks WHERE id = ?"));
+      read->Bind(id);
+      FARM_ASSIGN_OR_RETURN(bool found, read->Step());
+      if (found) {
+        FARM_RETURN_IF_ERROR(UnpackLogChunk(static_cast<int>(read->Int(0)), read->Int(1),
+                                            read->Text(2), 0, SIZE_MAX, &merged));
+      }
+    }
+    merged.insert(merged.end(), std::make_move_iterator(lines.begin()),
+                  std::make_move_iterator(lines.end()));
+    lines = std::move(merged);
+    FARM_ASSIGN_OR_RETURN(auto del, db.Prepare("DELETE FROM log_chunks WHERE id = ?"));
+    del->Bind(id);
+    FARM_RETURN_IF_ERROR(del->Run());
+  }
+  for (const LogChunk& c : PackLogChunks(lines)) {
+    FARM_ASSIGN_OR_RETURN(auto ins, db.Prepare("INSERT INTO log_chunks(job_id, attempt, "
+                                               "first_seq, last_seq, lines, codec, raw_bytes, "
+                                               "data) VALUES (?,?,?,?,?,?,?,?)"));
+    ins->Bind(job_id).Bind(attempt).Bind(c.first_seq).Bind(c.last_seq).Bind(c.lines);
+    ins->Bind(c.codec).Bind(c.raw_bytes).BindBlob(c.data);
+    FARM_RETURN_IF_ERROR(ins->Run());
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -64,14 +112,7 @@ Result<int64_t> SqliteStore::AppendLogLines(int64_t job_id, int attempt,
     bytes += cost;
     kept.push_back(line);
   }
-  for (const LogChunk& c : PackLogChunks(kept)) {
-    FARM_ASSIGN_OR_RETURN(auto ins, db_->Prepare("INSERT INTO log_chunks(job_id, attempt, "
-                                                 "first_seq, last_seq, lines, codec, raw_bytes, "
-                                                 "data) VALUES (?,?,?,?,?,?,?,?)"));
-    ins->Bind(job_id).Bind(attempt).Bind(c.first_seq).Bind(c.last_seq).Bind(c.lines);
-    ins->Bind(c.codec).Bind(c.raw_bytes).BindBlob(c.data);
-    FARM_RETURN_IF_ERROR(ins->Run());
-  }
+  if (!kept.empty()) FARM_RETURN_IF_ERROR(StoreChunks(*db_, job_id, attempt, std::move(kept)));
   if (acked != start) {
     FARM_ASSIGN_OR_RETURN(auto up, db_->Prepare("UPDATE attempts SET log_acked_seq = ?, log_bytes "
                                                 "= ? WHERE job_id = ? AND number = ?"));

@@ -126,6 +126,27 @@ TEST_F(LogStorageTest, LinesStoredOneARowByOlderFarmdsStillReadFirst) {
   EXPECT_EQ(page->at(1).seq, 4);
 }
 
+TEST_F(LogStorageTest, ALogSentALineAtATimeTakesFewRows) {
+  // A build printing now and then: the worker sends its lines one or two at a time.
+  for (int64_t seq = 1; seq <= 1000; ++seq) {
+    ASSERT_EQ(
+        store_->AppendLogLines(job_id_, 1, {{seq, 1, "line " + std::to_string(seq), seq}}).value(),
+        seq);
+  }
+  EXPECT_LE(Query("SELECT COUNT(*) FROM log_chunks"), 5);
+  auto all = store_->GetLogLines(job_id_, 1, 0, 2000);
+  ASSERT_OK(all.status());
+  ASSERT_EQ(all->size(), 1000u);
+  for (int64_t i = 0; i < 1000; ++i) {
+    ASSERT_EQ(all->at(static_cast<size_t>(i)).seq, i + 1);
+    ASSERT_EQ(all->at(static_cast<size_t>(i)).text, "line " + std::to_string(i + 1));
+  }
+  auto page = store_->GetLogLines(job_id_, 1, 500, 3);
+  ASSERT_OK(page.status());
+  ASSERT_EQ(page->size(), 3u);
+  EXPECT_EQ(page->at(0).text, "line 501");
+}
+
 TEST_F(LogStorageTest, EmptyLinesCountAgainstTheLimit) {
   // A line costs its text and its line break: a flood of empty lines stops at the limit.
   std::vector<LogLineRow> empty;
