@@ -24,6 +24,7 @@ struct FarmServer::Impl {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<store::BlobStore> blobs;
   std::unique_ptr<TokenAuthority> auth;
+  std::unique_ptr<quota::QuotaKeeper> quotas;
   ServiceContext ctx;
   std::atomic<bool> shutting_down{false};
   std::unique_ptr<ClientService> client_service;
@@ -161,6 +162,13 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
       impl->store->ExtendRunningLeases(RealClock().NowUnixMs(), options.tunables.lease_ms));
   impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(),
                              &RealClock(),      options.tunables,  &impl->shutting_down};
+  impl->quotas =
+      std::make_unique<quota::QuotaKeeper>(impl->store.get(), &RealClock(), options.quotas);
+  impl->ctx.quotas = impl->quotas.get();
+  for (const auto& [role, limits] : options.quotas.by_role) {
+    log::Info("quotas of each " + role + ": " +
+              quota::DescribeLimits(limits, options.quotas.window_ms));
+  }
   impl->resolver = std::make_unique<schedule::GitSourceResolver>(&impl->processes);
   impl->ctx.resolver = impl->resolver.get();
   impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);

@@ -22,6 +22,10 @@ namespace farm::hosts {
 class HostManager;
 }  // namespace farm::hosts
 
+namespace farm::quota {
+class QuotaKeeper;
+}  // namespace farm::quota
+
 namespace farm::api {
 
 struct Tunables {
@@ -46,6 +50,7 @@ struct ServiceContext {
   schedule::SourceResolver* resolver = nullptr;   // git ref -> commit; null: not resolved
   schedule::ScheduleRunner* schedules = nullptr;  // null: schedules are not served
   hosts::HostManager* hosts = nullptr;            // null: hosts are not served
+  quota::QuotaKeeper* quotas = nullptr;           // null: nobody is limited
   // Workers must present a client certificate farmd verified (--client-ca, mTLS).
   bool require_worker_certs = false;
   // The workers as build and job replies explain placement with (shared by copies).

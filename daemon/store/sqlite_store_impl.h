@@ -149,6 +149,10 @@ class SqliteStore final : public Store {
                                                                int limit) override;
   Result<bool> ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms) override;
 
+  Result<std::optional<QuotaOverrideRow>> GetQuotaOverride(const std::string& principal) override;
+  Status SetQuotaOverride(const QuotaOverrideRow& row) override;
+  Result<PrincipalUsage> GetPrincipalUsage(const std::string& principal) override;
+
   Status UpsertHost(const HostRow& host, bool replace) override;
   Result<HostRow> GetHost(const std::string& name) override;
   Result<std::vector<HostRow>> ListHosts() override;
