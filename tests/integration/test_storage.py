@@ -8,9 +8,9 @@ import json
 import os
 import signal
 import subprocess
-import textwrap
 
 from farm_harness import FARMCTL, kill9_tree, pure_python_source, wait_until
+from test_limits import chatty_recipe
 
 MIB = 1 << 20
 
@@ -36,17 +36,9 @@ for _ in range(int(sys.argv[1])):
 def loud_recipe(root, megabytes):
     """A pure-Python package whose build first prints about `megabytes` MiB of random
     base64 in lines of 1000 characters (as little compressible as text a build prints gets)."""
-    pure_python_source(root, "loud", {"shout.py": SHOUT})
-    recipe = os.path.join(root, "loud.yaml")
-    with open(recipe, "w") as f:
-        f.write(textwrap.dedent(f"""\
-            name: loud
-            source: {{local: loud-src}}
-            system_site_packages: true
-            build: |
-              python3 shout.py {megabytes}
-              "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
-            """))
+    recipe = chatty_recipe(root, 0, prints=f"python3 shout.py {megabytes}")
+    with open(os.path.join(root, "chatty-src", "shout.py"), "w") as f:
+        f.write(SHOUT)
     return recipe
 
 
@@ -67,7 +59,7 @@ def test_a_gigabyte_of_log_costs_the_database_about_what_farmd_keeps(farm):
     # The log still reads line by line: the cut, the tail, and JSON Lines with seq.
     tail = farm.ctl("logs", str(job_id), "--tail", "3")
     assert tail.returncode == 0, tail.stderr
-    assert "loud-1.0" in farm.ctl("logs", str(job_id)).stdout[-200000:]
+    assert "chatty-1.0" in farm.ctl("logs", str(job_id)).stdout[-200000:]
     lines = [json.loads(line) for line in
              farm.ctl("--output", "json", "logs", str(job_id)).stdout.splitlines()]
     seqs = [line["seq"] for line in lines]
