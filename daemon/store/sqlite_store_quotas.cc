@@ -1,5 +1,5 @@
 // Quotas (migration 019): admins' overrides of a principal's limits, and what a principal
-// holds now (daemon/quota/ decides with them). Each call is one visit under the mutex.
+// holds now (daemon/quota/ decides with them). Each call is one statement under the mutex.
 #include "daemon/store/sqlite_store_impl.h"
 
 namespace farm::store {
@@ -48,29 +48,13 @@ Status SqliteStore::SetQuotaOverride(const QuotaOverrideRow& r) {
 
 Result<PrincipalUsage> SqliteStore::GetPrincipalUsage(const std::string& principal) {
   Locked lock(this);
-  PrincipalUsage usage;
-  FARM_ASSIGN_OR_RETURN(
-      auto queued, db_->Prepare("SELECT COUNT(*) FROM jobs j JOIN builds b ON b.id = j.build_id "
-                                "WHERE j.state IN (1, 2) AND b.submitted_by = ?"));
-  queued->Bind(principal);
-  FARM_ASSIGN_OR_RETURN(bool row, queued->Step());
-  if (row) usage.queued_jobs = queued->Int(0);
-  // A reused or merged job's artifacts are copies of another job's rows: the same blobs.
-  FARM_ASSIGN_OR_RETURN(
-      auto bytes,
-      db_->Prepare(
-          "SELECT (SELECT COALESCE(SUM(LENGTH(recipe)), 0) FROM builds WHERE submitted_by = ?1)"
-          " + (SELECT COALESCE(SUM(a.log_bytes), 0) FROM attempts a"
-          "    JOIN jobs j ON j.id = a.job_id JOIN builds b ON b.id = j.build_id"
-          "    WHERE b.submitted_by = ?1)"
-          " + (SELECT COALESCE(SUM(f.size), 0) FROM artifacts f"
-          "    JOIN jobs j ON j.id = f.job_id JOIN builds b ON b.id = j.build_id"
-          "    WHERE b.submitted_by = ?1 AND j.reused_from = 0)"
-          " + (SELECT COALESCE(SUM(size), 0) FROM source_archives WHERE uploaded_by = ?1)"));
-  bytes->Bind(principal);
-  FARM_ASSIGN_OR_RETURN(row, bytes->Step());
-  if (row) usage.stored_bytes = bytes->Int(0);
-  return usage;
+  // Kept by triggers as builds, jobs, logs, wheels and sources change (migration 019).
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT queued_jobs, stored_bytes FROM "
+                                             "principal_usage WHERE principal = ?"));
+  s->Bind(principal);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return PrincipalUsage{};
+  return PrincipalUsage{.queued_jobs = s->Int(0), .stored_bytes = s->Int(1)};
 }
 
 }  // namespace farm::store

@@ -396,7 +396,7 @@ struct QuotaOverrideRow {
   int64_t updated_ms = 0;
 };
 
-// What a principal holds now.
+// What a principal holds now (kept as rows change, so reading it is one lookup).
 struct PrincipalUsage {
   int64_t queued_jobs = 0;  // pending and running jobs of its builds
   // Its builds' recipes, log text and wheels (not the copies of reused or merged jobs),
@@ -729,7 +729,7 @@ class Store {
   virtual Result<std::optional<QuotaOverrideRow>> GetQuotaOverride(const std::string& principal);
   // Stores the override; one whose three values are all kQuotaRoleDefault is removed.
   virtual Status SetQuotaOverride(const QuotaOverrideRow& row);
-  // What `principal` holds now, read in one visit to the store.
+  // What `principal` holds now.
   virtual Result<PrincipalUsage> GetPrincipalUsage(const std::string& principal);
 
   // --- hosts (sqlite_store_hosts.cc) ---
