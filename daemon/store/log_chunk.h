@@ -1,7 +1,7 @@
 // Log chunks: how the store keeps an attempt's log lines. A row per line cost up to nine
 // times the text (a row of about 1000 bytes in a WITHOUT ROWID table spills most of itself
 // to an overflow page), so the lines a worker sends together are packed into one row of
-// the log_chunks table (migration 018), compressed with zstd when that makes it smaller.
+// the log_chunks table (migration 020), compressed with zstd when that makes it smaller.
 // Reading keeps the per-line API: every line has its seq, stream and time.
 //
 // A chunk's packed form is one record per line, seq ascending:

@@ -1,5 +1,5 @@
 // Job logs: the lines of each attempt, packed into log_chunks rows (log_chunk.h). Logs
-// stored before migration 018 stay in log_lines, one row per line, and are still read.
+// stored before migration 020 stay in log_lines, one row per line, and are still read.
 #include <algorithm>
 #include <cstdint>
 #include <iterator>

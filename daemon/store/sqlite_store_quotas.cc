@@ -1,4 +1,4 @@
-// Quotas (migration 019): admins' overrides of a principal's limits, and what a principal
+// Quotas (migration 021): admins' overrides of a principal's limits, and what a principal
 // holds now (daemon/quota/ decides with them). Each call is one statement under the mutex.
 #include "daemon/store/sqlite_store_impl.h"
 
@@ -48,7 +48,7 @@ Status SqliteStore::SetQuotaOverride(const QuotaOverrideRow& r) {
 
 Result<PrincipalUsage> SqliteStore::GetPrincipalUsage(const std::string& principal) {
   Locked lock(this);
-  // Kept by triggers as builds, jobs, logs, wheels and sources change (migration 019).
+  // Kept by triggers as builds, jobs, logs, wheels and sources change (migration 021).
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT queued_jobs, stored_bytes FROM "
                                              "principal_usage WHERE principal = ?"));
   s->Bind(principal);

@@ -1,4 +1,4 @@
--- PostgreSQL form of migrations/018_log_chunks.sql (same number, same meaning): BIGINT for
+-- PostgreSQL form of migrations/020_log_chunks.sql (same number, same meaning): BIGINT for
 -- every integer, BYTEA for BLOB. A chunk of more than about 2 KB is kept out of line by
 -- TOAST; the data is compressed already (or not compressible), so TOAST is told not to try
 -- again (STORAGE EXTERNAL).

@@ -1,6 +1,6 @@
--- PostgreSQL form of migrations/019_quotas.sql (same number, same meaning): BIGINT for
+-- PostgreSQL form of migrations/021_quotas.sql (same number, same meaning): BIGINT for
 -- every integer, and the triggers as PL/pgSQL functions.
--- Schema version 19: per-principal quotas (daemon/quota/, docs/limits.md "Quotas").
+-- Schema version 21: per-principal quotas (daemon/quota/, docs/limits.md "Quotas").
 --
 -- quota_overrides: an admin's override of one principal's limits: a limit, -1 for none,
 -- -2 for the role's default.

@@ -1,4 +1,4 @@
--- Schema version 19: per-principal quotas (daemon/quota/, docs/limits.md "Quotas").
+-- Schema version 21: per-principal quotas (daemon/quota/, docs/limits.md "Quotas").
 --
 -- quota_overrides: an admin's override of one principal's limits: a limit, -1 for none,
 -- -2 for the role's default.

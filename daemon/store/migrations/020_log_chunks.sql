@@ -1,4 +1,4 @@
--- Schema version 18: log lines packed into chunks (daemon/store/log_chunk.h). A row per
+-- Schema version 20: log lines packed into chunks (daemon/store/log_chunk.h). A row per
 -- line in the WITHOUT ROWID table log_lines cost up to nine times the text: a row of about
 -- 1000 bytes spills to an overflow page of its own. A chunk holds the lines a worker sent
 -- together, compressed with zstd when that is smaller, in a rowid table whose large rows
