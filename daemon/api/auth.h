@@ -17,8 +17,13 @@ using auth::TokenAuthority;
 Result<Principal> AuthorizeCall(TokenAuthority& authority, const grpc::ServerContextBase& call,
                                 Need need);
 
-// Converts a farm Status to a gRPC status (same code numbers, redacted message).
+// Converts a farm Status to a gRPC status (same code numbers, redacted message). A quota
+// refusal that says when to retry (quota::RetryAfterMs) carries it as google.rpc.RetryInfo
+// in the status details (farm/v1/rpc_status.proto).
 grpc::Status ToGrpc(const Status& status);
+
+// The type URL of a google.rpc.RetryInfo detail, as every gRPC client names it.
+inline constexpr char kRetryInfoTypeUrl[] = "type.googleapis.com/google.rpc.RetryInfo";
 
 }  // namespace farm::api
 

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
+#include "daemon/quota/quota.h"
 #include "daemon/schedule/cron.h"
 #include "daemon/schedule/new_schedule.h"
 #include "daemon/schedule/runner.h"
@@ -19,7 +20,13 @@ class ApiBuildSubmitter final : public schedule::BuildSubmitter {
   Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest& req, const std::string& who,
                                   store::ScheduleRunRow* run, int64_t next_fire_ms) override {
     store::BuildLinks links{.run = *run, .next_fire_ms = next_fire_ms};
-    FARM_ASSIGN_OR_RETURN(int64_t id, SubmitLinked(*ctx_, req, who, &links));
+    // A schedule builds as its creator, within the creator's quotas (a refusal is recorded
+    // as the run's failure).
+    std::string role = "submitter";
+    if (ctx_->quotas) {
+      FARM_ASSIGN_OR_RETURN(role, ctx_->quotas->RoleOf(who));
+    }
+    FARM_ASSIGN_OR_RETURN(int64_t id, SubmitLinked(*ctx_, req, who, role, &links));
     *run = *links.run;
     return id;
   }
@@ -92,6 +99,7 @@ grpc::Status ClientService::CreateSchedule(grpc::ServerContext* call,
                                            const farm::v1::CreateScheduleRequest* req,
                                            farm::v1::Schedule* resp) {
   return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(TakeSubmission(*ctx_, who));
     FARM_ASSIGN_OR_RETURN(store::ScheduleRow row, schedule::NewScheduleRow(*req, who.name, ctx_->clock->NowUnixMs()));
     farm::v1::Source source = req->build().source();
     FARM_RETURN_IF_ERROR(CheckBuildSource(*ctx_, &source).status());
@@ -171,6 +179,7 @@ grpc::Status ClientService::RunScheduleNow(grpc::ServerContext* call,
   return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(NeedRunner(*ctx_));
     FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(req->schedule_id()));
+    FARM_RETURN_IF_ERROR(TakeSubmission(*ctx_, who));
     log::Info("schedule " + req->schedule_id() + " run now by " + who.name);
     FARM_ASSIGN_OR_RETURN(auto run, ctx_->schedules->RunNow(id, req->force()));
     auto runs = ctx_->store->ListScheduleRuns(id, 1);  // with the build's state

@@ -26,6 +26,9 @@ class HostManager;
 namespace farm::attest {
 class Attestor;
 }  // namespace farm::attest
+namespace farm::quota {
+class QuotaKeeper;
+}  // namespace farm::quota
 
 namespace farm::api {
 
@@ -52,6 +55,7 @@ struct ServiceContext {
   git::GitPolicy git;                             // which git URLs a build may name
   schedule::ScheduleRunner* schedules = nullptr;  // null: schedules are not served
   hosts::HostManager* hosts = nullptr;            // null: hosts are not served
+  quota::QuotaKeeper* quotas = nullptr;           // null: nobody is limited
   attest::Attestor* attestor = nullptr;           // signs provenance; null: none is signed
   // Workers must present a client certificate farmd verified (--client-ca, mTLS).
   bool require_worker_certs = false;

@@ -10,6 +10,7 @@
 #include "daemon/api/handler.h"
 #include "daemon/api/worker_service.h"
 #include "daemon/model/convert.h"
+#include "daemon/quota/quota.h"
 #include "daemon/recipe/recipe.h"
 
 namespace farm::api {
@@ -70,6 +71,11 @@ Result<farm::v1::SourceUploadResponse> Receive(const ServiceContext& ctx, const 
     *resp.mutable_archive() = ToProto(*stored);
     resp.set_files(stored->files);
     return resp;  // the client's further writes fail; it reads this answer
+  }
+  // The bytes count against the uploader's quota from the first one on, until recorded.
+  quota::Reservation reserved;
+  if (ctx.quotas) {
+    FARM_ASSIGN_OR_RETURN(reserved, ctx.quotas->ReserveBytes(who.name, who.role, h.size()));
   }
   FARM_ASSIGN_OR_RETURN(auto writer, ctx.blobs->BeginWrite(h.size(), h.sha256()));
   while (in->Read(&msg)) {

@@ -27,6 +27,7 @@
 #include "common/sha256.h"
 #include "daemon/api/client_service.h"
 #include "daemon/model/convert.h"
+#include "daemon/quota/quota.h"
 #include "daemon/recipe/matrix.h"
 #include "daemon/recipe/recipe.h"
 #include "daemon/recipe/wheel_names.h"
@@ -295,13 +296,34 @@ Status StorePlan(const ServiceContext& ctx, PlannedBuild* plan, store::BuildLink
   return Status::Ok();
 }
 
+// What storing `plan` adds to its submitter's usage: the jobs it queues (not those
+// answered from stored wheels) and its recipes' bytes, the required builds' included.
+void AddUsage(const PlannedBuild& plan, int64_t* jobs, int64_t* bytes) {
+  for (const auto& j : plan.jobs) *jobs += j.reused_from == 0;
+  *bytes += static_cast<int64_t>(plan.build.recipe.size());
+  for (const auto& r : plan.requirements) AddUsage(r, jobs, bytes);
+}
+
 }  // namespace
 
+Status TakeSubmission(const ServiceContext& ctx, const Principal& who) {
+  return ctx.quotas ? ctx.quotas->TakeSubmission(who.name, who.role) : Status::Ok();
+}
+
 Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
-                             const std::string& who, store::BuildLinks* links) {
+                             const std::string& who, const std::string& role,
+                             store::BuildLinks* links) {
   // Every recipe of the graph is checked before anything is stored.
   FARM_ASSIGN_OR_RETURN(PlannedBuild plan, PlanBuild(ctx, req, who, 0));
   FARM_RETURN_IF_ERROR(MatchCells(&plan));
+  // The quota check and the store hold the principal's lock, so that two submissions of
+  // one principal are not both let in on the same usage.
+  std::unique_lock<std::mutex> admitted;
+  if (ctx.quotas) {
+    int64_t jobs = 0, bytes = 0;
+    AddUsage(plan, &jobs, &bytes);
+    FARM_ASSIGN_OR_RETURN(admitted, ctx.quotas->Admit(who, role, jobs, bytes));
+  }
   // A forced build is built even when an identical one is in flight.
   links->merge_in_flight = !req.force();
   FARM_RETURN_IF_ERROR(StorePlan(ctx, &plan, links, req.force()));
@@ -310,8 +332,10 @@ Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBu
 
 Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
                                const Principal& who) {
+  // Taken first, so that a flood of submissions is refused before any recipe is read.
+  FARM_RETURN_IF_ERROR(TakeSubmission(ctx, who));
   store::BuildLinks links;
-  FARM_ASSIGN_OR_RETURN(int64_t id, SubmitLinked(ctx, req, who.name, &links));
+  FARM_ASSIGN_OR_RETURN(int64_t id, SubmitLinked(ctx, req, who.name, who.role, &links));
   return LoadBuild(ctx, id);
 }
 

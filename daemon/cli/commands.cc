@@ -21,6 +21,7 @@ Status PublishCommand(const CommandEnv& env, const Flags& flags);
 Status PublicationsCommand(const CommandEnv& env, const Flags& flags);
 Status HostsCommand(const CommandEnv& env, const Flags& flags);
 Status TokensCommand(const CommandEnv& env, const Flags& flags);
+Status QuotaCommand(const CommandEnv& env, const Flags& flags);
 Status CaCommand(const Flags& flags, std::ostream& out);
 Status VerifyCommand(const Flags& flags, std::ostream& out);
 Status KeysCommand(const CommandEnv& env, const Flags& flags);
@@ -46,6 +47,7 @@ const char kUsage[] =
     "  workers                 registered workers and what they have\n"
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
     "  tokens create|list|revoke   bearer tokens (--role, --name, --ttl 30d; admin)\n"
+    "  quota [PRINCIPAL] | quota set PRINCIPAL   limits on submissions, queued jobs, bytes\n"
     "  hosts add|provision|list|show   hosts farmd provisions (--address, --kind, --var k=v)\n"
     "  ca init DIR | ca issue DIR NAME   the farm's own CA and certificates (no farmd)\n"
     "  verify WHEEL|URL        a wheel's signed provenance, no farmd (--keys, --require-validated-arch)\n"
@@ -83,6 +85,9 @@ std::vector<FlagSpec> AllFlags() {
       {"role", "ROLE", "tokens create: viewer, submitter, admin or enroll"},
       {"name", "NAME", "tokens create, ca init: a name for the token or the CA"},
       {"ttl", "DURATION", "tokens create: lifetime, e.g. 3600, 12h or 30d (default: no expiry)"},
+      {"submissions", "N", "quota set: submissions per window, unlimited or default (the role's)"},
+      {"queued-jobs", "N", "quota set: pending and running jobs, unlimited or default"},
+      {"stored-bytes", "N", "quota set: bytes of builds and sources, unlimited or default"},
       {"version", "", "print the version and exit"},
       {"undo", "", "drain: take jobs again"},
       {"cuobjdump", "", "inspect: list images as cuobjdump --list-elf --list-ptx does"},
@@ -253,6 +258,9 @@ const std::map<std::string, std::string>& CommandSynopses() {
       {"drain", "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new ones."},
       {"tokens", "tokens create --role ROLE [--name NAME] [--ttl 30d] | list | revoke ID\n"
                  "  Bearer tokens (admin); a revoked token stops working at its next call."},
+      {"quota", "quota [PRINCIPAL] | quota set PRINCIPAL [--submissions N] [--queued-jobs N]"
+                " [--stored-bytes N]\n"
+                "  A principal's limits and what it holds (yours; another's and set: admin)."},
       {"hosts", "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
                 "  Hosts farmd provisions."},
       {"verify",
@@ -302,6 +310,7 @@ const std::map<std::string, CommandFn>& Commands() {
       {"cancel", CancelCommand},
       {"workers", WorkersCommand},
       {"tokens", TokensCommand},
+      {"quota", QuotaCommand},
       {"download", DownloadCommand},
       {"drain", DrainCommand},
       {"retry", RetryCommand},
@@ -326,6 +335,7 @@ int ExitCodeFor(const Status& status) {
     case StatusCode::kDeadlineExceeded: return 3;
     case StatusCode::kUnauthenticated:
     case StatusCode::kPermissionDenied: return 4;
+    case StatusCode::kResourceExhausted: return 5;
     default: return 1;
   }
 }

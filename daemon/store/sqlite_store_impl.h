@@ -149,6 +149,9 @@ class SqliteStore final : public Store {
                                                                int limit) override;
   Result<bool> ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms) override;
 
+  Result<std::optional<QuotaOverrideRow>> GetQuotaOverride(const std::string& principal) override;
+  Status SetQuotaOverride(const QuotaOverrideRow& row) override;
+  Result<PrincipalUsage> GetPrincipalUsage(const std::string& principal) override;
   Result<bool> InsertProvenance(const ProvenanceRow& row) override;
   Result<std::vector<ProvenanceRow>> ListProvenance(const std::string& sha256, int limit) override;
   Result<std::vector<ProvenanceRow>> ListProvenanceSignedBy(const std::string& keyid,
@@ -196,6 +199,7 @@ class SqliteStore final : public Store {
     ~Locked() {
       if (!lock_.owns_lock()) return;
       holder_ = outer_;
+      store_->db_->Checkpoint();  // the call's statements are closed by now
       int64_t ticket = store_->db_->CommitTicket();
       lock_.unlock();
       store_->db_->WaitDurable(ticket);

@@ -1,6 +1,7 @@
 #include "tests/unit/daemon/store/store_under_test.h"
 
 #ifdef FARM_STORE_TEST_POSTGRES
+#include "daemon/store/pg_db.h"
 #include "daemon/store/postgres_store.h"
 #include "tests/unit/daemon/store/postgres_server.h"
 #endif
@@ -16,6 +17,15 @@ Result<std::unique_ptr<Store>> StoreUnderTest::Open() {
   return OpenPostgresStore(url_);
 #else
   return OpenSqliteStore(dir_ + "/farm.db");
+#endif
+}
+
+Result<std::unique_ptr<Db>> StoreUnderTest::OpenDb() {
+#ifdef FARM_STORE_TEST_POSTGRES
+  if (url_.empty()) return Status::FailedPrecondition("open the store first");
+  return OpenPgDb(url_);
+#else
+  return Db::Open(dir_ + "/farm.db");
 #endif
 }
 

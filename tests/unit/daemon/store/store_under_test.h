@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "daemon/store/sqlite_db.h"
 #include "daemon/store/store.h"
 
 namespace farm::store {
@@ -15,6 +16,9 @@ class StoreUnderTest {
  public:
   explicit StoreUnderTest(std::string dir) : dir_(std::move(dir)) {}
   Result<std::unique_ptr<Store>> Open();
+  // A plain connection to the same database, for what the Store interface does not show
+  // (rows written by older farmds, sizes on disk).
+  Result<std::unique_ptr<Db>> OpenDb();
 
  private:
   std::string dir_;
