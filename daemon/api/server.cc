@@ -24,6 +24,7 @@ struct FarmServer::Impl {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<store::BlobStore> blobs;
   std::unique_ptr<TokenAuthority> auth;
+  std::unique_ptr<audit::AuditLog> audit;
   ServiceContext ctx;
   std::atomic<bool> shutting_down{false};
   std::unique_ptr<ClientService> client_service;
@@ -146,8 +147,10 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   FARM_RETURN_IF_ERROR(BootstrapTokens(impl->auth.get(), impl->store.get(), options.data_dir));
   FARM_RETURN_IF_ERROR(
       impl->store->ExtendRunningLeases(RealClock().NowUnixMs(), options.tunables.lease_ms));
+  impl->audit = std::make_unique<audit::AuditLog>(impl->store.get(), &RealClock());
   impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(),
                              &RealClock(),      options.tunables,  &impl->shutting_down};
+  impl->ctx.audit = impl->audit.get();
   impl->resolver = std::make_unique<schedule::GitSourceResolver>(&impl->processes);
   impl->ctx.resolver = impl->resolver.get();
   impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);
@@ -195,8 +198,8 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   if (!options.http.listen.empty()) {
     http::DashboardOptions http = options.http;
     http.tls = options.tls;
-    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock(),
-                             impl->schedules.get()};
+    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(),     impl->auth.get(),
+                             &RealClock(),      impl->schedules.get(), impl->audit.get()};
     FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
     if (!options.http_ready_file.empty()) {
       FARM_RETURN_IF_ERROR(

@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "daemon/api/auth.h"
 #include "daemon/api/fleet_cache.h"
+#include "daemon/audit/audit_log.h"
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
 
@@ -48,6 +49,8 @@ struct ServiceContext {
   hosts::HostManager* hosts = nullptr;            // null: hosts are not served
   // Workers must present a client certificate farmd verified (--client-ca, mTLS).
   bool require_worker_certs = false;
+  // Where every mutation is recorded (HandleMutation); null: nothing is recorded.
+  audit::AuditLog* audit = nullptr;
   // The workers as build and job replies explain placement with (shared by copies).
   std::shared_ptr<FleetCache> fleet_cache = std::make_shared<FleetCache>();
 };

@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/net/tls.h"
+#include "daemon/audit/audit_log.h"
 #include "daemon/auth/token_authority.h"
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
@@ -46,6 +47,8 @@ struct DashboardDeps {
   const Clock* clock = nullptr;
   // Fires schedules for run-now; null where no runner exists (run-now answers 503).
   schedule::ScheduleRunner* schedules = nullptr;
+  // Where every mutation is recorded; null: nothing is recorded.
+  audit::AuditLog* audit = nullptr;
 };
 
 }  // namespace farm::http
