@@ -101,7 +101,7 @@ std::string FormatBuildLine(const farm::v1::Build& b) {
     << b.jobs_size() << " jobs";
   if (validations > 0)
     o << " (" << validations << (validations == 1 ? " validation)" : " validations)");
-  o << "\t" << b.created_at();
+  o << "\t" << b.created_at() << "\towner " << b.owner();
   return o.str();
 }
 
@@ -216,7 +216,7 @@ std::string FormatJob(const farm::v1::Job& j) {
 std::string FormatBuild(const farm::v1::Build& b) {
   std::ostringstream o;
   o << "build " << b.id() << "  " << b.recipe_name() << "  " << StateName(b.state()) << "\n"
-    << "  submitted " << b.created_at() << " by " << b.submitted_by();
+    << "  owner " << b.owner() << ", submitted " << b.created_at() << " by " << b.submitted_by();
   if (!b.finished_at().empty()) o << ", finished " << b.finished_at();
   o << "\n";
   for (const auto& r : b.rejected_cells()) o << "  rejected cell: " << r << "\n";

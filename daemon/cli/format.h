@@ -14,7 +14,8 @@ std::string StateName(farm::v1::BuildState s);  // "succeeded"
 std::string StateName(farm::v1::JobState s);
 std::string CauseName(farm::v1::AttemptCause c);
 std::string CellLabel(const farm::v1::MatrixCell& c);  // "py3.11 cuda13.0 [9.0;12.0a]"
-// "12\tattn-example\tsucceeded\t2/2 jobs (1 validation)\t<created>" for farmctl list.
+// "12\tattn-example\tsucceeded\t2/2 jobs (1 validation)\t<created>\towner alice" for farmctl
+// list.
 std::string FormatBuildLine(const farm::v1::Build& b);
 // A worker as people name it: its name, or its id when farmd did not say (a worker no
 // longer registered, or an older farmd).
