@@ -105,8 +105,13 @@ Status SqliteStore::InsertAudit(AuditRow* row) {
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare("INSERT INTO audit_log(time_ms, principal, role, action, target, "
                            "outcome, detail) VALUES (?, ?, ?, ?, ?, ?, ?)"));
-  s->Bind(row->time_ms).Bind(row->principal).Bind(row->role).Bind(row->action)
-      .Bind(row->target).Bind(row->outcome).Bind(row->detail);
+  s->Bind(row->time_ms)
+      .Bind(row->principal)
+      .Bind(row->role)
+      .Bind(row->action)
+      .Bind(row->target)
+      .Bind(row->outcome)
+      .Bind(row->detail);
   FARM_RETURN_IF_ERROR(s->Run());
   row->id = db_->LastInsertId();
   Bump();
