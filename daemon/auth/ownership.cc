@@ -1,5 +1,7 @@
 #include "daemon/auth/ownership.h"
 
+#include <optional>
+
 namespace farm::auth {
 namespace {
 
@@ -59,9 +61,13 @@ Status MayUseName(store::Store& store, const Principal& who, const std::string& 
 
 Status ClaimName(store::Store& store, const Principal& who, const std::string& name,
                  int64_t now_ms) {
-  FARM_ASSIGN_OR_RETURN(store::RecipeNameRow row, store.ClaimRecipeName(name, who.name, now_ms));
-  if (IsAdmin(who) || row.owner == who.name) return Status::Ok();
-  return NameRefused(name, row.owner);
+  // A read first: most submissions reuse a name that is theirs, and a claim is a write.
+  FARM_ASSIGN_OR_RETURN(std::optional<store::RecipeNameRow> row, store.GetRecipeName(name));
+  if (!row) {
+    FARM_ASSIGN_OR_RETURN(row, store.ClaimRecipeName(name, who.name, now_ms));
+  }
+  if (IsAdmin(who) || row->owner == who.name) return Status::Ok();
+  return NameRefused(name, row->owner);
 }
 
 }  // namespace farm::auth
