@@ -89,6 +89,7 @@ grpc::Status ClientService::ListAudit(grpc::ServerContext* call,
                                       const farm::v1::ListAuditRequest* req,
                                       farm::v1::ListAuditResponse* resp) {
   return Handle(ctx_, call, Need::kAdmin, [&](const Principal&) -> Status {
+    if (ctx_->audit != nullptr) ctx_->audit->Flush();  // the records of calls that answered
     int limit = req->limit() <= 0 ? kDefaultAuditRecords : std::min(req->limit(), kMaxAuditRecords);
     FARM_ASSIGN_OR_RETURN(auto rows, ctx_->store->ListAudit({.principal = req->principal(),
                                                              .before_id = req->before_id(),

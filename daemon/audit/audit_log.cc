@@ -1,6 +1,7 @@
 #include "daemon/audit/audit_log.h"
 
 #include <array>
+#include <chrono>
 #include <regex>
 #include <utility>
 
@@ -74,6 +75,18 @@ std::string SafeText(std::string_view text) {
   return out;
 }
 
+AuditLog::AuditLog(store::Store* store, const Clock* clock)
+    : store_(store), clock_(clock), writer_([this] { WriteLoop(); }) {}
+
+AuditLog::~AuditLog() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  writer_.join();
+}
+
 void AuditLog::Record(const auth::Principal& who, const Entry& entry, const Status& outcome) {
   store::AuditRow row{.time_ms = clock_->NowUnixMs(),
                       .principal = SafeText(who.name),
@@ -82,9 +95,45 @@ void AuditLog::Record(const auth::Principal& who, const Entry& entry, const Stat
                       .target = SafeText(entry.target),
                       .outcome = std::string(OutcomeName(OutcomeOf(outcome))),
                       .detail = SafeText(outcome.ok() ? entry.done : outcome.message())};
-  if (Status s = store_->InsertAudit(&row); !s.ok()) {
-    log::Error("audit record of " + row.action + " " + row.target + " by " + row.principal + " (" +
-               row.outcome + ") not stored: " + s.ToString());
+  std::unique_lock lock(mu_);
+  // Backpressure rather than loss: a flood waits for the writer instead of growing memory.
+  changed_.wait(lock, [this] { return queue_.size() < kMaxQueued || stopping_; });
+  queue_.push_back(std::move(row));
+  ++queued_;
+  changed_.notify_all();
+}
+
+void AuditLog::Flush() {
+  std::unique_lock lock(mu_);
+  const int64_t target = queued_;
+  changed_.wait_for(lock, std::chrono::seconds(10), [&] { return written_ >= target; });
+}
+
+void AuditLog::WriteLoop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    changed_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+    if (queue_.empty()) return;  // stopping, and everything is written
+    std::deque<store::AuditRow> batch;
+    batch.swap(queue_);
+    changed_.notify_all();  // room in the queue
+    lock.unlock();
+    // One commit for the batch; a row that fails undoes only itself (a savepoint).
+    Status s = store_->TogetherInOneTransaction([&]() -> Status {
+      for (auto& row : batch) {
+        if (Status one = store_->InsertAudit(&row); !one.ok()) {
+          log::Error("audit record of " + row.action + " " + row.target + " by " + row.principal +
+                     " (" + row.outcome + ") not stored: " + one.ToString());
+        }
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) {
+      log::Error(std::to_string(batch.size()) + " audit record(s) not stored: " + s.ToString());
+    }
+    lock.lock();
+    written_ += static_cast<int64_t>(batch.size());
+    changed_.notify_all();
   }
 }
 

@@ -291,6 +291,7 @@ Response ApiDrainWorker(const DashboardDeps& deps, const auth::Principal& who,
 }
 
 Response ApiAudit(const DashboardDeps& deps, const Request& req) {
+  if (deps.audit != nullptr) deps.audit->Flush();  // the records of calls that answered
   auto principal = req.query.find("principal");
   store::AuditFilter filter{
       .principal = principal == req.query.end() ? std::string() : principal->second,

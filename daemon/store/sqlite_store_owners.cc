@@ -102,6 +102,10 @@ Result<RecipeNameRow> SqliteStore::TransferRecipeName(const std::string& name,
 
 Status SqliteStore::InsertAudit(AuditRow* row) {
   Locked lock(this);
+  // A transaction of its own (a savepoint inside a batch), so that a failed row leaves
+  // the batch's other rows to commit on PostgreSQL too.
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare("INSERT INTO audit_log(time_ms, principal, role, action, target, "
                            "outcome, detail) VALUES (?, ?, ?, ?, ?, ?, ?)"));
@@ -114,6 +118,7 @@ Status SqliteStore::InsertAudit(AuditRow* row) {
       .Bind(row->detail);
   FARM_RETURN_IF_ERROR(s->Run());
   row->id = db_->LastInsertId();
+  FARM_RETURN_IF_ERROR(txn.Commit());
   Bump();
   return Status::Ok();
 }

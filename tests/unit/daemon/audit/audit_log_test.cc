@@ -4,6 +4,7 @@
 #include "daemon/audit/audit_log.h"
 
 #include <set>
+#include <thread>
 
 #include "common/log.h"
 #include "daemon/store/store.h"
@@ -22,6 +23,7 @@ class AuditLogTest : public ::testing::Test {
   }
 
   std::vector<store::AuditRow> Rows() {
+    log_->Flush();
     auto rows = store_->ListAudit({});
     EXPECT_OK(rows.status());
     return rows.ok() ? *rows : std::vector<store::AuditRow>{};
@@ -97,6 +99,32 @@ TEST_F(AuditLogTest, NoTokenOrCredentialReachesARecord) {
   }
   EXPECT_NE(rows[0].detail.find("example.invalid"), std::string::npos) << rows[0].detail;
   EXPECT_EQ(SafeText(std::string(2000, 'x')).size(), 500u);
+}
+
+TEST_F(AuditLogTest, EveryRecordIsWrittenByTheWriterAndTheLastOnesWhenItStops) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([this, t] {
+      for (int i = 0; i < 250; ++i) {
+        log_->Record(mallory_, {Action::kJobRetry, "job " + std::to_string(t * 1000 + i)},
+                     Status::Ok());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  log_->Flush();
+  auto rows = store_->ListAudit({.limit = 5000});
+  ASSERT_OK(rows.status());
+  std::set<std::string> targets;
+  for (const auto& r : *rows) targets.insert(r.target);
+  EXPECT_EQ(targets.size(), 1000u);  // each once
+
+  for (int i = 0; i < 5; ++i) log_->Record(mallory_, {Action::kBuildCancel, "late"}, Status::Ok());
+  log_.reset();  // stopping writes what is queued
+  rows = store_->ListAudit({.limit = 5000});
+  ASSERT_OK(rows.status());
+  EXPECT_EQ(rows->size(), 1005u);
+  EXPECT_EQ(rows->front().target, "late");
 }
 
 }  // namespace

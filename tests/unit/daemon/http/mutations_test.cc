@@ -35,6 +35,7 @@ class MutationsTest : public HttpFixture {
   }
 
   std::vector<store::AuditRow> Audit(const std::string& principal = "") {
+    audit_->Flush();
     auto rows = store_->ListAudit({.principal = principal});
     EXPECT_OK(rows.status());
     return rows.ok() ? *rows : std::vector<store::AuditRow>{};
