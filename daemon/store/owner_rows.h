@@ -1,4 +1,4 @@
-// Rows of recipe-name ownership and of the audit log (migration 017), part of store.h.
+// Rows of recipe-name ownership and of the audit log (migration 019), part of store.h.
 #ifndef FARM_DAEMON_STORE_OWNER_ROWS_H_
 #define FARM_DAEMON_STORE_OWNER_ROWS_H_
 

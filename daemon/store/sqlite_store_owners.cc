@@ -1,4 +1,4 @@
-// Recipe names and their owners, and the audit log (migration 017). Each call is one
+// Recipe names and their owners, and the audit log (migration 019). Each call is one
 // statement, or one transaction, under the store's mutex.
 #include "daemon/store/sqlite_store_impl.h"
 

@@ -85,8 +85,10 @@ def test_a_submitter_cannot_cancel_or_retry_anothers_build(farm):
     shown = farm.ctl_json("show", str(build_id))
     assert shown["state"] == "BUILD_RUNNING", shown  # nothing changed
     assert not shown["jobs"][0].get("cancel_requested") and "cancelled_by" not in shown["jobs"][0]
-    listed = farm.ctl("list").stdout
-    assert f"{build_id}\tsleeper\trunning" in listed and "owner alice" in listed, listed
+    listed = farm.ctl("list").stdout.splitlines()
+    assert listed[0].split()[:4] == ["BUILD", "RECIPE", "OWNER", "STATE"], listed
+    assert [r.split()[:4] for r in listed[1:] if r.split()[0] == str(build_id)] == [
+        [str(build_id), "sleeper", "alice", "running"]], listed
     assert "owner alice" in farm.ctl("show", str(build_id)).stdout
 
     # The owner cancels; the job can then be retried by its owner and an admin only.
@@ -184,7 +186,7 @@ def test_schedules_are_changed_by_their_creator_and_submit_as_their_creator(farm
     mallory, _ = token(farm, "submitter", "mallory")
     recipe = write_recipe(farm.root, "nightly-kernel", "echo nightly")
     created = as_json(farm, alice, "schedules", "add", recipe, "--cron", "0 3 * * *")
-    sid = created["id"]
+    sid = str(created["id"])  # a number in farmctl's JSON
     assert created["owner"] == "alice", created
     assert farm.ctl_json("names", "list")["names"][0]["owner"] == "alice"
 

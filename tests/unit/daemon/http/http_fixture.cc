@@ -95,7 +95,7 @@ std::string HttpFixture::AddWheel(int64_t job_id, const std::string& filename,
 
 Router HttpFixture::MakeRouter(DashboardOptions options) {
   return Router(options, DashboardDeps{store_.get(), blobs_.get(), auth_.get(), &clock_, nullptr,
-                                       audit_.get()});
+                                       nullptr, audit_.get()});
 }
 
 Response HttpFixture::Get(Router& r, const std::string& target, const std::string& accept) {

@@ -74,7 +74,7 @@ class ScheduleRoutesTest : public HttpFixture {
   Router MakeScheduleRouter(bool with_runner = true) {
     return Router(DashboardOptions{},
                   DashboardDeps{store_.get(), blobs_.get(), auth_.get(), &clock_,
-                                with_runner ? runner_.get() : nullptr, audit_.get()});
+                                with_runner ? runner_.get() : nullptr, nullptr, audit_.get()});
   }
 
   Response Post(Router& r, const std::string& target, bool token = true) {

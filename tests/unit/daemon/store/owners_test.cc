@@ -1,6 +1,6 @@
-// Recipe names and their owners, and the audit log (migration 017), on SQLite and, in
+// Recipe names and their owners, and the audit log (migration 019), on SQLite and, in
 // store_pg_test, on PostgreSQL: claims race to one owner, transfers keep the first claim's
-// time, the audit log pages newest first, and a database from before 017 adopts its names
+// time, the audit log pages newest first, and a database from before 019 adopts its names
 // from each name's first build (a scheduled one by its schedule's creator).
 #include <gtest/gtest.h>
 
@@ -108,7 +108,7 @@ TEST_F(OwnersTest, AuditRowsListNewestFirstPerPrincipalAndPage) {
   EXPECT_TRUE(store_->ListAudit({.principal = "nobody"})->empty());
 }
 
-// A database made before migration 017, with a build of each name, a later build of the
+// A database made before migration 019, with a build of each name, a later build of the
 // same name by someone else, and a build a schedule fired (submitted as "schedule N").
 class OwnersMigrationTest : public ::testing::Test {
  protected:
@@ -128,9 +128,9 @@ TEST_F(OwnersMigrationTest, NamesAreAdoptedByTheirFirstBuildsSubmitter) {
     ASSERT_OK(db.status());
     std::vector<MigrationFile> before;
     for (const auto& f : StoreUnderTest::MigrationFiles()) {
-      if (f.file_name < "017") before.push_back(f);
+      if (f.file_name < "019") before.push_back(f);
     }
-    ASSERT_EQ(before.size(), 16u);
+    ASSERT_EQ(before.size(), 18u);
     ASSERT_OK(MigrateSchema(**db, before));
     const std::string build =
         "INSERT INTO builds(id, recipe_name, recipe, state, submitted_by, created_ms) "
@@ -159,7 +159,7 @@ TEST_F(OwnersMigrationTest, NamesAreAdoptedByTheirFirstBuildsSubmitter) {
                    "created_ms, build_id) VALUES (7, 1, 1, 300, 300, 3)",
                    {}));
   }
-  auto store = under_test_.Open();  // applies 017
+  auto store = under_test_.Open();  // applies 019
   ASSERT_OK(store.status());
   auto names = (*store)->ListRecipeNames();
   ASSERT_OK(names.status());

@@ -1,6 +1,6 @@
--- PostgreSQL form of migrations/017_owners_and_audit.sql (same number, same meaning): BIGINT for
+-- PostgreSQL form of migrations/019_owners_and_audit.sql (same number, same meaning): BIGINT for
 -- every integer (milliseconds overflow INTEGER), BIGSERIAL for AUTOINCREMENT ids.
--- Schema version 17: recipe names have owners, and every mutation leaves an audit record
+-- Schema version 19: recipe names have owners, and every mutation leaves an audit record
 -- (docs/security.md, "Who may change what").
 --
 -- A recipe name belongs to the principal (a token's name) that first submitted it; only

@@ -1,4 +1,4 @@
--- Schema version 17: recipe names have owners, and every mutation leaves an audit record
+-- Schema version 19: recipe names have owners, and every mutation leaves an audit record
 -- (docs/security.md, "Who may change what").
 --
 -- A recipe name belongs to the principal (a token's name) that first submitted it; only

@@ -1,0 +1,147 @@
+// CurlFetcher: the real Fetcher (fetcher.h) over libcurl's easy interface.
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+
+#include "common/upstream/fetcher.h"
+
+namespace farm::upstream {
+namespace {
+
+void GlobalInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+struct Transfer {
+  const DownloadSink* sink = nullptr;
+  std::string* body = nullptr;  // page mode
+  int64_t max_bytes = 0;
+  Status failure;  // why a write callback stopped the transfer
+};
+
+size_t OnData(char* data, size_t size, size_t nmemb, void* userdata) {
+  auto* t = static_cast<Transfer*>(userdata);
+  size_t n = size * nmemb;
+  if (t->body != nullptr) {
+    if (static_cast<int64_t>(t->body->size() + n) > t->max_bytes) {
+      t->failure =
+          Status::ResourceExhausted("page larger than " + std::to_string(t->max_bytes) + " bytes");
+      return 0;
+    }
+    t->body->append(data, n);
+    return n;
+  }
+  Status s = (*t->sink)(std::string_view(data, n));
+  if (!s.ok()) {
+    t->failure = s;
+    return 0;
+  }
+  return n;
+}
+
+class CurlFetcher final : public Fetcher {
+ public:
+  explicit CurlFetcher(const CurlFetcherOptions& options) : options_(options) { GlobalInit(); }
+
+  Result<FetchedPage> GetPage(const std::string& url, const std::string& accept,
+                              int64_t max_bytes) override {
+    FetchedPage page;
+    Transfer t;
+    t.body = &page.body;
+    t.max_bytes = max_bytes;
+    FARM_RETURN_IF_ERROR(Run(url, accept, options_.page_timeout_ms, &t, &page));
+    return page;
+  }
+
+  Status Download(const std::string& url, const DownloadSink& sink) override {
+    Transfer t;
+    t.sink = &sink;
+    return Run(url, "", 0, &t, nullptr);
+  }
+
+ private:
+  Status Run(const std::string& url, const std::string& accept, int64_t timeout_ms, Transfer* t,
+             FetchedPage* page) {
+    if (!IsHttpUrl(url)) return Status::InvalidArgument("not an http(s) URL: " + url);
+    CURL* curl = curl_easy_init();
+    if (curl == nullptr) return Status::Internal("curl_easy_init failed");
+    curl_slist* headers = nullptr;
+    if (!accept.empty()) headers = curl_slist_append(headers, ("Accept: " + accept).c_str());
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, static_cast<long>(options_.max_redirects));
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(options_.connect_timeout_ms));
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+                     static_cast<long>(std::max<int64_t>(1, options_.stall_timeout_ms / 1000)));
+    curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");  // identity and what curl decodes
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnData);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
+    // A body is written only for the final answer; an error page must not reach the sink.
+    curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
+    CURLcode rc = curl_easy_perform(curl);
+    long code = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+    if (page != nullptr) {
+      char* effective = nullptr;
+      char* type = nullptr;
+      curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &effective);
+      curl_easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &type);
+      page->url = effective != nullptr ? effective : url;
+      page->content_type = type != nullptr ? type : "";
+      page->content_type = page->content_type.substr(0, page->content_type.find(';'));
+      while (!page->content_type.empty() && page->content_type.back() == ' ') {
+        page->content_type.pop_back();
+      }
+      std::transform(page->content_type.begin(), page->content_type.end(),
+                     page->content_type.begin(), [](unsigned char c) { return std::tolower(c); });
+    }
+    std::string detail = curl_easy_strerror(rc);
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(curl);
+    if (rc == CURLE_OK) return Status::Ok();
+    if (rc == CURLE_WRITE_ERROR && !t->failure.ok()) return t->failure;
+    if (rc == CURLE_HTTP_RETURNED_ERROR) {
+      std::string what = url + " answered HTTP " + std::to_string(code);
+      if (code == 404 || code == 410) return Status::NotFound(what);
+      return Status::Unavailable(what);
+    }
+    if (rc == CURLE_OPERATION_TIMEDOUT) return Status::DeadlineExceeded(url + ": " + detail);
+    return Status::Unavailable(url + ": " + detail);
+  }
+
+  CurlFetcherOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Fetcher> MakeCurlFetcher(const CurlFetcherOptions& options) {
+  return std::make_unique<CurlFetcher>(options);
+}
+
+bool IsHttpUrl(std::string_view url) {
+  size_t host = 0;
+  if (url.substr(0, 7) == "http://") {
+    host = 7;
+  } else if (url.substr(0, 8) == "https://") {
+    host = 8;
+  } else {
+    return false;
+  }
+  if (url.size() <= host || url[host] == '/') return false;
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return false;
+  }
+  return true;
+}
+
+}  // namespace farm::upstream

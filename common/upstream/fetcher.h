@@ -1,0 +1,60 @@
+// The HTTP seam of the provisioner: GETs of index pages and manifests (small, in memory)
+// and downloads (streamed to a sink). CurlFetcher is the real implementation; unit tests
+// use a scripted fake (tests/unit/worker/env/fake_fetcher.h).
+//
+// Errors follow failure.h: a transport failure, a timeout or a 5xx answer is Unavailable
+// (or DeadlineExceeded), 404 and 410 are NotFound, any other non-2xx answer is
+// Unavailable naming the status. Only http and https URLs are fetched, redirects
+// included. Implementations allow concurrent calls from several threads.
+#ifndef FARM_COMMON_UPSTREAM_FETCHER_H_
+#define FARM_COMMON_UPSTREAM_FETCHER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace farm::upstream {
+
+struct FetchedPage {
+  std::string url;           // after redirects: relative links resolve against it
+  std::string content_type;  // lower case, parameters dropped
+  std::string body;
+};
+
+// Receives each block of a download in order; returning a non-OK Status stops it, and
+// that Status is what Download returns.
+using DownloadSink = std::function<Status(std::string_view block)>;
+
+class Fetcher {
+ public:
+  virtual ~Fetcher() = default;
+  // GETs `url` with Accept: `accept` (empty: none), following redirects. Fails with
+  // ResourceExhausted when the body exceeds `max_bytes`.
+  virtual Result<FetchedPage> GetPage(const std::string& url, const std::string& accept,
+                                      int64_t max_bytes) = 0;
+  // GETs `url`, following redirects, feeding the body to `sink`.
+  virtual Status Download(const std::string& url, const DownloadSink& sink) = 0;
+};
+
+struct CurlFetcherOptions {
+  int64_t connect_timeout_ms = 15'000;
+  // A transfer moving less than 1 KiB/s for this long is abandoned (Unavailable).
+  int64_t stall_timeout_ms = 60'000;
+  // Whole-request limit for pages; downloads rely on the stall limit.
+  int64_t page_timeout_ms = 120'000;
+  int max_redirects = 5;
+};
+
+// libcurl, one easy handle per call.
+std::unique_ptr<Fetcher> MakeCurlFetcher(const CurlFetcherOptions& options = {});
+
+// Whether `url` is an absolute http or https URL with a host (what the fetcher accepts).
+bool IsHttpUrl(std::string_view url);
+
+}  // namespace farm::upstream
+
+#endif  // FARM_COMMON_UPSTREAM_FETCHER_H_

@@ -1,0 +1,408 @@
+#include "daemon/mirror/pull_through.h"
+
+#include <boost/json.hpp>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <regex>
+#include <set>
+
+#include "common/archive/entry_rules.h"
+#include "common/fs.h"
+#include "common/sha256.h"
+#include "common/wheel/wheel_name.h"
+
+namespace farm::mirror {
+namespace {
+
+namespace json = boost::json;
+constexpr int64_t kMaxTreeFile = int64_t{8} << 20;
+
+std::string Escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string PercentEncode(const std::string& name) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : name) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string ProjectOf(const std::string& filename) {
+  Result<wheel::WheelFilename> w = wheel::ParseWheelFilename(filename);
+  return w.ok() ? wheel::NormalizeProjectName(w->name) : "";
+}
+
+bool IsSmallTreeFile(const std::string& relative) {
+  return relative.empty() || relative.back() == '/' ||
+         (relative.size() > 5 && relative.compare(relative.size() - 5, 5, ".json") == 0) ||
+         relative == "SHA256SUMS" ||
+         (relative.size() > 11 && relative.compare(relative.size() - 11, 11, "/SHA256SUMS") == 0);
+}
+
+// Calls `visit` for every JSON object holding relative_path and sha256 (redist manifests).
+void VisitArchives(
+    const json::value& v,
+    const std::function<void(const std::string&, const std::string&, int64_t)>& visit) {
+  if (!v.is_object()) return;
+  const json::object& o = v.as_object();
+  const json::value* rel = o.if_contains("relative_path");
+  const json::value* sha = o.if_contains("sha256");
+  if (rel && rel->is_string() && sha && sha->is_string()) {
+    int64_t size = -1;
+    if (const json::value* s = o.if_contains("size")) {
+      if (s->is_int64()) size = s->as_int64();
+      if (s->is_string()) size = std::strtoll(std::string(s->as_string()).c_str(), nullptr, 10);
+    }
+    visit(std::string(rel->as_string()), std::string(sha->as_string()), size);
+    return;
+  }
+  for (const auto& [key, child] : o) VisitArchives(child, visit);
+}
+
+}  // namespace
+
+std::string RenderProjectPage(const std::string& project,
+                              const std::vector<upstream::IndexFile>& files, bool json,
+                              const std::string& files_base) {
+  if (json) {
+    json::array list;
+    std::set<std::string> versions;
+    for (const upstream::IndexFile& f : files) {
+      json::object o;
+      o["filename"] = f.filename;
+      o["url"] = files_base + f.sha256 + "/" + PercentEncode(f.filename);
+      o["hashes"] = json::object{{"sha256", f.sha256}};
+      if (f.size >= 0) o["size"] = f.size;
+      if (!f.requires_python.empty()) o["requires-python"] = f.requires_python;
+      if (f.yanked) {
+        o["yanked"] = f.yanked_reason.empty() ? json::value(true) : json::value(f.yanked_reason);
+      } else {
+        o["yanked"] = false;
+      }
+      list.push_back(std::move(o));
+      if (Result<wheel::WheelFilename> w = wheel::ParseWheelFilename(f.filename); w.ok()) {
+        versions.insert(w->version);
+      }
+    }
+    json::array vs;
+    for (const std::string& v : versions) vs.push_back(json::value(v));
+    return json::serialize(json::object{{"meta", json::object{{"api-version", "1.1"}}},
+                                        {"name", project},
+                                        {"versions", vs},
+                                        {"files", list}});
+  }
+  std::string html =
+      "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" "
+      "content=\"1.1\"><title>Links for " +
+      Escape(project) + "</title></head><body>\n";
+  for (const upstream::IndexFile& f : files) {
+    html += "<a href=\"" + Escape(files_base + f.sha256 + "/" + PercentEncode(f.filename)) +
+            "#sha256=" + f.sha256 + "\"";
+    if (!f.requires_python.empty())
+      html += " data-requires-python=\"" + Escape(f.requires_python) + "\"";
+    if (f.yanked)
+      html += f.yanked_reason.empty() ? " data-yanked"
+                                      : " data-yanked=\"" + Escape(f.yanked_reason) + "\"";
+    html += ">" + Escape(f.filename) + "</a><br/>\n";
+  }
+  return html + "</body></html>\n";
+}
+
+PullThroughCache::PullThroughCache(MirrorOptions options, upstream::Fetcher* fetcher,
+                                   store::BlobStore* blobs, const Clock* clock)
+    : options_(std::move(options)), fetcher_(fetcher), blobs_(blobs), clock_(clock) {}
+
+int64_t PullThroughCache::upstream_downloads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return downloads_;
+}
+
+void PullThroughCache::Learn(const std::string& sha256, const KnownFile& file) {
+  std::lock_guard<std::mutex> lock(mu_);
+  KnownFile& known = known_[sha256];
+  if (known.url.empty()) known = file;
+}
+
+Result<std::vector<upstream::IndexFile>> PullThroughCache::ProjectFiles(
+    const std::string& index, const std::string& project) {
+  auto upstream_url = options_.indexes.find(index);
+  if (upstream_url == options_.indexes.end()) return Status::NotFound("no index " + index);
+  std::string key = index + "/" + project;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto page = pages_.find(key);
+    if (page != pages_.end() &&
+        clock_->SteadyMs() - page->second.fetched_ms < options_.page_ttl_ms) {
+      return page->second.files;
+    }
+  }
+  Result<std::vector<upstream::IndexFile>> fetched =
+      upstream::ListProjectFiles(*fetcher_, upstream_url->second, project);
+  if (fetched.ok()) {
+    std::vector<upstream::IndexFile> files;
+    for (const upstream::IndexFile& f : *fetched) {
+      if (f.sha256.empty()) continue;  // cannot be served by digest
+      Learn(f.sha256, {f.url, f.filename, f.size, index});
+      files.push_back(f);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    pages_[key] = {files, clock_->SteadyMs()};
+    return files;
+  }
+  if (fetched.status().code() != StatusCode::kUnavailable &&
+      fetched.status().code() != StatusCode::kDeadlineExceeded) {
+    return fetched.status();
+  }
+  // Upstream unreachable: the last page seen, else what is stored for this project.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto page = pages_.find(key); page != pages_.end()) return page->second.files;
+  std::vector<upstream::IndexFile> files;
+  for (const auto& [sha, known] : known_) {
+    if (known.source == index && ProjectOf(known.filename) == project && blobs_->Contains(sha)) {
+      upstream::IndexFile f;
+      f.filename = known.filename;
+      f.sha256 = sha;
+      f.size = known.size;
+      files.push_back(f);
+    }
+  }
+  if (files.empty()) return fetched.status();
+  return files;
+}
+
+Result<MirrorAnswer> PullThroughCache::IndexPage(const std::string& index,
+                                                 const std::string& project, bool json,
+                                                 const std::string& files_base) {
+  std::string name = wheel::NormalizeProjectName(project);
+  FARM_ASSIGN_OR_RETURN(std::vector<upstream::IndexFile> files, ProjectFiles(index, name));
+  MirrorAnswer answer;
+  answer.content_type =
+      json ? "application/vnd.pypi.simple.v1+json" : "application/vnd.pypi.simple.v1+html";
+  answer.body = RenderProjectPage(name, files, json, files_base);
+  return answer;
+}
+
+Status PullThroughCache::EnsureFile(const std::string& sha256) {
+  if (!upstream::IsSha256Hex(sha256))
+    return Status::InvalidArgument("not a sha256: " + sha256.substr(0, 80));
+  if (blobs_->Contains(sha256)) return Status::Ok();
+  std::shared_ptr<Flight> flight;
+  bool leader = false;
+  KnownFile file;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto known = known_.find(sha256);
+    if (known == known_.end() || known->second.url.empty()) {
+      return Status::NotFound("the farm has not seen " + sha256 + " listed upstream");
+    }
+    file = known->second;
+    auto it = flights_.find(sha256);
+    if (it == flights_.end()) {
+      flight = std::make_shared<Flight>();
+      flights_[sha256] = flight;
+      leader = true;
+    } else {
+      flight = it->second;
+    }
+  }
+  if (!leader) {
+    std::unique_lock<std::mutex> lock(flight->mu);
+    flight->done_cv.wait(lock, [&] { return flight->done; });
+    return flight->status;
+  }
+  Status status = blobs_->Contains(sha256) ? Status::Ok() : Download(sha256, file);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    flights_.erase(sha256);
+  }
+  {
+    std::lock_guard<std::mutex> lock(flight->mu);
+    flight->done = true;
+    flight->status = status;
+  }
+  flight->done_cv.notify_all();
+  return status;
+}
+
+Status PullThroughCache::Download(const std::string& sha256, const KnownFile& file) {
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(options_.staging_dir));
+  std::string temp = options_.staging_dir + "/mirror-" + RandomHex(8);
+  FILE* out = std::fopen(temp.c_str(), "wb");
+  if (out == nullptr) return Status::Internal("cannot create " + temp);
+  Sha256 hasher;
+  int64_t bytes = 0;
+  Status fetched = fetcher_->Download(file.url, [&](std::string_view block) -> Status {
+    bytes += static_cast<int64_t>(block.size());
+    if (file.size >= 0 && bytes > file.size) {
+      return Status::DataLoss(file.filename + " from " + file.url + " is larger than listed");
+    }
+    hasher.Update(block);
+    if (std::fwrite(block.data(), 1, block.size(), out) != block.size()) {
+      return Status::ResourceExhausted("cannot write " + temp);
+    }
+    return Status::Ok();
+  });
+  bool closed = std::fclose(out) == 0;
+  auto fail = [&](Status s) {
+    std::remove(temp.c_str());
+    return s;
+  };
+  if (!fetched.ok()) return fail(fetched);
+  if (!closed) return fail(Status::ResourceExhausted("cannot write " + temp));
+  std::string got = hasher.HexDigest();
+  if (got != sha256 || (file.size >= 0 && bytes != file.size)) {
+    return fail(Status::DataLoss("checksum mismatch for " + file.filename + " from " + file.url +
+                                 ": expected sha256 " + sha256 + ", got " + got +
+                                 "; refused, nothing stored"));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++downloads_;
+  }
+  Result<std::unique_ptr<store::BlobWriter>> writer = blobs_->BeginWrite(bytes, sha256);
+  if (!writer.ok()) return fail(writer.status());
+  FILE* in = std::fopen(temp.c_str(), "rb");
+  if (in == nullptr) return fail(Status::Internal("cannot reopen " + temp));
+  std::string buffer(1 << 20, '\0');
+  Status s;
+  while (s.ok()) {
+    size_t n = std::fread(buffer.data(), 1, buffer.size(), in);
+    if (n == 0) break;
+    s = (*writer)->Append(std::string_view(buffer.data(), n));
+  }
+  std::fclose(in);
+  if (s.ok()) s = (*writer)->Commit();
+  return fail(s);
+}
+
+void PullThroughCache::LearnFromTreeFile(const std::string& tree, const std::string& base,
+                                         const std::string& relative, const std::string& body) {
+  std::string dir =
+      relative.substr(0, relative.rfind('/') == std::string::npos ? 0 : relative.rfind('/') + 1);
+  auto learn = [&](const std::string& rel, const std::string& sha, int64_t size) {
+    std::string rule;
+    if (!upstream::IsSha256Hex(sha) || !archives::CheckEntryName(rel, &rule).empty()) return;
+    Learn(sha, {base + PercentEncode(rel), rel.substr(rel.rfind('/') + 1), size, tree});
+    std::lock_guard<std::mutex> lock(mu_);
+    tree_paths_[tree + "/" + rel] = sha;
+  };
+  if (relative.size() > 5 && relative.compare(relative.size() - 5, 5, ".json") == 0) {
+    boost::system::error_code ec;
+    json::value doc = json::parse(body, ec);
+    if (!ec)
+      VisitArchives(doc, [&](const std::string& rel, const std::string& sha, int64_t size) {
+        learn(dir + rel, sha, size);
+      });
+    return;
+  }
+  static const std::regex line_re(R"(([0-9a-f]{64})\s+\*?([A-Za-z0-9._+-]+))");
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), line_re);
+       it != std::sregex_iterator(); ++it) {
+    learn(dir + std::string((*it)[2]), (*it)[1], -1);
+  }
+}
+
+Result<MirrorAnswer> PullThroughCache::TreeFile(const std::string& tree,
+                                                const std::string& relative) {
+  auto upstream_url = options_.trees.find(tree);
+  if (upstream_url == options_.trees.end()) return Status::NotFound("no tree " + tree);
+  std::string rule;
+  std::string plain = relative.empty() || relative.back() != '/'
+                          ? relative
+                          : relative.substr(0, relative.size() - 1);
+  if (!plain.empty() && !archives::CheckEntryName(plain, &rule).empty()) {
+    return Status::InvalidArgument("bad path " + relative.substr(0, 200));
+  }
+  std::string base = upstream_url->second;
+  if (base.empty() || base.back() != '/') base += '/';
+  std::string key = tree + "/" + relative;
+  std::string sha;
+  int64_t size = -1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = tree_paths_.find(key); it != tree_paths_.end()) {
+      sha = it->second;
+      size = known_[sha].size;
+    }
+  }
+  if (!sha.empty()) {
+    FARM_RETURN_IF_ERROR(EnsureFile(sha));
+    return MirrorAnswer{"application/octet-stream", "", sha, size};
+  }
+  if (!IsSmallTreeFile(relative)) {
+    return Status::NotFound(relative +
+                            " is not listed by a manifest or SHA256SUMS the farm has served");
+  }
+  std::string content_type = relative.empty() || relative.back() == '/'    ? "text/html"
+                             : relative.find(".json") != std::string::npos ? "application/json"
+                                                                           : "text/plain";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto cached = small_.find(key);
+    if (cached != small_.end() &&
+        clock_->SteadyMs() - cached->second.second < options_.page_ttl_ms) {
+      return MirrorAnswer{content_type, cached->second.first, "", -1};
+    }
+  }
+  Result<upstream::FetchedPage> page =
+      fetcher_->GetPage(base + PercentEncode(relative), "", kMaxTreeFile);
+  if (!page.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto cached = small_.find(key);  // stale beats nothing while upstream is away
+    if (cached == small_.end()) return page.status();
+    return MirrorAnswer{content_type, cached->second.first, "", -1};
+  }
+  LearnFromTreeFile(tree, base, relative, page->body);
+  std::lock_guard<std::mutex> lock(mu_);
+  small_[key] = {page->body, clock_->SteadyMs()};
+  return MirrorAnswer{content_type, page->body, "", -1};
+}
+
+Status PullThroughCache::AddPreloaded(const std::string& index, const std::string& filename,
+                                      const std::string& sha256, int64_t size) {
+  if (!upstream::IsSha256Hex(sha256)) return Status::InvalidArgument("not a sha256");
+  if (!blobs_->Contains(sha256)) return Status::FailedPrecondition(filename + " is not stored");
+  std::string rule;
+  if (!archives::CheckEntryName(filename, &rule).empty()) {
+    return Status::InvalidArgument("bad file name " + filename.substr(0, 200));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  KnownFile& known = known_[sha256];
+  known.filename = filename.substr(filename.rfind('/') + 1);
+  known.size = size;
+  known.source = index;
+  tree_paths_[index + "/" + filename] = sha256;
+  return Status::Ok();
+}
+
+}  // namespace farm::mirror

@@ -1,0 +1,170 @@
+#include "daemon/mirror/pull_through.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "common/sha256.h"
+#include "tests/support/fake_upstream.h"
+#include "tests/support/test_util.h"
+
+namespace farm::mirror {
+namespace {
+
+using farm::testing::FakeClock;
+using farm::testing::FakeFetcher;
+using farm::testing::ScopedTempDir;
+
+const char kUp[] = "http://up/whl/cu128/";
+const char kWheel[] = "torch-2.8.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl";
+const char kWheelUrl[] =
+    "http://up/whl/cu128/torch-2.8.0%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl";
+const char kFiles[] = "/mirror/cu128/files/";
+
+class PullThroughTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    wheel_ = std::string(100'000, 'w');
+    fetcher_.block_size = 4096;
+    fetcher_.Serve(
+        std::string(kUp) + "torch/",
+        R"({"meta": {"api-version": "1.1"}, "files": [{"filename": ")" + std::string(kWheel) +
+            R"(", "url": "../torch-2.8.0%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl", )"
+            R"("hashes": {"sha256": ")" +
+            Sha256Hex(wheel_) +
+            R"("}, "size": 100000, )"
+            R"("requires-python": ">=3.9"}, {"filename": "torch-2.8.0.tar.gz", "url": "x"}]})",
+        "application/vnd.pypi.simple.v1+json");
+    fetcher_.Serve(kWheelUrl, wheel_);
+    auto blobs = store::BlobStore::Open(tmp_.path() + "/blobs");
+    ASSERT_TRUE(blobs.ok()) << blobs.status().ToString();
+    blobs_ = std::move(blobs).value();
+    options_.indexes = {{"cu128", kUp}};
+    options_.trees = {{"redist", "http://nv/redist/"}};
+    options_.staging_dir = tmp_.path() + "/staging";
+    cache_ = std::make_unique<PullThroughCache>(options_, &fetcher_, blobs_.get(), &clock_);
+  }
+
+  ScopedTempDir tmp_;
+  FakeClock clock_;
+  FakeFetcher fetcher_;
+  std::unique_ptr<store::BlobStore> blobs_;
+  MirrorOptions options_;
+  std::unique_ptr<PullThroughCache> cache_;
+  std::string wheel_;
+};
+
+TEST_F(PullThroughTest, PagesPointAtTheFarmAndKeepHashes) {
+  auto page = cache_->IndexPage("cu128", "Torch", true, kFiles);
+  ASSERT_OK(page.status());
+  EXPECT_EQ(page->content_type, "application/vnd.pypi.simple.v1+json");
+  std::string sha = Sha256Hex(wheel_);
+  EXPECT_NE(page->body.find("\"url\":\"/mirror/cu128/files/" + sha +
+                            "/torch-2.8.0%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl\""),
+            std::string::npos)
+      << page->body;
+  EXPECT_NE(page->body.find("\"sha256\":\"" + sha + "\""), std::string::npos);
+  EXPECT_NE(page->body.find("\"requires-python\":\">=3.9\""), std::string::npos);
+  EXPECT_EQ(page->body.find("tar.gz"), std::string::npos);  // no hash: not served
+  auto html = cache_->IndexPage("cu128", "torch", false, kFiles);
+  ASSERT_OK(html.status());
+  EXPECT_NE(html->body.find("#sha256=" + sha + "\""), std::string::npos);
+  EXPECT_NE(html->body.find("data-requires-python=\"&gt;=3.9\""), std::string::npos);
+  // Parsed back by the workers' own client, the page names the same file and digest.
+  auto files = upstream::ParseProjectJson(page->body, "http://farm/mirror/cu128/simple/torch/");
+  ASSERT_OK(files.status());
+  ASSERT_EQ(files->size(), 1u);
+  EXPECT_EQ((*files)[0].sha256, sha);
+  EXPECT_EQ(fetcher_.Count(std::string(kUp) + "torch/"), 1);  // the second page was cached
+  clock_.Advance(options_.page_ttl_ms + 1);
+  ASSERT_OK(cache_->IndexPage("cu128", "torch", true, kFiles).status());
+  EXPECT_EQ(fetcher_.Count(std::string(kUp) + "torch/"), 2);
+  EXPECT_EQ(cache_->IndexPage("cu999", "torch", true, kFiles).status().code(),
+            StatusCode::kNotFound);
+}
+
+TEST_F(PullThroughTest, ManyWorkersOneUpstreamDownload) {
+  ASSERT_OK(cache_->IndexPage("cu128", "torch", true, kFiles).status());
+  std::string sha = Sha256Hex(wheel_);
+  std::vector<std::thread> workers;
+  std::vector<Status> results(10);
+  for (int i = 0; i < 10; ++i) {
+    workers.emplace_back([&, i] { results[i] = cache_->EnsureFile(sha); });
+  }
+  for (std::thread& t : workers) t.join();
+  for (const Status& s : results) EXPECT_OK(s);
+  EXPECT_EQ(fetcher_.Count(kWheelUrl), 1);
+  EXPECT_EQ(cache_->upstream_downloads(), 1);
+  EXPECT_TRUE(blobs_->Contains(sha));
+  EXPECT_OK(cache_->EnsureFile(sha));
+  EXPECT_EQ(fetcher_.Count(kWheelUrl), 1);
+}
+
+TEST_F(PullThroughTest, CorruptUpstreamIsRefusedAndNothingStored) {
+  ASSERT_OK(cache_->IndexPage("cu128", "torch", true, kFiles).status());
+  std::string sha = Sha256Hex(wheel_);
+  std::string bad = wheel_;
+  bad[500] = 'X';
+  fetcher_.Serve(kWheelUrl, bad);
+  Status s = cache_->EnsureFile(sha);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("checksum mismatch for " + std::string(kWheel)), std::string::npos);
+  EXPECT_FALSE(blobs_->Contains(sha));
+  fetcher_.Serve(kWheelUrl, wheel_);
+  EXPECT_OK(cache_->EnsureFile(sha));
+  EXPECT_EQ(cache_->EnsureFile(std::string(64, 'f')).code(), StatusCode::kNotFound);
+  EXPECT_EQ(cache_->EnsureFile("../../etc/passwd").code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(PullThroughTest, OfflineFarmServesPreloadedFiles) {
+  std::string sha = Sha256Hex(wheel_);
+  auto writer = blobs_->BeginWrite(static_cast<int64_t>(wheel_.size()), sha);
+  ASSERT_OK(writer.status());
+  ASSERT_OK((*writer)->Append(wheel_));
+  ASSERT_OK((*writer)->Commit());
+  ASSERT_OK(cache_->AddPreloaded("cu128", kWheel, sha, static_cast<int64_t>(wheel_.size())));
+  fetcher_.Fail(std::string(kUp) + "torch/", Status::Unavailable("no network"));
+  auto page = cache_->IndexPage("cu128", "torch", true, kFiles);
+  ASSERT_OK(page.status());
+  EXPECT_NE(page->body.find(sha), std::string::npos);
+  EXPECT_OK(cache_->EnsureFile(sha));
+  EXPECT_EQ(fetcher_.Count(kWheelUrl), 0);
+  EXPECT_EQ(cache_->IndexPage("cu128", "numpy", true, kFiles).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(cache_->AddPreloaded("cu128", "x.whl", std::string(64, 'e'), 1).code(),
+            StatusCode::kFailedPrecondition);
+}
+
+TEST_F(PullThroughTest, TreesLearnArchivesFromManifests) {
+  std::string archive = "nvcc archive bytes";
+  fetcher_.Serve("http://nv/redist/", "<a href=\"redistrib_13.0.2.json\">", "text/html");
+  fetcher_.Serve(
+      "http://nv/redist/redistrib_13.0.2.json",
+      R"({"release_label": "13.0.2", "cuda_nvcc": {"version": "13.0.88", "linux-x86_64": )"
+      R"({"relative_path": "cuda_nvcc/linux-x86_64/n.tar.xz", "sha256": ")" +
+          Sha256Hex(archive) + R"(", "size": "18"}}})",
+      "application/json");
+  fetcher_.Serve("http://nv/redist/cuda_nvcc/linux-x86_64/n.tar.xz", archive);
+  EXPECT_EQ(cache_->TreeFile("redist", "cuda_nvcc/linux-x86_64/n.tar.xz").status().code(),
+            StatusCode::kNotFound);  // not listed yet
+  auto listing = cache_->TreeFile("redist", "");
+  ASSERT_OK(listing.status());
+  EXPECT_EQ(listing->content_type, "text/html");
+  auto manifest = cache_->TreeFile("redist", "redistrib_13.0.2.json");
+  ASSERT_OK(manifest.status());
+  EXPECT_NE(manifest->body.find("13.0.88"), std::string::npos);
+  for (int i = 0; i < 3; ++i) {
+    auto file = cache_->TreeFile("redist", "cuda_nvcc/linux-x86_64/n.tar.xz");
+    ASSERT_OK(file.status());
+    EXPECT_EQ(file->blob_sha256, Sha256Hex(archive));
+    EXPECT_EQ(file->size, 18);
+  }
+  EXPECT_EQ(fetcher_.Count("http://nv/redist/cuda_nvcc/linux-x86_64/n.tar.xz"), 1);
+  EXPECT_EQ(fetcher_.Count("http://nv/redist/redistrib_13.0.2.json"), 1);
+  EXPECT_EQ(cache_->TreeFile("redist", "../secret").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cache_->TreeFile("other", "").status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace farm::mirror

@@ -1,0 +1,161 @@
+// Provisioner::BuildSnapshot: resolves the pinned packages on the index, fetches them into
+// the verified cache and installs them into a fresh venv with pip --no-index.
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+
+#include "common/fs.h"
+#include "common/wheel/wheel_name.h"
+#include "worker/env/downloads.h"
+#include "worker/env/failure.h"
+#include "worker/env/provisioner.h"
+#include "worker/env/tree_ops.h"
+
+namespace farm::env {
+namespace {
+
+// The Status of a failed provisioning command, by what its output says.
+Status CommandFailure(const std::string& what, const CapturedOutput& out) {
+  std::string text = out.err + "\n" + out.out;
+  std::string tail = text.size() > 2000 ? text.substr(text.size() - 2000) : text;
+  std::string message =
+      what +
+      (out.result.timed_out ? " timed out"
+                            : " failed (exit " + std::to_string(out.result.exit_code) + ")") +
+      ": " + tail;
+  if (text.find("No space left on device") != std::string::npos ||
+      text.find("Disk quota exceeded") != std::string::npos) {
+    return Status::ResourceExhausted(message);
+  }
+  if (text.find("No matching distribution found") != std::string::npos) {
+    return Status::NotFound(message);
+  }
+  return Status::Internal(message);
+}
+
+// A plain environment for provisioning commands: nothing of the worker's (tokens, proxies,
+// pip configuration) reaches them.
+std::map<std::string, std::string> CommandEnv(const std::string& home) {
+  return {{"PATH", "/usr/local/bin:/usr/bin:/bin"},
+          {"HOME", home},
+          {"LANG", "C.UTF-8"},
+          {"PIP_CONFIG_FILE", "/dev/null"},
+          {"PYTHONNOUSERSITE", "1"},
+          {"PIP_NO_INPUT", "1"},
+          {"TMPDIR", home}};
+}
+
+// A file name safe to create in the wheelhouse: one path component, a wheel.
+bool SafeWheelName(const std::string& name) {
+  return !name.empty() && name[0] != '.' && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos && wheel::ParseWheelFilename(name).ok();
+}
+
+}  // namespace
+
+Status Provisioner::BuildSnapshot(const EnvSpec& spec, const std::string& python,
+                                  const std::string& dir, ProvisionedEnv* env,
+                                  const ProgressSink& progress) {
+  std::string index = IndexFor(spec);
+  if (index.empty()) return Status::FailedPrecondition("no package index configured");
+  std::vector<Requirement> pins;
+  FARM_ASSIGN_OR_RETURN(Requirement installer, ParseRequirement(options_.installer));
+  std::map<std::string, size_t> by_name;
+  auto add = [&](const Requirement& r) {
+    std::string name = wheel::NormalizeProjectName(r.name);
+    if (by_name.count(name)) {
+      pins[by_name[name]] = r;  // the spec's own pin (e.g. of pip) wins
+    } else {
+      by_name[name] = pins.size();
+      pins.push_back(r);
+    }
+  };
+  add(installer);
+  if (!spec.torch.empty()) add({"torch", spec.torch, ""});
+  for (const std::string& text : spec.requirements) {
+    FARM_ASSIGN_OR_RETURN(Requirement r, ParseRequirement(text));
+    add(r);
+  }
+  upstream::TargetPython target = options_.target;
+  target.version = MajorMinor(spec.python);
+  std::string platform_arch = wheel::PlatformArch(spec.platform);
+  if (platform_arch != target.arch) {
+    return Status::FailedPrecondition("this worker provisions " + target.arch + ", not " +
+                                      spec.platform);
+  }
+  FARM_ASSIGN_OR_RETURN(std::string house, cache_->MakeScratch("wheelhouse-"));
+  auto cleanup = [&](Status s) {
+    (void)fs::RemoveAll(house);
+    return s;
+  };
+  std::vector<CachePin> download_pins;
+  std::string lock;
+  std::string installer_wheel;
+  for (const Requirement& r : pins) {
+    if (progress) progress({ProvisionPhase::kPackages, "resolving " + r.Spec() + " on " + index});
+    Result<std::vector<upstream::IndexFile>> files =
+        upstream::ListProjectFiles(*fetcher_, index, r.name);
+    if (!files.ok()) return cleanup(files.status().WithContext(r.Spec()));
+    std::string yanked;
+    Result<upstream::IndexFile> chosen =
+        upstream::SelectWheel(*files, r.name, r.version, target, &yanked);
+    if (!chosen.ok()) return cleanup(chosen.status());
+    if (!yanked.empty()) env->notes.push_back(yanked);
+    if (!r.sha256.empty() && r.sha256 != chosen->sha256) {
+      return cleanup(Status::DataLoss(r.Spec() + " is pinned to sha256 " + r.sha256 +
+                                      " but the index lists " + chosen->sha256));
+    }
+    if (!SafeWheelName(chosen->filename)) {
+      return cleanup(Status::InvalidArgument("the index names an unsafe file '" +
+                                             chosen->filename.substr(0, 200) + "'"));
+    }
+    Result<CachePin> pin = cache_->Pin(kDownloads, chosen->sha256);
+    if (!pin.ok()) return cleanup(pin.status());
+    download_pins.push_back(std::move(*pin));
+    Result<std::string> blob = FetchVerified(
+        *cache_, *fetcher_, {chosen->url, chosen->sha256, chosen->size, chosen->filename},
+        ThrottledProgress(progress, ProvisionPhase::kPackages, chosen->filename));
+    if (!blob.ok()) return cleanup(blob.status());
+    std::string linked = house + "/" + chosen->filename;
+    if (link(blob->c_str(), linked.c_str()) != 0) {
+      return cleanup(ErrnoStatus(errno, "cannot link", linked));
+    }
+    if (&r == &pins[0]) installer_wheel = linked;
+    lock += r.Spec() + " " + chosen->filename + " sha256=" + chosen->sha256 + "\n";
+  }
+  if (progress)
+    progress({ProvisionPhase::kSnapshot,
+              "installing " + std::to_string(pins.size()) + " packages into a new venv"});
+  std::string venv = dir + "/venv";
+  ProcessSpec make_venv;
+  make_venv.argv = {python, "-m", "venv", "--without-pip", venv};
+  make_venv.clear_env = true;
+  make_venv.env = CommandEnv(house);
+  Result<CapturedOutput> made = RunAndCapture(*runner_, make_venv, options_.command_timeout_ms);
+  if (!made.ok()) return cleanup(made.status());
+  if (made->result.exit_code != 0) return cleanup(CommandFailure("python -m venv", *made));
+  ProcessSpec install;
+  install.argv = {venv + "/bin/python",
+                  installer_wheel + "/pip",
+                  "install",
+                  "--no-index",
+                  "--find-links",
+                  house,
+                  "--no-cache-dir",
+                  "--disable-pip-version-check",
+                  "--no-input",
+                  "--only-binary",
+                  ":all:"};
+  for (const Requirement& r : pins) install.argv.push_back(r.Spec());
+  install.clear_env = true;
+  install.env = CommandEnv(house);
+  Result<CapturedOutput> installed = RunAndCapture(*runner_, install, options_.command_timeout_ms);
+  if (!installed.ok()) return cleanup(installed.status());
+  if (installed->result.exit_code != 0) return cleanup(CommandFailure("pip install", *installed));
+  FARM_RETURN_IF_ERROR(cleanup(fs::WriteFileAtomic(dir + "/lock.txt", lock)));
+  FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(dir + "/origin", venv));
+  return SealTree(venv);
+}
+
+}  // namespace farm::env
