@@ -13,7 +13,7 @@ namespace {
 constexpr size_t kMaxText = 500;
 
 // One name per Action, in declaration order.
-constexpr std::array<std::pair<Action, std::string_view>, 19> kActionNames = {{
+constexpr std::array<std::pair<Action, std::string_view>, 21> kActionNames = {{
     {Action::kBuildSubmit, "build.submit"},
     {Action::kBuildCancel, "build.cancel"},
     {Action::kJobRetry, "job.retry"},
@@ -33,6 +33,8 @@ constexpr std::array<std::pair<Action, std::string_view>, 19> kActionNames = {{
     {Action::kHostAdd, "host.add"},
     {Action::kHostProvision, "host.provision"},
     {Action::kNameTransfer, "name.transfer"},
+    {Action::kKeyRotate, "key.rotate"},
+    {Action::kKeyRevoke, "key.revoke"},
 }};
 
 }  // namespace

@@ -54,8 +54,10 @@ enum class Action {
   kHostAdd,
   kHostProvision,
   kNameTransfer,
+  kKeyRotate,
+  kKeyRevoke,
 };
-// "build.submit", "name.transfer", ...: the name stored and shown.
+// "build.submit", "name.transfer", "key.rotate", ...: the name stored and shown.
 std::string_view ActionName(Action action);
 
 enum class Outcome { kOk, kDenied, kFailed };

@@ -1,7 +1,7 @@
 // Owners over gRPC on a real FarmServer: validating another principal's wheels is refused,
 // names are listed to viewers and transferred by admins only, an unnamed token gets a
-// principal of its own, and token, worker and name changes leave audit records that hold
-// no token; a call without a valid token leaves none.
+// principal of its own, and token, worker, name and signing-key changes leave audit records
+// that hold no token; a call without a valid token leaves none.
 #include <gtest/gtest.h>
 
 #include "tests/unit/daemon/api/rpc_fixture.h"
@@ -141,6 +141,34 @@ TEST_F(OwnersRpcTest, TokensAndWorkersAreAuditedWithoutTheirSecrets) {
   for (const std::string& secret : {first.token(), second.token(), worker_token, admin_, enroll_}) {
     EXPECT_EQ(text.find(secret), std::string::npos);
   }
+}
+
+TEST_F(OwnersRpcTest, SigningKeyChangesAreAdminOnlyAndAudited) {
+  std::string submitter = Token("submitter", "mallory");
+  farm::v1::RotateProvenanceKeyRequest rotate;
+  farm::v1::ProvenanceKeys keys;
+  EXPECT_EQ(farm_->RotateProvenanceKey(Ctx(submitter).get(), rotate, &keys).error_code(),
+            StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(farm_->RotateProvenanceKey(Ctx(admin_).get(), rotate, &keys).ok());
+  const std::string made = keys.changed_keyid();
+  ASSERT_FALSE(made.empty());
+  farm::v1::RevokeProvenanceKeyRequest revoke;
+  revoke.set_keyid(made);
+  revoke.set_reason("copied off the host");
+  ASSERT_TRUE(farm_->RevokeProvenanceKey(Ctx(admin_).get(), revoke, &keys).ok());
+
+  auto records = Audit();
+  ASSERT_GE(records.size(), 3u);
+  EXPECT_EQ(records[0].action(), "key.revoke");
+  EXPECT_EQ(records[0].outcome(), "ok");
+  EXPECT_EQ(records[0].target(), "provenance key " + made);
+  EXPECT_EQ(records[0].detail(), "revoked " + made + ": copied off the host");
+  EXPECT_EQ(records[1].action(), "key.rotate");
+  EXPECT_EQ(records[1].outcome(), "ok");
+  EXPECT_EQ(records[1].detail(), "new signing key " + made);
+  EXPECT_EQ(records[2].action(), "key.rotate");
+  EXPECT_EQ(records[2].principal(), "mallory");
+  EXPECT_EQ(records[2].outcome(), "denied");
 }
 
 }  // namespace
