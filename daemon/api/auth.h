@@ -13,9 +13,10 @@ using auth::Need;
 using auth::Principal;
 using auth::TokenAuthority;
 
-// Authorizes the call's "authorization" metadata for `need`.
+// Authorizes the call's "authorization" metadata for `need`; with `check_role` false only
+// the token is checked, not whether its role satisfies `need`.
 Result<Principal> AuthorizeCall(TokenAuthority& authority, const grpc::ServerContextBase& call,
-                                Need need);
+                                Need need, bool check_role = true);
 
 // Converts a farm Status to a gRPC status (same code numbers, redacted message). A quota
 // refusal that says when to retry (quota::RetryAfterMs) carries it as google.rpc.RetryInfo

@@ -92,6 +92,13 @@ class ClientService final : public farm::v1::FarmService::Service {
                         farm::v1::Quota*) override;
   grpc::Status SetQuota(grpc::ServerContext*, const farm::v1::SetQuotaRequest*,
                         farm::v1::Quota*) override;
+  // owner_handlers.cc
+  grpc::Status ListRecipeNames(grpc::ServerContext*, const farm::v1::ListRecipeNamesRequest*,
+                               farm::v1::ListRecipeNamesResponse*) override;
+  grpc::Status TransferRecipeName(grpc::ServerContext*, const farm::v1::TransferRecipeNameRequest*,
+                                  farm::v1::RecipeName*) override;
+  grpc::Status ListAudit(grpc::ServerContext*, const farm::v1::ListAuditRequest*,
+                         farm::v1::ListAuditResponse*) override;
 
  private:
   ServiceContext* ctx_;
@@ -109,13 +116,14 @@ Result<google::protobuf::RepeatedPtrField<farm::v1::JobInput>> LoadJobInputs(
 // Fills job->inputs and job->consumers.
 Status AddJobGraph(const ServiceContext& ctx, farm::v1::Job* job);
 
-// Submits `req` as `who`, a principal of `role` (submit.cc): checks that the jobs it
-// queues and the bytes it stores fit the principal's quotas, stores the build with `links`
-// (in-flight merging is set from req.force(); a schedule run when given) and returns the
-// build id.
+// Submits `req` as `who` (submit.cc): checks that `who` may build under every recipe name
+// of the graph and claims the ones nobody owns (PermissionDenied naming the owner
+// otherwise), stores the build with `links` (in-flight merging is set from req.force(); a
+// schedule run when given) and returns the build id. `entry`, when given, gets the recipe
+// as its target and the build as what was done.
 Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
-                             const std::string& who, const std::string& role,
-                             store::BuildLinks* links);
+                             const Principal& who, store::BuildLinks* links,
+                             audit::Entry* entry = nullptr);
 
 // Counts one submission of `who` against its quota (ResourceExhausted with when to retry
 // once it is used up); Ok when farmd keeps no quotas.

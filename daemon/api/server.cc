@@ -28,6 +28,7 @@ struct FarmServer::Impl {
   std::unique_ptr<quota::QuotaKeeper> quotas;
   std::unique_ptr<provenance::KeyRing> keys;
   std::unique_ptr<attest::Attestor> attestor;
+  std::unique_ptr<audit::AuditLog> audit;
   ServiceContext ctx;
   std::atomic<bool> shutting_down{false};
   std::unique_ptr<ClientService> client_service;
@@ -167,6 +168,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
       std::make_unique<attest::Attestor>(impl->store.get(), impl->keys.get(), &RealClock());
   FARM_RETURN_IF_ERROR(
       impl->store->ExtendRunningLeases(RealClock().NowUnixMs(), options.tunables.lease_ms));
+  impl->audit = std::make_unique<audit::AuditLog>(impl->store.get(), &RealClock());
   impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(),
                              &RealClock(),      options.tunables,  &impl->shutting_down};
   impl->quotas =
@@ -176,6 +178,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
     log::Info("quotas of each " + role + ": " +
               quota::DescribeLimits(limits, options.quotas.window_ms));
   }
+  impl->ctx.audit = impl->audit.get();
   impl->ctx.git = options.git;
   impl->resolver = std::make_unique<schedule::GitSourceResolver>(&impl->processes, options.git,
                                                                  options.git_resolve);
@@ -226,8 +229,9 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   if (!options.http.listen.empty()) {
     http::DashboardOptions http = options.http;
     http.tls = options.tls;
-    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock(),
-                             impl->schedules.get(), impl->attestor.get()};
+    http::DashboardDeps deps{impl->store.get(),     impl->blobs.get(),    impl->auth.get(),
+                             &RealClock(),          impl->schedules.get(), impl->attestor.get(),
+                             impl->audit.get()};
     FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
     if (!options.http_ready_file.empty()) {
       FARM_RETURN_IF_ERROR(

@@ -11,6 +11,7 @@
 #include "common/git_policy.h"
 #include "daemon/api/auth.h"
 #include "daemon/api/fleet_cache.h"
+#include "daemon/audit/audit_log.h"
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
 
@@ -59,6 +60,8 @@ struct ServiceContext {
   attest::Attestor* attestor = nullptr;           // signs provenance; null: none is signed
   // Workers must present a client certificate farmd verified (--client-ca, mTLS).
   bool require_worker_certs = false;
+  // Where every mutation is recorded (HandleMutation); null: nothing is recorded.
+  audit::AuditLog* audit = nullptr;
   // The workers as build and job replies explain placement with (shared by copies).
   std::shared_ptr<FleetCache> fleet_cache = std::make_shared<FleetCache>();
 };

@@ -164,8 +164,13 @@ grpc::Status ClientService::FindSource(grpc::ServerContext* call,
 grpc::Status ClientService::UploadSource(grpc::ServerContext* call,
                                          grpc::ServerReader<farm::v1::SourceUpload>* in,
                                          farm::v1::SourceUploadResponse* resp) {
-  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+  // Archives are content-addressed and nobody's: an upload is recorded, never refused for
+  // whose it is.
+  audit::Entry entry{audit::Action::kSourceUpload, "source"};
+  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
     FARM_ASSIGN_OR_RETURN(*resp, Receive(*ctx_, who, in));
+    entry.target = "source " + resp->archive().sha256();
+    entry.done = std::to_string(resp->received_bytes()) + " bytes received";
     return Status::Ok();
   });
 }

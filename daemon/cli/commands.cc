@@ -22,6 +22,8 @@ Status PublicationsCommand(const CommandEnv& env, const Flags& flags);
 Status HostsCommand(const CommandEnv& env, const Flags& flags);
 Status TokensCommand(const CommandEnv& env, const Flags& flags);
 Status QuotaCommand(const CommandEnv& env, const Flags& flags);
+Status NamesCommand(const CommandEnv& env, const Flags& flags);
+Status AuditCommand(const CommandEnv& env, const Flags& flags);
 Status CaCommand(const Flags& flags, std::ostream& out);
 Status VerifyCommand(const Flags& flags, std::ostream& out);
 Status KeysCommand(const CommandEnv& env, const Flags& flags);
@@ -48,6 +50,8 @@ const char kUsage[] =
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
     "  tokens create|list|revoke   bearer tokens (--role, --name, --ttl 30d; admin)\n"
     "  quota [PRINCIPAL] | quota set PRINCIPAL   limits on submissions, queued jobs, bytes\n"
+    "  names list|transfer NAME --to P   recipe names and their owners (transfer: admin)\n"
+    "  audit                   who changed what, refusals included (--limit, --principal; admin)\n"
     "  hosts add|provision|list|show   hosts farmd provisions (--address, --kind, --var k=v)\n"
     "  ca init DIR | ca issue DIR NAME   the farm's own CA and certificates (no farmd)\n"
     "  verify WHEEL|URL        a wheel's signed provenance, no farmd (--keys, --require-validated-arch)\n"
@@ -81,7 +85,8 @@ std::vector<FlagSpec> AllFlags() {
       {"dir", "DIR", "download: destination directory"},
       {"tail", "N", "logs: only the last N lines"},
       {"attempt", "N", "logs: attempt number (default the current one)"},
-      {"limit", "N", "list: how many builds (default 20)"},
+      {"limit", "N", "list, audit: how many builds (default 20) or records (default 50)"},
+      {"principal", "NAME", "audit: only the records of this principal (a token's name)"},
       {"role", "ROLE", "tokens create: viewer, submitter, admin or enroll"},
       {"name", "NAME", "tokens create, ca init: a name for the token or the CA"},
       {"ttl", "DURATION", "tokens create: lifetime, e.g. 3600, 12h or 30d (default: no expiry)"},
@@ -91,7 +96,7 @@ std::vector<FlagSpec> AllFlags() {
       {"version", "", "print the version and exit"},
       {"undo", "", "drain: take jobs again"},
       {"cuobjdump", "", "inspect: list images as cuobjdump --list-elf --list-ptx does"},
-      {"to", "TARGET", "publish: github, hf or all"},
+      {"to", "TARGET", "publish, names: github, hf or all; the new owner (names transfer)"},
       {"replace", "", "publish: overwrite remote files whose bytes differ (admin)"},
       {"cron", "EXPR", "schedules add: five fields or @hourly, @daily, @nightly (03:00), @weekly"},
       {"tz", "ZONE", "schedules add: IANA time zone of the cron expression (default UTC)"},
@@ -261,6 +266,12 @@ const std::map<std::string, std::string>& CommandSynopses() {
       {"quota", "quota [PRINCIPAL] | quota set PRINCIPAL [--submissions N] [--queued-jobs N]"
                 " [--stored-bytes N]\n"
                 "  A principal's limits and what it holds (yours; another's and set: admin)."},
+      {"names", "names list | transfer NAME --to PRINCIPAL\n"
+                "  Recipe names and the principal (token name) owning each: only the owner or an"
+                " admin may build under a name. Transferring needs an admin."},
+      {"audit", "audit [--limit N] [--principal NAME]\n"
+                "  The audit log, newest first: each mutation with who asked and whether it was"
+                " allowed (admin)."},
       {"hosts", "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
                 "  Hosts farmd provisions."},
       {"verify",
@@ -311,6 +322,8 @@ const std::map<std::string, CommandFn>& Commands() {
       {"workers", WorkersCommand},
       {"tokens", TokensCommand},
       {"quota", QuotaCommand},
+      {"names", NamesCommand},
+      {"audit", AuditCommand},
       {"download", DownloadCommand},
       {"drain", DrainCommand},
       {"retry", RetryCommand},

@@ -171,6 +171,15 @@ class SqliteStore final : public Store {
   Result<std::string> GetHostLog(const std::string& name) override;
   Result<int> FailInterruptedHostRuns(int64_t now_ms) override;
 
+  Result<RecipeNameRow> ClaimRecipeName(const std::string& name, const std::string& owner,
+                                        int64_t now_ms) override;
+  Result<std::optional<RecipeNameRow>> GetRecipeName(const std::string& name) override;
+  Result<std::vector<RecipeNameRow>> ListRecipeNames() override;
+  Result<RecipeNameRow> TransferRecipeName(const std::string& name, const std::string& owner,
+                                           int64_t now_ms) override;
+  Status InsertAudit(AuditRow* row) override;
+  Result<std::vector<AuditRow>> ListAudit(const AuditFilter& filter) override;
+
   Status Together(const std::function<Status()>& calls) override {
     Locked lock(this);
     return calls();

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "daemon/store/owner_rows.h"
 
 namespace farm::store {
 
@@ -800,6 +801,23 @@ class Store {
   // Runs left "provisioning" by a farmd that stopped during them end as failed. Returns
   // how many.
   virtual Result<int> FailInterruptedHostRuns(int64_t now_ms);
+
+  // --- recipe names and the audit log (sqlite_store_owners.cc) ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // The name's row, made with `owner` when the name has none (one statement: of two
+  // callers racing for a new name exactly one gets it). Returns the row as it stands.
+  virtual Result<RecipeNameRow> ClaimRecipeName(const std::string& name, const std::string& owner,
+                                                int64_t now_ms);
+  // nullopt for a name nobody owns.
+  virtual Result<std::optional<RecipeNameRow>> GetRecipeName(const std::string& name);
+  // Every owned name, by name.
+  virtual Result<std::vector<RecipeNameRow>> ListRecipeNames();
+  // Gives the name to `owner` (a name nobody owned is claimed for it). Returns the new row.
+  virtual Result<RecipeNameRow> TransferRecipeName(const std::string& name,
+                                                   const std::string& owner, int64_t now_ms);
+  // Appends a record; fills in its id.
+  virtual Status InsertAudit(AuditRow* row);
+  virtual Result<std::vector<AuditRow>> ListAudit(const AuditFilter& filter);
 
   // Runs `calls`, several calls on this store and nothing slow besides (no other service's
   // lock, no network; a log line at most), as

@@ -316,7 +316,8 @@ retry: {max_attempts: 1}
         lines = farm.ctl("list").stdout.splitlines()
         return lines if "failed" in lines[1] else None
     header, row = wait_until(listed, 120, "the 13.0 cell to fail")
-    assert header.split() == ["BUILD", "RECIPE", "STATE", "JOBS", "CELLS", "CREATED", "DURATION"]
+    assert header.split() == ["BUILD", "RECIPE", "OWNER", "STATE", "JOBS", "CELLS", "CREATED",
+                              "DURATION"]
     assert row.startswith(f"{build['id']} ") and " blocked " in row, row
     assert "2 jobs: 1 no worker, 1 failed" in row and "py3.11 cuda13.0,12.8" in row, row
     assert " for " in row and row.endswith("s"), row  # still running: how long so far

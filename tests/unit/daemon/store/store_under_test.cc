@@ -8,12 +8,19 @@
 
 namespace farm::store {
 
-Result<std::unique_ptr<Store>> StoreUnderTest::Open() {
+Status StoreUnderTest::MakeDatabase() {
 #ifdef FARM_STORE_TEST_POSTGRES
   if (url_.empty()) {
     if (!testing::SharedPostgres()) return Status::FailedPrecondition("no PostgreSQL server");
     FARM_ASSIGN_OR_RETURN(url_, testing::SharedPostgres()->CreateDatabase());
   }
+#endif
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Store>> StoreUnderTest::Open() {
+#ifdef FARM_STORE_TEST_POSTGRES
+  FARM_RETURN_IF_ERROR(MakeDatabase());
   return OpenPostgresStore(url_);
 #else
   return OpenSqliteStore(dir_ + "/farm.db");
@@ -22,10 +29,18 @@ Result<std::unique_ptr<Store>> StoreUnderTest::Open() {
 
 Result<std::unique_ptr<Db>> StoreUnderTest::OpenDb() {
 #ifdef FARM_STORE_TEST_POSTGRES
-  if (url_.empty()) return Status::FailedPrecondition("open the store first");
+  FARM_RETURN_IF_ERROR(MakeDatabase());
   return OpenPgDb(url_);
 #else
   return Db::Open(dir_ + "/farm.db");
+#endif
+}
+
+const std::vector<MigrationFile>& StoreUnderTest::MigrationFiles() {
+#ifdef FARM_STORE_TEST_POSTGRES
+  return PostgresMigrations();
+#else
+  return Migrations();
 #endif
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "daemon/store/migrations.h"
 #include "daemon/store/sqlite_db.h"
 #include "daemon/store/store.h"
 
@@ -16,11 +17,15 @@ class StoreUnderTest {
  public:
   explicit StoreUnderTest(std::string dir) : dir_(std::move(dir)) {}
   Result<std::unique_ptr<Store>> Open();
-  // A plain connection to the same database, for what the Store interface does not show
-  // (rows written by older farmds, sizes on disk).
+  // The same database as a bare connection with no migration applied by opening it, and
+  // the migration files of its dialect: for tests that stop the schema at an older
+  // version, write rows as they were, and then Open() to migrate the rest.
   Result<std::unique_ptr<Db>> OpenDb();
+  static const std::vector<MigrationFile>& MigrationFiles();
 
  private:
+  Status MakeDatabase();  // PostgreSQL: the test's database, made once
+
   std::string dir_;
   std::string url_;
 };
