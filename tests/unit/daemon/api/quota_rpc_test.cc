@@ -18,9 +18,13 @@ class QuotaRpcTest : public RpcTest {
     return resp.token();
   }
 
-  grpc::Status SubmitAs(const std::string& token) {
+  // Submits kRecipe, under another name where given (a recipe name belongs to the first
+  // principal that submits it).
+  grpc::Status SubmitAs(const std::string& token, const std::string& name = "") {
     farm::v1::SubmitBuildRequest req;
-    req.set_recipe_yaml(kRecipe);
+    std::string yaml = kRecipe;
+    if (!name.empty()) yaml.replace(yaml.find("odd-recipe"), 10, name);
+    req.set_recipe_yaml(yaml);
     farm::v1::SubmitBuildResponse resp;
     return farm_->SubmitBuild(Ctx(token).get(), req, &resp);
   }
@@ -57,7 +61,8 @@ TEST_F(QuotaRpcTest, ASubmissionOverTheQuotaIsResourceExhaustedWithRetryInfo) {
   ASSERT_TRUE(retry.ParseFromString(details.details(0).value()));
   EXPECT_EQ(retry.retry_delay().seconds(), 1800);
   // Another principal, and an admin, are not held back.
-  EXPECT_TRUE(SubmitAs(Token("submitter", "other")).ok());
+  grpc::Status other = SubmitAs(Token("submitter", "other"), "others-recipe");
+  EXPECT_TRUE(other.ok()) << other.error_message();
   EXPECT_TRUE(SubmitAs(admin_).ok());
   // What ci holds: the two builds' jobs, and no submission left.
   farm::v1::GetQuotaRequest mine;
