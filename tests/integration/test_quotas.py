@@ -57,8 +57,10 @@ def test_a_token_over_its_submissions_is_refused_until_the_window_passes(farm):
     # Schedules are submissions too.
     sched = farm.ctl("schedules", "add", r, "--cron", "@daily", token_file=alice)
     refused(sched, "submissions")
-    # Others are not held back: another submitter, and an admin.
-    assert farm.ctl("submit", r, token_file=bob).returncode == 0
+    # Others are not held back: another submitter (under a recipe name of its own: alice
+    # owns "quick"), and an admin.
+    other = farm.ctl("submit", recipe(farm, "bobs"), token_file=bob)
+    assert other.returncode == 0, other.stderr
     assert farm.ctl("submit", r).returncode == 0
     # Nothing was stored for the refused calls: three builds of alice's, one of bob's.
     builds = farm.ctl_json("list", "--limit", "50")["builds"]
@@ -84,9 +86,10 @@ def test_queued_jobs_and_stored_bytes_over_the_quota_are_refused(farm):
     over = farm.ctl("submit", small, "--python", "3.10", "--python", "3.11", token_file=carol)
     assert refused(over, "queued-jobs") is not None
     assert '"carol" has 3 jobs pending or running and this submission adds 2' in over.stderr
-    # Another principal's queue is its own.
-    assert farm.ctl("submit", small, "--python", "3.10", "--python", "3.11",
-                    token_file=dave).returncode == 0
+    # Another principal's queue is its own (dave builds a recipe name of his own).
+    daves = farm.ctl("submit", recipe(farm, "daves"), "--python", "3.10", "--python", "3.11",
+                     token_file=dave)
+    assert daves.returncode == 0, daves.stderr
     # Once carol's jobs have ended, there is room again.
     assert farm.ctl("cancel", str(three["id"]), token_file=carol).returncode == 0
     assert farm.ctl("submit", small, "--python", "3.10", "--python", "3.11",
