@@ -26,7 +26,9 @@ Per distribution, from its .dist-info (the installed name and version are kept):
     anew), INSTALLER, REQUESTED, direct_url.json, and .pyc files RECORD lists unhashed;
   - refused (the distribution is not repacked, the reason is in the summary): a row
     outside the prefix or absolute, a row without a hash, a file missing or whose size or
-    sha256 differs from its RECORD (modified after install), no WHEEL file (no tags).
+    sha256 differs from its RECORD (modified after install), no WHEEL file (no tags);
+    with --accept-modified NAME, NAME's changed files are taken as they are now (listed
+    under "modified" in the summary) and the new RECORD hashes those bytes.
 The file mode is kept (shared libraries and scripts stay executable); timestamps are
 fixed and entries sorted, dist-info last, so a repack is reproducible.
 
@@ -64,8 +66,9 @@ def record_hash(digest):
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
-def read_checked(path, expected_hash, expected_size):
-    """The file's bytes, refused unless they match RECORD's sha256 and size."""
+def read_checked(path, expected_hash, expected_size, modified=None):
+    """The file's bytes, refused unless they match RECORD's sha256 and size; with
+    `modified` (a list), a file that differs is taken as it is now and its path appended."""
     algo, _, want = expected_hash.partition("=")
     if algo != "sha256" or not want:
         raise Refused("%s: RECORD hash %r is not sha256" % (path, expected_hash))
@@ -74,6 +77,11 @@ def read_checked(path, expected_hash, expected_size):
             data = f.read()
     except OSError as e:
         raise Refused("%s: %s" % (path, e.strerror))
+    changed = (expected_size and str(len(data)) != expected_size) or \
+        record_hash(hashlib.sha256(data).digest()) != expected_hash
+    if changed and modified is not None:
+        modified.append(path)
+        return data
     if expected_size and str(len(data)) != expected_size:
         raise Refused("%s: %d bytes, RECORD says %s (modified after install)"
                       % (path, len(data), expected_size))
@@ -124,7 +132,7 @@ def compressed_tag(wheel_text):
     return "-".join(".".join(p) for p in parts)
 
 
-def repack(dist, out_dir, prefix, compression):
+def repack(dist, out_dir, prefix, compression, accept_modified=False):
     info_dir = str(dist._path)  # a PathDistribution: the .dist-info folder on disk
     if not info_dir.endswith(".dist-info"):
         raise Refused("installed as %s, not a .dist-info" % os.path.basename(info_dir))
@@ -138,6 +146,7 @@ def repack(dist, out_dir, prefix, compression):
     data_dir = info_name[:-len(".dist-info")] + ".data"
     scripts = generated_scripts(dist)
     entries = {}
+    modified = [] if accept_modified else None
     for row in csv.reader(io.StringIO(record)):
         if not row:
             continue
@@ -153,7 +162,7 @@ def repack(dist, out_dir, prefix, compression):
             raise Refused("RECORD lists %s without a hash" % path)
         if arc in entries:
             raise Refused("RECORD lists %s twice" % path)
-        entries[arc] = (read_checked(disk, digest, size), os.stat(disk).st_mode)
+        entries[arc] = (read_checked(disk, digest, size, modified), os.stat(disk).st_mode)
     if info_name + "/METADATA" not in entries:
         raise Refused("RECORD does not list METADATA")
     name = re.sub(r"[-_.]+", "_", dist.metadata["Name"])
@@ -181,9 +190,12 @@ def repack(dist, out_dir, prefix, compression):
     os.replace(path + ".part", path)
     with open(path, "rb") as f:
         sha = hashlib.sha256(f.read()).hexdigest()
-    return {"name": dist.metadata["Name"], "version": dist.version, "file": filename,
-            "files": len(entries) + 1, "bytes": total, "size": os.path.getsize(path),
-            "sha256": sha}
+    out = {"name": dist.metadata["Name"], "version": dist.version, "file": filename,
+           "files": len(entries) + 1, "bytes": total, "size": os.path.getsize(path),
+           "sha256": sha}
+    if modified:
+        out["modified"] = modified  # taken as they are now; the new RECORD hashes them so
+    return out
 
 
 def requirements(dist, extras):
@@ -227,6 +239,9 @@ def main():
     p.add_argument("--prefix", default=sys.prefix)
     p.add_argument("--closure", action="append")
     p.add_argument("--deflate", action="store_true")
+    p.add_argument("--accept-modified", action="append", default=[], metavar="NAME",
+                   help="repack NAME even where a file differs from its RECORD (e.g. pip "
+                        "whose certificate bundle a distribution replaced), listing them")
     args = p.parse_args()
     start = time.monotonic()
     os.makedirs(args.out, exist_ok=True)
@@ -241,7 +256,8 @@ def main():
     wheels, refused = [], []
     for name in names:
         try:
-            wheels.append(repack(installed[name], args.out, prefix, compression))
+            wheels.append(repack(installed[name], args.out, prefix, compression,
+                                 name in {normalize(n) for n in args.accept_modified}))
         except Refused as e:
             refused.append({"name": name, "reason": str(e)})
     summary = {"wheels": wheels, "refused": refused, "missing": missing,

@@ -52,6 +52,28 @@ bool SafeWheelName(const std::string& name) {
          name.find('\0') == std::string::npos && wheel::ParseWheelFilename(name).ok();
 }
 
+// The wheel of `r` on a per-variant index. Such an index may name the variant's build
+// without its local label (PyTorch's cu130 index says 2.11.0+cu130; PyPI, whose default
+// torch is that build, and mirrors of it say 2.11.0): the index was chosen by the variant,
+// so its unlabelled release is taken when the labelled one is not there (and `r` pinned to
+// it, for pip), and a note says so.
+Result<upstream::IndexFile> ChooseWheel(const std::vector<upstream::IndexFile>& files,
+                                        Requirement* r, const upstream::TargetPython& target,
+                                        std::string* yanked, ProvisionedEnv* env) {
+  Result<upstream::IndexFile> chosen =
+      upstream::SelectWheel(files, r->name, r->version, target, yanked);
+  size_t plus = r->version.find('+');
+  if (chosen.ok() || plus == std::string::npos) return chosen;
+  std::string release = r->version.substr(0, plus);
+  Result<upstream::IndexFile> plain =
+      upstream::SelectWheel(files, r->name, release, target, yanked);
+  if (!plain.ok()) return chosen;
+  env->notes.push_back(r->name + " " + r->version + " is " + plain->filename +
+                       " on this index (named without its local label)");
+  r->version = release;
+  return plain;
+}
+
 }  // namespace
 
 Status Provisioner::BuildSnapshot(const EnvSpec& spec, const std::string& python,
@@ -92,14 +114,13 @@ Status Provisioner::BuildSnapshot(const EnvSpec& spec, const std::string& python
   std::vector<CachePin> download_pins;
   std::string lock;
   std::string installer_wheel;
-  for (const Requirement& r : pins) {
+  for (Requirement& r : pins) {
     if (progress) progress({ProvisionPhase::kPackages, "resolving " + r.Spec() + " on " + index});
     Result<std::vector<upstream::IndexFile>> files =
         upstream::ListProjectFiles(*fetcher_, index, r.name);
     if (!files.ok()) return cleanup(files.status().WithContext(r.Spec()));
     std::string yanked;
-    Result<upstream::IndexFile> chosen =
-        upstream::SelectWheel(*files, r.name, r.version, target, &yanked);
+    Result<upstream::IndexFile> chosen = ChooseWheel(*files, &r, target, &yanked, env);
     if (!chosen.ok()) return cleanup(chosen.status());
     if (!yanked.empty()) env->notes.push_back(yanked);
     if (!r.sha256.empty() && r.sha256 != chosen->sha256) {

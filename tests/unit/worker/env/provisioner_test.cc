@@ -337,5 +337,28 @@ TEST_F(ProvisionerTest, CacheBoundEvictsOnlyWhatNoJobUses) {
   EXPECT_TRUE(fs::Exists(tmp_.path() + "/job1/venv/bin/pip"));  // a job's clone outlives it
 }
 
+// A per-variant index that names the variant's torch without its local label (as PyPI and
+// its mirrors do for the default CUDA): the unlabelled release is that build, pinned so for
+// pip, with a note; an index with neither still fails, naming what it has.
+TEST_F(ProvisionerTest, AnUnlabelledReleaseOnTheVariantsIndexIsTheVariantsBuild) {
+  const std::string plain = "torch-2.8.0-cp311-cp311-manylinux_2_28_x86_64.whl";
+  fetcher_.Serve(std::string(kIndex) + "torch/", JsonPage(plain, torch_),
+                 "application/vnd.pypi.simple.v1+json");
+  fetcher_.Serve(std::string(kIndex) + plain, torch_);
+  auto p = Make();
+  auto env = p->Provision(spec_, JobDir("job1"), nullptr);
+  ASSERT_OK(env.status());
+  EXPECT_EQ(runner_.commands().at(1).back(), "torch==2.8.0");
+  ASSERT_EQ(env->notes.size(), 1u);
+  EXPECT_NE(env->notes[0].find("named without its local label"), std::string::npos);
+
+  EnvSpec other = spec_;
+  other.torch = "2.9.0+cu128";
+  auto missing = p->Provision(other, JobDir("job2"), nullptr);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("the index has: 2.8.0"), std::string::npos)
+      << missing.status().ToString();
+}
+
 }  // namespace
 }  // namespace farm::env
