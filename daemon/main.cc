@@ -40,7 +40,15 @@ int main(int argc, char** argv) {
        "or unfinished build names; 0 keeps them (default 30)"},
       {"http-listen", "HOST:PORT", "serve the dashboard, /api/v1, /metrics and /simple/ here"},
       {"http-ready-file", "FILE", "write the dashboard's bound address here once serving"},
-      {"http-max-connections", "N", "simultaneous HTTP connections; more get 503 (default 256)"},
+      {"http-max-connections", "N", "simultaneous HTTP connections; more get 503 (default 512)"},
+      {"http-max-connections-per-address", "N",
+       "simultaneous HTTP connections of one client address (IPv6: one /64); more get 503 "
+       "(default 32)"},
+      {"http-header-timeout-ms", "MS",
+       "whole time for a TLS handshake, and for a request's head (default 10000)"},
+      {"http-body-timeout-ms", "MS", "whole time for a request's body (default 30000)"},
+      {"http-idle-timeout-ms", "MS",
+       "how long a kept-alive HTTP connection waits for its next request (default 30000)"},
       {"web-root", "DIR", "serve dashboard assets from DIR instead of the embedded copies"},
       {"private-read", "", "require a viewer token for read-only pages and the index"},
       {"index-include-pending", "", "list wheels still waiting for hardware validation"},
@@ -49,9 +57,16 @@ int main(int argc, char** argv) {
       {"hf-endpoint", "URL", "Hugging Face Hub endpoint (default https://huggingface.co)"},
       {"publish-pending-hardware", "", "also publish wheels whose validation waits for a GPU"},
       {"publish-interval-ms", "MS", "pause between passes of the publisher (default 1000)"},
+      {"publish-without-provenance", "",
+       "publish wheels without their .intoto.jsonl and the signed SHA256SUMS"},
       {"playbooks-dir", "DIR", "playbooks farmctl hosts provision runs (default: the checkout's)"},
       {"hosts-group-vars", "DIR",
        "group_vars of the host kinds (default: the example inventory's)"},
+      {"git-ssh", "", "also allow git sources over ssh (default: https only)"},
+      {"git-ca-file", "PEM",
+       "certificate authorities for https git servers (default: the system's)"},
+      {"git-timeout-s", "N", "longest a `git ls-remote` of a recipe's ref may take (default 30)"},
+      {"no-git-resolve", "", "run no git at all: git sources must name their full commit"},
       {"log-json", "", "log one JSON object per line"},
       {"help", "", "show this help"},
       {"version", "", "print the version and exit"},
@@ -108,12 +123,19 @@ int main(int argc, char** argv) {
   options.http.public_read = !flags.Has("private-read");
   options.http.index_include_pending = flags.Has("index-include-pending");
   options.http_ready_file = flags.Get("http-ready-file");
-  auto max_connections = flags.GetInt("http-max-connections", options.http.max_connections);
-  if (!max_connections.ok() || *max_connections < 1 || *max_connections > 1'000'000) {
-    std::cerr << "--http-max-connections must be a number from 1 to 1000000\n";
-    return 2;
+  farm::http::DashboardOptions& h = options.http;
+  for (auto [name, value] : {std::pair{"http-max-connections", &h.max_connections},
+                             {"http-max-connections-per-address", &h.max_connections_per_address},
+                             {"http-header-timeout-ms", &h.header_timeout_ms},
+                             {"http-body-timeout-ms", &h.body_timeout_ms},
+                             {"http-idle-timeout-ms", &h.idle_timeout_ms}}) {
+    auto parsed_value = flags.GetInt(name, *value);
+    if (!parsed_value.ok() || *parsed_value < 1 || *parsed_value > 1'000'000) {
+      std::cerr << "--" << name << " must be a number from 1 to 1000000\n";
+      return 2;
+    }
+    *value = static_cast<int>(*parsed_value);
   }
-  options.http.max_connections = static_cast<int>(*max_connections);
   if (flags.Has("secrets-file")) {
     auto secrets = farm::auth::LoadSecretsFile(flags.Get("secrets-file"));
     if (!secrets.ok()) {
@@ -132,6 +154,7 @@ int main(int argc, char** argv) {
   options.github_api = flags.Get("github-api", options.github_api);
   options.hf_endpoint = flags.Get("hf-endpoint", options.hf_endpoint);
   options.publish_pending_hardware = flags.Has("publish-pending-hardware");
+  options.publish_provenance = !flags.Has("publish-without-provenance");
   auto publish_interval = flags.GetInt("publish-interval-ms", 1000);
   if (!publish_interval.ok()) {
     std::cerr << publish_interval.status().message() << "\n";
@@ -146,6 +169,17 @@ int main(int argc, char** argv) {
     example_vars = "";
   }
   options.hosts_group_vars_dir = flags.Get("hosts-group-vars", example_vars);
+  options.git.allow_ssh = flags.Has("git-ssh");
+  if (flags.Has("git-ca-file")) {
+    options.git.ca_file = std::filesystem::absolute(flags.Get("git-ca-file")).string();
+  }
+  auto git_timeout = flags.GetInt("git-timeout-s", 30);
+  if (!git_timeout.ok() || *git_timeout < 1 || *git_timeout > 3600) {
+    std::cerr << "--git-timeout-s must be a number of seconds from 1 to 3600\n";
+    return 2;
+  }
+  options.git.timeout_ms = *git_timeout * 1000;
+  options.git_resolve = !flags.Has("no-git-resolve");
   std::unique_ptr<farm::store::ActiveFarmdLock> active;
   if (farm::store::IsPostgresUrl(options.store)) {
     // A standby waits here, before any thread exists, with the stop signals unblocked so

@@ -95,7 +95,8 @@ function progressHtml(p) {
   if (total > 0) {
     const pct = Math.floor(done * 100 / total);
     parts.push(`${done}/${total} units (${pct}%)`);
-    bar = `<span class="bar"><span style="width:${pct}%"></span></span>`;
+    // An SVG rect, not a style attribute: the Content-Security-Policy allows no inline style.
+    bar = `<svg class="bar" viewBox="0 0 100 1" preserveAspectRatio="none"><rect width="${pct}" height="1"/></svg>`;
   } else if (done > 0) {
     parts.push(plural(done, 'compile') + ' done');
   }
@@ -217,7 +218,7 @@ async function overviewPage(t) {
       if (t !== pageToken) return;
       const c = ov.jobs_by_state;
       document.getElementById('ov').innerHTML = `<div class="cards">
-        <div class="card"><div class="n" id="queue-depth">${ov.queue_depth}</div>queued jobs</div>
+        <div class="card"><div class="n" id="queue-depth">${ov.queue_depth}</div>${ov.queue_depth === 1 ? 'queued job' : 'queued jobs'}</div>
         <div class="card"><div class="n">${c.JOB_RUNNING}</div>running</div>
         <div class="card"><div class="n">${c.JOB_SUCCEEDED}</div>succeeded</div>
         <div class="card"><div class="n">${c.JOB_FAILED}</div>failed</div></div>
@@ -260,7 +261,8 @@ async function drawChart(t, elId) {
     const y1 = Math.max(...pts.map((p) => p.duration_ms)) || 1;
     const sx = (v) => L + (x1 === x0 ? (W - L) / 2 : (v - x0) / (x1 - x0) * (W - L - 10));
     const sy = (v) => H - B - v / y1 * (H - B - 10);
-    const colours = ['#1a5fb4', '#d43f3a', '#1f9d55', '#d99a00', '#7b6fa8', '#0e8a8a'];
+    // The same colours as style.css's .legend .swatch-N; none is the red of a failed job's point.
+    const colours = ['#1a5fb4', '#8a5a2b', '#1f9d55', '#d99a00', '#7b6fa8', '#0e8a8a'];
     const recipes = [...new Set(r.series.map((s) => s.recipe))];
     const colour = (s) => colours[recipes.indexOf(s.recipe) % colours.length];
     let svg = `<svg id="duration-chart" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">
@@ -280,7 +282,7 @@ async function drawChart(t, elId) {
         r="3" fill="${p.state === 'JOB_SUCCEEDED' ? c : '#d43f3a'}"><title>job ${p.job_id} (build ${p.build_id}, ${esc(s.cell || '')}): ${dur(p.duration_ms)}</title></circle>`).join('');
     });
     el.innerHTML = svg + '</svg><div class="legend">' + recipes.map((name, i) =>
-      `<span><i style="background:${colours[i % colours.length]}"></i>${esc(name)}</span>`).join('') +
+      `<span><i class="swatch-${i % colours.length}"></i>${esc(name)}</span>`).join('') +
       '<span class="muted">one line per recipe and cell; run time of the attempt that counted</span></div>';
   } catch (e) { showError(e); }
 }

@@ -101,8 +101,10 @@ function cellDetail(j, waited, ran) {
     return `<div class="times">${elapsedHtml(ran, j.expected_ms)}</div>${progressHtml(j.progress)}`;
   }
   if (j.state === 'JOB_FAILED' && j.failure) {
-    const first = (j.failure.lines || [])[0] || j.failure.summary;
-    return `<div class="cell-why">${j.failure.phase ? `<b>${esc(j.failure.phase)}</b>: ` : ''}${esc(first)}</div>`;
+    // The summary says why it failed; the log's lines (the first may be any output) are
+    // in the tooltip and on the job page.
+    const why = j.failure.summary || (j.failure.lines || [])[0] || '';
+    return `<div class="cell-why">${j.failure.phase ? `<b>${esc(j.failure.phase)}</b>: ` : ''}${esc(why)}</div>`;
   }
   return `<div class="times">waited ${dur(waited)}${j.ran_ms ? ' · ran ' + dur(ran) : ''}</div>`;
 }
@@ -202,7 +204,8 @@ function wheelsHtml(wheels, publications, jobs) {
     const archs = [...new Set((m.images || []).map((i) => i.arch))];
     const pubs = (w.publications || []).map((p) => wheelPublication(p, release)).join('');
     return `<tr data-wheel="${esc(w.filename)}"><td><a href="${esc(w.url)}">${esc(w.filename)}</a>
-      <div class="muted">job <a href="#/job/${w.job_id}">${w.job_id}</a> · ${bytes(Number(w.size))}</div></td>
+      <div class="muted">job <a href="#/job/${w.job_id}">${w.job_id}</a> · ${bytes(Number(w.size))}
+        · <a class="provenance" href="${esc(w.url)}.intoto.jsonl" title="signed build and validation statements (docs/provenance.md)">provenance</a></div></td>
       <td><code>${esc(w.variant)}</code></td>
       <td>${archs.length ? archs.map(esc).join(', ') : '<span class="muted">no device code</span>'}
         ${(m.runs_on || []).length ? `<div class="muted">runs on cc ${m.runs_on.map(esc).join(', ')}</div>` : ''}
@@ -254,7 +257,8 @@ async function buildPage(t, id) {
       document.getElementById('build').innerHTML = `<h1>Build #${b.id}: ${esc(b.recipe_name)}
         ${esc(b.recipe_version)} ${buildBadge(b)}</h1>
         <p class="muted">submitted by ${esc(b.submitted_by)} ${when(b.created_at)}
-        ${b.finished_at ? ' · finished ' + when(b.finished_at) : ''} · took ${dur(end - Date.parse(b.created_at))}</p>
+        ${b.finished_at ? ' · finished ' + when(b.finished_at) : ''} ·
+        <span id="build-duration">${active ? 'running for' : 'took'} ${dur(end - Date.parse(b.created_at))}</span></p>
         ${b.blocked ? `<div class="banner blocked" id="blocked">Blocked: ${esc(b.blocked_reason)}
           (${plural(b.unplaceable_jobs, 'job')} no worker can take)</div>`
           : b.unplaceable_jobs ? `<div class="banner" id="blocked">${plural(b.unplaceable_jobs, 'job')}

@@ -7,18 +7,32 @@ It reads the GPU's compute capability and the driver's CUDA version (nvidia-smi,
 CUDA driver library; on WSL2 both live in /usr/lib/wsl/lib), the torch already installed
 in this Python (its version and CUDA), the Python version and the platform; picks the one
 index view of the farm that matches (/<cuda>[-torch<ver>]/sm<cc>/simple/), says why, and
-runs pip for the exact wheel of that view. When the farm has no such wheel it says which
-one is missing and what to submit. Standard library only.
+runs pip for the exact wheel of that view, with that view as pip's only index. When the
+farm has no such wheel it says which one is missing and what to submit. Standard library
+only, plus Ed25519 from Python's `cryptography` or the `openssl` command.
+
+Before pip runs, the wheel is downloaded and checked against the farm's signed provenance
+(docs/provenance.md): its sha256 must be the one a statement signed by the farm's key
+names, under the same file name; pip then installs exactly those checked bytes. The keys
+are the ones this script was served with (the farm that served it), or --keys.
 
 Options:
   --farm URL      the farm (default @FARM_URL@)
-  --index-only    use the farm's view as the only index (dependencies must be installed)
-  --dry-run       print the choice and the pip command, install nothing
+  --with-pypi     also let pip fetch the wheel's dependencies from PyPI
+                  (--extra-index-url https://pypi.org/simple/); without it they must be
+                  installed already or be in the farm's view
+  --dry-run       print the choice and the pip command it would run, install nothing
   --cert FILE     CA bundle for a farm served over HTTPS with its own CA (passed to pip)
+  --keys FILE|URL the farm's public key set to verify with (default: the one embedded
+                  when the farm served this script, else FARM/api/v1/provenance/keys)
+  --require-validated [SM]  also require a signed passed validation on a GPU of this
+                  compute capability (default: this machine's GPU)
+  --no-verify     install without checking the provenance (says so loudly)
 Environment: FARM_INSTALL_GPU_CC=12.1 (and FARM_INSTALL_DRIVER_CUDA=12.9) stand in for the
 GPU of another machine, e.g. to prepare an environment for it.
 """
 import ctypes
+import hashlib
 import json
 import os
 import platform
@@ -28,9 +42,16 @@ import ssl
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 
 DEFAULT_FARM = "@FARM_URL@"
+# Base64 of the farm's public key set, filled in by the farm that serves this script.
+FARM_KEYS = "@FARM_KEYS@"
+IN_TOTO = "application/vnd.in-toto+json"
+STATEMENT_V1 = "https://in-toto.io/Statement/v1"
+SLSA_V1 = "https://slsa.dev/provenance/v1"
+VALIDATION_V1 = "urn:gpu-wheel-farm:attestation:gpu-validation:v1"
 WSL_LIB = "/usr/lib/wsl/lib"
 PYPI_JSON = "application/vnd.pypi.simple.v1+json"
 
@@ -113,7 +134,7 @@ def detect_gpu():
     """(name, cc, driver CUDA) of device 0, the one CUDA programs use by default."""
     if os.environ.get("FARM_INSTALL_GPU_CC"):
         cc = major_minor(os.environ["FARM_INSTALL_GPU_CC"])
-        return "GPU given by FARM_INSTALL_GPU_CC", cc, os.environ.get("FARM_INSTALL_DRIVER_CUDA", "")
+        return "(given by FARM_INSTALL_GPU_CC)", cc, os.environ.get("FARM_INSTALL_DRIVER_CUDA", "")
     smi = nvidia_smi()
     found = gpu_from_smi(smi) if smi else None
     if not found or not found[0]:
@@ -162,6 +183,138 @@ def fetch_json(url, accept, cafile):
         raise SystemExit("farm-install: cannot read %s: %s" % (url, e))
 
 
+def fetch_bytes(url, cafile, limit):
+    ctx = ssl.create_default_context(cafile=cafile) if cafile else None
+    try:
+        with urllib.request.urlopen(url, timeout=120, context=ctx) as resp:
+            data = resp.read(limit + 1)
+    except (urllib.error.URLError, OSError) as e:
+        raise SystemExit("farm-install: cannot read %s: %s" % (url, e))
+    if len(data) > limit:
+        raise SystemExit("farm-install: %s is larger than %d bytes" % (url, limit))
+    return data
+
+
+def ed25519_verify(public_raw, signature, message):
+    """True when the signature holds: Python's cryptography, else the openssl command."""
+    try:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    except ImportError:
+        return openssl_verify(public_raw, signature, message)
+    try:
+        Ed25519PublicKey.from_public_bytes(public_raw).verify(signature, message)
+        return True
+    except (InvalidSignature, ValueError):
+        return False
+
+
+def openssl_verify(public_raw, signature, message):
+    import tempfile
+    openssl = shutil.which("openssl")
+    if not openssl:
+        raise SystemExit("farm-install: no Ed25519 verifier: install python3-cryptography or "
+                         "openssl, or pass --no-verify to install unchecked")
+    # SubjectPublicKeyInfo of an Ed25519 key: a fixed 12-byte prefix and the raw key.
+    spki = bytes.fromhex("302a300506032b6570032100") + public_raw
+    with tempfile.TemporaryDirectory(prefix="farm-install-") as d:
+        paths = {n: os.path.join(d, n) for n in ("key.der", "sig", "msg")}
+        for name, data in (("key.der", spki), ("sig", signature), ("msg", message)):
+            with open(paths[name], "wb") as f:
+                f.write(data)
+        r = subprocess.run([openssl, "pkeyutl", "-verify", "-pubin", "-keyform", "DER",
+                            "-inkey", paths["key.der"], "-rawin", "-in", paths["msg"],
+                            "-sigfile", paths["sig"]], capture_output=True, timeout=60)
+    return r.returncode == 0
+
+
+def b64(text):
+    import base64
+    text = (text or "").replace("-", "+").replace("_", "/")
+    return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+
+
+def load_keys(text):
+    doc = json.loads(text)
+    keys = {}
+    for k in doc.get("keys", []):
+        raw = b64(k.get("public_key"))
+        if len(raw) == 32 and hashlib.sha256(raw).hexdigest() == k.get("keyid"):
+            keys[k["keyid"]] = dict(k, raw=raw)
+    if not keys:
+        raise SystemExit("farm-install: the farm's key set holds no usable key")
+    return keys
+
+
+def attested(provenance, keys, filename, sha256):
+    """(build statements, validation predicates) of a PEP 740 provenance object, each
+    signed by a key of `keys` that is not revoked and naming exactly this wheel; exits
+    naming the first problem otherwise."""
+    builds, validations = 0, []
+    for bundle in provenance.get("attestation_bundles") or []:
+        for a in bundle.get("attestations") or []:
+            keyid = (a.get("verification_material") or {}).get("keyid", "")
+            env = a.get("envelope") or {}
+            payload, sig = b64(env.get("statement")), b64(env.get("signature"))
+            key = keys.get(keyid)
+            message = b"DSSEv1 %d %s %d %s" % (len(IN_TOTO), IN_TOTO.encode(), len(payload), payload)
+            if key is None:
+                raise SystemExit("farm-install: REFUSED: a statement is signed by key %s, which "
+                                 "is not the farm's" % keyid[:16])
+            if not ed25519_verify(key["raw"], sig, message):
+                raise SystemExit("farm-install: REFUSED: a provenance signature does not verify")
+            if key.get("state") == "revoked":
+                raise SystemExit("farm-install: REFUSED: signed by key %s, revoked on %s (%s)" % (
+                    keyid[:16], key.get("revoked"), key.get("reason")))
+            st = json.loads(payload)
+            if st.get("_type") != STATEMENT_V1:
+                raise SystemExit("farm-install: REFUSED: not an in-toto statement")
+            subjects = [(s.get("name"), (s.get("digest") or {}).get("sha256"))
+                        for s in st.get("subject") or []]
+            if (filename, sha256) not in subjects:
+                raise SystemExit("farm-install: REFUSED: the farm signed %s with sha256 %s, but "
+                                 "the wheel downloaded is %s with sha256 %s: a different wheel "
+                                 "under this name" % (subjects[0][0] if subjects else "?",
+                                                      subjects[0][1] if subjects else "?",
+                                                      filename, sha256))
+            if st.get("predicateType") == SLSA_V1:
+                builds += 1
+            elif st.get("predicateType") == VALIDATION_V1:
+                validations.append(st.get("predicate") or {})
+    if not builds:
+        raise SystemExit("farm-install: REFUSED: no signed build provenance for " + filename)
+    return builds, validations
+
+
+def verify_wheel(wheel, page_url, data, keys, require_cc, cafile):
+    """Checks the downloaded bytes against the file's signed provenance; exits on refusal."""
+    sha256 = hashlib.sha256(data).hexdigest()
+    if wheel["hashes"].get("sha256") != sha256:
+        raise SystemExit("farm-install: REFUSED: %s has sha256 %s, the index says %s" % (
+            wheel["filename"], sha256, wheel["hashes"].get("sha256")))
+    if not wheel.get("provenance"):
+        raise SystemExit("farm-install: REFUSED: the index names no provenance for %s "
+                         "(--no-verify installs it unchecked)" % wheel["filename"])
+    url = urllib.parse.urljoin(page_url, wheel["provenance"])
+    try:
+        provenance = json.loads(fetch_bytes(url, cafile, 4 << 20))
+    except ValueError as e:
+        raise SystemExit("farm-install: REFUSED: unreadable provenance at %s: %s" % (url, e))
+    builds, validations = attested(provenance, keys, wheel["filename"], sha256)
+    say("verified: the farm's key signed the build of %s (sha256 %s)" % (wheel["filename"], sha256))
+    for v in validations:
+        gpu = v.get("gpu") or {}
+        say("signed validation: %s on %s (compute capability %s)" % (
+            v.get("verdict"), gpu.get("name"), gpu.get("computeCapability")))
+    if require_cc:
+        if not any(v.get("verdict") == "passed" and
+                   major_minor((v.get("gpu") or {}).get("computeCapability")) == require_cc
+                   for v in validations):
+            raise SystemExit("farm-install: REFUSED: no signed passed validation of %s on a GPU "
+                             "of compute capability %s" % (wheel["filename"], require_cc))
+        say("a passed validation on compute capability %s is signed" % require_cc)
+
+
 def choose_view(views, project, cc, torch, torch_cuda, driver_cuda):
     """The view for this machine and the reason, or (None, why not)."""
     mine = [v for v in views if project in v["projects"]]
@@ -186,7 +339,10 @@ def choose_view(views, project, cc, torch, torch_cuda, driver_cuda):
             return None, "every wheel of %s needs a newer driver than CUDA %s" % (project, driver_cuda)
         plain = fits
     best = max(plain, key=lambda v: version_key(v["cuda"]))
-    return best, "no torch installed; the newest CUDA the driver (CUDA %s) runs" % (driver_cuda or "?")
+    if not driver_cuda:
+        return best, ("no torch installed; the newest CUDA the farm has (the driver's CUDA "
+                      "version is unknown: FARM_INSTALL_DRIVER_CUDA gives it)")
+    return best, "no torch installed; the newest CUDA the driver (CUDA %s) runs" % driver_cuda
 
 
 def python_tags():
@@ -208,24 +364,54 @@ def choose_file(files, py_tag, plat):
     return max(ok, key=lambda f: version_key(f["filename"].split("-")[1])) if ok else None
 
 
+def cc_of(arch):
+    """"12.0" for "12.0", "sm_120", "sm120a", "120"; "" otherwise."""
+    m = re.fullmatch(r"(?:sm_?)?(\d{1,3})\.?(\d)[af]?", arch or "")
+    return "%d.%s" % (int(m.group(1)), m.group(2)) if m else ""
+
+
 def main(argv):
     args = [a for a in argv if not a.startswith("--")]
     flags = [a for a in argv if a.startswith("--")]
     farm = DEFAULT_FARM
     cert = None
+    keys_from = None
+    require = None
     for i, a in enumerate(argv):
-        if a == "--farm" and i + 1 < len(argv):
-            farm = argv[i + 1]
+        value = argv[i + 1] if i + 1 < len(argv) else None
+        if a == "--farm" and value is not None:
+            farm = value
             args = [x for x in args if x != farm]
-        if a == "--cert" and i + 1 < len(argv):
-            cert = argv[i + 1]
+        if a == "--cert" and value is not None:
+            cert = value
             args = [x for x in args if x != cert]
+        if a == "--keys" and value is not None:
+            keys_from = value
+            args = [x for x in args if x != keys_from]
+        if a == "--require-validated":
+            require = ""
+            if value is not None and cc_of(value):
+                require = cc_of(value)
+                args = [x for x in args if x != value]
     if len(args) != 1:
         print(__doc__.replace("@FARM_URL@", DEFAULT_FARM))
         return 2
     project = normalize(args[0])
     farm = farm.rstrip("/")
+    verify = "--no-verify" not in flags
+    keys = None
+    if verify:
+        if keys_from:
+            text = open(keys_from).read() if os.path.exists(keys_from) else \
+                fetch_bytes(keys_from, cert, 1 << 20).decode()
+        elif FARM_KEYS and not FARM_KEYS.startswith("@"):
+            text = b64(FARM_KEYS).decode()
+        else:
+            text = fetch_bytes(farm + "/api/v1/provenance/keys", cert, 1 << 20).decode()
+        keys = load_keys(text)
     name, cc, driver_cuda = detect_gpu()
+    if require == "":
+        require = cc
     torch, torch_cuda = detect_torch()
     py_tag, plat = python_tags()
     say("GPU %s (compute capability %s), driver CUDA %s; %s; Python %s, %s" % (
@@ -239,9 +425,11 @@ def main(argv):
     if view is None:
         say("missing: " + why)
         arch = cc + ("a" if version_key(cc) >= (9, 0) else "")
-        say("ask the farm for it: farmctl submit RECIPE.yaml --python %s.%s --cuda %s --arch-list %s" % (
-            sys.version_info.major, sys.version_info.minor, torch_cuda or driver_cuda or "CUDA",
-            arch))
+        python = "%s.%s" % (sys.version_info.major, sys.version_info.minor)
+        cuda = torch_cuda or driver_cuda or "X.Y"
+        say("ask the farm for it: farmctl submit RECIPE.yaml --python %s --cuda %s --arch-list %s "
+            "(the recipe's matrix must list Python %s and CUDA %s and an arch list holding %s; "
+            "farmctl says what it lists when it does not)" % (python, cuda, arch, python, cuda, arch))
         return 1
     page = fetch_json(view["index_url"] + project + "/", PYPI_JSON, cert)
     wheel = choose_file(page.get("files", []), py_tag, plat) if "_error" not in page else None
@@ -251,15 +439,40 @@ def main(argv):
     version = wheel["filename"].split("-")[1]
     say("chose %s (%s) because the GPU is cc %s and %s" % (view["index_url"], view["variant"], cc, why))
     say("wheel %s (sha256 %s)" % (wheel["filename"], wheel["hashes"]["sha256"]))
-    cmd = [sys.executable, "-m", "pip", "install",
-           "--index-url" if "--index-only" in flags else "--extra-index-url", view["index_url"],
-           "%s==%s" % (project, version)]
+    page_url = view["index_url"] + project + "/"
+    target = "%s==%s" % (project, version)
+    tmp = None
+    if verify:
+        import tempfile
+        data = fetch_bytes(urllib.parse.urljoin(page_url, wheel["url"]), cert, 16 << 30)
+        verify_wheel(wheel, page_url, data, keys, require, cert)
+        # pip installs the very bytes just checked, not a second download.
+        tmp = tempfile.mkdtemp(prefix="farm-install-")
+        target = os.path.join(tmp, os.path.basename(wheel["filename"]))
+        with open(target, "wb") as f:
+            f.write(data)
+    else:
+        say("WARNING: --no-verify: installing without checking the wheel's signed provenance")
+    # The view is pip's only index: pip never asks PyPI (which retries for seconds when the
+    # machine is offline) unless --with-pypi says so, for the wheel's dependencies.
+    cmd = [sys.executable, "-m", "pip", "install", "--index-url", view["index_url"], target]
+    if "--with-pypi" in flags:
+        cmd[6:6] = ["--extra-index-url", "https://pypi.org/simple/"]
     if cert:
         cmd[4:4] = ["--cert", cert]
-    say("running: " + " ".join(cmd))
-    if "--dry-run" in flags:
-        return 0
-    return subprocess.call(cmd)
+    try:
+        if "--dry-run" in flags:
+            say("would run (--dry-run): " + " ".join(cmd))
+            return 0
+        say("running: " + " ".join(cmd))
+        rc = subprocess.call(cmd)
+        if rc != 0 and "--with-pypi" not in flags:
+            say("pip failed; if it could not find a dependency, run again with --with-pypi to "
+                "fetch dependencies from PyPI")
+        return rc
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

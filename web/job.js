@@ -18,6 +18,15 @@ function timeOfDay(ms) {
   return d.toLocaleTimeString([], {hour12: false}) + '.' + String(d.getMilliseconds()).padStart(3, '0');
 }
 
+// The job's variant. A cell without a CUDA version is listed in the index's cpu view, yet
+// the worker builds it with its default toolkit when it has one: "variant cpu" would
+// misname a CUDA build.
+function variantText(j) {
+  if (j.cell.cuda || j.variant !== 'cpu') return `variant <code>${esc(j.variant)}</code>`;
+  return `<span id="variant">no CUDA version in the cell (built with the worker's default
+    toolkit, if any) · index view <code>cpu</code></span>`;
+}
+
 // Starts a collapsible group for `phase`; lines before any marker go into "setup".
 function startGroup(phase, ms) {
   const el = document.getElementById('log');
@@ -33,10 +42,15 @@ function startGroup(phase, ms) {
   return g;
 }
 
+// A group's count of lines and errors, and how long its phase took: from its first line to
+// the next phase's first line, or to its own last line while it is the last.
 function updateGroupMeta(g) {
   const n = g.querySelectorAll('.l').length;
   const errors = g.querySelectorAll('.l.lvl-error').length;
-  g.querySelector('.phase-count').innerHTML = `· ${plural(n, 'line')}` +
+  const start = Number(g.querySelector('.phase-meta').dataset.start);
+  const end = Number(g.dataset.end || g.dataset.last);
+  const took = start > 0 && end >= start ? ` · <span class="phase-took">${dur(end - start)}</span>` : '';
+  g.querySelector('.phase-count').innerHTML = `· ${plural(n, 'line')}${took}` +
     (errors ? ` · <span class="error">${plural(errors, 'error')}</span>` : '');
 }
 
@@ -44,9 +58,13 @@ function appendLog(line) {
   const el = document.getElementById('log');
   if (!el) return;
   if (!logGroup || (line.phase && line.phase !== logGroup.dataset.phase)) {
-    if (logGroup) updateGroupMeta(logGroup);
+    if (logGroup) {
+      logGroup.dataset.end = line.time_ms;  // the phase ended where the next one starts
+      updateGroupMeta(logGroup);
+    }
     startGroup(line.phase || 'setup', line.time_ms);
   }
+  logGroup.dataset.last = line.time_ms;
   const div = document.createElement('div');
   const cls = ['l'];
   if (line.stream === 3) cls.push('sys');
@@ -173,7 +191,8 @@ function artifactsHtml(arts) {
       <td>${c.passed ? 'yes' : 'no'}</td></tr>`;
     }).join('');
     return `<div class="artifact"><h3><a href="${esc(a.url)}">${esc(a.filename)}</a></h3>
-      <p>sha256 <code class="sha">${esc(a.sha256)}</code> · ${bytes(Number(a.size))} · variant <code>${esc(a.variant)}</code></p>
+      <p>sha256 <code class="sha">${esc(a.sha256)}</code> · ${bytes(Number(a.size))} · variant <code>${esc(a.variant)}</code>
+        · <a class="provenance" href="${esc(a.url)}.intoto.jsonl">signed provenance</a></p>
       <pre class="mono pip">${a.indexed ? `pip install --index-url ${esc(origin + a.index_path)} ${esc(a.project)}==${esc(a.version)}
 ` : ''}pip install "${esc(origin + a.url)}#sha256=${esc(a.sha256)}"</pre>
       ${a.indexed ? '' : '<p class="muted">Not in the index: it lists wheels once they are validated on a GPU.</p>'}
@@ -218,7 +237,7 @@ async function refreshJob(t, id) {
         that attempt's wheels on a GPU they run on and stores its report with them.</p>` : ''}
       <p><a href="#/build/${j.build_id}">${esc(j.recipe_name)} build #${j.build_id}</a> ·
       ${cellLabel(j.cell)} · arch <code>${esc(j.cell.arch_list) || 'default'}</code> ·
-      variant <code>${esc(j.variant)}</code></p>
+      ${variantText(j)}</p>
       <p class="muted">worker ${workerRef(j.worker_name, j.worker_id)} · created ${when(j.created_at)} ·
       waited ${dur(j.waited_ms)}${j.ran_ms || j.state === 'JOB_RUNNING' ? ' · ' + elapsedHtml(j.ran_ms + live, j.expected_ms) : ''}
       ${j.expected_ms > 0 && j.state === 'JOB_PENDING' ? ` · expected to take ~${dur(j.expected_ms)}` : ''}

@@ -107,7 +107,7 @@ class Planner {
     }
     TreeEntry e;
     e.path = rel;
-    e.mtime = st.st_mtim.tv_sec;
+    e.mtime = options_.mtime >= 0 ? options_.mtime : st.st_mtim.tv_sec;
     if (S_ISLNK(st.st_mode)) {
       std::error_code ec;
       e.kind = TreeEntry::kSymlink;

@@ -22,6 +22,10 @@ struct PackOptions {
   bool gitignore = true;                 // honour .gitignore files
   int64_t max_bytes = int64_t{2} << 30;  // sum of the packed files' sizes
   int64_t max_entries = 500'000;
+  // >= 0: the modification time every entry gets in the archive (seconds since the
+  // epoch), so that the archive does not depend on when the files were written; < 0: each
+  // file's own.
+  int64_t mtime = -1;
 };
 
 struct TreeEntry {

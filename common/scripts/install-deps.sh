@@ -26,6 +26,8 @@ PACKAGES=(
 # The whole test suite and the benchmarks.
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev python3-pytest python3-yaml sqlite3 curl procps psmisc
+  # The independent provenance verifier (tests/support/verify_provenance.py).
+  python3-cryptography
   # aarch64 objects for the wheel platform checks' unit tests; the C library headers are
   # only recommended by the cross compiler.
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross

@@ -170,6 +170,19 @@ Status VisitEntry(const FatbinEntry& e, std::string_view payload, const std::str
   return Status::Ok();
 }
 
+// The name of an image of `module` of the same compute capability and kind as `want` but
+// another suffix (sm_90a for sm_90), or "".
+std::string SameCc(const ModuleManifest& module, const arch::Image& want) {
+  for (const CodeImage& have : module.images) {
+    const arch::Image& h = have.image;
+    if (h.kind == want.kind && h.major == want.major && h.minor == want.minor &&
+        h.suffix != want.suffix) {
+      return h.ToString();
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 Result<ModuleManifest> ReadModuleManifest(std::string_view elf_bytes, const std::string& module,
@@ -220,7 +233,7 @@ void FinishManifest(const std::vector<arch::Target>& requested, ArchManifest* ma
       for (const arch::Image& want : arch::ImagesOf(t)) {
         bool found = std::any_of(m.images.begin(), m.images.end(),
                                  [&](const CodeImage& have) { return have.image == want; });
-        if (!found) manifest->missing.push_back({m.module, want.ToString()});
+        if (!found) manifest->missing.push_back({m.module, want.ToString(), SameCc(m, want)});
       }
     }
     if (wanted.empty()) continue;
@@ -249,7 +262,21 @@ void FinishManifest(const std::vector<arch::Target>& requested, ArchManifest* ma
 
 std::string MissingImage::ToString() const {
   if (module.empty()) return "no module has CUDA device code; " + image + " requested";
-  return module + " lacks " + image;
+  std::string out = module + " lacks " + image;
+  auto held = arch::ParseImage(instead);
+  if (!held.ok()) return out;
+  std::string runs;
+  for (const arch::Version& cc : arch::RunsOn(std::vector<arch::Image>{*held})) {
+    runs += (runs.empty() ? "" : ", ") + cc.ToString();
+  }
+  arch::Target target{held->major, held->minor, held->suffix};
+  const std::string list = target.ToString();
+  return out + "; it holds " + instead + " instead, which runs on cc " + runs +
+         ": the package compiles that code for it. Ask for what it builds with matrix.arch_lists: "
+         "[\"" + list + "\"]; if the package refuses \"" + list +
+         "\" in TORCH_CUDA_ARCH_LIST, give it the list it accepts in the build command "
+         "(TORCH_CUDA_ARCH_LIST=" + std::to_string(held->major) + "." +
+         std::to_string(held->minor) + " \"$FARM_PYTHON\" -m pip wheel ...; docs/recipes.md)";
 }
 
 }  // namespace farm::wheel

@@ -51,8 +51,12 @@ struct ModuleManifest {
 struct MissingImage {
   std::string module;  // "" when the wheel has no device code at all
   std::string image;   // "sm_121a"
+  // An image of the same compute capability and kind the module holds instead ("sm_90a"
+  // for a missing "sm_90"), or "".
+  std::string instead;
   // "attn_example/_attn_example.so lacks sm_121a", or for module "" "no module has
-  // CUDA device code; sm_121a requested".
+  // CUDA device code; sm_121a requested". With `instead`, it also says where that image
+  // runs and how a recipe asks for what the package builds.
   std::string ToString() const;
 };
 

@@ -13,6 +13,7 @@
 #include "daemon/api/handler.h"
 #include "daemon/api/peers.h"
 #include "daemon/api/revalidation.h"
+#include "daemon/http/job_views.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/placement.h"
 
@@ -115,6 +116,29 @@ Result<std::string> ResolveWorker(store::Store& store, const std::string& id_or_
                                  id_or_name + "\"; give the id");
 }
 
+// Failed jobs of a GetBuild reply that carry their failure lines at most.
+constexpr int kMaxJobsWithFailureLines = 20;
+
+// Fills job->failure_lines of a failed job: the lines the dashboard shows for it.
+Status AddFailureLines(const ServiceContext& ctx, const farm::v1::Recipe& recipe,
+                       farm::v1::Job* job) {
+  if (job->state() != farm::v1::JOB_FAILED) return Status::Ok();
+  FARM_ASSIGN_OR_RETURN(auto row, ctx.store->GetJob(job->id()));
+  FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(row.id));
+  http::DashboardDeps deps{.store = ctx.store, .blobs = ctx.blobs, .clock = ctx.clock};
+  FARM_ASSIGN_OR_RETURN(boost::json::object failure,
+                        http::FailureJson(deps, row, attempts, recipe));
+  for (const auto& line : failure["lines"].as_array()) {
+    job->add_failure_lines(std::string(line.as_string()));
+  }
+  return Status::Ok();
+}
+
+Result<farm::v1::Recipe> RecipeOfBuild(const ServiceContext& ctx, int64_t build_id) {
+  FARM_ASSIGN_OR_RETURN(store::BuildRow build, ctx.store->GetBuild(build_id));
+  return model::ParseBlob<farm::v1::Recipe>(build.recipe);
+}
+
 }  // namespace
 
 Result<farm::v1::Job> LoadJob(const ServiceContext& ctx, const store::JobRow& row) {
@@ -172,6 +196,14 @@ grpc::Status ClientService::GetBuild(grpc::ServerContext* call,
                                      const farm::v1::GetBuildRequest* req, farm::v1::Build* resp) {
   return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
     FARM_ASSIGN_OR_RETURN(*resp, LoadBuild(*ctx_, req->build_id()));
+    FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, RecipeOfBuild(*ctx_, req->build_id()));
+    // Each failed job's lines cost a read of its log's end: the first few jobs carry them
+    // (GetJob gives any job's).
+    int with_lines = 0;
+    for (auto& job : *resp->mutable_jobs()) {
+      if (job.state() != farm::v1::JOB_FAILED || ++with_lines > kMaxJobsWithFailureLines) continue;
+      FARM_RETURN_IF_ERROR(AddFailureLines(*ctx_, recipe, &job));
+    }
     return Status::Ok();
   });
 }
@@ -182,11 +214,31 @@ grpc::Status ClientService::ListBuilds(grpc::ServerContext* call,
   return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
     int limit = req->page_size() <= 0 ? 50 : std::min(req->page_size(), 1000);
     FARM_ASSIGN_OR_RETURN(auto rows, ctx_->store->ListBuilds(req->before_id(), limit));
+    bool fleet_read = false;  // the workers are read once, when a pending job needs them
+    std::optional<PlacementView> view;
+    std::map<std::string, sched::Waiting> explained;  // per cell, needs, backoff and note
     for (const auto& row : rows) {
       farm::v1::Build* b = resp->add_builds();
       *b = BuildToProto(row);
       FARM_ASSIGN_OR_RETURN(auto jobs, ctx_->store->ListJobs(row.id));
-      for (const auto& j : jobs) *b->add_jobs() = JobToProto(j);
+      for (const auto& j : jobs) {
+        farm::v1::Job* job = b->add_jobs();
+        *job = JobToProto(j);
+        if (j.state != store::kJobPending) continue;
+        // Why it waits, in one sentence (no per-worker reasons): a list can then say
+        // which builds no worker can take.
+        if (!fleet_read) view = ReadPlacementView(*ctx_), fleet_read = true;
+        if (!view) continue;
+        std::string key = j.cell + '\0' + j.needs + '\0' + std::to_string(j.not_before_ms) +
+                          '\0' + j.error;
+        auto [it, fresh] = explained.try_emplace(key);
+        if (fresh) {
+          it->second = model::ExplainPendingJob(j, (*view)->fleet, (*view)->peers,
+                                                ctx_->clock->NowUnixMs(), 0);
+        }
+        job->set_waiting_reason(it->second.summary);
+        job->set_unplaceable(it->second.unplaceable);
+      }
     }
     if (static_cast<int>(rows.size()) == limit) resp->set_next_before_id(rows.back().id);
     return Status::Ok();
@@ -210,7 +262,8 @@ grpc::Status ClientService::GetJob(grpc::ServerContext* call, const farm::v1::Ge
   return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetJob(req->job_id()));
     FARM_ASSIGN_OR_RETURN(*resp, LoadJob(*ctx_, row));
-    return Status::Ok();
+    FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, RecipeOfBuild(*ctx_, row.build_id));
+    return AddFailureLines(*ctx_, recipe, resp);
   });
 }
 

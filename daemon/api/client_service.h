@@ -73,6 +73,15 @@ class ClientService final : public farm::v1::FarmService::Service {
                              farm::v1::Host*) override;
   grpc::Status ListHosts(grpc::ServerContext*, const farm::v1::ListHostsRequest*,
                          farm::v1::ListHostsResponse*) override;
+  // provenance_handlers.cc
+  grpc::Status GetProvenanceKeys(grpc::ServerContext*, const farm::v1::GetProvenanceKeysRequest*,
+                                 farm::v1::ProvenanceKeys*) override;
+  grpc::Status RotateProvenanceKey(grpc::ServerContext*,
+                                   const farm::v1::RotateProvenanceKeyRequest*,
+                                   farm::v1::ProvenanceKeys*) override;
+  grpc::Status RevokeProvenanceKey(grpc::ServerContext*,
+                                   const farm::v1::RevokeProvenanceKeyRequest*,
+                                   farm::v1::ProvenanceKeys*) override;
   // publish_handlers.cc
   grpc::Status PublishBuild(grpc::ServerContext*, const farm::v1::PublishBuildRequest*,
                             farm::v1::PublishBuildResponse*) override;

@@ -11,6 +11,7 @@
 #include "daemon/api/client_service.h"
 #include "daemon/api/revalidation.h"
 #include "daemon/api/worker_service.h"
+#include "daemon/attest/attestor.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/dashboard.h"
 #include "daemon/publish/publishing_service.h"
@@ -24,6 +25,8 @@ struct FarmServer::Impl {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<store::BlobStore> blobs;
   std::unique_ptr<TokenAuthority> auth;
+  std::unique_ptr<provenance::KeyRing> keys;
+  std::unique_ptr<attest::Attestor> attestor;
   ServiceContext ctx;
   std::atomic<bool> shutting_down{false};
   std::unique_ptr<ClientService> client_service;
@@ -144,11 +147,17 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   }
   impl->auth = std::make_unique<TokenAuthority>(impl->store.get(), &RealClock());
   FARM_RETURN_IF_ERROR(BootstrapTokens(impl->auth.get(), impl->store.get(), options.data_dir));
+  FARM_ASSIGN_OR_RETURN(impl->keys,
+                        provenance::KeyRing::Open(options.data_dir + "/provenance", RealClock()));
+  impl->attestor =
+      std::make_unique<attest::Attestor>(impl->store.get(), impl->keys.get(), &RealClock());
   FARM_RETURN_IF_ERROR(
       impl->store->ExtendRunningLeases(RealClock().NowUnixMs(), options.tunables.lease_ms));
   impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(),
                              &RealClock(),      options.tunables,  &impl->shutting_down};
-  impl->resolver = std::make_unique<schedule::GitSourceResolver>(&impl->processes);
+  impl->ctx.git = options.git;
+  impl->resolver = std::make_unique<schedule::GitSourceResolver>(&impl->processes, options.git,
+                                                                 options.git_resolve);
   impl->ctx.resolver = impl->resolver.get();
   impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);
   impl->schedules = std::make_unique<schedule::ScheduleRunner>(
@@ -164,6 +173,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
         return auth->Create("enroll", "host " + host);
       });
   impl->ctx.hosts = impl->hosts.get();
+  impl->ctx.attestor = impl->attestor.get();
   impl->client_service = std::make_unique<ClientService>(&impl->ctx);
   impl->worker_service = std::make_unique<WorkerService>(&impl->ctx);
 
@@ -196,7 +206,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
     http::DashboardOptions http = options.http;
     http.tls = options.tls;
     http::DashboardDeps deps{impl->store.get(), impl->blobs.get(), impl->auth.get(), &RealClock(),
-                             impl->schedules.get()};
+                             impl->schedules.get(), impl->attestor.get()};
     FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
     if (!options.http_ready_file.empty()) {
       FARM_RETURN_IF_ERROR(
@@ -212,8 +222,10 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                              .hf_endpoint = options.hf_endpoint,
                              .publish_pending_hardware = options.publish_pending_hardware,
                              .interval_ms = options.publish_interval_ms,
-                             .work_dir = options.data_dir + "/publish"},
-                            impl->store.get(), impl->blobs.get(), &RealClock()));
+                             .work_dir = options.data_dir + "/publish",
+                             .with_provenance = options.publish_provenance},
+                            impl->store.get(), impl->blobs.get(), &RealClock(),
+                            impl->attestor.get()));
   impl->revalidator =
       std::make_unique<Revalidator>(impl->store.get(), &RealClock(), options.tunables.max_attempts);
   impl->sweeper = std::thread([raw = impl.get()] { raw->Sweep(); });

@@ -20,7 +20,7 @@
 namespace farm::api {
 
 struct ServerOptions {
-  std::string data_dir = "data";          // farm.db, blobs/, admin.token, enroll.token
+  std::string data_dir = "data";  // farm.db, blobs/, admin.token, enroll.token
   // The state: empty for <data_dir>/farm.db, a postgres:// URL for PostgreSQL
   // (docs/postgresql.md), else the path of a SQLite file.
   std::string store;
@@ -43,11 +43,17 @@ struct ServerOptions {
   std::string github_api = "https://api.github.com";
   std::string hf_endpoint = "https://huggingface.co";
   bool publish_pending_hardware = false;
+  bool publish_provenance = true;  // .intoto.jsonl and a signed SHA256SUMS beside the wheels
   int64_t publish_interval_ms = 1000;
   // Host provisioning (docs/provisioning.md): the playbooks farmd runs, and the group_vars
   // of the host kinds; an empty playbooks_dir leaves provisioning off.
   std::string playbooks_dir;
   std::string hosts_group_vars_dir;
+  // Git sources (common/git_policy.h): which URLs are allowed and how farmd runs
+  // `git ls-remote` on them; git_resolve false (--no-git-resolve): farmd runs no git and a
+  // git source must name its full commit.
+  git::GitPolicy git = {.timeout_ms = 30'000};
+  bool git_resolve = true;
 };
 
 class FarmServer {

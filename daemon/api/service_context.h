@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "common/clock.h"
+#include "common/git_policy.h"
 #include "daemon/api/auth.h"
 #include "daemon/api/fleet_cache.h"
 #include "daemon/store/blob_store.h"
@@ -21,6 +22,10 @@ class ScheduleRunner;
 namespace farm::hosts {
 class HostManager;
 }  // namespace farm::hosts
+
+namespace farm::attest {
+class Attestor;
+}  // namespace farm::attest
 
 namespace farm::api {
 
@@ -44,8 +49,10 @@ struct ServiceContext {
   Tunables tunables;
   std::atomic<bool>* shutting_down = nullptr;
   schedule::SourceResolver* resolver = nullptr;   // git ref -> commit; null: not resolved
+  git::GitPolicy git;                             // which git URLs a build may name
   schedule::ScheduleRunner* schedules = nullptr;  // null: schedules are not served
   hosts::HostManager* hosts = nullptr;            // null: hosts are not served
+  attest::Attestor* attestor = nullptr;           // signs provenance; null: none is signed
   // Workers must present a client certificate farmd verified (--client-ca, mTLS).
   bool require_worker_certs = false;
   // The workers as build and job replies explain placement with (shared by copies).

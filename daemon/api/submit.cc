@@ -40,11 +40,6 @@ namespace {
 // Recipe GB (GiB, as MAX_JOBS and placement count them) to the store's MiB.
 int64_t Mib(double gb) { return static_cast<int64_t>(std::llround(gb * 1024)); }
 
-bool HasAxes(const farm::v1::MatrixAxes& m) {
-  return m.python_size() || m.torch_size() || m.cuda_size() || m.arch_lists_size() ||
-         m.platform_size() || m.include_size();
-}
-
 // The key of everything that determines a job's output that farmd knows at submit time.
 // Empty when the source content is unknown, so such jobs are never answered from cache.
 std::string BuildKey(const farm::v1::Recipe& recipe, const std::string& source_identity,
@@ -77,11 +72,13 @@ Result<farm::v1::Recipe> PrepareRecipe(const farm::v1::SubmitBuildRequest& req) 
   return recipe;
 }
 
-// Sets the commit of a git source that names only a branch or tag, so the key (and the
-// worker) use exactly the commit the ref points to now.
+// Checks a git source's URL against the farm's policy (whether it came in the recipe or
+// in the request), and sets the commit of one that names only a branch or tag, so the key
+// (and the worker) use exactly the commit the ref points to now.
 Status ResolveSource(const ServiceContext& ctx, farm::v1::Recipe* recipe) {
   if (!recipe->source().has_git()) return Status::Ok();
   farm::v1::GitSource* git = recipe->mutable_source()->mutable_git();
+  FARM_RETURN_IF_ERROR(git::CheckGitUrl(git->url(), ctx.git).WithContext("source.git.url"));
   if (!git->commit().empty() || git->ref().empty() || ctx.resolver == nullptr) {
     return Status::Ok();
   }
@@ -142,13 +139,10 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
         " recipe(s) and the request carries " + std::to_string(req.requirements_size()) +
         " (the client reads required recipes; farmctl submit does)");
   }
-  const farm::v1::MatrixAxes& requested = HasAxes(req.matrix()) ? req.matrix() : recipe.matrix();
-  recipe::MatrixExpansion expansion = recipe::ExpandMatrix(requested, recipe.matrix());
+  recipe::MatrixExpansion expansion = recipe::ExpandRequest(req.matrix(), recipe.matrix());
+  FARM_RETURN_IF_ERROR(recipe::CheckBuildable(expansion));
   std::ostringstream rejected;
   for (const auto& r : expansion.rejected) rejected << r << "\n";
-  if (expansion.cells.empty()) {
-    return Status::InvalidArgument("the matrix has no buildable cell:\n" + rejected.str());
-  }
   FARM_RETURN_IF_ERROR(recipe::CheckWheelNames(
       recipe, expansion.cells, req.recipe_path().empty() ? "recipe.yaml" : req.recipe_path(),
       req.matrix().arch_lists_size() > 0));

@@ -7,6 +7,7 @@
 #include "common/wheel/wheel_name.h"
 #include "daemon/api/handler.h"
 #include "daemon/api/worker_service.h"
+#include "daemon/attest/attestor.h"
 #include "daemon/model/convert.h"
 
 namespace farm::api {
@@ -113,6 +114,10 @@ Result<farm::v1::Artifact> Receive(const ServiceContext& ctx, const Principal& w
                          .manifest = manifest.SerializeAsString(),
                          .created_ms = ctx.clock->NowUnixMs()};
   FARM_ASSIGN_OR_RETURN(auto stored, ctx.store->InsertArtifact(row));
+  if (ctx.attestor != nullptr) {  // no wheel without its provenance: the worker retries
+    FARM_RETURN_IF_ERROR(ctx.attestor->AttestBuild(stored).WithContext(
+        "signing the provenance of " + header.filename()));
+  }
   log::Info("artifact " + header.filename() + " (" + std::to_string(header.size()) +
             " bytes, sha256 " + header.sha256() + ") stored for job " +
             std::to_string(header.job_id()));

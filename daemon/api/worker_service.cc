@@ -8,6 +8,7 @@
 #include "daemon/api/artifact_stream.h"
 #include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
+#include "daemon/attest/attestor.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/placement.h"
 
@@ -103,7 +104,9 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, Recipe
   a.set_job_id(job.id);
   a.set_attempt(job.attempt);
   a.set_build_id(job.build_id);
-  FARM_ASSIGN_OR_RETURN(*a.mutable_recipe(), recipes.Get(ctx, job.build_id));
+  FARM_ASSIGN_OR_RETURN(LeasedBuild build, recipes.Get(ctx, job.build_id));
+  *a.mutable_recipe() = std::move(build.recipe);
+  a.set_cache_namespace(build.cache_namespace);
   *a.mutable_cell() = ParseBlob<farm::v1::MatrixCell>(job.cell);
   a.set_timeout_seconds(a.recipe().timeout_seconds() > 0 ? a.recipe().timeout_seconds() : 3600);
   a.set_kind(job.kind == store::kJobValidate ? farm::v1::JOB_VALIDATE : farm::v1::JOB_BUILD);
@@ -288,18 +291,28 @@ class AcquireReactor final : public grpc::ServerUnaryReactor {
 
 }  // namespace
 
-Result<farm::v1::Recipe> RecipeCache::Get(const ServiceContext& ctx, int64_t build_id) {
+std::string CacheNamespaceId(const std::string& principal, const std::string& recipe_name) {
+  Sha256 h;
+  for (const std::string* part : {&principal, &recipe_name}) {
+    h.Update(std::to_string(part->size()) + ":");
+    h.Update(*part);
+  }
+  return h.HexDigest().substr(0, 32);
+}
+
+Result<LeasedBuild> RecipeCache::Get(const ServiceContext& ctx, int64_t build_id) {
   {
     std::lock_guard lock(mu_);
-    auto it = recipes_.find(build_id);
-    if (it != recipes_.end()) return it->second;
+    auto it = builds_.find(build_id);
+    if (it != builds_.end()) return it->second;
   }
   FARM_ASSIGN_OR_RETURN(auto build, ctx.store->GetBuild(build_id));
-  auto recipe = ParseBlob<farm::v1::Recipe>(build.recipe);
+  LeasedBuild leased{ParseBlob<farm::v1::Recipe>(build.recipe), ""};
+  leased.cache_namespace = CacheNamespaceId(build.submitted_by, leased.recipe.name());
   std::lock_guard lock(mu_);
-  if (recipes_.size() >= kMaxBuilds) recipes_.clear();
-  recipes_[build_id] = recipe;
-  return recipe;
+  if (builds_.size() >= kMaxBuilds) builds_.clear();
+  builds_[build_id] = leased;
+  return leased;
 }
 
 WorkerService::WorkerService(ServiceContext* ctx)
@@ -455,7 +468,8 @@ Result<int> WorkerService::Complete(const Principal& who, const farm::v1::Comple
                                     Status* release_error) {
   FARM_RETURN_IF_ERROR(CheckHolds(*ctx_, who, req->job_id(), req->attempt()));
   FARM_ASSIGN_OR_RETURN(auto job, ctx_->store->GetJob(req->job_id()));
-  FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, recipes_.Get(*ctx_, job.build_id));
+  FARM_ASSIGN_OR_RETURN(LeasedBuild build, recipes_.Get(*ctx_, job.build_id));
+  const farm::v1::Recipe& recipe = build.recipe;
   int64_t now = ctx_->clock->NowUnixMs();
   store::CompletionReport report{
       .job_id = req->job_id(),
@@ -483,6 +497,16 @@ Result<int> WorkerService::Complete(const Principal& who, const farm::v1::Comple
     }
   }
   FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
+  if (ctx_->attestor != nullptr && req->has_validation()) {
+    // The report is stored; a wheel without its signed validation fails
+    // --require-validated-arch, so a signing failure is only logged.
+    Status attested =
+        ctx_->attestor->AttestValidation(job, req->attempt(), req->validation(), who.worker_id);
+    if (!attested.ok()) {
+      log::Error("signing the validation of job " + std::to_string(job.id) + ": " +
+                 attested.ToString());
+    }
+  }
   if (store::IsTerminal(state)) {  // jobs waiting for this one's wheel go on at once
     auto released = ctx_->store->ResolveHeldJobs(now);
     if (!released.ok()) *release_error = released.status();

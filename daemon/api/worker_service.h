@@ -59,17 +59,29 @@ int64_t BeatWriteEveryMs(const Tunables& tunables);
 // attempt: PermissionDenied otherwise.
 Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_id, int attempt);
 
+// The compile-cache namespace of builds of `recipe_name` submitted by `principal`
+// (JobAssignment.cache_namespace): 32 hex digits of a SHA-256 over both, length-prefixed,
+// so no two (principal, recipe) pairs share one and no name can be crafted to reach
+// another's.
+std::string CacheNamespaceId(const std::string& principal, const std::string& recipe_name);
+
+// What every lease of a build carries: its recipe and its compile-cache namespace.
+struct LeasedBuild {
+  farm::v1::Recipe recipe;
+  std::string cache_namespace;
+};
+
 // The recipes of recent builds, parsed once: every lease sends its build's recipe.
 // Thread-safe.
 class RecipeCache {
  public:
-  // The recipe of build `build_id`, read from the store the first time.
-  Result<farm::v1::Recipe> Get(const ServiceContext& ctx, int64_t build_id);
+  // The recipe of build `build_id` and its namespace, read from the store the first time.
+  Result<LeasedBuild> Get(const ServiceContext& ctx, int64_t build_id);
 
  private:
   static constexpr size_t kMaxBuilds = 256;  // a bound; older builds are read again
   std::mutex mu_;
-  std::map<int64_t, farm::v1::Recipe> recipes_;  // guarded by mu_
+  std::map<int64_t, LeasedBuild> builds_;  // guarded by mu_
 };
 
 // AcquireJob and CompleteJob are served by the callback API: a waiting poll holds no

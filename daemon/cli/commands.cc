@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 
+#include "common/clock.h"
 #include "common/flags.h"
 #include "common/version.h"
 #include "daemon/cli/format.h"
@@ -21,6 +22,8 @@ Status PublicationsCommand(const CommandEnv& env, const Flags& flags);
 Status HostsCommand(const CommandEnv& env, const Flags& flags);
 Status TokensCommand(const CommandEnv& env, const Flags& flags);
 Status CaCommand(const Flags& flags, std::ostream& out);
+Status VerifyCommand(const Flags& flags, std::ostream& out);
+Status KeysCommand(const CommandEnv& env, const Flags& flags);
 
 namespace {
 
@@ -45,6 +48,8 @@ const char kUsage[] =
     "  tokens create|list|revoke   bearer tokens (--role, --name, --ttl 30d; admin)\n"
     "  hosts add|provision|list|show   hosts farmd provisions (--address, --kind, --var k=v)\n"
     "  ca init DIR | ca issue DIR NAME   the farm's own CA and certificates (no farmd)\n"
+    "  verify WHEEL|URL        a wheel's signed provenance, no farmd (--keys, --require-validated-arch)\n"
+    "  keys [rotate|revoke ID] the farm's provenance signing keys (--reason; admin to change)\n"
     "flags:\n";
 
 std::vector<FlagSpec> AllFlags() {
@@ -97,6 +102,11 @@ std::vector<FlagSpec> AllFlags() {
       {"server-cert", "", "ca issue: a certificate farmd serves with (needs --host)"},
       {"client-cert", "", "ca issue: a certificate a worker presents (mTLS)"},
       {"out", "DIR", "ca issue: where NAME.pem and NAME.key go (default: the CA's directory)"},
+      {"keys", "FILE|URL", "verify: the farm's public key set (default: the index's own)"},
+      {"provenance", "FILE|URL", "verify: the statements (default: WHEEL.intoto.jsonl)"},
+      {"require-validated-arch", "SM",
+       "verify: also require a passed validation on this GPU arch (sm_120, 12.0)"},
+      {"reason", "TEXT", "keys revoke: why, shown wherever its signatures are refused"},
       {"help", "", "show this help"},
   };
   for (const FlagSpec& f : net::ClientTlsFlags()) specs.push_back(f);
@@ -127,8 +137,10 @@ Status ListCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::ListBuildsResponse resp;
   FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->ListBuilds(env.client->Context().get(), req, &resp),
                                 env.client->address()));
-  std::string text = resp.builds().empty() ? "no builds\n" : "";
-  for (const auto& b : resp.builds()) text += FormatBuildLine(b) + "\n";
+  std::string text =
+      resp.builds().empty()
+          ? "no builds\n"
+          : FormatBuildList({resp.builds().begin(), resp.builds().end()}, RealClock().NowUnixMs());
   Print(env, resp, text);
   return Status::Ok();
 }
@@ -243,6 +255,13 @@ const std::map<std::string, std::string>& CommandSynopses() {
                  "  Bearer tokens (admin); a revoked token stops working at its next call."},
       {"hosts", "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
                 "  Hosts farmd provisions."},
+      {"verify",
+       "verify WHEEL|URL [--keys FILE|URL] [--provenance FILE|URL] [--require-validated-arch SM]\n"
+       "  Checks the wheel's sha256 and its signed provenance against the farm's keys and\n"
+       "  prints who built it where and where it was validated; no farmd. Exit 1: refused."},
+      {"keys",
+       "keys [list] | rotate | revoke KEYID --reason TEXT\n"
+       "  The farm's provenance signing keys; rotating and revoking need an admin."},
       {"ca", "ca init DIR [--name N] [--days D] | ca issue DIR NAME (--server-cert --host H... | "
              "--client-cert) [--out DIR]\n"
              "  A CA for the farm's TLS (docs/deployment.md) and certificates it signs; no farmd."},
@@ -291,6 +310,7 @@ const std::map<std::string, CommandFn>& Commands() {
       {"publish", PublishCommand},
       {"publications", PublicationsCommand},
       {"hosts", HostsCommand},
+      {"keys", KeysCommand},
   };
   return kCommands;
 }
@@ -331,15 +351,20 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
     (parsed.ok() && flags.Has("help") ? out : err) << kUsage << flags.Usage();
     return parsed.ok() && flags.Has("help") ? 0 : 2;
   }
-  if (flags.positionals()[0] == "inspect" || flags.positionals()[0] == "ca") {
+  const std::string& local = flags.positionals()[0];
+  if (local == "inspect" || local == "ca" || local == "verify") {
     // local: needs no farmd and no token
-    Status s = flags.positionals()[0] == "ca" ? CaCommand(flags, out) : InspectCommand(flags, out);
+    Status s = local == "ca"       ? CaCommand(flags, out)
+               : local == "verify" ? VerifyCommand(flags, out)
+                                   : InspectCommand(flags, out);
     if (!s.ok()) err << "farmctl: " << s.message() << "\n";
     return ExitCodeFor(s);
   }
   auto command = Commands().find(flags.positionals()[0]);
   if (command == Commands().end()) {
-    err << "farmctl: unknown command \"" << flags.positionals()[0] << "\"\n" << kUsage;
+    err << "farmctl: unknown command \"" << flags.positionals()[0]
+        << "\"; `farmctl --help` lists the commands, `farmctl COMMAND --help` one command's "
+           "flags\n";
     return 2;
   }
   std::string output = flags.Get("output", "text");

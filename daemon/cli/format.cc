@@ -6,9 +6,12 @@
 #include <boost/json.hpp>
 #include <cctype>
 #include <cstdio>
+#include <ctime>
+#include <optional>
 #include <sstream>
 
 #include "common/fs.h"
+#include "common/utf8.h"
 #include "common/wheel/job_check.h"
 
 namespace farm::cli {
@@ -90,19 +93,131 @@ std::string CellLabel(const farm::v1::MatrixCell& c) {
   return s.empty() ? "(default)" : s;
 }
 
-std::string FormatBuildLine(const farm::v1::Build& b) {
-  int done = 0, validations = 0;
-  for (const auto& j : b.jobs()) {
-    done += j.state() >= farm::v1::JOB_SUCCEEDED;
-    validations += j.kind() == farm::v1::JOB_VALIDATE;
+namespace {
+
+// Milliseconds since the epoch of "2025-11-26T16:02:03.123Z" (RFC 3339 in UTC, as farmd
+// writes it); 0 when empty or malformed.
+int64_t ParseRfc3339(const std::string& text) {
+  std::tm tm{};
+  int ms = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon,
+                  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) < 6) {
+    return 0;
   }
-  std::ostringstream o;
-  o << b.id() << "\t" << b.recipe_name() << "\t" << StateName(b.state()) << "\t" << done << "/"
-    << b.jobs_size() << " jobs";
-  if (validations > 0)
-    o << " (" << validations << (validations == 1 ? " validation)" : " validations)");
-  o << "\t" << b.created_at();
-  return o.str();
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<int64_t>(timegm(&tm)) * 1000 + ms;
+}
+
+// "45s", "3m 2s", "2h 5m".
+std::string Duration(int64_t ms) {
+  int64_t s = std::max<int64_t>(0, ms) / 1000;
+  if (s < 60) return std::to_string(s) + "s";
+  if (s < 3600) return std::to_string(s / 60) + "m " + std::to_string(s % 60) + "s";
+  return std::to_string(s / 3600) + "h " + std::to_string(s % 3600 / 60) + "m";
+}
+
+bool Unfinished(farm::v1::BuildState s) {
+  return s == farm::v1::BUILD_QUEUED || s == farm::v1::BUILD_RUNNING;
+}
+
+// "blocked" for an unfinished build whose every unfinished build job is pending and no
+// worker can take (as the dashboard says); else the build's state.
+std::string ListedState(const farm::v1::Build& b) {
+  int unfinished = 0, stuck = 0;
+  for (const auto& j : b.jobs()) {
+    if (j.kind() == farm::v1::JOB_VALIDATE || j.state() >= farm::v1::JOB_SUCCEEDED) continue;
+    ++unfinished;
+    stuck += j.state() == farm::v1::JOB_PENDING && j.unplaceable();
+  }
+  return Unfinished(b.state()) && unfinished > 0 && stuck == unfinished ? "blocked"
+                                                                        : StateName(b.state());
+}
+
+// "3 jobs (1 validation): 1 ok, 2 failed": each state counted, as the dashboard counts.
+std::string JobCounts(const farm::v1::Build& b) {
+  int ok = 0, running = 0, queued = 0, no_worker = 0, failed = 0, cancelled = 0, validations = 0;
+  for (const auto& j : b.jobs()) {
+    validations += j.kind() == farm::v1::JOB_VALIDATE;
+    switch (j.state()) {
+      case farm::v1::JOB_SUCCEEDED: ++ok; break;
+      case farm::v1::JOB_RUNNING: ++running; break;
+      case farm::v1::JOB_PENDING: ++(j.unplaceable() ? no_worker : queued); break;
+      case farm::v1::JOB_FAILED: ++failed; break;
+      case farm::v1::JOB_CANCELLED: ++cancelled; break;
+      default: break;
+    }
+  }
+  std::string out = std::to_string(b.jobs_size()) + (b.jobs_size() == 1 ? " job" : " jobs");
+  if (validations > 0) {
+    out += " (" + std::to_string(validations) + (validations == 1 ? " validation)" : " validations)");
+  }
+  std::string parts;
+  for (const auto& [n, what] : {std::pair{ok, "ok"}, {running, "running"}, {queued, "queued"},
+                                {no_worker, "no worker"}, {failed, "failed"},
+                                {cancelled, "cancelled"}}) {
+    if (n > 0) parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  }
+  return parts.empty() ? out : out + ": " + parts;
+}
+
+// "py3.11 cuda12.8,13.0 [9.0;12.0a;12.1a]": the values of each axis over the build's
+// jobs, so builds of one recipe can be told apart.
+std::string CellsSummary(const farm::v1::Build& b) {
+  std::vector<std::string> python, torch, cuda, archs;
+  auto add = [](std::vector<std::string>& to, const std::string& v) {
+    if (!v.empty() && std::find(to.begin(), to.end(), v) == to.end()) to.push_back(v);
+  };
+  for (const auto& j : b.jobs()) {
+    if (j.kind() == farm::v1::JOB_VALIDATE) continue;
+    add(python, j.cell().python()), add(torch, j.cell().torch()), add(cuda, j.cell().cuda());
+    add(archs, j.cell().arch_list());
+  }
+  auto join = [](const std::vector<std::string>& v, const char* sep) {
+    std::string out;
+    for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
+    return out;
+  };
+  std::string out;
+  for (const auto& [prefix, values] : {std::pair{"py", &python}, {"torch", &torch},
+                                       {"cuda", &cuda}}) {
+    if (!values->empty()) out += (out.empty() ? "" : " ") + std::string(prefix) + join(*values, ",");
+  }
+  if (!archs.empty()) out += (out.empty() ? "[" : " [") + join(archs, "] [") + "]";
+  return out.empty() ? "(default)" : out;
+}
+
+}  // namespace
+
+std::string FormatBuildList(const std::vector<farm::v1::Build>& builds, int64_t now_ms) {
+  std::vector<std::vector<std::string>> rows = {
+      {"BUILD", "RECIPE", "STATE", "JOBS", "CELLS", "CREATED", "DURATION"}};
+  for (const auto& b : builds) {
+    int64_t created = ParseRfc3339(b.created_at());
+    int64_t finished = ParseRfc3339(b.finished_at());
+    std::string duration = created == 0 ? ""
+                           : finished > 0 ? Duration(finished - created)
+                                          : "for " + Duration(now_ms - created);
+    std::string when = b.created_at();
+    if (size_t dot = when.find('.'); dot != std::string::npos) when = when.substr(0, dot) + "Z";
+    rows.push_back({std::to_string(b.id()), b.recipe_name(), ListedState(b), JobCounts(b),
+                    CellsSummary(b), when, duration});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t i = 0; i < r.size(); ++i) {
+      line += r[i];
+      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
 }
 
 std::string WorkerLabel(const std::string& name, const std::string& id) {
@@ -176,6 +291,7 @@ std::string FormatJob(const farm::v1::Job& j) {
   if (j.attempt() > 0) o << "  attempt " << j.attempt();
   o << "\n";
   if (!j.error().empty()) o << "    error: " << j.error() << "\n";
+  for (const auto& line : j.failure_lines()) o << "      | " << line << "\n";
   if (!j.cancelled_by().empty()) o << "    cancelled by " << j.cancelled_by() << "\n";
   if (j.reused_from() > 0) o << "    answered from the store: wheels of job " << j.reused_from() << "\n";
   for (const auto& a : j.attempts()) {
@@ -224,6 +340,22 @@ std::string FormatBuild(const farm::v1::Build& b) {
   return o.str();
 }
 
+namespace {
+
+// " 3.11 3.12": each distinct value once, in the order first seen.
+std::string DistinctList(const std::vector<std::string>& values) {
+  std::vector<std::string> seen;
+  std::string out;
+  for (const auto& v : values) {
+    if (std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
+    seen.push_back(v);
+    out += " " + v;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string FormatWorker(const farm::v1::WorkerInfo& w) {
   const auto& c = w.capabilities();
   std::ostringstream o;
@@ -234,10 +366,11 @@ std::string FormatWorker(const farm::v1::WorkerInfo& w) {
     o << (i ? ", " : "") << c.gpus(i).name() << " (" << c.gpus(i).cc_major() << "."
       << c.gpus(i).cc_minor() << (c.gpus(i).unified_memory() ? ", unified memory" : "") << ")";
   }
-  o << "\tCUDA";
-  for (const auto& t : c.toolkits()) o << " " << t.version();
-  o << "\tPython";
-  for (const auto& p : c.pythons()) o << " " << p.version();
+  // One version found several ways (/usr/bin/python3 and python3.11) is shown once.
+  std::vector<std::string> cuda, python;
+  for (const auto& t : c.toolkits()) cuda.push_back(t.version());
+  for (const auto& p : c.pythons()) python.push_back(p.version());
+  o << "\tCUDA" << DistinctList(cuda) << "\tPython" << DistinctList(python);
   o << "\tlast heartbeat " << w.last_heartbeat();
   if (!c.probe_error().empty()) o << "\tquarantined: " << c.probe_error();
   if (!c.gpu_driver_error().empty()) o << "\t" << c.gpu_driver_error();
@@ -271,12 +404,58 @@ bool Is64BitInteger(const FieldDescriptor* f) {
 // strings back into numbers (nested messages, repeated fields and map values too).
 void NumbersAsNumbers(const Descriptor* d, json::value& v);
 
+// Ids that the API carries as strings but every other listing (the dashboard's JSON,
+// build and job ids) shows as numbers: printed as numbers too.
+bool IsNumericId(const FieldDescriptor* f) {
+  const std::string& name = f->full_name();
+  return name == "farm.v1.Schedule.id" || name == "farm.v1.ScheduleRun.schedule_id" ||
+         name == "farm.v1.Build.schedule_id";
+}
+
+// The bytes of a base64 text (RFC 4648, as the proto3 JSON mapping writes bytes fields);
+// nullopt when it is not base64.
+std::optional<std::string> Base64Decode(std::string_view text) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : text) {
+    int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+            : c >= 'a' && c <= 'z' ? c - 'a' + 26
+            : c >= '0' && c <= '9' ? c - '0' + 52
+            : c == '+' || c == '-' ? 62
+            : c == '/' || c == '_' ? 63
+                                   : -1;
+    if (c == '=') break;
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
 void FixValue(const FieldDescriptor* f, json::value& v) {
   if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
     NumbersAsNumbers(f->message_type(), v);
     return;
   }
-  if (!Is64BitInteger(f) || !v.is_string()) return;
+  if (!v.is_string()) return;
+  if (f->type() == FieldDescriptor::TYPE_BYTES) {  // a script, a patch: text, not base64
+    std::optional<std::string> bytes = Base64Decode(v.as_string());
+    if (bytes && IsValidUtf8(*bytes)) v = *bytes;
+    return;
+  }
+  if (IsNumericId(f)) {
+    const std::string s(v.as_string());
+    if (!s.empty() && s.size() < 19 && s.find_first_not_of("0123456789") == std::string::npos) {
+      v = static_cast<std::int64_t>(std::stoll(s));
+    }
+    return;
+  }
+  if (!Is64BitInteger(f)) return;
   const std::string s(v.as_string());
   try {
     if (f->cpp_type() == FieldDescriptor::CPPTYPE_INT64) {

@@ -48,6 +48,20 @@ class JobStatusLine {
   std::chrono::steady_clock::time_point asked_{};
 };
 
+Result<farm::v1::Job> GetJobOnce(const CommandEnv& env, int64_t job_id) {
+  farm::v1::GetJobRequest req;
+  req.set_job_id(job_id);
+  farm::v1::Job job;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->GetJob(env.client->Context().get(), req, &job),
+                                env.client->address()));
+  return job;
+}
+
+bool IsTerminal(farm::v1::JobState s) {
+  return s == farm::v1::JOB_SUCCEEDED || s == farm::v1::JOB_FAILED ||
+         s == farm::v1::JOB_CANCELLED;
+}
+
 }  // namespace
 
 Status LogsCommand(const CommandEnv& env, const Flags& flags) {
@@ -63,6 +77,7 @@ Status LogsCommand(const CommandEnv& env, const Flags& flags) {
   req.set_attempt(static_cast<int32_t>(attempt));
   req.set_tail(static_cast<int32_t>(tail));
   bool follow = flags.Has("follow");
+  const bool one_attempt = attempt > 0;
   JobStatusLine status(env, req.job_id());
   // Following polls once a second; a day of polling is the most one command waits.
   for (int round = 0; round < 86400; ++round) {
@@ -77,7 +92,19 @@ Status LogsCommand(const CommandEnv& env, const Flags& flags) {
     }
     req.set_tail(0);
     env.out->flush();
-    if (resp.finished() || (!follow && resp.lines_size() < 1000)) break;
+    if (!follow && (resp.finished() || resp.lines_size() < 1000)) break;
+    if (resp.finished()) {
+      // The attempt's log ended. Following the job (no --attempt) goes on until the job
+      // ends: a job that has not run yet, or waits to be retried, has more log to come.
+      if (one_attempt) break;
+      FARM_ASSIGN_OR_RETURN(farm::v1::Job job, GetJobOnce(env, req.job_id()));
+      if (job.attempt() > req.attempt()) {  // a later attempt started: follow it
+        req.set_attempt(req.attempt() == 0 ? job.attempt() : req.attempt() + 1);
+        req.set_after_seq(0);
+        continue;
+      }
+      if (IsTerminal(job.state())) break;
+    }
     if (resp.lines_size() == 0) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   return Status::Ok();
@@ -128,7 +155,12 @@ Status DownloadArtifacts(const CommandEnv& env, const farm::v1::Build& build, co
       }
     }
   }
-  if (plan.empty()) return Status::NotFound("build " + std::to_string(build.id()) + " has no artifact");
+  if (plan.empty()) {
+    // The build exists and has nothing to fetch: the operation failed (exit 1), the usage
+    // was right.
+    return Status::FailedPrecondition("build " + std::to_string(build.id()) + " (" +
+                                      StateName(build.state()) + ") has no wheel to download");
+  }
   for (const auto& [name, entry] : plan) {
     const std::string path = dir + "/" + name;
     if (!std::filesystem::exists(path)) continue;

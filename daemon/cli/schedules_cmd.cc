@@ -106,6 +106,17 @@ Status List(const CommandEnv& env, const Flags& flags, const std::string& id) {
                env.client->address()));
   std::string text = resp.schedules().empty() ? "no schedules\n" : "";
   for (const auto& s : resp.schedules()) text += ScheduleText(s, !id.empty());
+  if (env.json && id.empty()) {
+    // A list is a summary: the texts the build request carries (the recipe, its patches,
+    // validation script and required recipes) are for `schedules show ID`.
+    for (auto& s : *resp.mutable_schedules()) {
+      farm::v1::SubmitBuildRequest* r = s.mutable_request();
+      r->clear_recipe_yaml();
+      r->clear_patches();
+      r->clear_validation_script();
+      r->clear_requirements();
+    }
+  }
   *env.out << (env.json ? ToJson(resp) + "\n" : text);
   return Status::Ok();
 }

@@ -1,13 +1,18 @@
 #include "daemon/cli/source_upload.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "common/archive/source_archive.h"
 #include "common/archive/tree_packer.h"
 #include "common/fs.h"
+#include "common/process.h"
 #include "common/sha256.h"
 #include "common/utf8.h"
+#include "daemon/recipe/matrix.h"
 #include "daemon/recipe/recipe.h"
 
 namespace farm::cli {
@@ -97,6 +102,65 @@ Status CheckValidationScript(const farm::v1::Recipe& recipe, const std::vector<s
                                  ", looked for " + rel + ")");
 }
 
+// The paths of `files` as the worker will see them: a tarball whose entries all sit in one
+// top folder is unpacked with that folder as the root (`unwrap`); `*stripped` names it.
+std::vector<std::string> UnpackedPaths(const std::vector<std::string>& files, bool unwrap,
+                                       std::string* stripped) {
+  std::set<std::string> tops;
+  for (const std::string& f : files) tops.insert(f.substr(0, f.find('/')));
+  bool one_folder = unwrap && tops.size() == 1 &&
+                    std::any_of(files.begin(), files.end(),
+                                [](const std::string& f) { return f.find('/') != f.npos; });
+  if (!one_folder) return files;
+  *stripped = *tops.begin();
+  std::vector<std::string> out;
+  for (const std::string& f : files) {
+    size_t slash = f.find('/');
+    if (slash != f.npos && slash + 1 < f.size()) out.push_back(f.substr(slash + 1));
+  }
+  return out;
+}
+
+// The recipe's subdirectory must be in the source: checked before anything is uploaded,
+// saying what the tree's top level holds (and which folder a tarball loses).
+Status CheckSubdirectory(const farm::v1::Recipe& recipe, const std::vector<std::string>& files,
+                         bool unwrap, const std::string& where) {
+  std::string sub = stdfs::path(recipe.subdirectory()).lexically_normal().generic_string();
+  while (!sub.empty() && sub.back() == '/') sub.pop_back();
+  if (sub.empty() || sub == ".") return Status::Ok();
+  std::string stripped;
+  std::vector<std::string> paths = UnpackedPaths(files, unwrap, &stripped);
+  std::set<std::string> top;
+  for (const std::string& f : paths) {
+    if (f.rfind(sub + "/", 0) == 0) return Status::Ok();
+    size_t slash = f.find('/');
+    top.insert(slash == f.npos ? f : f.substr(0, slash + 1));
+  }
+  for (auto it = top.begin(); it != top.end();) {  // a directory's own entry: "csrc" of "csrc/"
+    it = top.contains(*it + "/") ? top.erase(it) : std::next(it);
+  }
+  std::string listing;
+  for (const std::string& t : top) {
+    if (listing.size() > 400) {
+      listing += ", ...";
+      break;
+    }
+    listing += (listing.empty() ? "" : ", ") + t;
+  }
+  std::string why = "subdirectory " + recipe.subdirectory() + " is not in the source (" + where +
+                    "); its top level holds: " + (listing.empty() ? "nothing" : listing);
+  if (!stripped.empty()) {
+    why += ". The tarball's single top folder " + stripped +
+           "/ is stripped when it is unpacked, so subdirectory is relative to it";
+    if (sub.rfind(stripped + "/", 0) == 0) {
+      why += ": write subdirectory: " + sub.substr(stripped.size() + 1);
+    } else if (sub == stripped) {
+      why += ": leave subdirectory out";
+    }
+  }
+  return Status::InvalidArgument(why);
+}
+
 struct Packed {
   farm::v1::SourceUploadHeader header;
   std::function<Status(const archives::ByteSink&)> produce;
@@ -104,8 +168,29 @@ struct Packed {
   std::string summary;  // "directory X, 37 files (1.2 MiB)"
 };
 
+// 1980-01-01T00:00:00Z, the oldest time a zip entry holds: the time of every file of a
+// directory that is not in a git work tree.
+constexpr int64_t kFixedSourceTime = 315'532'800;
+
+// The modification time every file of a packed directory gets, so that two checkouts of
+// one commit give the same archive and the worker's SOURCE_DATE_EPOCH (the newest time in
+// the tree) does not depend on when the files were written: the commit time of the git
+// work tree holding `dir`, else kFixedSourceTime.
+int64_t DeclaredSourceTime(const std::string& dir) {
+  RealProcessRunner runner;
+  ProcessSpec spec{{"git", "-C", dir, "log", "-1", "--format=%ct"}};
+  auto out = RunAndCapture(runner, spec, 30'000);
+  if (out.ok() && out->result.exit_code == 0) {
+    int64_t t = 0;
+    auto [end, err] = std::from_chars(out->out.data(), out->out.data() + out->out.size(), t);
+    if (err == std::errc() && t > 0) return t;
+  }
+  return kFixedSourceTime;
+}
+
 Result<Packed> PackDirectory(const Flags& flags, const std::string& dir) {
   archives::PackOptions options;
+  options.mtime = DeclaredSourceTime(dir);
   options.excludes = flags.GetAll("exclude");
   options.gitignore = !flags.Has("no-gitignore");
   FARM_ASSIGN_OR_RETURN(options.max_bytes, flags.GetInt("max-source-bytes", options.max_bytes));
@@ -160,6 +245,7 @@ Status UploadLocalSource(const CommandEnv& env, const Flags& flags, const farm::
   const bool dir = source->has_local_path();
   const std::string path = dir ? source->local_path() : source->tarball_path();
   FARM_ASSIGN_OR_RETURN(Packed packed, dir ? PackDirectory(flags, path) : PackTarball(path));
+  FARM_RETURN_IF_ERROR(CheckSubdirectory(recipe, packed.files, !dir, path));
   FARM_RETURN_IF_ERROR(CheckValidationScript(recipe, packed.files, path));
   FARM_ASSIGN_OR_RETURN(auto uploaded, Uploader(env).Run(packed.header, packed.produce));
   const auto& [archive, sent] = uploaded;
@@ -210,10 +296,15 @@ Result<farm::v1::SubmitBuildRequest> PrepareBuildRequest(const CommandEnv& env,
     recipe.mutable_source()->set_tarball_path(
         stdfs::absolute(flags.Get("source-tarball")).string());
   }
+  // The matrix is checked before anything is packed or uploaded: a request farmd would
+  // refuse for its axes costs no upload.
+  farm::v1::MatrixAxes axes;
+  AddAxes(flags, &axes);
+  FARM_RETURN_IF_ERROR(recipe::CheckBuildable(recipe::ExpandRequest(axes, recipe.matrix())));
   std::vector<std::string> chain;
   FARM_ASSIGN_OR_RETURN(farm::v1::SubmitBuildRequest req, PackRecipe(env, flags, loaded));
   FARM_RETURN_IF_ERROR(AddRequirements(env, flags, loaded, &chain, &req));
-  AddAxes(flags, req.mutable_matrix());
+  *req.mutable_matrix() = std::move(axes);
   FARM_ASSIGN_OR_RETURN(int64_t priority, flags.GetInt("priority", 0));
   req.set_priority(static_cast<int32_t>(priority));
   req.set_force(flags.Has("force"));

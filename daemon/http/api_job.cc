@@ -118,8 +118,12 @@ Result<json::object> DetailedJobJson(const DashboardDeps& deps, const store::Job
   json::object o = JobViewJson(job, fleet, waiting);
   FARM_RETURN_IF_ERROR(AddRunFacts(deps, build.recipe_name, job, expected, o));
   FARM_RETURN_IF_ERROR(AddGraph(deps, job, o));
+  std::vector<store::AttemptRow> attempts;
+  if (job.state == store::kJobFailed || job.attempt > 1) {
+    FARM_ASSIGN_OR_RETURN(attempts, deps.store->ListAttempts(job.id));
+  }
+  if (job.attempt > 1) AddAttemptTimes(job, attempts, fleet.now_ms, o);
   if (job.state == store::kJobFailed) {
-    FARM_ASSIGN_OR_RETURN(auto attempts, deps.store->ListAttempts(job.id));
     FARM_ASSIGN_OR_RETURN(
         o["failure"],
         FailureJson(deps, job, attempts, model::ParseBlob<farm::v1::Recipe>(build.recipe)));

@@ -1,12 +1,17 @@
 // Dashboard: farmd's HTTP server (web dashboard, JSON API, metrics, package index) on its
 // own io_context and threads, independent of the gRPC server; HTTPS with farmd's
-// certificate when options.tls is enabled. Shaped like the Beast
-// CppCon2018 example: a listener accepting connections and one http_session per connection
-// (enable_shared_from_this), with a single fail() point that ignores operation_aborted.
-// Requests go to Router (pure handlers); server-sent events poll the store's generation.
+// certificate when options.tls is enabled. Shaped like the Beast CppCon2018 example: a
+// listener accepting connections (listener.cc) and one session per connection (session.h,
+// over plain TCP or TLS behind one Transport, transport.h), with a single Fail() point that
+// ignores operation_aborted. Requests go
+// to Router (pure handlers); server-sent events poll the store's generation. Every answer
+// carries the headers of security_headers.h.
 //
-// Limits: max_connections simultaneous connections (the next get 503), request headers
-// 16 KiB, bodies max_body_bytes, 30 s to read a request, log streams end after an hour.
+// Limits: max_connections simultaneous connections and max_connections_per_address per
+// client (the excess refused at accept, unread); request headers 16 KiB, bodies
+// max_body_bytes; whole deadlines for the TLS handshake and a request's head
+// (header_timeout_ms), its body (body_timeout_ms) and a kept-alive connection's wait for
+// the next request (idle_timeout_ms); log streams end after an hour.
 //
 // Ownership: the deps are owned by the caller and must outlive the Dashboard.
 // Thread-safety: Start, address and Shutdown may be called from any thread; Shutdown is

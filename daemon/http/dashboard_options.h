@@ -17,6 +17,10 @@ namespace farm::schedule {
 class ScheduleRunner;
 }  // namespace farm::schedule
 
+namespace farm::attest {
+class Attestor;
+}  // namespace farm::attest
+
 namespace farm::http {
 
 struct DashboardOptions {
@@ -33,8 +37,18 @@ struct DashboardOptions {
   // HTTPS with this certificate when tls.enabled() (the client CA is not asked of browsers);
   // plaintext is refused on non-loopback addresses unless tls.insecure.
   net::ServerTls tls;
-  // Limits: simultaneous connections, request body bytes, worker threads.
-  int max_connections = 256;
+  // Simultaneous connections in all, and per client address (an IPv4 address or an IPv6
+  // /64): past the first the next get 503, past the second the client's next; both are
+  // refused without being read from (connection_limits.h, listener.cc).
+  int max_connections = 512;
+  int max_connections_per_address = 32;
+  // Deadlines (session.h): the TLS handshake and each request's head, its body, and
+  // the wait for the next request on a kept-alive connection. Whole deadlines, not per
+  // byte: a client trickling bytes is closed when they pass.
+  int header_timeout_ms = 10'000;
+  int body_timeout_ms = 30'000;
+  int idle_timeout_ms = 30'000;
+  // Request body bytes, worker threads.
   int max_body_bytes = 64 * 1024;
   int threads = 2;
 };
@@ -46,6 +60,8 @@ struct DashboardDeps {
   const Clock* clock = nullptr;
   // Fires schedules for run-now; null where no runner exists (run-now answers 503).
   schedule::ScheduleRunner* schedules = nullptr;
+  // The wheels' signed provenance and the farm's keys; null where none is kept (404).
+  attest::Attestor* attestor = nullptr;
 };
 
 }  // namespace farm::http

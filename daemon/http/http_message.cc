@@ -122,6 +122,13 @@ Response ErrorResponse(const Status& status) {
   return r;
 }
 
+std::string ReasonPhrase(std::string_view text) {
+  constexpr size_t kMax = 512;
+  std::string out;
+  for (char c : text.substr(0, kMax)) out += c >= 0x20 && c < 0x7f ? c : '?';
+  return out;
+}
+
 Response Redirect(int status, const std::string& location) {
   Response r = TextResponse(status, "see " + location + "\n");
   r.headers.emplace_back("Location", location);

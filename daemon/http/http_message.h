@@ -35,6 +35,9 @@ enum class BodyKind {
 
 struct Response {
   int status = 200;
+  // The status line's reason phrase; "" for the standard one ("Not Found"). Printable
+  // ASCII only (ReasonPhrase makes it so): pip prints it when a file download fails.
+  std::string reason;
   std::string content_type = "text/plain; charset=utf-8";
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
   std::string body;
@@ -62,6 +65,10 @@ Response ErrorResponse(const Status& status);
 Response Redirect(int status, const std::string& location);
 // Maps a Status code to an HTTP status (NotFound -> 404, PermissionDenied -> 403, ...).
 int HttpStatusFor(StatusCode code);
+
+// `text` as a status line's reason phrase: printable ASCII (anything else becomes '?'), at
+// most 512 bytes.
+std::string ReasonPhrase(std::string_view text);
 
 // Escapes &, <, >, " and ' for HTML text and attribute values.
 std::string HtmlEscape(std::string_view s);

@@ -84,6 +84,7 @@ class IndexCatalog {
   Result<FileSource> Source(const IndexFile& file);
   // Core metadata of a listed file, read once per sha256.
   Result<CoreMetadata> Metadata(const IndexFile& file);
+  const DashboardDeps& deps() const { return deps_; }
 
  private:
   Status RefreshLocked();

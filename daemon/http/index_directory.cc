@@ -11,6 +11,7 @@ namespace json = boost::json;
 namespace {
 
 constexpr char kFarmUrlPlaceholder[] = "@FARM_URL@";
+constexpr char kFarmKeysPlaceholder[] = "@FARM_KEYS@";
 
 bool HostLike(std::string_view host) {
   return !host.empty() && host.size() <= 255 &&
@@ -80,13 +81,17 @@ Response DirectoryResponse(IndexCatalog& catalog, const Request& req) {
   return r;
 }
 
-Response InstallScript(const std::string& web_root, const Request& req) {
+Response InstallScript(const std::string& web_root, const Request& req,
+                       const std::string& keys_base64) {
   Response r = ServeAsset(web_root, "install.py");
   if (r.status != 200) return r;
-  std::string base = BaseUrl(req);
-  for (size_t pos = r.body.find(kFarmUrlPlaceholder); pos != std::string::npos;
-       pos = r.body.find(kFarmUrlPlaceholder, pos + base.size())) {
-    r.body.replace(pos, std::char_traits<char>::length(kFarmUrlPlaceholder), base);
+  for (const auto& [placeholder, value] :
+       {std::pair<std::string, std::string>{kFarmUrlPlaceholder, BaseUrl(req)},
+        {kFarmKeysPlaceholder, keys_base64}}) {
+    for (size_t pos = r.body.find(placeholder); pos != std::string::npos;
+         pos = r.body.find(placeholder, pos + value.size())) {
+      r.body.replace(pos, placeholder.size(), value);
+    }
   }
   r.content_type = "text/x-python; charset=utf-8";
   return r;

@@ -32,8 +32,10 @@ std::string DirectoryHtml(const std::vector<GpuView>& views, const std::string& 
 // GET / with Accept: application/json: {"index": ..., "install": ..., "variants": [...]}.
 Response DirectoryResponse(IndexCatalog& catalog, const Request& req);
 
-// GET /install: the install script (web/install.py) with this farm's URL filled in.
-Response InstallScript(const std::string& web_root, const Request& req);
+// GET /install: the install script (web/install.py) with this farm's URL filled in, and
+// the farm's public key set (Base64 of its JSON, "" for none) that it verifies wheels with.
+Response InstallScript(const std::string& web_root, const Request& req,
+                       const std::string& keys_base64 = "");
 
 }  // namespace farm::http
 

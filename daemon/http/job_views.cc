@@ -155,6 +155,18 @@ std::vector<std::string> FailedCaseLines(const farm::v1::ValidationReport& repor
   return out;
 }
 
+void AddAttemptTimes(const store::JobRow& job, const std::vector<store::AttemptRow>& attempts,
+                     int64_t now_ms, json::object& out) {
+  int64_t ran = 0;
+  for (const auto& a : attempts) {
+    if (a.started_ms <= 0) continue;
+    ran += std::max<int64_t>(0, (a.finished_ms > 0 ? a.finished_ms : now_ms) - a.started_ms);
+  }
+  int64_t life = (job.finished_ms > 0 ? job.finished_ms : now_ms) - job.created_ms;
+  out["ran_ms"] = ran;
+  out["waited_ms"] = std::max<int64_t>(0, life - ran);
+}
+
 Result<json::object> FailureJson(const DashboardDeps& deps, const store::JobRow& job,
                                  const std::vector<store::AttemptRow>& attempts,
                                  const farm::v1::Recipe& recipe, bool with_lines) {

@@ -73,6 +73,12 @@ Status AddRunFacts(const DashboardDeps& deps, const std::string& recipe_name,
                    const store::JobRow& job, std::map<std::string, int64_t>& expected,
                    boost::json::object& out);
 
+// Sets "ran_ms" of a job that ran more than once to the time its attempts ran, and
+// "waited_ms" to the rest of its life: the backoff before a retry and the wait for a worker
+// are waiting, not running (JobJson counts from the first attempt's start).
+void AddAttemptTimes(const store::JobRow& job, const std::vector<store::AttemptRow>& attempts,
+                     int64_t now_ms, boost::json::object& out);
+
 // {"phase", "summary", "lines"} of a failed job: the phase its counted attempt failed in,
 // the attempt's detail (or the job's error), and with `with_lines` the lines that say why
 // (MeaningfulLines of the log's end; for a failed validation, each failed case with its

@@ -5,28 +5,22 @@
 
 namespace farm::http {
 
-const std::vector<int64_t> kQueueWaitBucketsS = {1, 5, 15, 30, 60, 300, 900, 3600, 14400};
-const std::vector<int64_t> kBuildDurationBucketsS = {30,   60,   120,  300,  600,
-                                                     1200, 1800, 3600, 7200, 14400};
-
 namespace {
 
-constexpr const char* kJobStates[] = {"", "pending", "running", "succeeded", "failed",
-                                      "cancelled"};
+constexpr const char* kJobStates[] = {"", "pending", "running", "succeeded", "failed", "cancelled"};
 constexpr const char* kWorkerStates[] = {"idle", "busy", "draining", "quarantined", "lost"};
 
 void Header(std::ostringstream& out, const char* name, const char* type, const char* help) {
   out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
 }
 
+// The bounds are those the store keeps counters for, so a scrape reads a few rows.
 Status WriteHistogram(std::ostringstream& out, const DashboardDeps& deps, store::JobSpan span,
-                      const std::vector<int64_t>& bounds_s, const char* name, const char* help) {
-  std::vector<int64_t> bounds_ms;
-  for (int64_t b : bounds_s) bounds_ms.push_back(b * 1000);
+                      const std::vector<int64_t>& bounds_ms, const char* name, const char* help) {
   FARM_ASSIGN_OR_RETURN(auto h, deps.store->JobSpanHistogram(span, bounds_ms));
   Header(out, name, "histogram", help);
-  for (size_t i = 0; i < bounds_s.size(); ++i) {
-    out << name << "_bucket{le=\"" << bounds_s[i] << "\"} " << h.cumulative[i] << "\n";
+  for (size_t i = 0; i < bounds_ms.size(); ++i) {
+    out << name << "_bucket{le=\"" << bounds_ms[i] / 1000 << "\"} " << h.cumulative[i] << "\n";
   }
   out << name << "_bucket{le=\"+Inf\"} " << h.count << "\n";
   out << name << "_sum " << h.sum_ms / 1000.0 << "\n";
@@ -51,19 +45,21 @@ Result<std::string> RenderMetrics(const DashboardDeps& deps) {
   for (const auto& [state, n] : by_state) {
     out << "farm_workers{state=\"" << state << "\"} " << n << "\n";
   }
-  FARM_RETURN_IF_ERROR(WriteHistogram(out, deps, store::JobSpan::kQueueWait, kQueueWaitBucketsS,
-                                      "farm_job_queue_wait_seconds",
+  FARM_RETURN_IF_ERROR(WriteHistogram(out, deps, store::JobSpan::kQueueWait,
+                                      store::kQueueWaitBoundsMs, "farm_job_queue_wait_seconds",
                                       "Time from a job's creation to its first start."));
-  FARM_RETURN_IF_ERROR(WriteHistogram(out, deps, store::JobSpan::kRunTime,
-                                      kBuildDurationBucketsS, "farm_job_build_duration_seconds",
+  FARM_RETURN_IF_ERROR(WriteHistogram(out, deps, store::JobSpan::kRunTime, store::kRunTimeBoundsMs,
+                                      "farm_job_build_duration_seconds",
                                       "Time from a finished job's start to its end."));
   FARM_ASSIGN_OR_RETURN(auto publications, deps.store->CountPublicationsByState());
-  Header(out, "farm_publications", "gauge", "Publication rows (GitHub assets and releases, Hub files) by state.");
+  Header(out, "farm_publications", "gauge",
+         "Publication rows (GitHub assets and releases, Hub files) by state.");
   for (const char* state : {"pending", "uploading", "uploaded", "published", "failed"}) {
     out << "farm_publications{state=\"" << state << "\"} " << publications[state] << "\n";
   }
   // Rows that ended failed; `farmctl publish` puts them back to pending, so it can fall.
-  Header(out, "farm_publish_failures_total", "gauge", "Publications that failed and were not retried.");
+  Header(out, "farm_publish_failures_total", "gauge",
+         "Publications that failed and were not retried.");
   out << "farm_publish_failures_total " << publications["failed"] << "\n";
   Header(out, "farm_store_generation", "counter", "Writes committed to the store.");
   out << "farm_store_generation " << deps.store->Generation() << "\n";

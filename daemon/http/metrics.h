@@ -1,6 +1,7 @@
-// Prometheus text exposition (format 0.0.4) of the farm's state, computed from the store on
-// every scrape: jobs and workers by state, queue-wait and build-duration histograms, and
-// publish failures. Pure function of the store; thread-safe.
+// Prometheus text exposition (format 0.0.4) of the farm's state, read from the store on
+// every scrape: jobs and workers by state, queue-wait and build-duration histograms (from
+// the counters the store keeps as jobs change: store.h kQueueWaitBoundsMs,
+// kRunTimeBoundsMs), and publish failures. Pure function of the store; thread-safe.
 #ifndef FARM_DAEMON_HTTP_METRICS_H_
 #define FARM_DAEMON_HTTP_METRICS_H_
 
@@ -11,10 +12,6 @@
 #include "daemon/http/dashboard_options.h"
 
 namespace farm::http {
-
-// Histogram bucket bounds, in seconds.
-extern const std::vector<int64_t> kQueueWaitBucketsS;
-extern const std::vector<int64_t> kBuildDurationBucketsS;
 
 // On success returns the exposition text; fails only when the store does.
 Result<std::string> RenderMetrics(const DashboardDeps& deps);

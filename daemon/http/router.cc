@@ -8,6 +8,7 @@
 #include "daemon/http/assets.h"
 #include "daemon/http/index_directory.h"
 #include "daemon/http/metrics.h"
+#include "daemon/http/provenance_views.h"
 #include "daemon/http/simple_index.h"
 
 namespace farm::http {
@@ -82,7 +83,7 @@ Response Router::Dispatch(const Request& req) {
   }
   if (path == "/install" || path == "/install.py") {
     if (Status s = Authorize(req, false); !s.ok()) return ErrorResponse(s);
-    return InstallScript(options_.web_root, req);
+    return InstallScript(options_.web_root, req, InstallScriptKeys(deps_));
   }
   if (path == "/" || path == "/index.html") return ServeAsset(options_.web_root, "index.html");
   // Scripts and style sheets at the top level (ServeAsset refuses anything but a plain name).
@@ -145,6 +146,7 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
   if (rest == "workers") return ApiWorkers(deps_);
   if (rest == "chart") return ApiChart(deps_);
   if (rest == "publications") return ApiPublications(deps_, req);
+  if ("/api/v1/" + std::string(rest) == kKeysPath) return ProvenanceKeysResponse(deps_);
   if (rest.starts_with("builds/")) {
     auto [id, tail] = SplitId(rest.substr(7));
     if (id == 0 || !tail.empty()) return ErrorResponse(Status::NotFound("no such build"));

@@ -9,6 +9,7 @@
 #include "common/wheel/identity.h"
 #include "daemon/http/gpu_views.h"
 #include "daemon/http/index_directory.h"
+#include "daemon/http/provenance_views.h"
 #include "daemon/http/wheel_variants.h"
 
 namespace farm::http {
@@ -17,7 +18,8 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr char kApiVersion[] = "1.1";
+// 1.3: PEP 740 provenance (every key past 1.1 is optional, PEP 708's included).
+constexpr char kApiVersion[] = "1.3";
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -108,12 +110,31 @@ Response Page(const Negotiated& n, std::string body) {
 }
 
 // The dashboard's header on the index's own pages, so a person who followed the
-// dashboard's "Index" link can get back. Only on project lists: installers read project
-// pages, whose every link must be a file.
+// dashboard's "Index" link can get back: its links are those of web/index.html's
+// navigation bar, in its order. Only on project lists and not-found pages: installers read
+// project pages, whose every link must be a file.
 std::string IndexHeader() {
   return "<header><a class=\"brand\" href=\"/\">GPU wheel farm</a><nav><a href=\"/#/\">"
          "Overview</a><a href=\"/#/builds\">Builds</a><a href=\"/#/publications\">Publishing"
-         "</a><a href=\"/simple/\">Index</a></nav></header>\n";
+         "</a><a href=\"/#/schedules\">Schedules</a><a href=\"/#/workers\">Workers</a>"
+         "<a href=\"/#/chart\">Durations</a><a href=\"/simple/\">Index</a>"
+         "<a href=\"/metrics\">Metrics</a></nav></header>\n";
+}
+
+// A 404 of the index: HTML for a browser (an HTML negotiation that is not PEP 691's own
+// type), the JSON error for everything else.
+Response IndexNotFound(const Negotiated& n, const std::string& message) {
+  if (n.json || n.content_type == kHtmlV1) return ErrorResponse(Status::NotFound(message));
+  Response r = HtmlResponse(
+      404, "<!DOCTYPE html>\n<html><head><title>Not found</title><link rel=\"stylesheet\" "
+           "href=\"/style.css\"><link rel=\"icon\" href=\"data:,\"></head>"
+           "<body class=\"index-page\">\n" +
+               IndexHeader() + "<h1>Not found</h1>\n<p class=\"error\" id=\"not-found\">" +
+               HtmlEscape(message) +
+               "</p>\n<p><a href=\"/simple/\">Every wheel and the GPU views that list them"
+               "</a></p></body></html>\n");
+  r.headers.emplace_back("Vary", "Accept");
+  return r;
 }
 
 // The project list of a view. The root view (`directory` set) also carries the directory
@@ -157,7 +178,7 @@ Response ProjectList(const Negotiated& n, const std::vector<IndexFile>& files,
 
 std::string FileUrl(const IndexFile& f) { return "/files/" + f.sha256 + "/" + f.filename; }
 
-json::object FileJson(const IndexFile& f, const Result<CoreMetadata>& md) {
+json::object FileJson(const IndexFile& f, const Result<CoreMetadata>& md, bool provenance) {
   json::object o{{"filename", f.filename},
                  {"url", FileUrl(f)},
                  {"hashes", json::object{{"sha256", f.sha256}}},
@@ -167,10 +188,11 @@ json::object FileJson(const IndexFile& f, const Result<CoreMetadata>& md) {
     if (!md->requires_python.empty()) o["requires-python"] = md->requires_python;
     o["core-metadata"] = json::object{{"sha256", md->sha256}};
   }
+  if (provenance) o["provenance"] = FileUrl(f) + kPep740Suffix;  // PEP 740
   return o;
 }
 
-std::string FileAnchor(const IndexFile& f, const Result<CoreMetadata>& md) {
+std::string FileAnchor(const IndexFile& f, const Result<CoreMetadata>& md, bool provenance) {
   std::string a = "<a href=\"" + HtmlEscape(FileUrl(f)) + "#sha256=" + f.sha256 + "\"";
   if (md.ok()) {
     if (!md->requires_python.empty()) {
@@ -180,6 +202,7 @@ std::string FileAnchor(const IndexFile& f, const Result<CoreMetadata>& md) {
     a += " data-core-metadata=\"sha256=" + md->sha256 +
          "\" data-dist-info-metadata=\"sha256=" + md->sha256 + "\"";
   }
+  if (provenance) a += " data-provenance=\"" + HtmlEscape(FileUrl(f) + kPep740Suffix) + "\"";
   return a + ">" + HtmlEscape(f.filename) + "</a><br>\n";
 }
 
@@ -193,12 +216,12 @@ Response ProjectPage(IndexCatalog& catalog, const Negotiated& n, const std::stri
     auto md = catalog.Metadata(f);
     versions.insert(f.version);
     if (n.json) {
-      jfiles.push_back(FileJson(f, md));
+      jfiles.push_back(FileJson(f, md, catalog.deps().attestor != nullptr));
     } else {
-      anchors += FileAnchor(f, md);
+      anchors += FileAnchor(f, md, catalog.deps().attestor != nullptr);
     }
   }
-  if (versions.empty()) return ErrorResponse(Status::NotFound("no project " + project));
+  if (versions.empty()) return IndexNotFound(n, "no project " + project);
   if (n.json) {
     json::array jversions;
     for (const auto& v : versions) jversions.push_back(json::value(v));
@@ -232,6 +255,13 @@ std::optional<Response> HandleFile(IndexCatalog& catalog, std::string_view rest)
   if (slash == rest.npos) return ErrorResponse(Status::NotFound("no such file"));
   std::string sha(rest.substr(0, slash));
   std::string name(rest.substr(slash + 1));
+  for (bool pep740 : {true, false}) {
+    std::string_view suffix = pep740 ? kPep740Suffix : kJsonlSuffix;
+    if (!name.ends_with(suffix)) continue;
+    auto file = catalog.Find(sha, name.substr(0, name.size() - suffix.size()));
+    if (!file.ok()) return ErrorResponse(file.status());
+    return ProvenanceFileResponse(catalog.deps(), *file, pep740);
+  }
   bool metadata = name.ends_with(".metadata");
   if (metadata) name.resize(name.size() - std::strlen(".metadata"));
   auto file = catalog.Find(sha, name);
@@ -268,10 +298,10 @@ struct View {
   std::optional<arch::Version> cc;
 };
 
-// The clear answer for a GPU view without a wheel for the project (or at all): what the
-// variant does have, so a person knows which GPU the wheels were built for.
-Response NoWheelForGpu(const std::vector<IndexFile>& variant_files, const View& view,
-                       const std::string& project) {
+// Why a GPU view has no wheel of `project` (or none at all): what the variant does have,
+// so a person knows which GPU the wheels were built for.
+std::string NoWheelMessage(const std::vector<IndexFile>& variant_files, const View& view,
+                           const std::string& project) {
   std::set<std::string> built;
   for (const auto& f : variant_files) {
     if (!project.empty() && f.project != project) continue;
@@ -285,7 +315,61 @@ Response NoWheelForGpu(const std::vector<IndexFile>& variant_files, const View& 
     msg += "; built for:";
     for (const auto& b : built) msg += " " + b;
   }
-  return ErrorResponse(Status::NotFound(msg));
+  return msg;
+}
+
+// Where the placeholder file of a GPU view without a wheel of a project points. No stored
+// file has this path: it always answers 404, with the reason as the status line's phrase.
+constexpr std::string_view kNoWheelFiles = "/files/no-wheel/";
+
+// "0+no.wheel.for.sm100": the placeholder's version, older than any real release.
+std::string PlaceholderVersion(const View& view) {
+  return "0+no.wheel.for.sm" + std::to_string(view.cc->major) + std::to_string(view.cc->minor);
+}
+
+// pip prints neither a project page's 404 nor anything in a page, only "from versions:
+// none". So an installer (PEP 691 JSON or PEP 503 HTML) asking a GPU view for a project the
+// variant has, but not for this GPU, gets a page with one placeholder wheel that installs
+// anywhere; fetching it answers 404 whose reason phrase is the explanation, and pip prints
+// that ("HTTP error 404 Client Error: no wheel of ... runs on compute capability 10.0").
+// The placeholder's version 0 loses to any real release from another index.
+Response PlaceholderPage(const Negotiated& n, const View& view, const std::string& project,
+                         const std::string& message) {
+  std::string dist = project;
+  std::replace(dist.begin(), dist.end(), '-', '_');
+  std::string version = PlaceholderVersion(view);
+  std::string filename = dist + "-" + version + "-py3-none-any.whl";
+  std::string gpu = "sm" + std::to_string(view.cc->major) + std::to_string(view.cc->minor);
+  std::string url = std::string(kNoWheelFiles) + view.variant + "/" + gpu + "/" + filename;
+  if (n.json) {
+    return Page(n, json::serialize(json::object{
+                       {"meta", json::object{{"api-version", kApiVersion}}},
+                       {"name", project},
+                       {"files", json::array{json::object{{"filename", filename},
+                                                          {"url", url},
+                                                          {"hashes", json::object{}}}}},
+                       {"versions", json::array{json::value(version)}}}));
+  }
+  return Page(n, "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"" +
+                     std::string(kApiVersion) + "\"><title>Links for " + HtmlEscape(project) +
+                     "</title></head><body>\n<h1>Links for " + HtmlEscape(project) +
+                     "</h1>\n<p>" + HtmlEscape(message) + "</p>\n<a href=\"" +
+                     HtmlEscape(url) + "\">" + HtmlEscape(filename) +
+                     "</a><br>\n</body></html>\n");
+}
+
+// The answer of a GPU view without a wheel of `project` (or of any project, when empty):
+// the placeholder page for an installer when the variant has the project, else a 404.
+Response NoWheelForGpu(const Negotiated& n, const std::vector<IndexFile>& variant_files,
+                       const View& view, const std::string& project) {
+  std::string message = NoWheelMessage(variant_files, view, project);
+  bool known = !project.empty() &&
+               std::any_of(variant_files.begin(), variant_files.end(),
+                           [&](const IndexFile& f) { return f.project == project; });
+  if (known && (n.json || n.content_type == kHtmlV1)) {
+    return PlaceholderPage(n, view, project, message);
+  }
+  return IndexNotFound(n, message);
 }
 
 Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& view,
@@ -301,16 +385,14 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
   }
   auto files = catalog.Files(variant);
   if (!files.ok()) return ErrorResponse(files.status());
-  if (!variant.empty() && files->empty()) {
-    return ErrorResponse(Status::NotFound("no variant " + variant));
-  }
+  if (!variant.empty() && files->empty()) return IndexNotFound(n, "no variant " + variant);
   std::vector<IndexFile> variant_files;
   if (view.cc) {
     variant_files = std::move(*files);
     *files = FilesForGpu(variant_files, *view.cc);
     if (files->empty()) {
       std::string project(rest.substr(0, rest.find('/')));
-      return NoWheelForGpu(variant_files, view, NormalizeProjectName(project));
+      return NoWheelForGpu(n, variant_files, view, NormalizeProjectName(project));
     }
   }
   if (rest.empty()) {
@@ -326,21 +408,52 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
   std::string normalized = NormalizeProjectName(name);
   if (!slash || normalized != name || name.find('/') != std::string::npos) {
     if (normalized.empty() || normalized.find('/') != std::string::npos) {
-      return ErrorResponse(Status::NotFound("no project " + name));
+      return IndexNotFound(n, "no project " + name);
     }
     return Redirect(301, prefix + normalized + "/");
   }
   if (view.cc && std::none_of(files->begin(), files->end(),
                               [&](const IndexFile& f) { return f.project == normalized; })) {
-    return NoWheelForGpu(variant_files, view, normalized);
+    return NoWheelForGpu(n, variant_files, view, normalized);
   }
   return ProjectPage(catalog, n, normalized, *files);
+}
+
+// The placeholder file of a GPU view (PlaceholderPage), "<variant>/sm<cc>/<file>": 404
+// with why the view has no wheel of the file's project, said again as the reason phrase.
+Response NoWheelFile(IndexCatalog& catalog, std::string_view rest) {
+  size_t first = rest.find('/');
+  size_t second = first == rest.npos ? rest.npos : rest.find('/', first + 1);
+  View view;
+  if (second != rest.npos) {
+    view.variant = std::string(rest.substr(0, first));
+    view.cc = ParseGpuSegment(rest.substr(first + 1, second - first - 1));
+  }
+  std::string_view file = second == rest.npos ? "" : rest.substr(second + 1);
+  std::string project = NormalizeProjectName(file.substr(0, file.find('-')));
+  if (!ValidVariant(view.variant) || !view.cc || project.empty()) {
+    return ErrorResponse(Status::NotFound("no such file"));
+  }
+  auto files = catalog.Files(view.variant);
+  if (!files.ok()) return ErrorResponse(files.status());
+  std::vector<IndexFile> for_gpu = FilesForGpu(*files, *view.cc);
+  bool now = std::any_of(for_gpu.begin(), for_gpu.end(),
+                         [&](const IndexFile& f) { return f.project == project; });
+  std::string message = now ? "the view has a wheel of " + project + " now: run pip again"
+                            : NoWheelMessage(*files, view, project);
+  Response r = ErrorResponse(Status::NotFound(message));
+  r.reason = ReasonPhrase(message);
+  return r;
 }
 
 }  // namespace
 
 std::optional<Response> HandleIndex(IndexCatalog& catalog, const Request& req) {
   std::string_view path = req.path;
+  if (path.starts_with(kNoWheelFiles)) {
+    if (req.method != "GET") return ErrorResponse(Status::Unimplemented("method not allowed"));
+    return NoWheelFile(catalog, path.substr(kNoWheelFiles.size()));
+  }
   if (path.starts_with("/files/variants/")) {
     if (req.method != "GET") return ErrorResponse(Status::Unimplemented("method not allowed"));
     return HandleVariantsFile(catalog, path.substr(16));

@@ -241,7 +241,7 @@ Status Publisher::UploadGitHubAsset(store::PublicationRow* row) {
   FARM_ASSIGN_OR_RETURN(AssetResult result, deps_.github->UploadAsset(row->repo, release, upload));
   row->remote_id = std::to_string(result.asset.id);
   row->remote_url = result.asset.browser_download_url;
-  return Status::Ok();
+  return UploadGitHubProvenance(*row, release);
 }
 
 Status Publisher::CheckLockedAsset(store::PublicationRow* row, const GitHubRelease& release) {
@@ -284,7 +284,7 @@ Status Publisher::UploadHfFile(store::PublicationRow* row) {
   FARM_ASSIGN_OR_RETURN(HfUploadResult result, deps_.hf->UploadFile(request));
   if (!result.commit_oid.empty()) row->remote_id = result.commit_oid;
   if (!result.commit_url.empty()) row->remote_url = result.commit_url;
-  return Status::Ok();
+  return UploadHfProvenance(*row);
 }
 
 Result<bool> Publisher::PublishGitHubRelease(store::PublicationRow* row) {
@@ -315,6 +315,11 @@ Result<bool> Publisher::PublishGitHubRelease(store::PublicationRow* row) {
     FARM_ASSIGN_OR_RETURN(std::string notes, NotesFor(recipe, *row, rows, assets));
     if (notes != release.body) {
       FARM_RETURN_IF_ERROR(deps_.github->SetReleaseNotes(row->repo, release.id, notes).status());
+    }
+    Status sums = UploadGitHubChecksums(row->repo, release, assets, rows);
+    if (!sums.ok() && release.draft) return sums;
+    if (!sums.ok()) {  // an immutable published release takes no new file
+      log::Warn("SHA256SUMS of release " + row->ref + " not updated: " + sums.ToString());
     }
     GitHubRelease published = release;  // a published release stays as it is
     if (release.draft) {

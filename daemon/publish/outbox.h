@@ -44,6 +44,10 @@
 #include "daemon/store/store.h"
 #include "farm/v1/types.pb.h"
 
+namespace farm::attest {
+class Attestor;
+}  // namespace farm::attest
+
 namespace farm::publish {
 
 // The GitHub calls the publisher makes; GitHubClientTarget forwards to the real client.
@@ -138,6 +142,9 @@ struct PublisherDeps {
   const Clock* clock = nullptr;
   GitHubTarget* github = nullptr;  // null: no GITHUB_TOKEN, GitHub rows fail saying so
   HfTarget* hf = nullptr;          // null: no HF_TOKEN
+  // Signs the provenance that goes out with each wheel (provenance_files.cc); null: the
+  // wheels go out alone.
+  attest::Attestor* attestor = nullptr;
 };
 
 class Publisher {
@@ -173,6 +180,15 @@ class Publisher {
                                const store::PublicationRow& release,
                                const std::vector<store::PublicationRow>& rows,
                                const std::vector<GitHubAsset>& assets);
+  // The files that go out beside the wheels (provenance_files.cc): the wheel's signed
+  // statements, and the signed SHA256SUMS of a release or a Hub folder.
+  Result<std::string> ScratchFile(const std::string& name, const std::string& text);
+  Result<std::string> ProvenanceLines(const store::PublicationRow& row);
+  Status UploadGitHubProvenance(const store::PublicationRow& row, const GitHubRelease& release);
+  Status UploadGitHubChecksums(const std::string& repo, const GitHubRelease& release,
+                               const std::vector<GitHubAsset>& assets,
+                               const std::vector<store::PublicationRow>& rows);
+  Status UploadHfProvenance(const store::PublicationRow& row);
   // Stores the row's state after an attempt ended with `outcome`: done, back to pending
   // with a backoff (transient errors below max_attempts), or failed.
   Status Finish(store::PublicationRow* row, const Status& outcome);

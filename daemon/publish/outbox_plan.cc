@@ -263,8 +263,11 @@ ReleaseSpec ReleaseSpecFor(const farm::v1::Recipe& recipe, const store::Publicat
 }
 
 Status NoToken(const std::string& key) {
-  return Status::FailedPrecondition("farmd has no " + key +
-                                    " (give it in --secrets-file or FARM_" + key + ")");
+  // farmd reads its secrets once, at start: a fixed file does nothing until it restarts.
+  return Status::FailedPrecondition(
+      "farmd has no " + key + " (give it in --secrets-file or FARM_" + key +
+      ", then restart farmd, which reads them only at start; `farmctl publish BUILD --to "
+      "all` then publishes again)");
 }
 
 Result<PreparedWheel> LabelWheel(store::BlobStore& blobs, const std::string& work_dir,

@@ -28,9 +28,11 @@ std::string Secret(const PublishingConfig& config, const std::string& key) {
 
 }  // namespace
 
-Result<std::unique_ptr<PublishingService>> PublishingService::Start(
-    const PublishingConfig& config, store::Store* store, store::BlobStore* blobs,
-    const Clock* clock) {
+Result<std::unique_ptr<PublishingService>> PublishingService::Start(const PublishingConfig& config,
+                                                                    store::Store* store,
+                                                                    store::BlobStore* blobs,
+                                                                    const Clock* clock,
+                                                                    attest::Attestor* attestor) {
   FARM_RETURN_IF_ERROR(fs::MakeDirs(config.work_dir, 0700));
   auto impl = std::make_unique<Impl>();
   const std::string github_token = Secret(config, "GITHUB_TOKEN");
@@ -54,7 +56,9 @@ Result<std::unique_ptr<PublishingService>> PublishingService::Start(
   options.interval_ms = config.interval_ms;
   options.work_dir = config.work_dir;
   impl->publisher = std::make_unique<Publisher>(
-      PublisherDeps{store, blobs, clock, impl->github.get(), impl->hf.get()}, options);
+      PublisherDeps{store, blobs, clock, impl->github.get(), impl->hf.get(),
+                    config.with_provenance ? attestor : nullptr},
+      options);
   impl->publisher->Start();
   log::Info(std::string("publisher started: GitHub ") +
             (impl->github ? "at " + config.github_api : "off (no GITHUB_TOKEN)") + ", Hub " +

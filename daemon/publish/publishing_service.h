@@ -19,6 +19,10 @@
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
 
+namespace farm::attest {
+class Attestor;
+}  // namespace farm::attest
+
 namespace farm::publish {
 
 struct PublishingConfig {
@@ -28,16 +32,21 @@ struct PublishingConfig {
   bool publish_pending_hardware = false;
   int64_t interval_ms = 1000;
   std::string work_dir;  // scratch for relabelled wheels, under farmd's data directory
+  // Each wheel goes out with its .intoto.jsonl, releases and Hub folders with a signed
+  // SHA256SUMS (needs an attestor).
+  bool with_provenance = true;
 };
 
 class PublishingService {
  public:
   // Builds the clients and starts the publisher loop. Fails only when work_dir cannot be
-  // made.
+  // made. With `attestor`, each wheel goes out with its signed provenance and each release
+  // and Hub folder with a signed SHA256SUMS (docs/provenance.md).
   static Result<std::unique_ptr<PublishingService>> Start(const PublishingConfig& config,
                                                           store::Store* store,
                                                           store::BlobStore* blobs,
-                                                          const Clock* clock);
+                                                          const Clock* clock,
+                                                          attest::Attestor* attestor = nullptr);
   ~PublishingService();
   // Ends rate-limit waits at once and joins the loop (after the call in flight returns).
   void Stop();

@@ -68,8 +68,47 @@ bool IsPlatformTag(std::string_view value) {
          });
 }
 
+// The targets of every arch list the recipe supports, without duplicates, in listed order.
+std::vector<arch::Target> SupportedTargets(const Values& sup) {
+  std::vector<arch::Target> out;
+  for (const std::string& list : sup) {
+    auto targets = arch::ParseArchList(list);
+    if (!targets.ok()) continue;
+    for (const arch::Target& t : *targets) {
+      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+    }
+  }
+  return out;
+}
+
+// Empty when the requested arch list `value` asks only for targets some arch list of the
+// recipe builds (a subset: "12.1a" of "9.0;12.0a;12.1a"); otherwise why not, naming what
+// the recipe does build and how to ask for more.
+std::string ArchListProblem(const std::string& value, const Values& sup) {
+  if (Contains(sup, value)) return "";
+  auto requested = arch::ParseArchList(value);
+  if (!requested.ok()) return requested.status().message();
+  std::vector<arch::Target> supported = SupportedTargets(sup);
+  std::vector<std::string> missing, hints;
+  for (const arch::Target& t : *requested) {
+    if (std::find(supported.begin(), supported.end(), t) != supported.end()) continue;
+    missing.push_back(t.ToString());
+    for (const arch::Target& s : supported) {
+      if (s.cc() == t.cc()) hints.push_back(t.ToString() + " is built as " + s.ToString());
+    }
+  }
+  if (missing.empty()) return "";
+  std::string names;
+  for (const arch::Target& s : supported) names += (names.empty() ? "" : ", ") + s.ToString();
+  std::string out = "the recipe supports arch_lists " + Join(sup) +
+                    " (a list of any of their targets works too: " + names + ")";
+  if (!hints.empty()) return out + "; " + Join(hints);
+  return out + "; to build " + Join(missing) + ", add it to the recipe's matrix.arch_lists";
+}
+
 // The values of one axis that the build will use; drops with a reason requested values
-// that are malformed or that the recipe does not list.
+// that are malformed or that the recipe does not list (for arch lists: whose targets no
+// arch list of the recipe has).
 Values EffectiveAxis(size_t axis, const farm::v1::MatrixAxes& requested,
                      const farm::v1::MatrixAxes& supported, std::vector<std::string>* rejected) {
   Values sup(AxisValues(supported, axis).begin(), AxisValues(supported, axis).end());
@@ -80,7 +119,10 @@ Values EffectiveAxis(size_t axis, const farm::v1::MatrixAxes& requested,
     Status valid = CheckAxisValue(AxisNames()[axis], v);
     if (!valid.ok()) {
       rejected->push_back(AxisValue(axis, v) + ": " + valid.message());
-    } else if (!req.empty() && !sup.empty() && !Contains(sup, v)) {
+    } else if (axis == kArchAxis && !req.empty() && !sup.empty() &&
+               !ArchListProblem(v, sup).empty()) {
+      rejected->push_back(AxisValue(axis, v) + ": " + ArchListProblem(v, sup));
+    } else if (axis != kArchAxis && !req.empty() && !sup.empty() && !Contains(sup, v)) {
       rejected->push_back(AxisValue(axis, v) + ": the recipe supports " +
                           std::string(AxisNames()[axis]) + " " + Join(sup));
     } else if (!Contains(out, v)) {
@@ -330,6 +372,23 @@ MatrixExpansion ExpandMatrix(const farm::v1::MatrixAxes& requested,
   }
   if (out.cells.size() > kMaxMatrixCells) return Fail(std::move(out), TooLarge());
   return out;
+}
+
+bool HasAxes(const farm::v1::MatrixAxes& m) {
+  return m.python_size() || m.torch_size() || m.cuda_size() || m.arch_lists_size() ||
+         m.platform_size() || m.include_size();
+}
+
+MatrixExpansion ExpandRequest(const farm::v1::MatrixAxes& requested,
+                              const farm::v1::MatrixAxes& recipe) {
+  return ExpandMatrix(HasAxes(requested) ? requested : recipe, recipe);
+}
+
+Status CheckBuildable(const MatrixExpansion& expansion) {
+  if (!expansion.cells.empty()) return Status::Ok();
+  std::string rejected;
+  for (const auto& r : expansion.rejected) rejected += r + "\n";
+  return Status::InvalidArgument("the matrix has no buildable cell:\n" + rejected);
 }
 
 }  // namespace farm::recipe

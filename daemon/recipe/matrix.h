@@ -56,6 +56,20 @@ struct MatrixExpansion {
 MatrixExpansion ExpandMatrix(const farm::v1::MatrixAxes& requested,
                              const farm::v1::MatrixAxes& supported);
 
+// Whether a request names any axis value or include rule (else it builds the recipe's own
+// matrix).
+bool HasAxes(const farm::v1::MatrixAxes& m);
+
+// What a build request expands to: ExpandMatrix(requested, recipe), or the recipe's own
+// matrix when the request names no axis. farmd and farmctl (before it uploads a source)
+// both call this, so they agree.
+MatrixExpansion ExpandRequest(const farm::v1::MatrixAxes& requested,
+                              const farm::v1::MatrixAxes& recipe);
+
+// InvalidArgument "the matrix has no buildable cell:" followed by every rejected line when
+// `expansion` has no cell; OK otherwise.
+Status CheckBuildable(const MatrixExpansion& expansion);
+
 }  // namespace farm::recipe
 
 #endif  // FARM_DAEMON_RECIPE_MATRIX_H_

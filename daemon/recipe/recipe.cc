@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/git_policy.h"
 #include "daemon/recipe/recipe_internal.h"
 #include "daemon/recipe/yaml_reader.h"
 
@@ -75,7 +76,8 @@ bool IsHex40(std::string_view s) {
 
 bool HasSpaceOrControl(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) {
-    return std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c));
+    return std::isspace(static_cast<unsigned char>(c)) ||
+           std::iscntrl(static_cast<unsigned char>(c));
   });
 }
 
@@ -103,9 +105,9 @@ Status ParseName(const Section& top, farm::v1::Recipe* recipe) {
   FARM_ASSIGN_OR_RETURN(const Field* f, top.Require("name"));
   FARM_ASSIGN_OR_RETURN(std::string name, ReadString(top.sink(), *f));
   if (!IsValidName(name)) {
-    return top.sink().At(f->value_pos(),
-                         "name \"" + name + "\" must match [a-z0-9][a-z0-9._-]* (at most " +
-                             std::to_string(kMaxNameLength) + " characters)");
+    return top.sink().At(f->value_pos(), "name \"" + name +
+                                             "\" must match [a-z0-9][a-z0-9._-]* (at most " +
+                                             std::to_string(kMaxNameLength) + " characters)");
   }
   recipe->set_name(name);
   return Status::Ok();
@@ -114,12 +116,21 @@ Status ParseName(const Section& top, farm::v1::Recipe* recipe) {
 Status ParseGitSource(const ErrorSink& sink, const Field& f, farm::v1::GitSource* git) {
   FARM_ASSIGN_OR_RETURN(Section s, Section::Read(sink, f.value, f.key_pos, "source.git",
                                                  "source.git.", {"url", "commit", "ref"}));
-  if (!f.value.IsMap()) return sink.At(f.value_pos(), "source.git must be a mapping, got " + Describe(f.value));
+  if (!f.value.IsMap())
+    return sink.At(f.value_pos(), "source.git must be a mapping, got " + Describe(f.value));
   FARM_ASSIGN_OR_RETURN(const Field* url, s.Require("url"));
   FARM_ASSIGN_OR_RETURN(std::string url_text, ReadString(sink, *url));
   if (url_text.empty() || url_text.front() == '-' || HasSpaceOrControl(url_text)) {
-    return sink.At(url->value_pos(), "\"source.git.url\" must be a repository URL without "
-                                     "spaces that does not start with '-', got \"" + url_text + "\"");
+    return sink.At(url->value_pos(),
+                   "\"source.git.url\" must be a repository URL without "
+                   "spaces that does not start with '-', got \"" +
+                       url_text + "\"");
+  }
+  // Remote repositories only (ssh is checked against the farm's own setting at submit).
+  git::GitPolicy remote;
+  remote.allow_ssh = true;
+  if (Status allowed = git::CheckGitUrl(url_text, remote); !allowed.ok()) {
+    return sink.At(url->value_pos(), "\"source.git.url\": " + allowed.message());
   }
   git->set_url(url_text);
   FARM_RETURN_IF_ERROR(s.GetString("commit", git->mutable_commit()));
@@ -146,8 +157,10 @@ Status ParsePathSource(const ErrorSink& sink, const Field& f, farm::v1::Source* 
   if (path.empty()) return sink.At(f.value_pos(), "\"" + f.name + "\" must not be empty");
   if (f.key == "tarball") {
     if (!IsTarball(path)) {
-      return sink.At(f.value_pos(), "\"source.tarball\" must end in .tar, .tar.gz, .tgz, "
-                                    ".tar.xz or .tar.zst, got \"" + path + "\"");
+      return sink.At(f.value_pos(),
+                     "\"source.tarball\" must end in .tar, .tar.gz, .tgz, "
+                     ".tar.xz or .tar.zst, got \"" +
+                         path + "\"");
     }
     source->set_tarball_path(path);
   } else {
@@ -159,8 +172,8 @@ Status ParsePathSource(const ErrorSink& sink, const Field& f, farm::v1::Source* 
 Status ParseSource(const Section& top, ParsedRecipe* out) {
   const ErrorSink& sink = top.sink();
   FARM_ASSIGN_OR_RETURN(const Field* f, top.Require("source"));
-  FARM_ASSIGN_OR_RETURN(Section s, Section::Read(sink, f->value, f->key_pos, "source",
-                                                 "source.", {"local", "tarball", "git"}));
+  FARM_ASSIGN_OR_RETURN(Section s, Section::Read(sink, f->value, f->key_pos, "source", "source.",
+                                                 {"local", "tarball", "git"}));
   if (s.fields().empty()) {
     return sink.At(f->key_pos, "source must set exactly one of: local, tarball, git");
   }
@@ -202,13 +215,14 @@ Status ParseEnv(const Section& top, farm::v1::Recipe* recipe) {
   FARM_ASSIGN_OR_RETURN(auto pairs, ReadStringMap(top.sink(), *f));
   for (const auto& [key, value] : pairs) {
     if (!IsEnvName(key.text)) {
-      return top.sink().At(key.pos, "env name \"" + key.text +
-                                        "\" must match [A-Za-z_][A-Za-z0-9_]*");
+      return top.sink().At(key.pos,
+                           "env name \"" + key.text + "\" must match [A-Za-z_][A-Za-z0-9_]*");
     }
     if (key.text == "TORCH_CUDA_ARCH_LIST") {
-      return top.sink().At(key.pos, "env \"TORCH_CUDA_ARCH_LIST\" cannot be set here; list it "
-                                    "under matrix.arch_lists so it is checked against CUDA "
-                                    "and GPUs");
+      return top.sink().At(key.pos,
+                           "env \"TORCH_CUDA_ARCH_LIST\" cannot be set here; list it "
+                           "under matrix.arch_lists so it is checked against CUDA "
+                           "and GPUs");
     }
     bool reserved = key.text.starts_with("FARM_") ||
                     std::find(kWorkerEnv.begin(), kWorkerEnv.end(), key.text) != kWorkerEnv.end();
@@ -238,7 +252,8 @@ Status ParseSubdirectory(const Section& top, farm::v1::Recipe* recipe) {
   if (!sub.empty() && EscapesTree(sub)) {
     return top.sink().At(top.Find("subdirectory")->value_pos(),
                          "\"subdirectory\" must be a relative path inside the source tree, "
-                         "got \"" + sub + "\"");
+                         "got \"" +
+                             sub + "\"");
   }
   return Status::Ok();
 }
@@ -347,7 +362,8 @@ Result<YAML::Node> LoadSingleDocument(const ErrorSink& sink, std::string_view ya
     }
     return documents.starts.empty() ? YAML::Node() : YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    return sink.At(ToPosition(e.mark), "YAML syntax error: " + e.msg);
+    SyntaxError error = ExplainSyntaxError(yaml, e.mark, e.msg);
+    return sink.At(error.pos, error.message);
   }
 }
 
@@ -356,8 +372,8 @@ Result<YAML::Node> LoadSingleDocument(const ErrorSink& sink, std::string_view ya
 Result<ParsedRecipe> ParseRecipeWithPositions(std::string_view yaml, std::string_view filename) {
   ErrorSink sink{std::string(filename)};
   if (yaml.size() > kMaxRecipeBytes) {
-    return sink.At({}, "the recipe is " + std::to_string(yaml.size()) +
-                           " bytes; at most " + std::to_string(kMaxRecipeBytes) + " are accepted");
+    return sink.At({}, "the recipe is " + std::to_string(yaml.size()) + " bytes; at most " +
+                           std::to_string(kMaxRecipeBytes) + " are accepted");
   }
   FARM_ASSIGN_OR_RETURN(YAML::Node root, LoadSingleDocument(sink, yaml));
   try {

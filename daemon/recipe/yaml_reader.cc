@@ -33,6 +33,70 @@ Status TypeError(const ErrorSink& sink, const Field& f, std::string_view expecte
 
 }  // namespace
 
+namespace {
+
+std::vector<std::string_view> Lines(std::string_view text) {
+  std::vector<std::string_view> out;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    out.push_back(text.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+  return out;
+}
+
+// The 0-based column of the last '[' or '{' of `line` that the line does not close (quoted
+// text and comments left out); npos when every one is closed.
+size_t UnclosedOpener(std::string_view line) {
+  std::vector<size_t> open;
+  char quote = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#' && (i == 0 || line[i - 1] == ' ')) {
+      break;
+    } else if (c == '[' || c == '{') {
+      open.push_back(i);
+    } else if ((c == ']' || c == '}') && !open.empty()) {
+      open.pop_back();
+    }
+  }
+  return open.empty() ? std::string_view::npos : open.back();
+}
+
+}  // namespace
+
+SyntaxError ExplainSyntaxError(std::string_view yaml, const YAML::Mark& mark,
+                               const std::string& what) {
+  std::vector<std::string_view> lines = Lines(yaml);
+  const int last = mark.line < 0 ? static_cast<int>(lines.size()) - 1
+                                 : std::min<int>(mark.line, static_cast<int>(lines.size()) - 1);
+  for (int i = 0; i <= last; ++i) {
+    std::string_view l = lines[static_cast<size_t>(i)];
+    size_t first = l.find_first_not_of(' ');
+    // A tab after some spaces may be a block scalar's content: blamed only near the error.
+    if (first != std::string_view::npos && l[first] == '\t' && (first == 0 || i >= last - 1)) {
+      return {{i + 1, static_cast<int>(first) + 1},
+              "a tab indents this line: YAML indents with spaces only (yaml-cpp: " + what + ")"};
+    }
+  }
+  bool flow = what.find("end of sequence flow") != std::string::npos ||
+              what.find("end of map flow") != std::string::npos;
+  for (int i = last; flow && i >= 0 && i >= last - 50; --i) {
+    size_t col = UnclosedOpener(lines[static_cast<size_t>(i)]);
+    if (col == std::string_view::npos) continue;
+    bool list = lines[static_cast<size_t>(i)][col] == '[';
+    return {{i + 1, static_cast<int>(col) + 1},
+            std::string("this '") + (list ? "[" : "{") + "' opens a " + (list ? "list" : "map") +
+                " that is never closed: a '" + (list ? "]" : "}") + "' is missing"};
+  }
+  return {ToPosition(mark), "YAML syntax error: " + what};
+}
+
 Position ToPosition(const YAML::Mark& mark) {
   if (mark.line < 0 || mark.column < 0) return {};
   return {mark.line + 1, mark.column + 1};

@@ -27,6 +27,18 @@ struct Position {
 // Converts a yaml-cpp mark (0-based, -1 when unknown) to a Position (1:1 when unknown).
 Position ToPosition(const YAML::Mark& mark);
 
+// Where and why yaml-cpp could not parse `yaml`, said so that a person finds the mistake:
+// a tab in a line's indentation is named as a tab at that line (yaml-cpp reports "illegal
+// map value" or "end of map not found" elsewhere), and a flow list or map that is never
+// closed is reported at its '[' or '{' (yaml-cpp reports the line after it). Otherwise
+// "YAML syntax error: <yaml-cpp's message>" at yaml-cpp's mark.
+struct SyntaxError {
+  Position pos;
+  std::string message;
+};
+SyntaxError ExplainSyntaxError(std::string_view yaml, const YAML::Mark& mark,
+                               const std::string& what);
+
 // Formats "<filename>:<line>:<column>: <message>" errors.
 class ErrorSink {
  public:

@@ -225,10 +225,9 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
                        const std::vector<FleetWorker>& fleet,
                        const std::vector<PeerWorker>& peers) {
   Waiting out;
-  if (facts.not_before_ms == std::numeric_limits<int64_t>::max()) {
-    out.summary = facts.note.empty() ? "waiting for an identical build in flight" : facts.note;
-    return out;
-  }
+  // A job merged onto an identical one waits for it; it has the same cell and needs, so
+  // when no worker can take this one, none can take that one either, and that is the reason.
+  const bool merged = facts.not_before_ms == std::numeric_limits<int64_t>::max();
   // Placement per capability class: a fleet of a thousand alike workers costs one check.
   // A validation that excludes workers by id is decided per worker.
   bool by_class = !facts.validation || facts.needs.exclude_workers_size() == 0;
@@ -265,7 +264,11 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
     out.summary = "waiting for a free worker: " + JoinNames(FirstNames(out.able, out.able_count)) +
                   " can " + Verb(facts) + " it";
   }
-  if (!out.unplaceable && facts.not_before_ms > facts.now_ms) {
+  if (merged) {
+    std::string note =
+        facts.note.empty() ? "waiting for an identical build in flight" : facts.note;
+    out.summary = out.unplaceable ? note + ", which cannot run either: " + out.summary : note;
+  } else if (!out.unplaceable && facts.not_before_ms > facts.now_ms) {
     out.summary = "retrying after a backoff, not before " + FormatRfc3339(facts.not_before_ms) +
                   "; " + out.summary;
   }

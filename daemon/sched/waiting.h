@@ -75,7 +75,9 @@ std::vector<std::pair<std::string, std::string>> ReasonEntries(
 std::vector<PeerWorker> AvailablePeers(const std::vector<FleetWorker>& fleet);
 
 // Explains why the job with `cell` and `facts` waits, given every registered worker and
-// `peers` (AvailablePeers of them).
+// `peers` (AvailablePeers of them). A job merged onto an identical job in flight says so
+// (facts.note); when no worker can take it, it is unplaceable like the job it waits for,
+// and the summary adds why.
 Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& facts,
                        const std::vector<FleetWorker>& fleet, const std::vector<PeerWorker>& peers);
 

@@ -8,6 +8,8 @@
 namespace farm::schedule {
 namespace {
 
+constexpr size_t kMaxOutputBytes = 1 << 20;
+
 bool IsCommit(const std::string& s) {
   return s.size() == 40 && std::all_of(s.begin(), s.end(), [](unsigned char c) {
            return std::isdigit(c) || (c >= 'a' && c <= 'f');
@@ -36,25 +38,39 @@ std::string PickRef(const std::string& output, const std::string& ref) {
 
 Result<std::string> GitSourceResolver::ResolveGitRef(const std::string& url,
                                                      const std::string& ref) {
+  FARM_RETURN_IF_ERROR(git::CheckGitUrl(url, policy_));
   if (IsCommit(ref)) return ref;
-  if (url.empty() || url[0] == '-' || ref.empty() || ref[0] == '-') {
+  if (ref.empty() || ref[0] == '-') {
     return Status::InvalidArgument("cannot resolve ref \"" + ref + "\" of \"" + url + "\"");
   }
+  if (!enabled_) {
+    return Status::FailedPrecondition(
+        "this farm does not resolve git refs (farmd --no-git-resolve): name the full 40-hex "
+        "commit to build");
+  }
   ProcessSpec spec;
-  spec.argv = {"git", "ls-remote", "--", url, ref};
-  // Never wait for a password prompt: farmd runs unattended.
-  spec.env = {{"GIT_TERMINAL_PROMPT", "0"}, {"GIT_ASKPASS", "true"}, {"LC_ALL", "C"}};
-  FARM_ASSIGN_OR_RETURN(CapturedOutput out, RunAndCapture(*runner_, spec, timeout_ms_));
-  if (out.result.timed_out) {
-    return Status::Unavailable("git ls-remote " + url + " timed out");
+  spec.argv = {"git"};
+  for (const std::string& arg : git::LockedGitArgs(policy_)) spec.argv.push_back(arg);
+  spec.argv.insert(spec.argv.end(), {"ls-remote", "--", url, ref});
+  // Never a prompt, a credential or the farmd user's configuration: farmd runs unattended
+  // on a URL a submitter wrote.
+  spec.env = git::LockedGitEnv(policy_, "/nonexistent");
+  spec.clear_env = true;
+  spec.kill_grace_ms = 1000;
+  FARM_ASSIGN_OR_RETURN(auto process, runner_->Start(spec));
+  // Kept bounded: a server decides how much git prints.
+  std::string out, err;
+  ProcessResult r = process->Wait(
+      [&out, &err](OutputStream stream, const std::string& line) {
+        std::string& into = stream == OutputStream::kStdout ? out : err;
+        if (into.size() < kMaxOutputBytes) into += line + "\n";
+      },
+      policy_.timeout_ms);
+  if (r.timed_out || r.exit_code != 0) {
+    return Status::Unavailable(
+        git::SanitizedGitError("git ls-remote", r.exit_code, r.timed_out, policy_.timeout_ms, err));
   }
-  if (out.result.exit_code != 0) {
-    std::string err = out.err.substr(0, 300);
-    while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();
-    return Status::Unavailable("git ls-remote " + url + " failed (exit " +
-                               std::to_string(out.result.exit_code) + "): " + err);
-  }
-  std::string sha = PickRef(out.out, ref);
+  std::string sha = PickRef(out, ref);
   if (sha.empty()) return Status::NotFound("no ref \"" + ref + "\" in " + url);
   return sha;
 }

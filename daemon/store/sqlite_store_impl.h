@@ -149,6 +149,16 @@ class SqliteStore final : public Store {
                                                                int limit) override;
   Result<bool> ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms) override;
 
+  Result<bool> InsertProvenance(const ProvenanceRow& row) override;
+  Result<std::vector<ProvenanceRow>> ListProvenance(const std::string& sha256, int limit) override;
+  Result<std::vector<ProvenanceRow>> ListProvenanceSignedBy(const std::string& keyid,
+                                                            int64_t after_id, int limit) override;
+  Status ResignProvenance(int64_t id, const std::string& keyid,
+                          const std::string& envelope) override;
+  Result<std::vector<PublicationRow>> ListHubFilesUnder(const std::string& repo,
+                                                        const std::string& ref,
+                                                        const std::string& dir) override;
+
   Status UpsertHost(const HostRow& host, bool replace) override;
   Result<HostRow> GetHost(const std::string& name) override;
   Result<std::vector<HostRow>> ListHosts() override;
@@ -168,6 +178,9 @@ class SqliteStore final : public Store {
   bool MayHaveLeasableJob(int64_t now_ms) const override;
 
  private:
+  // The histogram of the kept bounds, from job_span_buckets (sqlite_store_queries.cc).
+  Result<SpanHistogram> KeptHistogram(JobSpan span);
+
   // Holds mu_. On release it waits, outside mu_, until every commit made so far is on disk
   // (Db::WaitDurable): a call that wrote answers only once its write is durable, and a call
   // that read never answers with a commit a power loss could still take back. Callers that

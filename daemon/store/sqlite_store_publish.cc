@@ -170,6 +170,26 @@ Result<std::vector<PublicationRow>> SqliteStore::ListRecentPublications(int limi
   return CollectPublications(s.get(), limit);
 }
 
+Result<std::vector<PublicationRow>> Store::ListHubFilesUnder(const std::string&, const std::string&,
+                                                             const std::string&) {
+  return Status::Unimplemented("ListHubFilesUnder");
+}
+
+Result<std::vector<PublicationRow>> SqliteStore::ListHubFilesUnder(const std::string& repo,
+                                                                   const std::string& ref,
+                                                                   const std::string& dir) {
+  Locked lock(this);
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          std::string("SELECT ") + kPublicationColumns +
+          " FROM publications WHERE target = 'hf' AND kind = 'file' AND repo = ? AND ref = ?"
+          " AND state IN ('uploaded', 'published') AND substr(path, 1, ?) = ?"
+          " ORDER BY path, id LIMIT 100000"));
+  s->Bind(repo).Bind(ref).Bind(static_cast<int64_t>(dir.size())).Bind(dir);
+  return CollectPublications(s.get(), 100000);
+}
+
 Result<std::vector<PublicationRow>> SqliteStore::ListDuePublications(int64_t now_ms, int limit) {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kPublicationColumns +

@@ -259,6 +259,16 @@ struct JobTimingRow {
 // Which span of a job a histogram measures.
 enum class JobSpan { kQueueWait, kRunTime };
 
+// The histogram bounds (ms) the store keeps counters for as jobs change (migration
+// 017_job_counters.sql holds the same values): /metrics' queue-wait and build-duration
+// buckets.
+inline const std::vector<int64_t> kQueueWaitBoundsMs = {1'000,   5'000,     15'000,
+                                                        30'000,  60'000,    300'000,
+                                                        900'000, 3'600'000, 14'400'000};
+inline const std::vector<int64_t> kRunTimeBoundsMs = {30'000,    60'000,    120'000, 300'000,
+                                                      600'000,   1'200'000, 1'800'000,
+                                                      3'600'000, 7'200'000, 14'400'000};
+
 // Cumulative counts of jobs whose span (ms) is <= each bound, plus the total and sum.
 struct SpanHistogram {
   std::vector<int64_t> bounds_ms;
@@ -365,6 +375,21 @@ struct PublishCandidate {
   ArtifactRow artifact;
   int64_t build_id = 0;
   std::string cell;  // serialized farm.v1.MatrixCell
+};
+
+// --- provenance (sqlite_store_provenance.cc) ---
+
+// One DSSE envelope farmd signed about the wheel with bytes `sha256` (docs/provenance.md):
+// kind "build" or "validation", for the job and attempt that made it, signed by `keyid`.
+struct ProvenanceRow {
+  int64_t id = 0;
+  std::string sha256;
+  std::string kind;
+  int64_t job_id = 0;
+  int attempt = 0;
+  std::string keyid;
+  std::string envelope;  // one line of JSON
+  int64_t created_ms = 0;
 };
 
 // --- source archives (sqlite_store_sources.cc) ---
@@ -574,11 +599,14 @@ class Store {
   // --- dashboard and index queries (sqlite_store_queries.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // Jobs per state: element i counts jobs with state i (0..5, the farm.v1.JobState values).
+  // Read from counters the store keeps as jobs change, not by counting the jobs.
   virtual Result<std::vector<int64_t>> CountJobsByState();
   // Jobs in `state`, newest id first, ids < before_id (0: from the newest), at most `limit`.
   virtual Result<std::vector<JobRow>> ListJobsInState(int state, int64_t before_id, int limit);
   // Queue wait (started - created, jobs that started and were not reused) or run time
-  // (finished - started, terminal jobs that started) over all jobs.
+  // (finished - started, terminal jobs that started) over all jobs. With the kept bounds
+  // (kQueueWaitBoundsMs, kRunTimeBoundsMs) it reads counters the store keeps as jobs
+  // change, a few rows whatever the number of jobs; other bounds count every job.
   virtual Result<SpanHistogram> JobSpanHistogram(JobSpan span,
                                                  const std::vector<int64_t>& bounds_ms);
   // Terminal build jobs that ran (validation jobs are no build time), newest finish first,
@@ -681,6 +709,25 @@ class Store {
   // no error; `replace` lets them overwrite remote files that differ. Returns the count.
   virtual Result<int> RequeuePublications(int64_t build_id, const std::string& target, bool replace,
                                           int64_t now_ms);
+
+  // --- provenance (sqlite_store_provenance.cc) ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // Stores a signed envelope; a row of the same (sha256, kind, job, attempt) is kept as it
+  // is (a repeated upload or report signs nothing twice). Returns whether it was stored.
+  virtual Result<bool> InsertProvenance(const ProvenanceRow& row);
+  // The envelopes about the wheel `sha256`, builds first, then by id; at most `limit`.
+  virtual Result<std::vector<ProvenanceRow>> ListProvenance(const std::string& sha256, int limit);
+  // Rows signed by `keyid`, id > after_id ascending, at most `limit` (re-signing).
+  virtual Result<std::vector<ProvenanceRow>> ListProvenanceSignedBy(const std::string& keyid,
+                                                                    int64_t after_id, int limit);
+  // Replaces row `id`'s envelope and key (a re-signature of the same statement).
+  virtual Status ResignProvenance(int64_t id, const std::string& keyid,
+                                  const std::string& envelope);
+  // The wheels farmd put into the Hub repository `repo` at revision `ref` (file rows
+  // uploaded or published) whose path starts with `dir`: what its SHA256SUMS lists.
+  virtual Result<std::vector<PublicationRow>> ListHubFilesUnder(const std::string& repo,
+                                                                const std::string& ref,
+                                                                const std::string& dir);
 
   // --- source archives (sqlite_store_sources.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.

@@ -5,6 +5,12 @@
 # BENCH_WORKERS=N registers N workers (default 20; 0 for a fixture without --workers), so
 # the builds pages explain their waiting jobs against a fleet. BENCH_PATHS="..." replaces
 # the list of endpoints ({mid} and {job} stand for a middle build and job id).
+# BENCH_SIZES="small large" picks the stores (10,000 and 100,000 jobs). BENCH_FINISH=N runs
+# and ends the jobs of every Nth build (every fifth of them failed), so the histograms, the
+# failure lists and the state counts have rows of every kind; default 0, all pending (the
+# store the first figures in docs/dashboard.md were measured on). BENCH_WRK="-t1 -c1"
+# replaces wrk's threads and connections (default -t2 -c16): one connection measures each
+# answer's own time, without the queue of 16 connections on the server's 2 threads.
 set -euo pipefail
 fixture=${1:?usage: dashboard_bench.sh DASHBOARD_FIXTURE [SECONDS]}
 seconds=${2:-5}
@@ -19,6 +25,7 @@ run() {  # run LABEL BUILDS JOBS_PER_BUILD
   local start=$SECONDS
   local workers=()
   [[ ${BENCH_WORKERS:-20} -gt 0 ]] && workers=(--workers "${BENCH_WORKERS:-20}")
+  [[ ${BENCH_FINISH:-0} -gt 0 ]] && workers+=(--finish-every "$BENCH_FINISH")
   "$fixture" --data-dir "$dir" --ready-file "$dir.addr" --fill-builds "$builds" \
     --jobs-per-build "$per" "${workers[@]}" >"$dir.log" 2>&1 &
   pid=$!
@@ -34,11 +41,17 @@ run() {  # run LABEL BUILDS JOBS_PER_BUILD
     path=${path//\{mid\}/$mid}
     path=${path//\{job\}/$job}
     echo "-- GET $path"
-    wrk -t2 -c16 -d"${seconds}s" --latency "http://$addr$path" |
+    # shellcheck disable=SC2086 # BENCH_WRK is a list of options
+    wrk ${BENCH_WRK:--t2 -c16} -d"${seconds}s" --latency "http://$addr$path" |
       grep -E "Requests/sec|Latency |50%|99%|Non-2xx" || true
   done
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 }
 
-run small 1000 10
-run large 10000 10
+for size in ${BENCH_SIZES:-small large}; do
+  case $size in
+    small) run small 1000 10 ;;
+    large) run large 10000 10 ;;
+    *) echo "unknown size $size (small, large)" >&2; exit 2 ;;
+  esac
+done

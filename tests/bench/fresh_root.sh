@@ -13,6 +13,9 @@
 #   --keep       keep the root afterwards (to look at build-*/Testing or the .farm logs)
 #   --phases     which of quickstart,test to run (default both)
 #   --ref REF    the commit to clone (default HEAD): only committed work is tested
+#   --reuse      use the root an earlier --keep left (its clone and what was installed
+#                stay): for finding what a phase lacks without starting from nothing;
+#                figures from such a run are not a fresh machine's
 #
 # The toolkit in /usr/local/cuda is bound in read-only, as the README expects one there.
 # Everything runs in a private mount namespace, so /proc, /sys, /dev and the toolkit are
@@ -27,12 +30,14 @@ root=$repo/build-fresh-root
 keep=0
 phases=quickstart,test
 ref=HEAD
+reuse=0
 while (($#)); do
   case "$1" in
     --root) root=$(realpath -m "$2"); shift 2 ;;
     --keep) keep=1; shift ;;
     --phases) phases=$2; shift 2 ;;
     --ref) ref=$2; shift 2 ;;
+    --reuse) reuse=1; keep=1; shift ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh_root: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
@@ -93,6 +98,9 @@ EOF
 inside() {
   unshare --mount --propagation private bash -euo pipefail -c '
     root=$1; shift
+    # The root is a mount point of its own, as / is on a machine: bubblewrap and `ip netns`
+    # make / a slave mount, which fails on a plain folder.
+    mount --bind "$root" "$root"
     mount -t proc proc "$root/proc"
     mount --rbind /sys "$root/sys"
     mount --rbind /dev "$root/dev"
@@ -131,7 +139,11 @@ suite() {
 }
 
 status=0
-phase "bare root (debootstrap minbase)" make_root || { report; exit 1; }
+if ((reuse)) && [[ -d $root/root/farm ]]; then
+  echo "fresh_root: reusing $root ($(git -C "$root/root/farm" log -1 --format='%h %s'))"
+else
+  phase "bare root (debootstrap minbase)" make_root || { report; exit 1; }
+fi
 if [[ ,$phases, == *,quickstart,* ]]; then
   phase "quickstart.sh to its wheel" quickstart || status=$?
 fi

@@ -17,7 +17,7 @@ max_seconds=${FUZZ_MAX_SECONDS:-900}
 jobs=${FUZZ_JOBS:-$(nproc)}
 fuzz_tmp=${FUZZ_TMPDIR:-/dev/shm}
 [[ -d "$fuzz_tmp" ]] || fuzz_tmp=${TMPDIR:-/tmp}
-all=(recipe cron time_zone fatbin elf_manifest wheel names router)
+all=(recipe cron time_zone fatbin elf_manifest wheel names router provenance)
 targets=("${@:-${all[@]}}")
 
 CC=clang CXX=clang++ cmake -S "$repo" -B "$build" -DFARM_FUZZ=ON \

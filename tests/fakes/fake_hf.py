@@ -19,12 +19,16 @@ Implements (as huggingface_hub calls them without Xet; docs/publishing.md has so
        refuse an Authorization header (as S3 does) and answer an ETag per part
   POST /{prefix}{ns}/{name}.git/info/lfs/complete/{upload_id}  {"oid","parts":[...]}
   POST /{prefix}{ns}/{name}.git/info/lfs/verify   {"oid","size"}
-Hub endpoints need "Authorization: Bearer <token>" (401 otherwise).
+  GET  /{prefix}{ns}/{name}/resolve/{rev}/{path}  a file's bytes (hf_hub_download): 200 for
+       a regular file, 302 to a presigned /_storage/download/{oid} for an LFS file; with
+       X-Repo-Commit and ETag (X-Linked-Etag/Size for LFS); 404 EntryNotFound.
+Hub endpoints need "Authorization: Bearer <token>" (401 otherwise); downloads from a public
+repository need none.
 
 Fault keys for /_control/fail-next besides status/headers/body/retry_after/drop_response:
   "ratelimit": "\\"api\\";r=0;t=55"   sent as the RateLimit header (and a RateLimit-Policy)
 Counters: "commits", "commit_posts", "lfs_batches", "basic_puts", "part_puts",
-"completions", "verifies", "preuploads", "paths_info", "revisions", "creates".
+"completions", "verifies", "preuploads", "paths_info", "revisions", "creates", "downloads".
 """
 
 import hashlib
@@ -85,6 +89,11 @@ class Handler(FakeHandler):
         if path.startswith("/_storage/"):
             with s.lock:
                 return self.storage(path, query)
+        download = re.match(r"^/(datasets/|spaces/|kernels/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)$",
+                            path)
+        if download and self.command in ("GET", "HEAD"):
+            with s.lock:
+                return self.download(download)
         lfs = re.match(r"^/(datasets/|spaces/|kernels/)?([^/]+/[^/]+)\.git/info/lfs/"
                        r"(objects/batch|complete/[0-9a-f]+|verify)$", path)
         # The completion URL is presigned like the part URLs: no token is sent to it.
@@ -296,11 +305,42 @@ class Handler(FakeHandler):
             header[str(n)] = s.sign("/_storage/part/%s/%d" % (upload_id, n))
         return {"href": s.sign("%s/complete/%s" % (repo_url, upload_id)), "header": header}
 
+    def download(self, m):
+        s = self.server
+        kind = {prefix: k for k, prefix in GIT_PREFIX.items()}[m.group(1) or ""]
+        repo = self.find_repo(kind, m.group(2))
+        if repo is None:
+            return self.hub_error(404, "Repository not found", "RepoNotFound")
+        if repo["private"] and not self.check_auth():
+            return
+        sha = self.resolve(repo, unquote(m.group(3)))
+        if sha is None:
+            return self.hub_error(404, "Invalid rev id: %s" % m.group(3), "RevisionNotFound")
+        f = repo["commits"][sha]["files"].get(unquote(m.group(4)))
+        if f is None:
+            return self.hub_error(404, "Entry not found", "EntryNotFound")
+        s.count("downloads")
+        headers = {"X-Repo-Commit": sha, "ETag": '"%s"' % f["oid"]}
+        if f["lfs"]:
+            headers.update({"X-Linked-Etag": '"%s"' % f["lfs"]["oid"],
+                            "X-Linked-Size": f["lfs"]["size"],
+                            "Location": s.sign("/_storage/download/" + f["lfs"]["oid"])})
+            return self.send(302, b"", headers=headers)
+        self.send(200, unb64(f["content"]), content_type="application/octet-stream",
+                  headers=headers)
+
     def storage(self, path, query):
         s = self.server
         if query.get("X-Amz-Signature", [""])[0] != s.signature:
             return self.send(403, "<Error><Code>SignatureDoesNotMatch</Code></Error>",
                              content_type="application/xml")
+        stored = re.match(r"^/_storage/download/([0-9a-f]{64})$", path)
+        if stored and self.command in ("GET", "HEAD"):
+            if stored.group(1) not in s.state["lfs"]:
+                return self.send(404, "<Error><Code>NoSuchKey</Code></Error>",
+                                 content_type="application/xml")
+            return self.send(200, unb64(s.state["lfs"][stored.group(1)]),
+                             content_type="application/octet-stream")
         if self.headers.get("Authorization"):
             return self.send(400, "<Error><Code>InvalidArgument</Code><Message>Only one auth "
                                   "mechanism allowed</Message></Error>",

@@ -7,10 +7,11 @@ Seeds: the catalog's and the tests' recipes; the cron expressions and POSIX TZ s
 the schedule tests; TZif files of the zones the tests use; small CUDA modules made with nvcc
 (whole ELF files, their .nv_fatbin sections, and wheels holding them) and the .nv_fatbin
 sections of the wheel tests' modules; the routes the HTTP tests request; the names of the
-wheel-name tests.
+wheel-name tests; statements signed like the farm's provenance.
 """
 import glob
 import hashlib
+import json
 import os
 import re
 import struct
@@ -165,9 +166,53 @@ def names(repo, out):
         write(out, "names", f"s{i}", s)
 
 
+# RFC 8032 TEST 1's secret key; provenance_fuzz.cc trusts its public half.
+FUZZ_SIGNING_SECRET = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
+
+
+def provenance(repo, out):
+    """Signed statements about the wheel provenance_fuzz.cc checks (sha256 of b"wheel"), as
+    .intoto.jsonl lines, a PEP 740 object and a key set; first byte = the parser."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives import serialization
+    key = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(FUZZ_SIGNING_SECRET))
+    raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    keyid = hashlib.sha256(raw).hexdigest()
+    subject = [{"name": "fuzz_pkg-1.0-cp311-cp311-linux_x86_64.whl",
+                "digest": {"sha256": hashlib.sha256(b"wheel").hexdigest()}}]
+    build = {"_type": "https://in-toto.io/Statement/v1", "subject": subject,
+             "predicateType": "https://slsa.dev/provenance/v1",
+             "predicate": {"buildDefinition": {"externalParameters": {"recipe": {"name": "r"}}},
+                           "runDetails": {"builder": {"id": "urn:gpu-wheel-farm:farm:fuzz"}}}}
+    validation = {"_type": "https://in-toto.io/Statement/v1", "subject": subject,
+                  "predicateType": "urn:gpu-wheel-farm:attestation:gpu-validation:v1",
+                  "predicate": {"verdict": "passed", "gpu": {"computeCapability": "9.0"},
+                                "cases": [{"name": "c", "passed": True}]}}
+    ptype = "application/vnd.in-toto+json"
+    envelopes, attestations = [], []
+    for statement in (build, validation):
+        payload = json.dumps(statement).encode()
+        pae = b"DSSEv1 %d %s %d %s" % (len(ptype), ptype.encode(), len(payload), payload)
+        sig = base64.b64encode(key.sign(pae)).decode()
+        envelopes.append(json.dumps({"payload": base64.b64encode(payload).decode(),
+                                     "payloadType": ptype,
+                                     "signatures": [{"keyid": keyid, "sig": sig}]}))
+        attestations.append({"version": 1, "verification_material": {"keyid": keyid},
+                             "envelope": {"statement": base64.b64encode(payload).decode(),
+                                          "signature": sig}})
+        write(out, "provenance", "statement%d" % len(envelopes), b"\3" + payload)
+    write(out, "provenance", "jsonl", b"\0" + "\n".join(envelopes).encode() + b"\n")
+    write(out, "provenance", "pep740", b"\1" + json.dumps(
+        {"version": 1, "attestation_bundles": [{"attestations": attestations}]}).encode())
+    write(out, "provenance", "keys", b"\2" + json.dumps(
+        {"version": 1, "farm": "fuzz", "keys": [
+            {"keyid": keyid, "algorithm": "ed25519", "state": "active",
+             "public_key": base64.b64encode(raw).decode()}]}).encode())
+
+
 def main():
     repo, build, out = sys.argv[1:4]
-    for step in (recipes, cron, time_zone, router, names):
+    for step in (recipes, cron, time_zone, router, names, provenance):
         step(repo, out)
     modules(build, out)
     for target in sorted(os.listdir(out)):

@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -122,6 +123,24 @@ class Farm:
                             "--enroll-token-file", os.path.join(self.data, "enroll.token"),
                             "--state-dir", state, "--work-dir", os.path.join(state, "work"),
                             "--name", name, *extra], f"{name}.log", env=env)
+
+    def start_git_server(self, repos_root):
+        """Serves the git repositories under `repos_root` over HTTPS on 127.0.0.1 (git's
+        smart HTTP protocol through `git http-backend`: git_server.py), with a certificate
+        of a CA made here by `farmctl ca`. Returns (base URL, CA file); farmd and workers
+        trust the server with --git-ca-file."""
+        ca = os.path.join(self.root, "git-ca")
+        for args in (["init", ca, "--name", "test git server"],
+                     ["issue", ca, "git", "--server-cert", "--host", "127.0.0.1"]):
+            r = subprocess.run([FARMCTL, "ca", *args], capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+        ready = os.path.join(self.root, "git-server.url")
+        self._spawn([sys.executable, os.path.join(os.path.dirname(__file__), "git_server.py"),
+                     "--root", repos_root, "--cert", os.path.join(ca, "git.pem"),
+                     "--key", os.path.join(ca, "git.key"), "--ready-file", ready],
+                    "git-server.log")
+        url = wait_until(lambda: _read(ready), 30, "the git server's ready file").strip()
+        return url, os.path.join(ca, "ca.pem")
 
     def stop(self, proc, sig=signal.SIGTERM, timeout=20):
         if proc.poll() is None:

@@ -2,7 +2,7 @@
 
 Fire times under a fake clock and the missed-run policies are unit-tested
 (tests/unit/daemon/schedule/runner_test.cc); here the same code runs for real: a git branch
-resolved by farmd, a skipped run when nothing changed, a build when the branch moves,
+on a git server on 127.0.0.1 (HTTPS, as a forge serves it) resolved by farmd, a skipped run when nothing changed, a build when the branch moves,
 in-flight merging, reuse from the key, --force, and failures never reused.
 """
 import os
@@ -29,22 +29,28 @@ def wait_build(farm, build_id, timeout=300):
     return wait_until(ended, timeout, f"build {build_id} to end", interval=0.3)
 
 
-def make_git_example(root):
-    """The example package as a git repository with one commit on `main`."""
-    repo = os.path.join(root, "attn-repo")
+def make_git_example(farm):
+    """The example package as a git repository with one commit on `main`, served over HTTPS
+    by a git server on 127.0.0.1 as a forge would (farm.start_git_server). Returns the
+    working repository, the recipe that names its URL, and the CA file farmd and the
+    workers need to trust the server."""
+    repos = os.path.join(farm.root, "git")
+    repo = os.path.join(repos, "attn-repo")
     shutil.copytree(EXAMPLE_DIR, repo, ignore=shutil.ignore_patterns(
         "build", "*.egg-info", "__pycache__", "dist"))
     subprocess.run(["git", "init", "--quiet", "-b", "main", repo], check=True, timeout=60)
     git(repo, "add", "-A")
     git(repo, "commit", "--quiet", "-m", "initial")
-    recipe = os.path.join(root, "attn-git.yaml")
+    base, ca = farm.start_git_server(repos)
+    recipe = os.path.join(farm.root, "attn-git.yaml")
     with open(EXAMPLE_RECIPE) as f:
         text = f.read()
-    text = text.replace('source:\n  local: "."\n', f"source:\n  git: {{url: {repo}, ref: main}}\n")
+    text = text.replace('source:\n  local: "."\n',
+                        f"source:\n  git: {{url: '{base}/attn-repo', ref: main}}\n")
     assert "ref: main" in text
     with open(recipe, "w") as f:
         f.write(text)
-    return repo, recipe
+    return repo, recipe, ca
 
 
 def test_identical_submissions_merge_in_flight_reuse_the_key_and_force_builds(farm):
@@ -97,12 +103,12 @@ def test_a_failed_result_is_never_reused(farm):
 
 
 def test_a_schedule_on_a_branch_builds_only_when_the_branch_moves(farm):
-    farm.start_farmd()
-    farm.start_worker()
-    repo, recipe = make_git_example(farm.root)
+    repo, recipe, ca = make_git_example(farm)
+    farm.start_farmd("--git-ca-file", ca)
+    farm.start_worker("worker-1", "--git-ca-file", ca)
     created = farm.ctl_json("schedules", "add", recipe, "--cron", "0 3 * * *",
                             "--tz", "Europe/Berlin", "--arch-list", ARCH_LIST)
-    sid = created["id"]
+    sid = str(created["id"])  # farmctl prints ids as numbers
     assert created["next_fire_local"].split()[1] == "03:00:00"
     assert created["next_fire_local"].split()[2] in ("CET", "CEST")
 
@@ -111,7 +117,7 @@ def test_a_schedule_on_a_branch_builds_only_when_the_branch_moves(farm):
     assert run1["outcome"] == "RUN_SUBMITTED" and run1["resolved_commit"] == head1
     build1 = wait_build(farm, run1["build_id"])
     assert build1["state"] == "BUILD_SUCCEEDED", build1
-    assert build1["schedule_id"] == sid
+    assert build1["schedule_id"] == int(sid)
     assert build1["recipe"]["source"]["git"]["commit"] == head1
 
     run2 = farm.ctl_json("schedules", "run-now", sid)
@@ -124,7 +130,7 @@ def test_a_schedule_on_a_branch_builds_only_when_the_branch_moves(farm):
 
     # Schedules and their runs survive a restart of farmd.
     assert farm.stop(farm.farmd) == 0
-    farm.start_farmd()
+    farm.start_farmd("--git-ca-file", ca)
     shown = farm.ctl_json("schedules", "show", sid)["schedules"][0]
     assert [r["outcome"] for r in shown["recent_runs"]] == ["RUN_SKIPPED_UNCHANGED", "RUN_SUBMITTED"]
 

@@ -5,20 +5,23 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
+#include "common/process.h"
 #include "common/status.h"
 
-#define ASSERT_OK(expr)                                   \
-  do {                                                    \
-    auto farm_s_ = (expr);                                \
-    ASSERT_TRUE(farm_s_.ok()) << farm_s_.ToString();      \
+#define ASSERT_OK(expr)                              \
+  do {                                               \
+    auto farm_s_ = (expr);                           \
+    ASSERT_TRUE(farm_s_.ok()) << farm_s_.ToString(); \
   } while (0)
-#define EXPECT_OK(expr)                                   \
-  do {                                                    \
-    auto farm_s_ = (expr);                                \
-    EXPECT_TRUE(farm_s_.ok()) << farm_s_.ToString();      \
+#define EXPECT_OK(expr)                              \
+  do {                                               \
+    auto farm_s_ = (expr);                           \
+    EXPECT_TRUE(farm_s_.ok()) << farm_s_.ToString(); \
   } while (0)
 
 namespace farm::testing {
@@ -45,6 +48,17 @@ class FakeClock final : public Clock {
 
  private:
   std::atomic<int64_t> now_;
+};
+
+// A ProcessRunner that records the argv of each process it is asked to start and starts
+// none (Internal "not started"): for code whose behaviour under test is what it would run.
+class RecordingRunner final : public ProcessRunner {
+ public:
+  Result<std::unique_ptr<Process>> Start(const ProcessSpec& spec) override {
+    started.push_back(spec.argv);
+    return Status::Internal("not started");
+  }
+  std::vector<std::vector<std::string>> started;
 };
 
 }  // namespace farm::testing

@@ -43,9 +43,9 @@ void SetParallelism(const JobEnvInputs& in, EnvMap& env) {
 }  // namespace
 
 const std::vector<std::string>& AllowedWorkerEnv() {
-  static const std::vector<std::string> kAllowed = {
-      "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "USER", "LOGNAME", "TZ",
-      "CCACHE_DIR"};
+  static const std::vector<std::string> kAllowed = {"PATH",     "HOME",      "LANG", "LC_ALL",
+                                                    "LC_CTYPE", "TMPDIR",    "USER", "LOGNAME",
+                                                    "TZ",       "CCACHE_DIR"};
   return kAllowed;
 }
 
@@ -88,8 +88,8 @@ Result<farm::v1::PythonInterpreter> SelectPython(const farm::v1::MatrixCell& cel
   }
   std::string want = "Python " + (cell.python().empty() ? "(any)" : cell.python());
   if (!cell.torch().empty()) want += " with torch " + cell.torch();
-  return Status::NotFound("no " + want + " on this worker (has " +
-                          (have.empty() ? "none" : have) + ")");
+  return Status::NotFound("no " + want + " on this worker (has " + (have.empty() ? "none" : have) +
+                          ")");
 }
 
 Result<farm::v1::CudaToolkit> SelectToolkit(const farm::v1::MatrixCell& cell,
@@ -174,7 +174,14 @@ void SetReproducible(const JobEnvInputs& in, EnvMap& env) {
 int64_t SourceDateEpoch(ProcessRunner& runner, const std::string& source_dir) {
   std::error_code ec;
   if (stdfs::exists(source_dir + "/.git", ec)) {
-    ProcessSpec spec{{"git", "-C", source_dir, "log", "-1", "--format=%ct"}};
+    // The source's own .git configuration is all git reads: no system or global one.
+    ProcessSpec spec{.argv = {"git", "-C", source_dir, "log", "-1", "--format=%ct"},
+                     .env = {{"PATH", "/usr/bin:/bin"},
+                             {"HOME", "/nonexistent"},
+                             {"GIT_CONFIG_NOSYSTEM", "1"},
+                             {"GIT_CONFIG_GLOBAL", "/dev/null"},
+                             {"LC_ALL", "C"}},
+                     .clear_env = true};
     auto out = RunAndCapture(runner, spec, 30'000);
     if (out.ok() && out->result.exit_code == 0) {
       int64_t t = 0;
@@ -188,7 +195,7 @@ int64_t SourceDateEpoch(ProcessRunner& runner, const std::string& source_dir) {
            source_dir, stdfs::directory_options::skip_permission_denied, ec);
        !ec && it != stdfs::recursive_directory_iterator() && seen < 200'000;
        it.increment(ec), ++seen) {
-    struct stat st{};
+    struct stat st {};
     if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     newest = std::max<int64_t>(newest, static_cast<int64_t>(st.st_mtime));
   }

@@ -15,8 +15,6 @@ namespace {
 
 namespace stdfs = std::filesystem;
 
-// A statistics log larger than this is not read again for a progress figure.
-constexpr uintmax_t kMaxStatsLogBytes = 64 << 20;
 constexpr int64_t kMaxUnits = 100'000'000;
 
 // Skips spaces and ANSI escape sequences ("\x1b[32m") at `i`.
@@ -77,12 +75,10 @@ std::optional<ProcInfo> ReadProc(const std::string& dir) {
 }
 
 // Compiles that went through the compile cache (hits and misses; links and version queries
-// are no units), from its statistics log.
-int64_t CompilesDone(const std::string& stats_log) {
-  std::error_code ec;
-  uintmax_t size = stdfs::file_size(stats_log, ec);
-  if (ec || size > kMaxStatsLogBytes) return 0;
-  auto text = fs::ReadFile(stats_log);
+// are no units), from the statistics log in the job's workspace: read while the build runs,
+// so never through a link and never a FIFO or an endless file (ReadJobStatsLog).
+int64_t CompilesDone(const std::string& workspace) {
+  auto text = ReadJobStatsLog(workspace);
   if (!text.ok()) return 0;
   farm::v1::CompileCacheStats stats = ParseStatsLog(*text);
   return stats.hits() + stats.misses();
@@ -130,10 +126,10 @@ int64_t TreePeakRssBytes(pid_t root, const std::string& proc_dir) {
   return peak;
 }
 
-void BuildProgress::Begin(pid_t pid, const std::string& cache_stats_log) {
+void BuildProgress::Begin(pid_t pid, const std::string& cache_workspace) {
   std::lock_guard lock(mu_);
   pid_ = pid;
-  stats_log_ = cache_stats_log;
+  cache_workspace_ = cache_workspace;
 }
 
 void BuildProgress::OnLine(const std::string& line) {
@@ -166,13 +162,13 @@ void BuildProgress::Sample() {
 
 ProgressSnapshot BuildProgress::Snapshot() const {
   ProgressSnapshot snap;
-  std::string stats_log;
+  std::string workspace;
   {
     std::lock_guard lock(mu_);
     snap = {done_, total_, peak_rss_};
-    stats_log = stats_log_;
+    workspace = cache_workspace_;
   }
-  if (snap.units_total == 0 && !stats_log.empty()) snap.units_done = CompilesDone(stats_log);
+  if (snap.units_total == 0 && !workspace.empty()) snap.units_done = CompilesDone(workspace);
   return snap;
 }
 

@@ -43,9 +43,9 @@ class BuildProgress {
   explicit BuildProgress(std::string proc_dir = "/proc") : proc_dir_(std::move(proc_dir)) {}
 
   // The build command started as `pid` (0: do not sample memory, e.g. a container whose
-  // processes are not this host's children); `cache_stats_log` is its CCACHE_STATSLOG, ""
-  // without the compile cache.
-  void Begin(pid_t pid, const std::string& cache_stats_log);
+  // processes are not this host's children); `cache_workspace` is the workspace holding
+  // its compile-cache statistics log (compile_cache.h), "" without the compile cache.
+  void Begin(pid_t pid, const std::string& cache_workspace);
   // Feeds one line of the build's output.
   void OnLine(const std::string& line);
   // The build command ended: no more memory samples; the figures stay.
@@ -58,7 +58,7 @@ class BuildProgress {
   const std::string proc_dir_;
   mutable std::mutex mu_;
   pid_t pid_ = 0;                 // guarded by mu_
-  std::string stats_log_;         // guarded by mu_
+  std::string cache_workspace_;   // guarded by mu_
   int64_t done_ = 0, total_ = 0;  // guarded by mu_; from [n/m] lines, over all ninja runs
   int64_t base_ = 0;              // guarded by mu_; units of the ninja runs before this one
   int64_t peak_rss_ = 0;          // guarded by mu_

@@ -2,18 +2,32 @@
 // compilers and nvcc of a job's build behind ccache and counts, per job, how many compiles
 // the cache answered.
 //
-// Every job builds in a new workspace directory, so the job environment makes paths under
-// the workspace relative (CCACHE_BASEDIR) and leaves the working directory out of the hash
-// (CCACHE_NOHASHDIR); otherwise no compile would ever hit. Compilers reach ccache through
-// a masquerade directory first on PATH (gcc, g++, cc, c++, ...); nvcc through a shadow
-// CUDA_HOME whose bin/nvcc runs `ccache <real nvcc>` (setup.py files that call
-// $CUDA_HOME/bin/nvcc themselves) and PYTORCH_NVCC (torch.utils.cpp_extension with ninja).
-// Each job's compiles append to the job's own CCACHE_STATSLOG, so concurrent jobs sharing
-// one cache directory are counted apart.
+// Namespaces: the cache is split into namespaces that farmd names per principal and
+// recipe (JobAssignment.cache_namespace, an opaque hex id); the worker maps the id to a
+// directory of its own choosing, <ccache-dir>/ns/<id>, and a build sees (and can write)
+// only its own. A build can therefore poison objects only for later builds of the same
+// principal's same recipe, never another principal's.
+//
+// Configuration: ccache reads only a file the farm writes for each job, outside the
+// workspace and the namespace (<tools-dir>/jobs/<job>/ccache.conf, read-only to the
+// build): the namespace, size limit, base directory and statistics log. The farm's
+// wrappers set CCACHE_CONFIGPATH to it and drop every CCACHE_* variable of the build
+// first, so neither the build's environment nor a ccache.conf the build writes into its
+// namespace changes how the farm's wrappers run ccache (prefix_command and the like).
+//
+// Every job builds in a new workspace directory, so the configuration makes paths under
+// the workspace relative (base_dir) and leaves the working directory out of the hash
+// (hash_dir = false); otherwise no compile would ever hit. Compilers reach ccache through
+// the job's masquerade directory first on PATH (gcc, g++, cc, c++, ...); nvcc through a
+// shadow CUDA_HOME whose bin/nvcc runs the job's ccache launcher (setup.py files that call
+// $CUDA_HOME/bin/nvcc themselves) and PYTORCH_NVCC (torch.utils.cpp_extension with
+// ninja). The shadow toolkit is shared and stays at one path, so -I paths hash the same in
+// every job. Each job's compiles append to the job's own statistics log, so concurrent
+// jobs sharing one cache directory are counted apart.
 //
 // Ownership: the Agent owns one CompileCache and hands JobRunners a pointer. Thread-safe:
-// PrepareJob may run on several job threads at once (the tool directory is written under a
-// mutex, once per toolkit).
+// PrepareJob may run on several job threads at once (the shadow toolkits are written under
+// a mutex, once per toolkit).
 #ifndef FARM_WORKER_AGENT_COMPILE_CACHE_H_
 #define FARM_WORKER_AGENT_COMPILE_CACHE_H_
 
@@ -33,19 +47,32 @@
 namespace farm::agent {
 
 struct CompileCacheOptions {
-  bool enabled = true;             // --no-ccache turns it off for every job
-  std::string cache_dir;           // CCACHE_DIR, shared by all jobs of this worker
-  std::string max_size = "20G";    // CCACHE_MAXSIZE (ccache's size syntax)
-  std::string tools_dir;           // wrappers and shadow toolkits; rewritten at start
+  bool enabled = true;           // --no-ccache turns it off for every job
+  std::string cache_dir;         // CCACHE_DIR, shared by all jobs of this worker
+  std::string max_size = "20G";  // CCACHE_MAXSIZE (ccache's size syntax)
+  std::string tools_dir;         // wrappers and shadow toolkits; rewritten at start
 };
+
+// The statistics log of a job, in its workspace.
+inline constexpr char kStatsLogName[] = "ccache-stats.log";
+
+// Whether `id` is a cache namespace id as farmd sends it: 32 to 64 lowercase hex digits.
+bool IsCacheNamespaceId(const std::string& id);
+
+// The job's statistics log as the build left it in `workspace`, read without following
+// links or trusting its size (at most 64 MiB); "" when there is none.
+Result<std::string> ReadJobStatsLog(const std::string& workspace);
 
 // How one job uses the cache: made by PrepareJob, read back by FinishJob.
 struct JobCacheUse {
   bool used = false;
-  std::string note;        // for the job log ("compile cache: ..."); may be empty
-  std::string stats_log;   // the job's CCACHE_STATSLOG
-  // What a container or sandbox must mount at the same path: the recipe's namespace of
-  // the cache (read-write) and the wrappers (read-only). Empty for native jobs.
+  std::string note;           // for the job log ("compile cache: ..."); may be empty
+  std::string workspace;      // where the job's statistics log is (kStatsLogName)
+  std::string namespace_dir;  // the job's namespace of the cache
+  std::string job_dir;        // the job's configuration and wrappers; removed by FinishJob
+  // What a container or sandbox must mount at the same path: the job's namespace of the
+  // cache (read-write) and the wrappers and configuration (read-only). Empty for native
+  // jobs.
   std::vector<ExecMount> mounts;
 };
 
@@ -77,7 +104,9 @@ class CompileCache {
   const std::string& ccache_path() const { return ccache_; }
   const CompileCacheOptions& options() const { return options_; }
 
-  // Sets up the cache in `env`, the build environment of a job in workspace `ws`. For a
+  // Sets up the cache in `env`, the build environment of a job in workspace `ws`, with
+  // the namespace `namespace_id` farmd named for the job (a job without a valid one builds
+  // uncached: the worker never guesses a namespace). For a
   // container executor (`executor` other than "native") the result's mounts name the
   // cache and wrapper directories to mount; the wrappers call this worker's ccache path,
   // so the image must have ccache there (the hostusr image has the host's /usr).
@@ -89,32 +118,33 @@ class CompileCache {
   // either. On success `used` says whether compiles go through the cache; when the cache
   // cannot be set up (the shadow toolkit cannot be written) the job builds without it and
   // the note says why.
-  JobCacheUse PrepareJob(const farm::v1::Recipe& recipe, const std::string& ws,
-                         const std::string& executor, EnvMap& env,
+  JobCacheUse PrepareJob(const farm::v1::Recipe& recipe, const std::string& namespace_id,
+                         const std::string& ws, const std::string& executor, EnvMap& env,
                          const ExecutableCheck& in_image = nullptr);
 
-  // Reads the job's statistics once its build has ended; nullopt when the job did not
-  // use the cache. A build that compiled nothing reports zeros.
+  // Reads the job's statistics once its build has ended and removes the job's wrappers;
+  // nullopt when the job did not use the cache. A build that compiled nothing (or left no
+  // readable log) reports zeros.
   static std::optional<farm::v1::CompileCacheStats> FinishJob(const JobCacheUse& use);
 
  private:
   CompileCache(CompileCacheOptions options, std::string ccache, std::string why_not)
       : options_(std::move(options)), ccache_(std::move(ccache)), why_not_(std::move(why_not)) {}
-  Status MakeMasquerade(const std::string& path);  // at Create, before any job
   Result<std::string> ShadowToolkit(const std::string& cuda_home);
-  JobCacheUse UseCache(const std::string& ws, const std::string& cache_dir,
+  // Writes the job's configuration and wrappers into `job_dir`; the paths given are as
+  // the build sees them (the sandbox's /farm/job for the workspace).
+  Status WriteJobTools(const std::string& job_dir, const std::string& ns,
+                       const std::string& base_dir, const std::string& stats_log) const;
+  JobCacheUse UseCache(const std::string& ws, const std::string& job_dir,
                        const std::string& cuda_home, const std::string& shadow, EnvMap& env);
-  // The recipe's own part of the cache: a build can only write (or poison) objects that
-  // its own recipe's later builds read.
-  std::string NamespaceDir(const farm::v1::Recipe& recipe) const;
   static JobCacheUse Off(const std::string& why, EnvMap& env);
   // Why a container job's image cannot use the cache ("" when it can).
   std::string ImageWhyOff(const std::string& executor, const ExecutableCheck& in_image) const;
-  std::string MasqueradeDir() const { return options_.tools_dir + "/bin"; }
 
   const CompileCacheOptions options_;
-  const std::string ccache_;   // absolute path; empty when unavailable
-  const std::string why_not_;  // why the cache is unavailable
+  const std::string ccache_;            // absolute path; empty when unavailable
+  const std::string why_not_;           // why the cache is unavailable
+  std::vector<std::string> compilers_;  // the masqueraded compilers the worker has
   std::mutex mu_;
   std::map<std::string, std::string> shadows_;  // guarded by mu_: CUDA_HOME -> shadow
 };

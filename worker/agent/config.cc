@@ -43,6 +43,13 @@ std::vector<FlagSpec> Specs() {
       {"container-run-args", "ARGS", "extra `run` flags (ulimits, mounts), space-separated"},
       {"container-gpus", "MODE", "auto (default: when /dev/nvidiactl exists), all or none"},
       {"container-user", "USER", "auto (default), image or UID:GID"},
+      {"build-user", "USER",
+       "a root worker's native builds run as: auto (default: farm-build, else nobody), a "
+       "user name or UID:GID"},
+      {"git-ssh", "", "also clone git sources over ssh (default: https only)"},
+      {"git-ca-file", "PEM",
+       "certificate authorities for https git servers (default: the system's)"},
+      {"git-timeout-s", "N", "longest a git clone may take (default 1800)"},
       {"test-fake-gpu", "NAME:CC",
        "TEST ONLY: also report a GPU that is not there, e.g. "
        "\"Fake H100:9.0\" (repeatable; never on a real worker)"},
@@ -74,6 +81,13 @@ std::vector<std::string> SplitSpaces(const std::string& s) {
   return out;
 }
 
+// `path` made absolute against the current directory (unchanged when that is unknown).
+std::string Absolute(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
 Status ParseExecutorFlags(const Flags& flags, WorkerConfig& c) {
   c.executor = flags.Get("executor", c.executor);
   if (c.executor != "native" && c.executor != "podman" && c.executor != "docker") {
@@ -92,6 +106,19 @@ Status ParseExecutorFlags(const Flags& flags, WorkerConfig& c) {
   c.container_run_args = SplitSpaces(flags.Get("container-run-args"));
   c.container_gpus = flags.Get("container-gpus", c.container_gpus);
   c.container_user = flags.Get("container-user", c.container_user);
+  FARM_ASSIGN_OR_RETURN(c.build_user,
+                        ResolveBuildUser(flags.Get("build-user", "auto"), ::geteuid()));
+  return Status::Ok();
+}
+
+Status ParseGitFlags(const Flags& flags, WorkerConfig& c) {
+  c.git.allow_ssh = flags.Has("git-ssh");
+  c.git.ca_file = flags.Has("git-ca-file") ? Absolute(flags.Get("git-ca-file")) : "";
+  FARM_ASSIGN_OR_RETURN(int64_t timeout_s, flags.GetInt("git-timeout-s", 1800));
+  if (timeout_s < 1 || timeout_s > 24 * 3600) {
+    return Status::InvalidArgument("--git-timeout-s must be 1..86400");
+  }
+  c.git.timeout_ms = timeout_s * 1000;
   return Status::Ok();
 }
 
@@ -114,13 +141,6 @@ std::string HostName() {
   char buf[256] = {0};
   if (::gethostname(buf, sizeof(buf) - 1) != 0) return "worker";
   return buf;
-}
-
-// `path` made absolute against the current directory (unchanged when that is unknown).
-std::string Absolute(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::path abs = std::filesystem::absolute(path, ec);
-  return ec ? path : abs.lexically_normal().string();
 }
 
 }  // namespace
@@ -180,6 +200,7 @@ Result<WorkerConfig> ParseWorkerFlags(int argc, char** argv, bool* help) {
   c.find_links = flags.GetAll("find-links");
   c.verbose = flags.Has("verbose");
   FARM_RETURN_IF_ERROR(ParseExecutorFlags(flags, c));
+  FARM_RETURN_IF_ERROR(ParseGitFlags(flags, c));
   for (const auto& text : flags.GetAll("test-fake-gpu")) {
     FARM_ASSIGN_OR_RETURN(FakeGpu gpu, ParseFakeGpu(text));
     c.test_fake_gpus.push_back(std::move(gpu));

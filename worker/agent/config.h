@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "common/git_policy.h"
 #include "common/net/tls.h"
 #include "common/status.h"
+#include "worker/agent/build_user.h"
 
 namespace farm::agent {
 
@@ -64,7 +66,12 @@ struct WorkerConfig {
   std::vector<std::string> container_run_args;     // after `run`, split on spaces
   std::string container_gpus = "auto";             // auto, all or none
   std::string container_user = "auto";             // auto, image or UID:GID
-  std::vector<FakeGpu> test_fake_gpus;             // test-only (FakeGpu)
+  // Who native builds run as (build_user.h), resolved from --build-user at parse time.
+  BuildUser build_user;
+  // Which git sources the worker clones and how (common/git_policy.h): --git-ssh,
+  // --git-ca-file, --git-timeout-s.
+  git::GitPolicy git;
+  std::vector<FakeGpu> test_fake_gpus;  // test-only (FakeGpu)
 };
 
 // Parses farm-worker's flags. On success returns the config with defaults filled in;

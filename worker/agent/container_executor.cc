@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "worker/agent/build_env.h"
+#include "worker/agent/build_user.h"
 #include "worker/agent/compile_cache.h"
 #include "worker/agent/sandbox_executor.h"
 
@@ -47,11 +48,13 @@ int EnvInt(const std::map<std::string, std::string>& env, const std::string& key
 Result<std::pair<uint32_t, uint32_t>> ParseUser(const std::string& user) {
   size_t colon = user.find(':');
   try {
-    if (colon == std::string::npos) return std::make_pair(uint32_t(std::stoul(user)), uint32_t(std::stoul(user)));
+    if (colon == std::string::npos)
+      return std::make_pair(uint32_t(std::stoul(user)), uint32_t(std::stoul(user)));
     return std::make_pair(uint32_t(std::stoul(user.substr(0, colon))),
                           uint32_t(std::stoul(user.substr(colon + 1))));
   } catch (...) {
-    return Status::InvalidArgument("container user must be auto, image or UID:GID, got \"" + user + "\"");
+    return Status::InvalidArgument("container user must be auto, image or UID:GID, got \"" + user +
+                                   "\"");
   }
 }
 
@@ -61,8 +64,12 @@ class ContainerProcess final : public Process {
   ContainerProcess(ProcessRunner& runner, std::vector<std::string> engine_cmd,
                    std::map<std::string, std::string> engine_env, std::string name,
                    std::string banner, std::unique_ptr<Process> client)
-      : runner_(runner), engine_cmd_(std::move(engine_cmd)), engine_env_(std::move(engine_env)),
-        name_(std::move(name)), banner_(std::move(banner)), client_(std::move(client)) {}
+      : runner_(runner),
+        engine_cmd_(std::move(engine_cmd)),
+        engine_env_(std::move(engine_env)),
+        name_(std::move(name)),
+        banner_(std::move(banner)),
+        client_(std::move(client)) {}
 
   pid_t pid() const override { return client_->pid(); }
 
@@ -139,18 +146,7 @@ ContainerHost RealContainerHost(std::function<int64_t()> memory) {
   };
   h.euid = [] { return static_cast<uint32_t>(::geteuid()); };
   h.chown_tree = [](const std::string& dir, uint32_t uid, uint32_t gid) -> Status {
-    std::error_code ec;
-    if (::lchown(dir.c_str(), uid, gid) != 0) return Status::Internal("chown " + dir + " failed");
-    int n = 0;
-    for (auto it = stdfs::recursive_directory_iterator(dir, ec); !ec && it != stdfs::end(it);
-         it.increment(ec)) {
-      if (::lchown(it->path().c_str(), uid, gid) != 0) {
-        return Status::Internal("chown " + it->path().string() + " failed");
-      }
-      if (++n > 10000000) break;
-    }
-    if (ec) return Status::Internal("walking " + dir + ": " + ec.message());
-    return Status::Ok();
+    return GiveToBuildUser(BuildUser{.switches = true, .uid = uid, .gid = gid}, dir, true);
   };
   return h;
 }
@@ -168,7 +164,8 @@ Result<ContainerGpus> ParseContainerGpus(const std::string& text) {
   if (text == "auto") return ContainerGpus::kAuto;
   if (text == "all") return ContainerGpus::kAll;
   if (text == "none") return ContainerGpus::kNone;
-  return Status::InvalidArgument("--container-gpus must be auto, all or none, got \"" + text + "\"");
+  return Status::InvalidArgument("--container-gpus must be auto, all or none, got \"" + text +
+                                 "\"");
 }
 
 ContainerExecutor::ContainerExecutor(ProcessRunner& runner, ContainerOptions options,
@@ -195,12 +192,14 @@ Result<ContainerPlan> ContainerExecutor::Plan(const ExecRequest& req,
   plan.name = ContainerName(req.env, suffix);
   plan.cpus = EnvInt(req.env, "MAX_JOBS", 1);
   int64_t avail = host_.available_memory_bytes ? host_.available_memory_bytes() : 0;
-  if (avail > 0) plan.memory_bytes = std::max(kMinMemoryBytes, avail / std::max(1, options_.max_jobs));
+  if (avail > 0)
+    plan.memory_bytes = std::max(kMinMemoryBytes, avail / std::max(1, options_.max_jobs));
 
   std::vector<std::string>& a = plan.argv;
   a.push_back(options_.engine);
   a.insert(a.end(), options_.engine_args.begin(), options_.engine_args.end());
-  a.insert(a.end(), {"run", "--rm", "--name", plan.name, "--label", "farm.job=" + (req.env.count("FARM_JOB_ID") ? req.env.at("FARM_JOB_ID") : "0"),
+  a.insert(a.end(), {"run", "--rm", "--name", plan.name, "--label",
+                     "farm.job=" + (req.env.count("FARM_JOB_ID") ? req.env.at("FARM_JOB_ID") : "0"),
                      "--security-opt", "no-new-privileges", "--hostname", plan.name});
   plan.network = options_.build_network && req.network && !req.offline;
   if (!plan.network) a.push_back("--network=none");
@@ -212,8 +211,10 @@ Result<ContainerPlan> ContainerExecutor::Plan(const ExecRequest& req,
               (options_.gpus == ContainerGpus::kAuto && host_.path_exists &&
                (host_.path_exists("/dev/nvidiactl") || host_.path_exists("/dev/dxg")));
   if (gpus) {
-    if (docker) a.insert(a.end(), {"--gpus", "all"});
-    else a.insert(a.end(), {"--device", "nvidia.com/gpu=all"});
+    if (docker)
+      a.insert(a.end(), {"--gpus", "all"});
+    else
+      a.insert(a.end(), {"--device", "nvidia.com/gpu=all"});
   }
   if (options_.user != "image") {
     std::string user = options_.user;
@@ -221,7 +222,8 @@ Result<ContainerPlan> ContainerExecutor::Plan(const ExecRequest& req,
     if (user == "auto" && euid != 0 && !docker) {
       a.push_back("--userns=keep-id");
     } else {
-      if (user == "auto") user = euid == 0 ? "1000:1000" : std::to_string(euid) + ":" + std::to_string(::getegid());
+      if (user == "auto")
+        user = euid == 0 ? "1000:1000" : std::to_string(euid) + ":" + std::to_string(::getegid());
       FARM_ASSIGN_OR_RETURN(auto ids, ParseUser(user));
       user = std::to_string(ids.first) + ":" + std::to_string(ids.second);
       a.insert(a.end(), {"--user", user});
@@ -235,7 +237,8 @@ Result<ContainerPlan> ContainerExecutor::Plan(const ExecRequest& req,
   }
   a.insert(a.end(), options_.run_args.begin(), options_.run_args.end());
   for (const auto& [k, v] : req.env) {
-    if (std::find(std::begin(kHostOnlyVars), std::end(kHostOnlyVars), k) != std::end(kHostOnlyVars)) continue;
+    if (std::find(std::begin(kHostOnlyVars), std::end(kHostOnlyVars), k) != std::end(kHostOnlyVars))
+      continue;
     a.insert(a.end(), {"--env", k + "=" + v});
   }
   a.push_back(plan.image);
@@ -261,34 +264,44 @@ Result<std::unique_ptr<Process>> ContainerExecutor::Start(const ExecRequest& req
   FARM_ASSIGN_OR_RETURN(auto client, runner_.Start(spec));
   std::vector<std::string> engine_cmd = {options_.engine};
   engine_cmd.insert(engine_cmd.end(), options_.engine_args.begin(), options_.engine_args.end());
-  std::string banner = "farm: container " + plan.name + " (image " + plan.image + ", " +
-                       (plan.network ? "network" : "no network") +
-                       ", cpus " +
-                       std::to_string(plan.cpus) +
-                       (plan.memory_bytes > 0 ? ", memory " + std::to_string(plan.memory_bytes >> 20) + " MiB" : "") + ")";
-  return std::unique_ptr<Process>(std::make_unique<ContainerProcess>(
-      runner_, std::move(engine_cmd), options_.engine_env, plan.name, std::move(banner),
-      std::move(client)));
+  std::string banner =
+      "farm: container " + plan.name + " (image " + plan.image + ", " +
+      (plan.network ? "network" : "no network") + ", cpus " + std::to_string(plan.cpus) +
+      (plan.memory_bytes > 0 ? ", memory " + std::to_string(plan.memory_bytes >> 20) + " MiB"
+                             : "") +
+      ")";
+  return std::unique_ptr<Process>(
+      std::make_unique<ContainerProcess>(runner_, std::move(engine_cmd), options_.engine_env,
+                                         plan.name, std::move(banner), std::move(client)));
 }
 
 namespace {
 
 // The native executor, in a bubblewrap sandbox unless `mode` is off or (auto) bwrap is
 // missing or cannot make one here.
-Result<std::unique_ptr<Executor>> MakeNativeExecutor(const std::string& mode, ProcessRunner& runner) {
+Result<std::unique_ptr<Executor>> MakeNativeExecutor(const std::string& mode,
+                                                     const BuildUser& build_user,
+                                                     ProcessRunner& runner) {
   if (mode != "off") {
     std::string bwrap = FindInPath("bwrap", CurrentEnv()["PATH"]);
+    SandboxOptions options = DetectSandboxOptions(bwrap);
+    options.build_user = build_user;
     Status works = bwrap.empty() ? Status::NotFound("bubblewrap (bwrap) is not installed")
-                                 : CheckSandbox(runner, DetectSandboxOptions(bwrap));
+                                 : CheckSandbox(runner, options);
     if (works.ok()) {
-      return std::unique_ptr<Executor>(
-          std::make_unique<SandboxExecutor>(runner, DetectSandboxOptions(bwrap)));
+      if (build_user.switches) log::Info("builds run as " + build_user.name + " in the sandbox");
+      return std::unique_ptr<Executor>(std::make_unique<SandboxExecutor>(runner, options));
     }
     if (mode == "bwrap") return works.WithContext("--sandbox bwrap");
-    log::Warn("builds run WITHOUT a sandbox, with this worker's own rights (its token, other "
-              "jobs' workspaces and the compile cache are in reach): " + works.message() +
-              "; install bubblewrap (apt-get install bubblewrap) or pass --sandbox off to "
-              "silence this");
+    log::Warn(
+        "builds run WITHOUT a sandbox, with this worker's own rights (its token, other "
+        "jobs' workspaces and the compile cache are in reach): " +
+        works.message() +
+        "; install bubblewrap (apt-get install bubblewrap) or pass --sandbox off to "
+        "silence this");
+  }
+  if (build_user.switches) {
+    log::Warn("builds run as root: only the sandbox runs them as " + build_user.name);
   }
   return std::unique_ptr<Executor>(std::make_unique<NativeExecutor>(runner));
 }
@@ -297,7 +310,9 @@ Result<std::unique_ptr<Executor>> MakeNativeExecutor(const std::string& mode, Pr
 
 Result<std::unique_ptr<Executor>> MakeExecutor(const WorkerConfig& config, ProcessRunner& runner,
                                                std::function<int64_t()> available_memory) {
-  if (config.executor == "native") return MakeNativeExecutor(config.sandbox, runner);
+  if (config.executor == "native") {
+    return MakeNativeExecutor(config.sandbox, config.build_user, runner);
+  }
   ContainerOptions o;
   o.engine = config.executor;
   o.engine_args = config.container_engine_args;
@@ -309,10 +324,10 @@ Result<std::unique_ptr<Executor>> MakeExecutor(const WorkerConfig& config, Proce
   if (o.user != "auto" && o.user != "image") FARM_RETURN_IF_ERROR(ParseUser(o.user).status());
   o.max_jobs = config.max_jobs;
   EnvMap env = CurrentEnv();
-  for (const char* k : {"PATH", "HOME", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
-                        "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF",
-                        "CONTAINER_HOST", "DOCKER_HOST", "DOCKER_CONFIG", "TMPDIR", "LANG",
-                        "USER", "LOGNAME"}) {
+  for (const char* k :
+       {"PATH", "HOME", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CONTAINERS_CONF",
+        "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF", "CONTAINER_HOST", "DOCKER_HOST",
+        "DOCKER_CONFIG", "TMPDIR", "LANG", "USER", "LOGNAME"}) {
     if (auto it = env.find(k); it != env.end()) o.engine_env[k] = it->second;
   }
   if (o.engine_env.count("PATH") == 0) o.engine_env["PATH"] = "/usr/local/bin:/usr/bin:/bin";

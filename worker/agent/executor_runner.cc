@@ -34,9 +34,13 @@ Result<std::unique_ptr<Process>> ExecutorProcessRunner::Start(const ProcessSpec&
   return executor_.Start(req);
 }
 
+std::unique_ptr<ProcessRunner> ForwardTo(ProcessRunner& host) {
+  return std::make_unique<HostRunner>(host);
+}
+
 std::unique_ptr<ProcessRunner> MakeValidationRunner(Executor& executor, ProcessRunner& host,
                                                     ExecRequest base) {
-  if (executor.RunsOnHost()) return std::make_unique<HostRunner>(host);
+  if (executor.RunsOnHost()) return ForwardTo(host);
   base.offline = true;
   return std::make_unique<ExecutorProcessRunner>(executor, std::move(base));
 }

@@ -34,6 +34,9 @@ class ExecutorProcessRunner final : public ProcessRunner {
   const ExecRequest base_;
 };
 
+// A runner that hands every spec to `host` unchanged; `host` must outlive it.
+std::unique_ptr<ProcessRunner> ForwardTo(ProcessRunner& host);
+
 // The runner for the steps that prove a job's wheels (clean venv, install, imports,
 // validation script). When `executor` runs on the host (native), `host` itself, unwrapped,
 // so validation runs exactly as the helper tools do. Otherwise an ExecutorProcessRunner

@@ -1,5 +1,7 @@
 #include "worker/agent/job_runner.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -13,6 +15,7 @@
 #include "worker/agent/executor_runner.h"
 #include "worker/agent/retry.h"
 #include "worker/agent/sandbox_executor.h"
+#include "worker/agent/untrusted_dir.h"
 #include "worker/agent/validation.h"
 #include "worker/agent/wheel_label.h"
 #include "worker/agent/workspace.h"
@@ -26,6 +29,8 @@ using farm::v1::LogStream;
 constexpr int64_t kReportRetryMs = 5 * 60 * 1000;
 constexpr int64_t kShutdownRetryMs = 8000;
 constexpr int64_t kInstallTimeoutMs = 10 * 60 * 1000;
+// The largest wheel the worker copies out of a workspace (farmd's own limit is lower).
+constexpr int64_t kMaxWheelBytes = int64_t{16} << 30;
 
 std::string JobName(const farm::v1::JobAssignment& job) {
   return "job " + std::to_string(job.job_id()) + " attempt " + std::to_string(job.attempt());
@@ -41,37 +46,61 @@ EnvMap ToolEnv(const EnvMap& worker_env) {
 
 Outcome Infra(const std::string& detail) { return {farm::v1::CAUSE_INFRASTRUCTURE, detail, -1, 0}; }
 
-// The subdirectory must stay inside the source tree.
-Result<std::string> BuildDir(const std::string& src, const std::string& sub) {
+// "csrc/, setup.py, README.md": what the top of the source tree holds, sorted, at most 20.
+std::string TopLevel(const std::string& src) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& e : stdfs::directory_iterator(src, ec)) {
+    names.insert(e.path().filename().string() + (e.is_directory(ec) ? "/" : ""));
+  }
+  std::string out;
+  size_t shown = 0;
+  for (const auto& n : names) {
+    if (++shown > 20) return out + ", and " + std::to_string(names.size() - 20) + " more";
+    out += (out.empty() ? "" : ", ") + ToValidUtf8(n);
+  }
+  return out.empty() ? "nothing" : out;
+}
+
+// The subdirectory must stay inside the source tree and exist: an error here is the
+// recipe's (a build failure, not retried), and says what the tree holds.
+Result<std::string> BuildDir(const std::string& src, const farm::v1::Recipe& recipe) {
+  const std::string& sub = recipe.subdirectory();
   if (sub.empty()) return src;
   stdfs::path p = stdfs::path(sub).lexically_normal();
   if (p.is_absolute() || (!p.empty() && *p.begin() == "..")) {
     return Status::InvalidArgument("subdirectory " + sub + " leaves the source tree");
   }
   std::string dir = src + "/" + p.string();
-  if (!stdfs::is_directory(dir)) return Status::NotFound("subdirectory " + sub + " does not exist");
-  return dir;
+  if (stdfs::is_directory(dir)) return dir;
+  std::string why = "subdirectory " + sub +
+                    " does not exist in the source; its top level holds: " + TopLevel(src);
+  if (recipe.source().has_archive() && recipe.source().archive().unwrap_single_directory()) {
+    why +=
+        " (a tarball whose entries all sit in one folder is unpacked with that folder as the "
+        "root: subdirectory is relative to it)";
+  }
+  return Status::InvalidArgument(why);
+}
+
+// A recipe that names what its source does not have fails once, as the build's failure.
+Outcome RecipeError(const std::string& detail) {
+  return {farm::v1::CAUSE_BUILD_FAILED, detail, -1, 0};
 }
 
 std::string SourceText(const farm::v1::Source& s) {
   switch (s.kind_case()) {
-    case farm::v1::Source::kLocalPath: return "directory " + s.local_path();
-    case farm::v1::Source::kTarballPath: return "tarball " + s.tarball_path();
-    case farm::v1::Source::kGit: return "git " + s.git().url() + " " + s.git().commit();
+    case farm::v1::Source::kLocalPath:
+      return "directory " + s.local_path();
+    case farm::v1::Source::kTarballPath:
+      return "tarball " + s.tarball_path();
+    case farm::v1::Source::kGit:
+      return "git " + s.git().url() + " " + s.git().commit();
     case farm::v1::Source::kArchive:
       return s.archive().origin() + ", archive sha256 " + s.archive().sha256() + " from farmd";
-    default: return "(none)";
+    default:
+      return "(none)";
   }
-}
-
-std::vector<std::string> ListWheels(const std::string& dir) {
-  std::vector<std::string> wheels;
-  std::error_code ec;
-  for (const auto& e : stdfs::directory_iterator(dir, ec)) {
-    if (e.is_regular_file() && e.path().extension() == ".whl") wheels.push_back(e.path().string());
-  }
-  std::sort(wheels.begin(), wheels.end());
-  return wheels;
 }
 
 // "runs on cc 9.0, 12.1; 3 images (sm_90a, sm_121a, compute_121a)" for the job log.
@@ -147,7 +176,9 @@ std::string HeldText(double gb) {
 
 JobRunner::JobRunner(JobDeps deps, JobSettings settings, farm::v1::JobAssignment job,
                      std::shared_ptr<JobControl> control)
-    : deps_(std::move(deps)), settings_(std::move(settings)), job_(std::move(job)),
+    : deps_(std::move(deps)),
+      settings_(std::move(settings)),
+      job_(std::move(job)),
       control_(std::move(control)) {}
 
 int64_t JobRunner::RetryDeadlineMs(int64_t normal_ms) const {
@@ -174,55 +205,87 @@ Outcome JobRunner::Run() {
                                                       std::to_string(job_.attempt()) + "-");
   if (!made.ok()) {
     outcome = Infra("cannot create workspace: " + made.status().message());
+  } else if (Status given = GiveToBuildUser(settings_.build_user, *made, false); !given.ok()) {
+    ws = *made;
+    outcome = Infra(given.message());
   } else {
     ws = *made;
     outcome = Execute(log, ws);
   }
   if (control_->stopped() && outcome.cause != control_->cause()) outcome = StoppedOutcome(outcome);
-  log.Append(farm::v1::SYSTEM, "farm: attempt ended: " +
-                                   farm::v1::AttemptCause_Name(outcome.cause) +
-                                   (outcome.detail.empty() ? "" : " (" + outcome.detail + ")"));
+  log.Append(farm::v1::SYSTEM,
+             "farm: attempt ended: " + farm::v1::AttemptCause_Name(outcome.cause) +
+                 (outcome.detail.empty() ? "" : " (" + outcome.detail + ")"));
   control_->log_seq = log.last_seq();
   Status flushed = log.Finish(RetryDeadlineMs(60000));
   if (!flushed.ok()) log::Warn(JobName(job_) + ": log upload incomplete: " + flushed.ToString());
   Report(outcome, log.last_seq());
   if (!ws.empty() && !settings_.keep_workspace) {
-    Status removed = fs::RemoveAll(ws);
-    if (!removed.ok()) log::Warn("removing workspace: " + removed.ToString());
+    for (const std::string& dir : {ws, OutputDir(ws)}) {
+      Status removed = fs::RemoveAll(dir);
+      if (!removed.ok()) log::Warn("removing workspace: " + removed.ToString());
+    }
   }
   return outcome;
 }
 
 Outcome JobRunner::Execute(LogShipper& log, const std::string& ws) {
-  auto on_line = [&log, this](OutputStream s, const std::string& line) {
-    control_->log_seq = log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
-  };
   auto system = [&log, this](const std::string& text) {
     control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + text);
   };
   system("workspace " + ws);
   if (job_.kind() == farm::v1::JOB_VALIDATE) return ExecuteValidation(log, ws);
-  StepRunner steps(*deps_.runner, ToolEnv(settings_.worker_env), control_.get(), on_line);
-  auto src = FetchAndPatch(log, steps, ws);
+  auto src = FetchAndPatch(log, ws);
   if (!src.ok()) return Infra(src.status().message());
   auto built = Build(log, ws, *src);
   if (!built.ok()) return Infra(built.status().message());
   return *built;
 }
 
+std::unique_ptr<ProcessRunner> JobRunner::SourceRunner(const std::string& ws, bool network) const {
+  if (deps_.executor->Name() != "sandbox") return ForwardTo(*deps_.runner);
+  ExecRequest base;
+  base.workspace = ws;
+  base.network = network;
+  base.kill_grace_ms = kKillGraceMs;
+  if (!settings_.git.ca_file.empty()) base.host_read_paths.push_back(settings_.git.ca_file);
+  return std::make_unique<ExecutorProcessRunner>(*deps_.executor, std::move(base));
+}
+
+std::string JobRunner::OutputDir(const std::string& ws) const {
+  return settings_.work_dir + "/outputs/" + stdfs::path(ws).filename().string();
+}
+
 // The recipe's source in <ws>/src with its patches applied; errors say which step failed.
-Result<std::string> JobRunner::FetchAndPatch(LogShipper& log, StepRunner& steps,
-                                             const std::string& ws) {
+// Under the sandbox, git runs inside it (as the build user): the clone with the network
+// and nothing of the host but the workspace, the patches and the commit date offline.
+Result<std::string> JobRunner::FetchAndPatch(LogShipper& log, const std::string& ws) {
   const auto& recipe = job_.recipe();
   std::string src = ws + "/src";
   control_->log_seq =
       log.Append(farm::v1::SYSTEM, "farm: fetching source (" + SourceText(recipe.source()) + ")");
+  auto on_line = [&log, this](OutputStream s, const std::string& line) {
+    control_->log_seq =
+        log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+  };
+  std::unique_ptr<ProcessRunner> offline = SourceRunner(ws, false);
+  std::unique_ptr<ProcessRunner> online = SourceRunner(ws, true);
+  StepRunner steps(*offline, ToolEnv(settings_.worker_env), control_.get(), on_line);
+  const bool sandboxed = deps_.executor->Name() == "sandbox";
+  StepRunner git_steps(*online,
+                       git::LockedGitEnv(settings_.git, sandboxed ? "/tmp" : "/nonexistent"),
+                       control_.get(), on_line);
+  GitFetch git{&git_steps, settings_.git};
   ArchiveFetcher fetch = [this](const farm::v1::SourceArchive& archive, const std::string& path) {
     return deps_.client->DownloadSource(job_.job_id(), job_.attempt(), archive, path);
   };
-  if (Status s = FetchSource(steps, recipe.source(), src, fetch); !s.ok()) {
+  if (Status s = FetchSource(steps, git, recipe.source(), src, fetch); !s.ok()) {
     return Status::FailedPrecondition("fetching source failed: " + s.message());
   }
+  // An unpacked archive is the worker's; the sandboxed patch steps write into it.
+  FARM_RETURN_IF_ERROR(GiveToBuildUser(settings_.build_user, src, true));
+  // Read before the patches: `git apply` gives the files it changes the time of the build.
+  source_date_epoch_ = SourceDateEpoch(*offline, src);
   std::vector<farm::v1::Patch> patches(recipe.patches().begin(), recipe.patches().end());
   if (!patches.empty()) {
     control_->log_seq = log.Append(
@@ -297,9 +360,16 @@ Status JobRunner::InstallBuildInputs(LogShipper& log, StepRunner& steps, const s
   control_->log_seq =
       log.Append(farm::v1::SYSTEM, "farm: installing " + std::to_string(inputs_.for_build.size()) +
                                        " required wheel(s) into the build venv (--no-index)");
-  std::vector<std::string> argv = {venv + "/bin/python", "-m", "pip", "install", "--no-deps",
-                                   "--no-index", "--disable-pip-version-check", "--no-input",
-                                   "--find-links", inputs_.dir};
+  std::vector<std::string> argv = {venv + "/bin/python",
+                                   "-m",
+                                   "pip",
+                                   "install",
+                                   "--no-deps",
+                                   "--no-index",
+                                   "--disable-pip-version-check",
+                                   "--no-input",
+                                   "--find-links",
+                                   inputs_.dir};
   argv.insert(argv.end(), inputs_.for_build.begin(), inputs_.for_build.end());
   Status installed = steps.Run(argv, inputs_.dir, kInstallTimeoutMs);
   if (!installed.ok()) return installed.WithContext("installing the required wheels");
@@ -315,15 +385,10 @@ Outcome JobRunner::ExecuteValidation(LogShipper& log, const std::string& ws) {
   std::string build_dir = ws;
   const farm::v1::ValidationSpec& spec = recipe.validation();
   if (!spec.script().empty() && spec.script_content().empty()) {  // the script is in the source
-    StepRunner steps(*deps_.runner, ToolEnv(settings_.worker_env), control_.get(),
-                     [&log](OutputStream s, const std::string& line) {
-                       log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR,
-                                  line);
-                     });
-    auto src = FetchAndPatch(log, steps, ws);
+    auto src = FetchAndPatch(log, ws);
     if (!src.ok()) return Infra(src.status().message());
-    auto dir = BuildDir(*src, recipe.subdirectory());
-    if (!dir.ok()) return Infra(dir.status().message());
+    auto dir = BuildDir(*src, recipe);
+    if (!dir.ok()) return RecipeError(dir.status().message());
     build_dir = *dir;
   }
   auto python = SelectPython(job_.cell(), settings_.caps);
@@ -337,6 +402,9 @@ Outcome JobRunner::ExecuteValidation(LogShipper& log, const std::string& ws) {
     return Infra("fetching the required wheels failed: " + s.message());
   }
   if (Status s = fs::MakeDirs(ws + "/tmp"); !s.ok()) return Infra(s.message());
+  // The validation steps run as the build user and write into the workspace.
+  if (Status s = GiveToBuildUser(settings_.build_user, ws, true); !s.ok())
+    return Infra(s.message());
   farm::v1::ArchManifest manifest;
   for (const auto& a : job_.artifacts()) {
     if (a.manifest().images_size() > 0) manifest = a.manifest();
@@ -369,24 +437,37 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   auto system = [&log, this](const std::string& text) {
     control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + text);
   };
-  FARM_ASSIGN_OR_RETURN(std::string build_dir, BuildDir(src, recipe.subdirectory()));
+  auto dir = BuildDir(src, recipe);
+  if (!dir.ok()) return RecipeError(dir.status().message());
+  const std::string& build_dir = *dir;
   FARM_ASSIGN_OR_RETURN(auto python, SelectPython(job_.cell(), settings_.caps));
   FARM_ASSIGN_OR_RETURN(auto toolkit, SelectToolkit(job_.cell(), settings_.caps));
   system("creating venv with " + python.path() + " (Python " + python.version() + ")");
   EnvMap tool_env = BaseEnv(settings_.worker_env);
-  StepRunner steps(*deps_.runner, tool_env, control_.get(),
-                   [&log](OutputStream s, const std::string& line) {
-                     log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
-                   });
-  FARM_RETURN_IF_ERROR(CreateVenv(steps, python.path(), recipe.system_site_packages(), ws + "/venv"));
+  StepRunner steps(
+      *deps_.runner, tool_env, control_.get(), [&log](OutputStream s, const std::string& line) {
+        log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+      });
+  FARM_RETURN_IF_ERROR(
+      CreateVenv(steps, python.path(), recipe.system_site_packages(), ws + "/venv"));
   FARM_RETURN_IF_ERROR(FetchInputs(log, ws));
   FARM_RETURN_IF_ERROR(InstallBuildInputs(log, steps, ws + "/venv"));
   FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/wheels"));
   FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/tmp"));
-  JobEnvInputs in{&job_, settings_.worker_env, ws + "/venv", ws + "/wheels", ws + "/tmp",
-                  python.version(), toolkit, settings_.caps.cpu_cores(),
-                  deps_.probe->AvailableMemoryBytes(), settings_.secrets,
-                  SourceDateEpoch(*deps_.runner, src)};
+  // The build runs as the build user: what the worker made here (the venv, the required
+  // wheels) becomes that user's.
+  FARM_RETURN_IF_ERROR(GiveToBuildUser(settings_.build_user, ws, true));
+  JobEnvInputs in{&job_,
+                  settings_.worker_env,
+                  ws + "/venv",
+                  ws + "/wheels",
+                  ws + "/tmp",
+                  python.version(),
+                  toolkit,
+                  settings_.caps.cpu_cores(),
+                  deps_.probe->AvailableMemoryBytes(),
+                  settings_.secrets,
+                  source_date_epoch_};
   in.wsl2 = settings_.caps.wsl2();
   // Unified memory: this job's validation and those of the jobs beside it share the RAM
   // the compile jobs use.
@@ -403,43 +484,78 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   }
   JobCacheUse cache_use;
   if (settings_.compile_cache != nullptr) {
-    cache_use = settings_.compile_cache->PrepareJob(recipe, ws, deps_.executor->Name(), env,
-                                                    ImageCheckFor(*deps_.executor, ws,
-                                                                  recipe.container_image(), env));
+    cache_use = settings_.compile_cache->PrepareJob(
+        recipe, job_.cache_namespace(), ws, deps_.executor->Name(), env,
+        ImageCheckFor(*deps_.executor, ws, recipe.container_image(), env));
+  }
+  if (cache_use.used) {
+    // Given once: later builds of the namespace find it the build user's already.
+    struct stat st {};
+    if (::stat(cache_use.namespace_dir.c_str(), &st) == 0 &&
+        st.st_uid != settings_.build_user.uid) {
+      Status given = GiveToBuildUser(settings_.build_user, cache_use.namespace_dir, true);
+      if (!given.ok()) {
+        CompileCache::FinishJob(cache_use);
+        return given;
+      }
+    }
   }
   if (!cache_use.note.empty()) system(cache_use.note);
   system("running the build command in " + build_dir + " (MAX_JOBS=" + env["MAX_JOBS"] +
          (toolkit.path().empty() ? "" : ", CUDA " + toolkit.version()) + ", executor " +
          deps_.executor->Name() + (held_gb > 0 ? ", " + HeldText(held_gb) : "") + ")");
-  ExecRequest req{{"bash", "-eo", "pipefail", "-c", recipe.build_command()}, build_dir, env, ws,
-                  recipe.container_image(), kKillGraceMs, cache_use.mounts};
+  ExecRequest req{{"bash", "-eo", "pipefail", "-c", recipe.build_command()},
+                  build_dir,
+                  env,
+                  ws,
+                  recipe.container_image(),
+                  kKillGraceMs,
+                  cache_use.mounts};
   req.network = recipe.network();
   req.host_read_paths = PythonReadPaths(python.path());
   if (!toolkit.path().empty()) req.host_read_paths.push_back(toolkit.path());
-  FARM_ASSIGN_OR_RETURN(auto process, deps_.executor->Start(req));
+  auto started = deps_.executor->Start(req);
+  if (!started.ok()) {
+    CompileCache::FinishJob(cache_use);  // takes the job's wrappers away
+    return started.status();
+  }
+  std::unique_ptr<Process> process = std::move(started).value();
   control_->SetProcess(process.get());
   // A container's processes are not this host's children: no live memory figure for them.
   const std::string executor = deps_.executor->Name();
   const bool host_processes = executor == "native" || executor == "sandbox";
-  control_->progress.Begin(host_processes ? process->pid() : 0, cache_use.stats_log);
+  control_->progress.Begin(host_processes ? process->pid() : 0,
+                           cache_use.used ? cache_use.workspace : "");
   int64_t timeout_s = job_.timeout_seconds() > 0 ? job_.timeout_seconds() : 3600;
+  int64_t sampled_ms = 0;
   ProcessResult r = process->Wait(
-      [&log, this](OutputStream s, const std::string& line) {
+      [&log, &sampled_ms, this](OutputStream s, const std::string& line) {
         control_->progress.OnLine(line);
+        // The process tree's memory, between heartbeats too (at most every 250 ms).
+        if (int64_t now = deps_.clock->SteadyMs(); now - sampled_ms >= 250) {
+          sampled_ms = now;
+          control_->progress.Sample();
+        }
         control_->log_seq =
             log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
       },
       timeout_s * 1000);
   control_->progress.End();
   control_->SetProcess(nullptr);
-  Outcome out{farm::v1::CAUSE_COMPLETED, "", r.exit_code, r.peak_rss_bytes};
+  // wait4 counts only the processes the command's own tree waited for: in the sandbox,
+  // bwrap's init reaps the build and wait4 sees bwrap alone (10 MiB for a build that held
+  // 150 MiB). The peaks sampled from /proc (VmHWM of every process of the tree, at each
+  // heartbeat and line) see them; the log and the attempt both give the larger figure.
+  const int64_t peak = std::max(r.peak_rss_bytes, control_->progress.Snapshot().peak_rss_bytes);
+  Outcome out{farm::v1::CAUSE_COMPLETED, "", r.exit_code, peak};
   system("build command exited with code " + std::to_string(r.exit_code) + ", peak RSS " +
-         std::to_string(r.peak_rss_bytes >> 20) + " MiB");
+         fs::HumanBytes(peak));
   out.compile_cache = CompileCache::FinishJob(cache_use);
   // Only builds that compiled something have a hit rate to tell; a silent line keeps a
   // failing build's own last lines at the end of the log.
-  if (out.compile_cache && out.compile_cache->hits() + out.compile_cache->misses() +
-                               out.compile_cache->uncacheable() > 0) {
+  if (out.compile_cache &&
+      out.compile_cache->hits() + out.compile_cache->misses() + out.compile_cache->uncacheable() >
+          0) {
     system(DescribeCacheStats(*out.compile_cache));
   }
   if (control_->stopped()) return StoppedOutcome(out);
@@ -462,7 +578,21 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
 Outcome JobRunner::FinishWheels(LogShipper& log, const JobEnvInputs& env_in,
                                 const std::string& build_dir, const std::string& python,
                                 Outcome built) {
-  std::vector<std::string> wheels = ListWheels(env_in.wheel_dir);
+  // The build's wheel directory is hostile: its wheels are copied out (never a link, a
+  // FIFO or a file elsewhere), and only the copies are checked, validated and uploaded.
+  const std::string ws = stdfs::path(env_in.wheel_dir).parent_path().string();
+  const std::string out_dir = OutputDir(ws);
+  auto taken = CopyOutFiles(ws, stdfs::path(env_in.wheel_dir).filename().string(), ".whl", out_dir,
+                            kMaxWheelBytes);
+  if (!taken.ok() && taken.status().code() != StatusCode::kNotFound) {
+    if (taken.status().code() != StatusCode::kFailedPrecondition) {
+      return Infra("taking the wheels: " + taken.status().message());
+    }
+    built.cause = farm::v1::CAUSE_BUILD_FAILED;
+    built.detail = "the build's wheels are refused: " + taken.status().message();
+    return built;
+  }
+  std::vector<std::string> wheels = taken.ok() ? *taken : std::vector<std::string>();
   if (wheels.empty()) {
     built.cause = farm::v1::CAUSE_BUILD_FAILED;
     built.detail = "build produced no wheel";
@@ -493,7 +623,7 @@ Outcome JobRunner::FinishWheels(LogShipper& log, const JobEnvInputs& env_in,
     headers.push_back(std::move(labelled).value());
   }
   wheels.clear();
-  for (const auto& h : headers) wheels.push_back(env_in.wheel_dir + "/" + h.filename());
+  for (const auto& h : headers) wheels.push_back(out_dir + "/" + h.filename());
   auto report = Validate(log, env_in, build_dir, python, wheels, device_manifest);
   if (control_->stopped()) return StoppedOutcome(built);
   if (!report.ok()) return Infra("validation could not run: " + report.status().message());
@@ -542,7 +672,7 @@ Result<farm::v1::ArtifactHeader> JobRunner::CheckOne(LogShipper& log, const std:
 Result<farm::v1::ArtifactHeader> JobRunner::Label(LogShipper& log, const std::string& path,
                                                   const farm::v1::ArtifactHeader& header) {
   const std::string wheel_dir = stdfs::path(path).parent_path().string();
-  const std::string out_dir = stdfs::path(wheel_dir).parent_path().string() + "/labelled";
+  const std::string out_dir = wheel_dir + "/labelled";
   FARM_ASSIGN_OR_RETURN(LabelledWheel labelled, LabelWheelForJob(job_, path, header, out_dir));
   if (!labelled.rewritten) return labelled.header;
   FARM_RETURN_IF_ERROR(fs::RemoveAll(path));
@@ -555,10 +685,11 @@ Result<farm::v1::ArtifactHeader> JobRunner::Label(LogShipper& log, const std::st
   return labelled.header;
 }
 
-Result<farm::v1::ValidationReport> JobRunner::Validate(
-    LogShipper& log, const JobEnvInputs& env_in, const std::string& build_dir,
-    const std::string& python, const std::vector<std::string>& wheels,
-    const farm::v1::ArchManifest& manifest) {
+Result<farm::v1::ValidationReport> JobRunner::Validate(LogShipper& log, const JobEnvInputs& env_in,
+                                                       const std::string& build_dir,
+                                                       const std::string& python,
+                                                       const std::vector<std::string>& wheels,
+                                                       const farm::v1::ArchManifest& manifest) {
   const farm::v1::ValidationSpec& spec = job_.recipe().validation();
   if (spec.script().empty() && spec.import_modules_size() == 0) {
     farm::v1::ValidationReport none;
@@ -573,14 +704,25 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(
   const bool on_host = deps_.executor->RunsOnHost();
   std::string where = on_host ? "" : " inside the " + deps_.executor->Name() + " container";
   control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validating in a clean venv" + where);
-  ValidationInputs in{.job = &job_, .wheels = wheels, .manifest = manifest, .python = python,
-                      .dir = stdfs::path(env_in.wheel_dir).parent_path().string() + "/validate",
-                      .build_dir = build_dir, .find_links = settings_.find_links,
-                      .caps = settings_.caps, .worker_id = settings_.worker_id};
+  // A fresh directory of the worker's, whatever the build left at <ws>/validate.
+  const std::string ws = stdfs::path(env_in.wheel_dir).parent_path().string();
+  FARM_ASSIGN_OR_RETURN(std::string dir, MakeFreshDir(ws, "validate"));
+  FARM_RETURN_IF_ERROR(GiveToBuildUser(settings_.build_user, dir, false));
+  ValidationInputs in{.job = &job_,
+                      .wheels = wheels,
+                      .manifest = manifest,
+                      .python = python,
+                      .dir = dir,
+                      .build_dir = build_dir,
+                      .find_links = settings_.find_links,
+                      .caps = settings_.caps,
+                      .worker_id = settings_.worker_id};
   JobEnvInputs venv_in = env_in;
   venv_in.venv_dir = in.dir + "/venv";
   in.env = BuildJobEnv(venv_in);
-  in.find_links.push_back(env_in.wheel_dir);
+  // Where the wheels are: the worker's copies outside the workspace (mounted read-only
+  // for a sandbox or container), or the wheels a validation job fetched.
+  if (!wheels.empty()) in.find_links.push_back(stdfs::path(wheels.front()).parent_path().string());
   in.required_wheels = inputs_.for_validation;
   if (!inputs_.for_validation.empty()) in.find_links.push_back(inputs_.dir);
   // The job's executor decides where validation runs: on the host for native jobs, else
@@ -589,9 +731,9 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(
       *deps_.executor, *deps_.runner, ValidationContainer(in, job_.recipe().container_image()));
   StepRunner steps(*runner, BaseEnv(settings_.worker_env), control_.get(), on_line);
   FARM_ASSIGN_OR_RETURN(auto report, ValidateWheels(steps, *runner, control_.get(), on_line, in));
-  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validation " +
-                                                       farm::v1::ValidationState_Name(report.state()) +
-                                                       ": " + report.message());
+  control_->log_seq = log.Append(
+      farm::v1::SYSTEM, "farm: validation " + farm::v1::ValidationState_Name(report.state()) +
+                            ": " + report.message());
   return report;
 }
 

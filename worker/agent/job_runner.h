@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/git_policy.h"
 #include "common/process.h"
 #include "common/status.h"
 #include "farm/v1/worker.pb.h"
 #include "worker/agent/build_env.h"
+#include "worker/agent/build_user.h"
 #include "worker/agent/compile_cache.h"
 #include "worker/agent/executor.h"
 #include "worker/agent/farm_client.h"
@@ -32,33 +34,37 @@ class StepRunner;
 // Called with each wheel before it is uploaded: the structure and arch-manifest checks
 // (CheckWheelForJob in wheel_check.h) plug in here and fill header->manifest. A non-OK
 // status fails the attempt with CAUSE_VALIDATION_FAILED.
-using WheelHook = std::function<Status(const farm::v1::JobAssignment& job,
-                                       const std::string& wheel_path,
-                                       farm::v1::ArtifactHeader* header)>;
+using WheelHook =
+    std::function<Status(const farm::v1::JobAssignment& job, const std::string& wheel_path,
+                         farm::v1::ArtifactHeader* header)>;
 
 struct JobDeps {
   FarmClient* client = nullptr;
-  ProcessRunner* runner = nullptr;     // helper tools (git, tar, venv)
-  Executor* executor = nullptr;        // the build command
-  CapabilityProbe* probe = nullptr;    // memory available at job start
+  ProcessRunner* runner = nullptr;   // helper tools (git, tar, venv)
+  Executor* executor = nullptr;      // the build command
+  CapabilityProbe* probe = nullptr;  // memory available at job start
   const Clock* clock = nullptr;
-  WheelHook wheel_hook;                // may be empty: wheels are then taken unchecked
+  WheelHook wheel_hook;  // may be empty: wheels are then taken unchecked
 };
 
 struct JobSettings {
   std::string work_dir;
   bool keep_workspace = false;
-  farm::v1::Capabilities caps;         // the worker's latest probe
-  EnvMap worker_env;                   // filtered through the allow-list
-  std::vector<std::string> secrets;    // tokens that must not reach the build
+  farm::v1::Capabilities caps;                       // the worker's latest probe
+  EnvMap worker_env;                                 // filtered through the allow-list
+  std::vector<std::string> secrets;                  // tokens that must not reach the build
   const std::atomic<bool>* shutting_down = nullptr;  // shortens completion retries
-  std::vector<std::string> find_links;  // where validation finds runtime requirements
-  std::string worker_id;                // named in validation reports
-  CompileCache* compile_cache = nullptr;  // the worker's ccache; null: builds run without
+  std::vector<std::string> find_links;               // where validation finds runtime requirements
+  std::string worker_id;                             // named in validation reports
+  CompileCache* compile_cache = nullptr;         // the worker's ccache; null: builds run without
   int64_t log_buffer_bytes = int64_t{64} << 20;  // LogShipperOptions::max_buffered_bytes
   // On a unified-memory host: the GPU validation memory (GiB) the worker's other running
   // jobs hold (ValidationReserveGb of each job but `job_id`); empty: none.
   std::function<double(int64_t job_id)> validation_held_gb;
+  // Who the sandbox runs the job's commands as: the workspace and the cache namespace are
+  // given to that user (build_user.h). Default: the worker's own user.
+  BuildUser build_user;
+  git::GitPolicy git;  // which git sources are cloned, and how
 };
 
 // How an attempt ended, as reported in CompleteJob.
@@ -67,7 +73,7 @@ struct Outcome {
   std::string detail;
   int exit_code = 0;
   int64_t peak_rss_bytes = 0;
-  farm::v1::ValidationReport validation;  // of the attempt's wheels
+  farm::v1::ValidationReport validation;                     // of the attempt's wheels
   std::optional<farm::v1::CompileCacheStats> compile_cache;  // when the build used the cache
 };
 
@@ -95,7 +101,13 @@ class JobRunner {
   Status FetchInputs(LogShipper& log, const std::string& ws);
   // Installs inputs_.for_build into the build venv, from exactly those files.
   Status InstallBuildInputs(LogShipper& log, StepRunner& steps, const std::string& venv);
-  Result<std::string> FetchAndPatch(LogShipper& log, StepRunner& steps, const std::string& ws);
+  Result<std::string> FetchAndPatch(LogShipper& log, const std::string& ws);
+  // Where the job's source tools (git, patches) run: inside the sandbox when the job's
+  // executor is the sandbox (with the network for `network`), else on the host.
+  std::unique_ptr<ProcessRunner> SourceRunner(const std::string& ws, bool network) const;
+  // The worker's own copy of the job's outputs, outside the workspace: checked, labelled,
+  // validated and uploaded from here, never from where the build left them.
+  std::string OutputDir(const std::string& ws) const;
   Result<Outcome> Build(LogShipper& log, const std::string& ws, const std::string& src);
   Outcome FinishWheels(LogShipper& log, const JobEnvInputs& env_in, const std::string& build_dir,
                        const std::string& python, Outcome built);
@@ -122,6 +134,8 @@ class JobRunner {
   JobDeps deps_;
   JobSettings settings_;
   InputWheels inputs_;
+  // SourceDateEpoch of the source as fetched, before patches (which `git apply` writes now).
+  int64_t source_date_epoch_ = 0;
   farm::v1::JobAssignment job_;
   std::shared_ptr<JobControl> control_;
 };

@@ -12,6 +12,10 @@
 //   - no network unless the recipe asks for it (validation never);
 //   - its own PID, IPC and UTS namespaces and session: every process the build leaves
 //     behind dies with it; no capabilities;
+//   - under a root worker, the command runs as the unprivileged build user (build_user.h):
+//     bwrap keeps only the capabilities to enter the user's working directory and to
+//     switch users, and setpriv drops to the user, its group alone, no capabilities at
+//     all, before the command starts;
 //   - the GPUs (/dev/nvidia*) are passed in, for validation and for builds that probe the
 //     GPU.
 // Thread-safe: Start() only reads the options.
@@ -25,6 +29,7 @@
 
 #include "common/process.h"
 #include "common/status.h"
+#include "worker/agent/build_user.h"
 #include "worker/agent/executor.h"
 
 namespace farm::agent {
@@ -33,12 +38,14 @@ namespace farm::agent {
 inline constexpr char kSandboxJobRoot[] = "/farm/job";
 
 struct SandboxOptions {
-  std::string bwrap = "bwrap";             // the bubblewrap binary
-  std::vector<std::string> system_dirs = {"/usr", "/lib", "/lib32", "/lib64", "/libx32",
-                                          "/bin", "/sbin", "/opt"};
-  std::string etc = "/etc";                // bound read-only without `etc_hidden`
-  std::vector<std::string> etc_hidden;     // entries of /etc masked (the farm's configuration)
-  std::vector<std::string> devices;        // device nodes passed in (/dev/nvidia0, ...)
+  std::string bwrap = "bwrap";  // the bubblewrap binary
+  std::vector<std::string> system_dirs = {"/usr",    "/lib", "/lib32", "/lib64",
+                                          "/libx32", "/bin", "/sbin",  "/opt"};
+  std::string etc = "/etc";             // bound read-only without `etc_hidden`
+  std::vector<std::string> etc_hidden;  // entries of /etc masked (the farm's configuration)
+  std::vector<std::string> devices;     // device nodes passed in (/dev/nvidia0, ...)
+  BuildUser build_user;                 // who commands run as (a root worker switches)
+  std::string setpriv = "setpriv";      // util-linux, inside the sandbox
 };
 
 // The bwrap command line for `request` (argv ends with "--" and the request's argv, with

@@ -4,6 +4,7 @@
 
 #include "common/fs.h"
 #include "common/wheel/job_check.h"
+#include "worker/agent/untrusted_dir.h"
 
 namespace farm::agent {
 namespace {
@@ -53,8 +54,9 @@ Result<std::string> ScriptPath(const ValidationInputs& in) {
 }
 
 std::vector<std::string> InstallArgv(const std::string& python, const ValidationInputs& in) {
-  std::vector<std::string> argv = {python, "-m", "pip", "install", "--no-deps", "--no-index",
-                                   "--disable-pip-version-check", "--no-input"};
+  std::vector<std::string> argv = {
+      python,      "-m", "pip", "install", "--no-deps", "--no-index", "--disable-pip-version-check",
+      "--no-input"};
   for (const std::string& dir : in.find_links) {
     argv.push_back("--find-links");
     argv.push_back(dir);
@@ -75,9 +77,9 @@ std::vector<std::string> ScriptArgv(const std::string& python, const std::string
     std::snprintf(buf, sizeof buf, "%.6g", v);
     return std::string(buf);
   };
-  std::vector<std::string> argv = {python, script, "--device",
-                                   "cuda:" + std::to_string(gpu.index()), "--report",
-                                   in.dir + "/report.json"};
+  std::vector<std::string> argv = {python,     script,
+                                   "--device", "cuda:" + std::to_string(gpu.index()),
+                                   "--report", in.dir + "/report.json"};
   if (spec.min_cosine() > 0) argv.insert(argv.end(), {"--min-cosine", number(spec.min_cosine())});
   if (spec.max_relative_l1() > 0) {
     argv.insert(argv.end(), {"--max-relative-l1", number(spec.max_relative_l1())});
@@ -100,12 +102,13 @@ Result<farm::v1::ValidationReport> RunScript(ProcessRunner& runner, JobControl* 
     return Report(farm::v1::VALIDATION_FAILED, "validation script timed out after " +
                                                    std::to_string(in.timeout_ms / 1000) + " s");
   }
+  // The script wrote the report where it could write anything: read beneath the workspace,
+  // never through a link, only a regular file of bounded size; else there is no report.
   std::string json;
-  std::string report_path = in.dir + "/report.json";
-  std::error_code ec;
-  if (stdfs::is_regular_file(report_path, ec) &&
-      stdfs::file_size(report_path, ec) <= static_cast<uintmax_t>(kMaxReportBytes)) {
-    Result<std::string> text = fs::ReadFile(report_path);
+  auto ws = UntrustedDir::Open(stdfs::path(in.dir).parent_path().string());
+  if (ws.ok()) {
+    Result<std::string> text =
+        ws->ReadFile(stdfs::path(in.dir).filename().string() + "/report.json", kMaxReportBytes);
     if (text.ok()) json = std::move(text).value();
   }
   return ParseValidationReport(json, r.exit_code);
@@ -125,13 +128,16 @@ Status CheckWheelForJob(const farm::v1::JobAssignment& job, const std::string& w
 }
 
 Result<farm::v1::ValidationReport> ValidateWheels(StepRunner& steps, ProcessRunner& runner,
-                                                  JobControl* control,
-                                                  const LineCallback& on_line,
+                                                  JobControl* control, const LineCallback& on_line,
                                                   const ValidationInputs& in) {
   const farm::v1::Recipe& recipe = in.job->recipe();
   const std::string venv = in.dir + "/venv";
   const std::string python = venv + "/bin/python";
   FARM_RETURN_IF_ERROR(fs::MakeDirs(in.dir));
+  // Written before any code of the recipe runs here (the imports below run it), so
+  // nothing the recipe left in this directory is followed by the worker's write.
+  std::optional<Result<std::string>> script;
+  if (!recipe.validation().script().empty()) script = ScriptPath(in);
   FARM_RETURN_IF_ERROR(CreateVenv(steps, in.python, recipe.system_site_packages(), venv));
   Status installed = steps.Run(InstallArgv(python, in), in.dir, kInstallTimeoutMs);
   if (installed.code() == StatusCode::kCancelled) return installed;
@@ -150,7 +156,8 @@ Result<farm::v1::ValidationReport> ValidateWheels(StepRunner& steps, ProcessRunn
                             ? "installed in a clean venv"
                             : "installed and imported in a clean venv";
   if (recipe.validation().script().empty()) {
-    return Report(farm::v1::VALIDATION_NOT_RUN, imports + "; the recipe names no validation script");
+    return Report(farm::v1::VALIDATION_NOT_RUN,
+                  imports + "; the recipe names no validation script");
   }
   std::optional<farm::v1::Gpu> gpu = ChooseValidationGpu(in.caps, in.manifest);
   if (!gpu) {
@@ -159,10 +166,10 @@ Result<farm::v1::ValidationReport> ValidateWheels(StepRunner& steps, ProcessRunn
     pending.set_worker_id(in.worker_id);
     return pending;
   }
-  auto script = ScriptPath(in);
-  if (!script.ok()) return Report(farm::v1::VALIDATION_FAILED, script.status().message());
-  FARM_ASSIGN_OR_RETURN(farm::v1::ValidationReport report,
-                        RunScript(runner, control, on_line, ScriptArgv(python, *script, *gpu, in), in));
+  if (!script->ok()) return Report(farm::v1::VALIDATION_FAILED, script->status().message());
+  FARM_ASSIGN_OR_RETURN(
+      farm::v1::ValidationReport report,
+      RunScript(runner, control, on_line, ScriptArgv(python, **script, *gpu, in), in));
   report.set_worker_id(in.worker_id);
   if (report.gpu_name().empty()) report.set_gpu_name(gpu->name());
   ApplySpeedThreshold(recipe.validation().min_speedup(), &report);

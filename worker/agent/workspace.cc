@@ -1,5 +1,7 @@
 #include "worker/agent/workspace.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "common/archive/source_archive.h"
@@ -37,18 +39,34 @@ Status HoistSingleDirectory(const std::string& dest) {
   return Status::Ok();
 }
 
-Status FetchGit(StepRunner& steps, const farm::v1::GitSource& git, const std::string& dest) {
-  if (git.url().empty()) return Status::InvalidArgument("git source without a url");
+Status FetchGit(const GitFetch& fetch, const farm::v1::GitSource& git, const std::string& dest) {
+  FARM_RETURN_IF_ERROR(git::CheckGitUrl(git.url(), fetch.policy));
+  if (git.commit().size() > 64 ||
+      !std::all_of(git.commit().begin(), git.commit().end(),
+                   [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; })) {
+    return Status::InvalidArgument("git commit \"" + git.commit() + "\" is not a commit id");
+  }
+  if (fetch.steps == nullptr) {
+    return Status::FailedPrecondition("this worker cannot clone git sources");
+  }
   std::string parent = stdfs::path(dest).parent_path().string();
-  std::vector<std::string> clone = {"git", "clone", "--quiet"};
+  std::vector<std::string> clone = {"git"};
+  for (const std::string& arg : git::LockedGitArgs(fetch.policy)) clone.push_back(arg);
+  std::vector<std::string> checkout = clone;
+  clone.insert(clone.end(), {"clone", "--quiet", "--no-recurse-submodules"});
   if (git.commit().empty() && !git.ref().empty()) {
+    if (git.ref()[0] == '-') {
+      return Status::InvalidArgument("git ref " + git.ref() + " starts with '-'");
+    }
     clone.insert(clone.end(), {"--branch", git.ref()});
   }
   clone.insert(clone.end(), {"--", git.url(), dest});
-  FARM_RETURN_IF_ERROR(steps.Run(clone, parent).WithContext("git clone " + git.url()));
+  FARM_RETURN_IF_ERROR(fetch.steps->Run(clone, parent, fetch.policy.timeout_ms)
+                           .WithContext("git clone " + git.url()));
   if (git.commit().empty()) return Status::Ok();
-  return steps.Run({"git", "-c", "advice.detachedHead=false", "checkout", "--quiet", git.commit()},
-                   dest)
+  checkout.insert(checkout.end(),
+                  {"-c", "advice.detachedHead=false", "checkout", "--quiet", git.commit(), "--"});
+  return fetch.steps->Run(checkout, dest, fetch.policy.timeout_ms)
       .WithContext("git checkout " + git.commit());
 }
 
@@ -93,22 +111,24 @@ Status StepRunner::Run(const std::vector<std::string>& argv, const std::string& 
   if (r.timed_out) return Status::DeadlineExceeded(argv[0] + " timed out");
   if (r.exit_code != 0) {
     std::string why = last.Best().empty() ? "" : ": " + last.Best();
-    return Status::FailedPrecondition(argv[0] + " exited with " + std::to_string(r.exit_code) + why);
+    return Status::FailedPrecondition(argv[0] + " exited with " + std::to_string(r.exit_code) +
+                                      why);
   }
   return Status::Ok();
 }
 
-Status FetchSource(StepRunner& steps, const farm::v1::Source& source, const std::string& dest,
-                   const ArchiveFetcher& fetch) {
+Status FetchSource(StepRunner& steps, const GitFetch& git, const farm::v1::Source& source,
+                   const std::string& dest, const ArchiveFetcher& fetch) {
   switch (source.kind_case()) {
     case farm::v1::Source::kArchive:
       return FetchArchive(source.archive(), dest, fetch);
     case farm::v1::Source::kGit:
-      return FetchGit(steps, source.git(), dest);
+      return FetchGit(git, source.git(), dest);
     case farm::v1::Source::kLocalPath:
     case farm::v1::Source::kTarballPath:
       return Status::FailedPrecondition(
-          "the source \"" + (source.has_local_path() ? source.local_path() : source.tarball_path()) +
+          "the source \"" +
+          (source.has_local_path() ? source.local_path() : source.tarball_path()) +
           "\" is a path on the machine that submitted the build; a worker never reads it "
           "(farmctl uploads such sources to farmd)");
     default:
@@ -130,7 +150,8 @@ Status ApplyPatches(StepRunner& steps, const std::vector<farm::v1::Patch>& patch
     FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(file, patch.content()));
     Status s = steps.Run({"git", "apply", "--whitespace=nowarn", file}, src);
     if (s.code() == StatusCode::kCancelled) return s;
-    if (!s.ok()) return Status::FailedPrecondition("patch " + name + " does not apply: " + s.message());
+    if (!s.ok())
+      return Status::FailedPrecondition("patch " + name + " does not apply: " + s.message());
   }
   return Status::Ok();
 }
@@ -139,7 +160,8 @@ Status ApplyPatches(StepRunner& steps, const std::vector<farm::v1::Patch>& patch
 constexpr const char* kParentVenvProgram =
     "import os, site, sys, sysconfig\n"
     "if sys.prefix != sys.base_prefix:\n"
-    "    dest = sysconfig.get_path('purelib', vars={'base': sys.argv[1], 'platbase': sys.argv[1]})\n"
+    "    dest = sysconfig.get_path('purelib', vars={'base': sys.argv[1], 'platbase': "
+    "sys.argv[1]})\n"
     "    with open(os.path.join(dest, '_farm_parent_venv.pth'), 'w') as f:\n"
     "        f.write('\\n'.join(site.getsitepackages()) + '\\n')\n"
     "    print('farm: the venv also sees the packages of', sys.prefix)\n";

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/git_policy.h"
 #include "common/process.h"
 #include "common/status.h"
 #include "farm/v1/types.pb.h"
@@ -22,8 +23,8 @@ class StepRunner {
  public:
   // `env` is the tools' complete environment; `control` (may be null) lets Stop() kill a
   // running tool; `on_line` (may be null) receives the tools' output.
-  StepRunner(ProcessRunner& runner, std::map<std::string, std::string> env,
-             JobControl* control, LineCallback on_line)
+  StepRunner(ProcessRunner& runner, std::map<std::string, std::string> env, JobControl* control,
+             LineCallback on_line)
       : runner_(runner), env_(std::move(env)), control_(control), on_line_(std::move(on_line)) {}
 
   // Runs argv in `cwd`. On success OK; otherwise FailedPrecondition with the command's
@@ -42,14 +43,23 @@ class StepRunner {
 using ArchiveFetcher =
     std::function<Status(const farm::v1::SourceArchive& archive, const std::string& path)>;
 
+// How a job clones git sources: `steps` runs git (inside the sandbox, with the network,
+// where the job has one) with the environment git::LockedGitEnv, under `policy`.
+struct GitFetch {
+  StepRunner* steps = nullptr;
+  git::GitPolicy policy;
+};
+
 // Puts the source into `dest` (created here): an uploaded archive is fetched beside `dest`,
 // checked and unpacked under the hostile-archive rules (common/archive/source_archive.h;
-// a single top-level directory becomes the root) and removed again; a git source is
-// cloned and checked out at its commit (or ref). A source that is a path on the client
-// that submitted it is refused: a worker never reads a path someone else named. On
-// failure returns why, naming the source.
-Status FetchSource(StepRunner& steps, const farm::v1::Source& source, const std::string& dest,
-                   const ArchiveFetcher& fetch);
+// a single top-level directory becomes the root) and removed again; a git source whose
+// URL the policy allows (git::CheckGitUrl: a remote https URL, never a local path or
+// file://, whatever farmd passed on) is cloned with git::LockedGitArgs and checked out at
+// its commit (or ref). A source that is a path on the client that submitted it is
+// refused: a worker never reads a path someone else named. On failure returns why,
+// naming the source.
+Status FetchSource(StepRunner& steps, const GitFetch& git, const farm::v1::Source& source,
+                   const std::string& dest, const ArchiveFetcher& fetch);
 
 // Applies each patch in order with `git apply` in `src` (a git repository is initialised
 // first when `src` is not one). Patch files are written under `patch_dir`. On failure

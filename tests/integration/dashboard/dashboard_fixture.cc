@@ -3,7 +3,8 @@
 //
 //   dashboard_fixture --data-dir DIR --ready-file FILE [--web-root DIR] [--demo]
 //       [--line-ms MS] [--lines N] [--fill-builds N --jobs-per-build N] [--workers N]
-//       [--wheel FILE,CUDA,TORCH,STATE]...   (STATE: passed, pending, failed)
+//       [--wheel FILE,CUDA,TORCH,STATE[,SASS]]...   (STATE: passed, pending, failed;
+//                                                SASS: its one image, e.g. sm_90)
 //
 // --demo creates a 2x2 build whose first job logs a line every --line-ms and then succeeds,
 // a finished build with a failure, and a build for an RTX 5090 (12.0a) whose wheel waits
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/arch.h"
 #include "common/clock.h"
 #include "common/fs.h"
 #include "common/sha256.h"
@@ -31,6 +33,7 @@ struct Args {
   std::string data_dir, ready_file, web_root;
   bool demo = false;
   int line_ms = 300, lines = 20, fill_builds = 0, jobs_per_build = 10, workers = 0;
+  int finish_every = 0;
   std::vector<std::string> wheels;
 };
 
@@ -100,6 +103,8 @@ void RunDemoJob(store::Store* st, const Args& a) {
                        std::to_string(a.lines) + "] nvcc -gencode arch=compute_90a,code=sm_90a" +
                        (colours[i % 4][0] ? "\x1b[0m" : "");
     (void)st->AppendLogLines(id, 1, {store::LogLineRow{i, 1, text, clock.NowUnixMs()}});
+    // As the worker's heartbeat reports it: the page draws a progress bar.
+    (void)st->RecordProgress({id, 1, "w1", i, a.lines, int64_t{96} << 20});
   }
   farm::v1::ValidationReport v;
   v.set_state(farm::v1::VALIDATION_PASSED), v.set_gpu_name("NVIDIA H100");
@@ -180,8 +185,26 @@ Status AddDemo(store::Store* st, int64_t now) {
   return AddPendingValidation(st, now);
 }
 
-// Bulk rows for the benchmark: builds of `per` jobs, most succeeded, some failed.
-Status Fill(store::Store* st, int builds, int per, int64_t now) {
+// Runs every job of `build` on a bench worker: leased `wait_ms` after creation, ended
+// `run_ms` later, every fifth job failed. Gives the histograms and the failure lists rows.
+Status FinishBuild(store::Store* st, const std::vector<store::JobRow>& jobs, int64_t wait_ms,
+                   int64_t run_ms) {
+  std::vector<store::LeaseRequest> requests;
+  for (const auto& j : jobs) requests.push_back({j.id, "w-bench"});
+  int64_t started = jobs.front().created_ms + wait_ms;
+  FARM_RETURN_IF_ERROR(st->LeaseJobs(requests, started, 3'600'000).status());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    store::CompletionReport r;
+    r.job_id = jobs[i].id, r.attempt = 1, r.worker_id = "w-bench";
+    if (i % 5 == 4) r.cause = store::kCauseBuildFailed, r.exit_code = 1, r.detail = "nvcc failed";
+    FARM_RETURN_IF_ERROR(st->CompleteAttempt(r, started + run_ms).status());
+  }
+  return Status::Ok();
+}
+
+// Bulk rows for the benchmark: builds of `per` jobs, pending; with finish_every > 0 the
+// jobs of every finish_every-th build ran and ended (FinishBuild).
+Status Fill(store::Store* st, int builds, int per, int finish_every, int64_t now) {
   for (int b = 0; b < builds; ++b) {
     auto build = NewBuild(b % 2 ? "attn-example" : "flash-kernels", now - (builds - b) * 1000);
     std::vector<store::JobRow> jobs(static_cast<size_t>(per));
@@ -191,6 +214,9 @@ Status Fill(store::Store* st, int builds, int per, int64_t now) {
       jobs[static_cast<size_t>(i)].created_ms = build.created_ms;
     }
     FARM_RETURN_IF_ERROR(st->CreateBuild(&build, &jobs));
+    if (finish_every > 0 && b % finish_every == 0) {
+      FARM_RETURN_IF_ERROR(FinishBuild(st, jobs, 1'000 * (b % 700), 60'000 * (1 + b % 120)));
+    }
   }
   return Status::Ok();
 }
@@ -201,7 +227,9 @@ Status AddWheel(store::Store* st, store::BlobStore* blobs, const std::string& sp
   size_t pos = 0;
   for (size_t c; (c = spec.find(',', pos)) != std::string::npos; pos = c + 1) f.push_back(spec.substr(pos, c - pos));
   f.push_back(spec.substr(pos));
-  if (f.size() != 4) return Status::InvalidArgument("--wheel FILE,CUDA,TORCH,STATE");
+  if (f.size() != 4 && f.size() != 5) {
+    return Status::InvalidArgument("--wheel FILE,CUDA,TORCH,STATE[,SASS]");
+  }
   FARM_ASSIGN_OR_RETURN(std::string data, fs::ReadFile(f[0]));
   std::string sha = Sha256Hex(data);
   FARM_ASSIGN_OR_RETURN(auto w, blobs->BeginWrite(static_cast<int64_t>(data.size()), sha));
@@ -220,8 +248,19 @@ Status AddWheel(store::Store* st, store::BlobStore* blobs, const std::string& sp
               : f[3] == "pending" ? farm::v1::VALIDATION_PENDING_HARDWARE
                                   : farm::v1::VALIDATION_FAILED);
   std::string name = f[0].substr(f[0].rfind('/') + 1);
+  std::string manifest;
+  if (f.size() == 5) {  // one SASS image, e.g. sm_90: the wheel loads on that GPU family only
+    farm::v1::ArchManifest m;
+    auto* img = m.add_images();
+    img->set_module("attn_example/_C.so"), img->set_kind("sass"), img->set_arch(f[4]);
+    FARM_ASSIGN_OR_RETURN(arch::Image image, arch::ParseImage(f[4]));
+    for (const arch::Version& cc : arch::RunsOn(std::vector<arch::Image>{image})) {
+      m.add_runs_on(cc.ToString());
+    }
+    manifest = m.SerializeAsString();
+  }
   FARM_RETURN_IF_ERROR(st->InsertArtifact(store::ArtifactRow{0, jobs[0].id, 1, name, sha,
-      static_cast<int64_t>(data.size()), "", v.SerializeAsString(), now}).status());
+      static_cast<int64_t>(data.size()), manifest, v.SerializeAsString(), now}).status());
   store::CompletionReport r;
   r.job_id = jobs[0].id, r.attempt = 1, r.worker_id = "w-wheels";
   return st->CompleteAttempt(r, now).status();
@@ -241,6 +280,7 @@ Result<Args> ParseArgs(int argc, char** argv) {
     else if (k == "--fill-builds") a.fill_builds = std::stoi(next());
     else if (k == "--jobs-per-build") a.jobs_per_build = std::stoi(next());
     else if (k == "--workers") a.workers = std::stoi(next());
+    else if (k == "--finish-every") a.finish_every = std::stoi(next());
     else if (k == "--wheel") a.wheels.push_back(next());
     else return Status::InvalidArgument("unknown flag " + k);
   }
@@ -259,7 +299,7 @@ Status Main(const Args& a) {
   FARM_ASSIGN_OR_RETURN(std::string submit, authority.Create("submitter", "fixture"));
   FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(a.data_dir + "/submitter.token", submit + "\n", 0600));
   if (a.demo) FARM_RETURN_IF_ERROR(AddDemo(st.get(), now));
-  FARM_RETURN_IF_ERROR(Fill(st.get(), a.fill_builds, a.jobs_per_build, now));
+  FARM_RETURN_IF_ERROR(Fill(st.get(), a.fill_builds, a.jobs_per_build, a.finish_every, now));
   FARM_RETURN_IF_ERROR(AddBenchWorkers(st.get(), a.workers, now));
   for (const auto& w : a.wheels) FARM_RETURN_IF_ERROR(AddWheel(st.get(), blobs.get(), w, now));
   http::DashboardOptions options;

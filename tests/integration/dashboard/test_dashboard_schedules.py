@@ -46,14 +46,13 @@ def add_schedule(farm, *extra):
                          "--tz", "Europe/Berlin", *extra)
 
 
-def git_recipe_with_credentials(root):
-    """A recipe whose git URL carries a password and points at a closed port."""
+def git_recipe(root, url, name):
+    """The example recipe with a git source at `url` (ref main)."""
     with open(EXAMPLE_RECIPE) as f:
         text = f.read()
-    url = f"http://farm:{SECRET}@127.0.0.1:9/attn.git"
     text = text.replace('source:\n  local: "."\n', f"source:\n  git: {{url: '{url}', ref: main}}\n")
     assert url in text
-    path = os.path.join(root, "attn-secret.yaml")
+    path = os.path.join(root, name)
     with open(path, "w") as f:
         f.write(text)
     return path
@@ -61,7 +60,7 @@ def git_recipe_with_credentials(root):
 
 def test_schedule_json_routes(farm):
     farm.start_farmd(http=True)
-    sid = add_schedule(farm, "--name", NAME)["id"]
+    sid = str(add_schedule(farm, "--name", NAME)["id"])  # farmctl prints ids as numbers
     token = admin_token(farm)
 
     status, body = http(farm, "GET", "/api/v1/schedules")
@@ -127,7 +126,7 @@ def test_schedule_json_routes(farm):
     assert run["skipped_reason"] is None
     status, build = http(farm, "GET", run["build_api"])
     assert status == 200 and build["id"] == run["build_id"], build
-    assert farm.ctl_json("show", str(run["build_id"]))["schedule_id"] == sid
+    assert farm.ctl_json("show", str(run["build_id"]))["schedule_id"] == int(sid)
     last = http(farm, "GET", "/api/v1/schedules")[1]["schedules"][0]["last_run"]
     assert last["id"] == run["id"] and last["build_id"] == run["build_id"]
     assert [r["id"] for r in http(farm, "GET", f"/api/v1/schedules/{sid}")[1]["runs"]] == [run["id"]]
@@ -136,7 +135,7 @@ def test_schedule_json_routes(farm):
 def test_skipped_and_failed_runs_name_their_reason_without_secrets(farm):
     farm.start_farmd(http=True)
     token = admin_token(farm)
-    sid = add_schedule(farm)["id"]
+    sid = str(add_schedule(farm)["id"])
     first = http(farm, "POST", f"/api/v1/schedules/{sid}/run-now", token)[1]["run"]
     # The first run's build is still queued (no worker): the next firing is skipped.
     status, second = http(farm, "POST", f"/api/v1/schedules/{sid}/run-now", token)
@@ -150,8 +149,16 @@ def test_skipped_and_failed_runs_name_their_reason_without_secrets(farm):
     assert last["outcome"] == "RUN_SKIPPED_RUNNING"
     assert last["skipped_reason"] == second["skipped_reason"]
 
-    secret_sid = farm.ctl_json("schedules", "add", git_recipe_with_credentials(farm.root),
-                               "--cron", "@daily")["id"]
+    # A git URL that carries a password is refused where it is written, and not repeated.
+    refused = farm.ctl("schedules", "add",
+                       git_recipe(farm.root, f"https://farm:{SECRET}@127.0.0.1:9/attn.git",
+                                  "attn-secret.yaml"), "--cron", "@daily")
+    assert refused.returncode == 2 and "carries credentials" in refused.stderr, refused
+    assert SECRET not in refused.stdout + refused.stderr
+    # A schedule whose repository cannot be reached (a closed port) fails its run, saying so.
+    secret_sid = farm.ctl_json("schedules", "add",
+                               git_recipe(farm.root, "https://127.0.0.1:9/attn.git",
+                                          "attn-closed.yaml"), "--cron", "@daily")["id"]
     status, failed = http(farm, "POST", f"/api/v1/schedules/{secret_sid}/run-now", token)
     assert status == 200, failed
     assert failed["run"]["outcome"] == "RUN_FAILED"
@@ -174,7 +181,7 @@ def _keys(value):
 
 def test_dashboard_shows_schedules_live(farm):
     farm.start_farmd(http=True)
-    sid = add_schedule(farm, "--name", NAME)["id"]
+    sid = str(add_schedule(farm, "--name", NAME)["id"])  # farmctl prints ids as numbers
     expected = farm.ctl_json("schedules", "show", sid)["schedules"][0]
     driver = _browser(os.path.join(farm.root, "chromium-profile"))
     try:

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import urllib.error
 import urllib.request
 
 import pytest
@@ -93,3 +94,101 @@ def test_pip_installs_the_variant_it_is_pointed_at(farm):
     assert _install(farm.root, base + "/cu130/simple/", "cu130") == ["cu130", "0.1.0+cu130"]
     assert _install(farm.root, base + "/cu128-torch2.8/simple/", "cu128") == [
         "cu128-torch2.8", "0.1.0+cu128torch2.8"]
+
+
+def _pip(root, url, requirement):
+    """Runs the real pip of a fresh venv against `url` only; returns (rc, its output)."""
+    venv = os.path.join(root, "venv-" + str(len(os.listdir(root))))
+    r = subprocess.run([PYTHON, "-m", "venv", venv], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        pytest.skip(f"python3 -m venv failed (python3-venv missing?): {r.stderr}")
+    r = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--no-cache-dir",
+                        "--index-url", url, requirement], capture_output=True, text=True,
+                       timeout=300, env=_clean_env())
+    return r.returncode, r.stdout + r.stderr
+
+
+def test_pip_users_read_why_their_gpu_has_no_wheel(farm):
+    """A GPU view without a wheel of the project: pip prints the farm's reason (the reason
+    phrase of the placeholder file's 404), a browser gets an HTML page, and the views that
+    have the wheel install as before."""
+    if not os.path.exists(FIXTURE):
+        pytest.skip(f"{FIXTURE} is not built")
+    wheel = _build_wheel(farm.root, "0.1.0+cu130", "cu130")
+    ready = os.path.join(farm.root, "dashboard.addr")
+    farm._spawn([FIXTURE, "--data-dir", farm.data, "--ready-file", ready,
+                 "--wheel", f"{wheel},13.0,,passed,sm_90"], "dashboard.log")
+    base = "http://" + farm_harness.wait_until(
+        lambda: farm_harness._read(ready), 30, "ready file").strip()
+    why = "no wheel of attn-example in cu130 runs on compute capability 10.0 (B200"
+    rc, out = _pip(farm.root, base + "/cu130/sm100/simple/", "attn-example")
+    assert rc == 1, out
+    assert why in out and "built for: sm90" in out, out
+    # Pinned to a real version: pip's own line names the placeholder, which says it too.
+    rc, out = _pip(farm.root, base + "/cu130/sm100/simple/", "attn-example==0.1.0")
+    assert rc == 1 and "from versions: 0+no.wheel.for.sm100" in out, out
+    # A project the variant does not have at all gets no placeholder.
+    rc, out = _pip(farm.root, base + "/cu130/sm100/simple/", "other-project")
+    assert rc == 1 and "from versions: none" in out, out
+    # The view of the GPU the wheel was built for installs it.
+    assert _install(farm.root, base + "/cu130/sm90/simple/", "sm90") == ["cu130", "0.1.0+cu130"]
+
+    # A browser asking the same page gets the explanation as HTML, still a 404.
+    req = urllib.request.Request(base + "/cu130/sm100/simple/attn-example/", headers={
+        "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"})
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(req, timeout=10)
+    assert err.value.code == 404
+    assert err.value.headers["Content-Type"].startswith("text/html")
+    body = err.value.read().decode()
+    assert "<html>" in body and why in body and '{"error"' not in body, body
+    # The placeholder file itself never serves bytes.
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(base + "/files/no-wheel/cu130/sm100/"
+                               "attn_example-0+no.wheel.for.sm100-py3-none-any.whl", timeout=10)
+    assert err.value.code == 404 and why in err.value.reason, err.value.reason
+
+
+def test_the_install_script_says_it_plainly_and_uses_the_view_only(farm):
+    if not os.path.exists(FIXTURE):
+        pytest.skip(f"{FIXTURE} is not built")
+    wheel = _build_wheel(farm.root, "0.1.0+cu130", "cu130")
+    ready = os.path.join(farm.root, "dashboard.addr")
+    farm._spawn([FIXTURE, "--data-dir", farm.data, "--ready-file", ready,
+                 "--wheel", f"{wheel},13.0,,passed,sm_90"], "dashboard.log")
+    base = "http://" + farm_harness.wait_until(
+        lambda: farm_harness._read(ready), 30, "ready file").strip()
+    with urllib.request.urlopen(base + "/install", timeout=10) as r:
+        script = r.read().decode()
+    venv = os.path.join(farm.root, "venv-script")
+    r = subprocess.run([PYTHON, "-m", "venv", venv], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        pytest.skip(f"python3 -m venv failed (python3-venv missing?): {r.stderr}")
+    python = os.path.join(venv, "bin", "python")
+
+    def run(cc, *args):
+        env = dict(_clean_env(), FARM_INSTALL_GPU_CC=cc)
+        env.pop("FARM_INSTALL_DRIVER_CUDA", None)
+        return subprocess.run([python, "-", "attn-example", "--farm", base, *args], input=script,
+                              capture_output=True, text=True, timeout=300, env=env)
+
+    r = run("9.0", "--dry-run")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "GPU (given by FARM_INSTALL_GPU_CC) (compute capability 9.0)" in out, out
+    assert "GPU GPU" not in out and "CUDA ?" not in out, out
+    assert "the driver's CUDA version is unknown" in out, out
+    assert f"would run (--dry-run): {python} -m pip install --index-url {base}/cu130/sm90/simple/ " \
+           "attn-example==0.1.0+cu130" in out, out
+    assert "running:" not in out and "--extra-index-url" not in out, out
+    r = run("9.0", "--with-pypi", "--dry-run")
+    assert "--extra-index-url https://pypi.org/simple/" in r.stdout, r.stdout
+
+    # Installs from the view alone: pip never asks PyPI.
+    r = run("9.0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "pypi.org" not in r.stdout + r.stderr and "Retrying" not in r.stdout + r.stderr
+
+    r = run("12.1", "--dry-run")
+    assert r.returncode == 1, r.stdout
+    assert "--arch-list 12.1a (the recipe's matrix must list Python" in r.stdout, r.stdout

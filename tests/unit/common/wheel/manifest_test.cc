@@ -94,6 +94,16 @@ TEST(ManifestTest, Built120aRequested121Fails) {
   // sm_120a loads on exactly 12.0: not on GB10 (12.1).
   EXPECT_EQ(Versions(specific.runs_on), "12.0");
   EXPECT_TRUE(ManifestOf(so, "12.0a").missing.empty());
+  // Asked for 12.0, it holds sm_120a: the message says so and how a recipe asks for it.
+  ArchManifest same_cc = ManifestOf(so, "12.0");
+  ASSERT_EQ(same_cc.missing.size(), 1u);
+  EXPECT_EQ(same_cc.missing[0].instead, "sm_120a");
+  EXPECT_EQ(same_cc.missing[0].ToString(),
+            "attn_example/_attn_example.so lacks sm_120; it holds sm_120a instead, which runs "
+            "on cc 12.0: the package compiles that code for it. Ask for what it builds with "
+            "matrix.arch_lists: [\"12.0a\"]; if the package refuses \"12.0a\" in "
+            "TORCH_CUDA_ARCH_LIST, give it the list it accepts in the build command "
+            "(TORCH_CUDA_ARCH_LIST=12.0 \"$FARM_PYTHON\" -m pip wheel ...; docs/recipes.md)");
 }
 
 TEST(ManifestTest, PtxAndFamilyImages) {

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <map>
 #include <set>
 
 #include "daemon/api/dispatcher.h"
+#include "daemon/api/worker_service.h"
 #include "tests/unit/daemon/api/rpc_fixture.h"
 
 namespace farm::api {
@@ -162,6 +164,52 @@ TEST(DispatchClassTest, AlikeHostsShareAClassAndHostsThatMayPlaceDifferentlyDoNo
   farm::v1::Capabilities two_gpus = X86Host("host-1");
   *two_gpus.add_gpus() = two_gpus.gpus(0);
   EXPECT_NE(key(X86Host("host-1"), 0), key(two_gpus, 0));
+}
+
+}  // namespace
+}  // namespace farm::api
+
+namespace farm::api {
+namespace {
+
+// Each lease names the compile-cache namespace of the principal that submitted the build
+// and its recipe: two principals building the same recipe name never share one.
+TEST_F(DispatchTest, ALeaseNamesTheSubmittersOwnCacheNamespace) {
+  farm::v1::CreateTokenRequest create;
+  create.set_role("submitter");
+  create.set_name("mallory");
+  farm::v1::CreateTokenResponse token;
+  ASSERT_TRUE(farm_->CreateToken(Ctx(admin_).get(), create, &token).ok());
+  std::map<int64_t, std::string> submitted_by;
+  for (const std::string& who : {admin_, token.token()}) {
+    farm::v1::SubmitBuildRequest req;
+    req.set_recipe_yaml(kRecipe);
+    req.set_force(true);
+    farm::v1::SubmitBuildResponse resp;
+    auto s = farm_->SubmitBuild(Ctx(who).get(), req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    submitted_by[resp.build().jobs(0).id()] = resp.build().submitted_by();
+  }
+  std::map<int64_t, std::string> namespaces;
+  for (int i = 0; i < 2; ++i) {
+    auto builder = RegisterBuilder();
+    farm::v1::AcquireJobRequest req;
+    req.set_worker_id(builder.worker_id());
+    req.set_wait_ms(2000);
+    farm::v1::AcquireJobResponse resp;
+    ASSERT_TRUE(worker_->AcquireJob(Ctx(builder.worker_token()).get(), req, &resp).ok());
+    ASSERT_TRUE(resp.has_job());
+    namespaces[resp.job().job_id()] = resp.job().cache_namespace();
+  }
+  ASSERT_EQ(namespaces.size(), 2u);
+  std::set<std::string> distinct;
+  for (const auto& [job, ns] : namespaces) {
+    EXPECT_EQ(ns, CacheNamespaceId(submitted_by.at(job), "odd-recipe")) << job;
+    EXPECT_EQ(ns.size(), 32u);
+    distinct.insert(ns);
+  }
+  EXPECT_EQ(distinct.size(), 2u);
+  EXPECT_NE(CacheNamespaceId("a", "bc"), CacheNamespaceId("ab", "c"));
 }
 
 }  // namespace

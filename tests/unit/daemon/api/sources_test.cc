@@ -311,3 +311,30 @@ TEST_F(SourceRpcTest, SchedulesKeepTheirArchiveUntilDeletedThenItIsCollected) {
 
 }  // namespace
 }  // namespace farm::api
+
+namespace farm::api {
+namespace {
+
+// A git source a client sends beside the recipe (SubmitBuildRequest.source) is held to the
+// same rules as one in the recipe: a path or file:// on farmd's host is refused before any
+// git runs, and nothing is stored.
+TEST_F(SourceRpcTest, AGitSourceSentBesideTheRecipeMustBeRemoteToo) {
+  for (const std::string& url : {dir_.path(), "file://" + dir_.path(), std::string("ext::sh"),
+                                 std::string("http://example.invalid/x.git")}) {
+    farm::v1::SubmitBuildRequest req;
+    req.set_recipe_yaml(kRecipe);
+    req.mutable_source()->mutable_git()->set_url(url);
+    req.mutable_source()->mutable_git()->set_ref("main");
+    farm::v1::SubmitBuildResponse resp;
+    auto s = farm_->SubmitBuild(Ctx(admin_).get(), req, &resp);
+    EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT) << url << ": " << s.error_message();
+    EXPECT_NE(s.error_message().find("git sources must be remote https:// URLs"), std::string::npos)
+        << s.error_message();
+  }
+  auto builds = server_->context()->store->ListBuilds(0, 10);
+  ASSERT_TRUE(builds.ok());
+  EXPECT_TRUE(builds->empty());
+}
+
+}  // namespace
+}  // namespace farm::api

@@ -78,14 +78,16 @@ TEST(FormatTest, AValidationJobNamesTheJobItValidates) {
   auto* built = b.add_jobs();
   built->set_id(11), built->set_state(farm::v1::JOB_SUCCEEDED);
   EXPECT_EQ(ValidationLabel(*built), "");
-  EXPECT_EQ(FormatBuildLine(b).find("validation"), std::string::npos) << FormatBuildLine(b);
+  EXPECT_EQ(FormatBuildList({b}, 0).find("validation"), std::string::npos)
+      << FormatBuildList({b}, 0);
   auto* v = b.add_jobs();
   v->set_id(12), v->set_kind(farm::v1::JOB_VALIDATE), v->set_state(farm::v1::JOB_PENDING);
   v->set_target_job_id(11), v->set_target_attempt(2);
   v->set_waiting_reason("no worker with a GPU of cc 12.0 can validate it");
   EXPECT_EQ(ValidationLabel(*v), "validation of job 11 attempt 2");
-  EXPECT_NE(FormatBuildLine(b).find("\t1/2 jobs (1 validation)\t"), std::string::npos)
-      << FormatBuildLine(b);
+  EXPECT_NE(FormatBuildList({b}, 0).find("  2 jobs (1 validation): 1 ok, 1 queued  "),
+            std::string::npos)
+      << FormatBuildList({b}, 0);
   std::string shown = FormatBuild(b);
   EXPECT_NE(shown.find("  job 12  (default)  pending  validation of job 11 attempt 2\n"),
             std::string::npos)
@@ -93,6 +95,31 @@ TEST(FormatTest, AValidationJobNamesTheJobItValidates) {
   EXPECT_NE(shown.find("    waiting: no worker with a GPU of cc 12.0 can validate it"),
             std::string::npos)
       << shown;
+}
+
+TEST(FormatTest, TheBuildListHasAHeaderCellsDurationsAndSaysBlocked) {
+  farm::v1::Build b;
+  b.set_id(7), b.set_recipe_name("attn-example"), b.set_state(farm::v1::BUILD_RUNNING);
+  b.set_created_at("2025-11-26T16:00:00.000Z");
+  for (const char* cuda : {"13.0", "12.8"}) {
+    auto* j = b.add_jobs();
+    j->mutable_cell()->set_python("3.11"), j->mutable_cell()->set_cuda(cuda);
+    j->mutable_cell()->set_arch_list("9.0");
+    j->set_state(farm::v1::JOB_FAILED);
+  }
+  b.mutable_jobs(1)->set_state(farm::v1::JOB_PENDING);
+  b.mutable_jobs(1)->set_unplaceable(true);
+  std::string text = FormatBuildList({b}, 1764172923000);  // 2025-11-26T16:02:03Z
+  EXPECT_EQ(text,
+            "BUILD  RECIPE        STATE    JOBS                           CELLS                "
+            "       CREATED               DURATION\n"
+            "7      attn-example  blocked  2 jobs: 1 no worker, 1 failed  py3.11 cuda13.0,12.8 "
+            "[9.0]  2025-11-26T16:00:00Z  for 2m 3s\n");
+  b.mutable_jobs(1)->set_unplaceable(false);
+  b.set_state(farm::v1::BUILD_FAILED), b.set_finished_at("2025-11-26T16:00:45.500Z");
+  text = FormatBuildList({b}, 0);
+  EXPECT_NE(text.find("  failed  2 jobs: 1 queued, 1 failed  "), std::string::npos) << text;
+  EXPECT_NE(text.find("  45s\n"), std::string::npos) << text;
 }
 
 }  // namespace

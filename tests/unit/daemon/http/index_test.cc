@@ -67,7 +67,7 @@ TEST_F(IndexTest, ListsOnlyValidatedWheelsPerVariant) {
                         farm::v1::VALIDATION_PENDING_HARDWARE);
   Router r = MakeRouter();
   auto all = Json(Get(r, "/simple/attn-example/", kJsonV1));
-  EXPECT_EQ(all.at("meta").at("api-version").as_string(), "1.1");
+  EXPECT_EQ(all.at("meta").at("api-version").as_string(), "1.3");
   EXPECT_EQ(all.at("files").as_array().size(), 2u);
   auto cu130 = Json(Get(r, "/cu130/simple/attn-example/", kJsonV1));
   const auto& files = cu130.at("files").as_array();

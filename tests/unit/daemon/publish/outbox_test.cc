@@ -3,12 +3,15 @@
 // an "uploading" row, and release gating and notes.
 #include "daemon/publish/outbox.h"
 
+#include <filesystem>
 #include <map>
 
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/provenance/verify.h"
 #include "common/sha256.h"
 #include "common/wheel/inspect.h"
+#include "daemon/attest/attestor.h"
 #include "daemon/publish/outbox_internal.h"
 #include "tests/support/test_util.h"
 #include "tests/unit/common/wheel/wheel_builder.h"
@@ -226,6 +229,52 @@ TEST_F(OutboxTest, UploadsTheLabelledWheelEverywhereThenPublishesTheReleaseWithN
   EXPECT_NE(notes.find("pip install http://gh/dl/"), std::string::npos);
 }
 
+TEST_F(OutboxTest, EachWheelGoesOutWithItsProvenanceAndSignedChecksums) {
+  auto keys = provenance::KeyRing::Open(dir_.path() + "/provenance", clock_).value();
+  attest::Attestor attestor(store_.get(), keys.get(), &clock_);
+  farm::v1::ValidationReport passed;
+  passed.set_state(farm::v1::VALIDATION_PASSED);
+  int64_t build = MakeSucceededBuild(passed.SerializeAsString());
+  auto jobs = store_->ListJobs(build).value();
+  for (const auto& job : jobs) {
+    auto artifacts = store_->ListArtifacts(job.id).value();
+    for (const auto& a : artifacts) ASSERT_OK(attestor.AttestBuild(a));
+  }
+  ScriptedGitHub gh;
+  ScriptedHf hf;
+  PublisherOptions options;
+  options.work_dir = dir_.path() + "/work";
+  Publisher publisher(PublisherDeps{store_.get(), blobs_.get(), &clock_, &gh, &hf, &attestor},
+                      options);
+  ASSERT_OK(publisher.RunOnce().status());
+  ASSERT_OK(publisher.RunOnce().status());
+  auto rows = Rows(build);
+  ASSERT_EQ(rows["github/release"].state, "published") << rows["github/release"].error;
+  const std::string name = rows["github/asset"].filename;
+  const auto& assets = gh.uploads.begin()->second;
+  for (const std::string& file :
+       {name, name + ".intoto.jsonl", std::string("SHA256SUMS"), std::string("SHA256SUMS.sig")}) {
+    EXPECT_TRUE(assets.count(file)) << file;
+  }
+  const std::string path = rows["hf/file"].path;
+  const std::string dir = path.substr(0, path.rfind('/') + 1);
+  EXPECT_EQ(hf.paths, (std::vector<std::string>{path, path + ".intoto.jsonl", dir + "SHA256SUMS",
+                                                dir + "SHA256SUMS.sig"}));
+  // The published wheel was relabelled: its statements are rebound to its own bytes.
+  auto envelopes = attestor.Envelopes(rows["github/asset"].sha256).value();
+  ASSERT_EQ(envelopes.size(), 1u);
+  auto v =
+      provenance::VerifyWheel({name, rows["github/asset"].sha256}, envelopes, keys->Keys(), {});
+  EXPECT_TRUE(v.ok) << v.problems[0];
+  EXPECT_EQ(assets.at(name + ".intoto.jsonl"), Sha256Hex(provenance::EnvelopeLines(envelopes)));
+  int left = 0;  // the scratch files are gone
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path() + "/work")) {
+    left += e.path().filename().string().ends_with(".sig") ||
+            e.path().filename().string().ends_with(".intoto.jsonl");
+  }
+  EXPECT_EQ(left, 0);
+}
+
 TEST_F(OutboxTest, TheReleaseWaitsForTheBuildToFinish) {
   int64_t build = MakeSucceededBuild("", /*finish=*/false);
   ScriptedGitHub gh;
@@ -256,6 +305,10 @@ TEST_F(OutboxTest, TransientErrorsBackOffPermanentOnesFailRedactedAndMissingToke
   EXPECT_NE(rows["github/asset"].error.find("rate limited"), std::string::npos);
   EXPECT_EQ(rows["hf/file"].state, "failed");
   EXPECT_NE(rows["hf/file"].error.find("farmd has no HF_TOKEN"), std::string::npos);
+  // A fixed secrets file does nothing until farmd restarts: the error says so.
+  EXPECT_NE(rows["hf/file"].error.find("then restart farmd, which reads them only at start"),
+            std::string::npos)
+      << rows["hf/file"].error;
   // Not due before the backoff ends.
   ASSERT_OK(publisher->RunOnce().status());
   EXPECT_EQ(Rows(build)["github/asset"].attempts, 1);

@@ -131,6 +131,30 @@ TEST(ExpandMatrixTest, DuplicatesAreRemovedKeepingTheFirst) {
                                "python=3.12 cuda=13.0 arch_list=9.0"}));
 }
 
+TEST(ExpandMatrixTest, ARequestedArchListMayBeASubsetOfTheRecipes) {
+  farm::v1::MatrixAxes supported = Axes({"3.11"}, {}, {"13.0"}, {"9.0;12.0a;12.1a"});
+  for (const char* arch : {"12.1a", "9.0", "12.1a;9.0", "9.0;12.0a;12.1a"}) {
+    MatrixExpansion e = ExpandRequest(Axes({}, {}, {}, {arch}), supported);
+    EXPECT_EQ(Cells(e), (Strings{std::string("python=3.11 cuda=13.0 arch_list=") + arch}));
+    EXPECT_TRUE(e.rejected.empty()) << e.rejected[0];
+  }
+  MatrixExpansion e = ExpandRequest(Axes({}, {}, {}, {"8.9"}), supported);
+  EXPECT_TRUE(e.cells.empty());
+  EXPECT_EQ(e.rejected, (Strings{"arch_list=8.9: the recipe supports arch_lists 9.0;12.0a;12.1a "
+                                 "(a list of any of their targets works too: 9.0, 12.0a, "
+                                 "12.1a); to build 8.9, add it to the recipe's "
+                                 "matrix.arch_lists"}));
+  EXPECT_EQ(CheckBuildable(e).message(), "the matrix has no buildable cell:\n" + e.rejected[0] + "\n");
+  e = ExpandRequest(Axes({}, {}, {}, {"12.1;9.0+PTX"}), supported);
+  ASSERT_EQ(e.rejected.size(), 1u);
+  EXPECT_NE(e.rejected[0].find("; 12.1 is built as 12.1a, 9.0+PTX is built as 9.0"),
+            std::string::npos)
+      << e.rejected[0];
+  // No request: the recipe's own matrix.
+  EXPECT_EQ(ExpandRequest({}, supported).cells.size(), 1u);
+  EXPECT_TRUE(CheckBuildable(ExpandRequest({}, supported)).ok());
+}
+
 TEST(ExpandMatrixTest, RequestedAxesNarrowWithinTheRecipe) {
   farm::v1::MatrixAxes supported = Axes({"3.11", "3.12"}, {}, {"12.8", "13.0"}, {"9.0"});
   farm::v1::MatrixAxes requested = Axes({"3.12", "3.13"}, {}, {}, {});

@@ -174,7 +174,8 @@ TEST(ParseRecipeTest, RequiresNamesRecipesWithPinsAndUses) {
     for: build
   - {recipe: ../dep, version: "1.0", for: [build, validation]}
   - recipe: "ünïcode-dep"
-)", "r.yaml");
+)",
+                                           "r.yaml");
   ASSERT_OK(r.status());
   ASSERT_EQ(r->requirements_size(), 3);
   EXPECT_EQ(r->requirements(0).recipe(), "triton");
@@ -201,9 +202,9 @@ TEST(ParseRecipeTest, RequiresErrorsPointAtTheEntry) {
   EXPECT_NE(ErrorOf(std::string(kMinimal) + "requires: [{recipe: a}, {recipe: a}]\n")
                 .find("required twice"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(std::string(kMinimal) + "requires: [{recipe: a, colour: red}]\n")
-                .find("colour"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf(std::string(kMinimal) + "requires: [{recipe: a, colour: red}]\n").find("colour"),
+      std::string::npos);
   std::string many = std::string(kMinimal) + "requires:\n";
   for (int i = 0; i < 17; ++i) many += "  - recipe: r" + std::to_string(i) + "\n";
   EXPECT_NE(ErrorOf(many).find("more than 16"), std::string::npos);
@@ -300,12 +301,33 @@ TEST(ParseRecipeErrorTest, SourceMustBeExactlyOneKind) {
   EXPECT_EQ(ErrorOf("name: a\nbuild: b\nsource: {tarball: x.zip}\n"),
             "recipe.yaml:3:19: \"source.tarball\" must end in .tar, .tar.gz, .tgz, .tar.xz or "
             ".tar.zst, got \"x.zip\"");
-  EXPECT_EQ(ErrorOf("name: a\nbuild: b\nsource:\n  git: {url: u, commit: abc123}\n"),
-            "recipe.yaml:4:25: \"source.git.commit\" must be a full 40-hex-digit commit id, got "
+  EXPECT_EQ(ErrorOf("name: a\nbuild: b\nsource:\n  git: {url: https://h/u, commit: abc123}\n"),
+            "recipe.yaml:4:35: \"source.git.commit\" must be a full 40-hex-digit commit id, got "
             "\"abc123\"");
   EXPECT_EQ(ErrorOf("name: a\nbuild: b\nsource:\n  git: {url: --upload-pack=x, ref: m}\n"),
             "recipe.yaml:4:14: \"source.git.url\" must be a repository URL without spaces that "
             "does not start with '-', got \"--upload-pack=x\"");
+}
+
+// Git sources come from remote repositories only: a local path or a transport that reads
+// the host (file://, ext::, fd::) is refused where the recipe names it.
+TEST(ParseRecipeErrorTest, GitSourcesAreRemoteUrlsOnly) {
+  EXPECT_EQ(ErrorOf("name: a\nbuild: b\nsource:\n  git: {url: /srv/git/secret, ref: m}\n"),
+            "recipe.yaml:4:14: \"source.git.url\": git URL \"/srv/git/secret\" is a local path; "
+            "git sources must be remote https:// URLs");
+  EXPECT_EQ(ErrorOf("name: a\nbuild: b\nsource:\n  git:\n    url: file:///srv/x\n    ref: m\n"),
+            "recipe.yaml:5:10: \"source.git.url\": git URL \"file:///srv/x\" reads the host's "
+            "own disk; git sources must be remote https:// URLs");
+  for (const char* url :
+       {"ext::sh", "fd::3", "http://h/x.git", "git://h/x.git", "../x", "https://u:p@h/x.git"}) {
+    std::string err =
+        ErrorOf("name: a\nbuild: b\nsource:\n  git: {url: \"" + std::string(url) + "\", ref: m}\n");
+    EXPECT_EQ(err.rfind("recipe.yaml:4:14: \"source.git.url\": git URL", 0), 0u)
+        << url << ": " << err;
+  }
+  EXPECT_EQ(
+      ErrorOf("name: a\nbuild: b\nsource:\n  git: {url: \"git@github.com:o/r.git\", ref: m}\n"),
+      "OK");  // ssh: the farm's own setting decides at submit
 }
 
 TEST(ParseRecipeErrorTest, NameSyntax) {
@@ -392,9 +414,25 @@ TEST(ParseRecipeErrorTest, PathsAndEnvNames) {
 }
 
 TEST(ParseRecipeErrorTest, YamlSyntaxAndDocumentShape) {
+  // An unclosed flow list is reported at its '[' (yaml-cpp marks the line after it).
   EXPECT_EQ(ErrorOf("name: a\nbuild: [b\nsource: x\n"),
-            "recipe.yaml:3:7: YAML syntax error: end of sequence flow not found");
-  EXPECT_EQ(ErrorOf("name: a\n  build: b\n"), "recipe.yaml:2:8: YAML syntax error: illegal map value");
+            "recipe.yaml:2:8: this '[' opens a list that is never closed: a ']' is missing");
+  EXPECT_EQ(ErrorOf("name: a\nmatrix:\n  python: [\"3.11\", \"3.12\"\n  cuda: [\"13.0\"]\n"),
+            "recipe.yaml:3:11: this '[' opens a list that is never closed: a ']' is missing");
+  EXPECT_EQ(ErrorOf("name: a\nenv: {A: \"[x\", B: 1\nbuild: b\n"),
+            "recipe.yaml:2:6: this '{' opens a map that is never closed: a '}' is missing");
+  // A tab in the indentation is named as a tab, where it is.
+  EXPECT_EQ(ErrorOf("name: a\nsource:\n\tlocal: .\nbuild: b\n"),
+            "recipe.yaml:3:1: a tab indents this line: YAML indents with spaces only (yaml-cpp: "
+            "illegal map value)");
+  EXPECT_EQ(ErrorOf("name: a\nenv:\n  A: \"1\"\n\tB: \"2\"\nbuild: b\n"),
+            "recipe.yaml:4:1: a tab indents this line: YAML indents with spaces only (yaml-cpp: "
+            "end of map not found)");
+  // A tab inside a block scalar's text is its content, not an error.
+  EXPECT_TRUE(
+      ParseRecipe("name: a\nsource: {local: .}\nbuild: |\n  make\n  \tindented\n", "r.yaml").ok());
+  EXPECT_EQ(ErrorOf("name: a\n  build: b\n"),
+            "recipe.yaml:2:8: YAML syntax error: illegal map value");
   EXPECT_EQ(ErrorOf(""), "recipe.yaml:1:1: the recipe is empty");
   EXPECT_EQ(ErrorOf("- a\n- b\n"), "recipe.yaml:1:1: a recipe must be a mapping, got a list");
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "---\nname: b\n"),

@@ -109,9 +109,16 @@ TEST(WaitingTest, MergedAndBackedOffJobsSayWhatTheyWaitFor) {
                       "waiting for job 7, an identical "
                       "build in flight",
                       1000};
-  Waiting w = Explain(Cell("12.8"), {Worker("gpu-1")}, merged);
+  Waiting w = Explain(Cell("13.0"), {Worker("gpu-1")}, merged);
   EXPECT_FALSE(w.unplaceable);
   EXPECT_EQ(w.summary, "waiting for job 7, an identical build in flight");
+  // The job it waits for can never run: neither can this one, and it says why.
+  Waiting stuck = Explain(Cell("12.8"), {Worker("gpu-1")}, merged);
+  EXPECT_TRUE(stuck.unplaceable);
+  EXPECT_EQ(stuck.summary,
+            "waiting for job 7, an identical build in flight, which cannot run either: no "
+            "worker has CUDA 12.8: provision one or drop the cell");
+  ASSERT_EQ(stuck.blocked.size(), 1u);
   PendingFacts backoff{61'000, "", 1000};
   Waiting b = Explain(Cell("13.0"), {Worker("gpu-1")}, backoff);
   EXPECT_EQ(b.summary,

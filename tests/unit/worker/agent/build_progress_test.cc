@@ -1,5 +1,6 @@
 #include "worker/agent/build_progress.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -50,7 +51,7 @@ TEST(BuildProgressTest, CountsCompilesOfTheCacheLogWithoutUnitLines) {
                                 "# a.cu\ncache_miss\n# b.cc\ndirect_cache_hit\n"
                                 "# a.o\ncalled_for_link\n"));
   BuildProgress p;
-  p.Begin(0, log);
+  p.Begin(0, dir.path());
   ProgressSnapshot s = p.Snapshot();
   EXPECT_EQ(s.units_done, 2);  // the link is no unit
   EXPECT_EQ(s.units_total, 0);
@@ -58,8 +59,22 @@ TEST(BuildProgressTest, CountsCompilesOfTheCacheLogWithoutUnitLines) {
   EXPECT_EQ(p.Snapshot().units_done, 3);
   EXPECT_EQ(p.Snapshot().units_total, 10);
   BuildProgress missing;
-  missing.Begin(0, dir.path() + "/none.log");
+  missing.Begin(0, dir.path() + "/none");
   EXPECT_EQ(missing.Snapshot().units_done, 0);
+  // A log the build made a link to a host file, or a FIFO, counts nothing (and never blocks).
+  ASSERT_OK(fs::WriteFileAtomic(dir.path() + "/host.log", "# a.cu\ncache_miss\n"));
+  ASSERT_OK(fs::MakeDirs(dir.path() + "/linked"));
+  ASSERT_EQ(::symlink((dir.path() + "/host.log").c_str(),
+                      (dir.path() + "/linked/ccache-stats.log").c_str()),
+            0);
+  BuildProgress linked;
+  linked.Begin(0, dir.path() + "/linked");
+  EXPECT_EQ(linked.Snapshot().units_done, 0);
+  ASSERT_OK(fs::MakeDirs(dir.path() + "/fifo"));
+  ASSERT_EQ(::mkfifo((dir.path() + "/fifo/ccache-stats.log").c_str(), 0644), 0);
+  BuildProgress fifo;
+  fifo.Begin(0, dir.path() + "/fifo");
+  EXPECT_EQ(fifo.Snapshot().units_done, 0);
 }
 
 void WriteProc(const std::string& root, int pid, int ppid, int64_t hwm_kb) {

@@ -1,6 +1,7 @@
 #include "worker/agent/compile_cache.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -117,8 +118,10 @@ class CompileCacheTest : public ::testing::Test {
     recipe_.set_ccache(true);
   }
   void Exe(const std::string& path) { ASSERT_OK(fs::WriteFileAtomic(path, "#!/bin/sh\n", 0755)); }
+  static constexpr char kNs[] = "0123456789abcdef0123456789abcdef";
   EnvMap JobEnv() {
-    return {{"PATH", "/ws/venv/bin:" + root_ + "/cuda/bin:/usr/bin"}, {"CUDA_HOME", root_ + "/cuda"}};
+    return {{"PATH", "/ws/venv/bin:" + root_ + "/cuda/bin:/usr/bin"},
+            {"CUDA_HOME", root_ + "/cuda"}};
   }
 
   testing::ScopedTempDir tmp_;
@@ -128,52 +131,152 @@ class CompileCacheTest : public ::testing::Test {
   farm::v1::Recipe recipe_;
 };
 
+// Runs `argv` with exactly `env`; returns its stdout.
+std::string RunWith(const std::vector<std::string>& argv, const EnvMap& env) {
+  RealProcessRunner runner;
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.env = env;
+  spec.clear_env = true;
+  auto out = RunAndCapture(runner, spec, 30000);
+  EXPECT_TRUE(out.ok());
+  EXPECT_EQ(out->result.exit_code, 0) << out->err;
+  return out.ok() ? out->out : "";
+}
+
 TEST_F(CompileCacheTest, JobEnvPutsCompilersAndNvccBehindCcache) {
   auto cache = CompileCache::Create(options_, worker_env_);
   ASSERT_OK(cache.status());
   ASSERT_TRUE((*cache)->available());
   EXPECT_EQ((*cache)->ccache_path(), root_ + "/sbin/ccache");
   EnvMap env = JobEnv();
-  JobCacheUse use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "native", env);
+  env["CCACHE_PREFIX"] = "/ws/evil.sh";  // from the recipe's env: dropped
+  JobCacheUse use = (*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "native", env);
   ASSERT_TRUE(use.used) << use.note;
-  // Each recipe has its own part of the cache: a build can poison no other recipe's.
-  EXPECT_EQ(env["CCACHE_DIR"], root_ + "/state/ccache/recipes/" +
-                                   (recipe_.name().empty() ? "unnamed" : recipe_.name()));
-  EXPECT_EQ(env["CCACHE_MAXSIZE"], "20G");
-  EXPECT_EQ(env["CCACHE_BASEDIR"], root_ + "/ws");  // paths in the fresh workspace hit
-  EXPECT_EQ(env["CCACHE_NOHASHDIR"], "1");
-  EXPECT_EQ(env["CCACHE_STATSLOG"], root_ + "/ws/ccache-stats.log");
-  EXPECT_EQ(env.count("CCACHE_DISABLE"), 0u);
+  // The namespace farmd named, under the worker's own directory.
+  EXPECT_EQ(use.namespace_dir, root_ + "/state/ccache/ns/" + kNs);
+  EXPECT_TRUE(stdfs::is_directory(use.namespace_dir));
+  const std::string job = root_ + "/state/tools/jobs/ws";
+  EXPECT_EQ(use.job_dir, job);
+  EXPECT_EQ(env["CCACHE_CONFIGPATH"], job + "/ccache.conf");
+  for (const auto& [key, value] : env) {
+    EXPECT_TRUE(key.rfind("CCACHE_", 0) != 0 || key == "CCACHE_CONFIGPATH") << key;
+  }
+  // The farm's configuration: the namespace, the limit, paths in the fresh workspace hit.
+  auto conf = fs::ReadFile(job + "/ccache.conf");
+  ASSERT_OK(conf.status());
+  for (const std::string& line : {"cache_dir = " + use.namespace_dir, std::string("max_size = 20G"),
+                                  "base_dir = " + root_ + "/ws", std::string("hash_dir = false"),
+                                  "stats_log = " + root_ + "/ws/ccache-stats.log"}) {
+    EXPECT_NE(conf->find(line + "\n"), std::string::npos) << line << " in " << *conf;
+  }
   std::string shadow = root_ + "/state/tools/cuda-0";
   EXPECT_EQ(env["CUDA_HOME"], shadow);
   EXPECT_EQ(env["PYTORCH_NVCC"], shadow + "/bin/nvcc");
-  EXPECT_EQ(env["PATH"], root_ + "/state/tools/bin:/ws/venv/bin:" + shadow + "/bin:/usr/bin");
-  // Only compilers the worker has are masqueraded, each as a link to ccache.
-  EXPECT_EQ(stdfs::read_symlink(root_ + "/state/tools/bin/g++"), root_ + "/sbin/ccache");
-  EXPECT_FALSE(stdfs::exists(stdfs::symlink_status(root_ + "/state/tools/bin/gcc")));
-  // The shadow toolkit: the real entries linked, nvcc a script that runs ccache.
+  EXPECT_EQ(env["PATH"], job + "/bin:/ws/venv/bin:" + shadow + "/bin:/usr/bin");
+  // Only compilers the worker has are masqueraded, each through the job's launcher.
+  EXPECT_TRUE(stdfs::is_regular_file(job + "/bin/g++"));
+  EXPECT_FALSE(stdfs::exists(stdfs::symlink_status(job + "/bin/gcc")));
+  EXPECT_TRUE(stdfs::is_regular_file(job + "/bin/farm-ccache"));
+  // The shadow toolkit: the real entries linked, nvcc a script that runs the launcher.
   EXPECT_EQ(stdfs::read_symlink(shadow + "/include"), root_ + "/cuda/include");
   EXPECT_EQ(stdfs::read_symlink(shadow + "/bin/ptxas"), root_ + "/cuda/bin/ptxas");
   auto script = fs::ReadFile(shadow + "/bin/nvcc");
   ASSERT_OK(script.status());
-  EXPECT_NE(script->find("exec '" + root_ + "/sbin/ccache' '" + root_ + "/cuda/bin/nvcc' \"$@\""),
-            std::string::npos) << *script;
+  EXPECT_NE(script->find("exec farm-ccache '" + root_ + "/cuda/bin/nvcc' \"$@\""),
+            std::string::npos)
+      << *script;
   struct stat st {};
   ASSERT_EQ(::stat((shadow + "/bin/nvcc").c_str(), &st), 0);
   EXPECT_TRUE(st.st_mode & S_IXUSR);
+  // The job's tools go with the job.
+  CompileCache::FinishJob(use);
+  EXPECT_FALSE(stdfs::exists(job));
+}
+
+// What the wrappers hand ccache: the farm's configuration file, none of the build's
+// CCACHE_* settings, and a PATH on which the real compiler comes first.
+TEST_F(CompileCacheTest, TheWrappersIgnoreTheBuildsCcacheSettings) {
+  ASSERT_OK(fs::WriteFileAtomic(root_ + "/sbin/ccache",
+                                "#!/bin/sh\n"
+                                "echo \"config=$CCACHE_CONFIGPATH\"\n"
+                                "env | grep '^CCACHE_' | sort\n"
+                                "echo \"path=$PATH\"\n"
+                                "echo \"args=$*\"\n",
+                                0755));
+  auto cache = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(cache.status());
+  EnvMap env = JobEnv();
+  JobCacheUse use = (*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "native", env);
+  ASSERT_TRUE(use.used);
+  // The build sets what it likes, as its own environment allows.
+  env["CCACHE_CONFIGPATH"] = root_ + "/ws/evil.conf";
+  env["CCACHE_PREFIX"] = root_ + "/ws/evil.sh";
+  env["CCACHE_DIR"] = root_ + "/state/ccache/ns/another";
+  std::string out = RunWith({use.job_dir + "/bin/g++", "-c", "a.cc"}, env);
+  EXPECT_NE(out.find("config=" + use.job_dir + "/ccache.conf\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("CCACHE_CONFIGPATH=" + use.job_dir + "/ccache.conf\n"), std::string::npos);
+  EXPECT_EQ(out.find("CCACHE_PREFIX"), std::string::npos) << out;
+  EXPECT_EQ(out.find("CCACHE_DIR"), std::string::npos) << out;
+  EXPECT_EQ(out.find(use.job_dir + "/bin"), std::string::npos) << out;  // off PATH for ccache
+  EXPECT_NE(out.find("args=g++ -c a.cc"), std::string::npos) << out;
+  // nvcc of the shadow toolkit goes through the same launcher.
+  out = RunWith({env["CUDA_HOME"] + "/bin/nvcc", "-c", "k.cu"}, env);
+  EXPECT_NE(out.find("config=" + use.job_dir + "/ccache.conf\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("args=" + root_ + "/cuda/bin/nvcc -c k.cu"), std::string::npos) << out;
+}
+
+TEST_F(CompileCacheTest, NoNamespaceFromFarmdMeansNoCache) {
+  auto cache = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(cache.status());
+  for (const std::string& bad :
+       {std::string(), std::string("../../etc"), std::string("ABCDEF0123456789ABCDEF0123456789"),
+        std::string("0123456789abcdef"), std::string(kNs) + "/x"}) {
+    EnvMap env = JobEnv();
+    JobCacheUse use = (*cache)->PrepareJob(recipe_, bad, root_ + "/ws", "native", env);
+    EXPECT_FALSE(use.used) << bad;
+    EXPECT_EQ(use.note, "compile cache: off (farmd named no cache namespace for this job)");
+    EXPECT_EQ(env["CCACHE_DISABLE"], "1");
+  }
+  EXPECT_FALSE(stdfs::exists(root_ + "/etc"));
+}
+
+TEST_F(CompileCacheTest, TheSandboxSeesItsWorkspaceAtFarmJob) {
+  auto cache = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(cache.status());
+  EnvMap env = JobEnv();
+  JobCacheUse use = (*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "sandbox", env);
+  ASSERT_TRUE(use.used);
+  auto conf = fs::ReadFile(use.job_dir + "/ccache.conf");
+  ASSERT_OK(conf.status());
+  EXPECT_NE(conf->find("base_dir = /farm/job\n"), std::string::npos) << *conf;
+  EXPECT_NE(conf->find("stats_log = /farm/job/ccache-stats.log\n"), std::string::npos) << *conf;
+  ASSERT_EQ(use.mounts.size(), 2u);
+  EXPECT_EQ(use.mounts[0].path, use.namespace_dir);
+  EXPECT_FALSE(use.mounts[0].read_only);
+  EXPECT_TRUE(use.mounts[1].read_only);
+}
+
+TEST_F(CompileCacheTest, OldPerRecipeNamespacesAreRemovedAtStart) {
+  ASSERT_OK(fs::MakeDirs(options_.cache_dir + "/recipes/attn-example"));
+  ASSERT_OK(fs::WriteFileAtomic(options_.cache_dir + "/recipes/attn-example/ccache.conf",
+                                "prefix_command = /tmp/evil.sh\n"));
+  auto cache = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(cache.status());
+  EXPECT_FALSE(stdfs::exists(options_.cache_dir + "/recipes"));
 }
 
 TEST_F(CompileCacheTest, TheShadowToolkitIsMadeOnceAndARecipeNvccIsKept) {
   auto cache = CompileCache::Create(options_, worker_env_);
   ASSERT_OK(cache.status());
   EnvMap first = JobEnv();
-  (*cache)->PrepareJob(recipe_, root_ + "/ws1", "native", first);
+  (*cache)->PrepareJob(recipe_, kNs, root_ + "/ws1", "native", first);
   EnvMap second = JobEnv();
   second["PYTORCH_NVCC"] = "my-nvcc";
-  (*cache)->PrepareJob(recipe_, root_ + "/ws2", "native", second);
+  (*cache)->PrepareJob(recipe_, kNs, root_ + "/ws2", "native", second);
   EXPECT_EQ(first["CUDA_HOME"], second["CUDA_HOME"]);  // same -I paths, same hash
   EXPECT_EQ(second["PYTORCH_NVCC"], "my-nvcc");
-  EXPECT_EQ(second["CCACHE_BASEDIR"], root_ + "/ws2");
+  EXPECT_NE(first["CCACHE_CONFIGPATH"], second["CCACHE_CONFIGPATH"]);
 }
 
 TEST_F(CompileCacheTest, RecipeAndWorkerTurnItOff) {
@@ -181,21 +284,20 @@ TEST_F(CompileCacheTest, RecipeAndWorkerTurnItOff) {
   ASSERT_OK(cache.status());
   farm::v1::Recipe off;  // a recipe's `ccache: false`
   EnvMap env = JobEnv();
-  JobCacheUse use = (*cache)->PrepareJob(off, root_ + "/ws", "native", env);
+  JobCacheUse use = (*cache)->PrepareJob(off, kNs, root_ + "/ws", "native", env);
   EXPECT_FALSE(use.used);
   EXPECT_EQ(use.note, "compile cache: off (the recipe sets ccache: false)");
   EXPECT_EQ(env["CCACHE_DISABLE"], "1");
   EXPECT_EQ(env["CUDA_HOME"], root_ + "/cuda");
-  EXPECT_EQ(env.count("CCACHE_DIR"), 0u);
+  EXPECT_EQ(env.count("CCACHE_CONFIGPATH"), 0u);
   EXPECT_FALSE(CompileCache::FinishJob(use).has_value());
-
 
   options_.enabled = false;
   auto disabled = CompileCache::Create(options_, worker_env_);
   ASSERT_OK(disabled.status());
   EXPECT_FALSE((*disabled)->available());
   env = JobEnv();
-  use = (*disabled)->PrepareJob(recipe_, root_ + "/ws", "native", env);
+  use = (*disabled)->PrepareJob(recipe_, kNs, root_ + "/ws", "native", env);
   EXPECT_EQ(use.note, "compile cache: off (turned off on this worker (--no-ccache))");
 }
 
@@ -204,7 +306,7 @@ TEST_F(CompileCacheTest, WithoutCcacheJobsSaySoAndBuildUncached) {
   ASSERT_OK(cache.status());
   EXPECT_FALSE((*cache)->available());
   EnvMap env = JobEnv();
-  JobCacheUse use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "native", env);
+  JobCacheUse use = (*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "native", env);
   EXPECT_FALSE(use.used);
   EXPECT_EQ(use.note, "compile cache: off (ccache is not installed on this worker)");
   EXPECT_EQ(env["PATH"], JobEnv()["PATH"]);
@@ -215,15 +317,22 @@ TEST_F(CompileCacheTest, FinishJobReadsTheJobsOwnLog) {
   ASSERT_OK(cache.status());
   ASSERT_OK(fs::MakeDirs(root_ + "/ws"));
   EnvMap env = JobEnv();
-  JobCacheUse use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "native", env);
+  JobCacheUse use = (*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "native", env);
   auto nothing = CompileCache::FinishJob(use);  // no compile: no log, zeros
   ASSERT_TRUE(nothing.has_value());
   EXPECT_EQ(nothing->hits() + nothing->misses(), 0);
-  ASSERT_OK(fs::WriteFileAtomic(use.stats_log, kMixedLog));
+  ASSERT_OK(fs::WriteFileAtomic(root_ + "/ws/ccache-stats.log", kMixedLog));
   auto stats = CompileCache::FinishJob(use);
   ASSERT_TRUE(stats.has_value());
   EXPECT_EQ(stats->hits(), 1);
   EXPECT_EQ(stats->misses(), 1);
+  // A log the build replaced with a link to a host file is not read: zeros.
+  ASSERT_OK(fs::WriteFileAtomic(root_ + "/host.log", kMixedLog));
+  ASSERT_OK(fs::RemoveAll(root_ + "/ws/ccache-stats.log"));
+  ASSERT_EQ(::symlink((root_ + "/host.log").c_str(), (root_ + "/ws/ccache-stats.log").c_str()), 0);
+  stats = CompileCache::FinishJob(use);
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_EQ(stats->hits() + stats->misses() + stats->uncacheable(), 0);
 }
 
 TEST(FindInPathTest, SkipsMissingAndNonExecutable) {
@@ -241,47 +350,43 @@ TEST_F(CompileCacheTest, ContainerJobsMountTheCacheAndTheWrappers) {
   auto cache = CompileCache::Create(options_, worker_env_);
   ASSERT_OK(cache.status());
   EnvMap env = JobEnv();
-  JobCacheUse use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "podman", env);
+  JobCacheUse use = (*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "podman", env);
   ASSERT_TRUE(use.used) << use.note;
   EXPECT_NE(use.note.find("in the podman container"), std::string::npos) << use.note;
   ASSERT_EQ(use.mounts.size(), 2u);
-  EXPECT_EQ(use.mounts[0].path, env["CCACHE_DIR"]);
+  EXPECT_EQ(use.mounts[0].path, use.namespace_dir);
   EXPECT_FALSE(use.mounts[0].read_only);
   EXPECT_TRUE(env["CUDA_HOME"].rfind(use.mounts[1].path + "/", 0) == 0) << env["CUDA_HOME"];
   EXPECT_TRUE(use.mounts[1].read_only);
   EXPECT_EQ(env.count("CCACHE_DISABLE"), 0u);
 
   env = JobEnv();
-  EXPECT_TRUE((*cache)->PrepareJob(recipe_, root_ + "/ws", "native", env).mounts.empty());
+  EXPECT_TRUE((*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "native", env).mounts.empty());
 }
 
 TEST_F(CompileCacheTest, NvccWrapperRunsNvccItselfWhereCcacheIsMissing) {
   // A builder image without ccache at the worker's path: the wrapper must still compile.
-  ASSERT_OK(fs::WriteFileAtomic(root_ + "/cuda/bin/nvcc", "#!/bin/sh\necho fake nvcc \"$@\"\n", 0755));
+  ASSERT_OK(
+      fs::WriteFileAtomic(root_ + "/cuda/bin/nvcc", "#!/bin/sh\necho fake nvcc \"$@\"\n", 0755));
   auto cache = CompileCache::Create(options_, worker_env_);
   ASSERT_OK(cache.status());
   EnvMap env = JobEnv();
-  ASSERT_TRUE((*cache)->PrepareJob(recipe_, root_ + "/ws", "podman", env).used);
-  std::string wrapper = env["CUDA_HOME"] + "/bin/nvcc";
-  auto text = fs::ReadFile(wrapper);
+  JobCacheUse use = (*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "podman", env);
+  ASSERT_TRUE(use.used);
+  auto text = fs::ReadFile(use.job_dir + "/bin/farm-ccache");
   ASSERT_OK(text.status());
   std::string ccache = (*cache)->ccache_path();
   std::string moved = *text;
   for (size_t at = moved.find(ccache); at != std::string::npos; at = moved.find(ccache, at + 1)) {
     moved.replace(at, ccache.size(), root_ + "/no-such-ccache");
   }
-  ASSERT_OK(fs::WriteFileAtomic(root_ + "/nvcc-without-ccache", moved, 0755));
-  RealProcessRunner runner;
-  ProcessSpec spec;
-  spec.argv = {root_ + "/nvcc-without-ccache", "--version"};
-  spec.env = {{"PATH", "/usr/bin:/bin"}};
-  spec.clear_env = true;
-  auto started = runner.Start(spec);
-  ASSERT_OK(started.status());
-  std::string out;
-  ProcessResult r = started.value()->Wait([&out](OutputStream, const std::string& l) { out += l + "\n"; }, 30000);
-  EXPECT_EQ(r.exit_code, 0) << out;
-  EXPECT_NE(out.find("fake nvcc"), std::string::npos) << out;
+  ASSERT_OK(fs::WriteFileAtomic(use.job_dir + "/bin/farm-ccache", moved, 0755));
+  std::string out = RunWith({env["CUDA_HOME"] + "/bin/nvcc", "--version"},
+                            {{"PATH", use.job_dir + "/bin:/usr/bin:/bin"}});
+  EXPECT_NE(out.find("fake nvcc --version"), std::string::npos) << out;
+  // Outside a cached job (no launcher on PATH) the shadow nvcc is nvcc itself.
+  out = RunWith({env["CUDA_HOME"] + "/bin/nvcc", "--version"}, {{"PATH", "/usr/bin:/bin"}});
+  EXPECT_NE(out.find("fake nvcc --version"), std::string::npos) << out;
 }
 
 TEST_F(CompileCacheTest, AnImageWithoutCcacheBuildsUncachedAndTheNoteSaysWhy) {
@@ -289,7 +394,7 @@ TEST_F(CompileCacheTest, AnImageWithoutCcacheBuildsUncachedAndTheNoteSaysWhy) {
   ASSERT_OK(cache.status());
   std::vector<std::string> asked;
   EnvMap env = JobEnv();
-  JobCacheUse use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "podman", env,
+  JobCacheUse use = (*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "podman", env,
                                          [&asked](const std::string& path) -> Result<bool> {
                                            asked.push_back(path);
                                            return false;
@@ -298,13 +403,13 @@ TEST_F(CompileCacheTest, AnImageWithoutCcacheBuildsUncachedAndTheNoteSaysWhy) {
   EXPECT_FALSE(use.used);
   EXPECT_TRUE(use.mounts.empty());
   EXPECT_EQ(env["CCACHE_DISABLE"], "1");
-  EXPECT_NE(use.note.find("compile cache: off (the podman image has no " +
-                          (*cache)->ccache_path()),
-            std::string::npos) << use.note;
+  EXPECT_NE(use.note.find("compile cache: off (the podman image has no " + (*cache)->ccache_path()),
+            std::string::npos)
+      << use.note;
   EXPECT_FALSE(CompileCache::FinishJob(use).has_value());
 
   env = JobEnv();
-  use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "podman", env,
+  use = (*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "podman", env,
                              [](const std::string&) -> Result<bool> {
                                return Status::Unavailable("the engine exited with code 125");
                              });
@@ -314,7 +419,7 @@ TEST_F(CompileCacheTest, AnImageWithoutCcacheBuildsUncachedAndTheNoteSaysWhy) {
   EXPECT_NE(use.note.find("code 125"), std::string::npos) << use.note;
 
   env = JobEnv();
-  use = (*cache)->PrepareJob(recipe_, root_ + "/ws", "podman", env,
+  use = (*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "podman", env,
                              [](const std::string&) -> Result<bool> { return true; });
   EXPECT_TRUE(use.used) << use.note;
   EXPECT_EQ(use.mounts.size(), 2u);
@@ -327,11 +432,11 @@ TEST_F(CompileCacheTest, AnImageWithoutCcacheBuildsUncachedAndTheNoteSaysWhy) {
     return false;
   };
   env = JobEnv();
-  EXPECT_TRUE((*cache)->PrepareJob(recipe_, root_ + "/ws", "native", env, never).used);
+  EXPECT_TRUE((*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "native", env, never).used);
   farm::v1::Recipe off;
   off.set_ccache(false);
   env = JobEnv();
-  EXPECT_FALSE((*cache)->PrepareJob(off, root_ + "/ws", "podman", env, never).used);
+  EXPECT_FALSE((*cache)->PrepareJob(off, kNs, root_ + "/ws", "podman", env, never).used);
   EXPECT_TRUE(asked.empty());
 }
 

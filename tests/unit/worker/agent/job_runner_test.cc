@@ -27,7 +27,8 @@ class FakeFarm final : public FarmClient {
   Result<farm::v1::AcquireJobResponse> AcquireJob(const farm::v1::AcquireJobRequest&) override {
     return farm::v1::AcquireJobResponse();
   }
-  Result<int64_t> UploadLog(int64_t, int32_t, const std::vector<farm::v1::LogLine>& lines) override {
+  Result<int64_t> UploadLog(int64_t, int32_t,
+                            const std::vector<farm::v1::LogLine>& lines) override {
     std::lock_guard lock(mu);
     for (const auto& l : lines) {
       if (l.seq() == static_cast<int64_t>(log.size()) + 1) log.push_back(l);
@@ -45,7 +46,8 @@ class FakeFarm final : public FarmClient {
     contents.push_back(fs::ReadFile(path).value());
     return farm::v1::Artifact();
   }
-  Result<farm::v1::CompleteJobResponse> CompleteJob(const farm::v1::CompleteJobRequest& req) override {
+  Result<farm::v1::CompleteJobResponse> CompleteJob(
+      const farm::v1::CompleteJobRequest& req) override {
     std::lock_guard lock(mu);
     completions.push_back(req);
     return farm::v1::CompleteJobResponse();
@@ -118,13 +120,15 @@ class JobRunnerTest : public ::testing::Test {
     return job;
   }
 
-  Outcome RunJob(const farm::v1::JobAssignment& job, std::shared_ptr<JobControl> control = nullptr) {
+  Outcome RunJob(const farm::v1::JobAssignment& job,
+                 std::shared_ptr<JobControl> control = nullptr) {
     if (!control) control = std::make_shared<JobControl>();
     JobDeps deps{&farm_, &runner_, &executor_, &probe_, &RealClock(), hook_};
     JobSettings settings;
     settings.work_dir = dir_.path() + "/work";
     settings.caps = caps_;
-    settings.worker_env = {{"PATH", "/usr/bin:/bin"}, {"HOME", dir_.path()},
+    settings.worker_env = {{"PATH", "/usr/bin:/bin"},
+                           {"HOME", dir_.path()},
                            {"FARM_ENROLL_TOKEN", "enroll-token-secret"}};
     settings.secrets = {"enroll-token-secret", "worker-token-secret"};
     return JobRunner(deps, settings, job, control).Run();
@@ -149,10 +153,10 @@ TEST_F(JobRunnerTest, SuccessfulBuildUploadsTheWheelAndReportsCompleted) {
     hooked.push_back(path);
     return Status::Ok();
   };
-  auto outcome = RunJob(Job(
-      "cat hello.txt; echo \"py=$FARM_PYTHON\"; env | sort > $TMPDIR/env.txt; "
-      "grep -c token $TMPDIR/env.txt || true; echo oops >&2; "
-      "printf 'wheel-bytes' > \"$FARM_WHEEL_DIR/t-0.1-py3-none-any.whl\""));
+  auto outcome =
+      RunJob(Job("cat hello.txt; echo \"py=$FARM_PYTHON\"; env | sort > $TMPDIR/env.txt; "
+                 "grep -c token $TMPDIR/env.txt || true; echo oops >&2; "
+                 "printf 'wheel-bytes' > \"$FARM_WHEEL_DIR/t-0.1-py3-none-any.whl\""));
   EXPECT_EQ(outcome.cause, farm::v1::CAUSE_COMPLETED) << outcome.detail << "\n" << farm_.LogText();
   ASSERT_EQ(farm_.headers.size(), 1u);
   EXPECT_EQ(farm_.headers[0].filename(), "t-0.1-py3-none-any.whl");
@@ -172,9 +176,12 @@ TEST_F(JobRunnerTest, SuccessfulBuildUploadsTheWheelAndReportsCompleted) {
   EXPECT_NE(log.find("/venv/bin/python"), std::string::npos) << log;
   EXPECT_NE(log.find("2 oops"), std::string::npos) << log;
   EXPECT_NE(log.find("1 0\n"), std::string::npos) << "a token reached the build env:\n" << log;
-  // The workspace is removed afterwards.
+  // The workspace and the worker's copies of its wheels are removed afterwards.
   std::error_code ec;
-  EXPECT_TRUE(std::filesystem::is_empty(dir_.path() + "/work", ec));
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path() + "/work", ec)) {
+    EXPECT_EQ(e.path().filename(), "outputs");
+    EXPECT_TRUE(std::filesystem::is_empty(e.path(), ec)) << e.path();
+  }
 }
 
 TEST_F(JobRunnerTest, FailingBuildNoWheelAndMissingPythonHaveTheirCauses) {
@@ -199,6 +206,30 @@ TEST_F(JobRunnerTest, FailingBuildNoWheelAndMissingPythonHaveTheirCauses) {
   EXPECT_NE(bad_patch.detail.find("patches/broken.diff"), std::string::npos) << bad_patch.detail;
   ASSERT_EQ(farm_.completions.size(), 4u);
   EXPECT_EQ(farm_.completions[0].exit_code(), 3);
+}
+
+// A build that leaves its wheel folder (or a wheel) as a link to a host path uploads nothing,
+// fails as the build's fault, and the host's files are neither read into farmd nor changed.
+TEST_F(JobRunnerTest, LinkedWheelOutputsAreRefusedAndTheHostIsUntouched) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
+  const std::string host = dir_.path() + "/host";
+  ASSERT_OK(fs::MakeDirs(host));
+  ASSERT_OK(fs::WriteFileAtomic(host + "/t-1.0-py3-none-any.whl", "host-only wheel"));
+  auto folder = RunJob(Job("rm -rf \"$FARM_WHEEL_DIR\" && ln -s " + host + " \"$FARM_WHEEL_DIR\""));
+  EXPECT_EQ(folder.cause, farm::v1::CAUSE_BUILD_FAILED);
+  EXPECT_NE(folder.detail.find("the build's wheels are refused: wheels is a symbolic link"),
+            std::string::npos)
+      << folder.detail;
+  auto wheel = RunJob(Job("ln -s " + host + "/t-1.0-py3-none-any.whl \"$FARM_WHEEL_DIR\"/"));
+  EXPECT_EQ(wheel.cause, farm::v1::CAUSE_BUILD_FAILED);
+  EXPECT_NE(wheel.detail.find("wheels/t-1.0-py3-none-any.whl is a symbolic link"),
+            std::string::npos)
+      << wheel.detail;
+  auto fifo = RunJob(Job("mkfifo \"$FARM_WHEEL_DIR\"/t-1.0-py3-none-any.whl"));
+  EXPECT_EQ(fifo.cause, farm::v1::CAUSE_BUILD_FAILED);
+  EXPECT_NE(fifo.detail.find("is a FIFO"), std::string::npos) << fifo.detail;
+  EXPECT_TRUE(farm_.headers.empty());
+  EXPECT_EQ(*fs::ReadFile(host + "/t-1.0-py3-none-any.whl"), "host-only wheel");
 }
 
 TEST_F(JobRunnerTest, CancelAndTimeoutKillTheBuild) {

@@ -7,7 +7,9 @@ namespace farm::agent {
 namespace {
 
 std::map<std::string, std::string> ToolEnv() {
-  return {{"PATH", "/usr/bin:/bin"}, {"HOME", "/nonexistent"}, {"GIT_TERMINAL_PROMPT", "0"},
+  return {{"PATH", "/usr/bin:/bin"},
+          {"HOME", "/nonexistent"},
+          {"GIT_TERMINAL_PROMPT", "0"},
           {"GIT_CONFIG_NOSYSTEM", "1"}};
 }
 
@@ -37,6 +39,7 @@ class WorkspaceTest : public ::testing::Test {
   testing::ScopedTempDir dir_;
   RealProcessRunner runner_;
   StepRunner steps_{runner_, ToolEnv(), nullptr, nullptr};
+  GitFetch git_{&steps_, git::GitPolicy{}};
   std::string src_;
 };
 
@@ -61,39 +64,43 @@ TEST_F(WorkspaceTest, NeverReadsAPathTheSubmittingMachineNamed) {
   int calls = 0;
   farm::v1::Source source;
   source.set_local_path(src_);
-  Status s = FetchSource(steps_, source, dir_.path() + "/ws-src", CopyFrom(dir_.path(), &calls));
+  Status s =
+      FetchSource(steps_, git_, source, dir_.path() + "/ws-src", CopyFrom(dir_.path(), &calls));
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("never reads"), std::string::npos) << s.message();
   source.set_tarball_path(dir_.path() + "/pkg.tar.gz");
-  EXPECT_EQ(FetchSource(steps_, source, dir_.path() + "/ws-src", CopyFrom(dir_.path())).code(),
-            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      FetchSource(steps_, git_, source, dir_.path() + "/ws-src", CopyFrom(dir_.path())).code(),
+      StatusCode::kFailedPrecondition);
   EXPECT_FALSE(fs::Exists(dir_.path() + "/ws-src"));
   EXPECT_EQ(calls, 0);
 }
 
 TEST_F(WorkspaceTest, UnpacksArchivesAndUnwrapsATarballsOneTopDirectory) {
-  ASSERT_OK(Sh("tar -czf pkg.tar.gz pkg && tar -C pkg -cf flat.tar setup.py sub && "
-               "tar -cf - pkg | zstd -q -o pkg.tar.zst"));
+  ASSERT_OK(
+      Sh("tar -czf pkg.tar.gz pkg && tar -C pkg -cf flat.tar setup.py sub && "
+         "tar -cf - pkg | zstd -q -o pkg.tar.zst"));
   for (const char* name : {"pkg.tar.gz", "flat.tar", "pkg.tar.zst"}) {
     std::string dest = dir_.path() + "/out-" + name;
-    ASSERT_OK(FetchSource(steps_, Archive(name, true), dest, CopyFrom(dir_.path())));
+    ASSERT_OK(FetchSource(steps_, git_, Archive(name, true), dest, CopyFrom(dir_.path())));
     EXPECT_EQ(Read(dest + "/setup.py"), "print('v1')\n") << name;
     EXPECT_EQ(Read(dest + "/sub/data.txt"), "data\n") << name;
     EXPECT_FALSE(fs::Exists(dest + ".archive")) << "the download is removed once unpacked";
   }
   // A packed directory that holds one directory stays as it is.
   std::string dest = dir_.path() + "/out-tree";
-  ASSERT_OK(FetchSource(steps_, Archive("pkg.tar.gz", false), dest, CopyFrom(dir_.path())));
+  ASSERT_OK(FetchSource(steps_, git_, Archive("pkg.tar.gz", false), dest, CopyFrom(dir_.path())));
   EXPECT_EQ(Read(dest + "/pkg/setup.py"), "print('v1')\n");
 }
 
 TEST_F(WorkspaceTest, RefusesAHostileArchiveAndSaysWhyADownloadFailed) {
-  ASSERT_OK(Sh("python3 -c \"import io, tarfile\n"
-               "t = tarfile.open('evil.tar', 'w')\n"
-               "i = tarfile.TarInfo('../evil.py'); i.size = 1\n"
-               "t.addfile(i, io.BytesIO(b'x')); t.close()\""));
+  ASSERT_OK(
+      Sh("python3 -c \"import io, tarfile\n"
+         "t = tarfile.open('evil.tar', 'w')\n"
+         "i = tarfile.TarInfo('../evil.py'); i.size = 1\n"
+         "t.addfile(i, io.BytesIO(b'x')); t.close()\""));
   ASSERT_OK(fs::MakeDirs(dir_.path() + "/box"));
-  Status s = FetchSource(steps_, Archive("evil.tar", true), dir_.path() + "/box/src",
+  Status s = FetchSource(steps_, git_, Archive("evil.tar", true), dir_.path() + "/box/src",
                          CopyFrom(dir_.path()));
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   EXPECT_NE(s.message().find("path-dotdot: ../evil.py"), std::string::npos) << s.message();
@@ -101,28 +108,59 @@ TEST_F(WorkspaceTest, RefusesAHostileArchiveAndSaysWhyADownloadFailed) {
   ArchiveFetcher broken = [](const farm::v1::SourceArchive&, const std::string&) {
     return Status::DataLoss("the source archive arrived with 3 bytes");
   };
-  s = FetchSource(steps_, Archive("x.tar", true), dir_.path() + "/ws3", broken);
+  s = FetchSource(steps_, git_, Archive("x.tar", true), dir_.path() + "/ws3", broken);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("source archive aaaa"), std::string::npos) << s.message();
 }
 
-TEST_F(WorkspaceTest, ClonesAGitRepositoryAtItsCommit) {
-  ASSERT_OK(Sh("cd pkg && git init -q && git add -A && "
-               "git -c user.name=t -c user.email=t@e commit -qm one && "
-               "git rev-parse HEAD > ../first && echo \"print('v2')\" > setup.py && "
-               "git -c user.name=t -c user.email=t@e commit -qam two"));
+// Whatever farmd passes on, a worker never clones a path of its own host (or file://,
+// ext::, ...): git does not even start, and nothing of the repository is copied.
+TEST_F(WorkspaceTest, NeverClonesALocalRepositoryEvenIfFarmdPassedOne) {
+  ASSERT_OK(
+      Sh("cd pkg && echo secret > SECRET && git init -q && git add -A && "
+         "git -c user.name=t -c user.email=t@e commit -qm one && "
+         "git rev-parse HEAD > ../first"));
   std::string first = Read(dir_.path() + "/first");
   first.pop_back();
-  farm::v1::Source source;
-  source.mutable_git()->set_url(src_);
-  source.mutable_git()->set_commit(first);
-  ASSERT_OK(FetchSource(steps_, source, dir_.path() + "/clone", nullptr));
-  EXPECT_EQ(Read(dir_.path() + "/clone/setup.py"), "print('v1')\n");
+  farm::testing::RecordingRunner recorder;
+  StepRunner steps(recorder, ToolEnv(), nullptr, nullptr);
+  GitFetch git{&steps, git::GitPolicy{}};
+  for (const std::string& url : {src_, "file://" + src_, src_ + "/.git", std::string("../pkg"),
+                                 std::string("ext::cat"), std::string("fd::0")}) {
+    farm::v1::Source source;
+    source.mutable_git()->set_url(url);
+    source.mutable_git()->set_commit(first);
+    Status s = FetchSource(steps_, git, source, dir_.path() + "/clone", nullptr);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << url << ": " << s.ToString();
+    EXPECT_NE(s.message().find("git sources must be remote https:// URLs"), std::string::npos)
+        << s.message();
+  }
+  EXPECT_TRUE(recorder.started.empty());
+  EXPECT_FALSE(fs::Exists(dir_.path() + "/clone"));
+}
 
+// A remote URL is cloned with the farm's locked-down git: its arguments before the
+// subcommand, no submodules, a timeout, the commit checked out after "--".
+TEST_F(WorkspaceTest, ClonesARemoteUrlWithTheLockedDownGit) {
+  farm::testing::RecordingRunner recorder;
+  StepRunner steps(recorder, ToolEnv(), nullptr, nullptr);
+  GitFetch git{&steps, git::GitPolicy{}};
+  farm::v1::Source source;
+  source.mutable_git()->set_url("https://example.invalid/x.git");
   source.mutable_git()->set_commit("0123456789012345678901234567890123456789");
-  Status s = FetchSource(steps_, source, dir_.path() + "/clone2", nullptr);
-  EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("git checkout"), std::string::npos) << s.message();
+  EXPECT_FALSE(FetchSource(steps_, git, source, dir_.path() + "/clone", nullptr).ok());
+  ASSERT_EQ(recorder.started.size(), 1u);  // the clone; it failed, so no checkout
+  const std::vector<std::string>& argv = recorder.started[0];
+  EXPECT_EQ(argv[0], "git");
+  EXPECT_EQ(argv[1], "-c");
+  EXPECT_EQ(argv[2], "credential.helper=");
+  std::vector<std::string> tail(argv.end() - 6, argv.end());
+  EXPECT_EQ(tail,
+            (std::vector<std::string>{"clone", "--quiet", "--no-recurse-submodules", "--",
+                                      "https://example.invalid/x.git", dir_.path() + "/clone"}));
+  source.mutable_git()->set_commit("--orphan=x");
+  Status odd = FetchSource(steps_, git, source, dir_.path() + "/clone3", nullptr);
+  EXPECT_EQ(odd.code(), StatusCode::kInvalidArgument) << odd.ToString();
 }
 
 TEST_F(WorkspaceTest, AppliesPatchesAndNamesTheOneThatFails) {
