@@ -271,10 +271,10 @@ Status Provisioner::BuildToolkit(const std::string& cuda, const std::vector<std:
 }
 
 std::string Provisioner::IndexFor(const EnvSpec& spec) const {
-  auto it = options_.indexes.find(TorchVariant(spec.torch));
-  if (it != options_.indexes.end()) return it->second;
-  it = options_.indexes.find("");
-  return it != options_.indexes.end() ? it->second : "";
+  const std::string variant = TorchVariant(spec.torch);
+  auto it = options_.indexes.find(variant);
+  if (it == options_.indexes.end()) it = options_.indexes.find("");
+  return it != options_.indexes.end() ? ExpandVariant(it->second, variant) : "";
 }
 
 Result<std::string> Provisioner::SnapshotKey(const EnvSpec& spec) {
