@@ -21,6 +21,10 @@ namespace farm::attest {
 class Attestor;
 }  // namespace farm::attest
 
+namespace farm::mirror {
+class PullThroughCache;
+}  // namespace farm::mirror
+
 namespace farm::http {
 
 struct DashboardOptions {
@@ -62,6 +66,9 @@ struct DashboardDeps {
   schedule::ScheduleRunner* schedules = nullptr;
   // The wheels' signed provenance and the farm's keys; null where none is kept (404).
   attest::Attestor* attestor = nullptr;
+  // The pull-through cache of the upstreams workers provision from (/upstream/...); null
+  // where farmd serves none (404).
+  mirror::PullThroughCache* mirror = nullptr;
 };
 
 }  // namespace farm::http
