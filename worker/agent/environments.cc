@@ -113,8 +113,16 @@ farm::v1::Provisioning Environments::Advertise() {
   p.set_fetches_toolkits(true);
   p.set_fetches_python(true);
   p.set_cache_max_bytes(config_.max_cache_bytes);
-  if (provisioner_) {
-    if (auto entries = provisioner_->cache().List(); entries.ok()) {
+  // Before the first job the provisioner does not exist yet: a view of the same folder
+  // tells what an earlier run left (opening it also sweeps what a crash left half-made).
+  if (!provisioner_ && !view_) {
+    if (auto view = env::CacheStore::Open(config_.cache_dir, clock_); view.ok()) {
+      view_ = std::move(view).value();
+    }
+  }
+  env::CacheStore* cache = provisioner_ ? &provisioner_->cache() : view_.get();
+  if (cache != nullptr) {
+    if (auto entries = cache->List(); entries.ok()) {
       int64_t bytes = 0;
       for (const env::CacheEntry& e : *entries) bytes += e.bytes;
       p.set_cache_bytes(bytes);

@@ -66,6 +66,7 @@ class Environments {
   std::mutex mu_;
   std::string farm_upstream_;                      // guarded by mu_
   std::unique_ptr<env::Provisioner> provisioner_;  // made once, under mu_
+  std::unique_ptr<env::CacheStore> view_;          // the cache before provisioner_, under mu_
 };
 
 }  // namespace farm::agent
