@@ -12,6 +12,27 @@
 #include "daemon/hosts/host_manager.h"
 #include "daemon/store/postgres_store.h"
 
+namespace {
+
+// --quota-ROLE and --quota-window-seconds over the defaults (docs/limits.md, "Quotas").
+farm::Status QuotaPolicyFromFlags(const farm::Flags& flags, farm::quota::Policy* policy) {
+  for (const char* role : {"submitter", "admin"}) {
+    const std::string flag = std::string("quota-") + role;
+    if (!flags.Has(flag)) continue;
+    farm::Status parsed = farm::quota::ParseLimits(flags.Get(flag), &policy->by_role[role]);
+    if (!parsed.ok()) return parsed.WithContext("--" + flag);
+  }
+  auto window = flags.GetInt("quota-window-seconds", policy->window_ms / 1000);
+  if (!window.ok() || *window < 1 || *window > 366 * 24 * 3600) {
+    return farm::Status::InvalidArgument(
+        "--quota-window-seconds must be a number of seconds from 1 to a year");
+  }
+  policy->window_ms = *window * 1000;
+  return farm::Status::Ok();
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   farm::net::DisableMutexOrderGraph();
   // Block the stop signals in every thread; the main thread waits for them below.
@@ -38,6 +59,12 @@ int main(int argc, char** argv) {
       {"source-retention-days", "N",
        "remove source archives unused this long that no schedule "
        "or unfinished build names; 0 keeps them (default 30)"},
+      {"quota-submitter", "SPEC",
+       "limits of each submitter principal (token name): submissions=N (per window), "
+       "queued-jobs=N, stored-bytes=N, each a number or unlimited, comma-separated "
+       "(default submissions=120,queued-jobs=2000,stored-bytes=107374182400)"},
+      {"quota-admin", "SPEC", "the same for admins (default: unlimited)"},
+      {"quota-window-seconds", "N", "the window submissions are counted over (default 3600)"},
       {"http-listen", "HOST:PORT", "serve the dashboard, /api/v1, /metrics and /simple/ here"},
       {"http-ready-file", "FILE", "write the dashboard's bound address here once serving"},
       {"http-max-connections", "N", "simultaneous HTTP connections; more get 503 (default 512)"},
@@ -126,6 +153,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   t.source_retention_ms = *retention_days * 24 * 3600 * 1000;
+  if (farm::Status quotas = QuotaPolicyFromFlags(flags, &options.quotas); !quotas.ok()) {
+    std::cerr << quotas.message() << "\n";
+    return 2;
+  }
   options.http.listen = flags.Get("http-listen");
   options.http.web_root = flags.Get("web-root");
   options.http.public_read = !flags.Has("private-read");

@@ -13,7 +13,7 @@ function filterForm(q) {
   return `<form id="build-filters" class="filters">${input('recipe', 'Recipe')}
     <label>State <select name="state">${states.map((s) => `<option value="${s}"
       ${(q.state || '') === s ? 'selected' : ''}>${s || 'any'}</option>`).join('')}</select></label>
-    ${input('submitter', 'Submitted by')}${input('worker', 'Worker')}
+    ${input('submitter', 'Owner')}${input('worker', 'Worker')}
     <button type="submit">Filter</button> <a href="#/builds" id="clear-filters">clear</a></form>`;
 }
 
@@ -54,7 +54,7 @@ async function buildsPage(t, oldBefore) {
     const rows = r.builds.map((b) => `<tr data-build="${b.id}"><td><a href="#/build/${b.id}">#${b.id}</a></td>
       <td>${esc(b.recipe_name)}</td><td>${buildBadge(b)}
       ${b.blocked ? `<div class="reason muted">${esc(b.blocked_reason)}</div>` : ''}</td>
-      <td>${esc(b.submitted_by)}</td><td>${when(b.created_at)}</td>
+      <td class="owner">${esc(b.owner)}</td><td>${when(b.created_at)}</td>
       <td class="duration">${b.finished_at ? '' : '<span class="muted">for </span>'}${dur(b.duration_ms)}</td>
       <td>${jobCounts(b.jobs)}</td><td class="publishing">${publishingText(b.publishing)}</td></tr>`);
     const next = new URLSearchParams();
@@ -62,7 +62,7 @@ async function buildsPage(t, oldBefore) {
     next.set('before', r.next_before);
     const filtered = BUILD_FILTERS.some((n) => q[n]);
     app.innerHTML = `<h1>Builds</h1>${filterForm(q)}<table id="builds"><tr><th>Build</th><th>Recipe</th>
-      <th>State</th><th>By</th><th>Created</th><th>Duration</th><th>Jobs</th><th>Publishing</th></tr>
+      <th>State</th><th>Owner</th><th>Created</th><th>Duration</th><th>Jobs</th><th>Publishing</th></tr>
       ${rows.join('') || `<tr><td colspan="8" class="muted">${filtered ? 'No build matches these filters.' : 'none'}</td></tr>`}</table>
       <p>${r.next_before ? `<a id="older" href="#/builds?${next}">Older builds →</a>` : ''}</p>`;
     bindFilterForm();
@@ -256,7 +256,7 @@ async function buildPage(t, id) {
       const end = b.finished_at ? Date.parse(b.finished_at) : b.now;
       document.getElementById('build').innerHTML = `<h1>Build #${b.id}: ${esc(b.recipe_name)}
         ${esc(b.recipe_version)} ${buildBadge(b)}</h1>
-        <p class="muted">submitted by ${esc(b.submitted_by)} ${when(b.created_at)}
+        <p class="muted">owner <span class="owner">${esc(b.owner)}</span>, submitted by ${esc(b.submitted_by)} ${when(b.created_at)}
         ${b.finished_at ? ' · finished ' + when(b.finished_at) : ''} ·
         <span id="build-duration">${active ? 'running for' : 'took'} ${dur(end - Date.parse(b.created_at))}</span></p>
         ${b.blocked ? `<div class="banner blocked" id="blocked">Blocked: ${esc(b.blocked_reason)}

@@ -105,13 +105,14 @@ function schedulesPage(t) {
       if (t !== pageToken) return;
       const rows = r.schedules.map((s) => `<tr data-schedule="${Number(s.id)}" data-paused="${s.paused ? 1 : 0}">
         <td><a href="#/schedule/${Number(s.id)}">${esc(s.name)}</a></td><td>${esc(s.recipe_name)}</td>
+        <td class="owner">${esc(s.owner)}</td>
         <td><code class="cron">${esc(s.cron)}</code></td><td>${esc(s.time_zone)}</td>
         <td class="next">${nextFire(s)}</td><td class="last-run">${lastRun(s.last_run)}</td>
         <td>${scheduleButtons(s)}</td></tr>`);
       const el = document.getElementById('schedules-view');
-      el.innerHTML = `<table id="schedules"><tr><th>Schedule</th><th>Recipe</th><th>Cron</th>
+      el.innerHTML = `<table id="schedules"><tr><th>Schedule</th><th>Recipe</th><th>Owner</th><th>Cron</th>
         <th>Time zone</th><th>Next fire</th><th>Last run</th><th></th></tr>${rows.join('') ||
-        '<tr><td colspan="7" class="muted">No schedule. Add one below or with <code>farmctl schedules add</code>.</td></tr>'}</table>`;
+        '<tr><td colspan="8" class="muted">No schedule. Add one below or with <code>farmctl schedules add</code>.</td></tr>'}</table>`;
       bindScheduleButtons(el, refresh);
       setStatus('updated ' + new Date().toLocaleTimeString());
     } catch (e) { showError(e); }
@@ -141,6 +142,7 @@ function schedulePage(t, id) {
         ${s.paused ? '<span class="badge s-paused">paused</span>' : '<span class="badge s-active">active</span>'}</h1>
         <p>${scheduleButtons(s, true)}</p>
         <table class="props"><tr><th>Recipe</th><td>${esc(s.recipe_name)}</td></tr>
+        <tr><th>Owner</th><td class="owner">${esc(s.owner)}</td></tr>
         <tr><th>Cron</th><td><code class="cron">${esc(s.cron)}</code> in ${esc(s.time_zone)}</td></tr>
         <tr><th>Next fire</th><td class="next">${nextFire(s)}</td></tr>
         <tr><th>Missed runs</th><td>${esc(policyName(s.missed_run_policy))}</td></tr>

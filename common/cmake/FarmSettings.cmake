@@ -4,7 +4,7 @@ if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
   set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "Build type" FORCE)
 endif()
 
-# FARM_FAST_BUILD (the quick start turns it on): a first build from nothing in about two
+# FARM_FAST_BUILD (the quick start and the test command turn it on): a first build from nothing in about two
 # thirds of the time. Precompiled headers per component library (the standard library,
 # gRPC and the farm's protobuf headers are most of every file's parse) and line tables
 # only (-g1: backtraces keep file, line and function; gdb shows no locals). Off by

@@ -13,12 +13,18 @@ using auth::Need;
 using auth::Principal;
 using auth::TokenAuthority;
 
-// Authorizes the call's "authorization" metadata for `need`.
+// Authorizes the call's "authorization" metadata for `need`; with `check_role` false only
+// the token is checked, not whether its role satisfies `need`.
 Result<Principal> AuthorizeCall(TokenAuthority& authority, const grpc::ServerContextBase& call,
-                                Need need);
+                                Need need, bool check_role = true);
 
-// Converts a farm Status to a gRPC status (same code numbers, redacted message).
+// Converts a farm Status to a gRPC status (same code numbers, redacted message). A quota
+// refusal that says when to retry (quota::RetryAfterMs) carries it as google.rpc.RetryInfo
+// in the status details (farm/v1/rpc_status.proto).
 grpc::Status ToGrpc(const Status& status);
+
+// The type URL of a google.rpc.RetryInfo detail, as every gRPC client names it.
+inline constexpr char kRetryInfoTypeUrl[] = "type.googleapis.com/google.rpc.RetryInfo";
 
 }  // namespace farm::api
 

@@ -13,6 +13,7 @@
 #include "daemon/api/handler.h"
 #include "daemon/api/peers.h"
 #include "daemon/api/revalidation.h"
+#include "daemon/auth/ownership.h"
 #include "daemon/http/job_views.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/placement.h"
@@ -28,7 +29,7 @@ using model::ParseBlob;
 using model::WorkerToProto;
 
 Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
-                               const Principal& who);
+                               const Principal& who, audit::Entry* entry);
 
 namespace {
 
@@ -186,8 +187,9 @@ Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
 grpc::Status ClientService::SubmitBuild(grpc::ServerContext* call,
                                         const farm::v1::SubmitBuildRequest* req,
                                         farm::v1::SubmitBuildResponse* resp) {
-  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(*resp->mutable_build(), Submit(*ctx_, *req, who));
+  audit::Entry entry{audit::Action::kBuildSubmit, "recipe file " + req->recipe_path()};
+  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(*resp->mutable_build(), Submit(*ctx_, *req, who, &entry));
     return Status::Ok();
   });
 }
@@ -248,7 +250,9 @@ grpc::Status ClientService::ListBuilds(grpc::ServerContext* call,
 grpc::Status ClientService::CancelBuild(grpc::ServerContext* call,
                                         const farm::v1::CancelBuildRequest* req,
                                         farm::v1::Build* resp) {
-  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+  audit::Entry entry{audit::Action::kBuildCancel, "build " + std::to_string(req->build_id())};
+  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(auth::MayChangeBuild(*ctx_->store, who, req->build_id()));
     FARM_RETURN_IF_ERROR(
         ctx_->store->CancelBuild(req->build_id(), ctx_->clock->NowUnixMs(), who.name));
     log::Info("build " + std::to_string(req->build_id()) + " cancelled by " + who.name);
@@ -269,7 +273,9 @@ grpc::Status ClientService::GetJob(grpc::ServerContext* call, const farm::v1::Ge
 
 grpc::Status ClientService::RetryJob(grpc::ServerContext* call,
                                      const farm::v1::RetryJobRequest* req, farm::v1::Job* resp) {
-  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+  audit::Entry entry{audit::Action::kJobRetry, "job " + std::to_string(req->job_id())};
+  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(auth::MayChangeJob(*ctx_->store, who, req->job_id()));
     FARM_RETURN_IF_ERROR(ctx_->store->RetryJob(req->job_id(), ctx_->clock->NowUnixMs()));
     log::Info("job " + std::to_string(req->job_id()) + " retried by " + who.name);
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetJob(req->job_id()));
@@ -312,7 +318,9 @@ grpc::Status ClientService::ListWorkers(grpc::ServerContext* call,
 grpc::Status ClientService::DrainWorker(grpc::ServerContext* call,
                                         const farm::v1::DrainWorkerRequest* req,
                                         farm::v1::WorkerInfo* resp) {
-  return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
+  audit::Entry entry{req->undo() ? audit::Action::kWorkerUndrain : audit::Action::kWorkerDrain,
+                     "worker " + req->worker_id()};
+  return HandleMutation(ctx_, call, Need::kAdmin, &entry, [&](const Principal& who) -> Status {
     FARM_ASSIGN_OR_RETURN(std::string id, ResolveWorker(*ctx_->store, req->worker_id()));
     FARM_RETURN_IF_ERROR(ctx_->store->SetDrainRequested(id, !req->undo()));
     log::Info("worker " + id + (req->undo() ? " undrained by " : " drained by ") + who.name);
@@ -325,12 +333,16 @@ grpc::Status ClientService::DrainWorker(grpc::ServerContext* call,
 grpc::Status ClientService::CreateToken(grpc::ServerContext* call,
                                         const farm::v1::CreateTokenRequest* req,
                                         farm::v1::CreateTokenResponse* resp) {
-  return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
+  // A principal is a token's name, so an unnamed token gets a name of its own: two people
+  // given unnamed submitter tokens must not own each other's builds.
+  std::string name = req->name().empty() ? req->role() + "-" + RandomHex(4) : req->name();
+  audit::Entry entry{audit::Action::kTokenCreate,
+                     "token \"" + name + "\" (role " + req->role() + ")"};
+  return HandleMutation(ctx_, call, Need::kAdmin, &entry, [&](const Principal& who) -> Status {
     if (req->role() == "worker") {
       return Status::InvalidArgument(
           "worker tokens are issued by Register; create an enroll token");
     }
-    std::string name = req->name().empty() ? req->role() : req->name();
     if (req->ttl_seconds() < 0 || req->ttl_seconds() > kMaxTokenTtlSeconds) {
       return Status::InvalidArgument("ttl_seconds must be between 0 (never expires) and " +
                                      std::to_string(kMaxTokenTtlSeconds));
@@ -342,6 +354,7 @@ grpc::Status ClientService::CreateToken(grpc::ServerContext* call,
     resp->set_name(name);
     resp->set_role(req->role());
     resp->set_id(auth::TokenAuthority::IdOf(Sha256Hex(token)));
+    entry.done = "id " + resp->id();
     if (req->ttl_seconds() > 0) {
       resp->set_expires_at(FormatRfc3339(ctx_->clock->NowUnixMs() + req->ttl_seconds() * 1000));
     }
@@ -362,8 +375,10 @@ grpc::Status ClientService::ListTokens(grpc::ServerContext* call,
 grpc::Status ClientService::RevokeToken(grpc::ServerContext* call,
                                         const farm::v1::RevokeTokenRequest* req,
                                         farm::v1::TokenInfo* resp) {
-  return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
+  audit::Entry entry{audit::Action::kTokenRevoke, "token " + req->id()};
+  return HandleMutation(ctx_, call, Need::kAdmin, &entry, [&](const Principal& who) -> Status {
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->auth->Revoke(req->id(), ctx_->clock->NowUnixMs()));
+    entry.done = "\"" + row.name + "\" (role " + row.role + ")";
     log::Info("token \"" + row.name + "\" (" + auth::TokenAuthority::IdOf(row.hash) + ", role " +
               row.role + ") revoked by " + who.name);
     *resp = TokenToProto(row);
@@ -374,10 +389,14 @@ grpc::Status ClientService::RevokeToken(grpc::ServerContext* call,
 grpc::Status ClientService::ValidateArtifact(grpc::ServerContext* call,
                                              const farm::v1::ValidateArtifactRequest* req,
                                              farm::v1::Job* resp) {
-  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+  audit::Entry entry{audit::Action::kArtifactValidate,
+                     "artifact " + std::to_string(req->artifact_id())};
+  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(auth::MayChangeArtifact(*ctx_->store, who, req->artifact_id()));
     FARM_ASSIGN_OR_RETURN(store::JobRow job,
                           QueueValidation(*ctx_->store, *ctx_->clock, req->artifact_id(),
                                           ctx_->tunables.max_attempts));
+    entry.done = "job " + std::to_string(job.id);
     log::Info("validation of artifact " + std::to_string(req->artifact_id()) + " asked by " +
               who.name + ": job " + std::to_string(job.id));
     FARM_ASSIGN_OR_RETURN(*resp, LoadJob(*ctx_, job));

@@ -87,6 +87,18 @@ class ClientService final : public farm::v1::FarmService::Service {
                             farm::v1::PublishBuildResponse*) override;
   grpc::Status ListPublications(grpc::ServerContext*, const farm::v1::ListPublicationsRequest*,
                                 farm::v1::ListPublicationsResponse*) override;
+  // quota_handlers.cc
+  grpc::Status GetQuota(grpc::ServerContext*, const farm::v1::GetQuotaRequest*,
+                        farm::v1::Quota*) override;
+  grpc::Status SetQuota(grpc::ServerContext*, const farm::v1::SetQuotaRequest*,
+                        farm::v1::Quota*) override;
+  // owner_handlers.cc
+  grpc::Status ListRecipeNames(grpc::ServerContext*, const farm::v1::ListRecipeNamesRequest*,
+                               farm::v1::ListRecipeNamesResponse*) override;
+  grpc::Status TransferRecipeName(grpc::ServerContext*, const farm::v1::TransferRecipeNameRequest*,
+                                  farm::v1::RecipeName*) override;
+  grpc::Status ListAudit(grpc::ServerContext*, const farm::v1::ListAuditRequest*,
+                         farm::v1::ListAuditResponse*) override;
 
  private:
   ServiceContext* ctx_;
@@ -104,10 +116,18 @@ Result<google::protobuf::RepeatedPtrField<farm::v1::JobInput>> LoadJobInputs(
 // Fills job->inputs and job->consumers.
 Status AddJobGraph(const ServiceContext& ctx, farm::v1::Job* job);
 
-// Submits `req` as `who` (submit.cc): stores the build with `links` (in-flight merging is
-// set from req.force(); a schedule run when given) and returns the build id.
+// Submits `req` as `who` (submit.cc): checks that `who` may build under every recipe name
+// of the graph and claims the ones nobody owns (PermissionDenied naming the owner
+// otherwise), stores the build with `links` (in-flight merging is set from req.force(); a
+// schedule run when given) and returns the build id. `entry`, when given, gets the recipe
+// as its target and the build as what was done.
 Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
-                             const std::string& who, store::BuildLinks* links);
+                             const Principal& who, store::BuildLinks* links,
+                             audit::Entry* entry = nullptr);
+
+// Counts one submission of `who` against its quota (ResourceExhausted with when to retry
+// once it is used up); Ok when farmd keeps no quotas.
+Status TakeSubmission(const ServiceContext& ctx, const Principal& who);
 
 // The uploaded archive `source` names, checked (sources.cc): a source that is still a
 // path on the client is refused (InvalidArgument), an archive must have been uploaded and

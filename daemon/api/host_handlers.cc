@@ -52,7 +52,8 @@ Status NeedHosts(const ServiceContext& ctx) {
 
 grpc::Status ClientService::AddHost(grpc::ServerContext* call, const farm::v1::AddHostRequest* req,
                                     farm::v1::Host* resp) {
-  return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
+  audit::Entry entry{audit::Action::kHostAdd, "host " + req->name()};
+  return HandleMutation(ctx_, call, Need::kAdmin, &entry, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(NeedHosts(*ctx_));
     std::map<std::string, std::string> vars(req->vars().begin(), req->vars().end());
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->hosts->Add(req->name(), req->address(), req->kind(),
@@ -67,7 +68,8 @@ grpc::Status ClientService::AddHost(grpc::ServerContext* call, const farm::v1::A
 grpc::Status ClientService::ProvisionHost(grpc::ServerContext* call,
                                           const farm::v1::ProvisionHostRequest* req,
                                           farm::v1::Host* resp) {
-  return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
+  audit::Entry entry{audit::Action::kHostProvision, "host " + req->name()};
+  return HandleMutation(ctx_, call, Need::kAdmin, &entry, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(NeedHosts(*ctx_));
     log::Info("provisioning of host " + req->name() + " started by " + who.name);
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->hosts->Provision(req->name(), req->wait()));

@@ -33,9 +33,11 @@ grpc::Status ClientService::GetProvenanceKeys(grpc::ServerContext* call,
 grpc::Status ClientService::RotateProvenanceKey(grpc::ServerContext* call,
                                                 const farm::v1::RotateProvenanceKeyRequest*,
                                                 farm::v1::ProvenanceKeys* resp) {
-  return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
+  audit::Entry entry{audit::Action::kKeyRotate, "provenance keys"};
+  return HandleMutation(ctx_, call, Need::kAdmin, &entry, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(NeedAttestor(*ctx_));
     FARM_ASSIGN_OR_RETURN(auto made, ctx_->attestor->RotateKey());
+    entry.done = "new signing key " + made.keyid;
     log::Info("provenance key rotated by " + who.name + ": " + made.keyid);
     resp->set_changed_keyid(made.keyid);
     return FillKeys(*ctx_, resp);
@@ -45,10 +47,12 @@ grpc::Status ClientService::RotateProvenanceKey(grpc::ServerContext* call,
 grpc::Status ClientService::RevokeProvenanceKey(grpc::ServerContext* call,
                                                 const farm::v1::RevokeProvenanceKeyRequest* req,
                                                 farm::v1::ProvenanceKeys* resp) {
-  return Handle(ctx_, call, Need::kAdmin, [&](const Principal& who) -> Status {
+  audit::Entry entry{audit::Action::kKeyRevoke, "provenance key " + req->keyid()};
+  return HandleMutation(ctx_, call, Need::kAdmin, &entry, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(NeedAttestor(*ctx_));
     if (req->reason().empty()) return Status::InvalidArgument("a revocation needs a reason");
     FARM_ASSIGN_OR_RETURN(auto revoked, ctx_->attestor->RevokeKey(req->keyid(), req->reason()));
+    entry.done = "revoked " + revoked.keyid + ": " + req->reason();
     log::Warn("provenance key " + revoked.keyid + " revoked by " + who.name + ": " + req->reason());
     resp->set_changed_keyid(revoked.keyid);
     return FillKeys(*ctx_, resp);

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
+#include "daemon/auth/ownership.h"
 
 namespace farm::api {
 namespace {
@@ -47,13 +48,15 @@ grpc::Status ClientService::PublishBuild(grpc::ServerContext* call,
                                          const farm::v1::PublishBuildRequest* req,
                                          farm::v1::PublishBuildResponse* resp) {
   // Replacing remote files that differ overwrites published bytes: admins only.
+  // Publishing another principal's build is changing it: its owner or an admin.
   Need need = req->replace() ? Need::kAdmin : Need::kSubmitter;
-  return Handle(ctx_, call, need, [&](const Principal& who) -> Status {
+  audit::Entry entry{audit::Action::kBuildPublish, "build " + std::to_string(req->build_id())};
+  return HandleMutation(ctx_, call, need, &entry, [&](const Principal& who) -> Status {
     const std::string& target = req->target();
     if (!target.empty() && target != "github" && target != "hf") {
       return Status::InvalidArgument("target must be github or hf, got \"" + target + "\"");
     }
-    FARM_RETURN_IF_ERROR(ctx_->store->GetBuild(req->build_id()).status());
+    FARM_RETURN_IF_ERROR(auth::MayChangeBuild(*ctx_->store, who, req->build_id()));
     FARM_ASSIGN_OR_RETURN(int count,
                           ctx_->store->RequeuePublications(req->build_id(), target, req->replace(),
                                                            ctx_->clock->NowUnixMs()));
@@ -65,6 +68,9 @@ grpc::Status ClientService::PublishBuild(grpc::ServerContext* call,
           "wheel of it is publishable yet (a succeeded job whose validation passed, or is "
           "pending hardware when farmd runs with --publish-pending-hardware)");
     }
+    entry.done = std::to_string(count) + " publication(s) to " +
+                 (target.empty() ? std::string("all targets") : target) +
+                 (req->replace() ? ", replacing remote files" : "");
     log::Info("publishing of build " + std::to_string(req->build_id()) + " (" +
               (target.empty() ? "all targets" : target) + ") re-run by " + who.name +
               (req->replace() ? ", replacing remote files" : ""));

@@ -1,11 +1,15 @@
 // The schedule RPCs of FarmService, and the submitter the schedule runner uses to turn a
 // firing into an ordinary build (SubmitLinked, so builds keys, reuse and in-flight merging
-// apply to scheduled builds exactly as to submitted ones).
+// apply to scheduled builds exactly as to submitted ones). A schedule's creator owns it:
+// only the creator or an admin may pause, resume, delete or run it, and its builds are
+// submitted as the creator, with the creator's role now (a creator whose tokens were all
+// revoked no longer builds anything).
 #include <algorithm>
 
 #include "common/log.h"
 #include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
+#include "daemon/auth/ownership.h"
 #include "daemon/schedule/cron.h"
 #include "daemon/schedule/new_schedule.h"
 #include "daemon/schedule/runner.h"
@@ -19,7 +23,10 @@ class ApiBuildSubmitter final : public schedule::BuildSubmitter {
   Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest& req, const std::string& who,
                                   store::ScheduleRunRow* run, int64_t next_fire_ms) override {
     store::BuildLinks links{.run = *run, .next_fire_ms = next_fire_ms};
-    FARM_ASSIGN_OR_RETURN(int64_t id, SubmitLinked(*ctx_, req, who, &links));
+    // A schedule builds as its creator, with the creator's role and within the creator's
+    // quotas (a refusal is recorded as the run's failure).
+    FARM_ASSIGN_OR_RETURN(Principal creator, ctx_->auth->PrincipalNamed(who));
+    FARM_ASSIGN_OR_RETURN(int64_t id, SubmitLinked(*ctx_, req, creator, &links));
     *run = *links.run;
     return id;
   }
@@ -62,6 +69,7 @@ Result<farm::v1::Schedule> LoadSchedule(const ServiceContext& ctx, const store::
     if (zone.ok()) s.set_next_fire_local(zone->FormatLocal(row.next_fire_ms / 1000));
   }
   s.set_created_by(row.created_by);
+  s.set_owner(row.created_by);
   s.set_created_at(FormatRfc3339(row.created_ms));
   FARM_ASSIGN_OR_RETURN(auto recent, ctx.store->ListScheduleRuns(row.id, runs));
   for (const auto& r : recent) *s.add_recent_runs() = RunToProto(r);
@@ -78,6 +86,18 @@ Result<int64_t> ParseScheduleId(const std::string& id) {
   return Status::InvalidArgument("schedule id must be a positive number, got \"" + id + "\"");
 }
 
+// The id of the schedule `id` names, when `who` may change it (auth::MayChangeSchedule).
+Result<int64_t> OwnedScheduleId(const ServiceContext& ctx, const Principal& who,
+                                const std::string& id) {
+  FARM_ASSIGN_OR_RETURN(int64_t parsed, ParseScheduleId(id));
+  FARM_RETURN_IF_ERROR(auth::MayChangeSchedule(*ctx.store, who, parsed));
+  return parsed;
+}
+
+audit::Entry ScheduleEntry(audit::Action action, const farm::v1::ScheduleRef& ref) {
+  return {action, "schedule " + ref.schedule_id(), ""};
+}
+
 Status NeedRunner(const ServiceContext& ctx) {
   return ctx.schedules ? Status::Ok() : Status::Unavailable("this farmd runs no schedules");
 }
@@ -91,11 +111,19 @@ std::unique_ptr<schedule::BuildSubmitter> MakeScheduleSubmitter(ServiceContext* 
 grpc::Status ClientService::CreateSchedule(grpc::ServerContext* call,
                                            const farm::v1::CreateScheduleRequest* req,
                                            farm::v1::Schedule* resp) {
-  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(store::ScheduleRow row, schedule::NewScheduleRow(*req, who.name, ctx_->clock->NowUnixMs()));
+  audit::Entry entry{audit::Action::kScheduleCreate, "schedule " + req->name()};
+  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(TakeSubmission(*ctx_, who));
+    FARM_ASSIGN_OR_RETURN(store::ScheduleRow row,
+                          schedule::NewScheduleRow(*req, who.name, ctx_->clock->NowUnixMs()));
+    entry.target = "recipe " + row.recipe_name;
     farm::v1::Source source = req->build().source();
     FARM_RETURN_IF_ERROR(CheckBuildSource(*ctx_, &source).status());
+    FARM_RETURN_IF_ERROR(auth::MayUseName(*ctx_->store, who, row.recipe_name));
+    FARM_RETURN_IF_ERROR(
+        auth::ClaimName(*ctx_->store, who, row.recipe_name, ctx_->clock->NowUnixMs()));
     FARM_RETURN_IF_ERROR(ctx_->store->InsertSchedule(&row));
+    entry.done = "schedule " + std::to_string(row.id);
     log::Info("schedule " + std::to_string(row.id) + " (" + row.name + ", \"" + row.cron + "\" " +
               row.time_zone + ") created by " + who.name);
     FARM_ASSIGN_OR_RETURN(*resp, LoadSchedule(*ctx_, row, 0));
@@ -126,8 +154,9 @@ grpc::Status ClientService::ListSchedules(grpc::ServerContext* call,
 grpc::Status ClientService::PauseSchedule(grpc::ServerContext* call,
                                           const farm::v1::ScheduleRef* req,
                                           farm::v1::Schedule* resp) {
-  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(req->schedule_id()));
+  audit::Entry entry = ScheduleEntry(audit::Action::kSchedulePause, *req);
+  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(int64_t id, OwnedScheduleId(*ctx_, who, req->schedule_id()));
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetSchedule(id));
     FARM_RETURN_IF_ERROR(ctx_->store->SetSchedulePaused(id, true, row.next_fire_ms));
     log::Info("schedule " + req->schedule_id() + " paused by " + who.name);
@@ -140,8 +169,9 @@ grpc::Status ClientService::PauseSchedule(grpc::ServerContext* call,
 grpc::Status ClientService::ResumeSchedule(grpc::ServerContext* call,
                                            const farm::v1::ScheduleRef* req,
                                            farm::v1::Schedule* resp) {
-  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(req->schedule_id()));
+  audit::Entry entry = ScheduleEntry(audit::Action::kScheduleResume, *req);
+  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(int64_t id, OwnedScheduleId(*ctx_, who, req->schedule_id()));
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetSchedule(id));
     // Fire times that passed while paused are not "missed": the next one is from now.
     FARM_ASSIGN_OR_RETURN(int64_t next,
@@ -157,8 +187,9 @@ grpc::Status ClientService::ResumeSchedule(grpc::ServerContext* call,
 grpc::Status ClientService::DeleteSchedule(grpc::ServerContext* call,
                                            const farm::v1::ScheduleRef* req,
                                            farm::v1::DeleteScheduleResponse*) {
-  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(req->schedule_id()));
+  audit::Entry entry = ScheduleEntry(audit::Action::kScheduleDelete, *req);
+  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(int64_t id, OwnedScheduleId(*ctx_, who, req->schedule_id()));
     FARM_RETURN_IF_ERROR(ctx_->store->DeleteSchedule(id, ctx_->clock->NowUnixMs()));
     log::Info("schedule " + req->schedule_id() + " deleted by " + who.name);
     return Status::Ok();
@@ -168,11 +199,17 @@ grpc::Status ClientService::DeleteSchedule(grpc::ServerContext* call,
 grpc::Status ClientService::RunScheduleNow(grpc::ServerContext* call,
                                            const farm::v1::RunScheduleNowRequest* req,
                                            farm::v1::ScheduleRun* resp) {
-  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+  audit::Entry entry{audit::Action::kScheduleRun, "schedule " + req->schedule_id()};
+  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(NeedRunner(*ctx_));
-    FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(req->schedule_id()));
+    FARM_ASSIGN_OR_RETURN(int64_t id, OwnedScheduleId(*ctx_, who, req->schedule_id()));
+    FARM_RETURN_IF_ERROR(TakeSubmission(*ctx_, who));
     log::Info("schedule " + req->schedule_id() + " run now by " + who.name);
     FARM_ASSIGN_OR_RETURN(auto run, ctx_->schedules->RunNow(id, req->force()));
+    entry.done =
+        "run " + std::to_string(run.id) + " " +
+        farm::v1::ScheduleRunOutcome_Name(static_cast<farm::v1::ScheduleRunOutcome>(run.outcome)) +
+        (run.build_id > 0 ? ", build " + std::to_string(run.build_id) : ": " + run.detail);
     auto runs = ctx_->store->ListScheduleRuns(id, 1);  // with the build's state
     *resp =
         RunToProto(runs.ok() && !runs->empty() && runs->front().id == run.id ? runs->front() : run);

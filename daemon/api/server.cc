@@ -25,8 +25,10 @@ struct FarmServer::Impl {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<store::BlobStore> blobs;
   std::unique_ptr<TokenAuthority> auth;
+  std::unique_ptr<quota::QuotaKeeper> quotas;
   std::unique_ptr<provenance::KeyRing> keys;
   std::unique_ptr<attest::Attestor> attestor;
+  std::unique_ptr<audit::AuditLog> audit;
   ServiceContext ctx;
   std::atomic<bool> shutting_down{false};
   std::unique_ptr<ClientService> client_service;
@@ -92,6 +94,18 @@ std::string TransportText(const ServerOptions& o) {
   return "plaintext, loopback only";
 }
 
+// Uploads cut short by a crash leave their temporary files behind (up to a source
+// archive's size limit each); those whose writer is gone go now. A failure only costs disk.
+void SweepTemporaryFiles(store::BlobStore& blobs) {
+  auto swept = blobs.SweepTemporaryFiles(RealClock().NowUnixMs() / 1000);
+  if (!swept.ok()) {
+    log::Warn("cannot sweep the blob store's temporary files: " + swept.status().ToString());
+  } else if (swept->files > 0) {
+    log::Info("removed " + std::to_string(swept->files) + " temporary file(s) (" +
+              fs::HumanBytes(swept->bytes) + ") of uploads that did not finish");
+  }
+}
+
 }  // namespace
 
 void FarmServer::Impl::Sweep() {
@@ -142,6 +156,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                                                                      : options.store));
   FARM_ASSIGN_OR_RETURN(impl->blobs,
                         s3::OpenBlobStore(options.blob_store, options.data_dir, options.secrets));
+  SweepTemporaryFiles(*impl->blobs);
   if (options.http.index_redirect_ttl_s > 0 && options.blob_store.url.empty()) {
     return Status::InvalidArgument(
         "--index-redirect needs a blob store with presigned URLs "
@@ -155,8 +170,17 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
       std::make_unique<attest::Attestor>(impl->store.get(), impl->keys.get(), &RealClock());
   FARM_RETURN_IF_ERROR(
       impl->store->ExtendRunningLeases(RealClock().NowUnixMs(), options.tunables.lease_ms));
+  impl->audit = std::make_unique<audit::AuditLog>(impl->store.get(), &RealClock());
   impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(),
                              &RealClock(),      options.tunables,  &impl->shutting_down};
+  impl->quotas =
+      std::make_unique<quota::QuotaKeeper>(impl->store.get(), &RealClock(), options.quotas);
+  impl->ctx.quotas = impl->quotas.get();
+  for (const auto& [role, limits] : options.quotas.by_role) {
+    log::Info("quotas of each " + role + ": " +
+              quota::DescribeLimits(limits, options.quotas.window_ms));
+  }
+  impl->ctx.audit = impl->audit.get();
   impl->ctx.git = options.git;
   impl->resolver = std::make_unique<schedule::GitSourceResolver>(&impl->processes, options.git,
                                                                  options.git_resolve);
@@ -197,9 +221,10 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   if (!options.http.listen.empty()) {
     http::DashboardOptions http = options.http;
     http.tls = options.tls;
-    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(),     impl->auth.get(),
-                             &RealClock(),      impl->schedules.get(), impl->attestor.get(),
-                             impl->mirror.get()};
+    http::DashboardDeps deps{impl->store.get(),     impl->blobs.get(),    impl->auth.get(),
+                             &RealClock(),          impl->schedules.get(), impl->attestor.get(),
+                             impl->audit.get()};
+    deps.mirror = impl->mirror.get();
     FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
     if (!options.http_ready_file.empty()) {
       FARM_RETURN_IF_ERROR(

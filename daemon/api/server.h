@@ -16,6 +16,7 @@
 #include "daemon/auth/secrets_file.h"
 #include "daemon/http/dashboard_options.h"
 #include "daemon/mirror/pull_through.h"
+#include "daemon/quota/quota.h"
 #include "daemon/s3/blob_store_flags.h"
 
 namespace farm::api {
@@ -32,6 +33,8 @@ struct ServerOptions {
   // on non-loopback addresses unless tls.insecure.
   net::ServerTls tls;
   Tunables tunables;
+  // Per-principal limits by role (docs/limits.md, "Quotas").
+  quota::Policy quotas = quota::Policy::Defaults();
   // The web dashboard, JSON API, metrics and package index; empty listen: not served.
   http::DashboardOptions http;
   std::string http_ready_file;  // receives the dashboard's "host:port"

@@ -11,6 +11,7 @@
 #include "common/git_policy.h"
 #include "daemon/api/auth.h"
 #include "daemon/api/fleet_cache.h"
+#include "daemon/audit/audit_log.h"
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
 
@@ -26,6 +27,9 @@ class HostManager;
 namespace farm::attest {
 class Attestor;
 }  // namespace farm::attest
+namespace farm::quota {
+class QuotaKeeper;
+}  // namespace farm::quota
 
 namespace farm::api {
 
@@ -52,9 +56,12 @@ struct ServiceContext {
   git::GitPolicy git;                             // which git URLs a build may name
   schedule::ScheduleRunner* schedules = nullptr;  // null: schedules are not served
   hosts::HostManager* hosts = nullptr;            // null: hosts are not served
+  quota::QuotaKeeper* quotas = nullptr;           // null: nobody is limited
   attest::Attestor* attestor = nullptr;           // signs provenance; null: none is signed
   // Workers must present a client certificate farmd verified (--client-ca, mTLS).
   bool require_worker_certs = false;
+  // Where every mutation is recorded (HandleMutation); null: nothing is recorded.
+  audit::AuditLog* audit = nullptr;
   // The workers as build and job replies explain placement with (shared by copies).
   std::shared_ptr<FleetCache> fleet_cache = std::make_shared<FleetCache>();
   // Where workers fetch their environments' upstreams through farmd ("http://host:port");

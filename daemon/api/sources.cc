@@ -10,6 +10,7 @@
 #include "daemon/api/handler.h"
 #include "daemon/api/worker_service.h"
 #include "daemon/model/convert.h"
+#include "daemon/quota/quota.h"
 #include "daemon/recipe/recipe.h"
 
 namespace farm::api {
@@ -70,6 +71,11 @@ Result<farm::v1::SourceUploadResponse> Receive(const ServiceContext& ctx, const 
     *resp.mutable_archive() = ToProto(*stored);
     resp.set_files(stored->files);
     return resp;  // the client's further writes fail; it reads this answer
+  }
+  // The bytes count against the uploader's quota from the first one on, until recorded.
+  quota::Reservation reserved;
+  if (ctx.quotas) {
+    FARM_ASSIGN_OR_RETURN(reserved, ctx.quotas->ReserveBytes(who.name, who.role, h.size()));
   }
   FARM_ASSIGN_OR_RETURN(auto writer, ctx.blobs->BeginWrite(h.size(), h.sha256()));
   while (in->Read(&msg)) {
@@ -158,8 +164,13 @@ grpc::Status ClientService::FindSource(grpc::ServerContext* call,
 grpc::Status ClientService::UploadSource(grpc::ServerContext* call,
                                          grpc::ServerReader<farm::v1::SourceUpload>* in,
                                          farm::v1::SourceUploadResponse* resp) {
-  return Handle(ctx_, call, Need::kSubmitter, [&](const Principal& who) -> Status {
+  // Archives are content-addressed and nobody's: an upload is recorded, never refused for
+  // whose it is.
+  audit::Entry entry{audit::Action::kSourceUpload, "source"};
+  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
     FARM_ASSIGN_OR_RETURN(*resp, Receive(*ctx_, who, in));
+    entry.target = "source " + resp->archive().sha256();
+    entry.done = std::to_string(resp->received_bytes()) + " bytes received";
     return Status::Ok();
   });
 }

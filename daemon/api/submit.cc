@@ -17,6 +17,11 @@
 // combined with the sha256 of the wheels it consumes (store::KeyWithInputs), set when they
 // exist. A crash between storing the required builds and the requested one leaves the
 // required builds to finish alone; submitting again reuses them.
+//
+// Names (docs/security.md, "Who may change what"): every build stored, the requested one and
+// each required one, is under a recipe name the principal may use: one nobody owns yet
+// (it then claims it), one it owns, or any when it is an admin. The names are checked
+// after every other check and before anything is stored; a refusal stores nothing.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -26,7 +31,9 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "daemon/api/client_service.h"
+#include "daemon/auth/ownership.h"
 #include "daemon/model/convert.h"
+#include "daemon/quota/quota.h"
 #include "daemon/recipe/matrix.h"
 #include "daemon/recipe/recipe.h"
 #include "daemon/recipe/wheel_names.h"
@@ -296,23 +303,66 @@ Status StorePlan(const ServiceContext& ctx, PlannedBuild* plan, store::BuildLink
   return Status::Ok();
 }
 
+// What storing `plan` adds to its submitter's usage: the jobs it queues (not those
+// answered from stored wheels) and its recipes' bytes, the required builds' included.
+void AddUsage(const PlannedBuild& plan, int64_t* jobs, int64_t* bytes) {
+  for (const auto& j : plan.jobs) *jobs += j.reused_from == 0;
+  *bytes += static_cast<int64_t>(plan.build.recipe.size());
+  for (const auto& r : plan.requirements) AddUsage(r, jobs, bytes);
+}
+
+// Whether `who` may build under each name of the graph (reads only), or, with `claim`,
+// claims the names nobody owns for `who` (refused when another principal claimed one
+// meanwhile).
+Status CheckNames(const ServiceContext& ctx, const Principal& who, const PlannedBuild& plan,
+                  bool claim) {
+  const std::string& name = plan.recipe.name();
+  Status s = claim ? auth::ClaimName(*ctx.store, who, name, ctx.clock->NowUnixMs())
+                   : auth::MayUseName(*ctx.store, who, name);
+  FARM_RETURN_IF_ERROR(s);
+  for (const PlannedBuild& required : plan.requirements) {
+    Status r = CheckNames(ctx, who, required, claim);
+    if (!r.ok()) return r.WithContext(name + " requires " + required.recipe.name());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
+Status TakeSubmission(const ServiceContext& ctx, const Principal& who) {
+  return ctx.quotas ? ctx.quotas->TakeSubmission(who.name, who.role) : Status::Ok();
+}
+
 Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
-                             const std::string& who, store::BuildLinks* links) {
+                             const Principal& who, store::BuildLinks* links, audit::Entry* entry) {
   // Every recipe of the graph is checked before anything is stored.
-  FARM_ASSIGN_OR_RETURN(PlannedBuild plan, PlanBuild(ctx, req, who, 0));
+  FARM_ASSIGN_OR_RETURN(PlannedBuild plan, PlanBuild(ctx, req, who.name, 0));
+  if (entry != nullptr) entry->target = "recipe " + plan.recipe.name();
   FARM_RETURN_IF_ERROR(MatchCells(&plan));
+  FARM_RETURN_IF_ERROR(CheckNames(ctx, who, plan, /*claim=*/false));
+  // The quota check and the store hold the principal's lock, so that two submissions of
+  // one principal are not both let in on the same usage. Names are claimed only once the
+  // build is admitted, so that a refused build claims nothing.
+  std::unique_lock<std::mutex> admitted;
+  if (ctx.quotas) {
+    int64_t jobs = 0, bytes = 0;
+    AddUsage(plan, &jobs, &bytes);
+    FARM_ASSIGN_OR_RETURN(admitted, ctx.quotas->Admit(who.name, who.role, jobs, bytes));
+  }
+  FARM_RETURN_IF_ERROR(CheckNames(ctx, who, plan, /*claim=*/true));
   // A forced build is built even when an identical one is in flight.
   links->merge_in_flight = !req.force();
   FARM_RETURN_IF_ERROR(StorePlan(ctx, &plan, links, req.force()));
+  if (entry != nullptr) entry->done = "build " + std::to_string(plan.build.id);
   return plan.build.id;
 }
 
 Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
-                               const Principal& who) {
+                               const Principal& who, audit::Entry* entry) {
+  // Taken first, so that a flood of submissions is refused before any recipe is read.
+  FARM_RETURN_IF_ERROR(TakeSubmission(ctx, who));
   store::BuildLinks links;
-  FARM_ASSIGN_OR_RETURN(int64_t id, SubmitLinked(ctx, req, who.name, &links));
+  FARM_ASSIGN_OR_RETURN(int64_t id, SubmitLinked(ctx, req, who, &links, entry));
   return LoadBuild(ctx, id);
 }
 

@@ -173,7 +173,9 @@ Result<store::ArtifactRow> ArtifactForJob(const ServiceContext& ctx, const Princ
 grpc::Status WorkerService::Register(grpc::ServerContext* call,
                                      const farm::v1::RegisterRequest* req,
                                      farm::v1::RegisterResponse* resp) {
-  return Handle(ctx_, call, Need::kEnroll, [&](const Principal& who) -> Status {
+  // A registration makes a worker token: recorded like every token made.
+  audit::Entry entry{audit::Action::kWorkerRegister, "worker " + req->name()};
+  return HandleMutation(ctx_, call, Need::kEnroll, &entry, [&](const Principal& who) -> Status {
     int64_t now = ctx_->clock->NowUnixMs();
     std::string id = who.role == "worker" ? who.worker_id : "w-" + RandomHex(6);
     if (who.role == "worker" && !req->worker_id().empty())
@@ -204,6 +206,7 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
               std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " + state + cert +
               ")");
     resp->set_worker_id(id);
+    entry.done = "id " + id + ", state " + state;
     resp->set_heartbeat_interval_ms(static_cast<int32_t>(ctx_->tunables.heartbeat_ms));
     resp->set_lease_ms(static_cast<int32_t>(ctx_->tunables.lease_ms));
     resp->set_upstream_url(ctx_->upstream_url);

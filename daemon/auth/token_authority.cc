@@ -54,6 +54,32 @@ Result<std::string> TokenAuthority::Create(const std::string& role, const std::s
 }
 
 Result<Principal> TokenAuthority::Authorize(const std::string& value, Need need) {
+  FARM_ASSIGN_OR_RETURN(Principal who, Identify(value));
+  FARM_RETURN_IF_ERROR(CheckRole(who, need));
+  return who;
+}
+
+Status TokenAuthority::CheckRole(const Principal& who, Need need) {
+  if (Satisfies(who.role, need)) return Status::Ok();
+  return Status::PermissionDenied("role " + who.role + " may not do this (needs " + NeedName(need) +
+                                  ")");
+}
+
+Result<Principal> TokenAuthority::PrincipalNamed(const std::string& name) {
+  FARM_ASSIGN_OR_RETURN(auto tokens, store_->ListTokens());
+  const int64_t now = clock_->NowUnixMs();
+  std::string best;
+  for (const auto& t : tokens) {
+    bool live = t.revoked_ms == 0 && (t.expires_ms == 0 || now < t.expires_ms);
+    if (t.name == name && live && ClientRank(t.role) > ClientRank(best)) best = t.role;
+  }
+  if (best.empty()) {
+    return Status::Unauthenticated("\"" + name + "\" has no valid client token any more");
+  }
+  return Principal{name, best, ""};
+}
+
+Result<Principal> TokenAuthority::Identify(const std::string& value) {
   if (value.empty()) return Status::Unauthenticated("missing bearer token");
   static const std::string kPrefix = "Bearer ";
   if (value.rfind(kPrefix, 0) != 0) return Status::Unauthenticated("malformed authorization");
@@ -85,10 +111,6 @@ Result<Principal> TokenAuthority::Authorize(const std::string& value, Need need)
   if (row->expires_ms > 0 && clock_->NowUnixMs() >= row->expires_ms) {
     return Status::Unauthenticated("token \"" + row->name + "\" expired at " +
                                    FormatRfc3339(row->expires_ms));
-  }
-  if (!Satisfies(row->role, need)) {
-    return Status::PermissionDenied("role " + row->role + " may not do this (needs " +
-                                    NeedName(need) + ")");
   }
   return Principal{row->name, row->role, row->worker_id};
 }

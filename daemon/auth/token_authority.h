@@ -40,6 +40,17 @@ class TokenAuthority {
   // every worker is authorized, and the store's lock is the farm's bottleneck), so
   // revocations must go through Revoke, which takes effect at once.
   Result<Principal> Authorize(const std::string& authorization, Need need);
+  // Authorize without the role check: the principal of any valid token, so that a
+  // refusal for its role can be recorded with who asked (CheckRole).
+  Result<Principal> Identify(const std::string& authorization);
+  // PermissionDenied when `who`'s role is too weak for `need`.
+  static Status CheckRole(const Principal& who, Need need);
+
+  // The principal `name` acts as when no call carries its token (a schedule firing as
+  // its creator): the strongest client role among its tokens that are neither revoked
+  // nor expired. Unauthenticated when it has none: a principal whose tokens were all
+  // revoked no longer acts.
+  Result<Principal> PrincipalNamed(const std::string& name);
 
   // Revokes the token whose id starts with `hash_prefix` (Store::RevokeToken) and forgets
   // every remembered token. Returns the revoked row.

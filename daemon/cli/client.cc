@@ -1,9 +1,12 @@
 #include "daemon/cli/client.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "common/fs.h"
+#include "farm/v1/rpc_status.pb.h"
 
 namespace farm::cli {
 namespace {
@@ -75,9 +78,36 @@ std::unique_ptr<grpc::ClientContext> FarmClient::Context(bool deadline) const {
   return ctx;
 }
 
+namespace {
+
+// The delay of a google.rpc.RetryInfo in the status details (farm/v1/rpc_status.proto),
+// in whole seconds rounded up; nullopt without one.
+std::optional<int64_t> RetryAfterSeconds(const grpc::Status& status) {
+  farm::v1::RpcStatus details;
+  if (status.error_details().empty() || !details.ParseFromString(status.error_details())) {
+    return std::nullopt;
+  }
+  for (const auto& any : details.details()) {
+    farm::v1::RetryInfo retry;
+    if (any.type_url() != "type.googleapis.com/google.rpc.RetryInfo" ||
+        !retry.ParseFromString(any.value())) {
+      continue;
+    }
+    const auto& d = retry.retry_delay();
+    return std::max<int64_t>(1, d.seconds() + (d.nanos() > 0 ? 1 : 0));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Status FromGrpc(const grpc::Status& status, const std::string& address) {
   if (status.ok()) return Status::Ok();
   auto code = static_cast<StatusCode>(status.error_code());
+  if (auto retry = RetryAfterSeconds(status);
+      retry && status.error_message().find("retry after") == std::string::npos) {
+    return Status(code, status.error_message() + "; retry after " + std::to_string(*retry) + " s");
+  }
   if (code == StatusCode::kUnavailable) {
     return Status::Unavailable("cannot reach farmd at " + address + ": is it running? (" +
                                status.error_message() + ")");

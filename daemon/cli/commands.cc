@@ -21,6 +21,9 @@ Status PublishCommand(const CommandEnv& env, const Flags& flags);
 Status PublicationsCommand(const CommandEnv& env, const Flags& flags);
 Status HostsCommand(const CommandEnv& env, const Flags& flags);
 Status TokensCommand(const CommandEnv& env, const Flags& flags);
+Status QuotaCommand(const CommandEnv& env, const Flags& flags);
+Status NamesCommand(const CommandEnv& env, const Flags& flags);
+Status AuditCommand(const CommandEnv& env, const Flags& flags);
 Status CaCommand(const Flags& flags, std::ostream& out);
 Status VerifyCommand(const Flags& flags, std::ostream& out);
 Status KeysCommand(const CommandEnv& env, const Flags& flags);
@@ -46,6 +49,9 @@ const char kUsage[] =
     "  workers                 registered workers and what they have\n"
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
     "  tokens create|list|revoke   bearer tokens (--role, --name, --ttl 30d; admin)\n"
+    "  quota [PRINCIPAL] | quota set PRINCIPAL   limits on submissions, queued jobs, bytes\n"
+    "  names list|transfer NAME --to P   recipe names and their owners (transfer: admin)\n"
+    "  audit                   who changed what, refusals included (--limit, --principal; admin)\n"
     "  hosts add|provision|list|show   hosts farmd provisions (--address, --kind, --var k=v)\n"
     "  ca init DIR | ca issue DIR NAME   the farm's own CA and certificates (no farmd)\n"
     "  verify WHEEL|URL        a wheel's signed provenance, no farmd (--keys, --require-validated-arch)\n"
@@ -79,14 +85,18 @@ std::vector<FlagSpec> AllFlags() {
       {"dir", "DIR", "download: destination directory"},
       {"tail", "N", "logs: only the last N lines"},
       {"attempt", "N", "logs: attempt number (default the current one)"},
-      {"limit", "N", "list: how many builds (default 20)"},
+      {"limit", "N", "list, audit: how many builds (default 20) or records (default 50)"},
+      {"principal", "NAME", "audit: only the records of this principal (a token's name)"},
       {"role", "ROLE", "tokens create: viewer, submitter, admin or enroll"},
       {"name", "NAME", "tokens create, ca init: a name for the token or the CA"},
       {"ttl", "DURATION", "tokens create: lifetime, e.g. 3600, 12h or 30d (default: no expiry)"},
+      {"submissions", "N", "quota set: submissions per window, unlimited or default (the role's)"},
+      {"queued-jobs", "N", "quota set: pending and running jobs, unlimited or default"},
+      {"stored-bytes", "N", "quota set: bytes of builds and sources, unlimited or default"},
       {"version", "", "print the version and exit"},
       {"undo", "", "drain: take jobs again"},
       {"cuobjdump", "", "inspect: list images as cuobjdump --list-elf --list-ptx does"},
-      {"to", "TARGET", "publish: github, hf or all"},
+      {"to", "TARGET", "publish, names: github, hf or all; the new owner (names transfer)"},
       {"replace", "", "publish: overwrite remote files whose bytes differ (admin)"},
       {"cron", "EXPR", "schedules add: five fields or @hourly, @daily, @nightly (03:00), @weekly"},
       {"tz", "ZONE", "schedules add: IANA time zone of the cron expression (default UTC)"},
@@ -253,6 +263,15 @@ const std::map<std::string, std::string>& CommandSynopses() {
       {"drain", "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new ones."},
       {"tokens", "tokens create --role ROLE [--name NAME] [--ttl 30d] | list | revoke ID\n"
                  "  Bearer tokens (admin); a revoked token stops working at its next call."},
+      {"quota", "quota [PRINCIPAL] | quota set PRINCIPAL [--submissions N] [--queued-jobs N]"
+                " [--stored-bytes N]\n"
+                "  A principal's limits and what it holds (yours; another's and set: admin)."},
+      {"names", "names list | transfer NAME --to PRINCIPAL\n"
+                "  Recipe names and the principal (token name) owning each: only the owner or an"
+                " admin may build under a name. Transferring needs an admin."},
+      {"audit", "audit [--limit N] [--principal NAME]\n"
+                "  The audit log, newest first: each mutation with who asked and whether it was"
+                " allowed (admin)."},
       {"hosts", "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
                 "  Hosts farmd provisions."},
       {"verify",
@@ -302,6 +321,9 @@ const std::map<std::string, CommandFn>& Commands() {
       {"cancel", CancelCommand},
       {"workers", WorkersCommand},
       {"tokens", TokensCommand},
+      {"quota", QuotaCommand},
+      {"names", NamesCommand},
+      {"audit", AuditCommand},
       {"download", DownloadCommand},
       {"drain", DrainCommand},
       {"retry", RetryCommand},
@@ -326,6 +348,7 @@ int ExitCodeFor(const Status& status) {
     case StatusCode::kDeadlineExceeded: return 3;
     case StatusCode::kUnauthenticated:
     case StatusCode::kPermissionDenied: return 4;
+    case StatusCode::kResourceExhausted: return 5;
     default: return 1;
   }
 }

@@ -2,7 +2,8 @@
 // command line, talks to farmd and prints for people or, with --output json, for scripts.
 //
 // Exit codes: 0 success; 1 the operation failed (e.g. the build failed); 2 bad usage or
-// input; 3 farmd unreachable; 4 authentication or permission refused.
+// input; 3 farmd unreachable; 4 authentication or permission refused; 5 over a quota or
+// limit (the message says when to retry, when waiting helps).
 #ifndef FARM_DAEMON_CLI_COMMANDS_H_
 #define FARM_DAEMON_CLI_COMMANDS_H_
 

@@ -191,7 +191,7 @@ std::string CellsSummary(const farm::v1::Build& b) {
 
 std::string FormatBuildList(const std::vector<farm::v1::Build>& builds, int64_t now_ms) {
   std::vector<std::vector<std::string>> rows = {
-      {"BUILD", "RECIPE", "STATE", "JOBS", "CELLS", "CREATED", "DURATION"}};
+      {"BUILD", "RECIPE", "OWNER", "STATE", "JOBS", "CELLS", "CREATED", "DURATION"}};
   for (const auto& b : builds) {
     int64_t created = ParseRfc3339(b.created_at());
     int64_t finished = ParseRfc3339(b.finished_at());
@@ -200,8 +200,8 @@ std::string FormatBuildList(const std::vector<farm::v1::Build>& builds, int64_t 
                                           : "for " + Duration(now_ms - created);
     std::string when = b.created_at();
     if (size_t dot = when.find('.'); dot != std::string::npos) when = when.substr(0, dot) + "Z";
-    rows.push_back({std::to_string(b.id()), b.recipe_name(), ListedState(b), JobCounts(b),
-                    CellsSummary(b), when, duration});
+    rows.push_back({std::to_string(b.id()), b.recipe_name(), b.owner(), ListedState(b),
+                    JobCounts(b), CellsSummary(b), when, duration});
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& r : rows) {
@@ -332,7 +332,7 @@ std::string FormatJob(const farm::v1::Job& j) {
 std::string FormatBuild(const farm::v1::Build& b) {
   std::ostringstream o;
   o << "build " << b.id() << "  " << b.recipe_name() << "  " << StateName(b.state()) << "\n"
-    << "  submitted " << b.created_at() << " by " << b.submitted_by();
+    << "  owner " << b.owner() << ", submitted " << b.created_at() << " by " << b.submitted_by();
   if (!b.finished_at().empty()) o << ", finished " << b.finished_at();
   o << "\n";
   for (const auto& r : b.rejected_cells()) o << "  rejected cell: " << r << "\n";

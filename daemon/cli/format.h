@@ -16,11 +16,11 @@ std::string StateName(farm::v1::BuildState s);  // "succeeded"
 std::string StateName(farm::v1::JobState s);
 std::string CauseName(farm::v1::AttemptCause c);
 std::string CellLabel(const farm::v1::MatrixCell& c);  // "py3.11 cuda13.0 [9.0;12.0a]"
-// farmctl list: a header row, then per build its id, recipe, state ("blocked" when no
-// worker can take any of its unfinished build jobs, as the dashboard says), its jobs counted
-// by state ("3 jobs: 1 ok, 2 failed"), the Python/torch/CUDA values and arch lists of its
-// cells, when it was created and how long it took (or has run, "for 2m 3s", at `now_ms`).
-// Columns aligned with spaces.
+// farmctl list: a header row, then per build its id, recipe, owner (a principal), state
+// ("blocked" when no worker can take any of its unfinished build jobs, as the dashboard
+// says), its jobs counted by state ("3 jobs: 1 ok, 2 failed"), the Python/torch/CUDA values
+// and arch lists of its cells, when it was created and how long it took (or has run, "for
+// 2m 3s", at `now_ms`). Columns aligned with spaces.
 std::string FormatBuildList(const std::vector<farm::v1::Build>& builds, int64_t now_ms);
 // A worker as people name it: its name, or its id when farmd did not say (a worker no
 // longer registered, or an older farmd).

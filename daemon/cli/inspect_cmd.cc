@@ -53,10 +53,20 @@ Status InspectSharedObject(const std::string& path, bool cuobjdump_style, bool a
   return Status::Ok();
 }
 
-void PrintReport(const wheel::WheelReport& report, const std::string& torch, bool cuobjdump_style,
-                 std::ostream& out) {
-  out << report.filename << ": " << report.files.size() << " files, " << report.metadata_name << " "
-      << report.metadata_version << "\n";
+// A wheel built against torch must say which torch it needs (docs/recipes.md, "Torch ABI"): its
+// METADATA's torch requirements, "" for none.
+std::string TorchRequirement(const wheel::WheelReport& report) {
+  std::string torch;
+  for (const std::string& r : wheel::RequiresDistFor(report.requires_dist, "torch")) {
+    torch += (torch.empty() ? "" : "; ") + r;
+  }
+  return torch;
+}
+
+void PrintReport(const wheel::WheelReport& report, bool cuobjdump_style, std::ostream& out) {
+  out << report.filename << ": " << report.files.size() << " files, "
+      << report.metadata_name << " " << report.metadata_version << "\n";
+  const std::string torch = TorchRequirement(report);
   out << "torch requirement: " << (torch.empty() ? "none in METADATA" : torch) << "\n";
   if (cuobjdump_style) {
     for (const auto& m : report.manifest.modules) out << wheel::FormatCuobjdumpStyle(m);
@@ -70,8 +80,7 @@ void PrintReport(const wheel::WheelReport& report, const std::string& torch, boo
 
 Status InspectCommand(const Flags& flags, std::ostream& out) {
   if (flags.positionals().size() < 2) {
-    return Status::InvalidArgument(
-        "usage: farmctl inspect FILE.whl|FILE.so [--arch-list L] [--cuobjdump]");
+    return Status::InvalidArgument("usage: farmctl inspect FILE.whl|FILE.so [--arch-list L] [--cuobjdump]");
   }
   const std::string& path = flags.positionals()[1];
   bool cuobjdump_style = flags.Has("cuobjdump");
@@ -84,20 +93,15 @@ Status InspectCommand(const Flags& flags, std::ostream& out) {
     FARM_ASSIGN_OR_RETURN(options.requested_targets, arch::ParseArchList(flags.Get("arch-list")));
   }
   FARM_ASSIGN_OR_RETURN(wheel::WheelReport report, wheel::InspectWheel(path, options));
-  // A wheel built against torch must say which torch it needs (docs/wheel-checks.md).
-  std::string torch;
-  for (const std::string& r : wheel::RequiresDistFor(report.requires_dist, "torch")) {
-    torch += (torch.empty() ? "" : "; ") + r;
-  }
   if (as_json) {
     json::object o = ReportJson(report.filename, report.manifest, report.problems);
     o["files"] = report.files.size();
     o["name"] = report.metadata_name;
     o["version"] = report.metadata_version;
-    o["torch_requirement"] = torch;
+    o["torch_requirement"] = TorchRequirement(report);
     out << json::serialize(o) << "\n";
   } else {
-    PrintReport(report, torch, cuobjdump_style, out);
+    PrintReport(report, cuobjdump_style, out);
   }
   if (!report.ok()) {
     return Status::FailedPrecondition(std::to_string(report.problems.size()) + " problem(s) in " +

@@ -45,7 +45,7 @@ std::string RunLine(const farm::v1::ScheduleRun& r) {
 std::string ScheduleText(const farm::v1::Schedule& s, bool runs) {
   std::ostringstream o;
   o << s.id() << "\t" << s.name() << "\t\"" << s.cron() << "\" " << s.time_zone() << "\t"
-    << (s.paused() ? "paused" : "next " + s.next_fire_local()) << "\n";
+    << (s.paused() ? "paused" : "next " + s.next_fire_local()) << "\towner " << s.owner() << "\n";
   if (!runs) {
     if (s.recent_runs_size() > 0) o << RunLine(s.recent_runs(0)) << "\n";
     return o.str();

@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "common/clock.h"
+#include "common/log.h"
+#include "daemon/auth/ownership.h"
 #include "daemon/http/job_views.h"
 #include "daemon/http/json_util.h"
 #include "daemon/http/log_lines.h"
@@ -242,25 +244,74 @@ Response ApiWorkers(const DashboardDeps& deps) {
   return Json(json::object{{"now", now}, {"workers", std::move(workers.value())}});
 }
 
-Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const std::string& who,
+Result<auth::Principal> Actor(const DashboardDeps& deps, const Request& req, auth::Need need,
+                              const audit::Entry& entry) {
+  if (deps.auth == nullptr) return Status::Unauthenticated("no token authority");
+  FARM_ASSIGN_OR_RETURN(auth::Principal who, deps.auth->Identify(req.authorization));
+  Status role = auth::TokenAuthority::CheckRole(who, need);
+  if (!role.ok()) {
+    if (deps.audit != nullptr) deps.audit->Record(who, entry, role);
+    return role;
+  }
+  return who;
+}
+
+Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const auth::Principal& who,
                         bool index_include_pending) {
-  auto build = deps.store->GetBuild(build_id);
-  if (!build.ok()) return ErrorResponse(build.status());
-  Status s = deps.store->CancelBuild(build_id, deps.clock->NowUnixMs(), who);
+  audit::Entry entry{audit::Action::kBuildCancel, "build " + std::to_string(build_id)};
+  Status s = audit::Audited(deps.audit, who, entry, [&]() -> Status {
+    FARM_RETURN_IF_ERROR(auth::MayChangeBuild(*deps.store, who, build_id));
+    return deps.store->CancelBuild(build_id, deps.clock->NowUnixMs(), who.name);
+  });
   if (!s.ok()) return ErrorResponse(s);
+  log::Info("build " + std::to_string(build_id) + " cancelled from the dashboard by " + who.name);
   return ApiBuild(deps, build_id, index_include_pending);
 }
 
-Response ApiRetryJob(const DashboardDeps& deps, int64_t job_id, bool index_include_pending) {
-  Status s = deps.store->RetryJob(job_id, deps.clock->NowUnixMs());
+Response ApiRetryJob(const DashboardDeps& deps, int64_t job_id, const auth::Principal& who,
+                     bool index_include_pending) {
+  audit::Entry entry{audit::Action::kJobRetry, "job " + std::to_string(job_id)};
+  Status s = audit::Audited(deps.audit, who, entry, [&]() -> Status {
+    FARM_RETURN_IF_ERROR(auth::MayChangeJob(*deps.store, who, job_id));
+    return deps.store->RetryJob(job_id, deps.clock->NowUnixMs());
+  });
   if (!s.ok()) return ErrorResponse(s);
+  log::Info("job " + std::to_string(job_id) + " retried from the dashboard by " + who.name);
   return ApiJob(deps, job_id, index_include_pending);
 }
 
-Response ApiDrainWorker(const DashboardDeps& deps, const std::string& worker_id, bool drain) {
-  Status s = deps.store->SetDrainRequested(worker_id, drain);
+Response ApiDrainWorker(const DashboardDeps& deps, const auth::Principal& who,
+                        const std::string& worker_id, bool drain) {
+  audit::Entry entry{drain ? audit::Action::kWorkerDrain : audit::Action::kWorkerUndrain,
+                     "worker " + worker_id};
+  Status s = audit::Audited(deps.audit, who, entry,
+                            [&] { return deps.store->SetDrainRequested(worker_id, drain); });
   if (!s.ok()) return ErrorResponse(s);
   return ApiWorkers(deps);
+}
+
+Response ApiAudit(const DashboardDeps& deps, const Request& req) {
+  if (deps.audit != nullptr) deps.audit->Flush();  // the records of calls that answered
+  auto principal = req.query.find("principal");
+  store::AuditFilter filter{
+      .principal = principal == req.query.end() ? std::string() : principal->second,
+      .before_id = std::max<int64_t>(0, QueryInt(req, "before", 0)),
+      .limit = static_cast<int>(std::clamp<int64_t>(QueryInt(req, "limit", 50), 1, 1000))};
+  auto rows = deps.store->ListAudit(filter);
+  if (!rows.ok()) return ErrorResponse(rows.status());
+  json::array out;
+  for (const auto& r : *rows) {
+    out.push_back(json::object{{"id", r.id},
+                               {"time", FormatRfc3339(r.time_ms)},
+                               {"principal", r.principal},
+                               {"role", r.role},
+                               {"action", r.action},
+                               {"target", r.target},
+                               {"outcome", r.outcome},
+                               {"detail", r.detail}});
+  }
+  int64_t next = static_cast<int>(rows->size()) == filter.limit ? rows->back().id : 0;
+  return Json(json::object{{"records", std::move(out)}, {"next_before", next}});
 }
 
 Response ApiChart(const DashboardDeps& deps) {

@@ -39,14 +39,28 @@ Response ApiPublications(const DashboardDeps& deps, const Request& req);
 Response ApiWorkers(const DashboardDeps& deps);
 // GET /api/v1/chart: durations of recent finished jobs per recipe.
 Response ApiChart(const DashboardDeps& deps);
-// POST /api/v1/builds/{id}/cancel by `who` (the token's name); 409 for an ended build.
-// Answers with the build as ApiBuild does.
-Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const std::string& who,
+// Mutations (docs/security.md, "Who may change what"): each is made by a principal (Actor),
+// refused with 403 naming the owner unless the principal owns what it changes or is an
+// admin, and recorded in the audit log, refusals included.
+//
+// The principal of a mutation: the request's token, whose role must satisfy `need`. 401
+// without a valid token (not recorded: there is no principal); a role too weak is 403 and
+// recorded with `entry`.
+Result<auth::Principal> Actor(const DashboardDeps& deps, const Request& req, auth::Need need,
+                              const audit::Entry& entry);
+// POST /api/v1/builds/{id}/cancel by `who`; 409 for an ended build. Answers with the build
+// as ApiBuild does.
+Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const auth::Principal& who,
                         bool index_include_pending);
 // Queues a failed or cancelled job again (Store::RetryJob); answers with the job.
-Response ApiRetryJob(const DashboardDeps& deps, int64_t job_id, bool index_include_pending);
-// Sets or clears a worker's drain request; answers with the workers list.
-Response ApiDrainWorker(const DashboardDeps& deps, const std::string& worker_id, bool drain);
+Response ApiRetryJob(const DashboardDeps& deps, int64_t job_id, const auth::Principal& who,
+                     bool index_include_pending);
+// Sets or clears a worker's drain request (`who` is an admin); answers with the workers.
+Response ApiDrainWorker(const DashboardDeps& deps, const auth::Principal& who,
+                        const std::string& worker_id, bool drain);
+// GET /api/v1/audit?limit=N&principal=P&before=ID (admin): the audit log, newest first,
+// {"records": [...], "next_before": id or 0}.
+Response ApiAudit(const DashboardDeps& deps, const Request& req);
 
 // The index variant of a matrix cell: "cu130", "cu128-torch2.8"; "cpu" without CUDA.
 std::string VariantOf(const std::string& cuda, const std::string& torch);

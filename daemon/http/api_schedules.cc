@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "daemon/auth/ownership.h"
 #include "daemon/http/api.h"
 #include "daemon/http/json_util.h"
 #include "daemon/schedule/new_schedule.h"
@@ -82,6 +83,7 @@ json::object ScheduleJson(const store::ScheduleRow& row) {
       {"next_fire_unix", nullptr},
       {"next_fire_local", nullptr},
       {"created_by", row.created_by},
+      {"owner", row.created_by},
       {"created_at", FormatRfc3339(row.created_ms)}};
   if (!row.paused) {
     o["next_fire_time"] = FormatRfc3339(row.next_fire_ms);
@@ -181,30 +183,36 @@ Result<farm::v1::CreateScheduleRequest> ParseCreateRequest(const std::string& bo
 
 }  // namespace
 
-Response ApiCreateSchedule(const DashboardDeps& deps, const Request& req) {
-  auto parsed = ParseCreateRequest(req.body);
-  if (!parsed.ok()) return ErrorResponse(parsed.status());
-  std::string who = "dashboard";
-  if (deps.auth != nullptr) {
-    auto p = deps.auth->Authorize(req.authorization, auth::Need::kSubmitter);
-    if (!p.ok()) return ErrorResponse(p.status());
-    who = p->name;
-  }
-  auto row = schedule::NewScheduleRow(*parsed, who, deps.clock->NowUnixMs());
+Response ApiCreateSchedule(const DashboardDeps& deps, const auth::Principal& who,
+                           const Request& req) {
+  audit::Entry entry{audit::Action::kScheduleCreate, "schedule"};
+  auto row = audit::Audited(deps.audit, who, entry, [&]() -> Result<store::ScheduleRow> {
+    FARM_ASSIGN_OR_RETURN(auto parsed, ParseCreateRequest(req.body));
+    const int64_t now = deps.clock->NowUnixMs();
+    FARM_ASSIGN_OR_RETURN(store::ScheduleRow made, schedule::NewScheduleRow(parsed, who.name, now));
+    entry.target = "recipe " + made.recipe_name;
+    FARM_RETURN_IF_ERROR(auth::MayUseName(*deps.store, who, made.recipe_name));
+    FARM_RETURN_IF_ERROR(auth::ClaimName(*deps.store, who, made.recipe_name, now));
+    FARM_RETURN_IF_ERROR(deps.store->InsertSchedule(&made));
+    entry.done = "schedule " + std::to_string(made.id);
+    return made;
+  });
   if (!row.ok()) return ErrorResponse(row.status());
-  if (Status s = deps.store->InsertSchedule(&row.value()); !s.ok()) return ErrorResponse(s);
   log::Info("schedule " + std::to_string(row->id) + " (" + row->name + ", \"" + row->cron + "\" " +
-            row->time_zone + ") created from the dashboard by " + who);
+            row->time_zone + ") created from the dashboard by " + who.name);
   Response r = ApiSchedule(deps, row->id, kDefaultScheduleRuns);
   if (r.status == 200) r.status = 201;
   return r;
 }
 
-Response ApiDeleteSchedule(const DashboardDeps& deps, int64_t id) {
-  if (Status s = deps.store->DeleteSchedule(id, deps.clock->NowUnixMs()); !s.ok()) {
-    return ErrorResponse(s);
-  }
-  log::Info("schedule " + std::to_string(id) + " deleted from the dashboard");
+Response ApiDeleteSchedule(const DashboardDeps& deps, const auth::Principal& who, int64_t id) {
+  audit::Entry entry{audit::Action::kScheduleDelete, "schedule " + std::to_string(id)};
+  Status s = audit::Audited(deps.audit, who, entry, [&]() -> Status {
+    FARM_RETURN_IF_ERROR(auth::MayChangeSchedule(*deps.store, who, id));
+    return deps.store->DeleteSchedule(id, deps.clock->NowUnixMs());
+  });
+  if (!s.ok()) return ErrorResponse(s);
+  log::Info("schedule " + std::to_string(id) + " deleted from the dashboard by " + who.name);
   return Json(json::object{{"deleted", id}});
 }
 
@@ -225,28 +233,39 @@ Response ApiSchedule(const DashboardDeps& deps, int64_t id, int runs) {
   return o.ok() ? Json(o.value()) : ErrorResponse(o.status());
 }
 
-Response ApiPauseSchedule(const DashboardDeps& deps, int64_t id, bool paused) {
-  auto row = deps.store->GetSchedule(id);
-  if (!row.ok()) return ErrorResponse(row.status());
-  int64_t next = row->next_fire_ms;
-  if (!paused) {
-    auto n = schedule::NextFireMs(row->cron, row->time_zone, deps.clock->NowUnixMs());
-    if (!n.ok()) return ErrorResponse(n.status());
-    next = n.value();
-  }
-  if (Status s = deps.store->SetSchedulePaused(id, paused, next); !s.ok()) return ErrorResponse(s);
+Response ApiPauseSchedule(const DashboardDeps& deps, const auth::Principal& who, int64_t id,
+                          bool paused) {
+  audit::Entry entry{paused ? audit::Action::kSchedulePause : audit::Action::kScheduleResume,
+                     "schedule " + std::to_string(id)};
+  Status s = audit::Audited(deps.audit, who, entry, [&]() -> Status {
+    FARM_RETURN_IF_ERROR(auth::MayChangeSchedule(*deps.store, who, id));
+    FARM_ASSIGN_OR_RETURN(store::ScheduleRow row, deps.store->GetSchedule(id));
+    int64_t next = row.next_fire_ms;
+    if (!paused) {
+      FARM_ASSIGN_OR_RETURN(next,
+                            schedule::NextFireMs(row.cron, row.time_zone, deps.clock->NowUnixMs()));
+    }
+    return deps.store->SetSchedulePaused(id, paused, next);
+  });
+  if (!s.ok()) return ErrorResponse(s);
   log::Info("schedule " + std::to_string(id) + (paused ? " paused" : " resumed") +
-            " from the dashboard");
+            " from the dashboard by " + who.name);
   return ApiSchedule(deps, id, kDefaultScheduleRuns);
 }
 
-Response ApiRunScheduleNow(const DashboardDeps& deps, int64_t id, bool force) {
-  if (deps.schedules == nullptr) {
-    return ErrorResponse(Status::Unavailable("this server runs no schedules"));
-  }
-  auto run = deps.schedules->RunNow(id, force);
+Response ApiRunScheduleNow(const DashboardDeps& deps, const auth::Principal& who, int64_t id,
+                           bool force) {
+  audit::Entry entry{audit::Action::kScheduleRun, "schedule " + std::to_string(id)};
+  auto run = audit::Audited(deps.audit, who, entry, [&]() -> Result<store::ScheduleRunRow> {
+    FARM_RETURN_IF_ERROR(auth::MayChangeSchedule(*deps.store, who, id));
+    if (deps.schedules == nullptr) return Status::Unavailable("this server runs no schedules");
+    FARM_ASSIGN_OR_RETURN(store::ScheduleRunRow row, deps.schedules->RunNow(id, force));
+    entry.done = "run " + std::to_string(row.id) +
+                 (row.build_id > 0 ? ", build " + std::to_string(row.build_id) : ": " + row.detail);
+    return row;
+  });
   if (!run.ok()) return ErrorResponse(run.status());
-  log::Info("schedule " + std::to_string(id) + " run now from the dashboard");
+  log::Info("schedule " + std::to_string(id) + " run now from the dashboard by " + who.name);
   auto schedule = LoadSchedule(deps, id, kDefaultScheduleRuns);
   if (!schedule.ok()) return ErrorResponse(schedule.status());
   // The schedule's newest run is this one, with its build's state filled in by the query.
@@ -258,7 +277,11 @@ Response ApiRunScheduleNow(const DashboardDeps& deps, int64_t id, bool force) {
 
 Response DispatchSchedules(const DashboardDeps& deps, const Request& req, std::string_view rest) {
   if (rest.empty() || rest == "/") {
-    if (req.method == "POST") return ApiCreateSchedule(deps, req);
+    if (req.method == "POST") {
+      auto who =
+          Actor(deps, req, auth::Need::kSubmitter, {audit::Action::kScheduleCreate, "schedule"});
+      return who.ok() ? ApiCreateSchedule(deps, *who, req) : ErrorResponse(who.status());
+    }
     return IsRead(req) ? ApiSchedules(deps) : MethodNotAllowed("GET, HEAD, POST");
   }
   if (rest.front() != '/') return ErrorResponse(Status::NotFound("no API route schedules" +
@@ -278,9 +301,15 @@ Response DispatchSchedules(const DashboardDeps& deps, const Request& req, std::s
     return ErrorResponse(Status::NotFound("no schedule route " + std::string(action)));
   }
   if (req.method != "POST") return MethodNotAllowed("POST");
-  if (action == "run-now") return ApiRunScheduleNow(deps, id, QueryFlag(req, "force"));
-  if (action == "delete") return ApiDeleteSchedule(deps, id);
-  return ApiPauseSchedule(deps, id, action == "pause");
+  audit::Action kind = action == "run-now"  ? audit::Action::kScheduleRun
+                       : action == "delete" ? audit::Action::kScheduleDelete
+                       : action == "pause"  ? audit::Action::kSchedulePause
+                                            : audit::Action::kScheduleResume;
+  auto who = Actor(deps, req, auth::Need::kSubmitter, {kind, "schedule " + std::to_string(id)});
+  if (!who.ok()) return ErrorResponse(who.status());
+  if (action == "run-now") return ApiRunScheduleNow(deps, *who, id, QueryFlag(req, "force"));
+  if (action == "delete") return ApiDeleteSchedule(deps, *who, id);
+  return ApiPauseSchedule(deps, *who, id, action == "pause");
 }
 
 }  // namespace farm::http

@@ -4,8 +4,10 @@
 // store exactly as the gRPC handlers do, creation through schedule::NewScheduleRow as
 // CreateSchedule does; run-now goes through the schedule runner in DashboardDeps (503 when
 // there is none).
-// The router has checked the token before (a submitter token for every POST). The build
-// request a schedule stores (recipe text, source URL, patches) is never written out.
+// A POST names its principal (api.h, Actor: a submitter token) and changes only a schedule
+// that principal created, unless it is an admin's; creating claims the recipe's name as a
+// submitted build does; each is recorded in the audit log. The build request a schedule
+// stores (recipe text, source URL, patches) is never written out.
 // Thread-safe: the functions keep no state; none throws.
 #ifndef FARM_DAEMON_HTTP_API_SCHEDULES_H_
 #define FARM_DAEMON_HTTP_API_SCHEDULES_H_
@@ -35,18 +37,22 @@ Response ApiSchedule(const DashboardDeps& deps, int64_t id, int runs);
 // "name", "time_zone" (default UTC), "missed_run_policy" ("skip" or "once"),
 // "concurrency_policy" ("skip" or "allow"), "paused". The bearer token's name is recorded
 // as the creator. 201 with the schedule as GET answers it; 400 naming the field, or the
-// recipe's or cron expression's error with its position.
-Response ApiCreateSchedule(const DashboardDeps& deps, const Request& req);
+// recipe's or cron expression's error with its position; 403 for a recipe name another
+// principal owns.
+Response ApiCreateSchedule(const DashboardDeps& deps, const auth::Principal& who,
+                           const Request& req);
 // POST /api/v1/schedules/{id}/delete: removes the schedule (its runs and builds stay).
 // Answers {"deleted": id}.
-Response ApiDeleteSchedule(const DashboardDeps& deps, int64_t id);
+Response ApiDeleteSchedule(const DashboardDeps& deps, const auth::Principal& who, int64_t id);
 // POST /api/v1/schedules/{id}/pause and /resume. A resumed schedule fires next at the
 // first cron time after now (times passed while paused are not missed runs). Answers with
 // the schedule as GET does.
-Response ApiPauseSchedule(const DashboardDeps& deps, int64_t id, bool paused);
+Response ApiPauseSchedule(const DashboardDeps& deps, const auth::Principal& who, int64_t id,
+                          bool paused);
 // POST /api/v1/schedules/{id}/run-now?force=1: fires the schedule now without moving its
 // next fire time; answers {"run": {...}, "schedule": {...}}.
-Response ApiRunScheduleNow(const DashboardDeps& deps, int64_t id, bool force);
+Response ApiRunScheduleNow(const DashboardDeps& deps, const auth::Principal& who, int64_t id,
+                           bool force);
 
 }  // namespace farm::http
 

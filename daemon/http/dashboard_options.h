@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/net/tls.h"
+#include "daemon/audit/audit_log.h"
 #include "daemon/auth/token_authority.h"
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
@@ -66,6 +67,8 @@ struct DashboardDeps {
   schedule::ScheduleRunner* schedules = nullptr;
   // The wheels' signed provenance and the farm's keys; null where none is kept (404).
   attest::Attestor* attestor = nullptr;
+  // Where every mutation is recorded; null: nothing is recorded.
+  audit::AuditLog* audit = nullptr;
   // The pull-through cache of the upstreams workers provision from (/upstream/...); null
   // where farmd serves none (404).
   mirror::PullThroughCache* mirror = nullptr;

@@ -86,6 +86,7 @@ json::object BuildJson(const store::BuildRow& build) {
       {"state", BuildStateName(build.state)},
       {"priority", build.priority},
       {"submitted_by", build.submitted_by},
+      {"owner", build.submitted_by},
       {"created_at", FormatRfc3339(build.created_ms)},
       {"finished_at", FormatRfc3339(build.finished_ms)},
   };

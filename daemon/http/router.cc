@@ -101,7 +101,10 @@ Response Router::Dispatch(const Request& req) {
       path.starts_with(kUpstreamPrefix) || path.find("/simple") != std::string::npos) {
     bool write = !IsRead(req);
     if (write && !path.starts_with("/api/")) return MethodNotAllowed("GET, HEAD");
-    if (Status s = Authorize(req, write); !s.ok()) return ErrorResponse(s);
+    // A write names its principal itself (Actor), so that a refusal is recorded.
+    if (!write) {
+      if (Status s = Authorize(req, false); !s.ok()) return ErrorResponse(s);
+    }
   }
   if (path == "/metrics") {
     auto text = RenderMetrics(deps_);
@@ -121,28 +124,40 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
     if (req.method != "POST") return MethodNotAllowed("POST");
     int64_t id = ParseId(rest.substr(7, rest.size() - 7 - 7));
     if (id == 0) return ErrorResponse(Status::InvalidArgument("bad build id"));
-    auto who = deps_.auth->Authorize(req.authorization, auth::Need::kSubmitter);
+    auto who = Actor(deps_, req, auth::Need::kSubmitter,
+                     {audit::Action::kBuildCancel, "build " + std::to_string(id)});
     if (!who.ok()) return ErrorResponse(who.status());
-    return ApiCancelBuild(deps_, id, who->name, options_.index_include_pending);
+    return ApiCancelBuild(deps_, id, *who, options_.index_include_pending);
   }
   if (rest.starts_with("jobs/") && rest.ends_with("/retry")) {
     if (req.method != "POST") return MethodNotAllowed("POST");
     int64_t id = ParseId(rest.substr(5, rest.size() - 5 - 6));
     if (id == 0) return ErrorResponse(Status::InvalidArgument("bad job id"));
-    return ApiRetryJob(deps_, id, options_.index_include_pending);
+    auto who = Actor(deps_, req, auth::Need::kSubmitter,
+                     {audit::Action::kJobRetry, "job " + std::to_string(id)});
+    if (!who.ok()) return ErrorResponse(who.status());
+    return ApiRetryJob(deps_, id, *who, options_.index_include_pending);
   }
   if (rest.starts_with("workers/") && (rest.ends_with("/drain") || rest.ends_with("/undrain"))) {
     if (req.method != "POST") return MethodNotAllowed("POST");
     // Draining changes the fleet, so it needs the admin role, as over gRPC.
-    if (Status s = Authorize(req, true, true); !s.ok()) return ErrorResponse(s);
     bool drain = rest.ends_with("/drain");
-    std::string_view id = rest.substr(8, rest.size() - 8 - (drain ? 6 : 8));
-    return ApiDrainWorker(deps_, std::string(id), drain);
+    std::string id(rest.substr(8, rest.size() - 8 - (drain ? 6 : 8)));
+    auto who = Actor(
+        deps_, req, auth::Need::kAdmin,
+        {drain ? audit::Action::kWorkerDrain : audit::Action::kWorkerUndrain, "worker " + id});
+    if (!who.ok()) return ErrorResponse(who.status());
+    return ApiDrainWorker(deps_, *who, id, drain);
   }
   if (rest == "schedules" || rest.starts_with("schedules/")) {
     return DispatchSchedules(deps_, req, rest.substr(9));
   }
   if (!IsRead(req)) return MethodNotAllowed("GET, HEAD");
+  if (rest == "audit") {
+    // Admins only, even where reads are public: it says who did what.
+    if (Status s = Authorize(req, true, true); !s.ok()) return ErrorResponse(s);
+    return ApiAudit(deps_, req);
+  }
   if (rest == "overview") return ApiOverview(deps_);
   if (rest == "builds") return ApiBuilds(deps_, req);
   if (rest == "workers") return ApiWorkers(deps_);

@@ -21,7 +21,9 @@ class Router {
 
   // Answers one request. Routes: / and the assets; /healthz, /readyz, /metrics; /api/v1/...;
   // the package index (/simple/, /<variant>/simple/, /files/). Reads need a viewer token
-  // unless public_read; cancelling needs a submitter token. Any exception becomes a 500.
+  // unless public_read (the audit log always an admin's); a mutation needs a submitter
+  // token whose principal owns what it changes, or an admin token (api.h, Actor), and is
+  // recorded in the audit log. Any exception becomes a 500.
   Response Handle(const Request& req) noexcept;
 
   // Next events of a log stream started by Handle (see log_stream.h). Never throws.

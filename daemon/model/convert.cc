@@ -16,6 +16,7 @@ farm::v1::Build BuildToProto(const store::BuildRow& row) {
   b.set_finished_at(FormatRfc3339(row.finished_ms));
   b.set_priority(row.priority);
   b.set_submitted_by(row.submitted_by);
+  b.set_owner(row.submitted_by);
   *b.mutable_recipe() = ParseBlob<farm::v1::Recipe>(row.recipe);
   std::istringstream rejected(row.rejected_cells);
   std::string line;

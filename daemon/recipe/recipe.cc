@@ -369,6 +369,8 @@ Result<YAML::Node> LoadSingleDocument(const ErrorSink& sink, std::string_view ya
 
 }  // namespace
 
+bool IsRecipeName(std::string_view name) { return IsValidName(name); }
+
 Result<ParsedRecipe> ParseRecipeWithPositions(std::string_view yaml, std::string_view filename) {
   ErrorSink sink{std::string(filename)};
   if (yaml.size() > kMaxRecipeBytes) {

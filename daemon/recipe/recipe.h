@@ -35,6 +35,9 @@ inline constexpr double kDefaultMaxRelativeL1 = 0.07;
 inline constexpr double kDefaultValidationGpuGb = 8.0;
 inline constexpr double kMaxGpuMemoryGb = 4096;
 
+// Whether `name` is a recipe name: [a-z0-9][a-z0-9._-]*, at most 100 characters.
+bool IsRecipeName(std::string_view name);
+
 // Parses recipe text. `filename` only prefixes error messages. On success returns the
 // recipe with defaults filled in (timeout 3600, gb_per_compile_job 4, ccache true, retry
 // 3 attempts / 10 s; validation thresholds 0.99 / 0.07 when a validation block is given,

@@ -115,6 +115,20 @@ class S3BlobStore final : public store::BlobStore {
     return path;
   }
 
+  // The staging directory's uploads, and the cache's downloads in progress.
+  Result<store::SweepCounts> SweepTemporaryFiles(int64_t now_unix_s) override {
+    FARM_ASSIGN_OR_RETURN(store::SweepCounts counts, BlobStore::SweepTemporaryFiles(now_unix_s));
+    FARM_ASSIGN_OR_RETURN(
+        store::SweepCounts cached,
+        store::SweepTempDir(
+            cache_dir_,
+            [](const std::string& name) { return name.find(".part-") != std::string::npos; },
+            now_unix_s));
+    counts.files += cached.files;
+    counts.bytes += cached.bytes;
+    return counts;
+  }
+
   Result<std::string> PresignedUrl(const std::string& sha256, const std::string& filename,
                                    int64_t ttl_s) override {
     if (!store::IsBlobName(sha256)) return Status::NotFound("no blob " + sha256.substr(0, 80));
@@ -242,8 +256,9 @@ class S3BlobStore final : public store::BlobStore {
   Status Download(const std::string& sha256, const std::string& path) {
     FARM_ASSIGN_OR_RETURN(auto reader, OpenRead(sha256, 0));
     std::string tmp = path + ".part-" + RandomHex(6);
-    std::unique_ptr<FILE, int (*)(FILE*)> out(fopen(tmp.c_str(), "wb"), fclose);
-    if (!out) return Status::Internal("cannot create " + tmp);
+    FARM_ASSIGN_OR_RETURN(store::LockedFile file, store::CreateLockedFile(tmp));
+    std::unique_ptr<FILE, int (*)(FILE*)> out(file.file, fclose);
+    std::unique_ptr<int, void (*)(int*)> lock(&file.lock_fd, [](int* fd) { ::close(*fd); });
     Sha256 hasher;
     std::string buf;
     Status status;

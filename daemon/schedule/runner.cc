@@ -153,8 +153,8 @@ Result<store::ScheduleRunRow> ScheduleRunner::Fire(const store::ScheduleRow& sch
                             .inputs_digest = digest,
                             .detail = f.note};
   if (f.force) req.set_force(true);
-  auto build = submitter_->SubmitScheduled(req, "schedule " + std::to_string(schedule.id), &run,
-                                           f.next_fire_ms);
+  // The creator owns the schedule, so its builds are the creator's (docs/security.md).
+  auto build = submitter_->SubmitScheduled(req, schedule.created_by, &run, f.next_fire_ms);
   if (!build.ok()) {
     return Record(schedule, f, farm::v1::RUN_FAILED, "submit failed: " + build.status().message());
   }

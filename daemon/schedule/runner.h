@@ -36,8 +36,9 @@ namespace farm::schedule {
 class BuildSubmitter {
  public:
   virtual ~BuildSubmitter() = default;
-  // Stores the build of `req` submitted by `who` together with `run` (its build_id set)
-  // and the schedule's next fire time when next_fire_ms >= 0, in one transaction.
+  // Stores the build of `req` submitted by `who` (the schedule's creator, who owns it and
+  // acts with the role its tokens have now) together with `run` (its build_id set) and
+  // the schedule's next fire time when next_fire_ms >= 0, in one transaction.
   // On success returns the build id.
   virtual Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest& req,
                                           const std::string& who, store::ScheduleRunRow* run,

@@ -108,6 +108,12 @@ Result<std::string> BlobStore::PresignedUrl(const std::string&, const std::strin
   return Status::Unimplemented("this blob store has no presigned URLs");
 }
 
+Result<SweepCounts> BlobStore::SweepTemporaryFiles(int64_t now_unix_s) {
+  // Every file of the staging directory is an upload's.
+  return SweepTempDir(
+      staging_, [](const std::string&) { return true; }, now_unix_s);
+}
+
 Result<std::unique_ptr<BlobWriter>> BlobStore::BeginWrite(int64_t expected_size,
                                                           const std::string& expected_sha256) {
   if (!IsBlobName(expected_sha256)) {
@@ -115,9 +121,10 @@ Result<std::unique_ptr<BlobWriter>> BlobStore::BeginWrite(int64_t expected_size,
   }
   if (expected_size < 0) return Status::InvalidArgument("negative size");
   std::string tmp = staging_ + "/" + expected_sha256 + "." + RandomHex(6);
+  FARM_ASSIGN_OR_RETURN(LockedFile file, CreateLockedFile(tmp));
   std::unique_ptr<BlobWriter> w(new BlobWriter(this, tmp, expected_size, expected_sha256));
-  w->file_ = fopen(tmp.c_str(), "wb");
-  if (!w->file_) return Status::Internal("cannot create " + tmp);
+  w->file_ = file.file;
+  w->lock_fd_ = file.lock_fd;
   return w;
 }
 
@@ -127,6 +134,7 @@ BlobWriter::BlobWriter(BlobStore* store, std::string tmp, int64_t size, std::str
 BlobWriter::~BlobWriter() {
   if (file_) fclose(file_);
   if (!handed_over_) ::unlink(tmp_.c_str());
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // after the file is placed or gone
 }
 
 Status BlobWriter::Append(std::string_view data) {

@@ -7,6 +7,10 @@
 // under its final name, and since the name is the content, writing a blob twice is
 // harmless.
 //
+// A temporary file is held locked by its writer until the blob is placed (temp_files.h),
+// so that SweepTemporaryFiles, at farmd start, removes only those whose writer died (kill
+// -9 during an upload) and never an upload another live farmd is receiving.
+//
 // Thread-safety: every method of every implementation may be called from several threads;
 // uploads use distinct temporary files.
 #ifndef FARM_DAEMON_STORE_BLOB_STORE_H_
@@ -20,6 +24,7 @@
 
 #include "common/sha256.h"
 #include "common/status.h"
+#include "daemon/store/temp_files.h"
 
 namespace farm::store {
 
@@ -67,10 +72,15 @@ class BlobStore {
   // Unimplemented where the store has no such URLs (the local store).
   virtual Result<std::string> PresignedUrl(const std::string& sha256, const std::string& filename,
                                            int64_t ttl_s);
+  // Removes the temporary files of writers that are gone (uploads, and a remote store's
+  // cache downloads, cut short by a crash) and of any older than a day (temp_files.h).
+  // `now_unix_s` is the current time. Returns what it removed.
+  virtual Result<SweepCounts> SweepTemporaryFiles(int64_t now_unix_s);
 
  protected:
   // `staging_dir` exists and lies on the file system of the temporary files.
   explicit BlobStore(std::string staging_dir) : staging_(std::move(staging_dir)) {}
+  const std::string& staging_dir() const { return staging_; }
   // Makes the verified, checked, fsynced file `temp_path` the blob `sha256`. The
   // implementation owns the file from here on (moves or deletes it), also on failure.
   virtual Status Place(const std::string& temp_path, const std::string& sha256, int64_t size) = 0;
@@ -101,6 +111,7 @@ class BlobWriter {
   std::string expected_sha_;
   int64_t written_ = 0;
   FILE* file_ = nullptr;
+  int lock_fd_ = -1;  // holds the temporary file's lock until the writer is destroyed
   Sha256 hasher_;
   bool handed_over_ = false;
 };

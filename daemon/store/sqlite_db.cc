@@ -150,6 +150,11 @@ class SqliteDb final : public Db {
 
   int64_t CommitTicket() override { return flusher_.written(); }
   void WaitDurable(int64_t ticket) override { flusher_.WaitFlushed(ticket); }
+  void Checkpoint() override {
+    if (log_pages_ < kCheckpointPages || InTransaction()) return;
+    log_pages_ = 0;
+    sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  }
 
  protected:
   const char* BeginStatement() const override { return "BEGIN IMMEDIATE"; }
@@ -157,11 +162,12 @@ class SqliteDb final : public Db {
  private:
   // SQLite calls this after a commit has written its pages to the log (not for a
   // transaction that changed nothing), so the ticket it takes covers that commit. Setting
-  // the hook replaces SQLite's own, which checkpoints the log past 1000 pages: so does this.
-  static int OnWalCommit(void* self, sqlite3* db, const char* name, int log_pages) {
-    static_cast<SqliteDb*>(self)->flusher_.Written();
-    if (log_pages >= kCheckpointPages)
-      sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  // the hook replaces SQLite's own checkpoint after commits; Checkpoint() does it instead,
+  // once the commit's statements are closed.
+  static int OnWalCommit(void* self, sqlite3*, const char*, int log_pages) {
+    auto* db = static_cast<SqliteDb*>(self);
+    db->flusher_.Written();
+    db->log_pages_ = log_pages;
     return SQLITE_OK;
   }
   static constexpr int kCheckpointPages = 1000;
@@ -171,6 +177,7 @@ class SqliteDb final : public Db {
   }
 
   sqlite3* db_;
+  int log_pages_ = 0;  // pages in the write-ahead log after the last commit
   std::unique_ptr<StatementCache> cache_ = std::make_unique<StatementCache>();
   LogFlusher flusher_{WalPath(db_)};
 };
@@ -200,6 +207,8 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path) {
   // mutex before answering (Db::WaitDurable), so concurrent commits share one flush and a
   // commit is acknowledged only once on disk, as with synchronous=FULL.
   FARM_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL"));
+  // Each time the write-ahead log starts over (Checkpoint), its file is cut back to this.
+  FARM_RETURN_IF_ERROR(db->Exec("PRAGMA journal_size_limit=" + std::to_string(16 << 20)));
   return db;
 }
 

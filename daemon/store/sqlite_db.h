@@ -86,6 +86,15 @@ class Db {
   virtual int64_t CommitTicket() { return 0; }
   virtual void WaitDurable(int64_t /*ticket*/) {}
 
+  // Keeps the SQLite write-ahead log bounded: once commits have put about 4 MiB in it,
+  // copies it back into the database (a passive checkpoint, which never waits), so that
+  // the next commit starts the log over and cuts the file to 16 MiB (journal_size_limit).
+  // Call it under the store's mutex when no statement is open on this connection: with one
+  // open, a checkpoint fails (SQLITE_LOCKED), as SQLite's own after each commit did while
+  // the committing call still held its statements, and the log grew without end. No-op
+  // for PostgreSQL, which manages its own.
+  virtual void Checkpoint() {}
+
  protected:
   friend class Transaction;
   // What starts a write transaction.

@@ -149,6 +149,9 @@ class SqliteStore final : public Store {
                                                                int limit) override;
   Result<bool> ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms) override;
 
+  Result<std::optional<QuotaOverrideRow>> GetQuotaOverride(const std::string& principal) override;
+  Status SetQuotaOverride(const QuotaOverrideRow& row) override;
+  Result<PrincipalUsage> GetPrincipalUsage(const std::string& principal) override;
   Result<bool> InsertProvenance(const ProvenanceRow& row) override;
   Result<std::vector<ProvenanceRow>> ListProvenance(const std::string& sha256, int limit) override;
   Result<std::vector<ProvenanceRow>> ListProvenanceSignedBy(const std::string& keyid,
@@ -167,6 +170,15 @@ class SqliteStore final : public Store {
   Status FinishHostRun(const HostRow& result) override;
   Result<std::string> GetHostLog(const std::string& name) override;
   Result<int> FailInterruptedHostRuns(int64_t now_ms) override;
+
+  Result<RecipeNameRow> ClaimRecipeName(const std::string& name, const std::string& owner,
+                                        int64_t now_ms) override;
+  Result<std::optional<RecipeNameRow>> GetRecipeName(const std::string& name) override;
+  Result<std::vector<RecipeNameRow>> ListRecipeNames() override;
+  Result<RecipeNameRow> TransferRecipeName(const std::string& name, const std::string& owner,
+                                           int64_t now_ms) override;
+  Status InsertAudit(AuditRow* row) override;
+  Result<std::vector<AuditRow>> ListAudit(const AuditFilter& filter) override;
 
   Status Together(const std::function<Status()>& calls) override {
     Locked lock(this);
@@ -196,6 +208,7 @@ class SqliteStore final : public Store {
     ~Locked() {
       if (!lock_.owns_lock()) return;
       holder_ = outer_;
+      store_->db_->Checkpoint();  // the call's statements are closed by now
       int64_t ticket = store_->db_->CommitTicket();
       lock_.unlock();
       store_->db_->WaitDurable(ticket);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "daemon/store/owner_rows.h"
 
 namespace farm::store {
 
@@ -405,6 +406,30 @@ struct SourceArchiveRow {
   int64_t last_used_ms = 0;  // upload, lookup or a build or schedule naming it
 };
 
+// --- quotas (sqlite_store_quotas.cc) ---
+
+inline constexpr int64_t kQuotaUnlimited = -1;
+inline constexpr int64_t kQuotaRoleDefault = -2;  // an override that defers to the role
+
+// An admin's override of one principal's limits (daemon/quota/): each value a limit,
+// kQuotaUnlimited, or kQuotaRoleDefault.
+struct QuotaOverrideRow {
+  std::string principal;  // a token name
+  int64_t submissions = kQuotaRoleDefault;
+  int64_t queued_jobs = kQuotaRoleDefault;
+  int64_t stored_bytes = kQuotaRoleDefault;
+  std::string updated_by;
+  int64_t updated_ms = 0;
+};
+
+// What a principal holds now (kept as rows change, so reading it is one lookup).
+struct PrincipalUsage {
+  int64_t queued_jobs = 0;  // pending and running jobs of its builds
+  // Its builds' recipes, log text and wheels (not the copies of reused or merged jobs),
+  // and the source archives it uploaded.
+  int64_t stored_bytes = 0;
+};
+
 // --- hosts (sqlite_store_hosts.cc) ---
 
 // A machine farmd provisions with the playbooks. States: added, provisioning,
@@ -746,6 +771,15 @@ class Store {
   // whether it was forgotten; the caller then removes the blob.
   virtual Result<bool> ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms);
 
+  // --- quotas (sqlite_store_quotas.cc) ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // The principal's override, nullopt when it has none.
+  virtual Result<std::optional<QuotaOverrideRow>> GetQuotaOverride(const std::string& principal);
+  // Stores the override; one whose three values are all kQuotaRoleDefault is removed.
+  virtual Status SetQuotaOverride(const QuotaOverrideRow& row);
+  // What `principal` holds now.
+  virtual Result<PrincipalUsage> GetPrincipalUsage(const std::string& principal);
+
   // --- hosts (sqlite_store_hosts.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // Inserts the host; with `replace` an existing host gets the new address, kind and vars
@@ -767,6 +801,23 @@ class Store {
   // Runs left "provisioning" by a farmd that stopped during them end as failed. Returns
   // how many.
   virtual Result<int> FailInterruptedHostRuns(int64_t now_ms);
+
+  // --- recipe names and the audit log (sqlite_store_owners.cc) ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // The name's row, made with `owner` when the name has none (one statement: of two
+  // callers racing for a new name exactly one gets it). Returns the row as it stands.
+  virtual Result<RecipeNameRow> ClaimRecipeName(const std::string& name, const std::string& owner,
+                                                int64_t now_ms);
+  // nullopt for a name nobody owns.
+  virtual Result<std::optional<RecipeNameRow>> GetRecipeName(const std::string& name);
+  // Every owned name, by name.
+  virtual Result<std::vector<RecipeNameRow>> ListRecipeNames();
+  // Gives the name to `owner` (a name nobody owned is claimed for it). Returns the new row.
+  virtual Result<RecipeNameRow> TransferRecipeName(const std::string& name,
+                                                   const std::string& owner, int64_t now_ms);
+  // Appends a record; fills in its id.
+  virtual Status InsertAudit(AuditRow* row);
+  virtual Result<std::vector<AuditRow>> ListAudit(const AuditFilter& filter);
 
   // Runs `calls`, several calls on this store and nothing slow besides (no other service's
   // lock, no network; a log line at most), as

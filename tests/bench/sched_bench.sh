@@ -47,6 +47,10 @@ run_one() {  # run_one WORKERS MODE FARMD LABEL: a fresh farmd for one run
   addr=$(cat "$dir/addr")
   "$farmctl" --server "$addr" --token-file "$dir/data/admin.token" tokens create \
     --role submitter --name sched-bench | tail -1 | tr -d '\r\n' >"$dir/submit.token"
+  # The bench submits far more than a submitter's default quotas allow (docs/limits.md);
+  # a farmd from before quotas has no such command, and no quotas.
+  "$farmctl" --server "$addr" --token-file "$dir/data/admin.token" quota set sched-bench \
+    --submissions unlimited --queued-jobs unlimited --stored-bytes unlimited >/dev/null 2>&1 || true
   line=$("$bench" --server "$addr" --enroll-token-file "$dir/data/enroll.token" \
     --submit-token-file "$dir/submit.token" --workers "$n" --jobs "$jobs" --mode "$mode" \
     --cells-per-build "$cells" --label "$label" --time-limit-s 600 \

@@ -55,11 +55,14 @@ def test_a_log_past_the_limit_is_cut_with_a_system_line(farm):
     # The worker's lines after the cut (the wheel it uploaded) are still there.
     after = log.split("log truncated", 1)[1]
     assert "chatty-1.0" in after, after[-2000:]
-    # The database holds the limit's worth, not the 2 MB the build printed.
+    # The database holds the limit's worth, not the 2 MB the build printed: the text it
+    # counted, and the log chunks (compressed) it stored.
     db = sqlite3.connect(os.path.join(farm.data, "farm.db"))
-    stored = db.execute("SELECT SUM(LENGTH(text)), COUNT(*) FROM log_lines WHERE job_id = ?",
+    counted = db.execute("SELECT log_bytes FROM attempts WHERE job_id = ?", (job_id,)).fetchone()
+    stored = db.execute("SELECT SUM(LENGTH(data)), SUM(lines) FROM log_chunks WHERE job_id = ?",
                         (job_id,)).fetchone()
     db.close()
+    assert counted[0] <= LOG_LIMIT + 256 * 1024, counted
     assert stored[0] < LOG_LIMIT + 256 * 1024 and stored[1] < 1000, stored
 
 

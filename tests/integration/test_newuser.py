@@ -69,7 +69,11 @@ build: |
 
 
 def test_a_subdirectory_the_source_lacks_is_the_recipes_error(farm):
-    farm.start_farmd()
+    # Git sources are remote only: the repository is served over HTTPS on 127.0.0.1.
+    repos = os.path.join(farm.root, "git")
+    repo = pure_python_source(repos, "gitpkg")
+    base, ca = farm.start_git_server(repos)
+    farm.start_farmd("--git-ca-file", ca)
     make_tarball(farm.root)
     before = blob_files(farm)
     for sub, fix in (("pkg-1.0", "leave subdirectory out"),
@@ -85,14 +89,13 @@ def test_a_subdirectory_the_source_lacks_is_the_recipes_error(farm):
 
     # A git source is fetched by the worker: there the job fails once, as the recipe's
     # failure, and says what the tree holds.
-    farm.start_worker()
-    repo = pure_python_source(farm.root, "gitpkg")
+    farm.start_worker("worker-1", "--git-ca-file", ca)
     for args in (["init", "--quiet", "-b", "main"], ["add", "-A"],
                  ["-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit",
                   "--quiet", "-m", "one"]):
         subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True, timeout=60)
     recipe = write(os.path.join(farm.root, "git.yaml"), f"""name: gitpkg
-source: {{git: {{url: {repo}, ref: main}}}}
+source: {{git: {{url: "{base}/gitpkg-src", ref: main}}}}
 subdirectory: gitpkg-1.0
 build: |
   true
@@ -316,7 +319,8 @@ retry: {max_attempts: 1}
         lines = farm.ctl("list").stdout.splitlines()
         return lines if "failed" in lines[1] else None
     header, row = wait_until(listed, 120, "the 13.0 cell to fail")
-    assert header.split() == ["BUILD", "RECIPE", "STATE", "JOBS", "CELLS", "CREATED", "DURATION"]
+    assert header.split() == ["BUILD", "RECIPE", "OWNER", "STATE", "JOBS", "CELLS", "CREATED",
+                              "DURATION"]
     assert row.startswith(f"{build['id']} ") and " blocked " in row, row
     assert "2 jobs: 1 no worker, 1 failed" in row and "py3.11 cuda13.0,12.8" in row, row
     assert " for " in row and row.endswith("s"), row  # still running: how long so far

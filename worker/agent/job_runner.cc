@@ -15,6 +15,7 @@
 #include "worker/agent/executor_runner.h"
 #include "worker/agent/retry.h"
 #include "worker/agent/sandbox_executor.h"
+#include "worker/agent/torch_pin.h"
 #include "worker/agent/untrusted_dir.h"
 #include "worker/agent/validation.h"
 #include "worker/agent/wheel_label.h"
@@ -697,15 +698,18 @@ Result<farm::v1::ArtifactHeader> JobRunner::Label(LogShipper& log, const std::st
                                                   const farm::v1::ArtifactHeader& header) {
   const std::string wheel_dir = stdfs::path(path).parent_path().string();
   const std::string out_dir = wheel_dir + "/labelled";
-  FARM_ASSIGN_OR_RETURN(LabelledWheel labelled, LabelWheelForJob(job_, path, header, out_dir));
+  FARM_ASSIGN_OR_RETURN(std::string torch, TorchRequirementForJob(job_, settings_.caps));
+  FARM_ASSIGN_OR_RETURN(LabelledWheel labelled,
+                        LabelWheelForJob(job_, path, header, out_dir, torch));
   if (!labelled.rewritten) return labelled.header;
   FARM_RETURN_IF_ERROR(fs::RemoveAll(path));
   std::error_code ec;
   stdfs::rename(labelled.path, wheel_dir + "/" + labelled.header.filename(), ec);
   if (ec) return Status::Internal("moving " + labelled.path + ": " + ec.message());
-  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: labelled " + header.filename() + " as " +
-                                                       labelled.header.filename() + " (sha256 " +
-                                                       labelled.header.sha256() + ")");
+  control_->log_seq = log.Append(
+      farm::v1::SYSTEM, "farm: labelled " + header.filename() + " as " +
+                            labelled.header.filename() + " (sha256 " + labelled.header.sha256() +
+                            ")" + (torch.empty() ? "" : ", requires " + torch));
   return labelled.header;
 }
 

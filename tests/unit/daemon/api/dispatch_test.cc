@@ -181,7 +181,8 @@ TEST_F(DispatchTest, ALeaseNamesTheSubmittersOwnCacheNamespace) {
   farm::v1::CreateTokenResponse token;
   ASSERT_TRUE(farm_->CreateToken(Ctx(admin_).get(), create, &token).ok());
   std::map<int64_t, std::string> submitted_by;
-  for (const std::string& who : {admin_, token.token()}) {
+  // mallory first: the name becomes hers, and an admin may still build under it.
+  for (const std::string& who : {token.token(), admin_}) {
     farm::v1::SubmitBuildRequest req;
     req.set_recipe_yaml(kRecipe);
     req.set_force(true);

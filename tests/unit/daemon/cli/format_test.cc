@@ -100,7 +100,7 @@ TEST(FormatTest, AValidationJobNamesTheJobItValidates) {
 TEST(FormatTest, TheBuildListHasAHeaderCellsDurationsAndSaysBlocked) {
   farm::v1::Build b;
   b.set_id(7), b.set_recipe_name("attn-example"), b.set_state(farm::v1::BUILD_RUNNING);
-  b.set_created_at("2025-11-26T16:00:00.000Z");
+  b.set_created_at("2025-11-26T16:00:00.000Z"), b.set_owner("alice");
   for (const char* cuda : {"13.0", "12.8"}) {
     auto* j = b.add_jobs();
     j->mutable_cell()->set_python("3.11"), j->mutable_cell()->set_cuda(cuda);
@@ -111,9 +111,9 @@ TEST(FormatTest, TheBuildListHasAHeaderCellsDurationsAndSaysBlocked) {
   b.mutable_jobs(1)->set_unplaceable(true);
   std::string text = FormatBuildList({b}, 1764172923000);  // 2025-11-26T16:02:03Z
   EXPECT_EQ(text,
-            "BUILD  RECIPE        STATE    JOBS                           CELLS                "
+            "BUILD  RECIPE        OWNER  STATE    JOBS                           CELLS                "
             "       CREATED               DURATION\n"
-            "7      attn-example  blocked  2 jobs: 1 no worker, 1 failed  py3.11 cuda13.0,12.8 "
+            "7      attn-example  alice  blocked  2 jobs: 1 no worker, 1 failed  py3.11 cuda13.0,12.8 "
             "[9.0]  2025-11-26T16:00:00Z  for 2m 3s\n");
   b.mutable_jobs(1)->set_unplaceable(false);
   b.set_state(farm::v1::BUILD_FAILED), b.set_finished_at("2025-11-26T16:00:45.500Z");

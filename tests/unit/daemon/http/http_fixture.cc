@@ -16,6 +16,7 @@ void HttpFixture::SetUp() {
   ASSERT_OK(blobs.status());
   blobs_ = std::move(blobs.value());
   auth_ = std::make_unique<auth::TokenAuthority>(store_.get(), &clock_);
+  audit_ = std::make_unique<audit::AuditLog>(store_.get(), &clock_);
 }
 
 std::vector<int64_t> HttpFixture::AddBuild(int n, const std::string& cuda,
@@ -93,7 +94,8 @@ std::string HttpFixture::AddWheel(int64_t job_id, const std::string& filename,
 }
 
 Router HttpFixture::MakeRouter(DashboardOptions options) {
-  return Router(options, DashboardDeps{store_.get(), blobs_.get(), auth_.get(), &clock_});
+  return Router(options, DashboardDeps{store_.get(), blobs_.get(), auth_.get(), &clock_, nullptr,
+                                       nullptr, audit_.get()});
 }
 
 Response HttpFixture::Get(Router& r, const std::string& target, const std::string& accept) {

@@ -17,7 +17,8 @@ namespace farm::http::testing {
 class HttpFixture : public ::testing::Test {
  protected:
   void SetUp() override;
-  // Creates a build of `n` pending jobs (cuda 13.0, torch 2.8 unless given); returns job ids.
+  // Creates a build of `n` pending jobs (cuda 13.0, torch 2.8 unless given), submitted by
+  // (owned by) the principal "test"; returns job ids.
   std::vector<int64_t> AddBuild(int n, const std::string& cuda = "13.0",
                                 const std::string& torch = "2.8", int64_t* build_id = nullptr);
   // Leases the pending job `id` to worker "w1" at the fake clock's time.
@@ -37,6 +38,7 @@ class HttpFixture : public ::testing::Test {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::BlobStore> blobs_;
   std::unique_ptr<auth::TokenAuthority> auth_;
+  std::unique_ptr<audit::AuditLog> audit_;
 };
 
 // Builds a zip archive (via libarchive) holding `files` (name, content).

@@ -107,11 +107,18 @@ TEST_F(OddDataTest, BuildWithoutJobsAndOnlyRejectedCellsOnEveryPage) {
   Check(r, "GET", "/api/v1/chart");
   Response metrics = Check(r, "GET", "/metrics");
   EXPECT_EQ(metrics.status, 200);
-  // Cancelling a build without jobs is accepted and leaves a consistent page.
+  // Another submitter is refused with the odd owner's name in well-formed JSON; an
+  // admin's cancel of a build without jobs is accepted and leaves a consistent page.
   Request cancel = MakeRequest("POST", "/api/v1/builds/" + std::to_string(id) + "/cancel");
   auto submitter = auth_->Create("submitter", "s");
   ASSERT_OK(submitter.status());
   cancel.authorization = "Bearer " + submitter.value();
+  Response refused = r.Handle(cancel);
+  ExpectWellFormed(refused, "refused cancel");
+  EXPECT_EQ(refused.status, 403) << refused.body;
+  auto admin = auth_->Create("admin", "a");
+  ASSERT_OK(admin.status());
+  cancel.authorization = "Bearer " + admin.value();
   Response cancelled = r.Handle(cancel);
   ExpectWellFormed(cancelled, "cancel");
   EXPECT_EQ(cancelled.status, 200) << cancelled.body;
@@ -237,7 +244,7 @@ TEST_F(OddDataTest, IndexWithUnicodeProjectRequestsAndOddAcceptHeaders) {
 
 TEST_F(OddDataTest, WritesRefuseWrongMethodsAndAnswerOddIds) {
   auto ids = AddBuild(1);
-  auto submitter = auth_->Create("submitter", "s");
+  auto submitter = auth_->Create("submitter", "test");  // the owner of AddBuild's builds
   ASSERT_OK(submitter.status());
   Router r = MakeRouter();
   for (const char* target : {"/api/v1/builds/1/cancel", "/api/v1/jobs/1/retry",

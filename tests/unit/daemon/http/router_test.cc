@@ -148,7 +148,7 @@ TEST_F(RouterTest, TokensGuardReadsWhenNotPublicAndCancelAlways) {
   int64_t build_id = 0;
   AddBuild(2, "13.0", "2.8", &build_id);
   auto viewer = auth_->Create("viewer", "v");
-  auto submitter = auth_->Create("submitter", "s");
+  auto submitter = auth_->Create("submitter", "test");  // the builds' owner
   ASSERT_OK(viewer.status());
   ASSERT_OK(submitter.status());
   DashboardOptions o;
@@ -204,7 +204,7 @@ TEST_F(RouterTest, RetryNeedsASubmitterAndDrainAnAdmin) {
   Start(ids[0]);
   Finish(ids[0], store::kCauseBuildFailed);
   ASSERT_OK(store_->UpsertWorker({"w1", "worker-1", "", "idle", 1, 1}));
-  auto submitter = auth_->Create("submitter", "s");
+  auto submitter = auth_->Create("submitter", "test");  // the build's owner
   auto admin = auth_->Create("admin", "a");
   Router r = MakeRouter();
   Request retry = MakeRequest("POST", "/api/v1/jobs/" + std::to_string(ids[0]) + "/retry");

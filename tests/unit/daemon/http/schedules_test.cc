@@ -66,14 +66,15 @@ class ScheduleRoutesTest : public HttpFixture {
     store::ScheduleRow row{.name = name, .recipe_name = "attn-example",
                            .request = req.SerializeAsString(), .cron = "0 3 * * *",
                            .time_zone = "Europe/Berlin", .next_fire_ms = kNextBerlin3,
-                           .created_by = "admin", .created_ms = kNow};
+                           .created_by = "s", .created_ms = kNow};  // bearer_'s
     EXPECT_OK(store_->InsertSchedule(&row));
     return row.id;
   }
 
   Router MakeScheduleRouter(bool with_runner = true) {
-    return Router(DashboardOptions{}, DashboardDeps{store_.get(), blobs_.get(), auth_.get(),
-                                                    &clock_, with_runner ? runner_.get() : nullptr});
+    return Router(DashboardOptions{},
+                  DashboardDeps{store_.get(), blobs_.get(), auth_.get(), &clock_,
+                                with_runner ? runner_.get() : nullptr, nullptr, audit_.get()});
   }
 
   Response Post(Router& r, const std::string& target, bool token = true) {

@@ -1,5 +1,7 @@
 #include "daemon/store/blob_store.h"
 
+#include <ctime>
+
 #include "common/fs.h"
 #include "common/sha256.h"
 #include "tests/support/test_util.h"
@@ -89,6 +91,30 @@ TEST(BlobStoreTest, ReadsFromAnOffsetAndRefusesOffsetsPastTheEnd) {
     EXPECT_EQ(blobs->OpenRead(sha, bad).status().code(), StatusCode::kInvalidArgument) << bad;
   }
   EXPECT_EQ(blobs->PresignedUrl(sha, "x.whl", 60).status().code(), StatusCode::kUnimplemented);
+}
+
+TEST(BlobStoreTest, ASweepRemovesWhatACrashedUploadLeftAndKeepsOneInProgress) {
+  testing::ScopedTempDir dir;
+  auto blobs = BlobStore::Open(dir.path() + "/cas");
+  ASSERT_OK(blobs.status());
+  // What a farmd killed mid-upload leaves: a partial file in tmp/ that nobody holds.
+  std::string orphan = dir.path() + "/cas/tmp/" + std::string(64, 'a') + ".0badc0de";
+  ASSERT_OK(fs::WriteFileAtomic(orphan, std::string(4096, 'p'), 0600));
+  std::string data = "an upload going on meanwhile";
+  std::string sha = Sha256Hex(data);
+  auto w = blobs.value()->BeginWrite(static_cast<int64_t>(data.size()), sha);
+  ASSERT_OK(w.status());
+  ASSERT_OK(w.value()->Append("an upload "));
+  auto swept = blobs.value()->SweepTemporaryFiles(::time(nullptr));
+  ASSERT_OK(swept.status());
+  EXPECT_EQ(swept->files, 1);
+  EXPECT_EQ(swept->bytes, 4096);
+  EXPECT_FALSE(fs::Exists(orphan));
+  ASSERT_OK(w.value()->Append("going on meanwhile"));
+  ASSERT_OK(w.value()->Commit());
+  EXPECT_TRUE(blobs.value()->Contains(sha));
+  w.value().reset();
+  EXPECT_EQ(blobs.value()->SweepTemporaryFiles(::time(nullptr))->files, 0);
 }
 
 }  // namespace

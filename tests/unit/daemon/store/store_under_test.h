@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "daemon/store/migrations.h"
+#include "daemon/store/sqlite_db.h"
 #include "daemon/store/store.h"
 
 namespace farm::store {
@@ -15,8 +17,15 @@ class StoreUnderTest {
  public:
   explicit StoreUnderTest(std::string dir) : dir_(std::move(dir)) {}
   Result<std::unique_ptr<Store>> Open();
+  // The same database as a bare connection with no migration applied by opening it, and
+  // the migration files of its dialect: for tests that stop the schema at an older
+  // version, write rows as they were, and then Open() to migrate the rest.
+  Result<std::unique_ptr<Db>> OpenDb();
+  static const std::vector<MigrationFile>& MigrationFiles();
 
  private:
+  Status MakeDatabase();  // PostgreSQL: the test's database, made once
+
   std::string dir_;
   std::string url_;
 };

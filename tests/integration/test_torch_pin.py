@@ -1,0 +1,155 @@
+"""Honest torch requirements, on the real farmd, farm-worker, farmctl and pip: the example
+package built over two torch versions (each in an interpreter that really has it: real
+`torch` stand-in wheels 2.9.0+cu130 and 2.11.0+cu130 installed with pip, from
+tests/fakes/upstream_data.py) gives two wheels whose label and METADATA name the torch the
+build ran against; pip then refuses to install such a wheel next to another torch and
+accepts it next to its own; farmctl inspect shows the requirement; the example built
+without a torch axis requires no torch."""
+import json
+import os
+import subprocess
+import zipfile
+
+import pytest
+
+from farm_harness import FARMCTL, REPO
+
+EXAMPLE_DIR = os.path.join(REPO, "kernels", "examples", "attn_example")
+FAKES = os.path.join(REPO, "tests", "fakes")
+PYTHON = "/usr/bin/python3"
+TORCHES = ("2.9.0+cu130", "2.11.0+cu130")
+
+
+def run(argv, **kw):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600, **kw)
+
+
+def torch_wheels(root):
+    out = os.path.join(root, "torch-wheels")
+    tag = run([PYTHON, "-c", "import sys; print('cp%d%d' % sys.version_info[:2])"]).stdout.strip()
+    argv = [PYTHON, os.path.join(FAKES, "upstream_data.py"), "torch-wheels", "--out", out,
+            "--python-tag", tag]
+    for v in TORCHES:
+        argv += ["--version", v]
+    r = run(argv)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def venv_with_torch(root, wheels, version):
+    """A venv (seeing Debian's setuptools and wheel) into which pip installed the stand-in."""
+    path = os.path.join(root, "venv-torch-" + version.split("+")[0])
+    r = run([PYTHON, "-m", "venv", "--system-site-packages", path])
+    if r.returncode != 0:
+        pytest.skip(f"python3 -m venv failed (python3-venv missing?): {r.stderr}")
+    python = os.path.join(path, "bin", "python")
+    r = run([python, "-m", "pip", "install", "--no-index", "--no-deps", "--find-links", wheels,
+             "torch==" + version])
+    assert r.returncode == 0, r.stdout + r.stderr
+    return python
+
+
+def write_recipe(root, torch_axis):
+    torch_line = f"  torch: {json.dumps(list(torch_axis))}\n" if torch_axis else ""
+    path = os.path.join(root, "pinned.yaml" if torch_axis else "plain.yaml")
+    with open(path, "w") as f:
+        f.write(f"""name: attn-example
+version: "0.1.0"
+source:
+  local: {EXAMPLE_DIR}
+env:
+  NVCC_THREADS: "2"
+build: |
+  "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
+system_site_packages: true
+timeout: 1800
+gb_per_compile_job: 2
+matrix:
+  python: ["3.11"]
+{torch_line}  cuda: ["13.0"]
+  arch_lists: ["9.0"]
+  platform: [linux_x86_64]
+""")
+    return path
+
+
+def metadata(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        [name] = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        return z.read(name).decode()
+
+
+def requires(text, project="torch"):
+    return [line.split(":", 1)[1].strip() for line in text.split("\n\n", 1)[0].splitlines()
+            if line.lower().startswith("requires-dist:") and
+            line.split(":", 1)[1].strip().lower().startswith(project)]
+
+
+def download(farm, build_id):
+    out = os.path.join(farm.root, f"download-{build_id}")
+    r = farm.ctl("download", str(build_id), "--dir", out)
+    assert r.returncode == 0, r.stderr
+    return {name: os.path.join(out, name) for name in os.listdir(out)}
+
+
+def test_each_wheel_requires_the_torch_its_build_ran_against(farm):
+    wheels = torch_wheels(farm.root)
+    pythons = [venv_with_torch(farm.root, wheels, v) for v in TORCHES]
+    farm.start_farmd()
+    farm.start_worker("worker-1", *[a for p in pythons for a in ("--python", p)])
+    farm.wait_workers(1)
+    [worker] = farm.ctl_json("workers")["workers"]
+    probed = sorted(p.get("torch_version", "") for p in worker["capabilities"]["pythons"])
+    assert [t for t in probed if t] == sorted(TORCHES), worker["capabilities"]["pythons"]
+
+    build = farm.ctl_json("submit", write_recipe(farm.root, ["2.9", "2.11"]), "--follow",
+                          timeout=900)
+    assert build["state"] == "BUILD_SUCCEEDED", build
+    got = download(farm, build["id"])
+    assert sorted(got) == [
+        "attn_example-0.1.0+cu130torch2.11.sm90-cp311-cp311-linux_x86_64.whl",
+        "attn_example-0.1.0+cu130torch2.9.sm90-cp311-cp311-linux_x86_64.whl",
+    ], sorted(got)
+    for name, path in got.items():
+        minor = name.split("torch")[1].split(".sm")[0]
+        assert requires(metadata(path)) == [f"torch=={minor}.*"], metadata(path)
+        shown = run([FARMCTL, "inspect", path])
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        assert f"torch requirement: torch=={minor}.*" in shown.stdout, shown.stdout
+        as_json = run([FARMCTL, "--output", "json", "inspect", path])
+        assert json.loads(as_json.stdout)["torch_requirement"] == f"torch=={minor}.*", as_json
+    for job in build["jobs"]:
+        log = farm.ctl("logs", str(job["id"])).stdout
+        assert ", requires torch==" in log, log
+
+    # pip honours it: with only the installed torch to choose from, the 2.9 wheel does not
+    # install next to torch 2.11 and does next to 2.9 (offered the torch wheels, pip would
+    # replace 2.11 with 2.9 instead).
+    wheel_29 = got["attn_example-0.1.0+cu130torch2.9.sm90-cp311-cp311-linux_x86_64.whl"]
+    clash = run([pythons[1], "-m", "pip", "install", "--no-index", "--dry-run", wheel_29])
+    assert clash.returncode != 0, clash.stdout
+    assert "torch==2.9" in clash.stdout + clash.stderr, clash.stdout + clash.stderr
+    fits = run([pythons[0], "-m", "pip", "install", "--no-index", "--dry-run", wheel_29])
+    assert fits.returncode == 0, fits.stdout + fits.stderr
+    assert "Would install attn-example-0.1.0+cu130torch2.9.sm90\n" in fits.stdout, fits.stdout
+    # A forced install next to the wrong torch is caught by pip check.
+    forced = run([pythons[1], "-m", "pip", "install", "--no-index", "--no-deps", wheel_29])
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    check = run([pythons[1], "-m", "pip", "check"])
+    assert check.returncode != 0, check.stdout
+    assert "torch==2.9.*" in check.stdout and "2.11.0+cu130" in check.stdout, check.stdout
+
+
+def test_a_package_without_a_torch_axis_requires_no_torch(farm):
+    farm.start_farmd()
+    farm.start_worker("worker-1", "--python", PYTHON)
+    farm.wait_workers(1)
+    build = farm.ctl_json("submit", write_recipe(farm.root, []), "--follow", timeout=900)
+    assert build["state"] == "BUILD_SUCCEEDED", build
+    [(name, path)] = download(farm, build["id"]).items()
+    assert name == "attn_example-0.1.0+cu130.sm90-cp311-cp311-linux_x86_64.whl", name
+    assert requires(metadata(path)) == [], metadata(path)
+    shown = run([FARMCTL, "inspect", path])
+    assert "torch requirement: none in METADATA" in shown.stdout, shown.stdout
+    as_json = run([FARMCTL, "--output", "json", "inspect", path])
+    assert json.loads(as_json.stdout)["torch_requirement"] == "", as_json
