@@ -5,8 +5,9 @@ routes (/upstream/...):
 
 - a worker started with no --python (and told never to build on a host interpreter)
   builds a recipe with `environment:` over both torch stand-ins (2.8.0+cu128 and
-  2.9.0+cu130), each cell on the archive-provisioned CPython, every upstream file fetched
-  once (counted at the fake); a second build provisions nothing and its log says it cloned
+  2.9.0+cu130), each cell on the archive-provisioned CPython, each wheel requiring the
+  torch minor of its environment, every upstream file fetched once (counted at the fake);
+  a second build provisions nothing and its log says it cloned
   the cached snapshot; `farmctl workers` shows the environment cache;
 - a corrupted upstream wheel is refused by farmd's sha256 check: nothing stored at farmd
   or the worker, the attempt fails as infrastructure (never the recipe's failure) and is
@@ -190,9 +191,8 @@ def test_builds_both_torch_cells_through_farmd_then_reuses_the_snapshots(farm, u
         assert scope["PYTHON"] == up["python_archive"]["version"]
         # The interpreter that built it is the archive's, unpacked in the worker's cache.
         assert "/envs/python/" in scope["PREFIX"], scope
-        # No torch pin is written on this branch's job path (the worker's pin hook is not
-        # here): say what METADATA has, so the day it pins, this line changes.
-        print("METADATA of the %s wheel: %s" % (torch, metadata.replace("\n", " | ")))
+        # The wheel requires the torch minor it was built against: the environment's.
+        assert "Requires-Dist: torch==%s.*" % torch[:3] in metadata.splitlines(), metadata
 
     again = farm.ctl_json("submit", "--force", recipe(farm))
     redone = finished(farm, again["id"])

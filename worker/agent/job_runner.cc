@@ -459,6 +459,7 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
     auto made = ProvisionEnvironment(log, ws);
     if (!made.ok()) return ProvisioningOutcome(made.status());
     provisioned = std::move(made).value();
+    provisioned_torch_ = provisioned->torch;
     python.set_version(job_.environment().python());
     python.set_path(provisioned->python);
     system("creating venv: the environment's own, " + provisioned->venv_dir + " (base " +
@@ -698,7 +699,8 @@ Result<farm::v1::ArtifactHeader> JobRunner::Label(LogShipper& log, const std::st
                                                   const farm::v1::ArtifactHeader& header) {
   const std::string wheel_dir = stdfs::path(path).parent_path().string();
   const std::string out_dir = wheel_dir + "/labelled";
-  FARM_ASSIGN_OR_RETURN(std::string torch, TorchRequirementForJob(job_, settings_.caps));
+  FARM_ASSIGN_OR_RETURN(std::string torch,
+                        TorchRequirementForJob(job_, settings_.caps, provisioned_torch_));
   FARM_ASSIGN_OR_RETURN(LabelledWheel labelled,
                         LabelWheelForJob(job_, path, header, out_dir, torch));
   if (!labelled.rewritten) return labelled.header;

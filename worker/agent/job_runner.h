@@ -145,6 +145,9 @@ class JobRunner {
   // SourceDateEpoch of the source as fetched, before patches (which `git apply` writes now).
   int64_t source_date_epoch_ = 0;
   farm::v1::JobAssignment job_;
+  // The torch of the provisioned environment the build ran in ("" without one): the
+  // wheel's torch requirement names it.
+  std::string provisioned_torch_;
   std::shared_ptr<JobControl> control_;
 };
 

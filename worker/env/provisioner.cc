@@ -288,6 +288,7 @@ Result<ProvisionedEnv> Provisioner::Provision(const EnvSpec& spec, const std::st
                                               const ProgressSink& progress) {
   FARM_RETURN_IF_ERROR(Validate(spec));
   ProvisionedEnv env;
+  env.torch = spec.torch;
   FARM_ASSIGN_OR_RETURN(PythonChoice choice, ChoosePython(spec.python));
   int64_t start = clock_->SteadyMs();
   FARM_ASSIGN_OR_RETURN(env.base_python, ProvidePython(choice, &env, progress));

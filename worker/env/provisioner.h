@@ -107,6 +107,7 @@ struct ProvisionedEnv {
   std::string python;    // venv_dir/bin/python
   std::string base_python;
   std::string cuda_home;  // "" when the spec asks for no toolkit
+  std::string torch;      // the torch installed, "2.8.0+cu128"; "" for none
   bool python_from_archive = false;
   bool toolkit_from_redist = false;
   bool snapshot_built = false;  // false: an existing snapshot was cloned
