@@ -94,6 +94,14 @@ int main(int argc, char** argv) {
        "certificate authorities for https git servers (default: the system's)"},
       {"git-timeout-s", "N", "longest a `git ls-remote` of a recipe's ref may take (default 30)"},
       {"no-git-resolve", "", "run no git at all: git sources must name their full commit"},
+      {"upstream-index", "NAME=URL",
+       "serve a package index workers provision from at /upstream/pypi/NAME/simple/, pulled "
+       "through from URL (repeatable; e.g. cu128=https://download.pytorch.org/whl/cu128/)"},
+      {"upstream-tree", "NAME=URL",
+       "serve an archive folder at /upstream/tree/NAME/ (redist: NVIDIA's CUDA redist, python: "
+       "relocatable CPython archives), pulled through from URL (repeatable)"},
+      {"upstream-url", "URL",
+       "the base workers fetch the upstreams through (default: the dashboard's address)"},
       {"log-json", "", "log one JSON object per line"},
       {"help", "", "show this help"},
       {"version", "", "print the version and exit"},
@@ -211,6 +219,19 @@ int main(int argc, char** argv) {
   }
   options.git.timeout_ms = *git_timeout * 1000;
   options.git_resolve = !flags.Has("no-git-resolve");
+  for (auto [flag, into] : {std::pair{"upstream-index", &options.upstream.indexes},
+                            {"upstream-tree", &options.upstream.trees}}) {
+    for (const std::string& item : flags.GetAll(flag)) {
+      size_t eq = item.find('=');
+      std::string url = eq == std::string::npos ? "" : item.substr(eq + 1);
+      if (eq == 0 || (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)) {
+        std::cerr << "--" << flag << " wants NAME=http(s)://..., got " << item << "\n";
+        return 2;
+      }
+      (*into)[item.substr(0, eq)] = url;
+    }
+  }
+  options.upstream_url = flags.Get("upstream-url");
   std::unique_ptr<farm::store::ActiveFarmdLock> active;
   if (farm::store::IsPostgresUrl(options.store)) {
     // A standby waits here, before any thread exists, with the stop signals unblocked so

@@ -34,6 +34,8 @@ struct FarmServer::Impl {
   std::unique_ptr<ClientService> client_service;
   std::unique_ptr<WorkerService> worker_service;
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<upstream::Fetcher> upstream_fetcher;
+  std::unique_ptr<mirror::PullThroughCache> mirror;  // outlives the dashboard serving it
   std::unique_ptr<http::Dashboard> dashboard;
   RealProcessRunner host_processes;
   std::unique_ptr<hosts::HostManager> hosts;
@@ -201,6 +203,40 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   impl->client_service = std::make_unique<ClientService>(&impl->ctx);
   impl->worker_service = std::make_unique<WorkerService>(&impl->ctx);
 
+  // The pull-through cache of the upstreams workers provision from, served by the
+  // dashboard's listener (started before the gRPC API, so every worker's registration
+  // learns its address).
+  if (!options.upstream.indexes.empty() || !options.upstream.trees.empty()) {
+    if (options.http.listen.empty()) {
+      return Status::InvalidArgument("--upstream-index and --upstream-tree need --http-listen");
+    }
+    mirror::MirrorOptions upstream = options.upstream;
+    upstream.staging_dir = options.data_dir + "/upstream-staging";
+    FARM_RETURN_IF_ERROR(fs::MakeDirs(upstream.staging_dir, 0700));
+    impl->upstream_fetcher = upstream::MakeCurlFetcher();
+    impl->mirror = std::make_unique<mirror::PullThroughCache>(
+        upstream, impl->upstream_fetcher.get(), impl->blobs.get(), &RealClock());
+    impl->ctx.upstream_url = options.upstream_url;
+  }
+  if (!options.http.listen.empty()) {
+    http::DashboardOptions http = options.http;
+    http.tls = options.tls;
+    http::DashboardDeps deps{impl->store.get(),     impl->blobs.get(),    impl->auth.get(),
+                             &RealClock(),          impl->schedules.get(), impl->attestor.get(),
+                             impl->audit.get()};
+    deps.mirror = impl->mirror.get();
+    FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
+    if (!options.http_ready_file.empty()) {
+      FARM_RETURN_IF_ERROR(
+          fs::WriteFileAtomic(options.http_ready_file, impl->dashboard->address() + "\n"));
+    }
+    if (impl->mirror && impl->ctx.upstream_url.empty()) {
+      impl->ctx.upstream_url =
+          std::string(http.tls.enabled() ? "https" : "http") + "://" + impl->dashboard->address();
+    }
+    log::Info("dashboard at " + std::string(http.tls.enabled() ? "https" : "http") + "://" +
+              impl->dashboard->address() + "/");
+  }
   FARM_ASSIGN_OR_RETURN(auto credentials, net::ServerCredentials(options.listen, options.tls));
   impl->ctx.require_worker_certs = !options.tls.client_ca_file.empty();
   grpc::EnableDefaultHealthCheckService(true);
@@ -226,20 +262,6 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   }
   impl->address = WithPort(options.listen, port);
   impl->hosts->SetServerAddress(impl->address);
-  if (!options.http.listen.empty()) {
-    http::DashboardOptions http = options.http;
-    http.tls = options.tls;
-    http::DashboardDeps deps{impl->store.get(),     impl->blobs.get(),    impl->auth.get(),
-                             &RealClock(),          impl->schedules.get(), impl->attestor.get(),
-                             impl->audit.get()};
-    FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
-    if (!options.http_ready_file.empty()) {
-      FARM_RETURN_IF_ERROR(
-          fs::WriteFileAtomic(options.http_ready_file, impl->dashboard->address() + "\n"));
-    }
-    log::Info("dashboard at " + std::string(http.tls.enabled() ? "https" : "http") + "://" +
-              impl->dashboard->address() + "/");
-  }
   FARM_ASSIGN_OR_RETURN(impl->publishing,
                         publish::PublishingService::Start(
                             {.secrets = options.secrets,

@@ -15,6 +15,7 @@
 #include "daemon/api/service_context.h"
 #include "daemon/auth/secrets_file.h"
 #include "daemon/http/dashboard_options.h"
+#include "daemon/mirror/pull_through.h"
 #include "daemon/quota/quota.h"
 #include "daemon/s3/blob_store_flags.h"
 
@@ -57,6 +58,11 @@ struct ServerOptions {
   // git source must name its full commit.
   git::GitPolicy git = {.timeout_ms = 30'000};
   bool git_resolve = true;
+  // farmd's pull-through cache of the upstreams workers provision from
+  // (docs/environments.md): indexes and trees by name; none: not served. upstream_url is
+  // the base workers are told to fetch through; empty: the dashboard's own address.
+  mirror::MirrorOptions upstream;
+  std::string upstream_url;
 };
 
 class FarmServer {

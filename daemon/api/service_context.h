@@ -64,6 +64,9 @@ struct ServiceContext {
   audit::AuditLog* audit = nullptr;
   // The workers as build and job replies explain placement with (shared by copies).
   std::shared_ptr<FleetCache> fleet_cache = std::make_shared<FleetCache>();
+  // Where workers fetch their environments' upstreams through farmd ("http://host:port");
+  // empty when farmd serves none. Set before the gRPC API starts.
+  std::string upstream_url;
 };
 
 // Polls `generation()` (by default `ctx.store->Generation()`) until it differs from `seen`,

@@ -164,17 +164,18 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
   std::string source_id = schedule::SourceIdentity(recipe.source(), req.source_digest());
   farm::v1::JobNeeds needs;
   needs.set_target_gpu(recipe.build_on_target_gpu());
+  needs.set_provisioned(recipe.has_environment());
   for (const auto& cell : expansion.cells) {
-    store::JobRow job{.cell = cell.SerializeAsString(),
-                      .priority = req.priority(),
-                      .build_key = BuildKey(recipe, source_id, cell),
-                      .max_attempts = recipe.retry().max_attempts() > 0
-                                          ? recipe.retry().max_attempts()
-                                          : ctx.tunables.max_attempts,
-                      .created_ms = now,
-                      .needs = needs.target_gpu() ? needs.SerializeAsString() : "",
-                      .compile_mib = Mib(recipe.gb_per_compile_job()),
-                      .validation_mib = Mib(recipe.validation().gpu_memory_gb())};
+    store::JobRow job{
+        .cell = cell.SerializeAsString(),
+        .priority = req.priority(),
+        .build_key = BuildKey(recipe, source_id, cell),
+        .max_attempts = recipe.retry().max_attempts() > 0 ? recipe.retry().max_attempts()
+                                                          : ctx.tunables.max_attempts,
+        .created_ms = now,
+        .needs = needs.target_gpu() || needs.provisioned() ? needs.SerializeAsString() : "",
+        .compile_mib = Mib(recipe.gb_per_compile_job()),
+        .validation_mib = Mib(recipe.validation().gpu_memory_gb())};
     if (recipe.requirements_size() > 0) {
       // The key waits for the wheels the job will consume (ResolveHeldJobs).
       job.key_base = job.build_key;

@@ -10,6 +10,7 @@
 #include "daemon/api/handler.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/model/convert.h"
+#include "daemon/recipe/cell_environment.h"
 #include "daemon/sched/placement.h"
 
 namespace farm::api {
@@ -108,6 +109,10 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, Recipe
   *a.mutable_recipe() = std::move(build.recipe);
   a.set_cache_namespace(build.cache_namespace);
   *a.mutable_cell() = ParseBlob<farm::v1::MatrixCell>(job.cell);
+  // The cell's environment travels with the lease: the worker provisions it.
+  if (a.recipe().has_environment()) {
+    FARM_ASSIGN_OR_RETURN(*a.mutable_environment(), recipe::CellEnvironment(a.recipe(), a.cell()));
+  }
   a.set_timeout_seconds(a.recipe().timeout_seconds() > 0 ? a.recipe().timeout_seconds() : 3600);
   a.set_kind(job.kind == store::kJobValidate ? farm::v1::JOB_VALIDATE : farm::v1::JOB_BUILD);
   if (job.kind == store::kJobValidate) {
@@ -204,6 +209,7 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
     entry.done = "id " + id + ", state " + state;
     resp->set_heartbeat_interval_ms(static_cast<int32_t>(ctx_->tunables.heartbeat_ms));
     resp->set_lease_ms(static_cast<int32_t>(ctx_->tunables.lease_ms));
+    resp->set_upstream_url(ctx_->upstream_url);
     return Status::Ok();
   });
 }

@@ -371,6 +371,11 @@ std::string FormatWorker(const farm::v1::WorkerInfo& w) {
   for (const auto& t : c.toolkits()) cuda.push_back(t.version());
   for (const auto& p : c.pythons()) python.push_back(p.version());
   o << "\tCUDA" << DistinctList(cuda) << "\tPython" << DistinctList(python);
+  if (c.provisioning().enabled()) {
+    o << "\tprovisions" << (c.provisioning().fetches_toolkits() ? " (fetches CUDA)" : "")
+      << ", env cache " << fs::HumanBytes(c.provisioning().cache_bytes()) << " of "
+      << fs::HumanBytes(c.provisioning().cache_max_bytes());
+  }
   o << "\tlast heartbeat " << w.last_heartbeat();
   if (!c.probe_error().empty()) o << "\tquarantined: " << c.probe_error();
   if (!c.gpu_driver_error().empty()) o << "\t" << c.gpu_driver_error();

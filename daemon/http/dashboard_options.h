@@ -22,6 +22,10 @@ namespace farm::attest {
 class Attestor;
 }  // namespace farm::attest
 
+namespace farm::mirror {
+class PullThroughCache;
+}  // namespace farm::mirror
+
 namespace farm::http {
 
 struct DashboardOptions {
@@ -65,6 +69,9 @@ struct DashboardDeps {
   attest::Attestor* attestor = nullptr;
   // Where every mutation is recorded; null: nothing is recorded.
   audit::AuditLog* audit = nullptr;
+  // The pull-through cache of the upstreams workers provision from (/upstream/...); null
+  // where farmd serves none (404).
+  mirror::PullThroughCache* mirror = nullptr;
 };
 
 }  // namespace farm::http

@@ -86,6 +86,7 @@ std::string LineLevel(const std::string& text) {
 std::string LinePhase(int stream, const std::string& text) {
   if (stream != store::kLogStreamSystem) return "";
   static const std::pair<const char*, const char*> kMarkers[] = {{"farm: fetching source", "fetch"},
+                                                                 {"farm: provisions ", "provision"},
                                                                  {"farm: creating venv", "build"},
                                                                  {"farm: checking ", "checks"},
                                                                  {"farm: validating", "validation"},
@@ -110,6 +111,7 @@ std::string FailurePhase(int cause, const std::string& detail) {
       if (starts("uploading ")) return "upload";
       if (starts("validation could not run")) return "validation";
       if (starts("cannot create workspace")) return "setup";
+      if (starts("provisioning ")) return "provision";
       return "build";
     default:
       return "";

@@ -10,6 +10,7 @@
 #include "daemon/http/metrics.h"
 #include "daemon/http/provenance_views.h"
 #include "daemon/http/simple_index.h"
+#include "daemon/http/upstream_routes.h"
 
 namespace farm::http {
 
@@ -97,7 +98,7 @@ Response Router::Dispatch(const Request& req) {
                   : TextResponse(503, "store unavailable: " + n.status().ToString() + "\n");
   }
   if (path == "/metrics" || path.starts_with("/api/") || path.starts_with("/files/") ||
-      path.find("/simple") != std::string::npos) {
+      path.starts_with(kUpstreamPrefix) || path.find("/simple") != std::string::npos) {
     bool write = !IsRead(req);
     if (write && !path.starts_with("/api/")) return MethodNotAllowed("GET, HEAD");
     // A write names its principal itself (Actor), so that a refusal is recorded.
@@ -113,6 +114,7 @@ Response Router::Dispatch(const Request& req) {
     return r;
   }
   if (path.starts_with("/api/v1/")) return DispatchApi(req, std::string_view(path).substr(8));
+  if (auto r = HandleUpstream(deps_, req)) return std::move(*r);
   if (auto r = HandleIndex(catalog_, req)) return std::move(*r);
   return ErrorResponse(Status::NotFound("no route for " + path));
 }

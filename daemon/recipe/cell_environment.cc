@@ -24,7 +24,7 @@ Result<farm::v1::ProvisionSpec> CellEnvironment(const farm::v1::Recipe& recipe,
   }
   farm::v1::ProvisionSpec spec;
   spec.set_python(cell.python());
-  spec.set_cuda(cell.cuda());
+  if (!recipe.environment().no_toolkit()) spec.set_cuda(cell.cuda());
   spec.set_platform(cell.platform().empty() ? "linux_x86_64" : cell.platform());
   if (!cell.torch().empty()) {
     auto it = recipe.environment().torch().find(cell.torch());

@@ -240,8 +240,9 @@ Status ParseTorchAbiSection(const Section& top, farm::v1::Recipe* recipe) {
 Status ParseEnvironmentSection(const Section& top, farm::v1::Recipe* recipe) {
   const Field* f = top.Find("environment");
   if (f == nullptr) return Status::Ok();
-  FARM_ASSIGN_OR_RETURN(Section s, Section::Read(top.sink(), f->value, f->key_pos, "environment",
-                                                 "environment.", {"torch", "build_requirements"}));
+  FARM_ASSIGN_OR_RETURN(
+      Section s, Section::Read(top.sink(), f->value, f->key_pos, "environment", "environment.",
+                               {"torch", "build_requirements", "toolkit"}));
   if (recipe->matrix().python().empty()) {
     return s.sink().At(f->key_pos,
                        "a provisioned environment needs matrix.python: the "
@@ -259,6 +260,9 @@ Status ParseEnvironmentSection(const Section& top, farm::v1::Recipe* recipe) {
   }
   farm::v1::EnvironmentSpec* env = recipe->mutable_environment();
   FARM_RETURN_IF_ERROR(ParseTorchMap(s, *recipe, env));
+  bool toolkit = true;
+  FARM_RETURN_IF_ERROR(s.GetBool("toolkit", &toolkit));
+  env->set_no_toolkit(!toolkit);
   return ParseBuildRequirements(s, env);
 }
 

@@ -114,13 +114,19 @@ std::string MissingMemory(const farm::v1::MatrixCell& cell, const farm::v1::Capa
 }
 
 // The platform and Python requirements of a cell (a build's, and a validation's venv).
-std::string MissingHost(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps) {
+// Not quarantined, and the CPU of the cell's platform.
+std::string MissingPlatform(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps) {
   if (!caps.probe_error().empty()) return "quarantined: " + caps.probe_error();
   const std::string platform = wheel::CellPlatform(cell);
   if (wheel::PlatformArch(platform) != wheel::PlatformArch(caps.platform())) {
     return "platform " + platform + " is built by " + wheel::PlatformArch(platform) +
            " workers (has " + (caps.platform().empty() ? "none" : caps.platform()) + ")";
   }
+  return "";
+}
+
+std::string MissingHost(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps) {
+  if (std::string platform = MissingPlatform(cell, caps); !platform.empty()) return platform;
   std::string have;
   if (!HasPython(cell, caps, &have)) {
     std::string want = "Python " + (cell.python().empty() ? "any" : cell.python());
@@ -128,6 +134,23 @@ std::string MissingHost(const farm::v1::MatrixCell& cell, const farm::v1::Capabi
     return "no " + want + " (has " + have + ")";
   }
   return "";
+}
+
+// A cell the worker provisions itself: its Python (host or archive) needs no interpreter
+// here, its toolkit none where the worker fetches toolkits (redist archives emit every
+// target of their version; host toolkits are still checked by HasToolkit).
+std::string MissingProvisioned(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
+                               const JobMemory& memory, double held_gb) {
+  if (std::string platform = MissingPlatform(cell, caps); !platform.empty()) return platform;
+  if (!caps.provisioning().enabled()) {
+    return "does not provision environments (the recipe asks for them: farm-worker --provision)";
+  }
+  std::string have;
+  if (!caps.provisioning().fetches_toolkits() && !HasToolkit(cell, caps, &have)) {
+    return "no CUDA toolkit" + (cell.cuda().empty() ? "" : " " + cell.cuda()) +
+           " and fetches none (has " + have + ")";
+  }
+  return MissingMemory(cell, caps, memory, held_gb);
 }
 
 }  // namespace
@@ -147,7 +170,9 @@ double HeldValidationGb(const farm::v1::Capabilities& caps, const std::vector<Ru
 }
 
 std::string MissingRequirement(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
-                               const JobMemory& memory, double held_gb) {
+                               const JobMemory& memory, double held_gb,
+                               const farm::v1::JobNeeds& needs) {
+  if (needs.provisioned()) return MissingProvisioned(cell, caps, memory, held_gb);
   if (std::string host = MissingHost(cell, caps); !host.empty()) return host;
   std::string have;
   if (!HasToolkit(cell, caps, &have)) {
@@ -174,6 +199,8 @@ std::string PlacementClassKey(const farm::v1::Capabilities& caps) {
   farm::v1::Capabilities key = caps;
   key.clear_hostname();
   key.clear_free_disk_bytes();
+  key.mutable_provisioning()->clear_cache_bytes();  // grows with every job
+  if (!key.provisioning().enabled()) key.clear_provisioning();
   for (auto& gpu : *key.mutable_gpus()) {
     gpu.clear_uuid();
     gpu.clear_index();
@@ -191,7 +218,7 @@ std::string PlacementClassKey(const farm::v1::Capabilities& caps) {
 std::string PlacementBlocker(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
                              const std::vector<PeerWorker>& peers, const farm::v1::JobNeeds& needs,
                              const JobMemory& memory, double held_gb) {
-  std::string missing = MissingRequirement(cell, caps, memory, held_gb);
+  std::string missing = MissingRequirement(cell, caps, memory, held_gb, needs);
   if (!missing.empty() || CanValidate(cell, caps)) return missing;
   if (needs.target_gpu()) {
     auto targets = arch::ParseArchList(cell.arch_list());
@@ -201,7 +228,8 @@ std::string PlacementBlocker(const farm::v1::MatrixCell& cell, const farm::v1::C
            ccs + ", this worker has " + GpusOf(caps);
   }
   for (const PeerWorker& peer : peers) {
-    if (CanValidate(cell, peer.caps) && MissingRequirement(cell, peer.caps, memory).empty()) {
+    if (CanValidate(cell, peer.caps) &&
+        MissingRequirement(cell, peer.caps, memory, 0, needs).empty()) {
       return "left for " + peer.name + ", whose GPU can validate it";
     }
   }

@@ -33,9 +33,12 @@ bool HasUnifiedMemory(const farm::v1::Capabilities& caps);
 // cannot emit sm_121a"), and memory for at least one compile job. On a unified-memory
 // worker that compile job shares the RAM with GPU validations: the job's own (when the
 // worker validates the cell) and `held_gb`, what the jobs it already runs hold
-// (HeldValidationGb).
+// (HeldValidationGb). A cell whose recipe asks for provisioned environments
+// (needs.provisioned) needs a worker that provisions instead of the cell's Python, and
+// no toolkit where that worker fetches toolkits.
 std::string MissingRequirement(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
-                               const JobMemory& memory = {}, double held_gb = 0);
+                               const JobMemory& memory = {}, double held_gb = 0,
+                               const farm::v1::JobNeeds& needs = {});
 
 // A job a worker runs: its cell and what its validation needs.
 struct RunningJob {

@@ -49,6 +49,25 @@ def host_python_version():
                           check=True, capture_output=True, text=True).stdout.strip()
 
 
+def serve_index_and_python(work, data):
+    """Makes both torch stand-ins (cp311) with Debian's pip and setuptools, each on its
+    per-CUDA index (/whl/cu128/, /whl/cu130/), and a CPython archive of this machine's
+    interpreter; starts their fakes. Returns the archive's summary and the fakes."""
+    for label, version in (("cu128", "2.8.0+cu128"), ("cu130", "2.9.0+cu130")):
+        make("torch-wheels", "--out", os.path.join(data, label), "--version", version,
+             "--python-tag", "cp311")
+        make("host-wheels", "--out", os.path.join(data, label))
+    python = make("cpython", "--out", os.path.join(data, "python"), "--python", HOST_PYTHON)
+    return python, {
+        "index": RunningFake("fake_pyindex.py",
+                             ["--index", "/whl/cu128=" + os.path.join(data, "cu128"),
+                              "--index", "/whl/cu130=" + os.path.join(data, "cu130")],
+                             work, "index"),
+        "python": RunningFake("fake_redist.py", ["--root", os.path.join(data, "python")],
+                              work, "python"),
+    }
+
+
 @pytest.fixture(scope="module")
 def upstreams():
     if not os.path.isdir(os.path.join(CUDA, "dist-info")):
@@ -58,23 +77,11 @@ def upstreams():
         pytest.skip("farm-provision is not built (%s)" % FARM_PROVISION)
     work = tempfile.mkdtemp(prefix="provision-upstreams-")
     data = os.path.join(work, "data")
-    for label, version in (("cu128", "2.8.0+cu128"), ("cu130", "2.9.0+cu130")):
-        make("torch-wheels", "--out", os.path.join(data, label), "--version", version,
-             "--python-tag", "cp311")
-        make("host-wheels", "--out", os.path.join(data, label))
-    python = make("cpython", "--out", os.path.join(data, "python"), "--python", HOST_PYTHON)
+    python, fakes = serve_index_and_python(work, data)
     redist = make("redist", "--cuda", CUDA, "--out", os.path.join(data, "redist"),
                   "--components", "cuda_nvcc,cuda_crt,libnvvm,cuda_cudart")
-    fakes = {
-        "index": RunningFake("fake_pyindex.py",
-                             ["--index", "/whl/cu128=" + os.path.join(data, "cu128"),
-                              "--index", "/whl/cu130=" + os.path.join(data, "cu130")],
-                             work, "index"),
-        "redist": RunningFake("fake_redist.py", ["--root", os.path.join(data, "redist")],
-                              work, "redist"),
-        "python": RunningFake("fake_redist.py", ["--root", os.path.join(data, "python")],
-                              work, "python"),
-    }
+    fakes["redist"] = RunningFake("fake_redist.py", ["--root", os.path.join(data, "redist")],
+                                  work, "redist")
     yield {"work": work, "python_archive": python, "redist_data": redist, **fakes}
     for fake in fakes.values():
         fake.stop()

@@ -22,6 +22,17 @@ Agent::Agent(WorkerConfig config, std::string enroll_token, AgentDeps deps, Agen
       timings_(timings),
       worker_env_(BaseEnv(CurrentEnv())) {
   heartbeat_ms_ = timings_.default_heartbeat_ms;
+  if (config_.provision.enabled) {
+    environments_ = std::make_unique<Environments>(config_.provision, deps_.runner, deps_.clock);
+  }
+}
+
+void Agent::AddProvisioning(farm::v1::Capabilities* caps) {
+  if (environments_) *caps->mutable_provisioning() = environments_->Advertise();
+}
+
+void Agent::LearnFarmUpstream(const farm::v1::RegisterResponse& r) {
+  if (environments_) environments_->SetFarmUpstream(r.upstream_url());
 }
 
 Agent::~Agent() {
@@ -60,6 +71,7 @@ Status Agent::RegisterOnce() {
     auto r = deps_.client->Register(req, id.worker_token);
     if (r.ok()) {
       deps_.client->SetToken(id.worker_token);
+      LearnFarmUpstream(*r);
       std::lock_guard lock(mu_);
       if (r->heartbeat_interval_ms() > 0) heartbeat_ms_ = r->heartbeat_interval_ms();
       log::Info("registered as " + r->worker_id());
@@ -80,6 +92,7 @@ Status Agent::RegisterOnce() {
     return Status::FailedPrecondition("saving worker identity: " + saved.message());
   }
   deps_.client->SetToken(fresh.worker_token);
+  LearnFarmUpstream(*r);
   {
     std::lock_guard lock(mu_);
     identity_ = fresh;
@@ -185,6 +198,7 @@ void Agent::HeartbeatLoop() {
 void Agent::ProbeLoop() {
   while (SleepUnlessStopped(timings_.probe_interval_ms)) {
     farm::v1::Capabilities fresh = deps_.probe->Probe();
+    AddProvisioning(&fresh);
     std::lock_guard lock(mu_);
     // Free disk and the host's own numbers drift; only report real changes.
     farm::v1::Capabilities a = fresh, b = caps_;
@@ -234,6 +248,7 @@ void Agent::StartJob(const farm::v1::AcquireJobResponse& resp) {
   };
   JobDeps jd{deps_.client, deps_.runner, deps_.executor,
              deps_.probe,  deps_.clock,  deps_.wheel_hook};
+  jd.environments = environments_.get();
   RunningJob entry{
       job, std::make_shared<JobControl>(), std::make_shared<std::atomic<bool>>(false), {}};
   auto control = entry.control;
@@ -336,11 +351,13 @@ Status Agent::Run() {
   log::RegisterSecret(enroll_token_);
   log::RegisterSecret(stored.worker_token);
   farm::v1::Capabilities caps = deps_.probe->Probe();
+  AddProvisioning(&caps);
   log::Info(caps.hostname() + " " + caps.platform() + ", " + std::to_string(caps.cpu_cores()) +
             " cores, " + std::to_string(caps.ram_bytes() >> 30) + " GiB RAM, " +
             std::to_string(caps.gpus_size()) + " GPU(s), " + std::to_string(caps.toolkits_size()) +
             " CUDA toolkit(s), " + std::to_string(caps.pythons_size()) + " Python(s)" +
             (caps.wsl2() ? ", WSL2" : "") +
+            (caps.provisioning().enabled() ? ", provisions environments" : "") +
             (caps.cuda_driver_library().empty() ? "" : ", driver " + caps.cuda_driver_library()));
   if (!caps.gpu_driver_error().empty()) log::Error(caps.gpu_driver_error());
   {

@@ -22,6 +22,7 @@
 #include "common/status.h"
 #include "worker/agent/compile_cache.h"
 #include "worker/agent/config.h"
+#include "worker/agent/environments.h"
 #include "worker/agent/executor.h"
 #include "worker/agent/farm_client.h"
 #include "worker/agent/job_runner.h"
@@ -78,6 +79,10 @@ class Agent {
   bool SleepUnlessStopped(int64_t ms);
   bool IsAuthError(const Status& s) const;
   void StartCompileCache();
+  // Capabilities.provisioning from the environments (nothing when the worker provisions
+  // none); LearnFarmUpstream takes farmd's pull-through address from its reply.
+  void AddProvisioning(farm::v1::Capabilities* caps);
+  void LearnFarmUpstream(const farm::v1::RegisterResponse& r);
 
   const WorkerConfig config_;
   const std::string enroll_token_;
@@ -85,6 +90,7 @@ class Agent {
   const AgentTimings timings_;
   const EnvMap worker_env_;
   std::unique_ptr<CompileCache> compile_cache_;  // made in Run() before any job starts
+  std::unique_ptr<Environments> environments_;   // null unless --provision
 
   std::atomic<bool> stopping_{false};
   std::mutex mu_;

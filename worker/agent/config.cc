@@ -50,6 +50,22 @@ std::vector<FlagSpec> Specs() {
       {"git-ca-file", "PEM",
        "certificate authorities for https git servers (default: the system's)"},
       {"git-timeout-s", "N", "longest a git clone may take (default 1800)"},
+      {"provision", "", "make each cell's Python, torch and CUDA toolkit (recipe environment:)"},
+      {"env-cache-dir", "DIR", "environment cache (default <state-dir>/envs)"},
+      {"env-cache-max-gib", "N", "environment cache bound, least recently used out (default 64)"},
+      {"provision-index", "URL",
+       "package index of torch and build requirements; {variant} becomes cu128 etc. "
+       "(default: farmd's pull-through cache)"},
+      {"provision-redist", "URL", "NVIDIA's redist folder for CUDA toolkits (default: farmd's)"},
+      {"provision-python-release", "URL",
+       "folder of relocatable CPython archives with SHA256SUMS (default: farmd's)"},
+      {"provision-no-host-python", "", "never build an environment on a host interpreter"},
+      {"provision-glibc", "X.Y", "glibc for manylinux wheel tags (default: this host's)"},
+      {"provision-redist-component", "NAME",
+       "a redist component of provisioned toolkits, repeatable (default cuda_nvcc, cuda_crt, "
+       "libnvvm, cuda_cudart, cuda_cccl)"},
+      {"provision-installer", "pip==VERSION",
+       "the pinned pip that installs environments, from the index (default pip==23.0.1)"},
       {"test-fake-gpu", "NAME:CC",
        "TEST ONLY: also report a GPU that is not there, e.g. "
        "\"Fake H100:9.0\" (repeatable; never on a real worker)"},
@@ -86,6 +102,28 @@ std::string Absolute(const std::string& path) {
   std::error_code ec;
   std::filesystem::path abs = std::filesystem::absolute(path, ec);
   return ec ? path : abs.lexically_normal().string();
+}
+
+Status ParseProvisionFlags(const Flags& flags, WorkerConfig& c) {
+  ProvisionConfig& p = c.provision;
+  p.enabled = flags.Has("provision");
+  p.cache_dir = Absolute(flags.Get("env-cache-dir", c.state_dir + "/envs"));
+  FARM_ASSIGN_OR_RETURN(int64_t gib, flags.GetInt("env-cache-max-gib", 64));
+  if (gib < 1 || gib > 1 << 20) return Status::InvalidArgument("--env-cache-max-gib must be >= 1");
+  p.max_cache_bytes = gib << 30;
+  p.index = flags.Get("provision-index");
+  p.redist = flags.Get("provision-redist");
+  p.python_release = flags.Get("provision-python-release");
+  p.host_pythons = !flags.Has("provision-no-host-python");
+  p.glibc = flags.Get("provision-glibc");
+  p.installer = flags.Get("provision-installer");
+  p.redist_components = flags.GetAll("provision-redist-component");
+  for (const std::string* url : {&p.index, &p.redist, &p.python_release}) {
+    if (!url->empty() && url->rfind("http://", 0) != 0 && url->rfind("https://", 0) != 0) {
+      return Status::InvalidArgument("provisioning sources are http(s) URLs, got \"" + *url + "\"");
+    }
+  }
+  return Status::Ok();
 }
 
 Status ParseExecutorFlags(const Flags& flags, WorkerConfig& c) {
@@ -201,6 +239,7 @@ Result<WorkerConfig> ParseWorkerFlags(int argc, char** argv, bool* help) {
   c.verbose = flags.Has("verbose");
   FARM_RETURN_IF_ERROR(ParseExecutorFlags(flags, c));
   FARM_RETURN_IF_ERROR(ParseGitFlags(flags, c));
+  FARM_RETURN_IF_ERROR(ParseProvisionFlags(flags, c));
   for (const auto& text : flags.GetAll("test-fake-gpu")) {
     FARM_ASSIGN_OR_RETURN(FakeGpu gpu, ParseFakeGpu(text));
     c.test_fake_gpus.push_back(std::move(gpu));

@@ -26,6 +26,22 @@ struct FakeGpu {
   int cc_minor = 0;
 };
 
+// Per-cell environments (docs/environments.md): whether the worker provisions them and
+// from where. An empty index/redist/python source means "through farmd's pull-through
+// cache" when farmd serves one (RegisterResponse.upstream_url), else none.
+struct ProvisionConfig {
+  bool enabled = false;   // --provision
+  std::string cache_dir;  // default <state_dir>/envs
+  int64_t max_cache_bytes = int64_t{64} << 30;
+  std::string index;           // a URL; "{variant}" is replaced by the torch CUDA variant
+  std::string redist;          // NVIDIA's redist folder
+  std::string python_release;  // a CPython archive folder holding SHA256SUMS
+  bool host_pythons = true;    // may use this host's interpreters of the cell's version
+  std::string glibc;           // for manylinux tags; default: this host's
+  std::string installer;       // the pinned pip that installs (default: the provisioner's)
+  std::vector<std::string> redist_components;  // empty: the provisioner's default set
+};
+
 struct WorkerConfig {
   std::string server;       // HOST:PORT of farmd; empty when server_file is used
   std::string server_file;  // ready file holding "127.0.0.1:PORT" (waited for 30 s)
@@ -72,6 +88,7 @@ struct WorkerConfig {
   // --git-ca-file, --git-timeout-s.
   git::GitPolicy git;
   std::vector<FakeGpu> test_fake_gpus;  // test-only (FakeGpu)
+  ProvisionConfig provision;
 };
 
 // Parses farm-worker's flags. On success returns the config with defaults filled in;

@@ -441,23 +441,48 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   auto dir = BuildDir(src, recipe);
   if (!dir.ok()) return RecipeError(dir.status().message());
   const std::string& build_dir = *dir;
-  FARM_ASSIGN_OR_RETURN(auto python, SelectPython(job_.cell(), settings_.caps));
-  FARM_ASSIGN_OR_RETURN(auto toolkit, SelectToolkit(job_.cell(), settings_.caps));
-  system("creating venv with " + python.path() + " (Python " + python.version() + ")");
   EnvMap tool_env = BaseEnv(settings_.worker_env);
   StepRunner steps(
       *deps_.runner, tool_env, control_.get(), [&log](OutputStream s, const std::string& line) {
         log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
       });
-  FARM_RETURN_IF_ERROR(
-      CreateVenv(steps, python.path(), recipe.system_site_packages(), ws + "/venv"));
-  FARM_RETURN_IF_ERROR(FetchInputs(log, ws));
-  FARM_RETURN_IF_ERROR(InstallBuildInputs(log, steps, ws + "/venv"));
-  FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/wheels"));
-  FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/tmp"));
-  // The build runs as the build user: what the worker made here (the venv, the required
-  // wheels) becomes that user's.
-  FARM_RETURN_IF_ERROR(GiveToBuildUser(settings_.build_user, ws, true));
+  farm::v1::PythonInterpreter python;
+  farm::v1::CudaToolkit toolkit;
+  std::optional<env::ProvisionedEnv> provisioned;  // its cache pins last until the build ends
+  if (job_.has_environment()) {
+    FARM_RETURN_IF_ERROR(FetchInputs(log, ws));
+    FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/wheels"));
+    FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/tmp"));
+    // Given before the venv is cloned in: the clone's files are links to the sealed
+    // snapshot, which must stay the worker's.
+    FARM_RETURN_IF_ERROR(GiveToBuildUser(settings_.build_user, ws, true));
+    auto made = ProvisionEnvironment(log, ws);
+    if (!made.ok()) return ProvisioningOutcome(made.status());
+    provisioned = std::move(made).value();
+    provisioned_torch_ = provisioned->torch;
+    python.set_version(job_.environment().python());
+    python.set_path(provisioned->python);
+    system("creating venv: the environment's own, " + provisioned->venv_dir + " (base " +
+           provisioned->base_python + ")");
+    if (!provisioned->cuda_home.empty()) {  // none: the recipe compiles no CUDA
+      toolkit.set_version(job_.environment().cuda());
+      toolkit.set_path(provisioned->cuda_home);
+    }
+    FARM_RETURN_IF_ERROR(InstallBuildInputs(log, steps, ws + "/venv"));
+  } else {
+    FARM_ASSIGN_OR_RETURN(python, SelectPython(job_.cell(), settings_.caps));
+    FARM_ASSIGN_OR_RETURN(toolkit, SelectToolkit(job_.cell(), settings_.caps));
+    system("creating venv with " + python.path() + " (Python " + python.version() + ")");
+    FARM_RETURN_IF_ERROR(
+        CreateVenv(steps, python.path(), recipe.system_site_packages(), ws + "/venv"));
+    FARM_RETURN_IF_ERROR(FetchInputs(log, ws));
+    FARM_RETURN_IF_ERROR(InstallBuildInputs(log, steps, ws + "/venv"));
+    FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/wheels"));
+    FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/tmp"));
+    // The build runs as the build user: what the worker made here (the venv, the required
+    // wheels) becomes that user's.
+    FARM_RETURN_IF_ERROR(GiveToBuildUser(settings_.build_user, ws, true));
+  }
   JobEnvInputs in{&job_,
                   settings_.worker_env,
                   ws + "/venv",
@@ -674,7 +699,8 @@ Result<farm::v1::ArtifactHeader> JobRunner::Label(LogShipper& log, const std::st
                                                   const farm::v1::ArtifactHeader& header) {
   const std::string wheel_dir = stdfs::path(path).parent_path().string();
   const std::string out_dir = wheel_dir + "/labelled";
-  FARM_ASSIGN_OR_RETURN(std::string torch, TorchRequirementForJob(job_, settings_.caps));
+  FARM_ASSIGN_OR_RETURN(std::string torch,
+                        TorchRequirementForJob(job_, settings_.caps, provisioned_torch_));
   FARM_ASSIGN_OR_RETURN(LabelledWheel labelled,
                         LabelWheelForJob(job_, path, header, out_dir, torch));
   if (!labelled.rewritten) return labelled.header;

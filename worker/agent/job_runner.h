@@ -21,6 +21,7 @@
 #include "worker/agent/build_env.h"
 #include "worker/agent/build_user.h"
 #include "worker/agent/compile_cache.h"
+#include "worker/agent/environments.h"
 #include "worker/agent/executor.h"
 #include "worker/agent/farm_client.h"
 #include "worker/agent/job_control.h"
@@ -45,6 +46,9 @@ struct JobDeps {
   CapabilityProbe* probe = nullptr;  // memory available at job start
   const Clock* clock = nullptr;
   WheelHook wheel_hook;  // may be empty: wheels are then taken unchecked
+  // Makes the environment of a lease that carries one; null: such leases fail as
+  // infrastructure (this worker does not provision).
+  Environments* environments = nullptr;
 };
 
 struct JobSettings {
@@ -109,6 +113,10 @@ class JobRunner {
   // validated and uploaded from here, never from where the build left them.
   std::string OutputDir(const std::string& ws) const;
   Result<Outcome> Build(LogShipper& log, const std::string& ws, const std::string& src);
+  // The lease's environment, made or cloned from its snapshot into <ws>/venv
+  // (job_provision.cc); ProvisioningOutcome says whose fault a failure is.
+  Result<env::ProvisionedEnv> ProvisionEnvironment(LogShipper& log, const std::string& ws);
+  Outcome ProvisioningOutcome(const Status& status) const;
   Outcome FinishWheels(LogShipper& log, const JobEnvInputs& env_in, const std::string& build_dir,
                        const std::string& python, Outcome built);
   Result<farm::v1::ArtifactHeader> CheckOne(LogShipper& log, const std::string& path);
@@ -137,6 +145,9 @@ class JobRunner {
   // SourceDateEpoch of the source as fetched, before patches (which `git apply` writes now).
   int64_t source_date_epoch_ = 0;
   farm::v1::JobAssignment job_;
+  // The torch of the provisioned environment the build ran in ("" without one): the
+  // wheel's torch requirement names it.
+  std::string provisioned_torch_;
   std::shared_ptr<JobControl> control_;
 };
 

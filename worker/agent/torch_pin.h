@@ -20,10 +20,13 @@ namespace farm::agent {
 //     release with torch_abi.pin: exact (a nightly is always pinned exactly);
 //   - "" when the cell names no torch: the package does not build against torch, and a
 //     requirement would force torch on its users.
+// A job that built in a provisioned environment passes the torch installed there as
+// `provisioned_torch` ("2.8.0+cu128"), which then stands for the probed one.
 // NotFound when no interpreter serves the cell (the build could not have run);
 // InvalidArgument when the probed torch version has no MAJOR.MINOR.
 Result<std::string> TorchRequirementForJob(const farm::v1::JobAssignment& job,
-                                           const farm::v1::Capabilities& caps);
+                                           const farm::v1::Capabilities& caps,
+                                           const std::string& provisioned_torch = "");
 
 }  // namespace farm::agent
 

@@ -72,4 +72,14 @@ std::string Describe(const EnvSpec& spec) {
   return text;
 }
 
+std::string ExpandVariant(const std::string& template_url, const std::string& variant) {
+  std::string out = template_url;
+  const std::string name = variant.empty() ? "cpu" : variant;
+  for (size_t at = out.find("{variant}"); at != std::string::npos; at = out.find("{variant}", at)) {
+    out.replace(at, 9, name);
+    at += name.size();
+  }
+  return out;
+}
+
 }  // namespace farm::env

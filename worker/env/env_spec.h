@@ -40,6 +40,11 @@ Status Validate(const EnvSpec& spec);
 // none ("2.8.0", "2.8.0+cpu" -> "cpu").
 std::string TorchVariant(const std::string& torch);
 
+// An index URL for torch CUDA variant `variant`: `template_url` with every "{variant}"
+// replaced by it ("cu128"; "cpu" when empty), so one setting serves every variant
+// ("https://download.pytorch.org/whl/{variant}/").
+std::string ExpandVariant(const std::string& template_url, const std::string& variant);
+
 // "3.11" of "3.11" or "3.11.2".
 std::string MajorMinor(const std::string& version);
 

@@ -271,10 +271,10 @@ Status Provisioner::BuildToolkit(const std::string& cuda, const std::vector<std:
 }
 
 std::string Provisioner::IndexFor(const EnvSpec& spec) const {
-  auto it = options_.indexes.find(TorchVariant(spec.torch));
-  if (it != options_.indexes.end()) return it->second;
-  it = options_.indexes.find("");
-  return it != options_.indexes.end() ? it->second : "";
+  const std::string variant = TorchVariant(spec.torch);
+  auto it = options_.indexes.find(variant);
+  if (it == options_.indexes.end()) it = options_.indexes.find("");
+  return it != options_.indexes.end() ? ExpandVariant(it->second, variant) : "";
 }
 
 Result<std::string> Provisioner::SnapshotKey(const EnvSpec& spec) {
@@ -288,6 +288,7 @@ Result<ProvisionedEnv> Provisioner::Provision(const EnvSpec& spec, const std::st
                                               const ProgressSink& progress) {
   FARM_RETURN_IF_ERROR(Validate(spec));
   ProvisionedEnv env;
+  env.torch = spec.torch;
   FARM_ASSIGN_OR_RETURN(PythonChoice choice, ChoosePython(spec.python));
   int64_t start = clock_->SteadyMs();
   FARM_ASSIGN_OR_RETURN(env.base_python, ProvidePython(choice, &env, progress));

@@ -60,7 +60,8 @@ struct ProvisionerOptions {
   std::string cache_dir;
   int64_t max_cache_bytes = int64_t{64} << 30;
   // Package indexes by torch CUDA variant ("cu128" -> ".../whl/cu128/"); "" is the
-  // index for environments whose torch has no variant, and for variants not listed.
+  // index for environments whose torch has no variant, and for variants not listed. A URL
+  // may hold "{variant}" (ExpandVariant): ".../whl/{variant}/".
   std::map<std::string, std::string> indexes;
   std::string installer = "pip==23.0.1";  // pinned like any requirement, from the index
   // NVIDIA's redist folder (".../compute/cuda/redist/"); "" to use host toolkits only.
@@ -106,6 +107,7 @@ struct ProvisionedEnv {
   std::string python;    // venv_dir/bin/python
   std::string base_python;
   std::string cuda_home;  // "" when the spec asks for no toolkit
+  std::string torch;      // the torch installed, "2.8.0+cu128"; "" for none
   bool python_from_archive = false;
   bool toolkit_from_redist = false;
   bool snapshot_built = false;  // false: an existing snapshot was cloned

@@ -216,6 +216,16 @@ TEST(EnvironmentTest, ParsesAndGivesEachCellItsProvisioningSpec) {
   EXPECT_EQ(TorchVariant(""), "cpu");
 }
 
+TEST(EnvironmentTest, ABuildWithoutCudaCodeAsksForNoToolkit) {
+  auto r = Parse(std::string(kHead) + kProvisioned + "  toolkit: false\n");
+  ASSERT_TRUE(r.environment().no_toolkit());
+  auto spec = CellEnvironment(r, ExpandMatrix({}, r.matrix()).cells[0]);
+  ASSERT_OK(spec.status());
+  EXPECT_EQ(spec->cuda(), "");                // nothing to provision for CUDA...
+  EXPECT_EQ(spec->torch_variant(), "cu128");  // ...but torch is still the cell's CUDA build
+  EXPECT_FALSE(Parse(std::string(kHead) + kProvisioned).environment().no_toolkit());
+}
+
 TEST(EnvironmentTest, RefusesWhatAProvisionerCannotMake) {
   const std::string m =
       std::string(kHead) + "matrix: {python: [\"3.12\"], torch: [\"2.8\"], cuda: [\"12.8\"]}\n";

@@ -275,3 +275,57 @@ TEST(PlacementClassKeyTest, AlikeHostsShareAClassAndAnyPlacementDifferenceSplits
 
 }  // namespace
 }  // namespace farm::sched
+
+namespace farm::sched {
+namespace {
+
+farm::v1::JobNeeds Provisioned() {
+  farm::v1::JobNeeds needs;
+  needs.set_provisioned(true);
+  return needs;
+}
+
+TEST(PlacementTest, ProvisionedCellGoesToAWorkerThatProvisionsWithoutItsPython) {
+  farm::v1::Capabilities caps = Worker();  // 3.11, 3.12 with torch 2.8, CUDA 13.0
+  const farm::v1::MatrixCell cell = Cell("3.13", "2.11", "12.8");
+  EXPECT_EQ(MissingRequirement(cell, caps, {}, 0, Provisioned()),
+            "does not provision environments (the recipe asks for them: farm-worker --provision)");
+  caps.mutable_provisioning()->set_enabled(true);
+  // No Python 3.13 here, and no toolkit 12.8 either: fetching none, it cannot build it.
+  EXPECT_EQ(MissingRequirement(cell, caps, {}, 0, Provisioned()),
+            "no CUDA toolkit 12.8 and fetches none (has 13.0)");
+  caps.mutable_provisioning()->set_fetches_toolkits(true);
+  EXPECT_EQ(MissingRequirement(cell, caps, {}, 0, Provisioned()), "");
+  // The rules that do not depend on what is installed still hold.
+  EXPECT_EQ(
+      MissingRequirement(Cell("3.13", "2.11", "12.8", "linux_aarch64"), caps, {}, 0, Provisioned()),
+      "platform linux_aarch64 is built by aarch64 workers (has linux_x86_64)");
+  caps.set_ram_bytes(int64_t{4} << 30);
+  EXPECT_NE(MissingRequirement(cell, caps, {.compile_gb = 8}, 0, Provisioned()), "");
+  caps.set_probe_error("probe kernel gave wrong results");
+  EXPECT_EQ(MissingRequirement(cell, caps, {}, 0, Provisioned()),
+            "quarantined: probe kernel gave wrong results");
+}
+
+TEST(PlacementTest, ACellWithoutEnvironmentStillNeedsItsPython) {
+  farm::v1::Capabilities caps = Worker();
+  caps.mutable_provisioning()->set_enabled(true);
+  caps.mutable_provisioning()->set_fetches_toolkits(true);
+  EXPECT_EQ(MissingRequirement(Cell("3.13", "", ""), caps),
+            "no Python 3.13 (has 3.11, 3.12+torch2.8.0+cu128)");
+  EXPECT_EQ(PlacementBlocker(Cell("3.13", "", ""), caps, {}, Provisioned()), "");
+}
+
+TEST(PlacementTest, TheEnvironmentCacheSizeDoesNotSplitPlacementClasses) {
+  farm::v1::Capabilities a = Worker();
+  a.mutable_provisioning()->set_enabled(true);
+  farm::v1::Capabilities b = a;
+  a.mutable_provisioning()->set_cache_bytes(1);
+  b.mutable_provisioning()->set_cache_bytes(int64_t{5} << 30);
+  EXPECT_EQ(PlacementClassKey(a), PlacementClassKey(b));
+  b.mutable_provisioning()->set_fetches_toolkits(true);
+  EXPECT_NE(PlacementClassKey(a), PlacementClassKey(b));
+}
+
+}  // namespace
+}  // namespace farm::sched

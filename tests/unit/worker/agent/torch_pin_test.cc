@@ -57,6 +57,15 @@ TEST(TorchRequirementForJobTest, ComesFromTheTorchTheBuildInterpreterReallyHas) 
             StatusCode::kNotFound);
 }
 
+TEST(TorchRequirementForJobTest, AProvisionedBuildNamesTheTorchOfItsEnvironment) {
+  // No interpreter of this worker has Python 3.11 with torch 2.8: the environment has.
+  farm::v1::JobAssignment job = Job("3.11", "2.8");
+  EXPECT_EQ(TorchRequirementForJob(job, Caps()).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(TorchRequirementForJob(job, Caps(), "2.8.0+cu128").value(), "torch==2.8.*");
+  job.mutable_recipe()->mutable_torch_abi()->set_exact_pin(true);
+  EXPECT_EQ(TorchRequirementForJob(job, Caps(), "2.8.0+cu128").value(), "torch==2.8.0");
+}
+
 TEST(LabelWheelForJobTest, PinsTheTorchOfTheBuildAfterTheLabel) {
   farm::testing::ScopedTempDir dir;
   wheel::testing::WheelSpec spec;  // attn_example 1.0.0+cu130 everywhere, no requirement
