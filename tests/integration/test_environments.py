@@ -48,6 +48,9 @@ name = "envpkg-1.0-%s-%s-linux_x86_64.whl" % (tag, tag)
 files = {
     "envpkg/__init__.py": "TORCH = %r\nPYTHON = %r\nPREFIX = %r\n" % (
         torch.__version__, sys.version.split()[0], sys.base_prefix),
+    # Imported by the validation: the clean venv must hold the environment's own torch.
+    "envpkg/torch_check.py": "import torch\nfrom envpkg import TORCH\n"
+                             "assert torch.__version__ == TORCH, (torch.__version__, TORCH)\n",
     "envpkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: envpkg\nVersion: 1.0\n",
     "envpkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: envpkg\n"
                                   "Root-Is-Purelib: false\nTag: %s-%s-linux_x86_64\n" % (tag, tag),
@@ -78,6 +81,7 @@ environment:
   toolkit: false
 retry: {max_attempts: 3}
 timeout: 600
+validation: {import: [envpkg.torch_check]}
 """
 
 
@@ -165,6 +169,9 @@ def test_builds_both_torch_cells_through_farmd_then_reuses_the_snapshots(farm, u
         assert ("farm: provisions Python 3.11 + torch %s + 1 build requirement(s), from the farm's "
                 "cache" % torch) in log, log
         assert "built snapshot" in log and "Python from its archive" in log, log
+        # Validated over the cell's environment: its torch is there for the import.
+        assert "farm: validating in a clean venv over the cell's environment" in log, log
+        assert "installed and imported in a clean venv" in log, log
         first_ms.append(setup_ms(log))
     # Each upstream file crossed the network once, through farmd: pip and setuptools are the
     # same bytes on both indexes, so farmd fetched them once for both cells.

@@ -733,7 +733,11 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(LogShipper& log, const Jo
   };
   const bool on_host = deps_.executor->RunsOnHost();
   std::string where = on_host ? "" : " inside the " + deps_.executor->Name() + " container";
-  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: validating in a clean venv" + where);
+  // A provisioned cell is validated with its environment's torch: the clean venv sees the
+  // environment's packages, as a user's venv holding that torch would.
+  std::string over = job_.has_environment() ? " over the cell's environment" : "";
+  control_->log_seq =
+      log.Append(farm::v1::SYSTEM, "farm: validating in a clean venv" + over + where);
   // A fresh directory of the worker's, whatever the build left at <ws>/validate.
   const std::string ws = stdfs::path(env_in.wheel_dir).parent_path().string();
   FARM_ASSIGN_OR_RETURN(std::string dir, MakeFreshDir(ws, "validate"));
@@ -742,6 +746,7 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(LogShipper& log, const Jo
                       .wheels = wheels,
                       .manifest = manifest,
                       .python = python,
+                      .sees_python_packages = job_.has_environment(),
                       .dir = dir,
                       .build_dir = build_dir,
                       .find_links = settings_.find_links,

@@ -138,7 +138,8 @@ Result<farm::v1::ValidationReport> ValidateWheels(StepRunner& steps, ProcessRunn
   // nothing the recipe left in this directory is followed by the worker's write.
   std::optional<Result<std::string>> script;
   if (!recipe.validation().script().empty()) script = ScriptPath(in);
-  FARM_RETURN_IF_ERROR(CreateVenv(steps, in.python, recipe.system_site_packages(), venv));
+  FARM_RETURN_IF_ERROR(
+      CreateVenv(steps, in.python, recipe.system_site_packages() || in.sees_python_packages, venv));
   Status installed = steps.Run(InstallArgv(python, in), in.dir, kInstallTimeoutMs);
   if (installed.code() == StatusCode::kCancelled) return installed;
   if (!installed.ok()) {

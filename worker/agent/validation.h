@@ -29,8 +29,7 @@ std::optional<farm::v1::Gpu> ChooseValidationGpu(const farm::v1::Capabilities& c
                                                  const farm::v1::ArchManifest& manifest);
 
 // Why no GPU here serves the wheel, for the report of a pending validation.
-std::string NoGpuReason(const farm::v1::Capabilities& caps,
-                        const farm::v1::ArchManifest& manifest);
+std::string NoGpuReason(const farm::v1::Capabilities& caps, const farm::v1::ArchManifest& manifest);
 
 // The state an exit code of a validation script stands for: 0 passed, 3 and 5 pending
 // hardware (no device, unsupported GPU), anything else failed.
@@ -57,14 +56,17 @@ Status CheckWheelForJob(const farm::v1::JobAssignment& job, const std::string& w
 
 struct ValidationInputs {
   const farm::v1::JobAssignment* job = nullptr;
-  std::vector<std::string> wheels;         // the attempt's checked wheels
-  farm::v1::ArchManifest manifest;         // of the wheel with device code
-  std::string python;                      // interpreter for the clean venv
-  std::string dir;                         // <ws>/validate, created here
-  std::string build_dir;                   // source tree (after `subdirectory`)
-  std::vector<std::string> find_links;     // where runtime requirements are found
+  std::vector<std::string> wheels;  // the attempt's checked wheels
+  farm::v1::ArchManifest manifest;  // of the wheel with device code
+  std::string python;               // interpreter for the clean venv
+  // The clean venv also sees `python`'s packages: for a provisioned cell, whose torch and
+  // its requirements are the environment's (the same as system_site_packages does).
+  bool sees_python_packages = false;
+  std::string dir;                           // <ws>/validate, created here
+  std::string build_dir;                     // source tree (after `subdirectory`)
+  std::vector<std::string> find_links;       // where runtime requirements are found
   std::vector<std::string> required_wheels;  // wheels of required jobs (recipe `requires:`)
-  EnvMap env;                              // the job's environment, venv not yet set
+  EnvMap env;                                // the job's environment, venv not yet set
   farm::v1::Capabilities caps;
   std::string worker_id;
   int64_t timeout_ms = 20 * 60 * 1000;
@@ -75,8 +77,7 @@ struct ValidationInputs {
 // validation went: a failing kernel is a success of this function). Fails only for
 // infrastructure trouble (no venv could be made, the job was stopped).
 Result<farm::v1::ValidationReport> ValidateWheels(StepRunner& steps, ProcessRunner& runner,
-                                                  JobControl* control,
-                                                  const LineCallback& on_line,
+                                                  JobControl* control, const LineCallback& on_line,
                                                   const ValidationInputs& in);
 
 }  // namespace farm::agent
