@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Per-cell environments on a GPU host with no network: the host's own torch, repacked from
+# its RECORD files into real wheels (tests/fakes/repack_installed.py), is served by the
+# index fake as the upstream per-CUDA index (/whl/cu130/); farmd pulls it through
+# (--upstream-index cu130=...), and a worker started with --provision and NO --python makes
+# the cell's environment itself: a venv of the host's CPython of the cell's version, torch
+# and every requirement pinned by version from the index through farmd, the toolkit the
+# probe found for the cell's CUDA. It builds SageAttention for 9.0a in that environment and
+# validates the wheel on the GPU; then a second build of the same cell (--force) shows the
+# cached snapshot. Prints the environment's log lines and the time of each phase.
+# Two steps, each within 10 minutes: `first` leaves the farm running (setsid) in WORK for
+# `second`, which stops it.
+#
+# usage: provision_on_gpu_host.sh first|second BUNDLE_DIR SOURCE_TARBALL WORK OUTDIR
+#   BUNDLE_DIR: bin/{farmd,farm-worker,farmctl} and lib/ (docker/bundle-libs.sh)
+#   SOURCE_TARBALL: thu-ml/SageAttention at d1a57a5 (one top folder)
+# env: PYTHON (default python3: the interpreter whose installed torch is repacked)
+set -uo pipefail
+step=$1 bundle=$(realpath "$2") src=$(realpath "$3") work=$(realpath -m "$4") out=$(realpath -m "$5")
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+py=${PYTHON:-$(command -v python3)}
+mkdir -p "$out" "$work"
+bin=$bundle/bin
+export LD_LIBRARY_PATH=$bundle/lib
+ctl=("$bin/farmctl" --server-file "$work/addr" --token-file "$work/data/admin.token")
+say() { echo "=== $(date -u +%H:%M:%S) $*"; }
+wait_for() {  # FILE SECONDS
+  for _ in $(seq 1 $(( $2 * 10 ))); do [[ -s $1 ]] && return 0; sleep 0.1; done
+  echo "timed out waiting for $1" >&2; return 1
+}
+
+build() {  # NAME SECONDS [SUBMIT ARGS...]
+  local name=$1 limit=$2; shift 2
+  say "$name: submit and follow"
+  local start=$SECONDS
+  timeout "$limit" "${ctl[@]}" submit "$work/recipe.yaml" --source-tarball "$src" --follow "$@" \
+    >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "$name: exit $rc in $((SECONDS - start)) s"
+  grep -E "farm: (provisions|environment ready|provision|build|validat|wheel|label)|requires torch|Requires-Dist" \
+    "$out/$name.log" | cut -c1-240 | head -30
+  (( rc == 0 )) || tail -40 "$out/$name.log"
+  local id
+  id=$("${ctl[@]}" --output json list --limit 1 | "$py" -c \
+    'import json,sys; d=json.load(sys.stdin); b=d.get("builds", d) if isinstance(d, dict) else d; print(b[0]["id"])')
+  "${ctl[@]}" show "$id" | tee "$out/${name}_show.txt"
+  return $rc
+}
+
+cd "$work"
+if [[ $step == first ]]; then
+  say "host"
+  { nvidia-smi -L; nvcc --version | tail -1; "$py" -V; command -v python3.12
+    "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'; } 2>&1 | tee "$out/host.txt"
+  torch_version=$("$py" -c 'from importlib.metadata import version; print(version("torch"))') || exit 1
+  torch_release=${torch_version%%+*}
+  pyver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
+  say "repack torch $torch_version, what it requires and the build tools"
+  closures=(--closure torch)
+  for tool in pip setuptools wheel ninja packaging; do
+    "$py" -c "from importlib.metadata import version; version('$tool')" 2>/dev/null && closures+=(--closure "$tool")
+  done
+  start=$SECONDS
+  "$py" "$repo/tests/fakes/repack_installed.py" --out "$work/wheelhouse" "${closures[@]}" \
+    --accept-modified pip >"$out/repack.json" || exit 1
+  echo "repacked in $((SECONDS - start)) s: $(ls "$work/wheelhouse" | wc -l) wheels, $(du -sm "$work/wheelhouse" | cut -f1) MiB"
+
+  say "the index fake serves it as /whl/cu130/"
+  setsid "$py" "$repo/tests/fakes/fake_pyindex.py" --ready-file "$work/index.url" \
+    --index "/whl/cu130=$work/wheelhouse" >"$out/index.log" 2>&1 < /dev/null &
+  echo $! >"$work/pids"
+  wait_for "$work/index.url" 20 || { cat "$out/index.log"; exit 1; }
+  index=$(cat "$work/index.url")
+
+  say "farmd pulls it through; a worker with --provision and no --python"
+  setsid "$bin/farmd" --data-dir "$work/data" --listen 127.0.0.1:0 --ready-file "$work/addr" \
+    --http-listen 127.0.0.1:0 --http-ready-file "$work/http" \
+    --upstream-index "cu130=$index/whl/cu130/" >"$out/farmd.log" 2>&1 < /dev/null &
+  echo $! >>"$work/pids"
+  wait_for "$work/addr" 30 && wait_for "$work/http" 30 || { tail -20 "$out/farmd.log"; exit 1; }
+  pip_version=$("$py" -c 'from importlib.metadata import version; print(version("pip"))')
+  setsid "$bin/farm-worker" --server-file "$work/addr" --enroll-token-file "$work/data/enroll.token" \
+    --state-dir "$work/worker" --work-dir "$work/worker/work" --name gpu-host --provision \
+    --provision-installer "pip==$pip_version" >"$out/worker.log" 2>&1 < /dev/null &
+  echo $! >>"$work/pids"
+  for _ in $(seq 1 120); do "${ctl[@]}" workers 2>/dev/null | grep -q gpu-host && break; sleep 0.5; done
+  "${ctl[@]}" workers | tee "$out/workers_before.txt"
+
+  say "the recipe: one cell, its environment pinned from the wheelhouse"
+  "$py" - "$repo/kernels/sageattention/recipe.yaml" "$out/repack.json" "$pyver" "$torch_release" \
+    "$work/recipe.yaml" <<'PY'
+import json, re, sys
+text = open(sys.argv[1]).read()
+wheels = json.load(open(sys.argv[2]))["wheels"]
+pyver, torch, out = sys.argv[3], sys.argv[4], sys.argv[5]
+pins = sorted({"%s==%s" % (w["name"], w["version"]) for w in wheels if w["name"].lower() not in ("torch", "pip")})
+minor = ".".join(torch.split(".")[:2])
+text = text.replace("system_site_packages: true\n", "")
+text = re.sub(r"(?ms)^matrix:.*?(?=^publish:)", (
+    "matrix:\n  python: [\"%s\"]\n  torch: [\"%s\"]\n  cuda: [\"13.0\"]\n  arch_lists: [\"9.0a\"]\n"
+    "  platform: [linux_x86_64]\nenvironment:\n  torch: {\"%s\": \"%s\"}\n"
+    "  build_requirements:\n%s\n") % (pyver, minor, minor, torch,
+                                      "\n".join("    - " + p for p in pins)), text)
+text = text.replace("  SAGEATTN_SKIP_CUDA_BUILD: \"0\"\n", "  SAGEATTN_SKIP_CUDA_BUILD: \"0\"\n  MAX_JOBS: \"16\"\n")
+open(out, "w").write(text)
+PY
+  cp "$repo/kernels/sageattention/validate_sageattention.py" "$work/"
+  cp "$work/recipe.yaml" "$out/recipe.yaml"
+  sed -n '/^matrix:/,/^publish:/p' "$work/recipe.yaml" | head -12
+
+  build first 450
+    exit $?
+fi
+
+index=$(cat "$work/index.url")
+build second 500 --force; second_rc=$?
+
+say "what the farm holds"
+"${ctl[@]}" workers | tee "$out/workers_after.txt"
+"$py" - "$index/_control/counters" <<'PY'
+import json, sys, urllib.request
+c = json.load(urllib.request.urlopen(sys.argv[1], timeout=30))
+files = {k: v for k, v in c.items() if k.startswith("file:")}
+print("upstream index served %d files (%d more than once), %d requests"
+      % (len(files), sum(v > 1 for v in files.values()), c.get("requests", 0)))
+PY
+wheel=$(find "$work/data" -name 'sageattention-*.whl' | head -1)
+[[ -n $wheel ]] && unzip -p "$wheel" '*.dist-info/METADATA' | grep -E "^(Name|Version|Requires-Dist)"
+grep -h "environment ready" "$out"/first.log "$out"/second.log | cut -c1-240
+xargs -r kill <"$work/pids" 2>/dev/null
+exit $second_rc
