@@ -28,6 +28,9 @@ TEST_PACKAGES=(
   libgtest-dev libgmock-dev python3-pytest python3-yaml sqlite3 curl procps psmisc
   # The independent provenance verifier (tests/support/verify_provenance.py).
   python3-cryptography
+  # Python.h: test packages with C extensions (build graphs, repacked wheels) and the
+  # relocatable CPython archive the provisioning tests make from this interpreter.
+  python3-dev
   # aarch64 objects for the wheel platform checks' unit tests; the C library headers are
   # only recommended by the cross compiler.
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross
