@@ -26,6 +26,7 @@ PACKAGES=(
 # The whole test suite and the benchmarks.
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev python3-pytest python3-yaml sqlite3 curl procps psmisc
+  zstd  # the unit tests make .tar.zst sources with the zstd command
   # The independent provenance verifier (tests/support/verify_provenance.py).
   python3-cryptography
   # Python.h: test packages with C extensions (build graphs, repacked wheels) and the
