@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/fs.h"
 #include "common/sha256.h"
+#include "daemon/attest/attestor.h"
 #include "daemon/http/dashboard.h"
 #include "farm/v1/types.pb.h"
 
@@ -222,7 +223,9 @@ Status Fill(store::Store* st, int builds, int per, int finish_every, int64_t now
 }
 
 // Registers a succeeded job whose artifact is the wheel at `spec`'s path.
-Status AddWheel(store::Store* st, store::BlobStore* blobs, const std::string& spec, int64_t now) {
+// Each wheel is signed as farmd signs an uploaded one, so the install script can verify it.
+Status AddWheel(store::Store* st, store::BlobStore* blobs, attest::Attestor* attestor,
+                const std::string& spec, int64_t now) {
   std::vector<std::string> f;
   size_t pos = 0;
   for (size_t c; (c = spec.find(',', pos)) != std::string::npos; pos = c + 1) f.push_back(spec.substr(pos, c - pos));
@@ -259,8 +262,11 @@ Status AddWheel(store::Store* st, store::BlobStore* blobs, const std::string& sp
     }
     manifest = m.SerializeAsString();
   }
-  FARM_RETURN_IF_ERROR(st->InsertArtifact(store::ArtifactRow{0, jobs[0].id, 1, name, sha,
-      static_cast<int64_t>(data.size()), manifest, v.SerializeAsString(), now}).status());
+  FARM_ASSIGN_OR_RETURN(store::ArtifactRow stored,
+                        st->InsertArtifact(store::ArtifactRow{0, jobs[0].id, 1, name, sha,
+                                                              static_cast<int64_t>(data.size()),
+                                                              manifest, v.SerializeAsString(), now}));
+  FARM_RETURN_IF_ERROR(attestor->AttestBuild(stored));
   store::CompletionReport r;
   r.job_id = jobs[0].id, r.attempt = 1, r.worker_id = "w-wheels";
   return st->CompleteAttempt(r, now).status();
@@ -301,10 +307,16 @@ Status Main(const Args& a) {
   if (a.demo) FARM_RETURN_IF_ERROR(AddDemo(st.get(), now));
   FARM_RETURN_IF_ERROR(Fill(st.get(), a.fill_builds, a.jobs_per_build, a.finish_every, now));
   FARM_RETURN_IF_ERROR(AddBenchWorkers(st.get(), a.workers, now));
-  for (const auto& w : a.wheels) FARM_RETURN_IF_ERROR(AddWheel(st.get(), blobs.get(), w, now));
+  FARM_ASSIGN_OR_RETURN(auto keys,
+                        provenance::KeyRing::Open(a.data_dir + "/provenance", RealClock()));
+  attest::Attestor attestor(st.get(), keys.get(), &RealClock());
+  for (const auto& w : a.wheels) {
+    FARM_RETURN_IF_ERROR(AddWheel(st.get(), blobs.get(), &attestor, w, now));
+  }
   http::DashboardOptions options;
   options.web_root = a.web_root;
   http::DashboardDeps deps{st.get(), blobs.get(), &authority, &RealClock()};
+  deps.attestor = &attestor;
   FARM_ASSIGN_OR_RETURN(auto dashboard, http::Dashboard::Start(options, deps));
   FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(a.ready_file, dashboard->address() + "\n"));
   std::cout << "serving on http://" << dashboard->address() << "/" << std::endl;

@@ -7,6 +7,7 @@ index reachable.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import urllib.error
@@ -178,8 +179,12 @@ def test_the_install_script_says_it_plainly_and_uses_the_view_only(farm):
     assert "GPU (given by FARM_INSTALL_GPU_CC) (compute capability 9.0)" in out, out
     assert "GPU GPU" not in out and "CUDA ?" not in out, out
     assert "the driver's CUDA version is unknown" in out, out
-    assert f"would run (--dry-run): {python} -m pip install --index-url {base}/cu130/sm90/simple/ " \
-           "attn-example==0.1.0+cu130" in out, out
+    # pip installs the very file whose signed provenance the script verified.
+    assert "verified: the farm's key signed the build of " \
+           "attn_example-0.1.0+cu130-py3-none-any.whl" in out, out
+    assert re.search(re.escape(f"would run (--dry-run): {python} -m pip install --index-url "
+                               f"{base}/cu130/sm90/simple/ ") +
+                     r"/\S+/attn_example-0\.1\.0\+cu130-py3-none-any\.whl\n", out), out
     assert "running:" not in out and "--extra-index-url" not in out, out
     r = run("9.0", "--with-pypi", "--dry-run")
     assert "--extra-index-url https://pypi.org/simple/" in r.stdout, r.stdout
