@@ -10,7 +10,10 @@
 # the plain optimised build (build/) that quickstart.sh uses.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# Where the time goes, printed at the end (the suite has 30 minutes on two cores).
+start=$SECONDS
 "$repo/common/scripts/install-deps.sh" --with-test-tools
+deps_s=$((SECONDS - start))
 sanitize=${FARM_SANITIZE:-address,undefined}
 [[ $sanitize == none ]] && sanitize=""
 export FARM_SANITIZE=$sanitize  # the integration harness stops daemons gently when set
@@ -21,6 +24,7 @@ case "$sanitize" in
 esac
 build=${FARM_BUILD_DIR:-$repo/build$suffix}
 FARM_BUILD_DIR=$build FARM_CMAKE_ARGS="-DFARM_BUILD_TESTS=ON -DFARM_FAST_BUILD=ON -DFARM_SANITIZE=$sanitize" "$repo/common/scripts/build.sh"
+build_s=$((SECONDS - start - deps_s))
 # Reports go to stderr (the test's output, or the daemon's log that the integration
 # harness reads); the first one ends the process with a failure.
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:${ASAN_OPTIONS:-}"
@@ -30,4 +34,8 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
 cd "$build"
 # Three at a time on two cores: a third test uses the CPU while another waits on the
 # processes it drives (leases, heartbeats, polls); the cores then stay about 90% busy.
-ctest --output-on-failure --timeout 1200 -j "${FARM_TEST_JOBS:-3}" ${FARM_CTEST_ARGS:-}
+rc=0
+ctest --output-on-failure --timeout 1200 -j "${FARM_TEST_JOBS:-3}" ${FARM_CTEST_ARGS:-} || rc=$?
+echo "test: done in $((SECONDS - start)) s: dependencies $deps_s s, build $build_s s," \
+  "suite $((SECONDS - start - deps_s - build_s)) s (exit $rc)"
+exit $rc
