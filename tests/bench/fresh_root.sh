@@ -89,9 +89,9 @@ deb $security bookworm-security main
 EOF
   cp /etc/resolv.conf "$root/etc/resolv.conf"
   echo "fresh-root" >"$root/etc/hostname"
-  git clone --quiet --no-local --no-hardlinks "$repo" "$root/root/farm"
-  git -C "$root/root/farm" checkout --quiet --detach "$(git -C "$repo" rev-parse "$ref")"
-  echo "fresh_root: root at $root, clone of $(git -C "$root/root/farm" log -1 --format='%h %s')"
+  git clone --quiet --no-local --no-hardlinks "$repo" "$root/srv/farm"
+  git -C "$root/srv/farm" checkout --quiet --detach "$(git -C "$repo" rev-parse "$ref")"
+  echo "fresh_root: root at $root, clone of $(git -C "$root/srv/farm" log -1 --format='%h %s')"
 }
 
 # The commands below run in a private mount namespace (unshare -m): its mounts end with it.
@@ -111,7 +111,7 @@ inside() {
     mount -o remount,bind,ro "$root/usr/local/cuda"
     exec chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      bash -c "cd /root/farm && $*"' fresh-root "$root" "$@"
+      bash -c "cd /srv/farm && $*"' fresh-root "$root" "$@"
 }
 
 quickstart() {
@@ -119,7 +119,7 @@ quickstart() {
   inside common/scripts/quickstart.sh || rc=$?
   # Stop the daemons the quick start left running (their pids are in its state folder).
   local pidfile pid
-  for pidfile in "$root"/root/farm/.farm/farmd.pid "$root"/root/farm/.farm/worker.pid; do
+  for pidfile in "$root"/srv/farm/.farm/farmd.pid "$root"/srv/farm/.farm/worker.pid; do
     [[ -f $pidfile ]] || continue
     pid=$(cat "$pidfile")
     kill "$pid" 2>/dev/null || true
@@ -139,8 +139,8 @@ suite() {
 }
 
 status=0
-if ((reuse)) && [[ -d $root/root/farm ]]; then
-  echo "fresh_root: reusing $root ($(git -C "$root/root/farm" log -1 --format='%h %s'))"
+if ((reuse)) && [[ -d $root/srv/farm ]]; then
+  echo "fresh_root: reusing $root ($(git -C "$root/srv/farm" log -1 --format='%h %s'))"
 else
   phase "bare root (debootstrap minbase)" make_root || { report; exit 1; }
 fi
