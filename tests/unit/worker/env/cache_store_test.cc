@@ -160,15 +160,15 @@ TEST(TreeOpsTest, MergeRefusesOverlappingFiles) {
   ASSERT_OK(fs::WriteFileAtomic(tmp.path() + "/a/include/crt/x.h", "a"));
   ASSERT_OK(fs::MakeDirs(tmp.path() + "/b/include"));
   ASSERT_OK(fs::WriteFileAtomic(tmp.path() + "/b/include/y.h", "b"));
-  ASSERT_OK(MergeTree(tmp.path() + "/a", tmp.path() + "/root"));
-  ASSERT_OK(MergeTree(tmp.path() + "/b", tmp.path() + "/root"));
-  EXPECT_TRUE(fs::Exists(tmp.path() + "/root/include/crt/x.h"));
-  EXPECT_TRUE(fs::Exists(tmp.path() + "/root/include/y.h"));
+  ASSERT_OK(MergeTree(tmp.path() + "/a", tmp.path() + "/merged"));
+  ASSERT_OK(MergeTree(tmp.path() + "/b", tmp.path() + "/merged"));
+  EXPECT_TRUE(fs::Exists(tmp.path() + "/merged/include/crt/x.h"));
+  EXPECT_TRUE(fs::Exists(tmp.path() + "/merged/include/y.h"));
   ASSERT_OK(fs::MakeDirs(tmp.path() + "/c/include"));
   ASSERT_OK(fs::WriteFileAtomic(tmp.path() + "/c/include/y.h", "c"));
-  EXPECT_EQ(MergeTree(tmp.path() + "/c", tmp.path() + "/root").code(),
+  EXPECT_EQ(MergeTree(tmp.path() + "/c", tmp.path() + "/merged").code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(*fs::ReadFile(tmp.path() + "/root/include/y.h"), "b");
+  EXPECT_EQ(*fs::ReadFile(tmp.path() + "/merged/include/y.h"), "b");
 }
 
 TEST(DownloadsTest, VerifiesAndFetchesOnce) {
