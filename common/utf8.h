@@ -19,6 +19,10 @@ bool IsValidUtf8(std::string_view s);
 // it is already valid.
 std::string ToValidUtf8(std::string_view s);
 
+// `s` with & < > " ' as character references: safe as HTML or XML text and inside a
+// quoted attribute.
+std::string EscapeMarkup(std::string_view s);
+
 }  // namespace farm
 
 #endif  // FARM_COMMON_UTF8_H_

@@ -135,20 +135,6 @@ Response Redirect(int status, const std::string& location) {
   return r;
 }
 
-std::string HtmlEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
-}
+std::string HtmlEscape(std::string_view s) { return EscapeMarkup(s); }
 
 }  // namespace farm::http

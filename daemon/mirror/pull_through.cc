@@ -11,6 +11,7 @@
 #include "common/archive/entry_rules.h"
 #include "common/fs.h"
 #include "common/sha256.h"
+#include "common/utf8.h"
 #include "common/wheel/wheel_name.h"
 
 namespace farm::mirror {
@@ -18,29 +19,6 @@ namespace {
 
 namespace json = boost::json;
 constexpr int64_t kMaxTreeFile = int64_t{8} << 20;
-
-std::string Escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string PercentEncode(const std::string& name) {
   static const char kHex[] = "0123456789ABCDEF";
@@ -124,16 +102,16 @@ std::string RenderProjectPage(const std::string& project,
   std::string html =
       "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" "
       "content=\"1.1\"><title>Links for " +
-      Escape(project) + "</title></head><body>\n";
+      EscapeMarkup(project) + "</title></head><body>\n";
   for (const upstream::IndexFile& f : files) {
-    html += "<a href=\"" + Escape(files_base + f.sha256 + "/" + PercentEncode(f.filename)) +
+    html += "<a href=\"" + EscapeMarkup(files_base + f.sha256 + "/" + PercentEncode(f.filename)) +
             "#sha256=" + f.sha256 + "\"";
     if (!f.requires_python.empty())
-      html += " data-requires-python=\"" + Escape(f.requires_python) + "\"";
+      html += " data-requires-python=\"" + EscapeMarkup(f.requires_python) + "\"";
     if (f.yanked)
       html += f.yanked_reason.empty() ? " data-yanked"
-                                      : " data-yanked=\"" + Escape(f.yanked_reason) + "\"";
-    html += ">" + Escape(f.filename) + "</a><br/>\n";
+                                      : " data-yanked=\"" + EscapeMarkup(f.yanked_reason) + "\"";
+    html += ">" + EscapeMarkup(f.filename) + "</a><br/>\n";
   }
   return html + "</body></html>\n";
 }

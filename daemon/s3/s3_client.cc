@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/sha256.h"
+#include "common/utf8.h"
 #include "daemon/publish/publish_util.h"
 
 namespace farm::s3 {
@@ -20,29 +21,6 @@ std::string Tag(const std::string& xml, const std::string& tag) {
   open += tag.size() + 2;
   size_t close = xml.find("</" + tag + ">", open);
   return close == std::string::npos ? "" : xml.substr(open, close - open);
-}
-
-std::string XmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 Result<std::string> Sha256FileRange(const std::string& path, int64_t offset, int64_t length) {
@@ -220,7 +198,7 @@ Status S3Client::CompleteMultipartUpload(const std::string& key, const std::stri
   std::string body = "<CompleteMultipartUpload>";
   for (size_t i = 0; i < etags.size(); ++i) {
     body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" +
-            XmlEscape(etags[i]) + "</ETag></Part>";
+            EscapeMarkup(etags[i]) + "</ETag></Part>";
   }
   body += "</CompleteMultipartUpload>";
   auto done = SendOk({.op = "CompleteMultipartUpload",
