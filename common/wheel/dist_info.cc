@@ -1,7 +1,10 @@
 #include "common/wheel/dist_info.h"
 
-#include <cctype>
 #include <strings.h>
+
+#include <cctype>
+
+#include "common/utf8.h"
 
 namespace farm::wheel {
 namespace {
@@ -87,13 +90,6 @@ class CsvParser {
   std::vector<RecordRow> rows_;
 };
 
-std::string Trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
-}
-
 }  // namespace
 
 Result<std::vector<RecordRow>> ParseRecord(std::string_view text) {
@@ -110,12 +106,12 @@ std::vector<HeaderField> ParseHeaders(std::string_view text) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) break;  // the METADATA body starts here
     if ((line[0] == ' ' || line[0] == '\t') && !out.empty()) {
-      out.back().value += " " + Trim(line);
+      out.back().value += " " + TrimSpace(line);
       continue;
     }
     size_t colon = line.find(':');
     if (colon == line.npos) continue;
-    out.push_back({Trim(line.substr(0, colon)), Trim(line.substr(colon + 1))});
+    out.push_back({TrimSpace(line.substr(0, colon)), TrimSpace(line.substr(colon + 1))});
   }
   return out;
 }

@@ -8,14 +8,6 @@
 namespace farm::wheel {
 namespace {
 
-std::string NoDot(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c != '.') out += c;
-  }
-  return out;
-}
-
 std::string ImageLabel(const arch::Image& image) {
   std::string out = image.kind == arch::Image::Kind::kSass ? "sm" : "ptx";
   out += std::to_string(image.major) + std::to_string(image.minor);

@@ -12,14 +12,6 @@
 namespace farm::wheel {
 namespace {
 
-std::string NoDot(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c != '.') out += c;
-  }
-  return out;
-}
-
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -129,6 +121,14 @@ Result<RelabelResult> RelabelWheel(const std::string& in_path, const std::string
   result.rewritten = true;
   FARM_RETURN_IF_ERROR(WriteRewrittenWheel(in_path, result.path, rename, metadata, record));
   return result;
+}
+
+std::string NoDot(std::string_view version) {
+  std::string out;
+  for (char c : version) {
+    if (c != '.') out += c;
+  }
+  return out;
 }
 
 }  // namespace farm::wheel

@@ -34,6 +34,9 @@ std::map<std::string, std::string> CellLabelVars(const std::string& python,
                                                  const std::string& cuda,
                                                  const std::string& platform);
 
+// `version` without its dots, as labels and tags write it ("13.0" gives "130").
+std::string NoDot(std::string_view version);
+
 // True when `label` is a PEP 440 local label in normal form.
 bool IsValidLocalLabel(const std::string& label);
 

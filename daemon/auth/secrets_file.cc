@@ -7,6 +7,7 @@
 
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/utf8.h"
 
 namespace farm::auth {
 namespace {
@@ -19,12 +20,6 @@ bool Known(const std::string& key) {
     if (key == k) return true;
   }
   return false;
-}
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r");
-  size_t e = s.find_last_not_of(" \t\r");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
 }  // namespace
@@ -41,15 +36,15 @@ Result<Secrets> LoadSecretsFile(const std::string& path) {
   std::istringstream lines(text);
   std::string line;
   for (int number = 1; std::getline(lines, line); ++number) {
-    line = Trim(line);
+    line = TrimSpace(line);
     if (line.empty() || line[0] == '#') continue;
     size_t eq = line.find('=');
     std::string where = path + ":" + std::to_string(number) + ": ";
     if (eq == std::string::npos) return Status::InvalidArgument(where + "expected KEY=VALUE");
-    std::string key = Trim(line.substr(0, eq));
+    std::string key = TrimSpace(line.substr(0, eq));
     // The value is never echoed: a malformed line may hold a token.
     if (!Known(key)) return Status::InvalidArgument(where + "unknown key \"" + key + "\"");
-    std::string value = Trim(line.substr(eq + 1));
+    std::string value = TrimSpace(line.substr(eq + 1));
     log::RegisterSecret(value);
     secrets[key] = value;
   }

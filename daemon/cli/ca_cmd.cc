@@ -9,7 +9,7 @@
 namespace farm::cli {
 namespace {
 
-const char kUsage[] =
+const char kCaUsage[] =
     "usage: farmctl ca init DIR [--name NAME] [--days N]\n"
     "       farmctl ca issue DIR NAME (--server-cert --host H [--host H]... | --client-cert)\n"
     "                        [--days N] [--out DIR]";
@@ -45,7 +45,7 @@ Status CaCommand(const Flags& flags, std::ostream& out) {
         << ".key (mode 0600)\n";
     return Status::Ok();
   }
-  return Status::InvalidArgument(kUsage);
+  return Status::InvalidArgument(kCaUsage);
 }
 
 }  // namespace farm::cli

@@ -12,7 +12,7 @@ namespace {
 
 namespace stdfs = std::filesystem;
 
-const char kUsage[] =
+const char kSchedulesUsage[] =
     "usage: farmctl schedules add RECIPE.yaml --cron EXPR [--tz ZONE] [--name N]\n"
     "           [--missed skip|run_once] [--concurrency skip|allow] [--paused]\n"
     "           [--python V] [--torch V] [--cuda V] [--arch-list L] [--platform P] [--force]\n"
@@ -68,7 +68,7 @@ std::string ScheduleText(const farm::v1::Schedule& s, bool runs) {
 }
 
 Status Add(const CommandEnv& env, const Flags& flags) {
-  if (flags.positionals().size() < 3 || !flags.Has("cron")) return Status::InvalidArgument(kUsage);
+  if (flags.positionals().size() < 3 || !flags.Has("cron")) return Status::InvalidArgument(kSchedulesUsage);
   farm::v1::CreateScheduleRequest req;
   FARM_ASSIGN_OR_RETURN(*req.mutable_build(),
                         PrepareBuildRequest(env, flags, flags.positionals()[2]));
@@ -162,11 +162,11 @@ Status SchedulesCommand(const CommandEnv& env, const Flags& flags) {
   std::string verb = args.size() > 1 ? args[1] : "list";
   if (verb == "add") return Add(env, flags);
   if (verb == "list") return List(env, flags, "");
-  if (args.size() < 3) return Status::InvalidArgument(kUsage);
+  if (args.size() < 3) return Status::InvalidArgument(kSchedulesUsage);
   if (verb == "show") return List(env, flags, args[2]);
   if (verb == "pause" || verb == "resume" || verb == "delete") return Change(env, verb, args[2]);
   if (verb == "run-now") return RunNow(env, flags, args[2]);
-  return Status::InvalidArgument(kUsage);
+  return Status::InvalidArgument(kSchedulesUsage);
 }
 
 }  // namespace farm::cli

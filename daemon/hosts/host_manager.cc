@@ -7,6 +7,7 @@
 
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "daemon/hosts/inventory.h"
 #include "farm/v1/client.pb.h"
 
@@ -18,12 +19,6 @@ namespace stdfs = std::filesystem;
 constexpr size_t kFlushLines = 20;
 constexpr int64_t kFlushMs = 1000;
 constexpr size_t kMaxErrorChars = 400;
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
 
 bool LooksLikeFailure(const std::string& line) {
   return line.rfind("fatal:", 0) == 0 || line.rfind("ERROR!", 0) == 0 ||
@@ -164,7 +159,7 @@ Result<std::string> HostManager::HostToken(const std::string& name) {
   FARM_RETURN_IF_ERROR(fs::MakeDirs(options_.work_dir + "/" + name, 0700));
   if (fs::Exists(path)) {
     FARM_ASSIGN_OR_RETURN(std::string token, fs::ReadFile(path));
-    token = Trim(token);
+    token = TrimSpace(token);
     if (!token.empty()) return token;
   }
   FARM_ASSIGN_OR_RETURN(std::string token, mint_(name));

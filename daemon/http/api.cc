@@ -27,8 +27,6 @@ constexpr int kLogPage = 1000;
 constexpr int kLogPageMax = 5000;
 constexpr int64_t kLogTextMaxLines = 1'000'000;
 
-Response Json(const json::value& v) { return JsonResponse(200, json::serialize(v)); }
-
 int64_t QueryInt(const Request& req, const std::string& key, int64_t fallback) {
   auto it = req.query.find(key);
   if (it == req.query.end() || it->second.empty()) return fallback;
@@ -201,12 +199,12 @@ std::string VariantOf(const std::string& cuda, const std::string& torch) {
 
 Response ApiOverview(const DashboardDeps& deps) {
   auto r = OverviewJson(deps);
-  return r.ok() ? Json(r.value()) : ErrorResponse(r.status());
+  return r.ok() ? JsonOk(r.value()) : ErrorResponse(r.status());
 }
 
 Response ApiBuilds(const DashboardDeps& deps, const Request& req) {
   auto page = BuildsPage(deps, req);
-  return page.ok() ? Json(page.value()) : ErrorResponse(page.status());
+  return page.ok() ? JsonOk(page.value()) : ErrorResponse(page.status());
 }
 
 Response ApiPublications(const DashboardDeps& deps, const Request& req) {
@@ -230,7 +228,7 @@ Response ApiPublications(const DashboardDeps& deps, const Request& req) {
   if (!counts.ok()) return ErrorResponse(counts.status());
   json::object by_state;
   for (const auto& [state, n] : *counts) by_state[state] = n;
-  return Json(json::object{{"publications", std::move(items)},
+  return JsonOk(json::object{{"publications", std::move(items)},
                            {"by_state", std::move(by_state)},
                            {"now", deps.clock->NowUnixMs()}});
 }
@@ -241,7 +239,7 @@ Response ApiWorkers(const DashboardDeps& deps) {
   if (!running.ok()) return ErrorResponse(running.status());
   auto workers = WorkersArray(deps, *running, now);
   if (!workers.ok()) return ErrorResponse(workers.status());
-  return Json(json::object{{"now", now}, {"workers", std::move(workers.value())}});
+  return JsonOk(json::object{{"now", now}, {"workers", std::move(workers.value())}});
 }
 
 Result<auth::Principal> Actor(const DashboardDeps& deps, const Request& req, auth::Need need,
@@ -311,7 +309,7 @@ Response ApiAudit(const DashboardDeps& deps, const Request& req) {
                                {"detail", r.detail}});
   }
   int64_t next = static_cast<int>(rows->size()) == filter.limit ? rows->back().id : 0;
-  return Json(json::object{{"records", std::move(out)}, {"next_before", next}});
+  return JsonOk(json::object{{"records", std::move(out)}, {"next_before", next}});
 }
 
 Response ApiChart(const DashboardDeps& deps) {
@@ -341,7 +339,7 @@ Response ApiChart(const DashboardDeps& deps) {
     out.push_back(
         json::object{{"recipe", key.first}, {"cell", label}, {"points", std::move(points)}});
   }
-  return Json(json::object{{"series", std::move(out)}});
+  return JsonOk(json::object{{"series", std::move(out)}});
 }
 
 Response ApiJobLog(const DashboardDeps& deps, int64_t job_id, const Request& req) {
@@ -360,7 +358,7 @@ Response ApiJobLog(const DashboardDeps& deps, int64_t job_id, const Request& req
     last = l.seq;
   }
   bool done = store::IsTerminal(job->state) || attempt != job->attempt;
-  return Json(json::object{{"job_id", job_id}, {"attempt", attempt}, {"lines", std::move(arr)},
+  return JsonOk(json::object{{"job_id", job_id}, {"attempt", attempt}, {"lines", std::move(arr)},
                            {"last_seq", last},
                            {"finished", done && static_cast<int>(lines->size()) < limit}});
 }

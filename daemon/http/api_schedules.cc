@@ -24,15 +24,6 @@ namespace {
 
 constexpr int kListRuns = 1;
 
-Response Json(const json::value& v) { return JsonResponse(200, json::serialize(v)); }
-
-Response MethodNotAllowed(const char* allow) {
-  Response r = ErrorResponse(Status::Unimplemented("method not allowed"));
-  r.status = 405;
-  r.headers.emplace_back("Allow", allow);
-  return r;
-}
-
 // A run's detail can carry a git error naming the repository: keep credentials in a URL
 // ("https://user:secret@host/...") and registered secrets out of the page.
 std::string SafeText(const std::string& text) {
@@ -130,8 +121,6 @@ bool QueryFlag(const Request& req, const std::string& key) {
   return it != req.query.end() && (it->second == "1" || it->second == "true");
 }
 
-bool IsRead(const Request& req) { return req.method == "GET" || req.method == "HEAD"; }
-
 Result<std::string> StringField(const json::object& o, const char* key, bool required) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr || v->is_null()) {
@@ -213,7 +202,7 @@ Response ApiDeleteSchedule(const DashboardDeps& deps, const auth::Principal& who
   });
   if (!s.ok()) return ErrorResponse(s);
   log::Info("schedule " + std::to_string(id) + " deleted from the dashboard by " + who.name);
-  return Json(json::object{{"deleted", id}});
+  return JsonOk(json::object{{"deleted", id}});
 }
 
 Response ApiSchedules(const DashboardDeps& deps) {
@@ -225,12 +214,12 @@ Response ApiSchedules(const DashboardDeps& deps) {
     if (!o.ok()) return ErrorResponse(o.status());
     out.push_back(std::move(o.value()));
   }
-  return Json(json::object{{"now", deps.clock->NowUnixMs()}, {"schedules", std::move(out)}});
+  return JsonOk(json::object{{"now", deps.clock->NowUnixMs()}, {"schedules", std::move(out)}});
 }
 
 Response ApiSchedule(const DashboardDeps& deps, int64_t id, int runs) {
   auto o = LoadSchedule(deps, id, std::clamp(runs, 2, kMaxScheduleRuns));
-  return o.ok() ? Json(o.value()) : ErrorResponse(o.status());
+  return o.ok() ? JsonOk(o.value()) : ErrorResponse(o.status());
 }
 
 Response ApiPauseSchedule(const DashboardDeps& deps, const auth::Principal& who, int64_t id,
@@ -272,7 +261,7 @@ Response ApiRunScheduleNow(const DashboardDeps& deps, const auth::Principal& who
   json::value shown = RunJson(run.value());
   const json::array& runs = schedule->at("runs").as_array();
   if (!runs.empty() && runs.front().at("id").as_int64() == run->id) shown = runs.front();
-  return Json(json::object{{"run", std::move(shown)}, {"schedule", std::move(schedule.value())}});
+  return JsonOk(json::object{{"run", std::move(shown)}, {"schedule", std::move(schedule.value())}});
 }
 
 Response DispatchSchedules(const DashboardDeps& deps, const Request& req, std::string_view rest) {

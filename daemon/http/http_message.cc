@@ -137,4 +137,15 @@ Response Redirect(int status, const std::string& location) {
 
 std::string HtmlEscape(std::string_view s) { return EscapeMarkup(s); }
 
+Response JsonOk(const boost::json::value& v) { return JsonResponse(200, boost::json::serialize(v)); }
+
+bool IsRead(const Request& req) { return req.method == "GET" || req.method == "HEAD"; }
+
+Response MethodNotAllowed(const char* allow) {
+  Response r = ErrorResponse(Status::Unimplemented("method not allowed"));
+  r.status = 405;
+  r.headers.emplace_back("Allow", allow);
+  return r;
+}
+
 }  // namespace farm::http

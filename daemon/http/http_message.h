@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include <boost/json/fwd.hpp>
+
 #include "common/status.h"
 
 namespace farm::http {
@@ -59,6 +61,8 @@ Request MakeRequest(std::string method, std::string_view target);
 
 Response TextResponse(int status, std::string body);
 Response JsonResponse(int status, std::string json);
+// 200 with `v` serialised as JSON.
+Response JsonOk(const boost::json::value& v);
 Response HtmlResponse(int status, std::string html);
 // {"error": {"code": "NOT_FOUND", "message": ...}} with the HTTP status matching `status`.
 Response ErrorResponse(const Status& status);
@@ -72,6 +76,12 @@ std::string ReasonPhrase(std::string_view text);
 
 // Escapes &, <, >, " and ' for HTML text and attribute values.
 std::string HtmlEscape(std::string_view s);
+
+// True for GET and HEAD, the methods that only read.
+bool IsRead(const Request& req);
+
+// 405 naming the methods the path allows in its Allow header ("GET, HEAD").
+Response MethodNotAllowed(const char* allow);
 
 }  // namespace farm::http
 

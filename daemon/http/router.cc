@@ -16,15 +16,6 @@ namespace farm::http {
 
 namespace {
 
-Response MethodNotAllowed(const char* allow) {
-  Response r = ErrorResponse(Status::Unimplemented("method not allowed"));
-  r.status = 405;
-  r.headers.emplace_back("Allow", allow);
-  return r;
-}
-
-bool IsRead(const Request& req) { return req.method == "GET" || req.method == "HEAD"; }
-
 // A tool asking the farm's root for JSON gets the index directory; browsers get the page.
 bool WantsJson(std::string_view accept) {
   return accept.find("application/json") != std::string_view::npos &&

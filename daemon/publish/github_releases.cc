@@ -49,12 +49,6 @@ GitHubRelease ParseRelease(const json::object& o) {
   return r;
 }
 
-Result<json::object> ParseObject(const HttpResponse& response, const std::string& what) {
-  FARM_ASSIGN_OR_RETURN(json::value v, ParseJson(response.body, what));
-  if (!v.is_object()) return Status::InvalidArgument("expected a JSON object in " + what);
-  return v.as_object();
-}
-
 bool IsTransientFailure(const Result<HttpResponse>& outcome) {
   return !outcome.ok() || outcome.value().status >= 500;
 }

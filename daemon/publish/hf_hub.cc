@@ -38,12 +38,6 @@ Result<std::string> ReadPrefix(const std::string& path, int64_t max_bytes) {
   return data;
 }
 
-Result<json::object> ParseObject(const HttpResponse& response, const std::string& what) {
-  FARM_ASSIGN_OR_RETURN(json::value v, ParseJson(response.body, what));
-  if (!v.is_object()) return Status::InvalidArgument("expected a JSON object in " + what);
-  return v.as_object();
-}
-
 const json::object* ObjectAt(const json::object& o, std::string_view key) {
   auto it = o.find(key);
   return it != o.end() && it->value().is_object() ? &it->value().as_object() : nullptr;

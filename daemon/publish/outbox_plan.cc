@@ -27,11 +27,6 @@ void ReplaceAll(std::string* text, const std::string& key, const std::string& va
   }
 }
 
-std::string NoDot(std::string s) {
-  s.erase(std::remove(s.begin(), s.end(), '.'), s.end());
-  return s;
-}
-
 Status StoreBlob(store::BlobStore& blobs, const std::string& path, const std::string& sha256,
                  int64_t size) {
   if (blobs.Contains(sha256)) return Status::Ok();
@@ -207,7 +202,7 @@ std::string HfVariant(const farm::v1::MatrixCell& cell) {
   if (!cell.torch().empty()) return HfKernelVariant(cell.torch(), cell.cuda(), cell.platform());
   std::string arch = cell.platform();
   if (arch.rfind("linux_", 0) == 0) arch = arch.substr(6);
-  return "cu" + NoDot(cell.cuda()) + "-" + arch + "-linux";
+  return "cu" + wheel::NoDot(cell.cuda()) + "-" + arch + "-linux";
 }
 
 std::vector<store::PublicationRow> PlanRows(const farm::v1::Recipe& recipe, int64_t build_id,

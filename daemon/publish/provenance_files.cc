@@ -29,7 +29,7 @@ std::string ChecksumsText(std::vector<std::pair<std::string, std::string>> wheel
 }
 
 // The directory part of a Hub path, with its slash ("build/cu130/"); "" at the top.
-std::string DirOf(const std::string& path) {
+std::string HubDirOf(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? "" : path.substr(0, slash + 1);
 }
@@ -140,7 +140,7 @@ Status Publisher::UploadHfProvenance(const store::PublicationRow& row) {
     FARM_RETURN_IF_ERROR(uploaded.status());
   }
   // SHA256SUMS of the folder: every wheel farmd put there, this one included.
-  const std::string dir = DirOf(row.path);
+  const std::string dir = HubDirOf(row.path);
   FARM_ASSIGN_OR_RETURN(auto files, deps_.store->ListHubFilesUnder(row.repo, row.ref, dir));
   std::vector<std::pair<std::string, std::string>> wheels{
       {row.path.substr(dir.size()), row.sha256}};

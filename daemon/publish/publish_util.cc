@@ -133,6 +133,14 @@ Result<boost::json::value> ParseJson(std::string_view text, std::string_view wha
   return v;
 }
 
+Result<boost::json::object> ParseObject(const HttpResponse& response, std::string_view what) {
+  FARM_ASSIGN_OR_RETURN(boost::json::value v, ParseJson(response.body, what));
+  if (!v.is_object()) {
+    return Status::InvalidArgument("expected a JSON object in " + std::string(what));
+  }
+  return v.as_object();
+}
+
 std::string JsonString(const boost::json::object& o, std::string_view key) {
   auto it = o.find(key);
   if (it == o.end() || !it->value().is_string()) return "";

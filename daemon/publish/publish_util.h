@@ -43,6 +43,9 @@ Status HttpError(std::string_view what, const HttpResponse& response);
 // Parses `text` as JSON without throwing; InvalidArgument naming `what` on failure.
 Result<boost::json::value> ParseJson(std::string_view text, std::string_view what);
 
+// The body of `response` as a JSON object; InvalidArgument naming `what` otherwise.
+Result<boost::json::object> ParseObject(const HttpResponse& response, std::string_view what);
+
 // Field readers that return a default instead of throwing on a missing or mistyped key.
 std::string JsonString(const boost::json::object& o, std::string_view key);
 int64_t JsonInt(const boost::json::object& o, std::string_view key, int64_t fallback = 0);

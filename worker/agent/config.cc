@@ -9,6 +9,7 @@
 
 #include "common/flags.h"
 #include "common/fs.h"
+#include "common/utf8.h"
 
 namespace farm::agent {
 namespace {
@@ -74,13 +75,6 @@ std::vector<FlagSpec> Specs() {
   };
   for (const FlagSpec& f : net::ClientTlsFlags()) specs.push_back(f);
   return specs;
-}
-
-std::string Trim(std::string s) {
-  const char* ws = " \t\r\n";
-  size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
 std::vector<std::string> SplitSpaces(const std::string& s) {
@@ -253,7 +247,7 @@ Result<std::string> ResolveServerAddress(const WorkerConfig& config, int64_t wai
   for (int i = 0; i < 100000; ++i) {
     auto content = fs::ReadFile(config.server_file);
     if (content.ok()) {
-      std::string first = Trim(content->substr(0, content->find('\n')));
+      std::string first = TrimSpace(content->substr(0, content->find('\n')));
       if (!first.empty()) return first;
     }
     if (std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(wait_ms)) break;
@@ -267,7 +261,7 @@ Result<std::string> LoadEnrollToken(const WorkerConfig& config) {
   if (!config.enroll_token_file.empty()) {
     auto content = fs::ReadFile(config.enroll_token_file);
     if (!content.ok()) return content.status().WithContext("enrollment token");
-    std::string token = Trim(*content);
+    std::string token = TrimSpace(*content);
     if (token.empty()) {
       return Status::FailedPrecondition("enrollment token file " + config.enroll_token_file +
                                         " is empty");
@@ -275,7 +269,7 @@ Result<std::string> LoadEnrollToken(const WorkerConfig& config) {
     return token;
   }
   const char* env = std::getenv("FARM_ENROLL_TOKEN");
-  if (env != nullptr && *env != '\0') return Trim(env);
+  if (env != nullptr && *env != '\0') return TrimSpace(env);
   return Status::FailedPrecondition(
       "no enrollment token: give --enroll-token-file or set FARM_ENROLL_TOKEN");
 }

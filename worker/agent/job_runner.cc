@@ -29,7 +29,6 @@ using farm::v1::LogStream;
 
 constexpr int64_t kReportRetryMs = 5 * 60 * 1000;
 constexpr int64_t kShutdownRetryMs = 8000;
-constexpr int64_t kInstallTimeoutMs = 10 * 60 * 1000;
 // The largest wheel the worker copies out of a workspace (farmd's own limit is lower).
 constexpr int64_t kMaxWheelBytes = int64_t{16} << 30;
 

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/utf8.h"
 #include "worker/agent/probe.h"
 
 namespace farm::agent {
@@ -13,12 +14,6 @@ namespace {
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
-}
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
 }  // namespace
@@ -44,7 +39,7 @@ Result<MemInfo> ParseMemInfo(const std::string& text) {
 }
 
 std::optional<int64_t> ParseCgroupMemoryLimit(const std::string& text) {
-  std::string v = Trim(text);
+  std::string v = TrimSpace(text);
   if (v.empty() || v == "max") return std::nullopt;
   if (!std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); })) {
     return std::nullopt;
@@ -59,7 +54,7 @@ std::optional<int64_t> ParseCgroupMemoryLimit(const std::string& text) {
 std::string ParseCgroupV2Path(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("0::", 0) == 0) return Trim(line.substr(3));
+    if (line.rfind("0::", 0) == 0) return TrimSpace(line.substr(3));
   }
   return "";
 }
@@ -105,7 +100,7 @@ Status ParsePythonProbe(const std::string& text, farm::v1::PythonInterpreter* py
   for (std::string line; std::getline(in, line);) {
     size_t eq = line.find('=');
     if (eq == std::string::npos) continue;
-    std::string key = line.substr(0, eq), value = Trim(line.substr(eq + 1));
+    std::string key = line.substr(0, eq), value = TrimSpace(line.substr(eq + 1));
     if (key == "version") py->set_version(value), has_version = !value.empty();
     if (key == "torch") py->set_torch_version(value);
     if (key == "torch_cuda") py->set_torch_cuda(value == "None" ? "" : value);

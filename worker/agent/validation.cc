@@ -11,7 +11,6 @@ namespace {
 
 namespace stdfs = std::filesystem;
 
-constexpr int64_t kInstallTimeoutMs = 10 * 60 * 1000;
 constexpr int64_t kImportTimeoutMs = 5 * 60 * 1000;
 constexpr int64_t kMaxReportBytes = 16 << 20;
 

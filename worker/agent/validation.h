@@ -8,6 +8,7 @@
 #ifndef FARM_WORKER_AGENT_VALIDATION_H_
 #define FARM_WORKER_AGENT_VALIDATION_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,9 @@ void ApplySpeedThreshold(double min_speedup, farm::v1::ValidationReport* report)
 // sm_121a").
 Status CheckWheelForJob(const farm::v1::JobAssignment& job, const std::string& wheel_path,
                         farm::v1::ArtifactHeader* header);
+
+// How long a `pip install` into a job's environment may take (a torch wheel is gigabytes).
+constexpr int64_t kInstallTimeoutMs = 10 * 60 * 1000;
 
 struct ValidationInputs {
   const farm::v1::JobAssignment* job = nullptr;

@@ -15,7 +15,7 @@
 namespace farm::wheel {
 namespace {
 
-constexpr const char* kModule = "glibc_probe/_probe.so";
+constexpr const char* kProbeModule = "glibc_probe/_probe.so";
 
 // The object compiled for `cpu` ("x86_64", "aarch64") needing an "old" or "new" glibc; a
 // test without it skips, saying why.
@@ -35,7 +35,7 @@ constexpr const char* kModule = "glibc_probe/_probe.so";
     var = std::move(bytes_).value();                                                          \
   } while (0)
 
-farm::v1::MatrixCell Cell(const std::string& platform) {
+farm::v1::MatrixCell PlatformCell(const std::string& platform) {
   farm::v1::MatrixCell cell;
   cell.set_python("3.12");
   cell.set_platform(platform);
@@ -54,7 +54,7 @@ class HostElfTest : public ::testing::Test {
         "Wheel-Version: 1.0\nGenerator: farm-test 1.0\nRoot-Is-Purelib: false\n"
         "Tag: cp312-cp312-" +
         platform_tag + "\n";
-    spec.files = {{"glibc_probe/__init__.py", "from ._probe import *\n"}, {kModule, so}};
+    spec.files = {{"glibc_probe/__init__.py", "from ._probe import *\n"}, {kProbeModule, so}};
     Result<std::string> path = testing::WriteWheel(dir_.path(), spec);
     EXPECT_TRUE(path.ok()) << path.status().ToString();
     return path.ok() ? *path : "";
@@ -63,7 +63,7 @@ class HostElfTest : public ::testing::Test {
   // The problems of the wheel checked for a cell of `cell_platform`.
   std::vector<Problem> Check(const std::string& platform_tag, const std::string& so,
                              const std::string& cell_platform) {
-    Result<JobWheelCheck> check = CheckJobWheel(Wheel(platform_tag, so), "", Cell(cell_platform));
+    Result<JobWheelCheck> check = CheckJobWheel(Wheel(platform_tag, so), "", PlatformCell(cell_platform));
     EXPECT_TRUE(check.ok()) << check.status().ToString();
     return check.ok() ? check->problems : std::vector<Problem>{};
   }
@@ -105,7 +105,7 @@ TEST_F(HostElfTest, ReadsTheCpuAndTheNewestGlibcOfRealObjects) {
   };
   for (const Want& w : {Want{&x86_old, "x86_64", {2, 2}}, Want{&x86_new, "x86_64", {2, 34}},
                         Want{&arm_old, "aarch64", {2, 17}}, Want{&arm_new, "aarch64", {2, 34}}}) {
-    Result<HostElf> elf = ReadHostElf(*w.bytes, kModule);
+    Result<HostElf> elf = ReadHostElf(*w.bytes, kProbeModule);
     ASSERT_OK(elf.status());
     EXPECT_EQ(elf->arch, w.arch);
     EXPECT_EQ(elf->newest_glibc, w.glibc) << w.arch << " " << elf->newest_glibc.ToString();
@@ -127,7 +127,7 @@ TEST_F(HostElfTest, AnX86_64ObjectInAnAarch64WheelIsRefused) {
             "elf-machine-mismatch: glibc_probe/_probe.so: built for x86_64; the wheel is "
             "tagged linux_aarch64");
   std::vector<Problem> reverse = Check("linux_x86_64", arm, "linux_x86_64");
-  EXPECT_TRUE(HasProblem(reverse, "elf-machine-mismatch", kModule)) << Summary(reverse);
+  EXPECT_TRUE(HasProblem(reverse, "elf-machine-mismatch", kProbeModule)) << Summary(reverse);
   // An aarch64 wheel handed in for an x86_64 cell fails on its tag (and its object is not
   // blamed: it matches the tag it carries).
   std::vector<Problem> wrong_cell = Check("linux_aarch64", arm, "linux_x86_64");
@@ -150,7 +150,7 @@ TEST_F(HostElfTest, AManylinuxTagMustNotPromiseAnOlderGlibcThanTheObjectsNeed) {
             "manylinux-glibc: glibc_probe/_probe.so: needs GLIBC_2.34 (pthread_create); "
             "manylinux_2_28_aarch64 promises glibc 2.28");
   EXPECT_TRUE(HasProblem(Check("manylinux2014_x86_64", x86_new, "linux_x86_64"), "manylinux-glibc",
-                         kModule));
+                         kProbeModule));
   // A linux_ tag promises nothing about glibc.
   EXPECT_EQ(Summary(Check("linux_aarch64", arm_new, "linux_aarch64")), "");
 }
@@ -171,7 +171,7 @@ TEST_F(HostElfTest, ACellThatAsksForManylinuxNeedsAManylinuxTagNoNewerThanAsked)
   EXPECT_TRUE(HasProblem(Check("manylinux_2_34_x86_64", x86_old, cell), "tag-manylinux-mismatch"));
   // Tagged as asked, but the object needs 2.34: the tag is a false promise.
   std::vector<Problem> lying = Check("manylinux_2_28_x86_64", x86_new, cell);
-  EXPECT_TRUE(HasProblem(lying, "manylinux-glibc", kModule)) << Summary(lying);
+  EXPECT_TRUE(HasProblem(lying, "manylinux-glibc", kProbeModule)) << Summary(lying);
   EXPECT_FALSE(HasProblem(lying, "tag-manylinux-mismatch")) << Summary(lying);
 }
 
@@ -190,9 +190,9 @@ TEST_F(HostElfTest, ABrokenVersionTableIsAnErrorNeverARead) {
   std::string far_aux = arm;
   far_aux[at + 8] = '\xff';  // vn_aux points far past the section
   far_aux[at + 9] = '\xff';
-  Result<HostElf> broken = ReadHostElf(far_aux, kModule);
+  Result<HostElf> broken = ReadHostElf(far_aux, kProbeModule);
   ASSERT_FALSE(broken.ok());
-  EXPECT_NE(broken.status().message().find(kModule), std::string::npos);
+  EXPECT_NE(broken.status().message().find(kProbeModule), std::string::npos);
   // Every byte of the table flipped in turn: an answer or an error, never a crash (ASan
   // builds check the reads).
   Result<ElfFile> elf = ElfFile::Parse(arm);
@@ -202,11 +202,11 @@ TEST_F(HostElfTest, ABrokenVersionTableIsAnErrorNeverARead) {
   for (uint64_t i = 0; i < table->size; ++i) {
     std::string flipped = arm;
     flipped[table->offset + i] = static_cast<char>(~flipped[table->offset + i]);
-    (void)ReadHostElf(flipped, kModule);
+    (void)ReadHostElf(flipped, kProbeModule);
   }
   // And the wheel check names it.
   std::vector<Problem> problems = Check("linux_aarch64", far_aux, "linux_aarch64");
-  EXPECT_TRUE(HasProblem(problems, "elf-unreadable", kModule)) << Summary(problems);
+  EXPECT_TRUE(HasProblem(problems, "elf-unreadable", kProbeModule)) << Summary(problems);
 }
 
 }  // namespace

@@ -13,14 +13,9 @@
 namespace farm::wheel {
 namespace {
 
+using testing::AllProblems;
 using testing::WheelSpec;
 using testing::ZipEntrySpec;
-
-std::string AllProblems(const WheelReport& r) {
-  std::string out;
-  for (const Problem& p : r.problems) out += p.ToString() + "\n";
-  return out;
-}
 
 // Overwrites the uncompressed size that the local header and the central directory
 // record for `name`, so the archive lies about how much the entry expands to.

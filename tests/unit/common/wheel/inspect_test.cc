@@ -9,17 +9,12 @@
 namespace farm::wheel {
 namespace {
 
+using testing::AllProblems;
 using testing::RecordHash;
 using testing::WheelSpec;
 using testing::ZipEntrySpec;
 
 constexpr char kDist[] = "attn_example-1.0.0+cu130.dist-info";
-
-std::string AllProblems(const WheelReport& r) {
-  std::string out;
-  for (const Problem& p : r.problems) out += p.ToString() + "\n";
-  return out;
-}
 
 void Replace(std::string* s, const std::string& from, const std::string& to) {
   size_t pos = s->find(from);

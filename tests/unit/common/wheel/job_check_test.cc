@@ -11,9 +11,9 @@
 namespace farm::wheel {
 namespace {
 
-constexpr const char* kModule = "attn_example/_attn_example.so";
+constexpr const char* kJobModule = "attn_example/_attn_example.so";
 
-farm::v1::MatrixCell Cell(const std::string& python, const std::string& arch_list) {
+farm::v1::MatrixCell JobCell(const std::string& python, const std::string& arch_list) {
   farm::v1::MatrixCell cell;
   cell.set_python(python);
   cell.set_arch_list(arch_list);
@@ -34,7 +34,7 @@ class JobCheckTest : public ::testing::Test {
  protected:
   std::string Wheel(const std::string& so) {
     testing::WheelSpec spec;
-    spec.files.push_back({kModule, so, testing::ZipEntrySpec::Type::kFile});
+    spec.files.push_back({kJobModule, so, testing::ZipEntrySpec::Type::kFile});
     Result<std::string> path = testing::WriteWheel(dir_.path(), spec);
     EXPECT_TRUE(path.ok()) << path.status().ToString();
     return path.ok() ? *path : "";
@@ -44,13 +44,13 @@ class JobCheckTest : public ::testing::Test {
 
 TEST_F(JobCheckTest, AWheelWithEveryTargetPassesWithItsManifest) {
   FARM_LOAD_MODULE_OR_SKIP("multi", so);
-  auto check = CheckJobWheel(Wheel(so), "", Cell("3.12", "9.0a;12.0a;12.1a"));
+  auto check = CheckJobWheel(Wheel(so), "", JobCell("3.12", "9.0a;12.0a;12.1a"));
   ASSERT_OK(check.status());
   EXPECT_TRUE(check->ok()) << check->Summary();
   EXPECT_TRUE(check->requires_device_code);
   std::set<std::string> sass;
   for (const auto& image : check->manifest.images()) {
-    EXPECT_EQ(image.module(), kModule);
+    EXPECT_EQ(image.module(), kJobModule);
     if (image.kind() == "sass") sass.insert(image.arch());
   }
   EXPECT_EQ(sass, (std::set<std::string>{"sm_80", "sm_90a", "sm_120a", "sm_121a"}));
@@ -61,7 +61,7 @@ TEST_F(JobCheckTest, AWheelWithEveryTargetPassesWithItsManifest) {
 
 TEST_F(JobCheckTest, AMissingTargetAndAWrongPythonAreProblems) {
   FARM_LOAD_MODULE_OR_SKIP("sm120a", so);
-  auto check = CheckJobWheel(Wheel(so), "", Cell("3.11", "12.0a;12.1a"));
+  auto check = CheckJobWheel(Wheel(so), "", JobCell("3.11", "12.0a;12.1a"));
   ASSERT_OK(check.status());
   ASSERT_FALSE(check->ok());
   std::string summary = check->Summary();
@@ -80,11 +80,11 @@ TEST_F(JobCheckTest, TheGivenFileNameIsCheckedInsteadOfTheStoredOne) {
   ASSERT_OK(path.status());
   std::string stored = dir_.path() + "/0123abcd";
   ASSERT_EQ(std::rename(path->c_str(), stored.c_str()), 0);
-  auto named = CheckJobWheel(stored, spec.filename, Cell("3.12", ""));
+  auto named = CheckJobWheel(stored, spec.filename, JobCell("3.12", ""));
   ASSERT_OK(named.status());
   EXPECT_TRUE(named->ok()) << named->Summary();
   EXPECT_FALSE(named->requires_device_code);
-  auto unnamed = CheckJobWheel(stored, "", Cell("3.12", ""));
+  auto unnamed = CheckJobWheel(stored, "", JobCell("3.12", ""));
   ASSERT_OK(unnamed.status());
   EXPECT_TRUE(HasProblem(unnamed->problems, "filename-invalid")) << unnamed->Summary();
 }
@@ -92,7 +92,7 @@ TEST_F(JobCheckTest, TheGivenFileNameIsCheckedInsteadOfTheStoredOne) {
 TEST_F(JobCheckTest, ImagesTheArchListDidNotAskForAreListedAndRefusedOnRequest) {
   FARM_LOAD_MODULE_OR_SKIP("multi", so);  // sm_80, sm_90a, sm_120a, sm_121a
   std::string wheel = Wheel(so);
-  auto check = CheckJobWheel(wheel, "", Cell("3.12", "9.0a"));
+  auto check = CheckJobWheel(wheel, "", JobCell("3.12", "9.0a"));
   ASSERT_OK(check.status());
   EXPECT_TRUE(check->ok()) << check->Summary();  // listed, not refused
   std::vector<std::string> extra(check->manifest.unrequested().begin(),
@@ -104,7 +104,7 @@ TEST_F(JobCheckTest, ImagesTheArchListDidNotAskForAreListedAndRefusedOnRequest) 
 
   InspectOptions refuse;
   refuse.refuse_unrequested = true;
-  auto refused = CheckJobWheel(wheel, "", Cell("3.12", "9.0a"), refuse);
+  auto refused = CheckJobWheel(wheel, "", JobCell("3.12", "9.0a"), refuse);
   ASSERT_OK(refused.status());
   ASSERT_FALSE(refused->ok());
   EXPECT_NE(refused->Summary().find("arch-unrequested: attn_example/_attn_example.so: "
@@ -114,11 +114,11 @@ TEST_F(JobCheckTest, ImagesTheArchListDidNotAskForAreListedAndRefusedOnRequest) 
       << refused->Summary();
 
   // Everything asked for, nothing more: no warning; and no request means nothing ignored.
-  auto exact = CheckJobWheel(wheel, "", Cell("3.12", "8.0;9.0a;12.0a;12.1a"), refuse);
+  auto exact = CheckJobWheel(wheel, "", JobCell("3.12", "8.0;9.0a;12.0a;12.1a"), refuse);
   ASSERT_OK(exact.status());
   EXPECT_TRUE(exact->ok()) << exact->Summary();
   EXPECT_EQ(ArchListIgnoredMessage("8.0;9.0a;12.0a;12.1a", exact->manifest), "");
-  auto unasked = CheckJobWheel(wheel, "", Cell("3.12", ""), refuse);
+  auto unasked = CheckJobWheel(wheel, "", JobCell("3.12", ""), refuse);
   ASSERT_OK(unasked.status());
   EXPECT_EQ(unasked->manifest.unrequested_size(), 0);
 }
@@ -140,9 +140,9 @@ TEST_F(JobCheckTest, ABadArchListOrANonZipFails) {
   testing::WheelSpec spec;
   Result<std::string> path = testing::WriteWheel(dir_.path(), spec);
   ASSERT_OK(path.status());
-  EXPECT_FALSE(CheckJobWheel(*path, "", Cell("3.12", "9.9z")).ok());
+  EXPECT_FALSE(CheckJobWheel(*path, "", JobCell("3.12", "9.9z")).ok());
   ASSERT_OK(fs::WriteFileAtomic(dir_.path() + "/x-1.0-py3-none-any.whl", "not a zip"));
-  EXPECT_FALSE(CheckJobWheel(dir_.path() + "/x-1.0-py3-none-any.whl", "", Cell("3.12", "")).ok());
+  EXPECT_FALSE(CheckJobWheel(dir_.path() + "/x-1.0-py3-none-any.whl", "", JobCell("3.12", "")).ok());
 }
 
 }  // namespace

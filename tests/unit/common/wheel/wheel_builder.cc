@@ -89,4 +89,10 @@ Result<std::string> WriteWheel(const std::string& dir, const WheelSpec& spec) {
   return path;
 }
 
+std::string AllProblems(const WheelReport& r) {
+  std::string out;
+  for (const Problem& p : r.problems) out += p.ToString() + "\n";
+  return out;
+}
+
 }  // namespace farm::wheel::testing

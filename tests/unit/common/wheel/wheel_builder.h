@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/wheel/inspect.h"
 
 namespace farm::wheel::testing {
 
@@ -52,6 +53,9 @@ std::string RecordRow(const std::string& path, const std::string& content);
 
 // Writes the wheel described by `spec` into `dir`; on success returns its path.
 Result<std::string> WriteWheel(const std::string& dir, const WheelSpec& spec);
+
+// Every problem of `r`, one per line, for a failure message.
+std::string AllProblems(const WheelReport& r);
 
 }  // namespace farm::wheel::testing
 

@@ -10,8 +10,8 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr char kMetadata[] = "Metadata-Version: 2.1\nName: attn-example\nVersion: 0.1.0\n\n";
-constexpr char kJson[] = "application/vnd.pypi.simple.v1+json";
+constexpr char kGpuMetadata[] = "Metadata-Version: 2.1\nName: attn-example\nVersion: 0.1.0\n\n";
+constexpr char kGpuJson[] = "application/vnd.pypi.simple.v1+json";
 constexpr char kWide[] = "attn_example-0.1.0+cu130.sm90.sm120a.sm121a-cp311-cp311-linux_x86_64.whl";
 constexpr char kNarrow[] = "attn_example-0.1.0+cu130.sm121a-cp311-cp311-linux_x86_64.whl";
 
@@ -31,7 +31,7 @@ class GpuViewsTest : public HttpFixture {
   std::string Wheel(const std::string& name, const std::string& manifest, int validation = 3) {
     auto ids = AddBuild(1, "13.0", "");
     Start(ids[0]);
-    std::string sha = AddWheel(ids[0], name, kMetadata, validation, manifest);
+    std::string sha = AddWheel(ids[0], name, kGpuMetadata, validation, manifest);
     Finish(ids[0]);
     clock_.Advance(1000);
     return sha;
@@ -41,7 +41,7 @@ class GpuViewsTest : public HttpFixture {
     narrow_ = Wheel(kNarrow, Manifest({"sm_121a"}, {"12.1"}));
   }
   std::vector<std::string> Files(Router& r, const std::string& view) {
-    Response resp = Get(r, view + "attn-example/", kJson);
+    Response resp = Get(r, view + "attn-example/", kGpuJson);
     EXPECT_EQ(resp.status, 200) << view << " " << resp.body;
     std::vector<std::string> out;
     if (resp.status != 200) return out;
@@ -99,13 +99,13 @@ TEST_F(GpuViewsTest, OneNameIsOneFileEvenWhenRebuiltBytesDiffer) {
   // A later build of the same cell: same name, other bytes. The newest is listed, once.
   auto ids = AddBuild(1, "13.0", "");
   Start(ids[0]);
-  std::string newer = AddWheel(ids[0], kWide, std::string(kMetadata) + "rebuilt\n", 3,
+  std::string newer = AddWheel(ids[0], kWide, std::string(kGpuMetadata) + "rebuilt\n", 3,
                                Manifest({"sm_90", "sm_120a", "sm_121a"}, {"9.0", "12.0", "12.1"}));
   Finish(ids[0]);
   ASSERT_NE(newer, wide_);
   Router r = MakeRouter();
   for (const char* view : {"/simple/", "/cu130/simple/", "/cu130/sm90/simple/"}) {
-    Response resp = Get(r, std::string(view) + "attn-example/", kJson);
+    Response resp = Get(r, std::string(view) + "attn-example/", kGpuJson);
     int named = 0;
     const json::value page = Json(resp);
     for (const auto& f : page.at("files").as_array()) {
@@ -137,7 +137,7 @@ TEST_F(GpuViewsTest, DirectoryListsEveryViewWithItsUrlAndPipLine) {
   EXPECT_NE(std::string(views[2].at("gpus").as_string()).find("GB10"), std::string::npos);
   // The PEP 691 root carries the same directory; the HTML root shows it to people.
   req.path = "/simple/";
-  req.accept = kJson;
+  req.accept = kGpuJson;
   auto root = Json(r.Handle(req));
   EXPECT_EQ(root.at("variants").as_array().size(), 3u);
   EXPECT_EQ(root.at("projects").as_array().size(), 1u);
@@ -179,7 +179,7 @@ TEST_F(GpuViewsTest, PreReleasesStayOutOfGpuViewsUnlessAskedFor) {
 TEST_F(GpuViewsTest, WheelVariantMetadataListsEachLabelWithItsProperties) {
   AddBoth();
   Router r = MakeRouter();
-  auto page = Json(Get(r, "/cu130/sm90/simple/attn-example/", kJson));
+  auto page = Json(Get(r, "/cu130/sm90/simple/attn-example/", kGpuJson));
   const auto& links = page.at("variants-json").as_array();
   ASSERT_EQ(links.size(), 1u);
   EXPECT_EQ(links[0].as_string(), "/files/variants/attn-example/attn_example-0.1.0-variants.json");

@@ -13,8 +13,8 @@
 namespace farm::http::testing {
 namespace {
 
-constexpr char kMetadata[] = "Metadata-Version: 2.1\nName: attn-example\nVersion: 1.0\n";
-constexpr char kName[] = "attn_example-1.0+cu130-py3-none-any.whl";
+constexpr char kProvenanceMetadata[] = "Metadata-Version: 2.1\nName: attn-example\nVersion: 1.0\n";
+constexpr char kProvenanceName[] = "attn_example-1.0+cu130-py3-none-any.whl";
 
 class ProvenanceViewsTest : public HttpFixture {
  protected:
@@ -27,7 +27,7 @@ class ProvenanceViewsTest : public HttpFixture {
   std::string Wheel(const std::string& filename, bool sign = true) {
     auto ids = AddBuild(1, "13.0", "");
     Start(ids[0]);
-    std::string sha = AddWheel(ids[0], filename, kMetadata, farm::v1::VALIDATION_PASSED);
+    std::string sha = AddWheel(ids[0], filename, kProvenanceMetadata, farm::v1::VALIDATION_PASSED);
     if (sign) {
       auto artifacts = store_->ListArtifacts(ids[0]).value();
       for (const auto& a : artifacts) EXPECT_OK(attestor_->AttestBuild(a));
@@ -57,7 +57,7 @@ TEST_F(ProvenanceViewsTest, KeysAreServedAtTheirFixedPath) {
 }
 
 TEST_F(ProvenanceViewsTest, IndexLinksEachFilesPep740ProvenanceAndItVerifies) {
-  std::string sha = Wheel(kName);
+  std::string sha = Wheel(kProvenanceName);
   Router r = SignedRouter();
   auto page = Json(Get(r, "/simple/attn-example/", kJsonV1));
   const auto& file = page.at("files").as_array()[0].as_object();
@@ -71,24 +71,24 @@ TEST_F(ProvenanceViewsTest, IndexLinksEachFilesPep740ProvenanceAndItVerifies) {
   EXPECT_EQ(pep740.content_type, provenance::kPep740MediaType);
   auto envelopes = provenance::ParsePep740Provenance(pep740.body);
   ASSERT_OK(envelopes.status());
-  auto v = provenance::VerifyWheel({kName, sha}, *envelopes, keys_->Keys(), {});
+  auto v = provenance::VerifyWheel({kProvenanceName, sha}, *envelopes, keys_->Keys(), {});
   EXPECT_TRUE(v.ok) << v.problems[0];
 
   Response lines = Get(r, url + ".intoto.jsonl");
   ASSERT_EQ(lines.status, 200);
   auto parsed = provenance::ParseEnvelopeLines(lines.body);
   ASSERT_OK(parsed.status());
-  EXPECT_TRUE(provenance::VerifyWheel({kName, sha}, *parsed, keys_->Keys(), {}).ok);
+  EXPECT_TRUE(provenance::VerifyWheel({kProvenanceName, sha}, *parsed, keys_->Keys(), {}).ok);
 }
 
 TEST_F(ProvenanceViewsTest, UnsignedOrUnlistedFilesHaveNone) {
-  std::string sha = Wheel(kName, /*sign=*/false);
+  std::string sha = Wheel(kProvenanceName, /*sign=*/false);
   Router r = SignedRouter();
-  std::string url = "/files/" + sha + "/" + kName;
+  std::string url = "/files/" + sha + "/" + kProvenanceName;
   Response none = Get(r, url + ".provenance");
   EXPECT_EQ(none.status, 404);
   EXPECT_NE(none.body.find("has no signed provenance"), std::string::npos) << none.body;
-  EXPECT_EQ(Get(r, "/files/" + std::string(64, 'f') + "/" + kName + ".intoto.jsonl").status, 404);
+  EXPECT_EQ(Get(r, "/files/" + std::string(64, 'f') + "/" + kProvenanceName + ".intoto.jsonl").status, 404);
   Router plain = MakeRouter();  // a farmd keeping no provenance names none
   auto page = Json(Get(plain, "/simple/attn-example/", kJsonV1));
   EXPECT_FALSE(page.at("files").as_array()[0].as_object().contains("provenance"));

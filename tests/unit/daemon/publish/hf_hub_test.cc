@@ -17,20 +17,20 @@ using testing::LogCapture;
 using testing::RecordingSleeper;
 using testing::WriteWheel;
 
-constexpr char kToken[] = "hf_fakeToken0123456789abcdefXYZ";
-constexpr char kRepo[] = "acme/attention-kernels";
+constexpr char kHubToken[] = "hf_fakeToken0123456789abcdefXYZ";
+constexpr char kHubRepo[] = "acme/attention-kernels";
 constexpr int kMultipartThreshold = 64 * 1024;
 constexpr int kChunk = 16 * 1024;
 
 class HfFakeServerTest : public ::testing::Test {
  protected:
   HfFakeServerTest()
-      : server_("fake_hf.py", {"--token", kToken, "--multipart-threshold",
+      : server_("fake_hf.py", {"--token", kHubToken, "--multipart-threshold",
                                std::to_string(kMultipartThreshold), "--chunk-size",
                                std::to_string(kChunk)}),
         sleeper_(/*cap_ms=*/50),
         http_(curl_, sleeper_, sleeper_, FastOptions()),
-        client_(http_, {.endpoint = server_.base_url(), .token = kToken}) {}
+        client_(http_, {.endpoint = server_.base_url(), .token = kHubToken}) {}
 
   static RetryOptions FastOptions() {
     RetryOptions o = HfRetryDefaults();
@@ -40,12 +40,12 @@ class HfFakeServerTest : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_FALSE(server_.base_url().empty());
-    ASSERT_OK(client_.CreateRepo(kRepo, /*private_repo=*/false));
+    ASSERT_OK(client_.CreateRepo(kHubRepo, /*private_repo=*/false));
   }
 
   HfUploadRequest Request(const std::string& local_path, const std::string& wheel) {
     HfUploadRequest r;
-    r.repo_id = kRepo;
+    r.repo_id = kHubRepo;
     r.local_path = local_path;
     r.path_in_repo = RenderHfPath("build/{variant}/{wheel}",
                                   HfKernelVariant("2.8", "12.8", "linux_x86_64"), wheel);
@@ -53,7 +53,7 @@ class HfFakeServerTest : public ::testing::Test {
   }
 
   void ExpectStored(const std::string& path_in_repo, const std::string& local_path) {
-    auto info = client_.GetPathInfo(kRepo, "main", path_in_repo);
+    auto info = client_.GetPathInfo(kHubRepo, "main", path_in_repo);
     ASSERT_OK(info.status());
     ASSERT_TRUE(info.value().has_value()) << path_in_repo << " is not in the repo";
     EXPECT_EQ(info.value()->lfs_sha256, Sha256Hex(testing::ReadAll(local_path)));
@@ -68,7 +68,7 @@ class HfFakeServerTest : public ::testing::Test {
 };
 
 TEST_F(HfFakeServerTest, CreateRepoIsIdempotent) {
-  ASSERT_OK(client_.CreateRepo(kRepo, false));  // 409 the second time: fine
+  ASSERT_OK(client_.CreateRepo(kHubRepo, false));  // 409 the second time: fine
   EXPECT_EQ(server_.Counter("creates"), 2);
 }
 
@@ -173,7 +173,7 @@ TEST_F(HfFakeServerTest, BadTokenFailsWithARedactedMessage) {
   EXPECT_NE(up.status().message().find("Invalid credentials"), std::string::npos);
   EXPECT_EQ(up.status().ToString().find(wrong), std::string::npos);
   EXPECT_EQ(logs.text().find(wrong), std::string::npos);
-  EXPECT_EQ(logs.text().find(kToken), std::string::npos);
+  EXPECT_EQ(logs.text().find(kHubToken), std::string::npos);
 }
 
 }  // namespace

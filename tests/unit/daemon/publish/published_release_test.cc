@@ -15,8 +15,8 @@ using testing::FakeSleeper;
 using testing::MakeResponse;
 using testing::WriteWheel;
 
-constexpr char kToken[] = "ghp_publishedReleaseToken012345678";
-constexpr char kRepo[] = "acme/kernels";
+constexpr char kPublishedToken[] = "ghp_publishedReleaseToken012345678";
+constexpr char kPublishedRepo[] = "acme/kernels";
 constexpr char kWheel[] = "w-1.0+cu130-py3-none-any.whl";
 
 std::string AssetJson(int64_t id, const std::string& name, const std::string& sha) {
@@ -30,7 +30,7 @@ class PublishedReleaseTest : public ::testing::Test {
       : fake_(&clock_),
         sleeper_(clock_),
         http_(fake_, clock_, sleeper_, GitHubRetryDefaults()),
-        client_(http_, {.api_base = "https://api.example.test", .token = kToken}) {
+        client_(http_, {.api_base = "https://api.example.test", .token = kPublishedToken}) {
     path_ = WriteWheel(dir_.path(), kWheel, 2000, 3);
     sha_ = Sha256Hex(testing::ReadAll(path_));
     release_.id = 5;
@@ -61,12 +61,12 @@ TEST_F(PublishedReleaseTest, ReadsTheImmutableFieldOfTheReleaseObject) {
   fake_.Push(MakeResponse(200, R"([{"id":5,"tag_name":"v1.0","draft":false,"immutable":true},)"
                                R"({"id":6,"tag_name":"v2.0","draft":false}])"));
   fake_.Push(MakeResponse(200, R"([{"id":6,"tag_name":"v2.0","draft":false}])"));
-  auto locked = client_.FindRelease(kRepo, "v1.0");
+  auto locked = client_.FindRelease(kPublishedRepo, "v1.0");
   ASSERT_OK(locked.status());
   ASSERT_TRUE(locked.value().has_value());
   EXPECT_TRUE(locked.value()->immutable);
   EXPECT_TRUE(IsLockedRelease(*locked.value()));
-  auto open = client_.FindRelease(kRepo, "v2.0");
+  auto open = client_.FindRelease(kPublishedRepo, "v2.0");
   ASSERT_OK(open.status());
   ASSERT_TRUE(open.value().has_value());
   EXPECT_FALSE(open.value()->immutable);  // absent: not immutable
@@ -78,7 +78,7 @@ TEST_F(PublishedReleaseTest, ReadsTheImmutableFieldOfTheReleaseObject) {
 TEST_F(PublishedReleaseTest, AMutablePublishedReleaseTakesTheUploadDirectly) {
   fake_.Push(MakeResponse(200, "[" + AssetJson(1, "other.whl", std::string(64, 'b')) + "]"));
   fake_.Push(MakeResponse(201, AssetJson(2, kWheel, sha_)));
-  auto up = client_.UploadAsset(kRepo, release_, {.local_path = path_});
+  auto up = client_.UploadAsset(kPublishedRepo, release_, {.local_path = path_});
   ASSERT_OK(up.status());
   EXPECT_EQ(up.value().outcome, AssetOutcome::kUploaded);
   EXPECT_EQ(CountMethod("POST"), 1);
@@ -88,7 +88,7 @@ TEST_F(PublishedReleaseTest, AMutablePublishedReleaseTakesTheUploadDirectly) {
 TEST_F(PublishedReleaseTest, ALockedReleaseThatHoldsTheBytesIsAReRunWithoutUpload) {
   release_.immutable = true;
   fake_.Push(MakeResponse(200, "[" + AssetJson(9, kWheel, sha_) + "]"));
-  auto up = client_.UploadAsset(kRepo, release_, {.local_path = path_, .replace = true});
+  auto up = client_.UploadAsset(kPublishedRepo, release_, {.local_path = path_, .replace = true});
   ASSERT_OK(up.status());
   EXPECT_EQ(up.value().outcome, AssetOutcome::kAlreadyPresent);
   EXPECT_EQ(up.value().asset.id, 9);
@@ -98,22 +98,22 @@ TEST_F(PublishedReleaseTest, ALockedReleaseThatHoldsTheBytesIsAReRunWithoutUploa
 TEST_F(PublishedReleaseTest, ALockedReleaseRefusesAMissingAssetBeforeAnyUpload) {
   release_.immutable = true;
   fake_.Push(MakeResponse(200, "[]"));
-  auto up = client_.UploadAsset(kRepo, release_, {.local_path = path_});
+  auto up = client_.UploadAsset(kPublishedRepo, release_, {.local_path = path_});
   ASSERT_FALSE(up.ok());
   EXPECT_EQ(up.status().code(), StatusCode::kFailedPrecondition);
-  for (const std::string& text : {std::string(kRepo), std::string("v1.0"), std::string(kWheel),
+  for (const std::string& text : {std::string(kPublishedRepo), std::string("v1.0"), std::string(kWheel),
                                   std::string("immutable"), std::string("new tag")}) {
     EXPECT_NE(up.status().message().find(text), std::string::npos) << up.status().message();
   }
   EXPECT_EQ(fake_.requests().size(), 1u);
-  EXPECT_EQ(up.status().message().find(kToken), std::string::npos);
+  EXPECT_EQ(up.status().message().find(kPublishedToken), std::string::npos);
 }
 
 TEST_F(PublishedReleaseTest, ALockedReleaseIsNeverTouchedToReplaceDifferentBytes) {
   release_.immutable = true;
   const std::string old_sha(64, 'c');
   fake_.Push(MakeResponse(200, "[" + AssetJson(9, kWheel, old_sha) + "]"));
-  auto up = client_.UploadAsset(kRepo, release_, {.local_path = path_, .replace = true});
+  auto up = client_.UploadAsset(kPublishedRepo, release_, {.local_path = path_, .replace = true});
   ASSERT_FALSE(up.ok());
   EXPECT_EQ(up.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(up.status().message().find("different bytes: " + std::string(kWheel)),
@@ -125,7 +125,7 @@ TEST_F(PublishedReleaseTest, ALockedReleaseIsNeverTouchedToReplaceDifferentBytes
 TEST_F(PublishedReleaseTest, An422ImmutableAnswerFailsAtOnceWithoutRetryOrCleanup) {
   fake_.Push(MakeResponse(200, "[]"));  // the release object did not say it was immutable
   fake_.Push(MakeResponse(422, R"({"message":"Cannot upload assets to an immutable release."})"));
-  auto up = client_.UploadAsset(kRepo, release_, {.local_path = path_});
+  auto up = client_.UploadAsset(kPublishedRepo, release_, {.local_path = path_});
   ASSERT_FALSE(up.ok());
   EXPECT_EQ(up.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(up.status().message().find("release v1.0 of acme/kernels is published and "
@@ -143,9 +143,9 @@ TEST(CheckLockedReleaseTest, NamesEveryMissingAndDifferingAssetOrSaysNothingIsNe
        .digest = "sha256:" + a},
       {.id = 2, .name = "y.whl", .state = "uploaded", .digest = "sha256:" + a},
       {.id = 3, .name = "z.whl", .state = "starter"}};
-  EXPECT_OK(CheckLockedRelease(kRepo, release, assets, {{"x-1.0+cu130-py3-none-any.whl", a}}));
-  EXPECT_OK(CheckLockedRelease(kRepo, release, assets, {}));
-  Status s = CheckLockedRelease(kRepo, release, assets,
+  EXPECT_OK(CheckLockedRelease(kPublishedRepo, release, assets, {{"x-1.0+cu130-py3-none-any.whl", a}}));
+  EXPECT_OK(CheckLockedRelease(kPublishedRepo, release, assets, {}));
+  Status s = CheckLockedRelease(kPublishedRepo, release, assets,
                                 {{"x-1.0+cu130-py3-none-any.whl", a}, {"y.whl", b},
                                  {"z.whl", a}, {"new wheel.whl", a}});
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);

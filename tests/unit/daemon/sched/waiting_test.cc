@@ -21,7 +21,7 @@ FleetWorker Worker(const std::string& name, const std::string& cuda = "13.0",
   return w;
 }
 
-farm::v1::MatrixCell Cell(const std::string& cuda, const std::string& arch = "9.0",
+farm::v1::MatrixCell WaitingCell(const std::string& cuda, const std::string& arch = "9.0",
                           const std::string& python = "3.11") {
   farm::v1::MatrixCell c;
   c.set_python(python);
@@ -37,7 +37,7 @@ Waiting Explain(const farm::v1::MatrixCell& cell, const std::vector<FleetWorker>
 }
 
 TEST(WaitingTest, NoWorkerHasTheToolkitSaysWhatWouldUnblockIt) {
-  Waiting w = Explain(Cell("12.8"), {Worker("gpu-1"), Worker("gpu-2")});
+  Waiting w = Explain(WaitingCell("12.8"), {Worker("gpu-1"), Worker("gpu-2")});
   EXPECT_TRUE(w.unplaceable);
   EXPECT_EQ(w.summary, "no worker has CUDA 12.8: provision one or drop the cell");
   ASSERT_EQ(w.blocked.size(), 2u);
@@ -48,7 +48,7 @@ TEST(WaitingTest, NoWorkerHasTheToolkitSaysWhatWouldUnblockIt) {
 }
 
 TEST(WaitingTest, AToolkitOfTheRightVersionThatCannotEmitTheArchNamesTheArchs) {
-  Waiting w = Explain(Cell("13.0", "12.1a"), {Worker("gpu-1")});
+  Waiting w = Explain(WaitingCell("13.0", "12.1a"), {Worker("gpu-1")});
   EXPECT_TRUE(w.unplaceable);
   EXPECT_EQ(w.summary,
             "no worker has a CUDA 13.0 toolkit that emits 12.1a: install a newer "
@@ -56,18 +56,18 @@ TEST(WaitingTest, AToolkitOfTheRightVersionThatCannotEmitTheArchNamesTheArchs) {
 }
 
 TEST(WaitingTest, PlatformPythonAndMixedLacks) {
-  farm::v1::MatrixCell arm = Cell("13.0");
+  farm::v1::MatrixCell arm = WaitingCell("13.0");
   arm.set_platform("linux_aarch64");
   EXPECT_EQ(Explain(arm, {Worker("gpu-1")}).summary,
             "no worker runs linux_aarch64: add one or drop the cell");
-  EXPECT_EQ(Explain(Cell("13.0", "9.0", "3.13"), {Worker("gpu-1")}).summary,
+  EXPECT_EQ(Explain(WaitingCell("13.0", "9.0", "3.13"), {Worker("gpu-1")}).summary,
             "no worker has Python 3.13: install it on a worker or drop the cell");
   Waiting mixed = Explain(arm, {Worker("gpu-1"), Worker("gpu-2", "12.8")});
   EXPECT_TRUE(mixed.unplaceable);
   EXPECT_EQ(mixed.summary, "no worker runs linux_aarch64: add one or drop the cell");
   FleetWorker py312 = Worker("gpu-1");  // has Python 3.12 but CUDA 13.0 only
   py312.caps.mutable_pythons(0)->set_version("3.12");
-  Waiting two = Explain(Cell("12.8", "9.0", "3.12"), {py312, Worker("gpu-2", "12.8")});
+  Waiting two = Explain(WaitingCell("12.8", "9.0", "3.12"), {py312, Worker("gpu-2", "12.8")});
   EXPECT_TRUE(two.unplaceable);
   EXPECT_EQ(two.summary,
             "no worker can build it: provision one with everything the cell "
@@ -77,17 +77,17 @@ TEST(WaitingTest, PlatformPythonAndMixedLacks) {
 TEST(WaitingTest, QuarantinedWorkersAndAnEmptyFleet) {
   FleetWorker sick = Worker("gpu-1", "13.0", "quarantined");
   sick.caps.set_probe_error("probe kernel gave wrong results");
-  Waiting w = Explain(Cell("13.0"), {sick});
+  Waiting w = Explain(WaitingCell("13.0"), {sick});
   EXPECT_TRUE(w.unplaceable);
   EXPECT_EQ(w.blocked[0].reason, "quarantined: probe kernel gave wrong results");
   EXPECT_NE(w.summary.find("quarantined"), std::string::npos) << w.summary;
-  Waiting none = Explain(Cell("13.0"), {});
+  Waiting none = Explain(WaitingCell("13.0"), {});
   EXPECT_TRUE(none.unplaceable);
   EXPECT_EQ(none.summary, "no worker is registered: start farm-worker on a host that can build it");
 }
 
 TEST(WaitingTest, ABusyOrAwayWorkerThatCouldBuildItIsNotUnplaceable) {
-  Waiting busy = Explain(Cell("13.0"), {Worker("gpu-1", "13.0", "busy"), Worker("old", "12.8")});
+  Waiting busy = Explain(WaitingCell("13.0"), {Worker("gpu-1", "13.0", "busy"), Worker("old", "12.8")});
   EXPECT_FALSE(busy.unplaceable);
   EXPECT_EQ(busy.summary, "waiting for a free worker: gpu-1 can build it");
   ASSERT_EQ(busy.blocked.size(), 1u);
@@ -95,7 +95,7 @@ TEST(WaitingTest, ABusyOrAwayWorkerThatCouldBuildItIsNotUnplaceable) {
 
   FleetWorker drained = Worker("gpu-2");
   drained.drain_requested = true;
-  Waiting away = Explain(Cell("13.0"), {Worker("gpu-1", "13.0", "lost"), drained});
+  Waiting away = Explain(WaitingCell("13.0"), {Worker("gpu-1", "13.0", "lost"), drained});
   EXPECT_FALSE(away.unplaceable);
   EXPECT_EQ(away.summary,
             "only gpu-1 (lost) and gpu-2 (draining) can build it: bring it back "
@@ -109,18 +109,18 @@ TEST(WaitingTest, MergedAndBackedOffJobsSayWhatTheyWaitFor) {
                       "waiting for job 7, an identical "
                       "build in flight",
                       1000};
-  Waiting w = Explain(Cell("13.0"), {Worker("gpu-1")}, merged);
+  Waiting w = Explain(WaitingCell("13.0"), {Worker("gpu-1")}, merged);
   EXPECT_FALSE(w.unplaceable);
   EXPECT_EQ(w.summary, "waiting for job 7, an identical build in flight");
   // The job it waits for can never run: neither can this one, and it says why.
-  Waiting stuck = Explain(Cell("12.8"), {Worker("gpu-1")}, merged);
+  Waiting stuck = Explain(WaitingCell("12.8"), {Worker("gpu-1")}, merged);
   EXPECT_TRUE(stuck.unplaceable);
   EXPECT_EQ(stuck.summary,
             "waiting for job 7, an identical build in flight, which cannot run either: no "
             "worker has CUDA 12.8: provision one or drop the cell");
   ASSERT_EQ(stuck.blocked.size(), 1u);
   PendingFacts backoff{61'000, "", 1000};
-  Waiting b = Explain(Cell("13.0"), {Worker("gpu-1")}, backoff);
+  Waiting b = Explain(WaitingCell("13.0"), {Worker("gpu-1")}, backoff);
   EXPECT_EQ(b.summary,
             "retrying after a backoff, not before 1970-01-01T00:01:01.000Z; waiting "
             "for a free worker: gpu-1 can build it");
@@ -146,7 +146,7 @@ TEST(WaitingTest, AValidationJobSaysWhichGpuItWaitsFor) {
   // Neither worker has a GPU of cc 12.0; both could build the cell.
   std::vector<FleetWorker> fleet = {Worker("builder"),
                                     WithGpu(Worker("h100"), "NVIDIA H100", 9, 0)};
-  Waiting w = Explain(Cell("13.0", "9.0;12.0a"), fleet, ValidationOf({"12.0"}));
+  Waiting w = Explain(WaitingCell("13.0", "9.0;12.0a"), fleet, ValidationOf({"12.0"}));
   EXPECT_TRUE(w.unplaceable);
   EXPECT_EQ(w.summary,
             "no worker with a GPU of cc 12.0 can validate it: add one (its wheels wait for "
@@ -155,39 +155,39 @@ TEST(WaitingTest, AValidationJobSaysWhichGpuItWaitsFor) {
   EXPECT_EQ(w.blocked[0].reason,
             "no GPU the wheels run on: they need cc 12.0, this worker has no GPU");
 
-  Waiting many = Explain(Cell("13.0"), fleet, ValidationOf({"12.0", "12.1"}));
+  Waiting many = Explain(WaitingCell("13.0"), fleet, ValidationOf({"12.0", "12.1"}));
   EXPECT_NE(many.summary.find("a GPU of cc 12.0 or 12.1 can validate it"), std::string::npos)
       << many.summary;
   // Wheels without device code: any GPU serves.
-  Waiting any = Explain(Cell("13.0"), {Worker("builder")}, ValidationOf({}));
+  Waiting any = Explain(WaitingCell("13.0"), {Worker("builder")}, ValidationOf({}));
   EXPECT_EQ(any.summary,
             "no worker with a GPU can validate it: add one (its wheels wait for hardware until "
             "then)");
-  Waiting none = Explain(Cell("13.0"), {}, ValidationOf({"12.0"}));
+  Waiting none = Explain(WaitingCell("13.0"), {}, ValidationOf({"12.0"}));
   EXPECT_EQ(none.summary,
             "no worker is registered: start farm-worker on a host with a GPU of cc 12.0");
 }
 
 TEST(WaitingTest, AValidationJobWaitsForABusyOrAwayGpuWorker) {
   FleetWorker rtx = WithGpu(Worker("rtx", "13.0", "busy"), "NVIDIA RTX 5090", 12, 0);
-  Waiting busy = Explain(Cell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}));
+  Waiting busy = Explain(WaitingCell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}));
   EXPECT_FALSE(busy.unplaceable);
   EXPECT_EQ(busy.summary, "waiting for a free worker: rtx can validate it");
   rtx.state = "lost";
-  Waiting lost = Explain(Cell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}));
+  Waiting lost = Explain(WaitingCell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}));
   EXPECT_FALSE(lost.unplaceable);
   EXPECT_EQ(lost.summary,
             "only rtx (lost) can validate it: bring it back or undrain it, or add a worker "
             "that can");
   // A worker without the toolkit can still validate: validation compiles nothing.
   FleetWorker old = WithGpu(Worker("old", "12.8"), "NVIDIA RTX 5090", 12, 0);
-  EXPECT_EQ(Explain(Cell("13.0"), {old}, ValidationOf({"12.0"})).summary,
+  EXPECT_EQ(Explain(WaitingCell("13.0"), {old}, ValidationOf({"12.0"})).summary,
             "waiting for a free worker: old can validate it");
 }
 
 TEST(WaitingTest, AnAutomaticRetryWaitsForAnotherGpuThanTheOneThatFailed) {
   FleetWorker rtx = WithGpu(Worker("rtx"), "NVIDIA RTX 5090", 12, 0);
-  Waiting w = Explain(Cell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}, {rtx.id}));
+  Waiting w = Explain(WaitingCell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}, {rtx.id}));
   EXPECT_TRUE(w.unplaceable);
   EXPECT_EQ(w.summary,
             "every worker with a GPU of cc 12.0 validated these wheels before: an automatic "
@@ -196,17 +196,17 @@ TEST(WaitingTest, AnAutomaticRetryWaitsForAnotherGpuThanTheOneThatFailed) {
 
 TEST(WaitingTest, AValidationJobWithoutTheCellsPythonSaysSo) {
   FleetWorker rtx = WithGpu(Worker("rtx"), "NVIDIA RTX 5090", 12, 0);
-  EXPECT_EQ(Explain(Cell("13.0", "12.0a", "3.13"), {rtx}, ValidationOf({"12.0"})).summary,
+  EXPECT_EQ(Explain(WaitingCell("13.0", "12.0a", "3.13"), {rtx}, ValidationOf({"12.0"})).summary,
             "no worker has Python 3.13: install it on a worker or drop the cell");
   FleetWorker sick = WithGpu(Worker("sick", "13.0", "quarantined"), "NVIDIA RTX 5090", 12, 0);
   sick.caps.set_probe_error("probe kernel gave wrong results");
-  EXPECT_EQ(Explain(Cell("13.0"), {sick}, ValidationOf({"12.0"})).summary,
+  EXPECT_EQ(Explain(WaitingCell("13.0"), {sick}, ValidationOf({"12.0"})).summary,
             "every worker that could validate it is quarantined (its GPU probe failed): fix "
             "the GPU or driver and restart farm-worker");
   // Mixed lacks name what the job needs: the GPU lacks Python 3.13, the other has no GPU.
   FleetWorker py313 = Worker("builder");
   py313.caps.mutable_pythons(0)->set_version("3.13");
-  EXPECT_EQ(Explain(Cell("13.0", "12.0a", "3.13"), {rtx, py313}, ValidationOf({"12.0"})).summary,
+  EXPECT_EQ(Explain(WaitingCell("13.0", "12.0a", "3.13"), {rtx, py313}, ValidationOf({"12.0"})).summary,
             "no worker can validate it: it needs a GPU of cc 12.0 on a worker with the cell's "
             "platform and Python");
 }
@@ -217,7 +217,7 @@ TEST(WaitingTest, ABuildOnItsTargetGpuSaysWhichGpuNoWorkerHas) {
   std::vector<FleetWorker> fleet = {Worker("builder"),
                                     WithGpu(Worker("h100"), "NVIDIA H100", 9, 0)};
   for (auto& w : fleet) w.caps.mutable_toolkits(0)->add_gpu_codes("sm_120a");
-  Waiting w = Explain(Cell("13.0", "12.0a"), fleet, facts);
+  Waiting w = Explain(WaitingCell("13.0", "12.0a"), fleet, facts);
   EXPECT_TRUE(w.unplaceable);
   EXPECT_EQ(w.summary,
             "no worker with a GPU of cc 12.0 can build it (the recipe builds on its target "
@@ -226,7 +226,7 @@ TEST(WaitingTest, ABuildOnItsTargetGpuSaysWhichGpuNoWorkerHas) {
   FleetWorker lost = WithGpu(Worker("rtx", "13.0", "lost"), "NVIDIA RTX 5090", 12, 0);
   lost.caps.mutable_toolkits(0)->add_gpu_codes("sm_120a");
   fleet.push_back(lost);
-  EXPECT_EQ(Explain(Cell("13.0", "12.0a"), fleet, facts).summary,
+  EXPECT_EQ(Explain(WaitingCell("13.0", "12.0a"), fleet, facts).summary,
             "only rtx (lost) can build it: bring it back or undrain it, or add a worker that "
             "can");
 }
@@ -251,10 +251,10 @@ TEST(WaitingTest, ALimitOnAbleNamesKeepsTheSummaryAndTheCount) {
   for (int n : {1, 6, 7, 1000}) {
     std::vector<FleetWorker> fleet;
     for (int i = 0; i < n; ++i) fleet.push_back(Worker("gpu-" + std::to_string(i)));
-    Waiting all = Explain(Cell("13.0"), fleet);
+    Waiting all = Explain(WaitingCell("13.0"), fleet);
     PendingFacts limited_facts;
     limited_facts.max_able_names = 6;
-    Waiting limited = Explain(Cell("13.0"), fleet, limited_facts);
+    Waiting limited = Explain(WaitingCell("13.0"), fleet, limited_facts);
     EXPECT_EQ(all.able.size(), static_cast<size_t>(n));
     EXPECT_EQ(limited.able.size(), std::min<size_t>(n, 6));
     EXPECT_EQ(limited.able_count, static_cast<size_t>(n));
@@ -265,7 +265,7 @@ TEST(WaitingTest, ALimitOnAbleNamesKeepsTheSummaryAndTheCount) {
   for (int i = 0; i < 7; ++i) seven.push_back(Worker("gpu-" + std::to_string(i)));
   PendingFacts facts;
   facts.max_able_names = 6;
-  EXPECT_EQ(Explain(Cell("13.0"), seven, facts).summary,
+  EXPECT_EQ(Explain(WaitingCell("13.0"), seven, facts).summary,
             "waiting for a free worker: gpu-0, gpu-1, gpu-2, gpu-3, gpu-4 and 2 more can build "
             "it");
 }
