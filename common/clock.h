@@ -1,5 +1,5 @@
 // Clock: the only way farm code reads time, so tests can drive time with a fake
-// (tests/support/fake_clock.h). Implementations are thread-safe.
+// (FakeClock in tests/support/test_util.h). Implementations are thread-safe.
 #ifndef FARM_COMMON_CLOCK_H_
 #define FARM_COMMON_CLOCK_H_
 

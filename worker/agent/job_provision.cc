@@ -35,7 +35,7 @@ std::string Describe(const farm::v1::ProvisionSpec& spec) {
 Result<env::ProvisionedEnv> JobRunner::ProvisionEnvironment(LogShipper& log,
                                                             const std::string& ws) {
   auto system = [&log, this](const std::string& text) {
-    control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + text);
+    log.Append(farm::v1::SYSTEM, "farm: " + text);
   };
   if (deps_.environments == nullptr) {
     return Status::FailedPrecondition("this worker does not provision environments");

@@ -196,6 +196,7 @@ Outcome JobRunner::Run() {
   FarmLogSink sink(*deps_.client);
   LogShipperOptions log_options;
   log_options.max_buffered_bytes = static_cast<size_t>(settings_.log_buffer_bytes);
+  log_options.published_seq = &control_->log_seq;  // every line, build output included
   LogShipper log(sink, *deps_.clock, job_.job_id(), job_.attempt(), log_options);
   log.Start();
   log::Info("starting " + JobName(job_) + " of build " + std::to_string(job_.build_id()));
@@ -216,7 +217,6 @@ Outcome JobRunner::Run() {
   log.Append(farm::v1::SYSTEM,
              "farm: attempt ended: " + farm::v1::AttemptCause_Name(outcome.cause) +
                  (outcome.detail.empty() ? "" : " (" + outcome.detail + ")"));
-  control_->log_seq = log.last_seq();
   Status flushed = log.Finish(RetryDeadlineMs(60000));
   if (!flushed.ok()) log::Warn(JobName(job_) + ": log upload incomplete: " + flushed.ToString());
   Report(outcome, log.last_seq());
@@ -231,7 +231,7 @@ Outcome JobRunner::Run() {
 
 Outcome JobRunner::Execute(LogShipper& log, const std::string& ws) {
   auto system = [&log, this](const std::string& text) {
-    control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + text);
+    log.Append(farm::v1::SYSTEM, "farm: " + text);
   };
   system("workspace " + ws);
   if (job_.kind() == farm::v1::JOB_VALIDATE) return ExecuteValidation(log, ws);
@@ -262,11 +262,9 @@ std::string JobRunner::OutputDir(const std::string& ws) const {
 Result<std::string> JobRunner::FetchAndPatch(LogShipper& log, const std::string& ws) {
   const auto& recipe = job_.recipe();
   std::string src = ws + "/src";
-  control_->log_seq =
-      log.Append(farm::v1::SYSTEM, "farm: fetching source (" + SourceText(recipe.source()) + ")");
+  log.Append(farm::v1::SYSTEM, "farm: fetching source (" + SourceText(recipe.source()) + ")");
   auto on_line = [&log, this](OutputStream s, const std::string& line) {
-    control_->log_seq =
-        log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+    log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
   };
   std::unique_ptr<ProcessRunner> offline = SourceRunner(ws, false);
   std::unique_ptr<ProcessRunner> online = SourceRunner(ws, true);
@@ -288,7 +286,7 @@ Result<std::string> JobRunner::FetchAndPatch(LogShipper& log, const std::string&
   source_date_epoch_ = SourceDateEpoch(*offline, src);
   std::vector<farm::v1::Patch> patches(recipe.patches().begin(), recipe.patches().end());
   if (!patches.empty()) {
-    control_->log_seq = log.Append(
+    log.Append(
         farm::v1::SYSTEM, "farm: applying " + std::to_string(patches.size()) + " patch(es)");
   }
   FARM_RETURN_IF_ERROR(ApplyPatches(steps, patches, src, ws + "/patches"));
@@ -307,7 +305,7 @@ Result<std::vector<std::string>> JobRunner::FetchArtifacts(
                                      " has the file name \"" + a.filename() + "\"");
     }
     std::string path = dir + "/" + a.filename();
-    control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: fetching " + a.filename() + " (" +
+    log.Append(farm::v1::SYSTEM, "farm: fetching " + a.filename() + " (" +
                                                          std::to_string(a.size()) + " bytes)");
     FARM_RETURN_IF_ERROR(
         RetryUnavailable(*deps_.clock, RetryDeadlineMs(kReportRetryMs), deps_.client, [&] {
@@ -339,7 +337,7 @@ Status JobRunner::FetchInputs(LogShipper& log, const std::string& ws) {
       return Status::FailedPrecondition("required job " + std::to_string(input.job_id()) + " (" +
                                         input.recipe_name() + ") gave no wheel");
     }
-    control_->log_seq = log.Append(
+    log.Append(
         farm::v1::SYSTEM, "farm: requires " + input.recipe_name() + " from job " +
                               std::to_string(input.job_id()) + " (build " +
                               std::to_string(input.build_id()) + ") for " +
@@ -357,8 +355,7 @@ Status JobRunner::FetchInputs(LogShipper& log, const std::string& ws) {
 
 Status JobRunner::InstallBuildInputs(LogShipper& log, StepRunner& steps, const std::string& venv) {
   if (inputs_.for_build.empty()) return Status::Ok();
-  control_->log_seq =
-      log.Append(farm::v1::SYSTEM, "farm: installing " + std::to_string(inputs_.for_build.size()) +
+  log.Append(farm::v1::SYSTEM, "farm: installing " + std::to_string(inputs_.for_build.size()) +
                                        " required wheel(s) into the build venv (--no-index)");
   std::vector<std::string> argv = {venv + "/bin/python",
                                    "-m",
@@ -378,8 +375,7 @@ Status JobRunner::InstallBuildInputs(LogShipper& log, StepRunner& steps, const s
 
 Outcome JobRunner::ExecuteValidation(LogShipper& log, const std::string& ws) {
   const auto& recipe = job_.recipe();
-  control_->log_seq =
-      log.Append(farm::v1::SYSTEM, "farm: validating the " + std::to_string(job_.artifacts_size()) +
+  log.Append(farm::v1::SYSTEM, "farm: validating the " + std::to_string(job_.artifacts_size()) +
                                        " wheel(s) of an earlier build on this "
                                        "worker's GPU");
   std::string build_dir = ws;
@@ -435,7 +431,7 @@ Outcome JobRunner::ExecuteValidation(LogShipper& log, const std::string& ws) {
 Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const std::string& src) {
   const auto& recipe = job_.recipe();
   auto system = [&log, this](const std::string& text) {
-    control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: " + text);
+    log.Append(farm::v1::SYSTEM, "farm: " + text);
   };
   auto dir = BuildDir(src, recipe);
   if (!dir.ok()) return RecipeError(dir.status().message());
@@ -561,8 +557,7 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
           sampled_ms = now;
           control_->progress.Sample();
         }
-        control_->log_seq =
-            log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+        log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
       },
       timeout_s * 1000);
   control_->progress.End();
@@ -624,8 +619,7 @@ Outcome JobRunner::FinishWheels(LogShipper& log, const JobEnvInputs& env_in,
     return built;
   }
   // Marks the checks phase in the log (the dashboard groups lines by phase).
-  control_->log_seq =
-      log.Append(farm::v1::SYSTEM, "farm: checking " + std::to_string(wheels.size()) +
+  log.Append(farm::v1::SYSTEM, "farm: checking " + std::to_string(wheels.size()) +
                                        " wheel(s): structure, tags, arch manifest");
   std::vector<farm::v1::ArtifactHeader> headers;
   farm::v1::ArchManifest device_manifest;
@@ -682,12 +676,11 @@ Result<farm::v1::ArtifactHeader> JobRunner::CheckOne(LogShipper& log, const std:
   if (!deps_.wheel_hook) return header;
   Status checked = deps_.wheel_hook(job_, path, &header);
   if (!checked.ok()) return Status::Aborted(header.filename() + ": " + checked.message());
-  control_->log_seq = log.Append(
+  log.Append(
       farm::v1::SYSTEM, "farm: " + header.filename() + ": " + DescribeManifest(header.manifest()));
   std::string ignored = wheel::ArchListIgnoredMessage(job_.cell().arch_list(), header.manifest());
   if (!ignored.empty()) {
-    control_->log_seq =
-        log.Append(farm::v1::SYSTEM, "farm: warning: " + header.filename() + ": " + ignored);
+    log.Append(farm::v1::SYSTEM, "farm: warning: " + header.filename() + ": " + ignored);
   }
   return header;
 }
@@ -707,7 +700,7 @@ Result<farm::v1::ArtifactHeader> JobRunner::Label(LogShipper& log, const std::st
   std::error_code ec;
   stdfs::rename(labelled.path, wheel_dir + "/" + labelled.header.filename(), ec);
   if (ec) return Status::Internal("moving " + labelled.path + ": " + ec.message());
-  control_->log_seq = log.Append(
+  log.Append(
       farm::v1::SYSTEM, "farm: labelled " + header.filename() + " as " +
                             labelled.header.filename() + " (sha256 " + labelled.header.sha256() +
                             ")" + (torch.empty() ? "" : ", requires " + torch));
@@ -727,16 +720,14 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(LogShipper& log, const Jo
     return none;
   }
   auto on_line = [&log, this](OutputStream s, const std::string& line) {
-    control_->log_seq =
-        log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+    log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
   };
   const bool on_host = deps_.executor->RunsOnHost();
   std::string where = on_host ? "" : " inside the " + deps_.executor->Name() + " container";
   // A provisioned cell is validated with its environment's torch: the clean venv sees the
   // environment's packages, as a user's venv holding that torch would.
   std::string over = job_.has_environment() ? " over the cell's environment" : "";
-  control_->log_seq =
-      log.Append(farm::v1::SYSTEM, "farm: validating in a clean venv" + over + where);
+  log.Append(farm::v1::SYSTEM, "farm: validating in a clean venv" + over + where);
   // A fresh directory of the worker's, whatever the build left at <ws>/validate.
   const std::string ws = stdfs::path(env_in.wheel_dir).parent_path().string();
   FARM_ASSIGN_OR_RETURN(std::string dir, MakeFreshDir(ws, "validate"));
@@ -765,7 +756,7 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(LogShipper& log, const Jo
       *deps_.executor, *deps_.runner, ValidationContainer(in, job_.recipe().container_image()));
   StepRunner steps(*runner, BaseEnv(settings_.worker_env), control_.get(), on_line);
   FARM_ASSIGN_OR_RETURN(auto report, ValidateWheels(steps, *runner, control_.get(), on_line, in));
-  control_->log_seq = log.Append(
+  log.Append(
       farm::v1::SYSTEM, "farm: validation " + farm::v1::ValidationState_Name(report.state()) +
                             ": " + report.message());
   return report;
@@ -773,7 +764,7 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(LogShipper& log, const Jo
 
 Status JobRunner::UploadOne(LogShipper& log, const std::string& path,
                             farm::v1::ArtifactHeader header) {
-  control_->log_seq = log.Append(farm::v1::SYSTEM, "farm: uploading " + header.filename() + " (" +
+  log.Append(farm::v1::SYSTEM, "farm: uploading " + header.filename() + " (" +
                                                        std::to_string(header.size()) +
                                                        " bytes, sha256 " + header.sha256() + ")");
   auto uploaded = RetryUnavailable(*deps_.clock, RetryDeadlineMs(kReportRetryMs), deps_.client,

@@ -33,7 +33,7 @@ namespace farm::agent {
 class StepRunner;
 
 // Called with each wheel before it is uploaded: the structure and arch-manifest checks
-// (CheckWheelForJob in wheel_check.h) plug in here and fill header->manifest. A non-OK
+// (CheckWheelForJob in validation.h) plug in here and fill header->manifest. A non-OK
 // status fails the attempt with CAUSE_VALIDATION_FAILED.
 using WheelHook =
     std::function<Status(const farm::v1::JobAssignment& job, const std::string& wheel_path,

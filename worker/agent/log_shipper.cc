@@ -43,7 +43,10 @@ int64_t LogShipper::Append(farm::v1::LogStream stream, const std::string& text) 
   // ShipLogs message at farmd, and the shipper would resend it forever.
   line.set_text(ToValidUtf8(text));
   line.set_time_unix_ms(clock_.NowUnixMs());
-  if (dead_) return line.seq();
+  if (dead_) {
+    if (options_.published_seq != nullptr) options_.published_seq->store(line.seq());
+    return line.seq();
+  }
   if (lines_.empty() || oldest_unsent_ms_ == 0) oldest_unsent_ms_ = clock_.SteadyMs();
   bytes_ += Cost(line);
   lines_.push_back(std::move(line));
@@ -51,7 +54,9 @@ int64_t LogShipper::Append(farm::v1::LogStream stream, const std::string& text) 
     TrimLocked();
   }
   if (lines_.size() >= options_.batch_lines) cv_.notify_all();
-  return lines_.back().seq();  // the newest line is never dropped, but may move down
+  // The newest line is never dropped, but may move down.
+  if (options_.published_seq != nullptr) options_.published_seq->store(lines_.back().seq());
+  return lines_.back().seq();
 }
 
 // Lines that must stay as they are: every line handed to the sink (farmd may have stored

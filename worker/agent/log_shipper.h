@@ -21,6 +21,7 @@
 #ifndef FARM_WORKER_AGENT_LOG_SHIPPER_H_
 #define FARM_WORKER_AGENT_LOG_SHIPPER_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -52,6 +53,9 @@ struct LogShipperOptions {
   // Bounds on unacknowledged lines; a line counts its text plus kLogLineOverheadBytes.
   size_t max_buffered_lines = 500000;
   size_t max_buffered_bytes = size_t{64} << 20;
+  // When set, every Append stores its line's seq here, for a reader on another thread (the
+  // heartbeat); it must outlive the shipper.
+  std::atomic<int64_t>* published_seq = nullptr;
 };
 
 // What one buffered line costs besides its text (the LogLine message and its strings).

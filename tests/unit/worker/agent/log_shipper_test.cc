@@ -1,5 +1,6 @@
 #include "worker/agent/log_shipper.h"
 
+#include <atomic>
 #include <map>
 #include <regex>
 
@@ -87,6 +88,22 @@ TEST_F(LogShipperTest, SeqStartsAtOnePerAttemptAndBatchesByTimeOrCount) {
   ASSERT_OK(s.SendOnce());
   EXPECT_EQ(farm_.sizes, (std::vector<size_t>{2, 200}));
   EXPECT_EQ(s.acked_seq(), 202);
+}
+
+// The heartbeat reports the newest line's seq: every line counts, whichever stream it is
+// on and whether or not it has been sent yet.
+TEST_F(LogShipperTest, PublishesTheNewestSeqOfEveryStream) {
+  std::atomic<int64_t> published{0};
+  LogShipperOptions options;
+  options.published_seq = &published;
+  LogShipper s(farm_, clock_, 5, 1, options);
+  s.Append(farm::v1::SYSTEM, "farm: building");
+  EXPECT_EQ(published.load(), 1);
+  AppendN(s, 3);  // build output
+  EXPECT_EQ(published.load(), 4);
+  s.Append(farm::v1::STDERR, "warning");
+  EXPECT_EQ(published.load(), 5);
+  EXPECT_EQ(published.load(), s.last_seq());
 }
 
 TEST_F(LogShipperTest, ResendsFromAckedPlusOneAfterFarmdComesBack) {
