@@ -19,7 +19,7 @@ COPY . .
 RUN cmake -S . -B /tmp/build -DCMAKE_BUILD_TYPE=Release -DFARM_BUILD_TESTS=OFF \
  && cmake --build /tmp/build --target farmd farmctl -j"$(nproc)" \
  && install -D -m 0755 /tmp/build/daemon/farmd /out/usr/local/bin/farmd \
- && install -D -m 0755 /tmp/build/daemon/cli/farmctl /out/usr/local/bin/farmctl \
+ && install -D -m 0755 /tmp/build/cli/farmctl /out/usr/local/bin/farmctl \
  && docker/runtime-packages.sh /out/usr/local/bin/farmd /out/usr/local/bin/farmctl > /out/runtime-packages.txt
 
 FROM ${DEBIAN_IMAGE} AS runtime

@@ -12,8 +12,8 @@
 #include "common/net/grpc_runtime.h"
 #include "common/version.h"
 #include "worker/agent/agent.h"
-#include "worker/agent/container_executor.h"
-#include "worker/agent/validation.h"
+#include "worker/exec/container_executor.h"
+#include "worker/job/validation.h"
 
 int main(int argc, char** argv) {
   using namespace farm;

@@ -98,6 +98,6 @@ cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_TOOLCHAIN_FILE="$repo/common/cmake/toolchain-aarch64-linux-gnu.cmake" \
   -DFARM_BUILD_TESTS=OFF -Dyaml-cpp_DIR="$yaml_dir" ${FARM_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
-for t in "$build/daemon/farmd" "$build/worker/farm-worker" "$build/daemon/cli/farmctl"; do
+for t in "$build/daemon/farmd" "$build/worker/farm-worker" "$build/cli/farmctl"; do
   [[ -f $t ]] && file -b "$t" | sed "s|^|$(basename "$t"): |" | cut -c1-110
 done

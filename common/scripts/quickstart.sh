@@ -57,7 +57,7 @@ fi
 
 mark "farm start"
 addr=$(cat "$home/farmd.addr")
-ctl=("$bin/daemon/cli/farmctl" --server "$addr" --token-file "$home/data/admin.token")
+ctl=("$bin/cli/farmctl" --server "$addr" --token-file "$home/data/admin.token")
 "${ctl[@]}" submit "$recipe" --follow --download "$home/wheels"
 mark "example wheel"
 

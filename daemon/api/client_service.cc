@@ -14,7 +14,7 @@
 #include "daemon/api/peers.h"
 #include "daemon/api/revalidation.h"
 #include "daemon/auth/ownership.h"
-#include "daemon/http/job_views.h"
+#include "daemon/http/rest/job_views.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/placement.h"
 

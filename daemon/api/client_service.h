@@ -8,9 +8,9 @@
 #include "daemon/api/service_context.h"
 #include "farm/v1/client.grpc.pb.h"
 
-namespace farm::schedule {
+namespace farm::cron {
 class BuildSubmitter;
-}  // namespace farm::schedule
+}  // namespace farm::cron
 
 namespace farm::api {
 
@@ -140,7 +140,7 @@ Result<std::string> CheckBuildSource(const ServiceContext& ctx, farm::v1::Source
 Result<int> CollectSources(const ServiceContext& ctx, int64_t retention_ms);
 
 // The submitter farmd's ScheduleRunner uses: SubmitLinked with the run recorded alongside.
-std::unique_ptr<schedule::BuildSubmitter> MakeScheduleSubmitter(ServiceContext* ctx);
+std::unique_ptr<cron::BuildSubmitter> MakeScheduleSubmitter(ServiceContext* ctx);
 
 }  // namespace farm::api
 

@@ -8,7 +8,7 @@
 #include "common/log.h"
 #include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
-#include "daemon/recipe/recipe.h"
+#include "common/recipe/recipe.h"
 
 namespace farm::api {
 namespace {

@@ -10,14 +10,14 @@
 #include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/auth/ownership.h"
-#include "daemon/schedule/cron.h"
-#include "daemon/schedule/new_schedule.h"
-#include "daemon/schedule/runner.h"
+#include "daemon/cron/cron.h"
+#include "daemon/cron/new_schedule.h"
+#include "daemon/cron/runner.h"
 
 namespace farm::api {
 namespace {
 
-class ApiBuildSubmitter final : public schedule::BuildSubmitter {
+class ApiBuildSubmitter final : public cron::BuildSubmitter {
  public:
   explicit ApiBuildSubmitter(ServiceContext* ctx) : ctx_(ctx) {}
   Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest& req, const std::string& who,
@@ -65,7 +65,7 @@ Result<farm::v1::Schedule> LoadSchedule(const ServiceContext& ctx, const store::
   s.set_paused(row.paused);
   if (!row.paused) {
     s.set_next_fire_time(FormatRfc3339(row.next_fire_ms));
-    auto zone = schedule::TimeZone::Load(row.time_zone);
+    auto zone = cron::TimeZone::Load(row.time_zone);
     if (zone.ok()) s.set_next_fire_local(zone->FormatLocal(row.next_fire_ms / 1000));
   }
   s.set_created_by(row.created_by);
@@ -104,7 +104,7 @@ Status NeedRunner(const ServiceContext& ctx) {
 
 }  // namespace
 
-std::unique_ptr<schedule::BuildSubmitter> MakeScheduleSubmitter(ServiceContext* ctx) {
+std::unique_ptr<cron::BuildSubmitter> MakeScheduleSubmitter(ServiceContext* ctx) {
   return std::make_unique<ApiBuildSubmitter>(ctx);
 }
 
@@ -115,7 +115,7 @@ grpc::Status ClientService::CreateSchedule(grpc::ServerContext* call,
   return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(TakeSubmission(*ctx_, who));
     FARM_ASSIGN_OR_RETURN(store::ScheduleRow row,
-                          schedule::NewScheduleRow(*req, who.name, ctx_->clock->NowUnixMs()));
+                          cron::NewScheduleRow(*req, who.name, ctx_->clock->NowUnixMs()));
     entry.target = "recipe " + row.recipe_name;
     farm::v1::Source source = req->build().source();
     FARM_RETURN_IF_ERROR(CheckBuildSource(*ctx_, &source).status());
@@ -175,7 +175,7 @@ grpc::Status ClientService::ResumeSchedule(grpc::ServerContext* call,
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetSchedule(id));
     // Fire times that passed while paused are not "missed": the next one is from now.
     FARM_ASSIGN_OR_RETURN(int64_t next,
-                          schedule::NextFireMs(row.cron, row.time_zone, ctx_->clock->NowUnixMs()));
+                          cron::NextFireMs(row.cron, row.time_zone, ctx_->clock->NowUnixMs()));
     FARM_RETURN_IF_ERROR(ctx_->store->SetSchedulePaused(id, false, next));
     log::Info("schedule " + req->schedule_id() + " resumed by " + who.name);
     FARM_ASSIGN_OR_RETURN(row, ctx_->store->GetSchedule(id));

@@ -13,9 +13,9 @@
 #include "daemon/api/worker_service.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/hosts/host_manager.h"
-#include "daemon/http/dashboard.h"
+#include "daemon/http/server/dashboard.h"
 #include "daemon/publish/publishing_service.h"
-#include "daemon/schedule/runner.h"
+#include "daemon/cron/runner.h"
 #include "daemon/store/postgres_store.h"
 
 namespace farm::api {
@@ -40,9 +40,9 @@ struct FarmServer::Impl {
   RealProcessRunner host_processes;
   std::unique_ptr<hosts::HostManager> hosts;
   RealProcessRunner processes;
-  std::unique_ptr<schedule::GitSourceResolver> resolver;
-  std::unique_ptr<schedule::BuildSubmitter> schedule_submitter;
-  std::unique_ptr<schedule::ScheduleRunner> schedules;
+  std::unique_ptr<cron::GitSourceResolver> resolver;
+  std::unique_ptr<cron::BuildSubmitter> schedule_submitter;
+  std::unique_ptr<cron::ScheduleRunner> schedules;
   std::unique_ptr<publish::PublishingService> publishing;
   std::unique_ptr<Revalidator> revalidator;
   std::string address;
@@ -182,11 +182,11 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   }
   impl->ctx.audit = impl->audit.get();
   impl->ctx.git = options.git;
-  impl->resolver = std::make_unique<schedule::GitSourceResolver>(&impl->processes, options.git,
+  impl->resolver = std::make_unique<cron::GitSourceResolver>(&impl->processes, options.git,
                                                                  options.git_resolve);
   impl->ctx.resolver = impl->resolver.get();
   impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);
-  impl->schedules = std::make_unique<schedule::ScheduleRunner>(
+  impl->schedules = std::make_unique<cron::ScheduleRunner>(
       impl->store.get(), &RealClock(), impl->resolver.get(), impl->schedule_submitter.get());
   impl->ctx.schedules = impl->schedules.get();
   impl->hosts = std::make_unique<hosts::HostManager>(

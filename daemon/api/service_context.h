@@ -15,10 +15,10 @@
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
 
-namespace farm::schedule {
+namespace farm::cron {
 class SourceResolver;
 class ScheduleRunner;
-}  // namespace farm::schedule
+}  // namespace farm::cron
 
 namespace farm::hosts {
 class HostManager;
@@ -52,9 +52,9 @@ struct ServiceContext {
   const Clock* clock = nullptr;
   Tunables tunables;
   std::atomic<bool>* shutting_down = nullptr;
-  schedule::SourceResolver* resolver = nullptr;   // git ref -> commit; null: not resolved
+  cron::SourceResolver* resolver = nullptr;   // git ref -> commit; null: not resolved
   git::GitPolicy git;                             // which git URLs a build may name
-  schedule::ScheduleRunner* schedules = nullptr;  // null: schedules are not served
+  cron::ScheduleRunner* schedules = nullptr;  // null: schedules are not served
   hosts::HostManager* hosts = nullptr;            // null: hosts are not served
   quota::QuotaKeeper* quotas = nullptr;           // null: nobody is limited
   attest::Attestor* attestor = nullptr;           // signs provenance; null: none is signed

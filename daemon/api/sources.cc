@@ -11,7 +11,7 @@
 #include "daemon/api/worker_service.h"
 #include "daemon/model/convert.h"
 #include "daemon/quota/quota.h"
-#include "daemon/recipe/recipe.h"
+#include "common/recipe/recipe.h"
 
 namespace farm::api {
 namespace {

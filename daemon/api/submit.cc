@@ -34,11 +34,11 @@
 #include "daemon/auth/ownership.h"
 #include "daemon/model/convert.h"
 #include "daemon/quota/quota.h"
-#include "daemon/recipe/matrix.h"
-#include "daemon/recipe/recipe.h"
-#include "daemon/recipe/wheel_names.h"
-#include "daemon/schedule/runner.h"
-#include "daemon/schedule/source_resolver.h"
+#include "common/recipe/matrix.h"
+#include "common/recipe/recipe.h"
+#include "common/recipe/wheel_names.h"
+#include "daemon/cron/runner.h"
+#include "daemon/cron/source_resolver.h"
 
 namespace farm::api {
 
@@ -161,7 +161,7 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
                                .rejected_cells = rejected.str(),
                                .created_ms = now,
                                .source_sha256 = source_sha};
-  std::string source_id = schedule::SourceIdentity(recipe.source(), req.source_digest());
+  std::string source_id = cron::SourceIdentity(recipe.source(), req.source_digest());
   farm::v1::JobNeeds needs;
   needs.set_target_gpu(recipe.build_on_target_gpu());
   needs.set_provisioned(recipe.has_environment());

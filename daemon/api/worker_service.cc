@@ -10,7 +10,7 @@
 #include "daemon/api/handler.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/model/convert.h"
-#include "daemon/recipe/cell_environment.h"
+#include "common/recipe/cell_environment.h"
 #include "daemon/sched/placement.h"
 
 namespace farm::api {

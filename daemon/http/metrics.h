@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/http/dashboard_options.h"
+#include "daemon/http/server/dashboard_options.h"
 
 namespace farm::http {
 

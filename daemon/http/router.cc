@@ -3,14 +3,14 @@
 #include <exception>
 
 #include "common/log.h"
-#include "daemon/http/api.h"
-#include "daemon/http/api_schedules.h"
-#include "daemon/http/assets.h"
-#include "daemon/http/index_directory.h"
+#include "daemon/http/rest/api.h"
+#include "daemon/http/rest/api_schedules.h"
+#include "daemon/http/web/assets.h"
+#include "daemon/http/index/index_directory.h"
 #include "daemon/http/metrics.h"
-#include "daemon/http/provenance_views.h"
-#include "daemon/http/simple_index.h"
-#include "daemon/http/upstream_routes.h"
+#include "daemon/http/index/provenance_views.h"
+#include "daemon/http/index/simple_index.h"
+#include "daemon/http/index/upstream_routes.h"
 
 namespace farm::http {
 

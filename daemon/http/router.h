@@ -5,10 +5,10 @@
 #ifndef FARM_DAEMON_HTTP_ROUTER_H_
 #define FARM_DAEMON_HTTP_ROUTER_H_
 
-#include "daemon/http/dashboard_options.h"
-#include "daemon/http/http_message.h"
-#include "daemon/http/index_catalog.h"
-#include "daemon/http/log_stream.h"
+#include "daemon/http/server/dashboard_options.h"
+#include "daemon/http/server/http_message.h"
+#include "daemon/http/index/index_catalog.h"
+#include "daemon/http/rest/log_stream.h"
 
 namespace farm::http {
 

@@ -35,8 +35,8 @@ echo "cross build ready (${SECONDS} s)"
 start=$SECONDS
 set +e
 FARMD=$native/daemon/farmd FARM_WORKER=$native/worker/farm-worker \
-  FARMCTL=$native/daemon/cli/farmctl FARM_AARCH64_ROOT=$root \
-  FARM_AARCH64_WORKER=$cross/worker/farm-worker FARM_AARCH64_FARMCTL=$cross/daemon/cli/farmctl \
+  FARMCTL=$native/cli/farmctl FARM_AARCH64_ROOT=$root \
+  FARM_AARCH64_WORKER=$cross/worker/farm-worker FARM_AARCH64_FARMCTL=$cross/cli/farmctl \
   /usr/bin/python3 -m pytest -q -s -p no:cacheprovider -rs "$repo/tests/integration/test_aarch64_emulated.py"
 rc=$?
 set -e

@@ -26,7 +26,7 @@ tarball=${FARM_BENCH_SOURCE_TARBALL:-}
 read -r -a change_files <<<"${FARM_BENCH_CHANGE_FILES:-csrc/attn_cuda.cu}"
 read -r -a steps <<<"${FARM_BENCH_STEPS:-clean unchanged change nocache}"
 if [[ -x $build/daemon/farmd ]]; then
-  farmd=$build/daemon/farmd worker=$build/worker/farm-worker ctl=$build/daemon/cli/farmctl
+  farmd=$build/daemon/farmd worker=$build/worker/farm-worker ctl=$build/cli/farmctl
 else
   farmd=$build/farmd worker=$build/farm-worker ctl=$build/farmctl
 fi

@@ -18,7 +18,7 @@ counts=("$@")
 ((${#counts[@]})) || counts=(100 1000)
 farmd=${FARMD:-$build/daemon/farmd}
 cells=${CELLS:-100}
-farmctl=${FARMCTL:-$build/daemon/cli/farmctl}
+farmctl=${FARMCTL:-$build/cli/farmctl}
 bench=${SCHED_BENCH:-$build/tests/bench/sched_bench}
 for b in "$farmd" "$farmctl" "$bench" ${FARMD_BEFORE:+"$FARMD_BEFORE"}; do
   [[ -x $b ]] || { echo "missing $b (build farmd, farmctl and sched_bench)" >&2; exit 1; }

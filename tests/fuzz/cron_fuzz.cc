@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "daemon/schedule/cron.h"
-#include "daemon/schedule/time_zone.h"
+#include "daemon/cron/cron.h"
+#include "daemon/cron/time_zone.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace farm::fuzz {
 namespace {
 
-using schedule::TimeZone;
+using cron::TimeZone;
 
 const std::vector<TimeZone>& Zones() {
   static const std::vector<TimeZone> zones = [] {
@@ -35,13 +35,13 @@ int FuzzOne(const uint8_t* data, size_t size) {
   int64_t after = static_cast<int64_t>(in.U64() % 4'102'444'800ULL);
   const TimeZone& zone = Zones()[in.Byte() % Zones().size()];
   std::string text(in.Rest());
-  auto expr = schedule::CronExpr::Parse(text);
+  auto expr = cron::CronExpr::Parse(text);
   if (!expr.ok()) return 0;
   auto next = expr->NextFire(zone, after);
   fuzz::Require(next.ok(), "an accepted expression fires",
                 text + " in " + zone.name() + " after " + std::to_string(after));
   fuzz::Require(*next > after, "the next fire is after the start", text);
-  auto again = schedule::CronExpr::Parse(expr->fields());
+  auto again = cron::CronExpr::Parse(expr->fields());
   fuzz::Require(again.ok() && again->fields() == expr->fields(),
                 "the five-field form parses to itself", text + " -> " + expr->fields());
   return 0;

@@ -44,13 +44,13 @@ def recipes(repo, out):
     files += glob.glob(os.path.join(repo, "tests", "**", "*.yaml"), recursive=True)
     for i, f in enumerate(sorted(files)):
         write(out, "recipe", f"file{i}", open(f, "rb").read())
-    for i, s in enumerate(c_strings(os.path.join(repo, "tests/unit/daemon/recipe/recipe_test.cc"))):
+    for i, s in enumerate(c_strings(os.path.join(repo, "tests/unit/common/recipe/recipe_test.cc"))):
         if "name:" in s:
             write(out, "recipe", f"test{i}", s)
 
 
 def cron(repo, out):
-    exprs = {s for s in c_strings(os.path.join(repo, "tests/unit/daemon/schedule/cron_test.cc"))
+    exprs = {s for s in c_strings(os.path.join(repo, "tests/unit/daemon/cron/cron_test.cc"))
              if re.fullmatch(r"[\s@*A-Za-z0-9,/-]{1,60}", s) and (" " in s.strip() or s.strip().startswith("@"))}
     for i, e in enumerate(sorted(exprs)):
         for zone in range(4):
@@ -58,7 +58,7 @@ def cron(repo, out):
 
 
 def time_zone(repo, out):
-    strings = [s for s in c_strings(os.path.join(repo, "tests/unit/daemon/schedule/time_zone_test.cc"))
+    strings = [s for s in c_strings(os.path.join(repo, "tests/unit/daemon/cron/time_zone_test.cc"))
                if re.search(r"[A-Z<]{3}.*[0-9]", s)]
     for i, s in enumerate(strings):
         write(out, "time_zone", f"posix{i}", b"\0" + s.encode())
@@ -149,7 +149,7 @@ def modules(build, out):
 
 def router(repo, out):
     targets = set()
-    for f in glob.glob(os.path.join(repo, "tests/unit/daemon/http/*.cc")):
+    for f in glob.glob(os.path.join(repo, "tests/unit/daemon/http/**/*.cc"), recursive=True):
         targets.update(s for s in c_strings(f) if s.startswith("/") and " " not in s)
     accepts = ["", "application/vnd.pypi.simple.v1+json", "text/html", "text/event-stream"]
     for i, t in enumerate(sorted(targets)):

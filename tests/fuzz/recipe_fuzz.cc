@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "daemon/recipe/matrix.h"
-#include "daemon/recipe/recipe.h"
-#include "daemon/recipe/wheel_names.h"
+#include "common/recipe/matrix.h"
+#include "common/recipe/recipe.h"
+#include "common/recipe/wheel_names.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace farm::fuzz {

@@ -6,13 +6,13 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/schedule/time_zone.h"
+#include "daemon/cron/time_zone.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace farm::fuzz {
 namespace {
 
-void Probe(const farm::schedule::TimeZone& zone, int64_t t) {
+void Probe(const farm::cron::TimeZone& zone, int64_t t) {
   int32_t offset = zone.OffsetAt(t);
   Require(offset > -26 * 3600 && offset < 26 * 3600, "offset within +-26 h",
           std::to_string(offset));
@@ -25,10 +25,10 @@ int FuzzOne(const uint8_t* data, size_t size) {
   fuzz::Input in(data, size);
   bool tzif = in.Byte() & 1;
   if (!tzif) {
-    (void)schedule::ParsePosixTz(in.Rest());
+    (void)cron::ParsePosixTz(in.Rest());
     return 0;
   }
-  auto zone = schedule::TimeZone::FromTzif("Fuzz/Zone", in.Rest());
+  auto zone = cron::TimeZone::FromTzif("Fuzz/Zone", in.Rest());
   if (!zone.ok()) return 0;
   // 1901, 1970, 2026 (DST changes), 2038 (32-bit end) and 2100 (past any table: the
   // footer's rule answers).

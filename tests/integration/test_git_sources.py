@@ -8,7 +8,7 @@ can be turned off, and then a ref is refused while a full commit is taken as it 
 git source over HTTPS (a git server on 127.0.0.1, as a forge serves it) resolves and
 builds, cloned inside the sandbox as the build user. That a worker refuses a local path
 even when farmd passed one on is tested at the worker's level
-(tests/unit/worker/agent/workspace_test.cc), as is the URL policy (tests/unit/common/).
+(tests/unit/worker/job/workspace_test.cc), as is the URL policy (tests/unit/common/).
 """
 import os
 import shutil

@@ -5,7 +5,7 @@ folder with a link to a host folder must neither make the farm upload a wheel th
 host has, nor let the worker delete or replace a wheel in a host wheelhouse. Either way the
 job fails, saying the build's wheel folder is a link, and the host's files keep their bytes
 and modification times. The safe-open rules themselves (links anywhere on the way, FIFOs,
-devices, hard links, sizes) are unit-tested in tests/unit/worker/agent/untrusted_dir_test.cc.
+devices, hard links, sizes) are unit-tested in tests/unit/worker/exec/untrusted_dir_test.cc.
 """
 import hashlib
 import os

@@ -1,7 +1,7 @@
 """Schedules and build keys on the real farmd, farm-worker and farmctl (docs/schedules.md).
 
 Fire times under a fake clock and the missed-run policies are unit-tested
-(tests/unit/daemon/schedule/runner_test.cc); here the same code runs for real: a git branch
+(tests/unit/daemon/cron/runner_test.cc); here the same code runs for real: a git branch
 on a git server on 127.0.0.1 (HTTPS, as a forge serves it) resolved by farmd, a skipped run when nothing changed, a build when the branch moves,
 in-flight merging, reuse from the key, --force, and failures never reused.
 """

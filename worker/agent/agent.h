@@ -20,13 +20,13 @@
 #include "common/clock.h"
 #include "common/process.h"
 #include "common/status.h"
-#include "worker/agent/compile_cache.h"
+#include "worker/cache/compile_cache.h"
 #include "worker/agent/config.h"
-#include "worker/agent/environments.h"
-#include "worker/agent/executor.h"
+#include "worker/job/environments.h"
+#include "worker/exec/executor.h"
 #include "worker/agent/farm_client.h"
-#include "worker/agent/job_runner.h"
-#include "worker/agent/probe.h"
+#include "worker/job/job_runner.h"
+#include "worker/probe/probe.h"
 #include "worker/agent/state.h"
 
 namespace farm::agent {

@@ -13,7 +13,7 @@
 #include "common/git_policy.h"
 #include "common/net/tls.h"
 #include "common/status.h"
-#include "worker/agent/build_user.h"
+#include "worker/exec/build_user.h"
 
 namespace farm::agent {
 

@@ -16,7 +16,7 @@
 #include "common/sha256.h"
 #include "common/status.h"
 #include "farm/v1/worker.grpc.pb.h"
-#include "worker/agent/log_shipper.h"
+#include "worker/job/log_shipper.h"
 
 namespace farm::agent {
 

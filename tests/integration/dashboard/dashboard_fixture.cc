@@ -24,7 +24,7 @@
 #include "common/fs.h"
 #include "common/sha256.h"
 #include "daemon/attest/attestor.h"
-#include "daemon/http/dashboard.h"
+#include "daemon/http/server/dashboard.h"
 #include "farm/v1/types.pb.h"
 
 namespace farm {

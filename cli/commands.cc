@@ -1,0 +1,414 @@
+// farmctl's dispatcher and its small commands; submit and logs live in their own files.
+#include "cli/commands.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <map>
+
+#include "common/clock.h"
+#include "common/flags.h"
+#include "common/version.h"
+#include "cli/format.h"
+
+namespace farm::cli {
+
+Status SubmitCommand(const CommandEnv& env, const Flags& flags);
+Status LogsCommand(const CommandEnv& env, const Flags& flags);
+Status DownloadCommand(const CommandEnv& env, const Flags& flags);
+Status InspectCommand(const Flags& flags, std::ostream& out);
+Status SchedulesCommand(const CommandEnv& env, const Flags& flags);
+Status PublishCommand(const CommandEnv& env, const Flags& flags);
+Status PublicationsCommand(const CommandEnv& env, const Flags& flags);
+Status HostsCommand(const CommandEnv& env, const Flags& flags);
+Status TokensCommand(const CommandEnv& env, const Flags& flags);
+Status QuotaCommand(const CommandEnv& env, const Flags& flags);
+Status NamesCommand(const CommandEnv& env, const Flags& flags);
+Status AuditCommand(const CommandEnv& env, const Flags& flags);
+Status CaCommand(const Flags& flags, std::ostream& out);
+Status VerifyCommand(const Flags& flags, std::ostream& out);
+Status KeysCommand(const CommandEnv& env, const Flags& flags);
+
+namespace {
+
+const char kUsage[] =
+    "usage: farmctl [flags] COMMAND [ARGS]\n"
+    "commands:\n"
+    "  submit RECIPE.yaml      submit a build (--follow to watch, --download DIR for wheels)\n"
+    "  list                    recent builds\n"
+    "  show BUILD              a build with its jobs, attempts and artifacts\n"
+    "  job JOB                 one job\n"
+    "  logs JOB                a job's log (--follow, --tail N, --attempt N)\n"
+    "  cancel BUILD            cancel a build; running jobs are stopped\n"
+    "  retry JOB               run a failed or cancelled job again\n"
+    "  validate ARTIFACT       validate the artifact's wheels again on a GPU they run on\n"
+    "  download BUILD --dir D  fetch the build's wheels into D, checking sha256\n"
+    "  inspect FILE            check a wheel or .so here, no farmd (--arch-list, --cuobjdump)\n"
+    "  publish BUILD --to T    publish the build's wheels again: github, hf or all (--replace)\n"
+    "  publications BUILD      where the build's wheels are published, and how far\n"
+    "  schedules add|list|show|pause|resume|delete|run-now   builds fired by cron (--cron, --tz)\n"
+    "  workers                 registered workers and what they have\n"
+    "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
+    "  tokens create|list|revoke   bearer tokens (--role, --name, --ttl 30d; admin)\n"
+    "  quota [PRINCIPAL] | quota set PRINCIPAL   limits on submissions, queued jobs, bytes\n"
+    "  names list|transfer NAME --to P   recipe names and their owners (transfer: admin)\n"
+    "  audit                   who changed what, refusals included (--limit, --principal; admin)\n"
+    "  hosts add|provision|list|show   hosts farmd provisions (--address, --kind, --var k=v)\n"
+    "  ca init DIR | ca issue DIR NAME   the farm's own CA and certificates (no farmd)\n"
+    "  verify WHEEL|URL        a wheel's signed provenance, no farmd (--keys, --require-validated-arch)\n"
+    "  keys [rotate|revoke ID] the farm's provenance signing keys (--reason; admin to change)\n"
+    "flags:\n";
+
+std::vector<FlagSpec> AllFlags() {
+  std::vector<FlagSpec> specs = {
+      {"config", "FILE", "YAML file of flags (server, token-file, ca, ...; default $FARM_CONFIG)"},
+      {"server", "HOST:PORT", "farmd address (default $FARM_SERVER or 127.0.0.1:7070)"},
+      {"server-file", "FILE", "read the address from farmd's ready file"},
+      {"token", "TOKEN", "bearer token (default $FARM_TOKEN)"},
+      {"token-file", "FILE", "read the token from FILE (default $FARM_TOKEN_FILE)"},
+      {"output", "FORMAT", "text (default) or json"},
+      {"timeout-ms", "MS", "deadline of each call (default 30000)"},
+      {"python", "VER", "submit: Python axis value (repeatable)"},
+      {"torch", "VER", "submit: torch axis value (repeatable)"},
+      {"cuda", "VER", "submit: CUDA axis value (repeatable)"},
+      {"arch-list", "LIST", "submit: arch list axis value (repeatable); inspect: requested"},
+      {"platform", "TAG", "submit: platform axis value (repeatable)"},
+      {"priority", "N", "submit: higher runs first (default 0)"},
+      {"force", "", "submit: build even if an identical build succeeded"},
+      {"source-dir", "DIR", "submit, schedules: upload and build this directory instead of the recipe's source"},
+      {"source-tarball", "FILE", "submit, schedules: upload and build this tarball instead"},
+      {"exclude", "PATTERN", "submit, schedules: leave out of the uploaded tree (.gitignore syntax, repeatable)"},
+      {"catalog", "DIR", "submit, schedules: where required recipes named without a path are found (repeatable)"},
+      {"no-gitignore", "", "submit, schedules: upload files .gitignore names too"},
+      {"max-source-bytes", "N", "submit, schedules: refuse to pack a tree larger than N bytes (default 2 GiB)"},
+      {"follow", "", "submit, logs: stream until the build or job ends"},
+      {"download", "DIR", "submit: with --follow, fetch the wheels into DIR"},
+      {"dir", "DIR", "download: destination directory"},
+      {"tail", "N", "logs: only the last N lines"},
+      {"attempt", "N", "logs: attempt number (default the current one)"},
+      {"limit", "N", "list, audit: how many builds (default 20) or records (default 50)"},
+      {"principal", "NAME", "audit: only the records of this principal (a token's name)"},
+      {"role", "ROLE", "tokens create: viewer, submitter, admin or enroll"},
+      {"name", "NAME", "tokens create, ca init: a name for the token or the CA"},
+      {"ttl", "DURATION", "tokens create: lifetime, e.g. 3600, 12h or 30d (default: no expiry)"},
+      {"submissions", "N", "quota set: submissions per window, unlimited or default (the role's)"},
+      {"queued-jobs", "N", "quota set: pending and running jobs, unlimited or default"},
+      {"stored-bytes", "N", "quota set: bytes of builds and sources, unlimited or default"},
+      {"version", "", "print the version and exit"},
+      {"undo", "", "drain: take jobs again"},
+      {"cuobjdump", "", "inspect: list images as cuobjdump --list-elf --list-ptx does"},
+      {"to", "TARGET", "publish, names: github, hf or all; the new owner (names transfer)"},
+      {"replace", "", "publish: overwrite remote files whose bytes differ (admin)"},
+      {"cron", "EXPR", "schedules add: five fields or @hourly, @daily, @nightly (03:00), @weekly"},
+      {"tz", "ZONE", "schedules add: IANA time zone of the cron expression (default UTC)"},
+      {"missed", "POLICY", "schedules add: runs missed while farmd was down: skip or run_once"},
+      {"concurrency", "POLICY", "schedules add: skip (while the last run goes) or allow"},
+      {"paused", "", "schedules add: create paused"},
+      {"address", "ADDR", "hosts add: the host's address (ansible_host)"},
+      {"kind", "KIND", "hosts add: gb10, rtx5090, wsl2 or datacenter"},
+      {"var", "K=V", "hosts add: inventory variable, value as YAML (repeatable)"},
+      {"no-wait", "", "hosts provision: return once the run started"},
+      {"days", "N", "ca init, ca issue: validity in days (default 3650 for a CA, 825 otherwise)"},
+      {"host", "NAME", "ca issue: a DNS name or IP address farmd is reached by (repeatable)"},
+      {"server-cert", "", "ca issue: a certificate farmd serves with (needs --host)"},
+      {"client-cert", "", "ca issue: a certificate a worker presents (mTLS)"},
+      {"out", "DIR", "ca issue: where NAME.pem and NAME.key go (default: the CA's directory)"},
+      {"keys", "FILE|URL", "verify: the farm's public key set (default: the index's own)"},
+      {"provenance", "FILE|URL", "verify: the statements (default: WHEEL.intoto.jsonl)"},
+      {"require-validated-arch", "SM",
+       "verify: also require a passed validation on this GPU arch (sm_120, 12.0)"},
+      {"reason", "TEXT", "keys revoke: why, shown wherever its signatures are refused"},
+      {"help", "", "show this help"},
+  };
+  for (const FlagSpec& f : net::ClientTlsFlags()) specs.push_back(f);
+  return specs;
+}
+
+Result<int64_t> IdArg(const Flags& flags, size_t index, const std::string& what) {
+  if (flags.positionals().size() <= index) return Status::InvalidArgument("missing " + what);
+  const std::string& s = flags.positionals()[index];
+  try {
+    size_t used = 0;
+    int64_t id = std::stoll(s, &used);
+    if (used == s.size() && id > 0) return id;
+  } catch (const std::exception&) {
+  }
+  return Status::InvalidArgument(what + " must be a positive number, got \"" + s + "\"");
+}
+
+template <typename Msg>
+void Print(const CommandEnv& env, const Msg& msg, const std::string& text) {
+  *env.out << (env.json ? ToJson(msg) : text) << (text.empty() || text.back() != '\n' ? "\n" : "");
+}
+
+Status ListCommand(const CommandEnv& env, const Flags& flags) {
+  FARM_ASSIGN_OR_RETURN(int64_t limit, flags.GetInt("limit", 20));
+  farm::v1::ListBuildsRequest req;
+  req.set_page_size(static_cast<int32_t>(limit));
+  farm::v1::ListBuildsResponse resp;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->ListBuilds(env.client->Context().get(), req, &resp),
+                                env.client->address()));
+  std::string text =
+      resp.builds().empty()
+          ? "no builds\n"
+          : FormatBuildList({resp.builds().begin(), resp.builds().end()}, RealClock().NowUnixMs());
+  Print(env, resp, text);
+  return Status::Ok();
+}
+
+Status ShowCommand(const CommandEnv& env, const Flags& flags) {
+  FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "BUILD id"));
+  farm::v1::GetBuildRequest req;
+  req.set_build_id(id);
+  farm::v1::Build build;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->GetBuild(env.client->Context().get(), req, &build),
+                                env.client->address()));
+  Print(env, build, FormatBuild(build));
+  return Status::Ok();
+}
+
+Status JobCommand(const CommandEnv& env, const Flags& flags) {
+  FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "JOB id"));
+  farm::v1::GetJobRequest req;
+  req.set_job_id(id);
+  farm::v1::Job job;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->GetJob(env.client->Context().get(), req, &job),
+                                env.client->address()));
+  Print(env, job, FormatJob(job));
+  return Status::Ok();
+}
+
+Status RetryCommand(const CommandEnv& env, const Flags& flags) {
+  FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "JOB id"));
+  farm::v1::RetryJobRequest req;
+  req.set_job_id(id);
+  farm::v1::Job job;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->RetryJob(env.client->Context().get(), req, &job),
+                                env.client->address()));
+  Print(env, job, "retrying job " + std::to_string(id) + "\n" + FormatJob(job));
+  return Status::Ok();
+}
+
+Status ValidateCommand(const CommandEnv& env, const Flags& flags) {
+  FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "ARTIFACT id"));
+  farm::v1::ValidateArtifactRequest req;
+  req.set_artifact_id(id);
+  farm::v1::Job job;
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->ValidateArtifact(env.client->Context().get(), req, &job),
+               env.client->address()));
+  Print(env, job,
+        "validating the wheels of artifact " + std::to_string(id) + "\n" + FormatJob(job));
+  return Status::Ok();
+}
+
+Status CancelCommand(const CommandEnv& env, const Flags& flags) {
+  FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "BUILD id"));
+  farm::v1::CancelBuildRequest req;
+  req.set_build_id(id);
+  farm::v1::Build build;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->CancelBuild(env.client->Context().get(), req, &build),
+                                env.client->address()));
+  Print(env, build, "cancelling build " + std::to_string(id) + "\n" + FormatBuild(build));
+  return Status::Ok();
+}
+
+Status WorkersCommand(const CommandEnv& env, const Flags&) {
+  farm::v1::ListWorkersResponse resp;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->ListWorkers(env.client->Context().get(), {}, &resp),
+                                env.client->address()));
+  std::string text = resp.workers().empty() ? "no workers\n" : "";
+  for (const auto& w : resp.workers()) text += FormatWorker(w) + "\n";
+  Print(env, resp, text);
+  return Status::Ok();
+}
+
+Status DrainCommand(const CommandEnv& env, const Flags& flags) {
+  if (flags.positionals().size() < 2) return Status::InvalidArgument("usage: farmctl drain WORKER [--undo]");
+  farm::v1::DrainWorkerRequest req;
+  req.set_worker_id(flags.positionals()[1]);
+  req.set_undo(flags.Has("undo"));
+  farm::v1::WorkerInfo worker;
+  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->DrainWorker(env.client->Context().get(), req, &worker),
+                                env.client->address()));
+  Print(env, worker, (req.undo() ? "undrained " : "draining ") + FormatWorker(worker) + "\n");
+  return Status::Ok();
+}
+
+// What `farmctl COMMAND --help` prints above the command's flags.
+const std::map<std::string, std::string>& CommandSynopses() {
+  static const std::map<std::string, std::string> kSynopses = {
+      {"submit", "submit RECIPE.yaml [--python V] [--cuda V] [--arch-list L] [--follow] [--download DIR]\n"
+                 "  Submits a build of the recipe's matrix (or the axes given); prints the build."},
+      {"list", "list [--limit N]\n  The newest builds."},
+      {"show", "show BUILD\n  A build with its jobs, attempts, artifacts and why pending jobs wait."},
+      {"job", "job JOB\n  One job."},
+      {"logs", "logs JOB [--follow] [--tail N] [--attempt N]\n  A job's log; JSON Lines with --output json."},
+      {"cancel", "cancel BUILD\n  Cancels a queued or running build (exit 1 for one that ended)."},
+      {"retry", "retry JOB\n  Runs a failed or cancelled job again."},
+      {"download",
+       "download BUILD --dir DIR\n  Fetches the build's wheels, never overwriting a file."},
+      {"validate",
+       "validate ARTIFACT\n  Validates the wheels of the artifact's job again on a GPU they run on"
+       " (a validation job; `farmctl show` lists it)."},
+      {"inspect",
+       "inspect FILE.whl|FILE.so [--arch-list L] [--cuobjdump]\n  Checks a wheel here; no farmd."},
+      {"publish",
+       "publish BUILD --to github|hf|all [--replace]\n  Publishes the build's wheels again."},
+      {"publications",
+       "publications BUILD\n  Where the build's wheels are published, and how far."},
+      {"schedules",
+       "schedules add RECIPE --cron EXPR [--tz ZONE] | list | show ID | pause ID | resume ID |"
+       " delete ID | run-now ID\n  Builds fired by cron."},
+      {"workers", "workers\n  Registered workers and what they have."},
+      {"drain", "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new ones."},
+      {"tokens", "tokens create --role ROLE [--name NAME] [--ttl 30d] | list | revoke ID\n"
+                 "  Bearer tokens (admin); a revoked token stops working at its next call."},
+      {"quota", "quota [PRINCIPAL] | quota set PRINCIPAL [--submissions N] [--queued-jobs N]"
+                " [--stored-bytes N]\n"
+                "  A principal's limits and what it holds (yours; another's and set: admin)."},
+      {"names", "names list | transfer NAME --to PRINCIPAL\n"
+                "  Recipe names and the principal (token name) owning each: only the owner or an"
+                " admin may build under a name. Transferring needs an admin."},
+      {"audit", "audit [--limit N] [--principal NAME]\n"
+                "  The audit log, newest first: each mutation with who asked and whether it was"
+                " allowed (admin)."},
+      {"hosts", "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
+                "  Hosts farmd provisions."},
+      {"verify",
+       "verify WHEEL|URL [--keys FILE|URL] [--provenance FILE|URL] [--require-validated-arch SM]\n"
+       "  Checks the wheel's sha256 and its signed provenance against the farm's keys and\n"
+       "  prints who built it where and where it was validated; no farmd. Exit 1: refused."},
+      {"keys",
+       "keys [list] | rotate | revoke KEYID --reason TEXT\n"
+       "  The farm's provenance signing keys; rotating and revoking need an admin."},
+      {"ca", "ca init DIR [--name N] [--days D] | ca issue DIR NAME (--server-cert --host H... | "
+             "--client-cert) [--out DIR]\n"
+             "  A CA for the farm's TLS (docs/deployment.md) and certificates it signs; no farmd."},
+  };
+  return kSynopses;
+}
+
+// The flags of one command (their help starts "<command>:" or names it among others, as
+// "submit, logs:") and the connection flags every command takes.
+std::string CommandHelp(const std::string& command) {
+  std::vector<FlagSpec> mine, common;
+  for (const FlagSpec& f : AllFlags()) {
+    size_t colon = f.help.find(':');
+    std::string head = colon == std::string::npos ? "" : f.help.substr(0, colon);
+    bool scoped = !head.empty() && head.find_first_not_of("abcdefghijklmnopqrstuvwxyz-, ") == std::string::npos;
+    if (!scoped) {
+      common.push_back(f);
+    } else if ((", " + head + ",").find(", " + command + ",") != std::string::npos ||
+               (", " + head + ",").find(" " + command + " ") != std::string::npos ||
+               head.rfind(command + " ", 0) == 0) {
+      mine.push_back(f);
+    }
+  }
+  std::string out = "usage: farmctl [flags] " + CommandSynopses().at(command) + "\n";
+  if (!mine.empty()) out += "flags of " + command + ":\n" + Flags(mine).Usage();
+  return out + "connection and output flags:\n" + Flags(common).Usage();
+}
+
+using CommandFn = Status (*)(const CommandEnv&, const Flags&);
+
+const std::map<std::string, CommandFn>& Commands() {
+  static const std::map<std::string, CommandFn> kCommands = {
+      {"submit", SubmitCommand},
+      {"list", ListCommand},
+      {"show", ShowCommand},
+      {"job", JobCommand},
+      {"logs", LogsCommand},
+      {"cancel", CancelCommand},
+      {"workers", WorkersCommand},
+      {"tokens", TokensCommand},
+      {"quota", QuotaCommand},
+      {"names", NamesCommand},
+      {"audit", AuditCommand},
+      {"download", DownloadCommand},
+      {"drain", DrainCommand},
+      {"retry", RetryCommand},
+      {"validate", ValidateCommand},
+      {"schedules", SchedulesCommand},
+      {"publish", PublishCommand},
+      {"publications", PublicationsCommand},
+      {"hosts", HostsCommand},
+      {"keys", KeysCommand},
+  };
+  return kCommands;
+}
+
+}  // namespace
+
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk: return 0;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound: return 2;
+    case StatusCode::kUnavailable:
+    case StatusCode::kDeadlineExceeded: return 3;
+    case StatusCode::kUnauthenticated:
+    case StatusCode::kPermissionDenied: return 4;
+    case StatusCode::kResourceExhausted: return 5;
+    default: return 1;
+  }
+}
+
+int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  Flags flags(AllFlags());
+  Status parsed = flags.Parse(argc, argv);
+  if (parsed.ok() && (flags.Has("config") || std::getenv("FARM_CONFIG") != nullptr)) {
+    parsed = flags.MergeConfigFile(flags.Has("config") ? flags.Get("config")
+                                                       : std::getenv("FARM_CONFIG"));
+  }
+  if (parsed.ok() && flags.Has("version")) {
+    out << "farmctl " << FarmVersion() << "\n";
+    return 0;
+  }
+  if (parsed.ok() && flags.Has("help") && !flags.positionals().empty() &&
+      CommandSynopses().contains(flags.positionals()[0])) {
+    out << CommandHelp(flags.positionals()[0]);
+    return 0;
+  }
+  if (!parsed.ok() || flags.Has("help") || flags.positionals().empty()) {
+    if (!parsed.ok()) err << "farmctl: " << parsed.message() << "\n";
+    (parsed.ok() && flags.Has("help") ? out : err) << kUsage << flags.Usage();
+    return parsed.ok() && flags.Has("help") ? 0 : 2;
+  }
+  const std::string& local = flags.positionals()[0];
+  if (local == "inspect" || local == "ca" || local == "verify") {
+    // local: needs no farmd and no token
+    Status s = local == "ca"       ? CaCommand(flags, out)
+               : local == "verify" ? VerifyCommand(flags, out)
+                                   : InspectCommand(flags, out);
+    if (!s.ok()) err << "farmctl: " << s.message() << "\n";
+    return ExitCodeFor(s);
+  }
+  auto command = Commands().find(flags.positionals()[0]);
+  if (command == Commands().end()) {
+    err << "farmctl: unknown command \"" << flags.positionals()[0]
+        << "\"; `farmctl --help` lists the commands, `farmctl COMMAND --help` one command's "
+           "flags\n";
+    return 2;
+  }
+  std::string output = flags.Get("output", "text");
+  if (output != "text" && output != "json") {
+    err << "farmctl: --output must be text or json\n";
+    return 2;
+  }
+  auto timeout = flags.GetInt("timeout-ms", 30000);
+  auto tls = net::ClientTlsFromFlags(flags);
+  if (!tls.ok()) {
+    err << "farmctl: " << tls.status().message() << "\n";
+    return 2;
+  }
+  ConnectionOptions conn{flags.Get("server"), flags.Get("server-file"), flags.Get("token"),
+                         flags.Get("token-file"), timeout.ok() ? timeout.value() : 30000,
+                         std::move(tls).value()};
+  auto client = FarmClient::Connect(conn);
+  Status status = client.ok() ? command->second({client->get(), output == "json", &out, &err}, flags)
+                              : client.status();
+  if (!status.ok()) err << "farmctl: " << status.message() << "\n";
+  return ExitCodeFor(status);
+}
+
+}  // namespace farm::cli

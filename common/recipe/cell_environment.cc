@@ -1,0 +1,62 @@
+#include "common/recipe/cell_environment.h"
+
+#include "common/recipe/matrix.h"
+
+namespace farm::recipe {
+
+std::string TorchVariant(const std::string& cuda) {
+  if (cuda.empty()) return "cpu";
+  std::string out = "cu";
+  for (char c : cuda) {
+    if (c != '.') out += c;
+  }
+  return out;
+}
+
+Result<farm::v1::ProvisionSpec> CellEnvironment(const farm::v1::Recipe& recipe,
+                                                const farm::v1::MatrixCell& cell) {
+  if (!recipe.has_environment()) {
+    return Status::FailedPrecondition("recipe " + recipe.name() +
+                                      " asks for no provisioned environment");
+  }
+  if (cell.python().empty()) {
+    return Status::InvalidArgument(DescribeCell(cell) + ": a provisioned cell needs a Python");
+  }
+  farm::v1::ProvisionSpec spec;
+  spec.set_python(cell.python());
+  if (!recipe.environment().no_toolkit()) spec.set_cuda(cell.cuda());
+  spec.set_platform(cell.platform().empty() ? "linux_x86_64" : cell.platform());
+  if (!cell.torch().empty()) {
+    auto it = recipe.environment().torch().find(cell.torch());
+    if (it == recipe.environment().torch().end()) {
+      return Status::InvalidArgument(DescribeCell(cell) + ": environment.torch of recipe " +
+                                     recipe.name() + " does not map torch " + cell.torch());
+    }
+    spec.set_torch_minor(cell.torch());
+    spec.set_torch_variant(TorchVariant(cell.cuda()));
+    if (it->second == "newest") {
+      spec.set_torch_newest(true);
+    } else {
+      spec.set_torch_version(it->second);
+    }
+  }
+  for (const std::string& r : recipe.environment().build_requirements()) spec.add_requirements(r);
+  return spec;
+}
+
+std::string DescribeProvisionSpec(const farm::v1::ProvisionSpec& spec) {
+  std::string out = "Python " + spec.python();
+  if (!spec.torch_minor().empty()) {
+    out += spec.torch_newest()
+               ? " + torch " + spec.torch_minor() + " (newest on " + spec.torch_variant() + ")"
+               : " + torch " + spec.torch_version() + "+" + spec.torch_variant();
+  }
+  if (!spec.cuda().empty()) out += " + CUDA " + spec.cuda();
+  if (spec.requirements_size() > 0) {
+    out += " + " + std::to_string(spec.requirements_size()) + " build requirement" +
+           (spec.requirements_size() == 1 ? "" : "s");
+  }
+  return out;
+}
+
+}  // namespace farm::recipe

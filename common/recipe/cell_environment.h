@@ -1,0 +1,31 @@
+// The environment of one cell of a recipe that asks for provisioned environments
+// (recipe `environment:`, docs/recipes.md): the cell's Python and CUDA, the torch release
+// the recipe maps the cell's torch to with the CUDA variant of the cell's toolkit, and the
+// pinned build requirements. This is what the worker's provisioner (worker/env) makes; the
+// job path carries it to the worker. Pure functions; thread-safe.
+#ifndef FARM_COMMON_RECIPE_CELL_ENVIRONMENT_H_
+#define FARM_COMMON_RECIPE_CELL_ENVIRONMENT_H_
+
+#include <string>
+
+#include "common/status.h"
+#include "farm/v1/types.pb.h"
+
+namespace farm::recipe {
+
+// The index variant of torch built for CUDA `cuda`: "cu128" for "12.8"; "cpu" without CUDA.
+std::string TorchVariant(const std::string& cuda);
+
+// The provisioning spec of `cell`. FailedPrecondition when the recipe asks for no
+// provisioned environment; InvalidArgument when the cell has no Python, or a torch the
+// recipe's environment.torch does not map (the parser refuses such recipes, but a submit
+// request may narrow the matrix to any cell).
+Result<farm::v1::ProvisionSpec> CellEnvironment(const farm::v1::Recipe& recipe,
+                                                const farm::v1::MatrixCell& cell);
+
+// "Python 3.13 + torch 2.11 (newest on cu128) + CUDA 12.8 + 4 build requirements".
+std::string DescribeProvisionSpec(const farm::v1::ProvisionSpec& spec);
+
+}  // namespace farm::recipe
+
+#endif  // FARM_COMMON_RECIPE_CELL_ENVIRONMENT_H_

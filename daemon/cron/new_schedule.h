@@ -1,0 +1,28 @@
+// Turns a CreateScheduleRequest into the row the store keeps, for every front end that
+// creates schedules (the gRPC API and the dashboard), so both accept and reject the same
+// requests with the same messages. Stateless and thread-safe.
+#ifndef FARM_DAEMON_CRON_NEW_SCHEDULE_H_
+#define FARM_DAEMON_CRON_NEW_SCHEDULE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+#include "daemon/store/store.h"
+#include "farm/v1/client.pb.h"
+
+namespace farm::cron {
+
+// On success returns the schedule `who` asked for, with its first fire time after `now_ms`
+// (time zone UTC when none is given; the name defaults to the recipe's). The recipe is
+// parsed with its patches and validation script; a request without a source takes the
+// recipe's, which the runner resolves at each firing; the row names the uploaded source
+// archive it fires (source_sha256), whose presence the caller checks. InvalidArgument for
+// a bad recipe (with its YAML position), a source that is a path on the client, a cron
+// expression (with the field and column) or a time zone.
+Result<store::ScheduleRow> NewScheduleRow(const farm::v1::CreateScheduleRequest& req,
+                                          const std::string& who, int64_t now_ms);
+
+}  // namespace farm::cron
+
+#endif  // FARM_DAEMON_CRON_NEW_SCHEDULE_H_

@@ -1,0 +1,110 @@
+// ScheduleRunner: fires stored schedules when their cron time comes. Each firing is
+// recorded as a schedule run: a submitted build, or the reason nothing was built (inputs
+// unchanged since the last successful run, previous run still going, missed while farmd
+// was down, branch unresolvable).
+//
+//   ScheduleRunner runner(store, clock, resolver, submitter);
+//   runner.Start(1000);           // a thread calls Tick() every second
+//   runner.RunNow(id, false);     // farmctl schedules run-now
+//   runner.Stop();
+//
+// A fire time found more than `missed_grace_ms` in the past was missed (farmd was down):
+// MISSED_SKIP records one skipped run naming the missed times, MISSED_RUN_ONCE runs once.
+//
+// Thread-safety: Tick and RunNow may be called from any thread; firings are serialized so
+// a schedule never fires twice at once. The store, clock, resolver and submitter must
+// outlive the runner.
+#ifndef FARM_DAEMON_CRON_RUNNER_H_
+#define FARM_DAEMON_CRON_RUNNER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "daemon/cron/source_resolver.h"
+#include "daemon/store/store.h"
+#include "farm/v1/client.pb.h"
+
+namespace farm::cron {
+
+// Submits the build of a schedule run; farmd's API layer implements it with the same code
+// path as SubmitBuild, so a run's build gets build keys, reuse and in-flight merging.
+class BuildSubmitter {
+ public:
+  virtual ~BuildSubmitter() = default;
+  // Stores the build of `req` submitted by `who` (the schedule's creator, who owns it and
+  // acts with the role its tokens have now) together with `run` (its build_id set) and
+  // the schedule's next fire time when next_fire_ms >= 0, in one transaction.
+  // On success returns the build id.
+  virtual Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest& req,
+                                          const std::string& who, store::ScheduleRunRow* run,
+                                          int64_t next_fire_ms) = 0;
+};
+
+struct RunnerOptions {
+  int64_t missed_grace_ms = 60000;  // a fire time later than this was missed
+};
+
+class ScheduleRunner {
+ public:
+  ScheduleRunner(store::Store* store, const Clock* clock, SourceResolver* resolver,
+                 BuildSubmitter* submitter, RunnerOptions options = {});
+  ~ScheduleRunner();
+
+  // Fires every schedule that is due. Returns how many runs were recorded.
+  Result<int> Tick();
+  // Fires schedule `id` now (trigger manual) without moving its next fire time; `force`
+  // builds even when every input is unchanged. Returns the recorded run.
+  Result<store::ScheduleRunRow> RunNow(int64_t id, bool force);
+
+  // Starts a thread that calls Tick() every `period_ms`; Stop() ends it (also at
+  // destruction). Errors of a tick are logged, never thrown.
+  void Start(int64_t period_ms);
+  void Stop();
+
+ private:
+  struct FireRequest {
+    int trigger = 0;
+    int64_t fire_ms = 0;
+    int64_t next_fire_ms = -1;
+    bool force = false;
+    std::string note;  // added to the run's detail
+  };
+  Result<store::ScheduleRunRow> Fire(const store::ScheduleRow& schedule, const FireRequest& f);
+  Result<store::ScheduleRunRow> Record(const store::ScheduleRow& schedule, const FireRequest& f,
+                                       int outcome, const std::string& detail);
+  Result<bool> FireIfDue(const store::ScheduleRow& schedule, int64_t now_ms);
+
+  store::Store* store_;
+  const Clock* clock_;
+  SourceResolver* resolver_;
+  BuildSubmitter* submitter_;
+  RunnerOptions options_;
+  std::mutex fire_mu_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// The first fire time (Unix ms) of `cron` in `time_zone` strictly after `after_ms`.
+// InvalidArgument for a bad expression or zone (the message says where).
+Result<int64_t> NextFireMs(const std::string& cron, const std::string& time_zone, int64_t after_ms);
+
+// The identity of a source for keys: "git:URL@COMMIT", "archive:SHA256" for an uploaded
+// archive, "content:DIGEST", or "" when the content is unknown (a client path without a
+// digest, a git ref not resolved).
+std::string SourceIdentity(const farm::v1::Source& source, const std::string& source_digest);
+
+// A hash of every input of a scheduled build (recipe text, patches, source identity,
+// matrix); "" when the source identity is unknown, so such a schedule always builds.
+std::string InputsDigest(const farm::v1::SubmitBuildRequest& req);
+
+}  // namespace farm::cron
+
+#endif  // FARM_DAEMON_CRON_RUNNER_H_

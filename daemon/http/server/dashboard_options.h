@@ -1,0 +1,79 @@
+// Options and dependencies of the dashboard HTTP server, shared by the socket layer and the
+// handlers. Plain values; the pointed-to dependencies are owned by farmd and outlive the
+// server, and each of them is thread-safe.
+#ifndef FARM_DAEMON_HTTP_SERVER_DASHBOARD_OPTIONS_H_
+#define FARM_DAEMON_HTTP_SERVER_DASHBOARD_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "common/clock.h"
+#include "common/net/tls.h"
+#include "daemon/audit/audit_log.h"
+#include "daemon/auth/token_authority.h"
+#include "daemon/store/blob_store.h"
+#include "daemon/store/store.h"
+
+namespace farm::cron {
+class ScheduleRunner;
+}  // namespace farm::cron
+
+namespace farm::attest {
+class Attestor;
+}  // namespace farm::attest
+
+namespace farm::mirror {
+class PullThroughCache;
+}  // namespace farm::mirror
+
+namespace farm::http {
+
+struct DashboardOptions {
+  std::string listen = "127.0.0.1:0";
+  // Serve web assets from this directory when set (development), else the embedded copies.
+  std::string web_root;
+  // Read-only pages, JSON API, metrics and the package index without a token.
+  bool public_read = true;
+  // Let wheels whose validation waits for hardware into the package index.
+  bool index_include_pending = false;
+  // Answer index file downloads with a redirect to a presigned URL of the blob store,
+  // valid this many seconds; 0 serves the bytes through farmd.
+  int64_t index_redirect_ttl_s = 0;
+  // HTTPS with this certificate when tls.enabled() (the client CA is not asked of browsers);
+  // plaintext is refused on non-loopback addresses unless tls.insecure.
+  net::ServerTls tls;
+  // Simultaneous connections in all, and per client address (an IPv4 address or an IPv6
+  // /64): past the first the next get 503, past the second the client's next; both are
+  // refused without being read from (connection_limits.h, listener.cc).
+  int max_connections = 512;
+  int max_connections_per_address = 32;
+  // Deadlines (session.h): the TLS handshake and each request's head, its body, and
+  // the wait for the next request on a kept-alive connection. Whole deadlines, not per
+  // byte: a client trickling bytes is closed when they pass.
+  int header_timeout_ms = 10'000;
+  int body_timeout_ms = 30'000;
+  int idle_timeout_ms = 30'000;
+  // Request body bytes, worker threads.
+  int max_body_bytes = 64 * 1024;
+  int threads = 2;
+};
+
+struct DashboardDeps {
+  store::Store* store = nullptr;
+  store::BlobStore* blobs = nullptr;
+  auth::TokenAuthority* auth = nullptr;
+  const Clock* clock = nullptr;
+  // Fires schedules for run-now; null where no runner exists (run-now answers 503).
+  cron::ScheduleRunner* schedules = nullptr;
+  // The wheels' signed provenance and the farm's keys; null where none is kept (404).
+  attest::Attestor* attestor = nullptr;
+  // Where every mutation is recorded; null: nothing is recorded.
+  audit::AuditLog* audit = nullptr;
+  // The pull-through cache of the upstreams workers provision from (/upstream/...); null
+  // where farmd serves none (404).
+  mirror::PullThroughCache* mirror = nullptr;
+};
+
+}  // namespace farm::http
+
+#endif  // FARM_DAEMON_HTTP_SERVER_DASHBOARD_OPTIONS_H_

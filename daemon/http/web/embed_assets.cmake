@@ -1,0 +1,23 @@
+# Generates a C++ file holding the dashboard's web assets, run at build time:
+#   cmake -DOUT=web_assets.cc -DFILES="a|b" -P embed_assets.cmake
+# Each file becomes a byte array, so any content (quotes, non-ASCII) survives unchanged.
+string(REPLACE "|" ";" FILES "${FILES}")
+set(body "// Generated from web/ by daemon/http/web/embed_assets.cmake. Do not edit.\n")
+string(APPEND body "#include \"daemon/http/web/assets.h\"\n\nnamespace farm::http {\nnamespace {\n")
+set(table "")
+set(i 0)
+foreach(f ${FILES})
+  get_filename_component(name ${f} NAME)
+  file(READ ${f} hex HEX)
+  string(LENGTH "${hex}" hex_len)
+  math(EXPR size "${hex_len} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "'\\\\x\\1'," bytes "${hex}")
+  string(APPEND body "const char kAsset${i}[] = {${bytes} 0};\n")
+  string(APPEND table "      {\"${name}\", std::string_view(kAsset${i}, ${size})},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "}  // namespace\n\nconst std::vector<EmbeddedAsset>& EmbeddedAssets() {\n")
+string(APPEND body "  static const std::vector<EmbeddedAsset> kAssets = {\n${table}  };\n")
+string(APPEND body "  return kAssets;\n}\n\n}  // namespace farm::http\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

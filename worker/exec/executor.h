@@ -1,0 +1,79 @@
+// Executor: where a job's commands run. NativeExecutor runs them directly on the host (in
+// its own process group, with exactly the environment given); ContainerExecutor wraps each
+// in a container run of the job's builder image. The build command and, through
+// ExecutorProcessRunner (executor_runner.h), the validation steps go through the job's
+// executor. Executors are thread-safe: several jobs start commands at once.
+#ifndef FARM_WORKER_EXEC_EXECUTOR_H_
+#define FARM_WORKER_EXEC_EXECUTOR_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/process.h"
+#include "common/status.h"
+
+namespace farm::agent {
+
+// A host directory a container executor mounts at the same path inside the container.
+struct ExecMount {
+  std::string path;
+  bool read_only = true;
+};
+
+struct ExecRequest {
+  std::vector<std::string> argv;
+  std::string cwd;                          // inside `workspace`
+  std::map<std::string, std::string> env;   // the complete environment
+  std::string workspace;                    // the job's workspace (to mount in a container)
+  std::string image;                        // builder image; ignored by NativeExecutor
+  int64_t kill_grace_ms = 5000;             // SIGTERM -> SIGKILL on timeout
+  std::vector<ExecMount> mounts;            // besides the workspace; NativeExecutor ignores them
+  // Never the network, whatever the operator allows for builds: validation installs with
+  // --no-index from local wheels only. NativeExecutor ignores it (the host's network).
+  bool offline = false;
+  // The command may use the network (a recipe with `network: true`); sandboxes and
+  // containers cut it otherwise. `offline` wins.
+  bool network = false;
+  // Host directories a sandbox on the host must make readable besides the system (the
+  // build's interpreter prefix, the CUDA toolkit); containers bring their own and ignore it.
+  std::vector<std::string> host_read_paths;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // "native", "podman", ... for logs.
+  virtual std::string Name() const = 0;
+  // Starts the command. On success the caller Wait()s on the process (and may Kill() it);
+  // on failure returns why it could not start.
+  virtual Result<std::unique_ptr<Process>> Start(const ExecRequest& request) = 0;
+  // True when Start() runs commands directly on the host, where the job's helper tools
+  // run: validation then keeps using the helper tools' runner. False (containers): each
+  // validation step is started through this executor.
+  virtual bool RunsOnHost() const { return false; }
+};
+
+class NativeExecutor final : public Executor {
+ public:
+  explicit NativeExecutor(ProcessRunner& runner) : runner_(runner) {}
+  std::string Name() const override { return "native"; }
+  bool RunsOnHost() const override { return true; }
+  Result<std::unique_ptr<Process>> Start(const ExecRequest& request) override {
+    ProcessSpec spec;
+    spec.argv = request.argv;
+    spec.cwd = request.cwd;
+    spec.env = request.env;
+    spec.clear_env = true;
+    spec.kill_grace_ms = request.kill_grace_ms;
+    return runner_.Start(spec);
+  }
+
+ private:
+  ProcessRunner& runner_;
+};
+
+}  // namespace farm::agent
+
+#endif  // FARM_WORKER_EXEC_EXECUTOR_H_

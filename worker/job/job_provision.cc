@@ -1,0 +1,91 @@
+// The provisioning phase of a build job whose lease carries its cell's environment
+// (docs/environments.md): the worker makes it, or clones its cached snapshot, into the
+// job's workspace, saying what it does in the job's log.
+#include <cstdio>
+
+#include "worker/job/job_runner.h"
+#include "worker/env/failure.h"
+
+namespace farm::agent {
+namespace {
+
+std::string Mb(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return buf;
+}
+
+// "Python 3.11 + torch 2.9.0+cu130 + CUDA 13.0 + 2 build requirements"
+std::string Describe(const farm::v1::ProvisionSpec& spec) {
+  std::string out = "Python " + spec.python();
+  if (!spec.torch_minor().empty()) {
+    out += spec.torch_newest()
+               ? " + torch " + spec.torch_minor() + " (newest on " + spec.torch_variant() + ")"
+               : " + torch " + spec.torch_version() + "+" + spec.torch_variant();
+  }
+  if (!spec.cuda().empty()) out += " + CUDA " + spec.cuda();
+  if (spec.requirements_size() > 0) {
+    out += " + " + std::to_string(spec.requirements_size()) + " build requirement(s)";
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<env::ProvisionedEnv> JobRunner::ProvisionEnvironment(LogShipper& log,
+                                                            const std::string& ws) {
+  auto system = [&log, this](const std::string& text) {
+    log.Append(farm::v1::SYSTEM, "farm: " + text);
+  };
+  if (deps_.environments == nullptr) {
+    return Status::FailedPrecondition("this worker does not provision environments");
+  }
+  const farm::v1::ProvisionSpec& spec = job_.environment();
+  system("provisions " + Describe(spec) + ", " + deps_.environments->SourceText());
+  // Downloads report every 8 MiB and once at their end (done == total): those ends add
+  // up to what this job fetched.
+  int64_t fetched = 0;
+  int64_t started = deps_.clock->SteadyMs();
+  auto made =
+      deps_.environments->Provision(spec, settings_.caps, ws, [&](const env::ProvisionProgress& p) {
+        std::string line =
+            std::string("provision ") + env::ProvisionPhaseName(p.phase) + ": " + p.message;
+        if (p.total > 0) line += " (" + Mb(p.done) + " of " + Mb(p.total) + ")";
+        if (p.total > 0 && p.done == p.total) fetched += p.total;
+        system(line);
+      });
+  if (!made.ok()) return made.status();
+  const env::PhaseTimes& t = made->times;
+  int64_t total_ms = deps_.clock->SteadyMs() - started;
+  if (made->snapshot_built) {
+    system("environment ready in " + std::to_string(total_ms) + " ms: built snapshot " +
+           made->key.substr(0, 12) + ", " + Mb(fetched) + " downloaded (Python " +
+           (made->python_from_archive ? "from its archive" : "of the host") + " " +
+           std::to_string(t.python_ms) + " ms, toolkit " +
+           (spec.cuda().empty()         ? "none"
+            : made->toolkit_from_redist ? "from redist archives"
+                                        : "of the host") +
+           " " + std::to_string(t.toolkit_ms) + " ms, packages " + std::to_string(t.snapshot_ms) +
+           " ms, clone " + std::to_string(t.clone_ms) + " ms)");
+  } else {
+    system("environment ready in " + std::to_string(total_ms) + " ms: cached snapshot " +
+           made->key.substr(0, 12) + ", nothing downloaded (clone " + std::to_string(t.clone_ms) +
+           " ms)");
+  }
+  for (const std::string& note : made->notes) system("provision note: " + note);
+  return made;
+}
+
+Outcome JobRunner::ProvisioningOutcome(const Status& status) const {
+  env::ProvisionFailure cause = env::FailureOf(status);
+  std::string detail = std::string("provisioning failed (") + env::ProvisionFailureName(cause) +
+                       "): " + status.message();
+  // A spec the provisioner refuses is the recipe's; anything about the network, the
+  // upstream's bytes or this worker's disk is retried elsewhere or later.
+  if (cause == env::ProvisionFailure::kInvalidRequest) {
+    return {farm::v1::CAUSE_BUILD_FAILED, detail, -1, 0};
+  }
+  return {farm::v1::CAUSE_INFRASTRUCTURE, detail, -1, 0};
+}
+
+}  // namespace farm::agent
