@@ -9,9 +9,8 @@ namespace farm::api {
 namespace {
 
 // What placement tells apart of a worker's state (sched/waiting.cc): idle and busy alike.
-std::string_view PlacementState(const std::string& state) {
-  if (state == "lost" || state == "draining" || state == "quarantined") return state;
-  return "up";
+std::string_view PlacementState(store::WorkerState state) {
+  return store::IsAway(state) ? store::WorkerStateName(state) : "up";
 }
 
 }  // namespace

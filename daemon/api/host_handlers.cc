@@ -40,7 +40,7 @@ void AttachWorker(const std::vector<store::WorkerRow>& workers, farm::v1::Host* 
   }
   if (best == nullptr) return;
   host->set_worker_id(best->id);
-  host->set_worker_state(best->state);
+  host->set_worker_state(std::string(store::WorkerStateName(best->state)));
 }
 
 Status NeedHosts(const ServiceContext& ctx) {

@@ -138,8 +138,9 @@ void FarmServer::Impl::Sweep() {
     if (!workers.ok()) continue;
     int64_t now = ctx.clock->NowUnixMs();
     for (const auto& w : workers.value()) {
-      if (w.state != "lost" && now - w.last_heartbeat_ms > ctx.tunables.lease_ms) {
-        (void)store->TouchWorker(w.id, w.last_heartbeat_ms, "lost");
+      if (w.state != store::WorkerState::kLost &&
+          now - w.last_heartbeat_ms > ctx.tunables.lease_ms) {
+        (void)store->TouchWorker(w.id, w.last_heartbeat_ms, store::WorkerState::kLost);
       }
     }
   }

@@ -184,7 +184,10 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
       FARM_ASSIGN_OR_RETURN(std::string token, ctx_->auth->Create("worker", req->name(), id));
       resp->set_worker_token(token);
     }
-    std::string state = req->capabilities().probe_error().empty() ? "idle" : "quarantined";
+    // A worker whose probe failed is kept out of placement until an admin looks.
+    store::WorkerState state = req->capabilities().probe_error().empty()
+                                   ? store::WorkerState::kIdle
+                                   : store::WorkerState::kQuarantined;
     if (who.role == "worker") {
       // A worker that registers again has restarted: the builds it held died with it.
       FARM_ASSIGN_OR_RETURN(
@@ -203,10 +206,10 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
     auto cn = call->auth_context()->FindPropertyValues("x509_common_name");
     std::string cert = cn.empty() ? "" : ", certificate " + std::string(cn[0].data(), cn[0].size());
     log::Info("worker " + row.name + " registered as " + id + " (" +
-              std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " + state + cert +
+              std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " + std::string(store::WorkerStateName(state)) + cert +
               ")");
     resp->set_worker_id(id);
-    entry.done = "id " + id + ", state " + state;
+    entry.done = "id " + id + ", state " + std::string(store::WorkerStateName(state));
     resp->set_heartbeat_interval_ms(static_cast<int32_t>(ctx_->tunables.heartbeat_ms));
     resp->set_lease_ms(static_cast<int32_t>(ctx_->tunables.lease_ms));
     resp->set_upstream_url(ctx_->upstream_url);
@@ -229,10 +232,11 @@ Status WorkerService::Beat(const Principal& who, const farm::v1::HeartbeatReques
   int64_t now = ctx_->clock->NowUnixMs();
   FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
   bool draining = req.draining() || worker.drain_requested;
-  std::string state = worker.state == "quarantined" ? "quarantined"
-                      : draining                    ? "draining"
-                      : req.running_size()          ? "busy"
-                                                    : "idle";
+  using store::WorkerState;
+  WorkerState state = worker.state == WorkerState::kQuarantined ? WorkerState::kQuarantined
+                      : draining                                 ? WorkerState::kDraining
+                      : req.running_size()                       ? WorkerState::kBusy
+                                                                 : WorkerState::kIdle;
   // The heartbeat time and the leases are written a few times per lease, not on every
   // beat: with a thousand workers those writes were most of the store's work. A change
   // of state is written at once.
@@ -340,7 +344,8 @@ Result<std::optional<Dispatcher::Waiter>> WorkerService::MayTakeJob(const Princi
   std::optional<Dispatcher::Waiter> out;
   FARM_RETURN_IF_ERROR(ctx_->store->Together([&]() -> Status {  // one visit to the store
     FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
-    if (worker.drain_requested || worker.state == "draining" || worker.state == "quarantined") {
+    if (worker.drain_requested || worker.state == store::WorkerState::kDraining ||
+        worker.state == store::WorkerState::kQuarantined) {
       return Status::Ok();
     }
     auto caps = ParseBlob<farm::v1::Capabilities>(worker.capabilities);

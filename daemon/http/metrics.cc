@@ -8,7 +8,6 @@ namespace farm::http {
 namespace {
 
 constexpr const char* kJobStates[] = {"", "pending", "running", "succeeded", "failed", "cancelled"};
-constexpr const char* kWorkerStates[] = {"idle", "busy", "draining", "quarantined", "lost"};
 
 void Header(std::ostringstream& out, const char* name, const char* type, const char* help) {
   out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
@@ -38,12 +37,12 @@ Result<std::string> RenderMetrics(const DashboardDeps& deps) {
     out << "farm_jobs{state=\"" << kJobStates[s] << "\"} " << jobs[static_cast<size_t>(s)] << "\n";
   }
   FARM_ASSIGN_OR_RETURN(auto workers, deps.store->ListWorkers());
-  std::map<std::string, int64_t> by_state;
-  for (const char* s : kWorkerStates) by_state[s] = 0;
+  std::map<store::WorkerState, int64_t> by_state;
   for (const auto& w : workers) by_state[w.state]++;
   Header(out, "farm_workers", "gauge", "Workers by state.");
-  for (const auto& [state, n] : by_state) {
-    out << "farm_workers{state=\"" << state << "\"} " << n << "\n";
+  for (store::WorkerState state : store::kWorkerStates) {
+    out << "farm_workers{state=\"" << store::WorkerStateName(state) << "\"} " << by_state[state]
+        << "\n";
   }
   FARM_RETURN_IF_ERROR(WriteHistogram(out, deps, store::JobSpan::kQueueWait,
                                       store::kQueueWaitBoundsMs, "farm_job_queue_wait_seconds",

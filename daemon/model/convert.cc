@@ -97,7 +97,7 @@ farm::v1::WorkerInfo WorkerToProto(const store::WorkerRow& row) {
   w.set_id(row.id);
   w.set_name(row.name);
   *w.mutable_capabilities() = ParseBlob<farm::v1::Capabilities>(row.capabilities);
-  w.set_state(row.state);
+  w.set_state(std::string(store::WorkerStateName(row.state)));
   w.set_last_heartbeat(FormatRfc3339(row.last_heartbeat_ms));
   return w;
 }

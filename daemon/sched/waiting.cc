@@ -145,10 +145,11 @@ void ExplainNoneAble(const farm::v1::MatrixCell& cell, const PendingFacts& facts
   std::vector<std::string> sleeping;
   std::vector<Lack> lacks;
   for (const auto& w : fleet) {
-    bool away = w.state == "lost" || w.state == "draining" || w.drain_requested;
+    bool lost = w.state == store::WorkerState::kLost;
+    bool away = lost || w.state == store::WorkerState::kDraining || w.drain_requested;
     Lack lack = Classify(BlockerOf(cell, facts, w, {}));
     if (away && lack == Lack::kNone) {
-      sleeping.push_back(w.name + (w.state == "lost" ? " (lost)" : " (draining)"));
+      sleeping.push_back(w.name + (lost ? " (lost)" : " (draining)"));
     } else if (lack != Lack::kNone) {
       lacks.push_back(lack);
     }
@@ -215,7 +216,7 @@ std::vector<PeerWorker> AvailablePeers(const std::vector<FleetWorker>& fleet) {
   std::vector<PeerWorker> peers;
   for (const auto& w : fleet) {
     if (w.drain_requested) continue;
-    if (w.state == "lost" || w.state == "quarantined" || w.state == "draining") continue;
+    if (store::IsAway(w.state)) continue;
     peers.push_back({w.name, w.caps, w.id});
   }
   return peers;
@@ -242,9 +243,11 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
     return *known;
   };
   for (const auto& w : fleet) {
-    std::string why = w.state == "lost"                            ? "worker is lost"
-                      : w.drain_requested || w.state == "draining" ? "worker is draining"
-                                                                   : blocker(w);
+    using store::WorkerState;
+    std::string why = w.state == WorkerState::kLost ? "worker is lost"
+                      : w.drain_requested || w.state == WorkerState::kDraining
+                          ? "worker is draining"
+                          : blocker(w);
     if (why.empty()) {
       if (out.able.size() < facts.max_able_names) out.able.push_back(w.name);
       ++out.able_count;

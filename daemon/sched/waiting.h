@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "daemon/sched/placement.h"
+#include "daemon/store/worker_state.h"
 #include "farm/v1/types.pb.h"
 
 namespace farm::sched {
@@ -22,7 +23,7 @@ namespace farm::sched {
 struct FleetWorker {
   std::string id;
   std::string name;
-  std::string state;  // idle, busy, draining, quarantined, lost
+  store::WorkerState state = store::WorkerState::kIdle;
   bool drain_requested = false;
   farm::v1::Capabilities caps;
   // Workers of one fleet with equal class (>= 0) have equal capabilities, so placement is

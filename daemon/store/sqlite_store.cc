@@ -70,7 +70,9 @@ constexpr char kWorkerColumns[] =
     "id, name, capabilities, state, registered_ms, last_heartbeat_ms, drain_requested";
 
 WorkerRow WorkerFromRow(const Stmt& s) {
-  return WorkerRow{s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Int(4), s.Int(5), s.Int(6) != 0};
+  // A name this farmd does not know (written by a newer one) reads as lost: never placed.
+  WorkerState state = ParseWorkerState(s.Text(3)).value_or(WorkerState::kLost);
+  return WorkerRow{s.Text(0), s.Text(1), s.Text(2), state, s.Int(4), s.Int(5), s.Int(6) != 0};
 }
 
 constexpr char kArtifactColumns[] =
@@ -215,7 +217,7 @@ Status SqliteStore::UpsertWorker(const WorkerRow& w) {
   s->Bind(w.id)
       .Bind(w.name)
       .BindBlob(w.capabilities)
-      .Bind(w.state)
+      .Bind(std::string(WorkerStateName(w.state)))
       .Bind(w.registered_ms)
       .Bind(w.last_heartbeat_ms);
   FARM_RETURN_IF_ERROR(s->Run());
@@ -246,16 +248,7 @@ Result<std::vector<WorkerRow>> SqliteStore::ListWorkers() {
   return out;
 }
 
-namespace {
-
-// The worker states placement passes over (sched/waiting.cc).
-bool SkippedByPlacement(const std::string& state) {
-  return state == "lost" || state == "draining" || state == "quarantined";
-}
-
-}  // namespace
-
-Status SqliteStore::TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) {
+Status SqliteStore::TouchWorker(const std::string& id, int64_t now_ms, WorkerState state) {
   Locked lock(this);
   // Only a change into or out of a state placement skips (idle to lost, say) changes
   // placement; a heartbeat or a flip between idle and busy does not.
@@ -264,13 +257,13 @@ Status SqliteStore::TouchWorker(const std::string& id, int64_t now_ms, const std
     FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare("SELECT state FROM workers WHERE id = ?"));
     q->Bind(id);
     FARM_ASSIGN_OR_RETURN(bool found, q->Step());
-    state_changes = found && q->Text(0) != state;
-    placement_changes =
-        state_changes && (SkippedByPlacement(q->Text(0)) || SkippedByPlacement(state));
+    std::optional<WorkerState> was = found ? ParseWorkerState(q->Text(0)) : std::nullopt;
+    state_changes = found && was != state;
+    placement_changes = state_changes && (!was || IsAway(*was) || IsAway(state));
   }
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare("UPDATE workers SET last_heartbeat_ms = ?, state = ? WHERE id = ?"));
-  s->Bind(now_ms).Bind(state).Bind(id);
+  s->Bind(now_ms).Bind(std::string(WorkerStateName(state))).Bind(id);
   FARM_RETURN_IF_ERROR(s->Run());
   if (db_->Changes() == 0) return Status::NotFound("no worker " + id);
   if (placement_changes) {

@@ -31,7 +31,7 @@ class SqliteStore final : public Store {
   Status UpsertWorker(const WorkerRow& worker) override;
   Result<WorkerRow> GetWorker(const std::string& id) override;
   Result<std::vector<WorkerRow>> ListWorkers() override;
-  Status TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) override;
+  Status TouchWorker(const std::string& id, int64_t now_ms, WorkerState state) override;
   Status SetDrainRequested(const std::string& id, bool drain) override;
   Result<int> CountRunningJobs(const std::string& worker_id) override;
   Result<std::vector<JobRow>> ListRunningJobs(const std::string& worker_id) override;

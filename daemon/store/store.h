@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "daemon/store/worker_state.h"
 #include "daemon/store/owner_rows.h"
 
 namespace farm::store {
@@ -80,7 +81,7 @@ struct WorkerRow {
   std::string id;
   std::string name;
   std::string capabilities;  // serialized farm.v1.Capabilities
-  std::string state;
+  WorkerState state = WorkerState::kIdle;
   int64_t registered_ms = 0;
   int64_t last_heartbeat_ms = 0;
   bool drain_requested = false;
@@ -481,7 +482,7 @@ class Store {
   virtual Status UpsertWorker(const WorkerRow& worker) = 0;
   virtual Result<WorkerRow> GetWorker(const std::string& id) = 0;
   virtual Result<std::vector<WorkerRow>> ListWorkers() = 0;
-  virtual Status TouchWorker(const std::string& id, int64_t now_ms, const std::string& state) = 0;
+  virtual Status TouchWorker(const std::string& id, int64_t now_ms, WorkerState state) = 0;
   // Sets or clears the operator's drain request; NotFound for an unknown worker.
   virtual Status SetDrainRequested(const std::string& id, bool drain) = 0;
   // Number of jobs `worker_id` holds right now.

@@ -147,7 +147,7 @@ json::object WorkerJson(const store::WorkerRow& worker, int64_t now_ms) {
       {"hostname", caps.hostname()},
       {"platform", caps.platform()},
       {"wsl2", caps.wsl2()},
-      {"state", worker.state},
+      {"state", store::WorkerStateName(worker.state)},
       {"gpus", GpusJson(caps)},
       {"toolkits", std::move(toolkits)},
       {"pythons", std::move(pythons)},

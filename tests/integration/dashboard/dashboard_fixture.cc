@@ -56,7 +56,8 @@ store::BuildRow NewBuild(const std::string& name, int64_t now) {
 }
 
 Status AddWorkers(store::Store* st, int64_t now) {
-  const char* states[] = {"busy", "idle", "draining"};
+  const store::WorkerState states[] = {store::WorkerState::kBusy, store::WorkerState::kIdle,
+                                       store::WorkerState::kDraining};
   for (int i = 0; i < 3; ++i) {
     farm::v1::Capabilities caps;
     caps.set_hostname("gpu-host-" + std::to_string(i + 1));
@@ -86,7 +87,7 @@ Status AddBenchWorkers(store::Store* st, int n, int64_t now) {
     py->set_version(i % 2 ? "3.11" : "3.12"), py->set_torch_version("2.8.0");
     FARM_RETURN_IF_ERROR(
         st->UpsertWorker(store::WorkerRow{"wb" + std::to_string(i), "bench-" + std::to_string(i),
-                                          caps.SerializeAsString(), "idle", now, now}));
+                                          caps.SerializeAsString(), store::WorkerState::kIdle, now, now}));
   }
   return Status::Ok();
 }

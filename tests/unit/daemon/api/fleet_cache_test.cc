@@ -14,7 +14,7 @@ store::WorkerRow Worker(const std::string& id, const std::string& python) {
   caps.set_cpu_arch("x86_64");
   caps.add_pythons()->set_version(python);
   caps.add_toolkits()->set_version("13.0");
-  return store::WorkerRow{id, "name-" + id, caps.SerializeAsString(), "idle", 1, 2, false};
+  return store::WorkerRow{id, "name-" + id, caps.SerializeAsString(), store::WorkerState::kIdle, 1, 2, false};
 }
 
 TEST(FleetCacheTest, AHeartbeatOrABusyWorkerKeepsTheViewAndPlacementInputsRebuildIt) {
@@ -29,15 +29,15 @@ TEST(FleetCacheTest, AHeartbeatOrABusyWorkerKeepsTheViewAndPlacementInputsRebuil
   EXPECT_EQ(first->fleet[0].caps_class, first->fleet[1].caps_class);
   EXPECT_NE(first->fleet[0].caps_class, first->fleet[2].caps_class);
 
-  rows[0].state = "busy";
+  rows[0].state = store::WorkerState::kBusy;
   rows[1].last_heartbeat_ms = 99;
   EXPECT_EQ(cache.Get(rows), first);
   EXPECT_EQ(cache.builds(), 1);
 
   auto changes = std::vector<std::function<void(std::vector<store::WorkerRow>&)>>{
-      [](auto& r) { r[0].state = "lost"; },
-      [](auto& r) { r[1].state = "draining"; },
-      [](auto& r) { r[2].state = "quarantined"; },
+      [](auto& r) { r[0].state = store::WorkerState::kLost; },
+      [](auto& r) { r[1].state = store::WorkerState::kDraining; },
+      [](auto& r) { r[2].state = store::WorkerState::kQuarantined; },
       [](auto& r) { r[0].drain_requested = true; },
       [](auto& r) { r[1].name = "renamed"; },
       [](auto& r) { r[2] = Worker("w-3", "3.13"); },
@@ -60,10 +60,10 @@ TEST(FleetCacheTest, TheViewReadsTheNewRows) {
   FleetCache cache;
   std::vector<store::WorkerRow> rows = {Worker("w-1", "3.12")};
   cache.Get(rows);
-  rows[0].state = "lost";
+  rows[0].state = store::WorkerState::kLost;
   auto view = cache.Get(rows);
   ASSERT_EQ(view->fleet.size(), 1u);
-  EXPECT_EQ(view->fleet[0].state, "lost");
+  EXPECT_EQ(view->fleet[0].state, store::WorkerState::kLost);
   EXPECT_TRUE(view->peers.empty());  // a lost worker is no peer
 }
 

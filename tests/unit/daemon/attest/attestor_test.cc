@@ -33,7 +33,7 @@ class AttestorTest : public ::testing::Test {
     ASSERT_OK(store_->UpsertWorker({.id = "w-1",
                                     .name = "gpu-box-1",
                                     .capabilities = caps.SerializeAsString(),
-                                    .state = "idle"}));
+                                    .state = store::WorkerState::kIdle}));
     farm::v1::Recipe recipe;
     recipe.set_name("attn-example");
     recipe.set_version("0.1.0");

@@ -197,7 +197,7 @@ TEST_F(OddDataTest, UnicodeWorkerNamesDrainAndHugeCapabilities) {
     g->set_cc_minor(1), g->set_memory_bytes(INT64_MAX);
   }
   caps.set_ram_bytes(INT64_MAX);
-  ASSERT_OK(store_->UpsertWorker({"w-ünï", kUnicodeName, caps.SerializeAsString(), "idle",
+  ASSERT_OK(store_->UpsertWorker({"w-ünï", kUnicodeName, caps.SerializeAsString(), store::WorkerState::kIdle,
                                   clock_.NowUnixMs(), clock_.NowUnixMs()}));
   Router r = MakeRouter();
   auto v = Json(Check(r, "GET", "/api/v1/workers"));

@@ -185,7 +185,7 @@ TEST_F(RouterTest, WorkersListGpusAndRunningJobs) {
   auto* g = caps.add_gpus();
   g->set_name("NVIDIA H100"), g->set_cc_major(9), g->set_cc_minor(0);
   caps.add_toolkits()->set_version("13.0");
-  ASSERT_OK(store_->UpsertWorker({"w1", "worker-1", caps.SerializeAsString(), "busy",
+  ASSERT_OK(store_->UpsertWorker({"w1", "worker-1", caps.SerializeAsString(), store::WorkerState::kBusy,
                                   clock_.NowUnixMs(), clock_.NowUnixMs()}));
   auto ids = AddBuild(1);
   Start(ids[0]);
@@ -203,7 +203,7 @@ TEST_F(RouterTest, RetryNeedsASubmitterAndDrainAnAdmin) {
   auto ids = AddBuild(1);
   Start(ids[0]);
   Finish(ids[0], store::kCauseBuildFailed);
-  ASSERT_OK(store_->UpsertWorker({"w1", "worker-1", "", "idle", 1, 1}));
+  ASSERT_OK(store_->UpsertWorker({"w1", "worker-1", "", store::WorkerState::kIdle, 1, 1}));
   auto submitter = auth_->Create("submitter", "test");  // the build's owner
   auto admin = auth_->Create("admin", "a");
   Router r = MakeRouter();

@@ -8,7 +8,7 @@ namespace farm::sched {
 namespace {
 
 FleetWorker Worker(const std::string& name, const std::string& cuda = "13.0",
-                   const std::string& state = "idle") {
+                   store::WorkerState state = store::WorkerState::kIdle) {
   FleetWorker w;
   w.id = "w-" + name;
   w.name = name;
@@ -75,7 +75,7 @@ TEST(WaitingTest, PlatformPythonAndMixedLacks) {
 }
 
 TEST(WaitingTest, QuarantinedWorkersAndAnEmptyFleet) {
-  FleetWorker sick = Worker("gpu-1", "13.0", "quarantined");
+  FleetWorker sick = Worker("gpu-1", "13.0", store::WorkerState::kQuarantined);
   sick.caps.set_probe_error("probe kernel gave wrong results");
   Waiting w = Explain(WaitingCell("13.0"), {sick});
   EXPECT_TRUE(w.unplaceable);
@@ -87,7 +87,7 @@ TEST(WaitingTest, QuarantinedWorkersAndAnEmptyFleet) {
 }
 
 TEST(WaitingTest, ABusyOrAwayWorkerThatCouldBuildItIsNotUnplaceable) {
-  Waiting busy = Explain(WaitingCell("13.0"), {Worker("gpu-1", "13.0", "busy"), Worker("old", "12.8")});
+  Waiting busy = Explain(WaitingCell("13.0"), {Worker("gpu-1", "13.0", store::WorkerState::kBusy), Worker("old", "12.8")});
   EXPECT_FALSE(busy.unplaceable);
   EXPECT_EQ(busy.summary, "waiting for a free worker: gpu-1 can build it");
   ASSERT_EQ(busy.blocked.size(), 1u);
@@ -95,7 +95,7 @@ TEST(WaitingTest, ABusyOrAwayWorkerThatCouldBuildItIsNotUnplaceable) {
 
   FleetWorker drained = Worker("gpu-2");
   drained.drain_requested = true;
-  Waiting away = Explain(WaitingCell("13.0"), {Worker("gpu-1", "13.0", "lost"), drained});
+  Waiting away = Explain(WaitingCell("13.0"), {Worker("gpu-1", "13.0", store::WorkerState::kLost), drained});
   EXPECT_FALSE(away.unplaceable);
   EXPECT_EQ(away.summary,
             "only gpu-1 (lost) and gpu-2 (draining) can build it: bring it back "
@@ -169,11 +169,11 @@ TEST(WaitingTest, AValidationJobSaysWhichGpuItWaitsFor) {
 }
 
 TEST(WaitingTest, AValidationJobWaitsForABusyOrAwayGpuWorker) {
-  FleetWorker rtx = WithGpu(Worker("rtx", "13.0", "busy"), "NVIDIA RTX 5090", 12, 0);
+  FleetWorker rtx = WithGpu(Worker("rtx", "13.0", store::WorkerState::kBusy), "NVIDIA RTX 5090", 12, 0);
   Waiting busy = Explain(WaitingCell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}));
   EXPECT_FALSE(busy.unplaceable);
   EXPECT_EQ(busy.summary, "waiting for a free worker: rtx can validate it");
-  rtx.state = "lost";
+  rtx.state = store::WorkerState::kLost;
   Waiting lost = Explain(WaitingCell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}));
   EXPECT_FALSE(lost.unplaceable);
   EXPECT_EQ(lost.summary,
@@ -198,7 +198,7 @@ TEST(WaitingTest, AValidationJobWithoutTheCellsPythonSaysSo) {
   FleetWorker rtx = WithGpu(Worker("rtx"), "NVIDIA RTX 5090", 12, 0);
   EXPECT_EQ(Explain(WaitingCell("13.0", "12.0a", "3.13"), {rtx}, ValidationOf({"12.0"})).summary,
             "no worker has Python 3.13: install it on a worker or drop the cell");
-  FleetWorker sick = WithGpu(Worker("sick", "13.0", "quarantined"), "NVIDIA RTX 5090", 12, 0);
+  FleetWorker sick = WithGpu(Worker("sick", "13.0", store::WorkerState::kQuarantined), "NVIDIA RTX 5090", 12, 0);
   sick.caps.set_probe_error("probe kernel gave wrong results");
   EXPECT_EQ(Explain(WaitingCell("13.0"), {sick}, ValidationOf({"12.0"})).summary,
             "every worker that could validate it is quarantined (its GPU probe failed): fix "
@@ -223,7 +223,7 @@ TEST(WaitingTest, ABuildOnItsTargetGpuSaysWhichGpuNoWorkerHas) {
             "no worker with a GPU of cc 12.0 can build it (the recipe builds on its target "
             "GPU): add one or drop the cell");
   // A lost worker with the GPU is what it waits for; one without it is not.
-  FleetWorker lost = WithGpu(Worker("rtx", "13.0", "lost"), "NVIDIA RTX 5090", 12, 0);
+  FleetWorker lost = WithGpu(Worker("rtx", "13.0", store::WorkerState::kLost), "NVIDIA RTX 5090", 12, 0);
   lost.caps.mutable_toolkits(0)->add_gpu_codes("sm_120a");
   fleet.push_back(lost);
   EXPECT_EQ(Explain(WaitingCell("13.0", "12.0a"), fleet, facts).summary,
@@ -235,8 +235,8 @@ TEST(WaitingTest, AvailablePeersLeaveOutAwayAndSickWorkers) {
   FleetWorker drained = Worker("d");
   drained.drain_requested = true;
   auto peers =
-      AvailablePeers({Worker("a"), Worker("b", "13.0", "lost"), drained,
-                      Worker("q", "13.0", "quarantined"), Worker("e", "13.0", "draining")});
+      AvailablePeers({Worker("a"), Worker("b", "13.0", store::WorkerState::kLost), drained,
+                      Worker("q", "13.0", store::WorkerState::kQuarantined), Worker("e", "13.0", store::WorkerState::kDraining)});
   ASSERT_EQ(peers.size(), 1u);
   EXPECT_EQ(peers[0].name, "a");
 }

@@ -66,7 +66,7 @@ TEST_F(LeaseBatchTest, GetJobsSkipsUnknownIdsAndTakesEmptyLists) {
 
 TEST_F(LeaseBatchTest, BatchLeasesOnlyWhatIsStillLeasable) {
   auto ids = MakeBuild(3);
-  ASSERT_OK(store_->UpsertWorker({.id = "w1", .name = "one", .state = "idle"}));
+  ASSERT_OK(store_->UpsertWorker({.id = "w1", .name = "one", .state = store::WorkerState::kIdle}));
   // One job is taken by the single-lease path first: the batch must not lease it again.
   auto first = store_->AcquireJob("w9", 10, 1000, nullptr);
   ASSERT_OK(first.status());

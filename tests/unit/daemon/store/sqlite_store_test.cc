@@ -296,9 +296,9 @@ TEST_F(SqliteStoreTest, RetryQueuesAFailedJobAgainKeepingItsHistory) {
 }
 
 TEST_F(SqliteStoreTest, DrainRequestSurvivesWorkerReports) {
-  ASSERT_OK(store_->UpsertWorker({"w1", "gb10", "", "idle", 1, 1}));
+  ASSERT_OK(store_->UpsertWorker({"w1", "gb10", "", store::WorkerState::kIdle, 1, 1}));
   ASSERT_OK(store_->SetDrainRequested("w1", true));
-  ASSERT_OK(store_->UpsertWorker({"w1", "gb10", "", "busy", 1, 2}));
+  ASSERT_OK(store_->UpsertWorker({"w1", "gb10", "", store::WorkerState::kBusy, 1, 2}));
   EXPECT_TRUE(store_->GetWorker("w1")->drain_requested);
   EXPECT_EQ(store_->SetDrainRequested("nope", true).code(), StatusCode::kNotFound);
 }

@@ -18,7 +18,7 @@ class TogetherTest : public ::testing::Test {
     auto s = under_test_.Open();
     ASSERT_OK(s.status());
     store_ = std::move(s).value();
-    ASSERT_OK(store_->UpsertWorker({.id = "w1", .name = "one", .state = "idle"}));
+    ASSERT_OK(store_->UpsertWorker({.id = "w1", .name = "one", .state = store::WorkerState::kIdle}));
   }
 
   testing::ScopedTempDir dir_;
@@ -39,9 +39,9 @@ TEST_F(TogetherTest, ReadsAndWritesInsideRunAsOneVisitAndOtherCallersWaitForIt) 
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     EXPECT_FALSE(other_done.load());
     // Calls inside see each other's writes, and a write commits as it would alone.
-    FARM_RETURN_IF_ERROR(store_->TouchWorker("w1", 50, "busy"));
+    FARM_RETURN_IF_ERROR(store_->TouchWorker("w1", 50, store::WorkerState::kBusy));
     FARM_ASSIGN_OR_RETURN(WorkerRow w, store_->GetWorker("w1"));
-    EXPECT_EQ(w.state, "busy");
+    EXPECT_EQ(w.state, store::WorkerState::kBusy);
     return store_->SetDrainRequested("w1", true);
   });
   ASSERT_OK(st);
@@ -51,7 +51,7 @@ TEST_F(TogetherTest, ReadsAndWritesInsideRunAsOneVisitAndOtherCallersWaitForIt) 
   auto w = store_->GetWorker("w1");
   ASSERT_OK(w.status());
   EXPECT_TRUE(w->drain_requested);
-  EXPECT_EQ(w->state, "busy");
+  EXPECT_EQ(w->state, store::WorkerState::kBusy);
 }
 
 TEST_F(TogetherTest, AnErrorInsideIsReturnedAndTheStoreStaysUsable) {
@@ -70,7 +70,7 @@ TEST_F(TogetherTest, AnErrorInsideIsReturnedAndTheStoreStaysUsable) {
 TEST_F(TogetherTest, OneTransactionKeepsEverythingOrNothing) {
   // Every write kept, a failed call's own writes undone.
   ASSERT_OK(store_->TogetherInOneTransaction([&]() -> Status {
-    FARM_RETURN_IF_ERROR(store_->UpsertWorker({.id = "w2", .name = "two", .state = "idle"}));
+    FARM_RETURN_IF_ERROR(store_->UpsertWorker({.id = "w2", .name = "two", .state = store::WorkerState::kIdle}));
     auto refused = store_->CompleteAttempt({.job_id = 404, .attempt = 1, .worker_id = "w2"}, 5);
     EXPECT_FALSE(refused.ok());
     return store_->SetDrainRequested("w2", true);
@@ -80,7 +80,7 @@ TEST_F(TogetherTest, OneTransactionKeepsEverythingOrNothing) {
   EXPECT_TRUE(w2->drain_requested);
   // Nothing kept when the calls fail as a whole.
   Status st = store_->TogetherInOneTransaction([&]() -> Status {
-    FARM_RETURN_IF_ERROR(store_->UpsertWorker({.id = "w3", .name = "three", .state = "idle"}));
+    FARM_RETURN_IF_ERROR(store_->UpsertWorker({.id = "w3", .name = "three", .state = store::WorkerState::kIdle}));
     FARM_RETURN_IF_ERROR(store_->SetDrainRequested("w1", true));
     return Status::Aborted("changed my mind");
   });

@@ -17,7 +17,7 @@ class JobViewsTest : public HttpFixture {
   // A worker "gpu-box" (id w1, the fixture's Start leases to it) with CUDA 13.0, Python 3.11
   // and torch 2.8.
   void AddWorker(const std::string& id = "w1", const std::string& name = "gpu-box",
-                 const std::string& state = "idle") {
+                 store::WorkerState state = store::WorkerState::kIdle) {
     farm::v1::Capabilities caps;
     caps.set_platform("linux_x86_64");
     auto* py = caps.add_pythons();
@@ -98,7 +98,7 @@ TEST_F(JobViewsTest, ABusyFleetIsNoBlockAndAnEmptyOneSaysToStartAWorker) {
   EXPECT_TRUE(empty.at("blocked").as_bool());
   EXPECT_EQ(empty.at("jobs").as_array()[0].at("waiting").at("summary").as_string(),
             "no worker is registered: start farm-worker on a host that can build it");
-  AddWorker("w1", "gpu-box", "busy");
+  AddWorker("w1", "gpu-box", store::WorkerState::kBusy);
   auto busy = Build(r, build_id);
   EXPECT_FALSE(busy.at("blocked").as_bool());
   EXPECT_EQ(busy.at("jobs").as_array()[0].at("waiting").at("summary").as_string(),
@@ -352,7 +352,7 @@ TEST_F(JobViewsTest, AValidationJobIsLabelledWithTheJobItValidatesAndWhatItWaits
   farm::v1::Capabilities caps;
   auto* gpu = caps.add_gpus();
   gpu->set_name("NVIDIA GeForce RTX 5090"), gpu->set_cc_major(12), gpu->set_cc_minor(0);
-  ASSERT_OK(store_->UpsertWorker({"w-rtx", "rtx-\u00e9", caps.SerializeAsString(), "busy",
+  ASSERT_OK(store_->UpsertWorker({"w-rtx", "rtx-\u00e9", caps.SerializeAsString(), store::WorkerState::kBusy,
                                   clock_.NowUnixMs(), clock_.NowUnixMs()}));
   auto leased = store_->AcquireJob("w-rtx", clock_.NowUnixMs(), 60'000, [&](const auto& j) {
     return j.id == validation ? "" : "not this one";

@@ -130,7 +130,7 @@ TEST_F(MutationsTest, ASchedulesRecipeNameIsClaimedAndASquatIsRefused) {
 }
 
 TEST_F(MutationsTest, DrainNeedsAnAdminAndTheRefusalIsRecorded) {
-  ASSERT_OK(store_->UpsertWorker({"w1", "worker-1", "", "idle", 1, 1}));
+  ASSERT_OK(store_->UpsertWorker({"w1", "worker-1", "", store::WorkerState::kIdle, 1, 1}));
   Router r = MakeRouter();
   EXPECT_EQ(Post(r, "/api/v1/workers/w1/drain", "test").status, 403);
   EXPECT_FALSE(store_->GetWorker("w1")->drain_requested);
