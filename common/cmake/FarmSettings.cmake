@@ -5,26 +5,24 @@ if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
 endif()
 
 # FARM_FAST_BUILD (the quick start and the test command turn it on): a first build from
-# nothing in less than half the time. Unity builds (CMake compiles each target's sources in
-# batches of eight, so a header shared by the batch is parsed once), precompiled headers
-# per component library (the standard library, gRPC and the farm's protobuf headers are
-# most of every file's parse) and line tables only (-g1: backtraces keep file, line and
-# function; gdb shows no locals). Because of the unity batches, names in an anonymous
-# namespace must be unique within their component, which a FARM_FAST_BUILD checks. Off by
-# default, so developers keep full debug information, one object per file and every file
-# naming what it includes. Measured in docs/benchmarks.md ("The first build").
-option(FARM_FAST_BUILD "Unity builds, precompiled headers and -g1, for a first build from nothing" OFF)
+# nothing in about half the time. Unity builds (CMake compiles each target's sources in
+# batches of eight, so the standard library, gRPC, Boost and the farm's messages, most of
+# every file's parse, are parsed once per batch) and line tables only (-g1: backtraces keep
+# file, line and function; gdb shows no locals). Precompiled headers no longer pay for
+# themselves on top of unity batches: making one per library cost more than the one parse
+# per batch it saved (212 s against 245 s for the quick start's build). Because of the
+# batches, names in an anonymous namespace must be unique within their library, which a
+# FARM_FAST_BUILD checks. Off by default, so developers keep full debug information, one
+# object per file and every file naming what it includes. Measured in docs/benchmarks.md
+# ("The first build").
+option(FARM_FAST_BUILD "Unity builds and -g1, for a first build from nothing" OFF)
 if(FARM_FAST_BUILD)
   set(CMAKE_CXX_FLAGS_RELWITHDEBINFO "-O2 -g1 -DNDEBUG")
   set(CMAKE_UNITY_BUILD ON)
 endif()
 
 find_program(FARM_CCACHE ccache)
-if(FARM_CCACHE AND FARM_FAST_BUILD)
-  # ccache caches files compiled with a precompiled header only with this sloppiness
-  # (its manual, "Precompiled headers"); CMake includes the header with -include.
-  set(CMAKE_CXX_COMPILER_LAUNCHER env CCACHE_SLOPPINESS=pch_defines,time_macros ${FARM_CCACHE})
-elseif(FARM_CCACHE)
+if(FARM_CCACHE)
   set(CMAKE_CXX_COMPILER_LAUNCHER ${FARM_CCACHE})
 endif()
 
@@ -72,25 +70,4 @@ function(farm_add_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
   target_link_libraries(${name} PUBLIC farm_settings ${ARG_DEPS} PRIVATE farm_warnings)
-  farm_precompile_headers(${name} "${ARG_SOURCES}" "${ARG_DEPS}")
-endfunction()
-
-# With FARM_FAST_BUILD, gives a library of more than three sources a precompiled header:
-# the standard library, Status and logging, and gRPC with the farm's messages for a
-# library that links farm_proto itself (so they are generated before the header is built).
-function(farm_precompile_headers name sources deps)
-  list(LENGTH sources count)
-  if(NOT FARM_FAST_BUILD OR count LESS 4)
-    return()
-  endif()
-  set(headers <algorithm> <chrono> <cstdint> <functional> <map> <memory> <mutex> <optional>
-      <set> <string> <thread> <vector> "${PROJECT_SOURCE_DIR}/common/status.h"
-      "${PROJECT_SOURCE_DIR}/common/log.h")
-  if("farm_proto" IN_LIST deps)
-    foreach(proto types client worker)
-      list(APPEND headers "${PROJECT_BINARY_DIR}/proto/farm/v1/${proto}.pb.h")
-    endforeach()
-    list(APPEND headers <grpcpp/grpcpp.h>)
-  endif()
-  target_precompile_headers(${name} PRIVATE ${headers})
 endfunction()

@@ -4,7 +4,7 @@
 # The suite runs on a build with AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer
 # (build-asan/): unit tests and the integration tests drive instrumented binaries, and any
 # report (a crash, a leak at exit, undefined behaviour) fails the test that saw it. One
-# instrumented build instead of a plain one plus a sanitized one, with precompiled headers
+# instrumented build instead of a plain one plus a sanitized one, compiled in unity batches
 # (FARM_FAST_BUILD), keeps the suite inside its time on a 2-core machine.
 # FARM_SANITIZE=thread builds with ThreadSanitizer (build-tsan/); FARM_SANITIZE=none tests
 # the plain optimised build (build/) that quickstart.sh uses.
