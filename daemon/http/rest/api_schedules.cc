@@ -232,7 +232,7 @@ Response ApiPauseSchedule(const DashboardDeps& deps, const auth::Principal& who,
     int64_t next = row.next_fire_ms;
     if (!paused) {
       FARM_ASSIGN_OR_RETURN(next,
-                            cron::NextFireMs(row.cron, row.time_zone, deps.clock->NowUnixMs()));
+                            cron::ResumeFireMs(row, deps.clock->NowUnixMs()));
     }
     return deps.store->SetSchedulePaused(id, paused, next);
   });
