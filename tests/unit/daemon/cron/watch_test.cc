@@ -100,6 +100,106 @@ TEST(SourceResolverTest, ParseRefsPeelsAnnotatedTags) {
   EXPECT_EQ(refs.at("refs/tags/v1.0"), c);
 }
 
+// Answers pages from a map by URL; a request carrying the page's ETag gets 304.
+class PageFetcher final : public upstream::Fetcher {
+ public:
+  Result<upstream::FetchedPage> GetPage(const std::string& url, const std::string& accept,
+                                        int64_t max_bytes) override {
+    return GetPageIfChanged(url, accept, max_bytes, "");
+  }
+  Result<upstream::FetchedPage> GetPageIfChanged(const std::string& url, const std::string&,
+                                                 int64_t, const std::string& etag) override {
+    requests.push_back(url + (etag.empty() ? "" : " if-none-match " + etag));
+    auto it = pages.find(url);
+    if (it == pages.end()) return Status::NotFound(url + " answered HTTP 404");
+    upstream::FetchedPage page = it->second;
+    page.url = url;
+    if (!etag.empty() && etag == page.etag) {
+      page.body.clear();
+      page.not_modified = true;
+    }
+    return page;
+  }
+  Status Download(const std::string&, const upstream::DownloadSink&) override {
+    return Status::Unimplemented("pages only");
+  }
+  std::map<std::string, upstream::FetchedPage> pages;
+  std::vector<std::string> requests;
+};
+
+TEST(UpstreamWatchPollerTest, ReadsTorchReleasesConditionallyAndSkipsWhatDoesNotMatch) {
+  PageFetcher fetcher;
+  const std::string url = "https://idx.test/whl/cu130/torch/";
+  const std::string sha(64, 'a');
+  fetcher.pages[url] = {.url = url,
+                        .content_type = "application/vnd.pypi.simple.v1+json",
+                        .body = R"({"meta": {"api-version": "1.1"}, "name": "torch", "files": [
+        {"filename": "torch-2.9.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "url": "../torch-2.9.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "hashes": {"sha256": ")" +
+                                sha + R"("}, "upload-time": "2026-10-15T17:00:00.000000Z"},
+        {"filename": "torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+         "url": "../torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+         "hashes": {"sha256": ")" +
+                                sha + R"("}, "upload-time": "2026-10-15T16:00:00.000000Z"},
+        {"filename": "torch-2.10.0rc1+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "url": "../torch-2.10.0rc1+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "hashes": {"sha256": ")" +
+                                sha + R"("}},
+        {"filename": "torch-2.7.1+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "url": "../torch-2.7.1+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "hashes": {"sha256": ")" +
+                                sha + R"("}},
+        {"filename": "torch-garbage.whl", "url": "../torch-garbage.whl"}]})",
+                        .etag = "\"v1\""};
+  UpstreamWatchPoller poller(&fetcher, nullptr,
+                             {.indexes = {{"cu130", "https://idx.test/whl/cu130/"}}, .trees = {}});
+  farm::v1::UpstreamWatch w;
+  w.mutable_torch()->set_spec(">=2.8");
+  WatchTarget target{.cuda = {"13.0"}, .git_url = ""};
+  auto poll = poller.Poll(w, target, WatchState());
+  ASSERT_OK(poll.status());
+  ASSERT_EQ(poll->items.size(), 1u);  // one release of two files; no rc, nothing below 2.8
+  EXPECT_EQ(poll->items[0].key, "torch cu130 2.9.0");
+  EXPECT_EQ(poll->items[0].upstream_ms, ParseUploadTimeMs("2026-10-15T16:00:00Z"));
+  EXPECT_EQ(poll->etags.at(url), "\"v1\"");
+
+  WatchState seen = AfterPoll(WatchState(), *poll);
+  auto again = poller.Poll(w, target, seen);
+  ASSERT_OK(again.status());
+  EXPECT_TRUE(again->items.empty());
+  EXPECT_EQ(again->unchanged_pages, std::vector<std::string>{url});
+  EXPECT_EQ(fetcher.requests.back(), url + " if-none-match \"v1\"");
+
+  w.mutable_torch()->set_prereleases(true);
+  auto pre = poller.Poll(w, target, WatchState());
+  ASSERT_OK(pre.status());
+  EXPECT_EQ(pre->items.size(), 2u);
+}
+
+TEST(UpstreamWatchPollerTest, ReadsToolkitsFromTheRedistListing) {
+  PageFetcher fetcher;
+  const std::string url = "https://redist.test/cuda/redist/";
+  fetcher.pages[url] = {.url = url,
+                        .content_type = "text/html",
+                        .body =
+                            "<a href='redistrib_12.8.1.json'>x</a> <a href='redistrib_12.9.0.json'>"
+                            "</a> <a href='redistrib_11.8.0.json'></a> redistrib_13.0.json "
+                            "<a href='redistrib_evil.json'></a>"};
+  UpstreamWatchPoller poller(&fetcher, nullptr, {.indexes = {}, .trees = {{"cuda", url}}});
+  farm::v1::UpstreamWatch w;
+  w.mutable_toolkit()->set_spec(">=12.8");
+  auto poll = poller.Poll(w, WatchTarget(), WatchState());
+  ASSERT_OK(poll.status());
+  std::vector<std::string> keys;
+  for (const auto& item : poll->items) keys.push_back(item.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"cuda 12.8.1", "cuda 12.9.0", "cuda 13.0"}));
+  farm::v1::UpstreamWatch other;
+  other.mutable_toolkit()->set_tree("nvidia");
+  EXPECT_EQ(poller.Poll(other, WatchTarget(), WatchState()).status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
 upstream::ReleaseVersion V(const char* text) { return *upstream::ParseReleaseVersion(text); }
 
 TEST(TorchFollowTest, ResolvesMinorsPinsAndExcludesFromTheIndexes) {
