@@ -10,6 +10,7 @@ upstream changes become validated wheels with no human step.
 - A watch on the tags of a git source (a git server on 127.0.0.1 speaking git's smart
   HTTP over TLS): a tag pushed while farmd is down (kill -9) fires exactly once after it
   comes back, and a second kill -9 and restart fire nothing more.
+- A new redistrib_X.Y.Z.json in the redist listing fires a toolkit watch.
 - Bad watches are refused when the schedule is created, with the reason.
 """
 
@@ -26,7 +27,7 @@ import pytest
 
 from farm_harness import wait_until
 from test_environments import BUILD_WHEEL, finished, start_worker
-from test_provision import make, serve_index_and_python
+from test_provision import RunningFake, make, serve_index_and_python
 from test_schedules import git
 
 FOLLOWING = """name: relpkg
@@ -197,6 +198,29 @@ def test_a_tag_pushed_while_farmd_is_down_fires_once_across_kill_9(farm, upstrea
     runs = runs_of(farm, sid)
     assert len(runs) == 2, runs
     assert len(farm.ctl_json("list").get("builds", [])) == 1
+
+
+def test_a_new_toolkit_in_the_redist_listing_fires_the_watch(farm, upstreams):
+    up = upstreams
+    redist = os.path.join(up["work"], "redist")
+    write(os.path.join(redist, "redistrib_12.8.0.json"), "{}")
+    fake = RunningFake("fake_redist.py", ["--root", redist], up["work"], "redist")
+    try:
+        farm.start_farmd(*farmd_flags(up), "--upstream-tree", "cuda=%s/" % fake.url, http=True)
+        src = write(os.path.join(farm.root, "relpkg", "build_wheel.py"), BUILD_WHEEL)
+        recipe = write(os.path.join(farm.root, "relpkg.yaml"),
+                       FOLLOWING % {"src": os.path.dirname(src)})
+        sid = farm.ctl_json("schedules", "add", recipe, "--watch-toolkit", ">=12.8",
+                            "--poll", "1")["id"]
+        baseline = wait_runs(farm, sid, 1, "the toolkit watch's first poll")
+        assert "(CUDA 12.8.0 redist)" in baseline[0]["detail"], baseline
+        write(os.path.join(redist, "redistrib_11.8.0.json"), "{}")  # below the spec
+        write(os.path.join(redist, "redistrib_12.9.1.json"), "{}")
+        fired = wait_runs(farm, sid, 2, "the watch to fire on CUDA 12.9.1")[0]
+        assert fired["outcome"] == "RUN_SUBMITTED", fired
+        assert fired["detail"].startswith("new upstream: CUDA 12.9.1 redist"), fired
+    finally:
+        fake.stop()
 
 
 def test_bad_watches_are_refused_with_the_reason(farm, upstreams):
