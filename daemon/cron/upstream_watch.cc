@@ -17,6 +17,7 @@ namespace {
 constexpr int64_t kMaxTreePageBytes = int64_t{8} << 20;
 constexpr size_t kMaxItems = 5000;
 constexpr char kDefaultTree[] = "cuda";
+constexpr int kDefaultPollSeconds = 600;
 
 std::string CudaVariant(const std::string& cuda) {
   std::string out = "cu";
@@ -212,6 +213,24 @@ Status UpstreamWatchPoller::PollToolkit(const farm::v1::ToolkitWatch& w, const W
                   .version = v->Public()});
   }
   return Status::Ok();
+}
+
+std::string DescribeWatch(const farm::v1::UpstreamWatch& w) {
+  std::string out;
+  if (w.has_torch()) {
+    out = "torch " + (w.torch().spec().empty() ? std::string("any") : w.torch().spec());
+    for (int i = 0; i < w.torch().variants_size(); ++i) {
+      out += (i ? ", " : " on ") + w.torch().variants(i);
+    }
+    if (w.torch().prereleases()) out += " (pre-releases too)";
+  } else if (w.has_git()) {
+    out = w.git().tags().empty() ? "branch " + w.git().branch() : "tags " + w.git().tags();
+  } else if (w.has_toolkit()) {
+    out = "CUDA " + (w.toolkit().spec().empty() ? std::string("any") : w.toolkit().spec()) +
+          " (tree " + (w.toolkit().tree().empty() ? kDefaultTree : w.toolkit().tree()) + ")";
+  }
+  return out + ", every " +
+         std::to_string(w.poll_seconds() > 0 ? w.poll_seconds() : kDefaultPollSeconds) + " s";
 }
 
 Status CheckWatch(const farm::v1::UpstreamWatch& watch, const WatchTarget& target,

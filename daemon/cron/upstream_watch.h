@@ -89,6 +89,9 @@ Result<WatchTarget> WatchTargetOf(const farm::v1::SubmitBuildRequest& req);
 std::vector<std::string> TorchWatchVariants(const farm::v1::TorchWatch& w,
                                             const WatchTarget& target);
 
+// For people: "torch >=2.9 on cu130, every 600 s", "tags v*", "CUDA >=12.8 (tree cuda)".
+std::string DescribeWatch(const farm::v1::UpstreamWatch& watch);
+
 // Checks a watch when its schedule is created: one kind, a spec that parses, an index or
 // tree farmd knows, a git source for a git watch, a poll interval of at least
 // `min_poll_seconds`. InvalidArgument says which.

@@ -21,6 +21,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.request
 import zipfile
 
 import pytest
@@ -135,6 +136,13 @@ def test_a_new_torch_on_the_index_becomes_a_validated_wheel(farm, upstreams, tmp
     assert "new upstream: torch 2.10.0 (cu130)" in fired["detail"], fired
     assert fired["upstream_time"].startswith(
         time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(released))), fired
+    # The dashboard's API says what the schedule watches and when upstream published.
+    with urllib.request.urlopen("http://%s/api/v1/schedules/%s" % (farm.http_address, sid),
+                                timeout=30) as res:
+        shown = json.loads(res.read())
+    assert shown["watch"] == "torch >=2.9, every 1 s", shown
+    assert shown["watch_status"] == "2 upstream item(s) seen", shown
+    assert shown["runs"][0]["upstream_time"] == fired["upstream_time"], shown
     build = finished(farm, int(fired["build_id"]))
     assert build["state"] == "BUILD_SUCCEEDED", json.dumps(build, indent=1)
     cells = {j["cell"]["torch"]: j for j in build["jobs"]}
