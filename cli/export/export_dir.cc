@@ -243,7 +243,9 @@ Status ExportDir::Commit(const std::string& marker_json) {
   }
   committed_ = true;
   FARM_RETURN_IF_ERROR(SyncDir(parent_));
-  return fs::RemoveAll(temp_);  // the old export, swapped out
+  // The old export, swapped out. Left behind only if this fails; the next export removes it.
+  (void)fs::RemoveAll(temp_);
+  return Status::Ok();
 }
 
 }  // namespace farm::cli::exporter

@@ -52,7 +52,7 @@ std::string StringOf(const json::object& o, std::string_view key) {
   return v != nullptr && v->is_string() ? std::string(v->get_string()) : "";
 }
 
-// "cu130" of a view path "cu130/sm90/simple/" or "cu130/simple/"; "" when it is neither.
+// Whether `path` is a view: "<variant>/sm<cc>/simple/" or "<variant>/simple/".
 bool IsViewPath(std::string_view path) {
   std::vector<std::string_view> segs;
   for (size_t pos = 0; pos < path.size();) {

@@ -17,6 +17,8 @@ constexpr size_t kMaxSegments = 16;
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f'); }
+// ASCII only: ::tolower of a negative char (a byte past 127) is undefined.
+char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 // The length of `ref`'s scheme including its ':' (RFC 3986: ALPHA *( ALPHA / DIGIT / "+" /
 // "-" / "." ) ":"), or 0 when it has none.
@@ -82,8 +84,7 @@ std::pair<std::string, std::string_view> SplitOrigin(std::string_view url) {
   size_t end = url.find_first_of("/?#", scheme + 2);
   if (end == url.npos) end = url.size();
   std::string origin(url.substr(0, end));
-  std::transform(origin.begin(), origin.begin() + static_cast<long>(scheme), origin.begin(),
-                 ::tolower);
+  std::transform(origin.begin(), origin.begin() + static_cast<long>(scheme), origin.begin(), Lower);
   return {origin, url.substr(end)};
 }
 
@@ -141,9 +142,7 @@ std::string HtmlDecode(std::string_view s) {
       int value = 0;
       bool ok = !num.empty();
       for (char c : num) {
-        int d = IsDigit(c)                                      ? c - '0'
-                : hex && IsHex(static_cast<char>(::tolower(c))) ? ::tolower(c) - 'a' + 10
-                                                                : -1;
+        int d = IsDigit(c) ? c - '0' : hex && IsHex(Lower(c)) ? Lower(c) - 'a' + 10 : -1;
         if (d < 0 || value > 1000) ok = false;
         if (d >= 0) value = value * (hex ? 16 : 10) + d;
       }
@@ -156,7 +155,7 @@ std::string HtmlDecode(std::string_view s) {
 
 bool IsLinkAttribute(std::string_view name) {
   std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  std::transform(lower.begin(), lower.end(), lower.begin(), Lower);
   return lower == "href" || lower == "src" || lower == "data-provenance";
 }
 
