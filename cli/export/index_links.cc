@@ -166,71 +166,59 @@ bool IsAttrNameByte(char c) {
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
 
-// Rewrites the link attributes of one tag `tag` ("<a href=... >", brackets included).
-Result<std::string> RewriteTag(std::string_view tag, std::string_view page_dir,
-                               const LinkRewriter& links) {
-  size_t i = 1;
-  while (i < tag.size() && !IsSpace(tag[i]) && tag[i] != '>' && tag[i] != '/') ++i;
-  std::string out(tag.substr(0, i));
-  while (i < tag.size()) {
+// Rewrites the tag that opens at html[lt] into `out`; returns the index past its '>'. The
+// tag ends at the first '>' outside an attribute value as this parser reads the values,
+// so where a tag ends and which attributes it has are decided by one grammar.
+Result<size_t> RewriteTag(std::string_view html, size_t lt, std::string_view page_dir,
+                          const LinkRewriter& links, std::string& out) {
+  size_t i = lt + 1;
+  while (i < html.size() && !IsSpace(html[i]) && html[i] != '>' && html[i] != '/') ++i;
+  out += html.substr(lt, i - lt);
+  while (i < html.size()) {
+    if (html[i] == '>') {
+      out += '>';
+      return i + 1;
+    }
     size_t start = i;
-    while (i < tag.size() && (IsSpace(tag[i]) || tag[i] == '/')) ++i;
+    while (i < html.size() && (IsSpace(html[i]) || html[i] == '/')) ++i;
     size_t name_start = i;
-    while (i < tag.size() && IsAttrNameByte(tag[i])) ++i;
-    std::string_view name = tag.substr(name_start, i - name_start);
-    if (name.empty()) {  // the closing '>' (or a stray quote): kept as written
-      out += tag.substr(start);
-      break;
+    while (i < html.size() && IsAttrNameByte(html[i])) ++i;
+    std::string_view name = html.substr(name_start, i - name_start);
+    if (name.empty()) {  // spaces before '>', or a stray '=' or quote: kept as written
+      if (i < html.size() && html[i] != '>') ++i;
+      out += html.substr(start, i - start);
+      continue;
     }
     size_t j = i;
-    while (j < tag.size() && IsSpace(tag[j])) ++j;
+    while (j < html.size() && IsSpace(html[j])) ++j;
     std::string_view value;
-    bool has_value = j < tag.size() && tag[j] == '=';
+    bool has_value = j < html.size() && html[j] == '=';
     if (has_value) {
       ++j;
-      while (j < tag.size() && IsSpace(tag[j])) ++j;
-      if (j < tag.size() && (tag[j] == '"' || tag[j] == '\'')) {
-        size_t close = tag.find(tag[j], j + 1);
-        if (close == tag.npos) return Status::InvalidArgument("an attribute value never closes");
-        value = tag.substr(j + 1, close - j - 1);
+      while (j < html.size() && IsSpace(html[j])) ++j;
+      if (j < html.size() && (html[j] == '"' || html[j] == '\'')) {
+        size_t close = html.find(html[j], j + 1);
+        if (close == html.npos) return Status::InvalidArgument("an attribute value never closes");
+        value = html.substr(j + 1, close - j - 1);
         i = close + 1;
       } else {
         size_t end = j;
-        while (end < tag.size() && !IsSpace(tag[end]) && tag[end] != '>') ++end;
-        value = tag.substr(j, end - j);
+        while (end < html.size() && !IsSpace(html[end]) && html[end] != '>') ++end;
+        value = html.substr(j, end - j);
         i = end;
       }
     }
     if (!has_value || !IsLinkAttribute(name)) {
-      out += tag.substr(start, i - start);
+      out += html.substr(start, i - start);
       continue;
     }
     FARM_ASSIGN_OR_RETURN(auto link, links.Rewrite(page_dir, HtmlDecode(value)));
-    if (link) {
-      out += tag.substr(start, name_start - start);
-      out += std::string(name) + "=\"" + HtmlAttributeEscape(*link) + "\"";
-    }
+    // The separator stays even when the attribute goes, so that what follows is never
+    // read as part of the tag's name or of another attribute.
+    out += html.substr(start, name_start - start);
+    if (link) out += std::string(name) + "=\"" + HtmlAttributeEscape(*link) + "\"";
   }
-  return out;
-}
-
-// The end of the tag that opens at `lt` (the index past its '>'), quotes respected, or npos.
-size_t TagEnd(std::string_view html, size_t lt) {
-  char quote = 0;
-  for (size_t i = lt + 1; i < html.size(); ++i) {
-    char c = html[i];
-    if (quote) {
-      if (c == quote) quote = 0;
-    } else if (c == '"' || c == '\'') {
-      // Quotes only open after '=' (an attribute value); elsewhere they are plain bytes.
-      size_t k = i;
-      while (k > lt && IsSpace(html[k - 1])) --k;
-      if (k > lt && html[k - 1] == '=') quote = c;
-    } else if (c == '>') {
-      return i + 1;
-    }
-  }
-  return html.npos;
+  return Status::InvalidArgument("a tag never closes");
 }
 
 // Rewrites the JSON string `s` in place as a link; a link the export lacks is an error.
@@ -414,11 +402,7 @@ Result<std::string> RewriteHtml(std::string_view html, std::string_view page_dir
       pos = end + 3;
       continue;
     }
-    size_t end = TagEnd(html, lt);
-    if (end == html.npos) return Status::InvalidArgument("a tag never closes");
-    FARM_ASSIGN_OR_RETURN(std::string tag, RewriteTag(html.substr(lt, end - lt), page_dir, links));
-    out += tag;
-    pos = end;
+    FARM_ASSIGN_OR_RETURN(pos, RewriteTag(html, lt, page_dir, links, out));
   }
   return out;
 }
