@@ -184,8 +184,12 @@ Result<size_t> RewriteTag(std::string_view html, size_t lt, std::string_view pag
     size_t name_start = i;
     while (i < html.size() && IsAttrNameByte(html[i])) ++i;
     std::string_view name = html.substr(name_start, i - name_start);
-    if (name.empty()) {  // spaces before '>', or a stray '=' or quote: kept as written
-      if (i < html.size() && html[i] != '>') ++i;
+    if (i < html.size() && html[i] != '>' && name.empty()) {
+      // A stray '=' or quote: browsers and parsers disagree on what follows, and once a
+      // link next to it is dropped, it would be read differently. farmd writes none.
+      return Status::InvalidArgument("a tag has a stray " + std::string(1, html[i]));
+    }
+    if (name.empty()) {  // the spaces before '>'
       out += html.substr(start, i - start);
       continue;
     }

@@ -164,6 +164,8 @@ TEST(RewriteHtmlTest, EscapesWhatItWritesAndRefusesBrokenMarkup) {
   EXPECT_EQ(*out, "<a href=\"https://x.example/?a=1&amp;b=&quot;2\">x</a>");
   EXPECT_FALSE(RewriteHtml("<a href=\"/simple/", "simple/", links).ok());
   EXPECT_FALSE(RewriteHtml("<!-- never closed", "simple/", links).ok());
+  EXPECT_FALSE(RewriteHtml("<a x =\"\" =\"y\">", "simple/", links).ok());  // a stray '='
+  EXPECT_FALSE(RewriteHtml("<a \"x\">", "simple/", links).ok());           // a stray quote
   // An unquoted value, and a link that climbs out: resolved on the farm and dropped.
   out = RewriteHtml("<a href=../../../../../../etc/passwd>x</a>", "simple/", links);
   ASSERT_TRUE(out.ok());
@@ -172,20 +174,29 @@ TEST(RewriteHtmlTest, EscapesWhatItWritesAndRefusesBrokenMarkup) {
   EXPECT_FALSE(out.ok());
 }
 
-TEST(RewriteHtmlTest, ARewrittenPageRewritesToItself) {
-  // Found by tests/fuzz/export_links_fuzz.cc: a quote inside an unquoted value, and a
-  // dropped attribute whose neighbours would have merged into the tag's name.
+TEST(RewriteHtmlTest, ARewrittenPageRewritesToItselfOrIsRefused) {
+  // Found by tests/fuzz/export_links_fuzz.cc. A quote inside an unquoted value, and a tag
+  // name that a dropped link would have let merge with what follows: stable.
   LinkRewriter links = Links();
   for (std::string html : {std::string("<[ hreF=#/simple/x\xd4a-x=\"\xd8</a><li=\"&hyle.css>"),
                            std::string("<\xcf hreF=\"/simple/mp;\"\xde"
-                                       "c\0yeF=\"/simpl>ss<\xcf "
-                                       "hreF=\"/simple/mp;\"\xde\0>yc>",
-                                       65)}) {
+                                       "c=1>")}) {
     auto once = RewriteHtml(html, "simple/x/", links);
     ASSERT_TRUE(once.ok()) << once.status().message();
     auto twice = RewriteHtml(*once, "simple/x/", links);
     ASSERT_TRUE(twice.ok()) << twice.status().message();
     EXPECT_EQ(*twice, *once);
+  }
+  // A stray '=' or quote next to a dropped link would read differently without it: refused.
+  for (std::string html : {std::string("<\xcf hreF=\"/simple/mp;\"\xde"
+                                       "c\0yeF=\"/simpl>ss<\xcf "
+                                       "hreF=\"/simple/mp;\"\xde\0>yc>",
+                                       65),
+                           std::string("<a \x7f hreF=\" ata\" =\" data-x \">")}) {
+    auto once = RewriteHtml(html, "simple/x/", links);
+    ASSERT_FALSE(once.ok());
+    EXPECT_NE(once.status().message().find("a stray"), std::string::npos)
+        << once.status().message();
   }
 }
 
