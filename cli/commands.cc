@@ -27,6 +27,7 @@ Status AuditCommand(const CommandEnv& env, const Flags& flags);
 Status CaCommand(const Flags& flags, std::ostream& out);
 Status VerifyCommand(const Flags& flags, std::ostream& out);
 Status KeysCommand(const CommandEnv& env, const Flags& flags);
+Status ExportIndexCommand(const Flags& flags, std::ostream& out);
 
 namespace {
 
@@ -56,6 +57,7 @@ const char kUsage[] =
     "  ca init DIR | ca issue DIR NAME   the farm's own CA and certificates (no farmd)\n"
     "  verify WHEEL|URL        a wheel's signed provenance, no farmd (--keys, --require-validated-arch)\n"
     "  keys [rotate|revoke ID] the farm's provenance signing keys (--reason; admin to change)\n"
+    "  export-index DIR --from URL   the package index as static files, no token (--base-url)\n"
     "flags:\n";
 
 std::vector<FlagSpec> AllFlags() {
@@ -73,7 +75,7 @@ std::vector<FlagSpec> AllFlags() {
       {"arch-list", "LIST", "submit: arch list axis value (repeatable); inspect: requested"},
       {"platform", "TAG", "submit: platform axis value (repeatable)"},
       {"priority", "N", "submit: higher runs first (default 0)"},
-      {"force", "", "submit: build even if an identical build succeeded"},
+      {"force", "", "submit, export-index: build even if an identical build succeeded; replace a DIR that is not an export"},
       {"source-dir", "DIR", "submit, schedules: upload and build this directory instead of the recipe's source"},
       {"source-tarball", "FILE", "submit, schedules: upload and build this tarball instead"},
       {"exclude", "PATTERN", "submit, schedules: leave out of the uploaded tree (.gitignore syntax, repeatable)"},
@@ -128,6 +130,8 @@ std::vector<FlagSpec> AllFlags() {
       {"require-validated-arch", "SM",
        "verify: also require a passed validation on this GPU arch (sm_120, 12.0)"},
       {"reason", "TEXT", "keys revoke: why, shown wherever its signatures are refused"},
+      {"from", "URL", "export-index: farmd's HTTP address (its --http-listen), e.g. http://farm:8080"},
+      {"base-url", "URL", "export-index: the URL DIR will be served at (default: relative links)"},
       {"help", "", "show this help"},
   };
   for (const FlagSpec& f : net::ClientTlsFlags()) specs.push_back(f);
@@ -292,6 +296,10 @@ const std::map<std::string, std::string>& CommandSynopses() {
       {"keys",
        "keys [list] | rotate | revoke KEYID --reason TEXT\n"
        "  The farm's provenance signing keys; rotating and revoking need an admin."},
+      {"export-index",
+       "export-index DIR --from http://FARMD:PORT [--base-url URL] [--force]\n"
+       "  Writes farmd's package index (every GPU view, wheels, metadata, provenance, the\n"
+       "  install script) into DIR as static files, replacing DIR atomically; no token."},
       {"ca", "ca init DIR [--name N] [--days D] | ca issue DIR NAME (--server-cert --host H... | "
              "--client-cert) [--out DIR]\n"
              "  A CA for the farm's TLS (docs/deployment.md) and certificates it signs; no farmd."},
@@ -386,11 +394,12 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return parsed.ok() && flags.Has("help") ? 0 : 2;
   }
   const std::string& local = flags.positionals()[0];
-  if (local == "inspect" || local == "ca" || local == "verify") {
-    // local: needs no farmd and no token
-    Status s = local == "ca"       ? CaCommand(flags, out)
-               : local == "verify" ? VerifyCommand(flags, out)
-                                   : InspectCommand(flags, out);
+  if (local == "inspect" || local == "ca" || local == "verify" || local == "export-index") {
+    // local: needs no gRPC connection and no token
+    Status s = local == "ca"             ? CaCommand(flags, out)
+               : local == "verify"       ? VerifyCommand(flags, out)
+               : local == "export-index" ? ExportIndexCommand(flags, out)
+                                         : InspectCommand(flags, out);
     if (!s.ok()) err << "farmctl: " << s.message() << "\n";
     return ExitCodeFor(s);
   }
