@@ -108,22 +108,35 @@ TEST_F(SqliteStoreTest, LateReportOfSupersededAttemptIsRejected) {
 TEST_F(SqliteStoreTest, BuildFailureIsNotRetriedButInfrastructureIs) {
   MakeBuild(2);
   auto a = Acquire("w1");
-  auto infra = store_->CompleteAttempt(
-      {.job_id = a->id, .attempt = 1, .worker_id = "w1", .cause = kCauseInfrastructure,
-       .exit_code = 1, .max_attempts = 3}, 20);
+  auto infra = store_->CompleteAttempt({.job_id = a->id,
+                                        .attempt = 1,
+                                        .worker_id = "w1",
+                                        .cause = kCauseInfrastructure,
+                                        .exit_code = 1,
+                                        .max_attempts = 3},
+                                       20);
   ASSERT_OK(infra.status());
   EXPECT_EQ(infra.value(), kJobPending);
   auto b = Acquire("w1");
   auto again = Acquire("w1");
   ASSERT_TRUE(b && again);
-  auto failed = store_->CompleteAttempt(
-      {.job_id = b->id, .attempt = b->attempt, .worker_id = "w1", .cause = kCauseBuildFailed,
-       .exit_code = 3, .detail = "exit 3", .max_attempts = 3}, 30);
+  auto failed = store_->CompleteAttempt({.job_id = b->id,
+                                         .attempt = b->attempt,
+                                         .worker_id = "w1",
+                                         .cause = kCauseBuildFailed,
+                                         .exit_code = 3,
+                                         .detail = "exit 3",
+                                         .max_attempts = 3},
+                                        30);
   EXPECT_EQ(failed.value(), kJobFailed);
   // Repeating the same report answers with the outcome and changes nothing.
-  auto repeat = store_->CompleteAttempt(
-      {.job_id = b->id, .attempt = b->attempt, .worker_id = "w1", .cause = kCauseBuildFailed,
-       .exit_code = 3, .max_attempts = 3}, 31);
+  auto repeat = store_->CompleteAttempt({.job_id = b->id,
+                                         .attempt = b->attempt,
+                                         .worker_id = "w1",
+                                         .cause = kCauseBuildFailed,
+                                         .exit_code = 3,
+                                         .max_attempts = 3},
+                                        31);
   EXPECT_EQ(repeat.value(), kJobFailed);
 }
 
@@ -162,8 +175,9 @@ TEST_F(SqliteStoreTest, ALogPastItsLimitEndsWithOneSystemLineAndLaterLinesAreAck
   EXPECT_EQ(store_->AppendLogLines(j->id, 1, lines, 250).value(), 10);
   EXPECT_EQ(store_->AppendLogLines(j->id, 1, {{11, 1, "more", 11}}, 250).value(), 11);
   // The worker's own lines still get in.
-  EXPECT_EQ(store_->AppendLogLines(j->id, 1, {{12, kLogStreamSystem, "build exited 0", 12}}, 250)
-                .value(), 12);
+  EXPECT_EQ(
+      store_->AppendLogLines(j->id, 1, {{12, kLogStreamSystem, "build exited 0", 12}}, 250).value(),
+      12);
   auto stored = store_->GetLogLines(j->id, 1, 0, 100);
   ASSERT_OK(stored.status());
   ASSERT_EQ(stored->size(), 4u);
@@ -184,9 +198,12 @@ TEST_F(SqliteStoreTest, CancelStopsPendingAndFlagsRunning) {
   ASSERT_OK(flagged.status());
   ASSERT_EQ(flagged->size(), 1u);
   EXPECT_EQ(flagged->at(0).id, running->id);
-  auto st = store_->CompleteAttempt(
-      {.job_id = running->id, .attempt = 1, .worker_id = "w1", .cause = kCauseCancelled,
-       .exit_code = 143}, 70);
+  auto st = store_->CompleteAttempt({.job_id = running->id,
+                                     .attempt = 1,
+                                     .worker_id = "w1",
+                                     .cause = kCauseCancelled,
+                                     .exit_code = 143},
+                                    70);
   EXPECT_EQ(st.value(), kJobCancelled);
   EXPECT_EQ(store_->GetBuild(build)->state, kBuildCancelled);
   auto jobs = store_->ListJobs(build);
@@ -227,7 +244,8 @@ TEST_F(SqliteStoreTest, SucceededJobWithArtifactsAnswersTheSameKey) {
   auto j = Acquire("w1");
   ArtifactRow art{.job_id = j->id, .attempt = 1, .filename = "x.whl", .sha256 = "ab", .size = 3};
   ASSERT_OK(store_->InsertArtifact(art).status());
-  ASSERT_OK(store_->CompleteAttempt({.job_id = j->id, .attempt = 1, .worker_id = "w1"}, 5).status());
+  ASSERT_OK(
+      store_->CompleteAttempt({.job_id = j->id, .attempt = 1, .worker_id = "w1"}, 5).status());
   auto prior = store_->FindSucceededJob("key1");
   ASSERT_TRUE(prior.value().has_value());
   EXPECT_FALSE(store_->FindSucceededJob("other").value().has_value());
@@ -284,8 +302,14 @@ TEST_F(SqliteStoreTest, RetryQueuesAFailedJobAgainKeepingItsHistory) {
   int64_t build = MakeBuild(1);
   auto j = Acquire("w1");
   EXPECT_EQ(store_->RetryJob(j->id, 15).code(), StatusCode::kFailedPrecondition);
-  ASSERT_OK(store_->CompleteAttempt({.job_id = j->id, .attempt = 1, .worker_id = "w1",
-                                     .cause = kCauseBuildFailed, .exit_code = 2}, 20).status());
+  ASSERT_OK(store_
+                ->CompleteAttempt({.job_id = j->id,
+                                   .attempt = 1,
+                                   .worker_id = "w1",
+                                   .cause = kCauseBuildFailed,
+                                   .exit_code = 2},
+                                  20)
+                .status());
   EXPECT_EQ(store_->GetBuild(build)->state, kBuildFailed);
   ASSERT_OK(store_->RetryJob(j->id, 30));
   EXPECT_EQ(store_->GetBuild(build)->state, kBuildQueued);
@@ -353,21 +377,78 @@ TEST_F(SqliteStoreTest, JobsAndPublicationsOfManyBuildsAtOnce) {
   EXPECT_TRUE(pubs->empty());  // the builds page's rows are checked in router_test
 }
 
+TEST_F(SqliteStoreTest, AWatchScheduleKeepsItsStateWithTheRunItFired) {
+  // Bytes that are not text: the serialized watch is a protobuf.
+  const std::string watch("\x0a\x05\x12\x03>=2\x20\x3c\x00\xff", 10);
+  ScheduleRow schedule{.name = "release",
+                       .recipe_name = "r",
+                       .request = "q",
+                       .next_fire_ms = 5,
+                       .created_by = "t",
+                       .watch = watch};
+  ASSERT_OK(store_->InsertSchedule(&schedule));
+  EXPECT_EQ(store_->GetSchedule(schedule.id)->watch, watch);
+  ASSERT_OK(store_->SetWatchState(schedule.id, "v1\nprimed\n", 65));
+  auto row = store_->GetSchedule(schedule.id);
+  ASSERT_OK(row.status());
+  EXPECT_EQ(row->watch_state, "v1\nprimed\n");
+  EXPECT_EQ(row->next_fire_ms, 65);
+  EXPECT_EQ(store_->SetWatchState(schedule.id + 1, "x", 1).code(), StatusCode::kNotFound);
+
+  // The run a change fired and the state that records the change commit together.
+  BuildRow b{.recipe_name = "r", .recipe = "r", .submitted_by = "t", .created_ms = 70};
+  std::vector<JobRow> jobs(1);
+  jobs[0].cell = "cell";
+  BuildLinks links{.run = ScheduleRunRow{.schedule_id = schedule.id,
+                                         .trigger = 4,
+                                         .outcome = 1,
+                                         .fire_ms = 70,
+                                         .created_ms = 70,
+                                         .detail = "new",
+                                         .upstream_ms = 12,
+                                         .watch_state = "v1\nseen a\n"},
+                   .next_fire_ms = 125};
+  ASSERT_OK(store_->CreateBuildLinked(&b, &jobs, &links));
+  row = store_->GetSchedule(schedule.id);
+  EXPECT_EQ(row->watch_state, "v1\nseen a\n");
+  EXPECT_EQ(row->next_fire_ms, 125);
+  auto runs = store_->ListScheduleRuns(schedule.id, 5);
+  ASSERT_OK(runs.status());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].upstream_ms, 12);
+  EXPECT_EQ((*runs)[0].build_id, b.id);
+  // A run recorded without a state leaves the state alone.
+  ScheduleRunRow skipped{.schedule_id = schedule.id, .trigger = 4, .outcome = 3, .fire_ms = 80};
+  ASSERT_OK(store_->RecordScheduleRun(&skipped, 185));
+  EXPECT_EQ(store_->GetSchedule(schedule.id)->watch_state, "v1\nseen a\n");
+}
+
 TEST_F(SqliteStoreTest, SourceArchivesNamedByASchedulesOrAnUnfinishedBuildAreNeverCollected) {
   const std::string kept_by_build(64, 'b'), kept_by_schedule(64, 'c'), unused(64, 'd');
   for (const std::string& sha : {kept_by_build, kept_by_schedule, unused}) {
-    ASSERT_OK(store_->RecordSourceArchive({.sha256 = sha, .size = 10, .files = 1,
+    ASSERT_OK(store_->RecordSourceArchive({.sha256 = sha,
+                                           .size = 10,
+                                           .files = 1,
                                            .origin = "directory src (1 file)",
-                                           .uploaded_by = "laptop", .created_ms = 100,
+                                           .uploaded_by = "laptop",
+                                           .created_ms = 100,
                                            .last_used_ms = 100}));
   }
-  BuildRow b{.recipe_name = "r", .recipe = "r", .submitted_by = "t", .created_ms = 1,
+  BuildRow b{.recipe_name = "r",
+             .recipe = "r",
+             .submitted_by = "t",
+             .created_ms = 1,
              .source_sha256 = kept_by_build};
   std::vector<JobRow> jobs(1);
   jobs[0].cell = "cell";
   ASSERT_OK(store_->CreateBuild(&b, &jobs));
-  ScheduleRow schedule{.name = "nightly", .recipe_name = "r", .request = "q", .cron = "@daily",
-                       .time_zone = "UTC", .created_by = "t", .source_sha256 = kept_by_schedule};
+  ScheduleRow schedule{.name = "nightly",
+                       .recipe_name = "r",
+                       .request = "q",
+                       .cron = "@daily",
+                       .time_zone = "UTC",
+                       .created_by = "t",
+                       .source_sha256 = kept_by_schedule};
   ASSERT_OK(store_->InsertSchedule(&schedule));
   EXPECT_EQ(store_->GetBuild(b.id)->source_sha256, kept_by_build);
 
@@ -384,16 +465,19 @@ TEST_F(SqliteStoreTest, SourceArchivesNamedByASchedulesOrAnUnfinishedBuildAreNev
   // Once the build ended and the schedule was deleted, both may go.
   auto job = Acquire("w1");
   ASSERT_TRUE(job);
-  ASSERT_OK(store_->CompleteAttempt({.job_id = job->id, .attempt = 1, .worker_id = "w1"}, 20)
-                .status());
+  ASSERT_OK(
+      store_->CompleteAttempt({.job_id = job->id, .attempt = 1, .worker_id = "w1"}, 20).status());
   ASSERT_OK(store_->DeleteSchedule(schedule.id, 30));
   EXPECT_EQ(store_->ListCollectableSources(1000, 10)->size(), 2u);
 
   // A use moves the cut-off; recording again keeps the first upload's row.
   ASSERT_OK(store_->TouchSourceArchive(kept_by_build, 2000));
   EXPECT_EQ(store_->ListCollectableSources(1000, 10)->size(), 1u);
-  ASSERT_OK(store_->RecordSourceArchive({.sha256 = kept_by_build, .size = 10, .files = 1,
-                                         .uploaded_by = "other", .created_ms = 3000,
+  ASSERT_OK(store_->RecordSourceArchive({.sha256 = kept_by_build,
+                                         .size = 10,
+                                         .files = 1,
+                                         .uploaded_by = "other",
+                                         .created_ms = 3000,
                                          .last_used_ms = 3000}));
   auto row = store_->GetSourceArchive(kept_by_build);
   ASSERT_OK(row.status());
