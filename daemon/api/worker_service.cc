@@ -245,6 +245,7 @@ Status WorkerService::Beat(const Principal& who, const farm::v1::HeartbeatReques
     FARM_RETURN_IF_ERROR(ctx_->store->TouchWorker(who.worker_id, now, state));
   }
   resp->set_drain(worker.drain_requested);
+  resp->set_upstream_url(ctx_->upstream_url);
   FARM_ASSIGN_OR_RETURN(auto cancelled,
                         due ? ctx_->store->RenewLeases(who.worker_id, now, ctx_->tunables.lease_ms)
                             : ctx_->store->CancelRequestedJobs(who.worker_id));

@@ -176,8 +176,6 @@ def test_a_tag_pushed_while_farmd_is_down_fires_once_across_kill_9(farm, upstrea
     base, ca = farm.start_git_server(repos)
     flags = (*farmd_flags(up), "--git-ca-file", ca)
     farm.start_farmd(*flags, http=True)
-    # Restarts keep the dashboard's address: the worker fetches its upstreams through it.
-    flags = (*flags, "--http-listen", farm.http_address)
     start_worker(farm, "--git-ca-file", ca)
     farm.wait_workers(1)
     recipe = write(os.path.join(farm.root, "tagpkg.yaml"), TAGGED % {"url": base + "/tagpkg"})
@@ -192,7 +190,9 @@ def test_a_tag_pushed_while_farmd_is_down_fires_once_across_kill_9(farm, upstrea
     git(repo, "commit", "--quiet", "-m", "release 1.1")
     git(repo, "tag", "-a", "v1.1", "-m", "1.1")  # annotated: the watch builds its commit
     commit = git(repo, "rev-parse", "HEAD")
-    farm.start_farmd(*flags)
+    # On another address (port 0 again): the worker learns the upstream URL it fetches
+    # through from its next heartbeat.
+    farm.start_farmd(*flags, http=True)
     fired = wait_runs(farm, sid, 2, "the watch to fire on tag v1.1")[0]
     assert fired["outcome"] == "RUN_SUBMITTED", fired
     assert fired["resolved_commit"] == commit, fired
@@ -201,7 +201,7 @@ def test_a_tag_pushed_while_farmd_is_down_fires_once_across_kill_9(farm, upstrea
     assert build["state"] == "BUILD_SUCCEEDED", json.dumps(build, indent=1)
 
     farm.stop(farm.farmd, signal.SIGKILL)
-    farm.start_farmd(*flags)
+    farm.start_farmd(*flags, http=True)
     time.sleep(3)  # three polls after the restart: the tag was recorded with its run
     runs = runs_of(farm, sid)
     assert len(runs) == 2, runs

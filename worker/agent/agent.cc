@@ -169,6 +169,9 @@ void Agent::SendHeartbeat(bool draining) {
   if (int failed = heartbeat_failures_.exchange(0); failed > 0) {
     log::Info("heartbeat reached farmd again after " + std::to_string(failed) + " failed");
   }
+  if (environments_ && !resp->upstream_url().empty()) {
+    environments_->SetFarmUpstream(resp->upstream_url());
+  }
   if (req.has_capabilities()) {
     std::lock_guard lock(mu_);
     caps_changed_ = false;
