@@ -4,6 +4,7 @@
 #include <array>
 #include <set>
 
+#include "common/clock.h"
 #include "common/recipe/matrix.h"
 
 namespace farm::coverage {
@@ -33,9 +34,10 @@ const StateNames& Names(CellState state) {
   return kStates.back();
 }
 
-CellKey KeyOf(const farm::v1::Recipe& recipe, const farm::v1::MatrixCell& cell) {
-  return CellKey{.package = recipe.name(),
-                 .version = recipe.version(),
+// The build's recipe name (its column, which every build has) is the package.
+CellKey KeyOf(const BuildFacts& facts, const farm::v1::MatrixCell& cell) {
+  return CellKey{.package = facts.build.recipe_name,
+                 .version = facts.recipe.version(),
                  .torch = cell.torch(),
                  .cuda = cell.cuda(),
                  .python = cell.python(),
@@ -51,16 +53,17 @@ void StateFromWheels(const std::vector<store::ArtifactRow>& wheels, Cell* cell) 
   for (const store::ArtifactRow& a : wheels) {
     farm::v1::ValidationReport report;
     report.ParseFromString(a.validation);
-    if (a.validation_state == store::kValidationFailed) {
+    int state = ValidationStateOf(a);
+    if (state == store::kValidationFailed) {
       cell->state = CellState::kFailed;
       cell->cause = "validation failed: " + report.message();
       return;
     }
-    if (a.validation_state == store::kValidationPendingHardware) {
+    if (state == store::kValidationPendingHardware) {
       pending = true;
       if (cell->cause.empty()) cell->cause = report.message();
     }
-    if (a.validation_state != store::kValidationPassed) passed = false;
+    if (state != store::kValidationPassed) passed = false;
   }
   if (pending) {
     cell->state = CellState::kPendingHardware;
@@ -74,7 +77,7 @@ void StateFromWheels(const std::vector<store::ArtifactRow>& wheels, Cell* cell) 
 Cell CellOfJob(const BuildFacts& facts, const store::JobRow& job) {
   farm::v1::MatrixCell mc;
   mc.ParseFromString(job.cell);
-  Cell cell{.key = KeyOf(facts.recipe, mc), .job_id = job.id, .build_id = job.build_id};
+  Cell cell{.key = KeyOf(facts, mc), .job_id = job.id, .build_id = job.build_id};
   switch (job.state) {
     case store::kJobPending:
     case store::kJobRunning:
@@ -137,6 +140,44 @@ bool CellFilter::Matches(const Cell& cell) const {
   return !state || cell.state == *state;
 }
 
+Result<CellFilter> MakeFilter(std::string package, std::string torch, std::string cuda,
+                              std::string python, std::string arch, const std::string& state) {
+  CellFilter filter{.package = std::move(package),
+                    .torch = std::move(torch),
+                    .cuda = std::move(cuda),
+                    .python = std::move(python),
+                    .arch = std::move(arch)};
+  if (state.empty()) return filter;
+  filter.state = ParseCellState(state);
+  if (!filter.state) {
+    std::string names;
+    for (const StateNames& n : kStates) names += (names.empty() ? "" : ", ") + std::string(n.name);
+    return Status::InvalidArgument("unknown state; one of " + names);
+  }
+  return filter;
+}
+
+farm::v1::CoverageCell CellProto(const Cell& c) {
+  farm::v1::CoverageCell p;
+  p.set_package(c.key.package);
+  p.set_version(c.key.version);
+  p.set_torch(c.key.torch);
+  p.set_cuda(c.key.cuda);
+  p.set_python(c.key.python);
+  p.set_arch_list(c.key.arch_list);
+  p.set_platform(c.key.platform);
+  p.set_state(std::string(CellStateName(c.state)));
+  p.set_state_words(std::string(CellStateWords(c.state)));
+  p.set_cause(c.cause);
+  p.set_job_id(c.job_id);
+  p.set_build_id(c.build_id);
+  p.set_wheel(c.wheel);
+  p.set_built_at(FormatRfc3339(c.built_ms));
+  p.set_validated_at(FormatRfc3339(c.validated_ms));
+  if (c.release_to_wheel_seconds) p.set_release_to_wheel_seconds(*c.release_to_wheel_seconds);
+  return p;
+}
+
 std::vector<store::ArtifactRow> CountedWheels(const store::JobRow& job,
                                               const std::vector<store::ArtifactRow>& artifacts) {
   std::vector<store::ArtifactRow> out;
@@ -144,6 +185,13 @@ std::vector<store::ArtifactRow> CountedWheels(const store::JobRow& job,
     if (a.attempt == job.attempt || a.attempt == 0) out.push_back(a);
   }
   return out;
+}
+
+int ValidationStateOf(const store::ArtifactRow& wheel) {
+  if (wheel.validation_state > store::kValidationUnspecified) return wheel.validation_state;
+  farm::v1::ValidationReport report;
+  report.ParseFromString(wheel.validation);
+  return report.state();
 }
 
 int64_t ValidatedAt(const store::JobRow& job, const std::vector<store::JobRow>& jobs) {
@@ -162,7 +210,7 @@ std::vector<Cell> ComputeCoverage(const std::vector<BuildFacts>& builds) {
   std::map<CellKey, Cell> cells;
   std::map<std::string, const BuildFacts*> newest;  // by package
   for (const BuildFacts& facts : builds) {
-    const BuildFacts*& n = newest[facts.recipe.name()];
+    const BuildFacts*& n = newest[facts.build.recipe_name];
     if (n == nullptr || facts.build.id > n->build.id) n = &facts;
     for (const store::JobRow& job : facts.jobs) {
       if (!IsBuildJob(job) || job.state == store::kJobCancelled) continue;
@@ -172,11 +220,13 @@ std::vector<Cell> ComputeCoverage(const std::vector<BuildFacts>& builds) {
     }
   }
   // The newest matrix of each package: its cells that no job built are missing.
+  // A recipe without a matrix has one cell, the default, which its build's job covers.
   for (const auto& [package, facts] : newest) {
+    if (!recipe::HasAxes(facts->recipe.matrix())) continue;
     recipe::MatrixExpansion expansion =
         recipe::ExpandRequest(farm::v1::MatrixAxes(), facts->recipe.matrix());
     for (const farm::v1::MatrixCell& mc : expansion.cells) {
-      CellKey key = KeyOf(facts->recipe, mc);
+      CellKey key = KeyOf(*facts, mc);
       if (cells.count(key)) continue;
       cells.emplace(key, Cell{.key = key,
                               .state = CellState::kMissing,

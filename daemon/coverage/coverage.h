@@ -24,6 +24,7 @@
 
 #include "common/status.h"
 #include "daemon/store/store.h"
+#include "farm/v1/client.pb.h"
 #include "farm/v1/types.pb.h"
 
 namespace farm::coverage {
@@ -93,12 +94,24 @@ struct CellFilter {
   bool Matches(const Cell& cell) const;
 };
 
+// The filter of the given values; InvalidArgument naming the states for an unknown
+// `state` ("" matches every state).
+Result<CellFilter> MakeFilter(std::string package, std::string torch, std::string cuda,
+                              std::string python, std::string arch, const std::string& state);
+
+// The cell as farm.v1.CoverageCell (the gRPC answer).
+farm::v1::CoverageCell CellProto(const Cell& cell);
+
 // The cells of `builds` (any order), sorted by key.
 std::vector<Cell> ComputeCoverage(const std::vector<BuildFacts>& builds);
 
 // The wheels of `job` that count: its current attempt's, or the copies of a reused job.
 std::vector<store::ArtifactRow> CountedWheels(const store::JobRow& job,
                                               const std::vector<store::ArtifactRow>& artifacts);
+
+// The wheel's validation state (store::ValidationStateValue): its column, or its stored
+// report's state for a row whose column was never set.
+int ValidationStateOf(const store::ArtifactRow& wheel);
 
 // When the wheels of build job `job` passed validation: the finish of the newest succeeded
 // validation job of it in `jobs`, else the job's own finish (it validated while building).

@@ -17,10 +17,10 @@ void AddWheelEvents(const BuildFacts& facts, std::map<std::string, Event>* out) 
     farm::v1::MatrixCell cell;
     cell.ParseFromString(job.cell);
     for (const store::ArtifactRow& a : CountedWheels(job, it->second)) {
-      if (a.validation_state != store::kValidationPassed) continue;
+      if (ValidationStateOf(a) != store::kValidationPassed) continue;
       Event e{.kind = EventKind::kWheelValidated,
               .id = "wheel_validated:" + a.sha256,
-              .package = facts.recipe.name(),
+              .package = facts.build.recipe_name,
               .version = facts.recipe.version(),
               .build_id = job.build_id,
               .job_id = job.id,
@@ -39,7 +39,7 @@ void AddFailedBuild(const BuildFacts& facts, std::map<std::string, Event>* out) 
   if (facts.build.state != store::kBuildFailed) return;
   Event e{.kind = EventKind::kBuildFailed,
           .id = "build_failed:" + std::to_string(facts.build.id),
-          .package = facts.recipe.name(),
+          .package = facts.build.recipe_name,
           .version = facts.recipe.version(),
           .build_id = facts.build.id,
           .schedule_id = facts.schedule_id,

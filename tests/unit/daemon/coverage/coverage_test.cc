@@ -43,6 +43,7 @@ BuildFacts Build(int64_t id, const std::string& name, std::vector<std::string> p
   f.build.id = id;
   f.build.state = store::kBuildSucceeded;
   f.build.finished_ms = id * 1000;
+  f.build.recipe_name = name;
   f.recipe.set_name(name);
   f.recipe.set_version("1.0");
   for (const auto& p : pythons) f.recipe.mutable_matrix()->add_python(p);
@@ -162,7 +163,7 @@ TEST(CellFilterTest, MatchesAxesStateAndOneArchOfTheList) {
   EXPECT_TRUE(CellFilter{.arch = "9.0"}.Matches(c));
   EXPECT_FALSE(CellFilter{.arch = "9"}.Matches(c));
   EXPECT_FALSE(CellFilter{.package = "other"}.Matches(c));
-  EXPECT_TRUE(CellFilter{.torch = "2.8", .cuda = "12.8", .python = "3.11"}.Matches(c));
+  EXPECT_TRUE((CellFilter{.torch = "2.8", .cuda = "12.8", .python = "3.11"}.Matches(c)));
   EXPECT_FALSE(CellFilter{.state = CellState::kFailed}.Matches(c));
 }
 
