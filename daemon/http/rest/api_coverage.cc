@@ -42,27 +42,17 @@ json::object CellJson(const coverage::Cell& c) {
 }  // namespace
 
 Response ApiCoverage(const DashboardDeps& deps, const Request& req) {
-  coverage::CellFilter filter{.package = Query(req, "package"),
-                              .torch = Query(req, "torch"),
-                              .cuda = Query(req, "cuda"),
-                              .python = Query(req, "python"),
-                              .arch = Query(req, "arch")};
-  if (std::string state = Query(req, "state"); !state.empty()) {
-    filter.state = coverage::ParseCellState(state);
-    if (!filter.state) {
-      return ErrorResponse(Status::InvalidArgument(
-          "unknown state; one of validated, pending_hardware, built, failed, in_progress, "
-          "missing"));
-    }
-  }
+  auto filter = coverage::MakeFilter(Query(req, "package"), Query(req, "torch"), Query(req, "cuda"),
+                                     Query(req, "python"), Query(req, "arch"), Query(req, "state"));
+  if (!filter.ok()) return ErrorResponse(filter.status());
   auto builds =
-      coverage::ReadRecentBuilds(*deps.store, filter.package, coverage::kMaxCoverageBuilds);
+      coverage::ReadRecentBuilds(*deps.store, filter->package, coverage::kMaxCoverageBuilds);
   if (!builds.ok()) return ErrorResponse(builds.status());
   json::array cells;
   json::object counts;
   for (coverage::CellState s : coverage::AllCellStates()) counts[coverage::CellStateName(s)] = 0;
   for (const coverage::Cell& c : coverage::ComputeCoverage(*builds)) {
-    if (!filter.Matches(c)) continue;
+    if (!filter->Matches(c)) continue;
     counts[coverage::CellStateName(c.state)] =
         counts[coverage::CellStateName(c.state)].as_int64() + 1;
     cells.push_back(CellJson(c));
