@@ -99,7 +99,11 @@ std::string WebhookPayload(const coverage::Event& e, const std::string& public_u
 }
 
 Notifier::Notifier(NotifierDeps deps, std::vector<WebhookTarget> targets, NotifierOptions options)
-    : deps_(deps), targets_(std::move(targets)), options_(std::move(options)) {}
+    : deps_(deps), targets_(std::move(targets)), options_(std::move(options)) {
+  // Whatever read the URLs registered them already when they came from the secrets file;
+  // a target made another way must not leak through a transport error either.
+  for (const WebhookTarget& t : targets_) log::RegisterSecret(t.url);
+}
 
 Notifier::~Notifier() { Stop(); }
 
