@@ -10,7 +10,9 @@ whole module: the builds take most of its time.
 import http.server
 import json
 import os
+import shutil
 import signal
+import subprocess
 import textwrap
 import threading
 import time
@@ -31,10 +33,12 @@ CHECK_NO_HARDWARE = "import sys; sys.exit(5)\n"
 
 class Receiver:
     """A webhook receiver on 127.0.0.1:0: records every POST (its Idempotency-Key, body and
-    the status it was answered) and answers 500 to the first POST of each key, 200 after."""
+    the status it was answered) and answers 500 to the first POST of each key, and to every
+    POST of a key starting with `refusing`, 200 otherwise."""
 
     def __init__(self):
         self.posts = []
+        self.refusing = "build_failed:"
         self.lock = threading.Lock()
         receiver = self
 
@@ -44,7 +48,8 @@ class Receiver:
                 key = self.headers.get("Idempotency-Key")
                 with receiver.lock:
                     seen = any(p["key"] == key for p in receiver.posts)
-                    status = 200 if seen else 500
+                    refused = receiver.refusing and key.startswith(receiver.refusing)
+                    status = 200 if seen and not refused else 500
                     receiver.posts.append({"key": key,
                                            "path": self.path, "status": status,
                                            "body": json.loads(body)})
@@ -226,19 +231,34 @@ def test_dashboard_serves_the_coverage_page(setup):
     assert b'href="#/coverage"' in index and b"/coverage.js" in index
     status, content_type, script = get(farm, "/coverage.js")
     assert status == 200 and b"function coveragePage" in script
+    # The page as a browser renders it (its script, under the dashboard's headers).
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("no chromium to render the page")
+    r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--virtual-time-budget=5000", "--dump-dom",
+                        f"http://{farm.http_address}/#/coverage"],
+                       capture_output=True, text=True, timeout=60)
+    dom = r.stdout
+    assert '<h2 class="cov-package">covok</h2>' in dom, (r.returncode, dom[-2000:], r.stderr[-2000:])
+    assert 'data-state="missing"' in dom and 'data-state="pending_hardware"' in dom, dom
+    assert "built and validated" in dom and "error:" not in dom, dom
 
 
 def test_webhooks_deliver_each_event_once_across_a_kill_9(setup):
     farm, receiver, builds, flags = setup
     failed_key = f"build_failed:{int(builds['covbad']['id'])}"
     wheel = cell(coverage(farm)["cells"], "covok", "3.11")
-    # The failed build is the last event: its first POST was refused (500) and its retry
-    # waits 3 s. farmd dies in between.
+    # The receiver refuses the failed build's event until farmd has been killed: the event
+    # is stored and not delivered when farmd dies.
     wait_until(lambda: any(p["key"] == failed_key for p in receiver.snapshot()), 30,
                "the first (refused) delivery of the failed build")
     farm.farmd.send_signal(signal.SIGKILL)
     farm.farmd.wait(timeout=20)
-    assert [p["status"] for p in receiver.snapshot() if p["key"] == failed_key] == [500]
+    with receiver.lock:
+        receiver.refusing = ""
+    refused = [p["status"] for p in receiver.snapshot() if p["key"] == failed_key]
+    assert refused and set(refused) == {500}, refused
     farm.start_farmd(*flags, http=True)
 
     def accepted():
@@ -250,7 +270,7 @@ def test_webhooks_deliver_each_event_once_across_a_kill_9(setup):
     wheel_keys = [k for k in keys if k.startswith("wheel_validated:")]
     assert len(keys) == 2 and len(wheel_keys) == 1, posts  # pending hardware sends nothing
     assert sorted(accepted()) == sorted(keys), posts  # each event accepted exactly once
-    assert [p["status"] for p in posts if p["key"] == failed_key] == [500, 200], posts
+    assert [p["status"] for p in posts if p["key"] == failed_key] == refused + [200], posts
     assert {p["path"] for p in posts} == {SECRET_PATH}
     by_key = {p["key"]: p["body"] for p in posts if p["status"] == 200}
     failed = by_key[failed_key]
