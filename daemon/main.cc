@@ -244,6 +244,11 @@ int main(int argc, char** argv) {
   options.upstream_url = flags.Get("upstream-url");
   options.webhooks = flags.GetAll("webhook");
   options.notify.public_url = flags.Get("public-url");
+  if (const std::string& url = options.notify.public_url;
+      !url.empty() && !url.starts_with("https://") && !url.starts_with("http://")) {
+    std::cerr << "--public-url wants an http(s) URL, got " << url << "\n";
+    return 2;
+  }
   options.http.public_url = options.notify.public_url;
   for (auto [name, into] : {std::pair{"webhook-interval-ms", &options.notify.interval_ms},
                             {"webhook-backoff-ms", &options.notify.backoff_base_ms}}) {

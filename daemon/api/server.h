@@ -15,8 +15,8 @@
 #include "daemon/api/service_context.h"
 #include "daemon/auth/secrets_file.h"
 #include "daemon/http/server/dashboard_options.h"
-#include "daemon/notify/webhooks.h"
 #include "daemon/mirror/pull_through.h"
+#include "daemon/notify/webhooks.h"
 #include "daemon/quota/quota.h"
 #include "daemon/s3/blob_store_flags.h"
 

@@ -117,6 +117,7 @@ Status Notifier::Scan() {
   for (size_t t = 0; t < targets_.size(); ++t) {
     for (const coverage::Event& e : events) {
       if (!targets_[t].events.count(e.kind) || e.time_ms < since_ms_[t]) continue;
+      if (queued_.count(targets_[t].name + "\n" + e.id)) continue;
       rows.push_back({.target = targets_[t].name,
                       .event_id = e.id,
                       .kind = std::string(coverage::EventKindName(e.kind)),
@@ -126,6 +127,7 @@ Status Notifier::Scan() {
   FARM_ASSIGN_OR_RETURN(int added,
                         deps_.outbox->EnqueueWebhookDeliveries(rows, deps_.clock->NowUnixMs()));
   if (added > 0) log::Info("webhooks: queued " + std::to_string(added) + " deliveries");
+  for (const store::WebhookDeliveryRow& r : rows) queued_.insert(r.target + "\n" + r.event_id);
   scanned_generation_ = generation;
   return Status::Ok();
 }
@@ -160,8 +162,9 @@ Status Notifier::Send(store::WebhookDeliveryRow row, const WebhookTarget& target
     row.state = "failed";
   } else {
     row.state = "pending";
-    int shift = std::min(row.attempts - 1, 20);
-    row.not_before_ms = now + std::min(options_.backoff_max_ms, options_.backoff_base_ms << shift);
+    int64_t wait = options_.backoff_base_ms;
+    for (int i = 1; i < row.attempts && wait < options_.backoff_max_ms; ++i) wait *= 2;
+    row.not_before_ms = now + std::min(options_.backoff_max_ms, wait);
   }
   log::Warn("webhooks: " + row.event_id + " to " + target.name + ", attempt " +
             std::to_string(row.attempts) + ": " + error + " (" + row.state + ")");

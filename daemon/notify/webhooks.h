@@ -93,6 +93,8 @@ class Notifier {
   NotifierDeps deps_;
   std::vector<WebhookTarget> targets_;
   std::vector<int64_t> since_ms_;  // per target: when it was first registered
+  // "<target>\n<event id>" of the rows known to be stored, so a pass writes only new ones.
+  std::set<std::string> queued_;
   NotifierOptions options_;
   int64_t scanned_generation_ = -1;
   std::thread thread_;
