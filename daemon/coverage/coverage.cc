@@ -98,6 +98,8 @@ Cell CellOfJob(const BuildFacts& facts, const store::JobRow& job) {
   if (!wheels.empty()) cell.wheel = wheels.front().filename;
   StateFromWheels(wheels, &cell);
   if (cell.state == CellState::kValidated) cell.validated_ms = ValidatedAt(job, facts.jobs);
+  // release_to_wheel_seconds stays unset: it is validated_ms less the publication time of
+  // the upstream release whose watch fired the build, which builds do not record yet.
   return cell;
 }
 
