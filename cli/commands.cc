@@ -28,6 +28,7 @@ Status CoverageCommand(const CommandEnv& env, const Flags& flags);
 Status CaCommand(const Flags& flags, std::ostream& out);
 Status VerifyCommand(const Flags& flags, std::ostream& out);
 Status KeysCommand(const CommandEnv& env, const Flags& flags);
+Status ExportIndexCommand(const Flags& flags, std::ostream& out);
 
 namespace {
 
@@ -58,6 +59,7 @@ const char kUsage[] =
     "  ca init DIR | ca issue DIR NAME   the farm's own CA and certificates (no farmd)\n"
     "  verify WHEEL|URL        a wheel's signed provenance, no farmd (--keys, --require-validated-arch)\n"
     "  keys [rotate|revoke ID] the farm's provenance signing keys (--reason; admin to change)\n"
+    "  export-index DIR --from URL   the package index as static files, no token (--base-url)\n"
     "flags:\n";
 
 std::vector<FlagSpec> AllFlags() {
@@ -79,7 +81,7 @@ std::vector<FlagSpec> AllFlags() {
       {"arch-list", "LIST", "submit: arch list axis value (repeatable); inspect: requested"},
       {"platform", "TAG", "submit: platform axis value (repeatable)"},
       {"priority", "N", "submit: higher runs first (default 0)"},
-      {"force", "", "submit: build even if an identical build succeeded"},
+      {"force", "", "submit, export-index: build even if an identical build succeeded; replace a DIR that is not an export"},
       {"source-dir", "DIR", "submit, schedules: upload and build this directory instead of the recipe's source"},
       {"source-tarball", "FILE", "submit, schedules: upload and build this tarball instead"},
       {"exclude", "PATTERN", "submit, schedules: leave out of the uploaded tree (.gitignore syntax, repeatable)"},
@@ -109,6 +111,17 @@ std::vector<FlagSpec> AllFlags() {
       {"missed", "POLICY", "schedules add: runs missed while farmd was down: skip or run_once"},
       {"concurrency", "POLICY", "schedules add: skip (while the last run goes) or allow"},
       {"paused", "", "schedules add: create paused"},
+      {"watch-torch", "SPEC",
+       "schedules add: fire when a torch release matching SPEC (\">=2.8\", \"any\") appears"},
+      {"watch-index", "NAME", "schedules add: an index the torch watch reads (repeatable; "
+                              "default cu<CUDA> of each matrix CUDA)"},
+      {"watch-prereleases", "", "schedules add: the torch watch also fires for rc/dev releases"},
+      {"watch-tags", "GLOB", "schedules add: fire when the git source gets a tag matching GLOB"},
+      {"watch-branch", "NAME", "schedules add: fire when the git source's branch NAME moves"},
+      {"watch-toolkit", "SPEC",
+       "schedules add: fire when NVIDIA's redist lists a CUDA matching SPEC (\">=12.8\")"},
+      {"watch-tree", "NAME", "schedules add: the farmd --upstream-tree the toolkit watch reads"},
+      {"poll", "SECONDS", "schedules add: how often a watch polls (default 600)"},
       {"address", "ADDR", "hosts add: the host's address (ansible_host)"},
       {"kind", "KIND", "hosts add: gb10, rtx5090, wsl2 or datacenter"},
       {"var", "K=V", "hosts add: inventory variable, value as YAML (repeatable)"},
@@ -123,6 +136,8 @@ std::vector<FlagSpec> AllFlags() {
       {"require-validated-arch", "SM",
        "verify: also require a passed validation on this GPU arch (sm_120, 12.0)"},
       {"reason", "TEXT", "keys revoke: why, shown wherever its signatures are refused"},
+      {"from", "URL", "export-index: farmd's HTTP address (its --http-listen), e.g. http://farm:8080"},
+      {"base-url", "URL", "export-index: the URL DIR will be served at (default: relative links)"},
       {"help", "", "show this help"},
   };
   for (const FlagSpec& f : net::ClientTlsFlags()) specs.push_back(f);
@@ -291,6 +306,10 @@ const std::map<std::string, std::string>& CommandSynopses() {
       {"keys",
        "keys [list] | rotate | revoke KEYID --reason TEXT\n"
        "  The farm's provenance signing keys; rotating and revoking need an admin."},
+      {"export-index",
+       "export-index DIR --from http://FARMD:PORT [--base-url URL] [--force]\n"
+       "  Writes farmd's package index (every GPU view, wheels, metadata, provenance, the\n"
+       "  install script) into DIR as static files, replacing DIR atomically; no token."},
       {"ca", "ca init DIR [--name N] [--days D] | ca issue DIR NAME (--server-cert --host H... | "
              "--client-cert) [--out DIR]\n"
              "  A CA for the farm's TLS (docs/deployment.md) and certificates it signs; no farmd."},
@@ -386,11 +405,12 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return parsed.ok() && flags.Has("help") ? 0 : 2;
   }
   const std::string& local = flags.positionals()[0];
-  if (local == "inspect" || local == "ca" || local == "verify") {
-    // local: needs no farmd and no token
-    Status s = local == "ca"       ? CaCommand(flags, out)
-               : local == "verify" ? VerifyCommand(flags, out)
-                                   : InspectCommand(flags, out);
+  if (local == "inspect" || local == "ca" || local == "verify" || local == "export-index") {
+    // local: needs no gRPC connection and no token
+    Status s = local == "ca"             ? CaCommand(flags, out)
+               : local == "verify"       ? VerifyCommand(flags, out)
+               : local == "export-index" ? ExportIndexCommand(flags, out)
+                                         : InspectCommand(flags, out);
     if (!s.ok()) err << "farmctl: " << s.message() << "\n";
     return ExitCodeFor(s);
   }

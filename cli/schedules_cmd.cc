@@ -1,11 +1,12 @@
 // farmctl schedules add|list|show|pause|resume|delete|run-now.
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
-#include "common/flags.h"
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/source_upload.h"
+#include "common/flags.h"
 
 namespace farm::cli {
 namespace {
@@ -13,12 +14,15 @@ namespace {
 namespace stdfs = std::filesystem;
 
 const char kSchedulesUsage[] =
-    "usage: farmctl schedules add RECIPE.yaml --cron EXPR [--tz ZONE] [--name N]\n"
+    "usage: farmctl schedules add RECIPE.yaml (--cron EXPR [--tz ZONE] | WATCH) [--name N]\n"
     "           [--missed skip|run_once] [--concurrency skip|allow] [--paused]\n"
     "           [--python V] [--torch V] [--cuda V] [--arch-list L] [--platform P] [--force]\n"
     "           [--source-dir D | --source-tarball F] [--exclude PATTERN] [--no-gitignore]\n"
     "       farmctl schedules list | show ID [--limit N] | pause ID | resume ID | delete ID\n"
-    "       farmctl schedules run-now ID [--force]";
+    "       farmctl schedules run-now ID [--force]\n"
+    "  WATCH: --watch-torch SPEC [--watch-index NAME]... [--watch-prereleases]\n"
+    "       | --watch-tags GLOB | --watch-branch NAME | --watch-toolkit SPEC [--watch-tree NAME]\n"
+    "         [--poll SECONDS]";
 
 std::string Lower(std::string s, const std::string& prefix) {
   if (s.rfind(prefix, 0) == 0) s = s.substr(prefix.size());
@@ -38,14 +42,37 @@ std::string RunLine(const farm::v1::ScheduleRun& r) {
   if (r.build_id() > 0)
     o << "  build " << r.build_id() << " (" << StateName(r.build_state()) << ")";
   if (!r.resolved_commit().empty()) o << "  commit " << r.resolved_commit().substr(0, 12);
+  if (!r.upstream_time().empty()) o << "  upstream " << r.upstream_time();
   if (!r.detail().empty()) o << "\n      " << r.detail();
   return o.str();
 }
 
+std::string WatchText(const farm::v1::UpstreamWatch& w) {
+  std::string poll =
+      w.poll_seconds() > 0 ? ", every " + std::to_string(w.poll_seconds()) + " s" : "";
+  if (w.has_torch()) {
+    std::string indexes;
+    for (const auto& v : w.torch().variants()) indexes += (indexes.empty() ? " on " : ", ") + v;
+    return "torch " + (w.torch().spec().empty() ? "any" : w.torch().spec()) + indexes +
+           (w.torch().prereleases() ? " (pre-releases too)" : "") + poll;
+  }
+  if (w.has_git()) {
+    return (w.git().tags().empty() ? "branch " + w.git().branch() : "tags " + w.git().tags()) +
+           poll;
+  }
+  return "CUDA " + (w.toolkit().spec().empty() ? "any" : w.toolkit().spec()) + poll;
+}
+
 std::string ScheduleText(const farm::v1::Schedule& s, bool runs) {
   std::ostringstream o;
-  o << s.id() << "\t" << s.name() << "\t\"" << s.cron() << "\" " << s.time_zone() << "\t"
-    << (s.paused() ? "paused" : "next " + s.next_fire_local()) << "\towner " << s.owner() << "\n";
+  o << s.id() << "\t" << s.name() << "\t"
+    << (s.has_watch() ? "watch " + WatchText(s.watch()) : "\"" + s.cron() + "\" " + s.time_zone())
+    << "\t"
+    << (s.paused()      ? "paused"
+        : s.has_watch() ? "polls next " + s.next_fire_time()
+                        : "next " + s.next_fire_local())
+    << "\towner " << s.owner() << "\n";
+  if (s.has_watch() && runs) o << "  watch: " << s.watch_status() << "\n";
   if (!runs) {
     if (s.recent_runs_size() > 0) o << RunLine(s.recent_runs(0)) << "\n";
     return o.str();
@@ -67,8 +94,47 @@ std::string ScheduleText(const farm::v1::Schedule& s, bool runs) {
   return o.str();
 }
 
+// The watch the flags ask for; nullopt when they ask for none.
+Result<std::optional<farm::v1::UpstreamWatch>> WatchFromFlags(const Flags& flags) {
+  farm::v1::UpstreamWatch w;
+  int kinds = 0;
+  if (flags.Has("watch-torch")) {
+    ++kinds;
+    std::string spec = flags.Get("watch-torch");
+    w.mutable_torch()->set_spec(spec == "any" ? "" : spec);
+    for (const std::string& index : flags.GetAll("watch-index"))
+      w.mutable_torch()->add_variants(index);
+    w.mutable_torch()->set_prereleases(flags.Has("watch-prereleases"));
+  }
+  if (flags.Has("watch-tags") || flags.Has("watch-branch")) {
+    ++kinds;
+    w.mutable_git()->set_tags(flags.Get("watch-tags"));
+    w.mutable_git()->set_branch(flags.Get("watch-branch"));
+  }
+  if (flags.Has("watch-toolkit")) {
+    ++kinds;
+    std::string spec = flags.Get("watch-toolkit");
+    w.mutable_toolkit()->set_spec(spec == "any" ? "" : spec);
+    w.mutable_toolkit()->set_tree(flags.Get("watch-tree"));
+  }
+  if (kinds == 0) {
+    if (flags.Has("poll")) return Status::InvalidArgument("--poll sets how often a watch polls");
+    return std::optional<farm::v1::UpstreamWatch>();
+  }
+  if (kinds > 1) return Status::InvalidArgument("a schedule has one watch: torch, git or toolkit");
+  FARM_ASSIGN_OR_RETURN(int64_t poll, flags.GetInt("poll", 0));
+  if (poll < 0 || poll > 7 * 86400) {
+    return Status::InvalidArgument("--poll must be seconds from 1 to 604800");
+  }
+  w.set_poll_seconds(static_cast<int32_t>(poll));
+  return std::optional<farm::v1::UpstreamWatch>(w);
+}
+
 Status Add(const CommandEnv& env, const Flags& flags) {
-  if (flags.positionals().size() < 3 || !flags.Has("cron")) return Status::InvalidArgument(kSchedulesUsage);
+  FARM_ASSIGN_OR_RETURN(auto watch, WatchFromFlags(flags));
+  if (flags.positionals().size() < 3 || flags.Has("cron") == watch.has_value()) {
+    return Status::InvalidArgument(kSchedulesUsage);
+  }
   farm::v1::CreateScheduleRequest req;
   FARM_ASSIGN_OR_RETURN(*req.mutable_build(),
                         PrepareBuildRequest(env, flags, flags.positionals()[2]));
@@ -87,6 +153,7 @@ Status Add(const CommandEnv& env, const Flags& flags) {
   req.set_concurrency_policy(concurrency == "skip" ? farm::v1::CONCURRENCY_SKIP
                                                    : farm::v1::CONCURRENCY_ALLOW);
   req.set_paused(flags.Has("paused"));
+  if (watch) *req.mutable_watch() = *watch;
   farm::v1::Schedule s;
   FARM_RETURN_IF_ERROR(
       FromGrpc(env.client->stub()->CreateSchedule(env.client->Context().get(), req, &s),

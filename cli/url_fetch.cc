@@ -33,6 +33,10 @@ struct CurlFree {
   void operator()(CURL* c) const { curl_easy_cleanup(c); }
 };
 
+struct HeadersFree {
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+
 Status TooLarge(const std::string& source, int64_t max_bytes) {
   return Status::InvalidArgument(source + " is larger than " + std::to_string(max_bytes) +
                                  " bytes");
@@ -58,6 +62,11 @@ Status FetchUrl(const std::string& url, const FetchOptions& options,
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &sink);
   if (!options.ca_file.empty())
     curl_easy_setopt(curl.get(), CURLOPT_CAINFO, options.ca_file.c_str());
+  std::unique_ptr<curl_slist, HeadersFree> headers;
+  if (!options.accept.empty()) {
+    headers.reset(curl_slist_append(nullptr, ("Accept: " + options.accept).c_str()));
+    curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
+  }
   CURLcode rc = curl_easy_perform(curl.get());
   if (sink.overflow) return TooLarge(url, options.max_bytes);
   if (rc != CURLE_OK) {

@@ -18,6 +18,7 @@ bool IsUrl(std::string_view source);
 struct FetchOptions {
   std::string ca_file;    // HTTPS: trust this CA (a farm with its own), else the system's
   int64_t max_bytes = 0;  // more is refused (InvalidArgument)
+  std::string accept;     // the Accept header of an http(s) request, when set
 };
 
 // Streams `source` (a path or an http(s) URL) into `sink`. NotFound for a missing file or

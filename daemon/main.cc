@@ -112,6 +112,8 @@ int main(int argc, char** argv) {
       {"webhook-backoff-ms", "MS",
        "wait after a failed delivery, doubling per attempt up to 10 min (default 2000)"},
       {"webhook-max-attempts", "N", "deliveries tried before an event is given up (default 10)"},
+      {"watch-min-poll-s", "N",
+       "shortest poll interval a schedule's upstream watch may ask for (default 60)"},
       {"log-json", "", "log one JSON object per line"},
       {"help", "", "show this help"},
       {"version", "", "print the version and exit"},
@@ -229,6 +231,12 @@ int main(int argc, char** argv) {
   }
   options.git.timeout_ms = *git_timeout * 1000;
   options.git_resolve = !flags.Has("no-git-resolve");
+  auto min_poll = flags.GetInt("watch-min-poll-s", 60);
+  if (!min_poll.ok() || *min_poll < 1 || *min_poll > 86400) {
+    std::cerr << "--watch-min-poll-s must be a number of seconds from 1 to 86400\n";
+    return 2;
+  }
+  options.watch_min_poll_seconds = static_cast<int>(*min_poll);
   for (auto [flag, into] : {std::pair{"upstream-index", &options.upstream.indexes},
                             {"upstream-tree", &options.upstream.trees}}) {
     for (const std::string& item : flags.GetAll(flag)) {

@@ -171,7 +171,15 @@ def fetch_json(url, accept, cafile):
     req = urllib.request.Request(url, headers={"Accept": accept})
     try:
         with urllib.request.urlopen(req, timeout=60, context=ctx) as resp:
-            return json.load(resp)
+            body = resp.read(64 << 20)
+        try:
+            return json.loads(body)
+        except ValueError:
+            if not url.endswith("/"):
+                raise
+            # A static export of the index (farmctl export-index) answers a directory's
+            # HTML whatever Accept asks for; its JSON lies beside it as index.json.
+            return fetch_json(url + "index.json", accept, cafile)
     except urllib.error.HTTPError as e:
         body = e.read().decode(errors="replace")
         try:
@@ -398,6 +406,9 @@ def main(argv):
         return 2
     project = normalize(args[0])
     farm = farm.rstrip("/")
+    if farm.startswith("@"):
+        raise SystemExit("farm-install: this script comes from a static export of the index "
+                         "made without --base-url: pass --farm URL, the URL it is served at")
     verify = "--no-verify" not in flags
     keys = None
     if verify:
@@ -419,9 +430,16 @@ def main(argv):
         ("torch %s (CUDA %s)" % (torch, torch_cuda)) if torch else "no torch", py_tag, plat))
     directory = fetch_json(farm + "/", "application/json", cert)
     if "_error" in directory:
+        # A static export whose root has no page answers 404 there (an S3 website).
+        static = fetch_json(farm + "/index.json", "application/json", cert)
+        directory = directory if "_error" in static else static
+    if "_error" in directory:
         raise SystemExit("farm-install: " + directory["_error"])
     view, why = choose_view(directory.get("variants", []), project, cc, torch, torch_cuda,
                             driver_cuda)
+    if view is not None:
+        # A static export's directory names its views relative to itself.
+        view = dict(view, index_url=urllib.parse.urljoin(farm + "/", view["index_url"]))
     if view is None:
         say("missing: " + why)
         arch = cc + ("a" if version_key(cc) >= (9, 0) else "")

@@ -106,11 +106,11 @@ function schedulesPage(t) {
       const rows = r.schedules.map((s) => `<tr data-schedule="${Number(s.id)}" data-paused="${s.paused ? 1 : 0}">
         <td><a href="#/schedule/${Number(s.id)}">${esc(s.name)}</a></td><td>${esc(s.recipe_name)}</td>
         <td class="owner">${esc(s.owner)}</td>
-        <td><code class="cron">${esc(s.cron)}</code></td><td>${esc(s.time_zone)}</td>
+        <td>${firesOn(s)}</td><td>${s.watch ? '' : esc(s.time_zone)}</td>
         <td class="next">${nextFire(s)}</td><td class="last-run">${lastRun(s.last_run)}</td>
         <td>${scheduleButtons(s)}</td></tr>`);
       const el = document.getElementById('schedules-view');
-      el.innerHTML = `<table id="schedules"><tr><th>Schedule</th><th>Recipe</th><th>Owner</th><th>Cron</th>
+      el.innerHTML = `<table id="schedules"><tr><th>Schedule</th><th>Recipe</th><th>Owner</th><th>Fires on</th>
         <th>Time zone</th><th>Next fire</th><th>Last run</th><th></th></tr>${rows.join('') ||
         '<tr><td colspan="8" class="muted">No schedule. Add one below or with <code>farmctl schedules add</code>.</td></tr>'}</table>`;
       bindScheduleButtons(el, refresh);
@@ -118,6 +118,12 @@ function schedulesPage(t) {
     } catch (e) { showError(e); }
   });
   every(2000, refresh);
+}
+
+// A cron schedule's expression, or what a watch schedule watches upstream.
+function firesOn(s) {
+  return s.watch ? `<span class="watch">watch: ${esc(s.watch)}</span>`
+                 : `<code class="cron">${esc(s.cron)}</code>`;
 }
 
 function runsTable(runs) {
@@ -128,7 +134,7 @@ function runsTable(runs) {
      <td>${esc(String(r.trigger).replace(/^TRIGGER_/, '').toLowerCase())}</td>
      <td>${outcomeBadge(r.outcome)}</td><td>${esc(r.fire_time)}</td><td>${runBuild(r)}</td>
      <td><code>${esc(String(r.resolved_commit || '').slice(0, 12))}</code></td>
-     <td>${esc(r.detail)}</td></tr>`).join('') + '</table>';
+     <td>${esc(r.detail)}${r.upstream_time ? ` <span class="muted">(upstream ${esc(r.upstream_time)})</span>` : ''}</td></tr>`).join('') + '</table>';
 }
 
 function schedulePage(t, id) {
@@ -143,7 +149,8 @@ function schedulePage(t, id) {
         <p>${scheduleButtons(s, true)}</p>
         <table class="props"><tr><th>Recipe</th><td>${esc(s.recipe_name)}</td></tr>
         <tr><th>Owner</th><td class="owner">${esc(s.owner)}</td></tr>
-        <tr><th>Cron</th><td><code class="cron">${esc(s.cron)}</code> in ${esc(s.time_zone)}</td></tr>
+        <tr><th>Fires on</th><td>${firesOn(s)}${s.watch ? '' : ' in ' + esc(s.time_zone)}</td></tr>
+        ${s.watch ? `<tr><th>Watch</th><td class="watch-status">${esc(s.watch_status)}</td></tr>` : ''}
         <tr><th>Next fire</th><td class="next">${nextFire(s)}</td></tr>
         <tr><th>Missed runs</th><td>${esc(policyName(s.missed_run_policy))}</td></tr>
         <tr><th>Concurrency</th><td>${esc(policyName(s.concurrency_policy))}</td></tr>

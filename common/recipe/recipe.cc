@@ -318,6 +318,15 @@ Result<ParsedRecipe> ParseRoot(const ErrorSink& sink, const YAML::Node& root) {
   FARM_RETURN_IF_ERROR(ParseRequiresSection(top, recipe));
   FARM_RETURN_IF_ERROR(ParseTorchAbiSection(top, recipe));
   FARM_RETURN_IF_ERROR(ParseEnvironmentSection(top, recipe));
+  if (recipe->matrix().has_torch_follow() && !recipe->has_environment()) {
+    return sink.At(top.Find("matrix")->value_pos(),
+                   "matrix.torch follows the index, so each cell's torch is provisioned: add an "
+                   "environment: block (docs/environments.md)");
+  }
+  if (recipe->matrix().has_torch_follow() && recipe->matrix().cuda().empty()) {
+    return sink.At(top.Find("matrix")->value_pos(),
+                   "matrix.torch follows the index of each CUDA: list matrix.cuda");
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include "common/recipe/recipe.h"
 #include "common/recipe/recipe_internal.h"
 #include "common/recipe/yaml_reader.h"
+#include "common/upstream/release_version.h"
 
 namespace farm::recipe {
 namespace {
@@ -17,7 +18,7 @@ constexpr int64_t kMaxBackoffSeconds = 3600;
 constexpr double kMaxMinSpeedup = 1000;
 
 google::protobuf::RepeatedPtrField<std::string>* AxisField(farm::v1::MatrixAxes* m,
-                                                            std::string_view axis) {
+                                                           std::string_view axis) {
   if (axis == "python") return m->mutable_python();
   if (axis == "torch") return m->mutable_torch();
   if (axis == "cuda") return m->mutable_cuda();
@@ -34,7 +35,8 @@ Status ParseAxis(const Section& matrix, std::string_view axis, farm::v1::MatrixA
     if (!valid.ok()) return matrix.sink().At(values[i].pos, where + valid.message());
     for (size_t j = 0; j < i; ++j) {
       if (values[j].text == values[i].text) {
-        return matrix.sink().At(values[i].pos, where + "duplicate value \"" + values[i].text + "\"");
+        return matrix.sink().At(values[i].pos,
+                                where + "duplicate value \"" + values[i].text + "\"");
       }
     }
     AxisField(out, axis)->Add(std::string(values[i].text));
@@ -44,9 +46,9 @@ Status ParseAxis(const Section& matrix, std::string_view axis, farm::v1::MatrixA
 
 Status ParseRule(const ErrorSink& sink, const Field& element, farm::v1::MatrixRule* rule) {
   if (!element.value.IsMap()) {
-    return sink.At(element.value_pos(),
-                   "\"" + element.name + "\" must be a mapping of axis to value, got " +
-                       Describe(element.value));
+    return sink.At(element.value_pos(), "\"" + element.name +
+                                            "\" must be a mapping of axis to value, got " +
+                                            Describe(element.value));
   }
   FARM_ASSIGN_OR_RETURN(auto pairs, ReadStringMap(sink, element));
   if (pairs.empty()) {
@@ -59,10 +61,12 @@ Status ParseRule(const ErrorSink& sink, const Field& element, farm::v1::MatrixRu
                                   " (expected one of: python, torch, cuda, arch_lists, platform)");
     }
     if (rule->match().contains(std::string(axis))) {
-      return sink.At(key.pos, "axis \"" + std::string(axis) + "\" is named twice in " + element.name);
+      return sink.At(key.pos,
+                     "axis \"" + std::string(axis) + "\" is named twice in " + element.name);
     }
     Status valid = CheckAxisValue(axis, value.text);
-    if (!valid.ok()) return sink.At(value.pos, element.name + "." + key.text + ": " + valid.message());
+    if (!valid.ok())
+      return sink.At(value.pos, element.name + "." + key.text + ": " + valid.message());
     (*rule->mutable_match())[std::string(axis)] = value.text;
   }
   return Status::Ok();
@@ -73,8 +77,8 @@ Status ParseRules(const Section& matrix, std::string_view key,
   const Field* f = matrix.Find(key);
   if (f == nullptr || f->value.IsNull()) return Status::Ok();
   if (!f->value.IsSequence()) {
-    return matrix.sink().At(f->value_pos(), "\"" + f->name + "\" must be a list, got " +
-                                                Describe(f->value));
+    return matrix.sink().At(f->value_pos(),
+                            "\"" + f->name + "\" must be a list, got " + Describe(f->value));
   }
   size_t index = 0;
   for (const YAML::Node& node : f->value) {
@@ -109,9 +113,40 @@ bool IsRepoName(std::string_view repo) {
 
 Status CheckRepo(const Section& s, std::string_view key, const std::string& repo) {
   if (repo.empty() || IsRepoName(repo)) return Status::Ok();
-  return s.sink().At(s.Find(key)->value_pos(),
-                     "\"" + s.prefix() + std::string(key) + "\" must be owner/name, got \"" +
-                         repo + "\"");
+  return s.sink().At(s.Find(key)->value_pos(), "\"" + s.prefix() + std::string(key) +
+                                                   "\" must be owner/name, got \"" + repo + "\"");
+}
+
+// `torch: ">=2.8"` or `torch: {spec: ">=2.8", newest: 3, prereleases: false}`: the axis
+// follows the per-CUDA indexes (farmd resolves it at submit). A list is a fixed axis.
+Result<bool> ParseTorchFollow(const Section& matrix, farm::v1::MatrixAxes* out) {
+  const Field* f = matrix.Find("torch");
+  if (f == nullptr || f->value.IsNull() || f->value.IsSequence()) return false;
+  farm::v1::TorchFollow* follow = out->mutable_torch_follow();
+  Position spec_pos = f->value_pos();
+  if (f->value.IsMap()) {
+    FARM_ASSIGN_OR_RETURN(Section s,
+                          Section::Read(matrix.sink(), f->value, f->key_pos, "matrix.torch",
+                                        "matrix.torch.", {"spec", "newest", "prereleases"}));
+    FARM_RETURN_IF_ERROR(s.GetString("spec", follow->mutable_spec()));
+    int64_t newest = 0;
+    FARM_RETURN_IF_ERROR(s.GetInt("newest", 0, 50, &newest));
+    follow->set_newest(static_cast<int32_t>(newest));
+    bool pre = false;
+    FARM_RETURN_IF_ERROR(s.GetBool("prereleases", &pre));
+    follow->set_prereleases(pre);
+    if (const Field* spec = s.Find("spec")) spec_pos = spec->value_pos();
+    if (follow->spec().empty() && follow->newest() == 0) {
+      return matrix.sink().At(f->value_pos(),
+                              "matrix.torch follows the index with a spec (\">=2.8\"), newest: N, "
+                              "or both");
+    }
+  } else {
+    FARM_ASSIGN_OR_RETURN(*follow->mutable_spec(), ReadString(matrix.sink(), *f));
+  }
+  auto spec = upstream::VersionSpec::Parse(follow->spec());
+  if (!spec.ok()) return matrix.sink().At(spec_pos, "matrix.torch: " + spec.status().message());
+  return true;
 }
 
 }  // namespace
@@ -124,7 +159,11 @@ Status ParseMatrixSection(const Section& top, farm::v1::MatrixAxes* matrix) {
   keys.push_back("exclude");
   FARM_ASSIGN_OR_RETURN(Section s,
                         Section::Read(top.sink(), f->value, f->key_pos, "matrix", "matrix.", keys));
-  for (std::string_view axis : AxisNames()) FARM_RETURN_IF_ERROR(ParseAxis(s, axis, matrix));
+  FARM_ASSIGN_OR_RETURN(bool following, ParseTorchFollow(s, matrix));
+  for (std::string_view axis : AxisNames()) {
+    if (following && axis == "torch") continue;
+    FARM_RETURN_IF_ERROR(ParseAxis(s, axis, matrix));
+  }
   FARM_RETURN_IF_ERROR(ParseRules(s, "include", matrix->mutable_include()));
   FARM_RETURN_IF_ERROR(ParseRules(s, "exclude", matrix->mutable_exclude()));
   return Status::Ok();
@@ -133,10 +172,10 @@ Status ParseMatrixSection(const Section& top, farm::v1::MatrixAxes* matrix) {
 Status ParseValidationSection(const Section& top, farm::v1::Recipe* recipe) {
   const Field* f = top.Find("validation");
   if (f == nullptr) return Status::Ok();
-  FARM_ASSIGN_OR_RETURN(
-      Section s, Section::Read(top.sink(), f->value, f->key_pos, "validation", "validation.",
-                               {"script", "import", "min_cosine", "max_relative_l1",
-                                "runtime_requirements", "min_speedup", "gpu_memory_gb"}));
+  FARM_ASSIGN_OR_RETURN(Section s,
+                        Section::Read(top.sink(), f->value, f->key_pos, "validation", "validation.",
+                                      {"script", "import", "min_cosine", "max_relative_l1",
+                                       "runtime_requirements", "min_speedup", "gpu_memory_gb"}));
   farm::v1::ValidationSpec* v = recipe->mutable_validation();
   FARM_RETURN_IF_ERROR(s.GetString("script", v->mutable_script()));
   std::vector<Item> modules;
@@ -171,9 +210,9 @@ Status ParseRetrySection(const Section& top, farm::v1::Recipe* recipe) {
   const Field* f = top.Find("retry");
   YAML::Node node = f ? f->value : YAML::Node();
   Position where = f ? f->key_pos : Position{};
-  FARM_ASSIGN_OR_RETURN(Section s, Section::Read(top.sink(), node, where, "retry", "retry.",
-                                                 {"max_attempts", "backoff_seconds",
-                                                  "retry_build_failures"}));
+  FARM_ASSIGN_OR_RETURN(Section s,
+                        Section::Read(top.sink(), node, where, "retry", "retry.",
+                                      {"max_attempts", "backoff_seconds", "retry_build_failures"}));
   int64_t attempts = kDefaultMaxAttempts;
   FARM_RETURN_IF_ERROR(s.GetInt("max_attempts", 1, kMaxAttempts, &attempts));
   int64_t backoff = kDefaultBackoffSeconds;
@@ -192,8 +231,8 @@ Status ParsePublishSection(const Section& top, farm::v1::Recipe* recipe) {
   if (f == nullptr) return Status::Ok();
   FARM_ASSIGN_OR_RETURN(
       Section s, Section::Read(top.sink(), f->value, f->key_pos, "publish", "publish.",
-                               {"github_repo", "github_tag_template", "hf_repo",
-                                "hf_path_template", "replace_assets", "local_version"}));
+                               {"github_repo", "github_tag_template", "hf_repo", "hf_path_template",
+                                "replace_assets", "local_version"}));
   farm::v1::PublishSpec* p = recipe->mutable_publish();
   FARM_RETURN_IF_ERROR(s.GetString("github_repo", p->mutable_github_repo()));
   FARM_RETURN_IF_ERROR(CheckRepo(s, "github_repo", p->github_repo()));

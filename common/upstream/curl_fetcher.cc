@@ -19,7 +19,8 @@ struct Transfer {
   const DownloadSink* sink = nullptr;
   std::string* body = nullptr;  // page mode
   int64_t max_bytes = 0;
-  Status failure;  // why a write callback stopped the transfer
+  std::string if_none_match;  // page mode: a conditional GET
+  Status failure;             // why a write callback stopped the transfer
 };
 
 size_t OnData(char* data, size_t size, size_t nmemb, void* userdata) {
@@ -48,10 +49,16 @@ class CurlFetcher final : public Fetcher {
 
   Result<FetchedPage> GetPage(const std::string& url, const std::string& accept,
                               int64_t max_bytes) override {
+    return GetPageIfChanged(url, accept, max_bytes, "");
+  }
+
+  Result<FetchedPage> GetPageIfChanged(const std::string& url, const std::string& accept,
+                                       int64_t max_bytes, const std::string& etag) override {
     FetchedPage page;
     Transfer t;
     t.body = &page.body;
     t.max_bytes = max_bytes;
+    t.if_none_match = etag;
     FARM_RETURN_IF_ERROR(Run(url, accept, options_.page_timeout_ms, &t, &page));
     return page;
   }
@@ -70,6 +77,13 @@ class CurlFetcher final : public Fetcher {
     if (curl == nullptr) return Status::Internal("curl_easy_init failed");
     curl_slist* headers = nullptr;
     if (!accept.empty()) headers = curl_slist_append(headers, ("Accept: " + accept).c_str());
+    // An ETag is an opaque quoted string; one carrying a line break would inject a header.
+    if (!t->if_none_match.empty() && t->if_none_match.find_first_of("\r\n") == std::string::npos) {
+      headers = curl_slist_append(headers, ("If-None-Match: " + t->if_none_match).c_str());
+    }
+    // Pages are asked for fresh, as pip asks index pages: a caching proxy between (farmd's
+    // pull-through cache included) revalidates its copy rather than answer a stale list.
+    if (t->body != nullptr) headers = curl_slist_append(headers, "Cache-Control: max-age=0");
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -104,6 +118,12 @@ class CurlFetcher final : public Fetcher {
       }
       std::transform(page->content_type.begin(), page->content_type.end(),
                      page->content_type.begin(), [](unsigned char c) { return std::tolower(c); });
+      curl_header* etag = nullptr;
+      if (curl_easy_header(curl, "ETag", 0, CURLH_HEADER, -1, &etag) == CURLHE_OK &&
+          std::string_view(etag->value).size() <= 256) {
+        page->etag = etag->value;
+      }
+      page->not_modified = rc == CURLE_OK && code == 304;
     }
     std::string detail = curl_easy_strerror(rc);
     curl_slist_free_all(headers);

@@ -23,6 +23,8 @@ struct FetchedPage {
   std::string url;           // after redirects: relative links resolve against it
   std::string content_type;  // lower case, parameters dropped
   std::string body;
+  std::string etag;           // the answer's ETag, "" when none
+  bool not_modified = false;  // 304 to a conditional GET: body empty, the caller's copy holds
 };
 
 // Receives each block of a download in order; returning a non-OK Status stops it, and
@@ -32,10 +34,18 @@ using DownloadSink = std::function<Status(std::string_view block)>;
 class Fetcher {
  public:
   virtual ~Fetcher() = default;
-  // GETs `url` with Accept: `accept` (empty: none), following redirects. Fails with
+  // GETs `url` with Accept: `accept` (empty: none) and Cache-Control: max-age=0 (as pip
+  // asks for index pages), following redirects. Fails with
   // ResourceExhausted when the body exceeds `max_bytes`.
   virtual Result<FetchedPage> GetPage(const std::string& url, const std::string& accept,
                                       int64_t max_bytes) = 0;
+  // GetPage with If-None-Match: `etag` ("" sends none). A 304 answer is a page with
+  // not_modified set. Fetchers without conditional requests fetch the page whole.
+  virtual Result<FetchedPage> GetPageIfChanged(const std::string& url, const std::string& accept,
+                                               int64_t max_bytes, const std::string& etag) {
+    (void)etag;
+    return GetPage(url, accept, max_bytes);
+  }
   // GETs `url`, following redirects, feeding the body to `sink`.
   virtual Status Download(const std::string& url, const DownloadSink& sink) = 0;
 };

@@ -123,6 +123,10 @@ Result<IndexFile> FileFromJson(const json::object& f, const std::string& page_ur
   if (const json::value* rp = f.if_contains("requires-python"); rp && rp->is_string()) {
     file.requires_python = std::string(rp->as_string());
   }
+  if (const json::value* t = f.if_contains("upload-time");
+      t && t->is_string() && t->as_string().size() <= 64) {
+    file.upload_time = std::string(t->as_string());
+  }
   if (const json::value* y = f.if_contains("yanked")) {
     if (y->is_bool()) file.yanked = y->as_bool();
     if (y->is_string()) {
@@ -268,13 +272,22 @@ Result<std::vector<IndexFile>> ParseProjectHtml(const std::string& body,
   return out;
 }
 
-Result<std::vector<IndexFile>> ListProjectFiles(Fetcher& fetcher, const std::string& index_url,
-                                                const std::string& project) {
+std::string ProjectPageUrl(const std::string& index_url, const std::string& project) {
   std::string base = index_url;
   if (base.empty() || base.back() != '/') base += '/';
-  std::string page_url = base + wheel::NormalizeProjectName(project) + "/";
+  return base + wheel::NormalizeProjectName(project) + "/";
+}
+
+Result<std::vector<IndexFile>> ListProjectFiles(Fetcher& fetcher, const std::string& index_url,
+                                                const std::string& project) {
+  std::string page_url = ProjectPageUrl(index_url, project);
   FARM_ASSIGN_OR_RETURN(FetchedPage page,
                         fetcher.GetPage(page_url, kAcceptIndex, kMaxIndexPageBytes));
+  return ParseProjectPage(page);
+}
+
+Result<std::vector<IndexFile>> ParseProjectPage(const FetchedPage& page) {
+  const std::string& page_url = page.url;
   if (page.content_type == "application/vnd.pypi.simple.v1+json") {
     return ParseProjectJson(page.body, page.url);
   }

@@ -25,6 +25,7 @@ struct IndexFile {
   bool yanked = false;
   std::string yanked_reason;
   std::string core_metadata_sha256;  // PEP 658/714, "" when not offered
+  std::string upload_time;           // PEP 700 upload-time as the index wrote it; JSON only
 };
 
 // True for 64 lowercase hex digits (a sha256 as indexes and manifests write it).
@@ -54,6 +55,13 @@ Result<std::string> ResolveUrl(const std::string& base, const std::string& ref);
 // page index_url + normalized name + "/". NotFound when the index has no such project.
 Result<std::vector<IndexFile>> ListProjectFiles(Fetcher& fetcher, const std::string& index_url,
                                                 const std::string& project);
+
+// The project page URL of `project` on the index at `index_url` (name normalized).
+std::string ProjectPageUrl(const std::string& index_url, const std::string& project);
+
+// Parses a fetched project page by its Content-Type (PEP 691 JSON, else PEP 503 HTML);
+// InvalidArgument for another type.
+Result<std::vector<IndexFile>> ParseProjectPage(const FetchedPage& page);
 
 // What an interpreter installs: CPython "X.Y" on Linux `arch` with glibc `glibc`
 // ("2.36"). The tags are ordered best first, as pip orders them.

@@ -48,6 +48,7 @@ farm::v1::ScheduleRun RunToProto(const store::ScheduleRunRow& r) {
   out.set_resolved_commit(r.resolved_commit);
   out.set_inputs_digest(r.inputs_digest);
   out.set_detail(r.detail);
+  if (r.upstream_ms > 0) out.set_upstream_time(FormatRfc3339(r.upstream_ms));
   return out;
 }
 
@@ -71,6 +72,10 @@ Result<farm::v1::Schedule> LoadSchedule(const ServiceContext& ctx, const store::
   s.set_created_by(row.created_by);
   s.set_owner(row.created_by);
   s.set_created_at(FormatRfc3339(row.created_ms));
+  if (!row.watch.empty()) {
+    s.mutable_watch()->ParseFromString(row.watch);
+    s.set_watch_status(cron::DescribeWatchState(cron::WatchState::Parse(row.watch_state)));
+  }
   FARM_ASSIGN_OR_RETURN(auto recent, ctx.store->ListScheduleRuns(row.id, runs));
   for (const auto& r : recent) *s.add_recent_runs() = RunToProto(r);
   return s;
@@ -114,8 +119,9 @@ grpc::Status ClientService::CreateSchedule(grpc::ServerContext* call,
   audit::Entry entry{audit::Action::kScheduleCreate, "schedule " + req->name()};
   return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(TakeSubmission(*ctx_, who));
-    FARM_ASSIGN_OR_RETURN(store::ScheduleRow row,
-                          cron::NewScheduleRow(*req, who.name, ctx_->clock->NowUnixMs()));
+    FARM_ASSIGN_OR_RETURN(
+        store::ScheduleRow row,
+        cron::NewScheduleRow(*req, who.name, ctx_->clock->NowUnixMs(), ctx_->watches));
     entry.target = "recipe " + row.recipe_name;
     farm::v1::Source source = req->build().source();
     FARM_RETURN_IF_ERROR(CheckBuildSource(*ctx_, &source).status());
@@ -124,8 +130,9 @@ grpc::Status ClientService::CreateSchedule(grpc::ServerContext* call,
         auth::ClaimName(*ctx_->store, who, row.recipe_name, ctx_->clock->NowUnixMs()));
     FARM_RETURN_IF_ERROR(ctx_->store->InsertSchedule(&row));
     entry.done = "schedule " + std::to_string(row.id);
-    log::Info("schedule " + std::to_string(row.id) + " (" + row.name + ", \"" + row.cron + "\" " +
-              row.time_zone + ") created by " + who.name);
+    log::Info("schedule " + std::to_string(row.id) + " (" + row.name + ", " +
+              (row.watch.empty() ? "\"" + row.cron + "\" " + row.time_zone : "an upstream watch") +
+              ") created by " + who.name);
     FARM_ASSIGN_OR_RETURN(*resp, LoadSchedule(*ctx_, row, 0));
     return Status::Ok();
   });
@@ -174,8 +181,7 @@ grpc::Status ClientService::ResumeSchedule(grpc::ServerContext* call,
     FARM_ASSIGN_OR_RETURN(int64_t id, OwnedScheduleId(*ctx_, who, req->schedule_id()));
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetSchedule(id));
     // Fire times that passed while paused are not "missed": the next one is from now.
-    FARM_ASSIGN_OR_RETURN(int64_t next,
-                          cron::NextFireMs(row.cron, row.time_zone, ctx_->clock->NowUnixMs()));
+    FARM_ASSIGN_OR_RETURN(int64_t next, cron::ResumeFireMs(row, ctx_->clock->NowUnixMs()));
     FARM_RETURN_IF_ERROR(ctx_->store->SetSchedulePaused(id, false, next));
     log::Info("schedule " + req->schedule_id() + " resumed by " + who.name);
     FARM_ASSIGN_OR_RETURN(row, ctx_->store->GetSchedule(id));

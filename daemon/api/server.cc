@@ -43,6 +43,7 @@ struct FarmServer::Impl {
   RealProcessRunner processes;
   std::unique_ptr<cron::GitSourceResolver> resolver;
   std::unique_ptr<cron::BuildSubmitter> schedule_submitter;
+  std::unique_ptr<cron::UpstreamWatchPoller> poller;
   std::unique_ptr<cron::ScheduleRunner> schedules;
   std::unique_ptr<publish::PublishingService> publishing;
   std::unique_ptr<publish::HttpClient> webhook_http;
@@ -213,8 +214,18 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                                                                  options.git_resolve);
   impl->ctx.resolver = impl->resolver.get();
   impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);
+  // Watches and following matrices read the upstream indexes directly (not through the
+  // pull-through cache, whose pages are kept for a while).
+  impl->upstream_fetcher = upstream::MakeCurlFetcher();
+  impl->ctx.upstream_fetcher = impl->upstream_fetcher.get();
+  impl->ctx.watches = cron::WatchSettings{
+      .upstreams = {.indexes = options.upstream.indexes, .trees = options.upstream.trees},
+      .min_poll_seconds = options.watch_min_poll_seconds};
+  impl->poller = std::make_unique<cron::UpstreamWatchPoller>(
+      impl->upstream_fetcher.get(), impl->resolver.get(), impl->ctx.watches.upstreams);
   impl->schedules = std::make_unique<cron::ScheduleRunner>(
-      impl->store.get(), &RealClock(), impl->resolver.get(), impl->schedule_submitter.get());
+      impl->store.get(), &RealClock(), impl->resolver.get(), impl->schedule_submitter.get(),
+      cron::RunnerOptions{}, impl->poller.get());
   impl->ctx.schedules = impl->schedules.get();
   impl->hosts = std::make_unique<hosts::HostManager>(
       impl->store.get(), &impl->host_processes, &RealClock(),
@@ -240,7 +251,6 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
     mirror::MirrorOptions upstream = options.upstream;
     upstream.staging_dir = options.data_dir + "/upstream-staging";
     FARM_RETURN_IF_ERROR(fs::MakeDirs(upstream.staging_dir, 0700));
-    impl->upstream_fetcher = upstream::MakeCurlFetcher();
     impl->mirror = std::make_unique<mirror::PullThroughCache>(
         upstream, impl->upstream_fetcher.get(), impl->blobs.get(), &RealClock());
     impl->ctx.upstream_url = options.upstream_url;

@@ -68,6 +68,8 @@ struct ServerOptions {
   // the base workers are told to fetch through; empty: the dashboard's own address.
   mirror::MirrorOptions upstream;
   std::string upstream_url;
+  // The shortest poll interval a schedule's upstream watch may ask for.
+  int watch_min_poll_seconds = 60;
 };
 
 class FarmServer {

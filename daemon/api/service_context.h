@@ -12,6 +12,7 @@
 #include "daemon/api/auth.h"
 #include "daemon/api/fleet_cache.h"
 #include "daemon/audit/audit_log.h"
+#include "daemon/cron/new_schedule.h"
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
 
@@ -67,6 +68,10 @@ struct ServiceContext {
   // Where workers fetch their environments' upstreams through farmd ("http://host:port");
   // empty when farmd serves none. Set before the gRPC API starts.
   std::string upstream_url;
+  // What schedules' upstream watches and following matrices may read (farmd's upstream
+  // indexes and trees) and how often; `upstream_fetcher` null: nothing is read upstream.
+  cron::WatchSettings watches;
+  upstream::Fetcher* upstream_fetcher = nullptr;
 };
 
 // Polls `generation()` (by default `ctx.store->Generation()`) until it differs from `seen`,

@@ -29,16 +29,17 @@
 
 #include "common/arch.h"
 #include "common/log.h"
-#include "common/sha256.h"
-#include "daemon/api/client_service.h"
-#include "daemon/auth/ownership.h"
-#include "daemon/model/convert.h"
-#include "daemon/quota/quota.h"
 #include "common/recipe/matrix.h"
 #include "common/recipe/recipe.h"
 #include "common/recipe/wheel_names.h"
+#include "common/sha256.h"
+#include "daemon/api/client_service.h"
+#include "daemon/auth/ownership.h"
 #include "daemon/cron/runner.h"
 #include "daemon/cron/source_resolver.h"
+#include "daemon/cron/torch_follow.h"
+#include "daemon/model/convert.h"
+#include "daemon/quota/quota.h"
 
 namespace farm::api {
 
@@ -64,6 +65,12 @@ std::string BuildKey(const farm::v1::Recipe& recipe, const std::string& source_i
   for (const auto* v :
        {&cell.python(), &cell.torch(), &cell.cuda(), &cell.arch_list(), &cell.platform()}) {
     field(*v);
+  }
+  // A followed torch axis pins its releases at submit, outside the recipe's text: a new
+  // patch release of the same minor is a new input.
+  if (recipe.matrix().has_torch_follow()) {
+    auto pin = recipe.environment().torch().find(cell.torch());
+    field(pin == recipe.environment().torch().end() ? "" : pin->second);
   }
   return h.HexDigest();
 }
@@ -96,6 +103,31 @@ Status ResolveSource(const ServiceContext& ctx, farm::v1::Recipe* recipe) {
   }
   git->set_commit(commit.value());
   return Status::Ok();
+}
+
+// Resolves a torch axis that follows the index (cron/torch_follow.h) against the indexes
+// farmd knows, so the stored recipe names the releases this build uses.
+Status FollowTorch(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
+                   farm::v1::Recipe* recipe) {
+  if (!recipe->matrix().has_torch_follow() || !req.matrix().torch().empty()) return Status::Ok();
+  const auto& axis = req.matrix().cuda().empty() ? recipe->matrix().cuda() : req.matrix().cuda();
+  std::vector<std::string> cuda(axis.begin(), axis.end());
+  std::map<std::string, std::vector<upstream::ReleaseVersion>> releases;
+  for (const std::string& c : cuda) {
+    std::string variant = cron::CudaVariantName(c);
+    auto index = ctx.watches.upstreams.indexes.find(variant);
+    if (index == ctx.watches.upstreams.indexes.end() || ctx.upstream_fetcher == nullptr) {
+      return Status::FailedPrecondition("matrix.torch follows the index of CUDA " + c +
+                                        ", and this farmd has no --upstream-index " + variant);
+    }
+    auto listed = cron::ListTorchReleases(*ctx.upstream_fetcher, index->second);
+    if (!listed.ok() && listed.status().code() != StatusCode::kNotFound) {
+      return Status::Unavailable("cannot read torch's releases on " + variant + ": " +
+                                 listed.status().message());
+    }
+    if (listed.ok()) releases[variant] = std::move(*listed);
+  }
+  return cron::ApplyTorchFollow(cuda, releases, recipe).WithContext("matrix.torch");
 }
 
 // A build planned but not stored: the checked recipe, its cells and jobs (keys set, reuse
@@ -140,6 +172,7 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
   farm::v1::Recipe& recipe = plan.recipe;
   FARM_ASSIGN_OR_RETURN(std::string source_sha, CheckBuildSource(ctx, recipe.mutable_source()));
   FARM_RETURN_IF_ERROR(ResolveSource(ctx, &recipe));
+  FARM_RETURN_IF_ERROR(FollowTorch(ctx, req, &recipe));
   if (req.requirements_size() != recipe.requirements_size()) {
     return Status::InvalidArgument(
         recipe.name() + " requires " + std::to_string(recipe.requirements_size()) +

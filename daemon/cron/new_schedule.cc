@@ -5,8 +5,31 @@
 
 namespace farm::cron {
 
+namespace {
+
+// The first fire time of the schedule: the cron's next, or now for a watch.
+Result<int64_t> FirstFireMs(const farm::v1::CreateScheduleRequest& req,
+                            const farm::v1::SubmitBuildRequest& build, const std::string& zone,
+                            int64_t now_ms, const WatchSettings& watches) {
+  if (!req.has_watch()) {
+    auto next = NextFireMs(req.cron(), zone, now_ms);
+    if (!next.ok()) return next.status().WithContext("cron \"" + req.cron() + "\" in " + zone);
+    return next;
+  }
+  if (!req.cron().empty()) {
+    return Status::InvalidArgument("a schedule fires on a cron expression or a watch, not both");
+  }
+  FARM_ASSIGN_OR_RETURN(WatchTarget target, WatchTargetOf(build));
+  FARM_RETURN_IF_ERROR(
+      CheckWatch(req.watch(), target, watches.upstreams, watches.min_poll_seconds));
+  return now_ms;
+}
+
+}  // namespace
+
 Result<store::ScheduleRow> NewScheduleRow(const farm::v1::CreateScheduleRequest& req,
-                                          const std::string& who, int64_t now_ms) {
+                                          const std::string& who, int64_t now_ms,
+                                          const WatchSettings& watches) {
   farm::v1::SubmitBuildRequest build = req.build();
   std::string path = build.recipe_path().empty() ? "recipe.yaml" : build.recipe_path();
   FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, recipe::ParseRecipe(build.recipe_yaml(), path));
@@ -19,8 +42,7 @@ Result<store::ScheduleRow> NewScheduleRow(const farm::v1::CreateScheduleRequest&
   }
   FARM_RETURN_IF_ERROR(recipe::CheckSourceIsContent(build.source()));
   std::string zone = req.time_zone().empty() ? "UTC" : req.time_zone();
-  auto next = NextFireMs(req.cron(), zone, now_ms);
-  if (!next.ok()) return next.status().WithContext("cron \"" + req.cron() + "\" in " + zone);
+  FARM_ASSIGN_OR_RETURN(int64_t next, FirstFireMs(req, build, zone, now_ms, watches));
   return store::ScheduleRow{
       .name = req.name().empty() ? recipe.name() : req.name(),
       .recipe_name = recipe.name(),
@@ -30,10 +52,16 @@ Result<store::ScheduleRow> NewScheduleRow(const farm::v1::CreateScheduleRequest&
       .missed_policy = req.missed_run_policy() == farm::v1::MISSED_RUN_ONCE ? 2 : 1,
       .concurrency_policy = req.concurrency_policy() == farm::v1::CONCURRENCY_ALLOW ? 2 : 1,
       .paused = req.paused(),
-      .next_fire_ms = next.value(),
+      .next_fire_ms = next,
       .created_by = who,
       .created_ms = now_ms,
-      .source_sha256 = build.source().archive().sha256()};
+      .source_sha256 = build.source().archive().sha256(),
+      .watch = req.has_watch() ? req.watch().SerializeAsString() : ""};
+}
+
+Result<int64_t> ResumeFireMs(const store::ScheduleRow& row, int64_t now_ms) {
+  if (!row.watch.empty()) return now_ms;
+  return NextFireMs(row.cron, row.time_zone, now_ms);
 }
 
 }  // namespace farm::cron

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "daemon/cron/upstream_watch.h"
 #include "daemon/store/store.h"
 #include "farm/v1/client.pb.h"
 
@@ -19,9 +20,19 @@ namespace farm::cron {
 // recipe's, which the runner resolves at each firing; the row names the uploaded source
 // archive it fires (source_sha256), whose presence the caller checks. InvalidArgument for
 // a bad recipe (with its YAML position), a source that is a path on the client, a cron
-// expression (with the field and column) or a time zone.
+// expression (with the field and column) or a time zone. A request with a watch instead of
+// a cron expression is checked against `watches` (CheckWatch) and first polls at once.
+struct WatchSettings {
+  WatchUpstreams upstreams;
+  int min_poll_seconds = 60;
+};
 Result<store::ScheduleRow> NewScheduleRow(const farm::v1::CreateScheduleRequest& req,
-                                          const std::string& who, int64_t now_ms);
+                                          const std::string& who, int64_t now_ms,
+                                          const WatchSettings& watches = {});
+
+// When a resumed schedule fires next: its cron's next fire time after `now_ms` (times that
+// passed while paused are not "missed"), or now for a watch.
+Result<int64_t> ResumeFireMs(const store::ScheduleRow& row, int64_t now_ms);
 
 }  // namespace farm::cron
 

@@ -77,8 +77,14 @@ std::string InputsDigest(const farm::v1::SubmitBuildRequest& req) {
 }
 
 ScheduleRunner::ScheduleRunner(store::Store* store, const Clock* clock, SourceResolver* resolver,
-                               BuildSubmitter* submitter, RunnerOptions options)
-    : store_(store), clock_(clock), resolver_(resolver), submitter_(submitter), options_(options) {}
+                               BuildSubmitter* submitter, RunnerOptions options,
+                               UpstreamPoller* poller)
+    : store_(store),
+      clock_(clock),
+      resolver_(resolver),
+      submitter_(submitter),
+      options_(options),
+      poller_(poller) {}
 
 ScheduleRunner::~ScheduleRunner() { Stop(); }
 
@@ -111,6 +117,11 @@ Result<store::ScheduleRunRow> ScheduleRunner::Fire(const store::ScheduleRow& sch
   }
   std::string commit;
   if (req.source().has_git()) {
+    if (!f.git_commit.empty()) {
+      // A git watch saw this commit: build exactly it, not what the ref says by now.
+      req.mutable_source()->mutable_git()->set_commit(f.git_commit);
+      req.mutable_source()->mutable_git()->clear_ref();
+    }
     const farm::v1::GitSource& git = req.source().git();
     commit = git.commit();
     if (!git.ref().empty()) {
@@ -132,7 +143,8 @@ Result<store::ScheduleRunRow> ScheduleRunner::Fire(const store::ScheduleRow& sch
                   "cannot resolve a required recipe's ref: " + pinned.message());
   }
   std::string digest = InputsDigest(req);
-  if (!f.force && !digest.empty()) {
+  // A watch fires because its upstream changed, which the request's inputs do not show.
+  if (!f.force && !digest.empty() && f.trigger != farm::v1::TRIGGER_WATCH) {
     FARM_ASSIGN_OR_RETURN(auto last, store_->LastSucceededScheduleRun(schedule.id));
     if (last && last->inputs_digest == digest) {
       store::ScheduleRunRow skipped;
@@ -151,7 +163,9 @@ Result<store::ScheduleRunRow> ScheduleRunner::Fire(const store::ScheduleRow& sch
                             .created_ms = clock_->NowUnixMs(),
                             .resolved_commit = commit,
                             .inputs_digest = digest,
-                            .detail = f.note};
+                            .detail = f.note,
+                            .upstream_ms = f.upstream_ms,
+                            .watch_state = f.watch_state};
   if (f.force) req.set_force(true);
   // The creator owns the schedule, so its builds are the creator's (docs/security.md).
   auto build = submitter_->SubmitScheduled(req, schedule.created_by, &run, f.next_fire_ms);
@@ -203,7 +217,7 @@ Result<int> ScheduleRunner::Tick() {
   int64_t now = clock_->NowUnixMs();
   int fired = 0;
   for (const auto& s : schedules) {
-    auto due = FireIfDue(s, now);
+    auto due = s.watch.empty() ? FireIfDue(s, now) : PollIfDue(s, now);
     if (!due.ok()) {
       log::Warn("schedule " + std::to_string(s.id) + " could not fire: " + due.status().ToString());
       continue;

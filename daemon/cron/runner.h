@@ -1,7 +1,10 @@
-// ScheduleRunner: fires stored schedules when their cron time comes. Each firing is
-// recorded as a schedule run: a submitted build, or the reason nothing was built (inputs
-// unchanged since the last successful run, previous run still going, missed while farmd
-// was down, branch unresolvable).
+// ScheduleRunner: fires stored schedules when their cron time comes, or, for a schedule
+// with an upstream watch, when its poll sees something new upstream (upstream_watch.h).
+// Each firing is recorded as a schedule run: a submitted build, or the reason nothing was
+// built (inputs unchanged since the last successful run, previous run still going, missed
+// while farmd was down, branch unresolvable). A watch's first poll records what it sees
+// and builds nothing; later, each poll that sees new items fires one build and records
+// them as seen in the same transaction, so a change fires once across crashes.
 //
 //   ScheduleRunner runner(store, clock, resolver, submitter);
 //   runner.Start(1000);           // a thread calls Tick() every second
@@ -26,6 +29,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "daemon/cron/source_resolver.h"
+#include "daemon/cron/upstream_watch.h"
 #include "daemon/store/store.h"
 #include "farm/v1/client.pb.h"
 
@@ -46,13 +50,16 @@ class BuildSubmitter {
 };
 
 struct RunnerOptions {
-  int64_t missed_grace_ms = 60000;  // a fire time later than this was missed
+  int64_t missed_grace_ms = 60000;   // a fire time later than this was missed
+  int64_t default_poll_ms = 600000;  // a watch without poll_seconds
 };
 
 class ScheduleRunner {
  public:
+  // `poller` null: watch schedules record that this farmd polls no upstream.
   ScheduleRunner(store::Store* store, const Clock* clock, SourceResolver* resolver,
-                 BuildSubmitter* submitter, RunnerOptions options = {});
+                 BuildSubmitter* submitter, RunnerOptions options = {},
+                 UpstreamPoller* poller = nullptr);
   ~ScheduleRunner();
 
   // Fires every schedule that is due. Returns how many runs were recorded.
@@ -73,17 +80,25 @@ class ScheduleRunner {
     int64_t next_fire_ms = -1;
     bool force = false;
     std::string note;  // added to the run's detail
+    // Watch firings: the state written with a submitted run, when upstream published the
+    // change, and the git commit (and its tag or branch) to build instead of the source's.
+    std::string watch_state;
+    int64_t upstream_ms = 0;
+    std::string git_commit;
   };
   Result<store::ScheduleRunRow> Fire(const store::ScheduleRow& schedule, const FireRequest& f);
   Result<store::ScheduleRunRow> Record(const store::ScheduleRow& schedule, const FireRequest& f,
                                        int outcome, const std::string& detail);
   Result<bool> FireIfDue(const store::ScheduleRow& schedule, int64_t now_ms);
+  Result<bool> PollIfDue(const store::ScheduleRow& schedule, int64_t now_ms);
+  int64_t PollPeriodMs(const farm::v1::UpstreamWatch& watch) const;
 
   store::Store* store_;
   const Clock* clock_;
   SourceResolver* resolver_;
   BuildSubmitter* submitter_;
   RunnerOptions options_;
+  UpstreamPoller* poller_;
   std::mutex fire_mu_;
 
   std::mutex mu_;

@@ -16,9 +16,8 @@ bool IsCommit(const std::string& s) {
          });
 }
 
-}  // namespace
-
-std::string PickRef(const std::string& output, const std::string& ref) {
+// Every "<sha>\t<name>" line of ls-remote output, as printed (peeled lines keep "^{}").
+std::map<std::string, std::string> RawRefs(const std::string& output) {
   std::map<std::string, std::string> refs;
   std::istringstream in(output);
   std::string line;
@@ -28,6 +27,26 @@ std::string PickRef(const std::string& output, const std::string& ref) {
     std::string sha = line.substr(0, tab);
     if (IsCommit(sha)) refs[line.substr(tab + 1)] = sha;
   }
+  return refs;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> ParseRefs(const std::string& output) {
+  std::map<std::string, std::string> raw = RawRefs(output);
+  std::map<std::string, std::string> refs;
+  for (const auto& [name, sha] : raw) {
+    if (name.size() > 3 && name.compare(name.size() - 3, 3, "^{}") == 0) {
+      refs[name.substr(0, name.size() - 3)] = sha;
+    } else if (!raw.count(name + "^{}")) {
+      refs[name] = sha;
+    }
+  }
+  return refs;
+}
+
+std::string PickRef(const std::string& output, const std::string& ref) {
+  std::map<std::string, std::string> refs = RawRefs(output);
   for (const std::string& name :
        {"refs/heads/" + ref, "refs/tags/" + ref + "^{}", "refs/tags/" + ref, ref}) {
     auto it = refs.find(name);
@@ -36,13 +55,9 @@ std::string PickRef(const std::string& output, const std::string& ref) {
   return "";
 }
 
-Result<std::string> GitSourceResolver::ResolveGitRef(const std::string& url,
-                                                     const std::string& ref) {
-  FARM_RETURN_IF_ERROR(git::CheckGitUrl(url, policy_));
-  if (IsCommit(ref)) return ref;
-  if (ref.empty() || ref[0] == '-') {
-    return Status::InvalidArgument("cannot resolve ref \"" + ref + "\" of \"" + url + "\"");
-  }
+Result<std::string> GitSourceResolver::LsRemote(const std::string& url,
+                                                const std::vector<std::string>& options,
+                                                const std::vector<std::string>& patterns) {
   if (!enabled_) {
     return Status::FailedPrecondition(
         "this farm does not resolve git refs (farmd --no-git-resolve): name the full 40-hex "
@@ -51,7 +66,10 @@ Result<std::string> GitSourceResolver::ResolveGitRef(const std::string& url,
   ProcessSpec spec;
   spec.argv = {"git"};
   for (const std::string& arg : git::LockedGitArgs(policy_)) spec.argv.push_back(arg);
-  spec.argv.insert(spec.argv.end(), {"ls-remote", "--", url, ref});
+  spec.argv.push_back("ls-remote");
+  spec.argv.insert(spec.argv.end(), options.begin(), options.end());
+  spec.argv.insert(spec.argv.end(), {"--", url});
+  spec.argv.insert(spec.argv.end(), patterns.begin(), patterns.end());
   // Never a prompt, a credential or the farmd user's configuration: farmd runs unattended
   // on a URL a submitter wrote.
   spec.env = git::LockedGitEnv(policy_, "/nonexistent");
@@ -70,9 +88,26 @@ Result<std::string> GitSourceResolver::ResolveGitRef(const std::string& url,
     return Status::Unavailable(
         git::SanitizedGitError("git ls-remote", r.exit_code, r.timed_out, policy_.timeout_ms, err));
   }
+  return out;
+}
+
+Result<std::string> GitSourceResolver::ResolveGitRef(const std::string& url,
+                                                     const std::string& ref) {
+  FARM_RETURN_IF_ERROR(git::CheckGitUrl(url, policy_));
+  if (IsCommit(ref)) return ref;
+  if (ref.empty() || ref[0] == '-') {
+    return Status::InvalidArgument("cannot resolve ref \"" + ref + "\" of \"" + url + "\"");
+  }
+  FARM_ASSIGN_OR_RETURN(std::string out, LsRemote(url, {}, {ref}));
   std::string sha = PickRef(out, ref);
   if (sha.empty()) return Status::NotFound("no ref \"" + ref + "\" in " + url);
   return sha;
+}
+
+Result<std::map<std::string, std::string>> GitSourceResolver::ListRefs(const std::string& url) {
+  FARM_RETURN_IF_ERROR(git::CheckGitUrl(url, policy_));
+  FARM_ASSIGN_OR_RETURN(std::string out, LsRemote(url, {"--heads", "--tags"}, {}));
+  return ParseRefs(out);
 }
 
 }  // namespace farm::cron

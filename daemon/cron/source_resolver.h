@@ -10,7 +10,9 @@
 #define FARM_DAEMON_CRON_SOURCE_RESOLVER_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "common/git_policy.h"
 #include "common/process.h"
@@ -26,6 +28,13 @@ class SourceResolver {
   // Unavailable when the repository cannot be read; InvalidArgument for a URL the farm
   // does not fetch; FailedPrecondition when resolution is turned off.
   virtual Result<std::string> ResolveGitRef(const std::string& url, const std::string& ref) = 0;
+  // The branches and tags of the repository at `url`, full ref name ("refs/tags/v1.0") to
+  // the commit it names (annotated tags peeled). Errors as ResolveGitRef's; resolvers that
+  // cannot list answer Unimplemented.
+  virtual Result<std::map<std::string, std::string>> ListRefs(const std::string& url) {
+    (void)url;
+    return Status::Unimplemented("this resolver cannot list a repository's refs");
+  }
 };
 
 class GitSourceResolver final : public SourceResolver {
@@ -35,8 +44,13 @@ class GitSourceResolver final : public SourceResolver {
   GitSourceResolver(ProcessRunner* runner, git::GitPolicy policy, bool enabled = true)
       : runner_(runner), policy_(std::move(policy)), enabled_(enabled) {}
   Result<std::string> ResolveGitRef(const std::string& url, const std::string& ref) override;
+  Result<std::map<std::string, std::string>> ListRefs(const std::string& url) override;
 
  private:
+  // `git ls-remote <options> -- URL <patterns>`'s output, bounded.
+  Result<std::string> LsRemote(const std::string& url, const std::vector<std::string>& options,
+                               const std::vector<std::string>& patterns);
+
   ProcessRunner* runner_;
   const git::GitPolicy policy_;
   const bool enabled_;
@@ -45,6 +59,10 @@ class GitSourceResolver final : public SourceResolver {
 // Picks the commit of `ref` from `git ls-remote` output: refs/heads/REF, then the peeled
 // refs/tags/REF^{}, then refs/tags/REF, then an exact full ref name. "" when absent.
 std::string PickRef(const std::string& ls_remote_output, const std::string& ref);
+
+// Every ref of `git ls-remote` output, full name to commit, a tag's peeled "^{}" line
+// winning over the tag object.
+std::map<std::string, std::string> ParseRefs(const std::string& ls_remote_output);
 
 }  // namespace farm::cron
 

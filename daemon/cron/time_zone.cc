@@ -230,8 +230,7 @@ Result<TimeZone> TimeZone::FromTzif(const std::string& name, std::string_view d)
     // search rely on offsets of about a day at most.
     auto utoff = static_cast<int32_t>(Be32(d, p));
     if (utoff < -89999 || utoff > 93599) return bad("UT offset out of range");
-    tz.types_.push_back({utoff, d[p + 4] != 0,
-                         std::string(abbr.substr(0, abbr.find('\0')))});
+    tz.types_.push_back({utoff, d[p + 4] != 0, std::string(abbr.substr(0, abbr.find('\0')))});
   }
   if (version >= '2') {
     size_t footer = at + block_size(at, 8, c);

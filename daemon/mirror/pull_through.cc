@@ -131,21 +131,38 @@ void PullThroughCache::Learn(const std::string& sha256, const KnownFile& file) {
   if (known.url.empty()) known = file;
 }
 
-Result<std::vector<upstream::IndexFile>> PullThroughCache::ProjectFiles(
-    const std::string& index, const std::string& project) {
+Result<std::vector<upstream::IndexFile>> PullThroughCache::ProjectFiles(const std::string& index,
+                                                                        const std::string& project,
+                                                                        bool revalidate) {
   auto upstream_url = options_.indexes.find(index);
   if (upstream_url == options_.indexes.end()) return Status::NotFound("no index " + index);
   std::string key = index + "/" + project;
+  std::string etag;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto page = pages_.find(key);
-    if (page != pages_.end() &&
-        clock_->SteadyMs() - page->second.fetched_ms < options_.page_ttl_ms) {
-      return page->second.files;
+    if (page != pages_.end()) {
+      if (!revalidate && clock_->SteadyMs() - page->second.fetched_ms < options_.page_ttl_ms) {
+        return page->second.files;
+      }
+      etag = page->second.etag;
     }
   }
+  std::string page_url = upstream::ProjectPageUrl(upstream_url->second, project);
+  Result<upstream::FetchedPage> got = fetcher_->GetPageIfChanged(
+      page_url, upstream::kAcceptIndex, upstream::kMaxIndexPageBytes, etag);
+  if (got.ok() && got->not_modified) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto page = pages_.find(key);
+    if (page != pages_.end()) {
+      page->second.fetched_ms = clock_->SteadyMs();
+      return page->second.files;
+    }
+    got = fetcher_->GetPage(page_url, upstream::kAcceptIndex, upstream::kMaxIndexPageBytes);
+  }
   Result<std::vector<upstream::IndexFile>> fetched =
-      upstream::ListProjectFiles(*fetcher_, upstream_url->second, project);
+      got.ok() ? upstream::ParseProjectPage(*got)
+               : Result<std::vector<upstream::IndexFile>>(got.status());
   if (fetched.ok()) {
     std::vector<upstream::IndexFile> files;
     for (const upstream::IndexFile& f : *fetched) {
@@ -154,7 +171,7 @@ Result<std::vector<upstream::IndexFile>> PullThroughCache::ProjectFiles(
       files.push_back(f);
     }
     std::lock_guard<std::mutex> lock(mu_);
-    pages_[key] = {files, clock_->SteadyMs()};
+    pages_[key] = {files, clock_->SteadyMs(), got->etag};
     return files;
   }
   if (fetched.status().code() != StatusCode::kUnavailable &&
@@ -180,9 +197,10 @@ Result<std::vector<upstream::IndexFile>> PullThroughCache::ProjectFiles(
 
 Result<MirrorAnswer> PullThroughCache::IndexPage(const std::string& index,
                                                  const std::string& project, bool json,
-                                                 const std::string& files_base) {
+                                                 const std::string& files_base, bool revalidate) {
   std::string name = wheel::NormalizeProjectName(project);
-  FARM_ASSIGN_OR_RETURN(std::vector<upstream::IndexFile> files, ProjectFiles(index, name));
+  FARM_ASSIGN_OR_RETURN(std::vector<upstream::IndexFile> files,
+                        ProjectFiles(index, name, revalidate));
   MirrorAnswer answer;
   answer.content_type =
       json ? "application/vnd.pypi.simple.v1+json" : "application/vnd.pypi.simple.v1+html";

@@ -70,8 +70,10 @@ class PullThroughCache {
 
   // The project page of index `index`; `json` picks PEP 691 over PEP 503 HTML.
   // NotFound for an unknown index or project.
+  // `revalidate`: the client asked for a fresh page (Cache-Control: max-age=0), so a kept
+  // page is checked upstream with its ETag first (a 304 keeps it).
   Result<MirrorAnswer> IndexPage(const std::string& index, const std::string& project, bool json,
-                                 const std::string& files_base);
+                                 const std::string& files_base, bool revalidate = false);
 
   // Puts the file with digest `sha256` (listed by a page or manifest served before, or
   // preloaded) into the blob store. NotFound when the digest was never listed.
@@ -91,6 +93,7 @@ class PullThroughCache {
   struct Page {
     std::vector<upstream::IndexFile> files;
     int64_t fetched_ms = 0;
+    std::string etag;  // the upstream page's validator, "" when it gave none
   };
   struct Flight {
     std::mutex mu;
@@ -100,7 +103,8 @@ class PullThroughCache {
   };
 
   Result<std::vector<upstream::IndexFile>> ProjectFiles(const std::string& index,
-                                                        const std::string& project);
+                                                        const std::string& project,
+                                                        bool revalidate);
   Status Download(const std::string& sha256, const KnownFile& file);
   void Learn(const std::string& sha256, const KnownFile& file);
   void LearnFromTreeFile(const std::string& tree, const std::string& base,

@@ -10,7 +10,7 @@ namespace {
 
 constexpr char kScheduleColumns[] =
     "id, name, recipe_name, request, cron, time_zone, missed_policy, concurrency_policy, "
-    "paused, next_fire_ms, created_by, created_ms, deleted_ms, source_sha256";
+    "paused, next_fire_ms, created_by, created_ms, deleted_ms, source_sha256, watch, watch_state";
 
 ScheduleRow ScheduleFromRow(const Stmt& s) {
   ScheduleRow r;
@@ -28,12 +28,14 @@ ScheduleRow ScheduleFromRow(const Stmt& s) {
   r.created_ms = s.Int(11);
   r.deleted_ms = s.Int(12);
   r.source_sha256 = s.Text(13);
+  r.watch = s.Text(14);
+  r.watch_state = s.Text(15);
   return r;
 }
 
 constexpr char kRunColumns[] =
     "r.id, r.schedule_id, r.trigger, r.outcome, r.fire_ms, r.created_ms, r.build_id, "
-    "COALESCE(b.state, 0), r.resolved_commit, r.inputs_digest, r.detail";
+    "COALESCE(b.state, 0), r.resolved_commit, r.inputs_digest, r.detail, r.upstream_ms";
 constexpr char kRunFrom[] = " FROM schedule_runs r LEFT JOIN builds b ON b.id = r.build_id ";
 
 ScheduleRunRow RunFromRow(const Stmt& s) {
@@ -49,6 +51,7 @@ ScheduleRunRow RunFromRow(const Stmt& s) {
   r.resolved_commit = s.Text(8);
   r.inputs_digest = s.Text(9);
   r.detail = s.Text(10);
+  r.upstream_ms = s.Int(11);
   return r;
 }
 
@@ -64,6 +67,7 @@ Result<std::vector<ScheduleRow>> Store::ListSchedules() { return NoSchedules(); 
 Status Store::SetSchedulePaused(int64_t, bool, int64_t) { return NoSchedules(); }
 Status Store::DeleteSchedule(int64_t, int64_t) { return NoSchedules(); }
 Status Store::RecordScheduleRun(ScheduleRunRow*, int64_t) { return NoSchedules(); }
+Status Store::SetWatchState(int64_t, const std::string&, int64_t) { return NoSchedules(); }
 Result<std::vector<ScheduleRunRow>> Store::ListScheduleRuns(int64_t, int) {
   return NoSchedules();
 }
@@ -85,8 +89,8 @@ Status SqliteStore::InsertSchedule(ScheduleRow* r) {
       auto s,
       db_->Prepare(
           "INSERT INTO schedules(name, recipe_name, request, cron, time_zone, missed_policy, "
-          "concurrency_policy, paused, next_fire_ms, created_by, created_ms, source_sha256) "
-          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"));
+          "concurrency_policy, paused, next_fire_ms, created_by, created_ms, source_sha256, "
+          "watch, watch_state) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   s->Bind(r->name)
       .Bind(r->recipe_name)
       .BindBlob(r->request)
@@ -98,7 +102,9 @@ Status SqliteStore::InsertSchedule(ScheduleRow* r) {
       .Bind(r->next_fire_ms)
       .Bind(r->created_by)
       .Bind(r->created_ms)
-      .Bind(r->source_sha256);
+      .Bind(r->source_sha256)
+      .BindBlob(r->watch)
+      .Bind(r->watch_state);
   FARM_RETURN_IF_ERROR(s->Run());
   r->id = db_->LastInsertId();
   Bump();
@@ -157,7 +163,7 @@ Status SqliteStore::InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fi
       auto s,
       db_->Prepare(
           "INSERT INTO schedule_runs(schedule_id, trigger, outcome, fire_ms, created_ms, build_id, "
-          "resolved_commit, inputs_digest, detail) VALUES (?,?,?,?,?,?,?,?,?)"));
+          "resolved_commit, inputs_digest, detail, upstream_ms) VALUES (?,?,?,?,?,?,?,?,?,?)"));
   s->Bind(run->schedule_id)
       .Bind(run->trigger)
       .Bind(run->outcome)
@@ -166,9 +172,15 @@ Status SqliteStore::InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fi
       .Bind(run->build_id)
       .Bind(run->resolved_commit)
       .Bind(run->inputs_digest)
-      .Bind(run->detail);
+      .Bind(run->detail)
+      .Bind(run->upstream_ms);
   FARM_RETURN_IF_ERROR(s->Run());
   run->id = db_->LastInsertId();
+  if (!run->watch_state.empty()) {
+    FARM_ASSIGN_OR_RETURN(auto w, db_->Prepare("UPDATE schedules SET watch_state = ? WHERE id = ?"));
+    w->Bind(run->watch_state).Bind(run->schedule_id);
+    FARM_RETURN_IF_ERROR(w->Run());
+  }
   if (next_fire_ms < 0) return Status::Ok();
   FARM_ASSIGN_OR_RETURN(auto up,
                         db_->Prepare("UPDATE schedules SET next_fire_ms = ? WHERE id = ?"));
@@ -182,6 +194,18 @@ Status SqliteStore::RecordScheduleRun(ScheduleRunRow* run, int64_t next_fire_ms)
   FARM_RETURN_IF_ERROR(txn.status());
   FARM_RETURN_IF_ERROR(InsertScheduleRunLocked(run, next_fire_ms));
   FARM_RETURN_IF_ERROR(txn.Commit());
+  Bump();
+  return Status::Ok();
+}
+
+Status SqliteStore::SetWatchState(int64_t id, const std::string& state, int64_t next_fire_ms) {
+  Locked lock(this);
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare("UPDATE schedules SET watch_state = ?, next_fire_ms = ? WHERE id = ? "
+                           "AND deleted_ms = 0"));
+  s->Bind(state).Bind(next_fire_ms).Bind(id);
+  FARM_RETURN_IF_ERROR(s->Run());
+  if (db_->Changes() == 0) return Status::NotFound("no schedule " + std::to_string(id));
   Bump();
   return Status::Ok();
 }

@@ -304,6 +304,10 @@ struct ScheduleRow {
   int64_t created_ms = 0;
   int64_t deleted_ms = 0;
   std::string source_sha256;  // the uploaded source archive it fires, "" for git
+  // A watch schedule (cron ""): the serialized farm.v1.UpstreamWatch, and what it has seen
+  // (daemon/cron/watch_state.h). next_fire_ms is then its next poll.
+  std::string watch;
+  std::string watch_state;
 };
 
 // One firing of a schedule: a build submitted, or the reason nothing was built. Values
@@ -320,6 +324,10 @@ struct ScheduleRunRow {
   std::string resolved_commit;
   std::string inputs_digest;  // hash of every input; "" when the source content is unknown
   std::string detail;
+  int64_t upstream_ms = 0;  // watch runs: when upstream published the change answered
+  // Not a column: when non-empty, the schedule's watch_state becomes this in the
+  // transaction that stores the run (a watch's change is seen exactly when it fired).
+  std::string watch_state;
 };
 
 // What CreateBuildLinked stores with a build, in the same transaction.
@@ -662,6 +670,8 @@ class Store {
   // Records a run that submitted nothing and sets the next fire time when
   // next_fire_ms >= 0, in one transaction. Fills in run->id.
   virtual Status RecordScheduleRun(ScheduleRunRow* run, int64_t next_fire_ms);
+  // A watch's poll that fired nothing: its state and next poll time.
+  virtual Status SetWatchState(int64_t id, const std::string& state, int64_t next_fire_ms);
   // The schedule's runs, newest first, at most `limit`, with their builds' states.
   virtual Result<std::vector<ScheduleRunRow>> ListScheduleRuns(int64_t schedule_id, int limit);
   // The newest run whose build succeeded, if any.

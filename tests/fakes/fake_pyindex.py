@@ -26,6 +26,8 @@ nothing acceptable gets 406. Every page says Vary: Accept.
     yanked (false, true or the reason), core-metadata {"sha256": ...} for wheels (only the
     PEP 714 key: pip >= 22.3 failed on the old one in JSON).
   - Unknown project or file: 404.
+  - Every page carries a strong ETag; If-None-Match with it answers 304 without a body
+    (counted as "not-modified:<prefix>/<project>/").
 A file is yanked by a sidecar "<file>.yanked" holding the reason (empty: no reason), or
 with POST /_control/yank {"file": NAME, "reason": "..."}.
 
@@ -251,7 +253,16 @@ class Handler(FileHandler):
         else:
             self.server.count("page:%s/" % prefix)
         render = self.render_json if ctype == JSON_TYPE else self.render_html
-        return self.send(200, render(prefix, project, folder, names), ctype, {"Vary": "Accept"})
+        body = render(prefix, project, folder, names)
+        data = json.dumps(body).encode() if isinstance(body, dict) else body.encode()
+        # A strong validator of this representation, as PyPI's CDN gives one: a client that
+        # sends it back in If-None-Match gets 304 while the page is unchanged (RFC 9110).
+        etag = '"%s"' % hashlib.sha256(ctype.encode() + b"\0" + data).hexdigest()[:32]
+        headers = {"Vary": "Accept", "ETag": etag}
+        if etag in [t.strip() for t in (self.headers.get("If-None-Match") or "").split(",")]:
+            self.server.count("not-modified:%s/%s/" % (prefix, project or ""))
+            return self.send(304, b"", ctype, headers)
+        return self.send(200, data, ctype, headers)
 
     def entries(self, folder, names):
         for name in names:

@@ -7,7 +7,8 @@ Seeds: the catalog's and the tests' recipes; the cron expressions and POSIX TZ s
 the schedule tests; TZif files of the zones the tests use; small CUDA modules made with nvcc
 (whole ELF files, their .nv_fatbin sections, and wheels holding them) and the .nv_fatbin
 sections of the wheel tests' modules; the routes the HTTP tests request; the names of the
-wheel-name tests; statements signed like the farm's provenance.
+wheel-name tests; statements signed like the farm's provenance; the links and pages of the
+static export's tests.
 """
 import glob
 import hashlib
@@ -166,6 +167,12 @@ def names(repo, out):
         write(out, "names", f"s{i}", s)
 
 
+def export_links(repo, out):
+    strings = c_strings(os.path.join(repo, "tests/unit/cli/export/index_links_test.cc"))
+    for i, s in enumerate(strings):
+        write(out, "export_links", f"s{i}", s)
+
+
 # RFC 8032 TEST 1's secret key; provenance_fuzz.cc trusts its public half.
 FUZZ_SIGNING_SECRET = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
 
@@ -212,7 +219,7 @@ def provenance(repo, out):
 
 def main():
     repo, build, out = sys.argv[1:4]
-    for step in (recipes, cron, time_zone, router, names, provenance):
+    for step in (recipes, cron, time_zone, router, names, provenance, export_links):
         step(repo, out)
     modules(build, out)
     for target in sorted(os.listdir(out)):

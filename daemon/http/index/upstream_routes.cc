@@ -72,7 +72,13 @@ Response ProjectPage(mirror::PullThroughCache& cache, const Request& req, std::s
     return ErrorResponse(Status::NotFound("the farm serves project pages only"));
   }
   const bool json = req.accept.find(kJsonType) != std::string::npos;
-  auto page = cache.IndexPage(std::string(index), std::string(project), json, kFilesBase);
+  // pip (and the worker) ask for index pages with "Cache-Control: max-age=0": the mirror
+  // then revalidates its copy upstream (a conditional GET), so a release published a
+  // moment ago is listed.
+  const bool revalidate = req.cache_control.find("max-age=0") != std::string::npos ||
+                          req.cache_control.find("no-cache") != std::string::npos;
+  auto page =
+      cache.IndexPage(std::string(index), std::string(project), json, kFilesBase, revalidate);
   if (!page.ok()) return Failure(page.status());
   Response r = TextResponse(200, page->body);
   r.content_type = page->content_type;

@@ -1,19 +1,18 @@
 #include "daemon/http/rest/api_schedules.h"
 
-#include <boost/json.hpp>
-
 #include <algorithm>
+#include <boost/json.hpp>
 #include <charconv>
 #include <regex>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "daemon/auth/ownership.h"
-#include "daemon/http/rest/api.h"
-#include "daemon/http/rest/json_util.h"
 #include "daemon/cron/new_schedule.h"
 #include "daemon/cron/runner.h"
 #include "daemon/cron/time_zone.h"
+#include "daemon/http/rest/api.h"
+#include "daemon/http/rest/json_util.h"
 #include "farm/v1/client.pb.h"
 
 namespace farm::http {
@@ -41,17 +40,20 @@ json::object RunJson(const store::ScheduleRunRow& r) {
   return json::object{
       {"id", r.id},
       {"schedule_id", r.schedule_id},
-      {"trigger", farm::v1::ScheduleTrigger_Name(static_cast<farm::v1::ScheduleTrigger>(r.trigger))},
+      {"trigger",
+       farm::v1::ScheduleTrigger_Name(static_cast<farm::v1::ScheduleTrigger>(r.trigger))},
       {"outcome",
        farm::v1::ScheduleRunOutcome_Name(static_cast<farm::v1::ScheduleRunOutcome>(r.outcome))},
       {"fire_time", FormatRfc3339(r.fire_ms)},
       {"created_at", FormatRfc3339(r.created_ms)},
       {"build_id", r.build_id},
       {"build_state", r.build_id > 0 ? json::value(BuildStateName(r.build_state)) : nullptr},
-      {"build_url", r.build_id > 0 ? json::value("#/build/" + std::to_string(r.build_id)) : nullptr},
-      {"build_api", r.build_id > 0 ? json::value("/api/v1/builds/" + std::to_string(r.build_id))
-                                   : nullptr},
+      {"build_url",
+       r.build_id > 0 ? json::value("#/build/" + std::to_string(r.build_id)) : nullptr},
+      {"build_api",
+       r.build_id > 0 ? json::value("/api/v1/builds/" + std::to_string(r.build_id)) : nullptr},
       {"resolved_commit", r.resolved_commit},
+      {"upstream_time", r.upstream_ms > 0 ? json::value(FormatRfc3339(r.upstream_ms)) : nullptr},
       {"detail", detail},
       {"skipped_reason", IsSkipOrFailure(r.outcome) ? json::value(detail) : nullptr}};
 }
@@ -75,7 +77,13 @@ json::object ScheduleJson(const store::ScheduleRow& row) {
       {"next_fire_local", nullptr},
       {"created_by", row.created_by},
       {"owner", row.created_by},
-      {"created_at", FormatRfc3339(row.created_ms)}};
+      {"created_at", FormatRfc3339(row.created_ms)},
+      {"watch", nullptr},
+      {"watch_status", nullptr}};
+  if (farm::v1::UpstreamWatch watch; !row.watch.empty() && watch.ParseFromString(row.watch)) {
+    o["watch"] = cron::DescribeWatch(watch);
+    o["watch_status"] = cron::DescribeWatchState(cron::WatchState::Parse(row.watch_state));
+  }
   if (!row.paused) {
     o["next_fire_time"] = FormatRfc3339(row.next_fire_ms);
     o["next_fire_unix"] = row.next_fire_ms / 1000;
@@ -127,7 +135,8 @@ Result<std::string> StringField(const json::object& o, const char* key, bool req
     if (required) return Status::InvalidArgument(std::string("\"") + key + "\" is required");
     return std::string();
   }
-  if (!v->is_string()) return Status::InvalidArgument(std::string("\"") + key + "\" must be a string");
+  if (!v->is_string())
+    return Status::InvalidArgument(std::string("\"") + key + "\" must be a string");
   return std::string(v->as_string());
 }
 
@@ -152,7 +161,8 @@ Result<farm::v1::CreateScheduleRequest> ParseCreateRequest(const std::string& bo
   }
   const json::object& o = doc.as_object();
   farm::v1::CreateScheduleRequest req;
-  FARM_ASSIGN_OR_RETURN(*req.mutable_build()->mutable_recipe_yaml(), StringField(o, "recipe_yaml", true));
+  FARM_ASSIGN_OR_RETURN(*req.mutable_build()->mutable_recipe_yaml(),
+                        StringField(o, "recipe_yaml", true));
   req.mutable_build()->set_recipe_path("recipe.yaml");
   FARM_ASSIGN_OR_RETURN(*req.mutable_cron(), StringField(o, "cron", true));
   FARM_ASSIGN_OR_RETURN(*req.mutable_name(), StringField(o, "name", false));
@@ -231,8 +241,7 @@ Response ApiPauseSchedule(const DashboardDeps& deps, const auth::Principal& who,
     FARM_ASSIGN_OR_RETURN(store::ScheduleRow row, deps.store->GetSchedule(id));
     int64_t next = row.next_fire_ms;
     if (!paused) {
-      FARM_ASSIGN_OR_RETURN(next,
-                            cron::NextFireMs(row.cron, row.time_zone, deps.clock->NowUnixMs()));
+      FARM_ASSIGN_OR_RETURN(next, cron::ResumeFireMs(row, deps.clock->NowUnixMs()));
     }
     return deps.store->SetSchedulePaused(id, paused, next);
   });
@@ -273,8 +282,8 @@ Response DispatchSchedules(const DashboardDeps& deps, const Request& req, std::s
     }
     return IsRead(req) ? ApiSchedules(deps) : MethodNotAllowed("GET, HEAD, POST");
   }
-  if (rest.front() != '/') return ErrorResponse(Status::NotFound("no API route schedules" +
-                                                                 std::string(rest)));
+  if (rest.front() != '/')
+    return ErrorResponse(Status::NotFound("no API route schedules" + std::string(rest)));
   rest.remove_prefix(1);
   size_t slash = rest.find('/');
   std::string_view id_text = rest.substr(0, slash);

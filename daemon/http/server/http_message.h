@@ -24,6 +24,7 @@ struct Request {
   std::string authorization;  // Authorization header, "" when absent
   std::string last_event_id;  // Last-Event-ID header (server-sent events reconnect)
   std::string host;           // Host header, "" when absent
+  std::string cache_control;  // Cache-Control header, "" when absent
   bool secure = false;        // the connection is TLS: URLs built from `host` are https
   std::string body;
 };

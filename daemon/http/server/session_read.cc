@@ -18,6 +18,7 @@ namespace {
 Request ToRequest(const bhttp::request<bhttp::string_body>& msg, bool secure) {
   Request req = MakeRequest(std::string(msg.method_string()), msg.target());
   req.accept = std::string(msg[bhttp::field::accept]);
+  req.cache_control = std::string(msg[bhttp::field::cache_control]).substr(0, 256);
   req.authorization = std::string(msg[bhttp::field::authorization]);
   req.host = std::string(msg[bhttp::field::host]);
   req.last_event_id = std::string(msg["Last-Event-ID"]);

@@ -5,11 +5,11 @@
 
 #include <string>
 
-#include "common/wheel/identity.h"
 #include "common/recipe/build_plan.h"
 #include "common/recipe/cell_environment.h"
 #include "common/recipe/matrix.h"
 #include "common/recipe/recipe.h"
+#include "common/wheel/identity.h"
 #include "tests/support/test_util.h"
 
 namespace farm::recipe {
@@ -262,6 +262,35 @@ TEST(EnvironmentTest, RefusesWhatAProvisionerCannotMake) {
   EXPECT_EQ(ErrorOf(std::string(kHead) + "environment: {}\n"),
             "recipe.yaml:4:1: a provisioned environment needs matrix.python: the worker "
             "installs that Python for each cell");
+}
+
+TEST(TorchFollowParseTest, ReadsASpecOrAMappingAndRefusesWhatCannotBeProvisioned) {
+  const std::string env = "environment: {build_requirements: [\"setuptools==66.1.1\"]}\n";
+  auto plain = Parse(std::string(kHead) +
+                     "matrix: {python: [\"3.11\"], cuda: [\"13.0\"], torch: \">=2.9\"}\n" + env);
+  EXPECT_EQ(plain.matrix().torch_follow().spec(), ">=2.9");
+  EXPECT_TRUE(plain.matrix().torch().empty());
+  auto mapped = Parse(
+      std::string(kHead) +
+      "matrix: {python: [\"3.11\"], cuda: [\"13.0\"], torch: {newest: 3, prereleases: true}}\n" +
+      env);
+  EXPECT_EQ(mapped.matrix().torch_follow().newest(), 3);
+  EXPECT_TRUE(mapped.matrix().torch_follow().prereleases());
+  EXPECT_NE(ErrorOf(std::string(kHead) +
+                    "matrix: {python: [\"3.11\"], cuda: [\"13.0\"], torch: \"2.9\"}\n" + env)
+                .find("recipe.yaml:4:"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kHead) +
+                    "matrix: {python: [\"3.11\"], cuda: [\"13.0\"], torch: \">=2.9\"}\n")
+                .find("add an environment: block"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kHead) + "matrix: {python: [\"3.11\"], torch: \">=2.9\"}\n" + env)
+                .find("matrix.cuda"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kHead) +
+                    "matrix: {python: [\"3.11\"], cuda: [\"13.0\"], torch: {}}\n" + env)
+                .find("spec"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,107 @@
+#include "daemon/cron/torch_follow.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/upstream/simple_index.h"
+
+namespace farm::cron {
+namespace {
+
+bool Older(const upstream::ReleaseVersion& a, const upstream::ReleaseVersion& b) {
+  return upstream::CompareReleases(a, b) < 0;
+}
+
+// Per minor ("2.9"), the newest release of `releases` that `follow` admits.
+std::map<std::string, upstream::ReleaseVersion> NewestPerMinor(
+    const std::vector<upstream::ReleaseVersion>& releases, const upstream::VersionSpec& spec,
+    bool prereleases) {
+  std::map<std::string, upstream::ReleaseVersion> out;
+  for (const upstream::ReleaseVersion& v : releases) {
+    if ((!prereleases && v.IsPrerelease()) || !spec.Matches(v)) continue;
+    auto [it, inserted] = out.emplace(v.Minor(), v);
+    if (!inserted && Older(it->second, v)) it->second = v;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string CudaVariantName(const std::string& cuda) {
+  std::string out = "cu";
+  for (char c : cuda) {
+    if (c != '.') out += c;
+  }
+  return out;
+}
+
+Result<std::vector<upstream::ReleaseVersion>> ListTorchReleases(upstream::Fetcher& fetcher,
+                                                                const std::string& index_url) {
+  FARM_ASSIGN_OR_RETURN(auto files, upstream::ListProjectFiles(fetcher, index_url, "torch"));
+  std::vector<upstream::ReleaseVersion> out;
+  std::set<std::string> seen;
+  for (const upstream::IndexFile& f : files) {
+    const std::string& name = f.filename;
+    size_t first = name.find('-');
+    size_t second = first == std::string::npos ? first : name.find('-', first + 1);
+    if (second == std::string::npos || name.size() < 4 ||
+        name.compare(name.size() - 4, 4, ".whl") != 0 || f.sha256.empty()) {
+      continue;
+    }
+    auto v = upstream::ParseReleaseVersion(name.substr(first + 1, second - first - 1));
+    if (v && seen.insert(v->Public()).second) out.push_back(*v);
+  }
+  return out;
+}
+
+Status ApplyTorchFollow(
+    const std::vector<std::string>& cuda,
+    const std::map<std::string, std::vector<upstream::ReleaseVersion>>& releases,
+    farm::v1::Recipe* recipe) {
+  const farm::v1::TorchFollow& follow = recipe->matrix().torch_follow();
+  FARM_ASSIGN_OR_RETURN(upstream::VersionSpec spec, upstream::VersionSpec::Parse(follow.spec()));
+  // variant -> minor -> newest release there
+  std::map<std::string, std::map<std::string, upstream::ReleaseVersion>> per_variant;
+  std::map<std::string, upstream::ReleaseVersion> pin;  // minor -> the release every index has
+  for (const std::string& c : cuda) {
+    std::string variant = CudaVariantName(c);
+    auto listed = releases.find(variant);
+    if (listed == releases.end()) continue;
+    auto newest = NewestPerMinor(listed->second, spec, follow.prereleases());
+    for (const auto& [minor, v] : newest) {
+      auto [it, inserted] = pin.emplace(minor, v);
+      if (!inserted && Older(v, it->second)) it->second = v;
+    }
+    per_variant[variant] = std::move(newest);
+  }
+  std::vector<std::string> minors;
+  for (const auto& [minor, v] : pin) minors.push_back(minor);
+  std::sort(minors.begin(), minors.end(), [&pin](const std::string& a, const std::string& b) {
+    return Older(pin.at(a), pin.at(b));
+  });
+  if (follow.newest() > 0 && minors.size() > static_cast<size_t>(follow.newest())) {
+    minors.erase(minors.begin(), minors.end() - follow.newest());
+  }
+  if (minors.empty()) {
+    return Status::FailedPrecondition("no torch release on the indexes of CUDA " +
+                                      std::to_string(cuda.size()) + " value(s) matches \"" +
+                                      follow.spec() + "\"");
+  }
+  farm::v1::MatrixAxes* matrix = recipe->mutable_matrix();
+  matrix->clear_torch();
+  auto* env = recipe->mutable_environment()->mutable_torch();
+  for (const std::string& minor : minors) {
+    matrix->add_torch(minor);
+    if (!env->contains(minor)) (*env)[minor] = pin.at(minor).Public();
+    for (const std::string& c : cuda) {
+      auto variant = per_variant.find(CudaVariantName(c));
+      if (variant != per_variant.end() && variant->second.count(minor)) continue;
+      farm::v1::MatrixRule* rule = matrix->add_exclude();
+      (*rule->mutable_match())["torch"] = minor;
+      (*rule->mutable_match())["cuda"] = c;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace farm::cron

@@ -1,0 +1,40 @@
+// A matrix that follows upstream (docs/recipes.md "A torch axis that follows the index"):
+// `matrix.torch: ">=2.8"` or `{spec, newest, prereleases}` becomes, at submit or when a
+// watch fires, the torch minors the per-CUDA indexes have now, each pinned to one release
+// (environment.torch), with the (torch, CUDA) pairs an index lacks excluded. The resolved
+// recipe is what the build stores, so the build records what it followed to; cells whose
+// inputs did not change keep their build keys and are answered from the store.
+#ifndef FARM_DAEMON_CRON_TORCH_FOLLOW_H_
+#define FARM_DAEMON_CRON_TORCH_FOLLOW_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/upstream/fetcher.h"
+#include "common/upstream/release_version.h"
+#include "farm/v1/types.pb.h"
+
+namespace farm::cron {
+
+// The torch releases listed on the index at `index_url` (every wheel's version, local
+// labels dropped, deduplicated). NotFound when the index has no torch.
+Result<std::vector<upstream::ReleaseVersion>> ListTorchReleases(upstream::Fetcher& fetcher,
+                                                                const std::string& index_url);
+
+// Resolves recipe->matrix().torch_follow() over `cuda` (the cells' CUDA values) with the
+// releases each index lists (by variant name "cu128"): fills matrix.torch, the
+// environment's torch pins (a pin the recipe wrote itself wins) and the excludes.
+// FailedPrecondition when no release matches.
+Status ApplyTorchFollow(
+    const std::vector<std::string>& cuda,
+    const std::map<std::string, std::vector<upstream::ReleaseVersion>>& releases,
+    farm::v1::Recipe* recipe);
+
+// "cu128" for CUDA "12.8".
+std::string CudaVariantName(const std::string& cuda);
+
+}  // namespace farm::cron
+
+#endif  // FARM_DAEMON_CRON_TORCH_FOLLOW_H_

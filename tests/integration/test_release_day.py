@@ -1,0 +1,254 @@
+"""Release day on the real farmd, farm-worker and farmctl (docs/schedules.md "Watches"):
+upstream changes become validated wheels with no human step.
+
+- A recipe whose torch axis follows the per-CUDA index (`torch: ">=2.9"`) is resolved at
+  submit against the index; a schedule watches that index. When a new torch release
+  (a real stand-in wheel, 2.10.0+cu130) appears on the protocol-faithful fake index, the
+  next poll fires one build: the old cell is answered from the store, the new one is built
+  on a worker that provisions it, validated, and pins torch==2.10.*. The run records the
+  release's upload time. Polls of an unchanged index are answered 304 (conditional GETs).
+- A watch on the tags of a git source (a git server on 127.0.0.1 speaking git's smart
+  HTTP over TLS): a tag pushed while farmd is down (kill -9) fires exactly once after it
+  comes back, and a second kill -9 and restart fire nothing more.
+- A new redistrib_X.Y.Z.json in the redist listing fires a toolkit watch.
+- Bad watches are refused when the schedule is created, with the reason.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+import zipfile
+
+import pytest
+
+from farm_harness import wait_until
+from test_environments import BUILD_WHEEL, finished, start_worker
+from test_provision import RunningFake, make, serve_index_and_python
+from test_schedules import git
+
+FOLLOWING = """name: relpkg
+source: {local: %(src)s}
+build: python build_wheel.py
+matrix:
+  python: ["3.11"]
+  torch: ">=2.9"
+  cuda: ["13.0"]
+environment:
+  build_requirements: ["setuptools==66.1.1"]
+  toolkit: false
+retry: {max_attempts: 3}
+timeout: 600
+validation: {import: [envpkg.torch_check]}
+"""
+
+TAGGED = """name: tagpkg
+source: {git: {url: '%(url)s', ref: main}}
+build: python build_wheel.py
+matrix:
+  python: ["3.11"]
+  torch: ["2.9"]
+  cuda: ["13.0"]
+environment:
+  torch: {"2.9": "2.9.0"}
+  build_requirements: ["setuptools==66.1.1"]
+  toolkit: false
+timeout: 600
+"""
+
+
+@pytest.fixture(scope="module")
+def upstreams():
+    work = tempfile.mkdtemp(prefix="release-day-upstreams-")
+    data = os.path.join(work, "data")
+    python, fakes = serve_index_and_python(work, data)
+    yield {"work": work, "data": data, **fakes}
+    for fake in fakes.values():
+        fake.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def farmd_flags(up):
+    return ("--upstream-index", "cu130=%s/whl/cu130/" % up["index"].url,
+            "--upstream-tree", "python=%s/" % up["python"].url, "--watch-min-poll-s", "1")
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def runs_of(farm, schedule_id):
+    shown = farm.ctl_json("schedules", "show", str(schedule_id), "--limit", "50")
+    return shown["schedules"][0].get("recent_runs", [])
+
+
+def wait_runs(farm, schedule_id, count, what, timeout=60):
+    return wait_until(lambda: (lambda r: r if len(r) >= count else None)(runs_of(farm, schedule_id)),
+                      timeout, what, interval=0.3)
+
+
+def publish_torch(up, version, upload_unix_s):
+    """Puts a new torch stand-in on the cu130 index the way an index gains a file: written
+    aside, then renamed in, with its upload time set."""
+    staging = tempfile.mkdtemp(dir=up["work"])
+    make("torch-wheels", "--out", staging, "--version", version, "--python-tag", "cp311")
+    for entry in os.listdir(staging):
+        os.utime(os.path.join(staging, entry), (upload_unix_s, upload_unix_s))
+        os.rename(os.path.join(staging, entry), os.path.join(up["data"], "cu130", entry))
+
+
+def test_a_new_torch_on_the_index_becomes_a_validated_wheel(farm, upstreams, tmp_path):
+    up = upstreams
+    farm.start_farmd(*farmd_flags(up), http=True)
+    start_worker(farm)
+    farm.wait_workers(1)
+    src = write(os.path.join(farm.root, "relpkg", "build_wheel.py"), BUILD_WHEEL)
+    recipe = write(os.path.join(farm.root, "relpkg.yaml"),
+                   FOLLOWING % {"src": os.path.dirname(src)})
+
+    # Submitted by hand once: the axis resolves to what the index has now, torch 2.9.
+    first = finished(farm, farm.ctl_json("submit", recipe)["id"])
+    assert first["state"] == "BUILD_SUCCEEDED", json.dumps(first, indent=1)
+    assert [j["cell"]["torch"] for j in first["jobs"]] == ["2.9"]
+
+    made = farm.ctl_json("schedules", "add", recipe, "--watch-torch", ">=2.9", "--poll", "1")
+    sid = made["id"]
+    baseline = wait_runs(farm, sid, 1, "the watch's first poll")
+    assert baseline[0]["trigger"] == "TRIGGER_WATCH", baseline
+    assert baseline[0]["outcome"] == "RUN_SKIPPED_UNCHANGED", baseline
+    assert "first poll: watching 1 upstream item(s)" in baseline[0]["detail"], baseline
+    # Unchanged polls cost a 304, and record nothing.
+    wait_until(lambda: up["index"].counters().get("not-modified:/whl/cu130/torch/", 0) >= 2,
+               30, "two conditional polls answered 304")
+    assert len(runs_of(farm, sid)) == 1
+
+    released = int(time.time()) - 3600  # published an hour ago, seen now
+    publish_torch(up, "2.10.0+cu130", released)
+    fired = wait_runs(farm, sid, 2, "the watch to fire on torch 2.10.0")[0]
+    assert fired["outcome"] == "RUN_SUBMITTED", fired
+    assert "new upstream: torch 2.10.0 (cu130)" in fired["detail"], fired
+    assert fired["upstream_time"].startswith(
+        time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(released))), fired
+    # The dashboard's API says what the schedule watches and when upstream published.
+    with urllib.request.urlopen("http://%s/api/v1/schedules/%s" % (farm.http_address, sid),
+                                timeout=30) as res:
+        shown = json.loads(res.read())
+    assert shown["watch"] == "torch >=2.9, every 1 s", shown
+    assert shown["watch_status"] == "2 upstream item(s) seen", shown
+    assert shown["runs"][0]["upstream_time"] == fired["upstream_time"], shown
+    build = finished(farm, int(fired["build_id"]))
+    assert build["state"] == "BUILD_SUCCEEDED", json.dumps(build, indent=1)
+    cells = {j["cell"]["torch"]: j for j in build["jobs"]}
+    assert sorted(cells) == ["2.10", "2.9"], cells
+    # The cell whose inputs did not change is answered from the store, the new one built.
+    assert int(cells["2.9"].get("reused_from", 0)) == int(first["jobs"][0]["id"]), cells["2.9"]
+    assert int(cells["2.10"].get("reused_from", 0)) == 0, cells["2.10"]
+
+    out = tmp_path / "wheels"
+    r = farm.ctl("download", str(build["id"]), "--dir", str(out))
+    assert r.returncode == 0, r.stderr
+    pins = []
+    for wheel in sorted(out.glob("*.whl")):
+        with zipfile.ZipFile(wheel) as z:
+            meta = z.read(next(n for n in z.namelist() if n.endswith("METADATA"))).decode()
+        pins += [line for line in meta.splitlines() if line.startswith("Requires-Dist: torch")]
+    assert sorted(pins) == ["Requires-Dist: torch==2.10.*", "Requires-Dist: torch==2.9.*"], pins
+    time.sleep(2.5)  # more polls: the release is seen, nothing fires again
+    assert len(runs_of(farm, sid)) == 2
+
+
+def test_a_tag_pushed_while_farmd_is_down_fires_once_across_kill_9(farm, upstreams):
+    up = upstreams
+    repos = os.path.join(farm.root, "git")
+    repo = os.path.join(repos, "tagpkg")
+    write(os.path.join(repo, "build_wheel.py"), BUILD_WHEEL)
+    subprocess.run(["git", "init", "--quiet", "-b", "main", repo], check=True, timeout=60)
+    git(repo, "add", "-A")
+    git(repo, "commit", "--quiet", "-m", "initial")
+    git(repo, "tag", "v1.0")
+    base, ca = farm.start_git_server(repos)
+    flags = (*farmd_flags(up), "--git-ca-file", ca)
+    farm.start_farmd(*flags, http=True)
+    # Restarts keep the dashboard's address: the worker fetches its upstreams through it.
+    flags = (*flags, "--http-listen", farm.http_address)
+    start_worker(farm, "--git-ca-file", ca)
+    farm.wait_workers(1)
+    recipe = write(os.path.join(farm.root, "tagpkg.yaml"), TAGGED % {"url": base + "/tagpkg"})
+    sid = farm.ctl_json("schedules", "add", recipe, "--watch-tags", "v*", "--poll", "1")["id"]
+    baseline = wait_runs(farm, sid, 1, "the tag watch's first poll")
+    assert "watching 1 upstream item(s) (tag v1.0)" in baseline[0]["detail"], baseline
+
+    farm.stop(farm.farmd, signal.SIGKILL)
+    with open(os.path.join(repo, "NEWS"), "w") as f:
+        f.write("1.1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "--quiet", "-m", "release 1.1")
+    git(repo, "tag", "-a", "v1.1", "-m", "1.1")  # annotated: the watch builds its commit
+    commit = git(repo, "rev-parse", "HEAD")
+    farm.start_farmd(*flags)
+    fired = wait_runs(farm, sid, 2, "the watch to fire on tag v1.1")[0]
+    assert fired["outcome"] == "RUN_SUBMITTED", fired
+    assert fired["resolved_commit"] == commit, fired
+    assert "building tag v1.1" in fired["detail"], fired
+    build = finished(farm, int(fired["build_id"]))
+    assert build["state"] == "BUILD_SUCCEEDED", json.dumps(build, indent=1)
+
+    farm.stop(farm.farmd, signal.SIGKILL)
+    farm.start_farmd(*flags)
+    time.sleep(3)  # three polls after the restart: the tag was recorded with its run
+    runs = runs_of(farm, sid)
+    assert len(runs) == 2, runs
+    assert len(farm.ctl_json("list").get("builds", [])) == 1
+
+
+def test_a_new_toolkit_in_the_redist_listing_fires_the_watch(farm, upstreams):
+    up = upstreams
+    redist = os.path.join(up["work"], "redist")
+    write(os.path.join(redist, "redistrib_12.8.0.json"), "{}")
+    fake = RunningFake("fake_redist.py", ["--root", redist], up["work"], "redist")
+    try:
+        farm.start_farmd(*farmd_flags(up), "--upstream-tree", "cuda=%s/" % fake.url, http=True)
+        src = write(os.path.join(farm.root, "relpkg", "build_wheel.py"), BUILD_WHEEL)
+        recipe = write(os.path.join(farm.root, "relpkg.yaml"),
+                       FOLLOWING % {"src": os.path.dirname(src)})
+        sid = farm.ctl_json("schedules", "add", recipe, "--watch-toolkit", ">=12.8",
+                            "--poll", "1")["id"]
+        baseline = wait_runs(farm, sid, 1, "the toolkit watch's first poll")
+        assert "(CUDA 12.8.0 redist)" in baseline[0]["detail"], baseline
+        write(os.path.join(redist, "redistrib_11.8.0.json"), "{}")  # below the spec
+        write(os.path.join(redist, "redistrib_12.9.1.json"), "{}")
+        fired = wait_runs(farm, sid, 2, "the watch to fire on CUDA 12.9.1")[0]
+        assert fired["outcome"] == "RUN_SUBMITTED", fired
+        assert fired["detail"].startswith("new upstream: CUDA 12.9.1 redist"), fired
+    finally:
+        fake.stop()
+
+
+def test_bad_watches_are_refused_with_the_reason(farm, upstreams):
+    up = upstreams
+    farm.start_farmd(*farmd_flags(up), http=True)
+    src = write(os.path.join(farm.root, "relpkg", "build_wheel.py"), BUILD_WHEEL)
+    recipe = write(os.path.join(farm.root, "relpkg.yaml"),
+                   FOLLOWING % {"src": os.path.dirname(src)})
+    cases = [
+        (("--watch-torch", "2.9"), "is not a version clause"),
+        (("--watch-torch", ">=2.9", "--watch-index", "cu999"), "does not know"),
+        (("--watch-torch", ">=2.9", "--poll", "0"), None),  # default poll: accepted
+        (("--watch-tags", "v*"), "needs a recipe whose source is git"),
+        (("--watch-toolkit", ">=12.8"), "--upstream-tree cuda"),
+        (("--watch-torch", ">=2.9", "--cron", "@daily"), "usage"),
+    ]
+    for args, why in cases:
+        r = farm.ctl("schedules", "add", recipe, *args)
+        if why is None:
+            assert r.returncode == 0, (args, r.stderr)
+            continue
+        assert r.returncode != 0, args
+        assert why in r.stderr, (args, r.stderr)

@@ -1,0 +1,397 @@
+// Upstream watches: their state's text form, what counts as new, upload times, git ref
+// listings, a torch axis that follows the index, and the runner's watch schedules over a
+// real SQLite store with a scripted poller (the real poller against protocol-faithful
+// upstreams is tests/integration/test_release_day.py).
+#include <gtest/gtest.h>
+
+#include "daemon/cron/runner.h"
+#include "daemon/cron/torch_follow.h"
+#include "daemon/cron/upstream_watch.h"
+#include "daemon/cron/watch_state.h"
+#include "tests/support/test_util.h"
+
+namespace farm::cron {
+namespace {
+
+using farm::testing::FakeClock;
+using farm::testing::ScopedTempDir;
+
+TEST(WatchStateTest, RoundTripsAndDropsWhatDoesNotParse) {
+  WatchState s;
+  s.primed = true;
+  s.failures = 2;
+  s.etags["https://x/whl/cu130/torch/"] = "\"abc\"";
+  s.seen = {"torch cu130 2.9.0", "tag v1.0"};
+  WatchState back = WatchState::Parse(s.Serialize());
+  EXPECT_TRUE(back.primed);
+  EXPECT_EQ(back.failures, 2);
+  EXPECT_EQ(back.etags, s.etags);
+  EXPECT_EQ(back.seen, s.seen);
+  WatchState junk = WatchState::Parse("v1\nfailures -7\nbogus line\netag no-tab\nseen a\n");
+  EXPECT_FALSE(junk.primed);
+  EXPECT_EQ(junk.failures, 0);
+  EXPECT_TRUE(junk.etags.empty());
+  EXPECT_EQ(junk.seen, std::set<std::string>{"a"});
+  // A key with a line break cannot smuggle a record in.
+  WatchState evil;
+  evil.seen = {"x\nprimed"};
+  EXPECT_FALSE(WatchState::Parse(evil.Serialize()).primed);
+}
+
+TEST(WatchStateTest, BacksOffExponentiallyWithACap) {
+  EXPECT_EQ(NextPollDelayMs(60000, 0), 60000);
+  EXPECT_EQ(NextPollDelayMs(60000, 1), 120000);
+  EXPECT_EQ(NextPollDelayMs(60000, 3), 480000);
+  EXPECT_EQ(NextPollDelayMs(600000, 50), 6LL * 3600 * 1000);
+}
+
+TEST(UpstreamWatchTest, NewItemsAreThoseNotSeenAndAfterPollRemembersThem) {
+  PollResult poll;
+  poll.items = {{.key = "torch cu130 2.9.0"}, {.key = "torch cu130 2.10.0"}};
+  poll.etags["u"] = "\"e\"";
+  WatchState state;
+  state.seen = {"torch cu130 2.9.0"};
+  state.failures = 3;
+  auto fresh = NewItems(poll, state);
+  ASSERT_EQ(fresh.size(), 1u);
+  EXPECT_EQ(fresh[0].key, "torch cu130 2.10.0");
+  WatchState next = AfterPoll(state, poll);
+  EXPECT_TRUE(next.primed);
+  EXPECT_EQ(next.failures, 0);
+  EXPECT_EQ(next.etags.at("u"), "\"e\"");
+  EXPECT_TRUE(NewItems(poll, next).empty());
+}
+
+TEST(UpstreamWatchTest, ReadsUploadTimes) {
+  EXPECT_EQ(ParseUploadTimeMs("2026-11-27T08:15:02.123456Z"), 1795767302123);
+  EXPECT_EQ(ParseUploadTimeMs("2026-11-27T08:15:02Z"), 1795767302000);
+  EXPECT_EQ(ParseUploadTimeMs("yesterday"), 0);
+  EXPECT_EQ(ParseUploadTimeMs("2026-13-01T00:00:00Z"), 0);
+}
+
+TEST(UpstreamWatchTest, RefusesWatchesItCannotPoll) {
+  WatchUpstreams up{.indexes = {{"cu130", "https://x/whl/cu130/"}}, .trees = {}};
+  WatchTarget target{.cuda = {"13.0"}, .git_url = ""};
+  farm::v1::UpstreamWatch w;
+  w.mutable_torch()->set_spec(">=2.9");
+  EXPECT_OK(CheckWatch(w, target, up, 60));
+  w.set_poll_seconds(5);
+  EXPECT_EQ(CheckWatch(w, target, up, 60).code(), StatusCode::kInvalidArgument);
+  w.set_poll_seconds(0);
+  w.mutable_torch()->add_variants("cu128");
+  EXPECT_NE(CheckWatch(w, target, up, 60).message().find("--upstream-index cu128"),
+            std::string::npos);
+  farm::v1::UpstreamWatch git;
+  git.mutable_git()->set_tags("v*");
+  EXPECT_NE(CheckWatch(git, target, up, 60).message().find("source is git"), std::string::npos);
+  git.mutable_git()->set_branch("main");
+  target.git_url = "https://x/repo.git";
+  EXPECT_NE(CheckWatch(git, target, up, 60).message().find("either tags"), std::string::npos);
+  EXPECT_EQ(CheckWatch(farm::v1::UpstreamWatch(), target, up, 60).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(SourceResolverTest, ParseRefsPeelsAnnotatedTags) {
+  const std::string a(40, 'a'), b(40, 'b'), c(40, 'c');
+  auto refs = ParseRefs(a + "\trefs/heads/main\n" + b + "\trefs/tags/v1.0\n" + c +
+                        "\trefs/tags/v1.0^{}\nnot-a-sha\trefs/tags/bad\n");
+  EXPECT_EQ(refs.size(), 2u);
+  EXPECT_EQ(refs.at("refs/heads/main"), a);
+  EXPECT_EQ(refs.at("refs/tags/v1.0"), c);
+}
+
+// Answers pages from a map by URL; a request carrying the page's ETag gets 304.
+class PageFetcher final : public upstream::Fetcher {
+ public:
+  Result<upstream::FetchedPage> GetPage(const std::string& url, const std::string& accept,
+                                        int64_t max_bytes) override {
+    return GetPageIfChanged(url, accept, max_bytes, "");
+  }
+  Result<upstream::FetchedPage> GetPageIfChanged(const std::string& url, const std::string&,
+                                                 int64_t, const std::string& etag) override {
+    requests.push_back(url + (etag.empty() ? "" : " if-none-match " + etag));
+    auto it = pages.find(url);
+    if (it == pages.end()) return Status::NotFound(url + " answered HTTP 404");
+    upstream::FetchedPage page = it->second;
+    page.url = url;
+    if (!etag.empty() && etag == page.etag) {
+      page.body.clear();
+      page.not_modified = true;
+    }
+    return page;
+  }
+  Status Download(const std::string&, const upstream::DownloadSink&) override {
+    return Status::Unimplemented("pages only");
+  }
+  std::map<std::string, upstream::FetchedPage> pages;
+  std::vector<std::string> requests;
+};
+
+TEST(UpstreamWatchPollerTest, ReadsTorchReleasesConditionallyAndSkipsWhatDoesNotMatch) {
+  PageFetcher fetcher;
+  const std::string url = "https://idx.test/whl/cu130/torch/";
+  const std::string sha(64, 'a');
+  fetcher.pages[url] = {.url = url,
+                        .content_type = "application/vnd.pypi.simple.v1+json",
+                        .body = R"({"meta": {"api-version": "1.1"}, "name": "torch", "files": [
+        {"filename": "torch-2.9.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "url": "../torch-2.9.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "hashes": {"sha256": ")" +
+                                sha + R"("}, "upload-time": "2026-10-15T17:00:00.000000Z"},
+        {"filename": "torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+         "url": "../torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+         "hashes": {"sha256": ")" +
+                                sha + R"("}, "upload-time": "2026-10-15T16:00:00.000000Z"},
+        {"filename": "torch-2.10.0rc1+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "url": "../torch-2.10.0rc1+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "hashes": {"sha256": ")" +
+                                sha + R"("}},
+        {"filename": "torch-2.7.1+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "url": "../torch-2.7.1+cu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "hashes": {"sha256": ")" +
+                                sha + R"("}},
+        {"filename": "torch-garbage.whl", "url": "../torch-garbage.whl"}]})",
+                        .etag = "\"v1\""};
+  UpstreamWatchPoller poller(&fetcher, nullptr,
+                             {.indexes = {{"cu130", "https://idx.test/whl/cu130/"}}, .trees = {}});
+  farm::v1::UpstreamWatch w;
+  w.mutable_torch()->set_spec(">=2.8");
+  WatchTarget target{.cuda = {"13.0"}, .git_url = ""};
+  auto poll = poller.Poll(w, target, WatchState());
+  ASSERT_OK(poll.status());
+  ASSERT_EQ(poll->items.size(), 1u);  // one release of two files; no rc, nothing below 2.8
+  EXPECT_EQ(poll->items[0].key, "torch cu130 2.9.0");
+  EXPECT_EQ(poll->items[0].upstream_ms, ParseUploadTimeMs("2026-10-15T16:00:00Z"));
+  EXPECT_EQ(poll->etags.at(url), "\"v1\"");
+
+  WatchState seen = AfterPoll(WatchState(), *poll);
+  auto again = poller.Poll(w, target, seen);
+  ASSERT_OK(again.status());
+  EXPECT_TRUE(again->items.empty());
+  EXPECT_EQ(again->unchanged_pages, std::vector<std::string>{url});
+  EXPECT_EQ(fetcher.requests.back(), url + " if-none-match \"v1\"");
+
+  w.mutable_torch()->set_prereleases(true);
+  auto pre = poller.Poll(w, target, WatchState());
+  ASSERT_OK(pre.status());
+  EXPECT_EQ(pre->items.size(), 2u);
+}
+
+TEST(UpstreamWatchPollerTest, ReadsToolkitsFromTheRedistListing) {
+  PageFetcher fetcher;
+  const std::string url = "https://redist.test/cuda/redist/";
+  fetcher.pages[url] = {.url = url,
+                        .content_type = "text/html",
+                        .body =
+                            "<a href='redistrib_12.8.1.json'>x</a> <a href='redistrib_12.9.0.json'>"
+                            "</a> <a href='redistrib_11.8.0.json'></a> redistrib_13.0.json "
+                            "<a href='redistrib_evil.json'></a>"};
+  UpstreamWatchPoller poller(&fetcher, nullptr, {.indexes = {}, .trees = {{"cuda", url}}});
+  farm::v1::UpstreamWatch w;
+  w.mutable_toolkit()->set_spec(">=12.8");
+  auto poll = poller.Poll(w, WatchTarget(), WatchState());
+  ASSERT_OK(poll.status());
+  std::vector<std::string> keys;
+  for (const auto& item : poll->items) keys.push_back(item.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"cuda 12.8.1", "cuda 12.9.0", "cuda 13.0"}));
+  farm::v1::UpstreamWatch other;
+  other.mutable_toolkit()->set_tree("nvidia");
+  EXPECT_EQ(poller.Poll(other, WatchTarget(), WatchState()).status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
+upstream::ReleaseVersion V(const char* text) { return *upstream::ParseReleaseVersion(text); }
+
+TEST(TorchFollowTest, ResolvesMinorsPinsAndExcludesFromTheIndexes) {
+  farm::v1::Recipe recipe;
+  recipe.mutable_matrix()->mutable_torch_follow()->set_spec(">=2.8");
+  recipe.mutable_matrix()->mutable_torch_follow()->set_newest(2);
+  std::map<std::string, std::vector<upstream::ReleaseVersion>> releases{
+      {"cu128", {V("2.7.1"), V("2.8.0"), V("2.9.0"), V("2.9.1")}},
+      {"cu130", {V("2.9.0"), V("2.10.0"), V("2.11.0rc1")}}};
+  ASSERT_OK(ApplyTorchFollow({"12.8", "13.0"}, releases, &recipe));
+  const auto& m = recipe.matrix();
+  EXPECT_EQ(std::vector<std::string>(m.torch().begin(), m.torch().end()),
+            (std::vector<std::string>{"2.9", "2.10"}));
+  // 2.9 on both: the release both indexes have; 2.10 only on cu130.
+  EXPECT_EQ(recipe.environment().torch().at("2.9"), "2.9.0");
+  EXPECT_EQ(recipe.environment().torch().at("2.10"), "2.10.0");
+  ASSERT_EQ(m.exclude_size(), 1);
+  EXPECT_EQ(m.exclude(0).match().at("torch"), "2.10");
+  EXPECT_EQ(m.exclude(0).match().at("cuda"), "12.8");
+
+  farm::v1::Recipe pre;
+  pre.mutable_matrix()->mutable_torch_follow()->set_spec(">=2.11.0rc1");
+  EXPECT_EQ(ApplyTorchFollow({"13.0"}, releases, &pre).code(), StatusCode::kFailedPrecondition);
+  pre.mutable_matrix()->mutable_torch_follow()->set_prereleases(true);
+  ASSERT_OK(ApplyTorchFollow({"13.0"}, releases, &pre));
+  EXPECT_EQ(pre.environment().torch().at("2.11"), "2.11.0rc1");
+}
+
+// Scripted upstream: each Poll answers the next result (or the last one again).
+class ScriptedPoller final : public UpstreamPoller {
+ public:
+  Result<PollResult> Poll(const farm::v1::UpstreamWatch&, const WatchTarget&,
+                          const WatchState&) override {
+    ++polls;
+    if (fail) return Status::Unavailable("index down");
+    return result;
+  }
+  PollResult result;
+  bool fail = false;
+  int polls = 0;
+};
+
+class CountingSubmitter final : public BuildSubmitter {
+ public:
+  CountingSubmitter(store::Store** store, const Clock* clock) : store_(store), clock_(clock) {}
+  Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest& req, const std::string& who,
+                                  store::ScheduleRunRow* run, int64_t next_fire_ms) override {
+    requests.push_back(req);
+    store::BuildRow build{
+        .recipe_name = "r", .submitted_by = who, .created_ms = clock_->NowUnixMs()};
+    std::vector<store::JobRow> jobs{store::JobRow{.cell = "c", .created_ms = clock_->NowUnixMs()}};
+    store::BuildLinks links{.run = *run, .next_fire_ms = next_fire_ms};
+    FARM_RETURN_IF_ERROR((*store_)->CreateBuildLinked(&build, &jobs, &links));
+    *run = *links.run;
+    return build.id;
+  }
+  std::vector<farm::v1::SubmitBuildRequest> requests;
+
+ private:
+  store::Store** store_;
+  const Clock* clock_;
+};
+
+class WatchRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    clock_.Set(1'800'000'000'000);
+    Reopen();
+  }
+  void Reopen() {
+    runner_.reset();
+    store_.reset();
+    auto store = store::OpenSqliteStore(dir_.path() + "/farm.db");
+    ASSERT_OK(store.status());
+    store_ = std::move(store).value();
+    raw_ = store_.get();
+    runner_ = std::make_unique<ScheduleRunner>(store_.get(), &clock_, nullptr, &submitter_,
+                                               RunnerOptions{}, &poller_);
+  }
+  int64_t AddWatch() {
+    farm::v1::SubmitBuildRequest req;
+    req.set_recipe_yaml(
+        "name: demo\nbuild: make\nsource: {git: {url: 'https://x/demo.git', commit: '" +
+        std::string(40, 'a') + "'}}\nmatrix: {cuda: ['13.0']}\n");
+    farm::v1::UpstreamWatch w;
+    w.mutable_torch()->set_spec(">=2.9");
+    w.set_poll_seconds(60);
+    store::ScheduleRow row{.name = "demo",
+                           .recipe_name = "demo",
+                           .request = req.SerializeAsString(),
+                           .next_fire_ms = clock_.NowUnixMs(),
+                           .created_by = "test",
+                           .created_ms = clock_.NowUnixMs(),
+                           .watch = w.SerializeAsString()};
+    EXPECT_OK(store_->InsertSchedule(&row));
+    return row.id;
+  }
+  std::vector<store::ScheduleRunRow> Runs(int64_t id) {
+    auto runs = store_->ListScheduleRuns(id, 100);
+    return runs.ok() ? runs.value() : std::vector<store::ScheduleRunRow>{};
+  }
+  void Step(int64_t ms) {
+    clock_.Advance(ms);
+    ASSERT_OK(runner_->Tick().status());
+  }
+
+  ScopedTempDir dir_;
+  FakeClock clock_;
+  ScriptedPoller poller_;
+  store::Store* raw_ = nullptr;
+  CountingSubmitter submitter_{&raw_, &clock_};
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<ScheduleRunner> runner_;
+};
+
+TEST_F(WatchRunnerTest, FiresOncePerChangeAcrossRestarts) {
+  int64_t id = AddWatch();
+  poller_.result.items = {{.key = "torch cu130 2.9.0", .label = "torch 2.9.0 (cu130)"}};
+  Step(0);
+  ASSERT_EQ(Runs(id).size(), 1u);  // the baseline builds nothing
+  EXPECT_EQ(Runs(id)[0].outcome, farm::v1::RUN_SKIPPED_UNCHANGED);
+  EXPECT_TRUE(submitter_.requests.empty());
+  Step(30'000);  // not due yet
+  EXPECT_EQ(poller_.polls, 1);
+  Step(30'000);  // due, nothing new: no run recorded
+  EXPECT_EQ(poller_.polls, 2);
+  EXPECT_EQ(Runs(id).size(), 1u);
+
+  poller_.result.items.push_back(
+      {.key = "torch cu130 2.10.0", .label = "torch 2.10.0 (cu130)", .upstream_ms = 1234});
+  Step(60'000);
+  auto runs = Runs(id);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].outcome, farm::v1::RUN_SUBMITTED);
+  EXPECT_EQ(runs[0].trigger, farm::v1::TRIGGER_WATCH);
+  EXPECT_EQ(runs[0].upstream_ms, 1234);
+  EXPECT_NE(runs[0].detail.find("torch 2.10.0 (cu130)"), std::string::npos) << runs[0].detail;
+  EXPECT_EQ(submitter_.requests.size(), 1u);
+
+  Reopen();  // farmd restarts: the change was stored with its run
+  Step(60'000);
+  Step(60'000);
+  EXPECT_EQ(Runs(id).size(), 2u);
+  EXPECT_EQ(submitter_.requests.size(), 1u);
+}
+
+TEST_F(WatchRunnerTest, AFailingUpstreamIsRecordedOnceAndBackedOff) {
+  int64_t id = AddWatch();
+  Step(0);
+  poller_.fail = true;
+  Step(60'000);
+  Step(120'000);  // second failure: backed off to 2 periods, recorded no new run
+  Step(60'000);   // inside the 4-period backoff: not polled
+  EXPECT_EQ(poller_.polls, 3);
+  auto runs = Runs(id);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].outcome, farm::v1::RUN_FAILED);
+  EXPECT_NE(runs[0].detail.find("index down"), std::string::npos);
+  auto row = store_->GetSchedule(id);
+  ASSERT_OK(row.status());
+  EXPECT_EQ(WatchState::Parse(row->watch_state).failures, 2);
+  poller_.fail = false;
+  Step(4 * 60'000);
+  EXPECT_EQ(WatchState::Parse(store_->GetSchedule(id)->watch_state).failures, 0);
+}
+
+TEST_F(WatchRunnerTest, AChangeNotBuiltBecauseTheLastBuildRunsFiresLater) {
+  int64_t id = AddWatch();
+  Step(0);
+  poller_.result.items = {{.key = "k1", .label = "one"}};
+  Step(60'000);
+  ASSERT_EQ(submitter_.requests.size(), 1u);
+  poller_.result.items.push_back({.key = "k2", .label = "two"});
+  Step(60'000);  // build 1 still queued: skipped, k2 stays unseen
+  EXPECT_EQ(Runs(id)[0].outcome, farm::v1::RUN_SKIPPED_RUNNING);
+  EXPECT_EQ(submitter_.requests.size(), 1u);
+  // Build 1 ends; the next poll fires k2.
+  for (int i = 0; i < 3; ++i) {
+    auto job = store_->AcquireJob("w1", clock_.NowUnixMs(), 60000, nullptr);
+    ASSERT_OK(job.status());
+    if (!job.value()) break;
+    store::CompletionReport r{.job_id = job.value()->id,
+                              .attempt = job.value()->attempt,
+                              .worker_id = "w1",
+                              .cause = 1,
+                              .exit_code = 0};
+    ASSERT_OK(store_->CompleteAttempt(r, clock_.NowUnixMs()).status());
+  }
+  Step(60'000);
+  EXPECT_EQ(submitter_.requests.size(), 2u);
+  EXPECT_NE(Runs(id)[0].detail.find("two"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace farm::cron
