@@ -24,6 +24,7 @@ Status TokensCommand(const CommandEnv& env, const Flags& flags);
 Status QuotaCommand(const CommandEnv& env, const Flags& flags);
 Status NamesCommand(const CommandEnv& env, const Flags& flags);
 Status AuditCommand(const CommandEnv& env, const Flags& flags);
+Status CoverageCommand(const CommandEnv& env, const Flags& flags);
 Status CaCommand(const Flags& flags, std::ostream& out);
 Status VerifyCommand(const Flags& flags, std::ostream& out);
 Status KeysCommand(const CommandEnv& env, const Flags& flags);
@@ -47,6 +48,7 @@ const char kUsage[] =
     "  publish BUILD --to T    publish the build's wheels again: github, hf or all (--replace)\n"
     "  publications BUILD      where the build's wheels are published, and how far\n"
     "  schedules add|list|show|pause|resume|delete|run-now   builds fired by cron (--cron, --tz)\n"
+    "  coverage                every package's cells and their states (--package, --state, ...)\n"
     "  workers                 registered workers and what they have\n"
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
     "  tokens create|list|revoke   bearer tokens (--role, --name, --ttl 30d; admin)\n"
@@ -69,9 +71,13 @@ std::vector<FlagSpec> AllFlags() {
       {"token-file", "FILE", "read the token from FILE (default $FARM_TOKEN_FILE)"},
       {"output", "FORMAT", "text (default) or json"},
       {"timeout-ms", "MS", "deadline of each call (default 30000)"},
-      {"python", "VER", "submit: Python axis value (repeatable)"},
-      {"torch", "VER", "submit: torch axis value (repeatable)"},
-      {"cuda", "VER", "submit: CUDA axis value (repeatable)"},
+      {"python", "VER", "submit, coverage: Python axis value (repeatable); coverage: only it"},
+      {"torch", "VER", "submit, coverage: torch axis value (repeatable); coverage: only it"},
+      {"cuda", "VER", "submit, coverage: CUDA axis value (repeatable); coverage: only it"},
+      {"package", "NAME", "coverage: only this package (recipe name)"},
+      {"arch", "ARCH", "coverage: only cells whose arch list holds ARCH (9.0, 12.0a)"},
+      {"state", "STATE", "coverage: only cells in STATE: validated, pending_hardware, built, "
+                         "failed, in_progress, missing"},
       {"arch-list", "LIST", "submit: arch list axis value (repeatable); inspect: requested"},
       {"platform", "TAG", "submit: platform axis value (repeatable)"},
       {"priority", "N", "submit: higher runs first (default 0)"},
@@ -274,6 +280,10 @@ const std::map<std::string, std::string>& CommandSynopses() {
       {"schedules",
        "schedules add RECIPE --cron EXPR [--tz ZONE] | list | show ID | pause ID | resume ID |"
        " delete ID | run-now ID\n  Builds fired by cron."},
+      {"coverage", "coverage [--package NAME] [--torch V] [--cuda V] [--python V] [--arch A]"
+                   " [--state S]\n"
+                   "  Every cell (package x version x torch x CUDA x Python x arch list x"
+                   " platform) and its state."},
       {"workers", "workers\n  Registered workers and what they have."},
       {"drain", "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new ones."},
       {"tokens", "tokens create --role ROLE [--name NAME] [--ttl 30d] | list | revoke ID\n"
@@ -343,6 +353,7 @@ const std::map<std::string, CommandFn>& Commands() {
       {"quota", QuotaCommand},
       {"names", NamesCommand},
       {"audit", AuditCommand},
+      {"coverage", CoverageCommand},
       {"download", DownloadCommand},
       {"drain", DrainCommand},
       {"retry", RetryCommand},

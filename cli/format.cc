@@ -203,8 +203,13 @@ std::string FormatBuildList(const std::vector<farm::v1::Build>& builds, int64_t 
     rows.push_back({std::to_string(b.id()), b.recipe_name(), b.owner(), ListedState(b),
                     JobCounts(b), CellsSummary(b), when, duration});
   }
-  std::vector<size_t> width(rows[0].size(), 0);
+  return AlignColumns(rows);
+}
+
+std::string AlignColumns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
   for (const auto& r : rows) {
+    if (width.size() < r.size()) width.resize(r.size(), 0);
     for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
   }
   std::string out;

@@ -22,6 +22,8 @@ std::string CellLabel(const farm::v1::MatrixCell& c);  // "py3.11 cuda13.0 [9.0;
 // and arch lists of its cells, when it was created and how long it took (or has run, "for
 // 2m 3s", at `now_ms`). Columns aligned with spaces.
 std::string FormatBuildList(const std::vector<farm::v1::Build>& builds, int64_t now_ms);
+// Rows as lines of columns aligned with two spaces between them (trailing spaces dropped).
+std::string AlignColumns(const std::vector<std::vector<std::string>>& rows);
 // A worker as people name it: its name, or its id when farmd did not say (a worker no
 // longer registered, or an older farmd).
 std::string WorkerLabel(const std::string& name, const std::string& id);

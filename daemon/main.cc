@@ -102,6 +102,16 @@ int main(int argc, char** argv) {
        "relocatable CPython archives), pulled through from URL (repeatable)"},
       {"upstream-url", "URL",
        "the base workers fetch the upstreams through (default: the dashboard's address)"},
+      {"public-url", "URL",
+       "the dashboard's address for people (https://farm.example.org): the links of the feed "
+       "and of webhooks (default: links relative to the dashboard)"},
+      {"webhook", "NAME[:KINDS]",
+       "POST coverage events to the URL the secrets file holds as WEBHOOK_URL_<NAME> "
+       "(repeatable); KINDS: wheel_validated,build_failed (default both)"},
+      {"webhook-interval-ms", "MS", "pause between passes of the webhook sender (default 1000)"},
+      {"webhook-backoff-ms", "MS",
+       "wait after a failed delivery, doubling per attempt up to 10 min (default 2000)"},
+      {"webhook-max-attempts", "N", "deliveries tried before an event is given up (default 10)"},
       {"watch-min-poll-s", "N",
        "shortest poll interval a schedule's upstream watch may ask for (default 60)"},
       {"log-json", "", "log one JSON object per line"},
@@ -240,6 +250,29 @@ int main(int argc, char** argv) {
     }
   }
   options.upstream_url = flags.Get("upstream-url");
+  options.webhooks = flags.GetAll("webhook");
+  options.notify.public_url = flags.Get("public-url");
+  if (const std::string& url = options.notify.public_url;
+      !url.empty() && !url.starts_with("https://") && !url.starts_with("http://")) {
+    std::cerr << "--public-url wants an http(s) URL, got " << url << "\n";
+    return 2;
+  }
+  options.http.public_url = options.notify.public_url;
+  for (auto [name, into] : {std::pair{"webhook-interval-ms", &options.notify.interval_ms},
+                            {"webhook-backoff-ms", &options.notify.backoff_base_ms}}) {
+    auto value = flags.GetInt(name, *into);
+    if (!value.ok() || *value < 1) {
+      std::cerr << "--" << name << " must be a positive number of milliseconds\n";
+      return 2;
+    }
+    *into = *value;
+  }
+  auto webhook_attempts = flags.GetInt("webhook-max-attempts", options.notify.max_attempts);
+  if (!webhook_attempts.ok() || *webhook_attempts < 1 || *webhook_attempts > 100) {
+    std::cerr << "--webhook-max-attempts must be a number from 1 to 100\n";
+    return 2;
+  }
+  options.notify.max_attempts = static_cast<int>(*webhook_attempts);
   std::unique_ptr<farm::store::ActiveFarmdLock> active;
   if (farm::store::IsPostgresUrl(options.store)) {
     // A standby waits here, before any thread exists, with the stop signals unblocked so

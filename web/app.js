@@ -311,10 +311,11 @@ function route() {
   if ((m = path.match(/^\/schedule\/(\d+)$/))) return schedulePage(t, m[1]);
   if (path === '/publications') return publicationsPage(t);
   if (path === '/schedules') return schedulesPage(t);
+  if (path === '/coverage') return coveragePage(t);
   if (path === '/workers') return workersPage(t);
   if (path === '/chart') return chartPage(t);
   return overviewPage(t);
 }
 window.addEventListener('hashchange', route);
-// Runs once every script of the page (builds.js, job.js, schedules.js) is loaded.
+// Runs once every script of the page (builds.js, job.js, schedules.js, coverage.js) is loaded.
 document.addEventListener('DOMContentLoaded', route);

@@ -90,6 +90,8 @@ class ClientService final : public farm::v1::FarmService::Service {
   // quota_handlers.cc
   grpc::Status GetQuota(grpc::ServerContext*, const farm::v1::GetQuotaRequest*,
                         farm::v1::Quota*) override;
+  grpc::Status GetCoverage(grpc::ServerContext*, const farm::v1::GetCoverageRequest*,
+                           farm::v1::Coverage*) override;
   grpc::Status SetQuota(grpc::ServerContext*, const farm::v1::SetQuotaRequest*,
                         farm::v1::Quota*) override;
   // owner_handlers.cc

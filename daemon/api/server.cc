@@ -14,6 +14,7 @@
 #include "daemon/attest/attestor.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/server/dashboard.h"
+#include "daemon/publish/curl_http_client.h"
 #include "daemon/publish/publishing_service.h"
 #include "daemon/cron/runner.h"
 #include "daemon/store/postgres_store.h"
@@ -45,6 +46,8 @@ struct FarmServer::Impl {
   std::unique_ptr<cron::UpstreamWatchPoller> poller;
   std::unique_ptr<cron::ScheduleRunner> schedules;
   std::unique_ptr<publish::PublishingService> publishing;
+  std::unique_ptr<publish::HttpClient> webhook_http;
+  std::unique_ptr<notify::Notifier> notifier;
   std::unique_ptr<Revalidator> revalidator;
   std::string address;
   std::thread sweeper;
@@ -53,6 +56,9 @@ struct FarmServer::Impl {
   bool stopped = false;
 
   void Sweep();
+  // Starts the webhook notifier when --webhook named targets; refuses to start farmd
+  // over a target it cannot send to.
+  Status StartNotifier(const ServerOptions& options);
 };
 
 namespace {
@@ -145,6 +151,26 @@ void FarmServer::Impl::Sweep() {
       }
     }
   }
+}
+
+Status FarmServer::Impl::StartNotifier(const ServerOptions& options) {
+  if (options.webhooks.empty()) return Status::Ok();
+  std::vector<notify::WebhookTarget> targets;
+  for (const std::string& flag : options.webhooks) {
+    FARM_ASSIGN_OR_RETURN(auto target, notify::ParseWebhookTarget(flag, options.secrets));
+    targets.push_back(std::move(target));
+  }
+  store::WebhookStore* outbox = store::AsWebhookStore(store.get());
+  if (outbox == nullptr) return Status::FailedPrecondition("this store keeps no webhook outbox");
+  webhook_http = std::make_unique<publish::CurlHttpClient>();
+  notifier = std::make_unique<notify::Notifier>(notify::NotifierDeps{.store = store.get(),
+                                                                     .outbox = outbox,
+                                                                     .clock = &RealClock(),
+                                                                     .http = webhook_http.get()},
+                                                std::move(targets), options.notify);
+  notifier->Start();
+  log::Info("webhooks: " + std::to_string(options.webhooks.size()) + " target(s)");
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& options) {
@@ -284,6 +310,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                              .with_provenance = options.publish_provenance},
                             impl->store.get(), impl->blobs.get(), &RealClock(),
                             impl->attestor.get()));
+  FARM_RETURN_IF_ERROR(impl->StartNotifier(options));
   impl->revalidator =
       std::make_unique<Revalidator>(impl->store.get(), &RealClock(), options.tunables.max_attempts);
   impl->sweeper = std::thread([raw = impl.get()] { raw->Sweep(); });
@@ -324,6 +351,7 @@ void FarmServer::Shutdown() {
   if (impl_->hosts) impl_->hosts->Stop();
   if (impl_->schedules) impl_->schedules->Stop();
   if (impl_->publishing) impl_->publishing->Stop();
+  if (impl_->notifier) impl_->notifier->Stop();
   log::Info("farmd stopped");
 }
 

@@ -16,6 +16,7 @@
 #include "daemon/auth/secrets_file.h"
 #include "daemon/http/server/dashboard_options.h"
 #include "daemon/mirror/pull_through.h"
+#include "daemon/notify/webhooks.h"
 #include "daemon/quota/quota.h"
 #include "daemon/s3/blob_store_flags.h"
 
@@ -49,6 +50,10 @@ struct ServerOptions {
   bool publish_pending_hardware = false;
   bool publish_provenance = true;  // .intoto.jsonl and a signed SHA256SUMS beside the wheels
   int64_t publish_interval_ms = 1000;
+  // Webhooks (docs/coverage.md): --webhook values ("NAME[:KINDS]", each URL read from
+  // `secrets`), and how they are delivered; notify.public_url makes their links absolute.
+  std::vector<std::string> webhooks;
+  notify::NotifierOptions notify;
   // Host provisioning (docs/provisioning.md): the playbooks farmd runs, and the group_vars
   // of the host kinds; an empty playbooks_dir leaves provisioning off.
   std::string playbooks_dir;

@@ -1,9 +1,11 @@
 #include "daemon/auth/secrets_file.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 
 #include "common/fs.h"
 #include "common/log.h"
@@ -15,11 +17,16 @@ namespace {
 const char* const kKnownKeys[] = {"GITHUB_TOKEN", "HF_TOKEN", "AWS_ACCESS_KEY_ID",
                                   "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"};
 
+// Webhook targets' URLs (notify/webhooks.h): WEBHOOK_URL_ and the target's name.
+constexpr std::string_view kWebhookPrefix = "WEBHOOK_URL_";
+
 bool Known(const std::string& key) {
   for (const char* k : kKnownKeys) {
     if (key == k) return true;
   }
-  return false;
+  if (!key.starts_with(kWebhookPrefix) || key.size() == kWebhookPrefix.size()) return false;
+  return key.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", kWebhookPrefix.size()) ==
+         std::string::npos;
 }
 
 }  // namespace
@@ -58,6 +65,18 @@ void AddSecretsFromEnvironment(Secrets* secrets) {
       log::RegisterSecret(value);
       (*secrets)[key] = value;
     }
+  }
+  for (char** env = environ; env != nullptr && *env != nullptr; ++env) {
+    std::string_view entry(*env);
+    size_t eq = entry.find('=');
+    if (eq == std::string_view::npos || !entry.starts_with("FARM_")) continue;
+    std::string key(entry.substr(5, eq - 5));
+    std::string value(entry.substr(eq + 1));
+    if (!key.starts_with(kWebhookPrefix) || !Known(key) || value.empty() || secrets->count(key)) {
+      continue;
+    }
+    log::RegisterSecret(value);
+    (*secrets)[key] = value;
   }
 }
 

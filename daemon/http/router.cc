@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "daemon/http/rest/api.h"
+#include "daemon/http/rest/api_coverage.h"
 #include "daemon/http/rest/api_schedules.h"
 #include "daemon/http/web/assets.h"
 #include "daemon/http/index/index_directory.h"
@@ -89,6 +90,7 @@ Response Router::Dispatch(const Request& req) {
                   : TextResponse(503, "store unavailable: " + n.status().ToString() + "\n");
   }
   if (path == "/metrics" || path.starts_with("/api/") || path.starts_with("/files/") ||
+      path.starts_with("/feeds/") ||
       path.starts_with(kUpstreamPrefix) || path.find("/simple") != std::string::npos) {
     bool write = !IsRead(req);
     if (write && !path.starts_with("/api/")) return MethodNotAllowed("GET, HEAD");
@@ -105,6 +107,7 @@ Response Router::Dispatch(const Request& req) {
     return r;
   }
   if (path.starts_with("/api/v1/")) return DispatchApi(req, std::string_view(path).substr(8));
+  if (path == kWheelsFeedPath) return WheelsFeed(deps_, options_.public_url);
   if (auto r = HandleUpstream(deps_, req)) return std::move(*r);
   if (auto r = HandleIndex(catalog_, req)) return std::move(*r);
   return ErrorResponse(Status::NotFound("no route for " + path));
@@ -153,6 +156,7 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
   if (rest == "builds") return ApiBuilds(deps_, req);
   if (rest == "workers") return ApiWorkers(deps_);
   if (rest == "chart") return ApiChart(deps_);
+  if (rest == "coverage") return ApiCoverage(deps_, req);
   if (rest == "publications") return ApiPublications(deps_, req);
   if ("/api/v1/" + std::string(rest) == kKeysPath) return ProvenanceKeysResponse(deps_);
   if (rest.starts_with("builds/")) {

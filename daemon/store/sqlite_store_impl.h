@@ -15,10 +15,11 @@
 
 #include "daemon/store/sqlite_db.h"
 #include "daemon/store/store.h"
+#include "daemon/store/webhook_store.h"
 
 namespace farm::store {
 
-class SqliteStore final : public Store {
+class SqliteStore final : public Store, public WebhookStore {
  public:
   explicit SqliteStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
 
@@ -74,6 +75,15 @@ class SqliteStore final : public Store {
                                                  const std::vector<int64_t>& keep,
                                                  const std::string& detail,
                                                  int64_t now_ms) override;
+  // WebhookStore (sqlite_store_webhooks.cc).
+  Result<int64_t> RegisterWebhookTarget(const std::string& target, int64_t now_ms) override;
+  Result<int> EnqueueWebhookDeliveries(const std::vector<WebhookDeliveryRow>& rows,
+                                       int64_t now_ms) override;
+  Result<std::vector<WebhookDeliveryRow>> ListDueWebhookDeliveries(int64_t now_ms,
+                                                                   int limit) override;
+  Status UpdateWebhookDelivery(const WebhookDeliveryRow& row, int64_t now_ms) override;
+  Result<std::vector<WebhookDeliveryRow>> ListWebhookDeliveries(int limit) override;
+
   Status CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) override;
   Status RetryJob(int64_t job_id, int64_t now_ms) override;
   Result<bool> RecordProgress(const ProgressReport& report) override;

@@ -36,7 +36,8 @@ run() {  # run LABEL BUILDS JOBS_PER_BUILD
   local mid=$((builds / 2)) job=$((builds * per / 2))
   local paths=${BENCH_PATHS:-"/api/v1/builds?limit=50 /api/v1/builds?before={mid}&limit=50
     /api/v1/builds?state=queued&recipe=attn-example&limit=50 /api/v1/builds/{mid}
-    /api/v1/jobs/{job} /api/v1/overview /api/v1/publications /metrics"}
+    /api/v1/jobs/{job} /api/v1/overview /api/v1/publications /metrics /api/v1/coverage
+    /feeds/wheels.atom"}
   for path in $paths; do
     path=${path//\{mid\}/$mid}
     path=${path//\{job\}/$job}

@@ -116,7 +116,8 @@ Response Page(const Negotiated& n, std::string body) {
 std::string IndexHeader() {
   return "<header><a class=\"brand\" href=\"/\">GPU wheel farm</a><nav><a href=\"/#/\">"
          "Overview</a><a href=\"/#/builds\">Builds</a><a href=\"/#/publications\">Publishing"
-         "</a><a href=\"/#/schedules\">Schedules</a><a href=\"/#/workers\">Workers</a>"
+         "</a><a href=\"/#/schedules\">Schedules</a><a href=\"/#/coverage\">Coverage</a>"
+         "<a href=\"/#/workers\">Workers</a>"
          "<a href=\"/#/chart\">Durations</a><a href=\"/simple/\">Index</a>"
          "<a href=\"/metrics\">Metrics</a></nav></header>\n";
 }

@@ -36,6 +36,9 @@ struct DashboardOptions {
   bool public_read = true;
   // Let wheels whose validation waits for hardware into the package index.
   bool index_include_pending = false;
+  // The dashboard's address for people (--public-url), for the feed's links; "": links
+  // relative to the feed.
+  std::string public_url;
   // Answer index file downloads with a redirect to a presigned URL of the blob store,
   // valid this many seconds; 0 serves the bytes through farmd.
   int64_t index_redirect_ttl_s = 0;

@@ -33,5 +33,21 @@ TEST(SecretsFileTest, RefusesFilesOthersCanReadAndMalformedLinesWithoutEchoingTh
   EXPECT_EQ(LoadSecretsFile(path).status().message(), path + ":1: unknown key \"AWS_KEY\"");
 }
 
+TEST(SecretsFileTest, WebhookUrlsAreSecretsNamedByTheirTarget) {
+  testing::ScopedTempDir dir;
+  std::string path = dir.path() + "/farmd.secrets";
+  ASSERT_OK(fs::WriteFileAtomic(
+      path, "WEBHOOK_URL_OPS_ROOM=https://hooks.example/T1/webhooksecret1\n", 0600));
+  auto secrets = LoadSecretsFile(path);
+  ASSERT_OK(secrets.status());
+  EXPECT_EQ(secrets->at("WEBHOOK_URL_OPS_ROOM"), "https://hooks.example/T1/webhooksecret1");
+  EXPECT_EQ(log::Redact("POST https://hooks.example/T1/webhooksecret1 failed"),
+            "POST [REDACTED] failed");
+  for (const char* key : {"WEBHOOK_URL_", "WEBHOOK_URL_ops", "WEBHOOK_URL_A-B"}) {
+    ASSERT_OK(fs::WriteFileAtomic(path, std::string(key) + "=https://x.example/y\n", 0600));
+    EXPECT_EQ(LoadSecretsFile(path).status().code(), StatusCode::kInvalidArgument) << key;
+  }
+}
+
 }  // namespace
 }  // namespace farm::auth

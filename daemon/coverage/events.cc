@@ -1,0 +1,99 @@
+#include "daemon/coverage/events.h"
+
+#include <algorithm>
+#include <map>
+
+#include "common/recipe/matrix.h"
+
+namespace farm::coverage {
+
+namespace {
+
+void AddWheelEvents(const BuildFacts& facts, std::map<std::string, Event>* out) {
+  for (const store::JobRow& job : facts.jobs) {
+    if (job.kind == store::kJobValidate || job.state != store::kJobSucceeded) continue;
+    auto it = facts.artifacts.find(job.id);
+    if (it == facts.artifacts.end()) continue;
+    farm::v1::MatrixCell cell;
+    cell.ParseFromString(job.cell);
+    for (const store::ArtifactRow& a : CountedWheels(job, it->second)) {
+      if (ValidationStateOf(a) != store::kValidationPassed) continue;
+      Event e{.kind = EventKind::kWheelValidated,
+              .id = "wheel_validated:" + a.sha256,
+              .package = facts.build.recipe_name,
+              .version = facts.recipe.version(),
+              .build_id = job.build_id,
+              .job_id = job.id,
+              .wheel = a.filename,
+              .sha256 = a.sha256,
+              .cell = recipe::DescribeCell(cell),
+              .time_ms = ValidatedAt(job, facts.jobs)};
+      // The same bytes in several jobs (a reused or merged job): the first validation.
+      auto [at, added] = out->try_emplace(e.id, e);
+      if (!added && e.time_ms < at->second.time_ms) at->second = std::move(e);
+    }
+  }
+}
+
+void AddFailedBuild(const BuildFacts& facts, std::map<std::string, Event>* out) {
+  if (facts.build.state != store::kBuildFailed) return;
+  Event e{.kind = EventKind::kBuildFailed,
+          .id = "build_failed:" + std::to_string(facts.build.id),
+          .package = facts.build.recipe_name,
+          .version = facts.recipe.version(),
+          .build_id = facts.build.id,
+          .schedule_id = facts.schedule_id,
+          .time_ms = facts.build.finished_ms};
+  for (const store::JobRow& job : facts.jobs) {
+    if (job.state != store::kJobFailed) continue;
+    farm::v1::MatrixCell cell;
+    cell.ParseFromString(job.cell);
+    e.job_id = job.id;
+    e.cell = recipe::DescribeCell(cell);
+    e.cause = job.error;
+    break;
+  }
+  out->emplace(e.id, std::move(e));
+}
+
+}  // namespace
+
+std::string_view EventKindName(EventKind kind) {
+  return kind == EventKind::kWheelValidated ? "wheel_validated" : "build_failed";
+}
+
+std::optional<EventKind> ParseEventKind(std::string_view name) {
+  for (EventKind k : {EventKind::kWheelValidated, EventKind::kBuildFailed}) {
+    if (EventKindName(k) == name) return k;
+  }
+  return std::nullopt;
+}
+
+std::vector<Event> EventsOf(const std::vector<BuildFacts>& builds, size_t limit) {
+  std::map<std::string, Event> by_id;
+  for (const BuildFacts& facts : builds) {
+    AddWheelEvents(facts, &by_id);
+    AddFailedBuild(facts, &by_id);
+  }
+  std::vector<Event> out;
+  out.reserve(by_id.size());
+  for (auto& [id, e] : by_id) out.push_back(std::move(e));
+  std::sort(out.begin(), out.end(), [](const Event& a, const Event& b) {
+    return a.time_ms != b.time_ms ? a.time_ms > b.time_ms : a.id < b.id;
+  });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+std::string EventTitle(const Event& e) {
+  std::string head = e.package + (e.version.empty() ? "" : " " + e.version) + ": ";
+  if (e.kind == EventKind::kWheelValidated) {
+    return head + e.wheel + " validated (job " + std::to_string(e.job_id) + ")";
+  }
+  return head + "build " + std::to_string(e.build_id) + " failed" +
+         (e.schedule_id > 0
+              ? " (release-day failure: schedule " + std::to_string(e.schedule_id) + ")"
+              : "");
+}
+
+}  // namespace farm::coverage

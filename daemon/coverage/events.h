@@ -1,0 +1,54 @@
+// The events coverage announces: a wheel that passed validation, and a build that failed
+// (a failed build of a schedule run is a release-day failure). The Atom feed
+// (/feeds/wheels.atom) lists them and the webhooks (daemon/notify/) deliver them; both derive
+// them from the same BuildFacts, so an event is found again, with the same id, however often
+// it is looked for: the id is what makes delivery idempotent.
+// Pure functions; thread-safe.
+#ifndef FARM_DAEMON_COVERAGE_EVENTS_H_
+#define FARM_DAEMON_COVERAGE_EVENTS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/coverage/coverage.h"
+
+namespace farm::coverage {
+
+enum class EventKind {
+  kWheelValidated,  // a wheel passed validation on a GPU
+  kBuildFailed,     // a build ended failed
+};
+
+// "wheel_validated", "build_failed": the names of the webhook filter and of payloads.
+std::string_view EventKindName(EventKind kind);
+std::optional<EventKind> ParseEventKind(std::string_view name);
+
+struct Event {
+  EventKind kind = EventKind::kWheelValidated;
+  // Stable and unique: "wheel_validated:<sha256>" (a wheel reused by later builds is the
+  // same wheel, announced once) or "build_failed:<build id>".
+  std::string id;
+  std::string package;
+  std::string version;
+  int64_t build_id = 0;
+  int64_t job_id = 0;       // the validated job, or the build's first failed job
+  std::string wheel;        // the wheel's file name; "" for a failed build
+  std::string sha256;       // the wheel's; "" for a failed build
+  std::string cell;         // "python=3.11 cuda=12.8 ...", "" for the default cell
+  std::string cause;        // why the build failed
+  int64_t schedule_id = 0;  // > 0: a schedule run submitted the build
+  int64_t time_ms = 0;      // when it validated or failed
+};
+
+// The events of `builds`, newest first (ties by id), at most `limit`.
+std::vector<Event> EventsOf(const std::vector<BuildFacts>& builds, size_t limit);
+
+// One line for people: "attn_example 0.1: attn_example-0.1-...whl validated (job 3)".
+std::string EventTitle(const Event& event);
+
+}  // namespace farm::coverage
+
+#endif  // FARM_DAEMON_COVERAGE_EVENTS_H_

@@ -1,0 +1,201 @@
+#include "daemon/coverage/coverage.h"
+
+#include <gtest/gtest.h>
+
+#include "daemon/coverage/events.h"
+
+namespace farm::coverage {
+namespace {
+
+farm::v1::MatrixCell MakeCell(const std::string& python, const std::string& arch = "") {
+  farm::v1::MatrixCell c;
+  c.set_python(python);
+  c.set_arch_list(arch);
+  return c;
+}
+
+store::JobRow Job(int64_t id, int64_t build_id, const farm::v1::MatrixCell& cell, int state) {
+  store::JobRow j;
+  j.id = id;
+  j.build_id = build_id;
+  j.cell = cell.SerializeAsString();
+  j.state = state;
+  j.attempt = 1;
+  j.finished_ms = id * 1000;
+  return j;
+}
+
+store::ArtifactRow Wheel(int64_t job_id, const std::string& sha, int validation_state) {
+  store::ArtifactRow a;
+  a.job_id = job_id;
+  a.attempt = 1;
+  a.filename = "pkg-1.0-" + sha + ".whl";
+  a.sha256 = sha;
+  a.validation_state = validation_state;
+  farm::v1::ValidationReport report;
+  report.set_message("report of " + sha);
+  a.validation = report.SerializeAsString();
+  return a;
+}
+
+BuildFacts Build(int64_t id, const std::string& name, std::vector<std::string> pythons) {
+  BuildFacts f;
+  f.build.id = id;
+  f.build.state = store::kBuildSucceeded;
+  f.build.finished_ms = id * 1000;
+  f.build.recipe_name = name;
+  f.recipe.set_name(name);
+  f.recipe.set_version("1.0");
+  for (const auto& p : pythons) f.recipe.mutable_matrix()->add_python(p);
+  return f;
+}
+
+const Cell* Find(const std::vector<Cell>& cells, const std::string& package,
+                 const std::string& python) {
+  for (const Cell& c : cells) {
+    if (c.key.package == package && c.key.python == python) return &c;
+  }
+  return nullptr;
+}
+
+TEST(CellStateTest, EveryStateHasOneNameThatParsesBack) {
+  std::set<std::string_view> names;
+  for (CellState s : AllCellStates()) {
+    EXPECT_EQ(ParseCellState(CellStateName(s)), s);
+    EXPECT_FALSE(CellStateWords(s).empty());
+    names.insert(CellStateName(s));
+  }
+  EXPECT_EQ(names.size(), AllCellStates().size());
+  EXPECT_EQ(ParseCellState("VALIDATED"), std::nullopt);
+  EXPECT_EQ(ParseCellState(""), std::nullopt);
+}
+
+TEST(ComputeCoverageTest, EachStateFromItsJobAndMissingFromTheNewestMatrix) {
+  BuildFacts b = Build(1, "pkg", {"3.10", "3.11", "3.12", "3.13", "3.14", "3.9"});
+  b.jobs = {Job(1, 1, MakeCell("3.10"), store::kJobSucceeded),
+            Job(2, 1, MakeCell("3.11"), store::kJobSucceeded),
+            Job(3, 1, MakeCell("3.12"), store::kJobFailed),
+            Job(4, 1, MakeCell("3.13"), store::kJobRunning),
+            Job(5, 1, MakeCell("3.14"), store::kJobSucceeded)};
+  b.jobs[2].error = "exit code 3";
+  b.artifacts[1] = {Wheel(1, "aa", store::kValidationPassed)};
+  b.artifacts[2] = {Wheel(2, "bb", store::kValidationPendingHardware)};
+  b.artifacts[5] = {Wheel(5, "cc", store::kValidationNotRun)};
+  std::vector<Cell> cells = ComputeCoverage({b});
+  ASSERT_EQ(cells.size(), 6u);
+  EXPECT_EQ(Find(cells, "pkg", "3.10")->state, CellState::kValidated);
+  EXPECT_EQ(Find(cells, "pkg", "3.10")->wheel, "pkg-1.0-aa.whl");
+  EXPECT_EQ(Find(cells, "pkg", "3.10")->validated_ms, 1000);
+  EXPECT_EQ(Find(cells, "pkg", "3.11")->state, CellState::kPendingHardware);
+  EXPECT_EQ(Find(cells, "pkg", "3.11")->cause, "report of bb");
+  EXPECT_EQ(Find(cells, "pkg", "3.11")->validated_ms, 0);
+  EXPECT_EQ(Find(cells, "pkg", "3.12")->state, CellState::kFailed);
+  EXPECT_EQ(Find(cells, "pkg", "3.12")->cause, "exit code 3");
+  EXPECT_EQ(Find(cells, "pkg", "3.13")->state, CellState::kInProgress);
+  EXPECT_EQ(Find(cells, "pkg", "3.14")->state, CellState::kBuilt);
+  const Cell* missing = Find(cells, "pkg", "3.9");
+  ASSERT_NE(missing, nullptr);
+  EXPECT_EQ(missing->state, CellState::kMissing);
+  EXPECT_EQ(missing->job_id, 0);
+  EXPECT_EQ(missing->build_id, 1);
+  for (const Cell& c : cells) EXPECT_EQ(c.release_to_wheel_seconds, std::nullopt);
+}
+
+TEST(ComputeCoverageTest, TheNewestJobNotCancelledDecidesAndValidationFailureFails) {
+  BuildFacts old = Build(1, "pkg", {"3.11"});
+  old.jobs = {Job(1, 1, MakeCell("3.11"), store::kJobSucceeded)};
+  old.artifacts[1] = {Wheel(1, "aa", store::kValidationPassed)};
+  BuildFacts newer = Build(2, "pkg", {"3.11"});
+  newer.jobs = {Job(2, 2, MakeCell("3.11"), store::kJobSucceeded),
+                Job(3, 2, MakeCell("3.11"), store::kJobCancelled)};
+  newer.artifacts[2] = {Wheel(2, "bb", store::kValidationFailed)};
+  std::vector<Cell> cells = ComputeCoverage({newer, old});
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].job_id, 2);
+  EXPECT_EQ(cells[0].state, CellState::kFailed);
+  EXPECT_EQ(cells[0].cause, "validation failed: report of bb");
+}
+
+TEST(ComputeCoverageTest, AValidationJobGivesTheValidatedTimeAndWheelsOfOldAttemptsDoNotCount) {
+  BuildFacts b = Build(1, "pkg", {"3.11"});
+  store::JobRow job = Job(1, 1, MakeCell("3.11"), store::kJobSucceeded);
+  job.attempt = 2;
+  store::JobRow validation = Job(7, 1, MakeCell("3.11"), store::kJobSucceeded);
+  validation.kind = store::kJobValidate;
+  validation.target_job_id = 1;
+  validation.finished_ms = 99'000;
+  b.jobs = {job, validation};
+  store::ArtifactRow stale = Wheel(1, "old", store::kValidationFailed);  // attempt 1
+  store::ArtifactRow counted = Wheel(1, "new", store::kValidationPassed);
+  counted.attempt = 2;
+  b.artifacts[1] = {stale, counted};
+  std::vector<Cell> cells = ComputeCoverage({b});
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].state, CellState::kValidated);
+  EXPECT_EQ(cells[0].validated_ms, 99'000);
+  EXPECT_EQ(cells[0].wheel, "pkg-1.0-new.whl");
+}
+
+TEST(ComputeCoverageTest, PackagesAndVersionsAreCellsOfTheirOwn) {
+  BuildFacts a = Build(1, "alpha", {"3.11"});
+  a.jobs = {Job(1, 1, MakeCell("3.11"), store::kJobRunning)};
+  BuildFacts b = Build(2, "beta", {"3.11"});
+  b.jobs = {Job(2, 2, MakeCell("3.11"), store::kJobRunning)};
+  BuildFacts b2 = Build(3, "beta", {"3.11"});
+  b2.recipe.set_version("2.0");
+  b2.jobs = {Job(3, 3, MakeCell("3.11"), store::kJobRunning)};
+  std::vector<Cell> cells = ComputeCoverage({b2, b, a});
+  ASSERT_EQ(cells.size(), 3u);
+  EXPECT_EQ(cells[0].key.package, "alpha");
+  EXPECT_EQ(cells[1].key.version, "1.0");
+  EXPECT_EQ(cells[2].key.version, "2.0");
+}
+
+TEST(CellFilterTest, MatchesAxesStateAndOneArchOfTheList) {
+  Cell c{.key = {.package = "pkg",
+                 .torch = "2.8",
+                 .cuda = "12.8",
+                 .python = "3.11",
+                 .arch_list = "9.0;12.0a"},
+         .state = CellState::kValidated};
+  EXPECT_TRUE(CellFilter{}.Matches(c));
+  EXPECT_TRUE(CellFilter{.arch = "12.0a"}.Matches(c));
+  EXPECT_TRUE(CellFilter{.arch = "9.0"}.Matches(c));
+  EXPECT_FALSE(CellFilter{.arch = "9"}.Matches(c));
+  EXPECT_FALSE(CellFilter{.package = "other"}.Matches(c));
+  EXPECT_TRUE((CellFilter{.torch = "2.8", .cuda = "12.8", .python = "3.11"}.Matches(c)));
+  EXPECT_FALSE(CellFilter{.state = CellState::kFailed}.Matches(c));
+}
+
+TEST(EventsTest, AWheelIsOneEventWhateverCopiesAndFailedBuildsAreNewestFirst) {
+  BuildFacts first = Build(1, "pkg", {});
+  first.jobs = {Job(1, 1, MakeCell("3.11"), store::kJobSucceeded)};
+  first.artifacts[1] = {Wheel(1, "aa", store::kValidationPassed),
+                        Wheel(1, "pend", store::kValidationPendingHardware)};
+  BuildFacts reused = Build(5, "pkg", {});
+  store::JobRow copy = Job(5, 5, MakeCell("3.11"), store::kJobSucceeded);
+  copy.reused_from = 1;
+  reused.jobs = {copy};
+  store::ArtifactRow copied = Wheel(5, "aa", store::kValidationPassed);
+  copied.attempt = 0;
+  reused.artifacts[5] = {copied};
+  BuildFacts failed = Build(3, "pkg", {});
+  failed.build.state = store::kBuildFailed;
+  failed.schedule_id = 4;
+  failed.jobs = {Job(3, 3, MakeCell("3.11"), store::kJobFailed)};
+  failed.jobs[0].error = "exit code 1";
+  std::vector<Event> events = EventsOf({reused, failed, first}, 10);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].id, "build_failed:3");
+  EXPECT_EQ(events[0].cause, "exit code 1");
+  EXPECT_EQ(events[0].schedule_id, 4);
+  EXPECT_NE(EventTitle(events[0]).find("release-day failure"), std::string::npos);
+  EXPECT_EQ(events[1].id, "wheel_validated:aa");
+  EXPECT_EQ(events[1].job_id, 1);  // the first validation, not the copy's
+  EXPECT_EQ(EventsOf({reused, failed, first}, 1).size(), 1u);
+  EXPECT_EQ(ParseEventKind("build_failed"), EventKind::kBuildFailed);
+  EXPECT_EQ(ParseEventKind("nope"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace farm::coverage
