@@ -98,8 +98,13 @@ Cell CellOfJob(const BuildFacts& facts, const store::JobRow& job) {
   if (!wheels.empty()) cell.wheel = wheels.front().filename;
   StateFromWheels(wheels, &cell);
   if (cell.state == CellState::kValidated) cell.validated_ms = ValidatedAt(job, facts.jobs);
-  // release_to_wheel_seconds stays unset: it is validated_ms less the publication time of
-  // the upstream release whose watch fired the build, which builds do not record yet.
+  // A cell this build made (not answered from an earlier build) answers the upstream release
+  // whose watch fired it: the time from its publication to the validated wheel (the built
+  // one, when the recipe asks for no validation).
+  int64_t ready_ms = cell.state == CellState::kBuilt ? cell.built_ms : cell.validated_ms;
+  if (facts.upstream_ms > 0 && ready_ms > 0 && job.reused_from == 0) {
+    cell.release_to_wheel_seconds = std::max<int64_t>(0, (ready_ms - facts.upstream_ms) / 1000);
+  }
   return cell;
 }
 
@@ -267,6 +272,7 @@ Result<std::vector<BuildFacts>> ReadRecentBuilds(store::Store& store,
     for (const auto& j : list) job_ids.push_back(j.id);
   }
   FARM_ASSIGN_OR_RETURN(auto artifacts, store.ListArtifactsOfJobs(job_ids));
+  FARM_ASSIGN_OR_RETURN(auto runs, store.ListScheduleRunsOfBuilds(build_ids));
   std::vector<BuildFacts> out;
   out.reserve(rows.size());
   for (auto& b : rows) {
@@ -275,6 +281,10 @@ Result<std::vector<BuildFacts>> ReadRecentBuilds(store::Store& store,
     if (auto it = jobs.find(b.id); it != jobs.end()) facts.jobs = std::move(it->second);
     for (const auto& j : facts.jobs) {
       if (auto it = artifacts.find(j.id); it != artifacts.end()) facts.artifacts[j.id] = it->second;
+    }
+    if (auto it = runs.find(b.id); it != runs.end()) {
+      for (const auto& r : it->second)
+        facts.upstream_ms = std::max(facts.upstream_ms, r.upstream_ms);
     }
     if (b.state == store::kBuildFailed) {
       FARM_ASSIGN_OR_RETURN(facts.schedule_id, store.ScheduleOfBuild(b.id));

@@ -80,6 +80,9 @@ struct BuildFacts {
   std::vector<store::JobRow> jobs;                               // build and validation jobs
   std::map<int64_t, std::vector<store::ArtifactRow>> artifacts;  // by job id
   int64_t schedule_id = 0;  // the schedule whose run submitted it; read for failed builds only
+  // When the upstream release a watch fired this build for was published (Unix ms); 0 for
+  // a build no watch fired.
+  int64_t upstream_ms = 0;
 };
 
 // Which cells a listing shows; empty fields match every cell. `arch` matches a cell whose

@@ -123,6 +123,8 @@ class SqliteStore final : public Store, public WebhookStore {
   Status DeleteSchedule(int64_t id, int64_t now_ms) override;
   Status RecordScheduleRun(ScheduleRunRow* run, int64_t next_fire_ms) override;
   Status SetWatchState(int64_t id, const std::string& state, int64_t next_fire_ms) override;
+  Result<std::map<int64_t, std::vector<ScheduleRunRow>>> ListScheduleRunsOfBuilds(
+      const std::vector<int64_t>& build_ids) override;
   Result<std::vector<ScheduleRunRow>> ListScheduleRuns(int64_t schedule_id, int limit) override;
   Result<std::optional<ScheduleRunRow>> LastSucceededScheduleRun(int64_t schedule_id) override;
   Result<int64_t> ActiveScheduleBuild(int64_t schedule_id) override;

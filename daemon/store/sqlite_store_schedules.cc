@@ -68,14 +68,16 @@ Status Store::SetSchedulePaused(int64_t, bool, int64_t) { return NoSchedules(); 
 Status Store::DeleteSchedule(int64_t, int64_t) { return NoSchedules(); }
 Status Store::RecordScheduleRun(ScheduleRunRow*, int64_t) { return NoSchedules(); }
 Status Store::SetWatchState(int64_t, const std::string&, int64_t) { return NoSchedules(); }
-Result<std::vector<ScheduleRunRow>> Store::ListScheduleRuns(int64_t, int) {
-  return NoSchedules();
-}
+Result<std::vector<ScheduleRunRow>> Store::ListScheduleRuns(int64_t, int) { return NoSchedules(); }
 Result<std::optional<ScheduleRunRow>> Store::LastSucceededScheduleRun(int64_t) {
   return NoSchedules();
 }
 Result<int64_t> Store::ActiveScheduleBuild(int64_t) { return NoSchedules(); }
 Result<int64_t> Store::ScheduleOfBuild(int64_t) { return NoSchedules(); }
+Result<std::map<int64_t, std::vector<ScheduleRunRow>>> Store::ListScheduleRunsOfBuilds(
+    const std::vector<int64_t>&) {
+  return NoSchedules();
+}
 Status Store::CreateBuildLinked(BuildRow*, std::vector<JobRow>*, BuildLinks*) {
   return NoSchedules();
 }
@@ -177,7 +179,8 @@ Status SqliteStore::InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fi
   FARM_RETURN_IF_ERROR(s->Run());
   run->id = db_->LastInsertId();
   if (!run->watch_state.empty()) {
-    FARM_ASSIGN_OR_RETURN(auto w, db_->Prepare("UPDATE schedules SET watch_state = ? WHERE id = ?"));
+    FARM_ASSIGN_OR_RETURN(auto w,
+                          db_->Prepare("UPDATE schedules SET watch_state = ? WHERE id = ?"));
     w->Bind(run->watch_state).Bind(run->schedule_id);
     FARM_RETURN_IF_ERROR(w->Run());
   }
@@ -257,6 +260,14 @@ Result<int64_t> SqliteStore::ScheduleOfBuild(int64_t build_id) {
   return row ? s->Int(0) : 0;
 }
 
+Result<std::map<int64_t, std::vector<ScheduleRunRow>>> SqliteStore::ListScheduleRunsOfBuilds(
+    const std::vector<int64_t>& build_ids) {
+  Locked lock(this);
+  return SelectByIds<ScheduleRunRow>(
+      *db_, std::string("SELECT ") + kRunColumns + kRunFrom + "WHERE r.build_id IN",
+      "r.build_id, r.id", build_ids, RunFromRow, &ScheduleRunRow::build_id);
+}
+
 // --- builds with links ----------------------------------------------------------------------
 
 Status SqliteStore::MergeOntoLeader(JobRow* job, int64_t now_ms) {
@@ -311,8 +322,8 @@ Status SqliteStore::CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs
   // Jobs that wait (merged, held) or were answered from the store give no idle worker a
   // job: only a leasable one wakes the long polls.
   bool leasable = released > 0 || std::any_of(jobs->begin(), jobs->end(), [](const JobRow& j) {
-    return j.state == kJobPending && j.not_before_ms == 0;
-  });
+                    return j.state == kJobPending && j.not_before_ms == 0;
+                  });
   if (leasable) {
     BumpQueue();
   } else {
@@ -332,9 +343,9 @@ Status SqliteStore::SucceedFrom(int64_t job_id, int64_t from_job_id, int64_t now
                    "id = ?)"));
   copy->Bind(job_id).Bind(from_job_id).Bind(from_job_id);
   FARM_RETURN_IF_ERROR(copy->Run());
-  FARM_ASSIGN_OR_RETURN(
-      auto up, db_->Prepare("UPDATE jobs SET state = 3, reused_from = ?, error = '', "
-                            "not_before_ms = 0, held = 0, finished_ms = ? WHERE id = ?"));
+  FARM_ASSIGN_OR_RETURN(auto up,
+                        db_->Prepare("UPDATE jobs SET state = 3, reused_from = ?, error = '', "
+                                     "not_before_ms = 0, held = 0, finished_ms = ? WHERE id = ?"));
   up->Bind(from_job_id).Bind(now_ms).Bind(job_id);
   return up->Run();
 }

@@ -680,6 +680,9 @@ class Store {
   virtual Result<int64_t> ActiveScheduleBuild(int64_t schedule_id);
   // The id of the schedule whose run submitted `build_id`, 0 if none.
   virtual Result<int64_t> ScheduleOfBuild(int64_t build_id);
+  // The schedule runs that submitted `build_ids`, by build id (each build has at most one).
+  virtual Result<std::map<int64_t, std::vector<ScheduleRunRow>>> ListScheduleRunsOfBuilds(
+      const std::vector<int64_t>& build_ids);
   // CreateBuild plus `links` (in-flight merges, a schedule run) in one transaction.
   virtual Status CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs, BuildLinks* links);
   // Settles jobs waiting on another job: when that job succeeded with artifacts the

@@ -160,6 +160,15 @@ def test_a_new_torch_on_the_index_becomes_a_validated_wheel(farm, upstreams, tmp
             meta = z.read(next(n for n in z.namelist() if n.endswith("METADATA"))).decode()
         pins += [line for line in meta.splitlines() if line.startswith("Requires-Dist: torch")]
     assert sorted(pins) == ["Requires-Dist: torch==2.10.*", "Requires-Dist: torch==2.9.*"], pins
+    # Coverage: the new cell's time from the release's publication to its validated wheel.
+    with urllib.request.urlopen("http://%s/api/v1/coverage?package=relpkg" % farm.http_address,
+                                timeout=30) as res:
+        cov = {c["torch"]: c for c in json.loads(res.read())["cells"]}
+    # Installed and imported in a clean venv; no GPU script: nothing more to validate.
+    assert cov["2.10"]["state"] == "built", cov
+    lag = cov["2.10"]["release_to_wheel_seconds"]
+    assert 3600 <= lag < 3600 + 300, cov["2.10"]  # published an hour before it was seen
+    assert cov["2.9"]["release_to_wheel_seconds"] is None, cov["2.9"]  # answered from the store
     time.sleep(2.5)  # more polls: the release is seen, nothing fires again
     assert len(runs_of(farm, sid)) == 2
 

@@ -136,6 +136,32 @@ TEST(ComputeCoverageTest, AValidationJobGivesTheValidatedTimeAndWheelsOfOldAttem
   EXPECT_EQ(cells[0].wheel, "pkg-1.0-new.whl");
 }
 
+TEST(ComputeCoverageTest, AWatchFiredBuildsCellsGiveTheTimeFromReleaseToWheel) {
+  BuildFacts b = Build(2, "pkg", {"3.11", "3.12"});
+  b.upstream_ms = 40'000;  // the release the watch fired for
+  store::JobRow made = Job(3, 2, MakeCell("3.11"), store::kJobSucceeded);
+  made.finished_ms = 100'000;
+  store::JobRow reused = Job(4, 2, MakeCell("3.12"), store::kJobSucceeded);
+  reused.reused_from = 1;  // answered from an earlier build: its wheel predates the release
+  b.jobs = {made, reused};
+  b.artifacts[3] = {Wheel(3, "a", store::kValidationPassed)};
+  store::ArtifactRow copy = Wheel(4, "b", store::kValidationPassed);
+  copy.attempt = 0;
+  b.artifacts[4] = {copy};
+  std::vector<Cell> cells = ComputeCoverage({b});
+  const Cell* fresh = Find(cells, "pkg", "3.11");
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_EQ(fresh->release_to_wheel_seconds, std::optional<int64_t>(60));
+  const Cell* old = Find(cells, "pkg", "3.12");
+  ASSERT_NE(old, nullptr);
+  EXPECT_EQ(old->state, CellState::kValidated);
+  EXPECT_FALSE(old->release_to_wheel_seconds.has_value());
+  BuildFacts plain = Build(5, "other", {"3.11"});
+  plain.jobs = {Job(6, 5, MakeCell("3.11"), store::kJobSucceeded)};
+  plain.artifacts[6] = {Wheel(6, "c", store::kValidationPassed)};
+  EXPECT_FALSE(ComputeCoverage({plain})[0].release_to_wheel_seconds.has_value());
+}
+
 TEST(ComputeCoverageTest, PackagesAndVersionsAreCellsOfTheirOwn) {
   BuildFacts a = Build(1, "alpha", {"3.11"});
   a.jobs = {Job(1, 1, MakeCell("3.11"), store::kJobRunning)};
