@@ -4,6 +4,8 @@
 #include <boost/json.hpp>
 #include <vector>
 
+#include "common/utf8.h"
+
 namespace farm::cli::exporter {
 
 namespace json = boost::json;
@@ -91,29 +93,6 @@ std::pair<std::string, std::string_view> SplitOrigin(std::string_view url) {
 bool SafeByte(char c) {
   return IsAlpha(c) || IsDigit(c) || c == '.' || c == '_' || c == '+' || c == '!' || c == '~' ||
          c == '-';
-}
-
-std::string HtmlAttributeEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 // The value of an attribute as HTML means it: the entities farmd writes (&amp; &lt; &gt;
@@ -220,7 +199,7 @@ Result<size_t> RewriteTag(std::string_view html, size_t lt, std::string_view pag
     // The separator stays even when the attribute goes, so that what follows is never
     // read as part of the tag's name or of another attribute.
     out += html.substr(start, name_start - start);
-    if (link) out += std::string(name) + "=\"" + HtmlAttributeEscape(*link) + "\"";
+    if (link) out += std::string(name) + "=\"" + EscapeMarkup(*link) + "\"";
   }
   return Status::InvalidArgument("a tag never closes");
 }

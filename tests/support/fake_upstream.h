@@ -52,7 +52,28 @@ class FakeFetcher final : public upstream::Fetcher {
     FakeResource r;
     FARM_RETURN_IF_ERROR(Lookup(url, &r));
     if (static_cast<int64_t>(r.body.size()) > max_bytes) return Status::ResourceExhausted("big");
-    return upstream::FetchedPage{url, r.content_type, r.body};
+    return upstream::FetchedPage{url, r.content_type, r.body, EtagOf(r.body)};
+  }
+  // As an index with ETags answers: 304 (counted by NotModified) while the page is the same.
+  Result<upstream::FetchedPage> GetPageIfChanged(const std::string& url, const std::string& accept,
+                                                 int64_t max_bytes,
+                                                 const std::string& etag) override {
+    FARM_ASSIGN_OR_RETURN(upstream::FetchedPage page, GetPage(url, accept, max_bytes));
+    if (!etag.empty() && etag == page.etag) {
+      std::lock_guard<std::mutex> lock(mu_);
+      not_modified_[url] += 1;
+      page.body.clear();
+      page.not_modified = true;
+    }
+    return page;
+  }
+  int NotModified(const std::string& url) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = not_modified_.find(url);
+    return it == not_modified_.end() ? 0 : it->second;
+  }
+  static std::string EtagOf(const std::string& body) {
+    return "\"" + std::to_string(std::hash<std::string>{}(body)) + "\"";
   }
   Status Download(const std::string& url, const upstream::DownloadSink& sink) override {
     FakeResource r;
@@ -76,6 +97,7 @@ class FakeFetcher final : public upstream::Fetcher {
   mutable std::mutex mu_;
   std::map<std::string, FakeResource> resources_;
   std::map<std::string, int> counts_;
+  std::map<std::string, int> not_modified_;
 };
 
 // What a scripted command does: its exit code and output.

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "tests/support/test_util.h"
+#include "tests/unit/daemon/cron/store_submitter.h"
 
 namespace farm::cron {
 namespace {
@@ -33,28 +34,6 @@ class FakeResolver final : public SourceResolver {
   }
   std::map<std::string, std::string> commits;
   int calls = 0;
-};
-
-// Stores a one-job build the way the API layer does (CreateBuildLinked).
-class StoreSubmitter final : public BuildSubmitter {
- public:
-  StoreSubmitter(store::Store** store, const Clock* clock) : store_(store), clock_(clock) {}
-  Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest& req, const std::string& who,
-                                  store::ScheduleRunRow* run, int64_t next_fire_ms) override {
-    requests.push_back(req);
-    store::BuildRow build{
-        .recipe_name = "r", .submitted_by = who, .created_ms = clock_->NowUnixMs()};
-    std::vector<store::JobRow> jobs{store::JobRow{.cell = "c", .created_ms = clock_->NowUnixMs()}};
-    store::BuildLinks links{.run = *run, .next_fire_ms = next_fire_ms};
-    FARM_RETURN_IF_ERROR((*store_)->CreateBuildLinked(&build, &jobs, &links));
-    *run = *links.run;
-    return build.id;
-  }
-  std::vector<farm::v1::SubmitBuildRequest> requests;
-
- private:
-  store::Store** store_;
-  const Clock* clock_;
 };
 
 class RunnerTest : public ::testing::Test {

@@ -9,6 +9,7 @@
 #include "daemon/cron/upstream_watch.h"
 #include "daemon/cron/watch_state.h"
 #include "tests/support/test_util.h"
+#include "tests/unit/daemon/cron/store_submitter.h"
 
 namespace farm::cron {
 namespace {
@@ -242,27 +243,6 @@ class ScriptedPoller final : public UpstreamPoller {
   int polls = 0;
 };
 
-class CountingSubmitter final : public BuildSubmitter {
- public:
-  CountingSubmitter(store::Store** store, const Clock* clock) : store_(store), clock_(clock) {}
-  Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest& req, const std::string& who,
-                                  store::ScheduleRunRow* run, int64_t next_fire_ms) override {
-    requests.push_back(req);
-    store::BuildRow build{
-        .recipe_name = "r", .submitted_by = who, .created_ms = clock_->NowUnixMs()};
-    std::vector<store::JobRow> jobs{store::JobRow{.cell = "c", .created_ms = clock_->NowUnixMs()}};
-    store::BuildLinks links{.run = *run, .next_fire_ms = next_fire_ms};
-    FARM_RETURN_IF_ERROR((*store_)->CreateBuildLinked(&build, &jobs, &links));
-    *run = *links.run;
-    return build.id;
-  }
-  std::vector<farm::v1::SubmitBuildRequest> requests;
-
- private:
-  store::Store** store_;
-  const Clock* clock_;
-};
-
 class WatchRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -310,7 +290,7 @@ class WatchRunnerTest : public ::testing::Test {
   FakeClock clock_;
   ScriptedPoller poller_;
   store::Store* raw_ = nullptr;
-  CountingSubmitter submitter_{&raw_, &clock_};
+  StoreSubmitter submitter_{&raw_, &clock_};
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<ScheduleRunner> runner_;
 };

@@ -84,6 +84,29 @@ TEST_F(PullThroughTest, PagesPointAtTheFarmAndKeepHashes) {
             StatusCode::kNotFound);
 }
 
+TEST_F(PullThroughTest, AFreshPageIsAskedForWithItsEtagAndANewReleaseIsListedAtOnce) {
+  const std::string page = std::string(kUp) + "torch/";
+  ASSERT_OK(cache_->IndexPage("cu128", "torch", true, kFiles).status());
+  // Within the page's lifetime a plain request is answered from the kept page...
+  ASSERT_OK(cache_->IndexPage("cu128", "torch", true, kFiles).status());
+  EXPECT_EQ(fetcher_.Count(page), 1);
+  // ...and one that asks for a fresh page revalidates it: unchanged, a 304.
+  ASSERT_OK(cache_->IndexPage("cu128", "torch", true, kFiles, /*revalidate=*/true).status());
+  EXPECT_EQ(fetcher_.Count(page), 2);
+  EXPECT_EQ(fetcher_.NotModified(page), 1);
+  // A release published a moment ago is listed on the next fresh request.
+  const std::string newer = "torch-2.9.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl";
+  fetcher_.Serve(page,
+                 R"({"meta": {"api-version": "1.1"}, "files": [{"filename": ")" + newer +
+                     R"(", "url": "../x.whl", "hashes": {"sha256": ")" + std::string(64, 'e') +
+                     R"("}}]})",
+                 "application/vnd.pypi.simple.v1+json");
+  auto fresh = cache_->IndexPage("cu128", "torch", true, kFiles, /*revalidate=*/true);
+  ASSERT_OK(fresh.status());
+  EXPECT_NE(fresh->body.find(newer), std::string::npos) << fresh->body;
+  EXPECT_EQ(fetcher_.NotModified(page), 1);
+}
+
 TEST_F(PullThroughTest, ManyWorkersOneUpstreamDownload) {
   ASSERT_OK(cache_->IndexPage("cu128", "torch", true, kFiles).status());
   std::string sha = Sha256Hex(wheel_);

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Release day on a GPU host with no network, without a person: a schedule watches the
+# per-CUDA index for torch >= the host's release; the index (the index fake, serving the
+# host's own torch repacked into real wheels by tests/fakes/repack_installed.py) first lists
+# everything but torch, then "publishes" torch. The watch's next poll fires a build of
+# SageAttention whose matrix follows the index (`torch: ">=X.Y"`), on a worker that
+# provisions the cell (Python, torch and pinned build tools through farmd's pull-through
+# cache, the host's toolkit), builds for 9.0a and validates the wheel on the GPU.
+# Prints the watch's runs, the build, coverage with the time from the release to the
+# wheel, and the wheel's torch pin.
+#
+# usage: release_day_on_gpu_host.sh BUNDLE_DIR SOURCE_TARBALL WORK OUTDIR
+#   BUNDLE_DIR: bin/{farmd,farm-worker,farmctl} and lib/ (docker/bundle-libs.sh)
+#   SOURCE_TARBALL: thu-ml/SageAttention at d1a57a5 (one top folder)
+# env: PYTHON (default python3: the interpreter whose installed torch is repacked)
+set -uo pipefail
+bundle=$(realpath "$1") src=$(realpath "$2") work=$(realpath -m "$3") out=$(realpath -m "$4")
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+py=${PYTHON:-$(command -v python3)}
+mkdir -p "$out" "$work"
+bin=$bundle/bin
+export LD_LIBRARY_PATH=$bundle/lib
+ctl=("$bin/farmctl" --server-file "$work/addr" --token-file "$work/data/admin.token")
+say() { echo "=== $(date -u +%H:%M:%S) $*"; }
+wait_for() {  # FILE SECONDS
+  for _ in $(seq 1 $(( $2 * 10 ))); do [[ -s $1 ]] && return 0; sleep 0.1; done
+  echo "timed out waiting for $1" >&2; return 1
+}
+cleanup() { [[ -f $work/pids ]] && xargs -r kill <"$work/pids" 2>/dev/null; }
+trap cleanup EXIT
+cd "$work"
+
+say "host"
+{ nvidia-smi -L; "$py" -V
+  "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'; } 2>&1 | tee "$out/host.txt"
+torch_version=$("$py" -c 'from importlib.metadata import version; print(version("torch"))') || exit 1
+torch_release=${torch_version%%+*}
+minor=$(echo "$torch_release" | cut -d. -f1,2)
+pyver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
+say "repack torch $torch_version, what it requires and the build tools"
+closures=(--closure torch)
+for tool in pip setuptools wheel ninja packaging; do
+  "$py" -c "from importlib.metadata import version; version('$tool')" 2>/dev/null && closures+=(--closure "$tool")
+done
+start=$SECONDS
+"$py" "$repo/tests/fakes/repack_installed.py" --out "$work/repacked" "${closures[@]}" \
+  --accept-modified pip >"$out/repack.json" || exit 1
+echo "repacked in $((SECONDS - start)) s: $(ls "$work/repacked" | wc -l) wheels"
+# The index lists everything but torch until its release.
+mkdir -p "$work/wheelhouse" "$work/unreleased"
+mv "$work"/repacked/torch-*.whl "$work/unreleased/" && mv "$work"/repacked/* "$work/wheelhouse/"
+
+say "index fake, farmd (watches poll every 2 s), a provisioning worker"
+setsid "$py" "$repo/tests/fakes/fake_pyindex.py" --ready-file "$work/index.url" \
+  --index "/whl/cu130=$work/wheelhouse" >"$out/index.log" 2>&1 < /dev/null &
+echo $! >"$work/pids"
+wait_for "$work/index.url" 20 || { cat "$out/index.log"; exit 1; }
+index=$(cat "$work/index.url")
+setsid "$bin/farmd" --data-dir "$work/data" --listen 127.0.0.1:0 --ready-file "$work/addr" \
+  --http-listen 127.0.0.1:0 --http-ready-file "$work/http" --watch-min-poll-s 1 \
+  --upstream-index "cu130=$index/whl/cu130/" >"$out/farmd.log" 2>&1 < /dev/null &
+echo $! >>"$work/pids"
+wait_for "$work/addr" 30 && wait_for "$work/http" 30 || { tail -20 "$out/farmd.log"; exit 1; }
+http=$(cat "$work/http")
+pip_version=$("$py" -c 'from importlib.metadata import version; print(version("pip"))')
+setsid "$bin/farm-worker" --server-file "$work/addr" --enroll-token-file "$work/data/enroll.token" \
+  --state-dir "$work/worker" --work-dir "$work/worker/work" --name gpu-host --provision \
+  --provision-installer "pip==$pip_version" >"$out/worker.log" 2>&1 < /dev/null &
+echo $! >>"$work/pids"
+for _ in $(seq 1 120); do "${ctl[@]}" workers 2>/dev/null | grep -q gpu-host && break; sleep 0.5; done
+
+say "the recipe: SageAttention for 9.0a, torch following the index from $minor up"
+"$py" - "$repo/kernels/sageattention/recipe.yaml" "$out/repack.json" "$pyver" "$minor" \
+  "$work/recipe.yaml" <<'PY'
+import json, re, sys
+text = open(sys.argv[1]).read()
+wheels = json.load(open(sys.argv[2]))["wheels"]
+pyver, minor, out = sys.argv[3], sys.argv[4], sys.argv[5]
+pins = sorted({"%s==%s" % (w["name"], w["version"]) for w in wheels
+               if w["name"].lower() not in ("torch", "pip")})
+text = text.replace("system_site_packages: true\n", "")
+text = re.sub(r"(?ms)^matrix:.*?(?=^publish:)", (
+    "matrix:\n  python: [\"%s\"]\n  torch: \">=%s\"\n  cuda: [\"13.0\"]\n  arch_lists: [\"9.0a\"]\n"
+    "  platform: [linux_x86_64]\nenvironment:\n  build_requirements:\n%s\n") % (
+        pyver, minor, "\n".join("    - " + p for p in pins)), text)
+text = text.replace("  SAGEATTN_SKIP_CUDA_BUILD: \"0\"\n", "  SAGEATTN_SKIP_CUDA_BUILD: \"0\"\n  MAX_JOBS: \"16\"\n")
+open(out, "w").write(text)
+PY
+cp "$repo/kernels/sageattention/validate_sageattention.py" "$work/"
+cp "$work/recipe.yaml" "$out/recipe.yaml"
+sed -n '/^matrix:/,/^publish:/p' "$work/recipe.yaml" | head -8
+
+"${ctl[@]}" schedules add "$work/recipe.yaml" --source-tarball "$src" \
+  --watch-torch ">=$minor" --poll 2 | tee "$out/schedule.txt" || exit 1
+sid=$("${ctl[@]}" --output json schedules list | "$py" -c \
+  'import json,sys; print(json.load(sys.stdin)["schedules"][0]["id"])')
+for _ in $(seq 1 60); do "${ctl[@]}" schedules show "$sid" | grep -q "first poll" && break; sleep 0.5; done
+"${ctl[@]}" schedules show "$sid"
+
+say "torch $torch_release is released on the index"
+released=$(date -u +%s)
+mv "$work"/unreleased/torch-*.whl "$work/wheelhouse/"
+build=""
+for _ in $(seq 1 60); do
+  build=$("${ctl[@]}" --output json schedules show "$sid" | "$py" -c '
+import json, sys
+runs = json.load(sys.stdin)["schedules"][0].get("recent_runs", [])
+print(next((str(r["build_id"]) for r in runs if r.get("build_id")), ""))')
+  [[ -n $build ]] && break; sleep 0.5
+done
+[[ -n $build ]] || { echo "the watch fired nothing"; "${ctl[@]}" schedules show "$sid"; exit 1; }
+echo "the watch fired build $build $(( $(date -u +%s) - released )) s after the release"
+start=$SECONDS
+for _ in $(seq 1 900); do
+  state=$("${ctl[@]}" --output json show "$build" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+  [[ $state == BUILD_SUCCEEDED || $state == BUILD_FAILED || $state == BUILD_CANCELLED ]] && break
+  sleep 1
+done
+echo "build $build: $state in $((SECONDS - start)) s"
+"${ctl[@]}" show "$build" | tee "$out/build.txt"
+job=$("${ctl[@]}" --output json show "$build" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["id"])')
+"${ctl[@]}" logs "$job" >"$out/job.log" 2>&1
+grep -E "farm: (provisions|environment ready|validat)|cosine|TOPS|Requires-Dist" "$out/job.log" | cut -c1-220 | head -20
+
+say "the schedule's runs and coverage"
+"${ctl[@]}" schedules show "$sid" | tee "$out/schedule_after.txt"
+curl -s "http://$http/api/v1/coverage?package=sageattention" | tee "$out/coverage.json" | "$py" -c '
+import json, sys
+for c in json.load(sys.stdin)["cells"]:
+    print(c["package"], c["torch"], c["cuda"], c["arch_list"], c["state"],
+          "release_to_wheel_seconds", c["release_to_wheel_seconds"])'
+wheel=$(find "$work/data" -name 'sageattention-*.whl' | head -1)
+[[ -n $wheel ]] && unzip -p "$wheel" '*.dist-info/METADATA' | grep -E "^(Name|Version|Requires-Dist)"
+[[ $state == BUILD_SUCCEEDED ]]
