@@ -125,11 +125,15 @@ grep -E "farm: (provisions|environment ready|validat)|cosine|TOPS|Requires-Dist"
 
 say "the schedule's runs and coverage"
 "${ctl[@]}" schedules show "$sid" | tee "$out/schedule_after.txt"
-curl -s "http://$http/api/v1/coverage?package=sageattention" | tee "$out/coverage.json" | "$py" -c '
-import json, sys
-for c in json.load(sys.stdin)["cells"]:
+# Python's urllib, not curl: LD_LIBRARY_PATH points at the bundle's libcurl.
+"$py" - "http://$http/api/v1/coverage?package=sageattention" "$out/coverage.json" <<'PY'
+import json, sys, urllib.request
+body = urllib.request.urlopen(sys.argv[1], timeout=30).read()
+open(sys.argv[2], "wb").write(body)
+for c in json.loads(body)["cells"]:
     print(c["package"], c["torch"], c["cuda"], c["arch_list"], c["state"],
-          "release_to_wheel_seconds", c["release_to_wheel_seconds"])'
+          "release_to_wheel_seconds", c["release_to_wheel_seconds"])
+PY
 wheel=$(find "$work/data" -name 'sageattention-*.whl' | head -1)
 [[ -n $wheel ]] && unzip -p "$wheel" '*.dist-info/METADATA' | grep -E "^(Name|Version|Requires-Dist)"
 [[ $state == BUILD_SUCCEEDED ]]
