@@ -113,10 +113,16 @@ Result<bool> ScheduleRunner::PollIfDue(const store::ScheduleRow& s, int64_t now)
   FARM_ASSIGN_OR_RETURN(store::ScheduleRunRow run, Fire(s, f));
   if (run.outcome != farm::v1::RUN_SUBMITTED) {
     // Not built (the previous build still runs, the submit failed): the change stays
-    // unseen, so a later poll fires it. Its pages must be fetched again for that.
+    // unseen, so a later poll fires it. Its pages must be fetched again for that. A refused
+    // submit backs off as a failed poll does.
     WatchState retry = state;
     retry.etags.clear();
-    FARM_RETURN_IF_ERROR(store_->SetWatchState(s.id, retry.Serialize(), f.next_fire_ms));
+    int64_t next = f.next_fire_ms;
+    if (run.outcome == farm::v1::RUN_FAILED) {
+      ++retry.failures;
+      next = now + NextPollDelayMs(period, retry.failures);
+    }
+    FARM_RETURN_IF_ERROR(store_->SetWatchState(s.id, retry.Serialize(), next));
   }
   return true;
 }

@@ -18,6 +18,7 @@ class StoreSubmitter final : public BuildSubmitter {
   StoreSubmitter(store::Store** store, const Clock* clock) : store_(store), clock_(clock) {}
   Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest& req, const std::string& who,
                                   store::ScheduleRunRow* run, int64_t next_fire_ms) override {
+    if (!refuse.ok()) return refuse;
     requests.push_back(req);
     store::BuildRow build{
         .recipe_name = "r", .submitted_by = who, .created_ms = clock_->NowUnixMs()};
@@ -28,6 +29,7 @@ class StoreSubmitter final : public BuildSubmitter {
     return build.id;
   }
   std::vector<farm::v1::SubmitBuildRequest> requests;
+  Status refuse;  // when not OK, every submit answers it (a quota, a revoked creator)
 
  private:
   store::Store** store_;

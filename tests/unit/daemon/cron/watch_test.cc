@@ -346,6 +346,27 @@ TEST_F(WatchRunnerTest, AFailingUpstreamIsRecordedOnceAndBackedOff) {
   EXPECT_EQ(WatchState::Parse(store_->GetSchedule(id)->watch_state).failures, 0);
 }
 
+TEST_F(WatchRunnerTest, ARefusedSubmitKeepsTheChangeUnseenAndBacksOff) {
+  int64_t id = AddWatch();
+  Step(0);
+  poller_.result.items = {{.key = "k1", .label = "one"}};
+  submitter_.refuse = Status::ResourceExhausted("over the quota");
+  Step(60'000);
+  auto runs = Runs(id);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].outcome, farm::v1::RUN_FAILED);
+  EXPECT_NE(runs[0].detail.find("over the quota"), std::string::npos) << runs[0].detail;
+  auto row = store_->GetSchedule(id);
+  ASSERT_OK(row.status());
+  EXPECT_EQ(WatchState::Parse(row->watch_state).failures, 1);
+  EXPECT_FALSE(WatchState::Parse(row->watch_state).seen.count("k1"));
+  EXPECT_EQ(row->next_fire_ms, clock_.NowUnixMs() + 120'000);  // backed off
+  submitter_.refuse = Status::Ok();
+  Step(120'000);
+  EXPECT_EQ(submitter_.requests.size(), 1u);
+  EXPECT_EQ(Runs(id)[0].outcome, farm::v1::RUN_SUBMITTED);
+}
+
 TEST_F(WatchRunnerTest, AChangeNotBuiltBecauseTheLastBuildRunsFiresLater) {
   int64_t id = AddWatch();
   Step(0);
