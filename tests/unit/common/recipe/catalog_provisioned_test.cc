@@ -122,6 +122,19 @@ TEST(CatalogProvisionedTest, SageAttention220ForCuda128And129OnPython312) {
   for (const auto& b : plan.builds) EXPECT_EQ(b.torch_requirement, "torch==2.8.*");
 }
 
+// The catalog's recipe that follows the index: its torch axis is a spec farmd resolves at
+// submit (daemon/cron/torch_follow.h, tested there); as read, it lists no torch value.
+TEST(CatalogProvisionedTest, SageAttentionFollowingTheIndexNamesItsSpecAndIndexes) {
+  farm::v1::Recipe r = Load("sageattention/follow-torch.yaml");
+  EXPECT_EQ(r.matrix().torch_follow().spec(), ">=2.8");
+  EXPECT_EQ(r.matrix().torch_follow().newest(), 3);
+  EXPECT_FALSE(r.matrix().torch_follow().prereleases());
+  EXPECT_TRUE(r.matrix().torch().empty());
+  EXPECT_EQ(std::vector<std::string>(r.matrix().cuda().begin(), r.matrix().cuda().end()),
+            (std::vector<std::string>{"12.8", "13.0"}));
+  EXPECT_TRUE(r.has_environment());
+}
+
 // The stable-ABI example: 4 Pythons x 3 torches x 2 CUDA x 2 arch lists are 48 cells but
 // 4 builds (one per CUDA major and arch list), each a cp310-abi3 wheel requiring torch>=2.9,
 // built with Python 3.10 and the newest torch, and validated in its 12 cells.
