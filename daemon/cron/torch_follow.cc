@@ -83,9 +83,11 @@ Status ApplyTorchFollow(
     minors.erase(minors.begin(), minors.end() - follow.newest());
   }
   if (minors.empty()) {
-    return Status::FailedPrecondition("no torch release on the indexes of CUDA " +
-                                      std::to_string(cuda.size()) + " value(s) matches \"" +
-                                      follow.spec() + "\"");
+    std::string indexes;
+    for (const std::string& c : cuda) indexes += (indexes.empty() ? "" : ", ") + CudaVariantName(c);
+    return Status::FailedPrecondition("no torch release on " + indexes + " matches \"" +
+                                      follow.spec() + "\"" +
+                                      (follow.prereleases() ? "" : " (pre-releases left out)"));
   }
   farm::v1::MatrixAxes* matrix = recipe->mutable_matrix();
   matrix->clear_torch();

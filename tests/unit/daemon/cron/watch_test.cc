@@ -223,7 +223,10 @@ TEST(TorchFollowTest, ResolvesMinorsPinsAndExcludesFromTheIndexes) {
 
   farm::v1::Recipe pre;
   pre.mutable_matrix()->mutable_torch_follow()->set_spec(">=2.11.0rc1");
-  EXPECT_EQ(ApplyTorchFollow({"13.0"}, releases, &pre).code(), StatusCode::kFailedPrecondition);
+  Status none = ApplyTorchFollow({"13.0"}, releases, &pre);
+  EXPECT_EQ(none.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(none.message(),
+            "no torch release on cu130 matches \">=2.11.0rc1\" (pre-releases left out)");
   pre.mutable_matrix()->mutable_torch_follow()->set_prereleases(true);
   ASSERT_OK(ApplyTorchFollow({"13.0"}, releases, &pre));
   EXPECT_EQ(pre.environment().torch().at("2.11"), "2.11.0rc1");
