@@ -67,6 +67,9 @@ std::vector<FlagSpec> Specs() {
        "libnvvm, cuda_cudart, cuda_cccl)"},
       {"provision-installer", "pip==VERSION",
        "the pinned pip that installs environments, from the index (default pip==23.0.1)"},
+      {"provision-uv", "auto|off|PATH",
+       "install environments' packages with uv instead of pip (default auto: the uv on PATH, "
+       "if any)"},
       {"test-fake-gpu", "NAME:CC",
        "TEST ONLY: also report a GPU that is not there, e.g. "
        "\"Fake H100:9.0\" (repeatable; never on a real worker)"},
@@ -98,6 +101,35 @@ std::string Absolute(const std::string& path) {
   return ec ? path : abs.lexically_normal().string();
 }
 
+// The executable `name` on the worker's PATH; "" when none.
+std::string FindOnPath(const std::string& name) {
+  const char* path = getenv("PATH");
+  std::string dirs = path != nullptr ? path : "";
+  size_t i = 0;
+  while (i <= dirs.size()) {
+    size_t colon = dirs.find(':', i);
+    if (colon == std::string::npos) colon = dirs.size();
+    std::string dir = dirs.substr(i, colon - i);
+    i = colon + 1;
+    if (dir.empty() || dir[0] != '/') continue;  // a relative entry depends on the cwd
+    std::string candidate = dir + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+Result<std::string> ParseUvFlag(const std::string& value) {
+  if (value == "off") return std::string();
+  if (value == "auto") return FindOnPath("uv");
+  if (value.empty() || value[0] != '/' || access(value.c_str(), X_OK) != 0) {
+    return Status::InvalidArgument(
+        "--provision-uv takes auto, off or the absolute path of an "
+        "executable uv, got \"" +
+        value + "\"");
+  }
+  return value;
+}
+
 Status ParseProvisionFlags(const Flags& flags, WorkerConfig& c) {
   ProvisionConfig& p = c.provision;
   p.enabled = flags.Has("provision");
@@ -112,6 +144,7 @@ Status ParseProvisionFlags(const Flags& flags, WorkerConfig& c) {
   p.glibc = flags.Get("provision-glibc");
   p.installer = flags.Get("provision-installer");
   p.redist_components = flags.GetAll("provision-redist-component");
+  FARM_ASSIGN_OR_RETURN(p.uv, ParseUvFlag(flags.Get("provision-uv", "auto")));
   for (const std::string* url : {&p.index, &p.redist, &p.python_release}) {
     if (!url->empty() && url->rfind("http://", 0) != 0 && url->rfind("https://", 0) != 0) {
       return Status::InvalidArgument("provisioning sources are http(s) URLs, got \"" + *url + "\"");

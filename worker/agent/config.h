@@ -40,6 +40,7 @@ struct ProvisionConfig {
   std::string glibc;           // for manylinux tags; default: this host's
   std::string installer;       // the pinned pip that installs (default: the provisioner's)
   std::vector<std::string> redist_components;  // empty: the provisioner's default set
+  std::string uv;  // the uv that installs environments' packages; "" for pip (--provision-uv)
 };
 
 struct WorkerConfig {

@@ -281,7 +281,8 @@ Result<std::string> Provisioner::SnapshotKey(const EnvSpec& spec) {
   FARM_RETURN_IF_ERROR(Validate(spec));
   FARM_ASSIGN_OR_RETURN(PythonChoice choice, ChoosePython(spec.python));
   return Sha256Hex("farm-env-v1\n" + CanonicalText(spec) + "python-source=" + choice.identity +
-                   "\nindex=" + IndexFor(spec) + "\ninstaller=" + options_.installer + "\n");
+                   "\nindex=" + IndexFor(spec) + "\ninstaller=" + options_.installer + "\n" +
+                   (options_.uv.empty() ? "" : "install-tool=uv\n"));
 }
 
 Result<ProvisionedEnv> Provisioner::Provision(const EnvSpec& spec, const std::string& job_dir,

@@ -64,6 +64,9 @@ struct ProvisionerOptions {
   // may hold "{variant}" (ExpandVariant): ".../whl/{variant}/".
   std::map<std::string, std::string> indexes;
   std::string installer = "pip==23.0.1";  // pinned like any requirement, from the index
+  // A uv binary that installs the pinned packages instead of pip (the installer is still
+  // installed: builds run pip); "" installs with pip.
+  std::string uv;
   // NVIDIA's redist folder (".../compute/cuda/redist/"); "" to use host toolkits only.
   std::string redist_url;
   std::vector<std::string> redist_components;  // empty: DefaultRedistComponents()

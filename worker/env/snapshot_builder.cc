@@ -28,7 +28,9 @@ Status CommandFailure(const std::string& what, const CapturedOutput& out) {
       text.find("Disk quota exceeded") != std::string::npos) {
     return Status::ResourceExhausted(message);
   }
-  if (text.find("No matching distribution found") != std::string::npos) {
+  // pip's and uv's words for a requirement the wheelhouse cannot satisfy.
+  if (text.find("No matching distribution found") != std::string::npos ||
+      text.find("No solution found when resolving") != std::string::npos) {
     return Status::NotFound(message);
   }
   return Status::Internal(message);
@@ -74,6 +76,50 @@ Result<upstream::IndexFile> ChooseWheel(const std::vector<upstream::IndexFile>& 
   return plain;
 }
 
+// The command that installs `pins` from the wheelhouse `house` into `venv`: pip from its
+// own pinned wheel, or `uv` when the worker has it (the same resolution from the same
+// files, without index access, several times faster on torch's gigabytes). Either way
+// nothing but the wheelhouse is read: no index, no configuration, no user cache.
+ProcessSpec InstallCommand(const std::string& uv, const std::string& venv, const std::string& house,
+                           const std::string& installer_wheel, const std::vector<Requirement>& pins,
+                           const std::string& uv_cache) {
+  ProcessSpec install;
+  install.clear_env = true;
+  install.env = CommandEnv(house);
+  if (uv.empty()) {
+    install.argv = {venv + "/bin/python",
+                    installer_wheel + "/pip",
+                    "install",
+                    "--no-index",
+                    "--find-links",
+                    house,
+                    "--no-cache-dir",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                    "--only-binary",
+                    ":all:"};
+  } else {
+    install.argv = {uv,
+                    "pip",
+                    "install",
+                    "--python",
+                    venv + "/bin/python",
+                    "--offline",
+                    "--no-index",
+                    "--find-links",
+                    house,
+                    "--only-binary",
+                    ":all:",
+                    "--compile-bytecode"};  // as pip does: the snapshot is read-only later
+    install.env["UV_CACHE_DIR"] = uv_cache;
+    install.env["UV_NO_CONFIG"] = "1";
+    install.env["UV_PYTHON_DOWNLOADS"] = "never";
+    install.env["UV_NO_PROGRESS"] = "1";
+  }
+  for (const Requirement& r : pins) install.argv.push_back(r.Spec());
+  return install;
+}
+
 }  // namespace
 
 Status Provisioner::BuildSnapshot(const EnvSpec& spec, const std::string& python,
@@ -107,8 +153,12 @@ Status Provisioner::BuildSnapshot(const EnvSpec& spec, const std::string& python
                                       spec.platform);
   }
   FARM_ASSIGN_OR_RETURN(std::string house, cache_->MakeScratch("wheelhouse-"));
+  // uv's own cache, beside the wheelhouse (not in it: --find-links lists the house) and
+  // gone with it; the venv keeps its installed files, hard links or copies.
+  std::string uv_cache = house + ".uv-cache";
   auto cleanup = [&](Status s) {
     (void)fs::RemoveAll(house);
+    if (!options_.uv.empty()) (void)fs::RemoveAll(uv_cache);
     return s;
   };
   std::vector<CachePin> download_pins;
@@ -146,8 +196,9 @@ Status Provisioner::BuildSnapshot(const EnvSpec& spec, const std::string& python
     lock += r.Spec() + " " + chosen->filename + " sha256=" + chosen->sha256 + "\n";
   }
   if (progress)
-    progress({ProvisionPhase::kSnapshot,
-              "installing " + std::to_string(pins.size()) + " packages into a new venv"});
+    progress({ProvisionPhase::kSnapshot, "installing " + std::to_string(pins.size()) +
+                                             " packages into a new venv with " +
+                                             (options_.uv.empty() ? std::string("pip") : "uv")});
   std::string venv = dir + "/venv";
   ProcessSpec make_venv;
   make_venv.argv = {python, "-m", "venv", "--without-pip", venv};
@@ -156,24 +207,13 @@ Status Provisioner::BuildSnapshot(const EnvSpec& spec, const std::string& python
   Result<CapturedOutput> made = RunAndCapture(*runner_, make_venv, options_.command_timeout_ms);
   if (!made.ok()) return cleanup(made.status());
   if (made->result.exit_code != 0) return cleanup(CommandFailure("python -m venv", *made));
-  ProcessSpec install;
-  install.argv = {venv + "/bin/python",
-                  installer_wheel + "/pip",
-                  "install",
-                  "--no-index",
-                  "--find-links",
-                  house,
-                  "--no-cache-dir",
-                  "--disable-pip-version-check",
-                  "--no-input",
-                  "--only-binary",
-                  ":all:"};
-  for (const Requirement& r : pins) install.argv.push_back(r.Spec());
-  install.clear_env = true;
-  install.env = CommandEnv(house);
+  ProcessSpec install = InstallCommand(options_.uv, venv, house, installer_wheel, pins, uv_cache);
   Result<CapturedOutput> installed = RunAndCapture(*runner_, install, options_.command_timeout_ms);
   if (!installed.ok()) return cleanup(installed.status());
-  if (installed->result.exit_code != 0) return cleanup(CommandFailure("pip install", *installed));
+  if (installed->result.exit_code != 0) {
+    return cleanup(
+        CommandFailure(options_.uv.empty() ? "pip install" : "uv pip install", *installed));
+  }
   FARM_RETURN_IF_ERROR(cleanup(fs::WriteFileAtomic(dir + "/lock.txt", lock)));
   FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(dir + "/origin", venv));
   return SealTree(venv);

@@ -160,6 +160,7 @@ Result<env::Provisioner*> Environments::Get(const farm::v1::Capabilities& caps) 
   o.target.glibc = config_.glibc.empty() ? gnu_get_libc_version() : config_.glibc;
   if (!config_.installer.empty()) o.installer = config_.installer;
   o.redist_components = config_.redist_components;
+  o.uv = config_.uv;
   FARM_ASSIGN_OR_RETURN(provisioner_, env::Provisioner::Create(o, fetcher_.get(), runner_, clock_));
   return provisioner_.get();
 }

@@ -94,6 +94,32 @@ TEST(ConfigTest, ServerFileAndEnrollToken) {
   EXPECT_EQ(LoadEnrollToken(c).status().code(), StatusCode::kFailedPrecondition);
 }
 
+TEST(ConfigTest, ProvisionUvIsFoundOnPathGivenOrOff) {
+  testing::ScopedTempDir dir;
+  ASSERT_OK(fs::MakeDirs(dir.path() + "/bin"));
+  std::string uv = dir.path() + "/bin/uv";
+  ASSERT_OK(fs::WriteFileAtomic(uv, "#!/bin/sh\n", 0755));
+  const char* old = getenv("PATH");
+  std::string saved = old != nullptr ? old : "";
+  ::setenv("PATH", ("relative/bin:" + dir.path() + "/bin:/usr/bin").c_str(), 1);
+  bool help = false;
+  auto found = Parse({"--server", "a:1"}, &help);
+  auto off = Parse({"--server", "a:1", "--provision-uv", "off"}, &help);
+  auto given = Parse({"--server", "a:1", "--provision-uv", uv}, &help);
+  ::setenv("PATH", "/nonexistent", 1);
+  auto none = Parse({"--server", "a:1"}, &help);
+  ::setenv("PATH", saved.c_str(), 1);
+  ASSERT_OK(found.status());
+  EXPECT_EQ(found->provision.uv, uv);  // auto: the first uv on PATH
+  EXPECT_EQ(off->provision.uv, "");
+  EXPECT_EQ(given->provision.uv, uv);
+  EXPECT_EQ(none->provision.uv, "");  // no uv: pip installs
+  for (const std::string& bad : {std::string("uv"), dir.path() + "/bin/missing", std::string()}) {
+    auto refused = Parse({"--server", "a:1", "--provision-uv", bad}, &help);
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST(BackoffTest, DoublesFromHalfASecondToTenSeconds) {
   Backoff b;
   std::vector<int64_t> delays;

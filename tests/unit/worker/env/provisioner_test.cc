@@ -77,9 +77,13 @@ FakeRun FakeCommands(const ProcessSpec& spec, const std::string& pip_error,
   }
   if (argv.size() >= 3 && argv[2] == "install") {
     if (!pip_error.empty()) return {1, "", pip_error};
-    std::string venv = argv[0].substr(0, argv[0].size() - std::string("/bin/python").size());
+    // pip runs as VENV/bin/python PIP install ...; uv as uv pip install --python VENV/bin/python.
+    bool uv = argv[1] == "pip";
+    if (uv && (argv.size() < 5 || argv[3] != "--python")) return {2, "", "uv: no --python"};
+    const std::string& python = uv ? argv[4] : argv[0];
+    std::string venv = python.substr(0, python.size() - std::string("/bin/python").size());
     (void)fs::WriteFileAtomic(venv + "/bin/pip", "#!" + venv + "/bin/python\n", 0755);
-    for (size_t i = 11; i < argv.size(); ++i) {
+    for (size_t i = uv ? 12 : 11; i < argv.size(); ++i) {
       (void)fs::WriteFileAtomic(venv + "/lib/python3.11/site-packages/" + argv[i] + ".installed",
                                 "x");
     }
@@ -160,6 +164,41 @@ TEST_F(ProvisionerTest, FirstJobBuildsSecondClonesWithoutNetwork) {
   EXPECT_EQ(runner_.commands().size(), 2u);  // nothing installed again
   EXPECT_EQ(*fs::ReadFile(second->venv_dir + "/bin/pip"),
             "#!" + second->venv_dir + "/bin/python\n");
+}
+
+TEST_F(ProvisionerTest, InstallsWithUvWhenGivenOneFromTheSameWheelhouseOnly) {
+  auto pip_key = Make()->SnapshotKey(spec_);
+  ASSERT_OK(pip_key.status());
+  options_.uv = "/opt/uv/bin/uv";
+  auto p = Make();
+  auto made = p->Provision(spec_, JobDir("job1"), nullptr);
+  ASSERT_OK(made.status());
+  EXPECT_NE(made->key, *pip_key);  // a snapshot says which tool made it
+  auto commands = runner_.commands();
+  ASSERT_EQ(commands.size(), 2u);
+  const auto& uv = commands[1];
+  EXPECT_EQ(uv[0], "/opt/uv/bin/uv");
+  EXPECT_EQ(uv[3], "--python");
+  EXPECT_TRUE(uv[4].size() > 16 && uv[4].substr(uv[4].size() - 16) == "/venv/bin/python") << uv[4];
+  for (const char* flag : {"--offline", "--no-index", "--compile-bytecode"}) {
+    EXPECT_EQ(std::count(uv.begin(), uv.end(), flag), 1) << flag;
+  }
+  EXPECT_EQ(uv[uv.size() - 2], "pip==23.0.1");  // pip is still installed: builds run it
+  EXPECT_EQ(uv.back(), "torch==2.8.0+cu128");
+  EXPECT_TRUE(
+      fs::Exists(made->venv_dir + "/lib/python3.11/site-packages/torch==2.8.0+cu128.installed"));
+  EXPECT_EQ(fetcher_.Total(), 4);  // the same downloads as with pip
+}
+
+TEST_F(ProvisionerTest, UvsUnsatisfiableResolutionIsNotFound) {
+  options_.uv = "/opt/uv/bin/uv";
+  pip_error_ =
+      "  x No solution found when resolving dependencies:\n  `-> Because sympy was not found "
+      "in the provided package locations and torch==2.8.0 depends on sympy, ...";
+  auto made = Make()->Provision(spec_, JobDir("job1"), nullptr);
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.status().code(), StatusCode::kNotFound) << made.status().ToString();
+  EXPECT_NE(made.status().message().find("uv pip install failed"), std::string::npos);
 }
 
 TEST_F(ProvisionerTest, KeyCoversEveryInput) {
