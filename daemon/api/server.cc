@@ -7,16 +7,16 @@
 #include <thread>
 
 #include "common/fs.h"
+#include "common/httpc/curl_http_client.h"
 #include "common/log.h"
 #include "daemon/api/client_service.h"
 #include "daemon/api/revalidation.h"
 #include "daemon/api/worker_service.h"
 #include "daemon/attest/attestor.h"
+#include "daemon/cron/runner.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/server/dashboard.h"
-#include "daemon/publish/curl_http_client.h"
 #include "daemon/publish/publishing_service.h"
-#include "daemon/cron/runner.h"
 #include "daemon/store/postgres_store.h"
 
 namespace farm::api {
@@ -46,7 +46,7 @@ struct FarmServer::Impl {
   std::unique_ptr<cron::UpstreamWatchPoller> poller;
   std::unique_ptr<cron::ScheduleRunner> schedules;
   std::unique_ptr<publish::PublishingService> publishing;
-  std::unique_ptr<publish::HttpClient> webhook_http;
+  std::unique_ptr<httpc::HttpClient> webhook_http;
   std::unique_ptr<notify::Notifier> notifier;
   std::unique_ptr<Revalidator> revalidator;
   std::string address;
@@ -162,7 +162,7 @@ Status FarmServer::Impl::StartNotifier(const ServerOptions& options) {
   }
   store::WebhookStore* outbox = store::AsWebhookStore(store.get());
   if (outbox == nullptr) return Status::FailedPrecondition("this store keeps no webhook outbox");
-  webhook_http = std::make_unique<publish::CurlHttpClient>();
+  webhook_http = std::make_unique<httpc::CurlHttpClient>();
   notifier = std::make_unique<notify::Notifier>(notify::NotifierDeps{.store = store.get(),
                                                                      .outbox = outbox,
                                                                      .clock = &RealClock(),
@@ -210,8 +210,8 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   }
   impl->ctx.audit = impl->audit.get();
   impl->ctx.git = options.git;
-  impl->resolver = std::make_unique<cron::GitSourceResolver>(&impl->processes, options.git,
-                                                                 options.git_resolve);
+  impl->resolver =
+      std::make_unique<cron::GitSourceResolver>(&impl->processes, options.git, options.git_resolve);
   impl->ctx.resolver = impl->resolver.get();
   impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);
   // Watches and following matrices read the upstream indexes directly (not through the
@@ -258,8 +258,8 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   if (!options.http.listen.empty()) {
     http::DashboardOptions http = options.http;
     http.tls = options.tls;
-    http::DashboardDeps deps{impl->store.get(),     impl->blobs.get(),    impl->auth.get(),
-                             &RealClock(),          impl->schedules.get(), impl->attestor.get(),
+    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(),     impl->auth.get(),
+                             &RealClock(),      impl->schedules.get(), impl->attestor.get(),
                              impl->audit.get()};
     deps.mirror = impl->mirror.get();
     FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
@@ -299,17 +299,17 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   }
   impl->address = WithPort(options.listen, port);
   impl->hosts->SetServerAddress(impl->address);
-  FARM_ASSIGN_OR_RETURN(impl->publishing,
-                        publish::PublishingService::Start(
-                            {.secrets = options.secrets,
-                             .github_api = options.github_api,
-                             .hf_endpoint = options.hf_endpoint,
-                             .publish_pending_hardware = options.publish_pending_hardware,
-                             .interval_ms = options.publish_interval_ms,
-                             .work_dir = options.data_dir + "/publish",
-                             .with_provenance = options.publish_provenance},
-                            impl->store.get(), impl->blobs.get(), &RealClock(),
-                            impl->attestor.get()));
+  FARM_ASSIGN_OR_RETURN(
+      impl->publishing,
+      publish::PublishingService::Start(
+          {.secrets = options.secrets,
+           .github_api = options.github_api,
+           .hf_endpoint = options.hf_endpoint,
+           .publish_pending_hardware = options.publish_pending_hardware,
+           .interval_ms = options.publish_interval_ms,
+           .work_dir = options.data_dir + "/publish",
+           .with_provenance = options.publish_provenance},
+          impl->store.get(), impl->blobs.get(), &RealClock(), impl->attestor.get()));
   FARM_RETURN_IF_ERROR(impl->StartNotifier(options));
   impl->revalidator =
       std::make_unique<Revalidator>(impl->store.get(), &RealClock(), options.tunables.max_attempts);

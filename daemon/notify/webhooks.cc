@@ -136,7 +136,7 @@ Status Notifier::Send(store::WebhookDeliveryRow row, const WebhookTarget& target
   row.state = "sending";
   row.attempts += 1;
   FARM_RETURN_IF_ERROR(deps_.outbox->UpdateWebhookDelivery(row, deps_.clock->NowUnixMs()));
-  publish::HttpRequest req{.method = "POST", .url = target.url, .body = row.payload};
+  httpc::HttpRequest req{.method = "POST", .url = target.url, .body = row.payload};
   req.headers.Set("Content-Type", "application/json");
   req.headers.Set("Idempotency-Key", row.event_id);
   req.headers.Set("X-Farm-Event", row.kind);

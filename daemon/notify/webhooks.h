@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/httpc/http_client.h"
 #include "common/status.h"
 #include "daemon/auth/secrets_file.h"
 #include "daemon/coverage/events.h"
-#include "daemon/publish/http_client.h"
 #include "daemon/store/store.h"
 #include "daemon/store/webhook_store.h"
 
@@ -71,7 +71,7 @@ struct NotifierDeps {
   store::Store* store = nullptr;
   store::WebhookStore* outbox = nullptr;
   const Clock* clock = nullptr;
-  publish::HttpClient* http = nullptr;
+  httpc::HttpClient* http = nullptr;
 };
 
 class Notifier {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/httpc/http_util.h"
 #include "common/log.h"
 #include "common/sha256.h"
-#include "daemon/publish/publish_util.h"
 
 namespace farm::publish {
 
@@ -23,38 +23,39 @@ namespace {
 
 GitHubAsset ParseAsset(const json::object& o) {
   GitHubAsset a;
-  a.id = JsonInt(o, "id");
-  a.name = JsonString(o, "name");
-  a.label = JsonString(o, "label");
-  a.state = JsonString(o, "state");
-  a.content_type = JsonString(o, "content_type");
-  a.size = JsonInt(o, "size");
-  a.digest = JsonString(o, "digest");
-  a.url = JsonString(o, "url");
-  a.browser_download_url = JsonString(o, "browser_download_url");
+  a.id = httpc::JsonInt(o, "id");
+  a.name = httpc::JsonString(o, "name");
+  a.label = httpc::JsonString(o, "label");
+  a.state = httpc::JsonString(o, "state");
+  a.content_type = httpc::JsonString(o, "content_type");
+  a.size = httpc::JsonInt(o, "size");
+  a.digest = httpc::JsonString(o, "digest");
+  a.url = httpc::JsonString(o, "url");
+  a.browser_download_url = httpc::JsonString(o, "browser_download_url");
   return a;
 }
 
 GitHubRelease ParseRelease(const json::object& o) {
   GitHubRelease r;
-  r.id = JsonInt(o, "id");
-  r.tag_name = JsonString(o, "tag_name");
-  r.name = JsonString(o, "name");
-  r.body = JsonString(o, "body");
-  r.draft = JsonBool(o, "draft");
-  r.prerelease = JsonBool(o, "prerelease");
-  r.immutable = JsonBool(o, "immutable");
-  r.html_url = JsonString(o, "html_url");
-  r.upload_url = JsonString(o, "upload_url");
+  r.id = httpc::JsonInt(o, "id");
+  r.tag_name = httpc::JsonString(o, "tag_name");
+  r.name = httpc::JsonString(o, "name");
+  r.body = httpc::JsonString(o, "body");
+  r.draft = httpc::JsonBool(o, "draft");
+  r.prerelease = httpc::JsonBool(o, "prerelease");
+  r.immutable = httpc::JsonBool(o, "immutable");
+  r.html_url = httpc::JsonString(o, "html_url");
+  r.upload_url = httpc::JsonString(o, "upload_url");
   return r;
 }
 
-bool IsTransientFailure(const Result<HttpResponse>& outcome) {
+bool IsTransientFailure(const Result<httpc::HttpResponse>& outcome) {
   return !outcome.ok() || outcome.value().status >= 500;
 }
 
-std::string FailureText(const Result<HttpResponse>& outcome, const std::string& what) {
-  return outcome.ok() ? HttpError(what, outcome.value()).message() : outcome.status().message();
+std::string FailureText(const Result<httpc::HttpResponse>& outcome, const std::string& what) {
+  return outcome.ok() ? httpc::HttpError(what, outcome.value()).message()
+                      : outcome.status().message();
 }
 
 bool DigestMatches(const GitHubAsset& asset, const std::string& sha256_hex) {
@@ -84,8 +85,9 @@ Status LockedReleaseError(const std::string& repo, const std::string& tag,
                      " is published and immutable, so GitHub accepts no new or changed assets";
   if (!missing.empty()) text += "; missing: " + JoinNames(missing);
   if (!differing.empty()) text += "; different bytes: " + JoinNames(differing);
-  text += ". Nothing was uploaded. Publish these wheels under a new tag: bump the recipe's "
-          "version or change publish.github_tag_template (e.g. include {build_id})";
+  text +=
+      ". Nothing was uploaded. Publish these wheels under a new tag: bump the recipe's "
+      "version or change publish.github_tag_template (e.g. include {build_id})";
   return Status::FailedPrecondition(log::Redact(text));
 }
 
@@ -133,7 +135,7 @@ Status CheckLockedRelease(const std::string& repo, const GitHubRelease& release,
   return LockedReleaseError(repo, release.tag_name, missing, differing);
 }
 
-bool IsImmutableRejection(const HttpResponse& response) {
+bool IsImmutableRejection(const httpc::HttpResponse& response) {
   if (response.status != 422) return false;
   std::string body = response.body;
   std::transform(body.begin(), body.end(), body.begin(),
@@ -144,8 +146,8 @@ bool IsImmutableRejection(const HttpResponse& response) {
 std::string SanitizeAssetName(const std::string& name) {
   std::string out;
   for (char c : name) {
-    bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
-                c == '+' || c == '@';
+    bool keep =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '+' || c == '@';
     if (keep) {
       out += c;
     } else if (out.empty() || out.back() != '.') {
@@ -166,19 +168,19 @@ std::string TemporaryAssetName(const std::string& name, const std::string& sha25
 std::string ExpandUploadUrl(const std::string& upload_url, const std::string& name,
                             const std::string& label) {
   std::string url = upload_url.substr(0, upload_url.find('{'));
-  url += "?name=" + PercentEncode(name);
-  if (!label.empty()) url += "&label=" + PercentEncode(label);
+  url += "?name=" + httpc::PercentEncode(name);
+  if (!label.empty()) url += "&label=" + httpc::PercentEncode(label);
   return url;
 }
 
-GitHubReleasesClient::GitHubReleasesClient(RetryingHttpClient& http, GitHubOptions options)
+GitHubReleasesClient::GitHubReleasesClient(httpc::RetryingHttpClient& http, GitHubOptions options)
     : http_(http), options_(std::move(options)) {
   log::RegisterSecret(options_.token);
 }
 
-HttpRequest GitHubReleasesClient::NewRequest(const std::string& method,
-                                             const std::string& url) const {
-  HttpRequest r;
+httpc::HttpRequest GitHubReleasesClient::NewRequest(const std::string& method,
+                                                    const std::string& url) const {
+  httpc::HttpRequest r;
   r.method = method;
   r.url = url;
   r.follow_redirects = true;  // GitHub may answer 301/302/307 for renamed repositories
@@ -193,11 +195,11 @@ std::string GitHubReleasesClient::RepoUrl(const std::string& repo) const {
   return options_.api_base + "/repos/" + repo;
 }
 
-Result<HttpResponse> GitHubReleasesClient::SendJson(const std::string& method,
-                                                    const std::string& url,
-                                                    const std::string& body,
-                                                    Idempotency idempotency) {
-  HttpRequest r = NewRequest(method, url);
+Result<httpc::HttpResponse> GitHubReleasesClient::SendJson(const std::string& method,
+                                                           const std::string& url,
+                                                           const std::string& body,
+                                                           httpc::Idempotency idempotency) {
+  httpc::HttpRequest r = NewRequest(method, url);
   r.headers.Set("Content-Type", "application/json");
   r.body = body;
   return http_.Send(r, idempotency);
@@ -209,17 +211,17 @@ Result<std::optional<GitHubRelease>> GitHubReleasesClient::FindRelease(const std
   std::string url = RepoUrl(repo) + "/releases?per_page=100";
   std::optional<GitHubRelease> found;
   for (int page = 0; page < options_.max_list_pages && !url.empty(); ++page) {
-    FARM_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(NewRequest("GET", url),
-                                                        Idempotency::kIdempotent));
-    if (resp.status != 200) return HttpError("list releases of " + repo, resp);
-    FARM_ASSIGN_OR_RETURN(json::value v, ParseJson(resp.body, "release list"));
+    FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp,
+                          http_.Send(NewRequest("GET", url), httpc::Idempotency::kIdempotent));
+    if (resp.status != 200) return httpc::HttpError("list releases of " + repo, resp);
+    FARM_ASSIGN_OR_RETURN(json::value v, httpc::ParseJson(resp.body, "release list"));
     if (!v.is_array()) return Status::InvalidArgument("release list is not an array");
     for (const auto& item : v.as_array()) {
       if (!item.is_object()) continue;
       GitHubRelease r = ParseRelease(item.as_object());
       if (r.tag_name == tag && (!found || r.id < found->id)) found = r;
     }
-    url = NextLink(resp.headers);
+    url = httpc::NextLink(resp.headers);
   }
   return found;
 }
@@ -234,16 +236,16 @@ Result<GitHubRelease> GitHubReleasesClient::CreateDraft(const ReleaseSpec& spec)
   if (!spec.target_commitish.empty()) body["target_commitish"] = spec.target_commitish;
   // Not idempotent: a repeated POST after a lost response would make a second draft.
   auto outcome = SendJson("POST", RepoUrl(spec.repo) + "/releases", json::serialize(body),
-                          Idempotency::kNotIdempotent);
+                          httpc::Idempotency::kNotIdempotent);
   if (outcome.ok() && outcome.value().status == 201) {
-    FARM_ASSIGN_OR_RETURN(json::object o, ParseObject(outcome.value(), "created release"));
+    FARM_ASSIGN_OR_RETURN(json::object o, httpc::ParseObject(outcome.value(), "created release"));
     return ParseRelease(o);
   }
   if (outcome.ok() && outcome.value().status != 422 && !IsTransientFailure(outcome)) {
-    return HttpError("create release " + spec.tag + " in " + spec.repo, outcome.value());
+    return httpc::HttpError("create release " + spec.tag + " in " + spec.repo, outcome.value());
   }
-  return Status::Unavailable(log::Redact("create release " + spec.tag + ": " +
-                                         FailureText(outcome, "create release")));
+  return Status::Unavailable(
+      log::Redact("create release " + spec.tag + ": " + FailureText(outcome, "create release")));
 }
 
 Result<GitHubRelease> GitHubReleasesClient::GetOrCreateDraftRelease(const ReleaseSpec& spec) {
@@ -268,29 +270,29 @@ Result<GitHubRelease> GitHubReleasesClient::GetOrCreateDraftRelease(const Releas
 
 Result<std::vector<GitHubAsset>> GitHubReleasesClient::ListAssets(const std::string& repo,
                                                                   int64_t release_id) {
-  std::string url = RepoUrl(repo) + "/releases/" + std::to_string(release_id) +
-                    "/assets?per_page=100";
+  std::string url =
+      RepoUrl(repo) + "/releases/" + std::to_string(release_id) + "/assets?per_page=100";
   std::vector<GitHubAsset> assets;
   for (int page = 0; page < options_.max_list_pages && !url.empty(); ++page) {
-    FARM_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(NewRequest("GET", url),
-                                                        Idempotency::kIdempotent));
-    if (resp.status != 200) return HttpError("list assets of release", resp);
-    FARM_ASSIGN_OR_RETURN(json::value v, ParseJson(resp.body, "asset list"));
+    FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp,
+                          http_.Send(NewRequest("GET", url), httpc::Idempotency::kIdempotent));
+    if (resp.status != 200) return httpc::HttpError("list assets of release", resp);
+    FARM_ASSIGN_OR_RETURN(json::value v, httpc::ParseJson(resp.body, "asset list"));
     if (!v.is_array()) return Status::InvalidArgument("asset list is not an array");
     for (const auto& item : v.as_array()) {
       if (item.is_object()) assets.push_back(ParseAsset(item.as_object()));
     }
-    url = NextLink(resp.headers);
+    url = httpc::NextLink(resp.headers);
   }
   return assets;
 }
 
 Status GitHubReleasesClient::DeleteAsset(const std::string& repo, int64_t asset_id) {
   std::string url = RepoUrl(repo) + "/releases/assets/" + std::to_string(asset_id);
-  FARM_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(NewRequest("DELETE", url),
-                                                      Idempotency::kIdempotent));
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp,
+                        http_.Send(NewRequest("DELETE", url), httpc::Idempotency::kIdempotent));
   if (resp.status == 204 || resp.status == 404) return Status::Ok();
-  return HttpError("delete asset " + std::to_string(asset_id), resp);
+  return httpc::HttpError("delete asset " + std::to_string(asset_id), resp);
 }
 
 Result<GitHubAsset> GitHubReleasesClient::RenameAsset(const std::string& repo, int64_t asset_id,
@@ -298,10 +300,10 @@ Result<GitHubAsset> GitHubReleasesClient::RenameAsset(const std::string& repo, i
   json::object body;
   body["name"] = new_name;
   std::string url = RepoUrl(repo) + "/releases/assets/" + std::to_string(asset_id);
-  FARM_ASSIGN_OR_RETURN(HttpResponse resp, SendJson("PATCH", url, json::serialize(body),
-                                                    Idempotency::kIdempotent));
-  if (resp.status != 200) return HttpError("rename asset to " + new_name, resp);
-  FARM_ASSIGN_OR_RETURN(json::object o, ParseObject(resp, "renamed asset"));
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp, SendJson("PATCH", url, json::serialize(body),
+                                                           httpc::Idempotency::kIdempotent));
+  if (resp.status != 200) return httpc::HttpError("rename asset to " + new_name, resp);
+  FARM_ASSIGN_OR_RETURN(json::object o, httpc::ParseObject(resp, "renamed asset"));
   return ParseAsset(o);
 }
 
@@ -310,10 +312,10 @@ Result<GitHubRelease> GitHubReleasesClient::PatchRelease(const std::string& repo
                                                          const std::string& body,
                                                          const std::string& what) {
   std::string url = RepoUrl(repo) + "/releases/" + std::to_string(release_id);
-  FARM_ASSIGN_OR_RETURN(HttpResponse resp, SendJson("PATCH", url, body,
-                                                    Idempotency::kIdempotent));
-  if (resp.status != 200) return HttpError(what, resp);
-  FARM_ASSIGN_OR_RETURN(json::object o, ParseObject(resp, "updated release"));
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp,
+                        SendJson("PATCH", url, body, httpc::Idempotency::kIdempotent));
+  if (resp.status != 200) return httpc::HttpError(what, resp);
+  FARM_ASSIGN_OR_RETURN(json::object o, httpc::ParseObject(resp, "updated release"));
   return ParseRelease(o);
 }
 
@@ -343,8 +345,8 @@ Result<GitHubReleasesClient::LocalFile> GitHubReleasesClient::ResolveLocalFile(
   if (f.name.empty()) return Status::InvalidArgument("empty asset name for " + upload.local_path);
   FARM_ASSIGN_OR_RETURN(std::string hex, Sha256FileHex(upload.local_path, &f.size));
   if (!upload.sha256_hex.empty() && upload.sha256_hex != hex) {
-    return Status::DataLoss("file " + upload.local_path + " has sha256 " + hex +
-                            ", expected " + upload.sha256_hex);
+    return Status::DataLoss("file " + upload.local_path + " has sha256 " + hex + ", expected " +
+                            upload.sha256_hex);
   }
   f.sha256_hex = hex;
   f.content_type = upload.content_type.empty() ? MediaTypeFor(f.name) : upload.content_type;
@@ -352,16 +354,15 @@ Result<GitHubReleasesClient::LocalFile> GitHubReleasesClient::ResolveLocalFile(
 }
 
 Result<std::optional<GitHubAsset>> GitHubReleasesClient::InspectAfterFailure(
-    const std::string& repo, int64_t release_id, const std::string& name,
-    const LocalFile& file) {
+    const std::string& repo, int64_t release_id, const std::string& name, const LocalFile& file) {
   FARM_ASSIGN_OR_RETURN(auto assets, ListAssets(repo, release_id));
   const GitHubAsset* a = FindAsset(assets, name);
   if (a == nullptr) return std::optional<GitHubAsset>();
   if (IsComplete(*a) && DigestMatches(*a, file.sha256_hex)) return std::optional(*a);
   if (IsComplete(*a)) {
     // Complete but other bytes: someone else's upload won the name; never delete it.
-    return Status::AlreadyExists("conflict: asset " + name + " appeared with digest " +
-                                 a->digest + " while uploading sha256:" + file.sha256_hex);
+    return Status::AlreadyExists("conflict: asset " + name + " appeared with digest " + a->digest +
+                                 " while uploading sha256:" + file.sha256_hex);
   }
   // A "starter" left by a 502: empty and safe to delete.
   log::Warn("deleting incomplete asset " + name + " (state " + a->state + ")");
@@ -376,14 +377,14 @@ Result<GitHubAsset> GitHubReleasesClient::UploadFresh(const std::string& repo,
                                                       const std::string& label) {
   std::string last_error;
   for (int attempt = 1; attempt <= options_.max_upload_attempts; ++attempt) {
-    HttpRequest r = NewRequest("POST", ExpandUploadUrl(release.upload_url, name, label));
+    httpc::HttpRequest r = NewRequest("POST", ExpandUploadUrl(release.upload_url, name, label));
     r.headers.Set("Content-Type", file.content_type);
     r.body_file = file.path;
     r.body_length = file.size;
     r.timeout_ms = 0;  // large files: only the stall limit applies
-    auto outcome = http_.Send(r, Idempotency::kNotIdempotent);
+    auto outcome = http_.Send(r, httpc::Idempotency::kNotIdempotent);
     if (outcome.ok() && outcome.value().status == 201) {
-      FARM_ASSIGN_OR_RETURN(json::object o, ParseObject(outcome.value(), "uploaded asset"));
+      FARM_ASSIGN_OR_RETURN(json::object o, httpc::ParseObject(outcome.value(), "uploaded asset"));
       GitHubAsset a = ParseAsset(o);
       if (!a.digest.empty() && !DigestMatches(a, file.sha256_hex)) {
         return Status::DataLoss("GitHub reports digest " + a.digest + " for " + name +
@@ -398,7 +399,7 @@ Result<GitHubAsset> GitHubReleasesClient::UploadFresh(const std::string& repo,
       return LockedReleaseError(repo, release.tag_name, {file.name}, {});
     }
     if (outcome.ok() && !IsTransientFailure(outcome) && !name_taken) {
-      return HttpError("upload asset " + name, outcome.value());
+      return httpc::HttpError("upload asset " + name, outcome.value());
     }
     last_error = FailureText(outcome, "upload asset " + name);
     // After a 422 (name taken) or an unknown outcome, the release itself says what happened.
@@ -457,8 +458,7 @@ Result<AssetResult> GitHubReleasesClient::Replace(const std::string& repo,
                                                   const GitHubRelease& release,
                                                   const std::vector<GitHubAsset>& assets,
                                                   const GitHubAsset& old_asset,
-                                                  const LocalFile& file,
-                                                  const std::string& label) {
+                                                  const LocalFile& file, const std::string& label) {
   std::string temp_name = TemporaryAssetName(file.name, file.sha256_hex);
   std::optional<GitHubAsset> staged;
   if (const GitHubAsset* t = FindAsset(assets, temp_name)) {

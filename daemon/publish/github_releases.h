@@ -18,7 +18,7 @@
 // The token is registered with farm::log::RegisterSecret and only ever sent in the
 // Authorization header; error messages pass through farm::log::Redact.
 //
-// Thread-safety: methods may be called from several threads (the RetryingHttpClient
+// Thread-safety: methods may be called from several threads (the httpc::RetryingHttpClient
 // serializes mutations), but two concurrent uploads of the same asset name race.
 #ifndef FARM_DAEMON_PUBLISH_GITHUB_RELEASES_H_
 #define FARM_DAEMON_PUBLISH_GITHUB_RELEASES_H_
@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "common/httpc/retrying_http_client.h"
 #include "common/status.h"
-#include "daemon/publish/retrying_http_client.h"
 
 namespace farm::publish {
 
@@ -71,15 +71,15 @@ struct GitHubRelease {
 struct ReleaseSpec {
   std::string repo;  // "owner/name"
   std::string tag;
-  std::string name;               // release title; empty: the tag
-  std::string body;               // Markdown notes (RenderReleaseNotes)
-  std::string target_commitish;   // empty: the default branch (ignored if the tag exists)
+  std::string name;              // release title; empty: the tag
+  std::string body;              // Markdown notes (RenderReleaseNotes)
+  std::string target_commitish;  // empty: the default branch (ignored if the tag exists)
   bool prerelease = false;
 };
 
 struct AssetUpload {
   std::string local_path;
-  std::string name;          // empty: the file's base name; sanitized as GitHub does
+  std::string name;  // empty: the file's base name; sanitized as GitHub does
   std::string label;
   std::string content_type;  // empty: application/zip for .whl/.zip, else octet-stream
   std::string sha256_hex;    // empty: hashed from the file
@@ -102,12 +102,11 @@ struct AssetResult {
 class GitHubReleasesClient {
  public:
   // `http` must outlive the client. Registers options.token as a log secret.
-  GitHubReleasesClient(RetryingHttpClient& http, GitHubOptions options);
+  GitHubReleasesClient(httpc::RetryingHttpClient& http, GitHubOptions options);
 
   // Lists the repository's releases (drafts included, which needs push access) and
   // returns the oldest whose tag_name is `tag`, or std::nullopt when there is none.
-  Result<std::optional<GitHubRelease>> FindRelease(const std::string& repo,
-                                                   const std::string& tag);
+  Result<std::optional<GitHubRelease>> FindRelease(const std::string& repo, const std::string& tag);
 
   // On success returns the existing release for spec.tag (draft or not, unchanged) or a
   // new draft. A create whose response is lost or rejected as already_exists is
@@ -136,10 +135,10 @@ class GitHubReleasesClient {
   Result<GitHubRelease> PublishRelease(const std::string& repo, int64_t release_id);
 
  private:
-  HttpRequest NewRequest(const std::string& method, const std::string& url) const;
+  httpc::HttpRequest NewRequest(const std::string& method, const std::string& url) const;
   std::string RepoUrl(const std::string& repo) const;
-  Result<HttpResponse> SendJson(const std::string& method, const std::string& url,
-                                const std::string& json, Idempotency idempotency);
+  Result<httpc::HttpResponse> SendJson(const std::string& method, const std::string& url,
+                                       const std::string& json, httpc::Idempotency idempotency);
   Result<GitHubRelease> CreateDraft(const ReleaseSpec& spec);
   Result<GitHubRelease> PatchRelease(const std::string& repo, int64_t release_id,
                                      const std::string& json, const std::string& what);
@@ -157,11 +156,10 @@ class GitHubReleasesClient {
                                                          const std::string& name,
                                                          const LocalFile& file);
   Result<AssetResult> Replace(const std::string& repo, const GitHubRelease& release,
-                              const std::vector<GitHubAsset>& assets,
-                              const GitHubAsset& old_asset, const LocalFile& file,
-                              const std::string& label);
+                              const std::vector<GitHubAsset>& assets, const GitHubAsset& old_asset,
+                              const LocalFile& file, const std::string& label);
 
-  RetryingHttpClient& http_;
+  httpc::RetryingHttpClient& http_;
   const GitHubOptions options_;
 };
 
@@ -178,7 +176,7 @@ Status CheckLockedRelease(const std::string& repo, const GitHubRelease& release,
 
 // Returns true when GitHub refused an upload because the release is immutable (422
 // "Cannot upload assets to an immutable release.").
-bool IsImmutableRejection(const HttpResponse& response);
+bool IsImmutableRejection(const httpc::HttpResponse& response);
 
 // Mirrors GitHub's renaming of asset names: characters outside [A-Za-z0-9-_+@.] become
 // ".", runs of dots collapse, leading/trailing dots are trimmed ("default" prefix when

@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "common/fs.h"
+#include "common/httpc/http_util.h"
 #include "common/log.h"
 #include "common/sha256.h"
-#include "daemon/publish/publish_util.h"
 
 namespace farm::publish {
 
@@ -84,13 +84,13 @@ Result<json::object> FirstLfsObject(const json::object& answer, const std::strin
   const json::object& first = objects->value().as_array()[0].as_object();
   if (const json::object* error = ObjectAt(first, "error")) {
     return Status::FailedPrecondition(
-        log::Redact("LFS batch refused " + oid + ": " + JsonString(*error, "message")));
+        log::Redact("LFS batch refused " + oid + ": " + httpc::JsonString(*error, "message")));
   }
   return first;
 }
 
-HttpHeaders StringHeaders(const json::object* header) {
-  HttpHeaders out;
+httpc::HttpHeaders StringHeaders(const json::object* header) {
+  httpc::HttpHeaders out;
   if (header == nullptr) return out;
   for (const auto& [k, v] : *header) {
     if (v.is_string()) out.Set(std::string(k), std::string(v.as_string()));
@@ -103,8 +103,8 @@ HttpHeaders StringHeaders(const json::object* header) {
 std::string RenderHfPath(const std::string& path_template, const std::string& variant,
                          const std::string& wheel) {
   std::string out = path_template;
-  for (const auto& [key, value] : {std::pair<std::string, std::string>{"{variant}", variant},
-                                   {"{wheel}", wheel}}) {
+  for (const auto& [key, value] :
+       {std::pair<std::string, std::string>{"{variant}", variant}, {"{wheel}", wheel}}) {
     for (size_t pos = out.find(key); pos != std::string::npos;
          pos = out.find(key, pos + value.size())) {
       out.replace(pos, key.size(), value);
@@ -132,14 +132,14 @@ std::string GitBlobSha1(const std::string& content) {
   return ToHex(std::string_view(reinterpret_cast<const char*>(digest), len));
 }
 
-HfHubClient::HfHubClient(RetryingHttpClient& http, HfOptions options)
+HfHubClient::HfHubClient(httpc::RetryingHttpClient& http, HfOptions options)
     : http_(http), options_(std::move(options)) {
   log::RegisterSecret(options_.token);
 }
 
-HttpRequest HfHubClient::NewRequest(const std::string& method, const std::string& url,
-                                    bool with_token) const {
-  HttpRequest r;
+httpc::HttpRequest HfHubClient::NewRequest(const std::string& method, const std::string& url,
+                                           bool with_token) const {
+  httpc::HttpRequest r;
   r.method = method;
   r.url = url;
   r.follow_redirects = method == "GET";  // Hub redirects renamed repos
@@ -163,23 +163,24 @@ Status HfHubClient::CreateRepo(const std::string& repo_id, bool private_repo) {
   body["organization"] = repo_id.substr(0, slash);
   if (options_.repo_type != "model") body["type"] = options_.repo_type;
   body["private"] = private_repo;
-  HttpRequest r = NewRequest("POST", options_.endpoint + "/api/repos/create", true);
+  httpc::HttpRequest r = NewRequest("POST", options_.endpoint + "/api/repos/create", true);
   r.headers.Set("Content-Type", "application/json");
   r.body = json::serialize(body);
   // A repeat after a lost response answers 409, which means done: safe to retry.
-  FARM_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(r, Idempotency::kIdempotent));
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp, http_.Send(r, httpc::Idempotency::kIdempotent));
   if (resp.status == 200 || resp.status == 201 || resp.status == 409) return Status::Ok();
-  return HttpError("create repo " + repo_id, resp);
+  return httpc::HttpError("create repo " + repo_id, resp);
 }
 
 Result<std::string> HfHubClient::GetRevisionSha(const std::string& repo_id,
                                                 const std::string& revision) {
-  std::string url = ApiRepoUrl(repo_id) + "/revision/" + PercentEncode(revision);
-  FARM_ASSIGN_OR_RETURN(HttpResponse resp,
-                        http_.Send(NewRequest("GET", url, true), Idempotency::kIdempotent));
-  if (resp.status != 200) return HttpError("read revision " + revision + " of " + repo_id, resp);
-  FARM_ASSIGN_OR_RETURN(json::object o, ParseObject(resp, "revision info"));
-  std::string sha = JsonString(o, "sha");
+  std::string url = ApiRepoUrl(repo_id) + "/revision/" + httpc::PercentEncode(revision);
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp,
+                        http_.Send(NewRequest("GET", url, true), httpc::Idempotency::kIdempotent));
+  if (resp.status != 200)
+    return httpc::HttpError("read revision " + revision + " of " + repo_id, resp);
+  FARM_ASSIGN_OR_RETURN(json::object o, httpc::ParseObject(resp, "revision info"));
+  std::string sha = httpc::JsonString(o, "sha");
   if (sha.empty()) return Status::InvalidArgument("revision info without sha");
   return sha;
 }
@@ -190,77 +191,76 @@ Result<std::optional<HfRepoFile>> HfHubClient::GetPathInfo(const std::string& re
   json::object body;
   body["paths"] = json::array{json::value(path)};
   body["expand"] = false;
-  HttpRequest r = NewRequest("POST",
-                             ApiRepoUrl(repo_id) + "/paths-info/" + PercentEncode(revision), true);
+  httpc::HttpRequest r = NewRequest(
+      "POST", ApiRepoUrl(repo_id) + "/paths-info/" + httpc::PercentEncode(revision), true);
   r.headers.Set("Content-Type", "application/json");
   r.body = json::serialize(body);
   // A read despite the POST: safe to repeat.
-  FARM_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(r, Idempotency::kIdempotent));
-  if (resp.status != 200) return HttpError("paths-info " + path, resp);
-  FARM_ASSIGN_OR_RETURN(json::value v, ParseJson(resp.body, "paths-info"));
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp, http_.Send(r, httpc::Idempotency::kIdempotent));
+  if (resp.status != 200) return httpc::HttpError("paths-info " + path, resp);
+  FARM_ASSIGN_OR_RETURN(json::value v, httpc::ParseJson(resp.body, "paths-info"));
   if (!v.is_array()) return Status::InvalidArgument("paths-info is not an array");
   for (const auto& item : v.as_array()) {
     if (!item.is_object()) continue;
     const auto& o = item.as_object();
-    if (JsonString(o, "path") != path || JsonString(o, "type") != "file") continue;
-    HfRepoFile f{path, JsonInt(o, "size"), JsonString(o, "oid"), ""};
-    if (const json::object* lfs = ObjectAt(o, "lfs")) f.lfs_sha256 = JsonString(*lfs, "oid");
+    if (httpc::JsonString(o, "path") != path || httpc::JsonString(o, "type") != "file") continue;
+    HfRepoFile f{path, httpc::JsonInt(o, "size"), httpc::JsonString(o, "oid"), ""};
+    if (const json::object* lfs = ObjectAt(o, "lfs")) f.lfs_sha256 = httpc::JsonString(*lfs, "oid");
     if (f.lfs_sha256.rfind("sha256:", 0) == 0) f.lfs_sha256 = f.lfs_sha256.substr(7);
     return std::optional(f);
   }
   return std::optional<HfRepoFile>();
 }
 
-Result<std::string> HfHubClient::Preupload(const std::string& repo_id,
-                                           const std::string& revision,
+Result<std::string> HfHubClient::Preupload(const std::string& repo_id, const std::string& revision,
                                            const std::string& path_in_repo,
                                            const std::string& local_path, int64_t size) {
   FARM_ASSIGN_OR_RETURN(std::string sample, ReadPrefix(local_path, kSampleBytes));
   json::object file;
   file["path"] = path_in_repo;
   file["size"] = size;
-  file["sample"] = Base64Encode(sample);
+  file["sample"] = httpc::Base64Encode(sample);
   json::object body;
   body["files"] = json::array{file};
-  HttpRequest r = NewRequest("POST",
-                             ApiRepoUrl(repo_id) + "/preupload/" + PercentEncode(revision), true);
+  httpc::HttpRequest r = NewRequest(
+      "POST", ApiRepoUrl(repo_id) + "/preupload/" + httpc::PercentEncode(revision), true);
   r.headers.Set("Content-Type", "application/json");
   r.body = json::serialize(body);
-  FARM_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(r, Idempotency::kIdempotent));
-  if (resp.status != 200) return HttpError("preupload " + path_in_repo, resp);
-  FARM_ASSIGN_OR_RETURN(json::object o, ParseObject(resp, "preupload answer"));
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp, http_.Send(r, httpc::Idempotency::kIdempotent));
+  if (resp.status != 200) return httpc::HttpError("preupload " + path_in_repo, resp);
+  FARM_ASSIGN_OR_RETURN(json::object o, httpc::ParseObject(resp, "preupload answer"));
   auto it = o.find("files");
   if (it != o.end() && it->value().is_array()) {
     for (const auto& f : it->value().as_array()) {
-      if (!f.is_object() || JsonString(f.as_object(), "path") != path_in_repo) continue;
-      if (JsonBool(f.as_object(), "shouldIgnore")) {
+      if (!f.is_object() || httpc::JsonString(f.as_object(), "path") != path_in_repo) continue;
+      if (httpc::JsonBool(f.as_object(), "shouldIgnore")) {
         return Status::InvalidArgument(path_in_repo + " is ignored by the repo's .gitignore");
       }
       // Empty files are always regular, as huggingface_hub forces.
-      return size == 0 ? std::string("regular") : JsonString(f.as_object(), "uploadMode");
+      return size == 0 ? std::string("regular") : httpc::JsonString(f.as_object(), "uploadMode");
     }
   }
   return Status::InvalidArgument("preupload answer does not mention " + path_in_repo);
 }
 
 Status HfHubClient::UploadLfsObject(const std::string& repo_id, const std::string& revision,
-                                    const std::string& local_path,
-                                    const std::string& sha256_hex, int64_t size) {
+                                    const std::string& local_path, const std::string& sha256_hex,
+                                    int64_t size) {
   std::string url = options_.endpoint + "/" + GitPrefix(options_.repo_type) + repo_id +
                     ".git/info/lfs/objects/batch";
-  HttpRequest r = NewRequest("POST", url, true);
+  httpc::HttpRequest r = NewRequest("POST", url, true);
   r.headers.Set("Accept", "application/vnd.git-lfs+json");
   r.headers.Set("Content-Type", "application/vnd.git-lfs+json");
   r.body = json::serialize(LfsBatchBody(revision, sha256_hex, size));
-  FARM_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(r, Idempotency::kIdempotent));
-  if (resp.status != 200) return HttpError("LFS batch for " + sha256_hex, resp);
-  FARM_ASSIGN_OR_RETURN(json::object o, ParseObject(resp, "LFS batch answer"));
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp, http_.Send(r, httpc::Idempotency::kIdempotent));
+  if (resp.status != 200) return httpc::HttpError("LFS batch for " + sha256_hex, resp);
+  FARM_ASSIGN_OR_RETURN(json::object o, httpc::ParseObject(resp, "LFS batch answer"));
   FARM_ASSIGN_OR_RETURN(json::object answer, FirstLfsObject(o, sha256_hex));
   const json::object* actions = ObjectAt(answer, "actions");
   const json::object* upload = actions ? ObjectAt(*actions, "upload") : nullptr;
   if (upload == nullptr) return Status::Ok();  // the Hub already stores these bytes
   const json::object* header = ObjectAt(*upload, "header");
-  std::string href = JsonString(*upload, "href");
+  std::string href = httpc::JsonString(*upload, "href");
   if (header != nullptr && header->contains("chunk_size")) {
     FARM_RETURN_IF_ERROR(PutMultipart(href, *header, sha256_hex, local_path, size));
   } else {
@@ -271,16 +271,16 @@ Status HfHubClient::UploadLfsObject(const std::string& repo_id, const std::strin
   return Status::Ok();
 }
 
-Status HfHubClient::PutBasic(const std::string& href, const HttpHeaders& headers,
+Status HfHubClient::PutBasic(const std::string& href, const httpc::HttpHeaders& headers,
                              const std::string& local_path, int64_t size) {
-  HttpRequest r = NewRequest("PUT", href, false);
+  httpc::HttpRequest r = NewRequest("PUT", href, false);
   for (const auto& [k, v] : headers.all()) r.headers.Set(k, v);
   r.body_file = local_path;
   r.body_length = size;
   r.timeout_ms = 0;
   // PUT of fixed bytes to a fixed URL: repeating it is harmless.
-  FARM_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(r, Idempotency::kIdempotent));
-  if (resp.status / 100 != 2) return HttpError("LFS upload", resp);
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp, http_.Send(r, httpc::Idempotency::kIdempotent));
+  if (resp.status / 100 != 2) return httpc::HttpError("LFS upload", resp);
   return Status::Ok();
 }
 
@@ -305,42 +305,42 @@ Status HfHubClient::PutMultipart(const std::string& href, const json::object& he
     if (it == header.end() || !it->value().is_string()) {
       return Status::InvalidArgument("LFS multipart answer lacks part " + std::to_string(n));
     }
-    HttpRequest r = NewRequest("PUT", std::string(it->value().as_string()), false);
+    httpc::HttpRequest r = NewRequest("PUT", std::string(it->value().as_string()), false);
     r.body_file = local_path;
     r.body_offset = (n - 1) * chunk;
     r.body_length = std::min(chunk, size - r.body_offset);
     r.timeout_ms = 0;
-    FARM_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(r, Idempotency::kIdempotent));
-    if (resp.status / 100 != 2) return HttpError("LFS part " + std::to_string(n), resp);
+    FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp, http_.Send(r, httpc::Idempotency::kIdempotent));
+    if (resp.status / 100 != 2) return httpc::HttpError("LFS part " + std::to_string(n), resp);
     auto etag = resp.headers.Get("etag");
     if (!etag) return Status::InvalidArgument("LFS part " + std::to_string(n) + " without ETag");
     etags.push_back(json::object{{"partNumber", n}, {"etag", *etag}});
   }
-  HttpRequest done = NewRequest("POST", href, false);
+  httpc::HttpRequest done = NewRequest("POST", href, false);
   done.headers.Set("Accept", "application/vnd.git-lfs+json");
   done.headers.Set("Content-Type", "application/vnd.git-lfs+json");
   done.body = json::serialize(json::object{{"oid", sha256_hex}, {"parts", etags}});
   // Completing the same parts twice yields the same object.
-  FARM_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(done, Idempotency::kIdempotent));
-  if (resp.status / 100 != 2) return HttpError("LFS multipart completion", resp);
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp,
+                        http_.Send(done, httpc::Idempotency::kIdempotent));
+  if (resp.status / 100 != 2) return httpc::HttpError("LFS multipart completion", resp);
   return Status::Ok();
 }
 
 Status HfHubClient::Verify(const json::object& action, const std::string& sha256_hex,
                            int64_t size) {
-  HttpRequest r = NewRequest("POST", JsonString(action, "href"), true);
-  HttpHeaders extra = StringHeaders(ObjectAt(action, "header"));
+  httpc::HttpRequest r = NewRequest("POST", httpc::JsonString(action, "href"), true);
+  httpc::HttpHeaders extra = StringHeaders(ObjectAt(action, "header"));
   for (const auto& [k, v] : extra.all()) r.headers.Set(k, v);
   r.headers.Set("Accept", "application/vnd.git-lfs+json");
   r.headers.Set("Content-Type", "application/vnd.git-lfs+json");
   r.body = json::serialize(json::object{{"oid", sha256_hex}, {"size", size}});
-  FARM_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(r, Idempotency::kIdempotent));
-  if (resp.status / 100 != 2) return HttpError("LFS verify " + sha256_hex, resp);
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse resp, http_.Send(r, httpc::Idempotency::kIdempotent));
+  if (resp.status / 100 != 2) return httpc::HttpError("LFS verify " + sha256_hex, resp);
   return Status::Ok();
 }
 
-Result<HfHubClient::LocalFile> HfHubClient::ResolveLocalFile(
-    const HfUploadRequest& request) const {
+Result<HfHubClient::LocalFile> HfHubClient::ResolveLocalFile(const HfUploadRequest& request) const {
   LocalFile f;
   f.path = request.local_path;
   FARM_ASSIGN_OR_RETURN(f.sha256_hex, Sha256FileHex(request.local_path, &f.size));
@@ -352,55 +352,54 @@ Result<HfHubClient::LocalFile> HfHubClient::ResolveLocalFile(
 }
 
 Result<HfUploadResult> HfHubClient::CommitOnce(const HfUploadRequest& request,
-                                               const LocalFile& file,
-                                               const std::string& parent) {
+                                               const LocalFile& file, const std::string& parent) {
   std::string summary =
       request.summary.empty() ? "Upload " + request.path_in_repo : request.summary;
   std::string body = Line("header", json::object{{"summary", summary},
                                                  {"description", request.description},
                                                  {"parentCommit", parent}});
-  FARM_ASSIGN_OR_RETURN(std::string mode,
-                        Preupload(request.repo_id, request.revision, request.path_in_repo,
-                                  file.path, file.size));
+  FARM_ASSIGN_OR_RETURN(std::string mode, Preupload(request.repo_id, request.revision,
+                                                    request.path_in_repo, file.path, file.size));
   if (mode == "lfs") {
-    body += Line("lfsFile", json::object{{"path", request.path_in_repo}, {"algo", "sha256"},
-                                         {"oid", file.sha256_hex}, {"size", file.size}});
+    body += Line("lfsFile", json::object{{"path", request.path_in_repo},
+                                         {"algo", "sha256"},
+                                         {"oid", file.sha256_hex},
+                                         {"size", file.size}});
   } else {
     if (file.size > options_.max_regular_bytes) {
       return Status::FailedPrecondition("Hub asked for a regular upload of a large file");
     }
     FARM_ASSIGN_OR_RETURN(std::string content, fs::ReadFile(file.path));
     body += Line("file", json::object{{"path", request.path_in_repo},
-                                      {"content", Base64Encode(content)},
+                                      {"content", httpc::Base64Encode(content)},
                                       {"encoding", "base64"}});
   }
   if (mode == "lfs") {
-    FARM_RETURN_IF_ERROR(UploadLfsObject(request.repo_id, request.revision, file.path,
-                                         file.sha256_hex, file.size));
+    FARM_RETURN_IF_ERROR(
+        UploadLfsObject(request.repo_id, request.revision, file.path, file.sha256_hex, file.size));
   }
-  HttpRequest r = NewRequest(
-      "POST", ApiRepoUrl(request.repo_id) + "/commit/" + PercentEncode(request.revision), true);
+  httpc::HttpRequest r = NewRequest(
+      "POST", ApiRepoUrl(request.repo_id) + "/commit/" + httpc::PercentEncode(request.revision),
+      true);
   r.headers.Set("Content-Type", "application/x-ndjson");
   r.body = body;
-  auto outcome = http_.Send(r, Idempotency::kNotIdempotent);
+  auto outcome = http_.Send(r, httpc::Idempotency::kNotIdempotent);
   if (!outcome.ok()) return outcome.status();
   if (outcome.value().status != 200 && outcome.value().status != 201) {
-    return HttpError("commit " + request.path_in_repo, outcome.value());
+    return httpc::HttpError("commit " + request.path_in_repo, outcome.value());
   }
-  FARM_ASSIGN_OR_RETURN(json::object o, ParseObject(outcome.value(), "commit answer"));
-  return HfUploadResult{HfOutcome::kCommitted, JsonString(o, "commitOid"),
-                        JsonString(o, "commitUrl")};
+  FARM_ASSIGN_OR_RETURN(json::object o, httpc::ParseObject(outcome.value(), "commit answer"));
+  return HfUploadResult{HfOutcome::kCommitted, httpc::JsonString(o, "commitOid"),
+                        httpc::JsonString(o, "commitUrl")};
 }
 
 Result<std::optional<HfUploadResult>> HfHubClient::CheckLanded(const HfUploadRequest& request,
                                                                const LocalFile& file,
                                                                std::string* head) {
-  FARM_ASSIGN_OR_RETURN(std::string now_head,
-                        GetRevisionSha(request.repo_id, request.revision));
+  FARM_ASSIGN_OR_RETURN(std::string now_head, GetRevisionSha(request.repo_id, request.revision));
   if (now_head == *head) return std::optional<HfUploadResult>();  // nothing landed
   *head = now_head;
-  FARM_ASSIGN_OR_RETURN(auto remote,
-                        GetPathInfo(request.repo_id, now_head, request.path_in_repo));
+  FARM_ASSIGN_OR_RETURN(auto remote, GetPathInfo(request.repo_id, now_head, request.path_in_repo));
   if (!remote) return std::optional<HfUploadResult>();
   FARM_ASSIGN_OR_RETURN(bool same, SameBytes(*remote, file.path, file.sha256_hex, file.size,
                                              options_.max_regular_bytes));

@@ -19,13 +19,12 @@
 #define FARM_DAEMON_PUBLISH_HF_HUB_H_
 
 #include <boost/json.hpp>
-
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "common/httpc/retrying_http_client.h"
 #include "common/status.h"
-#include "daemon/publish/retrying_http_client.h"
 
 namespace farm::publish {
 
@@ -35,7 +34,7 @@ struct HfOptions {
   std::string user_agent = "gpu-wheel-farm";
   std::string repo_type = "model";  // model | dataset | space | kernel
   int max_commit_attempts = 3;
-  bool verify = true;               // POST the LFS verify action when offered
+  bool verify = true;                    // POST the LFS verify action when offered
   int64_t max_regular_bytes = 10 << 20;  // "regular" files are inlined into the commit
 };
 
@@ -48,14 +47,14 @@ struct HfRepoFile {
 };
 
 struct HfUploadRequest {
-  std::string repo_id;   // "owner/name"
+  std::string repo_id;  // "owner/name"
   std::string revision = "main";
   std::string local_path;
   std::string path_in_repo;  // RenderHfPath("build/{variant}/{wheel}", ...)
   std::string sha256_hex;    // empty: hashed from the file
   std::string summary;       // empty: "Upload <path_in_repo>"
   std::string description;
-  bool replace = false;      // overwrite a path that holds other bytes
+  bool replace = false;  // overwrite a path that holds other bytes
 };
 
 enum class HfOutcome { kCommitted, kAlreadyPresent };
@@ -69,7 +68,7 @@ struct HfUploadResult {
 class HfHubClient {
  public:
   // `http` must outlive the client. Registers options.token as a log secret.
-  HfHubClient(RetryingHttpClient& http, HfOptions options);
+  HfHubClient(httpc::RetryingHttpClient& http, HfOptions options);
 
   // Creates `repo_id` ("owner/name"); OK when it exists already (409).
   Status CreateRepo(const std::string& repo_id, bool private_repo);
@@ -84,8 +83,8 @@ class HfHubClient {
 
   // On success returns the upload mode the Hub wants for the file: "lfs" or "regular".
   Result<std::string> Preupload(const std::string& repo_id, const std::string& revision,
-                                const std::string& path_in_repo,
-                                const std::string& local_path, int64_t size);
+                                const std::string& path_in_repo, const std::string& local_path,
+                                int64_t size);
 
   // Stores the file's bytes as LFS object `sha256_hex` (basic or multipart transfer, as
   // the batch answer says); OK at once when the Hub already has the object.
@@ -100,15 +99,14 @@ class HfHubClient {
 
  private:
   struct LocalFile;
-  HttpRequest NewRequest(const std::string& method, const std::string& url,
-                         bool with_token) const;
+  httpc::HttpRequest NewRequest(const std::string& method, const std::string& url,
+                                bool with_token) const;
   std::string ApiRepoUrl(const std::string& repo_id) const;
   Result<LocalFile> ResolveLocalFile(const HfUploadRequest& request) const;
-  Status PutBasic(const std::string& href, const HttpHeaders& headers,
+  Status PutBasic(const std::string& href, const httpc::HttpHeaders& headers,
                   const std::string& local_path, int64_t size);
   Status PutMultipart(const std::string& href, const boost::json::object& header,
-                      const std::string& sha256_hex, const std::string& local_path,
-                      int64_t size);
+                      const std::string& sha256_hex, const std::string& local_path, int64_t size);
   Status Verify(const boost::json::object& action, const std::string& sha256_hex, int64_t size);
   // One commit attempt, never retried here.
   Result<HfUploadResult> CommitOnce(const HfUploadRequest& request, const LocalFile& file,
@@ -118,7 +116,7 @@ class HfHubClient {
   Result<std::optional<HfUploadResult>> CheckLanded(const HfUploadRequest& request,
                                                     const LocalFile& file, std::string* head);
 
-  RetryingHttpClient& http_;
+  httpc::RetryingHttpClient& http_;
   const HfOptions options_;
 };
 

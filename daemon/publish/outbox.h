@@ -36,10 +36,10 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/httpc/retrying_http_client.h"
 #include "common/status.h"
 #include "daemon/publish/github_releases.h"
 #include "daemon/publish/hf_hub.h"
-#include "daemon/publish/retrying_http_client.h"
 #include "daemon/store/blob_store.h"
 #include "daemon/store/store.h"
 #include "farm/v1/types.pb.h"
@@ -111,9 +111,9 @@ class HfClientTarget final : public HfTarget {
   HfHubClient& client_;
 };
 
-// A Sleeper whose waits end early once Stop() is called, so a rate-limit wait inside a
+// A httpc::Sleeper whose waits end early once Stop() is called, so a rate-limit wait inside a
 // client never holds farmd's shutdown. Thread-safe.
-class StoppableSleeper final : public Sleeper {
+class StoppableSleeper final : public httpc::Sleeper {
  public:
   void SleepMs(int64_t ms) override;
   void Stop();
@@ -128,12 +128,12 @@ struct PublisherOptions {
   // Also publish wheels whose validation waits for hardware (or never ran). Wheels whose
   // validation failed are never published.
   bool publish_pending_hardware = false;
-  int64_t interval_ms = 1000;       // between passes of the loop
-  int max_attempts = 8;             // transient failures before a row is failed
-  int64_t backoff_base_ms = 2000;   // doubling per attempt
+  int64_t interval_ms = 1000;      // between passes of the loop
+  int max_attempts = 8;            // transient failures before a row is failed
+  int64_t backoff_base_ms = 2000;  // doubling per attempt
   int64_t backoff_max_ms = 600'000;
-  std::string work_dir;             // scratch space for relabelled wheels
-  std::string find_links_url;       // optional, for the release notes' pip line
+  std::string work_dir;        // scratch space for relabelled wheels
+  std::string find_links_url;  // optional, for the release notes' pip line
 };
 
 struct PublisherDeps {
@@ -176,8 +176,7 @@ class Publisher {
   Result<farm::v1::Recipe> RecipeOf(int64_t build_id);
   // Notes over every wheel on `release` (this build's rows, earlier builds' rows found
   // in the store, and bare name and digest for wheels the store does not know).
-  Result<std::string> NotesFor(const farm::v1::Recipe& recipe,
-                               const store::PublicationRow& release,
+  Result<std::string> NotesFor(const farm::v1::Recipe& recipe, const store::PublicationRow& release,
                                const std::vector<store::PublicationRow>& rows,
                                const std::vector<GitHubAsset>& assets);
   // The files that go out beside the wheels (provenance_files.cc): the wheel's signed

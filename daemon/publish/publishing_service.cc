@@ -1,17 +1,17 @@
 #include "daemon/publish/publishing_service.h"
 
 #include "common/fs.h"
+#include "common/httpc/curl_http_client.h"
 #include "common/log.h"
-#include "daemon/publish/curl_http_client.h"
 #include "daemon/publish/outbox.h"
 
 namespace farm::publish {
 
 struct PublishingService::Impl {
-  CurlHttpClient curl;
+  httpc::CurlHttpClient curl;
   StoppableSleeper sleeper;
-  std::unique_ptr<RetryingHttpClient> github_http;
-  std::unique_ptr<RetryingHttpClient> hf_http;
+  std::unique_ptr<httpc::RetryingHttpClient> github_http;
+  std::unique_ptr<httpc::RetryingHttpClient> hf_http;
   std::unique_ptr<GitHubReleasesClient> github_client;
   std::unique_ptr<HfHubClient> hf_client;
   std::unique_ptr<GitHubClientTarget> github;
@@ -38,15 +38,15 @@ Result<std::unique_ptr<PublishingService>> PublishingService::Start(const Publis
   const std::string github_token = Secret(config, "GITHUB_TOKEN");
   const std::string hf_token = Secret(config, "HF_TOKEN");
   if (!github_token.empty()) {
-    impl->github_http = std::make_unique<RetryingHttpClient>(impl->curl, *clock, impl->sleeper,
-                                                             GitHubRetryDefaults());
+    impl->github_http = std::make_unique<httpc::RetryingHttpClient>(
+        impl->curl, *clock, impl->sleeper, httpc::GitHubRetryDefaults());
     impl->github_client = std::make_unique<GitHubReleasesClient>(
         *impl->github_http, GitHubOptions{.api_base = config.github_api, .token = github_token});
     impl->github = std::make_unique<GitHubClientTarget>(*impl->github_client);
   }
   if (!hf_token.empty()) {
-    impl->hf_http = std::make_unique<RetryingHttpClient>(impl->curl, *clock, impl->sleeper,
-                                                         HfRetryDefaults());
+    impl->hf_http = std::make_unique<httpc::RetryingHttpClient>(impl->curl, *clock, impl->sleeper,
+                                                                httpc::HfRetryDefaults());
     impl->hf_client = std::make_unique<HfHubClient>(
         *impl->hf_http, HfOptions{.endpoint = config.hf_endpoint, .token = hf_token});
     impl->hf = std::make_unique<HfClientTarget>(*impl->hf_client);

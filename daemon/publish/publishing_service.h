@@ -1,5 +1,5 @@
 // PublishingService: the publishing side of farmd, assembled in one object: one libcurl
-// client, a rate-limiting RetryingHttpClient per remote service, the GitHub and Hub
+// client, a rate-limiting httpc::RetryingHttpClient per remote service, the GitHub and Hub
 // clients (only for the tokens farmd has), and the Publisher loop over the outbox.
 // FarmServer starts it after the store is open and stops it before the store closes.
 //

@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
+#include "common/httpc/curl_http_client.h"
 #include "common/log.h"
-#include "daemon/publish/curl_http_client.h"
 #include "daemon/s3/s3_blob_store.h"
 
 namespace farm::s3 {
@@ -118,8 +118,8 @@ Result<std::unique_ptr<store::BlobStore>> OpenBlobStore(
                          S3BlobStoreOptions{.prefix = url.prefix,
                                             .work_dir = data_dir + "/blob-cache",
                                             .cache_bytes = settings.cache_bytes},
-                         std::make_unique<publish::CurlHttpClient>(), RealClock(),
-                         publish::DefaultSleeper());
+                         std::make_unique<httpc::CurlHttpClient>(), RealClock(),
+                         httpc::DefaultSleeper());
 }
 
 }  // namespace farm::s3

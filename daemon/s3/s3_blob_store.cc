@@ -55,9 +55,8 @@ class RangeReader final : public store::BlobReader {
 
 class S3BlobStore final : public store::BlobStore {
  public:
-  S3BlobStore(std::unique_ptr<publish::HttpClient> http, S3Config config,
-              S3BlobStoreOptions options, const Clock& clock, publish::Sleeper& sleeper,
-              RetryLimits limits)
+  S3BlobStore(std::unique_ptr<httpc::HttpClient> http, S3Config config, S3BlobStoreOptions options,
+              const Clock& clock, httpc::Sleeper& sleeper, RetryLimits limits)
       : BlobStore(options.work_dir + "/tmp"),
         http_(std::move(http)),
         client_(std::move(config), *http_, clock, sleeper, limits),
@@ -310,7 +309,7 @@ class S3BlobStore final : public store::BlobStore {
     }
   }
 
-  std::unique_ptr<publish::HttpClient> http_;
+  std::unique_ptr<httpc::HttpClient> http_;
   S3Client client_;
   const S3BlobStoreOptions options_;
   const std::string cache_dir_;
@@ -322,8 +321,8 @@ class S3BlobStore final : public store::BlobStore {
 }  // namespace
 
 Result<std::unique_ptr<store::BlobStore>> OpenS3BlobStore(
-    S3Config config, S3BlobStoreOptions options, std::unique_ptr<publish::HttpClient> http,
-    const Clock& clock, publish::Sleeper& sleeper, RetryLimits limits) {
+    S3Config config, S3BlobStoreOptions options, std::unique_ptr<httpc::HttpClient> http,
+    const Clock& clock, httpc::Sleeper& sleeper, RetryLimits limits) {
   if (options.part_bytes < (int64_t{5} << 20)) {
     return Status::InvalidArgument("S3 multipart parts must be at least 5 MiB");
   }

@@ -29,7 +29,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon/publish/http_client.h"
+#include "common/httpc/http_client.h"
 #include "daemon/s3/s3_client.h"
 #include "daemon/store/blob_store.h"
 
@@ -49,8 +49,8 @@ struct S3BlobStoreOptions {
 
 // `http`, owned by the store, carries the requests; `clock` and `sleeper` must outlive it.
 Result<std::unique_ptr<store::BlobStore>> OpenS3BlobStore(
-    S3Config config, S3BlobStoreOptions options, std::unique_ptr<publish::HttpClient> http,
-    const Clock& clock, publish::Sleeper& sleeper, RetryLimits limits = {});
+    S3Config config, S3BlobStoreOptions options, std::unique_ptr<httpc::HttpClient> http,
+    const Clock& clock, httpc::Sleeper& sleeper, RetryLimits limits = {});
 
 }  // namespace farm::s3
 

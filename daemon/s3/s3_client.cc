@@ -5,10 +5,10 @@
 #include <ctime>
 #include <memory>
 
+#include "common/httpc/http_util.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/utf8.h"
-#include "daemon/publish/publish_util.h"
 
 namespace farm::s3 {
 namespace {
@@ -38,7 +38,7 @@ Result<std::string> Sha256FileRange(const std::string& path, int64_t offset, int
   return hasher.HexDigest();
 }
 
-bool Retryable(const Result<publish::HttpResponse>& r) {
+bool Retryable(const Result<httpc::HttpResponse>& r) {
   if (!r.ok()) {
     return r.status().code() == StatusCode::kUnavailable ||
            r.status().code() == StatusCode::kDeadlineExceeded;
@@ -66,8 +66,8 @@ std::string S3ErrorText(const std::string& body) {
   return message.empty() ? code : code + ": " + message.substr(0, 300);
 }
 
-S3Client::S3Client(S3Config config, publish::HttpClient& http, const Clock& clock,
-                   publish::Sleeper& sleeper, RetryLimits limits)
+S3Client::S3Client(S3Config config, httpc::HttpClient& http, const Clock& clock,
+                   httpc::Sleeper& sleeper, RetryLimits limits)
     : config_(std::move(config)),
       host_(HostOf(config_.endpoint)),
       http_(http),
@@ -83,9 +83,9 @@ std::string S3Client::Path(const std::string& key) const {
   return key.empty() ? "/" + config_.bucket : "/" + config_.bucket + "/" + key;
 }
 
-Result<publish::HttpResponse> S3Client::Send(const Call& call) {
+Result<httpc::HttpResponse> S3Client::Send(const Call& call) {
   const int64_t start = clock_.SteadyMs();
-  Result<publish::HttpResponse> last = Status::Unavailable("not sent");
+  Result<httpc::HttpResponse> last = Status::Unavailable("not sent");
   for (int attempt = 1;; ++attempt) {
     SignableRequest signable{.method = call.method,
                              .path = Path(call.key),
@@ -95,7 +95,7 @@ Result<publish::HttpResponse> S3Client::Send(const Call& call) {
     signable.headers.emplace_back("host", host_);
     std::string authorization = SignWithHeader(&signable, config_.credentials, config_.region, "s3",
                                                clock_.NowUnixMs() / 1000);
-    publish::HttpRequest request;
+    httpc::HttpRequest request;
     request.method = call.method;
     request.url = config_.endpoint + UriEncode(signable.path, true);
     std::string query = CanonicalQuery(call.query);
@@ -123,12 +123,12 @@ Result<publish::HttpResponse> S3Client::Send(const Call& call) {
   }
 }
 
-Result<publish::HttpResponse> S3Client::SendOk(const Call& call) {
-  FARM_ASSIGN_OR_RETURN(publish::HttpResponse r, Send(call));
+Result<httpc::HttpResponse> S3Client::SendOk(const Call& call) {
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse r, Send(call));
   if (r.status / 100 == 2 && r.body.find("<Error>") == std::string::npos) return r;
   std::string what = "S3 " + call.op + " " + config_.bucket + "/" + call.key;
   std::string text = S3ErrorText(r.body);
-  StatusCode code = publish::CodeForHttpStatus(r.status);
+  StatusCode code = httpc::CodeForHttpStatus(r.status);
   if (text.starts_with("SignatureDoesNotMatch") || text.starts_with("AccessDenied") ||
       text.starts_with("InvalidAccessKeyId")) {
     code = StatusCode::kPermissionDenied;
@@ -142,7 +142,7 @@ Result<publish::HttpResponse> S3Client::SendOk(const Call& call) {
 
 Result<int64_t> S3Client::HeadObject(const std::string& key) {
   FARM_ASSIGN_OR_RETURN(
-      publish::HttpResponse r,
+      httpc::HttpResponse r,
       SendOk({.op = "HEAD", .method = "HEAD", .key = key, .payload_sha256 = Sha256Hex("")}));
   auto length = r.headers.Get("Content-Length");
   if (!length) return Status::Internal("S3 HEAD " + key + " answered without Content-Length");
@@ -162,7 +162,7 @@ Status S3Client::PutObject(const std::string& key, const std::string& file, int6
 }
 
 Result<std::string> S3Client::CreateMultipartUpload(const std::string& key) {
-  FARM_ASSIGN_OR_RETURN(publish::HttpResponse r,
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse r,
                         SendOk({.op = "CreateMultipartUpload",
                                 .method = "POST",
                                 .key = key,
@@ -179,7 +179,7 @@ Result<std::string> S3Client::UploadPart(const std::string& key, const std::stri
                                          int64_t length) {
   FARM_ASSIGN_OR_RETURN(std::string sha, Sha256FileRange(file, offset, length));
   FARM_ASSIGN_OR_RETURN(
-      publish::HttpResponse r,
+      httpc::HttpResponse r,
       SendOk({.op = "UploadPart",
               .method = "PUT",
               .key = key,
@@ -226,7 +226,7 @@ Status S3Client::AbortMultipartUpload(const std::string& key, const std::string&
 
 Result<std::string> S3Client::GetRange(const std::string& key, int64_t offset, int64_t length,
                                        int64_t* total) {
-  FARM_ASSIGN_OR_RETURN(publish::HttpResponse r,
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse r,
                         SendOk({.op = "GET",
                                 .method = "GET",
                                 .key = key,
@@ -253,10 +253,10 @@ Result<std::vector<std::string>> S3Client::ListKeys(const std::string& prefix,
                                                     std::string* continuation) {
   Params query = {{"list-type", "2"}, {"prefix", prefix}};
   if (!continuation->empty()) query.emplace_back("continuation-token", *continuation);
-  FARM_ASSIGN_OR_RETURN(publish::HttpResponse r, SendOk({.op = "ListObjectsV2",
-                                                         .method = "GET",
-                                                         .query = query,
-                                                         .payload_sha256 = Sha256Hex("")}));
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse r, SendOk({.op = "ListObjectsV2",
+                                                       .method = "GET",
+                                                       .query = query,
+                                                       .payload_sha256 = Sha256Hex("")}));
   std::vector<std::string> keys;
   for (size_t at = r.body.find("<Key>"); at != std::string::npos;
        at = r.body.find("<Key>", at + 1)) {
@@ -273,10 +273,10 @@ Result<std::vector<S3Client::PendingUpload>> S3Client::ListMultipartUploads(
     query.emplace_back("key-marker", marker->substr(0, nl));
     query.emplace_back("upload-id-marker", marker->substr(nl + 1));
   }
-  FARM_ASSIGN_OR_RETURN(publish::HttpResponse r, SendOk({.op = "ListMultipartUploads",
-                                                         .method = "GET",
-                                                         .query = query,
-                                                         .payload_sha256 = Sha256Hex("")}));
+  FARM_ASSIGN_OR_RETURN(httpc::HttpResponse r, SendOk({.op = "ListMultipartUploads",
+                                                       .method = "GET",
+                                                       .query = query,
+                                                       .payload_sha256 = Sha256Hex("")}));
   std::vector<PendingUpload> uploads;
   for (size_t at = r.body.find("<Upload>"); at != std::string::npos;
        at = r.body.find("<Upload>", at + 1)) {

@@ -1,7 +1,7 @@
 // S3Client: the few S3 operations the blob store needs (HEAD, PUT, ranged GET, DELETE,
 // multipart upload, listings of keys and of unfinished uploads, presigned GET URLs),
 // path-style addressed (<endpoint>/<bucket>/<key>), signed with SigV4 and sent through a
-// publish::HttpClient.
+// httpc::HttpClient.
 //
 // Retries: transport failures and 500/502/503/504 answers (S3's 503 SlowDown included)
 // are retried with exponential backoff and jitter, bounded by RetryLimits both in count
@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/httpc/http_client.h"
+#include "common/httpc/retrying_http_client.h"
 #include "common/status.h"
-#include "daemon/publish/http_client.h"
-#include "daemon/publish/retrying_http_client.h"
 #include "daemon/s3/sigv4.h"
 
 namespace farm::s3 {
@@ -52,8 +52,8 @@ std::string S3ErrorText(const std::string& body);
 class S3Client {
  public:
   // `http`, `clock` and `sleeper` must outlive the client.
-  S3Client(S3Config config, publish::HttpClient& http, const Clock& clock,
-           publish::Sleeper& sleeper, RetryLimits limits = {});
+  S3Client(S3Config config, httpc::HttpClient& http, const Clock& clock, httpc::Sleeper& sleeper,
+           RetryLimits limits = {});
 
   // The object's size; NotFound when there is none.
   Result<int64_t> HeadObject(const std::string& key);
@@ -106,16 +106,16 @@ class S3Client {
   };
   // Signs and sends `call`, retrying as the header says; returns the last answer of any
   // status, or the transport error.
-  Result<publish::HttpResponse> Send(const Call& call);
+  Result<httpc::HttpResponse> Send(const Call& call);
   // Sends and maps a non-2xx answer to a Status.
-  Result<publish::HttpResponse> SendOk(const Call& call);
+  Result<httpc::HttpResponse> SendOk(const Call& call);
   std::string Path(const std::string& key) const;
 
   const S3Config config_;
   std::string host_;  // host[:port] of the endpoint, the signed Host header
-  publish::HttpClient& http_;
+  httpc::HttpClient& http_;
   const Clock& clock_;
-  publish::Sleeper& sleeper_;
+  httpc::Sleeper& sleeper_;
   const RetryLimits limits_;
 };
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <ctime>
 
+#include "common/httpc/http_util.h"
 #include "common/sha256.h"
-#include "daemon/publish/publish_util.h"
 
 namespace farm::s3 {
 namespace {
@@ -54,7 +54,7 @@ Params SortedHeaders(const Params& headers) {
 
 std::string UriEncode(std::string_view text, bool keep_slash) {
   // SigV4's encoding is RFC 3986's: everything but the unreserved characters.
-  return keep_slash ? publish::EncodePath(text) : publish::PercentEncode(text);
+  return keep_slash ? httpc::EncodePath(text) : httpc::PercentEncode(text);
 }
 
 std::string AmzDate(int64_t unix_s) {

@@ -11,18 +11,18 @@ namespace {
 
 // Answers each POST with the next scripted status (200 when the script is empty) and
 // records what it was sent.
-class ScriptedHttp final : public publish::HttpClient {
+class ScriptedHttp final : public httpc::HttpClient {
  public:
-  Result<publish::HttpResponse> Send(const publish::HttpRequest& request) override {
+  Result<httpc::HttpResponse> Send(const httpc::HttpRequest& request) override {
     sent.push_back(request);
-    if (statuses.empty()) return publish::HttpResponse{.status = 200};
+    if (statuses.empty()) return httpc::HttpResponse{.status = 200};
     int status = statuses.front();
     statuses.pop_front();
     if (status == 0) return Status::Unavailable("connection refused to " + request.url);
-    return publish::HttpResponse{.status = status};
+    return httpc::HttpResponse{.status = status};
   }
   std::deque<int> statuses;
-  std::vector<publish::HttpRequest> sent;
+  std::vector<httpc::HttpRequest> sent;
 };
 
 constexpr char kUrl[] = "https://hooks.example/T1/secret-part";

@@ -1,11 +1,11 @@
 // GitHubReleasesClient against a scripted FakeHttpClient (headers, redaction) and, over
-// 127.0.0.1, against tests/fakes/fake_github.py through the real CurlHttpClient.
+// 127.0.0.1, against tests/fakes/fake_github.py through the real httpc::CurlHttpClient.
 #include "daemon/publish/github_releases.h"
 
 #include <gtest/gtest.h>
 
+#include "common/httpc/curl_http_client.h"
 #include "common/sha256.h"
-#include "daemon/publish/curl_http_client.h"
 #include "tests/unit/daemon/publish/publish_test_util.h"
 
 namespace farm::publish {
@@ -28,7 +28,7 @@ TEST(GitHubReleasesUnitTest, SendsTheDocumentedHeadersAndStreamsTheFile) {
   farm::testing::FakeClock clock;
   FakeHttpClient fake(&clock);
   FakeSleeper sleeper(clock);
-  RetryingHttpClient http(fake, clock, sleeper, GitHubRetryDefaults());
+  httpc::RetryingHttpClient http(fake, clock, sleeper, httpc::GitHubRetryDefaults());
   GitHubOptions options;
   options.api_base = "https://api.example.test";
   options.token = kToken;
@@ -38,10 +38,12 @@ TEST(GitHubReleasesUnitTest, SendsTheDocumentedHeadersAndStreamsTheFile) {
   std::string sha = Sha256Hex(testing::ReadAll(path));
   fake.Push(MakeResponse(200, "[]"));  // list assets
   fake.Push(MakeResponse(201, R"({"id":7,"name":"w-1.0-py3-none-any.whl","state":"uploaded",)"
-                              R"("digest":"sha256:)" + sha + R"("})"));
+                              R"("digest":"sha256:)" +
+                                  sha + R"("})"));
   GitHubRelease release;
   release.id = 5;
-  release.upload_url = "https://uploads.example.test/repos/acme/kernels/releases/5/assets{?name,label}";
+  release.upload_url =
+      "https://uploads.example.test/repos/acme/kernels/releases/5/assets{?name,label}";
   auto result = client.UploadAsset(kRepo, release, {.local_path = path});
   ASSERT_OK(result.status());
   EXPECT_EQ(result.value().outcome, AssetOutcome::kUploaded);
@@ -53,10 +55,11 @@ TEST(GitHubReleasesUnitTest, SendsTheDocumentedHeadersAndStreamsTheFile) {
     EXPECT_EQ(r.headers.GetOr("x-github-api-version", ""), "2022-11-28");
     EXPECT_FALSE(r.headers.GetOr("user-agent", "").empty());
   }
-  const HttpRequest& upload = requests[1];
+  const httpc::HttpRequest& upload = requests[1];
   EXPECT_EQ(upload.method, "POST");
-  EXPECT_EQ(upload.url, "https://uploads.example.test/repos/acme/kernels/releases/5/assets"
-                        "?name=w-1.0-py3-none-any.whl");
+  EXPECT_EQ(upload.url,
+            "https://uploads.example.test/repos/acme/kernels/releases/5/assets"
+            "?name=w-1.0-py3-none-any.whl");
   EXPECT_EQ(upload.headers.GetOr("content-type", ""), "application/zip");
   EXPECT_EQ(upload.body_file, path);
   EXPECT_EQ(upload.body_length, 1000);
@@ -66,11 +69,11 @@ TEST(GitHubReleasesUnitTest, TokenEchoedByTheServerIsRedacted) {
   farm::testing::FakeClock clock;
   FakeHttpClient fake(&clock);
   FakeSleeper sleeper(clock);
-  RetryingHttpClient http(fake, clock, sleeper, GitHubRetryDefaults());
+  httpc::RetryingHttpClient http(fake, clock, sleeper, httpc::GitHubRetryDefaults());
   GitHubReleasesClient client(http, {.api_base = "https://api.example.test", .token = kToken});
   LogCapture logs;
-  fake.Push(MakeResponse(401, std::string(R"({"message":"Bad credentials for )") + kToken +
-                                  R"("})"));
+  fake.Push(
+      MakeResponse(401, std::string(R"({"message":"Bad credentials for )") + kToken + R"("})"));
   auto found = client.FindRelease(kRepo, "v1");
   ASSERT_FALSE(found.ok());
   EXPECT_EQ(found.status().code(), StatusCode::kUnauthenticated);
@@ -94,9 +97,9 @@ class GitHubFakeServerTest : public ::testing::Test {
     return flags;
   }
 
-  static RetryOptions FastOptions() {
-    RetryOptions o = GitHubRetryDefaults();
-    o.mutating_spacing_ms = 0;     // real spacing is asserted in the unit tests
+  static httpc::RetryOptions FastOptions() {
+    httpc::RetryOptions o = httpc::GitHubRetryDefaults();
+    o.mutating_spacing_ms = 0;  // real spacing is asserted in the unit tests
     o.server_error_base_ms = 10;
     return o;
   }
@@ -121,9 +124,9 @@ class GitHubFakeServerTest : public ::testing::Test {
 
   farm::testing::ScopedTempDir dir_;
   FakeServerProcess server_;
-  CurlHttpClient curl_;
+  httpc::CurlHttpClient curl_;
   RecordingSleeper sleeper_;
-  RetryingHttpClient http_;
+  httpc::RetryingHttpClient http_;
   GitHubReleasesClient client_;
 };
 
@@ -136,10 +139,10 @@ TEST_F(GitHubFakeServerTest, FullPublishFlow) {
   EXPECT_EQ(again.id, draft.id);
   EXPECT_EQ(server_.Counter("release_creates"), 1);
 
-  std::string w1 = WriteWheel(dir_.path(), "pkg-2.2.0+cu128torch2.8-cp312-cp312-linux_x86_64.whl",
-                              300'000, 1);
-  std::string w2 = WriteWheel(dir_.path(), "pkg-2.2.0+cu128torch2.8-cp311-cp311-linux_x86_64.whl",
-                              200'000, 2);
+  std::string w1 =
+      WriteWheel(dir_.path(), "pkg-2.2.0+cu128torch2.8-cp312-cp312-linux_x86_64.whl", 300'000, 1);
+  std::string w2 =
+      WriteWheel(dir_.path(), "pkg-2.2.0+cu128torch2.8-cp311-cp311-linux_x86_64.whl", 200'000, 2);
   for (const auto& path : {w1, w2}) {
     auto up = client_.UploadAsset(kRepo, draft, {.local_path = path});
     ASSERT_OK(up.status());
@@ -147,7 +150,7 @@ TEST_F(GitHubFakeServerTest, FullPublishFlow) {
     EXPECT_EQ(up.value().asset.digest, "sha256:" + Sha256Hex(testing::ReadAll(path)));
     EXPECT_EQ(up.value().asset.content_type, "application/zip");
     // The bytes GitHub serves are the bytes of the file.
-    HttpRequest get;
+    httpc::HttpRequest get;
     get.url = up.value().asset.browser_download_url;
     auto body = curl_.Send(get);
     ASSERT_OK(body.status());
@@ -207,7 +210,8 @@ TEST_F(GitHubFakeServerTest, FailedReplacementKeepsTheGoodCopy) {
   farm::testing::ScopedTempDir other;
   std::string new_file = WriteWheel(other.path(), "a-1.0-py3-none-any.whl", 6000, 4);
   // Every upload of the replacement fails upstream, leaving starters.
-  server_.FailNext(R"({"method":"POST","path":"/api/uploads/","status":502,"starter":true,"times":3})");
+  server_.FailNext(
+      R"({"method":"POST","path":"/api/uploads/","status":502,"starter":true,"times":3})");
   auto failed = client_.UploadAsset(kRepo, draft, {.local_path = new_file, .replace = true});
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
@@ -279,7 +283,8 @@ TEST_F(GitHubFakeServerTest, RateLimited429HonoursRetryAfter) {
 
 TEST_F(GitHubFakeServerTest, SecondaryLimitWithoutHeadersWaitsAMinuteThenBacksOff) {
   ASSERT_FALSE(server_.base_url().empty());
-  server_.FailNext(R"({"method":"POST","path":"/releases$","status":403,"secondary":true,"times":2})");
+  server_.FailNext(
+      R"({"method":"POST","path":"/releases$","status":403,"secondary":true,"times":2})");
   GitHubRelease draft = Draft("v3");
   EXPECT_GT(draft.id, 0);
   EXPECT_EQ(sleeper_.sleeps(), (std::vector<int64_t>{60'000, 120'000}));
@@ -387,7 +392,8 @@ TEST_F(UnflaggedImmutableGitHubFakeTest, The422IsAConflictWithoutRetries) {
   ASSERT_FALSE(added.ok());
   EXPECT_EQ(added.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(added.status().message().find("release v6 of acme/kernels is published and "
-                                          "immutable"), std::string::npos)
+                                          "immutable"),
+            std::string::npos)
       << added.status().message();
   EXPECT_EQ(server_.Counter("upload_posts_published:" + std::to_string(release.id)), 1);
   EXPECT_EQ(server_.Counter("asset_deletes"), 0);
@@ -399,10 +405,10 @@ TEST(GitHubFakeRestartTest, StateFileKeepsReleasesAcrossARestart) {
   std::string state = dir.path() + "/github-state.json";
   std::string w = WriteWheel(dir.path(), "r-1.0-py3-none-any.whl", 4000, 9);
   RecordingSleeper sleeper(50);
-  CurlHttpClient curl;
-  RetryOptions options = GitHubRetryDefaults();
+  httpc::CurlHttpClient curl;
+  httpc::RetryOptions options = httpc::GitHubRetryDefaults();
   options.mutating_spacing_ms = 0;
-  RetryingHttpClient http(curl, sleeper, sleeper, options);
+  httpc::RetryingHttpClient http(curl, sleeper, sleeper, options);
   int64_t release_id = 0;
   {
     FakeServerProcess first("fake_github.py", {"--token", kToken, "--state-file", state});

@@ -1,12 +1,12 @@
 // HfHubClient over 127.0.0.1 against tests/fakes/fake_hf.py through the real
-// CurlHttpClient: repo creation, basic and multipart LFS uploads, commits that must not
+// httpc::CurlHttpClient: repo creation, basic and multipart LFS uploads, commits that must not
 // be duplicated after a lost response, rate limits and token redaction.
 #include "daemon/publish/hf_hub.h"
 
 #include <gtest/gtest.h>
 
+#include "common/httpc/curl_http_client.h"
 #include "common/sha256.h"
-#include "daemon/publish/curl_http_client.h"
 #include "tests/unit/daemon/publish/publish_test_util.h"
 
 namespace farm::publish {
@@ -25,15 +25,15 @@ constexpr int kChunk = 16 * 1024;
 class HfFakeServerTest : public ::testing::Test {
  protected:
   HfFakeServerTest()
-      : server_("fake_hf.py", {"--token", kHubToken, "--multipart-threshold",
-                               std::to_string(kMultipartThreshold), "--chunk-size",
-                               std::to_string(kChunk)}),
+      : server_("fake_hf.py",
+                {"--token", kHubToken, "--multipart-threshold", std::to_string(kMultipartThreshold),
+                 "--chunk-size", std::to_string(kChunk)}),
         sleeper_(/*cap_ms=*/50),
         http_(curl_, sleeper_, sleeper_, FastOptions()),
         client_(http_, {.endpoint = server_.base_url(), .token = kHubToken}) {}
 
-  static RetryOptions FastOptions() {
-    RetryOptions o = HfRetryDefaults();
+  static httpc::RetryOptions FastOptions() {
+    httpc::RetryOptions o = httpc::HfRetryDefaults();
     o.server_error_base_ms = 10;
     return o;
   }
@@ -61,9 +61,9 @@ class HfFakeServerTest : public ::testing::Test {
 
   farm::testing::ScopedTempDir dir_;
   FakeServerProcess server_;
-  CurlHttpClient curl_;
+  httpc::CurlHttpClient curl_;
   RecordingSleeper sleeper_;
-  RetryingHttpClient http_;
+  httpc::RetryingHttpClient http_;
   HfHubClient client_;
 };
 

@@ -8,91 +8,13 @@
 #include <random>
 
 #include "common/fs.h"
-#include "daemon/publish/curl_http_client.h"
+#include "common/httpc/curl_http_client.h"
 
 #ifndef FARM_SOURCE_DIR
 #error "FARM_SOURCE_DIR must name the repository root"
 #endif
 
 namespace farm::publish::testing {
-
-HttpResponse MakeResponse(int status, std::string body,
-                          std::vector<std::pair<std::string, std::string>> headers) {
-  HttpResponse r;
-  r.status = status;
-  r.body = std::move(body);
-  for (auto& [k, v] : headers) r.headers.Set(k, v);
-  return r;
-}
-
-void FakeHttpClient::Push(Result<HttpResponse> outcome) {
-  std::lock_guard lock(mu_);
-  queue_.push_back(std::move(outcome));
-}
-
-void FakeHttpClient::SetFallback(std::function<Result<HttpResponse>(const HttpRequest&)> f) {
-  std::lock_guard lock(mu_);
-  fallback_ = std::move(f);
-}
-
-Result<HttpResponse> FakeHttpClient::Send(const HttpRequest& request) {
-  std::lock_guard lock(mu_);
-  requests_.push_back(request);
-  send_times_.push_back(clock_ ? clock_->SteadyMs() : 0);
-  if (!queue_.empty()) {
-    Result<HttpResponse> next = std::move(queue_.front());
-    queue_.pop_front();
-    return next;
-  }
-  if (fallback_) return fallback_(request);
-  return Status::Internal("FakeHttpClient: no scripted response for " + request.url);
-}
-
-std::vector<HttpRequest> FakeHttpClient::requests() const {
-  std::lock_guard lock(mu_);
-  return requests_;
-}
-
-std::vector<int64_t> FakeHttpClient::send_times() const {
-  std::lock_guard lock(mu_);
-  return send_times_;
-}
-
-void FakeSleeper::SleepMs(int64_t ms) {
-  std::lock_guard lock(mu_);
-  sleeps_.push_back(ms);
-  clock_.Advance(ms);
-}
-
-std::vector<int64_t> FakeSleeper::sleeps() const {
-  std::lock_guard lock(mu_);
-  return sleeps_;
-}
-
-void RecordingSleeper::SleepMs(int64_t ms) {
-  int64_t real = std::min(ms, cap_ms_);
-  {
-    std::lock_guard lock(mu_);
-    sleeps_.push_back(ms);
-    skipped_ms_ += ms - real;
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(real));
-}
-
-int64_t RecordingSleeper::NowUnixMs() const {
-  std::lock_guard lock(mu_);
-  return RealClock().NowUnixMs() + skipped_ms_;
-}
-
-int64_t RecordingSleeper::SteadyMs() const {
-  std::lock_guard lock(mu_);
-  return RealClock().SteadyMs() + skipped_ms_;
-}
-
-std::vector<int64_t> RecordingSleeper::sleeps() const {
-  std::lock_guard lock(mu_);
-  return sleeps_;
-}
 
 LogCapture::LogCapture() : stream_(std::make_shared<std::ostringstream>()) {
   previous_ = spdlog::default_logger();
@@ -114,8 +36,8 @@ std::string LogCapture::text() const {
 FakeServerProcess::FakeServerProcess(const std::string& script, std::vector<std::string> args) {
   std::string ready = dir_.path() + "/ready";
   ProcessSpec spec;
-  spec.argv = {"python3", std::string(FARM_SOURCE_DIR) + "/tests/fakes/" + script,
-               "--ready-file", ready};
+  spec.argv = {"python3", std::string(FARM_SOURCE_DIR) + "/tests/fakes/" + script, "--ready-file",
+               ready};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   auto started = runner_.Start(spec);
   if (!started.ok()) {
@@ -124,10 +46,12 @@ FakeServerProcess::FakeServerProcess(const std::string& script, std::vector<std:
   }
   process_ = std::move(started).value();
   waiter_ = std::thread([this] {
-    process_->Wait([this](OutputStream, const std::string& line) {
-      std::lock_guard lock(mu_);
-      stderr_ += line + "\n";
-    }, 0);
+    process_->Wait(
+        [this](OutputStream, const std::string& line) {
+          std::lock_guard lock(mu_);
+          stderr_ += line + "\n";
+        },
+        0);
   });
   // Bounded: the fake binds in well under a second; give a loaded machine 15 s.
   for (int i = 0; i < 750 && base_url_.empty(); ++i) {
@@ -147,8 +71,8 @@ FakeServerProcess::~FakeServerProcess() {
 }
 
 void FakeServerProcess::FailNext(const std::string& fault_json) {
-  CurlHttpClient http;
-  HttpRequest r;
+  httpc::CurlHttpClient http;
+  httpc::HttpRequest r;
   r.method = "POST";
   r.url = base_url_ + "/_control/fail-next";
   r.body = fault_json;
@@ -158,8 +82,8 @@ void FakeServerProcess::FailNext(const std::string& fault_json) {
 
 int64_t FakeServerProcess::Counter(const std::string& name) {
   boost::json::value v = nullptr;
-  CurlHttpClient http;
-  HttpRequest r;
+  httpc::CurlHttpClient http;
+  httpc::HttpRequest r;
   r.url = base_url_ + "/_control/counters";
   auto resp = http.Send(r);
   if (!resp.ok()) return -1;
@@ -171,8 +95,8 @@ int64_t FakeServerProcess::Counter(const std::string& name) {
 }
 
 boost::json::value FakeServerProcess::State() {
-  CurlHttpClient http;
-  HttpRequest r;
+  httpc::CurlHttpClient http;
+  httpc::HttpRequest r;
   r.url = base_url_ + "/_control/state";
   auto resp = http.Send(r);
   if (!resp.ok()) return nullptr;

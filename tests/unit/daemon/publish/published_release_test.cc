@@ -29,15 +29,16 @@ class PublishedReleaseTest : public ::testing::Test {
   PublishedReleaseTest()
       : fake_(&clock_),
         sleeper_(clock_),
-        http_(fake_, clock_, sleeper_, GitHubRetryDefaults()),
+        http_(fake_, clock_, sleeper_, httpc::GitHubRetryDefaults()),
         client_(http_, {.api_base = "https://api.example.test", .token = kPublishedToken}) {
     path_ = WriteWheel(dir_.path(), kWheel, 2000, 3);
     sha_ = Sha256Hex(testing::ReadAll(path_));
     release_.id = 5;
     release_.tag_name = "v1.0";
     release_.draft = false;
-    release_.upload_url = "https://uploads.example.test/repos/acme/kernels/releases/5/assets"
-                          "{?name,label}";
+    release_.upload_url =
+        "https://uploads.example.test/repos/acme/kernels/releases/5/assets"
+        "{?name,label}";
   }
 
   int CountMethod(const std::string& method) {
@@ -49,7 +50,7 @@ class PublishedReleaseTest : public ::testing::Test {
   farm::testing::FakeClock clock_;
   FakeHttpClient fake_;
   FakeSleeper sleeper_;
-  RetryingHttpClient http_;
+  httpc::RetryingHttpClient http_;
   GitHubReleasesClient client_;
   farm::testing::ScopedTempDir dir_;
   std::string path_;
@@ -101,8 +102,9 @@ TEST_F(PublishedReleaseTest, ALockedReleaseRefusesAMissingAssetBeforeAnyUpload) 
   auto up = client_.UploadAsset(kPublishedRepo, release_, {.local_path = path_});
   ASSERT_FALSE(up.ok());
   EXPECT_EQ(up.status().code(), StatusCode::kFailedPrecondition);
-  for (const std::string& text : {std::string(kPublishedRepo), std::string("v1.0"), std::string(kWheel),
-                                  std::string("immutable"), std::string("new tag")}) {
+  for (const std::string& text :
+       {std::string(kPublishedRepo), std::string("v1.0"), std::string(kWheel),
+        std::string("immutable"), std::string("new tag")}) {
     EXPECT_NE(up.status().message().find(text), std::string::npos) << up.status().message();
   }
   EXPECT_EQ(fake_.requests().size(), 1u);
@@ -117,7 +119,8 @@ TEST_F(PublishedReleaseTest, ALockedReleaseIsNeverTouchedToReplaceDifferentBytes
   ASSERT_FALSE(up.ok());
   EXPECT_EQ(up.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(up.status().message().find("different bytes: " + std::string(kWheel)),
-            std::string::npos) << up.status().message();
+            std::string::npos)
+      << up.status().message();
   EXPECT_NE(up.status().message().find("sha256:" + old_sha), std::string::npos);
   EXPECT_EQ(CountMethod("DELETE") + CountMethod("POST") + CountMethod("PATCH"), 0);
 }
@@ -129,7 +132,9 @@ TEST_F(PublishedReleaseTest, An422ImmutableAnswerFailsAtOnceWithoutRetryOrCleanu
   ASSERT_FALSE(up.ok());
   EXPECT_EQ(up.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(up.status().message().find("release v1.0 of acme/kernels is published and "
-                                       "immutable"), std::string::npos) << up.status().message();
+                                       "immutable"),
+            std::string::npos)
+      << up.status().message();
   EXPECT_NE(up.status().message().find(std::string("missing: ") + kWheel), std::string::npos);
   EXPECT_EQ(fake_.requests().size(), 2u);  // one listing, one upload: no retry, no listing
   EXPECT_TRUE(sleeper_.sleeps().empty());
@@ -139,19 +144,21 @@ TEST(CheckLockedReleaseTest, NamesEveryMissingAndDifferingAssetOrSaysNothingIsNe
   GitHubRelease release{.id = 5, .tag_name = "v2", .draft = false, .immutable = true};
   const std::string a(64, 'a'), b(64, 'b');
   std::vector<GitHubAsset> assets = {
-      {.id = 1, .name = "x-1.0+cu130-py3-none-any.whl", .state = "uploaded",
+      {.id = 1,
+       .name = "x-1.0+cu130-py3-none-any.whl",
+       .state = "uploaded",
        .digest = "sha256:" + a},
       {.id = 2, .name = "y.whl", .state = "uploaded", .digest = "sha256:" + a},
       {.id = 3, .name = "z.whl", .state = "starter"}};
-  EXPECT_OK(CheckLockedRelease(kPublishedRepo, release, assets, {{"x-1.0+cu130-py3-none-any.whl", a}}));
+  EXPECT_OK(
+      CheckLockedRelease(kPublishedRepo, release, assets, {{"x-1.0+cu130-py3-none-any.whl", a}}));
   EXPECT_OK(CheckLockedRelease(kPublishedRepo, release, assets, {}));
-  Status s = CheckLockedRelease(kPublishedRepo, release, assets,
-                                {{"x-1.0+cu130-py3-none-any.whl", a}, {"y.whl", b},
-                                 {"z.whl", a}, {"new wheel.whl", a}});
+  Status s = CheckLockedRelease(
+      kPublishedRepo, release, assets,
+      {{"x-1.0+cu130-py3-none-any.whl", a}, {"y.whl", b}, {"z.whl", a}, {"new wheel.whl", a}});
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   // A starter left by a failed upload is as good as missing; names are sanitized.
-  EXPECT_NE(s.message().find("missing: z.whl, new.wheel.whl"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("missing: z.whl, new.wheel.whl"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("different bytes: y.whl (release has sha256:" + a), std::string::npos);
   EXPECT_EQ(s.message().find("x-1.0"), std::string::npos);
   EXPECT_NE(s.message().find("bump the recipe's version"), std::string::npos);

@@ -9,15 +9,15 @@
 #include <filesystem>
 
 #include "common/fs.h"
+#include "common/httpc/curl_http_client.h"
 #include "common/sha256.h"
-#include "daemon/publish/curl_http_client.h"
 #include "tests/unit/daemon/publish/publish_test_util.h"
 
 namespace farm::s3 {
 namespace {
 
+using httpc::testing::RecordingSleeper;
 using publish::testing::FakeServerProcess;
-using publish::testing::RecordingSleeper;
 
 constexpr char kAccessKey[] = "AKIAFAKEFARMTEST0001";
 constexpr char kSecret[] = "fakeFarmSecret/ForTheS3BlobStoreTest0123";
@@ -54,8 +54,8 @@ class S3BlobStoreTest : public ::testing::Test {
   std::unique_ptr<store::BlobStore> Open(const std::string& name, S3BlobStoreOptions o = {}) {
     o.prefix = "farm/blobs";
     o.work_dir = dir_.path() + "/" + name;
-    auto opened = OpenS3BlobStore(Config(), o, std::make_unique<publish::CurlHttpClient>(),
-                                  sleeper_, sleeper_, Fast());
+    auto opened = OpenS3BlobStore(Config(), o, std::make_unique<httpc::CurlHttpClient>(), sleeper_,
+                                  sleeper_, Fast());
     EXPECT_OK(opened.status());
     return opened.ok() ? std::move(opened).value() : nullptr;
   }
@@ -82,7 +82,7 @@ class S3BlobStoreTest : public ::testing::Test {
 
   // Moves the fake's clock `seconds` ahead.
   void Advance(int seconds) {
-    publish::CurlHttpClient http;
+    httpc::CurlHttpClient http;
     auto r = http.Send({.method = "POST",
                         .url = server_.base_url() + "/_control/advance",
                         .body = "{\"seconds\": " + std::to_string(seconds) + "}"});
@@ -193,7 +193,7 @@ TEST_F(S3BlobStoreTest, LargeBlobsGoUpInPartsAndAFailedPartAbortsTheUpload) {
 
 TEST_F(S3BlobStoreTest, UploadsAbandonedADayAgoAreAbortedAtOpenAndYoungerOnesKept) {
   ASSERT_FALSE(server_.base_url().empty());
-  publish::CurlHttpClient curl;
+  httpc::CurlHttpClient curl;
   S3Client client(Config(), curl, sleeper_, sleeper_, Fast());
   std::vector<std::string> old_ids;
   for (int i = 0; i < 3; ++i) {  // two pages of two
@@ -212,7 +212,7 @@ TEST_F(S3BlobStoreTest, UploadsAbandonedADayAgoAreAbortedAtOpenAndYoungerOnesKep
   S3BlobStoreOptions o;
   o.prefix = "farm/blobs";
   o.work_dir = dir_.path() + "/late";
-  auto opened = OpenS3BlobStore(Config(), o, std::make_unique<publish::CurlHttpClient>(), later,
+  auto opened = OpenS3BlobStore(Config(), o, std::make_unique<httpc::CurlHttpClient>(), later,
                                 sleeper_, Fast());
   ASSERT_OK(opened.status());
   EXPECT_EQ(server_.Counter("abort"), 3);
@@ -224,7 +224,7 @@ TEST_F(S3BlobStoreTest, UploadsAbandonedADayAgoAreAbortedAtOpenAndYoungerOnesKep
 
 TEST_F(S3BlobStoreTest, TheFakeRefusesSmallPartsAsS3Does) {
   ASSERT_FALSE(server_.base_url().empty());
-  publish::CurlHttpClient curl;
+  httpc::CurlHttpClient curl;
   S3Client client(Config(), curl, sleeper_, sleeper_, Fast());
   std::string file = dir_.path() + "/two-mib";
   ASSERT_OK(fs::WriteFileAtomic(file, Bytes(2 * kMiB, 4)));
@@ -267,7 +267,7 @@ TEST(S3RateLimitTest, TheFakesRateLimitAnswersSlowDownAndTheClientWaitsItOut) {
                      "--max-requests-per-second", "2"});
   ASSERT_FALSE(server.base_url().empty());
   RecordingSleeper sleeper(/*cap_ms=*/2000);  // these waits are slept for real
-  publish::CurlHttpClient curl;
+  httpc::CurlHttpClient curl;
   S3Client client(
       {.endpoint = server.base_url(), .bucket = "wheels", .credentials = {kAccessKey, kSecret, ""}},
       curl, sleeper, sleeper, {.max_attempts = 8, .base_backoff_ms = 400});
@@ -290,7 +290,7 @@ TEST_F(S3BlobStoreTest, AStoreOpenedLaterLearnsTheBucketsBlobsFromItsListing) {
     shas.push_back(Sha256Hex(data));
   }
   // Objects outside the store's naming are not taken for blobs.
-  publish::CurlHttpClient curl;
+  httpc::CurlHttpClient curl;
   S3Client client(Config(), curl, sleeper_, sleeper_, Fast());
   std::string stray = dir_.path() + "/stray";
   ASSERT_OK(fs::WriteFileAtomic(stray, "x"));
@@ -317,7 +317,7 @@ TEST_F(S3BlobStoreTest, ALostAnswerToAnUploadIsRetriedIntoTheSameSingleObject) {
 }
 
 TEST_F(S3BlobStoreTest, ConnectionErrorsAreRetriedAndReported) {
-  publish::CurlHttpClient curl;
+  httpc::CurlHttpClient curl;
   S3Config closed = Config();
   closed.endpoint = "http://127.0.0.1:1";  // nothing listens on port 1
   S3Client client(closed, curl, sleeper_, sleeper_, Fast());
@@ -328,7 +328,7 @@ TEST_F(S3BlobStoreTest, ConnectionErrorsAreRetriedAndReported) {
 
 TEST_F(S3BlobStoreTest, WrongCredentialsAreRefusedWithoutLeakingTheSecret) {
   ASSERT_FALSE(server_.base_url().empty());
-  publish::CurlHttpClient curl;
+  httpc::CurlHttpClient curl;
   S3Client wrong(Config("notTheSecretKeyAtAll0123456789"), curl, sleeper_, sleeper_, Fast());
   int64_t total = 0;
   auto head = wrong.GetRange("k", 0, 1, &total);
@@ -353,7 +353,7 @@ TEST_F(S3BlobStoreTest, PresignedUrlsServeTheBlobUntilTheyExpire) {
   auto url = blobs->PresignedUrl(sha, "attn_example-0.1.0+cu130-py3-none-any.whl", 60);
   ASSERT_OK(url.status());
   EXPECT_EQ(url->find(kSecret), std::string::npos);
-  publish::CurlHttpClient curl;
+  httpc::CurlHttpClient curl;
   auto got = curl.Send({.url = *url});
   ASSERT_OK(got.status());
   EXPECT_EQ(got->status, 200) << got->body;

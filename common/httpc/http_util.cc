@@ -1,18 +1,18 @@
-#include "daemon/publish/publish_util.h"
+#include "common/httpc/http_util.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include "common/log.h"
 
-namespace farm::publish {
+namespace farm::httpc {
 namespace {
 
 constexpr size_t kMaxErrorDetail = 300;
 
 bool IsUnreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '-' || c == '.' || c == '_' || c == '~';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~';
 }
 
 // The most useful human-readable part of an error body.
@@ -76,8 +76,7 @@ std::string EncodePath(std::string_view path) {
 }
 
 std::string Base64Encode(std::string_view bytes) {
-  static const char* kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve((bytes.size() + 2) / 3 * 4);
   size_t i = 0;
@@ -97,21 +96,26 @@ std::string Base64Encode(std::string_view bytes) {
   return out;
 }
 
-std::string UrlForLog(std::string_view url) {
-  return std::string(url.substr(0, url.find('?')));
-}
+std::string UrlForLog(std::string_view url) { return std::string(url.substr(0, url.find('?'))); }
 
 StatusCode CodeForHttpStatus(int status) {
   switch (status) {
-    case 401: return StatusCode::kUnauthenticated;
-    case 403: return StatusCode::kPermissionDenied;
-    case 404: return StatusCode::kNotFound;
+    case 401:
+      return StatusCode::kUnauthenticated;
+    case 403:
+      return StatusCode::kPermissionDenied;
+    case 404:
+      return StatusCode::kNotFound;
     case 409:
-    case 422: return StatusCode::kAlreadyExists;
-    case 412: return StatusCode::kFailedPrecondition;
+    case 422:
+      return StatusCode::kAlreadyExists;
+    case 412:
+      return StatusCode::kFailedPrecondition;
     case 408:
-    case 429: return StatusCode::kResourceExhausted;
-    default: break;
+    case 429:
+      return StatusCode::kResourceExhausted;
+    default:
+      break;
   }
   if (status >= 500) return StatusCode::kUnavailable;
   return StatusCode::kInvalidArgument;
@@ -121,8 +125,8 @@ Status HttpError(std::string_view what, const HttpResponse& response) {
   std::string message = std::string(what) + ": HTTP " + std::to_string(response.status);
   std::string detail = ErrorDetail(response.body);
   if (!detail.empty()) message += ": " + detail;
-  StatusCode code = IsRateLimited(response) ? StatusCode::kResourceExhausted
-                                            : CodeForHttpStatus(response.status);
+  StatusCode code =
+      IsRateLimited(response) ? StatusCode::kResourceExhausted : CodeForHttpStatus(response.status);
   return Status(code, log::Redact(message));
 }
 
@@ -169,8 +173,8 @@ std::string NextLink(const HttpHeaders& headers) {
     size_t close = link.find('>', open);
     if (open == std::string::npos || close == std::string::npos) break;
     size_t next = link.find(',', close);
-    std::string params = link.substr(close + 1, next == std::string::npos ? std::string::npos
-                                                                           : next - close - 1);
+    std::string params =
+        link.substr(close + 1, next == std::string::npos ? std::string::npos : next - close - 1);
     if (params.find("rel=\"next\"") != std::string::npos) {
       return link.substr(open + 1, close - open - 1);
     }
@@ -180,4 +184,4 @@ std::string NextLink(const HttpHeaders& headers) {
   return "";
 }
 
-}  // namespace farm::publish
+}  // namespace farm::httpc

@@ -1,11 +1,11 @@
-#include "daemon/publish/retrying_http_client.h"
+#include "common/httpc/retrying_http_client.h"
 
 #include <gtest/gtest.h>
 
-#include "daemon/publish/publish_util.h"
-#include "tests/unit/daemon/publish/publish_test_util.h"
+#include "common/httpc/http_util.h"
+#include "tests/unit/common/httpc/fake_http.h"
 
-namespace farm::publish {
+namespace farm::httpc {
 namespace {
 
 using testing::FakeHttpClient;
@@ -80,7 +80,8 @@ TEST(DecideRetryTest, BoundedByAttemptsAndMaxWait) {
   RetryOptions options;
   options.max_wait_ms = 10'000;
   EXPECT_FALSE(Decide(MakeResponse(429, "", {{"Retry-After", "3600"}}), 1, 0,
-                      Idempotency::kIdempotent, options).retry);
+                      Idempotency::kIdempotent, options)
+                   .retry);
 }
 
 class RetryingHttpClientTest : public ::testing::Test {
@@ -102,7 +103,8 @@ class RetryingHttpClientTest : public ::testing::Test {
 TEST_F(RetryingHttpClientTest, MutatingRequestsAreSpacedAtLeastOneSecond) {
   RetryingHttpClient http(fake_, clock_, sleeper_, GitHubRetryDefaults());
   fake_.SetFallback([](const HttpRequest&) -> Result<HttpResponse> { return MakeResponse(201); });
-  for (int i = 0; i < 3; ++i) ASSERT_OK(http.Send(Request("POST"), Idempotency::kNotIdempotent).status());
+  for (int i = 0; i < 3; ++i)
+    ASSERT_OK(http.Send(Request("POST"), Idempotency::kNotIdempotent).status());
   ASSERT_OK(http.Send(Request("GET"), Idempotency::kIdempotent).status());
   auto times = fake_.send_times();
   ASSERT_EQ(times.size(), 4u);
@@ -124,8 +126,9 @@ TEST_F(RetryingHttpClientTest, RetriesAfter429AndReturnsTheSuccess) {
 
 TEST_F(RetryingHttpClientTest, ExhaustedQuotaBlocksTheNextRequestUntilReset) {
   RetryingHttpClient http(fake_, clock_, sleeper_, GitHubRetryDefaults());
-  fake_.Push(MakeResponse(200, "", {{"x-ratelimit-remaining", "0"},
-                                    {"x-ratelimit-reset", std::to_string(kNowMs / 1000 + 30)}}));
+  fake_.Push(MakeResponse(
+      200, "",
+      {{"x-ratelimit-remaining", "0"}, {"x-ratelimit-reset", std::to_string(kNowMs / 1000 + 30)}}));
   fake_.Push(MakeResponse(200));
   ASSERT_OK(http.Send(Request("GET"), Idempotency::kIdempotent).status());
   ASSERT_OK(http.Send(Request("GET"), Idempotency::kIdempotent).status());
@@ -185,4 +188,4 @@ TEST(PublishUtilTest, EncodingHelpers) {
 }
 
 }  // namespace
-}  // namespace farm::publish
+}  // namespace farm::httpc

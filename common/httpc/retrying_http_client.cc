@@ -1,4 +1,4 @@
-#include "daemon/publish/retrying_http_client.h"
+#include "common/httpc/retrying_http_client.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,10 +6,10 @@
 #include <ctime>
 #include <thread>
 
+#include "common/httpc/http_util.h"
 #include "common/log.h"
-#include "daemon/publish/publish_util.h"
 
-namespace farm::publish {
+namespace farm::httpc {
 namespace {
 
 // Parses a non-negative decimal; -1 when `text` is not one.
@@ -97,8 +97,8 @@ int64_t HintedWaitMs(const HttpResponse& response, int64_t now_unix_ms,
   return ExhaustionWaitMs(response, now_unix_ms, options);
 }
 
-RetryDecision DecideRetry(const Result<HttpResponse>& outcome, int attempt,
-                          int rate_limit_hits, Idempotency idempotency, int64_t now_unix_ms,
+RetryDecision DecideRetry(const Result<HttpResponse>& outcome, int attempt, int rate_limit_hits,
+                          Idempotency idempotency, int64_t now_unix_ms,
                           const RetryOptions& options) {
   RetryDecision d;
   if (attempt >= options.max_attempts) return d;
@@ -113,13 +113,13 @@ RetryDecision DecideRetry(const Result<HttpResponse>& outcome, int attempt,
     int64_t hinted = HintedWaitMs(outcome.value(), now_unix_ms, options);
     d.wait_ms = hinted >= 0 ? hinted
                             : BackoffMs(options.rate_limit_base_ms, rate_limit_hits,
-                                      options.rate_limit_max_ms);
+                                        options.rate_limit_max_ms);
     d.reason = "rate limited (HTTP " + std::to_string(outcome.value().status) +
                (hinted >= 0 ? ", server hint)" : ", no hint: backoff)");
   } else if (IsRetryableServerStatus(outcome.value().status) && idempotent) {
     int64_t hinted = HintedWaitMs(outcome.value(), now_unix_ms, options);
-    d.wait_ms = std::max(hinted, BackoffMs(options.server_error_base_ms, attempt - 1,
-                                         options.server_error_max_ms));
+    d.wait_ms = std::max(
+        hinted, BackoffMs(options.server_error_base_ms, attempt - 1, options.server_error_max_ms));
     d.reason = "server error HTTP " + std::to_string(outcome.value().status);
   } else {
     return d;
@@ -133,8 +133,8 @@ RetryingHttpClient::RetryingHttpClient(HttpClient& inner, const Clock& clock, Sl
     : inner_(inner), clock_(clock), sleeper_(sleeper), options_(options) {}
 
 void RetryingHttpClient::Backoff(int attempt) {
-  sleeper_.SleepMs(BackoffMs(options_.server_error_base_ms, attempt - 1,
-                           options_.server_error_max_ms));
+  sleeper_.SleepMs(
+      BackoffMs(options_.server_error_base_ms, attempt - 1, options_.server_error_max_ms));
 }
 
 void RetryingHttpClient::WaitForTurn(bool mutating) {
@@ -160,8 +160,7 @@ void RetryingHttpClient::RecordOutcome(const Result<HttpResponse>& outcome, bool
   if (wait > 0) blocked_until_unix_ms_ = std::max(blocked_until_unix_ms_, now + wait);
 }
 
-Result<HttpResponse> RetryingHttpClient::Send(const HttpRequest& request,
-                                              Idempotency idempotency) {
+Result<HttpResponse> RetryingHttpClient::Send(const HttpRequest& request, Idempotency idempotency) {
   bool mutating = IsMutatingMethod(request.method);
   int rate_limit_hits = 0;
   for (int attempt = 1;; ++attempt) {
@@ -173,8 +172,8 @@ Result<HttpResponse> RetryingHttpClient::Send(const HttpRequest& request,
       outcome = inner_.Send(request);
       RecordOutcome(outcome, mutating);
     }
-    RetryDecision d = DecideRetry(outcome, attempt, rate_limit_hits, idempotency,
-                                  clock_.NowUnixMs(), options_);
+    RetryDecision d =
+        DecideRetry(outcome, attempt, rate_limit_hits, idempotency, clock_.NowUnixMs(), options_);
     if (!d.retry) return outcome;
     if (outcome.ok() && IsRateLimited(outcome.value()) &&
         HintedWaitMs(outcome.value(), clock_.NowUnixMs(), options_) < 0) {
@@ -188,4 +187,4 @@ Result<HttpResponse> RetryingHttpClient::Send(const HttpRequest& request,
   }
 }
 
-}  // namespace farm::publish
+}  // namespace farm::httpc

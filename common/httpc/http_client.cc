@@ -1,8 +1,8 @@
-#include "daemon/publish/http_client.h"
+#include "common/httpc/http_client.h"
 
 #include <strings.h>
 
-namespace farm::publish {
+namespace farm::httpc {
 
 bool CaseInsensitiveLess::operator()(const std::string& a, const std::string& b) const {
   return strcasecmp(a.c_str(), b.c_str()) < 0;
@@ -32,4 +32,4 @@ bool IsMutatingMethod(std::string_view method) {
   return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
 }
 
-}  // namespace farm::publish
+}  // namespace farm::httpc

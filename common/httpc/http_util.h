@@ -1,19 +1,18 @@
 // Small helpers shared by the publishing clients: URL and Base64 encoding, turning an
 // HTTP error response into a redacted Status, and reading JSON fields without throwing.
 // All functions are pure and thread-safe.
-#ifndef FARM_DAEMON_PUBLISH_PUBLISH_UTIL_H_
-#define FARM_DAEMON_PUBLISH_PUBLISH_UTIL_H_
+#ifndef FARM_COMMON_HTTPC_HTTP_UTIL_H_
+#define FARM_COMMON_HTTPC_HTTP_UTIL_H_
 
 #include <boost/json.hpp>
-
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "common/httpc/http_client.h"
 #include "common/status.h"
-#include "daemon/publish/http_client.h"
 
-namespace farm::publish {
+namespace farm::httpc {
 
 // Percent-encodes everything but RFC 3986 unreserved characters (so "/" becomes %2F).
 std::string PercentEncode(std::string_view text);
@@ -54,6 +53,6 @@ bool JsonBool(const boost::json::object& o, std::string_view key, bool fallback 
 // Returns the rel="next" target of an RFC 8288 Link header, or "" when there is none.
 std::string NextLink(const HttpHeaders& headers);
 
-}  // namespace farm::publish
+}  // namespace farm::httpc
 
-#endif  // FARM_DAEMON_PUBLISH_PUBLISH_UTIL_H_
+#endif  // FARM_COMMON_HTTPC_HTTP_UTIL_H_

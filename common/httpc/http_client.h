@@ -5,8 +5,8 @@
 //
 // Thread-safety: HttpHeaders and the request/response structs are plain values. Every
 // HttpClient implementation must allow concurrent Send() calls from several threads.
-#ifndef FARM_DAEMON_PUBLISH_HTTP_CLIENT_H_
-#define FARM_DAEMON_PUBLISH_HTTP_CLIENT_H_
+#ifndef FARM_COMMON_HTTPC_HTTP_CLIENT_H_
+#define FARM_COMMON_HTTPC_HTTP_CLIENT_H_
 
 #include <cstdint>
 #include <map>
@@ -16,7 +16,7 @@
 
 #include "common/status.h"
 
-namespace farm::publish {
+namespace farm::httpc {
 
 // Orders header names without regard to ASCII case ("ETag" == "etag").
 struct CaseInsensitiveLess {
@@ -79,6 +79,6 @@ class HttpClient {
   virtual Result<HttpResponse> Send(const HttpRequest& request) = 0;
 };
 
-}  // namespace farm::publish
+}  // namespace farm::httpc
 
-#endif  // FARM_DAEMON_PUBLISH_HTTP_CLIENT_H_
+#endif  // FARM_COMMON_HTTPC_HTTP_CLIENT_H_

@@ -1,4 +1,4 @@
-#include "daemon/publish/curl_http_client.h"
+#include "common/httpc/curl_http_client.h"
 
 #include <curl/curl.h>
 
@@ -7,10 +7,10 @@
 #include <memory>
 #include <mutex>
 
+#include "common/httpc/http_util.h"
 #include "common/log.h"
-#include "daemon/publish/publish_util.h"
 
-namespace farm::publish {
+namespace farm::httpc {
 namespace {
 
 // Responses larger than this are API misuse (downloads are not done through this path).
@@ -86,7 +86,9 @@ size_t WriteHeader(char* data, size_t size, size_t nitems, void* userdata) {
 }
 
 struct FileCloser {
-  void operator()(FILE* f) const { if (f != nullptr) fclose(f); }
+  void operator()(FILE* f) const {
+    if (f != nullptr) fclose(f);
+  }
 };
 struct EasyCleanup {
   void operator()(CURL* c) const { curl_easy_cleanup(c); }
@@ -205,4 +207,4 @@ Result<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
   return response;
 }
 
-}  // namespace farm::publish
+}  // namespace farm::httpc

@@ -3,12 +3,12 @@
 // callback with an explicit Content-Length, never loaded into memory when they come from
 // a file. Custom Authorization headers are not forwarded across hosts on redirects
 // (libcurl's default), which keeps tokens away from storage and CDN hosts.
-#ifndef FARM_DAEMON_PUBLISH_CURL_HTTP_CLIENT_H_
-#define FARM_DAEMON_PUBLISH_CURL_HTTP_CLIENT_H_
+#ifndef FARM_COMMON_HTTPC_CURL_HTTP_CLIENT_H_
+#define FARM_COMMON_HTTPC_CURL_HTTP_CLIENT_H_
 
-#include "daemon/publish/http_client.h"
+#include "common/httpc/http_client.h"
 
-namespace farm::publish {
+namespace farm::httpc {
 
 class CurlHttpClient final : public HttpClient {
  public:
@@ -17,6 +17,6 @@ class CurlHttpClient final : public HttpClient {
   Result<HttpResponse> Send(const HttpRequest& request) override;
 };
 
-}  // namespace farm::publish
+}  // namespace farm::httpc
 
-#endif  // FARM_DAEMON_PUBLISH_CURL_HTTP_CLIENT_H_
+#endif  // FARM_COMMON_HTTPC_CURL_HTTP_CLIENT_H_

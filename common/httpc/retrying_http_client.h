@@ -18,17 +18,17 @@
 // Time is read from a Clock and waits go through a Sleeper, so tests never sleep.
 //
 // Thread-safety: Send may be called concurrently; mutating requests run one at a time.
-#ifndef FARM_DAEMON_PUBLISH_RETRYING_HTTP_CLIENT_H_
-#define FARM_DAEMON_PUBLISH_RETRYING_HTTP_CLIENT_H_
+#ifndef FARM_COMMON_HTTPC_RETRYING_HTTP_CLIENT_H_
+#define FARM_COMMON_HTTPC_RETRYING_HTTP_CLIENT_H_
 
 #include <cstdint>
 #include <mutex>
 #include <string>
 
 #include "common/clock.h"
-#include "daemon/publish/http_client.h"
+#include "common/httpc/http_client.h"
 
-namespace farm::publish {
+namespace farm::httpc {
 
 // Blocks the calling thread; the seam that lets tests advance a fake clock instead.
 class Sleeper {
@@ -49,11 +49,11 @@ struct RetryOptions {
   int max_attempts = 5;                  // tries of one request, first included
   int64_t server_error_base_ms = 1'000;  // 408/5xx/transport backoff, doubling
   int64_t server_error_max_ms = 8'000;
-  int64_t rate_limit_base_ms = 60'000;   // 403/429 without hints, doubling per hit
+  int64_t rate_limit_base_ms = 60'000;  // 403/429 without hints, doubling per hit
   int64_t rate_limit_max_ms = 900'000;
-  int64_t mutating_spacing_ms = 1'000;   // between the end of one mutating request and the next
-  int64_t reset_margin_ms = 1'000;       // added to x-ratelimit-reset waits (clock skew)
-  int64_t max_wait_ms = 900'000;         // longer waits are handed back to the caller
+  int64_t mutating_spacing_ms = 1'000;  // between the end of one mutating request and the next
+  int64_t reset_margin_ms = 1'000;      // added to x-ratelimit-reset waits (clock skew)
+  int64_t max_wait_ms = 900'000;        // longer waits are handed back to the caller
 };
 
 // GitHub's documented rules: secondary limits wait >= 60 s, mutations >= 1 s apart.
@@ -77,15 +77,14 @@ int64_t HintedWaitMs(const HttpResponse& response, int64_t now_unix_ms,
 // Decides what follows attempt `attempt` (1-based) ending in `outcome`. `rate_limit_hits`
 // counts the unhinted rate-limit responses this request got before this one, so the
 // first waits rate_limit_base_ms, the next twice that. Pure function.
-RetryDecision DecideRetry(const Result<HttpResponse>& outcome, int attempt,
-                          int rate_limit_hits, Idempotency idempotency, int64_t now_unix_ms,
+RetryDecision DecideRetry(const Result<HttpResponse>& outcome, int attempt, int rate_limit_hits,
+                          Idempotency idempotency, int64_t now_unix_ms,
                           const RetryOptions& options);
 
 class RetryingHttpClient {
  public:
   // `inner`, `clock` and `sleeper` must outlive this object.
-  RetryingHttpClient(HttpClient& inner, const Clock& clock, Sleeper& sleeper,
-                     RetryOptions options);
+  RetryingHttpClient(HttpClient& inner, const Clock& clock, Sleeper& sleeper, RetryOptions options);
 
   // Sends `request` under the rules above. Returns the final outcome: a response of any
   // status (the caller interprets it) or a transport error.
@@ -110,10 +109,10 @@ class RetryingHttpClient {
   const RetryOptions options_;
   std::mutex mutating_mu_;  // held for one mutating attempt: mutations never overlap
   std::mutex state_mu_;
-  int64_t blocked_until_unix_ms_ = 0;      // guarded by state_mu_
-  int64_t last_mutation_steady_ms_ = -1;   // guarded by state_mu_
+  int64_t blocked_until_unix_ms_ = 0;     // guarded by state_mu_
+  int64_t last_mutation_steady_ms_ = -1;  // guarded by state_mu_
 };
 
-}  // namespace farm::publish
+}  // namespace farm::httpc
 
-#endif  // FARM_DAEMON_PUBLISH_RETRYING_HTTP_CLIENT_H_
+#endif  // FARM_COMMON_HTTPC_RETRYING_HTTP_CLIENT_H_
