@@ -22,15 +22,19 @@ std::optional<arch::Version> CudaOf(std::string_view cuda) {
 
 std::string PublicOf(const std::string& version) { return version.substr(0, version.find('+')); }
 
+// The torch requirements of one request's files by sha256 (the catalog caches METADATA;
+// this keeps only the requirement, not a copy of each text).
+using RequirementCache = std::map<std::string, TorchRequirement>;
+
 const TorchRequirement* RequirementOf(IndexCatalog& catalog, const IndexFile& f,
-                                      std::map<std::string, CoreMetadata>* cache) {
+                                      RequirementCache* cache) {
   auto it = cache->find(f.sha256);
   if (it == cache->end()) {
     auto md = catalog.Metadata(f);
     if (!md.ok()) return nullptr;
-    it = cache->emplace(f.sha256, std::move(*md)).first;
+    it = cache->emplace(f.sha256, std::move(md->torch)).first;
   }
-  return &it->second.torch;
+  return &it->second;
 }
 
 }  // namespace
@@ -71,7 +75,7 @@ bool CudaServes(std::string_view file_cuda, const arch::Version& cuda) {
 std::vector<IndexFile> FilesForTorch(IndexCatalog& catalog, const std::vector<IndexFile>& files,
                                      const arch::Version& cuda,
                                      const upstream::ReleaseVersion& torch) {
-  std::map<std::string, CoreMetadata> cache;
+  RequirementCache cache;
   std::vector<const IndexFile*> admitted;
   // (project, public version, tags) -> the newest CUDA among the admitted files.
   std::map<std::tuple<std::string, std::string, std::string>, arch::Version> newest;
@@ -97,7 +101,7 @@ std::vector<IndexFile> FilesForTorch(IndexCatalog& catalog, const std::vector<In
 std::string NoTorchWheelMessage(IndexCatalog& catalog, const std::vector<IndexFile>& files,
                                 const std::string& project, const arch::Version& cuda,
                                 const upstream::ReleaseVersion& torch, const arch::Version& cc) {
-  std::map<std::string, CoreMetadata> cache;
+  RequirementCache cache;
   std::set<std::string> needs;
   for (const IndexFile& f : files) {
     if (f.project != project || GpuFit(f, cc) == 0) continue;
@@ -123,7 +127,7 @@ std::string TorchView::path() const {
 }
 
 std::vector<TorchView> ListTorchViews(IndexCatalog& catalog, const std::vector<IndexFile>& files) {
-  std::map<std::string, CoreMetadata> cache;
+  RequirementCache cache;
   std::set<arch::Version> cudas;
   std::map<int, std::map<std::string, upstream::ReleaseVersion>> torches;  // CUDA major ->
   for (const IndexFile& f : files) {
