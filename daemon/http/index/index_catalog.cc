@@ -33,9 +33,8 @@ Result<std::string> ReadEntry(archive* a, std::string_view name) {
   char buf[64 * 1024];
   for (;;) {
     la_ssize_t n = archive_read_data(a, buf, sizeof(buf));
-    if (n < 0)
-      return Status::DataLoss(std::string("reading ") + std::string(name) + ": " +
-                              archive_error_string(a));
+    if (n < 0) return Status::DataLoss(std::string("reading ") + std::string(name) + ": " +
+                                       archive_error_string(a));
     if (n == 0) return out;
     out.append(buf, static_cast<size_t>(n));
     if (static_cast<int64_t>(out.size()) > kMaxMetadataBytes) {
@@ -145,17 +144,9 @@ Status IndexCatalog::RefreshLocked() {
     if (!name.ok()) continue;
     if (!deps_.blobs->Contains(a.sha256)) continue;
     auto cell = model::ParseBlob<farm::v1::MatrixCell>(row.cell);
-    IndexFile f{NormalizeProjectName(name->name),
-                name->version,
-                a.filename,
-                a.sha256,
-                a.size,
-                a.created_ms,
-                VariantOf(cell.cuda(), cell.torch()),
-                a.job_id,
-                cell.cuda(),
-                cell.torch(),
-                name->python_tag + "-" + name->abi_tag + "-" + name->platform_tag};
+    IndexFile f{NormalizeProjectName(name->name), name->version, a.filename, a.sha256, a.size,
+                a.created_ms, VariantOf(cell.cuda(), cell.torch()), a.job_id, cell.cuda(),
+                cell.torch(), name->python_tag + "-" + name->abi_tag + "-" + name->platform_tag};
     auto manifest = model::ParseBlob<farm::v1::ArchManifest>(a.manifest);
     if (auto images = wheel::ManifestImages(manifest); images.ok()) f.images = std::move(*images);
     for (const auto& cc : manifest.runs_on()) {
