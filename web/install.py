@@ -5,11 +5,15 @@
 
 It reads the GPU's compute capability and the driver's CUDA version (nvidia-smi, or the
 CUDA driver library; on WSL2 both live in /usr/lib/wsl/lib), the torch already installed
-in this Python (its version and CUDA), the Python version and the platform; picks the one
-index view of the farm that matches (/<cuda>[-torch<ver>]/sm<cc>/simple/), says why, and
-runs pip for the exact wheel of that view, with that view as pip's only index. When the
-farm has no such wheel it says which one is missing and what to submit. Standard library
-only, plus Ed25519 from Python's `cryptography` or the `openssl` command.
+in this Python (its version and CUDA, from its dist-info without importing it), the Python
+version and the platform; picks the one index view of the farm that matches (with torch,
+the torch view /cu<CUDA>/sm<cc>/torch<release>/simple/, which lists only wheels whose
+torch requirement admits that torch; without torch, /cu<CUDA>/sm<cc>/simple/), says why,
+and runs pip for the exact wheel of that view, with that view as pip's only index and the
+installed torch as a constraint: pip never upgrades, downgrades or installs torch. When
+the farm has no such wheel it says which one is missing, which torch releases the farm has
+wheels for, and installs nothing. Standard library and pip only, plus Ed25519 from
+Python's `cryptography` or the `openssl` command.
 
 Before pip runs, the wheel is downloaded and checked against the farm's signed provenance
 (docs/provenance.md): its sha256 must be the one a statement signed by the farm's key
@@ -153,17 +157,66 @@ def detect_gpu():
 
 
 def detect_torch():
-    """(torch major.minor, its CUDA major.minor) of this Python, ("", "") without torch."""
+    """(version, CUDA "12.8" or "") of the torch installed in this Python, None without one.
+
+    Read from its dist-info (importlib.metadata) and torch/version.py as text: importing
+    torch would take seconds and initialise CUDA."""
+    from importlib import metadata
     try:
-        out = subprocess.run([sys.executable, "-c",
-                              "import torch; print(torch.__version__); print(torch.version.cuda or '')"],
-                             capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.SubprocessError):
-        return "", ""
-    if out.returncode != 0:
-        return "", ""
-    lines = out.stdout.splitlines() + ["", ""]
-    return major_minor(lines[0]), major_minor(lines[1])
+        dist = metadata.distribution("torch")
+    except metadata.PackageNotFoundError:
+        return None
+    version = dist.version or ""
+    label = version.partition("+")[2]
+    m = re.fullmatch(r"cu(\d+)(\d)", label)
+    if m:
+        return version, "%d.%s" % (int(m.group(1)), m.group(2))
+    if label:  # +cpu, +rocm6.3, +xpu: no CUDA
+        return version, ""
+    try:  # PyPI's torch has no label; its version.py names the CUDA it was built for
+        text = dist.locate_file("torch/version.py").read_text(errors="replace")
+    except OSError:
+        text = ""
+    m = re.search(r"^cuda\b[^=\n]*=\s*['\"](\d+\.\d+)", text, re.M)
+    return version, (m.group(1) if m else "")
+
+
+def packaging():
+    """pip's own PEP 440 versions and specifiers (every pip vendors them)."""
+    try:
+        from pip._vendor.packaging import specifiers, version
+    except ImportError:
+        raise SystemExit("farm-install: this Python has no pip: install it first "
+                         "(python3 -m ensurepip, or Debian's python3-pip)")
+    return specifiers, version
+
+
+def admits(requirement, torch):
+    """Whether a wheel's torch requirement ("torch==2.8.*", "" for none) admits `torch`."""
+    if not requirement:
+        return True
+    specifiers, version = packaging()
+    spec = requirement.strip()
+    if not spec.lower().startswith("torch"):
+        return False
+    try:
+        return specifiers.SpecifierSet(spec[5:]).contains(version.Version(torch), prereleases=True)
+    except (specifiers.InvalidSpecifier, version.InvalidVersion):
+        return False
+
+
+def public_version(torch):
+    """"2.8.0" of "2.8.0+cu128", written as PEP 440 normalizes it (the farm's URLs)."""
+    return str(packaging()[1].Version(torch).public)
+
+
+def torch_views_of(directory, project, cc):
+    """"2.8 (cu128), 2.9 (cu128)": the torch releases the farm has wheels of `project` for on
+    this GPU, from the directory's torch views."""
+    seen = sorted({(v.get("torch", ""), v.get("cuda", "")) for v in directory.get("torch_views", [])
+                   if project in v.get("projects", []) and v.get("compute_capability") == cc},
+                  key=lambda t: (version_key(t[0]), version_key(t[1])))
+    return ", ".join("%s (cu%s)" % (t, c.replace(".", "")) for t, c in seen) or "none"
 
 
 def fetch_json(url, accept, cafile):
@@ -323,8 +376,8 @@ def verify_wheel(wheel, page_url, data, keys, require_cc, cafile):
         say("a passed validation on compute capability %s is signed" % require_cc)
 
 
-def choose_view(views, project, cc, torch, torch_cuda, driver_cuda):
-    """The view for this machine and the reason, or (None, why not)."""
+def choose_view(views, project, cc, driver_cuda):
+    """The view for a machine without torch and the reason, or (None, why not)."""
     mine = [v for v in views if project in v["projects"]]
     if not mine:
         return None, "the farm has no wheel of %s at all" % project
@@ -333,14 +386,10 @@ def choose_view(views, project, cc, torch, torch_cuda, driver_cuda):
         gpus = sorted({v["gpu"] for v in mine}, key=lambda g: int(g[2:]))
         return None, "no wheel of %s runs on compute capability %s; the farm has it for %s" % (
             project, cc, ", ".join(gpus))
-    if torch:
-        same = [v for v in on_gpu if v["torch"] == torch and v["cuda"] == torch_cuda]
-        if not same:
-            have = ", ".join(sorted(v["variant"] for v in on_gpu))
-            return None, ("no wheel of %s for torch %s with CUDA %s on cc %s; the farm has %s" %
-                          (project, torch, torch_cuda, cc, have))
-        return same[0], "torch %s (CUDA %s) is installed" % (torch, torch_cuda)
-    plain = [v for v in on_gpu if not v["torch"]] or on_gpu
+    plain = [v for v in on_gpu if not v["torch"]]
+    if not plain:
+        return None, ("no torch is installed in this Python, and every wheel of %s for compute "
+                      "capability %s is built against torch: install torch first" % (project, cc))
     if driver_cuda:
         fits = [v for v in plain if version_key(v["cuda"]) <= version_key(driver_cuda)]
         if not fits:
@@ -351,6 +400,32 @@ def choose_view(views, project, cc, torch, torch_cuda, driver_cuda):
         return best, ("no torch installed; the newest CUDA the farm has (the driver's CUDA "
                       "version is unknown: FARM_INSTALL_DRIVER_CUDA gives it)")
     return best, "no torch installed; the newest CUDA the driver (CUDA %s) runs" % driver_cuda
+
+
+def real_files(page):
+    """The wheels of a project page, without a GPU view's no-wheel placeholder."""
+    return [f for f in (page or {}).get("files", []) if "/files/no-wheel/" not in f.get("url", "")]
+
+
+def torch_view(farm, directory, project, cc, torch, torch_cuda, cert):
+    """(index URL, project page or None) of the torch view for this torch and GPU:
+    /cu<CUDA>/sm<cc>/torch<release>/simple/. farmd answers every release; a static export
+    holds the views of the releases the farm knows ("torch2.8", from its directory), so
+    there the view of this torch's minor is read and each wheel checked against the exact
+    release."""
+    cu, gpu = "cu" + torch_cuda.replace(".", ""), "sm" + cc.replace(".", "")
+    exact = "%s/%s/%s/torch%s/simple/" % (farm, cu, gpu, public_version(torch))
+    page = fetch_json(exact + project + "/", PYPI_JSON, cert)
+    if "_error" not in page:
+        return exact, page
+    for v in directory.get("torch_views", []):
+        if (v.get("cuda"), v.get("compute_capability"), v.get("torch")) == (
+                torch_cuda, cc, major_minor(torch)):
+            url = urllib.parse.urljoin(farm + "/", v["index_url"])
+            page = fetch_json(url + project + "/", PYPI_JSON, cert)
+            if "_error" not in page:
+                return url, page
+    return exact, None
 
 
 def python_tags():
@@ -423,11 +498,13 @@ def main(argv):
     name, cc, driver_cuda = detect_gpu()
     if require == "":
         require = cc
-    torch, torch_cuda = detect_torch()
+    found = detect_torch()
+    torch, torch_cuda = found or ("", "")
     py_tag, plat = python_tags()
     say("GPU %s (compute capability %s), driver CUDA %s; %s; Python %s, %s" % (
         name, cc, driver_cuda or "unknown",
-        ("torch %s (CUDA %s)" % (torch, torch_cuda)) if torch else "no torch", py_tag, plat))
+        ("torch %s (CUDA %s)" % (torch, torch_cuda or "none")) if found else
+        "no torch installed in this Python (%s)" % sys.executable, py_tag, plat))
     directory = fetch_json(farm + "/", "application/json", cert)
     if "_error" in directory:
         # A static export whose root has no page answers 404 there (an S3 website).
@@ -435,25 +512,53 @@ def main(argv):
         directory = directory if "_error" in static else static
     if "_error" in directory:
         raise SystemExit("farm-install: " + directory["_error"])
-    view, why = choose_view(directory.get("variants", []), project, cc, torch, torch_cuda,
-                            driver_cuda)
-    if view is not None:
-        # A static export's directory names its views relative to itself.
-        view = dict(view, index_url=urllib.parse.urljoin(farm + "/", view["index_url"]))
-    if view is None:
-        say("missing: " + why)
-        arch = cc + ("a" if version_key(cc) >= (9, 0) else "")
-        python = "%s.%s" % (sys.version_info.major, sys.version_info.minor)
-        cuda = torch_cuda or driver_cuda or "X.Y"
-        say("ask the farm for it: farmctl submit RECIPE.yaml --python %s --cuda %s --arch-list %s "
-            "(the recipe's matrix must list Python %s and CUDA %s and an arch list holding %s; "
-            "farmctl says what it lists when it does not)" % (python, cuda, arch, python, cuda, arch))
-        return 1
-    page = fetch_json(view["index_url"] + project + "/", PYPI_JSON, cert)
-    wheel = choose_file(page.get("files", []), py_tag, plat) if "_error" not in page else None
-    if wheel is None:
-        say("missing: %s has no wheel of %s for %s on %s" % (view["index_url"], project, py_tag, plat))
-        return 1
+    if found:
+        view, why, files = None, "", []
+        if not torch_cuda:
+            why = "torch %s is not a CUDA build; the farm's wheels are built for CUDA" % torch
+        else:
+            url, page = torch_view(farm, directory, project, cc, torch, torch_cuda, cert)
+            # The check pip would make, before pip runs: only a wheel that admits this exact
+            # torch, so pip has no reason to touch it.
+            files = [f for f in real_files(page) if admits(f.get("torch-requirement", ""), torch)]
+            view = {"index_url": url, "variant": "torch %s, CUDA %s" % (public_version(torch),
+                                                                        torch_cuda)}
+            why = "torch %s (CUDA %s) is installed" % (torch, torch_cuda)
+        wheel = choose_file(files, py_tag, plat)
+        if wheel is None:
+            say("missing: no wheel of %s installs next to the torch of this Python, torch %s "
+                "(CUDA %s), on compute capability %s for %s %s" % (
+                    project, torch, torch_cuda or "none", cc, py_tag, plat))
+            say("the farm has wheels of %s for torch: %s" % (
+                project, torch_views_of(directory, project, cc)))
+            say("nothing was installed; torch %s was left as it is" % torch)
+            return 1
+    else:
+        view, why = choose_view(directory.get("variants", []), project, cc, driver_cuda)
+        if view is not None:
+            # A static export's directory names its views relative to itself.
+            view = dict(view, index_url=urllib.parse.urljoin(farm + "/", view["index_url"]))
+        if view is None:
+            say("missing: " + why)
+            if "install torch first" in why:
+                say("the farm has wheels of %s for torch: %s" % (
+                    project, torch_views_of(directory, project, cc)))
+                return 1
+            arch = cc + ("a" if version_key(cc) >= (9, 0) else "")
+            python = "%s.%s" % (sys.version_info.major, sys.version_info.minor)
+            cuda = driver_cuda or "X.Y"
+            say("ask the farm for it: farmctl submit RECIPE.yaml --python %s --cuda %s --arch-list %s "
+                "(the recipe's matrix must list Python %s and CUDA %s and an arch list holding %s; "
+                "farmctl says what it lists when it does not)" % (python, cuda, arch, python, cuda, arch))
+            return 1
+        page = fetch_json(view["index_url"] + project + "/", PYPI_JSON, cert)
+        files = [f for f in real_files(page if "_error" not in page else None)
+                 if not f.get("torch-requirement")]
+        wheel = choose_file(files, py_tag, plat)
+        if wheel is None:
+            say("missing: %s has no wheel of %s for %s on %s that needs no torch" % (
+                view["index_url"], project, py_tag, plat))
+            return 1
     version = wheel["filename"].split("-")[1]
     say("chose %s (%s) because the GPU is cc %s and %s" % (view["index_url"], view["variant"], cc, why))
     say("wheel %s (sha256 %s)" % (wheel["filename"], wheel["hashes"]["sha256"]))
@@ -473,9 +578,18 @@ def main(argv):
         say("WARNING: --no-verify: installing without checking the wheel's signed provenance")
     # The view is pip's only index: pip never asks PyPI (which retries for seconds when the
     # machine is offline) unless --with-pypi says so, for the wheel's dependencies.
-    cmd = [sys.executable, "-m", "pip", "install", "--index-url", view["index_url"], target]
+    if tmp is None:
+        import tempfile
+        tmp = tempfile.mkdtemp(prefix="farm-install-")
+    # pip must never change torch: the installed release is a constraint (with no torch,
+    # "torch<0", which no release satisfies, so pip cannot bring one in either).
+    constraints = os.path.join(tmp, "torch-constraint.txt")
+    with open(constraints, "w") as f:
+        f.write("torch==%s\n" % torch if torch else "torch<0\n")
+    cmd = [sys.executable, "-m", "pip", "install", "--index-url", view["index_url"],
+           "--constraint", constraints, target]
     if "--with-pypi" in flags:
-        cmd[6:6] = ["--extra-index-url", "https://pypi.org/simple/"]
+        cmd[8:8] = ["--extra-index-url", "https://pypi.org/simple/"]
     if cert:
         cmd[4:4] = ["--cert", cert]
     try:

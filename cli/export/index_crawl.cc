@@ -76,6 +76,32 @@ bool IsViewPath(std::string_view path) {
   return true;
 }
 
+// Whether `path` is a torch view: "cu<digits>/sm<digits>/torch<release>/simple/", the
+// release made of digits, lowercase letters and dots (daemon/http/index/torch_views.h).
+bool IsTorchViewPath(std::string_view path) {
+  auto digits = [](std::string_view s) {
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  std::vector<std::string_view> segs;
+  for (size_t pos = 0; pos < path.size() && segs.size() < 5;) {
+    size_t slash = path.find('/', pos);
+    if (slash == path.npos) return false;
+    segs.push_back(path.substr(pos, slash - pos));
+    pos = slash + 1;
+  }
+  if (segs.size() != 4 || segs[3] != "simple" || segs[0].size() > 6 || segs[1].size() > 6 ||
+      !segs[0].starts_with("cu") || !digits(segs[0].substr(2)) || !segs[1].starts_with("sm") ||
+      !digits(segs[1].substr(2)) || !segs[2].starts_with("torch")) {
+    return false;
+  }
+  std::string_view torch = segs[2].substr(5);
+  return !torch.empty() && torch.size() <= 32 && torch.front() >= '0' && torch.front() <= '9' &&
+         torch.find("..") == torch.npos && std::all_of(torch.begin(), torch.end(), [](char c) {
+           return IsLowerAlnum(c) || c == '.';
+         });
+}
+
 class Crawler {
  public:
   Crawler(IndexHttp& http, std::string base) : http_(http), base_(std::move(base)) {}
@@ -128,7 +154,8 @@ class Crawler {
     return page;
   }
 
-  // The views to export: every view of the directory, each variant's own view, /simple/.
+  // The views to export: every view of the directory, each variant's own view, /simple/,
+  // and the directory's torch views.
   Result<std::vector<std::string>> Views() {
     std::string url = base_ + "/";
     FARM_ASSIGN_OR_RETURN(json::object dir, ParseObject(url, crawl_.directory_json));
@@ -149,6 +176,21 @@ class Crawler {
       }
       views.insert(*path);
       views.insert(path->substr(0, path->find('/') + 1) + "simple/");
+    }
+    // The torch views of the releases the farm knows (absent from farmds before them).
+    if (const json::value* torch = dir.if_contains("torch_views"); torch && torch->is_array()) {
+      for (const json::value& v : torch->get_array()) {
+        std::string link = v.is_object() ? StringOf(v.get_object(), "index_url") : "";
+        std::string target = ResolveUrl(url, link);
+        auto path = OriginOf(target) == OriginOf(base_)
+                        ? SafeExportPath(target.substr(OriginOf(target).size()))
+                        : std::nullopt;
+        if (!path || !IsTorchViewPath(*path)) {
+          return Bad(url, "names the torch view \"" + link.substr(0, 200) +
+                              "\", not /cu<CUDA>/sm<cc>/torch<release>/simple/ on the farm");
+        }
+        views.insert(*path);
+      }
     }
     return std::vector<std::string>(views.begin(), views.end());
   }

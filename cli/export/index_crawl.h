@@ -4,7 +4,8 @@
 // of the formats: the export copies what it serves and only rewrites links.
 //
 // Everything read is checked before it names a file of the export: project names are
-// normalized names, views are /<variant>/simple/ and /<variant>/sm<cc>/simple/, a file is
+// normalized names, views are /<variant>/simple/, /<variant>/sm<cc>/simple/ and the torch
+// views /cu<CUDA>/sm<cc>/torch<release>/simple/, a file is
 // /files/<its sha256>/<its wheel name>. A page that says otherwise fails the crawl.
 #ifndef FARM_CLI_EXPORT_INDEX_CRAWL_H_
 #define FARM_CLI_EXPORT_INDEX_CRAWL_H_

@@ -223,6 +223,7 @@ Result<CoreMetadata> IndexCatalog::Metadata(const IndexFile& file) {
   auto md = std::make_shared<CoreMetadata>();
   md->sha256 = Sha256Hex(text);
   md->requires_python = RequiresPython(text);
+  md->torch = TorchRequirementOf(text);
   md->text = std::move(text);
   std::lock_guard lock(mu_);
   if (metadata_.size() >= kMaxCachedMetadata) metadata_.clear();

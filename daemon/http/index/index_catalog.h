@@ -14,6 +14,7 @@
 
 #include "common/arch.h"
 #include "common/status.h"
+#include "daemon/http/index/torch_requirement.h"
 #include "daemon/http/server/dashboard_options.h"
 
 namespace farm::http {
@@ -64,6 +65,7 @@ struct CoreMetadata {
   std::string text;
   std::string sha256;
   std::string requires_python;
+  TorchRequirement torch;  // what torch the wheel needs (torch_requirement.h)
 };
 
 class IndexCatalog {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "daemon/http/index/torch_views.h"
 #include "daemon/http/web/assets.h"
 
 namespace farm::http {
@@ -14,11 +15,10 @@ constexpr char kFarmUrlPlaceholder[] = "@FARM_URL@";
 constexpr char kFarmKeysPlaceholder[] = "@FARM_KEYS@";
 
 bool HostLike(std::string_view host) {
-  return !host.empty() && host.size() <= 255 &&
-         std::all_of(host.begin(), host.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ||
-                  c == ':' || c == '[' || c == ']';
-         });
+  return !host.empty() && host.size() <= 255 && std::all_of(host.begin(), host.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' ||
+           c == '[' || c == ']';
+  });
 }
 
 std::string FirstProject(const GpuView& v) {
@@ -56,15 +56,18 @@ json::array DirectoryJson(const std::vector<GpuView>& views, const std::string& 
 std::string DirectoryHtml(const std::vector<GpuView>& views, const std::string& base) {
   std::string html =
       "<section id=\"variants\"><h2>Variants</h2>\n<p>Pick the view of your CUDA, torch and "
-      "GPU, or let <code>curl -fsSL " + HtmlEscape(base) +
+      "GPU, or let <code>curl -fsSL " +
+      HtmlEscape(base) +
       "/install | python3 - PACKAGE</code> pick it.</p>\n<table>\n<tr><th>variant</th><th>GPU"
       "</th><th>GPUs</th><th>pip</th></tr>\n";
   for (const GpuView& v : views) {
     std::string url = base + v.path();
     html += "<tr><td>" + HtmlEscape(v.variant) + "</td><td>" + GpuSegment(v.cc) + " (cc " +
-            v.cc.ToString() + ")</td><td>" + HtmlEscape(arch::GpusOf(v.cc)) + "</td><td><code>pip "
-            "install --index-url <a href=\"" + HtmlEscape(v.path()) + "\">" + HtmlEscape(url) +
-            "</a> " + HtmlEscape(FirstProject(v)) + "</code></td></tr>\n";
+            v.cc.ToString() + ")</td><td>" + HtmlEscape(arch::GpusOf(v.cc)) +
+            "</td><td><code>pip "
+            "install --index-url <a href=\"" +
+            HtmlEscape(v.path()) + "\">" + HtmlEscape(url) + "</a> " + HtmlEscape(FirstProject(v)) +
+            "</code></td></tr>\n";
   }
   return html + "</table></section>\n";
 }
@@ -75,7 +78,8 @@ Response DirectoryResponse(IndexCatalog& catalog, const Request& req) {
   std::string base = BaseUrl(req);
   json::object o{{"index", base + "/simple/"},
                  {"install", "curl -fsSL " + base + "/install | python3 - PACKAGE"},
-                 {"variants", DirectoryJson(ListGpuViews(*files), base)}};
+                 {"variants", DirectoryJson(ListGpuViews(*files), base)},
+                 {"torch_views", TorchDirectoryJson(ListTorchViews(catalog, *files), base)}};
   Response r = JsonResponse(200, json::serialize(o));
   r.headers.emplace_back("Vary", "Accept");
   return r;

@@ -29,7 +29,8 @@ boost::json::array DirectoryJson(const std::vector<GpuView>& views, const std::s
 // The HTML section of the /simple/ root page that lists the views.
 std::string DirectoryHtml(const std::vector<GpuView>& views, const std::string& base);
 
-// GET / with Accept: application/json: {"index": ..., "install": ..., "variants": [...]}.
+// GET / with Accept: application/json: {"index": ..., "install": ..., "variants": [...],
+// "torch_views": [...]} (torch_views.h).
 Response DirectoryResponse(IndexCatalog& catalog, const Request& req);
 
 // GET /install: the install script (web/install.py) with this farm's URL filled in, and

@@ -10,6 +10,7 @@
 #include "daemon/http/index/gpu_views.h"
 #include "daemon/http/index/index_directory.h"
 #include "daemon/http/index/provenance_views.h"
+#include "daemon/http/index/torch_views.h"
 #include "daemon/http/index/wheel_variants.h"
 
 namespace farm::http {
@@ -126,14 +127,15 @@ std::string IndexHeader() {
 // type), the JSON error for everything else.
 Response IndexNotFound(const Negotiated& n, const std::string& message) {
   if (n.json || n.content_type == kHtmlV1) return ErrorResponse(Status::NotFound(message));
-  Response r = HtmlResponse(
-      404, "<!DOCTYPE html>\n<html><head><title>Not found</title><link rel=\"stylesheet\" "
-           "href=\"/style.css\"><link rel=\"icon\" href=\"data:,\"></head>"
-           "<body class=\"index-page\">\n" +
-               IndexHeader() + "<h1>Not found</h1>\n<p class=\"error\" id=\"not-found\">" +
-               HtmlEscape(message) +
-               "</p>\n<p><a href=\"/simple/\">Every wheel and the GPU views that list them"
-               "</a></p></body></html>\n");
+  Response r =
+      HtmlResponse(404,
+                   "<!DOCTYPE html>\n<html><head><title>Not found</title><link rel=\"stylesheet\" "
+                   "href=\"/style.css\"><link rel=\"icon\" href=\"data:,\"></head>"
+                   "<body class=\"index-page\">\n" +
+                       IndexHeader() + "<h1>Not found</h1>\n<p class=\"error\" id=\"not-found\">" +
+                       HtmlEscape(message) +
+                       "</p>\n<p><a href=\"/simple/\">Every wheel and the GPU views that list them"
+                       "</a></p></body></html>\n");
   r.headers.emplace_back("Vary", "Accept");
   return r;
 }
@@ -144,7 +146,8 @@ Response IndexNotFound(const Negotiated& n, const std::string& message) {
 // (`view_url`: the view's absolute URL).
 Response ProjectList(const Negotiated& n, const std::vector<IndexFile>& files,
                      const std::string& title, const std::vector<GpuView>* directory,
-                     const std::string& base, const std::string& view_url = "") {
+                     const std::string& base, const std::string& view_url = "",
+                     const std::vector<TorchView>* torch_views = nullptr) {
   std::set<std::string> projects;
   for (const auto& f : files) projects.insert(f.project);
   if (n.json) {
@@ -153,6 +156,7 @@ Response ProjectList(const Negotiated& n, const std::vector<IndexFile>& files,
     json::object o{{"meta", json::object{{"api-version", kApiVersion}}},
                    {"projects", std::move(arr)}};
     if (directory != nullptr) o["variants"] = DirectoryJson(*directory, base);
+    if (torch_views != nullptr) o["torch_views"] = TorchDirectoryJson(*torch_views, base);
     return Page(n, json::serialize(o));
   }
   std::string html =
@@ -188,6 +192,8 @@ json::object FileJson(const IndexFile& f, const Result<CoreMetadata>& md, bool p
   if (md.ok()) {
     if (!md->requires_python.empty()) o["requires-python"] = md->requires_python;
     o["core-metadata"] = json::object{{"sha256", md->sha256}};
+    // The torch the wheel installs next to (torch_views.h): installers ignore the key.
+    if (md->torch.present) o["torch-requirement"] = md->torch.text;
   }
   if (provenance) o["provenance"] = FileUrl(f) + kPep740Suffix;  // PEP 740
   return o;
@@ -202,6 +208,9 @@ std::string FileAnchor(const IndexFile& f, const Result<CoreMetadata>& md, bool 
     // PEP 714's name plus PEP 658's for installers that predate it.
     a += " data-core-metadata=\"sha256=" + md->sha256 +
          "\" data-dist-info-metadata=\"sha256=" + md->sha256 + "\"";
+    if (md->torch.present) {
+      a += " data-torch-requirement=\"" + HtmlEscape(md->torch.text) + "\"";
+    }
   }
   if (provenance) a += " data-provenance=\"" + HtmlEscape(FileUrl(f) + kPep740Suffix) + "\"";
   return a + ">" + HtmlEscape(f.filename) + "</a><br>\n";
@@ -295,8 +304,10 @@ bool ValidVariant(std::string_view v) {
 // for one GPU) and what follows its /simple/.
 struct View {
   std::string prefix;   // "/simple/", "/cu130/simple/", "/cu130/sm90/simple/"
-  std::string variant;  // "" for the root view
+  std::string variant;  // "" for the root view; the CUDA segment ("cu128") of a torch view
   std::optional<arch::Version> cc;
+  std::optional<arch::Version> cuda;              // a torch view's, of its "cu128"
+  std::optional<upstream::ReleaseVersion> torch;  // a torch view's (torch_views.h)
 };
 
 // Why a GPU view has no wheel of `project` (or none at all): what the variant does have,
@@ -341,32 +352,35 @@ Response PlaceholderPage(const Negotiated& n, const View& view, const std::strin
   std::string version = PlaceholderVersion(view);
   std::string filename = dist + "-" + version + "-py3-none-any.whl";
   std::string gpu = "sm" + std::to_string(view.cc->major) + std::to_string(view.cc->minor);
-  std::string url = std::string(kNoWheelFiles) + view.variant + "/" + gpu + "/" + filename;
+  std::string url = std::string(kNoWheelFiles) + view.variant + "/" + gpu + "/" +
+                    (view.torch ? TorchSegment(*view.torch) + "/" : "") + filename;
   if (n.json) {
-    return Page(n, json::serialize(json::object{
-                       {"meta", json::object{{"api-version", kApiVersion}}},
-                       {"name", project},
-                       {"files", json::array{json::object{{"filename", filename},
-                                                          {"url", url},
-                                                          {"hashes", json::object{}}}}},
-                       {"versions", json::array{json::value(version)}}}));
+    return Page(
+        n, json::serialize(json::object{
+               {"meta", json::object{{"api-version", kApiVersion}}},
+               {"name", project},
+               {"files", json::array{json::object{
+                             {"filename", filename}, {"url", url}, {"hashes", json::object{}}}}},
+               {"versions", json::array{json::value(version)}}}));
   }
   return Page(n, "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"" +
                      std::string(kApiVersion) + "\"><title>Links for " + HtmlEscape(project) +
-                     "</title></head><body>\n<h1>Links for " + HtmlEscape(project) +
-                     "</h1>\n<p>" + HtmlEscape(message) + "</p>\n<a href=\"" +
-                     HtmlEscape(url) + "\">" + HtmlEscape(filename) +
-                     "</a><br>\n</body></html>\n");
+                     "</title></head><body>\n<h1>Links for " + HtmlEscape(project) + "</h1>\n<p>" +
+                     HtmlEscape(message) + "</p>\n<a href=\"" + HtmlEscape(url) + "\">" +
+                     HtmlEscape(filename) + "</a><br>\n</body></html>\n");
 }
 
 // The answer of a GPU view without a wheel of `project` (or of any project, when empty):
 // the placeholder page for an installer when the variant has the project, else a 404.
-Response NoWheelForGpu(const Negotiated& n, const std::vector<IndexFile>& variant_files,
-                       const View& view, const std::string& project) {
-  std::string message = NoWheelMessage(variant_files, view, project);
-  bool known = !project.empty() &&
-               std::any_of(variant_files.begin(), variant_files.end(),
-                           [&](const IndexFile& f) { return f.project == project; });
+Response NoWheelForGpu(IndexCatalog& catalog, const Negotiated& n,
+                       const std::vector<IndexFile>& variant_files, const View& view,
+                       const std::string& project) {
+  std::string message = view.torch ? NoTorchWheelMessage(catalog, variant_files, project,
+                                                         *view.cuda, *view.torch, *view.cc)
+                                   : NoWheelMessage(variant_files, view, project);
+  bool known =
+      !project.empty() && std::any_of(variant_files.begin(), variant_files.end(),
+                                      [&](const IndexFile& f) { return f.project == project; });
   if (known && (n.json || n.content_type == kHtmlV1)) {
     return PlaceholderPage(n, view, project, message);
   }
@@ -384,16 +398,21 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
     r.headers.emplace_back("Vary", "Accept");
     return r;
   }
-  auto files = catalog.Files(variant);
+  // A torch view draws on every variant (torch_views.h); a variant view on its own.
+  auto files = catalog.Files(view.torch ? "" : variant);
   if (!files.ok()) return ErrorResponse(files.status());
-  if (!variant.empty() && files->empty()) return IndexNotFound(n, "no variant " + variant);
+  if (!view.torch && !variant.empty() && files->empty()) {
+    return IndexNotFound(n, "no variant " + variant);
+  }
   std::vector<IndexFile> variant_files;
   if (view.cc) {
     variant_files = std::move(*files);
-    *files = FilesForGpu(variant_files, *view.cc);
+    *files = FilesForGpu(
+        view.torch ? FilesForTorch(catalog, variant_files, *view.cuda, *view.torch) : variant_files,
+        *view.cc);
     if (files->empty()) {
       std::string project(rest.substr(0, rest.find('/')));
-      return NoWheelForGpu(n, variant_files, view, NormalizeProjectName(project));
+      return NoWheelForGpu(catalog, n, variant_files, view, NormalizeProjectName(project));
     }
   }
   if (rest.empty()) {
@@ -401,7 +420,9 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
       return ProjectList(n, *files, "Simple index " + prefix, nullptr, "", BaseUrl(req) + prefix);
     }
     std::vector<GpuView> directory = ListGpuViews(*files);
-    return ProjectList(n, *files, "Simple index", &directory, BaseUrl(req));
+    std::vector<TorchView> torch_views;
+    if (n.json) torch_views = ListTorchViews(catalog, *files);
+    return ProjectList(n, *files, "Simple index", &directory, BaseUrl(req), "", &torch_views);
   }
   std::string name(rest);
   bool slash = name.ends_with('/');
@@ -415,13 +436,14 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
   }
   if (view.cc && std::none_of(files->begin(), files->end(),
                               [&](const IndexFile& f) { return f.project == normalized; })) {
-    return NoWheelForGpu(n, variant_files, view, normalized);
+    return NoWheelForGpu(catalog, n, variant_files, view, normalized);
   }
   return ProjectPage(catalog, n, normalized, *files);
 }
 
-// The placeholder file of a GPU view (PlaceholderPage), "<variant>/sm<cc>/<file>": 404
-// with why the view has no wheel of the file's project, said again as the reason phrase.
+// The placeholder file of a GPU view (PlaceholderPage), "<variant>/sm<cc>/<file>" (or a
+// torch view's "<cu>/sm<cc>/torch<version>/<file>"): 404 with why the view has no wheel of
+// the file's project, said again as the reason phrase.
 Response NoWheelFile(IndexCatalog& catalog, std::string_view rest) {
   size_t first = rest.find('/');
   size_t second = first == rest.npos ? rest.npos : rest.find('/', first + 1);
@@ -431,17 +453,26 @@ Response NoWheelFile(IndexCatalog& catalog, std::string_view rest) {
     view.cc = ParseGpuSegment(rest.substr(first + 1, second - first - 1));
   }
   std::string_view file = second == rest.npos ? "" : rest.substr(second + 1);
+  if (size_t third = file.find('/'); third != file.npos) {
+    view.torch = ParseTorchSegment(file.substr(0, third));
+    view.cuda = ParseCudaSegment(view.variant);
+    if (!view.torch || !view.cuda) return ErrorResponse(Status::NotFound("no such file"));
+    file = file.substr(third + 1);
+  }
   std::string project = NormalizeProjectName(file.substr(0, file.find('-')));
-  if (!ValidVariant(view.variant) || !view.cc || project.empty()) {
+  if (!ValidVariant(view.variant) || !view.cc || project.empty() || file.find('/') != file.npos) {
     return ErrorResponse(Status::NotFound("no such file"));
   }
-  auto files = catalog.Files(view.variant);
+  auto files = catalog.Files(view.torch ? "" : view.variant);
   if (!files.ok()) return ErrorResponse(files.status());
-  std::vector<IndexFile> for_gpu = FilesForGpu(*files, *view.cc);
+  std::vector<IndexFile> for_gpu = FilesForGpu(
+      view.torch ? FilesForTorch(catalog, *files, *view.cuda, *view.torch) : *files, *view.cc);
   bool now = std::any_of(for_gpu.begin(), for_gpu.end(),
                          [&](const IndexFile& f) { return f.project == project; });
-  std::string message = now ? "the view has a wheel of " + project + " now: run pip again"
-                            : NoWheelMessage(*files, view, project);
+  std::string message = now          ? "the view has a wheel of " + project + " now: run pip again"
+                        : view.torch ? NoTorchWheelMessage(catalog, *files, project, *view.cuda,
+                                                           *view.torch, *view.cc)
+                                     : NoWheelMessage(*files, view, project);
   Response r = ErrorResponse(Status::NotFound(message));
   r.reason = ReasonPhrase(message);
   return r;
@@ -489,6 +520,20 @@ std::optional<Response> HandleIndex(IndexCatalog& catalog, const Request& req) {
     }
     view.prefix += std::string(segment) + "/";
     rest = rest.substr(next);
+    if (rest.starts_with("/torch")) {
+      size_t end = rest.find('/', 1);
+      std::string_view torch = rest.substr(1, end == rest.npos ? rest.npos : end - 1);
+      view.torch = ParseTorchSegment(torch);
+      view.cuda = ParseCudaSegment(view.variant);
+      if (!view.torch || !view.cuda || end == rest.npos) {
+        return ErrorResponse(Status::NotFound(
+            "no such torch view under /" + view.variant + "/" + std::string(segment) +
+            "/: torch views are /cu<CUDA>/sm<cc>/torch<release>/simple/, e.g. "
+            "/cu128/sm90/torch2.8.0/simple/ (a PEP 440 release, without +cu128)"));
+      }
+      view.prefix += std::string(torch) + "/";
+      rest = rest.substr(end);
+    }
   }
   view.prefix += "simple/";
   if (rest == "/simple") return Redirect(301, view.prefix);
