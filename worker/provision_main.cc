@@ -5,7 +5,7 @@
 //   farm-provision --cache DIR --job-dir DIR --python 3.11 [--torch 2.8.0+cu128]
 //       [--cuda 13.0] [--requirement 'setuptools==66.1.1' ...] [--index cu128=URL ...]
 //       [--redist URL] [--python-release URL] [--host-python 3.11.2=/usr/bin/python3 ...]
-//       [--host-toolkit 13.0=/usr/local/cuda ...] [--installer pip==23.0.1]
+//       [--host-toolkit 13.0=/usr/local/cuda ...] [--installer pip==23.0.1] [--uv PATH]
 //       [--max-cache-bytes N] [--glibc 2.36]
 // Exit status: 0 made, 2 bad usage, 3 provisioning failed (the JSON names the cause).
 #include <boost/json.hpp>
@@ -56,6 +56,7 @@ farm::Status FillOptions(const farm::Flags& flags, ProvisionerOptions* o) {
   }
   for (const std::string& c : flags.GetAll("redist-component")) o->redist_components.push_back(c);
   if (flags.Has("installer")) o->installer = flags.Get("installer");
+  o->uv = flags.Get("uv");
   if (flags.Has("glibc")) o->target.glibc = flags.Get("glibc");
   FARM_ASSIGN_OR_RETURN(o->max_cache_bytes, flags.GetInt("max-cache-bytes", o->max_cache_bytes));
   return farm::Status::Ok();
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
       {"host-python", "VERSION=PATH", "an interpreter this host has (repeatable)"},
       {"host-toolkit", "VERSION=PATH", "a CUDA toolkit this host has (repeatable)"},
       {"installer", "pip==VERSION", "the pinned pip that installs"},
+      {"uv", "PATH", "install the packages with this uv instead of pip"},
       {"glibc", "X.Y", "the host's glibc, for manylinux tags"},
       {"max-cache-bytes", "N", "the cache bound (LRU)"},
       {"help", "", "this text"},
