@@ -23,11 +23,11 @@ farm::v1::Publication PublicationToProto(const store::PublicationRow& row) {
   p.set_filename(row.filename);
   p.set_sha256(row.sha256);
   p.set_size(row.size);
-  p.set_state(row.state);
+  p.set_state(std::string(store::PublicationStateName(row.state)));
   p.set_attempts(row.attempts);
   p.set_error(log::Redact(row.error));
   p.set_remote_url(row.remote_url);
-  if (row.state == "pending" && row.not_before_ms > 0) {
+  if (row.state == store::PublicationState::kPending && row.not_before_ms > 0) {
     p.set_next_attempt_at(FormatRfc3339(row.not_before_ms));
   }
   p.set_updated_at(FormatRfc3339(row.updated_ms));

@@ -6,8 +6,8 @@
 
 #include "common/log.h"
 #include "common/sha256.h"
-#include "common/wheel/inspect.h"
 #include "common/wheel/identity.h"
+#include "common/wheel/inspect.h"
 #include "common/wheel/relabel.h"
 #include "daemon/publish/outbox_internal.h"
 
@@ -81,8 +81,8 @@ void Publisher::Stop() {
 
 Result<int> Publisher::RunOnce() {
   FARM_RETURN_IF_ERROR(Scan());
-  FARM_ASSIGN_OR_RETURN(auto due, deps_.store->ListDuePublications(deps_.clock->NowUnixMs(),
-                                                                   kMaxDueRows));
+  FARM_ASSIGN_OR_RETURN(auto due,
+                        deps_.store->ListDuePublications(deps_.clock->NowUnixMs(), kMaxDueRows));
   int worked = 0;
   for (auto& row : due) {
     {
@@ -144,8 +144,8 @@ Status Publisher::PlanArtifact(const store::PublishCandidate& c) {
   (void)cell.ParseFromString(c.cell);
   std::vector<store::PublicationRow> rows =
       PlanRows(recipe, c.build_id, c.artifact.id, cell, ArchOf(c.artifact.manifest));
-  log::Info("publishing " + c.artifact.filename + " of build " + std::to_string(c.build_id) +
-            ": " + std::to_string(rows.size()) + " outbox row(s)");
+  log::Info("publishing " + c.artifact.filename + " of build " + std::to_string(c.build_id) + ": " +
+            std::to_string(rows.size()) + " outbox row(s)");
   return deps_.store->EnqueuePublications(c.artifact.id, "queued", rows, now);
 }
 
@@ -155,7 +155,7 @@ Status Publisher::Work(store::PublicationRow row) {
     (void)worked;
     return Status::Ok();
   }
-  row.state = "uploading";
+  row.state = store::PublicationState::kUploading;
   row.attempts += 1;
   FARM_RETURN_IF_ERROR(deps_.store->UpdatePublication(row, deps_.clock->NowUnixMs()));
   Status outcome = Prepare(&row);
@@ -169,21 +169,22 @@ Status Publisher::Finish(store::PublicationRow* row, const Status& outcome) {
   const int64_t now = deps_.clock->NowUnixMs();
   std::string what = row->target + " " + row->kind + " " +
                      (row->filename.empty() ? row->ref : row->filename) + " (build " +
-                     std::to_string(row->build_id) + ", attempt " +
-                     std::to_string(row->attempts) + ")";
+                     std::to_string(row->build_id) + ", attempt " + std::to_string(row->attempts) +
+                     ")";
   if (outcome.ok()) {
-    row->state = row->kind == "asset" ? "uploaded" : "published";
+    row->state = row->kind == "asset" ? store::PublicationState::kUploaded
+                                      : store::PublicationState::kPublished;
     row->error.clear();
     row->not_before_ms = 0;
     log::Info("published " + what + (row->remote_url.empty() ? "" : ": " + row->remote_url));
   } else if (Transient(outcome) && row->attempts < options_.max_attempts) {
-    row->state = "pending";
+    row->state = store::PublicationState::kPending;
     row->error = log::Redact(outcome.ToString());
     int shift = std::min(row->attempts - 1, 20);
     row->not_before_ms = now + std::min(options_.backoff_base_ms << shift, options_.backoff_max_ms);
     log::Warn("publishing " + what + " will be retried: " + row->error);
   } else {
-    row->state = "failed";
+    row->state = store::PublicationState::kFailed;
     row->error = log::Redact(outcome.ToString());
     log::Error("publishing " + what + " failed: " + row->error);
   }
@@ -212,13 +213,11 @@ Status Publisher::Prepare(store::PublicationRow* row) {
   farm::v1::ArchManifest manifest;
   (void)manifest.ParseFromString(artifact.manifest);
   FARM_ASSIGN_OR_RETURN(auto images, wheel::ManifestImages(manifest));
-  FARM_ASSIGN_OR_RETURN(std::string label,
-                        wheel::RecipeWheelLabel(recipe, cell, images));
+  FARM_ASSIGN_OR_RETURN(std::string label, wheel::RecipeWheelLabel(recipe, cell, images));
   FARM_ASSIGN_OR_RETURN(PreparedWheel wheel,
                         LabelWheel(*deps_.blobs, options_.work_dir, artifact, label));
-  FARM_RETURN_IF_ERROR(deps_.store->SetPublicationFile(row->artifact_id, label, wheel.filename,
-                                                       wheel.sha256, wheel.size,
-                                                       deps_.clock->NowUnixMs()));
+  FARM_RETURN_IF_ERROR(deps_.store->SetPublicationFile(
+      row->artifact_id, label, wheel.filename, wheel.sha256, wheel.size, deps_.clock->NowUnixMs()));
   row->label = label;
   row->filename = wheel.filename;
   row->sha256 = wheel.sha256;
@@ -273,14 +272,14 @@ Status Publisher::UploadHfFile(store::PublicationRow* row) {
   row->path = RenderHfPath(row->path, "", row->filename);
   FARM_RETURN_IF_ERROR(deps_.hf->CreateRepo(row->repo));
   FARM_ASSIGN_OR_RETURN(std::string blob, deps_.blobs->LocalPath(row->sha256));
-  HfUploadRequest request{.repo_id = row->repo,
-                          .revision = row->ref.empty() ? "main" : row->ref,
-                          .local_path = blob,
-                          .path_in_repo = row->path,
-                          .sha256_hex = row->sha256,
-                          .summary = "Upload " + row->filename + " (build " +
-                                     std::to_string(row->build_id) + ")",
-                          .replace = row->replace_remote};
+  HfUploadRequest request{
+      .repo_id = row->repo,
+      .revision = row->ref.empty() ? "main" : row->ref,
+      .local_path = blob,
+      .path_in_repo = row->path,
+      .sha256_hex = row->sha256,
+      .summary = "Upload " + row->filename + " (build " + std::to_string(row->build_id) + ")",
+      .replace = row->replace_remote};
   FARM_ASSIGN_OR_RETURN(HfUploadResult result, deps_.hf->UploadFile(request));
   if (!result.commit_oid.empty()) row->remote_id = result.commit_oid;
   if (!result.commit_url.empty()) row->remote_url = result.commit_url;
@@ -289,13 +288,13 @@ Status Publisher::UploadHfFile(store::PublicationRow* row) {
 
 Result<bool> Publisher::PublishGitHubRelease(store::PublicationRow* row) {
   if (deps_.github == nullptr) {
-    if (row->state != "failed") FARM_RETURN_IF_ERROR(Finish(row, NoToken("GITHUB_TOKEN")));
+    if (row->state != store::PublicationState::kFailed)
+      FARM_RETURN_IF_ERROR(Finish(row, NoToken("GITHUB_TOKEN")));
     return true;
   }
   FARM_ASSIGN_OR_RETURN(auto build, deps_.store->GetBuild(row->build_id));
   FARM_ASSIGN_OR_RETURN(auto rows, deps_.store->ListPublications(row->build_id));
-  std::string wait = ReleaseWaitReason(build.state, rows,
-                                       waiting_builds_.count(row->build_id) > 0);
+  std::string wait = ReleaseWaitReason(build.state, rows, waiting_builds_.count(row->build_id) > 0);
   if (!wait.empty()) {
     if (row->error != wait) {
       row->error = wait;
@@ -303,7 +302,7 @@ Result<bool> Publisher::PublishGitHubRelease(store::PublicationRow* row) {
     }
     return false;
   }
-  row->state = "uploading";
+  row->state = store::PublicationState::kUploading;
   row->attempts += 1;
   FARM_RETURN_IF_ERROR(deps_.store->UpdatePublication(*row, deps_.clock->NowUnixMs()));
   FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, RecipeOf(row->build_id));
@@ -333,9 +332,8 @@ Result<bool> Publisher::PublishGitHubRelease(store::PublicationRow* row) {
     FARM_RETURN_IF_ERROR(Finish(row, outcome));
     return true;
   }
-  FARM_RETURN_IF_ERROR(deps_.store->MarkReleasePublished(row->build_id, row->remote_id,
-                                                         row->remote_url,
-                                                         deps_.clock->NowUnixMs()));
+  FARM_RETURN_IF_ERROR(deps_.store->MarkReleasePublished(
+      row->build_id, row->remote_id, row->remote_url, deps_.clock->NowUnixMs()));
   log::Info("published release " + row->ref + " of build " + std::to_string(row->build_id) +
             " on " + row->repo);
   return true;

@@ -123,12 +123,12 @@ std::string DirOf(const std::string& url) {
 bool IsPublishedAssetAt(const store::PublicationRow& r, const std::string& repo,
                         const std::string& ref) {
   return r.target == "github" && r.kind == "asset" && r.repo == repo && r.ref == ref &&
-         (r.state == "uploaded" || r.state == "published") && !r.sha256.empty();
+         store::IsDelivered(r.state) && !r.sha256.empty();
 }
 
 // The row `a` was uploaded from: same (sanitized) name, and same bytes when GitHub says.
 const store::PublicationRow* MatchRow(const GitHubAsset& a,
-                                     const std::vector<const store::PublicationRow*>& rows) {
+                                      const std::vector<const store::PublicationRow*>& rows) {
   for (const auto* r : rows) {
     if (SanitizeAssetName(r->filename) != a.name) continue;
     if (DigestHex(a).empty() || DigestHex(a) == r->sha256) return r;
@@ -167,8 +167,11 @@ Result<WheelNotesRow> StoredWheelRow(store::Store& store, store::BlobStore& blob
   (void)cell.ParseFromString(job.cell);
   farm::v1::ValidationReport report;
   (void)report.ParseFromString(artifact.validation);
-  WheelNotesRow row{.wheel = r.filename, .python = cell.python(), .torch = cell.torch(),
-                    .cuda = cell.cuda(), .sha256 = r.sha256};
+  WheelNotesRow row{.wheel = r.filename,
+                    .python = cell.python(),
+                    .torch = cell.torch(),
+                    .cuda = cell.cuda(),
+                    .sha256 = r.sha256};
   row.sass_archs = SassArchs(blobs, artifact.manifest, r.sha256);
   AddValidation(report, &row);
   FARM_ASSIGN_OR_RETURN(row.consumed, ConsumedWheels(store, job));
@@ -181,8 +184,9 @@ std::string Summary(const std::string& recipe_name, const std::set<int64_t>& bui
   std::string text = "Built by the wheel farm from recipe `" + recipe_name + "` (build" +
                      (builds.size() > 1 ? "s " : " ") + (ids.empty() ? "?" : ids) + ").";
   if (bare > 0) {
-    text += " Wheels listed with only a name and sha256 are on the release without a record "
-            "in the farm.";
+    text +=
+        " Wheels listed with only a name and sha256 are on the release without a record "
+        "in the farm.";
   }
   return text;
 }
@@ -206,8 +210,7 @@ std::string HfVariant(const farm::v1::MatrixCell& cell) {
 }
 
 std::vector<store::PublicationRow> PlanRows(const farm::v1::Recipe& recipe, int64_t build_id,
-                                            int64_t artifact_id,
-                                            const farm::v1::MatrixCell& cell,
+                                            int64_t artifact_id, const farm::v1::MatrixCell& cell,
                                             const std::string& arch) {
   const auto& spec = recipe.publish();
   std::vector<store::PublicationRow> rows;
@@ -252,8 +255,8 @@ ReleaseSpec ReleaseSpecFor(const farm::v1::Recipe& recipe, const store::Publicat
   ReleaseSpec spec;
   spec.repo = row.repo;
   spec.tag = row.ref;
-  spec.name = recipe.name() + " " + recipe.version() + " (build " +
-              std::to_string(row.build_id) + ")";
+  spec.name =
+      recipe.name() + " " + recipe.version() + " (build " + std::to_string(row.build_id) + ")";
   return spec;
 }
 
@@ -283,8 +286,8 @@ Result<PreparedWheel> LabelWheel(store::BlobStore& blobs, const std::string& wor
     options.build_manifest = false;
     FARM_ASSIGN_OR_RETURN(wheel::WheelReport report, wheel::InspectWheel(r.path, options));
     if (!report.ok()) {
-      return Status::Internal("relabelled " + r.filename + " fails the wheel checks: " +
-                              report.problems.front().ToString());
+      return Status::Internal("relabelled " + r.filename +
+                              " fails the wheel checks: " + report.problems.front().ToString());
     }
     PreparedWheel out{r.filename, "", 0};
     FARM_ASSIGN_OR_RETURN(out.sha256, Sha256FileHex(r.path, &out.size));
@@ -304,8 +307,8 @@ std::string ReleaseWaitReason(int build_state, const std::vector<store::Publicat
   int pending = 0, failed = 0;
   for (const auto& r : rows) {
     if (r.target != "github" || r.kind != "asset") continue;
-    if (r.state == "failed") ++failed;
-    if (r.state != "uploaded" && r.state != "published") ++pending;
+    if (r.state == store::PublicationState::kFailed) ++failed;
+    if (!store::IsDelivered(r.state)) ++pending;
   }
   if (failed > 0) return "waiting: " + std::to_string(failed) + " asset(s) failed";
   if (pending > 0) return "waiting for " + std::to_string(pending) + " asset(s)";
@@ -397,8 +400,8 @@ Result<std::string> Publisher::NotesFor(const farm::v1::Recipe& recipe,
                                         const store::PublicationRow& release,
                                         const std::vector<store::PublicationRow>& rows,
                                         const std::vector<GitHubAsset>& assets) {
-  FARM_ASSIGN_OR_RETURN(auto earlier, EarlierAssetRows(*deps_.store, recipe.name(), release,
-                                                       assets));
+  FARM_ASSIGN_OR_RETURN(auto earlier,
+                        EarlierAssetRows(*deps_.store, recipe.name(), release, assets));
   return RenderBuildNotes(*deps_.store, *deps_.blobs, recipe, rows, assets, earlier,
                           options_.find_links_url);
 }

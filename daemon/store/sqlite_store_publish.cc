@@ -68,7 +68,7 @@ PublicationRow PublicationFromRow(const Stmt& s) {
   p.filename = s.Text(9);
   p.sha256 = s.Text(10);
   p.size = s.Int(11);
-  p.state = s.Text(12);
+  p.state = ParsePublicationState(s.Text(12)).value_or(PublicationState::kFailed);
   p.attempts = static_cast<int>(s.Int(13));
   p.not_before_ms = s.Int(14);
   p.error = s.Text(15);
@@ -95,21 +95,23 @@ Result<std::vector<PublicationRow>> CollectPublications(Stmt* s, int limit) {
 Result<std::vector<PublishCandidate>> SqliteStore::ListPublishCandidates(int64_t after_id,
                                                                          int limit) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "SELECT a.id, a.job_id, a.attempt, a.filename, a.sha256, a.size, a.manifest, "
-      "a.validation, a.created_ms, j.build_id, j.cell FROM artifacts a "
-      "JOIN jobs j ON j.id = a.job_id WHERE a.id > ? AND j.state = 3 "
-      "AND (a.attempt = j.attempt OR a.attempt = 0) "
-      "AND NOT EXISTS (SELECT 1 FROM publish_scanned s WHERE s.artifact_id = a.id) "
-      "ORDER BY a.id LIMIT ?"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare("SELECT a.id, a.job_id, a.attempt, a.filename, a.sha256, a.size, a.manifest, "
+                   "a.validation, a.created_ms, j.build_id, j.cell FROM artifacts a "
+                   "JOIN jobs j ON j.id = a.job_id WHERE a.id > ? AND j.state = 3 "
+                   "AND (a.attempt = j.attempt OR a.attempt = 0) "
+                   "AND NOT EXISTS (SELECT 1 FROM publish_scanned s WHERE s.artifact_id = a.id) "
+                   "ORDER BY a.id LIMIT ?"));
   s->Bind(after_id).Bind(limit);
   std::vector<PublishCandidate> out;
   for (int i = 0; i < limit; ++i) {
     FARM_ASSIGN_OR_RETURN(bool row, s->Step());
     if (!row) break;
     PublishCandidate c;
-    c.artifact = ArtifactRow{s->Int(0), s->Int(1), static_cast<int>(s->Int(2)), s->Text(3),
-                             s->Text(4), s->Int(5), s->Text(6), s->Text(7), s->Int(8)};
+    c.artifact = ArtifactRow{s->Int(0),  s->Int(1),  static_cast<int>(s->Int(2)),
+                             s->Text(3), s->Text(4), s->Int(5),
+                             s->Text(6), s->Text(7), s->Int(8)};
     c.build_id = s->Int(9);
     c.cell = s->Text(10);
     out.push_back(std::move(c));
@@ -123,18 +125,32 @@ Status SqliteStore::EnqueuePublications(int64_t artifact_id, const std::string& 
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
   for (const PublicationRow& p : rows) {
-    FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-        "INSERT INTO publications(build_id, artifact_id, target, kind, repo, ref, path, label, "
-        "state, error, replace_remote, created_ms, updated_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
-        "ON CONFLICT(build_id, artifact_id, target) DO NOTHING"));
-    s->Bind(p.build_id).Bind(p.artifact_id).Bind(p.target).Bind(p.kind).Bind(p.repo).Bind(p.ref)
-        .Bind(p.path).Bind(p.label).Bind(p.state).Bind(p.error).Bind(p.replace_remote ? 1 : 0)
-        .Bind(now_ms).Bind(now_ms);
+    FARM_ASSIGN_OR_RETURN(
+        auto s,
+        db_->Prepare(
+            "INSERT INTO publications(build_id, artifact_id, target, kind, repo, ref, path, label, "
+            "state, error, replace_remote, created_ms, updated_ms) VALUES "
+            "(?,?,?,?,?,?,?,?,?,?,?,?,?) "
+            "ON CONFLICT(build_id, artifact_id, target) DO NOTHING"));
+    s->Bind(p.build_id)
+        .Bind(p.artifact_id)
+        .Bind(p.target)
+        .Bind(p.kind)
+        .Bind(p.repo)
+        .Bind(p.ref)
+        .Bind(p.path)
+        .Bind(p.label)
+        .Bind(std::string(PublicationStateName(p.state)))
+        .Bind(p.error)
+        .Bind(p.replace_remote ? 1 : 0)
+        .Bind(now_ms)
+        .Bind(now_ms);
     FARM_RETURN_IF_ERROR(s->Run());
   }
   if (artifact_id > 0) {
-    FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-        "INSERT OR REPLACE INTO publish_scanned(artifact_id, outcome, scanned_ms) VALUES (?,?,?)"));
+    FARM_ASSIGN_OR_RETURN(auto s,
+                          db_->Prepare("INSERT OR REPLACE INTO publish_scanned(artifact_id, "
+                                       "outcome, scanned_ms) VALUES (?,?,?)"));
     s->Bind(artifact_id).Bind(outcome).Bind(now_ms);
     FARM_RETURN_IF_ERROR(s->Run());
   }
@@ -193,19 +209,28 @@ Result<std::vector<PublicationRow>> SqliteStore::ListHubFilesUnder(const std::st
 Result<std::vector<PublicationRow>> SqliteStore::ListDuePublications(int64_t now_ms, int limit) {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kPublicationColumns +
-      " FROM publications WHERE state = 'uploading' OR (state = 'pending' AND not_before_ms <= ?)"
-      " ORDER BY id LIMIT ?"));
+                                             " FROM publications WHERE state = 'uploading' OR "
+                                             "(state = 'pending' AND not_before_ms <= ?)"
+                                             " ORDER BY id LIMIT ?"));
   s->Bind(now_ms).Bind(limit);
   return CollectPublications(s.get(), limit);
 }
 
 Status SqliteStore::UpdatePublication(const PublicationRow& p, int64_t now_ms) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "UPDATE publications SET state = ?, attempts = ?, not_before_ms = ?, error = ?, "
-      "remote_id = ?, remote_url = ?, path = ?, updated_ms = ? WHERE id = ?"));
-  s->Bind(p.state).Bind(p.attempts).Bind(p.not_before_ms).Bind(p.error).Bind(p.remote_id)
-      .Bind(p.remote_url).Bind(p.path).Bind(now_ms).Bind(p.id);
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare("UPDATE publications SET state = ?, attempts = ?, not_before_ms = ?, error = ?, "
+                   "remote_id = ?, remote_url = ?, path = ?, updated_ms = ? WHERE id = ?"));
+  s->Bind(std::string(PublicationStateName(p.state)))
+      .Bind(p.attempts)
+      .Bind(p.not_before_ms)
+      .Bind(p.error)
+      .Bind(p.remote_id)
+      .Bind(p.remote_url)
+      .Bind(p.path)
+      .Bind(now_ms)
+      .Bind(p.id);
   FARM_RETURN_IF_ERROR(s->Run());
   if (db_->Changes() == 0) return Status::NotFound("no publication " + std::to_string(p.id));
   Bump();
@@ -216,9 +241,11 @@ Status SqliteStore::SetPublicationFile(int64_t artifact_id, const std::string& l
                                        const std::string& filename, const std::string& sha256,
                                        int64_t size, int64_t now_ms) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "UPDATE publications SET label = ?, filename = ?, sha256 = ?, size = ?, updated_ms = ? "
-      "WHERE artifact_id = ? AND artifact_id > 0 AND sha256 = ''"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "UPDATE publications SET label = ?, filename = ?, sha256 = ?, size = ?, updated_ms = ? "
+          "WHERE artifact_id = ? AND artifact_id > 0 AND sha256 = ''"));
   s->Bind(label).Bind(filename).Bind(sha256).Bind(size).Bind(now_ms).Bind(artifact_id);
   FARM_RETURN_IF_ERROR(s->Run());
   Bump();
@@ -230,14 +257,18 @@ Status SqliteStore::MarkReleasePublished(int64_t build_id, const std::string& re
   Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(auto release, db_->Prepare(
-      "UPDATE publications SET state = 'published', error = '', remote_id = ?, remote_url = ?, "
-      "updated_ms = ? WHERE build_id = ? AND target = 'github' AND kind = 'release'"));
+  FARM_ASSIGN_OR_RETURN(
+      auto release,
+      db_->Prepare(
+          "UPDATE publications SET state = 'published', error = '', remote_id = ?, remote_url = ?, "
+          "updated_ms = ? WHERE build_id = ? AND target = 'github' AND kind = 'release'"));
   release->Bind(remote_id).Bind(remote_url).Bind(now_ms).Bind(build_id);
   FARM_RETURN_IF_ERROR(release->Run());
-  FARM_ASSIGN_OR_RETURN(auto assets, db_->Prepare(
-      "UPDATE publications SET state = 'published', updated_ms = ? WHERE build_id = ? AND "
-      "target = 'github' AND kind = 'asset' AND state = 'uploaded'"));
+  FARM_ASSIGN_OR_RETURN(
+      auto assets,
+      db_->Prepare(
+          "UPDATE publications SET state = 'published', updated_ms = ? WHERE build_id = ? AND "
+          "target = 'github' AND kind = 'asset' AND state = 'uploaded'"));
   assets->Bind(now_ms).Bind(build_id);
   FARM_RETURN_IF_ERROR(assets->Run());
   FARM_RETURN_IF_ERROR(txn.Commit());
@@ -248,9 +279,11 @@ Status SqliteStore::MarkReleasePublished(int64_t build_id, const std::string& re
 Result<int> SqliteStore::RequeuePublications(int64_t build_id, const std::string& target,
                                              bool replace, int64_t now_ms) {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(
-      "UPDATE publications SET state = 'pending', attempts = 0, not_before_ms = 0, error = '', "
-      "replace_remote = ?, updated_ms = ? WHERE build_id = ? AND (? = '' OR target = ?)"));
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "UPDATE publications SET state = 'pending', attempts = 0, not_before_ms = 0, error = '', "
+          "replace_remote = ?, updated_ms = ? WHERE build_id = ? AND (? = '' OR target = ?)"));
   s->Bind(replace ? 1 : 0).Bind(now_ms).Bind(build_id).Bind(target).Bind(target);
   FARM_RETURN_IF_ERROR(s->Run());
   int changed = db_->Changes();
@@ -260,7 +293,8 @@ Result<int> SqliteStore::RequeuePublications(int64_t build_id, const std::string
 
 Result<std::map<std::string, int64_t>> SqliteStore::CountPublicationsByState() {
   Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT state, COUNT(*) FROM publications GROUP BY state"));
+  FARM_ASSIGN_OR_RETURN(auto s,
+                        db_->Prepare("SELECT state, COUNT(*) FROM publications GROUP BY state"));
   std::map<std::string, int64_t> out;
   for (int i = 0; i < 64; ++i) {
     FARM_ASSIGN_OR_RETURN(bool row, s->Step());

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "daemon/store/publication_state.h"
 #include "daemon/store/worker_state.h"
 #include "daemon/store/owner_rows.h"
 
@@ -369,7 +370,7 @@ struct PublicationRow {
   std::string filename;
   std::string sha256;  // blob of the published bytes; "" until prepared
   int64_t size = 0;
-  std::string state = "pending";
+  PublicationState state = PublicationState::kPending;
   int attempts = 0;
   int64_t not_before_ms = 0;
   std::string error;

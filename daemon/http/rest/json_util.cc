@@ -42,13 +42,16 @@ json::object JobJson(const store::JobRow& job, int64_t now_ms) {
   bool ran = job.started_ms > 0;
   int64_t wait_end = ran ? job.started_ms : (job.finished_ms > 0 ? job.finished_ms : now_ms);
   int64_t waited = job.reused_from > 0 ? 0 : std::max<int64_t>(0, wait_end - job.created_ms);
-  int64_t ran_ms = !ran ? 0 : std::max<int64_t>(
-      0, (job.finished_ms > 0 ? job.finished_ms : now_ms) - job.started_ms);
+  int64_t ran_ms = !ran ? 0
+                        : std::max<int64_t>(
+                              0, (job.finished_ms > 0 ? job.finished_ms : now_ms) - job.started_ms);
   return json::object{
       {"id", job.id},
       {"build_id", job.build_id},
-      {"cell", json::object{{"python", cell.python()}, {"torch", cell.torch()},
-                            {"cuda", cell.cuda()}, {"arch_list", cell.arch_list()},
+      {"cell", json::object{{"python", cell.python()},
+                            {"torch", cell.torch()},
+                            {"cuda", cell.cuda()},
+                            {"arch_list", cell.arch_list()},
                             {"platform", cell.platform()}}},
       {"variant", VariantOf(cell.cuda(), cell.torch())},
       {"state", JobStateName(job.state)},
@@ -93,11 +96,16 @@ json::object BuildJson(const store::BuildRow& build) {
 }
 
 json::object PublicationJson(const store::PublicationRow& row) {
-  return json::object{{"id", row.id},          {"target", row.target},
-                      {"kind", row.kind},      {"repo", row.repo},
-                      {"ref", row.ref},        {"path", row.path},
-                      {"filename", row.filename}, {"state", row.state},
-                      {"attempts", row.attempts}, {"error", log::Redact(row.error)},
+  return json::object{{"id", row.id},
+                      {"target", row.target},
+                      {"kind", row.kind},
+                      {"repo", row.repo},
+                      {"ref", row.ref},
+                      {"path", row.path},
+                      {"filename", row.filename},
+                      {"state", store::PublicationStateName(row.state)},
+                      {"attempts", row.attempts},
+                      {"error", log::Redact(row.error)},
                       {"remote_url", row.remote_url},
                       {"updated_at", FormatRfc3339(row.updated_ms)}};
 }
@@ -106,8 +114,10 @@ json::object PublishingSummary(const std::vector<store::PublicationRow>& rows) {
   json::object counts;
   std::string first_error;
   for (const auto& r : rows) {
-    counts[r.state] = (counts.contains(r.state) ? counts[r.state].as_int64() : 0) + 1;
-    if (r.state == "failed" && first_error.empty()) first_error = log::Redact(r.error);
+    std::string_view name = store::PublicationStateName(r.state);
+    counts[name] = (counts.contains(name) ? counts[name].as_int64() : 0) + 1;
+    if (r.state == store::PublicationState::kFailed && first_error.empty())
+      first_error = log::Redact(r.error);
   }
   return json::object{{"total", static_cast<int64_t>(rows.size())},
                       {"states", std::move(counts)},
@@ -137,9 +147,8 @@ json::object WorkerJson(const store::WorkerRow& worker, int64_t now_ms) {
   for (const auto& t : caps.toolkits()) toolkits.push_back(json::value(t.version()));
   json::array pythons;
   for (const auto& p : caps.pythons()) {
-    pythons.push_back(json::value(p.version() + (p.torch_version().empty()
-                                                     ? ""
-                                                     : " torch " + p.torch_version())));
+    pythons.push_back(json::value(
+        p.version() + (p.torch_version().empty() ? "" : " torch " + p.torch_version())));
   }
   return json::object{
       {"id", worker.id},

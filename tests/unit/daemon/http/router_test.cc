@@ -1,7 +1,8 @@
+#include "daemon/http/router.h"
+
 #include <set>
 
 #include "common/fs.h"
-#include "daemon/http/router.h"
 #include "farm/v1/types.pb.h"
 #include "tests/unit/daemon/http/http_fixture.h"
 
@@ -94,7 +95,8 @@ TEST_F(RouterTest, BuildWithRejectedCellsListsThem) {
   store::BuildRow b;
   b.recipe_name = "attn-example";
   b.submitted_by = "test";
-  b.rejected_cells = "py3.9 cuda12.1 9.0a: CUDA 12.1 cannot emit sm_90a\npy3.13 cuda13.0 8.0: no torch\n";
+  b.rejected_cells =
+      "py3.9 cuda12.1 9.0a: CUDA 12.1 cannot emit sm_90a\npy3.13 cuda13.0 8.0: no torch\n";
   std::vector<store::JobRow> jobs;
   ASSERT_OK(store_->CreateBuild(&b, &jobs));
   Router r = MakeRouter();
@@ -185,8 +187,9 @@ TEST_F(RouterTest, WorkersListGpusAndRunningJobs) {
   auto* g = caps.add_gpus();
   g->set_name("NVIDIA H100"), g->set_cc_major(9), g->set_cc_minor(0);
   caps.add_toolkits()->set_version("13.0");
-  ASSERT_OK(store_->UpsertWorker({"w1", "worker-1", caps.SerializeAsString(), store::WorkerState::kBusy,
-                                  clock_.NowUnixMs(), clock_.NowUnixMs()}));
+  ASSERT_OK(
+      store_->UpsertWorker({"w1", "worker-1", caps.SerializeAsString(), store::WorkerState::kBusy,
+                            clock_.NowUnixMs(), clock_.NowUnixMs()}));
   auto ids = AddBuild(1);
   Start(ids[0]);
   clock_.Advance(3000);
@@ -246,12 +249,17 @@ TEST_F(RouterTest, FailedPublicationsShowOnBuildsAndInMetrics) {
   Finish(ids[0]);
   auto artifacts = store_->ListArtifacts(ids[0]);
   ASSERT_OK(artifacts.status());
-  store::PublicationRow asset{.build_id = build_id, .artifact_id = artifacts->at(0).id,
-                              .target = "github", .kind = "asset", .repo = "o/r", .ref = "v1"};
-  asset.state = "failed";
+  store::PublicationRow asset{.build_id = build_id,
+                              .artifact_id = artifacts->at(0).id,
+                              .target = "github",
+                              .kind = "asset",
+                              .repo = "o/r",
+                              .ref = "v1"};
+  asset.state = store::PublicationState::kFailed;
   asset.error = "asset already exists (token ghp_secret in a URL?)";
   store::PublicationRow file = asset;
-  file.target = "hf", file.kind = "file", file.state = "published", file.error = "";
+  file.target = "hf", file.kind = "file", file.state = store::PublicationState::kPublished,
+  file.error = "";
   ASSERT_OK(store_->EnqueuePublications(artifacts->at(0).id, "queued", {asset, file},
                                         clock_.NowUnixMs()));
   Router r = MakeRouter();
@@ -269,4 +277,3 @@ TEST_F(RouterTest, FailedPublicationsShowOnBuildsAndInMetrics) {
 
 }  // namespace
 }  // namespace farm::http::testing
-

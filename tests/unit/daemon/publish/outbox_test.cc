@@ -24,8 +24,8 @@ class ScriptedGitHub final : public GitHubTarget {
   Result<GitHubRelease> GetOrCreateDraftRelease(const ReleaseSpec& spec) override {
     if (!next_error.ok()) return std::exchange(next_error, Status::Ok());
     auto& r = releases[spec.tag];
-    if (r.id == 0) r = {.id = 100 + static_cast<int64_t>(releases.size()), .tag_name = spec.tag,
-                        .draft = true};
+    if (r.id == 0)
+      r = {.id = 100 + static_cast<int64_t>(releases.size()), .tag_name = spec.tag, .draft = true};
     r.immutable = immutable && !r.draft;
     return r;
   }
@@ -51,8 +51,10 @@ class ScriptedGitHub final : public GitHubTarget {
     for (const auto& [tag, r] : releases) {
       if (r.id != id) continue;
       for (const auto& [name, sha] : uploads[tag]) {
-        out.push_back({.id = static_cast<int64_t>(out.size()) + 1, .name = name,
-                       .state = "uploaded", .digest = "sha256:" + sha,
+        out.push_back({.id = static_cast<int64_t>(out.size()) + 1,
+                       .name = name,
+                       .state = "uploaded",
+                       .digest = "sha256:" + sha,
                        .browser_download_url = "http://gh/dl/" + tag + "/" + name});
       }
     }
@@ -108,8 +110,8 @@ class OutboxTest : public ::testing::Test {
     PublisherOptions options;
     options.publish_pending_hardware = pending_ok;
     options.work_dir = dir_.path() + "/work";
-    return std::make_unique<Publisher>(
-        PublisherDeps{store_.get(), blobs_.get(), &clock_, gh, hf}, options);
+    return std::make_unique<Publisher>(PublisherDeps{store_.get(), blobs_.get(), &clock_, gh, hf},
+                                       options);
   }
 
   // A build of one job that succeeded with an unlabelled wheel; returns the build id.
@@ -129,8 +131,10 @@ class OutboxTest : public ::testing::Test {
     cell.set_python("3.12");
     cell.set_cuda("13.0");
     cell.set_platform("linux_x86_64");
-    store::BuildRow b{.recipe_name = "attn-example", .recipe = recipe.SerializeAsString(),
-                      .submitted_by = "t", .created_ms = 1};
+    store::BuildRow b{.recipe_name = "attn-example",
+                      .recipe = recipe.SerializeAsString(),
+                      .submitted_by = "t",
+                      .created_ms = 1};
     std::vector<store::JobRow> jobs(1);
     jobs[0].cell = cell.SerializeAsString();
     jobs[0].created_ms = 1;
@@ -146,13 +150,20 @@ class OutboxTest : public ::testing::Test {
     auto writer = blobs_->BeginWrite(size, sha).value();
     EXPECT_OK(writer->Append(fs::ReadFile(path).value()));
     EXPECT_OK(writer->Commit());
-    EXPECT_OK(store_->InsertArtifact({.job_id = job->id, .attempt = job->attempt,
-                                      .filename = spec.filename, .sha256 = sha, .size = size,
-                                      .validation = validation_blob, .created_ms = 20})
+    EXPECT_OK(store_
+                  ->InsertArtifact({.job_id = job->id,
+                                    .attempt = job->attempt,
+                                    .filename = spec.filename,
+                                    .sha256 = sha,
+                                    .size = size,
+                                    .validation = validation_blob,
+                                    .created_ms = 20})
                   .status());
     if (finish) {
-      EXPECT_OK(store_->CompleteAttempt({.job_id = job->id, .attempt = job->attempt,
-                                         .worker_id = "w1"}, 30).status());
+      EXPECT_OK(
+          store_
+              ->CompleteAttempt({.job_id = job->id, .attempt = job->attempt, .worker_id = "w1"}, 30)
+              .status());
     }
     return b.id;
   }
@@ -203,10 +214,10 @@ TEST_F(OutboxTest, UploadsTheLabelledWheelEverywhereThenPublishesTheReleaseWithN
   auto rows = Rows(build);
   const std::string name = "attn_example-1.0.0+cu130-cp312-cp312-linux_x86_64.whl";
   EXPECT_EQ(rows["github/asset"].filename, name);
-  EXPECT_EQ(rows["github/asset"].state, "published");
+  EXPECT_EQ(rows["github/asset"].state, store::PublicationState::kPublished);
   EXPECT_EQ(rows["github/asset"].ref, "v1.0.0-build" + std::to_string(build));
-  EXPECT_EQ(rows["github/release"].state, "published");
-  EXPECT_EQ(rows["hf/file"].state, "published");
+  EXPECT_EQ(rows["github/release"].state, store::PublicationState::kPublished);
+  EXPECT_EQ(rows["hf/file"].state, store::PublicationState::kPublished);
   EXPECT_EQ(rows["hf/file"].path, "build/cu130-x86_64-linux/" + name);
   ASSERT_EQ(hf.paths.size(), 1u);
   EXPECT_EQ(gh.upload_count, 1);
@@ -249,7 +260,8 @@ TEST_F(OutboxTest, EachWheelGoesOutWithItsProvenanceAndSignedChecksums) {
   ASSERT_OK(publisher.RunOnce().status());
   ASSERT_OK(publisher.RunOnce().status());
   auto rows = Rows(build);
-  ASSERT_EQ(rows["github/release"].state, "published") << rows["github/release"].error;
+  ASSERT_EQ(rows["github/release"].state, store::PublicationState::kPublished)
+      << rows["github/release"].error;
   const std::string name = rows["github/asset"].filename;
   const auto& assets = gh.uploads.begin()->second;
   for (const std::string& file :
@@ -282,10 +294,11 @@ TEST_F(OutboxTest, TheReleaseWaitsForTheBuildToFinish) {
   ASSERT_OK(publisher->RunOnce().status());
   EXPECT_TRUE(Rows(build).empty());  // the job has not succeeded: nothing to publish yet
   EXPECT_EQ(ReleaseWaitReason(store::kBuildRunning, {}, false), "waiting for the build to finish");
-  store::PublicationRow asset{.target = "github", .kind = "asset", .state = "failed"};
+  store::PublicationRow asset{
+      .target = "github", .kind = "asset", .state = store::PublicationState::kFailed};
   EXPECT_EQ(ReleaseWaitReason(store::kBuildSucceeded, {asset}, false),
             "waiting: 1 asset(s) failed");
-  asset.state = "uploaded";
+  asset.state = store::PublicationState::kUploaded;
   EXPECT_EQ(ReleaseWaitReason(store::kBuildSucceeded, {asset}, true),
             "waiting for wheels to pass validation");
   EXPECT_EQ(ReleaseWaitReason(store::kBuildFailed, {asset}, false), "");
@@ -299,11 +312,11 @@ TEST_F(OutboxTest, TransientErrorsBackOffPermanentOnesFailRedactedAndMissingToke
   auto publisher = MakePublisher(true, &gh, nullptr);
   ASSERT_OK(publisher->RunOnce().status());
   auto rows = Rows(build);
-  EXPECT_EQ(rows["github/asset"].state, "pending");
+  EXPECT_EQ(rows["github/asset"].state, store::PublicationState::kPending);
   EXPECT_EQ(rows["github/asset"].attempts, 1);
   EXPECT_EQ(rows["github/asset"].not_before_ms, clock_.NowUnixMs() + 2000);
   EXPECT_NE(rows["github/asset"].error.find("rate limited"), std::string::npos);
-  EXPECT_EQ(rows["hf/file"].state, "failed");
+  EXPECT_EQ(rows["hf/file"].state, store::PublicationState::kFailed);
   EXPECT_NE(rows["hf/file"].error.find("farmd has no HF_TOKEN"), std::string::npos);
   // A fixed secrets file does nothing until farmd restarts: the error says so.
   EXPECT_NE(rows["hf/file"].error.find("then restart farmd, which reads them only at start"),
@@ -317,7 +330,7 @@ TEST_F(OutboxTest, TransientErrorsBackOffPermanentOnesFailRedactedAndMissingToke
       Status::Unauthenticated("upload: HTTP 401: bad credentials ghp_outboxsecret123456");
   ASSERT_OK(publisher->RunOnce().status());
   rows = Rows(build);
-  EXPECT_EQ(rows["github/asset"].state, "failed");
+  EXPECT_EQ(rows["github/asset"].state, store::PublicationState::kFailed);
   EXPECT_EQ(rows["github/asset"].attempts, 2);
   EXPECT_EQ(rows["github/asset"].error.find("ghp_outboxsecret123456"), std::string::npos);
   EXPECT_NE(rows["github/asset"].error.find("[REDACTED]"), std::string::npos);
@@ -326,7 +339,7 @@ TEST_F(OutboxTest, TransientErrorsBackOffPermanentOnesFailRedactedAndMissingToke
   EXPECT_EQ(store_->RequeuePublications(build, "github", false, clock_.NowUnixMs()).value(), 2);
   ASSERT_OK(publisher->RunOnce().status());
   ASSERT_OK(publisher->RunOnce().status());
-  EXPECT_EQ(Rows(build)["github/release"].state, "published");
+  EXPECT_EQ(Rows(build)["github/release"].state, store::PublicationState::kPublished);
 }
 
 TEST_F(OutboxTest, ARowLeftUploadingByACrashIsWorkedAgainWithoutASecondUpload) {
@@ -336,18 +349,18 @@ TEST_F(OutboxTest, ARowLeftUploadingByACrashIsWorkedAgainWithoutASecondUpload) {
   auto publisher = MakePublisher(true, &gh, nullptr);
   ASSERT_OK(publisher->RunOnce().status());
   EXPECT_EQ(gh.upload_count, 1);
-  EXPECT_EQ(Rows(build)["github/release"].state, "pending");
+  EXPECT_EQ(Rows(build)["github/release"].state, store::PublicationState::kPending);
   // As if farmd died during the next attempt, before the row said how it ended.
   auto row = Rows(build)["github/asset"];
-  ASSERT_EQ(row.state, "pending");
-  row.state = "uploading";
+  ASSERT_EQ(row.state, store::PublicationState::kPending);
+  row.state = store::PublicationState::kUploading;
   ASSERT_OK(store_->UpdatePublication(row, clock_.NowUnixMs()));
   gh.lose_answer = false;
   auto restarted = MakePublisher(true, &gh, nullptr);
   ASSERT_OK(restarted->RunOnce().status());
   ASSERT_OK(restarted->RunOnce().status());
   auto rows = Rows(build);
-  EXPECT_EQ(rows["github/asset"].state, "published");
+  EXPECT_EQ(rows["github/asset"].state, store::PublicationState::kPublished);
   EXPECT_EQ(rows["github/asset"].attempts, 2);
   EXPECT_EQ(gh.upload_count, 1);
   EXPECT_EQ(gh.publish_count, 1);
@@ -365,7 +378,7 @@ TEST_F(OutboxTest, ASecondBuildAddsItsWheelToThePublishedReleaseAndTheNotesKeepT
   int64_t first = MakeSucceededBuild("", true, "cu{cuda_nodot}", kSharedTag, /*hf=*/false);
   ASSERT_OK(publisher->RunOnce().status());
   ASSERT_OK(publisher->RunOnce().status());
-  ASSERT_EQ(Rows(first)["github/release"].state, "published");
+  ASSERT_EQ(Rows(first)["github/release"].state, store::PublicationState::kPublished);
   ASSERT_FALSE(gh.releases["v1.0.0"].draft);
   // A wheel someone attached by hand: the farm knows nothing of it.
   gh.uploads["v1.0.0"]["other-0.1-py3-none-any.whl"] = std::string(64, 'a');
@@ -374,7 +387,8 @@ TEST_F(OutboxTest, ASecondBuildAddsItsWheelToThePublishedReleaseAndTheNotesKeepT
   ASSERT_OK(publisher->RunOnce().status());
   auto rows = Rows(second);
   EXPECT_EQ(rows["github/asset"].filename, kSecondWheel);
-  EXPECT_EQ(rows["github/release"].state, "published") << rows["github/release"].error;
+  EXPECT_EQ(rows["github/release"].state, store::PublicationState::kPublished)
+      << rows["github/release"].error;
   EXPECT_EQ(gh.upload_count, 2);
   EXPECT_EQ(gh.publish_count, 1);  // the published release was not patched to draft and back
   EXPECT_FALSE(gh.releases["v1.0.0"].draft);
@@ -382,9 +396,8 @@ TEST_F(OutboxTest, ASecondBuildAddsItsWheelToThePublishedReleaseAndTheNotesKeepT
   const std::string& notes = gh.releases["v1.0.0"].body;
   const std::string first_sha = Rows(first)["github/asset"].sha256;
   for (const std::string& text :
-       {std::string(kFirstWheel), first_sha, std::string(kSecondWheel),
-        rows["github/asset"].sha256, std::string("other-0.1-py3-none-any.whl"),
-        std::string(64, 'a'),
+       {std::string(kFirstWheel), first_sha, std::string(kSecondWheel), rows["github/asset"].sha256,
+        std::string("other-0.1-py3-none-any.whl"), std::string(64, 'a'),
         "(builds " + std::to_string(first) + ", " + std::to_string(second) + ")"}) {
     EXPECT_NE(notes.find(text), std::string::npos) << text << "\n" << notes;
   }
@@ -392,7 +405,8 @@ TEST_F(OutboxTest, ASecondBuildAddsItsWheelToThePublishedReleaseAndTheNotesKeepT
   size_t line = notes.find("[`" + std::string(kFirstWheel));
   ASSERT_NE(line, std::string::npos);
   EXPECT_NE(notes.substr(line, notes.find('\n', line) - line).find("| 3.12 | — | 13.0 |"),
-            std::string::npos) << notes;
+            std::string::npos)
+      << notes;
 }
 
 TEST_F(OutboxTest, AnImmutableReleaseFailsTheNewWheelsAtOnceAndAReRunNeedsNoUpload) {
@@ -402,14 +416,14 @@ TEST_F(OutboxTest, AnImmutableReleaseFailsTheNewWheelsAtOnceAndAReRunNeedsNoUplo
   int64_t first = MakeSucceededBuild("", true, "cu{cuda_nodot}", kSharedTag, /*hf=*/false);
   ASSERT_OK(publisher->RunOnce().status());
   ASSERT_OK(publisher->RunOnce().status());
-  ASSERT_EQ(Rows(first)["github/release"].state, "published");
+  ASSERT_EQ(Rows(first)["github/release"].state, store::PublicationState::kPublished);
   int64_t second = MakeSucceededBuild("", true, "cu{cuda_nodot}.rebuild", kSharedTag, false);
   ASSERT_OK(publisher->RunOnce().status());
   auto row = Rows(second)["github/asset"];
-  EXPECT_EQ(row.state, "failed");
+  EXPECT_EQ(row.state, store::PublicationState::kFailed);
   EXPECT_EQ(row.attempts, 1);  // no retry can help
-  for (const char* text : {"farm/wheels", "v1.0.0", kSecondWheel, "immutable",
-                                  "bump the recipe's version"}) {
+  for (const char* text :
+       {"farm/wheels", "v1.0.0", kSecondWheel, "immutable", "bump the recipe's version"}) {
     EXPECT_NE(row.error.find(text), std::string::npos) << text << ": " << row.error;
   }
   EXPECT_EQ(row.error.find(kFirstWheel), std::string::npos) << row.error;
@@ -420,8 +434,10 @@ TEST_F(OutboxTest, AnImmutableReleaseFailsTheNewWheelsAtOnceAndAReRunNeedsNoUplo
   ASSERT_OK(publisher->RunOnce().status());
   ASSERT_OK(publisher->RunOnce().status());
   auto rows = Rows(first);
-  EXPECT_EQ(rows["github/asset"].state, "published") << rows["github/asset"].error;
-  EXPECT_EQ(rows["github/release"].state, "published") << rows["github/release"].error;
+  EXPECT_EQ(rows["github/asset"].state, store::PublicationState::kPublished)
+      << rows["github/asset"].error;
+  EXPECT_EQ(rows["github/release"].state, store::PublicationState::kPublished)
+      << rows["github/release"].error;
   EXPECT_EQ(rows["github/asset"].remote_url, "http://gh/dl/v1.0.0/" + std::string(kFirstWheel));
   EXPECT_EQ(gh.upload_count, 1);
   EXPECT_EQ(gh.locked_upload_calls, 0);

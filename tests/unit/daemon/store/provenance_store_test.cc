@@ -87,7 +87,7 @@ TEST_F(ProvenanceStoreTest, HubFilesUnderAFolderAreTheUploadedOnes) {
   auto rows = store_->ListPublications(b.id).value();
   for (auto& r : rows) {
     if (r.artifact_id == 2) continue;  // still pending: not on the Hub yet
-    r.state = "uploaded";
+    r.state = store::PublicationState::kUploaded;
     ASSERT_OK(store_->UpdatePublication(r, 2));
   }
   auto under = store_->ListHubFilesUnder("o/r", "", "build/cu130/");

@@ -270,9 +270,11 @@ TEST_F(JobViewsTest, TheBuildListsItsWheelsAndPublicationsFailuresFirst) {
                            .target = "hf",
                            .kind = "file",
                            .repo = "o/r"};
-  ok.state = "published", ok.remote_url = "https://example.invalid/o/r/file";
+  ok.state = store::PublicationState::kPublished,
+  ok.remote_url = "https://example.invalid/o/r/file";
   store::PublicationRow bad = ok;
-  bad.target = "github", bad.kind = "asset", bad.state = "failed", bad.remote_url = "";
+  bad.target = "github", bad.kind = "asset", bad.state = store::PublicationState::kFailed,
+  bad.remote_url = "";
   bad.error = "422 already_exists";
   ASSERT_OK(store_->EnqueuePublications(artifact.id, "queued", {ok, bad}, clock_.NowUnixMs()));
   auto b = Build(r, build_id);
@@ -352,8 +354,9 @@ TEST_F(JobViewsTest, AValidationJobIsLabelledWithTheJobItValidatesAndWhatItWaits
   farm::v1::Capabilities caps;
   auto* gpu = caps.add_gpus();
   gpu->set_name("NVIDIA GeForce RTX 5090"), gpu->set_cc_major(12), gpu->set_cc_minor(0);
-  ASSERT_OK(store_->UpsertWorker({"w-rtx", "rtx-\u00e9", caps.SerializeAsString(), store::WorkerState::kBusy,
-                                  clock_.NowUnixMs(), clock_.NowUnixMs()}));
+  ASSERT_OK(
+      store_->UpsertWorker({"w-rtx", "rtx-\u00e9", caps.SerializeAsString(),
+                            store::WorkerState::kBusy, clock_.NowUnixMs(), clock_.NowUnixMs()}));
   auto leased = store_->AcquireJob("w-rtx", clock_.NowUnixMs(), 60'000, [&](const auto& j) {
     return j.id == validation ? "" : "not this one";
   });
