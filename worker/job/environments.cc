@@ -38,6 +38,11 @@ env::EnvSpec ToEnvSpec(const farm::v1::ProvisionSpec& spec, const std::string& t
   out.python = spec.python();
   out.torch = torch_version;
   out.requirements.assign(spec.requirements().begin(), spec.requirements().end());
+  if (auto it = spec.torch_requirements().find(torch_version);
+      it != spec.torch_requirements().end()) {
+    out.requirements.insert(out.requirements.end(), it->second.pins().begin(),
+                            it->second.pins().end());
+  }
   out.cuda = spec.cuda();
   if (!spec.platform().empty()) out.platform = spec.platform();
   return out;
