@@ -115,7 +115,9 @@ def test_job_builds_with_a_toolkit_from_redist_archives_then_reuses_it(farm, ups
         up[fake].control("reset", {})
     farm.start_farmd("--upstream-index", "cu130=%s/whl/cu130/" % up["index"].url,
                      "--upstream-tree", "redist=%s/" % up["redist"].url, http=True)
-    farm.start_worker("tk-1", "--provision", "--provision-no-host-toolkit", "--no-probe-kernels")
+    components = [a for c in COMPONENTS.split(",") for a in ("--provision-redist-component", c)]
+    farm.start_worker("tk-1", "--provision", "--provision-no-host-toolkit", "--no-probe-kernels",
+                      *components)
     farm.wait_workers(1)
     src = os.path.join(farm.root, "src")
     shutil.copytree(PACKAGE, src)
@@ -152,10 +154,15 @@ def test_job_builds_with_a_toolkit_from_redist_archives_then_reuses_it(farm, ups
     assert "provisions Python 3.11 + torch 2.9.0+cu130 + CUDA 13.0" in log, log
     assert re.search(r"environment ready in \d+ ms: built snapshot .*toolkit from redist "
                      r"archives", log), log
-    # The build's nvcc is the provisioned toolkit's, in the worker's cache.
-    m = re.search(r"(\S+/envs/toolkits/\S+/cuda/bin/nvcc) -shared .*arch=compute_90a,code=sm_90a",
-                  log)
+    # The build ran nvcc from CUDA_HOME: the compile cache's shim of the provisioned toolkit,
+    # which runs the nvcc unpacked from the redist archives in the worker's cache.
+    m = re.search(r"nvcc through CUDA_HOME=(\S+)\)", log)
     assert m, log
+    assert re.search(re.escape(m.group(1)) + r"/bin/nvcc -shared .*arch=compute_90a,code=sm_90a",
+                     log), log
+    with open(os.path.join(m.group(1), "bin", "nvcc")) as f:
+        shim = f.read()
+    assert re.search(r"/tk-1/envs/toolkits/[0-9a-f]{64}/cuda/bin/nvcc", shim), shim
     assert len(toolkits(farm)) == 1
     fetched = up["redist"].counters()
     for component in up["redist_data"]["components"].values():
