@@ -41,6 +41,15 @@ Result<farm::v1::ProvisionSpec> CellEnvironment(const farm::v1::Recipe& recipe,
     }
   }
   for (const std::string& r : recipe.environment().build_requirements()) spec.add_requirements(r);
+  // The pins of each release of the cell's torch minor on its variant's index: the worker
+  // adds those of the release it installs (known here only for a fixed release).
+  const std::string label = "+" + spec.torch_variant();
+  for (const auto& [release, pins] : recipe.environment().torch_requirements()) {
+    if (!cell.torch().empty() && release.ends_with(label) &&
+        release.rfind(cell.torch() + ".", 0) == 0) {
+      (*spec.mutable_torch_requirements())[release] = pins;
+    }
+  }
   return spec;
 }
 

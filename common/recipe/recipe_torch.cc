@@ -3,14 +3,15 @@
 // read after the matrix, whose values they are checked against.
 #include <algorithm>
 #include <cctype>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "common/arch.h"
-#include "common/wheel/wheel_name.h"
 #include "common/recipe/recipe_internal.h"
 #include "common/recipe/yaml_reader.h"
+#include "common/wheel/wheel_name.h"
 
 namespace farm::recipe {
 namespace {
@@ -174,30 +175,76 @@ Status ParseTorchMap(const Section& s, const farm::v1::Recipe& recipe,
   return Status::Ok();
 }
 
+// Exact pins (`where` names the list in messages); a project in `outer` (the recipe's
+// build_requirements, for a torch release's list) may not be pinned again.
+Status ParsePins(const ErrorSink& sink, const std::vector<Item>& pins, const std::string& where,
+                 const std::set<std::string>& outer, std::set<std::string>* seen,
+                 google::protobuf::RepeatedPtrField<std::string>* out) {
+  for (size_t i = 0; i < pins.size(); ++i) {
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    std::string project = PinnedProject(pins[i].text);
+    if (project.empty()) {
+      return sink.At(pins[i].pos, at +
+                                      " must be an exact pin NAME==VERSION, optionally "
+                                      "followed by --hash=sha256:HEX, got \"" +
+                                      pins[i].text + "\"");
+    }
+    if (project == "torch") {
+      return sink.At(pins[i].pos, at + " pins torch; the cell's torch comes from "
+                                       "environment.torch and its CUDA variant");
+    }
+    if (outer.contains(project)) {
+      return sink.At(pins[i].pos,
+                     at + " pins " + project + ", which environment.build_requirements pins");
+    }
+    if (!seen->insert(project).second) {
+      return sink.At(pins[i].pos, at + " pins " + project + " a second time");
+    }
+    *out->Add() = pins[i].text;
+  }
+  return Status::Ok();
+}
+
+// environment.torch_requirements: {"2.8.0+cu128": [pins of what that torch requires]}.
+Status ParseTorchRequirements(const Section& s, const std::set<std::string>& outer,
+                              farm::v1::EnvironmentSpec* env) {
+  const Field* f = s.Find("torch_requirements");
+  if (f == nullptr || f->value.IsNull()) return Status::Ok();
+  if (!f->value.IsMap()) {
+    return s.sink().At(f->value_pos(),
+                       "environment.torch_requirements must be a mapping of torch releases "
+                       "(\"2.8.0+cu128\") to lists of pins");
+  }
+  static const std::regex release_re(R"(\d{1,3}\.\d{1,3}\.\d{1,3}\+[a-z0-9]{1,20})");
+  for (auto it = f->value.begin(); it != f->value.end(); ++it) {
+    Position pos = ToPosition(it->first.Mark());
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+    if (!std::regex_match(key, release_re)) {
+      return s.sink().At(pos,
+                         "environment.torch_requirements keys are torch releases with "
+                         "their CUDA variant such as \"2.8.0+cu128\", got \"" +
+                             key.substr(0, 60) + "\"");
+    }
+    if (env->torch_requirements().contains(key)) {
+      return s.sink().At(pos, "environment.torch_requirements lists " + key + " twice");
+    }
+    const std::string where = "environment.torch_requirements." + key;
+    FARM_ASSIGN_OR_RETURN(std::vector<Item> pins,
+                          ReadStringList(s.sink(), Field{key, where, it->second, pos}));
+    std::set<std::string> seen;
+    farm::v1::PinList& list = (*env->mutable_torch_requirements())[key];
+    FARM_RETURN_IF_ERROR(ParsePins(s.sink(), pins, where, outer, &seen, list.mutable_pins()));
+  }
+  return Status::Ok();
+}
+
 Status ParseBuildRequirements(const Section& s, farm::v1::EnvironmentSpec* env) {
   std::vector<Item> pins;
   FARM_RETURN_IF_ERROR(s.GetStringList("build_requirements", &pins));
   std::set<std::string> seen;
-  for (size_t i = 0; i < pins.size(); ++i) {
-    const std::string where = "environment.build_requirements[" + std::to_string(i) + "]";
-    std::string project = PinnedProject(pins[i].text);
-    if (project.empty()) {
-      return s.sink().At(pins[i].pos, where +
-                                          " must be an exact pin NAME==VERSION, optionally "
-                                          "followed by --hash=sha256:HEX, got \"" +
-                                          pins[i].text + "\"");
-    }
-    if (project == "torch") {
-      return s.sink().At(pins[i].pos, where +
-                                          " pins torch; the cell's torch comes from "
-                                          "environment.torch and its CUDA variant");
-    }
-    if (!seen.insert(project).second) {
-      return s.sink().At(pins[i].pos, where + " pins " + project + " a second time");
-    }
-    env->add_build_requirements(pins[i].text);
-  }
-  return Status::Ok();
+  FARM_RETURN_IF_ERROR(ParsePins(s.sink(), pins, "environment.build_requirements", {}, &seen,
+                                 env->mutable_build_requirements()));
+  return ParseTorchRequirements(s, seen, env);
 }
 
 }  // namespace
@@ -242,7 +289,7 @@ Status ParseEnvironmentSection(const Section& top, farm::v1::Recipe* recipe) {
   if (f == nullptr) return Status::Ok();
   FARM_ASSIGN_OR_RETURN(
       Section s, Section::Read(top.sink(), f->value, f->key_pos, "environment", "environment.",
-                               {"torch", "build_requirements", "toolkit"}));
+                               {"torch", "build_requirements", "torch_requirements", "toolkit"}));
   if (recipe->matrix().python().empty()) {
     return s.sink().At(f->key_pos,
                        "a provisioned environment needs matrix.python: the "

@@ -2,10 +2,12 @@
 """Makes the content the upstream fakes serve, from what this machine really has:
 
   torch-wheels --out DIR --version 2.8.0+cu128 [--version ...] [--python-tag cp311 ...]
+          [--requires 'nvidia-cublas-cu12==12.8.4.1; platform_system == "Linux"' ...]
       Small REAL wheels named torch, with real local versions, that install with pip and
       import. The package is an honest stand-in, not torch: torch.__version__ and
       torch.version.cuda (from the local label: +cu128 -> "12.8") and nothing else; a
-      build that needs more says so by failing. Tagged <py>-<py>-manylinux_2_28_x86_64
+      build that needs more says so by failing. Its METADATA declares the --requires given
+      (as a real torch declares its nvidia-* wheels and triton). Tagged <py>-<py>-manylinux_2_28_x86_64
       like PyTorch's own wheels (Root-Is-Purelib: false).
   bulk-wheel --out DIR --name NAME --files N --bytes B
       A real wheel of N small files (B bytes each, distinct contents) for benchmarks: the
@@ -79,12 +81,15 @@ def record_hash(data):
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def write_wheel(out_dir, name, version, tag, files, requires_python=">=3.9", purelib=False):
-    """Writes a wheel holding `files` ({path: bytes}) and returns its path."""
+def write_wheel(out_dir, name, version, tag, files, requires_python=">=3.9", purelib=False,
+                requires_dist=()):
+    """Writes a wheel holding `files` ({path: bytes}) whose METADATA declares
+    `requires_dist`, and returns its path."""
     dist = re.sub(r"[-_.]+", "_", name)
     info = "%s-%s.dist-info" % (dist, version)
     metadata = ("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: test stand-in\n"
-                "Requires-Python: %s\n\n" % (name, version, requires_python)).encode()
+                "Requires-Python: %s\n%s\n" % (name, version, requires_python, "".join(
+                    "Requires-Dist: %s\n" % r for r in requires_dist))).encode()
     wheel = ("Wheel-Version: 1.0\nGenerator: upstream_data.py\nRoot-Is-Purelib: %s\nTag: %s\n"
              % ("true" if purelib else "false", tag)).encode()
     entries = dict(files)
@@ -119,7 +124,8 @@ def torch_wheels(args):
         for py in args.python_tag:
             tag = "%s-%s-manylinux_2_28_x86_64" % (py, py)
             path = write_wheel(args.out, "torch", version, tag,
-                               {"torch/__init__.py": init.encode(), "torch/version.py": ver.encode()})
+                               {"torch/__init__.py": init.encode(), "torch/version.py": ver.encode()},
+                               requires_dist=args.requires or ())
             made.append(path)
     return summary(made)
 
@@ -283,6 +289,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--version", action="append", required=True)
     p.add_argument("--python-tag", action="append")
+    p.add_argument("--requires", action="append", help="a Requires-Dist of the stand-in")
     p = sub.add_parser("bulk-wheel")
     p.add_argument("--out", required=True)
     p.add_argument("--name", required=True)

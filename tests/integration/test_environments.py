@@ -13,10 +13,14 @@ routes (/upstream/...):
   or the worker, the attempt fails as infrastructure (never the recipe's failure) and is
   retried, and succeeds once the upstream serves the right bytes;
 - kill -9 of the worker in the middle of a download leaves no half environment, and the
-  job is built after the worker restarts.
+  job is built after the worker restarts;
+- a torch whose METADATA requires a package the recipe does not pin fails as the recipe's
+  (not retried), before anything but metadata and torch is fetched, the log naming the pin
+  to add; with that pin the same cell provisions.
 
-The toolkit leg (CUDA from redist archives) is covered by test_provision.py: making the
-redist archives from the local toolkit takes minutes here; the recipe says `toolkit: false`.
+The toolkit leg (CUDA from redist archives) is covered by test_provision.py and, on the job
+path, test_toolkit_job.py: making the redist archives from the local toolkit takes minutes
+here; the recipe says `toolkit: false`.
 """
 
 import glob
@@ -33,7 +37,7 @@ import pytest
 
 from farm_harness import wait_until
 
-from test_provision import serve_index_and_python
+from test_provision import RunningFake, make, serve_index_and_python
 
 TORCH = {"cu128": "torch-2.8.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl",
          "cu130": "torch-2.9.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl"}
@@ -273,3 +277,57 @@ def test_kill_9_mid_download_leaves_no_half_environment_and_the_job_is_retried(f
     assert done["state"] == "BUILD_SUCCEEDED", json.dumps(done, indent=1)
     assert os.listdir(tmp) == []  # the leftover was swept when the cache opened
     assert len(env_entries(farm, "python")) == 1 and len(env_entries(farm, "envs")) == 1
+
+
+def test_torch_requiring_an_unpinned_package_is_the_recipes_failure_naming_the_pin(
+        farm, upstreams, tmp_path):
+    up = upstreams
+    reset(up)
+    # An index whose torch requires a package (as a real torch requires its nvidia-* wheels),
+    # and that package; the recipe pins only setuptools.
+    data = str(tmp_path / "cu128")
+    make("torch-wheels", "--out", data, "--version", "2.8.0+cu128", "--python-tag", "cp311",
+         "--requires", 'farmdep==1.0; platform_system == "Linux"',
+         "--requires", 'farmwin==1.0; sys_platform == "win32"',
+         "--requires", 'farmopt>=1; extra == "opt"')
+    make("host-wheels", "--out", data)
+    make("bulk-wheel", "--out", data, "--name", "farmdep", "--files", "1", "--bytes", "64")
+    index = RunningFake("fake_pyindex.py", ["--index", "/whl/cu128=" + data], str(tmp_path),
+                        "deps-index")
+    try:
+        farm.start_farmd("--upstream-index", "cu128=%s/whl/cu128/" % index.url,
+                         "--upstream-tree", "python=%s/" % up["python"].url, http=True)
+        start_worker(farm)
+        farm.wait_workers(1)
+        path = recipe(farm)
+        build = farm.ctl_json("submit", "--torch", "2.8", path)
+        done = finished(farm, build["id"])
+        assert done["state"] == "BUILD_FAILED", json.dumps(done, indent=1)
+        job = farm.ctl_json("job", str(done["jobs"][0]["id"]))
+        assert len(job["attempts"]) == 1, job  # the recipe's failure: not retried
+        attempt = job["attempts"][0]
+        assert attempt["cause"] == "CAUSE_BUILD_FAILED", attempt
+        detail = attempt["detail"]
+        assert "provisioning failed (invalid-request)" in detail, detail
+        assert ("add farmdep==1.0 (torch 2.8.0+cu128 requires farmdep==1.0; "
+                'platform_system == "Linux")') in detail, detail
+        assert "farmwin" not in detail and "farmopt" not in detail, detail
+        # Only torch was read: the package and the installer were never fetched upstream,
+        # and nothing half-made is in the worker's cache.
+        counted = index.counters()
+        assert not counted.get("file:farmdep-1.0-py3-none-any.whl"), counted
+        assert not any(k.startswith("file:pip-") for k in counted), counted
+        assert env_entries(farm, "envs") == []
+
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace('build_requirements: ["setuptools==66.1.1"]',
+                                 'build_requirements: ["setuptools==66.1.1", "farmdep==1.0"]'))
+        again = finished(farm, farm.ctl_json("submit", "--torch", "2.8", path)["id"])
+        assert again["state"] == "BUILD_SUCCEEDED", json.dumps(again, indent=1)
+        log = log_of(farm, again["jobs"][0]["id"])
+        assert "built snapshot" in log, log
+        assert len(env_entries(farm, "envs")) == 1
+    finally:
+        index.stop()

@@ -61,6 +61,8 @@ std::vector<FlagSpec> Specs() {
       {"provision-python-release", "URL",
        "folder of relocatable CPython archives with SHA256SUMS (default: farmd's)"},
       {"provision-no-host-python", "", "never build an environment on a host interpreter"},
+      {"provision-no-host-toolkit", "",
+       "never build an environment on a host CUDA toolkit: fetch it from redist archives"},
       {"provision-glibc", "X.Y", "glibc for manylinux wheel tags (default: this host's)"},
       {"provision-redist-component", "NAME",
        "a redist component of provisioned toolkits, repeatable (default cuda_nvcc, cuda_crt, "
@@ -141,6 +143,7 @@ Status ParseProvisionFlags(const Flags& flags, WorkerConfig& c) {
   p.redist = flags.Get("provision-redist");
   p.python_release = flags.Get("provision-python-release");
   p.host_pythons = !flags.Has("provision-no-host-python");
+  p.host_toolkits = !flags.Has("provision-no-host-toolkit");
   p.glibc = flags.Get("provision-glibc");
   p.installer = flags.Get("provision-installer");
   p.redist_components = flags.GetAll("provision-redist-component");

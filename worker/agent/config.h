@@ -37,6 +37,7 @@ struct ProvisionConfig {
   std::string redist;          // NVIDIA's redist folder
   std::string python_release;  // a CPython archive folder holding SHA256SUMS
   bool host_pythons = true;    // may use this host's interpreters of the cell's version
+  bool host_toolkits = true;   // may use this host's CUDA toolkits of the cell's version
   std::string glibc;           // for manylinux tags; default: this host's
   std::string installer;       // the pinned pip that installs (default: the provisioner's)
   std::vector<std::string> redist_components;  // empty: the provisioner's default set

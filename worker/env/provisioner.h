@@ -156,6 +156,19 @@ class Provisioner {
   Result<PythonArchive> ResolvePythonRelease(const std::string& version);
   Status BuildSnapshot(const EnvSpec& spec, const std::string& python, const std::string& dir,
                        ProvisionedEnv* env, const ProgressSink& progress);
+  // The wheel of pin `r` on `index` (r's version may lose its local label: ChooseWheel).
+  Result<upstream::IndexFile> ResolvePin(const std::string& index,
+                                         const upstream::TargetPython& target, Requirement* r,
+                                         ProvisionedEnv* env);
+  // FailedPrecondition (the recipe's) naming the pin to add for each requirement of the
+  // pinned wheels (`files`, resolved for `pins`) that the pins miss or contradict
+  // (pin_check.h). Reads the wheels' METADATA, PEP 658 metadata when the index offers it,
+  // else from the wheel (fetched into the cache, pinned in `download_pins`); torch's is
+  // read and checked before anything else is fetched.
+  Status CheckLock(const EnvSpec& spec, const std::string& index,
+                   const upstream::TargetPython& target, const std::vector<Requirement>& pins,
+                   const std::vector<upstream::IndexFile>& files,
+                   std::vector<CachePin>* download_pins, const ProgressSink& progress);
   std::string IndexFor(const EnvSpec& spec) const;
   Status CheckPythonVersion(const std::string& python, const std::string& wanted);
 

@@ -122,6 +122,26 @@ ProcessSpec InstallCommand(const std::string& uv, const std::string& venv, const
 
 }  // namespace
 
+Result<upstream::IndexFile> Provisioner::ResolvePin(const std::string& index,
+                                                    const upstream::TargetPython& target,
+                                                    Requirement* r, ProvisionedEnv* env) {
+  Result<std::vector<upstream::IndexFile>> files =
+      upstream::ListProjectFiles(*fetcher_, index, r->name);
+  if (!files.ok()) return files.status().WithContext(r->Spec());
+  std::string yanked;
+  FARM_ASSIGN_OR_RETURN(upstream::IndexFile chosen, ChooseWheel(*files, r, target, &yanked, env));
+  if (!yanked.empty()) env->notes.push_back(yanked);
+  if (!r->sha256.empty() && r->sha256 != chosen.sha256) {
+    return Status::DataLoss(r->Spec() + " is pinned to sha256 " + r->sha256 +
+                            " but the index lists " + chosen.sha256);
+  }
+  if (!SafeWheelName(chosen.filename)) {
+    return Status::InvalidArgument("the index names an unsafe file '" +
+                                   chosen.filename.substr(0, 200) + "'");
+  }
+  return chosen;
+}
+
 Status Provisioner::BuildSnapshot(const EnvSpec& spec, const std::string& python,
                                   const std::string& dir, ProvisionedEnv* env,
                                   const ProgressSink& progress) {
@@ -152,6 +172,16 @@ Status Provisioner::BuildSnapshot(const EnvSpec& spec, const std::string& python
     return Status::FailedPrecondition("this worker provisions " + target.arch + ", not " +
                                       spec.platform);
   }
+  // Resolve every pin on the index first (pages only), then check the pins are a complete
+  // lock by the wheels' metadata, torch's first, before any other wheel is fetched.
+  std::vector<upstream::IndexFile> files;
+  for (Requirement& r : pins) {
+    if (progress) progress({ProvisionPhase::kPackages, "resolving " + r.Spec() + " on " + index});
+    FARM_ASSIGN_OR_RETURN(upstream::IndexFile file, ResolvePin(index, target, &r, env));
+    files.push_back(std::move(file));
+  }
+  std::vector<CachePin> download_pins;
+  FARM_RETURN_IF_ERROR(CheckLock(spec, index, target, pins, files, &download_pins, progress));
   FARM_ASSIGN_OR_RETURN(std::string house, cache_->MakeScratch("wheelhouse-"));
   // uv's own cache, beside the wheelhouse (not in it: --find-links lists the house) and
   // gone with it; the venv keeps its installed files, hard links or copies.
@@ -161,39 +191,23 @@ Status Provisioner::BuildSnapshot(const EnvSpec& spec, const std::string& python
     if (!options_.uv.empty()) (void)fs::RemoveAll(uv_cache);
     return s;
   };
-  std::vector<CachePin> download_pins;
   std::string lock;
   std::string installer_wheel;
-  for (Requirement& r : pins) {
-    if (progress) progress({ProvisionPhase::kPackages, "resolving " + r.Spec() + " on " + index});
-    Result<std::vector<upstream::IndexFile>> files =
-        upstream::ListProjectFiles(*fetcher_, index, r.name);
-    if (!files.ok()) return cleanup(files.status().WithContext(r.Spec()));
-    std::string yanked;
-    Result<upstream::IndexFile> chosen = ChooseWheel(*files, &r, target, &yanked, env);
-    if (!chosen.ok()) return cleanup(chosen.status());
-    if (!yanked.empty()) env->notes.push_back(yanked);
-    if (!r.sha256.empty() && r.sha256 != chosen->sha256) {
-      return cleanup(Status::DataLoss(r.Spec() + " is pinned to sha256 " + r.sha256 +
-                                      " but the index lists " + chosen->sha256));
-    }
-    if (!SafeWheelName(chosen->filename)) {
-      return cleanup(Status::InvalidArgument("the index names an unsafe file '" +
-                                             chosen->filename.substr(0, 200) + "'"));
-    }
-    Result<CachePin> pin = cache_->Pin(kDownloads, chosen->sha256);
+  for (size_t i = 0; i < pins.size(); ++i) {
+    const upstream::IndexFile& chosen = files[i];
+    Result<CachePin> pin = cache_->Pin(kDownloads, chosen.sha256);
     if (!pin.ok()) return cleanup(pin.status());
     download_pins.push_back(std::move(*pin));
-    Result<std::string> blob = FetchVerified(
-        *cache_, *fetcher_, {chosen->url, chosen->sha256, chosen->size, chosen->filename},
-        ThrottledProgress(progress, ProvisionPhase::kPackages, chosen->filename));
+    Result<std::string> blob =
+        FetchVerified(*cache_, *fetcher_, {chosen.url, chosen.sha256, chosen.size, chosen.filename},
+                      ThrottledProgress(progress, ProvisionPhase::kPackages, chosen.filename));
     if (!blob.ok()) return cleanup(blob.status());
-    std::string linked = house + "/" + chosen->filename;
+    std::string linked = house + "/" + chosen.filename;
     if (link(blob->c_str(), linked.c_str()) != 0) {
       return cleanup(ErrnoStatus(errno, "cannot link", linked));
     }
-    if (&r == &pins[0]) installer_wheel = linked;
-    lock += r.Spec() + " " + chosen->filename + " sha256=" + chosen->sha256 + "\n";
+    if (i == 0) installer_wheel = linked;
+    lock += pins[i].Spec() + " " + chosen.filename + " sha256=" + chosen.sha256 + "\n";
   }
   if (progress)
     progress({ProvisionPhase::kSnapshot, "installing " + std::to_string(pins.size()) +

@@ -38,6 +38,11 @@ env::EnvSpec ToEnvSpec(const farm::v1::ProvisionSpec& spec, const std::string& t
   out.python = spec.python();
   out.torch = torch_version;
   out.requirements.assign(spec.requirements().begin(), spec.requirements().end());
+  if (auto it = spec.torch_requirements().find(torch_version);
+      it != spec.torch_requirements().end()) {
+    out.requirements.insert(out.requirements.end(), it->second.pins().begin(),
+                            it->second.pins().end());
+  }
   out.cuda = spec.cuda();
   if (!spec.platform().empty()) out.platform = spec.platform();
   return out;
@@ -155,7 +160,9 @@ Result<env::Provisioner*> Environments::Get(const farm::v1::Capabilities& caps) 
   if (config_.host_pythons) {
     for (const auto& py : caps.pythons()) o.host_pythons.push_back({py.version(), py.path()});
   }
-  for (const auto& tk : caps.toolkits()) o.host_toolkits.push_back({tk.version(), tk.path()});
+  if (config_.host_toolkits) {
+    for (const auto& tk : caps.toolkits()) o.host_toolkits.push_back({tk.version(), tk.path()});
+  }
   o.target.arch = caps.cpu_arch().empty() ? "x86_64" : caps.cpu_arch();
   o.target.glibc = config_.glibc.empty() ? gnu_get_libc_version() : config_.glibc;
   if (!config_.installer.empty()) o.installer = config_.installer;

@@ -25,7 +25,8 @@
 namespace farm::agent {
 
 // The provisioner's spec of a lease's environment, with `torch_version` the exact torch
-// ("" when the spec names none) already resolved by the caller for torch_newest.
+// ("" when the spec names none) already resolved by the caller for torch_newest; the
+// spec's torch_requirements of that release join its requirements.
 env::EnvSpec ToEnvSpec(const farm::v1::ProvisionSpec& spec, const std::string& torch_version);
 
 // The newest torch release `minor`.* with local label `variant` among `filenames` (wheel

@@ -71,15 +71,18 @@ TEST(CatalogProvisionedTest, SageAttention3ForCuda128OnPython313WithTheNewestTor
   std::vector<farm::v1::MatrixCell> cells = Cells(r);
   EXPECT_EQ(Environments(r, cells),
             (std::vector<std::string>{
-                "10.0a: Python 3.13 + torch 2.11 (newest on cu128) + CUDA 12.8 + 5 build "
+                "10.0a: Python 3.13 + torch 2.11 (newest on cu128) + CUDA 12.8 + 13 build "
                 "requirements",
-                "12.0a: Python 3.13 + torch 2.11 (newest on cu128) + CUDA 12.8 + 5 build "
+                "12.0a: Python 3.13 + torch 2.11 (newest on cu128) + CUDA 12.8 + 13 build "
                 "requirements"}));
   auto spec = CellEnvironment(r, cells[0]);
   ASSERT_OK(spec.status());
   EXPECT_TRUE(spec->torch_newest());
   EXPECT_EQ(spec->torch_minor(), "2.11");
   EXPECT_EQ(spec->torch_variant(), "cu128");
+  // The worker adds the pins of the release `newest` resolves to, when the recipe has them.
+  ASSERT_EQ(spec->torch_requirements().size(), 1u);
+  EXPECT_EQ(spec->torch_requirements().at("2.11.0+cu128").pins_size(), 19);
   // 2.11 is the newest torch minor released for CUDA 12.8: the "newest" of the field report.
   const auto& releases = arch::TorchReleases();
   EXPECT_EQ(releases.back().torch, (arch::Version{2, 11}));
@@ -95,7 +98,7 @@ TEST(CatalogProvisionedTest, SageAttentionForSm120OnCuda128AndPython311) {
   std::vector<farm::v1::MatrixCell> cells = Cells(r);
   EXPECT_EQ(Environments(r, cells),
             (std::vector<std::string>{
-                "12.0a: Python 3.11 + torch 2.8.0+cu128 + CUDA 12.8 + 4 build requirements"}));
+                "12.0a: Python 3.11 + torch 2.8.0+cu128 + CUDA 12.8 + 12 build requirements"}));
   BuildPlan plan = PlanBuilds({}, r);
   ASSERT_EQ(plan.builds.size(), 1u);
   EXPECT_EQ(plan.builds[0].torch_requirement, "torch==2.8.*");

@@ -253,6 +253,30 @@ TEST(EnvironmentTest, RefusesWhatAProvisionerCannotMake) {
             "comes from environment.torch and its CUDA variant");
   EXPECT_EQ(ErrorOf(t + "[ninja==1.11.1, Ninja==1.13.0]\n"),
             "recipe.yaml:7:39: environment.build_requirements[1] pins ninja a second time");
+  // torch_requirements: exact pins per torch release with its variant.
+  const std::string tr = m +
+                         "environment:\n  torch: {\"2.8\": newest}\n"
+                         "  build_requirements: [setuptools==80.9.0]\n  torch_requirements:\n";
+  auto pinned = Parse(tr +
+                      "    \"2.8.0+cu128\": [triton==3.4.0, nvidia-nccl-cu12==2.27.3]\n"
+                      "    \"2.8.0+cu129\": [triton==3.4.0]\n");
+  ASSERT_EQ(pinned.environment().torch_requirements().size(), 2u);
+  EXPECT_EQ(pinned.environment().torch_requirements().at("2.8.0+cu128").pins(1),
+            "nvidia-nccl-cu12==2.27.3");
+  EXPECT_EQ(ErrorOf(tr + "    \"2.8.0\": [triton==3.4.0]\n"),
+            "recipe.yaml:9:5: environment.torch_requirements keys are torch releases with "
+            "their CUDA variant such as \"2.8.0+cu128\", got \"2.8.0\"");
+  EXPECT_EQ(ErrorOf(tr + "    \"2.8.0+cu128\": [triton>=3]\n"),
+            "recipe.yaml:9:21: environment.torch_requirements.2.8.0+cu128[0] must be an exact "
+            "pin NAME==VERSION, optionally followed by --hash=sha256:HEX, got \"triton>=3\"");
+  EXPECT_EQ(ErrorOf(tr + "    \"2.8.0+cu128\": [setuptools==79.0.0]\n"),
+            "recipe.yaml:9:21: environment.torch_requirements.2.8.0+cu128[0] pins setuptools, "
+            "which environment.build_requirements pins");
+  EXPECT_EQ(ErrorOf(tr + "    \"2.8.0+cu128\": [torch==2.8.0]\n"),
+            "recipe.yaml:9:21: environment.torch_requirements.2.8.0+cu128[0] pins torch; the "
+            "cell's torch comes from environment.torch and its CUDA variant");
+  EXPECT_EQ(ErrorOf(tr + "    [a]: [b==1]\n").substr(0, 59),
+            "recipe.yaml:9:5: environment.torch_requirements keys are to");
   EXPECT_EQ(ErrorOf(m + "system_site_packages: true\nenvironment: {torch: {\"2.8\": newest}}\n"),
             "recipe.yaml:6:1: a provisioned environment is the whole build environment; "
             "system_site_packages would add the host's packages to it");

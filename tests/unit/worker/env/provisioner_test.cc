@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <map>
+
 #include "common/fs.h"
 #include "common/sha256.h"
 #include "tests/support/fake_upstream.h"
@@ -42,6 +44,39 @@ std::string MakeTarGz(const std::vector<std::tuple<std::string, std::string, int
     archive_entry_set_pathname(e, name.c_str());
     archive_entry_set_filetype(e, AE_IFREG);
     archive_entry_set_perm(e, mode);
+    archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
+    archive_write_header(a, e);
+    archive_write_data(a, content.data(), content.size());
+    archive_entry_free(e);
+  }
+  archive_write_close(a);
+  archive_write_free(a);
+  return out;
+}
+
+// A wheel (a zip holding NAME-VERSION.dist-info/METADATA and RECORD) of `name` `version`
+// whose METADATA requires `requires_dist`.
+std::string MakeWheel(const std::string& name, const std::string& version,
+                      const std::vector<std::string>& requires_dist = {}) {
+  std::string metadata = "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n";
+  for (const std::string& r : requires_dist) metadata += "Requires-Dist: " + r + "\n";
+  const std::string info = name + "-" + version + ".dist-info/";
+  std::string out;
+  archive* a = archive_write_new();
+  archive_write_set_format_zip(a);
+  archive_write_open(
+      a, &out, nullptr,
+      [](archive*, void* data, const void* buf, size_t n) -> la_ssize_t {
+        static_cast<std::string*>(data)->append(static_cast<const char*>(buf), n);
+        return static_cast<la_ssize_t>(n);
+      },
+      nullptr);
+  for (const auto& [path, content] : std::vector<std::pair<std::string, std::string>>{
+           {info + "METADATA", metadata}, {info + "RECORD", info + "METADATA,,\n"}}) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, path.c_str());
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
     archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
     archive_write_header(a, e);
     archive_write_data(a, content.data(), content.size());
@@ -95,8 +130,8 @@ FakeRun FakeCommands(const ProcessSpec& spec, const std::string& pip_error,
 class ProvisionerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    pip_ = "pip wheel bytes";
-    torch_ = "torch wheel bytes";
+    pip_ = MakeWheel("pip", "23.0.1");
+    torch_ = MakeWheel("torch", "2.8.0+cu128");
     fetcher_.Serve(std::string(kIndex) + "pip/", JsonPage(kPipWheel, pip_),
                    "application/vnd.pypi.simple.v1+json");
     fetcher_.Serve(std::string(kIndex) + "torch/", JsonPage(kTorchWheel, torch_),
@@ -397,6 +432,141 @@ TEST_F(ProvisionerTest, AnUnlabelledReleaseOnTheVariantsIndexIsTheVariantsBuild)
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("the index has: 2.8.0"), std::string::npos)
       << missing.status().ToString();
+}
+
+// A PEP 691 page of `files` (filename, wheel bytes); with `metadata` offered as PEP 658
+// metadata for the wheels it has an entry for (filename -> METADATA).
+std::string JsonPageOf(const std::vector<std::pair<std::string, std::string>>& files,
+                       const std::map<std::string, std::string>& metadata = {}) {
+  std::string out = R"({"meta": {"api-version": "1.1"}, "files": [)";
+  for (size_t i = 0; i < files.size(); ++i) {
+    const auto& [filename, body] = files[i];
+    std::string url = filename;
+    if (size_t plus = url.find('+'); plus != std::string::npos) url.replace(plus, 1, "%2B");
+    out += std::string(i ? ", " : "") + R"({"filename": ")" + filename + R"(", "url": "../)" + url +
+           R"(", "hashes": {"sha256": ")" + Sha256Hex(body) + R"("})";
+    if (auto it = metadata.find(filename); it != metadata.end()) {
+      out += R"(, "core-metadata": {"sha256": ")" + Sha256Hex(it->second) + R"("})";
+    }
+    out += "}";
+  }
+  return out + "]}";
+}
+
+// An index whose torch declares requirements, with PEP 658 metadata for it, and the
+// projects those requirements name.
+class LockCheckTest : public ProvisionerTest {
+ protected:
+  void SetUp() override {
+    ProvisionerTest::SetUp();
+    torch_metadata_ =
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.8.0+cu128\n"
+        "Requires-Dist: sympy>=1.13.3\n"
+        "Requires-Dist: nvidia-cublas-cu12==12.8.4.1; platform_system == \"Linux\" and "
+        "platform_machine == \"x86_64\"\n"
+        "Requires-Dist: setuptools; python_version >= \"3.12\"\n"
+        "Requires-Dist: pywin32; sys_platform == 'win32'\n"
+        "Requires-Dist: optree>=0.13.0; extra == \"optree\"\n";
+    fetcher_.Serve(std::string(kIndex) + "torch/",
+                   JsonPageOf({{kTorchWheel, torch_}}, {{kTorchWheel, torch_metadata_}}),
+                   "application/vnd.pypi.simple.v1+json");
+    torch_url_ = std::string(kIndex) + "torch-2.8.0%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl";
+    fetcher_.Serve(torch_url_ + ".metadata", torch_metadata_);
+    AddProject("sympy", "1.13.0", {"mpmath<1.4,>=1.1.0"});
+    AddProject("sympy", "1.14.0", {"mpmath<1.4,>=1.1.0"});
+    AddProject("mpmath", "1.3.0", {"pytest (>=4.6) ; extra == 'develop'"});
+    AddProject("nvidia-cublas-cu12", "12.8.4.1", {}, "manylinux_2_27_x86_64");
+  }
+
+  // Serves `name` `version` (a py3 wheel, or one for `platform`) next to those served before.
+  void AddProject(const std::string& name, const std::string& version,
+                  const std::vector<std::string>& requires_dist, const std::string& platform = "") {
+    std::string stem = name;
+    std::replace(stem.begin(), stem.end(), '-', '_');
+    std::string filename =
+        stem + "-" + version +
+        (platform.empty() ? "-py3-none-any.whl" : "-py3-none-" + platform + ".whl");
+    std::string body = MakeWheel(name, version, requires_dist);
+    auto& files = projects_[name];
+    files.push_back({filename, body});
+    fetcher_.Serve(std::string(kIndex) + name + "/", JsonPageOf(files),
+                   "application/vnd.pypi.simple.v1+json");
+    fetcher_.Serve(std::string(kIndex) + filename, body);
+  }
+
+  std::string torch_metadata_, torch_url_;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> projects_;
+};
+
+TEST_F(LockCheckTest, TorchRequiringUnpinnedPackagesIsTheRecipesFailureBeforeAnyWheelIsFetched) {
+  auto p = Make();
+  auto r = p->Provision(spec_, JobDir("job"), nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(FailureOf(r.status()), ProvisionFailure::kInvalidRequest);
+  EXPECT_FALSE(IsInfrastructureFailure(FailureOf(r.status())));
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("add sympy==1.14.0 (torch 2.8.0+cu128 requires sympy>=1.13.3)"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("add nvidia-cublas-cu12==12.8.4.1 (torch 2.8.0+cu128 requires "
+                   "nvidia-cublas-cu12==12.8.4.1; platform_system"),
+            std::string::npos)
+      << m;
+  // Requirements for another Python, platform or an extra nobody asked for do not count.
+  for (const char* absent : {"setuptools", "pywin32", "optree", "mpmath"}) {
+    EXPECT_EQ(m.find(absent), std::string::npos) << absent << " in " << m;
+  }
+  // Only torch's metadata was read: no wheel fetched, nothing installed, nothing cached.
+  EXPECT_EQ(fetcher_.Count(torch_url_ + ".metadata"), 1);
+  EXPECT_EQ(fetcher_.Count(torch_url_), 0);
+  EXPECT_EQ(fetcher_.Count(std::string(kIndex) + kPipWheel), 0);
+  EXPECT_TRUE(runner_.commands().empty());
+  EXPECT_FALSE(p->cache().IsComplete(kEnvs, *p->SnapshotKey(spec_)));
+  EXPECT_FALSE(fs::Exists(tmp_.path() + "/job/venv"));
+}
+
+TEST_F(LockCheckTest, ARequirementOfAPinnedDependencyAndAMismatchedPinAreNamed) {
+  auto p = Make();
+  EnvSpec spec = spec_;
+  spec.requirements = {"sympy==1.13.0", "nvidia-cublas-cu12==12.8.4.1"};
+  auto r = p->Provision(spec, JobDir("a"), nullptr);
+  ASSERT_EQ(FailureOf(r.status()), ProvisionFailure::kInvalidRequest) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("replace sympy==1.13.0 with sympy==1.14.0 (torch "
+                                      "2.8.0+cu128 requires sympy>=1.13.3)"),
+            std::string::npos)
+      << r.status().message();
+
+  spec.requirements = {"sympy==1.14.0", "nvidia-cublas-cu12==12.8.4.1"};
+  r = p->Provision(spec, JobDir("b"), nullptr);
+  ASSERT_EQ(FailureOf(r.status()), ProvisionFailure::kInvalidRequest) << r.status().ToString();
+  EXPECT_NE(
+      r.status().message().find("add mpmath==1.3.0 (sympy 1.14.0 requires mpmath<1.4,>=1.1.0)"),
+      std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(runner_.commands().empty());
+}
+
+TEST_F(LockCheckTest, ACompleteLockProvisions) {
+  auto p = Make();
+  EnvSpec spec = spec_;
+  spec.requirements = {"sympy==1.14.0", "mpmath==1.3.0", "nvidia-cublas-cu12==12.8.4.1"};
+  auto r = p->Provision(spec, JobDir("job"), nullptr);
+  ASSERT_OK(r.status());
+  EXPECT_TRUE(r->snapshot_built);
+  for (const char* pin :
+       {"torch==2.8.0+cu128", "sympy==1.14.0", "mpmath==1.3.0", "nvidia-cublas-cu12==12.8.4.1"}) {
+    EXPECT_TRUE(fs::Exists(r->venv_dir + "/lib/python3.11/site-packages/" + pin + ".installed"))
+        << pin;
+  }
+  EXPECT_EQ(fetcher_.Count(torch_url_), 1);  // the metadata first, then the wheel once
+}
+
+TEST_F(LockCheckTest, MetadataNotMatchingItsDigestIsRefused) {
+  fetcher_.Serve(torch_url_ + ".metadata", torch_metadata_ + "Requires-Dist: evil\n");
+  auto p = Make();
+  auto r = p->Provision(spec_, JobDir("job"), nullptr);
+  EXPECT_EQ(FailureOf(r.status()), ProvisionFailure::kChecksumMismatch) << r.status().ToString();
+  EXPECT_TRUE(runner_.commands().empty());
 }
 
 }  // namespace

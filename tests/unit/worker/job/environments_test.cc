@@ -26,6 +26,11 @@ TEST(EnvironmentsTest, TurnsALeaseSpecIntoTheProvisionersSpec) {
   EXPECT_EQ(out.platform, "linux_x86_64");
   ASSERT_EQ(out.requirements.size(), 1u);
   EXPECT_OK(env::Validate(out));
+  // The pins of the torch release installed join the requirements; another release's do not.
+  (*spec.mutable_torch_requirements())["2.11.0+cu130"].add_pins("triton==3.6.0");
+  (*spec.mutable_torch_requirements())["2.11.1+cu130"].add_pins("triton==3.6.1");
+  out = ToEnvSpec(spec, "2.11.0+cu130");
+  EXPECT_EQ(out.requirements, (std::vector<std::string>{"setuptools==80.9.0", "triton==3.6.0"}));
 }
 
 TEST(EnvironmentsTest, NewestTorchOfAMinorAndVariant) {
