@@ -195,8 +195,15 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
   FARM_RETURN_IF_ERROR(recipe::CheckBuildable(expansion));
   std::ostringstream rejected;
   for (const auto& r : expansion.rejected) rejected << r << "\n";
+  // One job per planned build: a cell each, or with torch_abi.stable one per group of
+  // cells, built once and validated in each cell of its group (common/recipe/build_plan.h).
+  recipe::BuildPlan builds = recipe::PlanExpansion(expansion, recipe);
+  FARM_RETURN_IF_ERROR(builds.status);
+  // Each build's wheel needs a name of its own (a stable-ABI group's cells share one wheel).
+  std::vector<farm::v1::MatrixCell> build_cells;
+  for (const recipe::PlannedBuild& planned : builds.builds) build_cells.push_back(planned.build);
   FARM_RETURN_IF_ERROR(recipe::CheckWheelNames(
-      recipe, expansion.cells, req.recipe_path().empty() ? "recipe.yaml" : req.recipe_path(),
+      recipe, build_cells, req.recipe_path().empty() ? "recipe.yaml" : req.recipe_path(),
       req.matrix().arch_lists_size() > 0));
   int64_t now = ctx.clock->NowUnixMs();
   plan.build = store::BuildRow{.recipe_name = recipe.name(),
@@ -207,10 +214,6 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
                                .created_ms = now,
                                .source_sha256 = source_sha};
   std::string source_id = cron::SourceIdentity(recipe.source(), req.source_digest());
-  // One job per planned build: a cell each, or with torch_abi.stable one per group of
-  // cells, built once and validated in each cell of its group (common/recipe/build_plan.h).
-  recipe::BuildPlan builds = recipe::PlanExpansion(expansion, recipe);
-  FARM_RETURN_IF_ERROR(builds.status);
   const bool stable = !recipe.torch_abi().stable_floor().empty();
   for (recipe::PlannedBuild& planned : builds.builds) {
     const farm::v1::MatrixCell& cell = planned.build;

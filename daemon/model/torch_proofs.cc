@@ -60,7 +60,9 @@ Result<std::vector<farm::v1::TorchProof>> TorchProofs(store::Store& store,
   std::vector<farm::v1::TorchProof> out;
   if (needs.validate_in_size() == 0) return out;
   store::JobRow built = job;
-  if (job.reused_from > 0) FARM_ASSIGN_OR_RETURN(built, store.GetJob(job.reused_from));
+  if (job.reused_from > 0) {
+    FARM_ASSIGN_OR_RETURN(built, store.GetJob(job.reused_from));
+  }
   if (built.state != store::kJobSucceeded) {
     bool open = built.state == store::kJobPending || built.state == store::kJobRunning;
     for (const auto& cell : needs.validate_in()) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "daemon/model/convert.h"
 #include "daemon/model/torch_proofs.h"
 #include "tests/support/test_util.h"
 
