@@ -286,6 +286,24 @@ std::string GraphText(const farm::v1::Job& j) {
   return o.str();
 }
 
+// A stable-ABI build: the torches its wheel was proven with, and how each cell fared.
+std::string ProofText(const farm::v1::Job& j) {
+  if (j.torch_proofs_size() == 0) return "";
+  std::ostringstream o;
+  o << "    proven with torch ";
+  for (int i = 0; i < j.proven_torch_size(); ++i) o << (i ? ", " : "") << j.proven_torch(i);
+  if (j.proven_torch_size() == 0) o << "(none yet)";
+  o << "\n";
+  for (const auto& p : j.torch_proofs()) {
+    o << "      torch " << p.cell().torch() << " (Python " << p.cell().python() << ", CUDA "
+      << p.cell().cuda() << "): " << Lower(farm::v1::ProofState_Name(p.state()), "PROOF_");
+    if (p.job_id() > 0) o << " (job " << p.job_id() << ")";
+    if (!p.detail().empty()) o << " - " << p.detail();
+    o << "\n";
+  }
+  return o.str();
+}
+
 }  // namespace
 
 std::string FormatJob(const farm::v1::Job& j) {
@@ -321,6 +339,7 @@ std::string FormatJob(const farm::v1::Job& j) {
     o << ValidationText(a.validation());
   }
   o << GraphText(j);
+  o << ProofText(j);
   if (!j.waiting_reason().empty()) {
     o << "    waiting: " << j.waiting_reason()
       << (j.unplaceable() ? " (no worker can take it)" : "") << "\n";

@@ -225,6 +225,21 @@ function failureHtml(f) {
     ${lines ? `<pre class="mono failure-lines">${lines}</pre>` : ''}</div>`;
 }
 
+// A stable-ABI build: the torches its wheel was proven with, then how each cell fared.
+function proofsHtml(j) {
+  if (!j.torch_proofs || !j.torch_proofs.length) return '';
+  const rows = j.torch_proofs.map((p) => {
+    const state = String(p.state || '').replace('PROOF_', '').toLowerCase();
+    const job = Number(p.job_id) > 0 ? `<a href="#/job/${Number(p.job_id)}">job ${Number(p.job_id)}</a>` : '';
+    return `<tr class="proof-${esc(state)}"><td>${esc(p.cell.torch)}</td><td>${esc(p.cell.python)}</td>
+      <td>${esc(p.cell.cuda)}</td><td>${esc(state)}</td><td>${job}</td><td>${esc(p.detail || '')}</td></tr>`;
+  }).join('');
+  const proven = (j.proven_torch || []).map(esc).join(', ') || 'none yet';
+  return `<div class="banner" id="proofs"><b>Proven with torch:</b> <span class="proven">${proven}</span>
+    <table class="validation"><tr><th>Torch</th><th>Python</th><th>CUDA</th><th>Validation</th><th>Job</th>
+    <th>Detail</th></tr>${rows}</table></div>`;
+}
+
 async function refreshJob(t, id) {
   try {
     const fetchedAt = Date.now();
@@ -242,7 +257,7 @@ async function refreshJob(t, id) {
       waited ${dur(j.waited_ms)}${j.ran_ms || j.state === 'JOB_RUNNING' ? ' · ' + elapsedHtml(j.ran_ms + live, j.expected_ms) : ''}
       ${j.expected_ms > 0 && j.state === 'JOB_PENDING' ? ` · expected to take ~${dur(j.expected_ms)}` : ''}
       ${progressHtml(j.progress)}</p>
-      ${failureHtml(j.failure)}${waitingHtml(j.waiting)}
+      ${failureHtml(j.failure)}${waitingHtml(j.waiting)}${proofsHtml(j)}
       ${j.error && !j.failure && !j.waiting ? `<p class="error">${esc(j.error)}</p>` : ''}
       ${j.state === 'JOB_FAILED' || j.state === 'JOB_CANCELLED' ? '<button id="retry">Retry job</button>' : ''}`;
     const retry = document.getElementById('retry');

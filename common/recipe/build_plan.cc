@@ -5,8 +5,8 @@
 #include <tuple>
 
 #include "common/arch.h"
-#include "common/wheel/requires_dist.h"
 #include "common/recipe/matrix.h"
+#include "common/wheel/requires_dist.h"
 
 namespace farm::recipe {
 namespace {
@@ -62,7 +62,10 @@ BuildPlan PlanStable(std::vector<farm::v1::MatrixCell> cells, const farm::v1::To
 }  // namespace
 
 BuildPlan PlanBuilds(const farm::v1::MatrixAxes& requested, const farm::v1::Recipe& recipe) {
-  MatrixExpansion expansion = ExpandMatrix(requested, recipe.matrix());
+  return PlanExpansion(ExpandMatrix(requested, recipe.matrix()), recipe);
+}
+
+BuildPlan PlanExpansion(MatrixExpansion expansion, const farm::v1::Recipe& recipe) {
   BuildPlan plan;
   if (!expansion.status.ok()) {
     plan.rejected = std::move(expansion.rejected);

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/recipe/matrix.h"
 #include "common/status.h"
 #include "farm/v1/types.pb.h"
 
@@ -48,6 +49,9 @@ struct BuildPlan {
 
 // Plans the builds of `requested` (as ExpandMatrix) for `recipe`.
 BuildPlan PlanBuilds(const farm::v1::MatrixAxes& requested, const farm::v1::Recipe& recipe);
+
+// Plans the builds of an expansion made already (ExpandRequest, as farmd's submit does).
+BuildPlan PlanExpansion(MatrixExpansion expansion, const farm::v1::Recipe& recipe);
 
 // "validated with torch 2.9, 2.10, 2.11 (CUDA 13.0)": the torch versions (and their CUDA)
 // a planned build's wheel is validated with, for logs and job pages.

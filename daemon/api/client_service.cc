@@ -16,6 +16,7 @@
 #include "daemon/auth/ownership.h"
 #include "daemon/http/rest/job_views.h"
 #include "daemon/model/convert.h"
+#include "daemon/model/torch_proofs.h"
 #include "daemon/sched/placement.h"
 
 namespace farm::api {
@@ -84,6 +85,10 @@ Result<farm::v1::Job> LoadJobWith(const ServiceContext& ctx, const store::JobRow
   }
   if (row.state == store::kJobPending && view) AddPlacementReasons(ctx, **view, row, &job);
   if (in_graph) FARM_RETURN_IF_ERROR(AddJobGraph(ctx, &job));
+  // A stable-ABI build: the torches its wheel was proven with (fanout.h).
+  if (job.needs().validate_in_size() > 0) {
+    FARM_RETURN_IF_ERROR(model::AddTorchProofs(*ctx.store, row, &job));
+  }
   return job;
 }
 
@@ -231,8 +236,8 @@ grpc::Status ClientService::ListBuilds(grpc::ServerContext* call,
         // which builds no worker can take.
         if (!fleet_read) view = ReadPlacementView(*ctx_), fleet_read = true;
         if (!view) continue;
-        std::string key = j.cell + '\0' + j.needs + '\0' + std::to_string(j.not_before_ms) +
-                          '\0' + j.error;
+        std::string key =
+            j.cell + '\0' + j.needs + '\0' + std::to_string(j.not_before_ms) + '\0' + j.error;
         auto [it, fresh] = explained.try_emplace(key);
         if (fresh) {
           it->second = model::ExplainPendingJob(j, (*view)->fleet, (*view)->peers,

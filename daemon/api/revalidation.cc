@@ -43,27 +43,6 @@ std::vector<std::string> CommonRunsOn(const std::vector<store::ArtifactRow>& art
   return common;
 }
 
-// The validation job of `job`'s attempt `attempt` (not stored yet).
-Result<store::JobRow> ValidationJobFor(store::Store& store, const store::JobRow& job, int attempt,
-                                       int64_t now_ms, int max_attempts) {
-  FARM_ASSIGN_OR_RETURN(auto all, store.ListArtifacts(job.id));
-  std::vector<store::ArtifactRow> artifacts;
-  for (const auto& a : all) {
-    if (a.attempt == attempt) artifacts.push_back(a);
-  }
-  farm::v1::JobNeeds needs;
-  for (std::string& cc : CommonRunsOn(artifacts)) needs.add_gpu_ccs(std::move(cc));
-  return store::JobRow{.build_id = job.build_id,
-                       .cell = job.cell,
-                       .priority = job.priority,
-                       .max_attempts = max_attempts,
-                       .created_ms = now_ms,
-                       .kind = store::kJobValidate,
-                       .target_job_id = job.id,
-                       .target_attempt = attempt,
-                       .needs = needs.SerializeAsString()};
-}
-
 std::string JobName(const store::JobRow& job) {
   return "job " + std::to_string(job.id) + " attempt " + std::to_string(job.attempt);
 }
@@ -84,6 +63,28 @@ bool SomePeerHasGpu(const std::vector<sched::PeerWorker>& peers,
 }
 
 }  // namespace
+
+Result<store::JobRow> ValidationJobFor(store::Store& store, const store::JobRow& job, int attempt,
+                                       int64_t now_ms, int max_attempts) {
+  FARM_ASSIGN_OR_RETURN(auto all, store.ListArtifacts(job.id));
+  std::vector<store::ArtifactRow> artifacts;
+  for (const auto& a : all) {
+    if (a.attempt == attempt) artifacts.push_back(a);
+  }
+  farm::v1::JobNeeds needs;
+  for (std::string& cc : CommonRunsOn(artifacts)) needs.add_gpu_ccs(std::move(cc));
+  // A provisioned cell is validated in its environment, which a provisioning worker makes.
+  needs.set_provisioned(ParseBlob<farm::v1::JobNeeds>(job.needs).provisioned());
+  return store::JobRow{.build_id = job.build_id,
+                       .cell = job.cell,
+                       .priority = job.priority,
+                       .max_attempts = max_attempts,
+                       .created_ms = now_ms,
+                       .kind = store::kJobValidate,
+                       .target_job_id = job.id,
+                       .target_attempt = attempt,
+                       .needs = needs.SerializeAsString()};
+}
 
 Result<store::JobRow> QueueValidation(store::Store& store, const Clock& clock, int64_t artifact_id,
                                       int max_attempts) {
@@ -150,6 +151,9 @@ Result<int> Revalidator::RunOnce() {
       continue;
     }
     FARM_ASSIGN_OR_RETURN(auto earlier, store_->ListValidationJobs(target.first, target.second));
+    // Only those in the wheels' own cell: a stable-ABI wheel's validations in its other
+    // torches (fanout.h) do not stand for it.
+    std::erase_if(earlier, [&job](const store::JobRow& v) { return v.cell != job.cell; });
     if (std::any_of(earlier.begin(), earlier.end(), IsOpen)) continue;
     std::set<std::string> tried;
     for (const auto& v : earlier) {

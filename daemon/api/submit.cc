@@ -9,6 +9,11 @@
 // match the cell, so every wheel a key can name was built with a toolchain the cell allows. A key
 // with an unknown source (an unresolved ref) is empty and never matches.
 //
+// Stable ABI (docs/recipes.md, "Torch ABI"): a recipe with torch_abi.stable is planned by
+// recipe::PlanExpansion, one job per planned build, in its build cell, carrying the cells
+// its wheel is validated in (JobNeeds.validate_in, part of its key); the validation jobs of
+// the other cells are queued when it succeeds (fanout.h). Other recipes: a job per cell.
+//
 // Graphs (docs/recipes.md, "Requirements"): the request carries the recipes the recipe requires,
 // read by the client. Every recipe of the graph is planned and checked first; then the
 // required builds are stored (answered from stored wheels or merged onto identical jobs in
@@ -29,6 +34,7 @@
 
 #include "common/arch.h"
 #include "common/log.h"
+#include "common/recipe/build_plan.h"
 #include "common/recipe/matrix.h"
 #include "common/recipe/recipe.h"
 #include "common/recipe/wheel_names.h"
@@ -51,7 +57,8 @@ int64_t Mib(double gb) { return static_cast<int64_t>(std::llround(gb * 1024)); }
 // The key of everything that determines a job's output that farmd knows at submit time.
 // Empty when the source content is unknown, so such jobs are never answered from cache.
 std::string BuildKey(const farm::v1::Recipe& recipe, const std::string& source_identity,
-                     const farm::v1::MatrixCell& cell) {
+                     const farm::v1::MatrixCell& cell,
+                     const google::protobuf::RepeatedPtrField<farm::v1::MatrixCell>& validate_in) {
   if (source_identity.empty()) return "";
   Sha256 h;
   auto field = [&h](const std::string& s) {
@@ -71,6 +78,11 @@ std::string BuildKey(const farm::v1::Recipe& recipe, const std::string& source_i
   if (recipe.matrix().has_torch_follow()) {
     auto pin = recipe.environment().torch().find(cell.torch());
     field(pin == recipe.environment().torch().end() ? "" : pin->second);
+  }
+  // A stable-ABI build's job is its wheel and the torches it is proven with: another set
+  // of cells to validate in is another job.
+  for (const farm::v1::MatrixCell& c : validate_in) {
+    field("validate:" + c.python() + "/" + c.torch() + "/" + c.cuda());
   }
   return h.HexDigest();
 }
@@ -183,8 +195,15 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
   FARM_RETURN_IF_ERROR(recipe::CheckBuildable(expansion));
   std::ostringstream rejected;
   for (const auto& r : expansion.rejected) rejected << r << "\n";
+  // One job per planned build: a cell each, or with torch_abi.stable one per group of
+  // cells, built once and validated in each cell of its group (common/recipe/build_plan.h).
+  recipe::BuildPlan builds = recipe::PlanExpansion(expansion, recipe);
+  FARM_RETURN_IF_ERROR(builds.status);
+  // Each build's wheel needs a name of its own (a stable-ABI group's cells share one wheel).
+  std::vector<farm::v1::MatrixCell> build_cells;
+  for (const recipe::PlannedBuild& planned : builds.builds) build_cells.push_back(planned.build);
   FARM_RETURN_IF_ERROR(recipe::CheckWheelNames(
-      recipe, expansion.cells, req.recipe_path().empty() ? "recipe.yaml" : req.recipe_path(),
+      recipe, build_cells, req.recipe_path().empty() ? "recipe.yaml" : req.recipe_path(),
       req.matrix().arch_lists_size() > 0));
   int64_t now = ctx.clock->NowUnixMs();
   plan.build = store::BuildRow{.recipe_name = recipe.name(),
@@ -195,20 +214,26 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
                                .created_ms = now,
                                .source_sha256 = source_sha};
   std::string source_id = cron::SourceIdentity(recipe.source(), req.source_digest());
-  farm::v1::JobNeeds needs;
-  needs.set_target_gpu(recipe.build_on_target_gpu());
-  needs.set_provisioned(recipe.has_environment());
-  for (const auto& cell : expansion.cells) {
-    store::JobRow job{
-        .cell = cell.SerializeAsString(),
-        .priority = req.priority(),
-        .build_key = BuildKey(recipe, source_id, cell),
-        .max_attempts = recipe.retry().max_attempts() > 0 ? recipe.retry().max_attempts()
-                                                          : ctx.tunables.max_attempts,
-        .created_ms = now,
-        .needs = needs.target_gpu() || needs.provisioned() ? needs.SerializeAsString() : "",
-        .compile_mib = Mib(recipe.gb_per_compile_job()),
-        .validation_mib = Mib(recipe.validation().gpu_memory_gb())};
+  const bool stable = !recipe.torch_abi().stable_floor().empty();
+  for (recipe::PlannedBuild& planned : builds.builds) {
+    const farm::v1::MatrixCell& cell = planned.build;
+    farm::v1::JobNeeds needs;
+    needs.set_target_gpu(recipe.build_on_target_gpu());
+    needs.set_provisioned(recipe.has_environment());
+    if (stable) {
+      for (farm::v1::MatrixCell& c : planned.validate) *needs.add_validate_in() = std::move(c);
+    }
+    const bool any_need = needs.target_gpu() || needs.provisioned() || needs.validate_in_size() > 0;
+    store::JobRow job{.cell = cell.SerializeAsString(),
+                      .priority = req.priority(),
+                      .build_key = BuildKey(recipe, source_id, cell, needs.validate_in()),
+                      .max_attempts = recipe.retry().max_attempts() > 0
+                                          ? recipe.retry().max_attempts()
+                                          : ctx.tunables.max_attempts,
+                      .created_ms = now,
+                      .needs = any_need ? needs.SerializeAsString() : "",
+                      .compile_mib = Mib(recipe.gb_per_compile_job()),
+                      .validation_mib = Mib(recipe.validation().gpu_memory_gb())};
     if (recipe.requirements_size() > 0) {
       // The key waits for the wheels the job will consume (ResolveHeldJobs).
       job.key_base = job.build_key;
@@ -219,8 +244,8 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
       if (prior) job.reused_from = prior->id;
     }
     plan.jobs.push_back(std::move(job));
+    plan.cells.push_back(std::move(planned.build));
   }
-  plan.cells = std::move(expansion.cells);
   for (int i = 0; i < req.requirements_size(); ++i) {
     farm::v1::SubmitBuildRequest sub = req.requirements(i);
     sub.set_priority(req.priority());

@@ -4,13 +4,14 @@
 #include <optional>
 
 #include "common/log.h"
+#include "common/recipe/cell_environment.h"
 #include "common/sha256.h"
 #include "daemon/api/artifact_stream.h"
 #include "daemon/api/client_service.h"
+#include "daemon/api/fanout.h"
 #include "daemon/api/handler.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/model/convert.h"
-#include "common/recipe/cell_environment.h"
 #include "daemon/sched/placement.h"
 
 namespace farm::api {
@@ -112,6 +113,10 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, Recipe
   // The cell's environment travels with the lease: the worker provisions it.
   if (a.recipe().has_environment()) {
     FARM_ASSIGN_OR_RETURN(*a.mutable_environment(), recipe::CellEnvironment(a.recipe(), a.cell()));
+    if (job.kind == store::kJobValidate) {  // Python and torch: validation compiles nothing
+      a.mutable_environment()->clear_cuda();
+      a.mutable_environment()->clear_requirements();
+    }
   }
   a.set_timeout_seconds(a.recipe().timeout_seconds() > 0 ? a.recipe().timeout_seconds() : 3600);
   a.set_kind(job.kind == store::kJobValidate ? farm::v1::JOB_VALIDATE : farm::v1::JOB_BUILD);
@@ -206,8 +211,8 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
     auto cn = call->auth_context()->FindPropertyValues("x509_common_name");
     std::string cert = cn.empty() ? "" : ", certificate " + std::string(cn[0].data(), cn[0].size());
     log::Info("worker " + row.name + " registered as " + id + " (" +
-              std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " + std::string(store::WorkerStateName(state)) + cert +
-              ")");
+              std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " +
+              std::string(store::WorkerStateName(state)) + cert + ")");
     resp->set_worker_id(id);
     entry.done = "id " + id + ", state " + std::string(store::WorkerStateName(state));
     resp->set_heartbeat_interval_ms(static_cast<int32_t>(ctx_->tunables.heartbeat_ms));
@@ -234,9 +239,9 @@ Status WorkerService::Beat(const Principal& who, const farm::v1::HeartbeatReques
   bool draining = req.draining() || worker.drain_requested;
   using store::WorkerState;
   WorkerState state = worker.state == WorkerState::kQuarantined ? WorkerState::kQuarantined
-                      : draining                                 ? WorkerState::kDraining
-                      : req.running_size()                       ? WorkerState::kBusy
-                                                                 : WorkerState::kIdle;
+                      : draining                                ? WorkerState::kDraining
+                      : req.running_size()                      ? WorkerState::kBusy
+                                                                : WorkerState::kIdle;
   // The heartbeat time and the leases are written a few times per lease, not on every
   // beat: with a thousand workers those writes were most of the store's work. A change
   // of state is written at once.
@@ -509,6 +514,17 @@ Result<int> WorkerService::Complete(const Principal& who, const farm::v1::Comple
     if (!any) {
       report.cause = store::kCauseBuildFailed;
       report.detail = "the attempt reported success but uploaded no wheel";
+    }
+  }
+  if (report.cause == store::kCauseCompleted && report.exit_code == 0 &&
+      job.kind == store::kJobBuild) {
+    // A stable-ABI build's validations in its other torches, queued with its success.
+    FARM_ASSIGN_OR_RETURN(report.on_success, FanoutValidations(*ctx_->store, job, req->attempt(),
+                                                               now, job.max_attempts));
+  } else if (job.kind == store::kJobValidate) {
+    FARM_ASSIGN_OR_RETURN(store::JobRow target, ctx_->store->GetJob(job.target_job_id));
+    if (IsFanoutValidation(job, target)) {
+      FanoutOutcome(req->validation(), &report.cause, &report.detail);
     }
   }
   FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));

@@ -238,7 +238,15 @@ std::string PlacementBlocker(const farm::v1::MatrixCell& cell, const farm::v1::C
 
 std::string ValidationBlocker(const farm::v1::MatrixCell& cell, const farm::v1::JobNeeds& needs,
                               const farm::v1::Capabilities& caps, const std::string& worker_id) {
-  if (std::string host = MissingHost(cell, caps); !host.empty()) return host;
+  if (needs.provisioned()) {
+    // The worker makes the cell's Python and torch itself; validation needs no toolkit.
+    if (std::string platform = MissingPlatform(cell, caps); !platform.empty()) return platform;
+    if (!caps.provisioning().enabled()) {
+      return "does not provision environments (the recipe asks for them: farm-worker --provision)";
+    }
+  } else if (std::string host = MissingHost(cell, caps); !host.empty()) {
+    return host;
+  }
   const auto& excluded = needs.exclude_workers();
   if (std::find(excluded.begin(), excluded.end(), worker_id) != excluded.end()) {
     return "validated these wheels before; an automatic retry goes to another GPU";

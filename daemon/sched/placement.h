@@ -88,6 +88,8 @@ std::string PlacementBlocker(const farm::v1::MatrixCell& cell, const farm::v1::C
 // not quarantined, the cell's platform and Python (with its torch), a GPU whose compute
 // capability is in needs.gpu_ccs (any GPU when that is empty), and not one of
 // needs.exclude_workers. Validation compiles nothing: no toolkit or compile RAM is needed.
+// With needs.provisioned (a recipe with `environment:`) a worker that provisions stands for
+// the cell's Python: it makes the cell's Python and torch as for a build.
 // Otherwise the first requirement it misses ("no GPU the wheels run on: they need cc 12.0,
 // this worker has NVIDIA H100 80GB HBM3 (cc 9.0)").
 std::string ValidationBlocker(const farm::v1::MatrixCell& cell, const farm::v1::JobNeeds& needs,

@@ -251,6 +251,10 @@ class SqliteStore final : public Store, public WebhookStore {
   // Stores an attempt's validation report with the artifacts it is about (see
   // CompletionReport::validation).
   Status StoreValidation(const JobRow& job, const CompletionReport& r);
+  // Queues validation job `job` unless one of its target attempt and cell exists already:
+  // open (pending or running) ones only, or with `any_state` any. Returns the job queued
+  // (*inserted true) or found. Call inside a transaction.
+  Result<JobRow> QueueValidationLocked(const JobRow& job, bool any_state, bool* inserted);
   Status InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fire_ms);
   Status MergeOntoLeader(JobRow* job, int64_t now_ms);
   // `job_id` succeeds with copies of the counted attempt's artifacts of `from_job_id`.

@@ -286,9 +286,15 @@ Result<int> SqliteStore::CompleteAttempt(const CompletionReport& r, int64_t now_
     std::string error = next == kJobSucceeded ? "" : r.detail;
     FARM_RETURN_IF_ERROR(SetJobTerminal(job.id, next, error, now_ms));
   }
+  int queued = 0;
+  for (const JobRow& validation : next == kJobSucceeded ? r.on_success : std::vector<JobRow>{}) {
+    bool inserted = false;
+    FARM_RETURN_IF_ERROR(QueueValidationLocked(validation, /*any_state=*/true, &inserted).status());
+    queued += inserted;
+  }
   FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
   FARM_RETURN_IF_ERROR(txn.Commit());
-  if (next == kJobPending) {
+  if (next == kJobPending || queued > 0) {
     BumpQueue();
   } else {
     Bump();

@@ -18,6 +18,12 @@ Status Store::SetArtifactValidationState(int64_t, int) {
 }
 
 Status SqliteStore::StoreValidation(const JobRow& job, const CompletionReport& r) {
+  if (job.kind == kJobValidate) {
+    // A validation in another cell than the wheels were built in (a stable-ABI wheel in
+    // another torch) is about that torch only: its job's state and error say how it went.
+    FARM_ASSIGN_OR_RETURN(JobRow target, GetJobLocked(job.target_job_id));
+    if (target.cell != job.cell) return Status::Ok();
+  }
   if (job.kind != kJobValidate) {
     FARM_ASSIGN_OR_RETURN(auto v,
                           db_->Prepare("UPDATE artifacts SET validation = ?, validation_state = ? "
@@ -48,27 +54,42 @@ Status SqliteStore::StoreValidation(const JobRow& job, const CompletionReport& r
   return target->Run();
 }
 
-Result<JobRow> SqliteStore::QueueValidationJob(const JobRow& job) {
+Result<JobRow> SqliteStore::QueueValidationLocked(const JobRow& job, bool any_state,
+                                                  bool* inserted) {
+  *inserted = false;
   if (job.kind != kJobValidate || job.target_job_id <= 0) {
     return Status::InvalidArgument("a validation job needs kind validate and a target job");
   }
-  Locked lock(this);
-  Transaction txn(db_.get());
-  FARM_RETURN_IF_ERROR(txn.status());
   FARM_ASSIGN_OR_RETURN(
-      auto open,
+      auto earlier,
       db_->Prepare(std::string("SELECT ") + kJobColumns +
                    " FROM jobs WHERE kind = 2 AND target_job_id = ? AND target_attempt = ? "
-                   "AND state IN (1, 2) ORDER BY id LIMIT 1"));
-  open->Bind(job.target_job_id).Bind(job.target_attempt);
-  FARM_ASSIGN_OR_RETURN(bool queued, open->Step());
-  if (queued) return JobFromRow(*open);
+                   "ORDER BY id LIMIT 10000"));
+  earlier->Bind(job.target_job_id).Bind(job.target_attempt);
+  for (int i = 0; i < 10000; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool found, earlier->Step());
+    if (!found) break;
+    JobRow other = JobFromRow(*earlier);
+    bool open = other.state == kJobPending || other.state == kJobRunning;
+    if (other.cell == job.cell && (open || any_state)) return other;
+  }
   JobRow row = job;
   row.state = kJobPending;
   row.attempt = 0;
   row.reused_from = 0;
   row.build_key.clear();
   FARM_RETURN_IF_ERROR(InsertJob(&row));
+  *inserted = true;
+  return row;
+}
+
+Result<JobRow> SqliteStore::QueueValidationJob(const JobRow& job) {
+  Locked lock(this);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  bool inserted = false;
+  FARM_ASSIGN_OR_RETURN(JobRow row, QueueValidationLocked(job, /*any_state=*/false, &inserted));
+  if (!inserted) return row;  // one of this target attempt and cell is pending or running
   FARM_RETURN_IF_ERROR(txn.Commit());
   BumpQueue();
   return row;

@@ -243,6 +243,11 @@ struct CompletionReport {
   int validation_state = kValidationUnspecified;  // the report's state
   int64_t cache_hits = -1;                        // compile cache; -1: the build ran without it
   int64_t cache_misses = -1;
+  // Validation jobs (kJobValidate, each with its target, attempt and cell) queued in the
+  // same transaction when the attempt succeeds: a stable-ABI build's validations in the
+  // other torches of its matrix. One per target attempt and cell: a row whose cell already
+  // has a validation job of that attempt (in any state) is skipped.
+  std::vector<JobRow> on_success;
 };
 
 // A finished job's timing with its build's recipe, for charts. started_ms is when the
@@ -593,9 +598,9 @@ class Store {
   // --- validation jobs ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // Queues `job` (kind kJobValidate, with its build, target, cell and needs) in its build
-  // without changing the build's state, unless a validation job of the same target is
-  // pending or running: then that one is returned and nothing is stored. On success returns
-  // the job as stored.
+  // without changing the build's state, unless a validation job of the same target attempt
+  // and cell is pending or running: then that one is returned and nothing is stored. On
+  // success returns the job as stored.
   virtual Result<JobRow> QueueValidationJob(const JobRow& job);
   // The validation jobs of one target attempt, oldest first.
   virtual Result<std::vector<JobRow>> ListValidationJobs(int64_t target_job_id, int target_attempt);

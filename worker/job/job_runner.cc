@@ -12,12 +12,14 @@
 #include "common/sha256.h"
 #include "common/utf8.h"
 #include "common/wheel/job_check.h"
-#include "worker/exec/executor_runner.h"
 #include "worker/agent/retry.h"
+#include "worker/exec/executor_runner.h"
 #include "worker/exec/sandbox_executor.h"
-#include "worker/job/torch_pin.h"
 #include "worker/exec/untrusted_dir.h"
+#include "worker/job/job_outcome.h"
+#include "worker/job/torch_pin.h"
 #include "worker/job/validation.h"
+#include "worker/job/validation_attempt.h"
 #include "worker/job/wheel_label.h"
 #include "worker/job/workspace.h"
 
@@ -44,8 +46,6 @@ EnvMap ToolEnv(const EnvMap& worker_env) {
   return env;
 }
 
-Outcome Infra(const std::string& detail) { return {farm::v1::CAUSE_INFRASTRUCTURE, detail, -1, 0}; }
-
 // "csrc/, setup.py, README.md": what the top of the source tree holds, sorted, at most 20.
 std::string TopLevel(const std::string& src) {
   std::set<std::string> names;
@@ -60,32 +60,6 @@ std::string TopLevel(const std::string& src) {
     out += (out.empty() ? "" : ", ") + ToValidUtf8(n);
   }
   return out.empty() ? "nothing" : out;
-}
-
-// The subdirectory must stay inside the source tree and exist: an error here is the
-// recipe's (a build failure, not retried), and says what the tree holds.
-Result<std::string> BuildDir(const std::string& src, const farm::v1::Recipe& recipe) {
-  const std::string& sub = recipe.subdirectory();
-  if (sub.empty()) return src;
-  stdfs::path p = stdfs::path(sub).lexically_normal();
-  if (p.is_absolute() || (!p.empty() && *p.begin() == "..")) {
-    return Status::InvalidArgument("subdirectory " + sub + " leaves the source tree");
-  }
-  std::string dir = src + "/" + p.string();
-  if (stdfs::is_directory(dir)) return dir;
-  std::string why = "subdirectory " + sub +
-                    " does not exist in the source; its top level holds: " + TopLevel(src);
-  if (recipe.source().has_archive() && recipe.source().archive().unwrap_single_directory()) {
-    why +=
-        " (a tarball whose entries all sit in one folder is unpacked with that folder as the "
-        "root: subdirectory is relative to it)";
-  }
-  return Status::InvalidArgument(why);
-}
-
-// A recipe that names what its source does not have fails once, as the build's failure.
-Outcome RecipeError(const std::string& detail) {
-  return {farm::v1::CAUSE_BUILD_FAILED, detail, -1, 0};
 }
 
 std::string SourceText(const farm::v1::Source& s) {
@@ -174,6 +148,31 @@ std::string HeldText(double gb) {
 
 }  // namespace
 
+Outcome Infra(const std::string& detail) { return {farm::v1::CAUSE_INFRASTRUCTURE, detail, -1, 0}; }
+
+Result<std::string> BuildDir(const std::string& src, const farm::v1::Recipe& recipe) {
+  const std::string& sub = recipe.subdirectory();
+  if (sub.empty()) return src;
+  stdfs::path p = stdfs::path(sub).lexically_normal();
+  if (p.is_absolute() || (!p.empty() && *p.begin() == "..")) {
+    return Status::InvalidArgument("subdirectory " + sub + " leaves the source tree");
+  }
+  std::string dir = src + "/" + p.string();
+  if (stdfs::is_directory(dir)) return dir;
+  std::string why = "subdirectory " + sub +
+                    " does not exist in the source; its top level holds: " + TopLevel(src);
+  if (recipe.source().has_archive() && recipe.source().archive().unwrap_single_directory()) {
+    why +=
+        " (a tarball whose entries all sit in one folder is unpacked with that folder as the "
+        "root: subdirectory is relative to it)";
+  }
+  return Status::InvalidArgument(why);
+}
+
+Outcome RecipeError(const std::string& detail) {
+  return {farm::v1::CAUSE_BUILD_FAILED, detail, -1, 0};
+}
+
 JobRunner::JobRunner(JobDeps deps, JobSettings settings, farm::v1::JobAssignment job,
                      std::shared_ptr<JobControl> control)
     : deps_(std::move(deps)),
@@ -234,7 +233,7 @@ Outcome JobRunner::Execute(LogShipper& log, const std::string& ws) {
     log.Append(farm::v1::SYSTEM, "farm: " + text);
   };
   system("workspace " + ws);
-  if (job_.kind() == farm::v1::JOB_VALIDATE) return ExecuteValidation(log, ws);
+  if (job_.kind() == farm::v1::JOB_VALIDATE) return ValidationAttempt(*this).Run(log, ws);
   auto src = FetchAndPatch(log, ws);
   if (!src.ok()) return Infra(src.status().message());
   auto built = Build(log, ws, *src);
@@ -286,8 +285,7 @@ Result<std::string> JobRunner::FetchAndPatch(LogShipper& log, const std::string&
   source_date_epoch_ = SourceDateEpoch(*offline, src);
   std::vector<farm::v1::Patch> patches(recipe.patches().begin(), recipe.patches().end());
   if (!patches.empty()) {
-    log.Append(
-        farm::v1::SYSTEM, "farm: applying " + std::to_string(patches.size()) + " patch(es)");
+    log.Append(farm::v1::SYSTEM, "farm: applying " + std::to_string(patches.size()) + " patch(es)");
   }
   FARM_RETURN_IF_ERROR(ApplyPatches(steps, patches, src, ws + "/patches"));
   return src;
@@ -305,8 +303,8 @@ Result<std::vector<std::string>> JobRunner::FetchArtifacts(
                                      " has the file name \"" + a.filename() + "\"");
     }
     std::string path = dir + "/" + a.filename();
-    log.Append(farm::v1::SYSTEM, "farm: fetching " + a.filename() + " (" +
-                                                         std::to_string(a.size()) + " bytes)");
+    log.Append(farm::v1::SYSTEM,
+               "farm: fetching " + a.filename() + " (" + std::to_string(a.size()) + " bytes)");
     FARM_RETURN_IF_ERROR(
         RetryUnavailable(*deps_.clock, RetryDeadlineMs(kReportRetryMs), deps_.client, [&] {
           return deps_.client->DownloadArtifact(job_.job_id(), job_.attempt(), a.id(), path);
@@ -337,13 +335,13 @@ Status JobRunner::FetchInputs(LogShipper& log, const std::string& ws) {
       return Status::FailedPrecondition("required job " + std::to_string(input.job_id()) + " (" +
                                         input.recipe_name() + ") gave no wheel");
     }
-    log.Append(
-        farm::v1::SYSTEM, "farm: requires " + input.recipe_name() + " from job " +
-                              std::to_string(input.job_id()) + " (build " +
-                              std::to_string(input.build_id()) + ") for " +
-                              (input.for_build() && input.for_validation() ? "build and validation"
-                               : input.for_build()                         ? "the build"
-                                                                           : "validation"));
+    log.Append(farm::v1::SYSTEM,
+               "farm: requires " + input.recipe_name() + " from job " +
+                   std::to_string(input.job_id()) + " (build " + std::to_string(input.build_id()) +
+                   ") for " +
+                   (input.for_build() && input.for_validation() ? "build and validation"
+                    : input.for_build()                         ? "the build"
+                                                                : "validation"));
     FARM_ASSIGN_OR_RETURN(auto paths, FetchArtifacts(log, inputs_.dir, input.artifacts()));
     for (const std::string& p : paths) {
       if (input.for_build()) inputs_.for_build.push_back(p);
@@ -356,7 +354,7 @@ Status JobRunner::FetchInputs(LogShipper& log, const std::string& ws) {
 Status JobRunner::InstallBuildInputs(LogShipper& log, StepRunner& steps, const std::string& venv) {
   if (inputs_.for_build.empty()) return Status::Ok();
   log.Append(farm::v1::SYSTEM, "farm: installing " + std::to_string(inputs_.for_build.size()) +
-                                       " required wheel(s) into the build venv (--no-index)");
+                                   " required wheel(s) into the build venv (--no-index)");
   std::vector<std::string> argv = {venv + "/bin/python",
                                    "-m",
                                    "pip",
@@ -371,61 +369,6 @@ Status JobRunner::InstallBuildInputs(LogShipper& log, StepRunner& steps, const s
   Status installed = steps.Run(argv, inputs_.dir, kInstallTimeoutMs);
   if (!installed.ok()) return installed.WithContext("installing the required wheels");
   return Status::Ok();
-}
-
-Outcome JobRunner::ExecuteValidation(LogShipper& log, const std::string& ws) {
-  const auto& recipe = job_.recipe();
-  log.Append(farm::v1::SYSTEM, "farm: validating the " + std::to_string(job_.artifacts_size()) +
-                                       " wheel(s) of an earlier build on this "
-                                       "worker's GPU");
-  std::string build_dir = ws;
-  const farm::v1::ValidationSpec& spec = recipe.validation();
-  if (!spec.script().empty() && spec.script_content().empty()) {  // the script is in the source
-    auto src = FetchAndPatch(log, ws);
-    if (!src.ok()) return Infra(src.status().message());
-    auto dir = BuildDir(*src, recipe);
-    if (!dir.ok()) return RecipeError(dir.status().message());
-    build_dir = *dir;
-  }
-  auto python = SelectPython(job_.cell(), settings_.caps);
-  if (!python.ok()) return Infra(python.status().message());
-  // Validation compiles nothing: a toolkit of the cell's CUDA only sets CUDA_HOME if here.
-  auto toolkit = SelectToolkit(job_.cell(), settings_.caps);
-  auto wheels = DownloadWheels(log, ws + "/wheels");
-  if (control_->stopped()) return StoppedOutcome({});
-  if (!wheels.ok()) return Infra("fetching the wheels failed: " + wheels.status().message());
-  if (Status s = FetchInputs(log, ws); !s.ok()) {
-    return Infra("fetching the required wheels failed: " + s.message());
-  }
-  if (Status s = fs::MakeDirs(ws + "/tmp"); !s.ok()) return Infra(s.message());
-  // The validation steps run as the build user and write into the workspace.
-  if (Status s = GiveToBuildUser(settings_.build_user, ws, true); !s.ok())
-    return Infra(s.message());
-  farm::v1::ArchManifest manifest;
-  for (const auto& a : job_.artifacts()) {
-    if (a.manifest().images_size() > 0) manifest = a.manifest();
-  }
-  JobEnvInputs in{&job_,
-                  settings_.worker_env,
-                  ws + "/venv",
-                  ws + "/wheels",
-                  ws + "/tmp",
-                  python->version(),
-                  toolkit.ok() ? *toolkit : farm::v1::CudaToolkit(),
-                  settings_.caps.cpu_cores(),
-                  deps_.probe->AvailableMemoryBytes(),
-                  settings_.secrets,
-                  0};
-  auto report = Validate(log, in, build_dir, python->path(), *wheels, manifest);
-  Outcome out{farm::v1::CAUSE_COMPLETED, "", 0, 0};
-  if (control_->stopped()) return StoppedOutcome(out);
-  if (!report.ok()) return Infra("validation could not run: " + report.status().message());
-  out.validation = std::move(report).value();
-  if (out.validation.state() == farm::v1::VALIDATION_FAILED) {
-    out.cause = farm::v1::CAUSE_VALIDATION_FAILED;
-    out.detail = "validation failed: " + out.validation.message();
-  }
-  return out;
 }
 
 Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const std::string& src) {
@@ -620,7 +563,7 @@ Outcome JobRunner::FinishWheels(LogShipper& log, const JobEnvInputs& env_in,
   }
   // Marks the checks phase in the log (the dashboard groups lines by phase).
   log.Append(farm::v1::SYSTEM, "farm: checking " + std::to_string(wheels.size()) +
-                                       " wheel(s): structure, tags, arch manifest");
+                                   " wheel(s): structure, tags, arch manifest");
   std::vector<farm::v1::ArtifactHeader> headers;
   farm::v1::ArchManifest device_manifest;
   for (const auto& wheel : wheels) {
@@ -676,8 +619,8 @@ Result<farm::v1::ArtifactHeader> JobRunner::CheckOne(LogShipper& log, const std:
   if (!deps_.wheel_hook) return header;
   Status checked = deps_.wheel_hook(job_, path, &header);
   if (!checked.ok()) return Status::Aborted(header.filename() + ": " + checked.message());
-  log.Append(
-      farm::v1::SYSTEM, "farm: " + header.filename() + ": " + DescribeManifest(header.manifest()));
+  log.Append(farm::v1::SYSTEM,
+             "farm: " + header.filename() + ": " + DescribeManifest(header.manifest()));
   std::string ignored = wheel::ArchListIgnoredMessage(job_.cell().arch_list(), header.manifest());
   if (!ignored.empty()) {
     log.Append(farm::v1::SYSTEM, "farm: warning: " + header.filename() + ": " + ignored);
@@ -700,10 +643,10 @@ Result<farm::v1::ArtifactHeader> JobRunner::Label(LogShipper& log, const std::st
   std::error_code ec;
   stdfs::rename(labelled.path, wheel_dir + "/" + labelled.header.filename(), ec);
   if (ec) return Status::Internal("moving " + labelled.path + ": " + ec.message());
-  log.Append(
-      farm::v1::SYSTEM, "farm: labelled " + header.filename() + " as " +
-                            labelled.header.filename() + " (sha256 " + labelled.header.sha256() +
-                            ")" + (torch.empty() ? "" : ", requires " + torch));
+  log.Append(farm::v1::SYSTEM, "farm: labelled " + header.filename() + " as " +
+                                   labelled.header.filename() + " (sha256 " +
+                                   labelled.header.sha256() + ")" +
+                                   (torch.empty() ? "" : ", requires " + torch));
   return labelled.header;
 }
 
@@ -756,17 +699,17 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(LogShipper& log, const Jo
       *deps_.executor, *deps_.runner, ValidationContainer(in, job_.recipe().container_image()));
   StepRunner steps(*runner, BaseEnv(settings_.worker_env), control_.get(), on_line);
   FARM_ASSIGN_OR_RETURN(auto report, ValidateWheels(steps, *runner, control_.get(), on_line, in));
-  log.Append(
-      farm::v1::SYSTEM, "farm: validation " + farm::v1::ValidationState_Name(report.state()) +
-                            ": " + report.message());
+  log.Append(farm::v1::SYSTEM, "farm: validation " +
+                                   farm::v1::ValidationState_Name(report.state()) + ": " +
+                                   report.message());
   return report;
 }
 
 Status JobRunner::UploadOne(LogShipper& log, const std::string& path,
                             farm::v1::ArtifactHeader header) {
   log.Append(farm::v1::SYSTEM, "farm: uploading " + header.filename() + " (" +
-                                                       std::to_string(header.size()) +
-                                                       " bytes, sha256 " + header.sha256() + ")");
+                                   std::to_string(header.size()) + " bytes, sha256 " +
+                                   header.sha256() + ")");
   auto uploaded = RetryUnavailable(*deps_.clock, RetryDeadlineMs(kReportRetryMs), deps_.client,
                                    [&] { return deps_.client->UploadArtifact(header, path); });
   return uploaded.status();

@@ -90,11 +90,11 @@ class JobRunner {
   Outcome Run();
 
  private:
+  // A JOB_VALIDATE assignment runs as a ValidationAttempt (validation_attempt.h), which
+  // shares these helpers.
+  friend class ValidationAttempt;
+
   Outcome Execute(LogShipper& log, const std::string& ws);
-  // A JOB_VALIDATE assignment: the wheels an earlier attempt built, fetched from farmd and
-  // proved here as a build job proves its own (the source is fetched only when the
-  // validation script lives in it).
-  Outcome ExecuteValidation(LogShipper& log, const std::string& ws);
   Result<std::vector<std::string>> DownloadWheels(LogShipper& log, const std::string& dir);
   // Fetches `artifacts` from farmd into `dir`, each checked against its sha256 and size.
   Result<std::vector<std::string>> FetchArtifacts(

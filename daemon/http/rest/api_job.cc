@@ -3,11 +3,12 @@
 #include <boost/json.hpp>
 
 #include "common/wheel/job_check.h"
-#include "daemon/http/rest/api.h"
 #include "daemon/http/index/index_catalog.h"
+#include "daemon/http/rest/api.h"
 #include "daemon/http/rest/job_views.h"
 #include "daemon/http/rest/json_util.h"
 #include "daemon/model/convert.h"
+#include "daemon/model/torch_proofs.h"
 #include "farm/v1/types.pb.h"
 
 namespace farm::http {
@@ -109,6 +110,20 @@ Status AddGraph(const DashboardDeps& deps, const store::JobRow& job, json::objec
   return Status::Ok();
 }
 
+// A stable-ABI build job: the torches its wheel was proven with, and each cell's proof.
+Status AddProofs(const DashboardDeps& deps, const store::JobRow& job, json::object& o) {
+  if (job.kind != store::kJobBuild || job.needs.empty()) return Status::Ok();
+  farm::v1::Job proofs;
+  FARM_RETURN_IF_ERROR(model::AddTorchProofs(*deps.store, job, &proofs));
+  if (proofs.torch_proofs_size() == 0) return Status::Ok();
+  json::array list, proven;
+  for (const auto& p : proofs.torch_proofs()) list.push_back(ProtoToJson(p));
+  for (const auto& t : proofs.proven_torch()) proven.push_back(json::value(t));
+  o["torch_proofs"] = std::move(list);
+  o["proven_torch"] = std::move(proven);
+  return Status::Ok();
+}
+
 // A job of a build page or the job page: the row, its worker's name, why it waits, how
 // far it is, what it requires and, when it failed, why.
 Result<json::object> DetailedJobJson(const DashboardDeps& deps, const store::JobRow& job,
@@ -118,6 +133,7 @@ Result<json::object> DetailedJobJson(const DashboardDeps& deps, const store::Job
   json::object o = JobViewJson(job, fleet, waiting);
   FARM_RETURN_IF_ERROR(AddRunFacts(deps, build.recipe_name, job, expected, o));
   FARM_RETURN_IF_ERROR(AddGraph(deps, job, o));
+  FARM_RETURN_IF_ERROR(AddProofs(deps, job, o));
   std::vector<store::AttemptRow> attempts;
   if (job.state == store::kJobFailed || job.attempt > 1) {
     FARM_ASSIGN_OR_RETURN(attempts, deps.store->ListAttempts(job.id));

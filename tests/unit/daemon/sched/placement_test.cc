@@ -307,6 +307,25 @@ TEST(PlacementTest, ProvisionedCellGoesToAWorkerThatProvisionsWithoutItsPython) 
             "quarantined: probe kernel gave wrong results");
 }
 
+TEST(PlacementTest, AProvisionedValidationGoesToAProvisioningWorkerWithAGpuAndNoToolkit) {
+  farm::v1::Capabilities caps = WithGpu(Worker(), 9, 0);  // 3.11, 3.12 with torch 2.8
+  const farm::v1::MatrixCell cell = Cell("3.13", "2.10", "12.8");
+  farm::v1::JobNeeds needs = Provisioned();
+  needs.add_gpu_ccs("9.0");
+  EXPECT_EQ(ValidationBlocker(cell, needs, caps, "w-1"),
+            "does not provision environments (the recipe asks for them: farm-worker --provision)");
+  caps.mutable_provisioning()->set_enabled(true);
+  // Neither Python 3.13 nor a toolkit 12.8 here, and none fetched: validation needs neither.
+  EXPECT_EQ(ValidationBlocker(cell, needs, caps, "w-1"), "");
+  farm::v1::Capabilities other = caps;
+  other.mutable_gpus(0)->set_cc_major(12);
+  EXPECT_EQ(ValidationBlocker(cell, needs, other, "w-1").rfind("no GPU the wheels run on: ", 0),
+            0u);
+  caps.set_probe_error("probe kernel gave wrong results");
+  EXPECT_EQ(ValidationBlocker(cell, needs, caps, "w-1"),
+            "quarantined: probe kernel gave wrong results");
+}
+
 TEST(PlacementTest, ACellWithoutEnvironmentStillNeedsItsPython) {
   farm::v1::Capabilities caps = Worker();
   caps.mutable_provisioning()->set_enabled(true);

@@ -111,5 +111,130 @@ TEST_F(ValidationJobsTest, AJobThatIsNotAValidationIsRefused) {
   EXPECT_EQ(store_->QueueValidationJob(row).status().code(), StatusCode::kInvalidArgument);
 }
 
+// A stable-ABI build (daemon/api/fanout.h): its validations in other cells are queued in
+// the transaction that records its success, once each, and keep their reports to
+// themselves.
+class FanoutStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = under_test_.Open();
+    ASSERT_OK(s.status());
+    store_ = std::move(s).value();
+    BuildRow b{.recipe_name = "abi", .recipe = "r", .submitted_by = "t", .created_ms = 1};
+    std::vector<JobRow> rows(1);
+    rows[0].cell = "cell-2.10";
+    rows[0].max_attempts = 2;
+    ASSERT_OK(store_->CreateBuild(&b, &rows));
+    build_id_ = b.id;
+    job_id_ = rows[0].id;
+  }
+
+  void Lease(const std::string& worker) {
+    auto job = store_->AcquireJob(worker, 10, 1000, nullptr);
+    ASSERT_OK(job.status());
+    ASSERT_TRUE(job->has_value());
+  }
+
+  JobRow In(const std::string& cell) {
+    return {.build_id = build_id_,
+            .cell = cell,
+            .max_attempts = 2,
+            .created_ms = 30,
+            .kind = kJobValidate,
+            .target_job_id = job_id_,
+            .target_attempt = 1};
+  }
+
+  CompletionReport Succeeded(int attempt) {
+    return {.job_id = job_id_,
+            .attempt = attempt,
+            .worker_id = "builder",
+            .max_attempts = 2,
+            .validation = "own-report",
+            .validation_state = kValidationPassed,
+            .on_success = {In("cell-2.9"), In("cell-2.11"), In("cell-2.9")}};
+  }
+
+  testing::ScopedTempDir dir_;
+  StoreUnderTest under_test_{dir_.path()};
+  std::unique_ptr<Store> store_;
+  int64_t build_id_ = 0, job_id_ = 0;
+};
+
+TEST_F(FanoutStoreTest, TheSuccessQueuesOneValidationPerCellOnce) {
+  Lease("builder");
+  ASSERT_OK(store_
+                ->InsertArtifact({.job_id = job_id_,
+                                  .attempt = 1,
+                                  .filename = "a.whl",
+                                  .sha256 = std::string(64, 'b'),
+                                  .size = 3})
+                .status());
+  auto done = store_->CompleteAttempt(Succeeded(1), 20);
+  ASSERT_OK(done.status());
+  EXPECT_EQ(*done, kJobSucceeded);
+  auto listed = store_->ListValidationJobs(job_id_, 1);
+  ASSERT_OK(listed.status());
+  ASSERT_EQ(listed->size(), 2u);  // the cell named twice is queued once
+  EXPECT_EQ(listed->at(0).cell, "cell-2.9");
+  EXPECT_EQ(listed->at(1).cell, "cell-2.11");
+  EXPECT_EQ(listed->at(0).state, kJobPending);
+  // The same report again (a worker retrying after a lost reply) queues nothing more.
+  auto again = store_->CompleteAttempt(Succeeded(1), 21);
+  ASSERT_OK(again.status());
+  EXPECT_EQ(store_->ListValidationJobs(job_id_, 1)->size(), 2u);
+  // The build is done; its validations run on.
+  EXPECT_EQ(store_->GetBuild(build_id_)->state, kBuildSucceeded);
+  // A manual validation in the build's own cell is not held back by them.
+  auto own = store_->QueueValidationJob(In("cell-2.10"));
+  ASSERT_OK(own.status());
+  EXPECT_EQ(store_->ListValidationJobs(job_id_, 1)->size(), 3u);
+  // One in a fanned-out cell that is still pending answers for itself.
+  auto pending = store_->QueueValidationJob(In("cell-2.9"));
+  ASSERT_OK(pending.status());
+  EXPECT_EQ(pending->id, listed->at(0).id);
+
+  // A fanned-out validation's report stays with its job: the wheels keep the build's.
+  Lease("gpu");
+  auto leased = store_->ListValidationJobs(job_id_, 1);
+  ASSERT_OK(leased.status());
+  const JobRow& running = leased->at(0);
+  ASSERT_EQ(running.state, kJobRunning);
+  auto failed = store_->CompleteAttempt({.job_id = running.id,
+                                         .attempt = 1,
+                                         .worker_id = "gpu",
+                                         .cause = kCauseValidationFailed,
+                                         .exit_code = 1,
+                                         .detail = "validation failed: torch 2.9 refused",
+                                         .validation = "other-report",
+                                         .validation_state = kValidationFailed},
+                                        40);
+  ASSERT_OK(failed.status());
+  EXPECT_EQ(*failed, kJobFailed);
+  auto artifacts = store_->ListArtifacts(job_id_);
+  ASSERT_OK(artifacts.status());
+  EXPECT_EQ(artifacts->at(0).validation, "own-report");
+  EXPECT_EQ(artifacts->at(0).validation_state, kValidationPassed);
+  EXPECT_EQ(store_->GetJob(running.id)->error, "validation failed: torch 2.9 refused");
+}
+
+TEST_F(FanoutStoreTest, AnAttemptThatDoesNotSucceedQueuesNothing) {
+  Lease("builder");
+  CompletionReport lost = Succeeded(1);
+  lost.cause = kCauseInfrastructure;
+  auto requeued = store_->CompleteAttempt(lost, 20);
+  ASSERT_OK(requeued.status());
+  EXPECT_EQ(*requeued, kJobPending);
+  CompletionReport failed = Succeeded(2);
+  failed.cause = kCauseBuildFailed;
+  failed.exit_code = 1;
+  Lease("builder");
+  auto ended = store_->CompleteAttempt(failed, 30);
+  ASSERT_OK(ended.status());
+  EXPECT_EQ(*ended, kJobFailed);
+  EXPECT_TRUE(store_->ListValidationJobs(job_id_, 1)->empty());
+  EXPECT_TRUE(store_->ListValidationJobs(job_id_, 2)->empty());
+}
+
 }  // namespace
 }  // namespace farm::store
