@@ -12,11 +12,11 @@
 #include "daemon/api/revalidation.h"
 #include "daemon/api/worker_service.h"
 #include "daemon/attest/attestor.h"
+#include "daemon/cron/runner.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/server/dashboard.h"
 #include "daemon/publish/curl_http_client.h"
 #include "daemon/publish/publishing_service.h"
-#include "daemon/cron/runner.h"
 #include "daemon/store/postgres_store.h"
 
 namespace farm::api {
@@ -71,6 +71,22 @@ Status BootstrapTokens(TokenAuthority* auth, store::Store* store, const std::str
   FARM_ASSIGN_OR_RETURN(std::string enroll, auth->Create("enroll", "bootstrap-enroll"));
   FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(dir + "/enroll.token", enroll + "\n", 0600));
   log::Info("first start: wrote " + dir + "/admin.token and " + dir + "/enroll.token (mode 0600)");
+  return Status::Ok();
+}
+
+// Lists what `farmctl cache add` preloaded earlier again. A preload of an index or tree
+// farmd no longer serves, or whose blob is gone, is skipped with a warning.
+Status LoadPreloads(store::Store* store, mirror::PullThroughCache* cache) {
+  FARM_ASSIGN_OR_RETURN(auto rows, store->ListUpstreamPreloads());
+  for (const store::UpstreamPreloadRow& row : rows) {
+    Result<mirror::PreloadKind> kind = mirror::ParsePreloadKind(row.kind);
+    Status s = kind.ok() ? cache->AddPreloaded(row.source, *kind, row.path, row.sha256, row.size)
+                         : kind.status();
+    if (!s.ok())
+      log::Warn("preloaded " + row.source + "/" + row.path + " not served: " + s.ToString());
+  }
+  if (!rows.empty())
+    log::Info("pull-through cache: " + std::to_string(rows.size()) + " preloaded files");
   return Status::Ok();
 }
 
@@ -210,8 +226,8 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   }
   impl->ctx.audit = impl->audit.get();
   impl->ctx.git = options.git;
-  impl->resolver = std::make_unique<cron::GitSourceResolver>(&impl->processes, options.git,
-                                                                 options.git_resolve);
+  impl->resolver =
+      std::make_unique<cron::GitSourceResolver>(&impl->processes, options.git, options.git_resolve);
   impl->ctx.resolver = impl->resolver.get();
   impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);
   // Watches and following matrices read the upstream indexes directly (not through the
@@ -253,13 +269,15 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
     FARM_RETURN_IF_ERROR(fs::MakeDirs(upstream.staging_dir, 0700));
     impl->mirror = std::make_unique<mirror::PullThroughCache>(
         upstream, impl->upstream_fetcher.get(), impl->blobs.get(), &RealClock());
+    FARM_RETURN_IF_ERROR(LoadPreloads(impl->store.get(), impl->mirror.get()));
+    impl->ctx.mirror = impl->mirror.get();
     impl->ctx.upstream_url = options.upstream_url;
   }
   if (!options.http.listen.empty()) {
     http::DashboardOptions http = options.http;
     http.tls = options.tls;
-    http::DashboardDeps deps{impl->store.get(),     impl->blobs.get(),    impl->auth.get(),
-                             &RealClock(),          impl->schedules.get(), impl->attestor.get(),
+    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(),     impl->auth.get(),
+                             &RealClock(),      impl->schedules.get(), impl->attestor.get(),
                              impl->audit.get()};
     deps.mirror = impl->mirror.get();
     FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
@@ -299,17 +317,17 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   }
   impl->address = WithPort(options.listen, port);
   impl->hosts->SetServerAddress(impl->address);
-  FARM_ASSIGN_OR_RETURN(impl->publishing,
-                        publish::PublishingService::Start(
-                            {.secrets = options.secrets,
-                             .github_api = options.github_api,
-                             .hf_endpoint = options.hf_endpoint,
-                             .publish_pending_hardware = options.publish_pending_hardware,
-                             .interval_ms = options.publish_interval_ms,
-                             .work_dir = options.data_dir + "/publish",
-                             .with_provenance = options.publish_provenance},
-                            impl->store.get(), impl->blobs.get(), &RealClock(),
-                            impl->attestor.get()));
+  FARM_ASSIGN_OR_RETURN(
+      impl->publishing,
+      publish::PublishingService::Start(
+          {.secrets = options.secrets,
+           .github_api = options.github_api,
+           .hf_endpoint = options.hf_endpoint,
+           .publish_pending_hardware = options.publish_pending_hardware,
+           .interval_ms = options.publish_interval_ms,
+           .work_dir = options.data_dir + "/publish",
+           .with_provenance = options.publish_provenance},
+          impl->store.get(), impl->blobs.get(), &RealClock(), impl->attestor.get()));
   FARM_RETURN_IF_ERROR(impl->StartNotifier(options));
   impl->revalidator =
       std::make_unique<Revalidator>(impl->store.get(), &RealClock(), options.tunables.max_attempts);
