@@ -61,8 +61,8 @@ Result<farm::v1::CacheAddResponse> Upload(const CommandEnv& env, const std::stri
 }
 
 std::string Line(const farm::v1::CachedFile& f) {
-  return f.source() + "/" + f.path() + "\t" + f.kind() + "\t" + HumanBytes(f.size()) + "\tsha256 " +
-         f.sha256().substr(0, 12) + "\t" + f.added_by() + " " + f.added_at() + "\n";
+  return f.source() + "/" + f.path() + "\t" + f.kind() + "\t" + fs::HumanBytes(f.size()) +
+         "\tsha256 " + f.sha256().substr(0, 12) + "\t" + f.added_by() + " " + f.added_at() + "\n";
 }
 
 void Report(const CommandEnv& env, const farm::v1::CacheAddResponse& resp) {
@@ -72,7 +72,7 @@ void Report(const CommandEnv& env, const farm::v1::CacheAddResponse& resp) {
   }
   const farm::v1::CachedFile& f = resp.file();
   *env.out << (resp.already() ? "already preloaded: " : "preloaded: ") << f.source() << "/"
-           << f.path() << " (" << HumanBytes(f.size()) << ", sha256 " << f.sha256() << ")"
+           << f.path() << " (" << fs::HumanBytes(f.size()) << ", sha256 " << f.sha256() << ")"
            << (resp.already() || resp.received_bytes() > 0 ? "" : ", bytes farmd had already")
            << "\n";
 }

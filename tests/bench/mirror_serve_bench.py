@@ -113,6 +113,8 @@ def main():
             if os.path.exists(http_ready) and os.path.getsize(http_ready) > 0:
                 break
             time.sleep(0.1)
+        if not os.path.exists(http_ready):
+            raise RuntimeError("farmd did not start: " + open(os.path.join(work, "farmd.log")).read())
         base = "http://" + open(http_ready).read().strip()
         page = json.loads(subprocess.run(
             ["curl", "-sS", "-H", "Accept: application/vnd.pypi.simple.v1+json",

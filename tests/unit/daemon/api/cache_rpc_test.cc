@@ -35,7 +35,8 @@ class CacheRpcTest : public ::testing::Test {
     server_ = std::move(server.value());
     auto admin = fs::ReadFile(o.data_dir + "/admin.token");
     ASSERT_OK(admin.status());
-    admin_ = RpcTest::Trim(*admin);
+    admin_ = *admin;
+    while (!admin_.empty() && (admin_.back() == '\n' || admin_.back() == ' ')) admin_.pop_back();
     auto channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     farm_ = farm::v1::FarmService::NewStub(channel);
   }
