@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Upstream bytes per fleet: 1 vs 10 workers provisioning the same environment through
 farmd's pull-through cache (docs/benchmarks.md, "Upstream bytes per fleet").
 
@@ -11,7 +11,7 @@ bytes served. Timed: submit to the moment the last job's environment was ready (
 build prints the time it starts, which is right after provisioning), and submit to all
 builds done. Small stand-ins, so it runs on 2 cores. Prints one JSON object. Not a test.
 
-  FARMD=... FARM_WORKER=... FARMCTL=... tests/bench/fleet_upstream_bench.py [--fleets 1,10]
+  FARMD=... FARM_WORKER=... FARMCTL=... /usr/bin/python3 tests/bench/fleet_upstream_bench.py [--fleets 1,10]
 """
 
 import argparse

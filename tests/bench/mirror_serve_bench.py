@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """farmd serving a 2 GiB wheel from its pull-through cache over loopback (docs/benchmarks.md,
 "Pull-through cache: a 2 GiB wheel").
 
