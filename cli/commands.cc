@@ -28,6 +28,7 @@ Status CoverageCommand(const CommandEnv& env, const Flags& flags);
 Status CaCommand(const Flags& flags, std::ostream& out);
 Status VerifyCommand(const Flags& flags, std::ostream& out);
 Status KeysCommand(const CommandEnv& env, const Flags& flags);
+Status CacheCommand(const CommandEnv& env, const Flags& flags);
 Status ExportIndexCommand(const Flags& flags, std::ostream& out);
 
 namespace {
@@ -52,6 +53,7 @@ const char kUsage[] =
     "  workers                 registered workers and what they have\n"
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
     "  tokens create|list|revoke   bearer tokens (--role, --name, --ttl 30d; admin)\n"
+    "  cache add FILE...|list  preload farmd's upstream cache from files (--index, --tree; admin)\n"
     "  quota [PRINCIPAL] | quota set PRINCIPAL   limits on submissions, queued jobs, bytes\n"
     "  names list|transfer NAME --to P   recipe names and their owners (transfer: admin)\n"
     "  audit                   who changed what, refusals included (--limit, --principal; admin)\n"
@@ -138,6 +140,9 @@ std::vector<FlagSpec> AllFlags() {
       {"reason", "TEXT", "keys revoke: why, shown wherever its signatures are refused"},
       {"from", "URL", "export-index: farmd's HTTP address (its --http-listen), e.g. http://farm:8080"},
       {"base-url", "URL", "export-index: the URL DIR will be served at (default: relative links)"},
+      {"index", "NAME|URL", "cache add: the upstream index wheels and sdists go to (default: farmd's only one)"},
+      {"tree", "NAME", "cache add: the upstream tree (redist) manifests and archives go to"},
+      {"manifest", "FILE|NAME", "cache add: the redist manifest listing the archives (a FILE is added first)"},
       {"help", "", "show this help"},
   };
   for (const FlagSpec& f : net::ClientTlsFlags()) specs.push_back(f);
@@ -286,6 +291,11 @@ const std::map<std::string, std::string>& CommandSynopses() {
                    " platform) and its state."},
       {"workers", "workers\n  Registered workers and what they have."},
       {"drain", "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new ones."},
+      {"cache", "cache add FILE... [--index NAME|URL] | cache add --tree NAME [--manifest FILE|NAME]"
+                " [FILE...] | list\n"
+                "  Preloads farmd's pull-through cache from local files (admin): wheels and sdists"
+                " into an index, a redist manifest and the archives it lists into a tree. Workers"
+                " then provision from them with upstream out of reach."},
       {"tokens", "tokens create --role ROLE [--name NAME] [--ttl 30d] | list | revoke ID\n"
                  "  Bearer tokens (admin); a revoked token stops working at its next call."},
       {"quota", "quota [PRINCIPAL] | quota set PRINCIPAL [--submissions N] [--queued-jobs N]"
@@ -363,6 +373,7 @@ const std::map<std::string, CommandFn>& Commands() {
       {"publications", PublicationsCommand},
       {"hosts", HostsCommand},
       {"keys", KeysCommand},
+      {"cache", CacheCommand},
   };
   return kCommands;
 }

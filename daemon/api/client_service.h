@@ -53,6 +53,11 @@ class ClientService final : public farm::v1::FarmService::Service {
                             farm::v1::SourceUploadResponse*) override;
   grpc::Status ValidateArtifact(grpc::ServerContext*, const farm::v1::ValidateArtifactRequest*,
                                 farm::v1::Job*) override;
+  // cache_handlers.cc
+  grpc::Status AddToCache(grpc::ServerContext*, grpc::ServerReader<farm::v1::CacheAdd>*,
+                          farm::v1::CacheAddResponse*) override;
+  grpc::Status ListCache(grpc::ServerContext*, const farm::v1::ListCacheRequest*,
+                         farm::v1::ListCacheResponse*) override;
   // schedule_handlers.cc
   grpc::Status CreateSchedule(grpc::ServerContext*, const farm::v1::CreateScheduleRequest*,
                               farm::v1::Schedule*) override;

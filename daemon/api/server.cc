@@ -74,6 +74,22 @@ Status BootstrapTokens(TokenAuthority* auth, store::Store* store, const std::str
   return Status::Ok();
 }
 
+// Lists what `farmctl cache add` preloaded earlier again. A preload of an index or tree
+// farmd no longer serves, or whose blob is gone, is skipped with a warning.
+Status LoadPreloads(store::Store* store, mirror::PullThroughCache* cache) {
+  FARM_ASSIGN_OR_RETURN(auto rows, store->ListUpstreamPreloads());
+  for (const store::UpstreamPreloadRow& row : rows) {
+    Result<mirror::PreloadKind> kind = mirror::ParsePreloadKind(row.kind);
+    Status s = kind.ok() ? cache->AddPreloaded(row.source, *kind, row.path, row.sha256, row.size)
+                         : kind.status();
+    if (!s.ok())
+      log::Warn("preloaded " + row.source + "/" + row.path + " not served: " + s.ToString());
+  }
+  if (!rows.empty())
+    log::Info("pull-through cache: " + std::to_string(rows.size()) + " preloaded files");
+  return Status::Ok();
+}
+
 // Source archives are collected once a minute (the first time right after start).
 constexpr int64_t kSourceCollectionTicks = 60;
 
@@ -253,6 +269,8 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
     FARM_RETURN_IF_ERROR(fs::MakeDirs(upstream.staging_dir, 0700));
     impl->mirror = std::make_unique<mirror::PullThroughCache>(
         upstream, impl->upstream_fetcher.get(), impl->blobs.get(), &RealClock());
+    FARM_RETURN_IF_ERROR(LoadPreloads(impl->store.get(), impl->mirror.get()));
+    impl->ctx.mirror = impl->mirror.get();
     impl->ctx.upstream_url = options.upstream_url;
   }
   if (!options.http.listen.empty()) {

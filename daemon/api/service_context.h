@@ -31,6 +31,9 @@ class Attestor;
 namespace farm::quota {
 class QuotaKeeper;
 }  // namespace farm::quota
+namespace farm::mirror {
+class PullThroughCache;
+}  // namespace farm::mirror
 
 namespace farm::api {
 
@@ -68,6 +71,8 @@ struct ServiceContext {
   // Where workers fetch their environments' upstreams through farmd ("http://host:port");
   // empty when farmd serves none. Set before the gRPC API starts.
   std::string upstream_url;
+  // The pull-through cache behind it, which `farmctl cache add` preloads; null: none.
+  mirror::PullThroughCache* mirror = nullptr;
   // What schedules' upstream watches and following matrices may read (farmd's upstream
   // indexes and trees) and how often; `upstream_fetcher` null: nothing is read upstream.
   cron::WatchSettings watches;

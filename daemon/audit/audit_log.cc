@@ -13,7 +13,7 @@ namespace {
 constexpr size_t kMaxText = 500;
 
 // One name per Action, in declaration order.
-constexpr std::array<std::pair<Action, std::string_view>, 21> kActionNames = {{
+constexpr std::array<std::pair<Action, std::string_view>, 22> kActionNames = {{
     {Action::kBuildSubmit, "build.submit"},
     {Action::kBuildCancel, "build.cancel"},
     {Action::kJobRetry, "job.retry"},
@@ -35,6 +35,7 @@ constexpr std::array<std::pair<Action, std::string_view>, 21> kActionNames = {{
     {Action::kNameTransfer, "name.transfer"},
     {Action::kKeyRotate, "key.rotate"},
     {Action::kKeyRevoke, "key.revoke"},
+    {Action::kCacheAdd, "cache.add"},
 }};
 
 }  // namespace

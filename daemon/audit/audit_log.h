@@ -56,6 +56,7 @@ enum class Action {
   kNameTransfer,
   kKeyRotate,
   kKeyRevoke,
+  kCacheAdd,
 };
 // "build.submit", "name.transfer", "key.rotate", ...: the name stored and shown.
 std::string_view ActionName(Action action);

@@ -5,14 +5,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <regex>
 #include <set>
 
 #include "common/archive/entry_rules.h"
 #include "common/fs.h"
+#include "common/log.h"
 #include "common/sha256.h"
 #include "common/utf8.h"
 #include "common/wheel/wheel_name.h"
+#include "daemon/mirror/preload.h"
 
 namespace farm::mirror {
 namespace {
@@ -36,8 +39,8 @@ std::string PercentEncode(const std::string& name) {
 }
 
 std::string ProjectOf(const std::string& filename) {
-  Result<wheel::WheelFilename> w = wheel::ParseWheelFilename(filename);
-  return w.ok() ? wheel::NormalizeProjectName(w->name) : "";
+  Result<std::string> project = ProjectOfDistribution(filename);
+  return project.ok() ? *project : "";
 }
 
 bool IsSmallTreeFile(const std::string& relative) {
@@ -45,26 +48,6 @@ bool IsSmallTreeFile(const std::string& relative) {
          (relative.size() > 5 && relative.compare(relative.size() - 5, 5, ".json") == 0) ||
          relative == "SHA256SUMS" ||
          (relative.size() > 11 && relative.compare(relative.size() - 11, 11, "/SHA256SUMS") == 0);
-}
-
-// Calls `visit` for every JSON object holding relative_path and sha256 (redist manifests).
-void VisitArchives(
-    const json::value& v,
-    const std::function<void(const std::string&, const std::string&, int64_t)>& visit) {
-  if (!v.is_object()) return;
-  const json::object& o = v.as_object();
-  const json::value* rel = o.if_contains("relative_path");
-  const json::value* sha = o.if_contains("sha256");
-  if (rel && rel->is_string() && sha && sha->is_string()) {
-    int64_t size = -1;
-    if (const json::value* s = o.if_contains("size")) {
-      if (s->is_int64()) size = s->as_int64();
-      if (s->is_string()) size = std::strtoll(std::string(s->as_string()).c_str(), nullptr, 10);
-    }
-    visit(std::string(rel->as_string()), std::string(sha->as_string()), size);
-    return;
-  }
-  for (const auto& [key, child] : o) VisitArchives(child, visit);
 }
 
 }  // namespace
@@ -134,6 +117,35 @@ void PullThroughCache::Learn(const std::string& sha256, const KnownFile& file) {
 Result<std::vector<upstream::IndexFile>> PullThroughCache::ProjectFiles(const std::string& index,
                                                                         const std::string& project,
                                                                         bool revalidate) {
+  Result<std::vector<upstream::IndexFile>> upstream =
+      UpstreamProjectFiles(index, project, revalidate);
+  std::vector<upstream::IndexFile> preloaded;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = preloaded_.find(index + "/" + project); it != preloaded_.end()) {
+      preloaded = it->second;
+    }
+  }
+  if (preloaded.empty()) return upstream;
+  // Whatever upstream answered (nothing, a 404, an error), the preloaded files are served.
+  std::vector<upstream::IndexFile> files;
+  if (upstream.ok()) files = std::move(upstream).value();
+  std::map<std::string, std::string> listed;  // filename -> sha256
+  for (const upstream::IndexFile& f : files) listed[f.filename] = f.sha256;
+  for (const upstream::IndexFile& p : preloaded) {
+    auto same = listed.find(p.filename);
+    if (same == listed.end()) {
+      files.push_back(p);
+    } else if (same->second != p.sha256) {
+      log::Warn("upstream index " + index + " lists " + p.filename + " as sha256 " + same->second +
+                ", not the preloaded " + p.sha256 + ": serving upstream's");
+    }
+  }
+  return files;
+}
+
+Result<std::vector<upstream::IndexFile>> PullThroughCache::UpstreamProjectFiles(
+    const std::string& index, const std::string& project, bool revalidate) {
   auto upstream_url = options_.indexes.find(index);
   if (upstream_url == options_.indexes.end()) return Status::NotFound("no index " + index);
   std::string key = index + "/" + project;
@@ -313,12 +325,9 @@ void PullThroughCache::LearnFromTreeFile(const std::string& tree, const std::str
     tree_paths_[tree + "/" + rel] = sha;
   };
   if (relative.size() > 5 && relative.compare(relative.size() - 5, 5, ".json") == 0) {
-    boost::system::error_code ec;
-    json::value doc = json::parse(body, ec);
-    if (!ec)
-      VisitArchives(doc, [&](const std::string& rel, const std::string& sha, int64_t size) {
-        learn(dir + rel, sha, size);
-      });
+    // A manifest that does not parse teaches nothing; serving it is the client's problem.
+    (void)VisitManifestArchives(body, [&](const std::string& rel, const std::string& sha,
+                                          int64_t size) { learn(dir + rel, sha, size); });
     return;
   }
   static const std::regex line_re(R"(([0-9a-f]{64})\s+\*?([A-Za-z0-9._+-]+))");
@@ -362,43 +371,137 @@ Result<MirrorAnswer> PullThroughCache::TreeFile(const std::string& tree,
   std::string content_type = relative.empty() || relative.back() == '/'    ? "text/html"
                              : relative.find(".json") != std::string::npos ? "application/json"
                                                                            : "text/plain";
+  const bool listing = relative.empty();
+  std::optional<std::string> fresh;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto cached = small_.find(key);
     if (cached != small_.end() &&
         clock_->SteadyMs() - cached->second.second < options_.page_ttl_ms) {
-      return MirrorAnswer{content_type, cached->second.first, "", -1};
+      fresh = cached->second.first;
     }
+  }
+  if (fresh) {
+    return MirrorAnswer{content_type, listing ? ListingWithPreloads(tree, *fresh) : *fresh, "", -1};
   }
   Result<upstream::FetchedPage> page =
       fetcher_->GetPage(base + PercentEncode(relative), "", kMaxTreeFile);
   if (!page.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto cached = small_.find(key);  // stale beats nothing while upstream is away
-    if (cached == small_.end()) return page.status();
-    return MirrorAnswer{content_type, cached->second.first, "", -1};
+    std::string stale;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto cached = small_.find(key);  // stale beats nothing while upstream is away
+      if (cached != small_.end())
+        stale = cached->second.first;
+      else if (!listing)
+        return page.status();
+    }
+    std::string body = listing ? ListingWithPreloads(tree, stale) : stale;
+    if (body.empty()) return page.status();
+    return MirrorAnswer{content_type, body, "", -1};
   }
   LearnFromTreeFile(tree, base, relative, page->body);
-  std::lock_guard<std::mutex> lock(mu_);
-  small_[key] = {page->body, clock_->SteadyMs()};
-  return MirrorAnswer{content_type, page->body, "", -1};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    small_[key] = {page->body, clock_->SteadyMs()};
+  }
+  return MirrorAnswer{content_type, listing ? ListingWithPreloads(tree, page->body) : page->body,
+                      "", -1};
 }
 
-Status PullThroughCache::AddPreloaded(const std::string& index, const std::string& filename,
-                                      const std::string& sha256, int64_t size) {
+Status PullThroughCache::AddPreloaded(const std::string& source, PreloadKind kind,
+                                      const std::string& path, const std::string& sha256,
+                                      int64_t size) {
   if (!upstream::IsSha256Hex(sha256)) return Status::InvalidArgument("not a sha256");
-  if (!blobs_->Contains(sha256)) return Status::FailedPrecondition(filename + " is not stored");
   std::string rule;
-  if (!archives::CheckEntryName(filename, &rule).empty()) {
-    return Status::InvalidArgument("bad file name " + filename.substr(0, 200));
+  if (!archives::CheckEntryName(path, &rule).empty()) {
+    return Status::InvalidArgument("bad path " + path.substr(0, 200));
   }
+  const bool index = kind == PreloadKind::kIndexFile;
+  if (index ? options_.indexes.count(source) == 0 : options_.trees.count(source) == 0) {
+    return Status::NotFound(std::string("farmd serves no upstream ") +
+                            (index ? "index " : "tree ") + source);
+  }
+  std::string filename = path.substr(path.rfind('/') + 1);
+  std::string project;
+  if (index) {
+    FARM_ASSIGN_OR_RETURN(project, ProjectOfDistribution(path));
+  }
+  if (!blobs_->Contains(sha256)) return Status::FailedPrecondition(path + " is not stored");
   std::lock_guard<std::mutex> lock(mu_);
   KnownFile& known = known_[sha256];
-  known.filename = filename.substr(filename.rfind('/') + 1);
-  known.size = size;
-  known.source = index;
-  tree_paths_[index + "/" + filename] = sha256;
+  if (known.url.empty()) known = KnownFile{"", filename, size, source};
+  if (!index) {
+    tree_paths_[source + "/" + path] = sha256;
+    if (kind == PreloadKind::kManifest) preloaded_manifests_[source].insert(path);
+    return Status::Ok();
+  }
+  std::vector<upstream::IndexFile>& files = preloaded_[source + "/" + project];
+  for (const upstream::IndexFile& f : files) {
+    if (f.filename == filename) return Status::Ok();
+  }
+  upstream::IndexFile f;
+  f.filename = filename;
+  f.sha256 = sha256;
+  f.size = size;
+  files.push_back(f);
   return Status::Ok();
+}
+
+Result<std::string> PullThroughCache::ResolveIndex(const std::string& name_or_url) const {
+  if (name_or_url.empty()) {
+    if (options_.indexes.size() == 1) return options_.indexes.begin()->first;
+    std::string names;
+    for (const auto& [name, url] : options_.indexes) names += (names.empty() ? "" : ", ") + name;
+    return Status::InvalidArgument("name the index (--index): farmd serves " +
+                                   (names.empty() ? std::string("none") : names));
+  }
+  if (options_.indexes.count(name_or_url) > 0) return name_or_url;
+  auto bare = [](std::string u) {
+    while (!u.empty() && u.back() == '/') u.pop_back();
+    return u;
+  };
+  for (const auto& [name, url] : options_.indexes) {
+    if (bare(url) == bare(name_or_url)) return name;
+  }
+  return Status::NotFound("farmd serves no index " + name_or_url.substr(0, 200));
+}
+
+bool PullThroughCache::ServesTree(const std::string& tree) const {
+  return options_.trees.count(tree) > 0;
+}
+
+Result<std::string> PullThroughCache::TreePathSha(const std::string& tree,
+                                                  const std::string& path) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tree_paths_.find(tree + "/" + path);
+  if (it == tree_paths_.end()) return Status::NotFound(tree + "/" + path + " is not preloaded");
+  return it->second;
+}
+
+std::string PullThroughCache::ListingWithPreloads(const std::string& tree,
+                                                  const std::string& upstream) const {
+  std::set<std::string> manifests;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = preloaded_manifests_.find(tree); it != preloaded_manifests_.end()) {
+      manifests = it->second;
+    }
+  }
+  std::string links;
+  for (const std::string& path : manifests) {
+    std::string href = "href=\"" + PercentEncode(path) + "\"";
+    if (upstream.find(href) != std::string::npos) continue;
+    links += "<a " + href + ">" + EscapeMarkup(path) + "</a><br/>\n";
+  }
+  if (links.empty()) return upstream;
+  if (upstream.empty()) {
+    return "<!DOCTYPE html>\n<html><head><title>" + EscapeMarkup(tree) + "</title></head><body>\n" +
+           links + "</body></html>\n";
+  }
+  size_t end = upstream.rfind("</body>");
+  if (end == std::string::npos) return upstream + links;
+  return upstream.substr(0, end) + links + upstream.substr(end);
 }
 
 }  // namespace farm::mirror

@@ -15,9 +15,13 @@
 //   files    EnsureFile(sha256) puts a listed file into the blob store, downloading it
 //            once however many callers ask at the same time (one flight per digest),
 //            refusing it (DataLoss, nothing stored) when its bytes do not match.
-//   offline  when an upstream is unreachable, an index page is made from the files of
-//            that project already in the blob store (fetched before, or preloaded with
-//            AddPreloaded: `farmctl cache add`).
+//   preload  files an admin added (`farmctl cache add`, AddPreloaded) are listed on their
+//            project's page, merged with upstream's listing (upstream's entry wins when
+//            both name one file), and preloaded redist manifests are linked from their
+//            tree's folder listing, so a worker finds them as it finds upstream's.
+//   offline  when an upstream is unreachable, an index page is made from the last page
+//            seen, else from the files of that project already in the blob store, with
+//            the preloaded ones; a tree's listing from the preloaded manifests.
 // The HTTP routes that call this are added to farmd's router separately.
 //
 // Thread-safe: every method may be called from several request threads.
@@ -29,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +41,7 @@
 #include "common/status.h"
 #include "common/upstream/fetcher.h"
 #include "common/upstream/simple_index.h"
+#include "daemon/mirror/preload.h"
 #include "daemon/store/blob_store.h"
 
 namespace farm::mirror {
@@ -82,9 +88,20 @@ class PullThroughCache {
   // The file at `relative` in tree `tree` ("" for the folder listing).
   Result<MirrorAnswer> TreeFile(const std::string& tree, const std::string& relative);
 
-  // Records that the stored blob `sha256` is `filename` of `index` (a wheel) or `tree`.
-  Status AddPreloaded(const std::string& index, const std::string& filename,
+  // Records that the stored blob `sha256` is `path` of index or tree `source`: a wheel or
+  // sdist of an index (kIndexFile), a manifest or archive at `path` under a tree. The
+  // caller checked the name and the bytes (preload.h). NotFound for a source farmd does not
+  // serve (an index for kIndexFile, a tree otherwise); FailedPrecondition when the blob is
+  // not stored.
+  Status AddPreloaded(const std::string& source, PreloadKind kind, const std::string& path,
                       const std::string& sha256, int64_t size);
+
+  // The name of the index `name_or_url` names: a configured name, or the upstream URL of
+  // one (a trailing '/' does not matter); "" names the only index when there is one.
+  Result<std::string> ResolveIndex(const std::string& name_or_url) const;
+  bool ServesTree(const std::string& tree) const;
+  // The blob preloaded or learned at `path` of `tree`; NotFound when there is none.
+  Result<std::string> TreePathSha(const std::string& tree, const std::string& path) const;
 
   // Upstream downloads made so far (for metrics and tests).
   int64_t upstream_downloads() const;
@@ -102,9 +119,16 @@ class PullThroughCache {
     Status status;
   };
 
+  // Upstream's files merged with the preloaded ones.
   Result<std::vector<upstream::IndexFile>> ProjectFiles(const std::string& index,
                                                         const std::string& project,
                                                         bool revalidate);
+  Result<std::vector<upstream::IndexFile>> UpstreamProjectFiles(const std::string& index,
+                                                                const std::string& project,
+                                                                bool revalidate);
+  // A tree's folder listing with links to the preloaded manifests it lacks; `upstream`
+  // is upstream's listing, "" when there is none.
+  std::string ListingWithPreloads(const std::string& tree, const std::string& upstream) const;
   Status Download(const std::string& sha256, const KnownFile& file);
   void Learn(const std::string& sha256, const KnownFile& file);
   void LearnFromTreeFile(const std::string& tree, const std::string& base,
@@ -121,6 +145,8 @@ class PullThroughCache {
   std::map<std::string, KnownFile> known_;                        // sha256 -> file
   std::map<std::string, std::string> tree_paths_;                 // "tree/relative" -> sha256
   std::map<std::string, std::shared_ptr<Flight>> flights_;
+  std::map<std::string, std::vector<upstream::IndexFile>> preloaded_;  // "index/project"
+  std::map<std::string, std::set<std::string>> preloaded_manifests_;   // tree -> paths
   int64_t downloads_ = 0;
 };
 

@@ -161,6 +161,10 @@ class SqliteStore final : public Store, public WebhookStore {
   Result<std::vector<SourceArchiveRow>> ListCollectableSources(int64_t unused_before_ms,
                                                                int limit) override;
   Result<bool> ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms) override;
+  Result<bool> RecordUpstreamPreload(const UpstreamPreloadRow& row) override;
+  Result<std::optional<UpstreamPreloadRow>> GetUpstreamPreload(const std::string& source,
+                                                               const std::string& path) override;
+  Result<std::vector<UpstreamPreloadRow>> ListUpstreamPreloads() override;
 
   Result<std::optional<QuotaOverrideRow>> GetQuotaOverride(const std::string& principal) override;
   Status SetQuotaOverride(const QuotaOverrideRow& row) override;

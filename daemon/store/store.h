@@ -421,6 +421,21 @@ struct SourceArchiveRow {
   int64_t last_used_ms = 0;  // upload, lookup or a build or schedule naming it
 };
 
+// --- upstream preloads (sqlite_store_preloads.cc) ---
+
+// A file an admin preloaded into the pull-through cache (`farmctl cache add`): the name
+// `path` of index or tree `source` is the blob `sha256`. `kind` is "index-file",
+// "manifest" or "archive" (daemon/mirror/preload.h names them).
+struct UpstreamPreloadRow {
+  std::string source;
+  std::string path;
+  std::string kind;
+  std::string sha256;
+  int64_t size = 0;
+  std::string added_by;  // the token's name
+  int64_t created_ms = 0;
+};
+
 // --- quotas (sqlite_store_quotas.cc) ---
 
 inline constexpr int64_t kQuotaUnlimited = -1;
@@ -790,6 +805,17 @@ class Store {
   // (checked in the same statement, so a build submitted meanwhile keeps it). Returns
   // whether it was forgotten; the caller then removes the blob.
   virtual Result<bool> ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms);
+
+  // --- upstream preloads (sqlite_store_preloads.cc) ---
+  // Defaults answer Unimplemented so other Store implementations need not provide them.
+  // Records the preload; true when recorded now, false when the same name already holds
+  // the same sha256 (nothing changes); AlreadyExists when it holds other content.
+  virtual Result<bool> RecordUpstreamPreload(const UpstreamPreloadRow& row);
+  // The preload at `path` of `source`; nullopt when there is none.
+  virtual Result<std::optional<UpstreamPreloadRow>> GetUpstreamPreload(const std::string& source,
+                                                                       const std::string& path);
+  // Every preload, by source and path.
+  virtual Result<std::vector<UpstreamPreloadRow>> ListUpstreamPreloads();
 
   // --- quotas (sqlite_store_quotas.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.

@@ -146,7 +146,8 @@ TEST_F(PullThroughTest, OfflineFarmServesPreloadedFiles) {
   ASSERT_OK(writer.status());
   ASSERT_OK((*writer)->Append(wheel_));
   ASSERT_OK((*writer)->Commit());
-  ASSERT_OK(cache_->AddPreloaded("cu128", kWheel, sha, static_cast<int64_t>(wheel_.size())));
+  ASSERT_OK(cache_->AddPreloaded("cu128", PreloadKind::kIndexFile, kWheel, sha,
+                                 static_cast<int64_t>(wheel_.size())));
   fetcher_.Fail(std::string(kUp) + "torch/", Status::Unavailable("no network"));
   auto page = cache_->IndexPage("cu128", "torch", true, kFiles);
   ASSERT_OK(page.status());
@@ -155,7 +156,10 @@ TEST_F(PullThroughTest, OfflineFarmServesPreloadedFiles) {
   EXPECT_EQ(fetcher_.Count(kWheelUrl), 0);
   EXPECT_EQ(cache_->IndexPage("cu128", "numpy", true, kFiles).status().code(),
             StatusCode::kNotFound);
-  EXPECT_EQ(cache_->AddPreloaded("cu128", "x.whl", std::string(64, 'e'), 1).code(),
+  EXPECT_EQ(cache_
+                ->AddPreloaded("cu128", PreloadKind::kIndexFile, "x-1.0-py3-none-any.whl",
+                               std::string(64, 'e'), 1)
+                .code(),
             StatusCode::kFailedPrecondition);
 }
 
@@ -187,6 +191,77 @@ TEST_F(PullThroughTest, TreesLearnArchivesFromManifests) {
   EXPECT_EQ(fetcher_.Count("http://nv/redist/redistrib_13.0.2.json"), 1);
   EXPECT_EQ(cache_->TreeFile("redist", "../secret").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(cache_->TreeFile("other", "").status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace farm::mirror
+
+namespace farm::mirror {
+namespace {
+
+// Stores `bytes` as a blob of `blobs`; returns its sha256.
+std::string PutBlob(store::BlobStore& blobs, const std::string& bytes) {
+  std::string sha = Sha256Hex(bytes);
+  auto writer = blobs.BeginWrite(static_cast<int64_t>(bytes.size()), sha);
+  EXPECT_OK(writer.status());
+  EXPECT_OK((*writer)->Append(bytes));
+  EXPECT_OK((*writer)->Commit());
+  return sha;
+}
+
+TEST_F(PullThroughTest, PreloadedFilesAreMergedWithUpstreamsListingWhichWinsOnAClash) {
+  const std::string kOther = "torch-2.8.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl";
+  std::string other = PutBlob(*blobs_, "another torch");
+  ASSERT_OK(cache_->AddPreloaded("cu128", PreloadKind::kIndexFile, kOther, other, 13));
+  // The same name as upstream's file with other bytes: upstream's entry is served.
+  std::string clash = PutBlob(*blobs_, "not upstream's torch");
+  ASSERT_OK(cache_->AddPreloaded("cu128", PreloadKind::kIndexFile, kWheel, clash, 20));
+  auto page = cache_->IndexPage("cu128", "torch", true, kFiles);
+  ASSERT_OK(page.status());
+  auto files = upstream::ParseProjectJson(page->body, "http://farm/mirror/cu128/simple/torch/");
+  ASSERT_OK(files.status());
+  ASSERT_EQ(files->size(), 2u) << page->body;
+  EXPECT_EQ((*files)[0].sha256, Sha256Hex(wheel_));
+  EXPECT_EQ((*files)[1].filename, kOther);
+  EXPECT_EQ((*files)[1].sha256, other);
+  // A project upstream has never heard of (404) is served from the preloads alone.
+  std::string numpy = PutBlob(*blobs_, std::string("PK\x03\x04", 4));
+  ASSERT_OK(cache_->AddPreloaded("cu128", PreloadKind::kIndexFile, "numpy-2.0.0.tar.gz", numpy, 4));
+  page = cache_->IndexPage("cu128", "NumPy", false, kFiles);
+  ASSERT_OK(page.status());
+  EXPECT_NE(page->body.find("numpy-2.0.0.tar.gz"), std::string::npos) << page->body;
+  // Only sources farmd serves, and only names that are distributions.
+  EXPECT_EQ(cache_->AddPreloaded("cu999", PreloadKind::kIndexFile, kOther, other, 13).code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(cache_->AddPreloaded("cu128", PreloadKind::kIndexFile, "x.txt", other, 13).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(cache_->AddPreloaded("redist", PreloadKind::kArchive, "../x", other, 13).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(PullThroughTest, PreloadedManifestsAreLinkedFromTheTreesListing) {
+  std::string manifest = PutBlob(*blobs_, "{}");
+  ASSERT_OK(
+      cache_->AddPreloaded("redist", PreloadKind::kManifest, "redistrib_12.8.1.json", manifest, 2));
+  fetcher_.Serve("http://nv/redist/",
+                 "<html><body><a href=\"redistrib_13.0.2.json\">x</a>"
+                 "</body></html>",
+                 "text/html");
+  auto listing = cache_->TreeFile("redist", "");
+  ASSERT_OK(listing.status());
+  EXPECT_NE(listing->body.find("href=\"redistrib_13.0.2.json\""), std::string::npos);
+  EXPECT_NE(listing->body.find("href=\"redistrib_12.8.1.json\""), std::string::npos)
+      << listing->body;
+  // Offline, with no listing ever seen: the preloaded manifests alone.
+  cache_ = std::make_unique<PullThroughCache>(options_, &fetcher_, blobs_.get(), &clock_);
+  ASSERT_OK(
+      cache_->AddPreloaded("redist", PreloadKind::kManifest, "redistrib_12.8.1.json", manifest, 2));
+  fetcher_.Fail("http://nv/redist/", Status::Unavailable("no network"));
+  listing = cache_->TreeFile("redist", "");
+  ASSERT_OK(listing.status());
+  EXPECT_NE(listing->body.find("href=\"redistrib_12.8.1.json\""), std::string::npos)
+      << listing->body;
+  EXPECT_EQ(listing->body.find("13.0.2"), std::string::npos);
 }
 
 }  // namespace
