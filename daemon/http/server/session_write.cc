@@ -4,9 +4,9 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/file_body.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "daemon/http/server/large_file_body.h"
 #include "daemon/http/server/security_headers.h"
 #include "daemon/http/server/session.h"
 
@@ -68,11 +68,11 @@ void HttpSession::SendString(Response&& r, unsigned version, bool keep_alive) {
 }
 
 void HttpSession::SendFile(Response&& r, unsigned version, bool keep_alive) {
-  bhttp::file_body::value_type body;
+  LargeFileBody::value_type body;
   beast::error_code ec;
-  body.open(r.file_path.c_str(), beast::file_mode::scan, ec);
+  body.open(r.file_path.c_str(), ec);
   if (ec) return SendString(ErrorResponse(Status::NotFound("file missing")), version, keep_alive);
-  auto res = std::make_shared<bhttp::response<bhttp::file_body>>(
+  auto res = std::make_shared<bhttp::response<LargeFileBody>>(
       std::piecewise_construct, std::make_tuple(std::move(body)),
       std::make_tuple(bhttp::status::ok, version));
   SetHead(*res, r, keep_alive);
