@@ -246,7 +246,16 @@ Status WorkerService::Beat(const Principal& who, const farm::v1::HeartbeatReques
   // beat: with a thousand workers those writes were most of the store's work. A change
   // of state is written at once.
   bool due = beat_writes_.Due(who.worker_id, now, BeatWriteEveryMs(ctx_->tunables));
-  if (due || state != worker.state) {
+  if (req.has_capabilities()) {
+    // Sent only when they changed (a GPU appeared or failed, a toolkit was installed, the
+    // environment cache grew): placement, revalidation and `workers` read the stored copy.
+    worker.capabilities = req.capabilities().SerializeAsString();
+    worker.state = state;
+    worker.last_heartbeat_ms = now;
+    FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(worker));
+    log::Info("worker " + who.worker_id + " reported new capabilities: " +
+              std::to_string(req.capabilities().gpus_size()) + " GPU(s)");
+  } else if (due || state != worker.state) {
     FARM_RETURN_IF_ERROR(ctx_->store->TouchWorker(who.worker_id, now, state));
   }
   resp->set_drain(worker.drain_requested);

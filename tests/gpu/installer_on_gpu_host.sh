@@ -31,6 +31,7 @@ start=$SECONDS
 "$py" "$repo/tests/fakes/repack_installed.py" --out "$work/wheelhouse" --closure torch \
   --closure pip --accept-modified pip >"$out/repack.json" || exit 1
 echo "repacked in $((SECONDS - start)) s: $(ls "$work/wheelhouse" | wc -l) wheels, $(du -sm "$work/wheelhouse" | cut -f1) MiB"
+rm -f "$work/index.url"
 "$py" "$repo/tests/fakes/fake_pyindex.py" --ready-file "$work/index.url" \
   --index "/whl/cu130=$work/wheelhouse" >"$out/index.log" 2>&1 </dev/null &
 index_pid=$!
@@ -42,14 +43,15 @@ import json, sys
 for w in json.load(open(sys.argv[1]))["wheels"]:
     if w["name"].lower() not in ("torch", "pip"): print("%s==%s" % (w["name"], w["version"]))
 ' "$out/repack.json")
-echo "pins: torch==$torch_version, pip==$pip_version and ${#reqs[@]} / 2 requirements"
+echo "pins: torch==$torch_version, pip==$pip_version and $(( ${#reqs[@]} / 2 )) requirements"
 
 provision() {  # NAME CACHE [ARGS...]
   local name=$1 cache=$2; shift 2
+  mkdir -p "$work/$name"
   local start=$SECONDS
   "$bundle/bin/farm-provision" --cache "$cache" --job-dir "$work/$name" --python "${pyver%.*}" \
-    --torch "$torch_version" --index "cu130=$index/whl/cu130/" --host-python "$pyver=$base" \
-    --installer "pip==$pip_version" "${reqs[@]}" "$@" >"$out/$name.json" 2>"$out/$name.err"
+    --torch "$torch_version" --index "cu130=$index/whl/cu130/" --index "default=$index/whl/cu130/" --host-python "$pyver=$base" \
+    --installer "pip==$pip_version" --glibc "$("$py" -c "import platform; print(platform.libc_ver()[1])")" "${reqs[@]}" "$@" >"$out/$name.json" 2>"$out/$name.err"
   local rc=$?
   echo "$name: exit $rc in $((SECONDS - start)) s: $("$py" -c '
 import json, sys

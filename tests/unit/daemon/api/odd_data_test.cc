@@ -236,6 +236,38 @@ TEST_F(OddDataRpcTest, WorkerCallsWithUnicodeNamesAndJobsNotHeld) {
   EXPECT_EQ(info.name(), kUnicode);
 }
 
+TEST_F(OddDataRpcTest, CapabilitiesAHeartbeatReportsAreStoredAndPlaceTheWaitingJob) {
+  auto [id, token] = RegisterWorker();  // no capabilities: nothing can be placed here
+  farm::v1::Build build = Submit();
+  farm::v1::AcquireJobRequest acquire;
+  acquire.set_worker_id(id);
+  acquire.set_wait_ms(-5);
+  farm::v1::AcquireJobResponse acquired;
+  ASSERT_TRUE(worker_->AcquireJob(Ctx(token).get(), acquire, &acquired).ok());
+  EXPECT_FALSE(acquired.has_job());
+
+  // The worker's probe found a toolkit and its environment cache grew: it says so once.
+  farm::v1::HeartbeatRequest hb;
+  hb.set_worker_id(id);
+  auto* caps = hb.mutable_capabilities();
+  caps->set_platform("linux_x86_64");
+  caps->add_pythons()->set_version("3.11");
+  auto* tk = caps->add_toolkits();
+  tk->set_version("12.4");
+  tk->add_gpu_codes("sm_90"), tk->add_gpu_codes("compute_90");
+  caps->mutable_provisioning()->set_cache_bytes(int64_t{5} << 30);
+  farm::v1::HeartbeatResponse hb_resp;
+  ASSERT_TRUE(worker_->Heartbeat(Ctx(token).get(), hb, &hb_resp).ok());
+
+  farm::v1::ListWorkersResponse workers;
+  ASSERT_TRUE(farm_->ListWorkers(Ctx(admin_).get(), {}, &workers).ok());
+  ASSERT_EQ(workers.workers_size(), 1);
+  EXPECT_EQ(workers.workers(0).capabilities().provisioning().cache_bytes(), int64_t{5} << 30);
+  ASSERT_TRUE(worker_->AcquireJob(Ctx(token).get(), acquire, &acquired).ok());
+  ASSERT_TRUE(acquired.has_job());
+  EXPECT_EQ(acquired.job().job_id(), build.jobs(0).id());
+}
+
 TEST_F(OddDataRpcTest, LeasedJobTakesATenThousandLineUnicodeLogAndEnds) {
   farm::v1::RegisterResponse registered = RegisterBuilder();
   const std::string& token = registered.worker_token();
