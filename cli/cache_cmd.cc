@@ -77,7 +77,7 @@ void Report(const CommandEnv& env, const farm::v1::CacheAddResponse& resp) {
            << "\n";
 }
 
-Status Add(const CommandEnv& env, const Flags& flags) {
+Status CacheAdd(const CommandEnv& env, const Flags& flags) {
   const std::vector<std::string>& args = flags.positionals();
   std::string tree = flags.Get("tree");
   std::string manifest = flags.Get("manifest");
@@ -117,7 +117,7 @@ Status Add(const CommandEnv& env, const Flags& flags) {
   return Status::Ok();
 }
 
-Status List(const CommandEnv& env) {
+Status CacheList(const CommandEnv& env) {
   farm::v1::ListCacheResponse resp;
   FARM_RETURN_IF_ERROR(
       FromGrpc(env.client->stub()->ListCache(env.client->Context().get(), {}, &resp),
@@ -136,8 +136,8 @@ Status List(const CommandEnv& env) {
 Status CacheCommand(const CommandEnv& env, const Flags& flags) {
   const std::vector<std::string>& args = flags.positionals();
   std::string sub = args.size() > 1 ? args[1] : "";
-  if (sub == "add") return Add(env, flags);
-  if (sub == "list" && args.size() == 2) return List(env);
+  if (sub == "add") return CacheAdd(env, flags);
+  if (sub == "list" && args.size() == 2) return CacheList(env);
   return Status::InvalidArgument(kCacheUsage);
 }
 

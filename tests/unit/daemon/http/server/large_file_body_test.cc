@@ -20,7 +20,7 @@ std::string Pattern(size_t n) {
 }
 
 TEST(LargeFileBodyTest, SendsTheWholeFileInQuarterMebibyteChunks) {
-  testing::ScopedTempDir dir;
+  farm::testing::ScopedTempDir dir;
   std::string content = Pattern(LargeFileBody::kChunkBytes * 2 + 12345);
   ASSERT_OK(fs::WriteFileAtomic(dir.path() + "/w.whl", content));
   LargeFileBody::value_type body;
@@ -48,7 +48,7 @@ TEST(LargeFileBodyTest, SendsTheWholeFileInQuarterMebibyteChunks) {
 }
 
 TEST(LargeFileBodyTest, AFileThatShrankIsAShortReadNotAWrongLength) {
-  testing::ScopedTempDir dir;
+  farm::testing::ScopedTempDir dir;
   std::string path = dir.path() + "/w.whl";
   ASSERT_OK(fs::WriteFileAtomic(path, Pattern(LargeFileBody::kChunkBytes + 10)));
   LargeFileBody::value_type body;
