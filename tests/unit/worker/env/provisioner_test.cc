@@ -504,7 +504,7 @@ TEST_F(LockCheckTest, TorchRequiringUnpinnedPackagesIsTheRecipesFailureBeforeAny
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(FailureOf(r.status()), ProvisionFailure::kInvalidRequest);
   EXPECT_FALSE(IsInfrastructureFailure(FailureOf(r.status())));
-  const std::string& m = r.status().message();
+  std::string m = r.status().message();  // a copy: status() returns a temporary
   EXPECT_NE(m.find("add sympy==1.14.0 (torch 2.8.0+cu128 requires sympy>=1.13.3)"),
             std::string::npos)
       << m;
