@@ -1,7 +1,6 @@
 #include "daemon/mirror/pull_through.h"
 
 #include <boost/json.hpp>
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -11,6 +10,7 @@
 
 #include "common/archive/entry_rules.h"
 #include "common/fs.h"
+#include "common/httpc/http_util.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/utf8.h"
@@ -22,21 +22,6 @@ namespace {
 
 namespace json = boost::json;
 constexpr int64_t kMaxTreeFile = int64_t{8} << 20;
-
-std::string PercentEncode(const std::string& name) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : name) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 std::string ProjectOf(const std::string& filename) {
   Result<std::string> project = ProjectOfDistribution(filename);
@@ -61,7 +46,7 @@ std::string RenderProjectPage(const std::string& project,
     for (const upstream::IndexFile& f : files) {
       json::object o;
       o["filename"] = f.filename;
-      o["url"] = files_base + f.sha256 + "/" + PercentEncode(f.filename);
+      o["url"] = files_base + f.sha256 + "/" + httpc::EncodePath(f.filename);
       o["hashes"] = json::object{{"sha256", f.sha256}};
       if (f.size >= 0) o["size"] = f.size;
       if (!f.requires_python.empty()) o["requires-python"] = f.requires_python;
@@ -87,7 +72,8 @@ std::string RenderProjectPage(const std::string& project,
       "content=\"1.1\"><title>Links for " +
       EscapeMarkup(project) + "</title></head><body>\n";
   for (const upstream::IndexFile& f : files) {
-    html += "<a href=\"" + EscapeMarkup(files_base + f.sha256 + "/" + PercentEncode(f.filename)) +
+    html += "<a href=\"" +
+            EscapeMarkup(files_base + f.sha256 + "/" + httpc::EncodePath(f.filename)) +
             "#sha256=" + f.sha256 + "\"";
     if (!f.requires_python.empty())
       html += " data-requires-python=\"" + EscapeMarkup(f.requires_python) + "\"";
@@ -320,7 +306,7 @@ void PullThroughCache::LearnFromTreeFile(const std::string& tree, const std::str
   auto learn = [&](const std::string& rel, const std::string& sha, int64_t size) {
     std::string rule;
     if (!upstream::IsSha256Hex(sha) || !archives::CheckEntryName(rel, &rule).empty()) return;
-    Learn(sha, {base + PercentEncode(rel), rel.substr(rel.rfind('/') + 1), size, tree});
+    Learn(sha, {base + httpc::EncodePath(rel), rel.substr(rel.rfind('/') + 1), size, tree});
     std::lock_guard<std::mutex> lock(mu_);
     tree_paths_[tree + "/" + rel] = sha;
   };
@@ -385,7 +371,7 @@ Result<MirrorAnswer> PullThroughCache::TreeFile(const std::string& tree,
     return MirrorAnswer{content_type, listing ? ListingWithPreloads(tree, *fresh) : *fresh, "", -1};
   }
   Result<upstream::FetchedPage> page =
-      fetcher_->GetPage(base + PercentEncode(relative), "", kMaxTreeFile);
+      fetcher_->GetPage(base + httpc::EncodePath(relative), "", kMaxTreeFile);
   if (!page.ok()) {
     std::string stale;
     {
@@ -490,7 +476,7 @@ std::string PullThroughCache::ListingWithPreloads(const std::string& tree,
   }
   std::string links;
   for (const std::string& path : manifests) {
-    std::string href = "href=\"" + PercentEncode(path) + "\"";
+    std::string href = "href=\"" + httpc::EncodePath(path) + "\"";
     if (upstream.find(href) != std::string::npos) continue;
     links += "<a " + href + ">" + EscapeMarkup(path) + "</a><br/>\n";
   }
