@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "daemon/store/blob_store.h"
+#include "daemon/store/blob/blob_store.h"
 #include "daemon/store/store.h"
 
 namespace farm::api {

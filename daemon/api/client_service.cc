@@ -11,13 +11,14 @@
 #include "common/sha256.h"
 #include "daemon/api/artifact_stream.h"
 #include "daemon/api/handler.h"
-#include "daemon/api/peers.h"
-#include "daemon/api/revalidation.h"
 #include "daemon/auth/ownership.h"
 #include "daemon/http/rest/job_views.h"
 #include "daemon/model/convert.h"
 #include "daemon/model/torch_proofs.h"
+#include "daemon/sched/peers.h"
 #include "daemon/sched/placement.h"
+#include "daemon/sched/revalidation.h"
+#include "daemon/sched/rows.h"
 
 namespace farm::api {
 
@@ -37,7 +38,7 @@ namespace {
 // The registered workers, read once for all the jobs of a reply (with many workers,
 // reading them per job made a build's reply cost jobs x workers reads), parsed for
 // placement only when the fleet changed (FleetCache).
-using PlacementView = std::shared_ptr<const FleetView>;
+using PlacementView = std::shared_ptr<const sched::FleetView>;
 
 std::optional<PlacementView> ReadPlacementView(const ServiceContext& ctx) {
   auto rows = ctx.store->ListWorkers();
@@ -48,10 +49,10 @@ std::optional<PlacementView> ReadPlacementView(const ServiceContext& ctx) {
 // Entries of a job's unplaceable_reasons at most.
 constexpr size_t kMaxReasonEntries = 20;
 
-void AddPlacementReasons(const ServiceContext& ctx, const FleetView& view, const store::JobRow& row,
-                         farm::v1::Job* job) {
+void AddPlacementReasons(const ServiceContext& ctx, const sched::FleetView& view,
+                         const store::JobRow& row, farm::v1::Job* job) {
   sched::Waiting waiting =
-      model::ExplainPendingJob(row, view.fleet, view.peers, ctx.clock->NowUnixMs(),
+      sched::ExplainPendingJob(row, view.fleet, view.peers, ctx.clock->NowUnixMs(),
                                /*max_able_names=*/6);  // the reply has the summary only
   // Per worker in a small fleet, per reason in a large one: a 100-job build that 1000
   // workers cannot take made a 10 MB reply and 100,000 lines of farmctl show.
@@ -240,7 +241,7 @@ grpc::Status ClientService::ListBuilds(grpc::ServerContext* call,
             j.cell + '\0' + j.needs + '\0' + std::to_string(j.not_before_ms) + '\0' + j.error;
         auto [it, fresh] = explained.try_emplace(key);
         if (fresh) {
-          it->second = model::ExplainPendingJob(j, (*view)->fleet, (*view)->peers,
+          it->second = sched::ExplainPendingJob(j, (*view)->fleet, (*view)->peers,
                                                 ctx_->clock->NowUnixMs(), 0);
         }
         job->set_waiting_reason(it->second.summary);
@@ -399,8 +400,8 @@ grpc::Status ClientService::ValidateArtifact(grpc::ServerContext* call,
   return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(auth::MayChangeArtifact(*ctx_->store, who, req->artifact_id()));
     FARM_ASSIGN_OR_RETURN(store::JobRow job,
-                          QueueValidation(*ctx_->store, *ctx_->clock, req->artifact_id(),
-                                          ctx_->tunables.max_attempts));
+                          sched::QueueValidation(*ctx_->store, *ctx_->clock, req->artifact_id(),
+                                                 ctx_->tunables.max_attempts));
     entry.done = "job " + std::to_string(job.id);
     log::Info("validation of artifact " + std::to_string(req->artifact_id()) + " asked by " +
               who.name + ": job " + std::to_string(job.id));

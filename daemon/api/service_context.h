@@ -10,10 +10,10 @@
 #include "common/clock.h"
 #include "common/git_policy.h"
 #include "daemon/api/auth.h"
-#include "daemon/api/fleet_cache.h"
 #include "daemon/audit/audit_log.h"
 #include "daemon/cron/new_schedule.h"
-#include "daemon/store/blob_store.h"
+#include "daemon/sched/fleet_cache.h"
+#include "daemon/store/blob/blob_store.h"
 #include "daemon/store/store.h"
 
 namespace farm::cron {
@@ -57,17 +57,17 @@ struct ServiceContext {
   Tunables tunables;
   std::atomic<bool>* shutting_down = nullptr;
   cron::SourceResolver* resolver = nullptr;   // git ref -> commit; null: not resolved
-  git::GitPolicy git;                             // which git URLs a build may name
+  git::GitPolicy git;                         // which git URLs a build may name
   cron::ScheduleRunner* schedules = nullptr;  // null: schedules are not served
-  hosts::HostManager* hosts = nullptr;            // null: hosts are not served
-  quota::QuotaKeeper* quotas = nullptr;           // null: nobody is limited
-  attest::Attestor* attestor = nullptr;           // signs provenance; null: none is signed
+  hosts::HostManager* hosts = nullptr;        // null: hosts are not served
+  quota::QuotaKeeper* quotas = nullptr;       // null: nobody is limited
+  attest::Attestor* attestor = nullptr;       // signs provenance; null: none is signed
   // Workers must present a client certificate farmd verified (--client-ca, mTLS).
   bool require_worker_certs = false;
   // Where every mutation is recorded (HandleMutation); null: nothing is recorded.
   audit::AuditLog* audit = nullptr;
   // The workers as build and job replies explain placement with (shared by copies).
-  std::shared_ptr<FleetCache> fleet_cache = std::make_shared<FleetCache>();
+  std::shared_ptr<sched::FleetCache> fleet_cache = std::make_shared<sched::FleetCache>();
   // Where workers fetch their environments' upstreams through farmd ("http://host:port");
   // empty when farmd serves none. Set before the gRPC API starts.
   std::string upstream_url;

@@ -8,10 +8,10 @@
 #include "common/sha256.h"
 #include "daemon/api/artifact_stream.h"
 #include "daemon/api/client_service.h"
-#include "daemon/api/fanout.h"
 #include "daemon/api/handler.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/model/convert.h"
+#include "daemon/sched/fanout.h"
 #include "daemon/sched/placement.h"
 
 namespace farm::api {
@@ -294,10 +294,10 @@ namespace {
 // at the deadline, or when the client goes away. Deletes itself when gRPC is done with it.
 class AcquireReactor final : public grpc::ServerUnaryReactor {
  public:
-  explicit AcquireReactor(Dispatcher* dispatcher) : dispatcher_(dispatcher) {}
+  explicit AcquireReactor(sched::Dispatcher* dispatcher) : dispatcher_(dispatcher) {}
 
   // Queues the poll (`waiter.done` must end it with Finish).
-  void Wait(Dispatcher::Waiter waiter) {
+  void Wait(sched::Dispatcher::Waiter waiter) {
     int64_t ticket = dispatcher_->Add(std::move(waiter));
     std::lock_guard lock(mu_);
     ticket_ = ticket;
@@ -311,7 +311,7 @@ class AcquireReactor final : public grpc::ServerUnaryReactor {
   void OnDone() override { delete this; }
 
  private:
-  Dispatcher* dispatcher_;
+  sched::Dispatcher* dispatcher_;
   std::mutex mu_;
   int64_t ticket_ = 0;      // guarded by mu_
   bool cancelled_ = false;  // guarded by mu_
@@ -344,7 +344,10 @@ Result<LeasedBuild> RecipeCache::Get(const ServiceContext& ctx, int64_t build_id
 }
 
 WorkerService::WorkerService(ServiceContext* ctx)
-    : ctx_(ctx), dispatcher_(std::make_unique<Dispatcher>(ctx, &peers_)) {}
+    : ctx_(ctx),
+      dispatcher_(std::make_unique<sched::Dispatcher>(
+          sched::FleetSource{ctx->store, ctx->clock, ctx->fleet_cache.get()},
+          ctx->tunables.lease_ms, &peers_)) {}
 
 WorkerService::~WorkerService() = default;
 
@@ -355,8 +358,8 @@ void WorkerService::StopDispatch() {
 
 // Whether the worker may take a job now: not draining or quarantined, below its
 // concurrency limit. Returns its poll (without deadline and callback) when it may.
-Result<std::optional<Dispatcher::Waiter>> WorkerService::MayTakeJob(const Principal& who) {
-  std::optional<Dispatcher::Waiter> out;
+Result<std::optional<sched::Dispatcher::Waiter>> WorkerService::MayTakeJob(const Principal& who) {
+  std::optional<sched::Dispatcher::Waiter> out;
   FARM_RETURN_IF_ERROR(ctx_->store->Together([&]() -> Status {  // one visit to the store
     FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
     if (worker.drain_requested || worker.state == store::WorkerState::kDraining ||
@@ -369,7 +372,7 @@ Result<std::optional<Dispatcher::Waiter>> WorkerService::MayTakeJob(const Princi
     if (caps.max_concurrent_jobs() > 0 && running >= caps.max_concurrent_jobs()) {
       return Status::Ok();
     }
-    Dispatcher::Waiter waiter;
+    sched::Dispatcher::Waiter waiter;
     FARM_ASSIGN_OR_RETURN(waiter.held_gb, HeldValidationGb(*ctx_->store, who.worker_id, caps));
     waiter.worker_id = who.worker_id;
     waiter.worker_name = worker.name;
@@ -385,7 +388,7 @@ grpc::ServerUnaryReactor* WorkerService::AcquireJob(grpc::CallbackServerContext*
                                                     farm::v1::AcquireJobResponse* resp) {
   auto* reactor = new AcquireReactor(dispatcher_.get());
   // Everything but the wait happens here; nothing throws out of a gRPC callback.
-  auto checked = Guarded("AcquireJob", [&]() -> Result<std::optional<Dispatcher::Waiter>> {
+  auto checked = Guarded("AcquireJob", [&]() -> Result<std::optional<sched::Dispatcher::Waiter>> {
     FARM_ASSIGN_OR_RETURN(Principal who, AuthorizePeer(*ctx_, *call, Need::kWorker));
     FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
     return MayTakeJob(who);
@@ -394,7 +397,7 @@ grpc::ServerUnaryReactor* WorkerService::AcquireJob(grpc::CallbackServerContext*
     reactor->Finish(ToGrpc(checked.status()));
     return reactor;
   }
-  Dispatcher::Waiter waiter = std::move(**checked);
+  sched::Dispatcher::Waiter waiter = std::move(**checked);
   waiter.deadline_steady_ms = ctx_->clock->SteadyMs() + std::clamp(req->wait_ms(), 0, 10000);
   waiter.done = [this, reactor, resp,
                  name = waiter.worker_name](Result<std::optional<store::JobRow>> outcome) {
@@ -528,12 +531,13 @@ Result<int> WorkerService::Complete(const Principal& who, const farm::v1::Comple
   if (report.cause == store::kCauseCompleted && report.exit_code == 0 &&
       job.kind == store::kJobBuild) {
     // A stable-ABI build's validations in its other torches, queued with its success.
-    FARM_ASSIGN_OR_RETURN(report.on_success, FanoutValidations(*ctx_->store, job, req->attempt(),
-                                                               now, job.max_attempts));
+    FARM_ASSIGN_OR_RETURN(
+        report.on_success,
+        sched::FanoutValidations(*ctx_->store, job, req->attempt(), now, job.max_attempts));
   } else if (job.kind == store::kJobValidate) {
     FARM_ASSIGN_OR_RETURN(store::JobRow target, ctx_->store->GetJob(job.target_job_id));
-    if (IsFanoutValidation(job, target)) {
-      FanoutOutcome(req->validation(), &report.cause, &report.detail);
+    if (sched::IsFanoutValidation(job, target)) {
+      sched::FanoutOutcome(req->validation(), &report.cause, &report.detail);
     }
   }
   FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));

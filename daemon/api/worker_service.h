@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "daemon/api/batch_runner.h"
-#include "daemon/api/dispatcher.h"
-#include "daemon/api/peers.h"
 #include "daemon/api/service_context.h"
+#include "daemon/sched/dispatcher.h"
+#include "daemon/sched/peers.h"
 #include "farm/v1/worker.grpc.pb.h"
 
 namespace farm::api {
@@ -118,7 +118,7 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
                                 grpc::ServerWriter<farm::v1::ArtifactData>*) override;
 
  private:
-  Result<std::optional<Dispatcher::Waiter>> MayTakeJob(const Principal& who);
+  Result<std::optional<sched::Dispatcher::Waiter>> MayTakeJob(const Principal& who);
   // CompleteJob's checks and store writes; returns the job's new state and sets
   // `release_error` when the jobs it releases could not be. Calls only the store.
   Result<int> Complete(const Principal& who, const farm::v1::CompleteJobRequest* req,
@@ -146,7 +146,7 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
                 farm::v1::AcquireJobResponse* resp);
 
   ServiceContext* ctx_;
-  PeerCache peers_;
+  sched::PeerCache peers_;
   ProgressThrottle progress_;
   BeatWrites beat_writes_;
   RecipeCache recipes_;
@@ -154,7 +154,7 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
   // batch holds the store for a few milliseconds at most).
   BatchRunner<PendingCompletion> completions_{
       [this](std::vector<std::unique_ptr<PendingCompletion>>& batch) { CompleteBatch(batch); }, 64};
-  std::unique_ptr<Dispatcher> dispatcher_;  // last: its thread uses the members above
+  std::unique_ptr<sched::Dispatcher> dispatcher_;  // last: its thread uses the members above
 };
 
 }  // namespace farm::api

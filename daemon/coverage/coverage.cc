@@ -205,7 +205,7 @@ int64_t ValidatedAt(const store::JobRow& job, const std::vector<store::JobRow>& 
   int64_t best_id = 0, at = job.finished_ms;
   for (const store::JobRow& v : jobs) {
     // Only a validation in the job's own cell: a stable-ABI wheel's validations in its
-    // other torches (daemon/api/fanout.h) are not this cell's.
+    // other torches (daemon/sched/fanout.h) are not this cell's.
     if (v.kind == store::kJobValidate && v.target_job_id == job.id && v.cell == job.cell &&
         v.state == store::kJobSucceeded && v.id > best_id) {
       best_id = v.id;

@@ -42,7 +42,7 @@
 #include "common/upstream/fetcher.h"
 #include "common/upstream/simple_index.h"
 #include "daemon/mirror/preload.h"
-#include "daemon/store/blob_store.h"
+#include "daemon/store/blob/blob_store.h"
 
 namespace farm::mirror {
 

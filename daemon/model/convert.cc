@@ -102,29 +102,4 @@ farm::v1::WorkerInfo WorkerToProto(const store::WorkerRow& row) {
   return w;
 }
 
-std::vector<sched::FleetWorker> FleetOf(const std::vector<store::WorkerRow>& rows) {
-  std::vector<sched::FleetWorker> fleet;
-  std::unordered_map<std::string, int> classes;  // PlacementClassKey -> class
-  for (const store::WorkerRow& w : rows) {
-    auto caps = ParseBlob<farm::v1::Capabilities>(w.capabilities);
-    auto [cls, fresh] =
-        classes.emplace(sched::PlacementClassKey(caps), static_cast<int>(classes.size()));
-    fleet.push_back({w.id, w.name, w.state, w.drain_requested, std::move(caps), cls->second});
-  }
-  return fleet;
-}
-
-sched::Waiting ExplainPendingJob(const store::JobRow& row,
-                                 const std::vector<sched::FleetWorker>& fleet,
-                                 const std::vector<sched::PeerWorker>& peers, int64_t now_ms,
-                                 size_t max_able_names) {
-  sched::PendingFacts facts{row.not_before_ms, row.error, now_ms};
-  facts.max_able_names = max_able_names;
-  facts.validation = row.kind == store::kJobValidate;
-  facts.needs = ParseBlob<farm::v1::JobNeeds>(row.needs);
-  facts.memory = {.compile_gb = row.compile_mib / 1024.0,
-                  .validation_gb = row.validation_mib / 1024.0};
-  return sched::ExplainWaiting(ParseBlob<farm::v1::MatrixCell>(row.cell), facts, fleet, peers);
-}
-
 }  // namespace farm::model

@@ -3,9 +3,8 @@
 #ifndef FARM_DAEMON_MODEL_CONVERT_H_
 #define FARM_DAEMON_MODEL_CONVERT_H_
 
-#include <vector>
+#include <string>
 
-#include "daemon/sched/waiting.h"
 #include "daemon/store/store.h"
 #include "farm/v1/types.pb.h"
 
@@ -17,15 +16,6 @@ farm::v1::Attempt AttemptToProto(const store::AttemptRow& row);
 farm::v1::Artifact ArtifactToProto(const store::ArtifactRow& row);
 farm::v1::LogLine LogLineToProto(int64_t job_id, int attempt, const store::LogLineRow& row);
 farm::v1::WorkerInfo WorkerToProto(const store::WorkerRow& row);
-
-// Every stored worker with its capabilities parsed, for placement explanations.
-std::vector<sched::FleetWorker> FleetOf(const std::vector<store::WorkerRow>& rows);
-// Why the pending job `row` waits (sched::ExplainWaiting with its cell and backoff);
-// `peers` is sched::AvailablePeers(fleet).
-sched::Waiting ExplainPendingJob(const store::JobRow& row,
-                                 const std::vector<sched::FleetWorker>& fleet,
-                                 const std::vector<sched::PeerWorker>& peers, int64_t now_ms,
-                                 size_t max_able_names = std::numeric_limits<size_t>::max());
 
 template <typename Msg>
 Msg ParseBlob(const std::string& blob) {

@@ -1,6 +1,6 @@
 // The torches a stable-ABI wheel was proven with (docs/recipes.md, "Torch ABI"): a build
 // job with JobNeeds.validate_in is validated in each of those cells, its own by the build
-// and the others by the validation jobs queued when it succeeded (daemon/api/fanout.h).
+// and the others by the validation jobs queued when it succeeded (daemon/sched/fanout.h).
 // Read for the API, `farmctl show` and the job page. Reads the store; thread-safe as the
 // store is.
 #ifndef FARM_DAEMON_MODEL_TORCH_PROOFS_H_

@@ -40,7 +40,7 @@
 #include "common/status.h"
 #include "daemon/publish/github_releases.h"
 #include "daemon/publish/hf_hub.h"
-#include "daemon/store/blob_store.h"
+#include "daemon/store/blob/blob_store.h"
 #include "daemon/store/store.h"
 #include "farm/v1/types.pb.h"
 

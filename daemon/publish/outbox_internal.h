@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 #include "daemon/publish/github_releases.h"
-#include "daemon/store/blob_store.h"
+#include "daemon/store/blob/blob_store.h"
 #include "daemon/store/store.h"
 #include "farm/v1/types.pb.h"
 
@@ -22,8 +22,7 @@ namespace farm::publish {
 // ("sm90.sm120a", farm::wheel::ArchLabel) for the Hub path's {arch}; {build} (and
 // {build_id}) is the build's id.
 std::vector<store::PublicationRow> PlanRows(const farm::v1::Recipe& recipe, int64_t build_id,
-                                            int64_t artifact_id,
-                                            const farm::v1::MatrixCell& cell,
+                                            int64_t artifact_id, const farm::v1::MatrixCell& cell,
                                             const std::string& arch);
 
 // The draft release a build's wheels go to.
@@ -52,9 +51,10 @@ std::string ReleaseWaitReason(int build_state, const std::vector<store::Publicat
 // The GitHub asset rows of other builds of `recipe_name` that put a wheel now listed in
 // `assets` on the release of `release` (same repo and tag, same name, and the same bytes
 // when GitHub reports a digest). Reads the newest builds first, a bounded number of them.
-Result<std::vector<store::PublicationRow>> EarlierAssetRows(
-    store::Store& store, const std::string& recipe_name, const store::PublicationRow& release,
-    const std::vector<GitHubAsset>& assets);
+Result<std::vector<store::PublicationRow>> EarlierAssetRows(store::Store& store,
+                                                            const std::string& recipe_name,
+                                                            const store::PublicationRow& release,
+                                                            const std::vector<GitHubAsset>& assets);
 
 // The release notes: one row per wheel asset on the release, in the release's order, with
 // the cell, SASS archs (stored manifest, else read from the published wheel), validation

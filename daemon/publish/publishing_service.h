@@ -16,7 +16,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "daemon/store/blob_store.h"
+#include "daemon/store/blob/blob_store.h"
 #include "daemon/store/store.h"
 
 namespace farm::attest {

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "common/status.h"
+#include "daemon/store/owner_rows.h"
 #include "daemon/store/publication_state.h"
 #include "daemon/store/worker_state.h"
-#include "daemon/store/owner_rows.h"
 
 namespace farm::store {
 
@@ -270,12 +270,11 @@ enum class JobSpan { kQueueWait, kRunTime };
 // The histogram bounds (ms) the store keeps counters for as jobs change (migration
 // 017_job_counters.sql holds the same values): /metrics' queue-wait and build-duration
 // buckets.
-inline const std::vector<int64_t> kQueueWaitBoundsMs = {1'000,   5'000,     15'000,
-                                                        30'000,  60'000,    300'000,
-                                                        900'000, 3'600'000, 14'400'000};
-inline const std::vector<int64_t> kRunTimeBoundsMs = {30'000,    60'000,    120'000, 300'000,
-                                                      600'000,   1'200'000, 1'800'000,
-                                                      3'600'000, 7'200'000, 14'400'000};
+inline const std::vector<int64_t> kQueueWaitBoundsMs = {
+    1'000, 5'000, 15'000, 30'000, 60'000, 300'000, 900'000, 3'600'000, 14'400'000};
+inline const std::vector<int64_t> kRunTimeBoundsMs = {30'000,    60'000,    120'000,   300'000,
+                                                      600'000,   1'200'000, 1'800'000, 3'600'000,
+                                                      7'200'000, 14'400'000};
 
 // Cumulative counts of jobs whose span (ms) is <= each bound, plus the total and sum.
 struct SpanHistogram {
@@ -291,7 +290,7 @@ struct IndexArtifactRow {
   std::string cell;
 };
 
-// --- schedules (sqlite_store_schedules.cc) ---
+// --- schedules (sql_store/schedules.cc) ---
 
 // A schedule: a build request fired by a cron expression. Values mirror
 // farm.v1.MissedRunPolicy and farm.v1.ConcurrencyPolicy.
@@ -393,7 +392,7 @@ struct PublishCandidate {
   std::string cell;  // serialized farm.v1.MatrixCell
 };
 
-// --- provenance (sqlite_store_provenance.cc) ---
+// --- provenance (sql_store/provenance.cc) ---
 
 // One DSSE envelope farmd signed about the wheel with bytes `sha256` (docs/provenance.md):
 // kind "build" or "validation", for the job and attempt that made it, signed by `keyid`.
@@ -408,7 +407,7 @@ struct ProvenanceRow {
   int64_t created_ms = 0;
 };
 
-// --- source archives (sqlite_store_sources.cc) ---
+// --- source archives (sql_store/sources.cc) ---
 
 // A source archive a client uploaded and farmd checked; its bytes are the blob `sha256`.
 struct SourceArchiveRow {
@@ -421,7 +420,7 @@ struct SourceArchiveRow {
   int64_t last_used_ms = 0;  // upload, lookup or a build or schedule naming it
 };
 
-// --- upstream preloads (sqlite_store_preloads.cc) ---
+// --- upstream preloads (sql_store/preloads.cc) ---
 
 // A file an admin preloaded into the pull-through cache (`farmctl cache add`): the name
 // `path` of index or tree `source` is the blob `sha256`. `kind` is "index-file",
@@ -436,7 +435,7 @@ struct UpstreamPreloadRow {
   int64_t created_ms = 0;
 };
 
-// --- quotas (sqlite_store_quotas.cc) ---
+// --- quotas (sql_store/quotas.cc) ---
 
 inline constexpr int64_t kQuotaUnlimited = -1;
 inline constexpr int64_t kQuotaRoleDefault = -2;  // an override that defers to the role
@@ -460,7 +459,7 @@ struct PrincipalUsage {
   int64_t stored_bytes = 0;
 };
 
-// --- hosts (sqlite_store_hosts.cc) ---
+// --- hosts (sql_store/hosts.cc) ---
 
 // A machine farmd provisions with the playbooks. States: added, provisioning,
 // provisioned, failed. Counts are the last run's PLAY RECAP for the host.
@@ -651,7 +650,7 @@ class Store {
   virtual Result<std::vector<ArtifactRow>> ListArtifacts(int64_t job_id) = 0;
   virtual Result<ArtifactRow> GetArtifact(int64_t id) = 0;
 
-  // --- dashboard and index queries (sqlite_store_queries.cc) ---
+  // --- dashboard and index queries (sql_store/queries.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // Jobs per state: element i counts jobs with state i (0..5, the farm.v1.JobState values).
   // Read from counters the store keeps as jobs change, not by counting the jobs.
@@ -676,7 +675,7 @@ class Store {
                                                              const std::string& cell,
                                                              int64_t before_job_id);
 
-  // --- schedules and in-flight merges (sqlite_store_schedules.cc) ---
+  // --- schedules and in-flight merges (sql_store/schedules.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // Inserts the schedule; fills in its id.
   virtual Status InsertSchedule(ScheduleRow* schedule);
@@ -712,7 +711,7 @@ class Store {
   // never reused). Returns the ids of the settled jobs.
   virtual Result<std::vector<int64_t>> ResolveMergedJobs(int64_t now_ms);
 
-  // --- build graphs (sqlite_store_graph.cc) ---
+  // --- build graphs (sql_store/graph.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // Settles held jobs whose required jobs ended: when all succeeded the job records their
   // wheels as its inputs, takes the key KeyWithInputs(key_base, their sha256s) and is then
@@ -732,7 +731,7 @@ class Store {
   // of them (each is then asked).
   virtual Result<std::set<int64_t>> JobsInGraph(const std::vector<int64_t>& job_ids);
 
-  // --- publication outbox (sqlite_store_publish.cc) ---
+  // --- publication outbox (sql_store/publish.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // Artifacts of succeeded jobs (the counted attempt or a reused copy) not yet marked
   // scanned, artifact id > after_id ascending, at most `limit`.
@@ -770,7 +769,7 @@ class Store {
   virtual Result<int> RequeuePublications(int64_t build_id, const std::string& target, bool replace,
                                           int64_t now_ms);
 
-  // --- provenance (sqlite_store_provenance.cc) ---
+  // --- provenance (sql_store/provenance.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // Stores a signed envelope; a row of the same (sha256, kind, job, attempt) is kept as it
   // is (a repeated upload or report signs nothing twice). Returns whether it was stored.
@@ -789,7 +788,7 @@ class Store {
                                                                 const std::string& ref,
                                                                 const std::string& dir);
 
-  // --- source archives (sqlite_store_sources.cc) ---
+  // --- source archives (sql_store/sources.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // Records a checked upload; an archive already recorded only gets its last use updated.
   virtual Status RecordSourceArchive(const SourceArchiveRow& row);
@@ -806,7 +805,7 @@ class Store {
   // whether it was forgotten; the caller then removes the blob.
   virtual Result<bool> ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms);
 
-  // --- upstream preloads (sqlite_store_preloads.cc) ---
+  // --- upstream preloads (sql_store/preloads.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // Records the preload; true when recorded now, false when the same name already holds
   // the same sha256 (nothing changes); AlreadyExists when it holds other content.
@@ -817,7 +816,7 @@ class Store {
   // Every preload, by source and path.
   virtual Result<std::vector<UpstreamPreloadRow>> ListUpstreamPreloads();
 
-  // --- quotas (sqlite_store_quotas.cc) ---
+  // --- quotas (sql_store/quotas.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // The principal's override, nullopt when it has none.
   virtual Result<std::optional<QuotaOverrideRow>> GetQuotaOverride(const std::string& principal);
@@ -826,7 +825,7 @@ class Store {
   // What `principal` holds now.
   virtual Result<PrincipalUsage> GetPrincipalUsage(const std::string& principal);
 
-  // --- hosts (sqlite_store_hosts.cc) ---
+  // --- hosts (sql_store/hosts.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // Inserts the host; with `replace` an existing host gets the new address, kind and vars
   // (its state and last run stay). AlreadyExists for a known host without `replace`.
@@ -848,7 +847,7 @@ class Store {
   // how many.
   virtual Result<int> FailInterruptedHostRuns(int64_t now_ms);
 
-  // --- recipe names and the audit log (sqlite_store_owners.cc) ---
+  // --- recipe names and the audit log (sql_store/owners.cc) ---
   // Defaults answer Unimplemented so other Store implementations need not provide them.
   // The name's row, made with `owner` when the name has none (one statement: of two
   // callers racing for a new name exactly one gets it). Returns the row as it stands.

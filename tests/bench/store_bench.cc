@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/flags.h"
-#include "daemon/store/postgres_store.h"
+#include "daemon/store/sql_store/postgres.h"
 #include "daemon/store/store.h"
 
 namespace farm::bench {
@@ -37,7 +37,8 @@ Status Run(store::Store& st, int jobs) {
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
     return s.WithContext(step);
   };
-  FARM_RETURN_IF_ERROR(st.UpsertWorker({"w-bench", "bench", "caps", store::WorkerState::kIdle, 1, 1, false}));
+  FARM_RETURN_IF_ERROR(
+      st.UpsertWorker({"w-bench", "bench", "caps", store::WorkerState::kIdle, 1, 1, false}));
   auto start = Clock::now();
   for (int i = 0; i < jobs; ++i) {
     const int64_t now = 1'000 + i;

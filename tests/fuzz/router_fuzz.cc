@@ -15,7 +15,7 @@
 #include "common/utf8.h"
 #include "daemon/auth/token_authority.h"
 #include "daemon/http/router.h"
-#include "daemon/store/blob_store.h"
+#include "daemon/store/blob/blob_store.h"
 #include "daemon/store/store.h"
 #include "farm/v1/types.pb.h"
 #include "tests/fuzz/fuzz_util.h"

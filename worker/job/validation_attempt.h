@@ -6,7 +6,7 @@
 //     second validation in it clones its snapshot), the clean venv made over it;
 //   - otherwise the probed interpreter SelectPython picks for the cell.
 // For a stable-ABI wheel the cell is another torch of its matrix than it was built with
-// (daemon/api/fanout.h): the validation then proves the wheel with that torch.
+// (daemon/sched/fanout.h): the validation then proves the wheel with that torch.
 // The source is fetched only when the validation script lives in it. Runs on the job's
 // thread; not shared between threads.
 #ifndef FARM_WORKER_JOB_VALIDATION_ATTEMPT_H_

@@ -5,6 +5,7 @@
 #include "daemon/http/rest/json_util.h"
 #include "daemon/http/rest/log_lines.h"
 #include "daemon/model/convert.h"
+#include "daemon/sched/rows.h"
 
 namespace farm::http {
 
@@ -41,7 +42,7 @@ Result<FleetView> ReadFleet(const DashboardDeps& deps) {
   FleetView view;
   view.now_ms = deps.clock->NowUnixMs();
   for (const auto& w : rows) view.names[w.id] = w.name;
-  view.fleet = model::FleetOf(rows);
+  view.fleet = sched::FleetOf(rows);
   view.peers = sched::AvailablePeers(view.fleet);
   return view;
 }
@@ -54,7 +55,7 @@ const sched::Waiting& WaitingExplainer::Explain(const store::JobRow& job) {
   auto it = memo_.find(key);
   if (it == memo_.end()) {
     it =
-        memo_.emplace(key, model::ExplainPendingJob(job, fleet_.fleet, fleet_.peers, fleet_.now_ms))
+        memo_.emplace(key, sched::ExplainPendingJob(job, fleet_.fleet, fleet_.peers, fleet_.now_ms))
             .first;
   }
   return it->second;

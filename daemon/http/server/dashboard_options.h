@@ -11,7 +11,7 @@
 #include "common/net/tls.h"
 #include "daemon/audit/audit_log.h"
 #include "daemon/auth/token_authority.h"
-#include "daemon/store/blob_store.h"
+#include "daemon/store/blob/blob_store.h"
 #include "daemon/store/store.h"
 
 namespace farm::cron {

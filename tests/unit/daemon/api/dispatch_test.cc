@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
-#include "daemon/api/dispatcher.h"
 #include "daemon/api/worker_service.h"
+#include "daemon/sched/dispatcher.h"
 #include "tests/unit/daemon/api/rpc_fixture.h"
 
 namespace farm::api {
@@ -144,7 +144,7 @@ farm::v1::Capabilities Gb10Host(const std::string& hostname) {
 }
 
 TEST(DispatchClassTest, AlikeHostsShareAClassAndHostsThatMayPlaceDifferentlyDoNot) {
-  auto key = Dispatcher::ClassKey;
+  auto key = sched::Dispatcher::ClassKey;
   // Names, GPU uuids and free disk say nothing about placement.
   farm::v1::Capabilities other = X86Host("host-2");
   other.set_free_disk_bytes(1);

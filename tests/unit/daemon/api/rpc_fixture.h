@@ -11,12 +11,15 @@
 #include <string>
 
 #include "common/fs.h"
-#include "daemon/api/server.h"
+#include "daemon/app/server.h"
 #include "farm/v1/client.grpc.pb.h"
 #include "farm/v1/worker.grpc.pb.h"
 #include "tests/support/test_util.h"
 
 namespace farm::api {
+
+using app::FarmServer;
+using app::ServerOptions;
 
 using grpc::StatusCode;
 

@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "daemon/store/migration_runner.h"
+#include "daemon/store/sql/migration_runner.h"
 #include "daemon/store/store.h"
 #include "tests/support/test_util.h"
 #include "tests/unit/daemon/store/store_under_test.h"

@@ -5,9 +5,9 @@
 #include <chrono>
 #include <thread>
 
-#include "daemon/store/migrations.h"
-#include "daemon/store/pg_db.h"
-#include "daemon/store/postgres_store.h"
+#include "daemon/store/sql/migrations.h"
+#include "daemon/store/sql/pg_db.h"
+#include "daemon/store/sql_store/postgres.h"
 #include "tests/support/test_util.h"
 #include "tests/unit/daemon/store/postgres_server.h"
 

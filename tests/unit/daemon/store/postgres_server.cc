@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/store/pg_db.h"
+#include "daemon/store/sql/pg_db.h"
 
 namespace farm::testing {
 namespace {

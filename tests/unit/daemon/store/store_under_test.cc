@@ -1,8 +1,8 @@
 #include "tests/unit/daemon/store/store_under_test.h"
 
 #ifdef FARM_STORE_TEST_POSTGRES
-#include "daemon/store/pg_db.h"
-#include "daemon/store/postgres_store.h"
+#include "daemon/store/sql/pg_db.h"
+#include "daemon/store/sql_store/postgres.h"
 #include "tests/unit/daemon/store/postgres_server.h"
 #endif
 

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "daemon/store/migrations.h"
-#include "daemon/store/sqlite_db.h"
+#include "daemon/store/sql/db.h"
+#include "daemon/store/sql/migrations.h"
 #include "daemon/store/store.h"
 
 namespace farm::store {

@@ -111,7 +111,7 @@ TEST_F(ValidationJobsTest, AJobThatIsNotAValidationIsRefused) {
   EXPECT_EQ(store_->QueueValidationJob(row).status().code(), StatusCode::kInvalidArgument);
 }
 
-// A stable-ABI build (daemon/api/fanout.h): its validations in other cells are queued in
+// A stable-ABI build (daemon/sched/fanout.h): its validations in other cells are queued in
 // the transaction that records its success, once each, and keep their reports to
 // themselves.
 class FanoutStoreTest : public ::testing::Test {

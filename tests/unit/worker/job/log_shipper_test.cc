@@ -9,7 +9,7 @@
 namespace farm::agent {
 namespace {
 
-// Behaves like farmd's UploadLog (SqliteStore::AppendLogLines): stores seqs it lacks,
+// Behaves like farmd's UploadLog (SqlStore::AppendLogLines): stores seqs it lacks,
 // ignores ones it has, stops at a gap, answers the highest seq stored without gap. Can
 // fail before storing (farmd down) or after storing (the answer is lost on the way back).
 // Counts resent seqs whose text changed: farmd would keep the old text.
@@ -177,12 +177,11 @@ TEST_F(LogShipperTest, BackgroundThreadShipsWithTheRealClock) {
   EXPECT_EQ(s.acked_seq(), 3);
 }
 
-
 // Checks what farmd ended with: seqs 1..N, the job's lines "line<i>" in order, and every
 // run of lines missing from them replaced by exactly one marker that counts them.
 struct Replay {
-  int64_t lines_seen = 0;      // job lines stored as they were
-  int64_t lines_dropped = 0;   // as the markers say
+  int64_t lines_seen = 0;     // job lines stored as they were
+  int64_t lines_dropped = 0;  // as the markers say
   int64_t bytes_dropped = 0;
   int markers = 0;
 };
@@ -243,7 +242,7 @@ TEST_F(LogShipperTest, OutageKeepsOldestAndNewestLinesWithOneMarkerBetween) {
   Replay r = ReplayStored(farm_, 1000);
   EXPECT_EQ(r.markers, 1);
   EXPECT_EQ(r.lines_dropped, s.dropped_lines());
-  EXPECT_EQ(farm_.stored.at(1), "line0");  // the start ...
+  EXPECT_EQ(farm_.stored.at(1), "line0");               // the start ...
   EXPECT_EQ(farm_.stored.rbegin()->second, "line999");  // ... and the newest lines
   EXPECT_GE(r.lines_seen, 25);
 }

@@ -1,0 +1,260 @@
+#include "daemon/app/flags.h"
+
+#include <filesystem>
+#include <string>
+#include <utility>
+
+#include "common/net/tls.h"
+#include "daemon/hosts/host_manager.h"
+
+namespace farm::app {
+namespace {
+
+// --quota-ROLE and --quota-window-seconds over the defaults (docs/limits.md, "Quotas").
+Status QuotaPolicyFromFlags(const Flags& flags, quota::Policy* policy) {
+  for (const char* role : {"submitter", "admin"}) {
+    const std::string flag = std::string("quota-") + role;
+    if (!flags.Has(flag)) continue;
+    Status parsed = quota::ParseLimits(flags.Get(flag), &policy->by_role[role]);
+    if (!parsed.ok()) return parsed.WithContext("--" + flag);
+  }
+  auto window = flags.GetInt("quota-window-seconds", policy->window_ms / 1000);
+  if (!window.ok() || *window < 1 || *window > 366 * 24 * 3600) {
+    return Status::InvalidArgument(
+        "--quota-window-seconds must be a number of seconds from 1 to a year");
+  }
+  policy->window_ms = *window * 1000;
+  return Status::Ok();
+}
+
+// An integer flag within [min, max]; `what` completes "--NAME must be ...".
+Status IntFlag(const Flags& flags, const std::string& name, int64_t min, int64_t max,
+               const std::string& what, int64_t* into) {
+  auto value = flags.GetInt(name, *into);
+  if (!value.ok() || *value < min || *value > max) {
+    return Status::InvalidArgument("--" + name + " must be " + what);
+  }
+  *into = *value;
+  return Status::Ok();
+}
+
+Status LimitsFromFlags(const Flags& flags, ServerOptions* options) {
+  api::Tunables& t = options->tunables;
+  for (auto [name, value] : {std::pair{"lease-ms", &t.lease_ms},
+                             {"heartbeat-ms", &t.heartbeat_ms},
+                             {"max-log-bytes", &t.max_log_bytes},
+                             {"max-wheel-bytes", &t.max_artifact_bytes},
+                             {"max-source-bytes", &t.max_source_bytes}}) {
+    auto parsed = flags.GetInt(name, *value);
+    if (!parsed.ok())
+      return Status::InvalidArgument("--" + std::string(name) + ": " + parsed.status().message());
+    if (*parsed < 1)
+      return Status::InvalidArgument("--" + std::string(name) + ": must be at least 1");
+    *value = *parsed;
+  }
+  int64_t days = 30;
+  FARM_RETURN_IF_ERROR(
+      IntFlag(flags, "source-retention-days", 0, 36500, "a number of days from 0 to 36500", &days));
+  t.source_retention_ms = days * 24 * 3600 * 1000;
+  return QuotaPolicyFromFlags(flags, &options->quotas);
+}
+
+Status HttpFromFlags(const Flags& flags, ServerOptions* options) {
+  http::DashboardOptions& h = options->http;
+  h.listen = flags.Get("http-listen");
+  h.web_root = flags.Get("web-root");
+  h.public_read = !flags.Has("private-read");
+  h.index_include_pending = flags.Has("index-include-pending");
+  options->http_ready_file = flags.Get("http-ready-file");
+  for (auto [name, value] : {std::pair{"http-max-connections", &h.max_connections},
+                             {"http-max-connections-per-address", &h.max_connections_per_address},
+                             {"http-header-timeout-ms", &h.header_timeout_ms},
+                             {"http-body-timeout-ms", &h.body_timeout_ms},
+                             {"http-idle-timeout-ms", &h.idle_timeout_ms}}) {
+    int64_t v = *value;
+    FARM_RETURN_IF_ERROR(IntFlag(flags, name, 1, 1'000'000, "a number from 1 to 1000000", &v));
+    *value = static_cast<int>(v);
+  }
+  return Status::Ok();
+}
+
+Status PublishingFromFlags(const Flags& flags, ServerOptions* options) {
+  if (flags.Has("secrets-file")) {
+    auto secrets = auth::LoadSecretsFile(flags.Get("secrets-file"));
+    if (!secrets.ok()) {
+      return Status::InvalidArgument("cannot read secrets: " + secrets.status().ToString());
+    }
+    options->secrets = std::move(secrets).value();
+  }
+  auth::AddSecretsFromEnvironment(&options->secrets);
+  FARM_RETURN_IF_ERROR(s3::BlobStoreSettingsFromFlags(flags, &options->blob_store,
+                                                      &options->http.index_redirect_ttl_s));
+  options->github_api = flags.Get("github-api", options->github_api);
+  options->hf_endpoint = flags.Get("hf-endpoint", options->hf_endpoint);
+  options->publish_pending_hardware = flags.Has("publish-pending-hardware");
+  options->publish_provenance = !flags.Has("publish-without-provenance");
+  auto interval = flags.GetInt("publish-interval-ms", 1000);
+  if (!interval.ok()) return Status::InvalidArgument(interval.status().message());
+  options->publish_interval_ms = *interval;
+  return Status::Ok();
+}
+
+Status SourcesFromFlags(const Flags& flags, ServerOptions* options) {
+  options->playbooks_dir =
+      flags.Get("playbooks-dir", hosts::HostManager::FindPlaybooksDir("/proc/self/exe"));
+  std::string example_vars = options->playbooks_dir + "/inventories/example/group_vars";
+  if (options->playbooks_dir.empty() || !std::filesystem::is_directory(example_vars)) {
+    example_vars = "";
+  }
+  options->hosts_group_vars_dir = flags.Get("hosts-group-vars", example_vars);
+  options->git.allow_ssh = flags.Has("git-ssh");
+  if (flags.Has("git-ca-file")) {
+    options->git.ca_file = std::filesystem::absolute(flags.Get("git-ca-file")).string();
+  }
+  int64_t git_timeout_s = 30;
+  FARM_RETURN_IF_ERROR(IntFlag(flags, "git-timeout-s", 1, 3600,
+                               "a number of seconds from 1 to 3600", &git_timeout_s));
+  options->git.timeout_ms = git_timeout_s * 1000;
+  options->git_resolve = !flags.Has("no-git-resolve");
+  int64_t min_poll = 60;
+  FARM_RETURN_IF_ERROR(IntFlag(flags, "watch-min-poll-s", 1, 86400,
+                               "a number of seconds from 1 to 86400", &min_poll));
+  options->watch_min_poll_seconds = static_cast<int>(min_poll);
+  for (auto [flag, into] : {std::pair{"upstream-index", &options->upstream.indexes},
+                            {"upstream-tree", &options->upstream.trees}}) {
+    for (const std::string& item : flags.GetAll(flag)) {
+      size_t eq = item.find('=');
+      std::string url = eq == std::string::npos ? "" : item.substr(eq + 1);
+      if (eq == 0 || (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)) {
+        return Status::InvalidArgument("--" + std::string(flag) +
+                                       " wants NAME=http(s)://..., got " + item);
+      }
+      (*into)[item.substr(0, eq)] = url;
+    }
+  }
+  options->upstream_url = flags.Get("upstream-url");
+  return Status::Ok();
+}
+
+Status WebhooksFromFlags(const Flags& flags, ServerOptions* options) {
+  options->webhooks = flags.GetAll("webhook");
+  options->notify.public_url = flags.Get("public-url");
+  if (const std::string& url = options->notify.public_url;
+      !url.empty() && !url.starts_with("https://") && !url.starts_with("http://")) {
+    return Status::InvalidArgument("--public-url wants an http(s) URL, got " + url);
+  }
+  options->http.public_url = options->notify.public_url;
+  for (auto [name, into] : {std::pair{"webhook-interval-ms", &options->notify.interval_ms},
+                            {"webhook-backoff-ms", &options->notify.backoff_base_ms}}) {
+    FARM_RETURN_IF_ERROR(
+        IntFlag(flags, name, 1, INT64_MAX, "a positive number of milliseconds", into));
+  }
+  int64_t attempts = options->notify.max_attempts;
+  FARM_RETURN_IF_ERROR(
+      IntFlag(flags, "webhook-max-attempts", 1, 100, "a number from 1 to 100", &attempts));
+  options->notify.max_attempts = static_cast<int>(attempts);
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::vector<FlagSpec> FarmdFlagSpecs() {
+  std::vector<FlagSpec> specs = {
+      {"config", "FILE", "YAML file of settings named like these flags; flags win"},
+      {"data-dir", "DIR", "state directory (farm.db, blobs/, tokens); default ./data"},
+      {"store", "URL",
+       "postgres://... keeps the state in PostgreSQL, one active farmd per database and the "
+       "others standby (docs/postgresql.md); default the SQLite file <data-dir>/farm.db"},
+      {"listen", "HOST:PORT", "gRPC address; port 0 picks one (default 127.0.0.1:7070)"},
+      {"ready-file", "FILE", "write the bound gRPC address here once serving"},
+      {"lease-ms", "MS", "lease of a running job, renewed by heartbeats (default 30000)"},
+      {"heartbeat-ms", "MS", "heartbeat interval told to workers (default 2000)"},
+      {"max-log-bytes", "N",
+       "log text stored per job attempt; the rest is dropped (default 64 MiB)"},
+      {"max-wheel-bytes", "N", "largest wheel a worker may upload (default 4 GiB)"},
+      {"max-source-bytes", "N", "largest source archive a client may upload (default 8 GiB)"},
+      {"source-retention-days", "N",
+       "remove source archives unused this long that no schedule "
+       "or unfinished build names; 0 keeps them (default 30)"},
+      {"quota-submitter", "SPEC",
+       "limits of each submitter principal (token name): submissions=N (per window), "
+       "queued-jobs=N, stored-bytes=N, each a number or unlimited, comma-separated "
+       "(default submissions=120,queued-jobs=2000,stored-bytes=107374182400)"},
+      {"quota-admin", "SPEC", "the same for admins (default: unlimited)"},
+      {"quota-window-seconds", "N", "the window submissions are counted over (default 3600)"},
+      {"http-listen", "HOST:PORT", "serve the dashboard, /api/v1, /metrics and /simple/ here"},
+      {"http-ready-file", "FILE", "write the dashboard's bound address here once serving"},
+      {"http-max-connections", "N", "simultaneous HTTP connections; more get 503 (default 512)"},
+      {"http-max-connections-per-address", "N",
+       "simultaneous HTTP connections of one client address (IPv6: one /64); more get 503 "
+       "(default 32)"},
+      {"http-header-timeout-ms", "MS",
+       "whole time for a TLS handshake, and for a request's head (default 10000)"},
+      {"http-body-timeout-ms", "MS", "whole time for a request's body (default 30000)"},
+      {"http-idle-timeout-ms", "MS",
+       "how long a kept-alive HTTP connection waits for its next request (default 30000)"},
+      {"web-root", "DIR", "serve dashboard assets from DIR instead of the embedded copies"},
+      {"private-read", "", "require a viewer token for read-only pages and the index"},
+      {"index-include-pending", "", "list wheels still waiting for hardware validation"},
+      {"secrets-file", "FILE", "KEY=VALUE tokens for publishing (mode 0600); else $FARM_<KEY>"},
+      {"github-api", "URL", "GitHub REST API base for publishing (default https://api.github.com)"},
+      {"hf-endpoint", "URL", "Hugging Face Hub endpoint (default https://huggingface.co)"},
+      {"publish-pending-hardware", "", "also publish wheels whose validation waits for a GPU"},
+      {"publish-interval-ms", "MS", "pause between passes of the publisher (default 1000)"},
+      {"publish-without-provenance", "",
+       "publish wheels without their .intoto.jsonl and the signed SHA256SUMS"},
+      {"playbooks-dir", "DIR", "playbooks farmctl hosts provision runs (default: the checkout's)"},
+      {"hosts-group-vars", "DIR",
+       "group_vars of the host kinds (default: the example inventory's)"},
+      {"git-ssh", "", "also allow git sources over ssh (default: https only)"},
+      {"git-ca-file", "PEM",
+       "certificate authorities for https git servers (default: the system's)"},
+      {"git-timeout-s", "N", "longest a `git ls-remote` of a recipe's ref may take (default 30)"},
+      {"no-git-resolve", "", "run no git at all: git sources must name their full commit"},
+      {"upstream-index", "NAME=URL",
+       "serve a package index workers provision from at /upstream/pypi/NAME/simple/, pulled "
+       "through from URL (repeatable; e.g. cu128=https://download.pytorch.org/whl/cu128/)"},
+      {"upstream-tree", "NAME=URL",
+       "serve an archive folder at /upstream/tree/NAME/ (redist: NVIDIA's CUDA redist, python: "
+       "relocatable CPython archives), pulled through from URL (repeatable)"},
+      {"upstream-url", "URL",
+       "the base workers fetch the upstreams through (default: the dashboard's address)"},
+      {"public-url", "URL",
+       "the dashboard's address for people (https://farm.example.org): the links of the feed "
+       "and of webhooks (default: links relative to the dashboard)"},
+      {"webhook", "NAME[:KINDS]",
+       "POST coverage events to the URL the secrets file holds as WEBHOOK_URL_<NAME> "
+       "(repeatable); KINDS: wheel_validated,build_failed (default both)"},
+      {"webhook-interval-ms", "MS", "pause between passes of the webhook sender (default 1000)"},
+      {"webhook-backoff-ms", "MS",
+       "wait after a failed delivery, doubling per attempt up to 10 min (default 2000)"},
+      {"webhook-max-attempts", "N", "deliveries tried before an event is given up (default 10)"},
+      {"watch-min-poll-s", "N",
+       "shortest poll interval a schedule's upstream watch may ask for (default 60)"},
+      {"log-json", "", "log one JSON object per line"},
+      {"help", "", "show this help"},
+      {"version", "", "print the version and exit"},
+  };
+  for (const FlagSpec& f : net::ServerTlsFlags()) specs.push_back(f);
+  for (const FlagSpec& f : s3::BlobStoreFlags()) specs.push_back(f);
+  return specs;
+}
+
+Result<ServerOptions> OptionsFromFlags(const Flags& flags) {
+  ServerOptions options;
+  options.data_dir = flags.Get("data-dir", "data");
+  options.store = flags.Get("store");
+  options.listen = flags.Get("listen", "127.0.0.1:7070");
+  options.ready_file = flags.Get("ready-file");
+  auto tls = net::ServerTlsFromFlags(flags);
+  if (!tls.ok()) return Status::InvalidArgument(tls.status().message());
+  options.tls = std::move(tls).value();
+  FARM_RETURN_IF_ERROR(LimitsFromFlags(flags, &options));
+  FARM_RETURN_IF_ERROR(HttpFromFlags(flags, &options));
+  FARM_RETURN_IF_ERROR(PublishingFromFlags(flags, &options));
+  FARM_RETURN_IF_ERROR(SourcesFromFlags(flags, &options));
+  FARM_RETURN_IF_ERROR(WebhooksFromFlags(flags, &options));
+  return options;
+}
+
+}  // namespace farm::app

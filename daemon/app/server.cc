@@ -1,0 +1,349 @@
+#include "daemon/app/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <mutex>
+#include <vector>
+
+#include "common/fs.h"
+#include "common/httpc/curl_http_client.h"
+#include "common/log.h"
+#include "daemon/api/client_service.h"
+#include "daemon/api/worker_service.h"
+#include "daemon/attest/attestor.h"
+#include "daemon/cron/runner.h"
+#include "daemon/hosts/host_manager.h"
+#include "daemon/http/server/dashboard.h"
+#include "daemon/publish/publishing_service.h"
+#include "daemon/sched/revalidation.h"
+#include "daemon/sched/sweeper.h"
+#include "daemon/store/sql_store/postgres.h"
+
+namespace farm::app {
+
+using api::ClientService;
+using api::ServiceContext;
+using api::TokenAuthority;
+using api::WorkerService;
+
+struct FarmServer::Impl {
+  ServerOptions options;
+  std::unique_ptr<store::Store> store;
+  std::unique_ptr<store::BlobStore> blobs;
+  std::unique_ptr<TokenAuthority> auth;
+  std::unique_ptr<quota::QuotaKeeper> quotas;
+  std::unique_ptr<provenance::KeyRing> keys;
+  std::unique_ptr<attest::Attestor> attestor;
+  std::unique_ptr<audit::AuditLog> audit;
+  ServiceContext ctx;
+  std::atomic<bool> shutting_down{false};
+  std::unique_ptr<ClientService> client_service;
+  std::unique_ptr<WorkerService> worker_service;
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<upstream::Fetcher> upstream_fetcher;
+  std::unique_ptr<mirror::PullThroughCache> mirror;  // outlives the dashboard serving it
+  std::unique_ptr<http::Dashboard> dashboard;
+  RealProcessRunner host_processes;
+  std::unique_ptr<hosts::HostManager> hosts;
+  RealProcessRunner processes;
+  std::unique_ptr<cron::GitSourceResolver> resolver;
+  std::unique_ptr<cron::BuildSubmitter> schedule_submitter;
+  std::unique_ptr<cron::UpstreamWatchPoller> poller;
+  std::unique_ptr<cron::ScheduleRunner> schedules;
+  std::unique_ptr<publish::PublishingService> publishing;
+  std::unique_ptr<httpc::HttpClient> webhook_http;
+  std::unique_ptr<notify::Notifier> notifier;
+  std::unique_ptr<sched::Revalidator> revalidator;
+  std::unique_ptr<sched::Sweeper> sweeper;
+  std::string address;
+  std::mutex mu;
+  bool stopped = false;
+
+  // Starts the webhook notifier when --webhook named targets; refuses to start farmd
+  // over a target it cannot send to.
+  Status StartNotifier(const ServerOptions& options);
+};
+
+namespace {
+
+Status BootstrapTokens(TokenAuthority* auth, store::Store* store, const std::string& dir) {
+  FARM_ASSIGN_OR_RETURN(int64_t count, store->CountTokens());
+  if (count > 0) return Status::Ok();
+  FARM_ASSIGN_OR_RETURN(std::string admin, auth->Create("admin", "bootstrap-admin"));
+  FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(dir + "/admin.token", admin + "\n", 0600));
+  FARM_ASSIGN_OR_RETURN(std::string enroll, auth->Create("enroll", "bootstrap-enroll"));
+  FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(dir + "/enroll.token", enroll + "\n", 0600));
+  log::Info("first start: wrote " + dir + "/admin.token and " + dir + "/enroll.token (mode 0600)");
+  return Status::Ok();
+}
+
+// Lists what `farmctl cache add` preloaded earlier again. A preload of an index or tree
+// farmd no longer serves, or whose blob is gone, is skipped with a warning.
+Status LoadPreloads(store::Store* store, mirror::PullThroughCache* cache) {
+  FARM_ASSIGN_OR_RETURN(auto rows, store->ListUpstreamPreloads());
+  for (const store::UpstreamPreloadRow& row : rows) {
+    Result<mirror::PreloadKind> kind = mirror::ParsePreloadKind(row.kind);
+    Status s = kind.ok() ? cache->AddPreloaded(row.source, *kind, row.path, row.sha256, row.size)
+                         : kind.status();
+    if (!s.ok())
+      log::Warn("preloaded " + row.source + "/" + row.path + " not served: " + s.ToString());
+  }
+  if (!rows.empty())
+    log::Info("pull-through cache: " + std::to_string(rows.size()) + " preloaded files");
+  return Status::Ok();
+}
+
+// Source archives are collected once a minute (the first time right after start).
+constexpr int64_t kSourceCollectionPasses = 60;
+
+// Replaces the port of "host:port" with `port`.
+std::string WithPort(const std::string& listen, int port) {
+  size_t colon = listen.rfind(':');
+  return (colon == std::string::npos ? listen : listen.substr(0, colon)) + ":" +
+         std::to_string(port);
+}
+
+// How the listeners are protected, for the start-up line. Plaintext on an address other
+// machines reach is only possible with --insecure, and said loudly.
+std::string TransportText(const ServerOptions& o) {
+  if (o.tls.enabled()) {
+    return o.tls.client_ca_file.empty() ? "TLS" : "TLS, workers must present certificates";
+  }
+  bool exposed =
+      !net::IsLoopback(o.listen) || (!o.http.listen.empty() && !net::IsLoopback(o.http.listen));
+  if (exposed) {
+    log::Warn(
+        "--insecure: farmd serves plaintext on an address other machines reach; bearer "
+        "tokens, sources and wheels cross the network in clear");
+    return "PLAINTEXT, --insecure";
+  }
+  return "plaintext, loopback only";
+}
+
+// Uploads cut short by a crash leave their temporary files behind (up to a source
+// archive's size limit each); those whose writer is gone go now. A failure only costs disk.
+void SweepTemporaryFiles(store::BlobStore& blobs) {
+  auto swept = blobs.SweepTemporaryFiles(RealClock().NowUnixMs() / 1000);
+  if (!swept.ok()) {
+    log::Warn("cannot sweep the blob store's temporary files: " + swept.status().ToString());
+  } else if (swept->files > 0) {
+    log::Info("removed " + std::to_string(swept->files) + " temporary file(s) (" +
+              fs::HumanBytes(swept->bytes) + ") of uploads that did not finish");
+  }
+}
+
+}  // namespace
+
+Status FarmServer::Impl::StartNotifier(const ServerOptions& options) {
+  if (options.webhooks.empty()) return Status::Ok();
+  std::vector<notify::WebhookTarget> targets;
+  for (const std::string& flag : options.webhooks) {
+    FARM_ASSIGN_OR_RETURN(auto target, notify::ParseWebhookTarget(flag, options.secrets));
+    targets.push_back(std::move(target));
+  }
+  store::WebhookStore* outbox = store::AsWebhookStore(store.get());
+  if (outbox == nullptr) return Status::FailedPrecondition("this store keeps no webhook outbox");
+  webhook_http = std::make_unique<httpc::CurlHttpClient>();
+  notifier = std::make_unique<notify::Notifier>(notify::NotifierDeps{.store = store.get(),
+                                                                     .outbox = outbox,
+                                                                     .clock = &RealClock(),
+                                                                     .http = webhook_http.get()},
+                                                std::move(targets), options.notify);
+  notifier->Start();
+  log::Info("webhooks: " + std::to_string(options.webhooks.size()) + " target(s)");
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(options.data_dir, 0700));
+  FARM_ASSIGN_OR_RETURN(impl->store, store::IsPostgresUrl(options.store)
+                                         ? store::OpenPostgresStore(options.store)
+                                         : store::OpenSqliteStore(
+                                               options.store.empty() ? options.data_dir + "/farm.db"
+                                                                     : options.store));
+  FARM_ASSIGN_OR_RETURN(impl->blobs,
+                        s3::OpenBlobStore(options.blob_store, options.data_dir, options.secrets));
+  SweepTemporaryFiles(*impl->blobs);
+  if (options.http.index_redirect_ttl_s > 0 && options.blob_store.url.empty()) {
+    return Status::InvalidArgument(
+        "--index-redirect needs a blob store with presigned URLs "
+        "(--blob-store s3://...)");
+  }
+  impl->auth = std::make_unique<TokenAuthority>(impl->store.get(), &RealClock());
+  FARM_RETURN_IF_ERROR(BootstrapTokens(impl->auth.get(), impl->store.get(), options.data_dir));
+  FARM_ASSIGN_OR_RETURN(impl->keys,
+                        provenance::KeyRing::Open(options.data_dir + "/provenance", RealClock()));
+  impl->attestor =
+      std::make_unique<attest::Attestor>(impl->store.get(), impl->keys.get(), &RealClock());
+  FARM_RETURN_IF_ERROR(
+      impl->store->ExtendRunningLeases(RealClock().NowUnixMs(), options.tunables.lease_ms));
+  impl->audit = std::make_unique<audit::AuditLog>(impl->store.get(), &RealClock());
+  impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(),
+                             &RealClock(),      options.tunables,  &impl->shutting_down};
+  impl->quotas =
+      std::make_unique<quota::QuotaKeeper>(impl->store.get(), &RealClock(), options.quotas);
+  impl->ctx.quotas = impl->quotas.get();
+  for (const auto& [role, limits] : options.quotas.by_role) {
+    log::Info("quotas of each " + role + ": " +
+              quota::DescribeLimits(limits, options.quotas.window_ms));
+  }
+  impl->ctx.audit = impl->audit.get();
+  impl->ctx.git = options.git;
+  impl->resolver =
+      std::make_unique<cron::GitSourceResolver>(&impl->processes, options.git, options.git_resolve);
+  impl->ctx.resolver = impl->resolver.get();
+  impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);
+  // Watches and following matrices read the upstream indexes directly (not through the
+  // pull-through cache, whose pages are kept for a while).
+  impl->upstream_fetcher = upstream::MakeCurlFetcher();
+  impl->ctx.upstream_fetcher = impl->upstream_fetcher.get();
+  impl->ctx.watches = cron::WatchSettings{
+      .upstreams = {.indexes = options.upstream.indexes, .trees = options.upstream.trees},
+      .min_poll_seconds = options.watch_min_poll_seconds};
+  impl->poller = std::make_unique<cron::UpstreamWatchPoller>(
+      impl->upstream_fetcher.get(), impl->resolver.get(), impl->ctx.watches.upstreams);
+  impl->schedules = std::make_unique<cron::ScheduleRunner>(
+      impl->store.get(), &RealClock(), impl->resolver.get(), impl->schedule_submitter.get(),
+      cron::RunnerOptions{}, impl->poller.get());
+  impl->ctx.schedules = impl->schedules.get();
+  impl->hosts = std::make_unique<hosts::HostManager>(
+      impl->store.get(), &impl->host_processes, &RealClock(),
+      hosts::HostOptions{.playbooks_dir = options.playbooks_dir,
+                         .group_vars_dir = options.hosts_group_vars_dir,
+                         .work_dir = options.data_dir + "/hosts",
+                         .env = hosts::HostManager::AnsibleEnv()},
+      [auth = impl->auth.get()](const std::string& host) {
+        return auth->Create("enroll", "host " + host);
+      });
+  impl->ctx.hosts = impl->hosts.get();
+  impl->ctx.attestor = impl->attestor.get();
+  impl->client_service = std::make_unique<ClientService>(&impl->ctx);
+  impl->worker_service = std::make_unique<WorkerService>(&impl->ctx);
+
+  // The pull-through cache of the upstreams workers provision from, served by the
+  // dashboard's listener (started before the gRPC API, so every worker's registration
+  // learns its address).
+  if (!options.upstream.indexes.empty() || !options.upstream.trees.empty()) {
+    if (options.http.listen.empty()) {
+      return Status::InvalidArgument("--upstream-index and --upstream-tree need --http-listen");
+    }
+    mirror::MirrorOptions upstream = options.upstream;
+    upstream.staging_dir = options.data_dir + "/upstream-staging";
+    FARM_RETURN_IF_ERROR(fs::MakeDirs(upstream.staging_dir, 0700));
+    impl->mirror = std::make_unique<mirror::PullThroughCache>(
+        upstream, impl->upstream_fetcher.get(), impl->blobs.get(), &RealClock());
+    FARM_RETURN_IF_ERROR(LoadPreloads(impl->store.get(), impl->mirror.get()));
+    impl->ctx.mirror = impl->mirror.get();
+    impl->ctx.upstream_url = options.upstream_url;
+  }
+  if (!options.http.listen.empty()) {
+    http::DashboardOptions http = options.http;
+    http.tls = options.tls;
+    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(),     impl->auth.get(),
+                             &RealClock(),      impl->schedules.get(), impl->attestor.get(),
+                             impl->audit.get()};
+    deps.mirror = impl->mirror.get();
+    FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
+    if (!options.http_ready_file.empty()) {
+      FARM_RETURN_IF_ERROR(
+          fs::WriteFileAtomic(options.http_ready_file, impl->dashboard->address() + "\n"));
+    }
+    if (impl->mirror && impl->ctx.upstream_url.empty()) {
+      impl->ctx.upstream_url =
+          std::string(http.tls.enabled() ? "https" : "http") + "://" + impl->dashboard->address();
+    }
+    log::Info("dashboard at " + std::string(http.tls.enabled() ? "https" : "http") + "://" +
+              impl->dashboard->address() + "/");
+  }
+  FARM_ASSIGN_OR_RETURN(auto credentials, net::ServerCredentials(options.listen, options.tls));
+  impl->ctx.require_worker_certs = !options.tls.client_ca_file.empty();
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options.listen, credentials, &port);
+  net::AddServerKeepalive(&builder);
+  builder.RegisterService(impl->client_service.get());
+  builder.RegisterService(impl->worker_service.get());
+  builder.SetMaxReceiveMessageSize(16 << 20);
+  // The synchronous server's threads poll and run handlers; past MAX_POLLERS idle pollers
+  // a thread exits, and a new one starts when all are busy. With a thousand workers'
+  // heartbeats and completions, gRPC's default of 2 made farmd start and end threads all
+  // the time (clone, stack faults, exit): measured in docs/benchmarks.md. 64 helped while
+  // completions held a thread each until their batch committed; since they are served by
+  // the callback API, 16 and 64 measure the same.
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 2);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 16);
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || port == 0) {
+    return Status::Unavailable("cannot listen on " + options.listen);
+  }
+  impl->address = WithPort(options.listen, port);
+  impl->hosts->SetServerAddress(impl->address);
+  FARM_ASSIGN_OR_RETURN(
+      impl->publishing,
+      publish::PublishingService::Start(
+          {.secrets = options.secrets,
+           .github_api = options.github_api,
+           .hf_endpoint = options.hf_endpoint,
+           .publish_pending_hardware = options.publish_pending_hardware,
+           .interval_ms = options.publish_interval_ms,
+           .work_dir = options.data_dir + "/publish",
+           .with_provenance = options.publish_provenance},
+          impl->store.get(), impl->blobs.get(), &RealClock(), impl->attestor.get()));
+  FARM_RETURN_IF_ERROR(impl->StartNotifier(options));
+  impl->revalidator = std::make_unique<sched::Revalidator>(impl->store.get(), &RealClock(),
+                                                           options.tunables.max_attempts);
+  impl->sweeper = std::make_unique<sched::Sweeper>(
+      impl->store.get(), &RealClock(), impl->revalidator.get(), options.tunables.lease_ms,
+      std::vector<sched::SweepTask>{
+          {.what = "collecting source archives",
+           .every_passes = kSourceCollectionPasses,
+           .run = [ctx = &impl->ctx]() -> Status {
+             return CollectSources(*ctx, ctx->tunables.source_retention_ms).status();
+           }}});
+  impl->sweeper->Start();
+  impl->schedules->Start(1000);
+  if (!options.ready_file.empty()) {
+    FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(options.ready_file, impl->address + "\n"));
+  }
+  log::Info("farmd serving gRPC on " + impl->address + " (" + TransportText(options) +
+            "), data in " + options.data_dir);
+  return std::unique_ptr<FarmServer>(new FarmServer(std::move(impl)));
+}
+
+FarmServer::FarmServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+FarmServer::~FarmServer() { Shutdown(); }
+
+const std::string& FarmServer::address() const { return impl_->address; }
+
+std::string FarmServer::http_address() const {
+  return impl_->dashboard ? impl_->dashboard->address() : "";
+}
+
+ServiceContext* FarmServer::context() { return &impl_->ctx; }
+
+void FarmServer::Shutdown() {
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->stopped) return;
+    impl_->stopped = true;
+  }
+  impl_->shutting_down = true;
+  // Waiting polls end first: the server's shutdown waits for every open call.
+  impl_->worker_service->StopDispatch();
+  if (impl_->dashboard) impl_->dashboard->Shutdown();
+  impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  if (impl_->sweeper) impl_->sweeper->Stop();
+  if (impl_->hosts) impl_->hosts->Stop();
+  if (impl_->schedules) impl_->schedules->Stop();
+  if (impl_->publishing) impl_->publishing->Stop();
+  if (impl_->notifier) impl_->notifier->Stop();
+  log::Info("farmd stopped");
+}
+
+}  // namespace farm::app

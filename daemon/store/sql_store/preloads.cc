@@ -1,0 +1,87 @@
+// Files preloaded into farmd's pull-through cache (migration 025): which name of which
+// upstream index or tree is which blob. Each call runs under the store's mutex.
+#include "daemon/store/sql_store/sql_store.h"
+
+namespace farm::store {
+namespace {
+
+constexpr char kPreloadColumns[] = "source, path, kind, sha256, size, added_by, created_ms";
+
+UpstreamPreloadRow PreloadFromRow(const Stmt& s) {
+  return UpstreamPreloadRow{.source = s.Text(0),
+                            .path = s.Text(1),
+                            .kind = s.Text(2),
+                            .sha256 = s.Text(3),
+                            .size = s.Int(4),
+                            .added_by = s.Text(5),
+                            .created_ms = s.Int(6)};
+}
+
+}  // namespace
+
+// Defaults for Store implementations that keep no preloads.
+Result<bool> Store::RecordUpstreamPreload(const UpstreamPreloadRow&) {
+  return Status::Unimplemented("RecordUpstreamPreload");
+}
+Result<std::optional<UpstreamPreloadRow>> Store::GetUpstreamPreload(const std::string&,
+                                                                    const std::string&) {
+  return Status::Unimplemented("GetUpstreamPreload");
+}
+Result<std::vector<UpstreamPreloadRow>> Store::ListUpstreamPreloads() {
+  return Status::Unimplemented("ListUpstreamPreloads");
+}
+
+Result<bool> SqlStore::RecordUpstreamPreload(const UpstreamPreloadRow& r) {
+  Locked lock(this);
+  FARM_ASSIGN_OR_RETURN(auto insert,
+                        db_->Prepare(std::string("INSERT OR IGNORE INTO upstream_preloads(") +
+                                     kPreloadColumns + ") VALUES (?,?,?,?,?,?,?)"));
+  insert->Bind(r.source)
+      .Bind(r.path)
+      .Bind(r.kind)
+      .Bind(r.sha256)
+      .Bind(r.size)
+      .Bind(r.added_by)
+      .Bind(r.created_ms);
+  FARM_RETURN_IF_ERROR(insert->Run());
+  if (db_->Changes() > 0) {
+    Bump();
+    return true;
+  }
+  FARM_ASSIGN_OR_RETURN(
+      auto held,
+      db_->Prepare("SELECT sha256 FROM upstream_preloads WHERE source = ? AND path = ?"));
+  held->Bind(r.source).Bind(r.path);
+  FARM_ASSIGN_OR_RETURN(bool found, held->Step());
+  if (found && held->Text(0) == r.sha256) return false;
+  return Status::AlreadyExists(r.source + "/" + r.path +
+                               " is preloaded with other content (sha256 " +
+                               (found ? held->Text(0) : std::string("?")) + ")");
+}
+
+Result<std::optional<UpstreamPreloadRow>> SqlStore::GetUpstreamPreload(const std::string& source,
+                                                                       const std::string& path) {
+  Locked lock(this);
+  FARM_ASSIGN_OR_RETURN(auto s,
+                        db_->Prepare(std::string("SELECT ") + kPreloadColumns +
+                                     " FROM upstream_preloads WHERE source = ? AND path = ?"));
+  s->Bind(source).Bind(path);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return std::optional<UpstreamPreloadRow>();
+  return std::optional<UpstreamPreloadRow>(PreloadFromRow(*s));
+}
+
+Result<std::vector<UpstreamPreloadRow>> SqlStore::ListUpstreamPreloads() {
+  Locked lock(this);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kPreloadColumns +
+                                             " FROM upstream_preloads ORDER BY source, path"));
+  std::vector<UpstreamPreloadRow> rows;
+  while (true) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    rows.push_back(PreloadFromRow(*s));
+  }
+  return rows;
+}
+
+}  // namespace farm::store

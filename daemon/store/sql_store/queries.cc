@@ -1,0 +1,225 @@
+// Read-only queries for the dashboard, metrics and package index. Each takes the store's
+// mutex like every other call; none writes, so none bumps the generation.
+#include <algorithm>
+
+#include "daemon/store/sql_store/sql_store.h"
+
+namespace farm::store {
+
+// Defaults for Store implementations that do not serve the dashboard.
+Result<std::vector<int64_t>> Store::CountJobsByState() {
+  return Status::Unimplemented("CountJobsByState");
+}
+Result<std::vector<JobRow>> Store::ListJobsInState(int, int64_t, int) {
+  return Status::Unimplemented("ListJobsInState");
+}
+Result<SpanHistogram> Store::JobSpanHistogram(JobSpan, const std::vector<int64_t>&) {
+  return Status::Unimplemented("JobSpanHistogram");
+}
+Result<std::vector<JobTimingRow>> Store::ListJobTimings(int) {
+  return Status::Unimplemented("ListJobTimings");
+}
+Result<std::vector<IndexArtifactRow>> Store::ListIndexArtifacts(int) {
+  return Status::Unimplemented("ListIndexArtifacts");
+}
+
+Result<std::optional<int64_t>> Store::LastSuccessfulRunMs(const std::string&, const std::string&,
+                                                          int64_t) {
+  return Status::Unimplemented("LastSuccessfulRunMs");
+}
+Result<bool> Store::RecordProgress(const ProgressReport&) {
+  return Status::Unimplemented("RecordProgress");
+}
+Result<std::vector<BuildRow>> Store::ListBuildsMatching(const BuildFilter&, int64_t, int) {
+  return Status::Unimplemented("ListBuildsMatching");
+}
+Result<std::map<int64_t, std::vector<JobRow>>> Store::ListJobsOfBuilds(
+    const std::vector<int64_t>& build_ids) {
+  std::map<int64_t, std::vector<JobRow>> out;
+  for (int64_t id : build_ids) {
+    FARM_ASSIGN_OR_RETURN(auto jobs, ListJobs(id));
+    if (!jobs.empty()) out[id] = std::move(jobs);
+  }
+  return out;
+}
+
+Result<std::map<int64_t, std::vector<AttemptRow>>> Store::ListAttemptsOfJobs(
+    const std::vector<int64_t>& job_ids) {
+  std::map<int64_t, std::vector<AttemptRow>> out;
+  for (int64_t id : job_ids) {
+    FARM_ASSIGN_OR_RETURN(auto rows, ListAttempts(id));
+    if (!rows.empty()) out[id] = std::move(rows);
+  }
+  return out;
+}
+
+Result<std::map<int64_t, std::vector<ArtifactRow>>> Store::ListArtifactsOfJobs(
+    const std::vector<int64_t>& job_ids) {
+  std::map<int64_t, std::vector<ArtifactRow>> out;
+  for (int64_t id : job_ids) {
+    FARM_ASSIGN_OR_RETURN(auto rows, ListArtifacts(id));
+    if (!rows.empty()) out[id] = std::move(rows);
+  }
+  return out;
+}
+
+Result<std::map<int64_t, std::vector<JobRow>>> SqlStore::ListJobsOfBuilds(
+    const std::vector<int64_t>& build_ids) {
+  Locked lock(this);
+  return SelectByIds<JobRow>(*db_,
+                             std::string("SELECT ") + kJobColumns + " FROM jobs WHERE build_id IN",
+                             "build_id, id", build_ids, JobFromRow, &JobRow::build_id);
+}
+
+Result<std::vector<int64_t>> SqlStore::CountJobsByState() {
+  Locked lock(this);
+  // job_state_counts is kept by triggers on jobs (migration 017): a few rows.
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT state, n FROM job_state_counts"));
+  std::vector<int64_t> counts(6, 0);
+  for (int i = 0; i < 64; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    int64_t state = s->Int(0);
+    if (state >= 0 && state < 6) counts[static_cast<size_t>(state)] = s->Int(1);
+  }
+  return counts;
+}
+
+Result<std::vector<JobRow>> SqlStore::ListJobsInState(int state, int64_t before_id, int limit) {
+  Locked lock(this);
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
+                           " FROM jobs WHERE state = ? AND id < ? ORDER BY id DESC LIMIT ?"));
+  s->Bind(state).Bind(before_id > 0 ? before_id : INT64_MAX).Bind(limit);
+  std::vector<JobRow> out;
+  for (int i = 0; i <= limit; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(JobFromRow(*s));
+  }
+  return out;
+}
+
+Result<SpanHistogram> SqlStore::JobSpanHistogram(JobSpan span,
+                                                 const std::vector<int64_t>& bounds_ms) {
+  const bool wait = span == JobSpan::kQueueWait;
+  if (bounds_ms == (wait ? kQueueWaitBoundsMs : kRunTimeBoundsMs)) return KeptHistogram(span);
+  const std::string expr = wait ? "(started_ms - created_ms)" : "(finished_ms - started_ms)";
+  const std::string where = wait ? "started_ms > 0 AND reused_from = 0"
+                                 : "started_ms > 0 AND finished_ms > 0 AND state >= 3";
+  // One pass over the jobs: a SUM(CASE) per bound, then the count and the sum.
+  std::string sql = "SELECT COUNT(*), COALESCE(SUM(" + expr + "), 0)";
+  for (size_t i = 0; i < bounds_ms.size(); ++i) {
+    sql += ", COALESCE(SUM(CASE WHEN " + expr + " <= ? THEN 1 ELSE 0 END), 0)";
+  }
+  sql += " FROM jobs WHERE " + where;
+  Locked lock(this);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(sql));
+  for (int64_t b : bounds_ms) s->Bind(b);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  SpanHistogram h;
+  h.bounds_ms = bounds_ms;
+  h.cumulative.assign(bounds_ms.size(), 0);
+  if (!row) return h;
+  h.count = s->Int(0);
+  h.sum_ms = static_cast<double>(s->Int(1));
+  for (size_t i = 0; i < bounds_ms.size(); ++i) h.cumulative[i] = s->Int(static_cast<int>(i) + 2);
+  return h;
+}
+
+Result<SpanHistogram> SqlStore::KeptHistogram(JobSpan span) {
+  const bool wait = span == JobSpan::kQueueWait;
+  SpanHistogram h;
+  h.bounds_ms = wait ? kQueueWaitBoundsMs : kRunTimeBoundsMs;
+  h.cumulative.assign(h.bounds_ms.size(), 0);
+  Locked lock(this);
+  // job_span_buckets is kept by triggers on jobs (migration 017); its last row is +Inf.
+  FARM_ASSIGN_OR_RETURN(auto s,
+                        db_->Prepare("SELECT le_ms, n, sum_ms FROM job_span_buckets WHERE span = ? "
+                                     "ORDER BY le_ms"));
+  s->Bind(wait ? 0 : 1);
+  size_t i = 0;
+  for (int rows = 0; rows < 64; ++rows) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    if (s->Int(0) == INT64_MAX) {
+      h.count = s->Int(1);
+      h.sum_ms = static_cast<double>(s->Int(2));
+    } else if (i < h.bounds_ms.size() && s->Int(0) == h.bounds_ms[i]) {
+      h.cumulative[i++] = s->Int(1);
+    } else {
+      return Status::Internal("job_span_buckets holds a bound the store does not keep: " +
+                              std::to_string(s->Int(0)));
+    }
+  }
+  if (i != h.bounds_ms.size()) return Status::Internal("job_span_buckets lacks bounds");
+  return h;
+}
+
+Result<std::vector<JobTimingRow>> SqlStore::ListJobTimings(int limit) {
+  Locked lock(this);
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare("SELECT j.id, j.build_id, b.recipe_name, j.state, j.created_ms, "
+                   "COALESCE(a.started_ms, j.started_ms), j.finished_ms, j.cell FROM jobs j "
+                   "JOIN builds b ON b.id = j.build_id "
+                   "LEFT JOIN attempts a ON a.job_id = j.id AND a.number = j.attempt "
+                   "WHERE j.state >= 3 AND j.started_ms > 0 AND j.finished_ms > 0 AND j.kind = ? "
+                   "ORDER BY j.finished_ms DESC LIMIT ?"));
+  s->Bind(kJobBuild).Bind(limit);
+  std::vector<JobTimingRow> out;
+  for (int i = 0; i <= limit; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    out.push_back(JobTimingRow{s->Int(0), s->Int(1), s->Text(2), static_cast<int>(s->Int(3)),
+                               s->Int(4), s->Int(5), s->Int(6), s->Text(7)});
+  }
+  return out;
+}
+
+Result<std::vector<IndexArtifactRow>> SqlStore::ListIndexArtifacts(int limit) {
+  Locked lock(this);
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "SELECT a.id, a.job_id, a.attempt, a.filename, a.sha256, a.size, a.manifest, "
+          "a.validation, a.created_ms, j.cell FROM artifacts a JOIN jobs j ON j.id = a.job_id "
+          "WHERE j.state = 3 ORDER BY a.id LIMIT ?"));
+  s->Bind(limit);
+  std::vector<IndexArtifactRow> out;
+  for (int i = 0; i <= limit; ++i) {
+    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    IndexArtifactRow r;
+    r.artifact = ArtifactRow{s->Int(0),  s->Int(1),  static_cast<int>(s->Int(2)),
+                             s->Text(3), s->Text(4), s->Int(5),
+                             s->Text(6), s->Text(7), s->Int(8)};
+    r.cell = s->Text(9);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<std::optional<int64_t>> SqlStore::LastSuccessfulRunMs(const std::string& recipe_name,
+                                                             const std::string& cell,
+                                                             int64_t before_job_id) {
+  Locked lock(this);
+  // The counted attempt's own span: time spent queued between attempts, or before a
+  // requeue, is no build time.
+  FARM_ASSIGN_OR_RETURN(
+      auto s,
+      db_->Prepare(
+          "SELECT a.finished_ms - a.started_ms FROM jobs j JOIN builds b ON b.id = j.build_id "
+          "JOIN attempts a ON a.job_id = j.id AND a.number = j.attempt "
+          "WHERE j.cell = ? AND j.state = 3 AND j.id < ? AND j.reused_from = 0 AND j.kind = ? AND "
+          "b.recipe_name = ? AND a.finished_ms > 0 ORDER BY j.id DESC LIMIT 1"));
+  s->BindBlob(cell)
+      .Bind(before_job_id > 0 ? before_job_id : INT64_MAX)
+      .Bind(kJobBuild)
+      .Bind(recipe_name);
+  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
+  if (!row) return std::optional<int64_t>();
+  return std::optional<int64_t>(std::max<int64_t>(0, s->Int(0)));
+}
+
+}  // namespace farm::store
