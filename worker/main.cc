@@ -13,7 +13,7 @@
 #include "common/version.h"
 #include "worker/agent/agent.h"
 #include "worker/exec/container_executor.h"
-#include "worker/job/validation.h"
+#include "worker/validate/validation.h"
 
 int main(int argc, char** argv) {
   using namespace farm;

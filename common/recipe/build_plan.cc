@@ -6,7 +6,7 @@
 
 #include "common/arch.h"
 #include "common/recipe/matrix.h"
-#include "common/wheel/requires_dist.h"
+#include "common/wheel/metadata/requires_dist.h"
 
 namespace farm::recipe {
 namespace {

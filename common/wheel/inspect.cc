@@ -4,9 +4,9 @@
 #include <set>
 
 #include "common/sha256.h"
-#include "common/wheel/dist_info.h"
-#include "common/wheel/dist_info_checks.h"
-#include "common/wheel/elf_reader.h"
+#include "common/wheel/elf/elf_reader.h"
+#include "common/wheel/metadata/dist_info.h"
+#include "common/wheel/metadata/dist_info_checks.h"
 
 namespace farm::wheel {
 namespace {
@@ -18,8 +18,8 @@ std::string DistInfoDirOf(const std::string& name) {
   size_t slash = name.find('/');
   if (slash == std::string::npos || slash < kDistInfoSuffix.size()) return "";
   std::string top = name.substr(0, slash);
-  if (top.compare(top.size() - kDistInfoSuffix.size(), kDistInfoSuffix.size(),
-                  kDistInfoSuffix) != 0) {
+  if (top.compare(top.size() - kDistInfoSuffix.size(), kDistInfoSuffix.size(), kDistInfoSuffix) !=
+      0) {
     return "";
   }
   return top;
@@ -152,9 +152,9 @@ void AddUnrequestedProblems(const InspectOptions& options, WheelReport* report) 
   std::string module, images;
   auto flush = [&] {
     if (images.empty()) return;
-    report->problems.push_back({"arch-unrequested", module,
-                                module + " holds " + images + ", which the arch list " +
-                                    asked + " does not ask for"});
+    report->problems.push_back(
+        {"arch-unrequested", module,
+         module + " holds " + images + ", which the arch list " + asked + " does not ask for"});
     images.clear();
   };
   for (const UnrequestedImage& extra : report->manifest.unrequested) {
@@ -171,14 +171,13 @@ Result<WheelReport> InspectWheel(const std::string& path, const InspectOptions& 
   WheelReport report;
   CheckFilename(options.filename.empty() ? path : options.filename, options, &report);
   Inspector inspector(options, &report);
-  FARM_ASSIGN_OR_RETURN(
-      ZipScan scan,
-      ScanZip(
-          path, options.limits,
-          [&](const std::string& name, std::string_view head) {
-            return inspector.Keep(name, head);
-          },
-          [&](ZipFile&& file) { inspector.OnFile(std::move(file)); }));
+  FARM_ASSIGN_OR_RETURN(ZipScan scan,
+                        ScanZip(
+                            path, options.limits,
+                            [&](const std::string& name, std::string_view head) {
+                              return inspector.Keep(name, head);
+                            },
+                            [&](ZipFile&& file) { inspector.OnFile(std::move(file)); }));
   report.total_bytes = scan.total_bytes;
   report.scan_aborted = scan.aborted;
   for (Problem& p : scan.problems) report.problems.push_back(std::move(p));

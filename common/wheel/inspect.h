@@ -14,8 +14,8 @@
 
 #include "common/arch.h"
 #include "common/status.h"
-#include "common/wheel/fatbin.h"
-#include "common/wheel/host_elf.h"
+#include "common/wheel/elf/fatbin.h"
+#include "common/wheel/elf/host_elf.h"
 #include "common/wheel/manifest.h"
 #include "common/wheel/problem.h"
 #include "common/wheel/wheel_name.h"
@@ -61,16 +61,16 @@ struct WheelReport {
   std::string filename;      // last path component of the inspected path
   bool filename_ok = false;  // `tags` is meaningful only when true
   WheelFilename tags;
-  std::string dist_info;     // "flash_attn-2.8.3.dist-info", or "" when not found
+  std::string dist_info;  // "flash_attn-2.8.3.dist-info", or "" when not found
   std::string metadata_name;
   std::string metadata_version;
-  std::vector<std::string> wheel_tags;  // Tag: lines of WHEEL, sorted
+  std::vector<std::string> wheel_tags;     // Tag: lines of WHEEL, sorted
   std::vector<std::string> requires_dist;  // Requires-Dist values of METADATA, in order
-  std::vector<WheelFileInfo> files;     // in archive order
-  int64_t total_bytes = 0;              // uncompressed bytes streamed
-  bool scan_aborted = false;            // a limit or corruption stopped the scan early
-  ArchManifest manifest;                // empty unless InspectOptions::build_manifest
-  std::vector<HostElf> host_elves;      // CPU and glibc needs of every ELF (same condition)
+  std::vector<WheelFileInfo> files;        // in archive order
+  int64_t total_bytes = 0;                 // uncompressed bytes streamed
+  bool scan_aborted = false;               // a limit or corruption stopped the scan early
+  ArchManifest manifest;                   // empty unless InspectOptions::build_manifest
+  std::vector<HostElf> host_elves;         // CPU and glibc needs of every ELF (same condition)
   std::vector<Problem> problems;
 
   bool ok() const { return problems.empty(); }

@@ -5,7 +5,7 @@
 #include <set>
 #include <tuple>
 
-#include "common/wheel/elf_reader.h"
+#include "common/wheel/elf/elf_reader.h"
 
 namespace farm::wheel {
 namespace {
@@ -111,8 +111,8 @@ Status ReadCubin(const FatbinEntry& e, std::string_view payload, CodeImage* imag
 std::string_view Directive(std::string_view text, std::string_view directive) {
   size_t pos = 0;
   while ((pos = text.find(directive, pos)) != text.npos) {
-    bool line_start = pos == 0 || text[pos - 1] == '\n' || text[pos - 1] == ' ' ||
-                      text[pos - 1] == '\t';
+    bool line_start =
+        pos == 0 || text[pos - 1] == '\n' || text[pos - 1] == ' ' || text[pos - 1] == '\t';
     size_t after = pos + directive.size();
     if (line_start && after < text.size() && (text[after] == ' ' || text[after] == '\t')) {
       size_t b = text.find_first_not_of(" \t", after);
@@ -159,8 +159,7 @@ Status VisitEntry(const FatbinEntry& e, std::string_view payload, const std::str
   image.image.kind = e.kind == kFatbinKindElf ? arch::Image::Kind::kSass : arch::Image::Kind::kPtx;
   image.image.major = static_cast<int>(e.sm / 10);
   image.image.minor = static_cast<int>(e.sm % 10);
-  Status s = e.kind == kFatbinKindElf ? ReadCubin(e, payload, &image)
-                                      : ReadPtx(e, payload, &image);
+  Status s = e.kind == kFatbinKindElf ? ReadCubin(e, payload, &image) : ReadPtx(e, payload, &image);
   if (!s.ok()) {
     return s.WithContext(section + " container " + std::to_string(e.container) + " entry " +
                          std::to_string(e.index));
@@ -193,10 +192,10 @@ Result<ModuleManifest> ReadModuleManifest(std::string_view elf_bytes, const std:
   if (!elf.ok()) return elf.status().WithContext(module);
   for (const ElfSection& section : elf->sections()) {
     if (section.name != ".nv_fatbin" && section.name != "__nv_relfatbin") continue;
-    Status s = WalkFatbin(elf->Data(section), limits,
-                          [&](const FatbinEntry& e, std::string_view payload) {
-                            return VisitEntry(e, payload, section.name, &out);
-                          });
+    Status s =
+        WalkFatbin(elf->Data(section), limits, [&](const FatbinEntry& e, std::string_view payload) {
+          return VisitEntry(e, payload, section.name, &out);
+        });
     if (!s.ok()) return s.WithContext(module + " " + section.name);
   }
   std::set<std::string> names;
@@ -273,10 +272,12 @@ std::string MissingImage::ToString() const {
   const std::string list = target.ToString();
   return out + "; it holds " + instead + " instead, which runs on cc " + runs +
          ": the package compiles that code for it. Ask for what it builds with matrix.arch_lists: "
-         "[\"" + list + "\"]; if the package refuses \"" + list +
+         "[\"" +
+         list + "\"]; if the package refuses \"" + list +
          "\" in TORCH_CUDA_ARCH_LIST, give it the list it accepts in the build command "
-         "(TORCH_CUDA_ARCH_LIST=" + std::to_string(held->major) + "." +
-         std::to_string(held->minor) + " \"$FARM_PYTHON\" -m pip wheel ...; docs/recipes.md)";
+         "(TORCH_CUDA_ARCH_LIST=" +
+         std::to_string(held->major) + "." + std::to_string(held->minor) +
+         " \"$FARM_PYTHON\" -m pip wheel ...; docs/recipes.md)";
 }
 
 }  // namespace farm::wheel

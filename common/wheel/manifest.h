@@ -13,23 +13,23 @@
 
 #include "common/arch.h"
 #include "common/status.h"
-#include "common/wheel/fatbin.h"
+#include "common/wheel/elf/fatbin.h"
 
 namespace farm::wheel {
 
 // One code image found in a module's fatbinary.
 struct CodeImage {
-  arch::Image image;          // kind, cc, suffix
-  std::string name;           // "sm_90a" or "compute_90"
-  std::string section;        // ".nv_fatbin" or "__nv_relfatbin"
-  int container = 0;          // fatbin container index within the section
-  int index = 0;              // entry index within the container
-  uint64_t flags = 0;         // fatbin entry flags
-  uint32_t header_size = 0;   // fatbin entry header size
+  arch::Image image;         // kind, cc, suffix
+  std::string name;          // "sm_90a" or "compute_90"
+  std::string section;       // ".nv_fatbin" or "__nv_relfatbin"
+  int container = 0;         // fatbin container index within the section
+  int index = 0;             // entry index within the container
+  uint64_t flags = 0;        // fatbin entry flags
+  uint32_t header_size = 0;  // fatbin entry header size
   Compression compression = Compression::kNone;
   uint64_t payload_bytes = 0;  // after decompression
-  std::string ptx_version;    // ".version" of a PTX image ("9.0"), else ""
-  std::string producer;       // tool named in the cubin's .note.nv.tkinfo ("ptxas", "nvlink")
+  std::string ptx_version;     // ".version" of a PTX image ("9.0"), else ""
+  std::string producer;        // tool named in the cubin's .note.nv.tkinfo ("ptxas", "nvlink")
   // Where the a/f suffix (or its absence) was read: "tkinfo" (cubin's tool arguments),
   // "fatbin-flags" (entry flags 0x100000 / 0x200000), "e_flags" (cubin ELF ABI v7
   // EF_CUDA_ACCELERATORS) or "ptx-target" (the PTX .target line).
@@ -38,11 +38,11 @@ struct CodeImage {
 
 // The images of one ELF file of the wheel.
 struct ModuleManifest {
-  std::string module;               // path inside the wheel: "pkg/_C.so"
-  std::vector<CodeImage> images;    // in section order
-  std::vector<std::string> archs;   // distinct image names, sorted: {"compute_90", "sm_80"}
+  std::string module;                  // path inside the wheel: "pkg/_C.so"
+  std::vector<CodeImage> images;       // in section order
+  std::vector<std::string> archs;      // distinct image names, sorted: {"compute_90", "sm_80"}
   std::vector<arch::Version> runs_on;  // known ccs that can load at least one image
-  int ignored_entries = 0;          // fatbin entries of kinds other than PTX and ELF
+  int ignored_entries = 0;             // fatbin entries of kinds other than PTX and ELF
 
   bool has_device_code() const { return !images.empty(); }
 };

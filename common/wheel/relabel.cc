@@ -5,7 +5,7 @@
 #include <cctype>
 #include <filesystem>
 
-#include "common/wheel/dist_info.h"
+#include "common/wheel/metadata/dist_info.h"
 #include "common/wheel/wheel_name.h"
 #include "common/wheel/wheel_rewrite.h"
 
@@ -49,12 +49,14 @@ bool IsValidLocalLabel(const std::string& label) {
 }
 
 std::map<std::string, std::string> CellLabelVars(const std::string& python,
-                                                 const std::string& torch,
-                                                 const std::string& cuda,
+                                                 const std::string& torch, const std::string& cuda,
                                                  const std::string& platform) {
-  return {{"python", python},        {"python_nodot", NoDot(python)},
-          {"torch", torch},          {"torch_nodot", NoDot(torch)},
-          {"cuda", cuda},            {"cuda_nodot", NoDot(cuda)},
+  return {{"python", python},
+          {"python_nodot", NoDot(python)},
+          {"torch", torch},
+          {"torch_nodot", NoDot(torch)},
+          {"cuda", cuda},
+          {"cuda_nodot", NoDot(cuda)},
           {"cuda_major", cuda.substr(0, cuda.find('.'))},
           {"platform", platform}};
 }

@@ -10,7 +10,7 @@
 
 #include "common/archive/entry_rules.h"
 #include "common/sha256.h"
-#include "common/wheel/dist_info.h"
+#include "common/wheel/metadata/dist_info.h"
 
 namespace farm::wheel {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/wheel/host_elf.h"
+#include "common/wheel/elf/host_elf.h"
 #include "common/wheel/manifest.h"
 #include "tests/fuzz/fuzz_util.h"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/wheel/fatbin.h"
+#include "common/wheel/elf/fatbin.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace farm::fuzz {

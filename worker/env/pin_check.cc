@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "common/wheel/dist_info.h"
+#include "common/wheel/metadata/dist_info.h"
 
 namespace farm::env {
 namespace {

@@ -18,10 +18,10 @@
 #include "worker/exec/untrusted_dir.h"
 #include "worker/job/job_outcome.h"
 #include "worker/job/torch_pin.h"
-#include "worker/job/validation.h"
-#include "worker/job/validation_attempt.h"
 #include "worker/job/wheel_label.h"
 #include "worker/job/workspace.h"
+#include "worker/validate/validation.h"
+#include "worker/validate/validation_attempt.h"
 
 namespace farm::agent {
 namespace {

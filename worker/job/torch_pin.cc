@@ -1,6 +1,6 @@
 #include "worker/job/torch_pin.h"
 
-#include "common/wheel/requires_dist.h"
+#include "common/wheel/metadata/requires_dist.h"
 #include "worker/job/build_env.h"
 
 namespace farm::agent {

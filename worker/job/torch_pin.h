@@ -1,4 +1,4 @@
-// The torch requirement a job writes into its wheel (common/wheel/requires_dist.h), so the
+// The torch requirement a job writes into its wheel (common/wheel/metadata/requires_dist.h), so the
 // wheel installs only next to a torch it runs with: a C++/CUDA extension built against
 // torch X.Y fails with `undefined symbol` next to another minor. Pure; thread-safe.
 #ifndef FARM_WORKER_JOB_TORCH_PIN_H_

@@ -5,8 +5,8 @@
 #include "common/fs.h"
 #include "common/sha256.h"
 #include "common/wheel/identity.h"
+#include "common/wheel/metadata/requires_dist.h"
 #include "common/wheel/relabel.h"
-#include "common/wheel/requires_dist.h"
 #include "common/wheel/wheel_name.h"
 
 namespace farm::agent {

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "tests/support/test_util.h"
-#include "tests/unit/common/wheel/fatbin_fixture.h"
+#include "tests/unit/common/wheel/elf/fatbin_fixture.h"
 #include "tests/unit/common/wheel/wheel_builder.h"
 
 namespace farm::wheel {
@@ -142,7 +142,8 @@ TEST_F(JobCheckTest, ABadArchListOrANonZipFails) {
   ASSERT_OK(path.status());
   EXPECT_FALSE(CheckJobWheel(*path, "", JobCell("3.12", "9.9z")).ok());
   ASSERT_OK(fs::WriteFileAtomic(dir_.path() + "/x-1.0-py3-none-any.whl", "not a zip"));
-  EXPECT_FALSE(CheckJobWheel(dir_.path() + "/x-1.0-py3-none-any.whl", "", JobCell("3.12", "")).ok());
+  EXPECT_FALSE(
+      CheckJobWheel(dir_.path() + "/x-1.0-py3-none-any.whl", "", JobCell("3.12", "")).ok());
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include "common/wheel/inspect.h"
 #include "tests/support/test_util.h"
-#include "tests/unit/common/wheel/fatbin_fixture.h"
+#include "tests/unit/common/wheel/elf/fatbin_fixture.h"
 #include "tests/unit/common/wheel/wheel_builder.h"
 
 namespace farm::wheel {
@@ -110,8 +110,7 @@ TEST(ManifestTest, PtxAndFamilyImages) {
   FARM_LOAD_MODULE_OR_SKIP("ptx", so);
   ArchManifest m = ManifestOf(so, "9.0+PTX;10.0f");
   ASSERT_EQ(m.modules.size(), 1u);
-  EXPECT_EQ(m.modules[0].archs,
-            (std::vector<std::string>{"compute_90", "sm_100f", "sm_90"}))
+  EXPECT_EQ(m.modules[0].archs, (std::vector<std::string>{"compute_90", "sm_100f", "sm_90"}))
       << FormatManifest(m);
   EXPECT_TRUE(m.missing.empty()) << FormatManifest(m);
   int ptx = 0;
@@ -134,8 +133,7 @@ TEST(ManifestTest, FormatsForPeopleAndForCuobjdumpComparison) {
   std::string text = FormatManifest(m);
   EXPECT_NE(text.find("ptx  compute_90"), std::string::npos) << text;
   EXPECT_NE(text.find("wheel runs on: 9.0, 10.0"), std::string::npos) << text;
-  EXPECT_NE(text.find("missing: attn_example/_attn_example.so lacks sm_121a"),
-            std::string::npos)
+  EXPECT_NE(text.find("missing: attn_example/_attn_example.so lacks sm_121a"), std::string::npos)
       << text;
   std::string listing = FormatCuobjdumpStyle(m.modules[0]);
   EXPECT_NE(listing.find("ELF file    1: _attn_example.1.sm_90.cubin\n"), std::string::npos)

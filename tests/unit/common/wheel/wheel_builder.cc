@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "common/sha256.h"
-#include "common/wheel/dist_info.h"
+#include "common/wheel/metadata/dist_info.h"
 
 namespace farm::wheel::testing {
 namespace {

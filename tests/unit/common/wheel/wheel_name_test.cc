@@ -1,8 +1,9 @@
 // File name parsing, name/version normalisation and RECORD CSV parsing.
+#include "common/wheel/wheel_name.h"
+
 #include <gtest/gtest.h>
 
-#include "common/wheel/dist_info.h"
-#include "common/wheel/wheel_name.h"
+#include "common/wheel/metadata/dist_info.h"
 #include "tests/support/test_util.h"
 
 namespace farm::wheel {
@@ -19,16 +20,15 @@ TEST(WheelNameTest, ParsesLocalLabelBuildTagAndCompressedTags) {
   EXPECT_EQ(w->ExpandedTags(), std::vector<std::string>{"cp312-cp312-linux_x86_64"});
   Result<WheelFilename> multi = ParseWheelFilename("six-1.16.0-py2.py3-none-any.whl");
   ASSERT_OK(multi.status());
-  EXPECT_EQ(multi->ExpandedTags(),
-            (std::vector<std::string>{"py2-none-any", "py3-none-any"}));
+  EXPECT_EQ(multi->ExpandedTags(), (std::vector<std::string>{"py2-none-any", "py3-none-any"}));
   EXPECT_TRUE(multi->IsPure());
 }
 
 TEST(WheelNameTest, RejectsMalformedNames) {
-  for (const char* bad : {"x-1.0-py3-none-any.zip", "x-1.0-none-any.whl",
-                          "x-1.0-b1-py3-none-any.whl", "x-1.0+-py3-none-any.whl",
-                          "x$-1.0-py3-none-any.whl", "x-1.0-py3..py2-none-any.whl",
-                          "a-b-c-d-e-f-g.whl"}) {
+  for (const char* bad :
+       {"x-1.0-py3-none-any.zip", "x-1.0-none-any.whl", "x-1.0-b1-py3-none-any.whl",
+        "x-1.0+-py3-none-any.whl", "x$-1.0-py3-none-any.whl", "x-1.0-py3..py2-none-any.whl",
+        "a-b-c-d-e-f-g.whl"}) {
     EXPECT_FALSE(ParseWheelFilename(bad).ok()) << bad;
   }
 }

@@ -7,7 +7,7 @@
 #include "common/fs.h"
 #include "common/sha256.h"
 #include "common/wheel/inspect.h"
-#include "common/wheel/requires_dist.h"
+#include "common/wheel/metadata/requires_dist.h"
 #include "common/wheel/wheel_rewrite.h"
 #include "tests/support/test_util.h"
 #include "tests/unit/common/wheel/wheel_builder.h"

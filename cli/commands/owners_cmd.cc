@@ -1,0 +1,85 @@
+// farmctl names list|transfer and farmctl audit: who owns which recipe name, giving a name
+// to another principal (admin), and the audit log of every mutation (admin).
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "common/flags.h"
+
+namespace farm::cli {
+namespace {
+
+constexpr char kNamesUsage[] =
+    "usage: farmctl names list\n"
+    "       farmctl names transfer NAME --to PRINCIPAL   (admin; PRINCIPAL is a token's name)";
+
+std::string NameLine(const farm::v1::RecipeName& n) {
+  return n.name() + "\t" + n.owner() + "\tclaimed " + n.claimed_at() +
+         (n.updated_at() != n.claimed_at() ? "\tchanged owner " + n.updated_at() : "") + "\n";
+}
+
+Status ListNames(const CommandEnv& env) {
+  farm::v1::ListRecipeNamesResponse resp;
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->ListRecipeNames(env.client->Context().get(), {}, &resp),
+               env.client->address()));
+  if (env.json) {
+    *env.out << ToJson(resp) << "\n";
+    return Status::Ok();
+  }
+  if (resp.names().empty()) *env.out << "no recipe names owned yet\n";
+  for (const auto& n : resp.names()) *env.out << NameLine(n);
+  return Status::Ok();
+}
+
+Status Transfer(const CommandEnv& env, const Flags& flags) {
+  if (flags.positionals().size() < 3 || flags.Get("to").empty()) {
+    return Status::InvalidArgument(kNamesUsage);
+  }
+  farm::v1::TransferRecipeNameRequest req;
+  req.set_name(flags.positionals()[2]);
+  req.set_to(flags.Get("to"));
+  farm::v1::RecipeName resp;
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->TransferRecipeName(env.client->Context().get(), req, &resp),
+               env.client->address()));
+  *env.out << (env.json ? ToJson(resp) + "\n" : "transferred " + NameLine(resp));
+  return Status::Ok();
+}
+
+std::string AuditLine(const farm::v1::AuditRecord& r) {
+  std::string line = r.time() + "\t" + r.principal() + " (" + r.role() + ")\t" + r.action() + "\t" +
+                     r.target() + "\t" + r.outcome();
+  if (!r.detail().empty()) line += "\t" + r.detail();
+  return line + "\n";
+}
+
+}  // namespace
+
+Status NamesCommand(const CommandEnv& env, const Flags& flags) {
+  const std::string verb = flags.positionals().size() > 1 ? flags.positionals()[1] : "";
+  if (verb == "list") return ListNames(env);
+  if (verb == "transfer") return Transfer(env, flags);
+  return Status::InvalidArgument(kNamesUsage);
+}
+
+Status AuditCommand(const CommandEnv& env, const Flags& flags) {
+  FARM_ASSIGN_OR_RETURN(int64_t limit, flags.GetInt("limit", 50));
+  if (limit <= 0 || limit > 10000) {
+    return Status::InvalidArgument("--limit must be between 1 and 10000");
+  }
+  farm::v1::ListAuditRequest req;
+  req.set_limit(static_cast<int32_t>(limit));
+  req.set_principal(flags.Get("principal"));
+  farm::v1::ListAuditResponse resp;
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->ListAudit(env.client->Context().get(), req, &resp),
+               env.client->address()));
+  if (env.json) {
+    *env.out << ToJson(resp) << "\n";
+    return Status::Ok();
+  }
+  if (resp.records().empty()) *env.out << "no audit records\n";
+  for (const auto& r : resp.records()) *env.out << AuditLine(r);
+  return Status::Ok();
+}
+
+}  // namespace farm::cli

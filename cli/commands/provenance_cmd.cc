@@ -1,0 +1,203 @@
+// farmctl verify: checks a wheel (a file or a URL: the farm's index, a GitHub release, a
+// Hub folder) against the farm's signed provenance and prints what was proven where; no
+// farmd needed. farmctl keys: the farm's public signing keys, rotation and revocation.
+#include <boost/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/url_fetch.h"
+#include "common/flags.h"
+#include "common/provenance/pep740.h"
+#include "common/provenance/verify.h"
+#include "common/sha256.h"
+
+namespace farm::cli {
+namespace {
+
+namespace json = boost::json;
+using provenance::KeySet;
+
+constexpr int64_t kMaxWheelBytes = 16LL << 30;
+constexpr int64_t kMaxDocumentBytes = 4 << 20;
+constexpr char kKeysPath[] = "/api/v1/provenance/keys";
+
+// The farm's key set URL for a wheel of its index ("https://farm/files/<sha>/<name>").
+std::string KeysUrlOf(const std::string& wheel) {
+  size_t files = wheel.find("/files/");
+  if (!IsUrl(wheel) || files == std::string::npos) return "";
+  return wheel.substr(0, files) + kKeysPath;
+}
+
+// A .intoto.jsonl file or a PEP 740 provenance object (envelope lines hold their
+// statements in Base64, so only the latter spells this member name).
+Result<std::vector<provenance::Envelope>> ParseProvenance(const std::string& text) {
+  if (text.find("\"attestation_bundles\"") != std::string::npos) {
+    return provenance::ParsePep740Provenance(text);
+  }
+  return provenance::ParseEnvelopeLines(text);
+}
+
+std::string KeyState(const KeySet& keys, const std::string& keyid) {
+  const provenance::PublicKey* k = keys.Find(keyid);
+  return k == nullptr ? "?" : provenance::KeyStateName(k->state);
+}
+
+std::string Text(const provenance::WheelVerification& v, const KeySet& keys,
+                 const std::string& name, const std::string& sha256, int64_t size,
+                 const std::string& wheel, const std::string& keys_from) {
+  std::string out = "wheel       " + name + "\n" + "sha256      " + sha256 + " (" +
+                    std::to_string(size) + " bytes, from " + wheel + ")\n" + "keys        " +
+                    keys_from + " (farm " + keys.farm_id + ", " + std::to_string(keys.keys.size()) +
+                    " keys)\n";
+  if (v.build) {
+    const provenance::BuildSummary& b = *v.build;
+    out += "built by    " + b.builder_id + ", signed by key " + v.build_keyid.substr(0, 16) + " (" +
+           KeyState(keys, v.build_keyid) + ")\n";
+    out += "worker      " + b.worker +
+           "; GPUs: " + (b.worker_gpus.empty() ? "none" : b.worker_gpus) + "; driver " + b.driver +
+           "; toolkits: " + b.toolkits + "\n";
+    out += "recipe      " + b.recipe + "\n" + "source      " + b.source + "\n" + "cell        " +
+           b.cell + "\n";
+    out += "inputs      " + std::to_string(b.patches) + " patch(es), " +
+           std::to_string(b.consumed_wheels) + " wheel(s) from other builds\n";
+    out += "run         " + b.started + " .. " + b.finished + ", log sha256 " + b.log_sha256 + "\n";
+  }
+  for (const auto& sv : v.validations) {
+    const provenance::ValidationSummary& s = sv.summary;
+    out += "validation  " + s.verdict + " on " + s.gpu_name + " (compute capability " +
+           s.compute_capability + "), " + std::to_string(s.cases_passed) + "/" +
+           std::to_string(s.cases) + " cases, worker " + s.worker + ", " + s.finished + ", key " +
+           sv.keyid.substr(0, 16) + "\n";
+  }
+  if (v.validations.empty()) out += "validation  none signed\n";
+  for (const auto& n : v.notes) out += "note        " + n + "\n";
+  for (const auto& p : v.problems) out += "REFUSED     " + p + "\n";
+  if (v.ok) out += "verified    the farm's key signed this wheel's build provenance\n";
+  return out;
+}
+
+std::string JsonOf(const provenance::WheelVerification& v, const std::string& name,
+                   const std::string& sha256) {
+  json::array validations;
+  for (const auto& sv : v.validations) {
+    validations.push_back(json::object{{"verdict", sv.summary.verdict},
+                                       {"gpu", sv.summary.gpu_name},
+                                       {"compute_capability", sv.summary.compute_capability},
+                                       {"cases", sv.summary.cases},
+                                       {"cases_passed", sv.summary.cases_passed},
+                                       {"worker", sv.summary.worker},
+                                       {"keyid", sv.keyid}});
+  }
+  json::array problems;
+  for (const auto& p : v.problems) problems.push_back(json::value(p));
+  json::object o{{"ok", v.ok},
+                 {"wheel", name},
+                 {"sha256", sha256},
+                 {"problems", std::move(problems)},
+                 {"validations", std::move(validations)}};
+  if (v.build) {
+    o["build"] = json::object{{"builder_id", v.build->builder_id},
+                              {"worker", v.build->worker},
+                              {"worker_gpus", v.build->worker_gpus},
+                              {"recipe", v.build->recipe},
+                              {"source", v.build->source},
+                              {"cell", v.build->cell},
+                              {"keyid", v.build_keyid}};
+  }
+  return json::serialize(o) + "\n";
+}
+
+}  // namespace
+
+Status VerifyCommand(const Flags& flags, std::ostream& out) {
+  if (flags.positionals().size() != 2) {
+    return Status::InvalidArgument(
+        "usage: farmctl verify WHEEL|URL [--keys FILE|URL] [--provenance FILE|URL] "
+        "[--require-validated-arch SM]");
+  }
+  const std::string& wheel = flags.positionals()[1];
+  FetchOptions small{.ca_file = flags.Get("ca"), .max_bytes = kMaxDocumentBytes};
+  const bool pinned = flags.Has("keys");
+  std::string keys_from = flags.Get("keys", KeysUrlOf(wheel));
+  if (keys_from.empty()) {
+    return Status::InvalidArgument(
+        "--keys FILE|URL is needed: the farm's public keys (it serves them at " +
+        std::string(kKeysPath) + "; farmctl keys prints them)");
+  }
+  FARM_ASSIGN_OR_RETURN(std::string keys_text, FetchAll(keys_from, small));
+  auto keys = provenance::ParseKeySet(keys_text);
+  if (!keys.ok()) return Status::InvalidArgument(keys_from + ": " + keys.status().message());
+
+  const std::string provenance_from = flags.Get("provenance", wheel + ".intoto.jsonl");
+  auto text = FetchAll(provenance_from, small);
+  if (text.status().code() == StatusCode::kNotFound) {
+    return Status::FailedPrecondition("no provenance at " + provenance_from + ": refused");
+  }
+  FARM_RETURN_IF_ERROR(text.status());
+  auto envelopes = ParseProvenance(*text);
+  if (!envelopes.ok()) {
+    return Status::FailedPrecondition(provenance_from + ": " + envelopes.status().message());
+  }
+
+  Sha256 hasher;
+  int64_t size = 0;
+  FARM_RETURN_IF_ERROR(Fetch(wheel, {.ca_file = flags.Get("ca"), .max_bytes = kMaxWheelBytes},
+                             [&](std::string_view block) {
+                               hasher.Update(block);
+                               size += static_cast<int64_t>(block.size());
+                             }));
+  const std::string sha256 = hasher.HexDigest();
+  const std::string name = SourceFileName(wheel);
+  provenance::WheelVerification v =
+      provenance::VerifyWheel({name, sha256}, *envelopes, *keys,
+                              {.require_validated_arch = flags.Get("require-validated-arch")});
+  std::string keys_note = pinned ? keys_from
+                                 : keys_from +
+                                       ", the same server as the wheel: pin a copy "
+                                       "with --keys";
+  out << (flags.Get("output") == "json" ? JsonOf(v, name, sha256)
+                                        : Text(v, *keys, name, sha256, size, wheel, keys_note));
+  if (!v.ok) return Status::FailedPrecondition(name + " refused: " + v.problems.front());
+  return Status::Ok();
+}
+
+Status KeysCommand(const CommandEnv& env, const Flags& flags) {
+  const auto& args = flags.positionals();
+  std::string sub = args.size() > 1 ? args[1] : "list";
+  farm::v1::ProvenanceKeys resp;
+  grpc::Status call;
+  auto ctx = env.client->Context();
+  if (sub == "list") {
+    call = env.client->stub()->GetProvenanceKeys(ctx.get(), {}, &resp);
+  } else if (sub == "rotate") {
+    call = env.client->stub()->RotateProvenanceKey(ctx.get(), {}, &resp);
+  } else if (sub == "revoke" && args.size() == 3) {
+    farm::v1::RevokeProvenanceKeyRequest req;
+    req.set_keyid(args[2]);
+    req.set_reason(flags.Get("reason"));
+    call = env.client->stub()->RevokeProvenanceKey(ctx.get(), req, &resp);
+  } else {
+    return Status::InvalidArgument(
+        "usage: farmctl keys [list] | rotate | revoke KEYID --reason TEXT");
+  }
+  FARM_RETURN_IF_ERROR(FromGrpc(call, env.client->address()));
+  if (env.json) {
+    *env.out << resp.key_set_json();
+    return Status::Ok();
+  }
+  auto keys = provenance::ParseKeySet(resp.key_set_json());
+  if (!keys.ok())
+    return Status::DataLoss("farmd sent an unreadable key set: " + keys.status().message());
+  if (sub == "rotate") *env.out << "new signing key " << resp.changed_keyid() << "\n";
+  if (sub == "revoke") *env.out << "revoked key " << resp.changed_keyid() << "\n";
+  *env.out << "farm " << keys->farm_id << " (builder " << provenance::BuilderId(keys->farm_id)
+           << ")\n";
+  for (const auto& k : keys->keys) {
+    *env.out << k.keyid << "  " << provenance::KeyStateName(k.state) << "  created " << k.created;
+    if (!k.retired.empty()) *env.out << ", retired " << k.retired;
+    if (!k.revoked.empty()) *env.out << ", revoked " << k.revoked << " (" << k.reason << ")";
+    *env.out << "\n";
+  }
+  return Status::Ok();
+}
+
+}  // namespace farm::cli
