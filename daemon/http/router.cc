@@ -1,17 +1,19 @@
 #include "daemon/http/router.h"
 
 #include <exception>
+#include <optional>
+#include <string_view>
 
 #include "common/log.h"
+#include "daemon/http/index/index_directory.h"
+#include "daemon/http/index/provenance_views.h"
+#include "daemon/http/index/simple_index.h"
+#include "daemon/http/index/upstream_routes.h"
+#include "daemon/http/metrics.h"
 #include "daemon/http/rest/api.h"
 #include "daemon/http/rest/api_coverage.h"
 #include "daemon/http/rest/api_schedules.h"
 #include "daemon/http/web/assets.h"
-#include "daemon/http/index/index_directory.h"
-#include "daemon/http/metrics.h"
-#include "daemon/http/index/provenance_views.h"
-#include "daemon/http/index/simple_index.h"
-#include "daemon/http/index/upstream_routes.h"
 
 namespace farm::http {
 
@@ -28,6 +30,16 @@ std::pair<int64_t, std::string_view> SplitId(std::string_view rest) {
   size_t slash = rest.find('/');
   std::string_view id = rest.substr(0, slash);
   return {ParseId(id), slash == rest.npos ? std::string_view() : rest.substr(slash)};
+}
+
+// The part of `path` between `prefix` and `suffix` ("builds/12/cancel" around "builds/"
+// and "/cancel" is "12"), or nullopt when `path` does not have both. Where the two
+// overlap ("builds/cancel") the part is empty, which no id parses as.
+std::optional<std::string_view> Between(std::string_view path, std::string_view prefix,
+                                        std::string_view suffix) {
+  if (!path.starts_with(prefix) || !path.ends_with(suffix)) return std::nullopt;
+  if (path.size() < prefix.size() + suffix.size()) return std::string_view();
+  return path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
 }
 
 }  // namespace
@@ -90,8 +102,8 @@ Response Router::Dispatch(const Request& req) {
                   : TextResponse(503, "store unavailable: " + n.status().ToString() + "\n");
   }
   if (path == "/metrics" || path.starts_with("/api/") || path.starts_with("/files/") ||
-      path.starts_with("/feeds/") ||
-      path.starts_with(kUpstreamPrefix) || path.find("/simple") != std::string::npos) {
+      path.starts_with("/feeds/") || path.starts_with(kUpstreamPrefix) ||
+      path.find("/simple") != std::string::npos) {
     bool write = !IsRead(req);
     if (write && !path.starts_with("/api/")) return MethodNotAllowed("GET, HEAD");
     // A write names its principal itself (Actor), so that a refusal is recorded.
@@ -106,7 +118,7 @@ Response Router::Dispatch(const Request& req) {
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return r;
   }
-  if (path.starts_with("/api/v1/")) return DispatchApi(req, std::string_view(path).substr(8));
+  if (auto rest = Between(path, "/api/v1/", "")) return DispatchApi(req, *rest);
   if (path == kWheelsFeedPath) return WheelsFeed(deps_, options_.public_url);
   if (auto r = HandleUpstream(deps_, req)) return std::move(*r);
   if (auto r = HandleIndex(catalog_, req)) return std::move(*r);
@@ -114,29 +126,31 @@ Response Router::Dispatch(const Request& req) {
 }
 
 Response Router::DispatchApi(const Request& req, std::string_view rest) {
-  if (rest.starts_with("builds/") && rest.ends_with("/cancel")) {
+  if (auto build = Between(rest, "builds/", "/cancel")) {
     if (req.method != "POST") return MethodNotAllowed("POST");
-    int64_t id = ParseId(rest.substr(7, rest.size() - 7 - 7));
+    int64_t id = ParseId(*build);
     if (id == 0) return ErrorResponse(Status::InvalidArgument("bad build id"));
     auto who = Actor(deps_, req, auth::Need::kSubmitter,
                      {audit::Action::kBuildCancel, "build " + std::to_string(id)});
     if (!who.ok()) return ErrorResponse(who.status());
     return ApiCancelBuild(deps_, id, *who, options_.index_include_pending);
   }
-  if (rest.starts_with("jobs/") && rest.ends_with("/retry")) {
+  if (auto job = Between(rest, "jobs/", "/retry")) {
     if (req.method != "POST") return MethodNotAllowed("POST");
-    int64_t id = ParseId(rest.substr(5, rest.size() - 5 - 6));
+    int64_t id = ParseId(*job);
     if (id == 0) return ErrorResponse(Status::InvalidArgument("bad job id"));
     auto who = Actor(deps_, req, auth::Need::kSubmitter,
                      {audit::Action::kJobRetry, "job " + std::to_string(id)});
     if (!who.ok()) return ErrorResponse(who.status());
     return ApiRetryJob(deps_, id, *who, options_.index_include_pending);
   }
-  if (rest.starts_with("workers/") && (rest.ends_with("/drain") || rest.ends_with("/undrain"))) {
+  auto drained = Between(rest, "workers/", "/drain");
+  auto undrained = Between(rest, "workers/", "/undrain");
+  if (drained || undrained) {
     if (req.method != "POST") return MethodNotAllowed("POST");
     // Draining changes the fleet, so it needs the admin role, as over gRPC.
-    bool drain = rest.ends_with("/drain");
-    std::string id(rest.substr(8, rest.size() - 8 - (drain ? 6 : 8)));
+    bool drain = drained.has_value();
+    std::string id(drain ? *drained : *undrained);
     auto who = Actor(
         deps_, req, auth::Need::kAdmin,
         {drain ? audit::Action::kWorkerDrain : audit::Action::kWorkerUndrain, "worker " + id});
@@ -144,7 +158,7 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
     return ApiDrainWorker(deps_, *who, id, drain);
   }
   if (rest == "schedules" || rest.starts_with("schedules/")) {
-    return DispatchSchedules(deps_, req, rest.substr(9));
+    return DispatchSchedules(deps_, req, rest.substr(std::string_view("schedules").size()));
   }
   if (!IsRead(req)) return MethodNotAllowed("GET, HEAD");
   if (rest == "audit") {
@@ -159,13 +173,13 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
   if (rest == "coverage") return ApiCoverage(deps_, req);
   if (rest == "publications") return ApiPublications(deps_, req);
   if ("/api/v1/" + std::string(rest) == kKeysPath) return ProvenanceKeysResponse(deps_);
-  if (rest.starts_with("builds/")) {
-    auto [id, tail] = SplitId(rest.substr(7));
+  if (auto after = Between(rest, "builds/", "")) {
+    auto [id, tail] = SplitId(*after);
     if (id == 0 || !tail.empty()) return ErrorResponse(Status::NotFound("no such build"));
     return ApiBuild(deps_, id, options_.index_include_pending);
   }
-  if (rest.starts_with("jobs/")) {
-    auto [id, tail] = SplitId(rest.substr(5));
+  if (auto after = Between(rest, "jobs/", "")) {
+    auto [id, tail] = SplitId(*after);
     if (id == 0) return ErrorResponse(Status::NotFound("no such job"));
     return DispatchJob(req, id, tail);
   }

@@ -486,17 +486,20 @@ std::optional<Response> HandleIndex(IndexCatalog& catalog, const Request& req) {
     if (req.method != "GET") return ErrorResponse(Status::Unimplemented("method not allowed"));
     return NoWheelFile(catalog, path.substr(kNoWheelFiles.size()));
   }
-  if (path.starts_with("/files/variants/")) {
+  constexpr std::string_view kVariantFiles = "/files/variants/", kFiles = "/files/",
+                             kSimple = "/simple/";
+  if (path.starts_with(kVariantFiles)) {
     if (req.method != "GET") return ErrorResponse(Status::Unimplemented("method not allowed"));
-    return HandleVariantsFile(catalog, path.substr(16));
+    return HandleVariantsFile(catalog, path.substr(kVariantFiles.size()));
   }
-  if (path.starts_with("/files/")) {
+  if (path.starts_with(kFiles)) {
     if (req.method != "GET") return ErrorResponse(Status::Unimplemented("method not allowed"));
-    return HandleFile(catalog, path.substr(7));
+    return HandleFile(catalog, path.substr(kFiles.size()));
   }
   if (path == "/simple") return Redirect(301, "/simple/");
-  if (path.starts_with("/simple/")) {
-    return HandleSimple(catalog, req, View{"/simple/", "", std::nullopt}, path.substr(8));
+  if (path.starts_with(kSimple)) {
+    return HandleSimple(catalog, req, View{"/simple/", "", std::nullopt},
+                        path.substr(kSimple.size()));
   }
   // /<variant>/simple[/...] or /<variant>/<gpu>/simple[/...]
   if (path.size() < 2) return std::nullopt;

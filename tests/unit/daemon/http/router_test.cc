@@ -229,6 +229,26 @@ TEST_F(RouterTest, RetryNeedsASubmitterAndDrainAnAdmin) {
   EXPECT_FALSE(store_->GetWorker("w1")->drain_requested);
 }
 
+// The id of an action route is what stands between its prefix and its action; anything
+// else there is no id, and a path that only looks like one is no route.
+TEST_F(RouterTest, ActionRoutesTakeOnlyAnIdBetweenPrefixAndAction) {
+  auto admin = auth_->Create("admin", "a");
+  Router r = MakeRouter();
+  for (const char* path :
+       {"/api/v1/builds/cancel", "/api/v1/builds/1/x/cancel", "/api/v1/builds//cancel",
+        "/api/v1/jobs/retry", "/api/v1/jobs/-1/retry"}) {
+    Request bad = MakeRequest("POST", path);
+    bad.authorization = "Bearer " + admin.value();
+    Response answer = r.Handle(bad);
+    EXPECT_EQ(answer.status, 400) << path << ": " << answer.body;
+  }
+  Request get = MakeRequest("GET", "/api/v1/builds/1/cancel");
+  EXPECT_EQ(r.Handle(get).status, 405);
+  Request unknown = MakeRequest("POST", "/api/v1/workers/nobody/undrain");
+  unknown.authorization = "Bearer " + admin.value();
+  EXPECT_EQ(r.Handle(unknown).status, 404);
+}
+
 TEST(HttpMessageTest, ParsesTargetsAndEscapes) {
   Request r = MakeRequest("GET", "/a%20b?x=1&y=two+words&z=%41");
   EXPECT_EQ(r.path, "/a b");
