@@ -14,6 +14,7 @@
 #include "daemon/api/handler.h"
 #include "daemon/mirror/preload.h"
 #include "daemon/mirror/pull_through.h"
+#include "daemon/model/convert.h"
 
 namespace farm::api {
 namespace {
@@ -122,18 +123,6 @@ Status CheckContent(const Target& t, const std::string& file) {
   return mirror::CheckDistributionMagic(t.path, std::string_view(head, n));
 }
 
-farm::v1::CachedFile ToProto(const store::UpstreamPreloadRow& row) {
-  farm::v1::CachedFile f;
-  f.set_source(row.source);
-  f.set_path(row.path);
-  f.set_kind(row.kind);
-  f.set_sha256(row.sha256);
-  f.set_size(row.size);
-  f.set_added_by(row.added_by);
-  f.set_added_at(FormatRfc3339(row.created_ms));
-  return f;
-}
-
 // Streams the file into the blob store, unless its bytes are there already (then the
 // stream is not read: the client's further writes fail and it reads this answer).
 Result<int64_t> StoreBytes(const ServiceContext& ctx, const Target& t,
@@ -174,7 +163,7 @@ Result<farm::v1::CacheAddResponse> Receive(const ServiceContext& ctx, const Prin
                                  "); a name holds one file");
   }
   if (held) {
-    *resp.mutable_file() = ToProto(*held);
+    *resp.mutable_file() = model::CachedFileToProto(*held);
     resp.set_already(true);
     return resp;
   }
@@ -192,7 +181,7 @@ Result<farm::v1::CacheAddResponse> Receive(const ServiceContext& ctx, const Prin
     log::Info("preloaded " + t.source + "/" + t.path + " (" + std::to_string(h.size()) +
               " bytes, sha256 " + h.sha256() + ") by " + who.name);
   }
-  *resp.mutable_file() = ToProto(row);
+  *resp.mutable_file() = model::CachedFileToProto(row);
   resp.set_already(!recorded);
   resp.set_received_bytes(received);
   return resp;
@@ -217,7 +206,8 @@ grpc::Status ClientService::ListCache(grpc::ServerContext* call, const farm::v1:
                                       farm::v1::ListCacheResponse* resp) {
   return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
     FARM_ASSIGN_OR_RETURN(auto rows, ctx_->store->ListUpstreamPreloads());
-    for (const store::UpstreamPreloadRow& row : rows) *resp->add_files() = ToProto(row);
+    for (const store::UpstreamPreloadRow& row : rows)
+      *resp->add_files() = model::CachedFileToProto(row);
     return Status::Ok();
   });
 }

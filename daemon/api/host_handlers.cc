@@ -6,30 +6,10 @@
 #include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/hosts/host_manager.h"
+#include "daemon/model/convert.h"
 
 namespace farm::api {
 namespace {
-
-std::string Rfc3339OrEmpty(int64_t ms) { return ms > 0 ? FormatRfc3339(ms) : ""; }
-
-farm::v1::Host HostToProto(const store::HostRow& row) {
-  farm::v1::Host h;
-  if (!row.vars.empty()) h.ParseFromString(row.vars);
-  h.set_name(row.name);
-  h.set_address(row.address);
-  h.set_kind(row.kind);
-  h.set_state(row.state);
-  h.set_changed(row.changed);
-  h.set_ok(row.ok);
-  h.set_failed(row.failed);
-  h.set_unreachable(row.unreachable);
-  h.set_runs(row.runs);
-  h.set_created_at(Rfc3339OrEmpty(row.created_ms));
-  h.set_started_at(Rfc3339OrEmpty(row.started_ms));
-  h.set_finished_at(Rfc3339OrEmpty(row.finished_ms));
-  h.set_error(log::Redact(row.error));
-  return h;
-}
 
 // The worker registered under the host's name; the most recently heard from wins.
 void AttachWorker(const std::vector<store::WorkerRow>& workers, farm::v1::Host* host) {
@@ -56,11 +36,11 @@ grpc::Status ClientService::AddHost(grpc::ServerContext* call, const farm::v1::A
   return HandleMutation(ctx_, call, Need::kAdmin, &entry, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(NeedHosts(*ctx_));
     std::map<std::string, std::string> vars(req->vars().begin(), req->vars().end());
-    FARM_ASSIGN_OR_RETURN(auto row, ctx_->hosts->Add(req->name(), req->address(), req->kind(),
-                                                     vars, req->replace()));
+    FARM_ASSIGN_OR_RETURN(
+        auto row, ctx_->hosts->Add(req->name(), req->address(), req->kind(), vars, req->replace()));
     log::Info("host " + row.name + " (" + row.kind + ", " + row.address + ") recorded by " +
               who.name);
-    *resp = HostToProto(row);
+    *resp = model::HostToProto(row);
     return Status::Ok();
   });
 }
@@ -73,7 +53,7 @@ grpc::Status ClientService::ProvisionHost(grpc::ServerContext* call,
     FARM_RETURN_IF_ERROR(NeedHosts(*ctx_));
     log::Info("provisioning of host " + req->name() + " started by " + who.name);
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->hosts->Provision(req->name(), req->wait()));
-    *resp = HostToProto(row);
+    *resp = model::HostToProto(row);
     FARM_ASSIGN_OR_RETURN(auto workers, ctx_->store->ListWorkers());
     AttachWorker(workers, resp);
     return Status::Ok();
@@ -91,7 +71,7 @@ grpc::Status ClientService::ListHosts(grpc::ServerContext* call,
       if (!req->name().empty() && row.name != req->name()) continue;
       found = true;
       farm::v1::Host* h = resp->add_hosts();
-      *h = HostToProto(row);
+      *h = model::HostToProto(row);
       AttachWorker(workers, h);
       if (req->include_log()) {
         FARM_ASSIGN_OR_RETURN(std::string text, ctx_->store->GetHostLog(row.name));

@@ -6,37 +6,16 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/recipe/recipe.h"
 #include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
-#include "common/recipe/recipe.h"
+#include "daemon/model/convert.h"
 
 namespace farm::api {
 namespace {
 
 constexpr int kDefaultAuditRecords = 50;
 constexpr int kMaxAuditRecords = 10000;
-
-farm::v1::RecipeName NameToProto(const store::RecipeNameRow& row) {
-  farm::v1::RecipeName n;
-  n.set_name(row.name);
-  n.set_owner(row.owner);
-  n.set_claimed_at(FormatRfc3339(row.claimed_ms));
-  n.set_updated_at(FormatRfc3339(row.updated_ms));
-  return n;
-}
-
-farm::v1::AuditRecord AuditToProto(const store::AuditRow& row) {
-  farm::v1::AuditRecord r;
-  r.set_id(row.id);
-  r.set_time(FormatRfc3339(row.time_ms));
-  r.set_principal(row.principal);
-  r.set_role(row.role);
-  r.set_action(row.action);
-  r.set_target(row.target);
-  r.set_outcome(row.outcome);
-  r.set_detail(row.detail);
-  return r;
-}
 
 // A principal is a token's name: anything a token may be named, but not empty, not
 // over 200 bytes and without control characters (it is shown in listings and logs).
@@ -59,7 +38,7 @@ grpc::Status ClientService::ListRecipeNames(grpc::ServerContext* call,
                                             farm::v1::ListRecipeNamesResponse* resp) {
   return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
     FARM_ASSIGN_OR_RETURN(auto rows, ctx_->store->ListRecipeNames());
-    for (const auto& row : rows) *resp->add_names() = NameToProto(row);
+    for (const auto& row : rows) *resp->add_names() = model::NameToProto(row);
     return Status::Ok();
   });
 }
@@ -80,7 +59,7 @@ grpc::Status ClientService::TransferRecipeName(grpc::ServerContext* call,
     entry.done = "from " + from + " to " + row.owner;
     log::Info("recipe name " + row.name + " transferred from " + from + " to " + row.owner +
               " by " + who.name);
-    *resp = NameToProto(row);
+    *resp = model::NameToProto(row);
     return Status::Ok();
   });
 }
@@ -94,7 +73,7 @@ grpc::Status ClientService::ListAudit(grpc::ServerContext* call,
     FARM_ASSIGN_OR_RETURN(auto rows, ctx_->store->ListAudit({.principal = req->principal(),
                                                              .before_id = req->before_id(),
                                                              .limit = limit}));
-    for (const auto& row : rows) *resp->add_records() = AuditToProto(row);
+    for (const auto& row : rows) *resp->add_records() = model::AuditToProto(row);
     if (static_cast<int>(rows.size()) == limit) resp->set_next_before_id(rows.back().id);
     return Status::Ok();
   });

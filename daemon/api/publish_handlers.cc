@@ -6,39 +6,15 @@
 #include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/auth/ownership.h"
+#include "daemon/model/convert.h"
 
 namespace farm::api {
 namespace {
 
-farm::v1::Publication PublicationToProto(const store::PublicationRow& row) {
-  farm::v1::Publication p;
-  p.set_id(row.id);
-  p.set_build_id(row.build_id);
-  p.set_artifact_id(row.artifact_id);
-  p.set_target(row.target);
-  p.set_kind(row.kind);
-  p.set_repo(row.repo);
-  p.set_ref(row.ref);
-  p.set_path(row.path);
-  p.set_filename(row.filename);
-  p.set_sha256(row.sha256);
-  p.set_size(row.size);
-  p.set_state(std::string(store::PublicationStateName(row.state)));
-  p.set_attempts(row.attempts);
-  p.set_error(log::Redact(row.error));
-  p.set_remote_url(row.remote_url);
-  if (row.state == store::PublicationState::kPending && row.not_before_ms > 0) {
-    p.set_next_attempt_at(FormatRfc3339(row.not_before_ms));
-  }
-  p.set_updated_at(FormatRfc3339(row.updated_ms));
-  p.set_label(row.label);
-  return p;
-}
-
 template <typename Response>
 Status AddPublications(const ServiceContext& ctx, int64_t build_id, Response* resp) {
   FARM_ASSIGN_OR_RETURN(auto rows, ctx.store->ListPublications(build_id));
-  for (const auto& row : rows) *resp->add_publications() = PublicationToProto(row);
+  for (const auto& row : rows) *resp->add_publications() = model::PublicationToProto(row);
   return Status::Ok();
 }
 

@@ -5,13 +5,13 @@
 // hostile-archive rules (common/archive/source_archive.h) before it enters the store.
 #include "common/archive/source_archive.h"
 #include "common/log.h"
+#include "common/recipe/recipe.h"
 #include "common/utf8.h"
 #include "daemon/api/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/api/worker_service.h"
 #include "daemon/model/convert.h"
 #include "daemon/quota/quota.h"
-#include "common/recipe/recipe.h"
 
 namespace farm::api {
 namespace {
@@ -29,8 +29,10 @@ bool IsSha256(const std::string& s) {
 
 Status CheckSha(const std::string& sha256) {
   if (IsSha256(sha256)) return Status::Ok();
-  return Status::InvalidArgument("a source archive is named by its sha256, 64 lowercase hex "
-                                 "digits; got \"" + sha256.substr(0, 80) + "\"");
+  return Status::InvalidArgument(
+      "a source archive is named by its sha256, 64 lowercase hex "
+      "digits; got \"" +
+      sha256.substr(0, 80) + "\"");
 }
 
 // The stored record of an archive whose blob is there too.
@@ -41,14 +43,6 @@ Result<store::SourceArchiveRow> StoredSource(const ServiceContext& ctx, const st
     return Status::NotFound("source archive " + sha + " is not on farmd");
   }
   return row;
-}
-
-farm::v1::SourceArchive ToProto(const store::SourceArchiveRow& row) {
-  farm::v1::SourceArchive a;
-  a.set_sha256(row.sha256);
-  a.set_size(row.size);
-  a.set_origin(row.origin);
-  return a;
 }
 
 Result<farm::v1::SourceUploadResponse> Receive(const ServiceContext& ctx, const Principal& who,
@@ -68,7 +62,7 @@ Result<farm::v1::SourceUploadResponse> Receive(const ServiceContext& ctx, const 
   farm::v1::SourceUploadResponse resp;
   if (auto stored = StoredSource(ctx, h.sha256()); stored.ok()) {
     FARM_RETURN_IF_ERROR(ctx.store->TouchSourceArchive(h.sha256(), now));
-    *resp.mutable_archive() = ToProto(*stored);
+    *resp.mutable_archive() = model::SourceArchiveToProto(*stored);
     resp.set_files(stored->files);
     return resp;  // the client's further writes fail; it reads this answer
   }
@@ -91,13 +85,17 @@ Result<farm::v1::SourceUploadResponse> Receive(const ServiceContext& ctx, const 
     listing = std::move(scanned).value();
     return Status::Ok();
   }));
-  store::SourceArchiveRow row{.sha256 = h.sha256(), .size = h.size(), .files = listing.files,
+  store::SourceArchiveRow row{.sha256 = h.sha256(),
+                              .size = h.size(),
+                              .files = listing.files,
                               .origin = ToValidUtf8(h.origin().substr(0, kMaxOriginBytes)),
-                              .uploaded_by = who.name, .created_ms = now, .last_used_ms = now};
+                              .uploaded_by = who.name,
+                              .created_ms = now,
+                              .last_used_ms = now};
   FARM_RETURN_IF_ERROR(ctx.store->RecordSourceArchive(row));
   log::Info("source archive " + h.sha256() + " (" + std::to_string(h.size()) + " bytes, " +
             std::to_string(listing.files) + " files, " + row.origin + ") uploaded by " + who.name);
-  *resp.mutable_archive() = ToProto(row);
+  *resp.mutable_archive() = model::SourceArchiveToProto(row);
   resp.set_received_bytes(h.size());
   resp.set_files(listing.files);
   return resp;
@@ -119,7 +117,7 @@ Result<std::string> CheckBuildSource(const ServiceContext& ctx, farm::v1::Source
       FARM_RETURN_IF_ERROR(row.status());
       FARM_RETURN_IF_ERROR(ctx.store->TouchSourceArchive(sha, ctx.clock->NowUnixMs()));
       bool unwrap = source->archive().unwrap_single_directory();
-      *source->mutable_archive() = ToProto(*row);
+      *source->mutable_archive() = model::SourceArchiveToProto(*row);
       source->mutable_archive()->set_unwrap_single_directory(unwrap);
       return sha;
     }

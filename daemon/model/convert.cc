@@ -4,8 +4,16 @@
 #include <unordered_map>
 
 #include "common/clock.h"
+#include "common/log.h"
 
 namespace farm::model {
+
+namespace {
+
+// Times not reached yet (0) stay empty.
+std::string Rfc3339OrEmpty(int64_t ms) { return ms > 0 ? FormatRfc3339(ms) : ""; }
+
+}  // namespace
 
 farm::v1::Build BuildToProto(const store::BuildRow& row) {
   farm::v1::Build b;
@@ -100,6 +108,92 @@ farm::v1::WorkerInfo WorkerToProto(const store::WorkerRow& row) {
   w.set_state(std::string(store::WorkerStateName(row.state)));
   w.set_last_heartbeat(FormatRfc3339(row.last_heartbeat_ms));
   return w;
+}
+
+farm::v1::RecipeName NameToProto(const store::RecipeNameRow& row) {
+  farm::v1::RecipeName n;
+  n.set_name(row.name);
+  n.set_owner(row.owner);
+  n.set_claimed_at(FormatRfc3339(row.claimed_ms));
+  n.set_updated_at(FormatRfc3339(row.updated_ms));
+  return n;
+}
+
+farm::v1::AuditRecord AuditToProto(const store::AuditRow& row) {
+  farm::v1::AuditRecord r;
+  r.set_id(row.id);
+  r.set_time(FormatRfc3339(row.time_ms));
+  r.set_principal(row.principal);
+  r.set_role(row.role);
+  r.set_action(row.action);
+  r.set_target(row.target);
+  r.set_outcome(row.outcome);
+  r.set_detail(row.detail);
+  return r;
+}
+
+farm::v1::Host HostToProto(const store::HostRow& row) {
+  farm::v1::Host h;
+  if (!row.vars.empty()) h.ParseFromString(row.vars);
+  h.set_name(row.name);
+  h.set_address(row.address);
+  h.set_kind(row.kind);
+  h.set_state(row.state);
+  h.set_changed(row.changed);
+  h.set_ok(row.ok);
+  h.set_failed(row.failed);
+  h.set_unreachable(row.unreachable);
+  h.set_runs(row.runs);
+  h.set_created_at(Rfc3339OrEmpty(row.created_ms));
+  h.set_started_at(Rfc3339OrEmpty(row.started_ms));
+  h.set_finished_at(Rfc3339OrEmpty(row.finished_ms));
+  h.set_error(log::Redact(row.error));
+  return h;
+}
+
+farm::v1::Publication PublicationToProto(const store::PublicationRow& row) {
+  farm::v1::Publication p;
+  p.set_id(row.id);
+  p.set_build_id(row.build_id);
+  p.set_artifact_id(row.artifact_id);
+  p.set_target(row.target);
+  p.set_kind(row.kind);
+  p.set_repo(row.repo);
+  p.set_ref(row.ref);
+  p.set_path(row.path);
+  p.set_filename(row.filename);
+  p.set_sha256(row.sha256);
+  p.set_size(row.size);
+  p.set_state(std::string(store::PublicationStateName(row.state)));
+  p.set_attempts(row.attempts);
+  p.set_error(log::Redact(row.error));
+  p.set_remote_url(row.remote_url);
+  if (row.state == store::PublicationState::kPending && row.not_before_ms > 0) {
+    p.set_next_attempt_at(FormatRfc3339(row.not_before_ms));
+  }
+  p.set_updated_at(FormatRfc3339(row.updated_ms));
+  p.set_label(row.label);
+  return p;
+}
+
+farm::v1::CachedFile CachedFileToProto(const store::UpstreamPreloadRow& row) {
+  farm::v1::CachedFile f;
+  f.set_source(row.source);
+  f.set_path(row.path);
+  f.set_kind(row.kind);
+  f.set_sha256(row.sha256);
+  f.set_size(row.size);
+  f.set_added_by(row.added_by);
+  f.set_added_at(FormatRfc3339(row.created_ms));
+  return f;
+}
+
+farm::v1::SourceArchive SourceArchiveToProto(const store::SourceArchiveRow& row) {
+  farm::v1::SourceArchive a;
+  a.set_sha256(row.sha256);
+  a.set_size(row.size);
+  a.set_origin(row.origin);
+  return a;
 }
 
 }  // namespace farm::model
