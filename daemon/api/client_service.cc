@@ -12,8 +12,8 @@
 #include "daemon/api/artifact_stream.h"
 #include "daemon/api/handler.h"
 #include "daemon/auth/ownership.h"
-#include "daemon/http/rest/job_views.h"
 #include "daemon/model/convert.h"
+#include "daemon/model/failure.h"
 #include "daemon/model/torch_proofs.h"
 #include "daemon/sched/peers.h"
 #include "daemon/sched/placement.h"
@@ -132,12 +132,9 @@ Status AddFailureLines(const ServiceContext& ctx, const farm::v1::Recipe& recipe
   if (job->state() != farm::v1::JOB_FAILED) return Status::Ok();
   FARM_ASSIGN_OR_RETURN(auto row, ctx.store->GetJob(job->id()));
   FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(row.id));
-  http::DashboardDeps deps{.store = ctx.store, .blobs = ctx.blobs, .clock = ctx.clock};
-  FARM_ASSIGN_OR_RETURN(boost::json::object failure,
-                        http::FailureJson(deps, row, attempts, recipe));
-  for (const auto& line : failure["lines"].as_array()) {
-    job->add_failure_lines(std::string(line.as_string()));
-  }
+  FARM_ASSIGN_OR_RETURN(model::JobFailure failure,
+                        model::ExplainFailure(*ctx.store, row, attempts, recipe, true));
+  for (std::string& line : failure.lines) job->add_failure_lines(std::move(line));
   return Status::Ok();
 }
 

@@ -11,7 +11,6 @@
 #include "daemon/auth/ownership.h"
 #include "daemon/http/rest/job_views.h"
 #include "daemon/http/rest/json_util.h"
-#include "daemon/http/rest/log_lines.h"
 #include "daemon/model/convert.h"
 #include "farm/v1/types.pb.h"
 
@@ -229,8 +228,8 @@ Response ApiPublications(const DashboardDeps& deps, const Request& req) {
   json::object by_state;
   for (const auto& [state, n] : *counts) by_state[state] = n;
   return JsonOk(json::object{{"publications", std::move(items)},
-                           {"by_state", std::move(by_state)},
-                           {"now", deps.clock->NowUnixMs()}});
+                             {"by_state", std::move(by_state)},
+                             {"now", deps.clock->NowUnixMs()}});
 }
 
 Response ApiWorkers(const DashboardDeps& deps) {
@@ -347,8 +346,8 @@ Response ApiJobLog(const DashboardDeps& deps, int64_t job_id, const Request& req
   if (!job.ok()) return ErrorResponse(job.status());
   int attempt = static_cast<int>(QueryInt(req, "attempt", job->attempt));
   int64_t after = std::max<int64_t>(0, QueryInt(req, "after", 0));
-  int limit = static_cast<int>(std::clamp<int64_t>(QueryInt(req, "limit", kLogPage), 1,
-                                                   kLogPageMax));
+  int limit =
+      static_cast<int>(std::clamp<int64_t>(QueryInt(req, "limit", kLogPage), 1, kLogPageMax));
   auto lines = deps.store->GetLogLines(job_id, attempt, after, limit);
   if (!lines.ok()) return ErrorResponse(lines.status());
   json::array arr;
@@ -358,9 +357,11 @@ Response ApiJobLog(const DashboardDeps& deps, int64_t job_id, const Request& req
     last = l.seq;
   }
   bool done = store::IsTerminal(job->state) || attempt != job->attempt;
-  return JsonOk(json::object{{"job_id", job_id}, {"attempt", attempt}, {"lines", std::move(arr)},
-                           {"last_seq", last},
-                           {"finished", done && static_cast<int>(lines->size()) < limit}});
+  return JsonOk(json::object{{"job_id", job_id},
+                             {"attempt", attempt},
+                             {"lines", std::move(arr)},
+                             {"last_seq", last},
+                             {"finished", done && static_cast<int>(lines->size()) < limit}});
 }
 
 Response ApiJobLogText(const DashboardDeps& deps, int64_t job_id, const Request& req) {
@@ -377,9 +378,9 @@ Response ApiJobLogText(const DashboardDeps& deps, int64_t job_id, const Request&
     after = lines->back().seq;
   }
   Response r = TextResponse(200, std::move(text));
-  r.headers.emplace_back("Content-Disposition",
-                         "attachment; filename=\"job-" + std::to_string(job_id) + "-attempt-" +
-                             std::to_string(attempt) + ".log\"");
+  r.headers.emplace_back("Content-Disposition", "attachment; filename=\"job-" +
+                                                    std::to_string(job_id) + "-attempt-" +
+                                                    std::to_string(attempt) + ".log\"");
   return r;
 }
 

@@ -3,34 +3,13 @@
 #include <cstdio>
 
 #include "daemon/http/rest/json_util.h"
-#include "daemon/http/rest/log_lines.h"
 #include "daemon/model/convert.h"
+#include "daemon/model/failure.h"
 #include "daemon/sched/rows.h"
 
 namespace farm::http {
 
 namespace json = boost::json;
-
-namespace {
-
-// Lines of a failed attempt's log read to find why it failed.
-constexpr int64_t kFailureTailLines = 400;
-
-std::string Number(const char* format, double v) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-const store::AttemptRow* CountedAttempt(const store::JobRow& job,
-                                        const std::vector<store::AttemptRow>& attempts) {
-  for (const auto& a : attempts) {
-    if (a.number == job.attempt) return &a;
-  }
-  return nullptr;
-}
-
-}  // namespace
 
 std::string FleetView::NameOf(const std::string& worker_id) const {
   auto it = names.find(worker_id);
@@ -122,7 +101,7 @@ Status AddRunFacts(const DashboardDeps& deps, const std::string& recipe_name,
   if (store::IsTerminal(job.state)) return Status::Ok();
   if (job.state == store::kJobRunning) {
     FARM_ASSIGN_OR_RETURN(auto attempts, deps.store->ListAttempts(job.id));
-    if (const store::AttemptRow* a = CountedAttempt(job, attempts)) {
+    if (const store::AttemptRow* a = model::CountedAttempt(job, attempts)) {
       out["progress"] = json::object{{"units_done", a->units_done},
                                      {"units_total", a->units_total},
                                      {"peak_rss_bytes", a->peak_rss_bytes}};
@@ -140,22 +119,6 @@ Status AddRunFacts(const DashboardDeps& deps, const std::string& recipe_name,
   return Status::Ok();
 }
 
-std::vector<std::string> FailedCaseLines(const farm::v1::ValidationReport& report,
-                                         const farm::v1::ValidationSpec& spec) {
-  double min_cosine = spec.min_cosine() > 0 ? spec.min_cosine() : 0.99;
-  double max_l1 = spec.max_relative_l1() > 0 ? spec.max_relative_l1() : 0.07;
-  std::vector<std::string> out;
-  for (const auto& c : report.cases()) {
-    if (c.passed()) continue;
-    std::string line = "case " + c.name() + " failed: cosine " + Number("%.4f", c.cosine()) +
-                       " (min " + Number("%g", min_cosine) + "), relative L1 " +
-                       Number("%.4f", c.relative_l1()) + " (max " + Number("%g", max_l1) + ")";
-    if (c.tops() > 0) line += ", " + Number("%.1f", c.tops()) + " TOPS";
-    out.push_back(line);
-  }
-  return out;
-}
-
 void AddAttemptTimes(const store::JobRow& job, const std::vector<store::AttemptRow>& attempts,
                      int64_t now_ms, json::object& out) {
   int64_t ran = 0;
@@ -171,34 +134,12 @@ void AddAttemptTimes(const store::JobRow& job, const std::vector<store::AttemptR
 Result<json::object> FailureJson(const DashboardDeps& deps, const store::JobRow& job,
                                  const std::vector<store::AttemptRow>& attempts,
                                  const farm::v1::Recipe& recipe, bool with_lines) {
-  const store::AttemptRow* a = CountedAttempt(job, attempts);
-  json::object out{{"phase", a ? FailurePhase(a->cause, a->detail) : ""},
-                   {"summary", a && !a->detail.empty() ? a->detail : job.error}};
-  std::vector<std::string> lines;
-  if (!with_lines) a = nullptr;  // the phase and summary are already taken
-  if (a != nullptr && a->cause == store::kCauseValidationFailed) {
-    FARM_ASSIGN_OR_RETURN(auto artifacts, deps.store->ListArtifacts(job.id));
-    for (const auto& art : artifacts) {
-      if (art.attempt != a->number) continue;
-      auto report = model::ParseBlob<farm::v1::ValidationReport>(art.validation);
-      lines = FailedCaseLines(report, recipe.validation());
-      if (!lines.empty()) break;  // one report covers all of the attempt's wheels
-    }
-  }
-  if (a != nullptr) {
-    FARM_ASSIGN_OR_RETURN(int64_t last, deps.store->LastLogSeq(job.id, a->number));
-    FARM_ASSIGN_OR_RETURN(
-        auto tail,
-        deps.store->GetLogLines(job.id, a->number, std::max<int64_t>(0, last - kFailureTailLines),
-                                static_cast<int>(kFailureTailLines)));
-    for (auto& line : MeaningfulLines(tail)) {
-      if (lines.size() < 12) lines.push_back(std::move(line));
-    }
-  }
-  json::array arr;
-  for (auto& l : lines) arr.push_back(json::value(l));
-  out["lines"] = std::move(arr);
-  return out;
+  FARM_ASSIGN_OR_RETURN(model::JobFailure failure,
+                        model::ExplainFailure(*deps.store, job, attempts, recipe, with_lines));
+  json::array lines;
+  for (auto& l : failure.lines) lines.push_back(json::value(l));
+  return json::object{
+      {"phase", failure.phase}, {"summary", failure.summary}, {"lines", std::move(lines)}};
 }
 
 }  // namespace farm::http

@@ -87,11 +87,6 @@ Result<boost::json::object> FailureJson(const DashboardDeps& deps, const store::
                                         const std::vector<store::AttemptRow>& attempts,
                                         const farm::v1::Recipe& recipe, bool with_lines = true);
 
-// One line per failed case of `report`: "case causal-bf16 failed: cosine 0.9312 (min
-// 0.99), relative L1 0.1803 (max 0.07), 512.0 TOPS".
-std::vector<std::string> FailedCaseLines(const farm::v1::ValidationReport& report,
-                                         const farm::v1::ValidationSpec& spec);
-
 }  // namespace farm::http
 
 #endif  // FARM_DAEMON_HTTP_REST_JOB_VIEWS_H_

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "daemon/http/rest/api.h"
 #include "daemon/model/convert.h"
+#include "daemon/model/job_log.h"
 #include "farm/v1/types.pb.h"
 
 namespace farm::http {
@@ -167,6 +168,16 @@ json::object WorkerJson(const store::WorkerRow& worker, int64_t now_ms) {
       {"heartbeat_age_ms", worker.last_heartbeat_ms > 0 ? now_ms - worker.last_heartbeat_ms : -1},
       {"running_jobs", json::array()},
   };
+}
+
+boost::json::object LogLineJson(const store::LogLineRow& l) {
+  boost::json::object o{{"seq", l.seq},
+                        {"stream", l.stream},
+                        {"text", l.text},
+                        {"time_ms", l.time_ms},
+                        {"level", model::LineLevel(l.text)}};
+  if (std::string phase = model::LinePhase(l.stream, l.text); !phase.empty()) o["phase"] = phase;
+  return o;
 }
 
 }  // namespace farm::http

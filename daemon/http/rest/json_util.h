@@ -3,9 +3,9 @@
 #ifndef FARM_DAEMON_HTTP_REST_JSON_UTIL_H_
 #define FARM_DAEMON_HTTP_REST_JSON_UTIL_H_
 
-#include <boost/json.hpp>
 #include <google/protobuf/message.h>
 
+#include <boost/json.hpp>
 #include <string>
 
 #include "daemon/store/store.h"
@@ -35,6 +35,10 @@ boost::json::object PublicationJson(const store::PublicationRow& row);
 boost::json::object PublishingSummary(const std::vector<store::PublicationRow>& rows);
 // A worker row with capabilities summarised (GPUs, toolkits) and heartbeat age.
 boost::json::object WorkerJson(const store::WorkerRow& worker, int64_t now_ms);
+
+// One log line for the API and the event stream: seq, stream, text, time_ms, level, and
+// phase when the line starts one (model/job_log.h reads them).
+boost::json::object LogLineJson(const store::LogLineRow& line);
 
 }  // namespace farm::http
 

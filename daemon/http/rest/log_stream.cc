@@ -4,7 +4,6 @@
 
 #include "daemon/http/rest/api.h"
 #include "daemon/http/rest/json_util.h"
-#include "daemon/http/rest/log_lines.h"
 
 namespace farm::http {
 
@@ -60,8 +59,8 @@ LogPoll PollLogEvents(const DashboardDeps& deps, int64_t job_id, int attempt, in
     out.after_seq = l.seq;
   }
   if (*ended && static_cast<int>(lines->size()) < kEventsPerPoll) {
-    out.chunk += Event("end", json::object{{"state", JobStateName(job->state)},
-                                           {"attempt", attempt}}, 0);
+    out.chunk +=
+        Event("end", json::object{{"state", JobStateName(job->state)}, {"attempt", attempt}}, 0);
     out.done = true;
   }
   return out;

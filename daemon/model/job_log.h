@@ -3,16 +3,15 @@
 // of an attempt starts (fetch, build, checks, validation, upload: the worker's own
 // "farm: ..." lines mark them), which phase a failed attempt ended in, and the few lines
 // that say why it failed. Pure functions; thread-safe.
-#ifndef FARM_DAEMON_HTTP_REST_LOG_LINES_H_
-#define FARM_DAEMON_HTTP_REST_LOG_LINES_H_
+#ifndef FARM_DAEMON_MODEL_JOB_LOG_H_
+#define FARM_DAEMON_MODEL_JOB_LOG_H_
 
-#include <boost/json.hpp>
 #include <string>
 #include <vector>
 
 #include "daemon/store/store.h"
 
-namespace farm::http {
+namespace farm::model {
 
 // "error" for a line that reports an error (a compiler diagnostic, "error:", a traceback,
 // ninja's FAILED), "warning" for a warning, else "". The stream does not decide it.
@@ -36,10 +35,6 @@ std::vector<std::string> MeaningfulLines(const std::vector<store::LogLineRow>& t
 // `text` without ANSI escape sequences.
 std::string StripAnsi(const std::string& text);
 
-// One log line for the API and the event stream: seq, stream, text, time_ms, level, and
-// phase when the line starts one.
-boost::json::object LogLineJson(const store::LogLineRow& line);
+}  // namespace farm::model
 
-}  // namespace farm::http
-
-#endif  // FARM_DAEMON_HTTP_REST_LOG_LINES_H_
+#endif  // FARM_DAEMON_MODEL_JOB_LOG_H_

@@ -1,10 +1,10 @@
-#include "daemon/http/rest/log_lines.h"
+#include "daemon/model/job_log.h"
 
 #include <algorithm>
 #include <cctype>
 #include <regex>
 
-namespace farm::http {
+namespace farm::model {
 namespace {
 
 constexpr size_t kMaxLineBytes = 400;
@@ -85,12 +85,10 @@ std::string LineLevel(const std::string& text) {
 
 std::string LinePhase(int stream, const std::string& text) {
   if (stream != store::kLogStreamSystem) return "";
-  static const std::pair<const char*, const char*> kMarkers[] = {{"farm: fetching source", "fetch"},
-                                                                 {"farm: provisions ", "provision"},
-                                                                 {"farm: creating venv", "build"},
-                                                                 {"farm: checking ", "checks"},
-                                                                 {"farm: validating", "validation"},
-                                                                 {"farm: uploading ", "upload"}};
+  static const std::pair<const char*, const char*> kMarkers[] = {
+      {"farm: fetching source", "fetch"}, {"farm: provisions ", "provision"},
+      {"farm: creating venv", "build"},   {"farm: checking ", "checks"},
+      {"farm: validating", "validation"}, {"farm: uploading ", "upload"}};
   for (const auto& [prefix, phase] : kMarkers) {
     if (text.rfind(prefix, 0) == 0) return phase;
   }
@@ -152,14 +150,4 @@ std::vector<std::string> MeaningfulLines(const std::vector<store::LogLineRow>& t
   return out;
 }
 
-boost::json::object LogLineJson(const store::LogLineRow& l) {
-  boost::json::object o{{"seq", l.seq},
-                        {"stream", l.stream},
-                        {"text", l.text},
-                        {"time_ms", l.time_ms},
-                        {"level", LineLevel(l.text)}};
-  if (std::string phase = LinePhase(l.stream, l.text); !phase.empty()) o["phase"] = phase;
-  return o;
-}
-
-}  // namespace farm::http
+}  // namespace farm::model
