@@ -70,24 +70,20 @@ LogPoll Router::PollLog(int64_t job_id, int attempt, int64_t after_seq) noexcept
   }
 }
 
-Status Router::Authorize(const Request& req, bool write, bool admin) {
-  if (!write && options_.public_read) return Status::Ok();
-  if (deps_.auth == nullptr) return Status::Unauthenticated("no token authority");
-  auto p = deps_.auth->Authorize(req.authorization, admin   ? auth::Need::kAdmin
-                                                    : write ? auth::Need::kSubmitter
-                                                            : auth::Need::kViewer);
-  return p.status();
+Status Router::Authorize(const Request& req, auth::Need need) {
+  if (need == auth::Need::kViewer && options_.public_read) return Status::Ok();
+  return Actor(deps_, req, need).status();
 }
 
 Response Router::Dispatch(const Request& req) {
   const std::string& path = req.path;
   if (!IsRead(req) && req.method != "POST") return MethodNotAllowed("GET, HEAD, POST");
   if (path == "/" && WantsJson(req.accept)) {
-    if (Status s = Authorize(req, false); !s.ok()) return ErrorResponse(s);
+    if (Status s = Authorize(req, auth::Need::kViewer); !s.ok()) return ErrorResponse(s);
     return DirectoryResponse(catalog_, req);
   }
   if (path == "/install" || path == "/install.py") {
-    if (Status s = Authorize(req, false); !s.ok()) return ErrorResponse(s);
+    if (Status s = Authorize(req, auth::Need::kViewer); !s.ok()) return ErrorResponse(s);
     return InstallScript(options_.web_root, req, InstallScriptKeys(deps_));
   }
   if (path == "/" || path == "/index.html") return ServeAsset(options_.web_root, "index.html");
@@ -108,7 +104,7 @@ Response Router::Dispatch(const Request& req) {
     if (write && !path.starts_with("/api/")) return MethodNotAllowed("GET, HEAD");
     // A write names its principal itself (Actor), so that a refusal is recorded.
     if (!write) {
-      if (Status s = Authorize(req, false); !s.ok()) return ErrorResponse(s);
+      if (Status s = Authorize(req, auth::Need::kViewer); !s.ok()) return ErrorResponse(s);
     }
   }
   if (path == "/metrics") {
@@ -163,7 +159,7 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
   if (!IsRead(req)) return MethodNotAllowed("GET, HEAD");
   if (rest == "audit") {
     // Admins only, even where reads are public: it says who did what.
-    if (Status s = Authorize(req, true, true); !s.ok()) return ErrorResponse(s);
+    if (Status s = Authorize(req, auth::Need::kAdmin); !s.ok()) return ErrorResponse(s);
     return ApiAudit(deps_, req);
   }
   if (rest == "overview") return ApiOverview(deps_);

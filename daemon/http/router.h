@@ -5,10 +5,10 @@
 #ifndef FARM_DAEMON_HTTP_ROUTER_H_
 #define FARM_DAEMON_HTTP_ROUTER_H_
 
-#include "daemon/http/server/dashboard_options.h"
-#include "daemon/http/server/http_message.h"
 #include "daemon/http/index/index_catalog.h"
 #include "daemon/http/rest/log_stream.h"
+#include "daemon/http/server/dashboard_options.h"
+#include "daemon/http/server/http_message.h"
 
 namespace farm::http {
 
@@ -35,7 +35,9 @@ class Router {
   Response Dispatch(const Request& req);
   Response DispatchApi(const Request& req, std::string_view rest);
   Response DispatchJob(const Request& req, int64_t job_id, std::string_view tail);
-  Status Authorize(const Request& req, bool write, bool admin = false);
+  // Whether `req` may do what needs `need`: reads (kViewer) are free while reads are
+  // public, else the request's token must have the role (rest/api.h Actor, the one check).
+  Status Authorize(const Request& req, auth::Need need);
 
   DashboardOptions options_;
   DashboardDeps deps_;

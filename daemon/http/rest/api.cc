@@ -241,16 +241,29 @@ Response ApiWorkers(const DashboardDeps& deps) {
   return JsonOk(json::object{{"now", now}, {"workers", std::move(workers.value())}});
 }
 
-Result<auth::Principal> Actor(const DashboardDeps& deps, const Request& req, auth::Need need,
-                              const audit::Entry& entry) {
+namespace {
+
+Result<auth::Principal> Check(const DashboardDeps& deps, const Request& req, auth::Need need,
+                              const audit::Entry* entry) {
   if (deps.auth == nullptr) return Status::Unauthenticated("no token authority");
   FARM_ASSIGN_OR_RETURN(auth::Principal who, deps.auth->Identify(req.authorization));
   Status role = auth::TokenAuthority::CheckRole(who, need);
   if (!role.ok()) {
-    if (deps.audit != nullptr) deps.audit->Record(who, entry, role);
+    if (deps.audit != nullptr && entry != nullptr) deps.audit->Record(who, *entry, role);
     return role;
   }
   return who;
+}
+
+}  // namespace
+
+Result<auth::Principal> Actor(const DashboardDeps& deps, const Request& req, auth::Need need,
+                              const audit::Entry& entry) {
+  return Check(deps, req, need, &entry);
+}
+
+Result<auth::Principal> Actor(const DashboardDeps& deps, const Request& req, auth::Need need) {
+  return Check(deps, req, need, nullptr);
 }
 
 Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const auth::Principal& who,

@@ -6,6 +6,7 @@
 #define FARM_DAEMON_HTTP_REST_API_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "daemon/http/server/dashboard_options.h"
@@ -43,11 +44,14 @@ Response ApiChart(const DashboardDeps& deps);
 // refused with 403 naming the owner unless the principal owns what it changes or is an
 // admin, and recorded in the audit log, refusals included.
 //
-// The principal of a mutation: the request's token, whose role must satisfy `need`. 401
-// without a valid token (not recorded: there is no principal); a role too weak is 403 and
+// The one access check of the HTTP side (reads go through Router::Authorize, which calls
+// it unless reads are public): the request's token, whose role must satisfy `need`. 401
+// without a valid token (not recorded: there is no principal); a role too weak is 403,
 // recorded with `entry`.
 Result<auth::Principal> Actor(const DashboardDeps& deps, const Request& req, auth::Need need,
                               const audit::Entry& entry);
+// The same check for a read: a refusal is not recorded.
+Result<auth::Principal> Actor(const DashboardDeps& deps, const Request& req, auth::Need need);
 // POST /api/v1/builds/{id}/cancel by `who`; 409 for an ended build. Answers with the build
 // as ApiBuild does.
 Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const auth::Principal& who,
