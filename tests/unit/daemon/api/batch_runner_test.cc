@@ -1,4 +1,4 @@
-#include "daemon/api/batch_runner.h"
+#include "daemon/api/worker/batch_runner.h"
 
 #include <gtest/gtest.h>
 

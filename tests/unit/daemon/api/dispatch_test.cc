@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "daemon/api/worker_service.h"
+#include "daemon/api/worker/worker_service.h"
 #include "daemon/sched/dispatcher.h"
 #include "tests/unit/daemon/api/rpc_fixture.h"
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "daemon/api/worker_service.h"
+#include "daemon/api/worker/worker_service.h"
 
 namespace farm::api {
 namespace {

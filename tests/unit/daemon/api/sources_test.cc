@@ -7,7 +7,7 @@
 
 #include "common/archive/tree_packer.h"
 #include "common/sha256.h"
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "tests/unit/daemon/api/rpc_fixture.h"
 
 namespace farm::api {

@@ -1,8 +1,8 @@
 // WorkerService: registration, heartbeats, job leases, log and artifact uploads, results.
 // A worker authenticates with its own token and may only report on attempts it holds;
 // repeated or out-of-order messages are idempotent. Nothing throws out of a handler.
-#ifndef FARM_DAEMON_API_WORKER_SERVICE_H_
-#define FARM_DAEMON_API_WORKER_SERVICE_H_
+#ifndef FARM_DAEMON_API_WORKER_WORKER_SERVICE_H_
+#define FARM_DAEMON_API_WORKER_WORKER_SERVICE_H_
 
 #include <cstdint>
 #include <map>
@@ -13,8 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "daemon/api/batch_runner.h"
 #include "daemon/api/service_context.h"
+#include "daemon/api/worker/batch_runner.h"
 #include "daemon/sched/dispatcher.h"
 #include "daemon/sched/peers.h"
 #include "farm/v1/worker.grpc.pb.h"
@@ -159,4 +159,4 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
 
 }  // namespace farm::api
 
-#endif  // FARM_DAEMON_API_WORKER_SERVICE_H_
+#endif  // FARM_DAEMON_API_WORKER_WORKER_SERVICE_H_

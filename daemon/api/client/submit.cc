@@ -39,7 +39,7 @@
 #include "common/recipe/recipe.h"
 #include "common/recipe/wheel_names.h"
 #include "common/sha256.h"
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "daemon/auth/ownership.h"
 #include "daemon/cron/runner.h"
 #include "daemon/cron/source_resolver.h"

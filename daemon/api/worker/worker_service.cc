@@ -1,4 +1,4 @@
-#include "daemon/api/worker_service.h"
+#include "daemon/api/worker/worker_service.h"
 
 #include <algorithm>
 #include <optional>
@@ -7,7 +7,7 @@
 #include "common/recipe/cell_environment.h"
 #include "common/sha256.h"
 #include "daemon/api/artifact_stream.h"
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/model/convert.h"

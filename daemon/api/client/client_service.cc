@@ -1,4 +1,4 @@
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 
 #include <algorithm>
 #include <cstdio>

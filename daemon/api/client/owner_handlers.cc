@@ -7,7 +7,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/recipe/recipe.h"
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/model/convert.h"
 

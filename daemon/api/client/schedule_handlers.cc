@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "common/log.h"
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/auth/ownership.h"
 #include "daemon/cron/cron.h"

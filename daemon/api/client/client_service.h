@@ -1,7 +1,7 @@
 // FarmService: the client API (farmctl, scripts, the dashboard). Every handler
 // authenticates first and converts every failure to a gRPC status; nothing throws out.
-#ifndef FARM_DAEMON_API_CLIENT_SERVICE_H_
-#define FARM_DAEMON_API_CLIENT_SERVICE_H_
+#ifndef FARM_DAEMON_API_CLIENT_CLIENT_SERVICE_H_
+#define FARM_DAEMON_API_CLIENT_CLIENT_SERVICE_H_
 
 #include <memory>
 
@@ -151,4 +151,4 @@ std::unique_ptr<cron::BuildSubmitter> MakeScheduleSubmitter(ServiceContext* ctx)
 
 }  // namespace farm::api
 
-#endif  // FARM_DAEMON_API_CLIENT_SERVICE_H_
+#endif  // FARM_DAEMON_API_CLIENT_CLIENT_SERVICE_H_

@@ -2,7 +2,7 @@
 // jobs in order. Ends once the build is terminal and every line has been sent.
 #include <map>
 
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "daemon/model/convert.h"
 
 namespace farm::api {

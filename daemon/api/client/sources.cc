@@ -7,9 +7,9 @@
 #include "common/log.h"
 #include "common/recipe/recipe.h"
 #include "common/utf8.h"
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
-#include "daemon/api/worker_service.h"
+#include "daemon/api/worker/worker_service.h"
 #include "daemon/model/convert.h"
 #include "daemon/quota/quota.h"
 

@@ -10,7 +10,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/upstream/simple_index.h"
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/mirror/preload.h"
 #include "daemon/mirror/pull_through.h"

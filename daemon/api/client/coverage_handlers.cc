@@ -1,6 +1,6 @@
 // The coverage RPC of FarmService: the cells of every package and version with their
 // states (daemon/coverage/, docs/coverage.md), what /api/v1/coverage answers too.
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/coverage/coverage.h"
 

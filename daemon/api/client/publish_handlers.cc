@@ -3,7 +3,7 @@
 // rows to pending and read them. Nothing here can carry a token: rows hold redacted
 // errors and public URLs only.
 #include "common/log.h"
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/auth/ownership.h"
 #include "daemon/model/convert.h"

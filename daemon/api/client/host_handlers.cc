@@ -3,7 +3,7 @@
 // ansible-playbook on farmd's machine. Listing joins each host with the worker that
 // registered under its name. No message carries a token; logs are redacted when stored.
 #include "common/log.h"
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/model/convert.h"

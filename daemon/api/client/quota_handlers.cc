@@ -1,7 +1,7 @@
 // The quota RPCs of FarmService: a principal's limits and usage (daemon/quota/), and an
 // admin's override of them.
 #include "common/log.h"
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/quota/quota.h"
 

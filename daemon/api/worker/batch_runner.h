@@ -3,8 +3,8 @@
 // and hands it to `run_batch`, which must answer every item of the batch and not throw. So
 // a burst of gRPC callbacks costs one batch per burst and holds no thread per call. Stop()
 // refuses later items, runs the queued ones and joins the thread. Thread-safe.
-#ifndef FARM_DAEMON_API_BATCH_RUNNER_H_
-#define FARM_DAEMON_API_BATCH_RUNNER_H_
+#ifndef FARM_DAEMON_API_WORKER_BATCH_RUNNER_H_
+#define FARM_DAEMON_API_WORKER_BATCH_RUNNER_H_
 
 #include <algorithm>
 #include <condition_variable>
@@ -90,4 +90,4 @@ class BatchRunner {
 
 }  // namespace farm::api
 
-#endif  // FARM_DAEMON_API_BATCH_RUNNER_H_
+#endif  // FARM_DAEMON_API_WORKER_BATCH_RUNNER_H_

@@ -6,7 +6,7 @@
 #include "common/wheel/relabel.h"
 #include "common/wheel/wheel_name.h"
 #include "daemon/api/handler.h"
-#include "daemon/api/worker_service.h"
+#include "daemon/api/worker/worker_service.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/model/convert.h"
 
@@ -77,7 +77,8 @@ Result<farm::v1::ArchManifest> CheckArrived(const ServiceContext& ctx, const sto
   }
   FARM_RETURN_IF_ERROR(CheckIdentity(recipe, cell, h.filename(), check->manifest));
   std::string ignored = wheel::ArchListIgnoredMessage(cell.arch_list(), check->manifest);
-  if (!ignored.empty()) log::Warn(h.filename() + " of job " + std::to_string(h.job_id()) + ": " + ignored);
+  if (!ignored.empty())
+    log::Warn(h.filename() + " of job " + std::to_string(h.job_id()) + ": " + ignored);
   return check->manifest;
 }
 

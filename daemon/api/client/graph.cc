@@ -1,6 +1,6 @@
 // The graph of a job (recipe `requires:`): the jobs it consumes, the wheels it was given,
 // and the jobs that consume it, for show, the dashboard and the worker's assignment.
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "daemon/model/convert.h"
 
 namespace farm::api {

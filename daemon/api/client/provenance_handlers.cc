@@ -2,7 +2,7 @@
 // (docs/provenance.md). Reading the public set needs a viewer; changing it needs an admin.
 // Revoking signs again, with the active key, every statement the revoked key signed.
 #include "common/log.h"
-#include "daemon/api/client_service.h"
+#include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/attest/attestor.h"
 
