@@ -134,6 +134,17 @@ def installed_hashes(python, name):
             not p.endswith(("/INSTALLER", "/RECORD", "/REQUESTED", "/direct_url.json"))}
 
 
+def venv_with_demo(work):
+    """A venv (`work`/src) into which pip installed the demo wheels; its python."""
+    wheels = os.path.join(work, "built")
+    os.makedirs(wheels)
+    demo = demo_wheels(wheels)[0]
+    src = venv(os.path.join(work, "src"))
+    r = run([src, "-m", "pip", "install", "--no-index", "--find-links", wheels, demo])
+    assert r.returncode == 0, r.stdout + r.stderr
+    return src
+
+
 @pytest.fixture
 def work():
     path = tempfile.mkdtemp(prefix="repack-installed-")
@@ -142,12 +153,7 @@ def work():
 
 
 def test_repacked_distributions_install_with_pip_and_are_the_same_bytes(work):
-    wheels = os.path.join(work, "built")
-    os.makedirs(wheels)
-    demo = demo_wheels(wheels)[0]
-    src = venv(os.path.join(work, "src"))
-    r = run([src, "-m", "pip", "install", "--no-index", "--find-links", wheels, demo])
-    assert r.returncode == 0, r.stdout + r.stderr
+    src = venv_with_demo(work)
 
     house = os.path.join(work, "house")
     code, summary = repack(src, house, "--closure", "demo")
@@ -212,12 +218,7 @@ def test_repacked_pip_installs_itself(work):
 
 
 def test_changed_files_and_hostile_records_are_refused(work):
-    wheels = os.path.join(work, "built")
-    os.makedirs(wheels)
-    demo = demo_wheels(wheels)[0]
-    src = venv(os.path.join(work, "src"))
-    r = run([src, "-m", "pip", "install", "--no-index", "--find-links", wheels, demo])
-    assert r.returncode == 0, r.stdout + r.stderr
+    src = venv_with_demo(work)
     site = run([src, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
 
     with open(os.path.join(site, "demo_dep", "__init__.py"), "a") as f:

@@ -17,7 +17,14 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FARMD = os.environ.get("FARMD", os.path.join(REPO, "build", "daemon", "farmd"))
 FARM_WORKER = os.environ.get("FARM_WORKER", os.path.join(REPO, "build", "worker", "farm-worker"))
 FARMCTL = os.environ.get("FARMCTL", os.path.join(REPO, "build", "daemon", "cli", "farmctl"))
-EXAMPLE_RECIPE = os.path.join(REPO, "kernels", "examples", "attn_example", "recipe.yaml")
+DASHBOARD_FIXTURE = os.environ.get("DASHBOARD_FIXTURE", os.path.join(
+    REPO, "build", "tests", "integration", "dashboard", "dashboard_fixture"))
+EXAMPLE_DIR = os.path.join(REPO, "kernels", "examples", "attn_example")
+EXAMPLE_RECIPE = os.path.join(EXAMPLE_DIR, "recipe.yaml")
+# The build script line that makes a package's wheel, offline, with the system's setuptools.
+PIP_WHEEL = ('"$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index '
+             '-w "$FARM_WHEEL_DIR"')
+PYTHON = "/usr/bin/python3"
 
 
 def wait_until(predicate, timeout, what, interval=0.1):
@@ -29,6 +36,13 @@ def wait_until(predicate, timeout, what, interval=0.1):
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def skip(reason):
+    """Skips the running test; pytest is imported here, as the benchmarks import this module
+    and run without it."""
+    import pytest
+    pytest.skip(reason)
 
 
 def pure_python_source(root, name, files=None):
@@ -43,6 +57,82 @@ def pure_python_source(root, name, files=None):
         with open(os.path.join(src, path), "w") as f:
             f.write(text)
     return src
+
+
+def local_recipe(root, name, build=PIP_WHEEL, head="", tail="", source=None, file_name=None):
+    """Writes `root`/`file_name` (default `name`.yaml) and returns its path: package `name`
+    from the local folder `source` (default `name`-src, beside the recipe), built with the
+    system's site packages by `build` (bash lines; by default the plain pip wheel). `head`
+    is more recipe lines above `build:`, `tail` recipe lines below the script."""
+    script = "".join(f"  {line}\n" for line in build.splitlines())
+    path = os.path.join(root, file_name or name + ".yaml")
+    with open(path, "w") as f:
+        f.write(f"name: {name}\nsource: {{local: {source or name + '-src'}}}\n"
+                f"system_site_packages: true\n{head}build: |\n{script}{tail}")
+    return path
+
+
+def example_recipe(root, file_name, matrix, tail="", build_first=""):
+    """Writes `root`/`file_name` and returns its path: the attn example package (0.1.0, one
+    CUDA kernel) built by pip wheel with two nvcc threads. `matrix` is the lines below
+    `matrix:`, `tail` the recipe lines after them (validation, publish), `build_first` lines
+    the build script runs before pip (indented by two spaces, each ending in a newline)."""
+    path = os.path.join(root, file_name)
+    with open(path, "w") as f:
+        f.write(f"""name: attn-example
+version: "0.1.0"
+source:
+  local: {EXAMPLE_DIR}
+env:
+  NVCC_THREADS: "2"
+build: |
+{build_first}  {PIP_WHEEL}
+system_site_packages: true
+timeout: 1800
+gb_per_compile_job: 2
+matrix:
+{matrix}{tail}""")
+    return path
+
+
+def venv(root, name, *flags):
+    """A venv at `root`/venv-`name` (python3 -m venv `flags`); its python. Skips the test
+    where python3-venv is missing."""
+    path = os.path.join(root, "venv-" + name)
+    r = subprocess.run([PYTHON, "-m", "venv", *flags, path], capture_output=True, text=True,
+                       timeout=300)
+    if r.returncode != 0:
+        skip(f"python3 -m venv failed (python3-venv missing?): {r.stderr}")
+    return os.path.join(path, "bin", "python")
+
+
+def job_log(farm, build_id):
+    """The log of the first job of build `build_id`."""
+    job = farm.ctl_json("show", str(build_id))["jobs"][0]
+    return farm.ctl("logs", str(job["id"])).stdout
+
+
+def finished(farm, build_id, timeout=240):
+    """Build `build_id` once it has succeeded, failed or been cancelled (polled every 0.5 s)."""
+    def done():
+        b = farm.ctl_json("show", str(build_id))
+        return b if b["state"] in ("BUILD_SUCCEEDED", "BUILD_FAILED", "BUILD_CANCELLED") else None
+    return wait_until(done, timeout, "build %d to finish" % build_id, interval=0.5)
+
+
+def first_attempt_ended(farm, job_id, timeout):
+    """Job `job_id` once its first attempt has ended (has a cause; polled every 0.5 s)."""
+    def ended():
+        job = farm.ctl_json("job", str(job_id))
+        return job if job.get("attempts") and job["attempts"][0].get("cause") else None
+    return wait_until(ended, timeout, "the first attempt to fail", interval=0.5)
+
+
+def log_of(farm, job_id, attempt=None):
+    """farmctl logs of job `job_id` (its last attempt, or `attempt`)."""
+    r = farm.ctl("logs", str(job_id), *(["--attempt", str(attempt)] if attempt else []))
+    assert r.returncode == 0, r.stderr
+    return r.stdout
 
 
 def pid_alive(pid):
@@ -102,9 +192,9 @@ class Farm:
             extra = ("--http-listen", "127.0.0.1:0", "--http-ready-file", http_ready, *extra)
         self.farmd = self._spawn(self.farmd_argv(ready, lease_ms, heartbeat_ms, *extra),
                                  "farmd.log")
-        self.address = wait_until(lambda: _read(ready), 30, "farmd's ready file").strip()
+        self.address = wait_until(lambda: read_file(ready), 30, "farmd's ready file").strip()
         if http:
-            self.http_address = wait_until(lambda: _read(http_ready), 30,
+            self.http_address = wait_until(lambda: read_file(http_ready), 30,
                                            "the dashboard's ready file").strip()
         return self.farmd
 
@@ -124,6 +214,17 @@ class Farm:
                             "--state-dir", state, "--work-dir", os.path.join(state, "work"),
                             "--name", name, *extra], f"{name}.log", env=env)
 
+    def start_dashboard_fixture(self, *args):
+        """tests/integration/dashboard's dashboard_fixture (the dashboard and index over this
+        farm's data directory, no farmd) started with `args`; its address. Skips the test
+        where the fixture is not built."""
+        if not os.path.exists(DASHBOARD_FIXTURE):
+            skip(f"{DASHBOARD_FIXTURE} is not built")
+        ready = os.path.join(self.root, "dashboard.addr")
+        self._spawn([DASHBOARD_FIXTURE, "--data-dir", self.data, "--ready-file", ready, *args],
+                     "dashboard.log")
+        return wait_until(lambda: read_file(ready), 30, "dashboard_fixture's ready file").strip()
+
     def start_git_server(self, repos_root):
         """Serves the git repositories under `repos_root` over HTTPS on 127.0.0.1 (git's
         smart HTTP protocol through `git http-backend`: git_server.py), with a certificate
@@ -139,7 +240,7 @@ class Farm:
                      "--root", repos_root, "--cert", os.path.join(ca, "git.pem"),
                      "--key", os.path.join(ca, "git.key"), "--ready-file", ready],
                     "git-server.log")
-        url = wait_until(lambda: _read(ready), 30, "the git server's ready file").strip()
+        url = wait_until(lambda: read_file(ready), 30, "the git server's ready file").strip()
         return url, os.path.join(ca, "ca.pem")
 
     def stop(self, proc, sig=signal.SIGTERM, timeout=20):
@@ -182,10 +283,11 @@ class Farm:
                           timeout, f"{count} registered worker(s)")
 
     def log(self, name):
-        return _read(os.path.join(self.root, name)) or ""
+        return read_file(os.path.join(self.root, name)) or ""
 
 
-def _read(path):
+def read_file(path):
+    """The text of `path`, or None where it cannot be read (not there yet)."""
     try:
         with open(path) as f:
             return f.read()
@@ -205,7 +307,7 @@ def sanitizer_reports(root):
     for name in sorted(os.listdir(root)):
         if not name.endswith(".log"):
             continue
-        for line in (_read(os.path.join(root, name)) or "").splitlines():
+        for line in (read_file(os.path.join(root, name)) or "").splitlines():
             if any(marker in line for marker in SANITIZER_MARKERS):
                 found.append(f"{name}: {line.strip()}")
                 break

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from farm_harness import FARMD, REPO, _read, wait_until
+from farm_harness import FARMD, REPO, read_file, wait_until
 
 FAKES = os.path.join(REPO, "tests", "fakes")
 ACCESS_KEY = "AKIAFARMINTEGRATION01"
@@ -66,7 +66,7 @@ def test_wheels_live_in_the_bucket_and_pip_follows_the_presigned_redirect(farm):
     farm._spawn([sys.executable, os.path.join(FAKES, "fake_s3.py"), "--ready-file", ready,
                  "--bucket", BUCKET, "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY,
                  "--region", "eu-west-1"], "fake_s3.log")
-    s3 = wait_until(lambda: _read(ready), 30, "the S3 fake").strip()
+    s3 = wait_until(lambda: read_file(ready), 30, "the S3 fake").strip()
     os.environ.update(AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY)
     try:
         farm.start_farmd("--blob-store", f"s3://{BUCKET}/farm", "--s3-endpoint", s3,

@@ -20,7 +20,8 @@ import tempfile
 
 import pytest
 
-from test_environments import HOST_WHEELS, TORCH, finished, log_of, recipe
+from farm_harness import finished, log_of
+from test_environments import HOST_WHEELS, TORCH, recipe
 from test_provision import RunningFake, make
 
 

@@ -35,7 +35,7 @@ import zipfile
 
 import pytest
 
-from farm_harness import wait_until
+from farm_harness import finished, first_attempt_ended, log_of, wait_until
 
 from test_provision import RunningFake, make, serve_index_and_python
 
@@ -131,20 +131,6 @@ def recipe(farm):
     return path
 
 
-def finished(farm, build_id, timeout=240):
-    def done():
-        b = farm.ctl_json("show", str(build_id))
-        return b if b["state"] in ("BUILD_SUCCEEDED", "BUILD_FAILED", "BUILD_CANCELLED") else None
-    return wait_until(done, timeout, "build %d to finish" % build_id, interval=0.5)
-
-
-def log_of(farm, job_id, attempt=None):
-    args = ["logs", str(job_id)] + (["--attempt", str(attempt)] if attempt else [])
-    r = farm.ctl(*args)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
-
-
 def setup_ms(log):
     m = re.search(r"farm: environment ready in (\d+) ms", log)
     assert m, log
@@ -227,12 +213,7 @@ def test_corrupt_upstream_wheel_is_refused_and_retried_as_infrastructure(farm, u
     up["index"].control("corrupt", {"file": TORCH["cu128"]})
     try:
         build = farm.ctl_json("submit", "--torch", "2.8", recipe(farm))
-        job_id = build["jobs"][0]["id"]
-
-        def failed_attempt():
-            job = farm.ctl_json("job", str(job_id))
-            return job if job.get("attempts") and job["attempts"][0].get("cause") else None
-        job = wait_until(failed_attempt, 120, "the first attempt to fail", interval=0.5)
+        job = first_attempt_ended(farm, build["jobs"][0]["id"], 120)
     finally:
         up["index"].control("corrupt", {"file": TORCH["cu128"], "on": False})
     first = job["attempts"][0]

@@ -19,11 +19,10 @@ import time
 import pytest
 
 import farm_harness
-from farm_harness import FARMCTL, wait_until
+from farm_harness import FARMCTL, local_recipe, venv, wait_until
 
 PACKAGE_DIR = os.path.join(os.path.dirname(__file__), "packages", "arch_list_kernel")
 NVCC = "/usr/local/cuda/bin/nvcc"
-PYTHON = "/usr/bin/python3"
 PROJECT = "arch-list-kernel"
 
 
@@ -61,14 +60,8 @@ def built(request):
     farm = farm_harness.make_farm(request)
     farm.start_farmd("--index-include-pending", http=True)
     farm.start_worker()
-    recipe = os.path.join(farm.root, "recipe.yaml")
-    with open(recipe, "w") as f:
-        f.write(f"""name: {PROJECT}
-source: {{local: {PACKAGE_DIR}}}
-system_site_packages: true
-build: |
-  "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
-matrix:
+    recipe = local_recipe(farm.root, PROJECT, source=PACKAGE_DIR, file_name="recipe.yaml",
+                          tail="""matrix:
   cuda: ["13.0"]
   arch_lists: ["9.0", "12.1a"]
   platform: [linux_x86_64]
@@ -148,14 +141,6 @@ def serve_static(farm, directory):
     line = wait_until(lambda: "port " in farm.log(log) and farm.log(log), 30, "http.server")
     port = int(line.split("port ")[1].split()[0])
     return f"http://127.0.0.1:{port}"
-
-
-def venv(root, name):
-    path = os.path.join(root, "venv-" + name)
-    r = subprocess.run([PYTHON, "-m", "venv", path], capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        pytest.skip(f"python3 -m venv failed (python3-venv missing?): {r.stderr}")
-    return os.path.join(path, "bin", "python")
 
 
 def test_the_export_serves_each_gpu_its_wheel_with_farmd_stopped(built):

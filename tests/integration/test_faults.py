@@ -6,7 +6,8 @@ import signal
 import textwrap
 import time
 
-from farm_harness import EXAMPLE_RECIPE, kill9_tree, wait_until
+from farm_harness import (EXAMPLE_RECIPE, PIP_WHEEL, kill9_tree, local_recipe, pure_python_source,
+                          wait_until)
 
 ARCH_LIST = "9.0;12.0a;12.1a"
 TERMINAL = {"BUILD_SUCCEEDED", "BUILD_FAILED", "BUILD_CANCELLED"}
@@ -107,24 +108,9 @@ def test_log_survives_farmd_kill_without_gap_or_duplicate(farm):
 
 def tiny_package(root):
     """A recipe whose build makes a small real wheel quickly (no nvcc)."""
-    src = os.path.join(root, "tiny-src")
-    os.makedirs(src, exist_ok=True)
-    with open(os.path.join(src, "setup.py"), "w") as f:
-        f.write("from setuptools import setup\nsetup(name='tiny', version='1.0', py_modules=['tiny'])\n")
-    with open(os.path.join(src, "tiny.py"), "w") as f:
-        f.write("VALUE = 1\n")
-    recipe = os.path.join(root, "tiny.yaml")
-    with open(recipe, "w") as f:
-        f.write(textwrap.dedent("""\
-            name: tiny
-            source: {local: tiny-src}
-            system_site_packages: true
-            retry: {max_attempts: 10, backoff_seconds: 0}
-            build: |
-              sleep 1
-              "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
-            """))
-    return recipe
+    pure_python_source(root, "tiny")
+    return local_recipe(root, "tiny", "sleep 1\n" + PIP_WHEEL,
+                        head="retry: {max_attempts: 10, backoff_seconds: 0}\n")
 
 
 def test_random_kills_leave_every_job_in_one_terminal_state_with_one_artifact(farm):
@@ -172,12 +158,18 @@ def slow_tiny_package(root, seconds):
     return recipe
 
 
-def test_worker_back_from_a_cut_reattaches_instead_of_rebuilding(farm):
+def running_slow_build(farm, seconds):
+    """farmd with a 2 s lease, worker-1, and a build of `seconds` ticks that worker-1 runs
+    (3 log lines in); returns (worker-1, the build's id)."""
     farm.start_farmd(lease_ms=2000)
     worker = farm.start_worker("worker-1")
-    recipe = slow_tiny_package(farm.root, 12)
-    build_id = farm.ctl_json("submit", recipe)["id"]
+    build_id = farm.ctl_json("submit", slow_tiny_package(farm.root, seconds))["id"]
     wait_running(farm, build_id, min_lines=3)
+    return worker, build_id
+
+
+def test_worker_back_from_a_cut_reattaches_instead_of_rebuilding(farm):
+    worker, build_id = running_slow_build(farm, 12)
     worker.send_signal(signal.SIGSTOP)  # the worker goes silent; its build keeps running
     try:
         wait_until(lambda: job_of(farm, build_id)["state"] == "JOB_PENDING", 60,
@@ -193,11 +185,7 @@ def test_worker_back_from_a_cut_reattaches_instead_of_rebuilding(farm):
 
 
 def test_late_report_of_a_superseded_attempt_cannot_overwrite_the_new_one(farm):
-    farm.start_farmd(lease_ms=2000)
-    first = farm.start_worker("worker-1")
-    recipe = slow_tiny_package(farm.root, 8)
-    build_id = farm.ctl_json("submit", recipe)["id"]
-    wait_running(farm, build_id, min_lines=3)
+    first, build_id = running_slow_build(farm, 8)
     first.send_signal(signal.SIGSTOP)
     try:
         farm.start_worker("worker-2")

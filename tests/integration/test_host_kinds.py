@@ -23,7 +23,8 @@ import textwrap
 
 import pytest
 
-from farm_harness import FARM_WORKER, pure_python_source, wait_until
+from farm_harness import (FARM_WORKER, PIP_WHEEL, job_log, local_recipe, pure_python_source,
+                          wait_until)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WSL_LIB = "/usr/lib/wsl/lib"
@@ -100,25 +101,9 @@ def package(root, name, build, validate, gpu_memory_gb=None):
         "pre_build.sh": textwrap.dedent(build),
         "validate.py": textwrap.dedent(validate) + "\nimport sys\nsys.exit(3)\n"})
     memory = f"  gpu_memory_gb: {gpu_memory_gb}\n" if gpu_memory_gb is not None else ""
-    recipe = os.path.join(root, name + ".yaml")
-    with open(recipe, "w") as f:
-        f.write(textwrap.dedent(f"""\
-            name: {name}
-            source: {{local: {name}-src}}
-            system_site_packages: true
-            gb_per_compile_job: 2
-            build: |
-              bash pre_build.sh
-              "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
-            validation:
-              script: validate.py
-            """) + memory)
-    return recipe
-
-
-def job_log(farm, build_id):
-    job = farm.ctl_json("show", str(build_id))["jobs"][0]
-    return farm.ctl("logs", str(job["id"])).stdout
+    return local_recipe(root, name, "bash pre_build.sh\n" + PIP_WHEEL,
+                        head="gb_per_compile_job: 2\n",
+                        tail="validation:\n  script: validate.py\n" + memory)
 
 
 PRINT_ENV = """\

@@ -12,11 +12,10 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
-from farm_harness import pure_python_source
+from farm_harness import PIP_WHEEL, local_recipe, pure_python_source
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
                                 reason="bubblewrap (bwrap) is not installed on this machine")
@@ -36,19 +35,11 @@ def host_wheel(root, name):
 def linking_recipe(root, name, target, extra=""):
     """A package `name` whose build replaces its wheel folder with a link to `target`."""
     pure_python_source(root, name)
-    path = os.path.join(root, name + ".yaml")
-    with open(path, "w") as f:
-        f.write(textwrap.dedent(f"""\
-            name: {name}
-            source: {{local: {name}-src}}
-            system_site_packages: true
-            build: |
-              "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
-              rm -rf "$FARM_WHEEL_DIR"
-              ln -s {target} "$FARM_WHEEL_DIR"
-              echo "the wheel folder now links to {target}"
-            """) + extra)
-    return path
+    return local_recipe(root, name, f"""{PIP_WHEEL}
+rm -rf "$FARM_WHEEL_DIR"
+ln -s {target} "$FARM_WHEEL_DIR"
+echo "the wheel folder now links to {target}"
+""", tail=extra)
 
 
 def snapshot(folder):

@@ -13,37 +13,22 @@ import urllib.request
 
 import pytest
 
-from farm_harness import REPO, wait_until
+from farm_harness import example_recipe, venv, wait_until
 from test_publish import (GH_REPO, GH_TOKEN, HF_REPO, HF_TOKEN, Fake, fake_asset, hf_file,
-                          publications, secrets_file)
+                          publications, start_farmd_with_fakes)
 
-EXAMPLE_DIR = os.path.join(REPO, "kernels", "examples", "attn_example")
-PYTHON = "/usr/bin/python3"
 WIDE = "attn_example-0.1.0+cu130.sm90.sm120a.sm121a-cp311-cp311-linux_x86_64.whl"
 NARROW = "attn_example-0.1.0+cu130.sm121a-cp311-cp311-linux_x86_64.whl"
 
 
 def write_recipe(root, name="two_archs.yaml", label=None):
     local = f'  local_version: "{label}"\n' if label else ""
-    path = os.path.join(root, name)
-    with open(path, "w") as f:
-        f.write(f"""name: attn-example
-version: "0.1.0"
-source:
-  local: {EXAMPLE_DIR}
-env:
-  NVCC_THREADS: "2"
-build: |
-  "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
-system_site_packages: true
-timeout: 1800
-gb_per_compile_job: 2
-matrix:
+    return example_recipe(root, name, """\
   python: ["3.11"]
   cuda: ["13.0"]
   arch_lists: ["9.0;12.0a;12.1a", "12.1a"]
   platform: [linux_x86_64]
-validation:
+""", f"""validation:
   script: validate.py
   import: [attn_example]
 publish:
@@ -51,32 +36,17 @@ publish:
   hf_repo: {HF_REPO}
   hf_path_template: "build/{{variant}}/{{arch}}/{{wheel}}"
 {local}""")
-    return path
 
 
 @pytest.fixture
 def farm_with_fakes(farm):
     gh = Fake(farm, "fake_github.py", GH_TOKEN, "fake_github")
     hf = Fake(farm, "fake_hf.py", HF_TOKEN, "fake_hf")
-    os.environ["FARM_HF_TOKEN"] = HF_TOKEN
-    try:
-        # No GPU here: wheels wait for hardware; the index and publisher take them anyway.
-        farm.start_farmd("--secrets-file", secrets_file(), "--github-api", gh.url,
-                         "--hf-endpoint", hf.url, "--publish-pending-hardware",
-                         "--index-include-pending", "--publish-interval-ms", "300",
-                         "--publish-without-provenance", http=True)
-    finally:
-        del os.environ["FARM_HF_TOKEN"]
+    # No GPU here: wheels wait for hardware; the index and publisher take them anyway.
+    start_farmd_with_fakes(farm, gh, hf, "--publish-pending-hardware", "--index-include-pending",
+                           "--publish-without-provenance")
     farm.start_worker()
     return farm, gh, hf
-
-
-def venv(root, name):
-    path = os.path.join(root, "venv-" + name)
-    r = subprocess.run([PYTHON, "-m", "venv", path], capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        pytest.skip(f"python3 -m venv failed (python3-venv missing?): {r.stderr}")
-    return os.path.join(path, "bin", "python")
 
 
 def installed_version(python):

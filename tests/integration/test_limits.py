@@ -8,11 +8,10 @@ import json
 import os
 import socket
 import sqlite3
-import textwrap
 import urllib.error
 import urllib.request
 
-from farm_harness import wait_until
+from farm_harness import PIP_WHEEL, local_recipe, pure_python_source, wait_until
 
 LOG_LIMIT = 20000
 
@@ -20,26 +19,10 @@ LOG_LIMIT = 20000
 def chatty_recipe(root, lines, prints=None):
     """A pure-Python package whose build prints `lines` lines of 100 characters, or runs the
     shell line `prints` instead."""
-    src = os.path.join(root, "chatty-src")
-    os.makedirs(src, exist_ok=True)
-    with open(os.path.join(src, "setup.py"), "w") as f:
-        f.write("from setuptools import setup\n"
-                "setup(name='chatty', version='1.0', py_modules=['chatty'])\n")
-    with open(os.path.join(src, "chatty.py"), "w") as f:
-        f.write("VALUE = 1\n")
+    pure_python_source(root, "chatty")
     if prints is None:
         prints = f"""python3 -c 'import sys; [print("%07d " % i + "x" * 92) for i in range({lines})]'"""
-    recipe = os.path.join(root, "chatty.yaml")
-    with open(recipe, "w") as f:
-        f.write(textwrap.dedent(f"""\
-            name: chatty
-            source: {{local: chatty-src}}
-            system_site_packages: true
-            build: |
-              {prints}
-              "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
-            """))
-    return recipe
+    return local_recipe(root, "chatty", f"{prints}\n{PIP_WHEEL}")
 
 
 def test_a_log_past_the_limit_is_cut_with_a_system_line(farm):

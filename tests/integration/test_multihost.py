@@ -15,13 +15,13 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import textwrap
 import time
 import zipfile
 
 import pytest
 
-from farm_harness import FARMCTL, FARMD, FARM_WORKER, wait_until
+from farm_harness import (FARMCTL, FARMD, FARM_WORKER, PIP_WHEEL, local_recipe, pure_python_source,
+                          wait_until)
 from netns_hosts import Network, missing_requirements
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -168,28 +168,15 @@ class MultiHostFarm:
 
 def write_package(client_dir, seconds):
     """A real pip package on the client and a recipe naming it by a local: path."""
-    src = os.path.join(client_dir, "tiny-src")
+    src = pure_python_source(client_dir, "tiny", {
+        "tiny.py": "VALUE = 'built from the client tree'\n", ".gitignore": "build-junk/\n"})
     os.makedirs(os.path.join(src, "build-junk"), exist_ok=True)
-    with open(os.path.join(src, "setup.py"), "w") as f:
-        f.write("from setuptools import setup\nsetup(name='tiny', version='1.0', py_modules=['tiny'])\n")
-    with open(os.path.join(src, "tiny.py"), "w") as f:
-        f.write("VALUE = 'built from the client tree'\n")
-    with open(os.path.join(src, ".gitignore"), "w") as f:
-        f.write("build-junk/\n")
     with open(os.path.join(src, "build-junk", "big.bin"), "wb") as f:
         f.write(os.urandom(1 << 20))  # ignored: must not travel
-    recipe = os.path.join(client_dir, f"tiny-{seconds}.yaml")
-    with open(recipe, "w") as f:
-        f.write(textwrap.dedent(f"""\
-            name: tiny
-            source: {{local: tiny-src}}
-            system_site_packages: true
-            build: |
-              for i in $(seq 1 {seconds}); do echo "tick $i"; sleep 1; done
-              test ! -e build-junk
-              "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
-            """))
-    return recipe
+    return local_recipe(client_dir, "tiny", f"""\
+for i in $(seq 1 {seconds}); do echo "tick $i"; sleep 1; done
+test ! -e build-junk
+{PIP_WHEEL}""", file_name=f"tiny-{seconds}.yaml")
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ import urllib.request
 
 from farm_harness import REPO, wait_until
 from test_publish import GH_REPO, GH_TOKEN, HF_REPO, HF_TOKEN, Fake, by_kind, publications, \
-    secrets_file
+    start_farmd_with_fakes
 from test_revalidation import example_with_passing_script
 
 VERIFIER = os.path.join(REPO, "tests", "support", "verify_provenance.py")
@@ -59,12 +59,7 @@ def recipe_with_publishing(root):
 def start(farm):
     gh = Fake(farm, "fake_github.py", GH_TOKEN, "fake_github")
     hf = Fake(farm, "fake_hf.py", HF_TOKEN, "fake_hf")
-    os.environ["FARM_HF_TOKEN"] = HF_TOKEN
-    try:
-        farm.start_farmd("--secrets-file", secrets_file(), "--github-api", gh.url,
-                         "--hf-endpoint", hf.url, "--publish-interval-ms", "300", http=True)
-    finally:
-        del os.environ["FARM_HF_TOKEN"]
+    start_farmd_with_fakes(farm, gh, hf)
     farm.start_worker("gpu-1", "--test-fake-gpu", "Fake H100:9.0")
     return gh, hf
 

@@ -11,10 +11,9 @@ import tempfile
 import urllib.request
 
 
-from farm_harness import REPO, kill9_tree, wait_until
+from farm_harness import REPO, example_recipe, kill9_tree, read_file, wait_until
 
 FAKES = os.path.join(REPO, "tests", "fakes")
-EXAMPLE_DIR = os.path.join(REPO, "kernels", "examples", "attn_example")
 GH_TOKEN = "ghp_publishTestToken0123456789abcdef"
 HF_TOKEN = "hf_publishTestTokenZYXWVUT987654321"
 GH_REPO = "farm/attn-wheels"
@@ -27,7 +26,7 @@ class Fake:
         ready = os.path.join(farm.root, name + ".url")
         self.proc = farm._spawn([sys.executable, os.path.join(FAKES, script), "--ready-file",
                                  ready, "--token", token, *flags], name + ".log")
-        self.url = wait_until(lambda: _read(ready), 30, name + " ready").strip()
+        self.url = wait_until(lambda: read_file(ready), 30, name + " ready").strip()
 
     def control(self, path, body=None):
         data = None if body is None else json.dumps(body).encode()
@@ -49,14 +48,6 @@ class Fake:
         return before
 
 
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
-
-
 # --- farm set-up ------------------------------------------------------------------------
 def write_recipe(root, extra_build="", tag="v{version}-build{build_id}", label="cu{cuda_nodot}",
                  hf=True, file_name="attn_publish.yaml"):
@@ -65,31 +56,16 @@ def write_recipe(root, extra_build="", tag="v{version}-build{build_id}", label="
     hf_lines = (f"""  hf_repo: {HF_REPO}
   hf_path_template: "build/{{variant}}/{{wheel}}"
 """ if hf else "")
-    path = os.path.join(root, file_name)
-    with open(path, "w") as f:
-        f.write(f"""name: attn-example
-version: "0.1.0"
-source:
-  local: {EXAMPLE_DIR}
-env:
-  NVCC_THREADS: "2"
-build: |
-  {extra_build}
-  "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
-system_site_packages: true
-timeout: 1800
-gb_per_compile_job: 2
-matrix:
+    return example_recipe(root, file_name, """\
   python: ["3.11"]
   cuda: ["13.0"]
   arch_lists: ["9.0"]
   platform: [linux_x86_64]
-publish:
+""", f"""publish:
   github_repo: {GH_REPO}
   github_tag_template: "{tag}"
 {hf_lines}  local_version: "{label}"
-""")
-    return path
+""", build_first=f"  {extra_build}\n")
 
 
 def secrets_file(github_token=GH_TOKEN):
@@ -102,18 +78,26 @@ def secrets_file(github_token=GH_TOKEN):
     return path
 
 
-def start_farmd(farm, gh, hf, secrets, hf_token=HF_TOKEN):
-    """farmd gets HF_TOKEN through its environment only; no other process inherits it.
-    These tests count the wheels' uploads and commits: the provenance files that go out
-    beside them by default are test_provenance.py's."""
+def start_farmd_with_fakes(farm, gh, hf, *flags, secrets=None, hf_token=HF_TOKEN):
+    """farmd (with its HTTP server) publishing to the GitHub and Hub fakes every 300 ms, with
+    `flags` after; `secrets` defaults to a fresh secrets_file(). farmd gets `hf_token`
+    through its environment only; no other process inherits it."""
     os.environ["FARM_HF_TOKEN"] = hf_token
     try:
-        return farm.start_farmd("--secrets-file", secrets, "--github-api", gh.url,
-                                "--hf-endpoint", hf.url, "--publish-pending-hardware",
-                                "--publish-interval-ms", "300", "--publish-without-provenance",
-                                http=True)
+        return farm.start_farmd("--secrets-file", secrets or secrets_file(), "--github-api",
+                                gh.url, "--hf-endpoint", hf.url, "--publish-interval-ms", "300",
+                                *flags, http=True)
     finally:
         del os.environ["FARM_HF_TOKEN"]
+
+
+def start_farmd(farm, gh, hf, secrets, hf_token=HF_TOKEN):
+    """farmd publishing wheels that wait for hardware. These tests count the wheels' uploads
+    and commits: the provenance files that go out beside them by default are
+    test_provenance.py's."""
+    return start_farmd_with_fakes(farm, gh, hf, "--publish-pending-hardware",
+                                  "--publish-without-provenance", secrets=secrets,
+                                  hf_token=hf_token)
 
 
 def publications(farm, build_id):

@@ -26,8 +26,8 @@ import zipfile
 
 import pytest
 
-from farm_harness import wait_until
-from test_environments import BUILD_WHEEL, finished, start_worker
+from farm_harness import finished, wait_until
+from test_environments import BUILD_WHEEL, start_worker
 from test_provision import RunningFake, make, serve_index_and_python
 from test_schedules import git
 

@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from farm_harness import pids_with_args, pure_python_source, wait_until
+from farm_harness import (PIP_WHEEL, job_log, local_recipe, pids_with_args, pure_python_source,
+                          wait_until)
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
                                 reason="bubblewrap (bwrap) is not installed on this machine")
@@ -19,22 +20,7 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
 def package(root, name, probes):
     """A pure-Python package whose build first runs `probes` (bash), then builds its wheel."""
     pure_python_source(root, name, {"probes.sh": textwrap.dedent(probes)})
-    recipe = os.path.join(root, name + ".yaml")
-    with open(recipe, "w") as f:
-        f.write(textwrap.dedent(f"""\
-            name: {name}
-            source: {{local: {name}-src}}
-            system_site_packages: true
-            build: |
-              bash probes.sh
-              "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
-            """))
-    return recipe
-
-
-def job_log(farm, build_id):
-    job = farm.ctl_json("show", str(build_id))["jobs"][0]
-    return farm.ctl("logs", str(job["id"])).stdout
+    return local_recipe(root, name, "bash probes.sh\n" + PIP_WHEEL)
 
 
 def test_a_build_reaches_no_credentials_no_other_job_and_leaves_nothing_running(farm):

@@ -24,8 +24,8 @@ import zipfile
 
 import pytest
 
-from farm_harness import wait_until
-from test_environments import BUILD_WHEEL, HOST_WHEELS, finished, log_of
+from farm_harness import finished, log_of, wait_until
+from test_environments import BUILD_WHEEL, HOST_WHEELS
 from test_provision import HOST_PYTHON, RunningFake, make  # test_provision finds the fakes
 
 TORCH = ("2.9.0+cu128", "2.10.0+cu128")

@@ -23,7 +23,7 @@ import zipfile
 
 import pytest
 
-from farm_harness import wait_until
+from farm_harness import finished, first_attempt_ended, log_of
 
 from test_provision import CUDA, RunningFake, make
 
@@ -91,19 +91,6 @@ def upstreams():
     shutil.rmtree(work, ignore_errors=True)
 
 
-def finished(farm, build_id, timeout=600):
-    def done():
-        b = farm.ctl_json("show", str(build_id))
-        return b if b["state"] in ("BUILD_SUCCEEDED", "BUILD_FAILED", "BUILD_CANCELLED") else None
-    return wait_until(done, timeout, "build %d to finish" % build_id, interval=0.5)
-
-
-def log_of(farm, job_id, attempt=None):
-    r = farm.ctl("logs", str(job_id), *(["--attempt", str(attempt)] if attempt else []))
-    assert r.returncode == 0, r.stderr
-    return r.stdout
-
-
 def toolkits(farm):
     d = os.path.join(farm.root, "tk-1", "envs", "toolkits")
     return sorted(os.listdir(d)) if os.path.isdir(d) else []
@@ -133,11 +120,7 @@ def test_job_builds_with_a_toolkit_from_redist_archives_then_reuses_it(farm, ups
     try:
         build = farm.ctl_json("submit", recipe)
         job_id = build["jobs"][0]["id"]
-
-        def failed_attempt():
-            job = farm.ctl_json("job", str(job_id))
-            return job if job.get("attempts") and job["attempts"][0].get("cause") else None
-        job = wait_until(failed_attempt, 300, "the first attempt to fail", interval=0.5)
+        job = first_attempt_ended(farm, job_id, 300)
     finally:
         up["redist"].control("corrupt", {"file": nvcc, "on": False})
     first = job["attempts"][0]
@@ -147,7 +130,7 @@ def test_job_builds_with_a_toolkit_from_redist_archives_then_reuses_it(farm, ups
     assert "checksum mismatch" in farm.log("farmd.log"), farm.log("farmd.log")[-3000:]
     assert toolkits(farm) == []  # nothing of the toolkit was kept
 
-    done = finished(farm, build["id"])  # retried: the upstream now serves the right bytes
+    done = finished(farm, build["id"], 600)  # retried: the upstream now serves the right bytes
     assert done["state"] == "BUILD_SUCCEEDED", json.dumps(done, indent=1)
     attempts = farm.ctl_json("job", str(job_id))["attempts"]
     log = log_of(farm, job_id, len(attempts))
@@ -175,7 +158,7 @@ def test_job_builds_with_a_toolkit_from_redist_archives_then_reuses_it(farm, ups
         assert any(n.endswith("_kernel.so") for n in z.namelist()), z.namelist()
 
     # A second job of the cell: the toolkit and the snapshot come from the cache.
-    again = finished(farm, farm.ctl_json("submit", "--force", recipe)["id"])
+    again = finished(farm, farm.ctl_json("submit", "--force", recipe)["id"], 600)
     assert again["state"] == "BUILD_SUCCEEDED", json.dumps(again, indent=1)
     log = log_of(farm, again["jobs"][0]["id"])
     assert "cached snapshot" in log and "nothing downloaded" in log, log

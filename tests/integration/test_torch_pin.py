@@ -10,13 +10,9 @@ import os
 import subprocess
 import zipfile
 
-import pytest
+from farm_harness import FARMCTL, PYTHON, REPO, example_recipe, venv
 
-from farm_harness import FARMCTL, REPO
-
-EXAMPLE_DIR = os.path.join(REPO, "kernels", "examples", "attn_example")
 FAKES = os.path.join(REPO, "tests", "fakes")
-PYTHON = "/usr/bin/python3"
 TORCHES = ("2.9.0+cu130", "2.11.0+cu130")
 
 
@@ -38,11 +34,7 @@ def torch_wheels(root):
 
 def venv_with_torch(root, wheels, version):
     """A venv (seeing Debian's setuptools and wheel) into which pip installed the stand-in."""
-    path = os.path.join(root, "venv-torch-" + version.split("+")[0])
-    r = run([PYTHON, "-m", "venv", "--system-site-packages", path])
-    if r.returncode != 0:
-        pytest.skip(f"python3 -m venv failed (python3-venv missing?): {r.stderr}")
-    python = os.path.join(path, "bin", "python")
+    python = venv(root, "torch-" + version.split("+")[0], "--system-site-packages")
     r = run([python, "-m", "pip", "install", "--no-index", "--no-deps", "--find-links", wheels,
              "torch==" + version])
     assert r.returncode == 0, r.stdout + r.stderr
@@ -51,26 +43,12 @@ def venv_with_torch(root, wheels, version):
 
 def write_recipe(root, torch_axis):
     torch_line = f"  torch: {json.dumps(list(torch_axis))}\n" if torch_axis else ""
-    path = os.path.join(root, "pinned.yaml" if torch_axis else "plain.yaml")
-    with open(path, "w") as f:
-        f.write(f"""name: attn-example
-version: "0.1.0"
-source:
-  local: {EXAMPLE_DIR}
-env:
-  NVCC_THREADS: "2"
-build: |
-  "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
-system_site_packages: true
-timeout: 1800
-gb_per_compile_job: 2
-matrix:
+    return example_recipe(root, "pinned.yaml" if torch_axis else "plain.yaml", f"""\
   python: ["3.11"]
 {torch_line}  cuda: ["13.0"]
   arch_lists: ["9.0"]
   platform: [linux_x86_64]
 """)
-    return path
 
 
 def metadata(wheel):

@@ -10,7 +10,7 @@ import textwrap
 import urllib.error
 import urllib.request
 
-from farm_harness import EXAMPLE_RECIPE, pure_python_source
+from farm_harness import EXAMPLE_RECIPE, PIP_WHEEL, local_recipe, pure_python_source
 from test_foundation import ARCH_LIST, only_job
 
 EXAMPLE_DIR = os.path.dirname(EXAMPLE_RECIPE)
@@ -25,17 +25,7 @@ def job_log(farm, job_id):
 def pure_package(root, name, validation, build_extra=""):
     """A recipe building a small pure-Python wheel (no nvcc) with a `validation` section."""
     pure_python_source(root, name)
-    recipe = os.path.join(root, name + ".yaml")
-    with open(recipe, "w") as f:
-        f.write(textwrap.dedent(f"""\
-            name: {name}
-            source: {{local: {name}-src}}
-            system_site_packages: true
-            build: |
-              {build_extra or '"$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"'}
-            """))
-        f.write(textwrap.dedent(validation))
-    return recipe
+    return local_recipe(root, name, build_extra or PIP_WHEEL, tail=textwrap.dedent(validation))
 
 
 def submit_and_wait(farm, recipe, *args):
@@ -175,21 +165,13 @@ FIXED_ARCH_DIR = os.path.join(os.path.dirname(__file__), "packages", "fixed_arch
 
 def fixed_arch_recipe(root, name, policy):
     """The fixed_arch package (it compiles sm_75, sm_90 and sm_121 whatever it is asked)."""
-    recipe = os.path.join(root, name + ".yaml")
-    with open(recipe, "w") as f:
-        f.write(textwrap.dedent(f"""\
-            name: {name}
-            source: {{local: {FIXED_ARCH_DIR}}}
-            system_site_packages: true
-            unrequested_archs: {policy}
-            build: |
-              "$FARM_PYTHON" -m pip wheel . --no-build-isolation --no-deps --no-index -w "$FARM_WHEEL_DIR"
-            matrix:
-              cuda: ["13.0"]
-              arch_lists: ["9.0"]
-              platform: [linux_x86_64]
-            """))
-    return recipe
+    return local_recipe(root, name, source=FIXED_ARCH_DIR,
+                        head=f"unrequested_archs: {policy}\n", tail=textwrap.dedent("""\
+                            matrix:
+                              cuda: ["13.0"]
+                              arch_lists: ["9.0"]
+                              platform: [linux_x86_64]
+                            """))
 
 
 def test_a_package_that_ignores_the_arch_list_is_flagged_and_can_be_made_to_fail(farm):

@@ -6,10 +6,7 @@ the policy is in force (an inline script injected into the page does not run and
 reported). The data comes from dashboard_fixture --demo, as in test_dashboard_e2e.py."""
 import os
 
-import pytest
-
-import farm_harness
-from test_dashboard_e2e import FIXTURE, Page, _browser
+from test_dashboard_e2e import Page, _browser
 
 # Installed before any page script runs (DevTools scripts are outside the page's policy):
 # collects every violation the page reports.
@@ -36,12 +33,7 @@ def _no_violations(p, where, app=True):
 
 
 def test_every_page_works_under_the_content_security_policy(farm):
-    if not os.path.exists(FIXTURE):
-        pytest.skip(f"{FIXTURE} is not built")
-    ready = os.path.join(farm.root, "dashboard.addr")
-    farm._spawn([FIXTURE, "--data-dir", farm.data, "--ready-file", ready, "--demo",
-                 "--lines", "40", "--line-ms", "300"], "dashboard.log")
-    address = farm_harness.wait_until(lambda: farm_harness._read(ready), 30, "ready file").strip()
+    address = farm.start_dashboard_fixture("--demo", "--lines", "40", "--line-ms", "300")
     driver = _browser(os.path.join(farm.root, "chromium-profile"))
     try:
         driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",

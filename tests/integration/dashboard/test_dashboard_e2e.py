@@ -15,8 +15,6 @@ import pytest
 
 import farm_harness
 
-FIXTURE = os.environ.get("DASHBOARD_FIXTURE", os.path.join(
-    farm_harness.REPO, "build", "tests", "integration", "dashboard", "dashboard_fixture"))
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 SHOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "screenshots")
@@ -72,12 +70,7 @@ class Page:
 
 
 def test_dashboard_follows_a_live_build(farm):
-    if not os.path.exists(FIXTURE):
-        pytest.skip(f"{FIXTURE} is not built")
-    ready = os.path.join(farm.root, "dashboard.addr")
-    farm._spawn([FIXTURE, "--data-dir", farm.data, "--ready-file", ready, "--demo",
-                 "--lines", str(LINES), "--line-ms", "300"], "dashboard.log")
-    address = farm_harness.wait_until(lambda: farm_harness._read(ready), 30, "ready file").strip()
+    address = farm.start_dashboard_fixture("--demo", "--lines", str(LINES), "--line-ms", "300")
     driver = _browser(os.path.join(farm.root, "chromium-profile"))
     try:
         _walk_through(Page(driver, "http://" + address))

@@ -7,15 +7,10 @@ import os
 import subprocess
 import urllib.request
 
-import pytest
-
-import farm_harness
 from farm_harness import FARMCTL, wait_until
 from test_commands import LineReader
 from test_dashboard_e2e import Page, _browser
 
-FIXTURE = os.environ.get("DASHBOARD_FIXTURE", os.path.join(
-    farm_harness.REPO, "build", "tests", "integration", "dashboard", "dashboard_fixture"))
 CUDA_128_RECIPE = """name: needs-cuda-128
 source: {local: src}
 matrix:
@@ -160,13 +155,8 @@ def test_pages_read_right(farm):
     running build that has not "taken" anything yet, a cell without a CUDA version not
     called a CPU variant, chart colours unlike the failure red, log phases with their
     durations, and the index's navigation bar the same as the dashboard's."""
-    if not os.path.exists(FIXTURE):
-        pytest.skip(f"{FIXTURE} is not built")
-    ready = os.path.join(farm.root, "dashboard.addr")
-    farm._spawn([FIXTURE, "--data-dir", farm.data, "--ready-file", ready, "--demo",
-                 "--lines", "6", "--line-ms", "200",
-                 "--wheel", f"{tiny_wheel(farm.root)},,,passed"], "dashboard.log")
-    address = wait_until(lambda: farm_harness._read(ready), 30, "ready file").strip()
+    address = farm.start_dashboard_fixture("--demo", "--lines", "6", "--line-ms", "200",
+                                           "--wheel", f"{tiny_wheel(farm.root)},,,passed")
     base = "http://" + address
     with urllib.request.urlopen(base + "/api/v1/builds", timeout=30) as r:
         builds = json.load(r)["builds"]

@@ -21,7 +21,7 @@ import pytest
 import farm_harness
 from farm_harness import wait_until
 from test_dashboard_e2e import Page, _browser
-from test_publish import GH_REPO, GH_TOKEN, HF_REPO, HF_TOKEN, Fake, secrets_file
+from test_publish import GH_REPO, GH_TOKEN, HF_REPO, HF_TOKEN, Fake, start_farmd_with_fakes
 
 WORKER = "gpu-box-1"
 UNITS = 60  # the slow build's [n/m] units, 0.4 s each
@@ -77,14 +77,9 @@ class ReleaseFarm:
         self.farm = farm
         self.gh = Fake(farm, "fake_github.py", GH_TOKEN, "fake_github")
         self.hf = Fake(farm, "fake_hf.py", HF_TOKEN, "fake_hf")
-        os.environ["FARM_HF_TOKEN"] = "hf_wrongTokenForTheDashboard00000"
-        try:
-            farm.start_farmd("--secrets-file", secrets_file(), "--github-api", self.gh.url,
-                             "--hf-endpoint", self.hf.url, "--publish-pending-hardware",
-                             "--index-include-pending",
-                             "--publish-interval-ms", "300", http=True)
-        finally:
-            del os.environ["FARM_HF_TOKEN"]
+        start_farmd_with_fakes(farm, self.gh, self.hf, "--publish-pending-hardware",
+                               "--index-include-pending",
+                               hf_token="hf_wrongTokenForTheDashboard00000")
         farm.start_worker(WORKER, "--max-jobs", "2")
         farm.wait_workers(1)
         src = os.path.join(farm.root, "src")

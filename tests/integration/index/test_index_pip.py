@@ -15,11 +15,7 @@ import urllib.request
 
 import pytest
 
-import farm_harness
-
-FIXTURE = os.environ.get("DASHBOARD_FIXTURE", os.path.join(
-    farm_harness.REPO, "build", "tests", "integration", "dashboard", "dashboard_fixture"))
-PYTHON = "/usr/bin/python3"
+from farm_harness import PYTHON, venv
 
 SETUP_PY = """from setuptools import setup
 setup(name="attn-example", version="{version}", packages=["attn_example"],
@@ -50,16 +46,20 @@ def _build_wheel(root, version, variant):
     return os.path.join(dist, name)
 
 
+def _pip_install(python, url, requirement):
+    """The venv's own pip (of `python`) installs `requirement` from `url` only; returns (rc,
+    its output)."""
+    r = subprocess.run([os.path.join(os.path.dirname(python), "pip"), "install",
+                        "--no-cache-dir", "--index-url", url, requirement], capture_output=True,
+                       text=True, timeout=300, env=_clean_env())
+    return r.returncode, r.stdout + r.stderr
+
+
 def _install(root, url, name):
-    venv = os.path.join(root, "venv-" + name)
-    r = subprocess.run([PYTHON, "-m", "venv", venv], capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        pytest.skip(f"python3 -m venv failed (python3-venv missing?): {r.stderr}")
-    r = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--no-cache-dir",
-                        "--index-url", url, "attn-example"], capture_output=True, text=True,
-                       timeout=300, env=_clean_env())
-    assert r.returncode == 0, r.stdout + r.stderr
-    out = subprocess.run([os.path.join(venv, "bin", "python"), "-c",
+    python = venv(root, name)
+    rc, out = _pip_install(python, url, "attn-example")
+    assert rc == 0, out
+    out = subprocess.run([python, "-c",
                           "import attn_example, importlib.metadata as m;"
                           "print(attn_example.VARIANT, m.version('attn-example'))"],
                          capture_output=True, text=True, timeout=60)
@@ -68,20 +68,15 @@ def _install(root, url, name):
 
 
 def test_pip_installs_the_variant_it_is_pointed_at(farm):
-    if not os.path.exists(FIXTURE):
-        pytest.skip(f"{FIXTURE} is not built")
     if not shutil.which("pip", path="/usr/bin") and subprocess.run(
             [PYTHON, "-m", "pip", "--version"], capture_output=True).returncode != 0:
         pytest.skip("Debian's python3-pip is not installed")
     cu130 = _build_wheel(farm.root, "0.1.0+cu130", "cu130")
     cu128 = _build_wheel(farm.root, "0.1.0+cu128torch2.8", "cu128-torch2.8")
     failed = _build_wheel(farm.root, "0.2.0+cu130", "failed")
-    ready = os.path.join(farm.root, "dashboard.addr")
-    farm._spawn([FIXTURE, "--data-dir", farm.data, "--ready-file", ready,
-                 "--wheel", f"{cu130},13.0,,passed", "--wheel", f"{cu128},12.8,2.8,passed",
-                 "--wheel", f"{failed},13.0,,failed"], "dashboard.log")
-    base = "http://" + farm_harness.wait_until(
-        lambda: farm_harness._read(ready), 30, "ready file").strip()
+    base = "http://" + farm.start_dashboard_fixture(
+        "--wheel", f"{cu130},13.0,,passed", "--wheel", f"{cu128},12.8,2.8,passed",
+        "--wheel", f"{failed},13.0,,failed")
 
     # The JSON view pip reads: one file per variant, hashes and metadata announced.
     req = urllib.request.Request(base + "/cu130/simple/attn-example/",
@@ -99,28 +94,15 @@ def test_pip_installs_the_variant_it_is_pointed_at(farm):
 
 def _pip(root, url, requirement):
     """Runs the real pip of a fresh venv against `url` only; returns (rc, its output)."""
-    venv = os.path.join(root, "venv-" + str(len(os.listdir(root))))
-    r = subprocess.run([PYTHON, "-m", "venv", venv], capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        pytest.skip(f"python3 -m venv failed (python3-venv missing?): {r.stderr}")
-    r = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--no-cache-dir",
-                        "--index-url", url, requirement], capture_output=True, text=True,
-                       timeout=300, env=_clean_env())
-    return r.returncode, r.stdout + r.stderr
+    return _pip_install(venv(root, str(len(os.listdir(root)))), url, requirement)
 
 
 def test_pip_users_read_why_their_gpu_has_no_wheel(farm):
     """A GPU view without a wheel of the project: pip prints the farm's reason (the reason
     phrase of the placeholder file's 404), a browser gets an HTML page, and the views that
     have the wheel install as before."""
-    if not os.path.exists(FIXTURE):
-        pytest.skip(f"{FIXTURE} is not built")
     wheel = _build_wheel(farm.root, "0.1.0+cu130", "cu130")
-    ready = os.path.join(farm.root, "dashboard.addr")
-    farm._spawn([FIXTURE, "--data-dir", farm.data, "--ready-file", ready,
-                 "--wheel", f"{wheel},13.0,,passed,sm_90"], "dashboard.log")
-    base = "http://" + farm_harness.wait_until(
-        lambda: farm_harness._read(ready), 30, "ready file").strip()
+    base = "http://" + farm.start_dashboard_fixture("--wheel", f"{wheel},13.0,,passed,sm_90")
     why = "no wheel of attn-example in cu130 runs on compute capability 10.0 (B200"
     rc, out = _pip(farm.root, base + "/cu130/sm100/simple/", "attn-example")
     assert rc == 1, out
@@ -151,21 +133,11 @@ def test_pip_users_read_why_their_gpu_has_no_wheel(farm):
 
 
 def test_the_install_script_says_it_plainly_and_uses_the_view_only(farm):
-    if not os.path.exists(FIXTURE):
-        pytest.skip(f"{FIXTURE} is not built")
     wheel = _build_wheel(farm.root, "0.1.0+cu130", "cu130")
-    ready = os.path.join(farm.root, "dashboard.addr")
-    farm._spawn([FIXTURE, "--data-dir", farm.data, "--ready-file", ready,
-                 "--wheel", f"{wheel},13.0,,passed,sm_90"], "dashboard.log")
-    base = "http://" + farm_harness.wait_until(
-        lambda: farm_harness._read(ready), 30, "ready file").strip()
+    base = "http://" + farm.start_dashboard_fixture("--wheel", f"{wheel},13.0,,passed,sm_90")
     with urllib.request.urlopen(base + "/install", timeout=10) as r:
         script = r.read().decode()
-    venv = os.path.join(farm.root, "venv-script")
-    r = subprocess.run([PYTHON, "-m", "venv", venv], capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        pytest.skip(f"python3 -m venv failed (python3-venv missing?): {r.stderr}")
-    python = os.path.join(venv, "bin", "python")
+    python = venv(farm.root, "script")
 
     def run(cc, *args):
         env = dict(_clean_env(), FARM_INSTALL_GPU_CC=cc)

@@ -19,8 +19,6 @@ import pytest
 import farm_harness
 from farm_harness import FARMCTL, wait_until
 
-FIXTURE = os.environ.get("DASHBOARD_FIXTURE", os.path.join(
-    farm_harness.REPO, "build", "tests", "integration", "dashboard", "dashboard_fixture"))
 FAKES = os.path.join(farm_harness.REPO, "tests", "fakes")
 PYTHON = "/usr/bin/python3"
 SETUP_PY = """from setuptools import setup
@@ -55,6 +53,21 @@ def build_wheel(root, name, version, requirement):
     path = os.path.join(dist, f"{package}-{version}-py3-none-any.whl")
     assert os.path.exists(path), os.listdir(dist)
     return path
+
+
+def pip_install(python, index, requirement="pinned-pkg"):
+    return run([python, "-m", "pip", "install", "--no-cache-dir", "--index-url", index,
+                requirement])
+
+
+def check_torch_28_view(venvs, view):
+    """pip pointed at the torch 2.8 `view` gets the wheel for that torch, and leaves torch
+    alone."""
+    python = venvs.make("2.8.0+cu128")
+    r = pip_install(python, view)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert installed(python)["pinned-pkg"] == "0.1.0+cu128torch2.8"
+    assert installed(python)["torch"] == "2.8.0+cu128"
 
 
 class Venvs:
@@ -97,8 +110,6 @@ def install_script(python, script, farm, project, *args):
 
 @pytest.fixture
 def index(farm):
-    if not os.path.exists(FIXTURE):
-        pytest.skip(f"{FIXTURE} is not built")
     if run([PYTHON, "-m", "pip", "--version"]).returncode != 0:
         pytest.skip("Debian's python3-pip is not installed")
     wheels = [
@@ -107,12 +118,10 @@ def index(farm):
         # A stable-ABI build runs in its group's newest torch (common/recipe/build_plan.cc).
         (build_wheel(farm.root, "stable-pkg", "0.1.0+cu12torch2.9andhigher", "torch>=2.9"), "2.10"),
     ]
-    ready = os.path.join(farm.root, "dashboard.addr")
-    argv = [FIXTURE, "--data-dir", farm.data, "--ready-file", ready]
+    args = []
     for path, torch in wheels:
-        argv += ["--wheel", f"{path},12.8,{torch},passed,sm_90"]
-    farm._spawn(argv, "dashboard.log")
-    base = "http://" + wait_until(lambda: farm_harness._read(ready), 30, "ready file").strip()
+        args += ["--wheel", f"{path},12.8,{torch},passed,sm_90"]
+    base = "http://" + farm.start_dashboard_fixture(*args)
     venvs_root = os.path.join(farm.root, "venvs")
     os.makedirs(venvs_root)
     with urllib.request.urlopen(base + "/install", timeout=10) as r:
@@ -162,17 +171,10 @@ def check_install_script(base, venvs, script):
 
 def test_torch_views_and_the_install_script_on_the_farms_index(index):
     base, venvs, script = index
-    # pip pointed at a torch view gets the wheel for that torch, and leaves torch alone.
-    python = venvs.make("2.8.0+cu128")
-    r = run([python, "-m", "pip", "install", "--no-cache-dir", "--index-url",
-             base + "/cu128/sm90/torch2.8.0/simple/", "pinned-pkg"])
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert installed(python)["pinned-pkg"] == "0.1.0+cu128torch2.8"
-    assert installed(python)["torch"] == "2.8.0+cu128"
+    check_torch_28_view(venvs, base + "/cu128/sm90/torch2.8.0/simple/")
     # The torch 2.10 view has no pinned-pkg: pip prints why, and what the farm has.
     python = venvs.make("2.10.0+cu128")
-    r = run([python, "-m", "pip", "install", "--no-cache-dir", "--index-url",
-             base + "/cu128/sm90/torch2.10.0/simple/", "pinned-pkg"])
+    r = pip_install(python, base + "/cu128/sm90/torch2.10.0/simple/")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "no wheel of pinned-pkg installs next to torch 2.10.0" in r.stdout + r.stderr
     assert installed(python)["torch"] == "2.10.0+cu128"
@@ -224,10 +226,5 @@ def test_the_static_export_holds_the_torch_views(index, farm):
     with urllib.request.urlopen(static + "/install", timeout=10) as resp:
         script = resp.read().decode()
     # Real pip against the static torch view of torch 2.8.
-    python = venvs.make("2.8.0+cu128")
-    r = run([python, "-m", "pip", "install", "--no-cache-dir", "--index-url",
-             static + "/cu128/sm90/torch2.8/simple/", "pinned-pkg"])
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert installed(python)["pinned-pkg"] == "0.1.0+cu128torch2.8"
-    assert installed(python)["torch"] == "2.8.0+cu128"
+    check_torch_28_view(venvs, static + "/cu128/sm90/torch2.8/simple/")
     check_install_script(static, venvs, script)

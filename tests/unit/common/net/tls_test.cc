@@ -11,21 +11,23 @@
 namespace farm::net {
 namespace {
 
-Result<ClientTls> ParseClient(std::vector<std::string> args) {
-  args.insert(args.begin(), "farmctl");
+// Parses `args` into `flags` as the command line of `program`.
+Status ParseArgs(Flags& flags, const char* program, std::vector<std::string> args) {
+  args.insert(args.begin(), program);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
+  return flags.Parse(static_cast<int>(argv.size()), argv.data());
+}
+
+Result<ClientTls> ParseClient(std::vector<std::string> args) {
   Flags flags(ClientTlsFlags());
-  FARM_RETURN_IF_ERROR(flags.Parse(static_cast<int>(argv.size()), argv.data()));
+  FARM_RETURN_IF_ERROR(ParseArgs(flags, "farmctl", std::move(args)));
   return ClientTlsFromFlags(flags);
 }
 
 Result<ServerTls> ParseServer(std::vector<std::string> args) {
-  args.insert(args.begin(), "farmd");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
   Flags flags(ServerTlsFlags());
-  FARM_RETURN_IF_ERROR(flags.Parse(static_cast<int>(argv.size()), argv.data()));
+  FARM_RETURN_IF_ERROR(ParseArgs(flags, "farmd", std::move(args)));
   return ServerTlsFromFlags(flags);
 }
 

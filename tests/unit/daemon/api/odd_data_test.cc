@@ -250,11 +250,7 @@ TEST_F(OddDataRpcTest, CapabilitiesAHeartbeatReportsAreStoredAndPlaceTheWaitingJ
   farm::v1::HeartbeatRequest hb;
   hb.set_worker_id(id);
   auto* caps = hb.mutable_capabilities();
-  caps->set_platform("linux_x86_64");
-  caps->add_pythons()->set_version("3.11");
-  auto* tk = caps->add_toolkits();
-  tk->set_version("12.4");
-  tk->add_gpu_codes("sm_90"), tk->add_gpu_codes("compute_90");
+  SetBuilderCapabilities(caps);
   caps->mutable_provisioning()->set_cache_bytes(int64_t{5} << 30);
   farm::v1::HeartbeatResponse hb_resp;
   ASSERT_TRUE(worker_->Heartbeat(Ctx(token).get(), hb, &hb_resp).ok());

@@ -11,16 +11,6 @@ namespace {
 
 class OwnersRpcTest : public RpcTest {
  protected:
-  std::string Token(const std::string& role, const std::string& name) {
-    farm::v1::CreateTokenRequest req;
-    req.set_role(role);
-    req.set_name(name);
-    farm::v1::CreateTokenResponse resp;
-    auto s = farm_->CreateToken(Ctx(admin_).get(), req, &resp);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return resp.token();
-  }
-
   std::vector<farm::v1::AuditRecord> Audit(const std::string& principal = "") {
     farm::v1::ListAuditRequest req;
     req.set_principal(principal);

@@ -8,16 +8,6 @@ namespace {
 
 class QuotaRpcTest : public RpcTest {
  protected:
-  std::string Token(const std::string& role, const std::string& name) {
-    farm::v1::CreateTokenRequest req;
-    req.set_role(role);
-    req.set_name(name);
-    farm::v1::CreateTokenResponse resp;
-    auto s = farm_->CreateToken(Ctx(admin_).get(), req, &resp);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return resp.token();
-  }
-
   // Submits kRecipe, under another name where given (a recipe name belongs to the first
   // principal that submits it).
   grpc::Status SubmitAs(const std::string& token, const std::string& name = "") {
@@ -29,8 +19,8 @@ class QuotaRpcTest : public RpcTest {
     return farm_->SubmitBuild(Ctx(token).get(), req, &resp);
   }
 
-  grpc::Status SetQuota(const std::string& token, const std::string& principal,
-                        int64_t submissions, farm::v1::Quota* out) {
+  grpc::Status SetQuota(const std::string& token, const std::string& principal, int64_t submissions,
+                        farm::v1::Quota* out) {
     farm::v1::SetQuotaRequest req;
     req.set_principal(principal);
     req.mutable_limits()->set_submissions(submissions);

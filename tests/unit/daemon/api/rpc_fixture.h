@@ -85,6 +85,17 @@ class RpcTest : public ::testing::Test {
     EXPECT_NE(s.error_code(), StatusCode::UNAVAILABLE) << what << ": " << s.error_message();
   }
 
+  // A new token of `role` named `name`, made by the admin.
+  std::string Token(const std::string& role, const std::string& name) {
+    farm::v1::CreateTokenRequest req;
+    req.set_role(role);
+    req.set_name(name);
+    farm::v1::CreateTokenResponse resp;
+    auto s = farm_->CreateToken(Ctx(admin_).get(), req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp.token();
+  }
+
   farm::v1::Build Submit() {
     farm::v1::SubmitBuildRequest req;
     req.set_recipe_yaml(kRecipe);
@@ -106,16 +117,21 @@ class RpcTest : public ::testing::Test {
     return {resp.worker_id(), resp.worker_token()};
   }
 
-  // Registers a worker that can build kRecipe's cell; returns its registration.
-  farm::v1::RegisterResponse RegisterBuilder() {
-    farm::v1::RegisterRequest reg;
-    reg.set_name("gpu-host-ünï");
-    auto* caps = reg.mutable_capabilities();
+  // What a worker that can build kRecipe's cell reports: linux_x86_64, Python 3.11 and
+  // CUDA 12.4 for sm_90.
+  static void SetBuilderCapabilities(farm::v1::Capabilities* caps) {
     caps->set_platform("linux_x86_64");
     caps->add_pythons()->set_version("3.11");
     auto* tk = caps->add_toolkits();
     tk->set_version("12.4");
     tk->add_gpu_codes("sm_90"), tk->add_gpu_codes("compute_90");
+  }
+
+  // Registers a worker that can build kRecipe's cell; returns its registration.
+  farm::v1::RegisterResponse RegisterBuilder() {
+    farm::v1::RegisterRequest reg;
+    reg.set_name("gpu-host-ünï");
+    SetBuilderCapabilities(reg.mutable_capabilities());
     farm::v1::RegisterResponse registered;
     auto s = worker_->Register(Ctx(enroll_).get(), reg, &registered);
     EXPECT_TRUE(s.ok()) << s.error_message();

@@ -7,6 +7,7 @@
 
 #include "common/provenance/verify.h"
 #include "common/sha256.h"
+#include "tests/support/one_job_build.h"
 #include "tests/support/test_util.h"
 
 namespace farm::attest {
@@ -47,16 +48,9 @@ class AttestorTest : public ::testing::Test {
     cell.set_cuda("13.0");
     cell.set_arch_list("9.0");
     cell.set_platform("linux_x86_64");
-    store::BuildRow b{.recipe_name = "attn-example",
-                      .recipe = recipe.SerializeAsString(),
-                      .submitted_by = "t",
-                      .created_ms = 1};
-    std::vector<store::JobRow> jobs(1);
-    jobs[0].cell = cell.SerializeAsString();
-    ASSERT_OK(store_->CreateBuild(&b, &jobs));
-    auto job = store_->AcquireJob("w-1", clock_.NowUnixMs(), 60'000, nullptr);
+    auto job = farm::testing::LeaseOneJobBuild(*store_, recipe, cell, "w-1", clock_.NowUnixMs());
     ASSERT_OK(job.status());
-    job_ = **job;
+    job_ = *job;
     ASSERT_OK(
         store_->AppendLogLines(job_.id, 1, {{1, 1, "compiling", 1}, {2, 1, "done", 2}}).status());
     artifact_ = store_

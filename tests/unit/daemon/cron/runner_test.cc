@@ -10,13 +10,10 @@
 #include <map>
 
 #include "tests/support/test_util.h"
-#include "tests/unit/daemon/cron/store_submitter.h"
+#include "tests/unit/daemon/cron/runner_fixture.h"
 
 namespace farm::cron {
 namespace {
-
-using farm::testing::FakeClock;
-using farm::testing::ScopedTempDir;
 
 int64_t UtcMs(const std::string& iso) {
   std::tm tm{};
@@ -36,22 +33,15 @@ class FakeResolver final : public SourceResolver {
   int calls = 0;
 };
 
-class RunnerTest : public ::testing::Test {
+class RunnerTest : public RunnerFixture {
  protected:
   void SetUp() override {
     clock_.Set(UtcMs("2026-03-27T12:00:00Z"));
     Reopen();
   }
 
-  // A farmd restart: a new store connection and a new runner over the same file.
-  void Reopen() {
-    runner_.reset();
-    store_.reset();
-    auto store = store::OpenSqliteStore(dir_.path() + "/farm.db");
-    ASSERT_OK(store.status());
-    store_ = std::move(store).value();
-    raw_store_ = store_.get();
-    runner_ = std::make_unique<ScheduleRunner>(store_.get(), &clock_, &resolver_, &submitter_);
+  std::unique_ptr<ScheduleRunner> MakeRunner() override {
+    return std::make_unique<ScheduleRunner>(store_.get(), &clock_, &resolver_, &submitter_);
   }
 
   int64_t AddSchedule(const std::string& cron, const std::string& zone, int missed = 1,
@@ -81,12 +71,6 @@ class RunnerTest : public ::testing::Test {
     return row.id;
   }
 
-  std::vector<store::ScheduleRunRow> Runs(int64_t id) {
-    auto runs = store_->ListScheduleRuns(id, 100);
-    EXPECT_OK(runs.status());
-    return runs.ok() ? runs.value() : std::vector<store::ScheduleRunRow>{};
-  }
-
   // Completes every job of the build as a worker would.
   void FinishBuild(int64_t build_id, bool ok) {
     for (int i = 0; i < 10; ++i) {
@@ -112,13 +96,7 @@ class RunnerTest : public ::testing::Test {
     return fired.ok() ? fired.value() : -1;
   }
 
-  ScopedTempDir dir_;
-  FakeClock clock_;
   FakeResolver resolver_;
-  store::Store* raw_store_ = nullptr;
-  StoreSubmitter submitter_{&raw_store_, &clock_};
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<ScheduleRunner> runner_;
 };
 
 TEST_F(RunnerTest, FiresAtItsCronTimesAcrossTheSpringChange) {

@@ -9,13 +9,10 @@
 #include "daemon/cron/upstream_watch.h"
 #include "daemon/cron/watch_state.h"
 #include "tests/support/test_util.h"
-#include "tests/unit/daemon/cron/store_submitter.h"
+#include "tests/unit/daemon/cron/runner_fixture.h"
 
 namespace farm::cron {
 namespace {
-
-using farm::testing::FakeClock;
-using farm::testing::ScopedTempDir;
 
 TEST(WatchStateTest, RoundTripsAndDropsWhatDoesNotParse) {
   WatchState s;
@@ -246,21 +243,15 @@ class ScriptedPoller final : public UpstreamPoller {
   int polls = 0;
 };
 
-class WatchRunnerTest : public ::testing::Test {
+class WatchRunnerTest : public RunnerFixture {
  protected:
   void SetUp() override {
     clock_.Set(1'800'000'000'000);
     Reopen();
   }
-  void Reopen() {
-    runner_.reset();
-    store_.reset();
-    auto store = store::OpenSqliteStore(dir_.path() + "/farm.db");
-    ASSERT_OK(store.status());
-    store_ = std::move(store).value();
-    raw_ = store_.get();
-    runner_ = std::make_unique<ScheduleRunner>(store_.get(), &clock_, nullptr, &submitter_,
-                                               RunnerOptions{}, &poller_);
+  std::unique_ptr<ScheduleRunner> MakeRunner() override {
+    return std::make_unique<ScheduleRunner>(store_.get(), &clock_, nullptr, &submitter_,
+                                            RunnerOptions{}, &poller_);
   }
   int64_t AddWatch() {
     farm::v1::SubmitBuildRequest req;
@@ -280,22 +271,12 @@ class WatchRunnerTest : public ::testing::Test {
     EXPECT_OK(store_->InsertSchedule(&row));
     return row.id;
   }
-  std::vector<store::ScheduleRunRow> Runs(int64_t id) {
-    auto runs = store_->ListScheduleRuns(id, 100);
-    return runs.ok() ? runs.value() : std::vector<store::ScheduleRunRow>{};
-  }
   void Step(int64_t ms) {
     clock_.Advance(ms);
     ASSERT_OK(runner_->Tick().status());
   }
 
-  ScopedTempDir dir_;
-  FakeClock clock_;
   ScriptedPoller poller_;
-  store::Store* raw_ = nullptr;
-  StoreSubmitter submitter_{&raw_, &clock_};
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<ScheduleRunner> runner_;
 };
 
 TEST_F(WatchRunnerTest, FiresOncePerChangeAcrossRestarts) {

@@ -19,8 +19,8 @@ void HttpFixture::SetUp() {
   audit_ = std::make_unique<audit::AuditLog>(store_.get(), &clock_);
 }
 
-std::vector<int64_t> HttpFixture::AddBuild(int n, const std::string& cuda,
-                                           const std::string& torch, int64_t* build_id) {
+std::vector<int64_t> HttpFixture::AddBuild(int n, const std::string& cuda, const std::string& torch,
+                                           int64_t* build_id) {
   store::BuildRow b;
   b.recipe_name = "attn-example";
   b.submitted_by = "test";
@@ -53,6 +53,16 @@ void HttpFixture::Finish(int64_t id, int cause) {
   EXPECT_OK(store_->CompleteAttempt(r, clock_.NowUnixMs()).status());
 }
 
+std::string HttpFixture::AddFinishedWheel(const std::string& cuda, const std::string& torch,
+                                          const std::string& filename, const std::string& metadata,
+                                          int validation_state, const std::string& manifest) {
+  auto ids = AddBuild(1, cuda, torch);
+  Start(ids[0]);
+  std::string sha = AddWheel(ids[0], filename, metadata, validation_state, manifest);
+  Finish(ids[0]);
+  return sha;
+}
+
 std::string MakeZip(const std::vector<std::pair<std::string, std::string>>& files) {
   std::string out(1 << 20, '\0');
   size_t used = 0;
@@ -79,8 +89,8 @@ std::string HttpFixture::AddWheel(int64_t job_id, const std::string& filename,
                                   const std::string& metadata, int validation_state,
                                   const std::string& manifest) {
   std::string dist = filename.substr(0, filename.find('-', filename.find('-') + 1));
-  std::string zip = MakeZip({{"attn_example/__init__.py", "X = 1\n"},
-                             {dist + ".dist-info/METADATA", metadata}});
+  std::string zip =
+      MakeZip({{"attn_example/__init__.py", "X = 1\n"}, {dist + ".dist-info/METADATA", metadata}});
   std::string sha = Sha256Hex(zip);
   auto w = blobs_->BeginWrite(static_cast<int64_t>(zip.size()), sha);
   EXPECT_OK(w.status());
@@ -88,8 +98,11 @@ std::string HttpFixture::AddWheel(int64_t job_id, const std::string& filename,
   EXPECT_OK(w.value()->Commit());
   farm::v1::ValidationReport v;
   v.set_state(static_cast<farm::v1::ValidationState>(validation_state));
-  EXPECT_OK(store_->InsertArtifact(store::ArtifactRow{0, job_id, 1, filename, sha,
-      static_cast<int64_t>(zip.size()), manifest, v.SerializeAsString(), clock_.NowUnixMs()}).status());
+  EXPECT_OK(store_
+                ->InsertArtifact(store::ArtifactRow{0, job_id, 1, filename, sha,
+                                                    static_cast<int64_t>(zip.size()), manifest,
+                                                    v.SerializeAsString(), clock_.NowUnixMs()})
+                .status());
   return sha;
 }
 

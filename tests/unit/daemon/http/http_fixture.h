@@ -4,7 +4,6 @@
 #define FARM_TESTS_UNIT_DAEMON_HTTP_HTTP_FIXTURE_H_
 
 #include <boost/json.hpp>
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +28,11 @@ class HttpFixture : public ::testing::Test {
   // `manifest` is a serialized farm.v1.ArchManifest ("" for none).
   std::string AddWheel(int64_t job_id, const std::string& filename, const std::string& metadata,
                        int validation_state, const std::string& manifest = "");
+  // A build of one job of (cuda, torch) that ran, made the wheel `filename` (as AddWheel)
+  // and finished; returns the wheel's sha256.
+  std::string AddFinishedWheel(const std::string& cuda, const std::string& torch,
+                               const std::string& filename, const std::string& metadata,
+                               int validation_state, const std::string& manifest = "");
   Router MakeRouter(DashboardOptions options = {});
   Response Get(Router& r, const std::string& target, const std::string& accept = "");
   static boost::json::value Json(const Response& r);

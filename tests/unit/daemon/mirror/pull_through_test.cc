@@ -6,15 +6,10 @@
 #include <vector>
 
 #include "common/sha256.h"
-#include "tests/support/fake_upstream.h"
-#include "tests/support/test_util.h"
+#include "tests/support/pull_through_fixture.h"
 
 namespace farm::mirror {
 namespace {
-
-using farm::testing::FakeClock;
-using farm::testing::FakeFetcher;
-using farm::testing::ScopedTempDir;
 
 const char kUp[] = "http://up/whl/cu128/";
 const char kWheel[] = "torch-2.8.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl";
@@ -22,7 +17,7 @@ const char kWheelUrl[] =
     "http://up/whl/cu128/torch-2.8.0%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl";
 const char kFiles[] = "/mirror/cu128/files/";
 
-class PullThroughTest : public ::testing::Test {
+class PullThroughTest : public farm::testing::PullThroughFixture {
  protected:
   void SetUp() override {
     wheel_ = std::string(100'000, 'w');
@@ -37,22 +32,10 @@ class PullThroughTest : public ::testing::Test {
             R"("requires-python": ">=3.9"}, {"filename": "torch-2.8.0.tar.gz", "url": "x"}]})",
         "application/vnd.pypi.simple.v1+json");
     fetcher_.Serve(kWheelUrl, wheel_);
-    auto blobs = store::BlobStore::Open(tmp_.path() + "/blobs");
-    ASSERT_TRUE(blobs.ok()) << blobs.status().ToString();
-    blobs_ = std::move(blobs).value();
     options_.indexes = {{"cu128", kUp}};
     options_.trees = {{"redist", "http://nv/redist/"}};
-    options_.staging_dir = tmp_.path() + "/staging";
-    cache_ = std::make_unique<PullThroughCache>(options_, &fetcher_, blobs_.get(), &clock_);
+    StartCache();
   }
-
-  ScopedTempDir tmp_;
-  FakeClock clock_;
-  FakeFetcher fetcher_;
-  std::unique_ptr<store::BlobStore> blobs_;
-  MirrorOptions options_;
-  std::unique_ptr<PullThroughCache> cache_;
-  std::string wheel_;
 };
 
 TEST_F(PullThroughTest, PagesPointAtTheFarmAndKeepHashes) {
@@ -253,7 +236,7 @@ TEST_F(PullThroughTest, PreloadedManifestsAreLinkedFromTheTreesListing) {
   EXPECT_NE(listing->body.find("href=\"redistrib_12.8.1.json\""), std::string::npos)
       << listing->body;
   // Offline, with no listing ever seen: the preloaded manifests alone.
-  cache_ = std::make_unique<PullThroughCache>(options_, &fetcher_, blobs_.get(), &clock_);
+  RestartCache();
   ASSERT_OK(
       cache_->AddPreloaded("redist", PreloadKind::kManifest, "redistrib_12.8.1.json", manifest, 2));
   fetcher_.Fail("http://nv/redist/", Status::Unavailable("no network"));

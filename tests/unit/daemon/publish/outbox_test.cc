@@ -13,6 +13,7 @@
 #include "common/wheel/inspect.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/publish/outbox_internal.h"
+#include "tests/support/one_job_build.h"
 #include "tests/support/test_util.h"
 #include "tests/unit/common/wheel/wheel_builder.h"
 
@@ -131,15 +132,7 @@ class OutboxTest : public ::testing::Test {
     cell.set_python("3.12");
     cell.set_cuda("13.0");
     cell.set_platform("linux_x86_64");
-    store::BuildRow b{.recipe_name = "attn-example",
-                      .recipe = recipe.SerializeAsString(),
-                      .submitted_by = "t",
-                      .created_ms = 1};
-    std::vector<store::JobRow> jobs(1);
-    jobs[0].cell = cell.SerializeAsString();
-    jobs[0].created_ms = 1;
-    EXPECT_OK(store_->CreateBuild(&b, &jobs));
-    auto job = store_->AcquireJob("w1", 10, 60000, nullptr).value();
+    store::JobRow job = farm::testing::LeaseOneJobBuild(*store_, recipe, cell, "w1", 10, 1).value();
     wheel::testing::WheelSpec spec;
     spec.filename = "attn_example-1.0.0-cp312-cp312-linux_x86_64.whl";
     spec.dist_info = "attn_example-1.0.0.dist-info";
@@ -151,8 +144,8 @@ class OutboxTest : public ::testing::Test {
     EXPECT_OK(writer->Append(fs::ReadFile(path).value()));
     EXPECT_OK(writer->Commit());
     EXPECT_OK(store_
-                  ->InsertArtifact({.job_id = job->id,
-                                    .attempt = job->attempt,
+                  ->InsertArtifact({.job_id = job.id,
+                                    .attempt = job.attempt,
                                     .filename = spec.filename,
                                     .sha256 = sha,
                                     .size = size,
@@ -161,11 +154,10 @@ class OutboxTest : public ::testing::Test {
                   .status());
     if (finish) {
       EXPECT_OK(
-          store_
-              ->CompleteAttempt({.job_id = job->id, .attempt = job->attempt, .worker_id = "w1"}, 30)
+          store_->CompleteAttempt({.job_id = job.id, .attempt = job.attempt, .worker_id = "w1"}, 30)
               .status());
     }
-    return b.id;
+    return job.build_id;
   }
 
   std::map<std::string, store::PublicationRow> Rows(int64_t build) {

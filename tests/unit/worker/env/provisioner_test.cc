@@ -26,12 +26,17 @@ const char kIndex[] = "http://up/whl/cu128/";
 const char kPipWheel[] = "pip-23.0.1-py3-none-any.whl";
 const char kTorchWheel[] = "torch-2.8.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl";
 
-// A tar.gz of {name: (content, mode)}.
-std::string MakeTarGz(const std::vector<std::tuple<std::string, std::string, int>>& files) {
+// An archive, a zip where `zip` is set and a tar.gz otherwise, of {name, content, mode}.
+std::string MakeArchive(bool zip,
+                        const std::vector<std::tuple<std::string, std::string, int>>& files) {
   std::string out;
   archive* a = archive_write_new();
-  archive_write_set_format_pax_restricted(a);
-  archive_write_add_filter_gzip(a);
+  if (zip) {
+    archive_write_set_format_zip(a);
+  } else {
+    archive_write_set_format_pax_restricted(a);
+    archive_write_add_filter_gzip(a);
+  }
   archive_write_open(
       a, &out, nullptr,
       [](archive*, void* data, const void* buf, size_t n) -> la_ssize_t {
@@ -54,6 +59,11 @@ std::string MakeTarGz(const std::vector<std::tuple<std::string, std::string, int
   return out;
 }
 
+// A tar.gz of {name: (content, mode)}.
+std::string MakeTarGz(const std::vector<std::tuple<std::string, std::string, int>>& files) {
+  return MakeArchive(false, files);
+}
+
 // A wheel (a zip holding NAME-VERSION.dist-info/METADATA and RECORD) of `name` `version`
 // whose METADATA requires `requires_dist`.
 std::string MakeWheel(const std::string& name, const std::string& version,
@@ -61,30 +71,8 @@ std::string MakeWheel(const std::string& name, const std::string& version,
   std::string metadata = "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n";
   for (const std::string& r : requires_dist) metadata += "Requires-Dist: " + r + "\n";
   const std::string info = name + "-" + version + ".dist-info/";
-  std::string out;
-  archive* a = archive_write_new();
-  archive_write_set_format_zip(a);
-  archive_write_open(
-      a, &out, nullptr,
-      [](archive*, void* data, const void* buf, size_t n) -> la_ssize_t {
-        static_cast<std::string*>(data)->append(static_cast<const char*>(buf), n);
-        return static_cast<la_ssize_t>(n);
-      },
-      nullptr);
-  for (const auto& [path, content] : std::vector<std::pair<std::string, std::string>>{
-           {info + "METADATA", metadata}, {info + "RECORD", info + "METADATA,,\n"}}) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, path.c_str());
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, 0644);
-    archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
-    archive_write_header(a, e);
-    archive_write_data(a, content.data(), content.size());
-    archive_entry_free(e);
-  }
-  archive_write_close(a);
-  archive_write_free(a);
-  return out;
+  return MakeArchive(
+      true, {{info + "METADATA", metadata, 0644}, {info + "RECORD", info + "METADATA,,\n", 0644}});
 }
 
 std::string JsonPage(const std::string& filename, const std::string& body) {

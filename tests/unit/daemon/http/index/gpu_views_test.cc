@@ -2,6 +2,7 @@
 // real SQLite store with wheels whose manifests name their code images.
 #include "daemon/http/index/gpu_views.h"
 
+#include "daemon/http/index/simple_index.h"
 #include "farm/v1/types.pb.h"
 #include "tests/unit/daemon/http/http_fixture.h"
 
@@ -11,11 +12,11 @@ namespace {
 namespace json = boost::json;
 
 constexpr char kGpuMetadata[] = "Metadata-Version: 2.1\nName: attn-example\nVersion: 0.1.0\n\n";
-constexpr char kGpuJson[] = "application/vnd.pypi.simple.v1+json";
 constexpr char kWide[] = "attn_example-0.1.0+cu130.sm90.sm120a.sm121a-cp311-cp311-linux_x86_64.whl";
 constexpr char kNarrow[] = "attn_example-0.1.0+cu130.sm121a-cp311-cp311-linux_x86_64.whl";
 
-std::string Manifest(const std::vector<std::string>& images, const std::vector<std::string>& runs_on) {
+std::string Manifest(const std::vector<std::string>& images,
+                     const std::vector<std::string>& runs_on) {
   farm::v1::ArchManifest m;
   for (const auto& i : images) {
     auto* image = m.add_images();
@@ -29,10 +30,7 @@ std::string Manifest(const std::vector<std::string>& images, const std::vector<s
 class GpuViewsTest : public HttpFixture {
  protected:
   std::string Wheel(const std::string& name, const std::string& manifest, int validation = 3) {
-    auto ids = AddBuild(1, "13.0", "");
-    Start(ids[0]);
-    std::string sha = AddWheel(ids[0], name, kGpuMetadata, validation, manifest);
-    Finish(ids[0]);
+    std::string sha = AddFinishedWheel("13.0", "", name, kGpuMetadata, validation, manifest);
     clock_.Advance(1000);
     return sha;
   }
@@ -41,7 +39,7 @@ class GpuViewsTest : public HttpFixture {
     narrow_ = Wheel(kNarrow, Manifest({"sm_121a"}, {"12.1"}));
   }
   std::vector<std::string> Files(Router& r, const std::string& view) {
-    Response resp = Get(r, view + "attn-example/", kGpuJson);
+    Response resp = Get(r, view + "attn-example/", kJsonV1);
     EXPECT_EQ(resp.status, 200) << view << " " << resp.body;
     std::vector<std::string> out;
     if (resp.status != 200) return out;
@@ -71,7 +69,8 @@ TEST_F(GpuViewsTest, AGpuWithoutAWheelIsToldWhatWasBuilt) {
   Response none = Get(r, "/cu130/sm89/simple/attn-example/");
   EXPECT_EQ(none.status, 404);
   EXPECT_NE(none.body.find("no wheel of attn-example in cu130 runs on compute capability 8.9"),
-            std::string::npos) << none.body;
+            std::string::npos)
+      << none.body;
   EXPECT_NE(none.body.find("built for: sm121a sm90.sm120a.sm121a"), std::string::npos) << none.body;
   EXPECT_EQ(Get(r, "/cu130/sm89/simple/").status, 404);
   Response bad = Get(r, "/cu130/sm77/simple/");
@@ -105,7 +104,7 @@ TEST_F(GpuViewsTest, OneNameIsOneFileEvenWhenRebuiltBytesDiffer) {
   ASSERT_NE(newer, wide_);
   Router r = MakeRouter();
   for (const char* view : {"/simple/", "/cu130/simple/", "/cu130/sm90/simple/"}) {
-    Response resp = Get(r, std::string(view) + "attn-example/", kGpuJson);
+    Response resp = Get(r, std::string(view) + "attn-example/", kJsonV1);
     int named = 0;
     const json::value page = Json(resp);
     for (const auto& f : page.at("files").as_array()) {
@@ -137,7 +136,7 @@ TEST_F(GpuViewsTest, DirectoryListsEveryViewWithItsUrlAndPipLine) {
   EXPECT_NE(std::string(views[2].at("gpus").as_string()).find("GB10"), std::string::npos);
   // The PEP 691 root carries the same directory; the HTML root shows it to people.
   req.path = "/simple/";
-  req.accept = kGpuJson;
+  req.accept = kJsonV1;
   auto root = Json(r.Handle(req));
   EXPECT_EQ(root.at("variants").as_array().size(), 3u);
   EXPECT_EQ(root.at("projects").as_array().size(), 1u);
@@ -179,7 +178,7 @@ TEST_F(GpuViewsTest, PreReleasesStayOutOfGpuViewsUnlessAskedFor) {
 TEST_F(GpuViewsTest, WheelVariantMetadataListsEachLabelWithItsProperties) {
   AddBoth();
   Router r = MakeRouter();
-  auto page = Json(Get(r, "/cu130/sm90/simple/attn-example/", kGpuJson));
+  auto page = Json(Get(r, "/cu130/sm90/simple/attn-example/", kJsonV1));
   const auto& links = page.at("variants-json").as_array();
   ASSERT_EQ(links.size(), 1u);
   EXPECT_EQ(links[0].as_string(), "/files/variants/attn-example/attn_example-0.1.0-variants.json");
@@ -189,8 +188,9 @@ TEST_F(GpuViewsTest, WheelVariantMetadataListsEachLabelWithItsProperties) {
   const auto& wide = v.at("variants").at("cu130.sm90.sm120a.sm121a").at("nvidia");
   EXPECT_EQ(wide.at("cuda_version_lower_bound").as_array()[0].as_string(), "13.0");
   EXPECT_EQ(wide.at("sm_arch").as_array().size(), 3u);
-  EXPECT_EQ(v.at("variants").at("cu130.sm121a").at("nvidia").at("sm_arch").as_array()[0].as_string(),
-            "121_real");
+  EXPECT_EQ(
+      v.at("variants").at("cu130.sm121a").at("nvidia").at("sm_arch").as_array()[0].as_string(),
+      "121_real");
   EXPECT_EQ(Get(r, "/files/variants/attn-example/nope-variants.json").status, 404);
 }
 

@@ -1,9 +1,9 @@
 #include <set>
 
-#include "daemon/http/index/index_catalog.h"
-#include "daemon/http/index/simple_index.h"
 #include "common/fs.h"
 #include "common/sha256.h"
+#include "daemon/http/index/index_catalog.h"
+#include "daemon/http/index/simple_index.h"
 #include "farm/v1/types.pb.h"
 #include "tests/unit/daemon/http/http_fixture.h"
 
@@ -51,17 +51,15 @@ class IndexTest : public HttpFixture {
   // Adds a succeeded job of (cuda, torch) with one wheel in the given validation state.
   std::string Wheel(const std::string& filename, const std::string& cuda, const std::string& torch,
                     int validation) {
-    auto ids = AddBuild(1, cuda, torch);
-    Start(ids[0]);
-    std::string sha = AddWheel(ids[0], filename, kMetadata, validation);
-    Finish(ids[0]);
-    return sha;
+    return AddFinishedWheel(cuda, torch, filename, kMetadata, validation);
   }
 };
 
 TEST_F(IndexTest, ListsOnlyValidatedWheelsPerVariant) {
-  std::string a = Wheel("attn_example-1.0+cu130-py3-none-any.whl", "13.0", "", farm::v1::VALIDATION_PASSED);
-  std::string b = Wheel("attn_example-1.0+cu128-py3-none-any.whl", "12.8", "2.8", farm::v1::VALIDATION_PASSED);
+  std::string a =
+      Wheel("attn_example-1.0+cu130-py3-none-any.whl", "13.0", "", farm::v1::VALIDATION_PASSED);
+  std::string b =
+      Wheel("attn_example-1.0+cu128-py3-none-any.whl", "12.8", "2.8", farm::v1::VALIDATION_PASSED);
   Wheel("attn_example-2.0+cu130-py3-none-any.whl", "13.0", "", farm::v1::VALIDATION_FAILED);
   std::string p = Wheel("attn_example-3.0+cu130-py3-none-any.whl", "13.0", "",
                         farm::v1::VALIDATION_PENDING_HARDWARE);
@@ -105,10 +103,7 @@ TEST_F(IndexTest, SageattentionAndSageattn3AreDistinctProjects) {
        "Metadata-Version: 2.1\nName: sageattn3\nVersion: 1.0.0+cu130torch2.11.sm120a\n"},
   };
   for (const Dist& d : dists) {
-    auto ids = AddBuild(1, "13.0", "2.11");
-    Start(ids[0]);
-    AddWheel(ids[0], d.file, d.metadata, farm::v1::VALIDATION_PASSED);
-    Finish(ids[0]);
+    AddFinishedWheel("13.0", "2.11", d.file, d.metadata, farm::v1::VALIDATION_PASSED);
   }
   Router r = MakeRouter();
   auto root = Json(Get(r, "/simple/", kJsonV1));
@@ -138,7 +133,8 @@ TEST_F(IndexTest, SageattentionAndSageattn3AreDistinctProjects) {
 }
 
 TEST_F(IndexTest, HtmlPagesRedirectsAnd406) {
-  std::string a = Wheel("attn_example-1.0+cu130-py3-none-any.whl", "13.0", "", farm::v1::VALIDATION_PASSED);
+  std::string a =
+      Wheel("attn_example-1.0+cu130-py3-none-any.whl", "13.0", "", farm::v1::VALIDATION_PASSED);
   Router r = MakeRouter();
   Response list = Get(r, "/simple/", "text/html");
   EXPECT_EQ(list.content_type, "text/html; charset=utf-8");
@@ -147,8 +143,10 @@ TEST_F(IndexTest, HtmlPagesRedirectsAnd406) {
   Response page = Get(r, "/cu130/simple/attn-example/", kHtmlV1);
   EXPECT_EQ(page.content_type, kHtmlV1);
   std::string md = Sha256Hex(kMetadata);
-  EXPECT_NE(page.body.find("href=\"/files/" + a + "/attn_example-1.0+cu130-py3-none-any.whl#sha256=" + a + "\""),
-            std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("href=\"/files/" + a +
+                           "/attn_example-1.0+cu130-py3-none-any.whl#sha256=" + a + "\""),
+            std::string::npos)
+      << page.body;
   EXPECT_NE(page.body.find("data-requires-python=\"&gt;=3.9\""), std::string::npos);
   EXPECT_NE(page.body.find("data-core-metadata=\"sha256=" + md + "\""), std::string::npos);
   Response moved = Get(r, "/cu130/simple/Attn_Example/");
@@ -166,7 +164,8 @@ TEST_F(IndexTest, HtmlPagesRedirectsAnd406) {
 TEST_F(IndexTest, ServesFilesAndCoreMetadata) {
   std::string name = "attn_example-1.0+cu130-py3-none-any.whl";
   std::string a = Wheel(name, "13.0", "", farm::v1::VALIDATION_PASSED);
-  std::string failed = Wheel("attn_example-2.0-py3-none-any.whl", "13.0", "", farm::v1::VALIDATION_FAILED);
+  std::string failed =
+      Wheel("attn_example-2.0-py3-none-any.whl", "13.0", "", farm::v1::VALIDATION_FAILED);
   Router r = MakeRouter();
   Response file = Get(r, "/files/" + a + "/" + name);
   EXPECT_EQ(file.kind, BodyKind::kFile);

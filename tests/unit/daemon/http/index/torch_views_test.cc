@@ -3,6 +3,7 @@
 // pages' torch requirement, and hostile torch segments.
 #include "daemon/http/index/torch_views.h"
 
+#include "daemon/http/index/simple_index.h"
 #include "farm/v1/types.pb.h"
 #include "tests/unit/daemon/http/http_fixture.h"
 
@@ -11,7 +12,6 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr char kJson[] = "application/vnd.pypi.simple.v1+json";
 constexpr char k28[] = "pinned_pkg-0.1.0+cu128torch2.8-py3-none-any.whl";
 constexpr char k29[] = "pinned_pkg-0.1.0+cu128torch2.9-py3-none-any.whl";
 constexpr char kStable[] = "stable_pkg-0.1.0+cu12torch2.9andhigher-py3-none-any.whl";
@@ -34,10 +34,7 @@ class TorchViewsTest : public HttpFixture {
  protected:
   void Wheel(const std::string& cuda, const std::string& torch, const std::string& name,
              const std::string& metadata) {
-    auto ids = AddBuild(1, cuda, torch);
-    Start(ids[0]);
-    AddWheel(ids[0], name, metadata, 3, Sm90());
-    Finish(ids[0]);
+    AddFinishedWheel(cuda, torch, name, metadata, 3, Sm90());
     clock_.Advance(1000);
   }
   void AddAll() {
@@ -48,7 +45,7 @@ class TorchViewsTest : public HttpFixture {
   }
   // The files of a project page (empty when it is not a 200 listing real wheels).
   std::vector<std::string> Files(Router& r, const std::string& view, const std::string& project) {
-    Response resp = Get(r, view + project + "/", kJson);
+    Response resp = Get(r, view + project + "/", kJsonV1);
     std::vector<std::string> out;
     if (resp.status != 200) return out;
     const json::value page = Json(resp);
@@ -78,12 +75,12 @@ TEST_F(TorchViewsTest, EachTorchSeesOnlyTheWheelsItsVersionSatisfies) {
         << t;
   }
   // The project list of a view names only what installs there.
-  Response list = Get(r, "/cu128/sm90/torch2.10.0/simple/", kJson);
+  Response list = Get(r, "/cu128/sm90/torch2.10.0/simple/", kJsonV1);
   ASSERT_EQ(list.status, 200);
   EXPECT_EQ(json::serialize(Json(list).at("projects")),
             R"([{"name":"plain-pkg"},{"name":"stable-pkg"}])");
   // A GPU the wheels do not load on has none.
-  EXPECT_EQ(Get(r, "/cu128/sm120/torch2.8.0/simple/", kJson).status, 404);
+  EXPECT_EQ(Get(r, "/cu128/sm120/torch2.8.0/simple/", kJsonV1).status, 404);
 }
 
 TEST_F(TorchViewsTest, CudaMustShareTheMajorAndBeNoNewerThanTorchs) {
@@ -99,14 +96,14 @@ TEST_F(TorchViewsTest, CudaMustShareTheMajorAndBeNoNewerThanTorchs) {
 TEST_F(TorchViewsTest, PagesSayEachWheelsTorchRequirement) {
   AddAll();
   Router r = MakeRouter();
-  Response page = Get(r, "/cu128/simple/pinned-pkg/", kJson);
+  Response page = Get(r, "/cu128/simple/pinned-pkg/", kJsonV1);
   EXPECT_EQ(page.status, 404);  // the cells with torch have variants of their own
-  page = Get(r, "/cu128-torch2.8/simple/pinned-pkg/", kJson);
+  page = Get(r, "/cu128-torch2.8/simple/pinned-pkg/", kJsonV1);
   ASSERT_EQ(page.status, 200) << page.body;
   EXPECT_EQ(Json(page).at("files").at(0).at("torch-requirement"), "torch==2.8.*");
   Response html = Get(r, "/cu128-torch2.8/simple/pinned-pkg/");
   EXPECT_NE(html.body.find("data-torch-requirement=\"torch==2.8.*\""), std::string::npos);
-  Response plain = Get(r, "/cu128/simple/plain-pkg/", kJson);
+  Response plain = Get(r, "/cu128/simple/plain-pkg/", kJsonV1);
   ASSERT_EQ(plain.status, 200);
   EXPECT_FALSE(Json(plain).at("files").at(0).as_object().contains("torch-requirement"));
   Response variants = Get(r, "/files/variants/stable-pkg/stable_pkg-0.1.0-variants.json");
@@ -126,7 +123,7 @@ TEST_F(TorchViewsTest, NoWheelForThisTorchSaysWhatTheFarmHas) {
   EXPECT_EQ(browser.status, 404);
   EXPECT_NE(browser.body.find(why), std::string::npos) << browser.body;
   // An installer gets the placeholder, whose download says it as its reason phrase.
-  Response installer = Get(r, "/cu128/sm90/torch2.10.0/simple/pinned-pkg/", kJson);
+  Response installer = Get(r, "/cu128/sm90/torch2.10.0/simple/pinned-pkg/", kJsonV1);
   ASSERT_EQ(installer.status, 200);
   std::string url(Json(installer).at("files").at(0).at("url").as_string());
   EXPECT_EQ(url,
@@ -154,7 +151,7 @@ TEST_F(TorchViewsTest, DirectoryListsTheTorchViewsOfKnownReleases) {
   EXPECT_EQ(urls, (Names{"http://localhost/cu128/sm90/torch2.8/simple/",
                          "http://localhost/cu128/sm90/torch2.9/simple/",
                          "http://localhost/cu128/sm90/torch2.10/simple/"}));
-  Response root = Get(r, "/simple/", kJson);
+  Response root = Get(r, "/simple/", kJsonV1);
   EXPECT_EQ(Json(root).at("torch_views").as_array().size(),
             doc.at("torch_views").as_array().size());
 }
@@ -178,7 +175,7 @@ TEST_F(TorchViewsTest, HostileTorchSegmentsAnswer404) {
         std::string("/cu128-torch2.8/sm90/torch2.8.0/simple/"),
         std::string("/files/no-wheel/cu128/sm90/torch../x-0-py3-none-any.whl"),
         std::string("/files/no-wheel/cu128/sm90/torch2.8.0/a/b-0-py3-none-any.whl")}) {
-    Response resp = Get(r, path, kJson);
+    Response resp = Get(r, path, kJsonV1);
     EXPECT_TRUE(resp.status == 404 || resp.status == 400)
         << path.substr(0, 80) << " " << resp.status;
     EXPECT_EQ(resp.body.find(std::string(50, '9')), std::string::npos);

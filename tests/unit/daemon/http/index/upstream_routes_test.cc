@@ -9,32 +9,22 @@
 #include "common/fs.h"
 #include "common/sha256.h"
 #include "daemon/mirror/pull_through.h"
-#include "tests/support/fake_upstream.h"
-#include "tests/support/test_util.h"
+#include "tests/support/pull_through_fixture.h"
 
 namespace farm::http {
 namespace {
 
-using farm::testing::FakeClock;
-using farm::testing::FakeFetcher;
-using farm::testing::ScopedTempDir;
-
 const char kUp[] = "http://up/whl/cu128/";
 const char kWheel[] = "envpkg-1.0-py3-none-any.whl";
 
-class UpstreamRoutesTest : public ::testing::Test {
+class UpstreamRoutesTest : public farm::testing::PullThroughFixture {
  protected:
   void SetUp() override {
     wheel_ = std::string(50'000, 'w');
     Serve(wheel_);
-    auto blobs = store::BlobStore::Open(tmp_.path() + "/blobs");
-    ASSERT_OK(blobs.status());
-    blobs_ = std::move(blobs).value();
-    mirror::MirrorOptions options;
-    options.indexes = {{"cu128", kUp}};
-    options.trees = {{"python", "http://py/"}};
-    options.staging_dir = tmp_.path() + "/staging";
-    cache_ = std::make_unique<mirror::PullThroughCache>(options, &fetcher_, blobs_.get(), &clock_);
+    options_.indexes = {{"cu128", kUp}};
+    options_.trees = {{"python", "http://py/"}};
+    StartCache();
     deps_.blobs = blobs_.get();
     deps_.mirror = cache_.get();
   }
@@ -57,13 +47,7 @@ class UpstreamRoutesTest : public ::testing::Test {
     return r ? *r : Response{};
   }
 
-  ScopedTempDir tmp_;
-  FakeClock clock_;
-  FakeFetcher fetcher_;
-  std::unique_ptr<store::BlobStore> blobs_;
-  std::unique_ptr<mirror::PullThroughCache> cache_;
   DashboardDeps deps_;
-  std::string wheel_;
 };
 
 TEST_F(UpstreamRoutesTest, PageThenFileFromTheBlobStoreFetchedOnce) {
