@@ -75,22 +75,14 @@ Result<HostRow> SqlStore::GetHost(const std::string& name) {
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare(std::string("SELECT ") + kHostColumns + " FROM hosts WHERE name = ?"));
   s->Bind(name);
-  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-  if (!row) return Status::NotFound("no host " + name);
-  return HostFromRow(*s);
+  return ReadOneRow(*s, HostFromRow, "no host " + name);
 }
 
 Result<std::vector<HostRow>> SqlStore::ListHosts() {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare(std::string("SELECT ") + kHostColumns + " FROM hosts ORDER BY name"));
-  std::vector<HostRow> out;
-  for (int i = 0; i < 100000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(HostFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, 100000, HostFromRow);
 }
 
 Status SqlStore::BeginHostRun(const std::string& name, int64_t now_ms) {

@@ -104,13 +104,7 @@ Result<std::vector<JobRow>> SqlStore::ListValidationJobs(int64_t target_job_id,
           " FROM jobs WHERE kind = 2 AND target_job_id = ? AND target_attempt = ? ORDER BY id "
           "LIMIT 10000"));
   s->Bind(target_job_id).Bind(target_attempt);
-  std::vector<JobRow> out;
-  for (int i = 0; i < 10000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(JobFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, 10000, JobFromRow);
 }
 
 Result<std::vector<ArtifactRow>> SqlStore::ListArtifactsInValidationState(int state,
@@ -122,13 +116,7 @@ Result<std::vector<ArtifactRow>> SqlStore::ListArtifactsInValidationState(int st
       db_->Prepare(std::string("SELECT ") + ArtifactColumns() +
                    " FROM artifacts WHERE validation_state = ? AND id > ? ORDER BY id LIMIT ?"));
   s->Bind(state).Bind(after_id).Bind(limit);
-  std::vector<ArtifactRow> out;
-  for (int i = 0; i <= limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(ArtifactFromStmt(*s));
-  }
-  return out;
+  return CollectRows(*s, int64_t{limit} + 1, ArtifactFromStmt);
 }
 
 Status SqlStore::SetArtifactValidationState(int64_t artifact_id, int state) {
