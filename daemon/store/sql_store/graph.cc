@@ -8,8 +8,6 @@
 namespace farm::store {
 namespace {
 
-Status NoGraphs() { return Status::Unimplemented("this store has no build graphs"); }
-
 constexpr int kMaxSettledPerCall = 500;
 
 constexpr char kRequirementSelect[] =
@@ -46,14 +44,6 @@ std::string KeyWithInputs(const std::string& key_base, std::vector<std::string> 
     h.Update(sha);
   }
   return h.HexDigest();
-}
-
-Result<std::vector<int64_t>> Store::ResolveHeldJobs(int64_t) { return NoGraphs(); }
-Result<std::vector<RequirementRow>> Store::ListRequirements(int64_t) { return NoGraphs(); }
-Result<std::vector<RequirementRow>> Store::ListConsumers(int64_t) { return NoGraphs(); }
-Result<std::vector<JobInputRow>> Store::ListJobInputs(int64_t) { return NoGraphs(); }
-Result<std::set<int64_t>> Store::JobsInGraph(const std::vector<int64_t>& job_ids) {
-  return std::set<int64_t>(job_ids.begin(), job_ids.end());
 }
 
 Status SqlStore::HoldOnRequirements(std::vector<JobRow>* jobs, const BuildLinks& links) {

@@ -30,24 +30,6 @@ HostRow HostFromRow(const Stmt& s) {
 
 }  // namespace
 
-// Defaults for Store implementations that do not keep hosts.
-Status Store::UpsertHost(const HostRow&, bool) { return Status::Unimplemented("UpsertHost"); }
-Result<HostRow> Store::GetHost(const std::string&) { return Status::Unimplemented("GetHost"); }
-Result<std::vector<HostRow>> Store::ListHosts() { return Status::Unimplemented("ListHosts"); }
-Status Store::BeginHostRun(const std::string&, int64_t) {
-  return Status::Unimplemented("BeginHostRun");
-}
-Status Store::AppendHostLog(const std::string&, const std::string&) {
-  return Status::Unimplemented("AppendHostLog");
-}
-Status Store::FinishHostRun(const HostRow&) { return Status::Unimplemented("FinishHostRun"); }
-Result<std::string> Store::GetHostLog(const std::string&) {
-  return Status::Unimplemented("GetHostLog");
-}
-Result<int> Store::FailInterruptedHostRuns(int64_t) {
-  return Status::Unimplemented("FailInterruptedHostRuns");
-}
-
 Status SqlStore::UpsertHost(const HostRow& host, bool replace) {
   Locked lock(this);
   std::string sql =

@@ -20,24 +20,6 @@ AuditRow AuditFromRow(const Stmt& s) {
 
 }  // namespace
 
-// Defaults for Store implementations that keep no owners or audit log.
-Result<RecipeNameRow> Store::ClaimRecipeName(const std::string&, const std::string&, int64_t) {
-  return Status::Unimplemented("ClaimRecipeName");
-}
-Result<std::optional<RecipeNameRow>> Store::GetRecipeName(const std::string&) {
-  return Status::Unimplemented("GetRecipeName");
-}
-Result<std::vector<RecipeNameRow>> Store::ListRecipeNames() {
-  return Status::Unimplemented("ListRecipeNames");
-}
-Result<RecipeNameRow> Store::TransferRecipeName(const std::string&, const std::string&, int64_t) {
-  return Status::Unimplemented("TransferRecipeName");
-}
-Status Store::InsertAudit(AuditRow*) { return Status::Unimplemented("InsertAudit"); }
-Result<std::vector<AuditRow>> Store::ListAudit(const AuditFilter&) {
-  return Status::Unimplemented("ListAudit");
-}
-
 Result<RecipeNameRow> SqlStore::ClaimRecipeName(const std::string& name, const std::string& owner,
                                                 int64_t now_ms) {
   Locked lock(this);

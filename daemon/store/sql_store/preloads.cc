@@ -19,18 +19,6 @@ UpstreamPreloadRow PreloadFromRow(const Stmt& s) {
 
 }  // namespace
 
-// Defaults for Store implementations that keep no preloads.
-Result<bool> Store::RecordUpstreamPreload(const UpstreamPreloadRow&) {
-  return Status::Unimplemented("RecordUpstreamPreload");
-}
-Result<std::optional<UpstreamPreloadRow>> Store::GetUpstreamPreload(const std::string&,
-                                                                    const std::string&) {
-  return Status::Unimplemented("GetUpstreamPreload");
-}
-Result<std::vector<UpstreamPreloadRow>> Store::ListUpstreamPreloads() {
-  return Status::Unimplemented("ListUpstreamPreloads");
-}
-
 Result<bool> SqlStore::RecordUpstreamPreload(const UpstreamPreloadRow& r) {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto insert,

@@ -24,20 +24,6 @@ ProvenanceRow ProvenanceFromRow(const Stmt& s) {
 
 }  // namespace
 
-// Defaults for Store implementations that keep no provenance.
-Result<bool> Store::InsertProvenance(const ProvenanceRow&) {
-  return Status::Unimplemented("InsertProvenance");
-}
-Result<std::vector<ProvenanceRow>> Store::ListProvenance(const std::string&, int) {
-  return Status::Unimplemented("ListProvenance");
-}
-Result<std::vector<ProvenanceRow>> Store::ListProvenanceSignedBy(const std::string&, int64_t, int) {
-  return Status::Unimplemented("ListProvenanceSignedBy");
-}
-Status Store::ResignProvenance(int64_t, const std::string&, const std::string&) {
-  return Status::Unimplemented("ResignProvenance");
-}
-
 Result<bool> SqlStore::InsertProvenance(const ProvenanceRow& r) {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(

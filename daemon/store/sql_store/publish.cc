@@ -4,49 +4,6 @@
 
 namespace farm::store {
 
-// Defaults for Store implementations without an outbox.
-Result<std::vector<PublishCandidate>> Store::ListPublishCandidates(int64_t, int) {
-  return Status::Unimplemented("ListPublishCandidates");
-}
-Status Store::EnqueuePublications(int64_t, const std::string&, const std::vector<PublicationRow>&,
-                                  int64_t) {
-  return Status::Unimplemented("EnqueuePublications");
-}
-Result<std::vector<PublicationRow>> Store::ListPublications(int64_t) {
-  return Status::Unimplemented("ListPublications");
-}
-Result<std::vector<PublicationRow>> Store::ListDuePublications(int64_t, int) {
-  return Status::Unimplemented("ListDuePublications");
-}
-Status Store::UpdatePublication(const PublicationRow&, int64_t) {
-  return Status::Unimplemented("UpdatePublication");
-}
-Status Store::SetPublicationFile(int64_t, const std::string&, const std::string&,
-                                 const std::string&, int64_t, int64_t) {
-  return Status::Unimplemented("SetPublicationFile");
-}
-Status Store::MarkReleasePublished(int64_t, const std::string&, const std::string&, int64_t) {
-  return Status::Unimplemented("MarkReleasePublished");
-}
-Result<int> Store::RequeuePublications(int64_t, const std::string&, bool, int64_t) {
-  return Status::Unimplemented("RequeuePublications");
-}
-Result<std::map<std::string, int64_t>> Store::CountPublicationsByState() {
-  return Status::Unimplemented("CountPublicationsByState");
-}
-Result<std::vector<PublicationRow>> Store::ListRecentPublications(int) {
-  return Status::Unimplemented("ListRecentPublications");
-}
-Result<std::map<int64_t, std::vector<PublicationRow>>> Store::ListPublicationsOfBuilds(
-    const std::vector<int64_t>& build_ids) {
-  std::map<int64_t, std::vector<PublicationRow>> out;
-  for (int64_t id : build_ids) {
-    FARM_ASSIGN_OR_RETURN(auto rows, ListPublications(id));
-    if (!rows.empty()) out[id] = std::move(rows);
-  }
-  return out;
-}
-
 namespace {
 
 constexpr char kPublicationColumns[] =
@@ -169,11 +126,6 @@ Result<std::vector<PublicationRow>> SqlStore::ListRecentPublications(int limit) 
           " FROM publications ORDER BY state = 'failed' DESC, updated_ms DESC, id DESC LIMIT ?"));
   s->Bind(limit);
   return CollectRows(*s, limit, PublicationFromRow);
-}
-
-Result<std::vector<PublicationRow>> Store::ListHubFilesUnder(const std::string&, const std::string&,
-                                                             const std::string&) {
-  return Status::Unimplemented("ListHubFilesUnder");
 }
 
 Result<std::vector<PublicationRow>> SqlStore::ListHubFilesUnder(const std::string& repo,

@@ -6,63 +6,6 @@
 
 namespace farm::store {
 
-// Defaults for Store implementations that do not serve the dashboard.
-Result<std::vector<int64_t>> Store::CountJobsByState() {
-  return Status::Unimplemented("CountJobsByState");
-}
-Result<std::vector<JobRow>> Store::ListJobsInState(int, int64_t, int) {
-  return Status::Unimplemented("ListJobsInState");
-}
-Result<SpanHistogram> Store::JobSpanHistogram(JobSpan, const std::vector<int64_t>&) {
-  return Status::Unimplemented("JobSpanHistogram");
-}
-Result<std::vector<JobTimingRow>> Store::ListJobTimings(int) {
-  return Status::Unimplemented("ListJobTimings");
-}
-Result<std::vector<IndexArtifactRow>> Store::ListIndexArtifacts(int) {
-  return Status::Unimplemented("ListIndexArtifacts");
-}
-
-Result<std::optional<int64_t>> Store::LastSuccessfulRunMs(const std::string&, const std::string&,
-                                                          int64_t) {
-  return Status::Unimplemented("LastSuccessfulRunMs");
-}
-Result<bool> Store::RecordProgress(const ProgressReport&) {
-  return Status::Unimplemented("RecordProgress");
-}
-Result<std::vector<BuildRow>> Store::ListBuildsMatching(const BuildFilter&, int64_t, int) {
-  return Status::Unimplemented("ListBuildsMatching");
-}
-Result<std::map<int64_t, std::vector<JobRow>>> Store::ListJobsOfBuilds(
-    const std::vector<int64_t>& build_ids) {
-  std::map<int64_t, std::vector<JobRow>> out;
-  for (int64_t id : build_ids) {
-    FARM_ASSIGN_OR_RETURN(auto jobs, ListJobs(id));
-    if (!jobs.empty()) out[id] = std::move(jobs);
-  }
-  return out;
-}
-
-Result<std::map<int64_t, std::vector<AttemptRow>>> Store::ListAttemptsOfJobs(
-    const std::vector<int64_t>& job_ids) {
-  std::map<int64_t, std::vector<AttemptRow>> out;
-  for (int64_t id : job_ids) {
-    FARM_ASSIGN_OR_RETURN(auto rows, ListAttempts(id));
-    if (!rows.empty()) out[id] = std::move(rows);
-  }
-  return out;
-}
-
-Result<std::map<int64_t, std::vector<ArtifactRow>>> Store::ListArtifactsOfJobs(
-    const std::vector<int64_t>& job_ids) {
-  std::map<int64_t, std::vector<ArtifactRow>> out;
-  for (int64_t id : job_ids) {
-    FARM_ASSIGN_OR_RETURN(auto rows, ListArtifacts(id));
-    if (!rows.empty()) out[id] = std::move(rows);
-  }
-  return out;
-}
-
 Result<std::map<int64_t, std::vector<JobRow>>> SqlStore::ListJobsOfBuilds(
     const std::vector<int64_t>& build_ids) {
   Locked lock(this);

@@ -4,17 +4,6 @@
 
 namespace farm::store {
 
-// Defaults for Store implementations that keep no quotas.
-Result<std::optional<QuotaOverrideRow>> Store::GetQuotaOverride(const std::string&) {
-  return Status::Unimplemented("GetQuotaOverride");
-}
-Status Store::SetQuotaOverride(const QuotaOverrideRow&) {
-  return Status::Unimplemented("SetQuotaOverride");
-}
-Result<PrincipalUsage> Store::GetPrincipalUsage(const std::string&) {
-  return Status::Unimplemented("GetPrincipalUsage");
-}
-
 Result<std::optional<QuotaOverrideRow>> SqlStore::GetQuotaOverride(const std::string& principal) {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(

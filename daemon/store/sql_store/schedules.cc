@@ -55,33 +55,7 @@ ScheduleRunRow RunFromRow(const Stmt& s) {
   return r;
 }
 
-Status NoSchedules() { return Status::Unimplemented("this store has no schedules"); }
-
 }  // namespace
-
-// --- defaults for other Store implementations -------------------------------------------
-
-Status Store::InsertSchedule(ScheduleRow*) { return NoSchedules(); }
-Result<ScheduleRow> Store::GetSchedule(int64_t) { return NoSchedules(); }
-Result<std::vector<ScheduleRow>> Store::ListSchedules() { return NoSchedules(); }
-Status Store::SetSchedulePaused(int64_t, bool, int64_t) { return NoSchedules(); }
-Status Store::DeleteSchedule(int64_t, int64_t) { return NoSchedules(); }
-Status Store::RecordScheduleRun(ScheduleRunRow*, int64_t) { return NoSchedules(); }
-Status Store::SetWatchState(int64_t, const std::string&, int64_t) { return NoSchedules(); }
-Result<std::vector<ScheduleRunRow>> Store::ListScheduleRuns(int64_t, int) { return NoSchedules(); }
-Result<std::optional<ScheduleRunRow>> Store::LastSucceededScheduleRun(int64_t) {
-  return NoSchedules();
-}
-Result<int64_t> Store::ActiveScheduleBuild(int64_t) { return NoSchedules(); }
-Result<int64_t> Store::ScheduleOfBuild(int64_t) { return NoSchedules(); }
-Result<std::map<int64_t, std::vector<ScheduleRunRow>>> Store::ListScheduleRunsOfBuilds(
-    const std::vector<int64_t>&) {
-  return NoSchedules();
-}
-Status Store::CreateBuildLinked(BuildRow*, std::vector<JobRow>*, BuildLinks*) {
-  return NoSchedules();
-}
-Result<std::vector<int64_t>> Store::ResolveMergedJobs(int64_t) { return NoSchedules(); }
 
 // --- schedules ------------------------------------------------------------------------------
 

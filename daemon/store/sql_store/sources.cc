@@ -37,23 +37,6 @@ constexpr char kCollectable[] =
 
 }  // namespace
 
-// Defaults for Store implementations that do not keep source archives.
-Status Store::RecordSourceArchive(const SourceArchiveRow&) {
-  return Status::Unimplemented("RecordSourceArchive");
-}
-Result<SourceArchiveRow> Store::GetSourceArchive(const std::string&) {
-  return Status::Unimplemented("GetSourceArchive");
-}
-Status Store::TouchSourceArchive(const std::string&, int64_t) {
-  return Status::Unimplemented("TouchSourceArchive");
-}
-Result<std::vector<SourceArchiveRow>> Store::ListCollectableSources(int64_t, int) {
-  return Status::Unimplemented("ListCollectableSources");
-}
-Result<bool> Store::ForgetSourceArchive(const std::string&, int64_t) {
-  return Status::Unimplemented("ForgetSourceArchive");
-}
-
 Status SqlStore::RecordSourceArchive(const SourceArchiveRow& r) {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(

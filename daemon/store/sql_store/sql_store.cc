@@ -178,14 +178,6 @@ Result<TokenRow> SqlStore::RevokeToken(const std::string& hash_prefix, int64_t n
   return found[0];
 }
 
-Result<std::vector<TokenRow>> Store::ListTokens() { return Status::Unimplemented("ListTokens"); }
-Result<std::vector<JobRow>> Store::ListRunningJobs(const std::string&) {
-  return Status::Unimplemented("ListRunningJobs");
-}
-Result<TokenRow> Store::RevokeToken(const std::string&, int64_t) {
-  return Status::Unimplemented("RevokeToken");
-}
-
 Result<int64_t> SqlStore::CountTokens() {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT COUNT(*) FROM tokens"));

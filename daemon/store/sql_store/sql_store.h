@@ -89,7 +89,7 @@ class SqlStore final : public Store, public WebhookStore {
   Status RetryJob(int64_t job_id, int64_t now_ms) override;
   Result<bool> RecordProgress(const ProgressReport& report) override;
 
-  using Store::AppendLogLines;
+  using LogStore::AppendLogLines;
   Result<int64_t> AppendLogLines(int64_t job_id, int attempt, const std::vector<LogLineRow>& lines,
                                  int64_t max_bytes) override;
   Result<std::vector<LogLineRow>> GetLogLines(int64_t job_id, int attempt, int64_t after_seq,

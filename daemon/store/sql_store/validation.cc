@@ -4,19 +4,6 @@
 
 namespace farm::store {
 
-Result<JobRow> Store::QueueValidationJob(const JobRow&) {
-  return Status::Unimplemented("QueueValidationJob");
-}
-Result<std::vector<JobRow>> Store::ListValidationJobs(int64_t, int) {
-  return Status::Unimplemented("ListValidationJobs");
-}
-Result<std::vector<ArtifactRow>> Store::ListArtifactsInValidationState(int, int64_t, int) {
-  return Status::Unimplemented("ListArtifactsInValidationState");
-}
-Status Store::SetArtifactValidationState(int64_t, int) {
-  return Status::Unimplemented("SetArtifactValidationState");
-}
-
 Status SqlStore::StoreValidation(const JobRow& job, const CompletionReport& r) {
   if (job.kind == kJobValidate) {
     // A validation in another cell than the wheels were built in (a stable-ABI wheel in
