@@ -7,23 +7,11 @@
 #include <cstdint>
 #include <string>
 
+#include "daemon/store/job_state.h"
+
 namespace farm::store {
 
-// Values mirror farm.v1.JobState / BuildState / AttemptCause.
-enum JobState : int {
-  kJobPending = 1,
-  kJobRunning = 2,
-  kJobSucceeded = 3,
-  kJobFailed = 4,
-  kJobCancelled = 5
-};
-enum BuildState : int {
-  kBuildQueued = 1,
-  kBuildRunning = 2,
-  kBuildSucceeded = 3,
-  kBuildFailed = 4,
-  kBuildCancelled = 5
-};
+// Values mirror farm.v1.AttemptCause.
 enum AttemptCause : int {
   kCauseNone = 0,
   kCauseCompleted = 1,
@@ -49,13 +37,11 @@ enum ValidationStateValue : int {
   kValidationFailed = 4
 };
 
-bool IsTerminal(int job_state);
-
 struct BuildRow {
   int64_t id = 0;
   std::string recipe_name;
   std::string recipe;  // serialized farm.v1.Recipe
-  int state = kBuildQueued;
+  BuildState state = kBuildQueued;
   int priority = 0;
   std::string submitted_by;
   std::string rejected_cells;
@@ -72,7 +58,7 @@ struct JobRow {
   int64_t id = 0;
   int64_t build_id = 0;
   std::string cell;  // serialized farm.v1.MatrixCell
-  int state = kJobPending;
+  JobState state = kJobPending;
   int priority = 0;
   int attempt = 0;
   std::string worker_id;

@@ -20,7 +20,7 @@ JobRow JobFromRow(const Stmt& s) {
   j.id = s.Int(0);
   j.build_id = s.Int(1);
   j.cell = s.Text(2);
-  j.state = static_cast<int>(s.Int(3));
+  j.state = static_cast<JobState>(s.Int(3));
   j.priority = static_cast<int>(s.Int(4));
   j.attempt = static_cast<int>(s.Int(5));
   j.worker_id = s.Text(6);
@@ -57,7 +57,7 @@ BuildRow BuildFromRow(const Stmt& s) {
   b.id = s.Int(0);
   b.recipe_name = s.Text(1);
   b.recipe = s.Text(2);
-  b.state = static_cast<int>(s.Int(3));
+  b.state = static_cast<BuildState>(s.Int(3));
   b.priority = static_cast<int>(s.Int(4));
   b.submitted_by = s.Text(5);
   b.rejected_cells = s.Text(6);
@@ -99,10 +99,6 @@ ArtifactRow ArtifactFromRow(const Stmt& s) {
 
 ArtifactRow ArtifactFromStmt(const Stmt& s) { return ArtifactFromRow(s); }
 const char* ArtifactColumns() { return kArtifactColumns; }
-
-bool IsTerminal(int job_state) {
-  return job_state == kJobSucceeded || job_state == kJobFailed || job_state == kJobCancelled;
-}
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
   FARM_ASSIGN_OR_RETURN(auto db, Db::Open(path));
