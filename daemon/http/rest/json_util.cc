@@ -27,11 +27,11 @@ json::value ProtoToJson(const google::protobuf::Message& msg) {
 }
 
 std::string JobStateName(int state) {
-  return farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state));
+  return std::string(store::JobStateName(static_cast<store::JobState>(state)));
 }
 
 std::string BuildStateName(int state) {
-  return farm::v1::BuildState_Name(static_cast<farm::v1::BuildState>(state));
+  return std::string(store::BuildStateName(static_cast<store::BuildState>(state)));
 }
 
 std::string CauseName(int cause) {

@@ -8,8 +8,6 @@
 namespace farm::store {
 namespace {
 
-Status NoGraphs() { return Status::Unimplemented("this store has no build graphs"); }
-
 constexpr int kMaxSettledPerCall = 500;
 
 constexpr char kRequirementSelect[] =
@@ -33,17 +31,6 @@ RequirementRow RequirementFromRow(const Stmt& s) {
   return r;
 }
 
-// The rows of a requirement query (kRequirementSelect), at most 1,000.
-Result<std::vector<RequirementRow>> ReadRequirements(Stmt& q) {
-  std::vector<RequirementRow> out;
-  for (int i = 0; i < 1000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    out.push_back(RequirementFromRow(q));
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string KeyWithInputs(const std::string& key_base, std::vector<std::string> wheel_sha256s) {
@@ -57,14 +44,6 @@ std::string KeyWithInputs(const std::string& key_base, std::vector<std::string> 
     h.Update(sha);
   }
   return h.HexDigest();
-}
-
-Result<std::vector<int64_t>> Store::ResolveHeldJobs(int64_t) { return NoGraphs(); }
-Result<std::vector<RequirementRow>> Store::ListRequirements(int64_t) { return NoGraphs(); }
-Result<std::vector<RequirementRow>> Store::ListConsumers(int64_t) { return NoGraphs(); }
-Result<std::vector<JobInputRow>> Store::ListJobInputs(int64_t) { return NoGraphs(); }
-Result<std::set<int64_t>> Store::JobsInGraph(const std::vector<int64_t>& job_ids) {
-  return std::set<int64_t>(job_ids.begin(), job_ids.end());
 }
 
 Status SqlStore::HoldOnRequirements(std::vector<JobRow>* jobs, const BuildLinks& links) {
@@ -118,12 +97,7 @@ Result<std::vector<int64_t>> SqlStore::ResolveHeldLocked(int64_t now_ms, int64_t
                    "r.required_job_id WHERE r.job_id = jobs.id AND d.state IN (1, 2)) "
                    "ORDER BY id LIMIT ?"));
   q->Bind(build_id).Bind(build_id).Bind(kMaxSettledPerCall);
-  std::vector<JobRow> ready;
-  for (int i = 0; i < kMaxSettledPerCall; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    ready.push_back(JobFromRow(*q));
-  }
+  FARM_ASSIGN_OR_RETURN(std::vector<JobRow> ready, CollectRows(*q, kMaxSettledPerCall, JobFromRow));
   std::vector<int64_t> settled;
   for (const JobRow& job : ready) {
     FARM_ASSIGN_OR_RETURN(
@@ -171,12 +145,8 @@ Status SqlStore::ReleaseWithInputs(JobRow job, int64_t now_ms) {
                         db_->Prepare("SELECT a.sha256 FROM job_inputs i JOIN artifacts a ON a.id = "
                                      "i.artifact_id WHERE i.job_id = ?"));
   shas->Bind(job.id);
-  std::vector<std::string> wheel_shas;
-  for (int i = 0; i < 10000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, shas->Step());
-    if (!row) break;
-    wheel_shas.push_back(shas->Text(0));
-  }
+  FARM_ASSIGN_OR_RETURN(std::vector<std::string> wheel_shas,
+                        CollectRows(*shas, 10000, [](const Stmt& r) { return r.Text(0); }));
   const bool forced = job.held == kHeldForced;
   job.build_key = KeyWithInputs(job.key_base, wheel_shas);
   FARM_ASSIGN_OR_RETURN(auto up,
@@ -207,12 +177,9 @@ Status SqlStore::ReholdConsumers(int64_t job_id, int64_t now_ms) {
                                "c.id = r.job_id WHERE r.required_job_id = ? AND c.state = 4 AND "
                                "c.held > 0"));
       q->Bind(id);
-      std::vector<std::pair<int64_t, int64_t>> consumers;
-      for (int i = 0; i < 10000; ++i) {
-        FARM_ASSIGN_OR_RETURN(bool row, q->Step());
-        if (!row) break;
-        consumers.emplace_back(q->Int(0), q->Int(1));
-      }
+      FARM_ASSIGN_OR_RETURN(auto consumers, CollectRows(*q, 10000, [](const Stmt& r) {
+                              return std::make_pair(r.Int(0), r.Int(1));
+                            }));
       for (const auto& [consumer, build] : consumers) {
         FARM_ASSIGN_OR_RETURN(
             auto up, db_->Prepare("UPDATE jobs SET state = 1, finished_ms = 0, not_before_ms = "
@@ -237,7 +204,7 @@ Result<std::vector<RequirementRow>> SqlStore::ListRequirements(int64_t job_id) {
   FARM_ASSIGN_OR_RETURN(auto q, db_->Prepare(std::string(kRequirementSelect) +
                                              "WHERE r.job_id = ? ORDER BY r.rowid LIMIT 1000"));
   q->Bind(job_id);
-  return ReadRequirements(*q);
+  return CollectRows(*q, 1000, RequirementFromRow);
 }
 
 Result<std::vector<RequirementRow>> SqlStore::ListConsumers(int64_t job_id) {
@@ -246,7 +213,7 @@ Result<std::vector<RequirementRow>> SqlStore::ListConsumers(int64_t job_id) {
                         db_->Prepare(std::string(kRequirementSelect) +
                                      "WHERE r.required_job_id = ? ORDER BY r.job_id LIMIT 1000"));
   q->Bind(job_id);
-  return ReadRequirements(*q);
+  return CollectRows(*q, 1000, RequirementFromRow);
 }
 
 Result<std::set<int64_t>> SqlStore::JobsInGraph(const std::vector<int64_t>& job_ids) {
@@ -265,11 +232,8 @@ Result<std::set<int64_t>> SqlStore::JobsInGraph(const std::vector<int64_t>& job_
     for (int pass = 0; pass < 2; ++pass) {
       for (size_t i = 0; i < n; ++i) q->Bind(job_ids[at + i]);
     }
-    for (size_t r = 0; r < 2 * n; ++r) {
-      FARM_ASSIGN_OR_RETURN(bool row, q->Step());
-      if (!row) break;
-      out.insert(q->Int(0));
-    }
+    FARM_RETURN_IF_ERROR(
+        ForEachRow(*q, static_cast<int64_t>(2 * n), [&](const Stmt& r) { out.insert(r.Int(0)); }));
   }
   return out;
 }
@@ -284,16 +248,12 @@ Result<std::vector<JobInputRow>> SqlStore::ListJobInputs(int64_t job_id) {
                            "artifacts a ON a.id = i.artifact_id WHERE i.job_id = ? ORDER BY a.id "
                            "LIMIT 1000"));
   q->Bind(job_id);
-  std::vector<JobInputRow> out;
-  for (int i = 0; i < 1000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
+  return CollectRows(*q, 1000, [](const Stmt& r) {
     JobInputRow input;
-    input.artifact = ArtifactFromStmt(*q);
-    input.required_job_id = q->Int(10);
-    out.push_back(std::move(input));
-  }
-  return out;
+    input.artifact = ArtifactFromStmt(r);
+    input.required_job_id = r.Int(10);
+    return input;
+  });
 }
 
 }  // namespace farm::store

@@ -30,24 +30,6 @@ HostRow HostFromRow(const Stmt& s) {
 
 }  // namespace
 
-// Defaults for Store implementations that do not keep hosts.
-Status Store::UpsertHost(const HostRow&, bool) { return Status::Unimplemented("UpsertHost"); }
-Result<HostRow> Store::GetHost(const std::string&) { return Status::Unimplemented("GetHost"); }
-Result<std::vector<HostRow>> Store::ListHosts() { return Status::Unimplemented("ListHosts"); }
-Status Store::BeginHostRun(const std::string&, int64_t) {
-  return Status::Unimplemented("BeginHostRun");
-}
-Status Store::AppendHostLog(const std::string&, const std::string&) {
-  return Status::Unimplemented("AppendHostLog");
-}
-Status Store::FinishHostRun(const HostRow&) { return Status::Unimplemented("FinishHostRun"); }
-Result<std::string> Store::GetHostLog(const std::string&) {
-  return Status::Unimplemented("GetHostLog");
-}
-Result<int> Store::FailInterruptedHostRuns(int64_t) {
-  return Status::Unimplemented("FailInterruptedHostRuns");
-}
-
 Status SqlStore::UpsertHost(const HostRow& host, bool replace) {
   Locked lock(this);
   std::string sql =
@@ -75,22 +57,14 @@ Result<HostRow> SqlStore::GetHost(const std::string& name) {
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare(std::string("SELECT ") + kHostColumns + " FROM hosts WHERE name = ?"));
   s->Bind(name);
-  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-  if (!row) return Status::NotFound("no host " + name);
-  return HostFromRow(*s);
+  return ReadOneRow(*s, HostFromRow, "no host " + name);
 }
 
 Result<std::vector<HostRow>> SqlStore::ListHosts() {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare(std::string("SELECT ") + kHostColumns + " FROM hosts ORDER BY name"));
-  std::vector<HostRow> out;
-  for (int i = 0; i < 100000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(HostFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, 100000, HostFromRow);
 }
 
 Status SqlStore::BeginHostRun(const std::string& name, int64_t now_ms) {

@@ -25,13 +25,11 @@ Status SqlStore::RefreshBuildState(int64_t build_id, int64_t now_ms) {
   s->Bind(build_id);
   int64_t counts[6] = {0, 0, 0, 0, 0, 0};
   int64_t total = 0;
-  for (int i = 0; i < 16; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    int64_t state = s->Int(0);
-    if (state >= 0 && state < 6) counts[state] = s->Int(1);
-    total += s->Int(1);
-  }
+  FARM_RETURN_IF_ERROR(ForEachRow(*s, 16, [&](const Stmt& r) {
+    int64_t state = r.Int(0);
+    if (state >= 0 && state < 6) counts[state] = r.Int(1);
+    total += r.Int(1);
+  }));
   int64_t terminal = counts[kJobSucceeded] + counts[kJobFailed] + counts[kJobCancelled];
   int state = kBuildQueued;
   if (total > 0 && terminal == total) {
@@ -133,13 +131,7 @@ Result<std::vector<int64_t>> SqlStore::ListLeasableJobIds(int64_t now_ms, int li
                         db_->Prepare("SELECT id FROM jobs WHERE state = 1 AND held = 0 AND "
                                      "not_before_ms <= ? ORDER BY priority DESC, id ASC LIMIT ?"));
   s->Bind(now_ms).Bind(limit);
-  std::vector<int64_t> ids;
-  for (int i = 0; i < limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    ids.push_back(s->Int(0));
-  }
-  return ids;
+  return CollectRows(*s, limit, [](const Stmt& r) { return r.Int(0); });
 }
 
 Result<std::vector<JobRow>> SqlStore::GetJobs(const std::vector<int64_t>& ids) {
@@ -228,13 +220,7 @@ Result<std::vector<JobRow>> SqlStore::CancelRequestedLocked(const std::string& w
       db_->Prepare(std::string("SELECT ") + kJobColumns +
                    " FROM jobs WHERE worker_id = ? AND state = 2 AND cancel_requested = 1"));
   q->Bind(worker_id);
-  std::vector<JobRow> cancelled;
-  for (int i = 0; i < 10000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    cancelled.push_back(JobFromRow(*q));
-  }
-  return cancelled;
+  return CollectRows(*q, 10000, JobFromRow);
 }
 
 namespace {
@@ -345,12 +331,10 @@ Result<std::vector<int64_t>> SqlStore::ReleaseWorkerJobs(const std::string& work
                                                 " FROM jobs WHERE state = 2 AND worker_id = ?"));
   held->Bind(worker_id);
   std::vector<JobRow> lost;
-  for (int i = 0; i < 10000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, held->Step());
-    if (!row) break;
-    JobRow job = JobFromRow(*held);
+  FARM_RETURN_IF_ERROR(ForEachRow(*held, 10000, [&](const Stmt& r) {
+    JobRow job = JobFromRow(r);
     if (std::find(keep.begin(), keep.end(), job.id) == keep.end()) lost.push_back(job);
-  }
+  }));
   FARM_RETURN_IF_ERROR(LoseJobs(lost, detail, now_ms));
   FARM_RETURN_IF_ERROR(txn.Commit());
   std::vector<int64_t> ids;

@@ -126,8 +126,7 @@ Result<int64_t> SqlStore::AppendLogLines(int64_t job_id, int attempt,
 Result<std::vector<LogLineRow>> SqlStore::GetLogLines(int64_t job_id, int attempt,
                                                       int64_t after_seq, int limit) {
   Locked lock(this);
-  std::vector<LogLineRow> out;
-  if (limit <= 0) return out;
+  if (limit <= 0) return std::vector<LogLineRow>();
   const auto wanted = static_cast<size_t>(limit);
   // Lines stored one per row before log chunks existed come first: they are older.
   FARM_ASSIGN_OR_RETURN(
@@ -136,12 +135,10 @@ Result<std::vector<LogLineRow>> SqlStore::GetLogLines(int64_t job_id, int attemp
           "SELECT seq, stream, text, time_ms FROM log_lines WHERE job_id = ? AND attempt = ? "
           "AND seq > ? ORDER BY seq LIMIT ?"));
   old->Bind(job_id).Bind(attempt).Bind(after_seq).Bind(limit);
-  for (size_t i = 0; i < wanted; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, old->Step());
-    if (!row) break;
-    out.push_back(
-        LogLineRow{old->Int(0), static_cast<int>(old->Int(1)), old->Text(2), old->Int(3)});
-  }
+  FARM_ASSIGN_OR_RETURN(
+      std::vector<LogLineRow> out, CollectRows(*old, limit, [](const Stmt& r) {
+        return LogLineRow{r.Int(0), static_cast<int>(r.Int(1)), r.Text(2), r.Int(3)};
+      }));
   if (!out.empty()) after_seq = out.back().seq;
   // Chunks hold disjoint seq ranges in order, so those ending past after_seq, by last_seq,
   // hold the next lines; `wanted` chunks hold at least `wanted` lines.

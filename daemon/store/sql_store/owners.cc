@@ -20,24 +20,6 @@ AuditRow AuditFromRow(const Stmt& s) {
 
 }  // namespace
 
-// Defaults for Store implementations that keep no owners or audit log.
-Result<RecipeNameRow> Store::ClaimRecipeName(const std::string&, const std::string&, int64_t) {
-  return Status::Unimplemented("ClaimRecipeName");
-}
-Result<std::optional<RecipeNameRow>> Store::GetRecipeName(const std::string&) {
-  return Status::Unimplemented("GetRecipeName");
-}
-Result<std::vector<RecipeNameRow>> Store::ListRecipeNames() {
-  return Status::Unimplemented("ListRecipeNames");
-}
-Result<RecipeNameRow> Store::TransferRecipeName(const std::string&, const std::string&, int64_t) {
-  return Status::Unimplemented("TransferRecipeName");
-}
-Status Store::InsertAudit(AuditRow*) { return Status::Unimplemented("InsertAudit"); }
-Result<std::vector<AuditRow>> Store::ListAudit(const AuditFilter&) {
-  return Status::Unimplemented("ListAudit");
-}
-
 Result<RecipeNameRow> SqlStore::ClaimRecipeName(const std::string& name, const std::string& owner,
                                                 int64_t now_ms) {
   Locked lock(this);
@@ -64,22 +46,14 @@ Result<std::optional<RecipeNameRow>> SqlStore::GetRecipeName(const std::string& 
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kNameColumns +
                                              " FROM recipe_names WHERE name = ?"));
   s->Bind(name);
-  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-  if (!row) return std::optional<RecipeNameRow>();
-  return std::optional<RecipeNameRow>(NameFromRow(*s));
+  return ReadOptionalRow(*s, NameFromRow);
 }
 
 Result<std::vector<RecipeNameRow>> SqlStore::ListRecipeNames() {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kNameColumns +
                                              " FROM recipe_names ORDER BY name"));
-  std::vector<RecipeNameRow> out;
-  for (int i = 0; i < 1'000'000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(NameFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, 1'000'000, NameFromRow);
 }
 
 Result<RecipeNameRow> SqlStore::TransferRecipeName(const std::string& name,
@@ -134,13 +108,7 @@ Result<std::vector<AuditRow>> SqlStore::ListAudit(const AuditFilter& filter) {
   s->Bind(before);
   if (!filter.principal.empty()) s->Bind(filter.principal);
   s->Bind(static_cast<int64_t>(limit));
-  std::vector<AuditRow> out;
-  for (int i = 0; i < limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(AuditFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, limit, AuditFromRow);
 }
 
 }  // namespace farm::store

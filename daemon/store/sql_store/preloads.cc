@@ -19,18 +19,6 @@ UpstreamPreloadRow PreloadFromRow(const Stmt& s) {
 
 }  // namespace
 
-// Defaults for Store implementations that keep no preloads.
-Result<bool> Store::RecordUpstreamPreload(const UpstreamPreloadRow&) {
-  return Status::Unimplemented("RecordUpstreamPreload");
-}
-Result<std::optional<UpstreamPreloadRow>> Store::GetUpstreamPreload(const std::string&,
-                                                                    const std::string&) {
-  return Status::Unimplemented("GetUpstreamPreload");
-}
-Result<std::vector<UpstreamPreloadRow>> Store::ListUpstreamPreloads() {
-  return Status::Unimplemented("ListUpstreamPreloads");
-}
-
 Result<bool> SqlStore::RecordUpstreamPreload(const UpstreamPreloadRow& r) {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto insert,
@@ -66,22 +54,14 @@ Result<std::optional<UpstreamPreloadRow>> SqlStore::GetUpstreamPreload(const std
                         db_->Prepare(std::string("SELECT ") + kPreloadColumns +
                                      " FROM upstream_preloads WHERE source = ? AND path = ?"));
   s->Bind(source).Bind(path);
-  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-  if (!row) return std::optional<UpstreamPreloadRow>();
-  return std::optional<UpstreamPreloadRow>(PreloadFromRow(*s));
+  return ReadOptionalRow(*s, PreloadFromRow);
 }
 
 Result<std::vector<UpstreamPreloadRow>> SqlStore::ListUpstreamPreloads() {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kPreloadColumns +
                                              " FROM upstream_preloads ORDER BY source, path"));
-  std::vector<UpstreamPreloadRow> rows;
-  while (true) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    rows.push_back(PreloadFromRow(*s));
-  }
-  return rows;
+  return CollectRows(*s, std::numeric_limits<int64_t>::max(), PreloadFromRow);
 }
 
 }  // namespace farm::store

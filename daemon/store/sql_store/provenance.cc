@@ -22,31 +22,7 @@ ProvenanceRow ProvenanceFromRow(const Stmt& s) {
   return r;
 }
 
-Result<std::vector<ProvenanceRow>> Collect(Stmt* s, int limit) {
-  std::vector<ProvenanceRow> out;
-  for (int i = 0; i < limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(ProvenanceFromRow(*s));
-  }
-  return out;
-}
-
 }  // namespace
-
-// Defaults for Store implementations that keep no provenance.
-Result<bool> Store::InsertProvenance(const ProvenanceRow&) {
-  return Status::Unimplemented("InsertProvenance");
-}
-Result<std::vector<ProvenanceRow>> Store::ListProvenance(const std::string&, int) {
-  return Status::Unimplemented("ListProvenance");
-}
-Result<std::vector<ProvenanceRow>> Store::ListProvenanceSignedBy(const std::string&, int64_t, int) {
-  return Status::Unimplemented("ListProvenanceSignedBy");
-}
-Status Store::ResignProvenance(int64_t, const std::string&, const std::string&) {
-  return Status::Unimplemented("ResignProvenance");
-}
 
 Result<bool> SqlStore::InsertProvenance(const ProvenanceRow& r) {
   Locked lock(this);
@@ -72,7 +48,7 @@ Result<std::vector<ProvenanceRow>> SqlStore::ListProvenance(const std::string& s
                                              " FROM provenance WHERE sha256 = ?"
                                              " ORDER BY kind = 'build' DESC, id LIMIT ?"));
   s->Bind(sha256).Bind(limit);
-  return Collect(s.get(), limit);
+  return CollectRows(*s, limit, ProvenanceFromRow);
 }
 
 Result<std::vector<ProvenanceRow>> SqlStore::ListProvenanceSignedBy(const std::string& keyid,
@@ -82,7 +58,7 @@ Result<std::vector<ProvenanceRow>> SqlStore::ListProvenanceSignedBy(const std::s
                                              " FROM provenance WHERE keyid = ? AND id > ?"
                                              " ORDER BY id LIMIT ?"));
   s->Bind(keyid).Bind(after_id).Bind(limit);
-  return Collect(s.get(), limit);
+  return CollectRows(*s, limit, ProvenanceFromRow);
 }
 
 Status SqlStore::ResignProvenance(int64_t id, const std::string& keyid,

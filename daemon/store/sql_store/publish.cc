@@ -4,49 +4,6 @@
 
 namespace farm::store {
 
-// Defaults for Store implementations without an outbox.
-Result<std::vector<PublishCandidate>> Store::ListPublishCandidates(int64_t, int) {
-  return Status::Unimplemented("ListPublishCandidates");
-}
-Status Store::EnqueuePublications(int64_t, const std::string&, const std::vector<PublicationRow>&,
-                                  int64_t) {
-  return Status::Unimplemented("EnqueuePublications");
-}
-Result<std::vector<PublicationRow>> Store::ListPublications(int64_t) {
-  return Status::Unimplemented("ListPublications");
-}
-Result<std::vector<PublicationRow>> Store::ListDuePublications(int64_t, int) {
-  return Status::Unimplemented("ListDuePublications");
-}
-Status Store::UpdatePublication(const PublicationRow&, int64_t) {
-  return Status::Unimplemented("UpdatePublication");
-}
-Status Store::SetPublicationFile(int64_t, const std::string&, const std::string&,
-                                 const std::string&, int64_t, int64_t) {
-  return Status::Unimplemented("SetPublicationFile");
-}
-Status Store::MarkReleasePublished(int64_t, const std::string&, const std::string&, int64_t) {
-  return Status::Unimplemented("MarkReleasePublished");
-}
-Result<int> Store::RequeuePublications(int64_t, const std::string&, bool, int64_t) {
-  return Status::Unimplemented("RequeuePublications");
-}
-Result<std::map<std::string, int64_t>> Store::CountPublicationsByState() {
-  return Status::Unimplemented("CountPublicationsByState");
-}
-Result<std::vector<PublicationRow>> Store::ListRecentPublications(int) {
-  return Status::Unimplemented("ListRecentPublications");
-}
-Result<std::map<int64_t, std::vector<PublicationRow>>> Store::ListPublicationsOfBuilds(
-    const std::vector<int64_t>& build_ids) {
-  std::map<int64_t, std::vector<PublicationRow>> out;
-  for (int64_t id : build_ids) {
-    FARM_ASSIGN_OR_RETURN(auto rows, ListPublications(id));
-    if (!rows.empty()) out[id] = std::move(rows);
-  }
-  return out;
-}
-
 namespace {
 
 constexpr char kPublicationColumns[] =
@@ -80,16 +37,6 @@ PublicationRow PublicationFromRow(const Stmt& s) {
   return p;
 }
 
-Result<std::vector<PublicationRow>> CollectPublications(Stmt* s, int limit) {
-  std::vector<PublicationRow> out;
-  for (int i = 0; i < limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(PublicationFromRow(*s));
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<std::vector<PublishCandidate>> SqlStore::ListPublishCandidates(int64_t after_id, int limit) {
@@ -103,19 +50,15 @@ Result<std::vector<PublishCandidate>> SqlStore::ListPublishCandidates(int64_t af
                    "AND NOT EXISTS (SELECT 1 FROM publish_scanned s WHERE s.artifact_id = a.id) "
                    "ORDER BY a.id LIMIT ?"));
   s->Bind(after_id).Bind(limit);
-  std::vector<PublishCandidate> out;
-  for (int i = 0; i < limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
+  return CollectRows(*s, limit, [](const Stmt& r) {
     PublishCandidate c;
-    c.artifact = ArtifactRow{s->Int(0),  s->Int(1),  static_cast<int>(s->Int(2)),
-                             s->Text(3), s->Text(4), s->Int(5),
-                             s->Text(6), s->Text(7), s->Int(8)};
-    c.build_id = s->Int(9);
-    c.cell = s->Text(10);
-    out.push_back(std::move(c));
-  }
-  return out;
+    c.artifact = ArtifactRow{r.Int(0),  r.Int(1),  static_cast<int>(r.Int(2)),
+                             r.Text(3), r.Text(4), r.Int(5),
+                             r.Text(6), r.Text(7), r.Int(8)};
+    c.build_id = r.Int(9);
+    c.cell = r.Text(10);
+    return c;
+  });
 }
 
 Status SqlStore::EnqueuePublications(int64_t artifact_id, const std::string& outcome,
@@ -163,7 +106,7 @@ Result<std::vector<PublicationRow>> SqlStore::ListPublications(int64_t build_id)
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kPublicationColumns +
                                              " FROM publications WHERE build_id = ? ORDER BY id"));
   s->Bind(build_id);
-  return CollectPublications(s.get(), 100000);
+  return CollectRows(*s, 100000, PublicationFromRow);
 }
 
 Result<std::map<int64_t, std::vector<PublicationRow>>> SqlStore::ListPublicationsOfBuilds(
@@ -182,12 +125,7 @@ Result<std::vector<PublicationRow>> SqlStore::ListRecentPublications(int limit) 
           std::string("SELECT ") + kPublicationColumns +
           " FROM publications ORDER BY state = 'failed' DESC, updated_ms DESC, id DESC LIMIT ?"));
   s->Bind(limit);
-  return CollectPublications(s.get(), limit);
-}
-
-Result<std::vector<PublicationRow>> Store::ListHubFilesUnder(const std::string&, const std::string&,
-                                                             const std::string&) {
-  return Status::Unimplemented("ListHubFilesUnder");
+  return CollectRows(*s, limit, PublicationFromRow);
 }
 
 Result<std::vector<PublicationRow>> SqlStore::ListHubFilesUnder(const std::string& repo,
@@ -202,7 +140,7 @@ Result<std::vector<PublicationRow>> SqlStore::ListHubFilesUnder(const std::strin
           " AND state IN ('uploaded', 'published') AND substr(path, 1, ?) = ?"
           " ORDER BY path, id LIMIT 100000"));
   s->Bind(repo).Bind(ref).Bind(static_cast<int64_t>(dir.size())).Bind(dir);
-  return CollectPublications(s.get(), 100000);
+  return CollectRows(*s, 100000, PublicationFromRow);
 }
 
 Result<std::vector<PublicationRow>> SqlStore::ListDuePublications(int64_t now_ms, int limit) {
@@ -212,7 +150,7 @@ Result<std::vector<PublicationRow>> SqlStore::ListDuePublications(int64_t now_ms
                                              "(state = 'pending' AND not_before_ms <= ?)"
                                              " ORDER BY id LIMIT ?"));
   s->Bind(now_ms).Bind(limit);
-  return CollectPublications(s.get(), limit);
+  return CollectRows(*s, limit, PublicationFromRow);
 }
 
 Status SqlStore::UpdatePublication(const PublicationRow& p, int64_t now_ms) {
@@ -295,11 +233,7 @@ Result<std::map<std::string, int64_t>> SqlStore::CountPublicationsByState() {
   FARM_ASSIGN_OR_RETURN(auto s,
                         db_->Prepare("SELECT state, COUNT(*) FROM publications GROUP BY state"));
   std::map<std::string, int64_t> out;
-  for (int i = 0; i < 64; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out[s->Text(0)] = s->Int(1);
-  }
+  FARM_RETURN_IF_ERROR(ForEachRow(*s, 64, [&](const Stmt& r) { out[r.Text(0)] = r.Int(1); }));
   return out;
 }
 

@@ -6,63 +6,6 @@
 
 namespace farm::store {
 
-// Defaults for Store implementations that do not serve the dashboard.
-Result<std::vector<int64_t>> Store::CountJobsByState() {
-  return Status::Unimplemented("CountJobsByState");
-}
-Result<std::vector<JobRow>> Store::ListJobsInState(int, int64_t, int) {
-  return Status::Unimplemented("ListJobsInState");
-}
-Result<SpanHistogram> Store::JobSpanHistogram(JobSpan, const std::vector<int64_t>&) {
-  return Status::Unimplemented("JobSpanHistogram");
-}
-Result<std::vector<JobTimingRow>> Store::ListJobTimings(int) {
-  return Status::Unimplemented("ListJobTimings");
-}
-Result<std::vector<IndexArtifactRow>> Store::ListIndexArtifacts(int) {
-  return Status::Unimplemented("ListIndexArtifacts");
-}
-
-Result<std::optional<int64_t>> Store::LastSuccessfulRunMs(const std::string&, const std::string&,
-                                                          int64_t) {
-  return Status::Unimplemented("LastSuccessfulRunMs");
-}
-Result<bool> Store::RecordProgress(const ProgressReport&) {
-  return Status::Unimplemented("RecordProgress");
-}
-Result<std::vector<BuildRow>> Store::ListBuildsMatching(const BuildFilter&, int64_t, int) {
-  return Status::Unimplemented("ListBuildsMatching");
-}
-Result<std::map<int64_t, std::vector<JobRow>>> Store::ListJobsOfBuilds(
-    const std::vector<int64_t>& build_ids) {
-  std::map<int64_t, std::vector<JobRow>> out;
-  for (int64_t id : build_ids) {
-    FARM_ASSIGN_OR_RETURN(auto jobs, ListJobs(id));
-    if (!jobs.empty()) out[id] = std::move(jobs);
-  }
-  return out;
-}
-
-Result<std::map<int64_t, std::vector<AttemptRow>>> Store::ListAttemptsOfJobs(
-    const std::vector<int64_t>& job_ids) {
-  std::map<int64_t, std::vector<AttemptRow>> out;
-  for (int64_t id : job_ids) {
-    FARM_ASSIGN_OR_RETURN(auto rows, ListAttempts(id));
-    if (!rows.empty()) out[id] = std::move(rows);
-  }
-  return out;
-}
-
-Result<std::map<int64_t, std::vector<ArtifactRow>>> Store::ListArtifactsOfJobs(
-    const std::vector<int64_t>& job_ids) {
-  std::map<int64_t, std::vector<ArtifactRow>> out;
-  for (int64_t id : job_ids) {
-    FARM_ASSIGN_OR_RETURN(auto rows, ListArtifacts(id));
-    if (!rows.empty()) out[id] = std::move(rows);
-  }
-  return out;
-}
-
 Result<std::map<int64_t, std::vector<JobRow>>> SqlStore::ListJobsOfBuilds(
     const std::vector<int64_t>& build_ids) {
   Locked lock(this);
@@ -76,12 +19,10 @@ Result<std::vector<int64_t>> SqlStore::CountJobsByState() {
   // job_state_counts is kept by triggers on jobs (migration 017): a few rows.
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT state, n FROM job_state_counts"));
   std::vector<int64_t> counts(6, 0);
-  for (int i = 0; i < 64; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    int64_t state = s->Int(0);
-    if (state >= 0 && state < 6) counts[static_cast<size_t>(state)] = s->Int(1);
-  }
+  FARM_RETURN_IF_ERROR(ForEachRow(*s, 64, [&](const Stmt& r) {
+    int64_t state = r.Int(0);
+    if (state >= 0 && state < 6) counts[static_cast<size_t>(state)] = r.Int(1);
+  }));
   return counts;
 }
 
@@ -91,13 +32,7 @@ Result<std::vector<JobRow>> SqlStore::ListJobsInState(int state, int64_t before_
       auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
                            " FROM jobs WHERE state = ? AND id < ? ORDER BY id DESC LIMIT ?"));
   s->Bind(state).Bind(before_id > 0 ? before_id : INT64_MAX).Bind(limit);
-  std::vector<JobRow> out;
-  for (int i = 0; i <= limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(JobFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, int64_t{limit} + 1, JobFromRow);
 }
 
 Result<SpanHistogram> SqlStore::JobSpanHistogram(JobSpan span,
@@ -139,19 +74,18 @@ Result<SpanHistogram> SqlStore::KeptHistogram(JobSpan span) {
                                      "ORDER BY le_ms"));
   s->Bind(wait ? 0 : 1);
   size_t i = 0;
-  for (int rows = 0; rows < 64; ++rows) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    if (s->Int(0) == INT64_MAX) {
-      h.count = s->Int(1);
-      h.sum_ms = static_cast<double>(s->Int(2));
-    } else if (i < h.bounds_ms.size() && s->Int(0) == h.bounds_ms[i]) {
-      h.cumulative[i++] = s->Int(1);
+  FARM_RETURN_IF_ERROR(ForEachRow(*s, 64, [&](const Stmt& r) {
+    if (r.Int(0) == INT64_MAX) {
+      h.count = r.Int(1);
+      h.sum_ms = static_cast<double>(r.Int(2));
+    } else if (i < h.bounds_ms.size() && r.Int(0) == h.bounds_ms[i]) {
+      h.cumulative[i++] = r.Int(1);
     } else {
       return Status::Internal("job_span_buckets holds a bound the store does not keep: " +
-                              std::to_string(s->Int(0)));
+                              std::to_string(r.Int(0)));
     }
-  }
+    return Status::Ok();
+  }));
   if (i != h.bounds_ms.size()) return Status::Internal("job_span_buckets lacks bounds");
   return h;
 }
@@ -167,14 +101,10 @@ Result<std::vector<JobTimingRow>> SqlStore::ListJobTimings(int limit) {
                    "WHERE j.state >= 3 AND j.started_ms > 0 AND j.finished_ms > 0 AND j.kind = ? "
                    "ORDER BY j.finished_ms DESC LIMIT ?"));
   s->Bind(kJobBuild).Bind(limit);
-  std::vector<JobTimingRow> out;
-  for (int i = 0; i <= limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(JobTimingRow{s->Int(0), s->Int(1), s->Text(2), static_cast<int>(s->Int(3)),
-                               s->Int(4), s->Int(5), s->Int(6), s->Text(7)});
-  }
-  return out;
+  return CollectRows(*s, int64_t{limit} + 1, [](const Stmt& r) {
+    return JobTimingRow{r.Int(0), r.Int(1), r.Text(2), static_cast<int>(r.Int(3)),
+                        r.Int(4), r.Int(5), r.Int(6),  r.Text(7)};
+  });
 }
 
 Result<std::vector<IndexArtifactRow>> SqlStore::ListIndexArtifacts(int limit) {
@@ -186,18 +116,14 @@ Result<std::vector<IndexArtifactRow>> SqlStore::ListIndexArtifacts(int limit) {
           "a.validation, a.created_ms, j.cell FROM artifacts a JOIN jobs j ON j.id = a.job_id "
           "WHERE j.state = 3 ORDER BY a.id LIMIT ?"));
   s->Bind(limit);
-  std::vector<IndexArtifactRow> out;
-  for (int i = 0; i <= limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    IndexArtifactRow r;
-    r.artifact = ArtifactRow{s->Int(0),  s->Int(1),  static_cast<int>(s->Int(2)),
-                             s->Text(3), s->Text(4), s->Int(5),
-                             s->Text(6), s->Text(7), s->Int(8)};
-    r.cell = s->Text(9);
-    out.push_back(std::move(r));
-  }
-  return out;
+  return CollectRows(*s, int64_t{limit} + 1, [](const Stmt& r) {
+    IndexArtifactRow row;
+    row.artifact = ArtifactRow{r.Int(0),  r.Int(1),  static_cast<int>(r.Int(2)),
+                               r.Text(3), r.Text(4), r.Int(5),
+                               r.Text(6), r.Text(7), r.Int(8)};
+    row.cell = r.Text(9);
+    return row;
+  });
 }
 
 Result<std::optional<int64_t>> SqlStore::LastSuccessfulRunMs(const std::string& recipe_name,

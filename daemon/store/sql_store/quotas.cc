@@ -4,27 +4,15 @@
 
 namespace farm::store {
 
-// Defaults for Store implementations that keep no quotas.
-Result<std::optional<QuotaOverrideRow>> Store::GetQuotaOverride(const std::string&) {
-  return Status::Unimplemented("GetQuotaOverride");
-}
-Status Store::SetQuotaOverride(const QuotaOverrideRow&) {
-  return Status::Unimplemented("SetQuotaOverride");
-}
-Result<PrincipalUsage> Store::GetPrincipalUsage(const std::string&) {
-  return Status::Unimplemented("GetPrincipalUsage");
-}
-
 Result<std::optional<QuotaOverrideRow>> SqlStore::GetQuotaOverride(const std::string& principal) {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare("SELECT principal, submissions, queued_jobs, stored_bytes, "
                            "updated_by, updated_ms FROM quota_overrides WHERE principal = ?"));
   s->Bind(principal);
-  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-  if (!row) return std::optional<QuotaOverrideRow>();
-  return std::optional<QuotaOverrideRow>(
-      QuotaOverrideRow{s->Text(0), s->Int(1), s->Int(2), s->Int(3), s->Text(4), s->Int(5)});
+  return ReadOptionalRow(*s, [](const Stmt& r) {
+    return QuotaOverrideRow{r.Text(0), r.Int(1), r.Int(2), r.Int(3), r.Text(4), r.Int(5)};
+  });
 }
 
 Status SqlStore::SetQuotaOverride(const QuotaOverrideRow& r) {

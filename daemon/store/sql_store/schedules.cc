@@ -55,33 +55,7 @@ ScheduleRunRow RunFromRow(const Stmt& s) {
   return r;
 }
 
-Status NoSchedules() { return Status::Unimplemented("this store has no schedules"); }
-
 }  // namespace
-
-// --- defaults for other Store implementations -------------------------------------------
-
-Status Store::InsertSchedule(ScheduleRow*) { return NoSchedules(); }
-Result<ScheduleRow> Store::GetSchedule(int64_t) { return NoSchedules(); }
-Result<std::vector<ScheduleRow>> Store::ListSchedules() { return NoSchedules(); }
-Status Store::SetSchedulePaused(int64_t, bool, int64_t) { return NoSchedules(); }
-Status Store::DeleteSchedule(int64_t, int64_t) { return NoSchedules(); }
-Status Store::RecordScheduleRun(ScheduleRunRow*, int64_t) { return NoSchedules(); }
-Status Store::SetWatchState(int64_t, const std::string&, int64_t) { return NoSchedules(); }
-Result<std::vector<ScheduleRunRow>> Store::ListScheduleRuns(int64_t, int) { return NoSchedules(); }
-Result<std::optional<ScheduleRunRow>> Store::LastSucceededScheduleRun(int64_t) {
-  return NoSchedules();
-}
-Result<int64_t> Store::ActiveScheduleBuild(int64_t) { return NoSchedules(); }
-Result<int64_t> Store::ScheduleOfBuild(int64_t) { return NoSchedules(); }
-Result<std::map<int64_t, std::vector<ScheduleRunRow>>> Store::ListScheduleRunsOfBuilds(
-    const std::vector<int64_t>&) {
-  return NoSchedules();
-}
-Status Store::CreateBuildLinked(BuildRow*, std::vector<JobRow>*, BuildLinks*) {
-  return NoSchedules();
-}
-Result<std::vector<int64_t>> Store::ResolveMergedJobs(int64_t) { return NoSchedules(); }
 
 // --- schedules ------------------------------------------------------------------------------
 
@@ -118,22 +92,14 @@ Result<ScheduleRow> SqlStore::GetSchedule(int64_t id) {
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kScheduleColumns +
                                              " FROM schedules WHERE id = ? AND deleted_ms = 0"));
   s->Bind(id);
-  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-  if (!row) return Status::NotFound("no schedule " + std::to_string(id));
-  return ScheduleFromRow(*s);
+  return ReadOneRow(*s, ScheduleFromRow, "no schedule " + std::to_string(id));
 }
 
 Result<std::vector<ScheduleRow>> SqlStore::ListSchedules() {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kScheduleColumns +
                                              " FROM schedules WHERE deleted_ms = 0 ORDER BY id"));
-  std::vector<ScheduleRow> out;
-  for (int i = 0; i < 100000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(ScheduleFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, 100000, ScheduleFromRow);
 }
 
 Status SqlStore::SetSchedulePaused(int64_t id, bool paused, int64_t next_fire_ms) {
@@ -218,13 +184,7 @@ Result<std::vector<ScheduleRunRow>> SqlStore::ListScheduleRuns(int64_t schedule_
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kRunColumns + kRunFrom +
                                              "WHERE r.schedule_id = ? ORDER BY r.id DESC LIMIT ?"));
   s->Bind(schedule_id).Bind(limit);
-  std::vector<ScheduleRunRow> out;
-  for (int i = 0; i <= limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(RunFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, int64_t{limit} + 1, RunFromRow);
 }
 
 Result<std::optional<ScheduleRunRow>> SqlStore::LastSucceededScheduleRun(int64_t schedule_id) {
@@ -233,9 +193,7 @@ Result<std::optional<ScheduleRunRow>> SqlStore::LastSucceededScheduleRun(int64_t
       auto s, db_->Prepare(std::string("SELECT ") + kRunColumns + kRunFrom +
                            "WHERE r.schedule_id = ? AND b.state = 3 ORDER BY r.id DESC LIMIT 1"));
   s->Bind(schedule_id);
-  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-  if (!row) return std::optional<ScheduleRunRow>();
-  return std::optional<ScheduleRunRow>(RunFromRow(*s));
+  return ReadOptionalRow(*s, RunFromRow);
 }
 
 Result<int64_t> SqlStore::ActiveScheduleBuild(int64_t schedule_id) {
@@ -365,12 +323,10 @@ Result<std::vector<int64_t>> SqlStore::ResolveMergedJobs(int64_t now_ms) {
     int64_t job, build, leader;
     bool reuse;
   };
-  std::vector<Settle> todo;
-  for (int i = 0; i < 500; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, q->Step());
-    if (!row) break;
-    todo.push_back({q->Int(0), q->Int(1), q->Int(2), q->Int(3) == kJobSucceeded && q->Int(4) != 0});
-  }
+  FARM_ASSIGN_OR_RETURN(
+      std::vector<Settle> todo, CollectRows(*q, 500, [](const Stmt& r) {
+        return Settle{r.Int(0), r.Int(1), r.Int(2), r.Int(3) == kJobSucceeded && r.Int(4) != 0};
+      }));
   std::vector<int64_t> settled;
   for (const Settle& s : todo) {
     if (s.reuse) {

@@ -37,23 +37,6 @@ constexpr char kCollectable[] =
 
 }  // namespace
 
-// Defaults for Store implementations that do not keep source archives.
-Status Store::RecordSourceArchive(const SourceArchiveRow&) {
-  return Status::Unimplemented("RecordSourceArchive");
-}
-Result<SourceArchiveRow> Store::GetSourceArchive(const std::string&) {
-  return Status::Unimplemented("GetSourceArchive");
-}
-Status Store::TouchSourceArchive(const std::string&, int64_t) {
-  return Status::Unimplemented("TouchSourceArchive");
-}
-Result<std::vector<SourceArchiveRow>> Store::ListCollectableSources(int64_t, int) {
-  return Status::Unimplemented("ListCollectableSources");
-}
-Result<bool> Store::ForgetSourceArchive(const std::string&, int64_t) {
-  return Status::Unimplemented("ForgetSourceArchive");
-}
-
 Status SqlStore::RecordSourceArchive(const SourceArchiveRow& r) {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(
@@ -78,9 +61,7 @@ Result<SourceArchiveRow> SqlStore::GetSourceArchive(const std::string& sha256) {
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kSourceColumns +
                                              " FROM source_archives WHERE sha256 = ?"));
   s->Bind(sha256);
-  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-  if (!row) return Status::NotFound("no source archive " + sha256);
-  return SourceFromRow(*s);
+  return ReadOneRow(*s, SourceFromRow, "no source archive " + sha256);
 }
 
 Status SqlStore::TouchSourceArchive(const std::string& sha256, int64_t now_ms) {
@@ -101,13 +82,7 @@ Result<std::vector<SourceArchiveRow>> SqlStore::ListCollectableSources(int64_t u
                                              " FROM source_archives s WHERE " + kCollectable +
                                              " ORDER BY s.last_used_ms LIMIT ?2"));
   s->Bind(unused_before_ms).Bind(static_cast<int64_t>(limit));
-  std::vector<SourceArchiveRow> out;
-  for (int i = 0; i < limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(SourceFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, limit, SourceFromRow);
 }
 
 Result<bool> SqlStore::ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms) {

@@ -20,7 +20,7 @@ JobRow JobFromRow(const Stmt& s) {
   j.id = s.Int(0);
   j.build_id = s.Int(1);
   j.cell = s.Text(2);
-  j.state = static_cast<int>(s.Int(3));
+  j.state = static_cast<JobState>(s.Int(3));
   j.priority = static_cast<int>(s.Int(4));
   j.attempt = static_cast<int>(s.Int(5));
   j.worker_id = s.Text(6);
@@ -57,7 +57,7 @@ BuildRow BuildFromRow(const Stmt& s) {
   b.id = s.Int(0);
   b.recipe_name = s.Text(1);
   b.recipe = s.Text(2);
-  b.state = static_cast<int>(s.Int(3));
+  b.state = static_cast<BuildState>(s.Int(3));
   b.priority = static_cast<int>(s.Int(4));
   b.submitted_by = s.Text(5);
   b.rejected_cells = s.Text(6);
@@ -100,10 +100,6 @@ ArtifactRow ArtifactFromRow(const Stmt& s) {
 ArtifactRow ArtifactFromStmt(const Stmt& s) { return ArtifactFromRow(s); }
 const char* ArtifactColumns() { return kArtifactColumns; }
 
-bool IsTerminal(int job_state) {
-  return job_state == kJobSucceeded || job_state == kJobFailed || job_state == kJobCancelled;
-}
-
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
   FARM_ASSIGN_OR_RETURN(auto db, Db::Open(path));
   FARM_RETURN_IF_ERROR(db->Migrate());
@@ -137,22 +133,14 @@ Result<TokenRow> SqlStore::FindToken(const std::string& hash) {
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns + " FROM tokens WHERE hash = ?"));
   s->Bind(hash);
-  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-  if (!row) return Status::NotFound("no such token");
-  return TokenFromRow(*s);
+  return ReadOneRow(*s, TokenFromRow, "no such token");
 }
 
 Result<std::vector<TokenRow>> SqlStore::ListTokens() {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns +
                                              " FROM tokens ORDER BY created_ms, hash"));
-  std::vector<TokenRow> out;
-  for (int i = 0; i < 1'000'000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(TokenFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, 1'000'000, TokenFromRow);
 }
 
 Result<TokenRow> SqlStore::RevokeToken(const std::string& hash_prefix, int64_t now_ms) {
@@ -167,12 +155,7 @@ Result<TokenRow> SqlStore::RevokeToken(const std::string& hash_prefix, int64_t n
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kTokenColumns +
                                              " FROM tokens WHERE substr(hash, 1, ?) = ? LIMIT 2"));
   s->Bind(static_cast<int64_t>(hash_prefix.size())).Bind(hash_prefix);
-  std::vector<TokenRow> found;
-  for (int i = 0; i < 2; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    found.push_back(TokenFromRow(*s));
-  }
+  FARM_ASSIGN_OR_RETURN(std::vector<TokenRow> found, CollectRows(*s, 2, TokenFromRow));
   if (found.empty()) return Status::NotFound("no token " + hash_prefix);
   if (found.size() > 1) {
     return Status::InvalidArgument("several tokens start with " + hash_prefix +
@@ -189,14 +172,6 @@ Result<TokenRow> SqlStore::RevokeToken(const std::string& hash_prefix, int64_t n
   Bump();
   found[0].revoked_ms = now_ms;
   return found[0];
-}
-
-Result<std::vector<TokenRow>> Store::ListTokens() { return Status::Unimplemented("ListTokens"); }
-Result<std::vector<JobRow>> Store::ListRunningJobs(const std::string&) {
-  return Status::Unimplemented("ListRunningJobs");
-}
-Result<TokenRow> Store::RevokeToken(const std::string&, int64_t) {
-  return Status::Unimplemented("RevokeToken");
 }
 
 Result<int64_t> SqlStore::CountTokens() {
@@ -231,22 +206,14 @@ Result<WorkerRow> SqlStore::GetWorker(const std::string& id) {
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare(std::string("SELECT ") + kWorkerColumns + " FROM workers WHERE id = ?"));
   s->Bind(id);
-  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-  if (!row) return Status::NotFound("no worker " + id);
-  return WorkerFromRow(*s);
+  return ReadOneRow(*s, WorkerFromRow, "no worker " + id);
 }
 
 Result<std::vector<WorkerRow>> SqlStore::ListWorkers() {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kWorkerColumns +
                                              " FROM workers ORDER BY name, id"));
-  std::vector<WorkerRow> out;
-  for (int i = 0; i < 100000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(WorkerFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, 100000, WorkerFromRow);
 }
 
 Status SqlStore::TouchWorker(const std::string& id, int64_t now_ms, WorkerState state) {
@@ -320,13 +287,7 @@ Result<std::vector<JobRow>> SqlStore::ListRunningJobs(const std::string& worker_
                                              " FROM jobs WHERE worker_id = ? AND state = 2 "
                                              "ORDER BY id LIMIT 1000"));
   s->Bind(worker_id);
-  std::vector<JobRow> out;
-  for (int i = 0; i < 1000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(JobFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, 1000, JobFromRow);
 }
 
 Status SqlStore::CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) {
@@ -349,9 +310,7 @@ Result<BuildRow> SqlStore::GetBuild(int64_t id) {
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare(std::string("SELECT ") + kBuildColumns + " FROM builds WHERE id = ?"));
   s->Bind(id);
-  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-  if (!row) return Status::NotFound("no build " + std::to_string(id));
-  return BuildFromRow(*s);
+  return ReadOneRow(*s, BuildFromRow, "no build " + std::to_string(id));
 }
 
 Result<std::vector<BuildRow>> SqlStore::ListBuilds(int64_t before_id, int limit) {
@@ -385,26 +344,14 @@ Result<std::vector<BuildRow>> SqlStore::ListBuildsMatching(const BuildFilter& fi
     for (const auto& w : filter.worker_ids) s->Bind(w);
   }
   s->Bind(limit);
-  std::vector<BuildRow> out;
-  for (int i = 0; i <= limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(BuildFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, int64_t{limit} + 1, BuildFromRow);
 }
 
 Result<std::vector<JobRow>> SqlStore::QueryJobs(const std::string& where, int64_t arg, int limit) {
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kJobColumns +
                                              " FROM jobs WHERE " + where + " LIMIT ?"));
   s->Bind(arg).Bind(limit);
-  std::vector<JobRow> out;
-  for (int i = 0; i <= limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(JobFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, int64_t{limit} + 1, JobFromRow);
 }
 
 Result<std::vector<JobRow>> SqlStore::ListJobs(int64_t build_id) {
@@ -469,9 +416,7 @@ Result<std::optional<JobRow>> SqlStore::FindSucceededJob(const std::string& buil
                   " FROM jobs WHERE build_key = ? AND build_key != '' AND state = 3 AND EXISTS "
                   "(SELECT 1 FROM artifacts a WHERE a.job_id = jobs.id) ORDER BY id DESC LIMIT 1"));
   s->Bind(build_key);
-  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-  if (!row) return std::optional<JobRow>();
-  return std::optional<JobRow>(JobFromRow(*s));
+  return ReadOptionalRow(*s, JobFromRow);
 }
 
 Result<JobRow> SqlStore::GetJob(int64_t id) {
@@ -507,13 +452,7 @@ Result<std::vector<AttemptRow>> SqlStore::ListAttempts(int64_t job_id) {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string(kAttemptSelect) + " = ? ORDER BY number"));
   s->Bind(job_id);
-  std::vector<AttemptRow> out;
-  for (int i = 0; i < 10000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(AttemptFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, 10000, AttemptFromRow);
 }
 
 Result<std::map<int64_t, std::vector<AttemptRow>>> SqlStore::ListAttemptsOfJobs(
@@ -570,13 +509,7 @@ Result<std::vector<ArtifactRow>> SqlStore::ListArtifacts(int64_t job_id) {
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
                                              " FROM artifacts WHERE job_id = ? ORDER BY id"));
   s->Bind(job_id);
-  std::vector<ArtifactRow> out;
-  for (int i = 0; i < 100000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(ArtifactFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, 100000, ArtifactFromRow);
 }
 
 Result<ArtifactRow> SqlStore::GetArtifact(int64_t id) {
@@ -584,9 +517,7 @@ Result<ArtifactRow> SqlStore::GetArtifact(int64_t id) {
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kArtifactColumns +
                                              " FROM artifacts WHERE id = ?"));
   s->Bind(id);
-  FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-  if (!row) return Status::NotFound("no artifact " + std::to_string(id));
-  return ArtifactFromRow(*s);
+  return ReadOneRow(*s, ArtifactFromRow, "no artifact " + std::to_string(id));
 }
 
 }  // namespace farm::store

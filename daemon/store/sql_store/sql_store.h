@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "daemon/store/sql/db.h"
+#include "daemon/store/sql/rows.h"
 #include "daemon/store/store.h"
 #include "daemon/store/webhook_store.h"
 
@@ -88,7 +89,7 @@ class SqlStore final : public Store, public WebhookStore {
   Status RetryJob(int64_t job_id, int64_t now_ms) override;
   Result<bool> RecordProgress(const ProgressReport& report) override;
 
-  using Store::AppendLogLines;
+  using LogStore::AppendLogLines;
   Result<int64_t> AppendLogLines(int64_t job_id, int attempt, const std::vector<LogLineRow>& lines,
                                  int64_t max_bytes) override;
   Result<std::vector<LogLineRow>> GetLogLines(int64_t job_id, int attempt, int64_t after_seq,
@@ -323,12 +324,11 @@ Result<std::map<int64_t, std::vector<Row>>> SelectByIds(Db& db, const std::strin
     for (size_t i = 0; i < n; ++i) marks[2 * i] = '?';
     FARM_ASSIGN_OR_RETURN(auto s, db.Prepare(select + " (" + marks + ") ORDER BY " + order));
     for (size_t i = 0; i < n; ++i) s->Bind(ids[at + i]);
-    for (int64_t r = 0; r < kMaxRowsPerId * static_cast<int64_t>(n); ++r) {
-      FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-      if (!row) break;
-      Row value = from_row(*s);
-      out[value.*key].push_back(std::move(value));
-    }
+    FARM_RETURN_IF_ERROR(
+        ForEachRow(*s, kMaxRowsPerId * static_cast<int64_t>(n), [&](const Stmt& r) {
+          Row value = from_row(r);
+          out[value.*key].push_back(std::move(value));
+        }));
   }
   return out;
 }

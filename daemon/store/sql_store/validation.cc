@@ -4,19 +4,6 @@
 
 namespace farm::store {
 
-Result<JobRow> Store::QueueValidationJob(const JobRow&) {
-  return Status::Unimplemented("QueueValidationJob");
-}
-Result<std::vector<JobRow>> Store::ListValidationJobs(int64_t, int) {
-  return Status::Unimplemented("ListValidationJobs");
-}
-Result<std::vector<ArtifactRow>> Store::ListArtifactsInValidationState(int, int64_t, int) {
-  return Status::Unimplemented("ListArtifactsInValidationState");
-}
-Status Store::SetArtifactValidationState(int64_t, int) {
-  return Status::Unimplemented("SetArtifactValidationState");
-}
-
 Status SqlStore::StoreValidation(const JobRow& job, const CompletionReport& r) {
   if (job.kind == kJobValidate) {
     // A validation in another cell than the wheels were built in (a stable-ABI wheel in
@@ -104,13 +91,7 @@ Result<std::vector<JobRow>> SqlStore::ListValidationJobs(int64_t target_job_id,
           " FROM jobs WHERE kind = 2 AND target_job_id = ? AND target_attempt = ? ORDER BY id "
           "LIMIT 10000"));
   s->Bind(target_job_id).Bind(target_attempt);
-  std::vector<JobRow> out;
-  for (int i = 0; i < 10000; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(JobFromRow(*s));
-  }
-  return out;
+  return CollectRows(*s, 10000, JobFromRow);
 }
 
 Result<std::vector<ArtifactRow>> SqlStore::ListArtifactsInValidationState(int state,
@@ -122,13 +103,7 @@ Result<std::vector<ArtifactRow>> SqlStore::ListArtifactsInValidationState(int st
       db_->Prepare(std::string("SELECT ") + ArtifactColumns() +
                    " FROM artifacts WHERE validation_state = ? AND id > ? ORDER BY id LIMIT ?"));
   s->Bind(state).Bind(after_id).Bind(limit);
-  std::vector<ArtifactRow> out;
-  for (int i = 0; i <= limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(ArtifactFromStmt(*s));
-  }
-  return out;
+  return CollectRows(*s, int64_t{limit} + 1, ArtifactFromStmt);
 }
 
 Status SqlStore::SetArtifactValidationState(int64_t artifact_id, int state) {

@@ -11,24 +11,18 @@ constexpr char kDeliveryColumns[] =
     "id, target, event_id, kind, payload, state, attempts, not_before_ms, error, created_ms, "
     "updated_ms";
 
-Result<std::vector<WebhookDeliveryRow>> CollectDeliveries(Stmt* s, int limit) {
-  std::vector<WebhookDeliveryRow> out;
-  for (int i = 0; i < limit; ++i) {
-    FARM_ASSIGN_OR_RETURN(bool row, s->Step());
-    if (!row) break;
-    out.push_back(WebhookDeliveryRow{.id = s->Int(0),
-                                     .target = s->Text(1),
-                                     .event_id = s->Text(2),
-                                     .kind = s->Text(3),
-                                     .payload = s->Text(4),
-                                     .state = s->Text(5),
-                                     .attempts = static_cast<int>(s->Int(6)),
-                                     .not_before_ms = s->Int(7),
-                                     .error = s->Text(8),
-                                     .created_ms = s->Int(9),
-                                     .updated_ms = s->Int(10)});
-  }
-  return out;
+WebhookDeliveryRow DeliveryFromRow(const Stmt& s) {
+  return WebhookDeliveryRow{.id = s.Int(0),
+                            .target = s.Text(1),
+                            .event_id = s.Text(2),
+                            .kind = s.Text(3),
+                            .payload = s.Text(4),
+                            .state = s.Text(5),
+                            .attempts = static_cast<int>(s.Int(6)),
+                            .not_before_ms = s.Int(7),
+                            .error = s.Text(8),
+                            .created_ms = s.Int(9),
+                            .updated_ms = s.Int(10)};
 }
 
 }  // namespace
@@ -78,7 +72,7 @@ Result<std::vector<WebhookDeliveryRow>> SqlStore::ListDueWebhookDeliveries(int64
                    " FROM webhook_deliveries WHERE state = 'sending' OR (state = 'pending' AND "
                    "not_before_ms <= ?) ORDER BY id LIMIT ?"));
   s->Bind(now_ms).Bind(limit);
-  return CollectDeliveries(s.get(), limit);
+  return CollectRows(*s, limit, DeliveryFromRow);
 }
 
 Status SqlStore::UpdateWebhookDelivery(const WebhookDeliveryRow& row, int64_t now_ms) {
@@ -104,7 +98,7 @@ Result<std::vector<WebhookDeliveryRow>> SqlStore::ListWebhookDeliveries(int limi
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare(std::string("SELECT ") + kDeliveryColumns +
                                              " FROM webhook_deliveries ORDER BY id DESC LIMIT ?"));
   s->Bind(limit);
-  return CollectDeliveries(s.get(), limit);
+  return CollectRows(*s, limit, DeliveryFromRow);
 }
 
 }  // namespace farm::store

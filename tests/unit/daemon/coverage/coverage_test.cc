@@ -14,7 +14,8 @@ farm::v1::MatrixCell MakeCell(const std::string& python, const std::string& arch
   return c;
 }
 
-store::JobRow Job(int64_t id, int64_t build_id, const farm::v1::MatrixCell& cell, int state) {
+store::JobRow Job(int64_t id, int64_t build_id, const farm::v1::MatrixCell& cell,
+                  store::JobState state) {
   store::JobRow j;
   j.id = id;
   j.build_id = build_id;

@@ -1,19 +1,15 @@
-// Rows of recipe-name ownership and of the audit log (migration 019), part of store.h.
-#ifndef FARM_DAEMON_STORE_OWNER_ROWS_H_
-#define FARM_DAEMON_STORE_OWNER_ROWS_H_
+// AuditStore: the audit log (migration 019): every mutation someone asked for, allowed or
+// not.
+#ifndef FARM_DAEMON_STORE_PORTS_AUDIT_STORE_H_
+#define FARM_DAEMON_STORE_PORTS_AUDIT_STORE_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "common/status.h"
 
 namespace farm::store {
-
-// A recipe name and the principal (a token's name) that owns it.
-struct RecipeNameRow {
-  std::string name;
-  std::string owner;
-  int64_t claimed_ms = 0;  // when its first owner claimed it
-  int64_t updated_ms = 0;  // when it last changed owner
-};
 
 // One mutation someone asked for, allowed or not. Holds no token or secret: `principal`
 // is a token's name and `detail` is redacted by whoever writes it.
@@ -36,6 +32,15 @@ struct AuditFilter {
   int limit = 50;
 };
 
+class AuditStore {
+ public:
+  virtual ~AuditStore() = default;
+
+  // Appends a record; fills in its id.
+  virtual Status InsertAudit(AuditRow* row) = 0;
+  virtual Result<std::vector<AuditRow>> ListAudit(const AuditFilter& filter) = 0;
+};
+
 }  // namespace farm::store
 
-#endif  // FARM_DAEMON_STORE_OWNER_ROWS_H_
+#endif  // FARM_DAEMON_STORE_PORTS_AUDIT_STORE_H_
