@@ -1,5 +1,5 @@
 // Store: farmd's durable state in one SQLite file (WAL, foreign keys on; a call answers
-// only once its commits are flushed, sqlite_db.h) or in PostgreSQL.
+// only once its commits are flushed, sql/db.h) or in PostgreSQL.
 //
 // Every state transition is one transaction, so a crash at any point leaves either the old or
 // the new state. Rows are plain structs; nested API messages (recipe, matrix cell,

@@ -1,4 +1,4 @@
-// The PostgreSQL backend of Db (sqlite_db.h), over libpq. The store's queries are written
+// The PostgreSQL backend of Db (db.h), over libpq. The store's queries are written
 // in SQLite's dialect; Prepare translates what PostgreSQL spells differently:
 //   ?, ?NNN                    -> $1, $2, ..., $NNN (outside string literals)
 //   INSERT OR IGNORE INTO ...  -> INSERT INTO ... ON CONFLICT DO NOTHING
