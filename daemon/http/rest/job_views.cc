@@ -1,7 +1,5 @@
 #include "daemon/http/rest/job_views.h"
 
-#include <cstdio>
-
 #include "daemon/http/rest/json_util.h"
 #include "daemon/model/convert.h"
 #include "daemon/model/failure.h"
