@@ -4,6 +4,8 @@
 #include <cctype>
 #include <optional>
 
+#include "common/wheel/wheel_name.h"
+
 namespace farm::upstream {
 namespace {
 
@@ -157,7 +159,7 @@ class MarkerParser {
     if (op == "not in") return rhs.text.find(lhs.text) == std::string::npos;
     if (lhs.is_extra || rhs.is_extra) {
       if (op != "==" && op != "!=") return Bad("extra compares with == or != only");
-      bool equal = NormalizeName(lhs.text) == NormalizeName(rhs.text);
+      bool equal = wheel::NormalizeProjectName(lhs.text) == wheel::NormalizeProjectName(rhs.text);
       return op == "==" ? equal : !equal;
     }
     static const char* const kOps[] = {"<", "<=", ">", ">=", "==", "!=", "~=", "==="};
@@ -180,18 +182,6 @@ class MarkerParser {
 };
 
 }  // namespace
-
-std::string NormalizeName(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      if (out.empty() || out.back() != '-') out += '-';
-    } else {
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-  }
-  return out;
-}
 
 Result<DependencySpec> ParseDependency(std::string_view text) {
   auto bad = [&](const std::string& why) {
@@ -221,7 +211,7 @@ Result<DependencySpec> ParseDependency(std::string_view text) {
       if (extra.empty() || !std::all_of(extra.begin(), extra.end(), IsNameChar)) {
         return bad("malformed extras");
       }
-      dep.extras.push_back(NormalizeName(extra));
+      dep.extras.push_back(wheel::NormalizeProjectName(extra));
       list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
     }
     std::sort(dep.extras.begin(), dep.extras.end());

@@ -55,9 +55,6 @@ Result<bool> EvaluateMarker(std::string_view marker, const MarkerEnv& env,
 // specifier or version release_version.h cannot read (=== among them).
 Result<bool> SpecifierMatches(const std::string& specifier, const std::string& version);
 
-// PEP 503 / 685 normalisation: lower case, runs of -_. become one '-'.
-std::string NormalizeName(std::string_view name);
-
 }  // namespace farm::upstream
 
 #endif  // FARM_COMMON_UPSTREAM_PEP508_H_

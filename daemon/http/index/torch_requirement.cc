@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "common/utf8.h"
+#include "common/wheel/wheel_name.h"
 
 namespace farm::http {
 namespace {
@@ -11,19 +12,6 @@ constexpr int kMaxRows = 32;
 
 bool NameChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
-}
-
-// PEP 503: lowercase, runs of '-', '_' and '.' become one '-'.
-std::string Normalized(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      if (out.empty() || out.back() != '-') out.push_back('-');
-    } else {
-      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    }
-  }
-  return out;
 }
 
 // Whether a marker names `extra` as a variable (not inside a quoted value).
@@ -90,7 +78,8 @@ bool AddRow(std::string_view value, TorchRequirement* req) {
   std::string trimmed = TrimSpace(requirement);
   size_t end = 0;
   while (end < trimmed.size() && NameChar(trimmed[end])) ++end;
-  if (end == 0 || Normalized(std::string_view(trimmed).substr(0, end)) != "torch") return false;
+  if (end == 0 || wheel::NormalizeProjectName(std::string_view(trimmed).substr(0, end)) != "torch")
+    return false;
   req->present = true;
   std::string spec;
   if (!SpecifierText(std::string_view(trimmed).substr(end), &spec)) {
