@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/wheel/identity.h"
+#include "common/wheel/wheel_name.h"
 #include "daemon/http/index/gpu_views.h"
 #include "daemon/http/index/index_directory.h"
 #include "daemon/http/index/provenance_views.h"
@@ -412,7 +413,7 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
         *view.cc);
     if (files->empty()) {
       std::string project(rest.substr(0, rest.find('/')));
-      return NoWheelForGpu(catalog, n, variant_files, view, NormalizeProjectName(project));
+      return NoWheelForGpu(catalog, n, variant_files, view, wheel::NormalizeProjectName(project));
     }
   }
   if (rest.empty()) {
@@ -427,7 +428,7 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
   std::string name(rest);
   bool slash = name.ends_with('/');
   if (slash) name.pop_back();
-  std::string normalized = NormalizeProjectName(name);
+  std::string normalized = wheel::NormalizeProjectName(name);
   if (!slash || normalized != name || name.find('/') != std::string::npos) {
     if (normalized.empty() || normalized.find('/') != std::string::npos) {
       return IndexNotFound(n, "no project " + name);
@@ -459,7 +460,7 @@ Response NoWheelFile(IndexCatalog& catalog, std::string_view rest) {
     if (!view.torch || !view.cuda) return ErrorResponse(Status::NotFound("no such file"));
     file = file.substr(third + 1);
   }
-  std::string project = NormalizeProjectName(file.substr(0, file.find('-')));
+  std::string project = wheel::NormalizeProjectName(file.substr(0, file.find('-')));
   if (!ValidVariant(view.variant) || !view.cc || project.empty() || file.find('/') != file.npos) {
     return ErrorResponse(Status::NotFound("no such file"));
   }
