@@ -1,5 +1,6 @@
 #include "daemon/http/index/torch_requirement.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "common/utf8.h"
@@ -36,12 +37,20 @@ bool MarkerNamesExtra(std::string_view marker) {
 }
 
 // The specifier part of a torch row after its name: extras dropped, "(...)" unwrapped.
-// Returns false for a URL requirement or unbalanced brackets.
+// Returns false for a URL requirement, unbalanced brackets or extras that are not names
+// (pip refuses such a requirement, so it admits no torch).
 bool SpecifierText(std::string_view rest, std::string* out) {
   std::string s = TrimSpace(rest);
   if (!s.empty() && s.front() == '[') {
     size_t close = s.find(']');
     if (close == std::string::npos) return false;
+    std::string_view list = std::string_view(s).substr(1, close - 1);
+    while (!list.empty()) {
+      size_t comma = list.find(',');
+      std::string extra = TrimSpace(list.substr(0, comma));
+      if (extra.empty() || !std::all_of(extra.begin(), extra.end(), NameChar)) return false;
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
     s = TrimSpace(std::string_view(s).substr(close + 1));
   }
   if (!s.empty() && s.front() == '(') {
