@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/sha256.h"
+#include "common/strings.h"
 #include "common/wheel/identity.h"
 #include "common/wheel/wheel_name.h"
 #include "daemon/http/rest/api.h"
@@ -79,9 +80,7 @@ std::string RequiresPython(std::string_view metadata) {
     if (line.empty()) break;  // end of the headers
     constexpr std::string_view kKey = "requires-python:";
     if (line.size() >= kKey.size()) {
-      std::string key(line.substr(0, kKey.size()));
-      std::transform(key.begin(), key.end(), key.begin(), ::tolower);
-      if (key == kKey) {
+      if (AsciiLower(line.substr(0, kKey.size())) == kKey) {
         std::string_view v = line.substr(kKey.size());
         while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
         while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);

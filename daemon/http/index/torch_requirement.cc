@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "common/utf8.h"
+#include "common/strings.h"
 #include "common/wheel/wheel_name.h"
 
 namespace farm::http {
@@ -124,9 +124,8 @@ TorchRequirement TorchRequirementOf(std::string_view metadata) {
     if (line.empty()) break;  // the headers end; the description follows
     constexpr std::string_view kKey = "requires-dist:";
     if (line.size() > kKey.size()) {
-      std::string key(line.substr(0, kKey.size()));
-      for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (key == kKey && AddRow(line.substr(kKey.size()), &req) && ++rows >= kMaxRows) {
+      if (AsciiLower(line.substr(0, kKey.size())) == kKey &&
+          AddRow(line.substr(kKey.size()), &req) && ++rows >= kMaxRows) {
         req.valid = false;  // more torch rows than any real wheel has
         break;
       }
