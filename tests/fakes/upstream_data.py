@@ -122,12 +122,28 @@ def torch_wheels(args):
                 "__version__ = version.__version__\n")
         ver = "__version__ = %r\ncuda = %r\nhip = None\n" % (version, cuda)
         for py in args.python_tag:
-            tag = "%s-%s-manylinux_2_28_x86_64" % (py, py)
+            tag = "%s-%s-manylinux_2_28_%s" % (py, py, args.arch)
             path = write_wheel(args.out, "torch", version, tag,
                                {"torch/__init__.py": init.encode(), "torch/version.py": ver.encode()},
                                requires_dist=args.requires or ())
             made.append(path)
     return summary(made)
+
+
+def any_wheel(args):
+    """A stand-in distribution: one module that says its name and version."""
+    os.makedirs(args.out, exist_ok=True)
+    package = re.sub(r"[-.]", "_", args.name).lower()
+    files = {"%s/__init__.py" % package:
+             ("NAME = %r\nVERSION = %r\n" % (args.name, args.version)).encode()}
+    for item in args.file or ():
+        dest, src = item.split("=", 1)
+        with open(src, "rb") as f:
+            files[dest] = f.read()
+    return summary([write_wheel(args.out, args.name, args.version, args.tag, files,
+                                requires_python=args.requires_python,
+                                purelib=args.tag.endswith("-none-any"),
+                                requires_dist=args.requires or ())])
 
 
 def bulk_wheel(args):
@@ -290,6 +306,15 @@ def main():
     p.add_argument("--version", action="append", required=True)
     p.add_argument("--python-tag", action="append")
     p.add_argument("--requires", action="append", help="a Requires-Dist of the stand-in")
+    p.add_argument("--arch", default="x86_64", help="the manylinux_2_28 architecture")
+    p = sub.add_parser("wheel")
+    p.add_argument("--out", required=True)
+    p.add_argument("--name", required=True)
+    p.add_argument("--version", required=True)
+    p.add_argument("--tag", default="py3-none-any")
+    p.add_argument("--requires", action="append", help="a Requires-Dist")
+    p.add_argument("--requires-python", default=">=3.9")
+    p.add_argument("--file", action="append", help="DEST=SRC: a file of the wheel, from SRC")
     p = sub.add_parser("bulk-wheel")
     p.add_argument("--out", required=True)
     p.add_argument("--name", required=True)
@@ -310,7 +335,7 @@ def main():
     args = parser.parse_args()
     if args.command == "torch-wheels" and not args.python_tag:
         args.python_tag = ["cp%d%d" % sys.version_info[:2]]
-    result = {"torch-wheels": torch_wheels, "bulk-wheel": bulk_wheel, "host-wheels": host_wheels, "redist": redist,
+    result = {"torch-wheels": torch_wheels, "wheel": any_wheel, "bulk-wheel": bulk_wheel, "host-wheels": host_wheels, "redist": redist,
               "cpython": cpython}[args.command](args)
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
