@@ -19,7 +19,7 @@
 #include "common/status.h"
 #include "farm/v1/worker.pb.h"
 #include "worker/job/build_env.h"
-#include "worker/exec/build_user.h"
+#include "common/sandbox/build_user.h"
 #include "worker/cache/compile_cache.h"
 #include "worker/job/environments.h"
 #include "worker/exec/executor.h"
@@ -67,7 +67,7 @@ struct JobSettings {
   std::function<double(int64_t job_id)> validation_held_gb;
   // Who the sandbox runs the job's commands as: the workspace and the cache namespace are
   // given to that user (build_user.h). Default: the worker's own user.
-  BuildUser build_user;
+  sandbox::BuildUser build_user;
   git::GitPolicy git;  // which git sources are cloned, and how
 };
 
