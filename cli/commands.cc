@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/flags.h"
+#include "common/fs.h"
 #include "common/version.h"
 #include "cli/format.h"
 
@@ -40,6 +41,7 @@ const char kUsage[] =
     "  list                    recent builds\n"
     "  show BUILD              a build with its jobs, attempts and artifacts\n"
     "  job JOB                 one job\n"
+    "  lock BUILD [--job JOB]  the environment lock (pylock.toml) a build installs (--save FILE)\n"
     "  logs JOB                a job's log (--follow, --tail N, --attempt N)\n"
     "  cancel BUILD            cancel a build; running jobs are stopped\n"
     "  retry JOB               run a failed or cancelled job again\n"
@@ -105,6 +107,8 @@ std::vector<FlagSpec> AllFlags() {
       {"stored-bytes", "N", "quota set: bytes of builds and sources, unlimited or default"},
       {"version", "", "print the version and exit"},
       {"undo", "", "drain: take jobs again"},
+      {"job", "JOB", "lock: the lock of this job (default: the build's first provisioned job)"},
+      {"save", "FILE", "lock: write the pylock.toml there"},
       {"cuobjdump", "", "inspect: list images as cuobjdump --list-elf --list-ptx does"},
       {"to", "TARGET", "publish, names: github, hf or all; the new owner (names transfer)"},
       {"replace", "", "publish: overwrite remote files whose bytes differ (admin)"},
@@ -203,6 +207,35 @@ Status JobCommand(const CommandEnv& env, const Flags& flags) {
   return Status::Ok();
 }
 
+// The environment lock a provisioned build installs: its text on stdout (or --save), what it
+// holds and what changed on stderr.
+Status LockCommand(const CommandEnv& env, const Flags& flags) {
+  farm::v1::GetLockRequest req;
+  if (flags.Has("job")) {
+    FARM_ASSIGN_OR_RETURN(int64_t job, flags.GetInt("job", 0));
+    if (job <= 0) return Status::InvalidArgument("--job must be a positive number");
+    req.set_job_id(job);
+  } else {
+    FARM_ASSIGN_OR_RETURN(int64_t build, IdArg(flags, 1, "BUILD id"));
+    req.set_build_id(build);
+  }
+  farm::v1::GetLockResponse resp;
+  FARM_RETURN_IF_ERROR(FromGrpc(
+      env.client->stub()->GetLock(env.client->Context().get(), req, &resp), env.client->address()));
+  const std::string about =
+      "job " + std::to_string(resp.job_id()) + ": " + FormatLockInfo(resp.info()) + "\n";
+  if (flags.Has("save")) {
+    FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(flags.Get("save"), resp.text()));
+    Print(env, resp.info(), about + "saved to " + flags.Get("save") + "\n");
+  } else if (env.json) {
+    Print(env, resp, "");
+  } else {
+    *env.out << resp.text();
+    *env.err << about;
+  }
+  return Status::Ok();
+}
+
 Status RetryCommand(const CommandEnv& env, const Flags& flags) {
   FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "JOB id"));
   farm::v1::RetryJobRequest req;
@@ -268,6 +301,8 @@ const std::map<std::string, std::string>& CommandSynopses() {
       {"list", "list [--limit N]\n  The newest builds."},
       {"show", "show BUILD\n  A build with its jobs, attempts, artifacts and why pending jobs wait."},
       {"job", "job JOB\n  One job."},
+      {"lock", "lock BUILD [--job JOB] [--save FILE]\n  The environment lock (pylock.toml, PEP 751) a"
+               " provisioned build installs, as farmd resolved it; what changed is on stderr."},
       {"logs", "logs JOB [--follow] [--tail N] [--attempt N]\n  A job's log; JSON Lines with --output json."},
       {"cancel", "cancel BUILD\n  Cancels a queued or running build (exit 1 for one that ended)."},
       {"retry", "retry JOB\n  Runs a failed or cancelled job again."},
@@ -356,6 +391,7 @@ const std::map<std::string, CommandFn>& Commands() {
       {"list", ListCommand},
       {"show", ShowCommand},
       {"job", JobCommand},
+      {"lock", LockCommand},
       {"logs", LogsCommand},
       {"cancel", CancelCommand},
       {"workers", WorkersCommand},

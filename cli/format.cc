@@ -307,6 +307,19 @@ std::string ProofText(const farm::v1::Job& j) {
 
 }  // namespace
 
+std::string FormatLockInfo(const farm::v1::LockInfo& info) {
+  std::ostringstream o;
+  if (!info.torch().empty()) o << "torch " << info.torch() << ", ";
+  o << "lock " << info.digest().substr(0, 12) << ": " << info.packages() << " packages, "
+    << HumanBytes(info.bytes());
+  if (info.previous_job_id() > 0) {
+    o << "; since job " << info.previous_job_id() << ": ";
+    if (info.changes().empty()) o << "unchanged";
+    for (int i = 0; i < info.changes_size(); ++i) o << (i ? ", " : "") << info.changes(i);
+  }
+  return o.str();
+}
+
 std::string FormatJob(const farm::v1::Job& j) {
   std::ostringstream o;
   o << "  job " << j.id() << "  " << CellLabel(j.cell()) << "  " << StateName(j.state());
@@ -318,6 +331,7 @@ std::string FormatJob(const farm::v1::Job& j) {
   for (const auto& line : j.failure_lines()) o << "      | " << line << "\n";
   if (!j.cancelled_by().empty()) o << "    cancelled by " << j.cancelled_by() << "\n";
   if (j.reused_from() > 0) o << "    answered from the store: wheels of job " << j.reused_from() << "\n";
+  if (j.has_lock()) o << "    environment: " << FormatLockInfo(j.lock()) << "\n";
   for (const auto& a : j.attempts()) {
     o << "    attempt " << a.number() << " on " << WorkerLabel(a.worker_name(), a.worker_id())
       << ": " << CauseName(a.cause());

@@ -47,6 +47,10 @@ std::string FormatProgress(const farm::v1::Job& j);
 // integers are numbers, not strings. One document per line, so logs can stream JSON Lines.
 std::string ToJson(const google::protobuf::Message& m);
 
+// "torch 2.11.0+cu130, lock 3f2a9c41d0e2: 33 packages, 4.5 GiB; since job 12: torch 2.11.0
+// -> 2.11.1" (a provisioned job's environment lock).
+std::string FormatLockInfo(const farm::v1::LockInfo& info);
+
 }  // namespace farm::cli
 
 #endif  // FARM_CLI_FORMAT_H_

@@ -240,6 +240,20 @@ function proofsHtml(j) {
     <th>Detail</th></tr>${rows}</table></div>`;
 }
 
+// A provisioned job: the lock its environment installs, and what changed since the previous
+// build of the recipe in this cell.
+function lockHtml(j) {
+  const l = j.lock;
+  if (!l) return '';
+  const changes = (l.changes || []).map((c) => `<li>${esc(c)}</li>`).join('');
+  const since = Number(l.previous_job_id) > 0
+    ? ` · since <a href="#/job/${Number(l.previous_job_id)}">job ${Number(l.previous_job_id)}</a>:
+       ${changes ? `<ul class="lock-changes">${changes}</ul>` : 'unchanged'}` : '';
+  return `<p class="banner" id="lock"><b>Environment:</b> ${l.torch ? `torch ${esc(l.torch)} · ` : ''}
+    lock <code>${esc(String(l.digest || '').slice(0, 12))}</code>, ${Number(l.packages)} packages,
+    ${bytes(Number(l.bytes))}${since}</p>`;
+}
+
 async function refreshJob(t, id) {
   try {
     const fetchedAt = Date.now();
@@ -257,7 +271,7 @@ async function refreshJob(t, id) {
       waited ${dur(j.waited_ms)}${j.ran_ms || j.state === 'JOB_RUNNING' ? ' · ' + elapsedHtml(j.ran_ms + live, j.expected_ms) : ''}
       ${j.expected_ms > 0 && j.state === 'JOB_PENDING' ? ` · expected to take ~${dur(j.expected_ms)}` : ''}
       ${progressHtml(j.progress)}</p>
-      ${failureHtml(j.failure)}${waitingHtml(j.waiting)}${proofsHtml(j)}
+      ${failureHtml(j.failure)}${waitingHtml(j.waiting)}${proofsHtml(j)}${lockHtml(j)}
       ${j.error && !j.failure && !j.waiting ? `<p class="error">${esc(j.error)}</p>` : ''}
       ${j.state === 'JOB_FAILED' || j.state === 'JOB_CANCELLED' ? '<button id="retry">Retry job</button>' : ''}`;
     const retry = document.getElementById('retry');

@@ -175,6 +175,7 @@ Status List(const CommandEnv& env, const Flags& flags, const std::string& id) {
       r->clear_recipe_yaml();
       r->clear_patches();
       r->clear_validation_script();
+      r->clear_environment_lock();
       r->clear_requirements();
     }
   }

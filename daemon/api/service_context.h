@@ -35,6 +35,10 @@ namespace farm::mirror {
 class PullThroughCache;
 }  // namespace farm::mirror
 
+namespace farm::locks {
+class EnvLocker;
+}  // namespace farm::locks
+
 namespace farm::api {
 
 struct Tunables {
@@ -77,6 +81,9 @@ struct ServiceContext {
   // indexes and trees) and how often; `upstream_fetcher` null: nothing is read upstream.
   cron::WatchSettings watches;
   upstream::Fetcher* upstream_fetcher = nullptr;
+  // Resolves the lock of every provisioned cell at submit; null: provisioned recipes are
+  // refused.
+  locks::EnvLocker* locker = nullptr;
 };
 
 // Polls `generation()` (by default `ctx.store->Generation()`) until it differs from `seen`,

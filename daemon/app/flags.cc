@@ -1,9 +1,11 @@
 #include "daemon/app/flags.h"
 
 #include <filesystem>
+#include <regex>
 #include <string>
 #include <utility>
 
+#include "common/lock/pip_resolver.h"
 #include "common/net/tls.h"
 #include "daemon/hosts/host_manager.h"
 
@@ -99,6 +101,25 @@ Status PublishingFromFlags(const Flags& flags, ServerOptions* options) {
   return Status::Ok();
 }
 
+// How provisioned cells' environments are resolved into locks.
+Status LockFlags(const Flags& flags, ServerOptions* options) {
+  options->resolver_pip = flags.Get("resolver-pip", lock::FindPipWheel());
+  options->resolver_pip_sha256 = flags.Get("resolver-pip-sha256");
+  options->resolver_python = flags.Get("resolver-python", options->resolver_python);
+  options->resolver_user = flags.Get("resolver-user", options->resolver_user);
+  options->lock_glibc = flags.Get("lock-glibc", options->lock_glibc);
+  if (!options->resolver_pip.empty() && !options->resolver_pip.ends_with(".whl")) {
+    return Status::InvalidArgument("--resolver-pip names the farm's pip wheel file, got " +
+                                   options->resolver_pip);
+  }
+  static const std::regex glibc_re(R"(2\.\d{1,2})");
+  if (!std::regex_match(options->lock_glibc, glibc_re)) {
+    return Status::InvalidArgument("--lock-glibc wants 2.N (such as 2.28), got " +
+                                   options->lock_glibc);
+  }
+  return Status::Ok();
+}
+
 Status SourcesFromFlags(const Flags& flags, ServerOptions* options) {
   options->playbooks_dir =
       flags.Get("playbooks-dir", hosts::HostManager::FindPlaybooksDir("/proc/self/exe"));
@@ -133,7 +154,7 @@ Status SourcesFromFlags(const Flags& flags, ServerOptions* options) {
     }
   }
   options->upstream_url = flags.Get("upstream-url");
-  return Status::Ok();
+  return LockFlags(flags, options);
 }
 
 Status WebhooksFromFlags(const Flags& flags, ServerOptions* options) {
@@ -219,6 +240,14 @@ std::vector<FlagSpec> FarmdFlagSpecs() {
        "relocatable CPython archives), pulled through from URL (repeatable)"},
       {"upstream-url", "URL",
        "the base workers fetch the upstreams through (default: the dashboard's address)"},
+      {"resolver-pip", "PIP.whl",
+       "the farm's pip that resolves environment locks (default: Debian's python3-pip-whl)"},
+      {"resolver-pip-sha256", "HEX", "its sha256, checked before each resolution"},
+      {"resolver-python", "PATH", "the interpreter the resolver's pip runs on (/usr/bin/python3)"},
+      {"resolver-user", "auto|NAME|UID:GID",
+       "who the resolver runs as under root (auto: farm-build, else nobody)"},
+      {"lock-glibc", "2.N", "the oldest glibc of the workers: locked wheels must run there "
+                            "(default 2.28)"},
       {"public-url", "URL",
        "the dashboard's address for people (https://farm.example.org): the links of the feed "
        "and of webhooks (default: links relative to the dashboard)"},

@@ -2,13 +2,16 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <unistd.h>
 
 #include <mutex>
 #include <vector>
 
 #include "common/fs.h"
 #include "common/httpc/curl_http_client.h"
+#include "common/lock/pip_resolver.h"
 #include "common/log.h"
+#include "common/sandbox/sandbox.h"
 #include "daemon/api/client/client_service.h"
 #include "daemon/api/worker/worker_service.h"
 #include "daemon/attest/attestor.h"
@@ -16,6 +19,7 @@
 #include "daemon/cron/runner.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/server/dashboard.h"
+#include "daemon/locks/env_locker.h"
 #include "daemon/publish/publishing_service.h"
 #include "daemon/sched/revalidation.h"
 #include "daemon/sched/sweeper.h"
@@ -57,6 +61,9 @@ struct FarmServer::Impl {
   std::unique_ptr<notify::Notifier> notifier;
   std::unique_ptr<sched::Revalidator> revalidator;
   std::unique_ptr<sched::Sweeper> sweeper;
+  RealProcessRunner resolver_processes;
+  std::unique_ptr<lock::PipResolver> pip_resolver;
+  std::unique_ptr<locks::EnvLocker> locker;
   std::string address;
   std::mutex mu;
   bool stopped = false;
@@ -64,6 +71,9 @@ struct FarmServer::Impl {
   // Starts the webhook notifier when --webhook named targets; refuses to start farmd
   // over a target it cannot send to.
   Status StartNotifier(const ServerOptions& options);
+  // Makes the locker that resolves provisioned cells' locks at submit, reading each index
+  // through the pull-through cache when farmd serves one (after the dashboard started).
+  Status StartLocker(const ServerOptions& options);
 };
 
 namespace {
@@ -135,6 +145,43 @@ void SweepTemporaryFiles(store::BlobStore& blobs) {
 }
 
 }  // namespace
+
+Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
+  FARM_ASSIGN_OR_RETURN(sandbox::BuildUser user,
+                        sandbox::ResolveBuildUser(options.resolver_user, ::geteuid()));
+  sandbox::Confinement confinement = sandbox::Confinement::Detect(resolver_processes, user);
+  lock::PipResolverOptions o;
+  o.python = options.resolver_python;
+  o.pip_wheel = options.resolver_pip;
+  o.pip_sha256 = options.resolver_pip_sha256;
+  o.work_dir = options.data_dir + "/resolve";
+  o.fetcher = upstream_fetcher.get();
+  if (!o.pip_wheel.empty()) log::Info("environment locks are resolved by " + o.pip_wheel + ", " +
+                                      confinement.Describe());
+  pip_resolver = std::make_unique<lock::PipResolver>(o, &resolver_processes, confinement);
+  // pip reads an index through farmd's own pull-through route when there is one, so the
+  // files it chooses are the ones workers then fetch from farmd; else the index itself.
+  std::string base = mirror && dashboard
+                         ? std::string(options.tls.enabled() ? "https" : "http") + "://" +
+                               dashboard->address() + "/upstream/pypi/"
+                         : "";
+  locks::IndexRoutes routes = [indexes = options.upstream.indexes,
+                               base](const std::string& variant) -> Result<locks::IndexRoute> {
+    auto it = indexes.find(variant);
+    if (it == indexes.end()) {
+      return Status::FailedPrecondition(
+          "no index to resolve the environment from: this farmd has no --upstream-index " +
+          variant);
+    }
+    return locks::IndexRoute{variant, base.empty() ? it->second : base + variant + "/simple/",
+                             it->second};
+  };
+  locker = std::make_unique<locks::EnvLocker>(pip_resolver.get(), store.get(), routes,
+                                              &RealClock(),
+                                              locks::LockerOptions{.glibc = options.lock_glibc});
+  ctx.locker = locker.get();
+  return Status::Ok();
+}
 
 Status FarmServer::Impl::StartNotifier(const ServerOptions& options) {
   if (options.webhooks.empty()) return Status::Ok();
@@ -259,6 +306,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
     log::Info("dashboard at " + std::string(http.tls.enabled() ? "https" : "http") + "://" +
               impl->dashboard->address() + "/");
   }
+  FARM_RETURN_IF_ERROR(impl->StartLocker(options));
   FARM_ASSIGN_OR_RETURN(auto credentials, net::ServerCredentials(options.listen, options.tls));
   impl->ctx.require_worker_certs = !options.tls.client_ca_file.empty();
   grpc::EnableDefaultHealthCheckService(true);

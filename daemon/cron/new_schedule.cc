@@ -35,6 +35,7 @@ Result<store::ScheduleRow> NewScheduleRow(const farm::v1::CreateScheduleRequest&
   FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, recipe::ParseRecipe(build.recipe_yaml(), path));
   FARM_RETURN_IF_ERROR(recipe::AttachPatches(&recipe, build.patches()));
   FARM_RETURN_IF_ERROR(recipe::AttachValidationScript(&recipe, build.validation_script()));
+  FARM_RETURN_IF_ERROR(recipe::AttachEnvironmentLock(&recipe, build.environment_lock()));
   // The runner resolves the source it finds in the request: take the recipe's when the
   // client sent none.
   if (build.source().kind_case() == farm::v1::Source::KIND_NOT_SET) {

@@ -30,6 +30,8 @@ class ClientService final : public farm::v1::FarmService::Service {
                           grpc::ServerWriter<farm::v1::BuildEvent>*) override;
   grpc::Status GetJob(grpc::ServerContext*, const farm::v1::GetJobRequest*,
                       farm::v1::Job*) override;
+  grpc::Status GetLock(grpc::ServerContext*, const farm::v1::GetLockRequest*,
+                       farm::v1::GetLockResponse*) override;
   grpc::Status RetryJob(grpc::ServerContext*, const farm::v1::RetryJobRequest*,
                         farm::v1::Job*) override;
   grpc::Status GetJobLog(grpc::ServerContext*, const farm::v1::GetJobLogRequest*,

@@ -101,6 +101,24 @@ Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_i
 
 namespace {
 
+// The lock the job's environment installs (JobNeeds.lock_digest), as text. A provisioned job
+// queued by a farmd that resolved no locks has none: it cannot run.
+Status AttachLock(store::LockStore& locks, const store::JobRow& job,
+                  farm::v1::ProvisionSpec* spec) {
+  const std::string digest = ParseBlob<farm::v1::JobNeeds>(job.needs).lock_digest();
+  if (digest.empty()) {
+    return Status::FailedPrecondition("job " + std::to_string(job.id) +
+                                      " has no environment lock (it was queued before farmd "
+                                      "resolved locks): submit its build again");
+  }
+  FARM_ASSIGN_OR_RETURN(std::optional<store::LockRow> row, locks.GetLock(digest));
+  if (!row) return Status::DataLoss("the lock " + digest + " of job " + std::to_string(job.id) +
+                                    " is not in the store");
+  spec->set_lock(row->text);
+  spec->set_lock_digest(digest);
+  return Status::Ok();
+}
+
 Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, RecipeCache& recipes,
                                                const store::JobRow& job) {
   farm::v1::JobAssignment a;
@@ -111,13 +129,14 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, Recipe
   *a.mutable_recipe() = std::move(build.recipe);
   a.set_cache_namespace(build.cache_namespace);
   *a.mutable_cell() = ParseBlob<farm::v1::MatrixCell>(job.cell);
-  // The cell's environment travels with the lease: the worker provisions it.
+  // The cell's environment travels with the lease, with the lock resolved for it at
+  // submit: the worker installs exactly that.
   if (a.recipe().has_environment()) {
-    FARM_ASSIGN_OR_RETURN(*a.mutable_environment(), recipe::CellEnvironment(a.recipe(), a.cell()));
-    if (job.kind == store::kJobValidate) {  // Python and torch: validation compiles nothing
-      a.mutable_environment()->clear_cuda();
-      a.mutable_environment()->clear_requirements();
-    }
+    FARM_ASSIGN_OR_RETURN(*a.mutable_environment(),
+                          job.kind == store::kJobValidate
+                              ? recipe::ValidationEnvironment(a.recipe(), a.cell())
+                              : recipe::CellEnvironment(a.recipe(), a.cell()));
+    FARM_RETURN_IF_ERROR(AttachLock(*ctx.store, job, a.mutable_environment()));
   }
   a.set_timeout_seconds(a.recipe().timeout_seconds() > 0 ? a.recipe().timeout_seconds() : 3600);
   a.set_kind(job.kind == store::kJobValidate ? farm::v1::JOB_VALIDATE : farm::v1::JOB_BUILD);

@@ -9,6 +9,7 @@
 #include "daemon/http/rest/job_views.h"
 #include "daemon/http/rest/json_util.h"
 #include "daemon/model/convert.h"
+#include "daemon/model/lock_info.h"
 #include "daemon/model/torch_proofs.h"
 #include "farm/v1/types.pb.h"
 
@@ -125,6 +126,16 @@ Status AddProofs(const DashboardDeps& deps, const store::JobRow& job, json::obje
   return Status::Ok();
 }
 
+// A provisioned job: its environment lock (size, torch, what changed since the previous build
+// of the recipe in its cell), as farmctl show says it.
+Status AddLock(const DashboardDeps& deps, const store::JobRow& job, const std::string& recipe,
+               json::object& o) {
+  FARM_ASSIGN_OR_RETURN(std::optional<farm::v1::LockInfo> info,
+                        model::JobLockInfo(*deps.store, *deps.store, job, recipe));
+  if (info) o["lock"] = ProtoToJson(*info);
+  return Status::Ok();
+}
+
 // A job of a build page or the job page: the row, its worker's name, why it waits, how
 // far it is, what it requires and, when it failed, why.
 Result<json::object> DetailedJobJson(const DashboardDeps& deps, const store::JobRow& job,
@@ -135,6 +146,7 @@ Result<json::object> DetailedJobJson(const DashboardDeps& deps, const store::Job
   FARM_RETURN_IF_ERROR(AddRunFacts(deps, build.recipe_name, job, expected, o));
   FARM_RETURN_IF_ERROR(AddGraph(deps, job, o));
   FARM_RETURN_IF_ERROR(AddProofs(deps, job, o));
+  FARM_RETURN_IF_ERROR(AddLock(deps, job, build.recipe_name, o));
   std::vector<store::AttemptRow> attempts;
   if (job.state == store::kJobFailed || job.attempt > 1) {
     FARM_ASSIGN_OR_RETURN(attempts, deps.store->ListAttempts(job.id));

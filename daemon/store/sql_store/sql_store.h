@@ -168,6 +168,10 @@ class SqlStore final : public Store, public WebhookStore {
                                                                const std::string& path) override;
   Result<std::vector<UpstreamPreloadRow>> ListUpstreamPreloads() override;
 
+  // LockStore (locks.cc)
+  Status PutLock(const LockRow& row) override;
+  Result<std::optional<LockRow>> GetLock(const std::string& digest) override;
+
   Result<std::optional<QuotaOverrideRow>> GetQuotaOverride(const std::string& principal) override;
   Status SetQuotaOverride(const QuotaOverrideRow& row) override;
   Result<PrincipalUsage> GetPrincipalUsage(const std::string& principal) override;
