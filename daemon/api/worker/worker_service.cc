@@ -11,6 +11,7 @@
 #include "daemon/api/handler.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/builds/build_key.h"
+#include "daemon/locks/env_locker.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/fanout.h"
 #include "daemon/sched/placement.h"
@@ -102,18 +103,24 @@ Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_i
 namespace {
 
 // The lock the job's environment installs (JobNeeds.lock_digest), as text. A provisioned job
-// queued by a farmd that resolved no locks has none: it cannot run.
-Status AttachLock(store::LockStore& locks, const store::JobRow& job,
+// queued by a farmd that resolved no locks has none: its lock is resolved now (this lease's
+// only; a retry resolves again).
+Status AttachLock(const ServiceContext& ctx, const store::JobRow& job,
                   farm::v1::ProvisionSpec* spec) {
-  const std::string digest = ParseBlob<farm::v1::JobNeeds>(job.needs).lock_digest();
+  std::string digest = ParseBlob<farm::v1::JobNeeds>(job.needs).lock_digest();
   if (digest.empty()) {
-    return Status::FailedPrecondition("job " + std::to_string(job.id) +
-                                      " has no environment lock (it was queued before farmd "
-                                      "resolved locks): submit its build again");
+    if (ctx.locker == nullptr) {
+      return Status::FailedPrecondition("job " + std::to_string(job.id) +
+                                        " has no environment lock and this farmd resolves none");
+    }
+    FARM_ASSIGN_OR_RETURN(std::vector<locks::CellLock> locked, ctx.locker->LockAll({*spec}));
+    digest = locked[0].digest;
   }
-  FARM_ASSIGN_OR_RETURN(std::optional<store::LockRow> row, locks.GetLock(digest));
-  if (!row) return Status::DataLoss("the lock " + digest + " of job " + std::to_string(job.id) +
-                                    " is not in the store");
+  FARM_ASSIGN_OR_RETURN(std::optional<store::LockRow> row, ctx.store->GetLock(digest));
+  if (!row) {
+    return Status::DataLoss("the lock " + digest + " of job " + std::to_string(job.id) +
+                            " is not in the store");
+  }
   spec->set_lock(row->text);
   spec->set_lock_digest(digest);
   return Status::Ok();
@@ -136,7 +143,7 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, Recipe
                           job.kind == store::kJobValidate
                               ? recipe::ValidationEnvironment(a.recipe(), a.cell())
                               : recipe::CellEnvironment(a.recipe(), a.cell()));
-    FARM_RETURN_IF_ERROR(AttachLock(*ctx.store, job, a.mutable_environment()));
+    FARM_RETURN_IF_ERROR(AttachLock(ctx, job, a.mutable_environment()));
   }
   a.set_timeout_seconds(a.recipe().timeout_seconds() > 0 ? a.recipe().timeout_seconds() : 3600);
   a.set_kind(job.kind == store::kJobValidate ? farm::v1::JOB_VALIDATE : farm::v1::JOB_BUILD);
