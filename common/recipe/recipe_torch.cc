@@ -11,7 +11,7 @@
 #include "common/arch.h"
 #include "common/recipe/recipe_internal.h"
 #include "common/recipe/yaml_reader.h"
-#include "common/upstream/pep508.h"
+#include "common/wheel/metadata/dependency.h"
 #include "common/wheel/wheel_name.h"
 
 namespace farm::recipe {
@@ -248,13 +248,13 @@ Status ParseBuildRequirements(const Section& s, farm::v1::EnvironmentSpec* env) 
   std::set<std::string> seen;
   for (size_t i = 0; i < items.size(); ++i) {
     const std::string at = "environment.build_requirements[" + std::to_string(i) + "]";
-    Result<upstream::DependencySpec> dep = upstream::ParseDependency(items[i].text);
+    Result<wheel::DependencySpec> dep = wheel::ParseDependency(items[i].text);
     if (!dep.ok()) {
       return s.sink().At(items[i].pos, at + " must be a PEP 508 requirement such as "
                                             "\"setuptools>=64\" (no URL): " +
                                             dep.status().message());
     }
-    const std::string project = upstream::NormalizeName(dep->name);
+    const std::string project = wheel::NormalizeProjectName(dep->name);
     if (project == "torch") {
       return s.sink().At(items[i].pos, at + " names torch; the cell's torch comes from "
                                             "environment.torch and its CUDA variant");

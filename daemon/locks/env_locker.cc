@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/log.h"
 #include "common/recipe/cell_environment.h"
 #include "common/sha256.h"
 
@@ -169,12 +170,16 @@ Result<std::vector<CellLock>> EnvLocker::LockAll(
       made[n] = Lock(specs[distinct[n]]);
     }
   };
+  const int64_t started = clock_->SteadyMs();
   std::vector<std::thread> threads;
   const size_t width = std::min<size_t>(std::max(1, options_.max_parallel), distinct.size());
   for (size_t t = 1; t < width; ++t) threads.emplace_back(work);
   work();
   for (std::thread& t : threads) t.join();
   for (const Result<lock::EnvLock>& r : made) FARM_RETURN_IF_ERROR(r.status());
+  log::Info("locked " + std::to_string(specs.size()) + " environment(s) with " +
+            std::to_string(distinct.size()) + " resolution(s) in " +
+            std::to_string(clock_->SteadyMs() - started) + " ms");
   std::vector<CellLock> out;
   for (size_t i = 0; i < specs.size(); ++i) {
     const lock::EnvLock& l = *made[first_of[keys[i]]];

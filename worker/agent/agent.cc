@@ -347,7 +347,7 @@ void Agent::StartCompileCache() {
 }
 
 Status Agent::Run() {
-  FARM_RETURN_IF_ERROR(fs::MakeDirs(config_.state_dir, 0700));
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(config_.state_dir, 0711));
   FARM_RETURN_IF_ERROR(fs::MakeDirs(config_.work_dir));
   StartCompileCache();
   FARM_ASSIGN_OR_RETURN(WorkerIdentity stored, LoadIdentity(config_.state_dir));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <memory>
 #include <regex>
 
@@ -57,6 +58,33 @@ Result<std::string> UnpackSingleTop(const std::string& archive, const std::strin
   return unpack + "/" + tops[0];
 }
 
+// Without a sandbox the confined commands see the host's file system as the build user:
+// every folder on the way to the cache must let that user pass. FailedPrecondition naming
+// the first that does not.
+Status CheckReachable(const sandbox::Confinement& confinement, const std::string& cache_dir) {
+  if (confinement.kind() != sandbox::Confinement::Kind::kUserOnly) return Status::Ok();
+  std::string path;
+  for (size_t at = 0; at != std::string::npos;) {
+    size_t next = cache_dir.find('/', at + 1);
+    path = cache_dir.substr(0, next);
+    at = next;
+    if (path.empty()) continue;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) break;  // made below, by the worker, 0755
+    if ((st.st_mode & S_IXOTH) == 0 && st.st_uid != confinement.user().uid) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+      return Status::FailedPrecondition(
+          "provisioning runs as " + confinement.user().name +
+          " without a sandbox here, and that user cannot reach the cache " + cache_dir + ": " +
+          path + " is mode " + mode +
+          "; give --env-cache-dir a folder others may traverse (chmod o+x), or run where "
+          "bubblewrap works");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 ProgressFn ThrottledProgress(const ProgressSink& sink, ProvisionPhase phase,
@@ -101,6 +129,7 @@ Result<std::unique_ptr<Provisioner>> Provisioner::Create(const ProvisionerOption
         "no installer: name the farm's pip wheel (Debian's python3-pip-whl has one in "
         "/usr/share/python-wheels)");
   }
+  FARM_RETURN_IF_ERROR(CheckReachable(options.confinement, options.cache_dir));
   std::unique_ptr<Provisioner> p(new Provisioner(options, fetcher, runner, clock));
   FARM_ASSIGN_OR_RETURN(p->installer_digest_, Sha256FileHex(options.installer_wheel));
   FARM_RETURN_IF_ERROR(p->CheckInstaller());
