@@ -85,7 +85,7 @@ TEST(EnvironmentsTest, WithoutAnIndexOrFarmdsCacheItSaysWhatToGive) {
   auto made = envs.Provision(spec, {}, "/nonexistent", nullptr);
   EXPECT_EQ(made.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(made.status().message().find("--provision-index"), std::string::npos);
-  envs.SetFarmUpstream("http://127.0.0.1:1");
+  envs.SetFarmUpstream("http://127.0.0.1:1", "farm_wor_0123456789");
   EXPECT_EQ(envs.SourceText(), "from the farm's cache");
 }
 
