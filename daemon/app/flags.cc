@@ -1,12 +1,16 @@
 #include "daemon/app/flags.h"
 
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <regex>
 #include <string>
 #include <utility>
 
 #include "common/lock/pip_resolver.h"
+#include "common/log.h"
 #include "common/net/tls.h"
+#include "common/upstream/fetcher.h"
 #include "daemon/hosts/host_manager.h"
 
 namespace farm::app {
@@ -120,6 +124,63 @@ Status LockFlags(const Flags& flags, ServerOptions* options) {
   return Status::Ok();
 }
 
+// The pull-through cache (docs/environments.md, "farmd's pull-through cache").
+Status UpstreamFromFlags(const Flags& flags, ServerOptions* options) {
+  mirror::MirrorOptions& m = options->upstream;
+  for (auto [flag, into] : {std::pair{"upstream-index", &m.indexes}, {"upstream-tree", &m.trees}}) {
+    for (const std::string& item : flags.GetAll(flag)) {
+      size_t eq = item.find('=');
+      std::string url = eq == std::string::npos ? "" : item.substr(eq + 1);
+      if (eq == 0 || !upstream::IsHttpUrl(url)) {
+        // The URL may carry a private index's credentials: never repeated.
+        return Status::InvalidArgument("--" + std::string(flag) +
+                                       " wants NAME=http(s)://..., got " +
+                                       log::RedactUrlCredentials(item));
+      }
+      // A private index's credentials: no log line repeats them, even out of a URL.
+      std::string authority = url.substr(url.find("://") + 3);
+      authority = authority.substr(0, authority.find_first_of("/?#"));
+      if (size_t at = authority.rfind('@'); at != std::string::npos) {
+        std::string userinfo = authority.substr(0, at);
+        log::RegisterSecret(userinfo);
+        if (size_t colon = userinfo.find(':'); colon != std::string::npos) {
+          log::RegisterSecret(userinfo.substr(colon + 1));
+        }
+      }
+      (*into)[item.substr(0, eq)] = url;
+    }
+  }
+  for (const std::string& host : flags.GetAll("upstream-allow-host")) {
+    if (host.empty() || host.find_first_of("/:@ ") != std::string::npos) {
+      return Status::InvalidArgument("--upstream-allow-host wants a host name, got " + host);
+    }
+    std::string lower = host;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    m.allowed_hosts.insert(lower);
+  }
+  if (flags.Has("upstream-cache-max-gib")) {
+    const std::string text = flags.Get("upstream-cache-max-gib");
+    char* end = nullptr;
+    double gib = std::strtod(text.c_str(), &end);
+    if (text.empty() || end == nullptr || *end != '\0' || !(gib >= 0) || gib > 1e6) {
+      return Status::InvalidArgument(
+          "--upstream-cache-max-gib must be a number of GiB (0: no bound), got " + text);
+    }
+    m.max_bytes = static_cast<int64_t>(gib * double(int64_t{1} << 30));
+  }
+  m.anonymous_pulls = flags.Has("upstream-anonymous-pulls");
+  int64_t in_flight = m.limits.max_in_flight;
+  int64_t per_address = m.limits.max_per_address;
+  FARM_RETURN_IF_ERROR(
+      IntFlag(flags, "upstream-max-fetches", 1, 256, "a number from 1 to 256", &in_flight));
+  FARM_RETURN_IF_ERROR(IntFlag(flags, "upstream-max-fetches-per-host", 1, 256,
+                               "a number from 1 to 256", &per_address));
+  m.limits.max_in_flight = static_cast<int>(in_flight);
+  m.limits.max_per_address = static_cast<int>(per_address);
+  options->upstream_url = flags.Get("upstream-url");
+  return Status::Ok();
+}
+
 Status SourcesFromFlags(const Flags& flags, ServerOptions* options) {
   options->playbooks_dir =
       flags.Get("playbooks-dir", hosts::HostManager::FindPlaybooksDir("/proc/self/exe"));
@@ -141,19 +202,7 @@ Status SourcesFromFlags(const Flags& flags, ServerOptions* options) {
   FARM_RETURN_IF_ERROR(IntFlag(flags, "watch-min-poll-s", 1, 86400,
                                "a number of seconds from 1 to 86400", &min_poll));
   options->watch_min_poll_seconds = static_cast<int>(min_poll);
-  for (auto [flag, into] : {std::pair{"upstream-index", &options->upstream.indexes},
-                            {"upstream-tree", &options->upstream.trees}}) {
-    for (const std::string& item : flags.GetAll(flag)) {
-      size_t eq = item.find('=');
-      std::string url = eq == std::string::npos ? "" : item.substr(eq + 1);
-      if (eq == 0 || (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)) {
-        return Status::InvalidArgument("--" + std::string(flag) +
-                                       " wants NAME=http(s)://..., got " + item);
-      }
-      (*into)[item.substr(0, eq)] = url;
-    }
-  }
-  options->upstream_url = flags.Get("upstream-url");
+  FARM_RETURN_IF_ERROR(UpstreamFromFlags(flags, options));
   return LockFlags(flags, options);
 }
 
@@ -175,6 +224,32 @@ Status WebhooksFromFlags(const Flags& flags, ServerOptions* options) {
       IntFlag(flags, "webhook-max-attempts", 1, 100, "a number from 1 to 100", &attempts));
   options->notify.max_attempts = static_cast<int>(attempts);
   return Status::Ok();
+}
+
+// The pull-through cache's flags (docs/environments.md, "farmd's pull-through routes").
+std::vector<FlagSpec> UpstreamFlagSpecs() {
+  return {
+      {"upstream-index", "NAME=URL",
+       "serve a package index workers provision from at /upstream/pypi/NAME/simple/, pulled "
+       "through from URL (repeatable; e.g. cu128=https://download.pytorch.org/whl/cu128/)"},
+      {"upstream-tree", "NAME=URL",
+       "serve an archive folder at /upstream/tree/NAME/ (redist: NVIDIA's CUDA redist, python: "
+       "relocatable CPython archives), pulled through from URL (repeatable)"},
+      {"upstream-url", "URL",
+       "the base workers fetch the upstreams through (default: the dashboard's address)"},
+      {"upstream-allow-host", "HOST",
+       "a host besides an upstream's own that its file URLs and redirects may name "
+       "(repeatable; e.g. files.pythonhosted.org for PyPI); others are refused"},
+      {"upstream-cache-max-gib", "N",
+       "bytes of upstream files farmd keeps, least recently used evicted first; preloaded "
+       "files do not count (default 100; 0: no bound)"},
+      {"upstream-anonymous-pulls", "",
+       "let requests without a worker's or admin's token make farmd download upstream files "
+       "nobody asked for before (default: only stored files are served to them)"},
+      {"upstream-max-fetches", "N", "upstream requests in flight at once (default 8)"},
+      {"upstream-max-fetches-per-host", "N",
+       "upstream requests in flight to one host:port (default 4)"},
+  };
 }
 
 }  // namespace
@@ -232,14 +307,6 @@ std::vector<FlagSpec> FarmdFlagSpecs() {
        "certificate authorities for https git servers (default: the system's)"},
       {"git-timeout-s", "N", "longest a `git ls-remote` of a recipe's ref may take (default 30)"},
       {"no-git-resolve", "", "run no git at all: git sources must name their full commit"},
-      {"upstream-index", "NAME=URL",
-       "serve a package index workers provision from at /upstream/pypi/NAME/simple/, pulled "
-       "through from URL (repeatable; e.g. cu128=https://download.pytorch.org/whl/cu128/)"},
-      {"upstream-tree", "NAME=URL",
-       "serve an archive folder at /upstream/tree/NAME/ (redist: NVIDIA's CUDA redist, python: "
-       "relocatable CPython archives), pulled through from URL (repeatable)"},
-      {"upstream-url", "URL",
-       "the base workers fetch the upstreams through (default: the dashboard's address)"},
       {"resolver-pip", "PIP.whl",
        "the farm's pip that resolves environment locks (default: Debian's python3-pip-whl)"},
       {"resolver-pip-sha256", "HEX", "its sha256, checked before each resolution"},
@@ -264,6 +331,7 @@ std::vector<FlagSpec> FarmdFlagSpecs() {
       {"help", "", "show this help"},
       {"version", "", "print the version and exit"},
   };
+  for (const FlagSpec& f : UpstreamFlagSpecs()) specs.push_back(f);
   for (const FlagSpec& f : net::ServerTlsFlags()) specs.push_back(f);
   for (const FlagSpec& f : s3::BlobStoreFlags()) specs.push_back(f);
   return specs;

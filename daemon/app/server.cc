@@ -20,6 +20,7 @@
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/server/dashboard.h"
 #include "daemon/locks/env_locker.h"
+#include "daemon/mirror/internal_access.h"
 #include "daemon/publish/publishing_service.h"
 #include "daemon/sched/revalidation.h"
 #include "daemon/sched/sweeper.h"
@@ -47,7 +48,13 @@ struct FarmServer::Impl {
   std::unique_ptr<WorkerService> worker_service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<upstream::Fetcher> upstream_fetcher;
+  // The pull-through cache's own fetcher (redirects kept within an upstream's host), whose
+  // transfers stop when farmd does.
+  std::shared_ptr<std::atomic<bool>> mirror_cancelled = std::make_shared<std::atomic<bool>>(false);
+  std::unique_ptr<upstream::Fetcher> mirror_fetcher;
   std::unique_ptr<mirror::PullThroughCache> mirror;  // outlives the dashboard serving it
+  // The secret farmd's own processes use /upstream/ with (mirror/internal_access.h).
+  std::shared_ptr<const mirror::InternalAccess> internal;
   std::unique_ptr<http::Dashboard> dashboard;
   RealProcessRunner host_processes;
   std::unique_ptr<hosts::HostManager> hosts;
@@ -105,6 +112,11 @@ Status LoadPreloads(store::Store* store, mirror::PullThroughCache* cache) {
   return Status::Ok();
 }
 
+// Where the pull-through cache stages its downloads (the blob store's file system).
+std::string StagingDir(const ServerOptions& options) {
+  return options.data_dir + "/upstream-staging";
+}
+
 // Source archives are collected once a minute (the first time right after start).
 constexpr int64_t kSourceCollectionPasses = 60;
 
@@ -159,22 +171,25 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
   if (!o.pip_wheel.empty()) log::Info("environment locks are resolved by " + o.pip_wheel + ", " +
                                       confinement.Describe());
   pip_resolver = std::make_unique<lock::PipResolver>(o, &resolver_processes, confinement);
-  // pip reads an index through farmd's own pull-through route when there is one, so the
-  // files it chooses are the ones workers then fetch from farmd; else the index itself.
-  std::string base = mirror && dashboard
+  // pip reads an index through farmd's own pull-through route when there is one (with
+  // farmd's internal credential: mirror/internal_access.h), so the files it chooses are the
+  // ones workers then fetch from farmd; else the index itself.
+  std::string base = mirror && dashboard && internal
                          ? std::string(options.tls.enabled() ? "https" : "http") + "://" +
-                               dashboard->address() + "/upstream/pypi/"
+                               dashboard->address()
                          : "";
-  locks::IndexRoutes routes = [indexes = options.upstream.indexes,
-                               base](const std::string& variant) -> Result<locks::IndexRoute> {
+  locks::IndexRoutes routes = [indexes = options.upstream.indexes, base,
+                               internal = internal](const std::string& variant)
+      -> Result<locks::IndexRoute> {
     auto it = indexes.find(variant);
     if (it == indexes.end()) {
       return Status::FailedPrecondition(
           "no index to resolve the environment from: this farmd has no --upstream-index " +
           variant);
     }
-    return locks::IndexRoute{variant, base.empty() ? it->second : base + variant + "/simple/",
-                             it->second};
+    std::string url = it->second;
+    if (!base.empty()) FARM_ASSIGN_OR_RETURN(url, internal->IndexUrl(base, variant));
+    return locks::IndexRoute{variant, url, it->second};
   };
   locker = std::make_unique<locks::EnvLocker>(pip_resolver.get(), store.get(), routes,
                                               &RealClock(),
@@ -279,13 +294,23 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
       return Status::InvalidArgument("--upstream-index and --upstream-tree need --http-listen");
     }
     mirror::MirrorOptions upstream = options.upstream;
-    upstream.staging_dir = options.data_dir + "/upstream-staging";
-    FARM_RETURN_IF_ERROR(fs::MakeDirs(upstream.staging_dir, 0700));
+    upstream.staging_dir = StagingDir(options);
+    impl->mirror_fetcher = upstream::MakeCurlFetcher(
+        {.redirects = {.any_host = false, .allowed_hosts = upstream.allowed_hosts},
+         .cancelled = impl->mirror_cancelled});
     impl->mirror = std::make_unique<mirror::PullThroughCache>(
-        upstream, impl->upstream_fetcher.get(), impl->blobs.get(), &RealClock());
+        upstream, impl->mirror_fetcher.get(), impl->blobs.get(),
+        store::AsMirrorStore(impl->store.get()), &RealClock());
+    FARM_RETURN_IF_ERROR(impl->mirror->Start());
     FARM_RETURN_IF_ERROR(LoadPreloads(impl->store.get(), impl->mirror.get()));
     impl->ctx.mirror = impl->mirror.get();
     impl->ctx.upstream_url = options.upstream_url;
+    // farmd's own pip (the lock resolver) reads these routes as a worker would, with
+    // impl->internal->IndexUrl("http://" + dashboard address, index) as its index URL.
+    impl->internal = mirror::InternalAccess::Generate();
+  } else {
+    // A farmd started without upstreams still removes what a killed one left downloading.
+    mirror::SweepStaging(StagingDir(options), RealClock().NowUnixMs() / 1000);
   }
   if (!options.http.listen.empty()) {
     http::DashboardOptions http = options.http;
@@ -294,6 +319,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                              &RealClock(),      impl->schedules.get(), impl->attestor.get(),
                              impl->audit.get()};
     deps.mirror = impl->mirror.get();
+    deps.internal = impl->internal.get();
     FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
     if (!options.http_ready_file.empty()) {
       FARM_RETURN_IF_ERROR(
@@ -387,6 +413,9 @@ void FarmServer::Shutdown() {
   // Waiting polls end first: the server's shutdown waits for every open call.
   impl_->worker_service->StopDispatch();
   if (impl_->dashboard) impl_->dashboard->Shutdown();
+  // Upstream downloads in progress stop at their next block; waiting ones are dropped.
+  impl_->mirror_cancelled->store(true);
+  if (impl_->mirror) impl_->mirror->Stop();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   if (impl_->sweeper) impl_->sweeper->Stop();
   if (impl_->hosts) impl_->hosts->Stop();

@@ -126,7 +126,11 @@ def setup(request):
         "covok": pure_recipe(farm.root, "covok", CHECK_OK,
                              matrix='matrix:\n  python: ["3.11", "3.12"]\n'),
         "covwait": pure_recipe(farm.root, "covwait", CHECK_NO_HARDWARE),
-        "covbad": pure_recipe(farm.root, "covbad", None, build="echo 'no <wheel> & no luck'; exit 3"),
+        # The build names its output to carry Slack markup into the failure's cause.
+        "covbad": pure_recipe(farm.root, "covbad", None,
+                              build="echo 'no <wheel> & no luck'; mkdir -p \"$FARM_WHEEL_DIR\"; "
+                                    "printf x > "
+                                    "\"$FARM_WHEEL_DIR/<!channel> <mailto:ops@evil.example|docs> &.whl\""),
     }
     builds = {}
     for name, recipe in recipes.items():
@@ -277,6 +281,12 @@ def test_webhooks_deliver_each_event_once_across_a_kill_9(setup):
     bad_build = int(builds["covbad"]["id"])
     assert failed["event"] == "build_failed" and failed["build_id"] == bad_build, failed
     assert failed["text"].startswith(f"covbad 1.0: build {bad_build} failed"), failed
+    # What the build named reaches Slack's text as text, never as markup (a <!channel>
+    # mention, a link whose text hides its target); the raw value stays in "cause".
+    assert "<!channel>" in failed["cause"], failed
+    for markup in ("<!channel>", "<mailto:", "& "):
+        assert markup not in failed["text"], failed
+    assert "&lt;!channel&gt; &lt;mailto:ops@evil.example|docs&gt; &amp;" in failed["text"], failed
     validated = by_key[wheel_keys[0]]
     assert validated["wheel"] == wheel["wheel"] and validated["job_id"] == wheel["job_id"]
     assert validated["package"] == "covok" and validated["sha256"], validated

@@ -3,8 +3,9 @@ farmctl, curl, pip and a relocatable CPython archive made from this machine's in
 against the protocol-faithful upstreams of tests/fakes served THROUGH farmd's pull-through
 routes (/upstream/...):
 
-- a worker started with no --python (and told never to build on a host interpreter)
-  builds a recipe with `environment:` over both torch stand-ins (2.8.0+cu128 and
+- a worker started with no --python (and told never to build on a host interpreter), on a
+  farm whose reads are private (its token is what lets it through farmd's routes), builds
+  a recipe with `environment:` over both torch stand-ins (2.8.0+cu128 and
   2.9.0+cu130), each cell on the archive-provisioned CPython, each wheel requiring the
   torch minor of its environment, every upstream file fetched once (counted at the fake);
   a second build provisions nothing and its log says it cloned
@@ -103,7 +104,10 @@ def reset(up):
 
 
 def start(farm, up, *worker_flags):
+    # Private reads: the worker provisions with its own token (farmd answers no anonymous
+    # request, and downloads upstream files only for workers and admins).
     farm.start_farmd(
+        "--private-read",
         "--upstream-index", "cu128=%s/whl/cu128/" % up["index"].url,
         "--upstream-index", "cu130=%s/whl/cu130/" % up["index"].url,
         "--upstream-tree", "python=%s/" % up["python"].url, http=True)

@@ -26,11 +26,12 @@ Environments::Environments(ProvisionConfig config, ProcessRunner* runner, const 
     : config_(std::move(config)),
       runner_(runner),
       clock_(clock),
-      fetcher_(fetcher ? std::move(fetcher) : upstream::MakeCurlFetcher()) {}
+      fetcher_(fetcher ? std::move(fetcher) : upstream::MakeCurlFetcher({.bearer = bearer_})) {}
 
-void Environments::SetFarmUpstream(const std::string& url) {
+void Environments::SetFarmUpstream(const std::string& url, const std::string& token) {
   std::lock_guard lock(mu_);
   farm_upstream_ = url;
+  bearer_->Set(url.empty() ? "" : url + "/upstream/", token);
 }
 
 env::ProvisionSources Environments::Sources() {

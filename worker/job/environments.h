@@ -36,8 +36,9 @@ class Environments {
                std::unique_ptr<upstream::Fetcher> fetcher = nullptr);
 
   // farmd's pull-through cache ("http://host:port"), from its registration reply or a
-  // heartbeat; the next provisioning uses it.
-  void SetFarmUpstream(const std::string& url);
+  // heartbeat (the next provisioning uses it), and the worker's token, which the fetcher
+  // sends to that cache's /upstream/ routes and to nothing else (upstream::ScopedBearer).
+  void SetFarmUpstream(const std::string& url, const std::string& token);
 
   // "from farmd's cache at http://..." or "from https://...": where packages come from.
   std::string SourceText();
@@ -66,6 +67,7 @@ class Environments {
   const ProvisionConfig config_;
   ProcessRunner* runner_;
   const Clock* clock_;
+  std::shared_ptr<upstream::ScopedBearer> bearer_ = std::make_shared<upstream::ScopedBearer>();
   std::unique_ptr<upstream::Fetcher> fetcher_;
   std::mutex mu_;
   std::string farm_upstream_;                      // guarded by mu_

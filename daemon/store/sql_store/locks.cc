@@ -1,4 +1,4 @@
-// Environment locks (migration 025), by digest. Each call runs under the store's mutex.
+// Environment locks (migration 026), by digest. Each call runs under the store's mutex.
 #include "daemon/store/sql_store/sql_store.h"
 
 namespace farm::store {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/store/mirror_store.h"
 #include "daemon/store/sql/db.h"
 #include "daemon/store/sql/rows.h"
 #include "daemon/store/store.h"
@@ -20,7 +21,7 @@
 
 namespace farm::store {
 
-class SqlStore final : public Store, public WebhookStore {
+class SqlStore final : public Store, public WebhookStore, public MirrorStore {
  public:
   explicit SqlStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
 
@@ -84,6 +85,15 @@ class SqlStore final : public Store, public WebhookStore {
                                                                    int limit) override;
   Status UpdateWebhookDelivery(const WebhookDeliveryRow& row, int64_t now_ms) override;
   Result<std::vector<WebhookDeliveryRow>> ListWebhookDeliveries(int limit) override;
+
+  Result<bool> RecordMirrorFile(const MirrorBlobRow& blob, const std::string& filename,
+                                const std::string& metadata) override;
+  Status TouchMirrorBlobs(const std::vector<std::pair<std::string, int64_t>>& uses) override;
+  Result<std::vector<MirrorFileRow>> ListMirrorFiles() override;
+  Result<int64_t> MirrorBytes() override;
+  Result<std::vector<MirrorBlobRow>> ListMirrorBlobsByUse(int limit) override;
+  Result<std::optional<std::string>> GetMirrorMetadata(const std::string& sha256) override;
+  Result<bool> ForgetMirrorBlob(const std::string& sha256) override;
 
   Status CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) override;
   Status RetryJob(int64_t job_id, int64_t now_ms) override;

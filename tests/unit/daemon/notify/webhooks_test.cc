@@ -56,5 +56,30 @@ TEST(WebhookPayloadTest, SlackTextPlusTheEventsFields) {
   EXPECT_EQ(relative.as_object().at("url").as_string(), "/#/job/4");
 }
 
+TEST(WebhookPayloadTest, WhatABuildWroteCannotBecomeSlackMarkup) {
+  EXPECT_EQ(EscapeSlackText("<!channel> & <http://evil.example|the farm> <@U123>"),
+            "&lt;!channel&gt; &amp; &lt;http://evil.example|the farm&gt; &lt;@U123&gt;");
+  coverage::Event e{.kind = coverage::EventKind::kBuildFailed,
+                    .id = "build_failed:7",
+                    .package = "pkg<!here>",
+                    .version = "1.0",
+                    .build_id = 7,
+                    .cause = "<!channel> see <https://evil.example/x|farm logs> & retry",
+                    .time_ms = 1000};
+  auto v = boost::json::parse(WebhookPayload(e, "https://farm.example/?a=1&b=2"));
+  std::string text(v.as_object().at("text").as_string());
+  for (const char* markup : {"<!", "<@", "<https://evil"}) {
+    EXPECT_EQ(text.find(markup), std::string::npos) << markup << " in " << text;
+  }
+  EXPECT_NE(text.find("&lt;!channel&gt; see &lt;https://evil.example/x|farm logs&gt; &amp; retry"),
+            std::string::npos)
+      << text;
+  // The farm's own link is the one piece of markup, its '&' escaped too.
+  EXPECT_TRUE(text.ends_with(" <https://farm.example/?a=1&amp;b=2/#/build/7>")) << text;
+  // The other fields carry the raw values, for programs.
+  EXPECT_EQ(v.as_object().at("cause").as_string(), e.cause);
+  EXPECT_EQ(v.as_object().at("package").as_string(), "pkg<!here>");
+}
+
 }  // namespace
 }  // namespace farm::notify

@@ -49,11 +49,11 @@ TEST(EnvironmentsTest, SourcesFollowFarmdToItsNewAddress) {
   RealProcessRunner runner;
   Environments envs(on, &runner, &RealClock());
   EXPECT_TRUE(envs.Sources().files_base.empty());  // before farmd said where it is
-  envs.SetFarmUpstream("http://127.0.0.1:42893");
+  envs.SetFarmUpstream("http://127.0.0.1:42893", "farm_wor_0123456789");
   EXPECT_EQ(envs.Sources().files_base, "http://127.0.0.1:42893/upstream/files/");
   EXPECT_EQ(envs.Sources().redist_url, "http://127.0.0.1:42893/upstream/tree/redist/");
   EXPECT_EQ(envs.SourceText(), "from the farm's cache");
-  envs.SetFarmUpstream("http://127.0.0.1:37115");  // restarted on another port
+  envs.SetFarmUpstream("http://127.0.0.1:37115", "farm_wor_0123456789");  // another port
   env::ProvisionSources now = envs.Sources();
   EXPECT_EQ(now.files_base, "http://127.0.0.1:37115/upstream/files/");
   EXPECT_EQ(now.python_release_url, "http://127.0.0.1:37115/upstream/tree/python/");
@@ -61,7 +61,7 @@ TEST(EnvironmentsTest, SourcesFollowFarmdToItsNewAddress) {
   // The worker's own sources win over farmd's.
   on.redist = "https://nv.example/redist/";
   Environments own(on, &runner, &RealClock());
-  own.SetFarmUpstream("http://127.0.0.1:37115");
+  own.SetFarmUpstream("http://127.0.0.1:37115", "farm_wor_0123456789");
   EXPECT_EQ(own.Sources().redist_url, "https://nv.example/redist/");
 }
 
