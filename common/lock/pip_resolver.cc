@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/fs.h"
+#include "common/log.h"
 #include "common/sha256.h"
 #include "common/upstream/pep508.h"
 #include "common/upstream/simple_index.h"
@@ -127,6 +128,18 @@ std::string ReportSha256(const boost::json::object& archive_info) {
   return "";
 }
 
+// `url` without the user and password of its authority: a lock never holds a credential
+// (farmd's own pip reads its routes with one).
+std::string WithoutUserinfo(const std::string& url) {
+  size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  size_t start = scheme + 3;
+  size_t end = url.find_first_of("/?#", start);
+  size_t at = url.rfind('@', end == std::string::npos ? url.size() : end);
+  if (at == std::string::npos || at < start) return url;
+  return url.substr(0, start) + url.substr(at + 1);
+}
+
 std::string StringAt(const boost::json::object& o, const char* key) {
   const auto* v = o.if_contains(key);
   return v && v->is_string() ? std::string(v->as_string()) : "";
@@ -136,7 +149,8 @@ std::string StringAt(const boost::json::object& o, const char* key) {
 
 std::string DescribeTarget(const ResolveRequest& r) {
   return "Python " + r.python + " on " + r.platform +
-         (r.index_name.empty() ? " from " + r.index_url : " from the " + r.index_name + " index");
+         (r.index_name.empty() ? " from " + log::RedactUrlCredentials(r.index_url)
+                               : " from the " + r.index_name + " index");
 }
 
 std::vector<std::string> PlatformTags(const std::string& platform, const std::string& glibc) {
@@ -177,9 +191,9 @@ std::vector<std::string> PipArguments(const ResolveRequest& r, const std::string
                                    "--python-version",
                                    upstream::LinuxCpythonEnv(r.python, "")["python_version"],
                                    "--abi",
-                                   PythonAbi(r.python),
-                                   "--index-url",
-                                   r.index_url};
+                                   PythonAbi(r.python)};
+  // The index comes through PIP_INDEX_URL: its URL may hold a credential (farmd's internal
+  // one), and a command line is readable by every user of the host.
   for (const std::string& tag : PlatformTags(r.platform, r.glibc)) {
     args.insert(args.end(), {"--platform", tag});
   }
@@ -217,7 +231,7 @@ Result<EnvLock> LockFromReport(const std::string& report_json, const ResolveRequ
     const auto* archive = download->as_object().if_contains("archive_info");
     p.sha256 = archive && archive->is_object() ? ReportSha256(archive->as_object()) : "";
     p.filename = url.substr(url.rfind('/') + 1);
-    p.url = options.upstream_url ? options.upstream_url(url) : url;
+    p.url = WithoutUserinfo(options.upstream_url ? options.upstream_url(url) : url);
     // Page URLs are percent-encoded ("%2B" for the local label's '+').
     for (size_t at = p.filename.find("%2B"); at != std::string::npos; at = p.filename.find("%2B")) {
       p.filename.replace(at, 3, "+");
@@ -264,8 +278,8 @@ Status ResolutionFailure(const std::string& output, int exit_code, const Resolve
   for (const char* needle : kUnreachable) {
     if (output.find(needle) != std::string::npos) {
       std::vector<std::string> lines = LinesWith(output, needle);
-      return Status::Unavailable("the index " + r.index_url + " could not be read: " +
-                                 Tail(lines.back(), 300));
+      return Status::Unavailable("the index of " + DescribeTarget(r) + " could not be read: " +
+                                 Tail(log::Redact(lines.back()), 300));
     }
   }
   static const std::regex kNoVersion(
@@ -287,7 +301,7 @@ Status ResolutionFailure(const std::string& output, int exit_code, const Resolve
     return Status::InvalidArgument(Tail(LinesWith(output, "Invalid requirement").back(), 400));
   }
   return Status::Internal("pip could not resolve for " + DescribeTarget(r) + " (exit " +
-                          std::to_string(exit_code) + "): " + Tail(output, 1500));
+                          std::to_string(exit_code) + "): " + Tail(log::Redact(output), 1500));
 }
 
 std::string FindPipWheel(const std::string& dir) {
@@ -348,9 +362,13 @@ Result<EnvLock> PipResolver::Resolve(const ResolveRequest& request) {
   ProcessSpec spec;
   spec.argv = {options_.python, "-I", "-c", kLauncher, boost::json::serialize(config)};
   spec.clear_env = true;
-  spec.env = {{"PATH", "/usr/bin:/bin"}, {"HOME", dir}, {"TMPDIR", dir}, {"LANG", "C.UTF-8"},
-              {"PIP_CONFIG_FILE", "/dev/null"}, {"PYTHONDONTWRITEBYTECODE", "1"}};
+  spec.env = {{"PATH", "/usr/bin:/bin"},        {"HOME", dir},
+              {"TMPDIR", dir},                    {"LANG", "C.UTF-8"},
+              {"PIP_CONFIG_FILE", "/dev/null"},   {"PYTHONDONTWRITEBYTECODE", "1"},
+              {"PIP_INDEX_URL", request.index_url}};
+  if (!options_.ca_file.empty()) spec.env["PIP_CERT"] = options_.ca_file;
   std::vector<sandbox::Mount> mounts = {{dir, false}, {options_.pip_wheel, true}};
+  if (!options_.ca_file.empty()) mounts.push_back({options_.ca_file, true});
   ProcessSpec confined = confinement_.Wrap(spec, mounts, /*network=*/true);
   Result<CapturedOutput> out = RunAndCapture(*runner_, confined, options_.timeout_ms);
   if (!out.ok()) return done(out.status());

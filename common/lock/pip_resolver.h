@@ -39,7 +39,7 @@ struct ResolveRequest {
   std::string python;                     // "3.12" (or "3.12.3")
   std::string platform = "linux_x86_64";  // the cell's wheel platform
   std::string glibc = "2.28";             // the oldest glibc the cell's workers have
-  std::string index_url;                  // the index pip reads
+  std::string index_url;                  // the index pip reads (may hold a credential)
   std::string index_name;                 // the farm's name of it ("cu130"), recorded
   std::vector<std::string> requirements;  // PEP 508, as the recipe means them
 };
@@ -65,6 +65,8 @@ struct PipResolverOptions {
   // The index URL recorded in the lock for every package (the upstream's); "" records
   // request.index_url.
   std::string upstream_index_url;
+  // Certificate authorities of an https index (farmd's own, when its dashboard serves TLS).
+  std::string ca_file;
   // Reads the index's project pages for what pip's report leaves out (each wheel's size);
   // null: sizes stay unknown. Must outlive the resolver.
   upstream::Fetcher* fetcher = nullptr;

@@ -168,15 +168,28 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
   o.pip_sha256 = options.resolver_pip_sha256;
   o.work_dir = options.data_dir + "/resolve";
   o.fetcher = upstream_fetcher.get();
+  // pip reads farmd's routes, whose file URLs name farmd: a lock records where the index
+  // itself has each file, as the pull-through cache learned it.
+  o.upstream_url = [cache = mirror.get()](const std::string& url) -> std::string {
+    static constexpr std::string_view kFiles = "/upstream/files/";
+    size_t at = url.find(kFiles);
+    if (cache == nullptr || at == std::string::npos) return url;
+    std::string rest = url.substr(at + kFiles.size());  // <index>/<sha256>/<filename>
+    size_t slash = rest.find('/');
+    if (slash == std::string::npos) return url;
+    Result<std::string> listed =
+        cache->ListedUrl(rest.substr(0, slash), rest.substr(slash + 1, 64));
+    return listed.ok() ? *listed : url;
+  };
   if (!o.pip_wheel.empty()) log::Info("environment locks are resolved by " + o.pip_wheel + ", " +
                                       confinement.Describe());
   pip_resolver = std::make_unique<lock::PipResolver>(o, &resolver_processes, confinement);
   // pip reads an index through farmd's own pull-through route when there is one (with
   // farmd's internal credential: mirror/internal_access.h), so the files it chooses are the
-  // ones workers then fetch from farmd; else the index itself.
-  std::string base = mirror && dashboard && internal
-                         ? std::string(options.tls.enabled() ? "https" : "http") + "://" +
-                               dashboard->address()
+  // ones workers then fetch from farmd; else, and where the dashboard serves TLS (whose CA
+  // farmd does not hold), the index itself.
+  std::string base = mirror && dashboard && internal && !options.tls.enabled()
+                         ? "http://" + dashboard->address()
                          : "";
   locks::IndexRoutes routes = [indexes = options.upstream.indexes, base,
                                internal = internal](const std::string& variant)
@@ -188,7 +201,9 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
           variant);
     }
     std::string url = it->second;
-    if (!base.empty()) FARM_ASSIGN_OR_RETURN(url, internal->IndexUrl(base, variant));
+    if (!base.empty()) {
+      FARM_ASSIGN_OR_RETURN(url, internal->IndexUrl(base, variant));
+    }
     return locks::IndexRoute{variant, url, it->second};
   };
   locker = std::make_unique<locks::EnvLocker>(pip_resolver.get(), store.get(), routes,

@@ -177,6 +177,10 @@ class PullThroughCache {
   // The blob preloaded or learned at `path` of `tree`; NotFound when there is none.
   Result<std::string> TreePathSha(const std::string& tree, const std::string& path) const;
 
+  // Where index `index` has the file of digest `sha256`, as its page listed it; NotFound
+  // when no page kept in memory lists it.
+  Result<std::string> ListedUrl(const std::string& index, const std::string& sha256) const;
+
   int64_t upstream_downloads() const;
   MirrorStats stats() const;
 
@@ -236,8 +240,11 @@ class PullThroughCache {
                 std::function<void(const Status&)> failed);
 
   // Files (pull_through_files.cc).
+  // A file its index listed once and no page kept in memory lists any longer (a restart, an
+  // evicted page; a lock names it) is looked up again on its project's page, once
+  // (`relisted`), before it is refused.
   void ServeFile(const std::string& source, const std::string& sha256, const std::string& name,
-                 bool may_pull, AnswerCallback done);
+                 bool may_pull, AnswerCallback done, bool relisted = false);
   void Metadata(const FileRequest& request, AnswerCallback done);
   void FetchMetadata(const std::string& url, const std::string& digest, const std::string& filename,
                      AnswerCallback done);

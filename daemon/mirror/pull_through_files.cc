@@ -165,8 +165,9 @@ void PullThroughCache::FileAsync(const FileRequest& r, AnswerCallback done) {
 }
 
 void PullThroughCache::ServeFile(const std::string& source, const std::string& sha256,
-                                 const std::string& name, bool may_pull, AnswerCallback done) {
-  enum class Next { kAnswer, kShare, kWait, kStart } next = Next::kAnswer;
+                                 const std::string& name, bool may_pull, AnswerCallback done,
+                                 bool relisted) {
+  enum class Next { kAnswer, kShare, kWait, kStart, kRelist } next = Next::kAnswer;
   Result<MirrorAnswer> answer = Status::Internal("unanswered");
   Listed listing;
   std::string share_metadata;
@@ -181,6 +182,8 @@ void PullThroughCache::ServeFile(const std::string& source, const std::string& s
     }
     if (answer.ok()) {
       ++counts_.files_served;
+    } else if (listed == nullptr && !relisted && options_.indexes.count(source) > 0) {
+      next = Next::kRelist;
     } else if (listed == nullptr) {
       answer =
           Status::NotFound(source + " has not listed " + sha256 + " as " + name.substr(0, 200));
@@ -228,6 +231,21 @@ void PullThroughCache::ServeFile(const std::string& source, const std::string& s
       return done(std::move(answer));
     case Next::kWait:
       return;
+    case Next::kRelist: {
+      Result<std::string> project = ProjectOfDistribution(name);
+      if (!project.ok()) {
+        return done(Status::NotFound(source + " has not listed " + sha256 + " as " +
+                                     name.substr(0, 200)));
+      }
+      Schedule(
+          options_.indexes.at(source),
+          [this, source, sha256, name, may_pull, done, project = *project] {
+            (void)ProjectFiles(source, project, /*revalidate=*/false);  // learns its files
+            ServeFile(source, sha256, name, may_pull, done, /*relisted=*/true);
+          },
+          [done](const Status& s) { done(s); });
+      return;
+    }
     case Next::kStart:
       Schedule(
           listing.url,
@@ -254,6 +272,15 @@ std::function<void(Status)> PullThroughCache::AfterDownload(const std::string& s
     if (!a.ok()) a = Status::Unavailable(name + " was evicted before it was sent; ask again");
     done(std::move(a));
   };
+}
+
+Result<std::string> PullThroughCache::ListedUrl(const std::string& index,
+                                                const std::string& sha256) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto by_sha = listed_.find(index); by_sha != listed_.end()) {
+    if (auto it = by_sha->second.find(sha256); it != by_sha->second.end()) return it->second.url;
+  }
+  return Status::NotFound(index + " lists no file " + sha256);
 }
 
 void PullThroughCache::Finish(const std::string& key, const Status& status) {

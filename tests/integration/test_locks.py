@@ -202,7 +202,8 @@ def test_an_aarch64_cells_lock_follows_its_markers(farm, index):
 def test_a_retry_after_the_index_moved_installs_the_old_lock(farm, index):
     start(farm, index)
     # The first attempt fails on purpose; the retry must not pick up what upstream did since.
-    path = recipe(farm, before='[ "$FARM_ATTEMPT" != 1 ] || exit 3')
+    said = "python -c \"import importlib.metadata as m; print('filelock', m.version('filelock'))\""
+    path = recipe(farm, before='[ "$FARM_ATTEMPT" != 1 ] || exit 3; ' + said)
     build = farm.ctl_json("submit", path)
     job_id = build["jobs"][0]["id"]
     first_attempt_ended(farm, job_id, 240)
@@ -212,7 +213,9 @@ def test_a_retry_after_the_index_moved_installs_the_old_lock(farm, index):
     done = finished(farm, build["id"])
     assert done["state"] == "BUILD_SUCCEEDED", done
     assert done["jobs"][0]["lock"]["digest"] == digest
-    assert "filelock-3.20.0-py3-none-any.whl" in log_of(farm, job_id, attempt=2)
+    second = log_of(farm, job_id, attempt=2)
+    assert "(lock %s)" % digest[:12] in second, second
+    assert "\nfilelock 3.20.0\n" in second, second
     # A new submission resolves again and gets the new release.
     again = farm.ctl_json("submit", path)
     lock, _ = lock_of(farm, again["id"])
