@@ -189,11 +189,23 @@ void PullThroughCache::ServeFile(const std::string& source, const std::string& s
       // served under this one's name too, with no second download.
       next = Next::kShare;
       listing = *listed;
+      bool downloaded = false;  // else only preloaded: shared as a preload, not accounted
       for (const auto& [other, by_sha] : stored_) {
         auto s = by_sha.find(sha256);
-        if (s != by_sha.end() && !s->second.preloaded && !s->second.metadata_sha256.empty()) {
-          share_metadata = s->second.metadata_sha256;
-        }
+        if (s == by_sha.end()) continue;
+        if (listing.size < 0) listing.size = s->second.size;
+        if (s->second.preloaded) continue;
+        downloaded = true;
+        if (!s->second.metadata_sha256.empty()) share_metadata = s->second.metadata_sha256;
+      }
+      if (!downloaded) {
+        Stored& shared = stored_[source][sha256];
+        shared.names.insert(name);
+        shared.size = listing.size;
+        shared.preloaded = true;
+        answer = StoredAnswerLocked(source, sha256, name);
+        if (answer.ok()) ++counts_.files_served;
+        next = Next::kAnswer;
       }
     } else if (!may_pull && !options_.anonymous_pulls) {
       ++counts_.pulls_refused;
