@@ -300,9 +300,10 @@ void PullThroughCache::Metadata(const FileRequest& r, AnswerCallback done) {
     if (auto it = upstream_metadata_.find(upstream_digest); it != upstream_metadata_.end()) {
       kept = it->second;
     }
-    if (!upstream_digest.empty() || !ours.empty()) ++counts_.metadata_served;
   }
-  auto text_answer = [](std::string text) {
+  auto text_answer = [this](std::string text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counts_.metadata_served;
     return MirrorAnswer{"application/octet-stream", std::move(text), "", -1, nullptr};
   };
   if (!upstream_digest.empty()) {
@@ -346,6 +347,7 @@ void PullThroughCache::FetchMetadata(const std::string& url, const std::string& 
           }
           upstream_metadata_bytes_ += page->body.size();
           upstream_metadata_[digest] = page->body;
+          ++counts_.metadata_served;
         }
         done(MirrorAnswer{"application/octet-stream", std::move(page->body), "", -1, nullptr});
       },
