@@ -3,6 +3,8 @@
 // builds with rejected cells, empty lists, unicode text, extreme sizes and ids, calls on
 // jobs a worker does not hold. Each answer has the documented status code (never INTERNAL
 // or UNKNOWN) and farmd keeps serving afterwards. The sanitizer build runs it too.
+#include "daemon/api/auth.h"
+#include "farm/v1/rpc_status.pb.h"
 #include "tests/unit/daemon/api/rpc_fixture.h"
 
 namespace farm::api {
@@ -70,6 +72,27 @@ TEST_F(OddDataRpcTest, BuildsWithRejectedCellsExtremePagesAndUnknownIds) {
   while (missing->Read(&ev)) {
   }
   EXPECT_EQ(missing->Finish().error_code(), StatusCode::NOT_FOUND);
+}
+
+TEST_F(OddDataRpcTest, EveryAnswerOfFarmdCarriesItsStatusInTheDetails) {
+  // farmctl tells farmd's own UNAVAILABLE from a farmd it cannot reach by these details
+  // (cli/client.h FromGrpc): gRPC's failures to connect have none.
+  farm::v1::GetBuildRequest get;
+  get.set_build_id(INT64_MAX);
+  farm::v1::Build got;
+  grpc::Status s = farm_->GetBuild(Ctx(admin_).get(), get, &got);
+  ASSERT_EQ(s.error_code(), StatusCode::NOT_FOUND);
+  farm::v1::RpcStatus details;
+  ASSERT_TRUE(details.ParseFromString(s.error_details()));
+  EXPECT_EQ(details.code(), StatusCode::NOT_FOUND);
+  EXPECT_EQ(details.message(), s.error_message());
+  EXPECT_EQ(details.details_size(), 0);
+  EXPECT_EQ(ToGrpc(Status::Unavailable("cannot read torch's releases")).error_details(), [] {
+    farm::v1::RpcStatus d;
+    d.set_code(StatusCode::UNAVAILABLE);
+    d.set_message("cannot read torch's releases");
+    return d.SerializeAsString();
+  }());
 }
 
 TEST_F(OddDataRpcTest, AJobNoneOfManyWorkersCanTakeNamesEachReasonOnce) {
