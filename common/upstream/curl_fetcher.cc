@@ -15,17 +15,31 @@ void GlobalInit() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
+// The most of an error answer's body kept for its excerpt.
+constexpr size_t kErrorBodyBytes = 4096;
+
 struct Transfer {
   const DownloadSink* sink = nullptr;
   std::string* body = nullptr;  // page mode
   int64_t max_bytes = 0;
   std::string if_none_match;  // page mode: a conditional GET
   Status failure;             // why a write callback stopped the transfer
+  CURL* curl = nullptr;
+  std::string error_body;  // the start of an error answer's body (HTTP 4xx/5xx)
 };
 
 size_t OnData(char* data, size_t size, size_t nmemb, void* userdata) {
   auto* t = static_cast<Transfer*>(userdata);
   size_t n = size * nmemb;
+  long code = 0;
+  curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
+  if (code >= 400) {
+    // An error answer never reaches the page or the sink: its start says why (farmd's 502
+    // names the upstream's failure), the rest is not read.
+    size_t keep = std::min(n, kErrorBodyBytes - t->error_body.size());
+    t->error_body.append(data, keep);
+    return t->error_body.size() < kErrorBodyBytes ? n : 0;
+  }
   if (t->body != nullptr) {
     if (static_cast<int64_t>(t->body->size() + n) > t->max_bytes) {
       t->failure =
@@ -100,8 +114,7 @@ class CurlFetcher final : public Fetcher {
     curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");  // identity and what curl decodes
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnData);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
-    // A body is written only for the final answer; an error page must not reach the sink.
-    curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
+    t->curl = curl;
     CURLcode rc = curl_easy_perform(curl);
     long code = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
@@ -128,13 +141,11 @@ class CurlFetcher final : public Fetcher {
     std::string detail = curl_easy_strerror(rc);
     curl_slist_free_all(headers);
     curl_easy_cleanup(curl);
+    if (code >= 400 && (rc == CURLE_OK || rc == CURLE_WRITE_ERROR)) {
+      return HttpErrorStatus(url, code, t->error_body);
+    }
     if (rc == CURLE_OK) return Status::Ok();
     if (rc == CURLE_WRITE_ERROR && !t->failure.ok()) return t->failure;
-    if (rc == CURLE_HTTP_RETURNED_ERROR) {
-      std::string what = url + " answered HTTP " + std::to_string(code);
-      if (code == 404 || code == 410) return Status::NotFound(what);
-      return Status::Unavailable(what);
-    }
     if (rc == CURLE_OPERATION_TIMEDOUT) return Status::DeadlineExceeded(url + ": " + detail);
     return Status::Unavailable(url + ": " + detail);
   }
@@ -146,6 +157,37 @@ class CurlFetcher final : public Fetcher {
 
 std::unique_ptr<Fetcher> MakeCurlFetcher(const CurlFetcherOptions& options) {
   return std::make_unique<CurlFetcher>(options);
+}
+
+std::string ErrorExcerpt(std::string_view body, size_t max_chars) {
+  std::string out;
+  bool in_tag = false;
+  for (char raw : body) {
+    auto c = static_cast<unsigned char>(raw);
+    if (c == '<') in_tag = true;
+    if (in_tag) {
+      in_tag = c != '>';
+      c = ' ';
+    }
+    if (c < 0x20 || c == 0x7f) c = ' ';
+    if (c >= 0x80) c = '?';  // the excerpt goes into logs and terminals: ASCII only
+    if (c == ' ' && (out.empty() || out.back() == ' ')) continue;
+    if (out.size() == max_chars) {
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+      return out + "...";
+    }
+    out += static_cast<char>(c);
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+Status HttpErrorStatus(const std::string& url, int64_t code, std::string_view body) {
+  std::string what = url + " answered HTTP " + std::to_string(code);
+  std::string excerpt = ErrorExcerpt(body);
+  if (!excerpt.empty()) what += ": " + excerpt;
+  if (code == 404 || code == 410) return Status::NotFound(what);
+  return Status::Unavailable(what);
 }
 
 bool IsHttpUrl(std::string_view url) {
