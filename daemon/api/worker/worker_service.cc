@@ -13,6 +13,7 @@
 #include "daemon/model/convert.h"
 #include "daemon/sched/fanout.h"
 #include "daemon/sched/placement.h"
+#include "daemon/sched/retry.h"
 
 namespace farm::api {
 
@@ -540,6 +541,10 @@ Result<int> WorkerService::Complete(const Principal& who, const farm::v1::Comple
       sched::FanoutOutcome(req->validation(), &report.cause, &report.detail);
     }
   }
+  sched::RetryPlan retry = sched::PlanRetry(report.cause, req->attempt(), job.max_attempts,
+                                            recipe.retry().backoff_seconds(), now);
+  report.max_attempts = retry.max_attempts;
+  report.retry_not_before_ms = retry.not_before_ms;
   FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
   if (ctx_->attestor != nullptr && req->has_validation()) {
     // The report is stored; a wheel without its signed validation fails
