@@ -325,7 +325,8 @@ std::string FormatJob(const farm::v1::Job& j) {
     bool exited = a.cause() == farm::v1::CAUSE_COMPLETED ||
                   a.cause() == farm::v1::CAUSE_BUILD_FAILED ||
                   a.cause() == farm::v1::CAUSE_VALIDATION_FAILED;
-    if (exited) o << " (exit " << a.exit_code() << ")";
+    // -1: no command ran to an exit (a provisioning failure, a wheel the checks refused).
+    if (exited && a.exit_code() >= 0) o << " (exit " << a.exit_code() << ")";
     if (a.peak_rss_bytes() > 0) o << ", peak RSS " << HumanBytes(a.peak_rss_bytes());
     if (a.has_compile_cache()) o << ", " << CacheText(a.compile_cache());
     if (!a.detail().empty()) o << " - " << a.detail();

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace farm::cli {
 namespace {
 
@@ -41,6 +43,23 @@ TEST(FormatTest, AJobAnsweredFromTheStoreNamesTheJobWhoseWheelsItGot) {
   j.set_reused_from(4);
   EXPECT_NE(FormatJob(j).find("    answered from the store: wheels of job 4\n"),
             std::string::npos);
+}
+
+TEST(FormatTest, AnAttemptWhereNoCommandExitedShowsNoExitCode) {
+  farm::v1::Job j;
+  j.set_state(farm::v1::JOB_FAILED);
+  auto* a = j.add_attempts();
+  a->set_number(1);
+  a->set_worker_name("prov-1");
+  a->set_cause(farm::v1::CAUSE_BUILD_FAILED);
+  a->set_exit_code(-1);
+  a->set_detail("provisioning failed (invalid-request): the pins are not a lock");
+  std::string text = FormatJob(j);
+  EXPECT_EQ(text.find("(exit -1)"), std::string::npos) << text;
+  EXPECT_NE(text.find("build_failed - provisioning failed (invalid-request)"), std::string::npos)
+      << text;
+  a->set_exit_code(2);  // the build command's own exit
+  EXPECT_NE(FormatJob(j).find("build_failed (exit 2) - provisioning"), std::string::npos);
 }
 
 TEST(FormatTest, WhyAPendingJobWaits) {
