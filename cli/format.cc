@@ -397,7 +397,11 @@ std::string FormatWorker(const farm::v1::WorkerInfo& w) {
   for (const auto& p : c.pythons()) python.push_back(p.version());
   o << "\tCUDA" << DistinctList(cuda) << "\tPython" << DistinctList(python);
   if (c.provisioning().enabled()) {
-    o << "\tprovisions" << (c.provisioning().fetches_toolkits() ? " (fetches CUDA)" : "")
+    const auto& p = c.provisioning();
+    o << "\tprovisions"
+      << (p.fetches_toolkits()        ? " (fetches CUDA)"
+          : p.toolkits_through_farm() ? " (fetches no CUDA: farmd serves no redist tree)"
+                                      : "")
       << ", env cache " << fs::HumanBytes(c.provisioning().cache_bytes()) << " of "
       << fs::HumanBytes(c.provisioning().cache_max_bytes());
   }

@@ -237,6 +237,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
         upstream, impl->upstream_fetcher.get(), impl->blobs.get(), &RealClock());
     FARM_RETURN_IF_ERROR(LoadPreloads(impl->store.get(), impl->mirror.get()));
     impl->ctx.mirror = impl->mirror.get();
+    impl->ctx.serves_toolkits = upstream.trees.count("redist") > 0;
     impl->ctx.upstream_url = options.upstream_url;
   }
   if (!options.http.listen.empty()) {

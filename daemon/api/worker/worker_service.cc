@@ -201,12 +201,10 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
       for (int64_t job : lost)
         log::Warn("job " + std::to_string(job) + " requeued: worker " + id + " restarted");
     }
-    store::WorkerRow row{id,
-                         req->name().empty() ? id : req->name(),
-                         req->capabilities().SerializeAsString(),
-                         state,
-                         now,
-                         now};
+    farm::v1::Capabilities caps = req->capabilities();
+    sched::SettleProvisioning(ctx_->serves_toolkits, &caps);
+    store::WorkerRow row{
+        id, req->name().empty() ? id : req->name(), caps.SerializeAsString(), state, now, now};
     FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(row));
     beat_writes_.Forget(id);
     auto cn = call->auth_context()->FindPropertyValues("x509_common_name");
@@ -250,7 +248,9 @@ Status WorkerService::Beat(const Principal& who, const farm::v1::HeartbeatReques
   if (req.has_capabilities()) {
     // Sent only when they changed (a GPU appeared or failed, a toolkit was installed, the
     // environment cache grew): placement, revalidation and `workers` read the stored copy.
-    worker.capabilities = req.capabilities().SerializeAsString();
+    farm::v1::Capabilities caps = req.capabilities();
+    sched::SettleProvisioning(ctx_->serves_toolkits, &caps);
+    worker.capabilities = caps.SerializeAsString();
     worker.state = state;
     worker.last_heartbeat_ms = now;
     FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(worker));

@@ -80,6 +80,11 @@ TEST(EnvironmentsTest, WithoutAnIndexOrFarmdsCacheItSaysWhatToGive) {
   farm::v1::Provisioning p = envs.Advertise();
   EXPECT_TRUE(p.enabled());
   EXPECT_TRUE(p.fetches_toolkits());  // through farmd, once it registered
+  // ... with no redist folder of its own: farmd judges whether it serves one.
+  EXPECT_TRUE(p.toolkits_through_farm());
+  ProvisionConfig own = on;
+  own.redist = "https://developer.download.nvidia.com/compute/cuda/redist/";
+  EXPECT_FALSE(Environments(own, &runner, &RealClock()).Advertise().toolkits_through_farm());
   farm::v1::ProvisionSpec spec;
   spec.set_python("3.11");
   auto made = envs.Provision(spec, {}, "/nonexistent", nullptr);
