@@ -1,10 +1,14 @@
 #include "daemon/app/flags.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <utility>
 
 #include "common/net/tls.h"
+#include "common/upstream/fetcher.h"
 #include "daemon/hosts/host_manager.h"
 
 namespace farm::app {
@@ -99,6 +103,32 @@ Status PublishingFromFlags(const Flags& flags, ServerOptions* options) {
   return Status::Ok();
 }
 
+// NAME=URL of --upstream-index and --upstream-tree: the name goes into farmd's routes
+// (/upstream/pypi/NAME/), the URL is fetched; both checked before farmd starts.
+Status AddUpstream(std::string_view flag, const std::string& item,
+                   std::map<std::string, std::string>* into) {
+  const std::string how =
+      "--" + std::string(flag) + " wants NAME=http(s)://HOST/PATH/, got \"" + item + "\"";
+  size_t eq = item.find('=');
+  std::string name = item.substr(0, eq);
+  std::string url = eq == std::string::npos ? "" : item.substr(eq + 1);
+  bool name_ok = !name.empty() && name.size() <= 64 &&
+                 std::all_of(name.begin(), name.end(),
+                             [](char c) {
+                               return std::islower(static_cast<unsigned char>(c)) ||
+                                      std::isdigit(static_cast<unsigned char>(c)) || c == '-' ||
+                                      c == '_' || c == '.';
+                             }) &&
+                 name.front() != '.';
+  if (!name_ok) return Status::InvalidArgument(how + ": NAME is [a-z0-9._-], as cu128");
+  if (!upstream::IsHttpUrl(url)) return Status::InvalidArgument(how);
+  if (into->count(name) > 0) {
+    return Status::InvalidArgument("--" + std::string(flag) + " " + name + " is given twice");
+  }
+  (*into)[name] = url;
+  return Status::Ok();
+}
+
 Status SourcesFromFlags(const Flags& flags, ServerOptions* options) {
   options->playbooks_dir =
       flags.Get("playbooks-dir", hosts::HostManager::FindPlaybooksDir("/proc/self/exe"));
@@ -123,13 +153,7 @@ Status SourcesFromFlags(const Flags& flags, ServerOptions* options) {
   for (auto [flag, into] : {std::pair{"upstream-index", &options->upstream.indexes},
                             {"upstream-tree", &options->upstream.trees}}) {
     for (const std::string& item : flags.GetAll(flag)) {
-      size_t eq = item.find('=');
-      std::string url = eq == std::string::npos ? "" : item.substr(eq + 1);
-      if (eq == 0 || (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)) {
-        return Status::InvalidArgument("--" + std::string(flag) +
-                                       " wants NAME=http(s)://..., got " + item);
-      }
-      (*into)[item.substr(0, eq)] = url;
+      FARM_RETURN_IF_ERROR(AddUpstream(flag, item, into));
     }
   }
   options->upstream_url = flags.Get("upstream-url");

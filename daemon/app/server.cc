@@ -3,7 +3,9 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <map>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common/fs.h"
@@ -13,6 +15,7 @@
 #include "daemon/api/worker/worker_service.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/cron/runner.h"
+#include "daemon/cron/torch_follow.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/server/dashboard.h"
 #include "daemon/publish/publishing_service.h"
@@ -56,6 +59,7 @@ struct FarmServer::Impl {
   std::unique_ptr<notify::Notifier> notifier;
   std::unique_ptr<sched::Revalidator> revalidator;
   std::unique_ptr<sched::Sweeper> sweeper;
+  std::thread index_check;  // CheckUpstreamIndexes, joined at Shutdown
   std::string address;
   std::mutex mu;
   bool stopped = false;
@@ -66,6 +70,21 @@ struct FarmServer::Impl {
 };
 
 namespace {
+
+// Says in the log what each --upstream-index holds, or why it cannot be read, as farmd
+// starts (on a thread of its own: an upstream that is slow to answer delays nothing).
+void CheckUpstreamIndexes(std::map<std::string, std::string> indexes) {
+  auto fetcher = upstream::MakeCurlFetcher(
+      {.connect_timeout_ms = 3'000, .stall_timeout_ms = 10'000, .page_timeout_ms = 10'000});
+  for (const auto& [name, url] : indexes) {
+    cron::IndexCheck check = cron::CheckUpstreamIndex(*fetcher, name, url);
+    if (check.ok) {
+      log::Info(check.line);
+    } else {
+      log::Warn(check.line);
+    }
+  }
+}
 
 Status BootstrapTokens(TokenAuthority* auth, store::Store* store, const std::string& dir) {
   FARM_ASSIGN_OR_RETURN(int64_t count, store->CountTokens());
@@ -238,6 +257,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
     FARM_RETURN_IF_ERROR(LoadPreloads(impl->store.get(), impl->mirror.get()));
     impl->ctx.mirror = impl->mirror.get();
     impl->ctx.serves_toolkits = upstream.trees.count("redist") > 0;
+    impl->index_check = std::thread(CheckUpstreamIndexes, options.upstream.indexes);
     impl->ctx.upstream_url = options.upstream_url;
   }
   if (!options.http.listen.empty()) {
@@ -340,6 +360,7 @@ void FarmServer::Shutdown() {
   if (impl_->dashboard) impl_->dashboard->Shutdown();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   if (impl_->sweeper) impl_->sweeper->Stop();
+  if (impl_->index_check.joinable()) impl_->index_check.join();
   if (impl_->hosts) impl_->hosts->Stop();
   if (impl_->schedules) impl_->schedules->Stop();
   if (impl_->publishing) impl_->publishing->Stop();

@@ -56,6 +56,12 @@ TEST(FarmdFlagsTest, EachRefusalNamesItsFlag) {
       {{"--watch-min-poll-s", "0"}, "--watch-min-poll-s must be"},
       {{"--upstream-index", "cu128=file:///etc"}, "--upstream-index wants NAME=http(s)://"},
       {{"--upstream-tree", "=https://x/"}, "--upstream-tree wants NAME=http(s)://"},
+      // Checked before farmd starts: a NAME its routes can carry, a URL with a host, once.
+      {{"--upstream-index", "cu 128=https://x/"}, "NAME is [a-z0-9._-], as cu128"},
+      {{"--upstream-index", "../x=https://x/"}, "NAME is [a-z0-9._-]"},
+      {{"--upstream-index", "cu128=https:///simple/"}, "--upstream-index wants NAME=http(s)://"},
+      {{"--upstream-index", "cu128=http://a/", "--upstream-index", "cu128=http://b/"},
+       "--upstream-index cu128 is given twice"},
       {{"--public-url", "ftp://x"}, "--public-url wants an http(s) URL"},
       {{"--webhook-backoff-ms", "0"}, "--webhook-backoff-ms must be"},
       {{"--webhook-max-attempts", "101"}, "--webhook-max-attempts must be"},

@@ -4,10 +4,12 @@
 // upstreams is tests/integration/test_release_day.py).
 #include <gtest/gtest.h>
 
+#include "daemon/cron/new_schedule.h"
 #include "daemon/cron/runner.h"
 #include "daemon/cron/torch_follow.h"
 #include "daemon/cron/upstream_watch.h"
 #include "daemon/cron/watch_state.h"
+#include "tests/support/fake_upstream.h"
 #include "tests/support/test_util.h"
 #include "tests/unit/daemon/cron/runner_fixture.h"
 
@@ -227,6 +229,32 @@ TEST(TorchFollowTest, ResolvesMinorsPinsAndExcludesFromTheIndexes) {
   pre.mutable_matrix()->mutable_torch_follow()->set_prereleases(true);
   ASSERT_OK(ApplyTorchFollow({"13.0"}, releases, &pre));
   EXPECT_EQ(pre.environment().torch().at("2.11"), "2.11.0rc1");
+}
+
+TEST(TorchFollowTest, AtStartEachIndexIsSaidToAnswerOrWhyNot) {
+  testing::FakeFetcher fetcher;
+  const std::string sha(64, 'a');
+  fetcher.Serve(
+      "http://127.0.0.1:8000/simple/torch/",
+      "<a href=\"../../torch-2.8.0%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl#sha256=" + sha +
+          "\">torch-2.8.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl</a>\n"
+          "<a href=\"../../torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl#sha256=" +
+          sha + "\">torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl</a>\n",
+      "text/html");
+  IndexCheck good = CheckUpstreamIndex(fetcher, "cu128", "http://127.0.0.1:8000/simple/");
+  EXPECT_TRUE(good.ok);
+  EXPECT_EQ(good.line,
+            "upstream index cu128 (http://127.0.0.1:8000/simple/): answers, torch 2.8.0, 2.10.0");
+  // The folder of wheels itself, not its simple/: no torch page there.
+  IndexCheck wrong = CheckUpstreamIndex(fetcher, "cu128", "http://127.0.0.1:8000/");
+  EXPECT_FALSE(wrong.ok);
+  EXPECT_NE(wrong.line.find("has no torch page"), std::string::npos) << wrong.line;
+  EXPECT_NE(wrong.line.find("is it the index's root"), std::string::npos) << wrong.line;
+  fetcher.Fail("http://127.0.0.1:9/simple/torch/", Status::Unavailable("connection refused"));
+  IndexCheck down = CheckUpstreamIndex(fetcher, "cu130", "http://127.0.0.1:9/simple/");
+  EXPECT_FALSE(down.ok);
+  EXPECT_NE(down.line.find("cannot be read now: connection refused"), std::string::npos)
+      << down.line;
 }
 
 // Scripted upstream: each Poll answers the next result (or the last one again).
