@@ -293,6 +293,39 @@ MatrixExpansion Fail(MatrixExpansion out, const Status& status) {
   return out;
 }
 
+// An arch list as TORCH_CUDA_ARCH_LIST takes it verbatim: every entry spelled as torch
+// reads it ("9.0", "12.0a", "8.6+PTX"; not nvcc's "sm_90" or "compute_90"), none twice.
+Status CheckTorchSpelling(std::string_view list) {
+  std::set<std::string> seen;
+  size_t i = 0;
+  while (i < list.size()) {
+    auto is_sep = [](char c) { return c == ';' || std::isspace(static_cast<unsigned char>(c)); };
+    if (is_sep(list[i])) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < list.size() && !is_sep(list[end])) ++end;
+    std::string entry(list.substr(i, end - i));
+    i = end;
+    if (!std::isdigit(static_cast<unsigned char>(entry[0]))) {
+      auto t = arch::ParseArchList(entry);
+      std::string torch = t.ok() && t->size() == 1 && t->front().sass
+                              ? " (write \"" + t->front().ToString() + "\")"
+                              : "";
+      return Status::InvalidArgument("arch list entry \"" + entry +
+                                     "\" is nvcc's spelling; TORCH_CUDA_ARCH_LIST, which the "
+                                     "build gets verbatim, reads MAJOR.MINOR[a|f][+PTX]" +
+                                     torch);
+    }
+    if (!seen.insert(entry).second) {
+      return Status::InvalidArgument("arch list entry \"" + entry + "\" is given twice in \"" +
+                                     std::string(list) + "\"");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const std::vector<std::string_view>& AxisNames() {
@@ -321,7 +354,10 @@ Status CheckAxisValue(std::string_view axis, std::string_view value) {
     return Status::InvalidArgument("torch version " + quoted +
                                    " must be MAJOR.MINOR[.PATCH] such as \"2.8\"");
   }
-  if (axis == "arch_lists") return arch::ParseArchList(value).status();
+  if (axis == "arch_lists") {
+    FARM_RETURN_IF_ERROR(arch::ParseArchList(value).status());
+    return CheckTorchSpelling(value);
+  }
   if (axis == "platform" && !IsPlatformTag(value)) {
     return Status::InvalidArgument("platform " + quoted +
                                    " must be a wheel platform tag such as \"linux_x86_64\"");

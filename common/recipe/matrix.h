@@ -35,8 +35,10 @@ const std::vector<std::string_view>& AxisNames();
 std::string_view CanonicalAxis(std::string_view key);
 
 // OK when `value` is well formed for `axis`: python and cuda "MAJOR.MINOR", torch
-// "MAJOR.MINOR[.PATCH]", arch_lists a TORCH_CUDA_ARCH_LIST, platform a wheel platform tag
-// (lower-case letters, digits, '_'). Otherwise InvalidArgument with the reason alone.
+// "MAJOR.MINOR[.PATCH]", arch_lists a TORCH_CUDA_ARCH_LIST in torch's spelling (the
+// build gets it verbatim: "9.0;12.0a", never nvcc's "sm_90", no entry twice), platform a
+// wheel platform tag (lower-case letters, digits, '_'). Otherwise InvalidArgument with the
+// reason alone.
 Status CheckAxisValue(std::string_view axis, std::string_view value);
 
 // "python=3.11 cuda=12.8 arch_list=12.1a": the non-empty values of a cell.

@@ -221,7 +221,17 @@ TEST(CheckAxisValueTest, FormsPerAxis) {
   EXPECT_OK(CheckAxisValue("torch", "2.8.0"));
   EXPECT_OK(CheckAxisValue("torch", ""));
   EXPECT_FALSE(CheckAxisValue("cuda", "").ok());
-  EXPECT_OK(CheckAxisValue("arch_lists", "sm_90a compute_120"));
+  EXPECT_OK(CheckAxisValue("arch_lists", "9.0a 12.0+PTX;12.1a"));
+  // The build gets the list verbatim as TORCH_CUDA_ARCH_LIST: nvcc's spellings, which torch
+  // does not read, are refused with the one to write, and so is an entry given twice.
+  EXPECT_EQ(CheckAxisValue("arch_lists", "sm_90").message(),
+            "arch list entry \"sm_90\" is nvcc's spelling; TORCH_CUDA_ARCH_LIST, which the "
+            "build gets verbatim, reads MAJOR.MINOR[a|f][+PTX] (write \"9.0\")");
+  EXPECT_EQ(CheckAxisValue("arch_lists", "12.0;sm_90a").message().substr(0, 45),
+            "arch list entry \"sm_90a\" is nvcc's spelling; ");
+  EXPECT_FALSE(CheckAxisValue("arch_lists", "compute_120").ok());
+  EXPECT_EQ(CheckAxisValue("arch_lists", "12.1a;9.0;12.1a").message(),
+            "arch list entry \"12.1a\" is given twice in \"12.1a;9.0;12.1a\"");
   EXPECT_EQ(CheckAxisValue("colour", "red").message(), "unknown axis \"colour\"");
   EXPECT_EQ(CanonicalAxis("arch_list"), "arch_lists");
   EXPECT_EQ(CanonicalAxis("archs"), "");
