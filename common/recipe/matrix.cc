@@ -232,11 +232,27 @@ void AddIncludeCells(const Rule& rule, const std::array<Values, kAxes>& axes,
   for (Cell& c : Product(own)) cells->push_back(std::move(c));
 }
 
+// Whether the recipe says its torch `torch` ("2.8" or "2.8.0") is built for `cuda` beyond
+// the farm's table (matrix.torch_cuda: a private torch build).
+bool RecipeTorchCuda(const farm::v1::MatrixAxes& supported, const std::string& torch,
+                     const std::string& cuda) {
+  std::string minor = torch.substr(0, torch.find('+'));
+  if (size_t dot = minor.find('.'); dot != std::string::npos) {
+    minor = minor.substr(0, minor.find('.', dot + 1));
+  }
+  auto it = supported.torch_cuda().find(minor);
+  return it != supported.torch_cuda().end() &&
+         std::find(it->second.cuda().begin(), it->second.cuda().end(), cuda) !=
+             it->second.cuda().end();
+}
+
 // Empty when the cell can be built; the reason otherwise.
-std::string CellProblem(const Cell& cell) {
-  if (!cell[1].empty() && !cell[2].empty()) {
+std::string CellProblem(const Cell& cell, const farm::v1::MatrixAxes& supported) {
+  if (!cell[1].empty() && !cell[2].empty() && !RecipeTorchCuda(supported, cell[1], cell[2])) {
     Status s = arch::CheckTorchCuda(cell[1], cell[2]);
-    if (!s.ok()) return s.message();
+    if (!s.ok()) {
+      return s.message() + " (a private torch build for it: matrix.torch_cuda)";
+    }
   }
   if (!cell[kArchAxis].empty() && !cell[2].empty()) {
     Result<std::vector<arch::Target>> targets = arch::ParseArchList(cell[kArchAxis]);
@@ -399,7 +415,7 @@ MatrixExpansion ExpandMatrix(const farm::v1::MatrixAxes& requested,
   std::set<Cell> seen;
   for (const Cell& c : cells) {
     if (!seen.insert(c).second) continue;
-    std::string problem = CellProblem(c);
+    std::string problem = CellProblem(c, supported);
     if (problem.empty()) {
       out.cells.push_back(ToProto(c));
     } else {

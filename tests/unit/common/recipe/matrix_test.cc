@@ -85,9 +85,19 @@ TEST(ExpandMatrixTest, TorchCudaPairsFollowTheTable) {
   EXPECT_EQ(Cells(e), (Strings{"python=3.12 torch=2.6 cuda=12.4", "python=3.12 torch=2.9 cuda=13.0"}));
   EXPECT_EQ(e.rejected,
             (Strings{"python=3.12 torch=2.6 cuda=13.0: torch 2.6 is not released for CUDA 13.0 "
-                     "(torch 2.6 ships for CUDA 11.8, 12.4, 12.6)",
+                     "(torch 2.6 ships for CUDA 11.8, 12.4, 12.6) (a private torch build for "
+                     "it: matrix.torch_cuda)",
                      "python=3.12 torch=2.9 cuda=12.4: torch 2.9 is not released for CUDA 12.4 "
-                     "(torch 2.9 ships for CUDA 12.6, 12.8, 13.0)"}));
+                     "(torch 2.9 ships for CUDA 12.6, 12.8, 13.0) (a private torch build for "
+                     "it: matrix.torch_cuda)"}));
+  // A private torch build: the recipe names the pair, and the cell is built.
+  farm::v1::CudaVersions extra;
+  extra.add_cuda("13.0");
+  (*m.mutable_torch_cuda())["2.6"] = extra;
+  e = ExpandMatrix(m, m);
+  EXPECT_EQ(Cells(e), (Strings{"python=3.12 torch=2.6 cuda=12.4", "python=3.12 torch=2.6 cuda=13.0",
+                               "python=3.12 torch=2.9 cuda=13.0"}));
+  EXPECT_EQ(e.rejected.size(), 1u);
 }
 
 TEST(ExpandMatrixTest, ExcludesRemoveMatchingCells) {
