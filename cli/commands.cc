@@ -48,7 +48,7 @@ const char kUsage[] =
     "  inspect FILE            check a wheel or .so here, no farmd (--arch-list, --cuobjdump)\n"
     "  publish BUILD --to T    publish the build's wheels again: github, hf or all (--replace)\n"
     "  publications BUILD      where the build's wheels are published, and how far\n"
-    "  schedules add|list|show|pause|resume|delete|run-now   builds fired by cron (--cron, --tz)\n"
+    "  schedules add|update|list|show|pause|resume|delete|run-now   cron and watch builds\n"
     "  coverage                every package's cells and their states (--package, --state, ...)\n"
     "  workers                 registered workers and what they have\n"
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
@@ -283,8 +283,11 @@ const std::map<std::string, std::string>& CommandSynopses() {
       {"publications",
        "publications BUILD\n  Where the build's wheels are published, and how far."},
       {"schedules",
-       "schedules add RECIPE --cron EXPR [--tz ZONE] | list | show ID | pause ID | resume ID |"
-       " delete ID | run-now ID\n  Builds fired by cron."},
+       "schedules add RECIPE (--cron EXPR [--tz ZONE] | --watch-torch SPEC | --watch-tags GLOB |"
+       " --watch-branch NAME | --watch-toolkit SPEC) | update ID RECIPE | list | show ID |"
+       " pause ID | resume ID | delete ID | run-now ID\n"
+       "  Builds fired by cron or by an upstream watch; update makes a schedule build a changed"
+       " recipe, keeping what its watch has seen."},
       {"coverage", "coverage [--package NAME] [--torch V] [--cuda V] [--python V] [--arch A]"
                    " [--state S]\n"
                    "  Every cell (package x version x torch x CUDA x Python x arch list x"

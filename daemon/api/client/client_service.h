@@ -71,6 +71,8 @@ class ClientService final : public farm::v1::FarmService::Service {
                               farm::v1::DeleteScheduleResponse*) override;
   grpc::Status RunScheduleNow(grpc::ServerContext*, const farm::v1::RunScheduleNowRequest*,
                               farm::v1::ScheduleRun*) override;
+  grpc::Status UpdateSchedule(grpc::ServerContext*, const farm::v1::UpdateScheduleRequest*,
+                              farm::v1::Schedule*) override;
   // host_handlers.cc
   grpc::Status AddHost(grpc::ServerContext*, const farm::v1::AddHostRequest*,
                        farm::v1::Host*) override;

@@ -442,6 +442,29 @@ TEST_F(OddDataRpcTest, TokensPublicationsSchedulesAndHostsWithOddData) {
   ref.set_schedule_id(schedules.schedules(0).id());
   ASSERT_TRUE(farm_->PauseSchedule(Ctx(admin_).get(), ref, &schedule).ok());
   ASSERT_TRUE(farm_->ResumeSchedule(Ctx(admin_).get(), ref, &schedule).ok());
+  // Updating makes the schedule build the changed recipe; its name, cron and id stay.
+  farm::v1::UpdateScheduleRequest update;
+  update.set_schedule_id(ref.schedule_id());
+  std::string changed = kRecipe;
+  changed.replace(changed.find("timeout: 60"), 11, "timeout: 77");
+  update.mutable_build()->set_recipe_yaml(changed);
+  ASSERT_TRUE(farm_->UpdateSchedule(Ctx(admin_).get(), update, &schedule).ok());
+  EXPECT_EQ(schedule.id(), ref.schedule_id());
+  EXPECT_EQ(schedule.name(), kUnicode);
+  EXPECT_EQ(schedule.cron(), "@nightly");
+  EXPECT_EQ(schedule.request().recipe_yaml(), changed);
+  std::string renamed = changed;
+  renamed.replace(renamed.find("odd-recipe"), 10, "new-recipe");
+  update.mutable_build()->set_recipe_yaml(renamed);
+  EXPECT_EQ(farm_->UpdateSchedule(Ctx(admin_).get(), update, &schedule).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+  update.mutable_build()->set_recipe_yaml("name: [broken");
+  EXPECT_EQ(farm_->UpdateSchedule(Ctx(admin_).get(), update, &schedule).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+  update.set_schedule_id("987654");
+  update.mutable_build()->set_recipe_yaml(changed);
+  EXPECT_EQ(farm_->UpdateSchedule(Ctx(admin_).get(), update, &schedule).error_code(),
+            StatusCode::NOT_FOUND);
   farm::v1::RunScheduleNowRequest now;
   now.set_schedule_id(ref.schedule_id());
   farm::v1::ScheduleRun run;

@@ -338,6 +338,38 @@ TEST_F(WatchRunnerTest, FiresOncePerChangeAcrossRestarts) {
   EXPECT_EQ(submitter_.requests.size(), 1u);
 }
 
+TEST_F(WatchRunnerTest, AnUpdatedScheduleKeepsWhatItsWatchSawAndBuildsTheNewRecipe) {
+  int64_t id = AddWatch();
+  poller_.result.items = {{.key = "torch cu130 2.9.0", .label = "torch 2.9.0 (cu130)"}};
+  Step(0);  // the baseline: 2.9.0 is seen
+  auto row = store_->GetSchedule(id);
+  ASSERT_OK(row.status());
+  farm::v1::SubmitBuildRequest changed;
+  changed.set_recipe_yaml(
+      "name: demo\nbuild: make all\nsource: {git: {url: 'https://x/demo.git', commit: '" +
+      std::string(40, 'a') + "'}}\nmatrix: {cuda: ['13.0']}\n");
+  WatchSettings watches{.upstreams = {.indexes = {{"cu130", "http://127.0.0.1:9/whl/cu130/"}}}};
+  auto updated = UpdatedScheduleRow(*row, changed, clock_.NowUnixMs(), watches);
+  ASSERT_OK(updated.status());
+  EXPECT_EQ(updated->watch_state, row->watch_state);
+  EXPECT_EQ(updated->next_fire_ms, row->next_fire_ms);
+  ASSERT_OK(store_->SetScheduleRequest(id, updated->request, updated->source_sha256));
+  Step(60'000);  // 2.9.0 stays seen: nothing is built (a new schedule would take it as seen
+                 // too, and miss nothing only by luck)
+  EXPECT_TRUE(submitter_.requests.empty());
+  poller_.result.items.push_back({.key = "torch cu130 2.10.0", .label = "torch 2.10.0 (cu130)"});
+  Step(60'000);
+  ASSERT_EQ(submitter_.requests.size(), 1u);
+  EXPECT_NE(submitter_.requests[0].recipe_yaml().find("build: make all"), std::string::npos);
+  // A schedule builds one recipe: another name is another schedule.
+  changed.set_recipe_yaml(
+      "name: other\nbuild: make\nsource: {git: {url: 'https://x/demo.git', "
+      "commit: '" +
+      std::string(40, 'a') + "'}}\nmatrix: {cuda: ['13.0']}\n");
+  EXPECT_EQ(UpdatedScheduleRow(*row, changed, clock_.NowUnixMs(), watches).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_F(WatchRunnerTest, AFailingUpstreamIsRecordedOnceAndBackedOff) {
   int64_t id = AddWatch();
   Step(0);
