@@ -338,6 +338,21 @@ TEST_F(WatchRunnerTest, FiresOncePerChangeAcrossRestarts) {
   EXPECT_EQ(submitter_.requests.size(), 1u);
 }
 
+TEST_F(WatchRunnerTest, AReleaseWithoutAnUploadTimeSaysItsTimeIsTheFirstSighting) {
+  int64_t id = AddWatch();
+  poller_.result.items = {{.key = "torch cu130 2.9.0", .label = "torch 2.9.0 (cu130)"}};
+  Step(0);
+  poller_.result.items.push_back({.key = "torch cu130 2.10.0", .label = "torch 2.10.0 (cu130)"});
+  Step(60'000);
+  auto runs = Runs(id);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].upstream_ms, clock_.NowUnixMs());
+  EXPECT_NE(runs[0].detail.find("the upstream gives no upload time: its time is this poll's, "
+                                "when the watch first saw it"),
+            std::string::npos)
+      << runs[0].detail;
+}
+
 TEST_F(WatchRunnerTest, AnUpdatedScheduleKeepsWhatItsWatchSawAndBuildsTheNewRecipe) {
   int64_t id = AddWatch();
   poller_.result.items = {{.key = "torch cu130 2.9.0", .label = "torch 2.9.0 (cu130)"}};
