@@ -136,7 +136,9 @@ function validationsHtml(jobs, jobId) {
 function gridHtml(build, fetchedAt) {
   const jobs = build.jobs.filter((j) => j.kind !== 'validation');
   const rowKey = (c) => [c.python, c.torch, c.cuda, c.platform].join('|');
-  const rows = [...new Set(jobs.map((j) => rowKey(j.cell)))].sort();
+  // Release order: torch 2.8 before 2.10, Python 3.9 before 3.11.
+  const rows = [...new Set(jobs.map((j) => rowKey(j.cell)))]
+    .sort((a, b) => a.localeCompare(b, 'en', {numeric: true}));
   const axis = (build.matrix && build.matrix.arch_lists) || [];
   const cols = [...new Set(axis.concat(jobs.map((j) => j.cell.arch_list)))]
     .filter((a) => jobs.some((j) => j.cell.arch_list === a));

@@ -41,6 +41,10 @@ std::string_view CanonicalAxis(std::string_view key);
 // reason alone.
 Status CheckAxisValue(std::string_view axis, std::string_view value);
 
+// Axis values in release order: runs of digits compare as numbers ("2.8" before "2.10",
+// "3.9" before "3.11"), the rest as text; a shorter value that is a prefix comes first.
+bool VersionLess(std::string_view a, std::string_view b);
+
 // "python=3.11 cuda=12.8 arch_list=12.1a": the non-empty values of a cell.
 std::string DescribeCell(const farm::v1::MatrixCell& cell);
 

@@ -247,6 +247,21 @@ std::vector<Cell> ComputeCoverage(const std::vector<BuildFacts>& builds) {
   std::vector<Cell> out;
   out.reserve(cells.size());
   for (auto& [key, cell] : cells) out.push_back(std::move(cell));
+  // Release order, not text order: torch 2.8 before 2.10, Python 3.9 before 3.11.
+  std::stable_sort(out.begin(), out.end(), [](const Cell& x, const Cell& y) {
+    const CellKey& a = x.key;
+    const CellKey& b = y.key;
+    for (auto [p, q] : {std::pair{&a.package, &b.package},
+                        {&a.version, &b.version},
+                        {&a.torch, &b.torch},
+                        {&a.cuda, &b.cuda},
+                        {&a.python, &b.python},
+                        {&a.arch_list, &b.arch_list},
+                        {&a.platform, &b.platform}}) {
+      if (*p != *q) return recipe::VersionLess(*p, *q);
+    }
+    return false;
+  });
   return out;
 }
 

@@ -225,6 +225,19 @@ TEST(ExpandMatrixTest, BadRulesAndHugeMatricesAreErrors) {
   EXPECT_TRUE(e.cells.empty());
 }
 
+TEST(VersionLessTest, ReleasesSortByNumberNotText) {
+  EXPECT_TRUE(VersionLess("2.8", "2.10"));
+  EXPECT_FALSE(VersionLess("2.10", "2.8"));
+  EXPECT_TRUE(VersionLess("3.9", "3.11"));
+  EXPECT_TRUE(VersionLess("2.9", "2.9.1"));
+  EXPECT_TRUE(VersionLess("12.8", "13.0"));
+  EXPECT_TRUE(VersionLess("", "2.8"));
+  EXPECT_FALSE(VersionLess("2.8", "2.8"));
+  EXPECT_FALSE(VersionLess("2.08", "2.8"));
+  EXPECT_TRUE(VersionLess("9.0;12.0a", "12.0a"));
+  EXPECT_TRUE(VersionLess("linux_aarch64", "linux_x86_64"));
+}
+
 TEST(CheckAxisValueTest, FormsPerAxis) {
   EXPECT_OK(CheckAxisValue("python", "3.11"));
   EXPECT_FALSE(CheckAxisValue("python", "3.11.2").ok());

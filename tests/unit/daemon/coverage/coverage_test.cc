@@ -137,6 +137,19 @@ TEST(ComputeCoverageTest, AValidationJobGivesTheValidatedTimeAndWheelsOfOldAttem
   EXPECT_EQ(cells[0].wheel, "pkg-1.0-new.whl");
 }
 
+TEST(ComputeCoverageTest, CellsAreInReleaseOrder) {
+  BuildFacts b = Build(1, "pkg", {});
+  int64_t id = 1;
+  for (const char* torch : {"2.10", "2.8", "2.9"}) {
+    farm::v1::MatrixCell c = MakeCell("3.11");
+    c.set_torch(torch);
+    b.jobs.push_back(Job(++id, 1, c, store::kJobPending));
+  }
+  std::vector<std::string> order;
+  for (const Cell& c : ComputeCoverage({b})) order.push_back(c.key.torch);
+  EXPECT_EQ(order, (std::vector<std::string>{"2.8", "2.9", "2.10"}));
+}
+
 TEST(ComputeCoverageTest, AWatchFiredBuildsCellsGiveTheTimeFromReleaseToWheel) {
   BuildFacts b = Build(2, "pkg", {"3.11", "3.12"});
   b.upstream_ms = 40'000;  // the release the watch fired for
