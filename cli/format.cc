@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/fs.h"
+#include "common/recipe/matrix.h"
 #include "common/utf8.h"
 #include "common/wheel/job_check.h"
 
@@ -360,6 +361,9 @@ std::string FormatBuild(const farm::v1::Build& b) {
     << "  owner " << b.owner() << ", submitted " << b.created_at() << " by " << b.submitted_by();
   if (!b.finished_at().empty()) o << ", finished " << b.finished_at();
   o << "\n";
+  if (std::string followed = recipe::DescribeTorchFollow(b.recipe()); !followed.empty()) {
+    o << "  " << followed << " (what the indexes had when it was submitted)\n";
+  }
   for (const auto& r : b.rejected_cells()) o << "  rejected cell: " << r << "\n";
   for (const auto& j : b.jobs()) o << FormatJob(j);
   return o.str();

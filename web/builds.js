@@ -266,7 +266,9 @@ async function buildPage(t, id) {
           : b.unplaceable_jobs ? `<div class="banner" id="blocked">${plural(b.unplaceable_jobs, 'job')}
           no worker can take: ${esc(b.blocked_reason)}</div>` : ''}
         ${active ? '<button id="cancel">Cancel build</button>' : ''}
-        <h2>Matrix</h2>${gridHtml(b, fetchedAt)}
+        <h2>Matrix</h2>${b.torch_followed ? `<p id="torch-followed">${esc(b.torch_followed)}
+          <span class="muted">(what the indexes had when it was submitted)</span></p>` : ''}
+        ${gridHtml(b, fetchedAt)}
         ${graphHtml(b.jobs)}
         ${b.rejected_cells.length ? '<h2>Rejected cells</h2><ul>' +
           b.rejected_cells.map((r) => `<li>${esc(r)}</li>`).join('') + '</ul>' : ''}

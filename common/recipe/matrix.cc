@@ -380,6 +380,22 @@ bool VersionLess(std::string_view a, std::string_view b) {
   return a.size() - i < b.size() - j;
 }
 
+std::string DescribeTorchFollow(const farm::v1::Recipe& recipe) {
+  if (!recipe.matrix().has_torch_follow()) return "";
+  const farm::v1::TorchFollow& follow = recipe.matrix().torch_follow();
+  std::vector<std::string> minors(recipe.matrix().torch().begin(), recipe.matrix().torch().end());
+  std::sort(minors.begin(), minors.end(),
+            [](const std::string& a, const std::string& b) { return VersionLess(a, b); });
+  std::string releases;
+  for (const std::string& minor : minors) {
+    auto pinned = recipe.environment().torch().find(minor);
+    std::string release = pinned == recipe.environment().torch().end() ? minor : pinned->second;
+    releases += (releases.empty() ? "" : ", ") + release;
+  }
+  return "torch \"" + (follow.spec().empty() ? std::string("any") : follow.spec()) +
+         "\" resolved to " + (releases.empty() ? std::string("nothing") : releases);
+}
+
 Status CheckAxisValue(std::string_view axis, std::string_view value) {
   const std::string quoted = "\"" + std::string(value) + "\"";
   if (axis == "python" && !IsVersion(value, false)) {

@@ -45,6 +45,11 @@ Status CheckAxisValue(std::string_view axis, std::string_view value);
 // "3.9" before "3.11"), the rest as text; a shorter value that is a prefix comes first.
 bool VersionLess(std::string_view a, std::string_view b);
 
+// For a recipe whose torch axis follows the index (matrix.torch_follow), the releases it was
+// resolved to, for people: "torch \">=2.8\" resolved to 2.8.0, 2.9.1"; "" for a recipe with
+// a torch axis of its own (or none).
+std::string DescribeTorchFollow(const farm::v1::Recipe& recipe);
+
 // "python=3.11 cuda=12.8 arch_list=12.1a": the non-empty values of a cell.
 std::string DescribeCell(const farm::v1::MatrixCell& cell);
 

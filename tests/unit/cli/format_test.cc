@@ -45,6 +45,22 @@ TEST(FormatTest, AJobAnsweredFromTheStoreNamesTheJobWhoseWheelsItGot) {
             std::string::npos);
 }
 
+TEST(FormatTest, ABuildOfAFollowingRecipeSaysWhichReleasesItResolved) {
+  farm::v1::Build b;
+  b.set_id(4);
+  EXPECT_EQ(FormatBuild(b).find("resolved to"), std::string::npos);
+  farm::v1::Recipe* r = b.mutable_recipe();
+  r->mutable_matrix()->mutable_torch_follow()->set_spec(">=2.8");
+  for (const char* minor : {"2.10", "2.8"}) r->mutable_matrix()->add_torch(minor);
+  (*r->mutable_environment()->mutable_torch())["2.8"] = "2.8.0";
+  (*r->mutable_environment()->mutable_torch())["2.10"] = "2.10.1";
+  std::string text = FormatBuild(b);
+  EXPECT_NE(text.find("  torch \">=2.8\" resolved to 2.8.0, 2.10.1 (what the indexes had when "
+                      "it was submitted)\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(FormatTest, AnAttemptWhereNoCommandExitedShowsNoExitCode) {
   farm::v1::Job j;
   j.set_state(farm::v1::JOB_FAILED);
