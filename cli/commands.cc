@@ -30,6 +30,7 @@ Status VerifyCommand(const Flags& flags, std::ostream& out);
 Status KeysCommand(const CommandEnv& env, const Flags& flags);
 Status CacheCommand(const CommandEnv& env, const Flags& flags);
 Status ExportIndexCommand(const Flags& flags, std::ostream& out);
+Status IndexCommand(const Flags& flags, std::ostream& out);
 
 namespace {
 
@@ -62,6 +63,7 @@ const char kUsage[] =
     "  verify WHEEL|URL        a wheel's signed provenance, no farmd (--keys, --require-validated-arch)\n"
     "  keys [rotate|revoke ID] the farm's provenance signing keys (--reason; admin to change)\n"
     "  export-index DIR --from URL   the package index as static files, no token (--base-url)\n"
+    "  index make DIR          a folder of wheels as a package index for farmd --upstream-index\n"
     "flags:\n";
 
 std::vector<FlagSpec> AllFlags() {
@@ -83,7 +85,9 @@ std::vector<FlagSpec> AllFlags() {
       {"arch-list", "LIST", "submit: arch list axis value (repeatable); inspect: requested"},
       {"platform", "TAG", "submit: platform axis value (repeatable)"},
       {"priority", "N", "submit: higher runs first (default 0)"},
-      {"force", "", "submit, export-index: build even if an identical build succeeded; replace a DIR that is not an export"},
+      {"force", "",
+       "submit, export-index, index: build even if an identical build succeeded; replace a DIR "
+       "(DIR/simple) that is not an export"},
       {"source-dir", "DIR", "submit, schedules: upload and build this directory instead of the recipe's source"},
       {"source-tarball", "FILE", "submit, schedules: upload and build this tarball instead"},
       {"exclude", "PATTERN", "submit, schedules: leave out of the uploaded tree (.gitignore syntax, repeatable)"},
@@ -323,6 +327,12 @@ const std::map<std::string, std::string>& CommandSynopses() {
        "export-index DIR --from http://FARMD:PORT [--base-url URL] [--force]\n"
        "  Writes farmd's package index (every GPU view, wheels, metadata, provenance, the\n"
        "  install script) into DIR as static files, replacing DIR atomically; no token."},
+      {"index",
+       "index make DIR [--force]\n"
+       "  Makes the folder of wheels (and sdists) DIR a package index any static file server\n"
+       "  serves: DIR/simple/ with PEP 503 and PEP 691 pages (sha256 on every link) and each\n"
+       "  wheel's METADATA beside it (PEP 658); for farmd --upstream-index\n"
+       "  NAME=http://HOST:PORT/simple/ (docs/first-index.md); no farmd."},
       {"ca", "ca init DIR [--name N] [--days D] | ca issue DIR NAME (--server-cert --host H... | "
              "--client-cert) [--out DIR]\n"
              "  A CA for the farm's TLS (docs/deployment.md) and certificates it signs; no farmd."},
@@ -419,11 +429,13 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return parsed.ok() && flags.Has("help") ? 0 : 2;
   }
   const std::string& local = flags.positionals()[0];
-  if (local == "inspect" || local == "ca" || local == "verify" || local == "export-index") {
+  if (local == "inspect" || local == "ca" || local == "verify" || local == "export-index" ||
+      local == "index") {
     // local: needs no gRPC connection and no token
     Status s = local == "ca"             ? CaCommand(flags, out)
                : local == "verify"       ? VerifyCommand(flags, out)
                : local == "export-index" ? ExportIndexCommand(flags, out)
+               : local == "index"        ? IndexCommand(flags, out)
                                          : InspectCommand(flags, out);
     if (!s.ok()) err << "farmctl: " << s.message() << "\n";
     return ExitCodeFor(s);
