@@ -26,10 +26,10 @@ Status NamesCommand(const CommandEnv& env, const Flags& flags);
 Status AuditCommand(const CommandEnv& env, const Flags& flags);
 Status CoverageCommand(const CommandEnv& env, const Flags& flags);
 Status CaCommand(const Flags& flags, std::ostream& out);
-Status VerifyCommand(const Flags& flags, std::ostream& out);
+Status VerifyCommand(const Flags& flags, std::ostream& out, const FarmConnector& connect);
 Status KeysCommand(const CommandEnv& env, const Flags& flags);
 Status CacheCommand(const CommandEnv& env, const Flags& flags);
-Status ExportIndexCommand(const Flags& flags, std::ostream& out);
+Status ExportIndexCommand(const Flags& flags, std::ostream& out, const FarmConnector& connect);
 Status IndexCommand(const Flags& flags, std::ostream& out);
 
 namespace {
@@ -62,7 +62,7 @@ const char kUsage[] =
     "  ca init DIR | ca issue DIR NAME   the farm's own CA and certificates (no farmd)\n"
     "  verify WHEEL|URL        a wheel's signed provenance, no farmd (--keys, --require-validated-arch)\n"
     "  keys [rotate|revoke ID] the farm's provenance signing keys (--reason; admin to change)\n"
-    "  export-index DIR --from URL   the package index as static files, no token (--base-url)\n"
+    "  export-index DIR [--from URL] the package index as static files (--base-url)\n"
     "  index make DIR          a folder of wheels as a package index for farmd --upstream-index\n"
     "flags:\n";
 
@@ -137,12 +137,16 @@ std::vector<FlagSpec> AllFlags() {
       {"server-cert", "", "ca issue: a certificate farmd serves with (needs --host)"},
       {"client-cert", "", "ca issue: a certificate a worker presents (mTLS)"},
       {"out", "DIR", "ca issue: where NAME.pem and NAME.key go (default: the CA's directory)"},
-      {"keys", "FILE|URL", "verify: the farm's public key set (default: the index's own)"},
+      {"keys", "FILE|URL",
+       "verify: the farm's public key set (default: the index's own, or that of the farmd "
+       "--server names)"},
       {"provenance", "FILE|URL", "verify: the statements (default: WHEEL.intoto.jsonl)"},
       {"require-validated-arch", "SM",
        "verify: also require a passed validation on this GPU arch (sm_120, 12.0)"},
       {"reason", "TEXT", "keys revoke: why, shown wherever its signatures are refused"},
-      {"from", "URL", "export-index: farmd's HTTP address (its --http-listen), e.g. http://farm:8080"},
+      {"from", "URL",
+       "export-index: farmd's HTTP address, e.g. http://farm:8080 (default: asked of the farmd "
+       "--server names)"},
       {"base-url", "URL", "export-index: the URL DIR will be served at (default: relative links)"},
       {"index", "NAME|URL", "cache add: the upstream index wheels and sdists go to (default: farmd's only one)"},
       {"tree", "NAME", "cache add: the upstream tree (redist) manifests and archives go to"},
@@ -324,7 +328,7 @@ const std::map<std::string, std::string>& CommandSynopses() {
        "keys [list] | rotate | revoke KEYID --reason TEXT\n"
        "  The farm's provenance signing keys; rotating and revoking need an admin."},
       {"export-index",
-       "export-index DIR --from http://FARMD:PORT [--base-url URL] [--force]\n"
+       "export-index DIR [--from http://FARMD:PORT] [--base-url URL] [--force]\n"
        "  Writes farmd's package index (every GPU view, wheels, metadata, provenance, the\n"
        "  install script) into DIR as static files, replacing DIR atomically; no token."},
       {"index",
@@ -393,6 +397,26 @@ const std::map<std::string, CommandFn>& Commands() {
 
 }  // namespace
 
+namespace {
+
+ConnectionOptions ConnectionFromFlags(const Flags& flags, net::ClientTls tls) {
+  auto timeout = flags.GetInt("timeout-ms", 30000);
+  return {flags.Get("server"), flags.Get("server-file"), flags.Get("token"),
+          flags.Get("token-file"), timeout.ok() ? timeout.value() : 30000, std::move(tls)};
+}
+
+FarmConnector LocalCommandConnector(const Flags& flags) {
+  bool named = flags.Has("server") || flags.Has("server-file") ||
+               std::getenv("FARM_SERVER") != nullptr || std::getenv("FARM_SERVER_FILE") != nullptr;
+  if (!named) return nullptr;
+  return [&flags]() -> Result<std::unique_ptr<FarmClient>> {
+    FARM_ASSIGN_OR_RETURN(net::ClientTls tls, net::ClientTlsFromFlags(flags));
+    return FarmClient::Connect(ConnectionFromFlags(flags, std::move(tls)));
+  };
+}
+
+}  // namespace
+
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
     case StatusCode::kOk: return 0;
@@ -431,10 +455,12 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
   const std::string& local = flags.positionals()[0];
   if (local == "inspect" || local == "ca" || local == "verify" || local == "export-index" ||
       local == "index") {
-    // local: needs no gRPC connection and no token
+    // local: needs no gRPC connection and no token, but asks the farmd named, if any, for
+    // what the user left out (the farm's keys, its HTTP address)
+    FarmConnector connect = LocalCommandConnector(flags);
     Status s = local == "ca"             ? CaCommand(flags, out)
-               : local == "verify"       ? VerifyCommand(flags, out)
-               : local == "export-index" ? ExportIndexCommand(flags, out)
+               : local == "verify"       ? VerifyCommand(flags, out, connect)
+               : local == "export-index" ? ExportIndexCommand(flags, out, connect)
                : local == "index"        ? IndexCommand(flags, out)
                                          : InspectCommand(flags, out);
     if (!s.ok()) err << "farmctl: " << s.message() << "\n";
@@ -452,16 +478,12 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
     err << "farmctl: --output must be text or json\n";
     return 2;
   }
-  auto timeout = flags.GetInt("timeout-ms", 30000);
   auto tls = net::ClientTlsFromFlags(flags);
   if (!tls.ok()) {
     err << "farmctl: " << tls.status().message() << "\n";
     return 2;
   }
-  ConnectionOptions conn{flags.Get("server"), flags.Get("server-file"), flags.Get("token"),
-                         flags.Get("token-file"), timeout.ok() ? timeout.value() : 30000,
-                         std::move(tls).value()};
-  auto client = FarmClient::Connect(conn);
+  auto client = FarmClient::Connect(ConnectionFromFlags(flags, std::move(tls).value()));
   Status status = client.ok() ? command->second({client->get(), output == "json", &out, &err}, flags)
                               : client.status();
   if (!status.ok()) err << "farmctl: " << status.message() << "\n";

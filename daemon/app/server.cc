@@ -272,9 +272,12 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
       FARM_RETURN_IF_ERROR(
           fs::WriteFileAtomic(options.http_ready_file, impl->dashboard->address() + "\n"));
     }
-    if (impl->mirror && impl->ctx.upstream_url.empty()) {
-      impl->ctx.upstream_url =
-          std::string(http.tls.enabled() ? "https" : "http") + "://" + impl->dashboard->address();
+    const std::string own =
+        std::string(http.tls.enabled() ? "https" : "http") + "://" + impl->dashboard->address();
+    if (impl->mirror && impl->ctx.upstream_url.empty()) impl->ctx.upstream_url = own;
+    impl->ctx.http_url = http.public_url.empty() ? own : http.public_url;
+    while (impl->ctx.http_url.size() > 8 && impl->ctx.http_url.back() == '/') {
+      impl->ctx.http_url.pop_back();
     }
     log::Info("dashboard at " + std::string(http.tls.enabled() ? "https" : "http") + "://" +
               impl->dashboard->address() + "/");

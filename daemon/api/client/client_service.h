@@ -89,6 +89,10 @@ class ClientService final : public farm::v1::FarmService::Service {
   grpc::Status RevokeProvenanceKey(grpc::ServerContext*,
                                    const farm::v1::RevokeProvenanceKeyRequest*,
                                    farm::v1::ProvenanceKeys*) override;
+  grpc::Status GetArtifactProvenance(grpc::ServerContext*, const farm::v1::GetArtifactRequest*,
+                                     farm::v1::ArtifactProvenance*) override;
+  grpc::Status GetServerInfo(grpc::ServerContext*, const farm::v1::GetServerInfoRequest*,
+                             farm::v1::ServerInfo*) override;
   // publish_handlers.cc
   grpc::Status PublishBuild(grpc::ServerContext*, const farm::v1::PublishBuildRequest*,
                             farm::v1::PublishBuildResponse*) override;
