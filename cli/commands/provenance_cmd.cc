@@ -55,8 +55,9 @@ std::string Text(const provenance::WheelVerification& v, const KeySet& keys,
     out += "built by    " + b.builder_id + ", signed by key " + v.build_keyid.substr(0, 16) + " (" +
            KeyState(keys, v.build_keyid) + ")\n";
     out += "worker      " + b.worker +
-           "; GPUs: " + (b.worker_gpus.empty() ? "none" : b.worker_gpus) + "; driver " + b.driver +
-           "; toolkits: " + b.toolkits + "\n";
+           "; GPUs: " + (b.worker_gpus.empty() ? "none" : b.worker_gpus) + "; driver " +
+           (b.driver.empty() ? "none" : b.driver) +
+           "; toolkits: " + (b.toolkits.empty() ? "none" : b.toolkits) + "\n";
     out += "recipe      " + b.recipe + "\n" + "source      " + b.source + "\n" + "cell        " +
            b.cell + "\n";
     out += "inputs      " + std::to_string(b.patches) + " patch(es), " +
