@@ -250,7 +250,7 @@ Status WorkersCommand(const CommandEnv& env, const Flags&) {
   farm::v1::ListWorkersResponse resp;
   FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->ListWorkers(env.client->Context().get(), {}, &resp),
                                 env.client->address()));
-  std::string text = resp.workers().empty() ? "no workers\n" : "";
+  std::string text = resp.workers().empty() ? "no workers\n" : WorkersHeader() + "\n";
   for (const auto& w : resp.workers()) text += FormatWorker(w) + "\n";
   Print(env, resp, text);
   return Status::Ok();

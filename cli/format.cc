@@ -385,6 +385,10 @@ std::string DistinctList(const std::vector<std::string>& values) {
 
 }  // namespace
 
+std::string WorkersHeader() {
+  return "ID\tNAME\tSTATE\tPLATFORM\tGPUS\tCUDA\tPYTHON\tENVIRONMENTS\tLAST HEARTBEAT";
+}
+
 std::string FormatWorker(const farm::v1::WorkerInfo& w) {
   const auto& c = w.capabilities();
   std::ostringstream o;
@@ -400,6 +404,7 @@ std::string FormatWorker(const farm::v1::WorkerInfo& w) {
   for (const auto& t : c.toolkits()) cuda.push_back(t.version());
   for (const auto& p : c.pythons()) python.push_back(p.version());
   o << "\tCUDA" << DistinctList(cuda) << "\tPython" << DistinctList(python);
+  if (!c.provisioning().enabled()) o << "\tdoes not provision";
   if (c.provisioning().enabled()) {
     const auto& p = c.provisioning();
     o << "\tprovisions"

@@ -377,7 +377,8 @@ def test_small_things(farm):
     farm.wait_workers(1)
     worker = farm.ctl_json("workers")["workers"][0]
     versions = [p["version"] for p in worker["capabilities"]["pythons"]]
-    line = farm.ctl("workers").stdout.splitlines()[0]
+    header, line = farm.ctl("workers").stdout.splitlines()[:2]
+    assert header.split("\t")[:3] == ["ID", "NAME", "STATE"], header
     python = line.split("\tPython ")[1].split("\t")[0].split()
     assert python == sorted(set(versions), key=versions.index), (line, versions)
 

@@ -95,6 +95,28 @@ TEST(FormatTest, WhyAPendingJobWaits) {
   EXPECT_EQ(FormatWaiting(j), "");
 }
 
+TEST(FormatTest, WorkersHaveAHeaderAndSayWhatTheyProvision) {
+  farm::v1::WorkerInfo w;
+  w.set_id("w-1");
+  w.set_name("prov-1");
+  w.set_state("idle");
+  EXPECT_EQ(WorkersHeader().substr(0, 15), "ID\tNAME\tSTATE\tP");
+  size_t columns = std::count(WorkersHeader().begin(), WorkersHeader().end(), '\t');
+  std::string plain = FormatWorker(w);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), '\t'), columns) << plain;
+  EXPECT_NE(plain.find("\tdoes not provision\t"), std::string::npos) << plain;
+  auto* p = w.mutable_capabilities()->mutable_provisioning();
+  p->set_enabled(true);
+  p->set_toolkits_through_farm(true);
+  std::string text = FormatWorker(w);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\t'), columns) << text;
+  EXPECT_NE(text.find("provisions (fetches no CUDA: farmd serves no redist tree)"),
+            std::string::npos)
+      << text;
+  p->set_fetches_toolkits(true);
+  EXPECT_NE(FormatWorker(w).find("provisions (fetches CUDA)"), std::string::npos);
+}
+
 TEST(FormatTest, WorkersAreNamedAndTheirIdsStandInOnlyWithoutAName) {
   farm::v1::Job j = RunningJob(1, 2, 0);
   j.set_worker_id("w-1f2e"), j.set_worker_name("rtx-1");
