@@ -316,7 +316,9 @@ std::string FormatJob(const farm::v1::Job& j) {
   o << "\n";
   if (!j.error().empty()) o << "    error: " << j.error() << "\n";
   for (const auto& line : j.failure_lines()) o << "      | " << line << "\n";
-  if (!j.cancelled_by().empty()) o << "    cancelled by " << j.cancelled_by() << "\n";
+  if (!j.cancelled_by().empty() && j.error() != "cancelled by " + j.cancelled_by()) {
+    o << "    cancelled by " << j.cancelled_by() << "\n";
+  }
   if (j.reused_from() > 0) o << "    answered from the store: wheels of job " << j.reused_from() << "\n";
   for (const auto& a : j.attempts()) {
     o << "    attempt " << a.number() << " on " << WorkerLabel(a.worker_name(), a.worker_id())

@@ -61,6 +61,19 @@ TEST(FormatTest, ABuildOfAFollowingRecipeSaysWhichReleasesItResolved) {
       << text;
 }
 
+TEST(FormatTest, ACancelledJobSaysOnceWhoCancelledIt) {
+  farm::v1::Job j;
+  j.set_state(farm::v1::JOB_CANCELLED);
+  j.set_cancelled_by("alice");
+  j.set_error("cancelled by alice");
+  std::string text = FormatJob(j);
+  EXPECT_NE(text.find("error: cancelled by alice"), std::string::npos) << text;
+  EXPECT_EQ(text.find("cancelled by alice", text.find("cancelled by alice") + 1), std::string::npos)
+      << text;
+  j.set_error("the build timed out");  // another error: who cancelled it is said apart
+  EXPECT_NE(FormatJob(j).find("    cancelled by alice\n"), std::string::npos);
+}
+
 TEST(FormatTest, AnAttemptWhereNoCommandExitedShowsNoExitCode) {
   farm::v1::Job j;
   j.set_state(farm::v1::JOB_FAILED);
