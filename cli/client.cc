@@ -39,12 +39,13 @@ Result<std::string> ResolveToken(const ConnectionOptions& o) {
   std::string file = !o.token_file.empty() ? o.token_file : Env("FARM_TOKEN_FILE");
   if (!file.empty()) {
     auto content = fs::ReadFile(file);
-    if (!content.ok()) return Status::Unauthenticated("cannot read token file " + file);
+    // Like a missing token, a usage error (exit 2): farmd never saw the call.
+    if (!content.ok()) return Status::InvalidArgument("cannot read token file " + file);
     return Trim(content.value());
   }
   std::string env = Env("FARM_TOKEN");
   if (env.empty()) {
-    return Status::Unauthenticated(
+    return Status::InvalidArgument(
         "no token: pass --token-file FILE (e.g. <data-dir>/admin.token) or set FARM_TOKEN");
   }
   return env;

@@ -447,10 +447,16 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
     out << CommandHelp(flags.positionals()[0]);
     return 0;
   }
-  if (!parsed.ok() || flags.Has("help") || flags.positionals().empty()) {
-    if (!parsed.ok()) err << "farmctl: " << parsed.message() << "\n";
-    (parsed.ok() && flags.Has("help") ? out : err) << kUsage << flags.Usage();
-    return parsed.ok() && flags.Has("help") ? 0 : 2;
+  if (!parsed.ok()) {
+    // One line that says what is wrong (and the flag meant), not the whole help.
+    err << "farmctl: " << parsed.message() << "\n"
+        << "`farmctl --help` lists the commands and flags, `farmctl COMMAND --help` one "
+           "command's flags\n";
+    return 2;
+  }
+  if (flags.Has("help") || flags.positionals().empty()) {
+    (flags.Has("help") ? out : err) << kUsage << flags.Usage();
+    return flags.Has("help") ? 0 : 2;
   }
   const std::string& local = flags.positionals()[0];
   if (local == "inspect" || local == "ca" || local == "verify" || local == "export-index" ||
