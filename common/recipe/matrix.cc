@@ -313,17 +313,8 @@ MatrixExpansion Fail(MatrixExpansion out, const Status& status) {
 // reads it ("9.0", "12.0a", "8.6+PTX"; not nvcc's "sm_90" or "compute_90"), none twice.
 Status CheckTorchSpelling(std::string_view list) {
   std::set<std::string> seen;
-  size_t i = 0;
-  while (i < list.size()) {
-    auto is_sep = [](char c) { return c == ';' || std::isspace(static_cast<unsigned char>(c)); };
-    if (is_sep(list[i])) {
-      ++i;
-      continue;
-    }
-    size_t end = i;
-    while (end < list.size() && !is_sep(list[end])) ++end;
-    std::string entry(list.substr(i, end - i));
-    i = end;
+  for (std::string_view written : arch::ArchListEntries(list)) {
+    std::string entry(written);
     if (!std::isdigit(static_cast<unsigned char>(entry[0]))) {
       auto t = arch::ParseArchList(entry);
       std::string torch = t.ok() && t->size() == 1 && t->front().sass
