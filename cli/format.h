@@ -36,6 +36,8 @@ std::string ValidationLabel(const farm::v1::Job& j);
 std::string FormatBuild(const farm::v1::Build& b);  // multi-line detail
 std::string FormatJob(const farm::v1::Job& j);
 std::string FormatWorker(const farm::v1::WorkerInfo& w);
+// The header line above FormatWorker's lines (`farmctl workers`).
+std::string WorkersHeader();
 std::string FormatLogLine(const farm::v1::LogLine& l, bool prefix_job);
 // Why a pending job waits: the summary, then "  <worker>: <reason>" per worker that cannot
 // take it, one per line; "" for a job that is not pending or has no reason.

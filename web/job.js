@@ -9,8 +9,8 @@ let wantedLine = 0;      // a line to highlight once it has arrived
 let logGroup = null;     // the open phase group new lines go into
 let logEnded = false;
 
-const PHASE_NAMES = {setup: 'setup', fetch: 'fetch source', build: 'build', checks: 'wheel checks',
-                     validation: 'validation', upload: 'upload'};
+const PHASE_NAMES = {setup: 'setup', fetch: 'fetch source', provision: 'provisioning', build: 'build',
+                     checks: 'wheel checks', validation: 'validation', upload: 'upload'};
 
 function timeOfDay(ms) {
   if (!(ms > 0)) return '';
@@ -167,7 +167,7 @@ function attemptsTable(attempts) {
     `<tr><td>${a.number}</td><td>${workerRef(a.worker_name, a.worker_id)}</td>
      <td>${a.running ? badge('running') : esc(String(a.cause).replace(/^CAUSE_/, '').toLowerCase())}</td>
      <td>${esc(a.detail)}</td><td>${when(a.started_at)}</td><td>${when(a.finished_at)}</td>
-     <td>${a.running ? '' : a.exit_code}</td>
+     <td>${a.running || a.exit_code < 0 ? '' : a.exit_code}</td>
      <td>${Number(a.peak_rss_bytes) > 0 ? bytes(Number(a.peak_rss_bytes)) + (a.running ? ' <span class="muted">so far</span>' : '')
                                         : `<span class="muted">${a.running ? 'not reported yet' : '—'}</span>`}</td>
      <td>${progressHtml({units_done: a.units_done, units_total: a.units_total})}</td></tr>`).join('') + '</table>';

@@ -74,6 +74,8 @@ std::string WithUserinfo(const std::string& url, const UrlParts& from) {
   return out;
 }
 
+// The most of an error answer's body kept for its excerpt.
+constexpr size_t kErrorBodyBytes = 4096;
 struct Transfer {
   CURL* curl = nullptr;
   const DownloadSink* sink = nullptr;
@@ -82,6 +84,7 @@ struct Transfer {
   std::string if_none_match;  // page mode: a conditional GET
   Status failure;             // why a write callback stopped the transfer
   const std::atomic<bool>* cancelled = nullptr;
+  std::string error_body;  // the start of an error answer's body (HTTP 4xx/5xx)
 };
 
 bool IsRedirect(long code) {
@@ -94,6 +97,13 @@ size_t OnData(char* data, size_t size, size_t nmemb, void* userdata) {
   long code = 0;
   curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
   if (IsRedirect(code)) return n;  // a redirect's own body is no part of the answer
+  if (code >= 400) {
+    // An error answer never reaches the page or the sink: its start says why (farmd's 502
+    // names the upstream's failure), the rest is not read.
+    size_t keep = std::min(n, kErrorBodyBytes - t->error_body.size());
+    t->error_body.append(data, keep);
+    return t->error_body.size() < kErrorBodyBytes ? n : 0;
+  }
   if (t->body != nullptr) {
     if (static_cast<int64_t>(t->body->size() + n) > t->max_bytes) {
       t->failure =
@@ -237,8 +247,6 @@ class CurlFetcher final : public Fetcher {
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
     curl_easy_setopt(curl, CURLOPT_XFERINFODATA, t);
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    // A body is written only for the final answer; an error page must not reach the sink.
-    curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
     hop.rc = curl_easy_perform(curl);
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &hop.code);
     char* location = nullptr;
@@ -274,17 +282,15 @@ class CurlFetcher final : public Fetcher {
 
   static Status Outcome(const Hop& hop, const std::string& url, const Transfer& t) {
     const std::string shown = log::RedactUrlCredentials(url);
-    if (hop.rc == CURLE_OK) {
+    if (hop.rc == CURLE_OK && hop.code < 400) {
       if (IsRedirect(hop.code)) return Status::Unavailable(shown + ": a redirect without Location");
       return Status::Ok();
     }
+    if (hop.code >= 400 && (hop.rc == CURLE_OK || hop.rc == CURLE_WRITE_ERROR)) {
+      return HttpErrorStatus(url, hop.code, t.error_body);
+    }
     if (hop.rc == CURLE_WRITE_ERROR && !t.failure.ok()) return t.failure;
     if (hop.rc == CURLE_ABORTED_BY_CALLBACK) return Status::Cancelled("stopping: " + shown);
-    if (hop.rc == CURLE_HTTP_RETURNED_ERROR) {
-      std::string what = shown + " answered HTTP " + std::to_string(hop.code);
-      if (hop.code == 404 || hop.code == 410) return Status::NotFound(what);
-      return Status::Unavailable(what);
-    }
     // curl's own texts may quote the URL.
     std::string detail = log::RedactUrlCredentials(curl_easy_strerror(hop.rc));
     if (hop.rc == CURLE_OPERATION_TIMEDOUT) return Status::DeadlineExceeded(shown + ": " + detail);
@@ -319,6 +325,37 @@ std::string ScopedBearer::HeaderFor(const std::string& url) const {
   if (!want.ok || !got.ok || !got.user.empty() || !got.password.empty()) return "";
   if (got.Origin() != want.Origin() || !got.path.starts_with(want.path)) return "";
   return "Bearer " + token;
+}
+
+std::string ErrorExcerpt(std::string_view body, size_t max_chars) {
+  std::string out;
+  bool in_tag = false;
+  for (char raw : body) {
+    auto c = static_cast<unsigned char>(raw);
+    if (c == '<') in_tag = true;
+    if (in_tag) {
+      in_tag = c != '>';
+      c = ' ';
+    }
+    if (c < 0x20 || c == 0x7f) c = ' ';
+    if (c >= 0x80) c = '?';  // the excerpt goes into logs and terminals: ASCII only
+    if (c == ' ' && (out.empty() || out.back() == ' ')) continue;
+    if (out.size() == max_chars) {
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+      return out + "...";
+    }
+    out += static_cast<char>(c);
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+Status HttpErrorStatus(const std::string& url, int64_t code, std::string_view body) {
+  std::string what = log::RedactUrlCredentials(url) + " answered HTTP " + std::to_string(code);
+  std::string excerpt = log::RedactUrlCredentials(ErrorExcerpt(body));
+  if (!excerpt.empty()) what += ": " + excerpt;
+  if (code == 404 || code == 410) return Status::NotFound(what);
+  return Status::Unavailable(what);
 }
 
 bool IsHttpUrl(std::string_view url) {

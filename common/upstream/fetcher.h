@@ -4,10 +4,11 @@
 //
 // Errors follow failure.h: a transport failure, a timeout or a 5xx answer is Unavailable
 // (or DeadlineExceeded), 404 and 410 are NotFound, any other non-2xx answer is
-// Unavailable naming the status. Only http and https URLs are fetched, redirects
-// included; a redirect the fetcher's RedirectPolicy refuses is PermissionDenied. No error
-// text holds the credentials of a URL (log.h RedactUrlCredentials). Implementations allow
-// concurrent calls from several threads.
+// Unavailable naming the status; an HTTP error names an excerpt of its body
+// (HttpErrorStatus). Only http and https URLs are fetched, redirects included; a redirect
+// the fetcher's RedirectPolicy refuses is PermissionDenied. No error text holds the
+// credentials of a URL (log.h RedactUrlCredentials). Implementations allow concurrent
+// calls from several threads.
 #ifndef FARM_COMMON_UPSTREAM_FETCHER_H_
 #define FARM_COMMON_UPSTREAM_FETCHER_H_
 
@@ -99,6 +100,16 @@ struct CurlFetcherOptions {
 
 // libcurl, one easy handle per call.
 std::unique_ptr<Fetcher> MakeCurlFetcher(const CurlFetcherOptions& options = {});
+
+// The Status of an HTTP error answer: "URL answered HTTP 502: <excerpt>" (the excerpt of
+// its body says why: farmd's pull-through cache puts the upstream's failure there),
+// NotFound for 404 and 410, Unavailable otherwise.
+Status HttpErrorStatus(const std::string& url, int64_t code, std::string_view body);
+
+// At most `max_chars` of an error body, safe to log and show: HTML tags dropped, control
+// characters and runs of white space made one space, bytes outside ASCII made '?', "..."
+// where it was cut.
+std::string ErrorExcerpt(std::string_view body, size_t max_chars = 300);
 
 // Whether `url` is an absolute http or https URL with a host (what the fetcher accepts).
 bool IsHttpUrl(std::string_view url);

@@ -1,8 +1,10 @@
 #include "daemon/app/flags.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <string>
 #include <utility>
@@ -124,30 +126,48 @@ Status LockFlags(const Flags& flags, ServerOptions* options) {
   return Status::Ok();
 }
 
+// NAME=URL of --upstream-index and --upstream-tree: the name goes into farmd's routes
+// (/upstream/pypi/NAME/), the URL is fetched; both checked before farmd starts. The URL may
+// carry a private index's credentials: no error or log line repeats them.
+Status AddUpstream(std::string_view flag, const std::string& item,
+                   std::map<std::string, std::string>* into) {
+  const std::string how = "--" + std::string(flag) + " wants NAME=http(s)://HOST/PATH/, got \"" +
+                          log::RedactUrlCredentials(item) + "\"";
+  size_t eq = item.find('=');
+  std::string name = item.substr(0, eq);
+  std::string url = eq == std::string::npos ? "" : item.substr(eq + 1);
+  bool name_ok = !name.empty() && name.size() <= 64 &&
+                 std::all_of(name.begin(), name.end(),
+                             [](char c) {
+                               return std::islower(static_cast<unsigned char>(c)) ||
+                                      std::isdigit(static_cast<unsigned char>(c)) || c == '-' ||
+                                      c == '_' || c == '.';
+                             }) &&
+                 name.front() != '.';
+  if (!name_ok) return Status::InvalidArgument(how + ": NAME is [a-z0-9._-], as cu128");
+  if (!upstream::IsHttpUrl(url)) return Status::InvalidArgument(how);
+  if (into->count(name) > 0) {
+    return Status::InvalidArgument("--" + std::string(flag) + " " + name + " is given twice");
+  }
+  std::string authority = url.substr(url.find("://") + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (size_t at = authority.rfind('@'); at != std::string::npos) {
+    std::string userinfo = authority.substr(0, at);
+    log::RegisterSecret(userinfo);
+    if (size_t colon = userinfo.find(':'); colon != std::string::npos) {
+      log::RegisterSecret(userinfo.substr(colon + 1));
+    }
+  }
+  (*into)[name] = url;
+  return Status::Ok();
+}
+
 // The pull-through cache (docs/environments.md, "farmd's pull-through cache").
 Status UpstreamFromFlags(const Flags& flags, ServerOptions* options) {
   mirror::MirrorOptions& m = options->upstream;
   for (auto [flag, into] : {std::pair{"upstream-index", &m.indexes}, {"upstream-tree", &m.trees}}) {
     for (const std::string& item : flags.GetAll(flag)) {
-      size_t eq = item.find('=');
-      std::string url = eq == std::string::npos ? "" : item.substr(eq + 1);
-      if (eq == 0 || !upstream::IsHttpUrl(url)) {
-        // The URL may carry a private index's credentials: never repeated.
-        return Status::InvalidArgument("--" + std::string(flag) +
-                                       " wants NAME=http(s)://..., got " +
-                                       log::RedactUrlCredentials(item));
-      }
-      // A private index's credentials: no log line repeats them, even out of a URL.
-      std::string authority = url.substr(url.find("://") + 3);
-      authority = authority.substr(0, authority.find_first_of("/?#"));
-      if (size_t at = authority.rfind('@'); at != std::string::npos) {
-        std::string userinfo = authority.substr(0, at);
-        log::RegisterSecret(userinfo);
-        if (size_t colon = userinfo.find(':'); colon != std::string::npos) {
-          log::RegisterSecret(userinfo.substr(colon + 1));
-        }
-      }
-      (*into)[item.substr(0, eq)] = url;
+      FARM_RETURN_IF_ERROR(AddUpstream(flag, item, into));
     }
   }
   for (const std::string& host : flags.GetAll("upstream-allow-host")) {

@@ -4,7 +4,9 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <unistd.h>
 
+#include <map>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common/fs.h"
@@ -17,6 +19,7 @@
 #include "daemon/attest/attestor.h"
 #include "daemon/builds/build_key.h"
 #include "daemon/cron/runner.h"
+#include "daemon/cron/torch_follow.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/server/dashboard.h"
 #include "daemon/locks/env_locker.h"
@@ -71,6 +74,7 @@ struct FarmServer::Impl {
   RealProcessRunner resolver_processes;
   std::unique_ptr<lock::PipResolver> pip_resolver;
   std::unique_ptr<locks::EnvLocker> locker;
+  std::thread index_check;  // CheckUpstreamIndexes, joined at Shutdown
   std::string address;
   std::mutex mu;
   bool stopped = false;
@@ -84,6 +88,21 @@ struct FarmServer::Impl {
 };
 
 namespace {
+
+// Says in the log what each --upstream-index holds, or why it cannot be read, as farmd
+// starts (on a thread of its own: an upstream that is slow to answer delays nothing).
+void CheckUpstreamIndexes(std::map<std::string, std::string> indexes) {
+  auto fetcher = upstream::MakeCurlFetcher(
+      {.connect_timeout_ms = 3'000, .stall_timeout_ms = 10'000, .page_timeout_ms = 10'000});
+  for (const auto& [name, url] : indexes) {
+    cron::IndexCheck check = cron::CheckUpstreamIndex(*fetcher, name, url);
+    if (check.ok) {
+      log::Info(check.line);
+    } else {
+      log::Warn(check.line);
+    }
+  }
+}
 
 Status BootstrapTokens(TokenAuthority* auth, store::Store* store, const std::string& dir) {
   FARM_ASSIGN_OR_RETURN(int64_t count, store->CountTokens());
@@ -319,6 +338,8 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
     FARM_RETURN_IF_ERROR(impl->mirror->Start());
     FARM_RETURN_IF_ERROR(LoadPreloads(impl->store.get(), impl->mirror.get()));
     impl->ctx.mirror = impl->mirror.get();
+    impl->ctx.serves_toolkits = upstream.trees.count("redist") > 0;
+    impl->index_check = std::thread(CheckUpstreamIndexes, options.upstream.indexes);
     impl->ctx.upstream_url = options.upstream_url;
     // farmd's own pip (the lock resolver) reads these routes as a worker would, with
     // impl->internal->IndexUrl("http://" + dashboard address, index) as its index URL.
@@ -340,9 +361,12 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
       FARM_RETURN_IF_ERROR(
           fs::WriteFileAtomic(options.http_ready_file, impl->dashboard->address() + "\n"));
     }
-    if (impl->mirror && impl->ctx.upstream_url.empty()) {
-      impl->ctx.upstream_url =
-          std::string(http.tls.enabled() ? "https" : "http") + "://" + impl->dashboard->address();
+    const std::string own =
+        std::string(http.tls.enabled() ? "https" : "http") + "://" + impl->dashboard->address();
+    if (impl->mirror && impl->ctx.upstream_url.empty()) impl->ctx.upstream_url = own;
+    impl->ctx.http_url = http.public_url.empty() ? own : http.public_url;
+    while (impl->ctx.http_url.size() > 8 && impl->ctx.http_url.back() == '/') {
+      impl->ctx.http_url.pop_back();
     }
     log::Info("dashboard at " + std::string(http.tls.enabled() ? "https" : "http") + "://" +
               impl->dashboard->address() + "/");
@@ -433,6 +457,7 @@ void FarmServer::Shutdown() {
   if (impl_->mirror) impl_->mirror->Stop();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   if (impl_->sweeper) impl_->sweeper->Stop();
+  if (impl_->index_check.joinable()) impl_->index_check.join();
   if (impl_->hosts) impl_->hosts->Stop();
   if (impl_->schedules) impl_->schedules->Stop();
   if (impl_->publishing) impl_->publishing->Stop();

@@ -60,6 +60,35 @@ Result<store::ScheduleRow> NewScheduleRow(const farm::v1::CreateScheduleRequest&
       .watch = req.has_watch() ? req.watch().SerializeAsString() : ""};
 }
 
+Result<store::ScheduleRow> UpdatedScheduleRow(const store::ScheduleRow& old,
+                                              const farm::v1::SubmitBuildRequest& build,
+                                              int64_t now_ms, const WatchSettings& watches) {
+  farm::v1::CreateScheduleRequest req;
+  req.set_name(old.name);
+  *req.mutable_build() = build;
+  req.set_cron(old.cron);
+  req.set_time_zone(old.time_zone);
+  req.set_missed_run_policy(old.missed_policy == 2 ? farm::v1::MISSED_RUN_ONCE
+                                                   : farm::v1::MISSED_SKIP);
+  req.set_concurrency_policy(old.concurrency_policy == 2 ? farm::v1::CONCURRENCY_ALLOW
+                                                         : farm::v1::CONCURRENCY_SKIP);
+  req.set_paused(old.paused);
+  if (!old.watch.empty() && !req.mutable_watch()->ParseFromString(old.watch)) {
+    return Status::DataLoss("schedule " + std::to_string(old.id) + " is unreadable");
+  }
+  FARM_ASSIGN_OR_RETURN(store::ScheduleRow checked,
+                        NewScheduleRow(req, old.created_by, now_ms, watches));
+  if (checked.recipe_name != old.recipe_name) {
+    return Status::InvalidArgument("schedule " + std::to_string(old.id) + " builds recipe \"" +
+                                   old.recipe_name + "\", not \"" + checked.recipe_name +
+                                   "\": add a schedule for another recipe");
+  }
+  store::ScheduleRow row = old;
+  row.request = checked.request;
+  row.source_sha256 = checked.source_sha256;
+  return row;
+}
+
 Result<int64_t> ResumeFireMs(const store::ScheduleRow& row, int64_t now_ms) {
   if (!row.watch.empty()) return now_ms;
   return NextFireMs(row.cron, row.time_zone, now_ms);

@@ -1,5 +1,6 @@
 #include "daemon/http/router.h"
 
+#include <atomic>
 #include <exception>
 #include <future>
 #include <optional>

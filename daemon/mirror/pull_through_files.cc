@@ -192,11 +192,23 @@ void PullThroughCache::ServeFile(const std::string& source, const std::string& s
       // served under this one's name too, with no second download.
       next = Next::kShare;
       listing = *listed;
+      bool downloaded = false;  // else only preloaded: shared as a preload, not accounted
       for (const auto& [other, by_sha] : stored_) {
         auto s = by_sha.find(sha256);
-        if (s != by_sha.end() && !s->second.preloaded && !s->second.metadata_sha256.empty()) {
-          share_metadata = s->second.metadata_sha256;
-        }
+        if (s == by_sha.end()) continue;
+        if (listing.size < 0) listing.size = s->second.size;
+        if (s->second.preloaded) continue;
+        downloaded = true;
+        if (!s->second.metadata_sha256.empty()) share_metadata = s->second.metadata_sha256;
+      }
+      if (!downloaded) {
+        Stored& shared = stored_[source][sha256];
+        shared.names.insert(name);
+        shared.size = listing.size;
+        shared.preloaded = true;
+        answer = StoredAnswerLocked(source, sha256, name);
+        if (answer.ok()) ++counts_.files_served;
+        next = Next::kAnswer;
       }
     } else if (!may_pull && !options_.anonymous_pulls) {
       ++counts_.pulls_refused;
@@ -315,9 +327,10 @@ void PullThroughCache::Metadata(const FileRequest& r, AnswerCallback done) {
     if (auto it = upstream_metadata_.find(upstream_digest); it != upstream_metadata_.end()) {
       kept = it->second;
     }
-    if (!upstream_digest.empty() || !ours.empty()) ++counts_.metadata_served;
   }
-  auto text_answer = [](std::string text) {
+  auto text_answer = [this](std::string text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counts_.metadata_served;
     return MirrorAnswer{"application/octet-stream", std::move(text), "", -1, nullptr};
   };
   if (!upstream_digest.empty()) {
@@ -361,6 +374,7 @@ void PullThroughCache::FetchMetadata(const std::string& url, const std::string& 
           }
           upstream_metadata_bytes_ += page->body.size();
           upstream_metadata_[digest] = page->body;
+          ++counts_.metadata_served;
         }
         done(MirrorAnswer{"application/octet-stream", std::move(page->body), "", -1, nullptr});
       },

@@ -187,7 +187,8 @@ void Agent::SendHeartbeat(bool draining) {
     // longer running there: "cancelled" would only mislead the log.
     if (it == controls.end() || it->second->reported) continue;
     log::Info("farmd cancelled " + JobKey(c.job_id(), c.attempt()));
-    it->second->Stop(farm::v1::CAUSE_CANCELLED, "cancelled by farmd");
+    it->second->Stop(farm::v1::CAUSE_CANCELLED,
+                     "stopped at farmd's request: the build was cancelled");
   }
 }
 

@@ -62,6 +62,7 @@ farm::v1::Provisioning Environments::Advertise() {
   // From its own folders or, for those unset, through farmd (which the worker learns of
   // only when it registers, after it advertised this).
   p.set_fetches_toolkits(true);
+  p.set_toolkits_through_farm(config_.redist.empty());  // farmd judges what it serves
   p.set_fetches_python(true);
   p.set_cache_max_bytes(config_.max_cache_bytes);
   // Before the first job the provisioner does not exist yet: a view of the same folder

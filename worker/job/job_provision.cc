@@ -1,7 +1,9 @@
 // The provisioning phase of a build job whose lease carries its cell's environment
 // (docs/environments.md): the worker makes it, or clones its cached snapshot, into the
 // job's workspace, saying what it does in the job's log.
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "common/lock/env_lock.h"
 #include "worker/env/failure.h"
@@ -31,6 +33,19 @@ std::string Describe(const farm::v1::ProvisionSpec& spec) {
 
 }  // namespace
 
+std::optional<std::string> DownloadTally::Add(const env::ProvisionProgress& p) {
+  if (p.done < 0) return "";  // not a download: said as it is
+  Seen& seen = downloads_[std::string(env::ProvisionPhaseName(p.phase)) + p.message];
+  bytes_ += std::max<int64_t>(0, p.done - seen.done);
+  seen.done = std::max(seen.done, p.done);
+  if (p.total > 0) return " (" + Mb(p.done) + " of " + Mb(p.total) + ")";
+  // An index page without sizes: the download's end is not known, so its lines come at
+  // doubling sizes, not one per block.
+  if (p.done < seen.next_line) return std::nullopt;
+  seen.next_line = std::max<int64_t>(2 * p.done, kFirstLineBytes);
+  return " (" + Mb(p.done) + " so far)";
+}
+
 Result<env::ProvisionedEnv> JobRunner::ProvisionEnvironment(LogShipper& log,
                                                             const std::string& ws) {
   auto system = [&log, this](const std::string& text) {
@@ -41,15 +56,16 @@ Result<env::ProvisionedEnv> JobRunner::ProvisionEnvironment(LogShipper& log,
   }
   const farm::v1::ProvisionSpec& spec = job_.environment();
   system("provisions " + Describe(spec) + ", " + deps_.environments->SourceText());
+  DownloadTally tally;
   int64_t started = deps_.clock->SteadyMs();
   auto made =
       deps_.environments->Provision(spec, settings_.caps, ws, [&](const env::ProvisionProgress& p) {
         std::string line =
             std::string("provision ") + env::ProvisionPhaseName(p.phase) + ": " + p.message;
-        if (p.total > 0) line += " (" + Mb(p.done) + " of " + Mb(p.total) + ")";
-        system(line);
+        if (std::optional<std::string> said = tally.Add(p)) system(line + *said);
       });
   if (!made.ok()) return made.status();
+  // What the provisioner counted (blobs it skipped as already cached are not downloads).
   const int64_t fetched = made->downloaded_bytes;
   const env::PhaseTimes& t = made->times;
   int64_t total_ms = deps_.clock->SteadyMs() - started;

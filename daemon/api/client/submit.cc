@@ -184,6 +184,7 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
     farm::v1::JobNeeds needs;
     needs.set_target_gpu(recipe.build_on_target_gpu());
     needs.set_provisioned(recipe.has_environment());
+    needs.set_no_toolkit(recipe.has_environment() && recipe.environment().no_toolkit());
     if (stable) {
       for (farm::v1::MatrixCell& c : planned.validate) *needs.add_validate_in() = std::move(c);
     }

@@ -15,6 +15,7 @@
 #include "daemon/model/convert.h"
 #include "daemon/sched/fanout.h"
 #include "daemon/sched/placement.h"
+#include "daemon/sched/retry.h"
 
 namespace farm::api {
 
@@ -227,12 +228,10 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
       for (int64_t job : lost)
         log::Warn("job " + std::to_string(job) + " requeued: worker " + id + " restarted");
     }
-    store::WorkerRow row{id,
-                         req->name().empty() ? id : req->name(),
-                         req->capabilities().SerializeAsString(),
-                         state,
-                         now,
-                         now};
+    farm::v1::Capabilities caps = req->capabilities();
+    sched::SettleProvisioning(ctx_->serves_toolkits, &caps);
+    store::WorkerRow row{
+        id, req->name().empty() ? id : req->name(), caps.SerializeAsString(), state, now, now};
     FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(row));
     beat_writes_.Forget(id);
     auto cn = call->auth_context()->FindPropertyValues("x509_common_name");
@@ -276,7 +275,9 @@ Status WorkerService::Beat(const Principal& who, const farm::v1::HeartbeatReques
   if (req.has_capabilities()) {
     // Sent only when they changed (a GPU appeared or failed, a toolkit was installed, the
     // environment cache grew): placement, revalidation and `workers` read the stored copy.
-    worker.capabilities = req.capabilities().SerializeAsString();
+    farm::v1::Capabilities caps = req.capabilities();
+    sched::SettleProvisioning(ctx_->serves_toolkits, &caps);
+    worker.capabilities = caps.SerializeAsString();
     worker.state = state;
     worker.last_heartbeat_ms = now;
     FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(worker));
@@ -567,6 +568,10 @@ Result<int> WorkerService::Complete(const Principal& who, const farm::v1::Comple
       sched::FanoutOutcome(req->validation(), &report.cause, &report.detail);
     }
   }
+  sched::RetryPlan retry = sched::PlanRetry(report.cause, req->attempt(), job.max_attempts,
+                                            recipe.retry().backoff_seconds(), now);
+  report.max_attempts = retry.max_attempts;
+  report.retry_not_before_ms = retry.not_before_ms;
   FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
   if (ctx_->attestor != nullptr && req->has_validation()) {
     // The report is stored; a wheel without its signed validation fails

@@ -2,6 +2,7 @@
 // except the log lines.
 #include <boost/json.hpp>
 
+#include "common/recipe/matrix.h"
 #include "common/wheel/job_check.h"
 #include "common/wheel/wheel_name.h"
 #include "daemon/http/index/index_catalog.h"
@@ -195,6 +196,7 @@ Result<json::object> BuildPage(const DashboardDeps& deps, int64_t build_id, bool
   o["recipe_version"] = recipe.version();
   o["recipe_yaml"] = recipe.yaml();
   o["matrix"] = ProtoToJson(recipe.matrix());
+  o["torch_followed"] = recipe::DescribeTorchFollow(recipe);  // "" unless the axis follows
   // The proto must outlive the loop: a range-for over a member of a temporary reads freed
   // memory (the temporary dies before the loop body runs).
   const farm::v1::Build build_proto = model::BuildToProto(build);

@@ -131,6 +131,8 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
   Result<ScheduleRow> GetSchedule(int64_t id) override;
   Result<std::vector<ScheduleRow>> ListSchedules() override;
   Status SetSchedulePaused(int64_t id, bool paused, int64_t next_fire_ms) override;
+  Status SetScheduleRequest(int64_t id, const std::string& request,
+                            const std::string& source_sha256) override;
   Status DeleteSchedule(int64_t id, int64_t now_ms) override;
   Status RecordScheduleRun(ScheduleRunRow* run, int64_t next_fire_ms) override;
   Status SetWatchState(int64_t id, const std::string& state, int64_t next_fire_ms) override;

@@ -91,6 +91,12 @@ TEST(FarmdFlagsTest, EachRefusalNamesItsFlag) {
       {{"--upstream-allow-host", "http://x/"}, "--upstream-allow-host wants a host"},
       {{"--upstream-max-fetches", "0"}, "--upstream-max-fetches must be"},
       {{"--upstream-max-fetches-per-host", "257"}, "--upstream-max-fetches-per-host must be"},
+      // Checked before farmd starts: a NAME its routes can carry, a URL with a host, once.
+      {{"--upstream-index", "cu 128=https://x/"}, "NAME is [a-z0-9._-], as cu128"},
+      {{"--upstream-index", "../x=https://x/"}, "NAME is [a-z0-9._-]"},
+      {{"--upstream-index", "cu128=https:///simple/"}, "--upstream-index wants NAME=http(s)://"},
+      {{"--upstream-index", "cu128=http://a/", "--upstream-index", "cu128=http://b/"},
+       "--upstream-index cu128 is given twice"},
       {{"--public-url", "ftp://x"}, "--public-url wants an http(s) URL"},
       {{"--webhook-backoff-ms", "0"}, "--webhook-backoff-ms must be"},
       {{"--webhook-max-attempts", "101"}, "--webhook-max-attempts must be"},

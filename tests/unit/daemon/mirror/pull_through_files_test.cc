@@ -86,6 +86,20 @@ TEST_F(PullThroughFilesTest, EachIndexServesOnlyWhatItListedAndCannotBlockAnothe
   EXPECT_EQ(FileOf("cu999", sha, name).status().code(), StatusCode::kNotFound);
 }
 
+TEST_F(PullThroughFilesTest, AnotherIndexListingTheSameBytesSharesTheirDownload) {
+  const std::string name = "setuptools-66.1.1-py3-none-any.whl";
+  const std::string sha = ServeProject("setuptools", {{name, "the same wheel"}})[name];
+  fetcher_.Serve(std::string(kEvil) + "setuptools/", PageOf({Entry(name, "/s.whl", sha)}), kJson);
+  ASSERT_OK(Page("cu128", "setuptools").status());
+  ASSERT_OK(Page("evil", "setuptools").status());
+  ASSERT_OK(FileOf("cu128", sha, name).status());
+  auto shared = FileOf("evil", sha, name, /*may_pull=*/false);  // stored: no pull needed
+  ASSERT_OK(shared.status());
+  EXPECT_EQ(shared->blob_sha256, sha);
+  EXPECT_EQ(fetcher_.Count("http://evil/s.whl"), 0);
+  EXPECT_EQ(cache_->stats().stored_bytes, 14);  // one blob, counted once
+}
+
 TEST_F(PullThroughFilesTest, BytesHeldForOtherReasonsAreNeverServedOnAnUpstreamsWord) {
   // A submitter's source archive: its sha256 is in a public job log.
   const std::string secret = PutBlob("a submitter's private source archive");

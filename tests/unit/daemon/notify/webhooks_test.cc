@@ -15,7 +15,11 @@ TEST(ParseWebhookTargetTest, NameKindsAndTheUrlFromTheSecrets) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->name, "ops-room");
   EXPECT_EQ(t->url, "https://hooks.example/T000/secret");
-  EXPECT_EQ(t->events.size(), 2u);
+  EXPECT_EQ(t->events.size(), 3u);  // by default every kind, built wheels too
+  t = ParseWebhookTarget("ops-room:wheel_built,build_failed", kSecrets);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->events, (std::set<coverage::EventKind>{coverage::EventKind::kWheelBuilt,
+                                                      coverage::EventKind::kBuildFailed}));
   t = ParseWebhookTarget("ops-room:build_failed", kSecrets);
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->events, std::set<coverage::EventKind>{coverage::EventKind::kBuildFailed});

@@ -77,5 +77,21 @@ TEST(EnvironmentsTest, AWorkerThatDoesNotProvisionRefusesWithoutFetching) {
   EXPECT_EQ(made.status().code(), StatusCode::kFailedPrecondition);
 }
 
+TEST(EnvironmentsTest, AWorkerWithoutARedistOfItsOwnFetchesToolkitsThroughFarmd) {
+  ProvisionConfig on;
+  on.enabled = true;
+  on.cache_dir = ::testing::TempDir() + "/environments-test-cache";
+  RealProcessRunner runner;
+  Environments envs(on, &runner, &RealClock());
+  farm::v1::Provisioning p = envs.Advertise();
+  EXPECT_TRUE(p.enabled());
+  EXPECT_TRUE(p.fetches_toolkits());  // through farmd, once it registered
+  // ... with no redist folder of its own: farmd judges whether it serves one.
+  EXPECT_TRUE(p.toolkits_through_farm());
+  ProvisionConfig own = on;
+  own.redist = "https://developer.download.nvidia.com/compute/cuda/redist/";
+  EXPECT_FALSE(Environments(own, &runner, &RealClock()).Advertise().toolkits_through_farm());
+}
+
 }  // namespace
 }  // namespace farm::agent
