@@ -67,7 +67,7 @@ def main():
     try:
         index = os.path.join(work, "cu130")
         for name in CLOSURE + ["mpmath", "MarkupSafe", "ninja", "wheel"]:
-            version = "80.9.0" if name == "setuptools" else "1.0"
+            version = {"setuptools": "80.9.0", "MarkupSafe": "3.0.2", "mpmath": "1.3.0"}.get(name, "1.0")
             make("wheel", "--out", index, "--name", name, "--version", version,
                  *[a for r in SECOND_LEVEL.get(name, []) for a in ("--requires", r)])
         for release in ("2.9.0", "2.10.0", "2.11.0"):
