@@ -335,6 +335,7 @@ std::string FormatJob(const farm::v1::Job& j) {
   }
   if (j.reused_from() > 0) o << "    answered from the store: wheels of job " << j.reused_from() << "\n";
   if (j.has_lock()) o << "    environment: " << FormatLockInfo(j.lock()) << "\n";
+  for (const auto& line : j.cell_settings()) o << "    cell settings: " << line << "\n";
   for (const auto& a : j.attempts()) {
     o << "    attempt " << a.number() << " on " << WorkerLabel(a.worker_name(), a.worker_id())
       << ": " << CauseName(a.cause());

@@ -254,6 +254,13 @@ function lockHtml(j) {
     ${bytes(Number(l.bytes))}${since}</p>`;
 }
 
+// The recipe's `cells:` entries this job's cell matched: the settings its build ran with.
+function cellSettingsHtml(j) {
+  const lines = (j.cell_settings || []).map((s) => `<li>${esc(s)}</li>`).join('');
+  return lines ? `<div class="banner" id="cell-settings"><b>Cell settings:</b>
+    <ul class="cell-settings">${lines}</ul></div>` : '';
+}
+
 async function refreshJob(t, id) {
   try {
     const fetchedAt = Date.now();
@@ -271,7 +278,7 @@ async function refreshJob(t, id) {
       waited ${dur(j.waited_ms)}${j.ran_ms || j.state === 'JOB_RUNNING' ? ' · ' + elapsedHtml(j.ran_ms + live, j.expected_ms) : ''}
       ${j.expected_ms > 0 && j.state === 'JOB_PENDING' ? ` · expected to take ~${dur(j.expected_ms)}` : ''}
       ${progressHtml(j.progress)}</p>
-      ${failureHtml(j.failure)}${waitingHtml(j.waiting)}${proofsHtml(j)}${lockHtml(j)}
+      ${failureHtml(j.failure)}${waitingHtml(j.waiting)}${proofsHtml(j)}${lockHtml(j)}${cellSettingsHtml(j)}
       ${j.error && !j.failure && !j.waiting ? `<p class="error">${esc(j.error)}</p>` : ''}
       ${j.state === 'JOB_FAILED' || j.state === 'JOB_CANCELLED' ? '<button id="retry">Retry job</button>' : ''}`;
     const retry = document.getElementById('retry');
