@@ -51,6 +51,13 @@ std::string CaseText(const farm::v1::ValidationCase& c) {
     o << " vs " << Figure(baseline) << " (" << (c.baseline().empty() ? "baseline" : c.baseline())
       << ", " << Figure(throughput / baseline) << "x)";
   }
+  // Which implementation ran, when the script says: a fallback names the fast one too.
+  if (!c.implementation().empty()) {
+    o << ", ran " << c.implementation();
+    if (!c.fast_implementation().empty() && c.fast_implementation() != c.implementation()) {
+      o << " (fallback; fast: " << c.fast_implementation() << ")";
+    }
+  }
   return o.str();
 }
 

@@ -188,6 +188,8 @@ function artifactsHtml(arts) {
       return `<tr class="${c.passed ? '' : 'error'}"><td>${esc(c.name)}</td><td>${Number(c.cosine).toFixed(5)}</td>
       <td>${Number(c.relative_l1).toFixed(5)}</td><td>${tp ? tp.toFixed(1) + ' ' + esc(unit) : ''}</td>
       <td>${base ? base.toFixed(1) + ' ' + esc(unit) + ' ' + esc(c.baseline || '') : ''}</td>
+      <td>${esc(c.implementation || '')}${c.fast_implementation && c.implementation &&
+        c.fast_implementation !== c.implementation ? ` <span class="error">(fallback; fast: ${esc(c.fast_implementation)})</span>` : ''}</td>
       <td>${c.passed ? 'yes' : 'no'}</td></tr>`;
     }).join('');
     return `<div class="artifact"><h3><a href="${esc(a.url)}">${esc(a.filename)}</a></h3>
@@ -203,7 +205,7 @@ function artifactsHtml(arts) {
       <h4>Validation ${badge(v.state)}</h4>
       <p>${esc(v.gpu_name)} ${v.compute_capability ? '(sm ' + esc(v.compute_capability) + ')' : ''} ${esc(v.message)}</p>
       ${cases ? `<table class="validation"><tr><th>Case</th><th>Cosine</th><th>Rel. L1</th><th>Throughput</th>
-        <th>Baseline</th><th>Passed</th></tr>${cases}</table>` : ''}</div>`;
+        <th>Baseline</th><th>Implementation</th><th>Passed</th></tr>${cases}</table>` : ''}</div>`;
   }).join('');
 }
 

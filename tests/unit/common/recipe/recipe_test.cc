@@ -156,6 +156,17 @@ TEST(ParseRecipeTest, ValidationDefaultsApplyWhenTheBlockIsGiven) {
   EXPECT_DOUBLE_EQ(r->validation().gpu_memory_gb(), 0);  // no script, no GPU memory
 }
 
+TEST(ParseRecipeTest, RequireFastPathNeedsAScript) {
+  Result<farm::v1::Recipe> r = ParseRecipe(
+      std::string(kMinimal) + "validation: {script: v.py, require_fast_path: true}\n", "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_TRUE(r->validation().require_fast_path());
+  EXPECT_EQ(
+      ErrorOf(std::string(kMinimal) + "validation: {import: [tiny], require_fast_path: true}\n"),
+      "recipe.yaml:4:49: \"validation.require_fast_path\" needs a validation script: the "
+      "script reports which implementation each case ran");
+}
+
 TEST(ParseRecipeTest, ValidationGpuMemory) {
   Result<farm::v1::Recipe> r = ParseRecipe(
       std::string(kMinimal) + "validation: {script: v.py, gpu_memory_gb: 24.5}\n", "r.yaml");
