@@ -51,6 +51,13 @@ std::string CaseText(const farm::v1::ValidationCase& c) {
     o << " vs " << Figure(baseline) << " (" << (c.baseline().empty() ? "baseline" : c.baseline())
       << ", " << Figure(throughput / baseline) << "x)";
   }
+  // Which implementation ran, when the script says: a fallback names the fast one too.
+  if (!c.implementation().empty()) {
+    o << ", ran " << c.implementation();
+    if (!c.fast_implementation().empty() && c.fast_implementation() != c.implementation()) {
+      o << " (fallback; fast: " << c.fast_implementation() << ")";
+    }
+  }
   return o.str();
 }
 
@@ -335,6 +342,7 @@ std::string FormatJob(const farm::v1::Job& j) {
   }
   if (j.reused_from() > 0) o << "    answered from the store: wheels of job " << j.reused_from() << "\n";
   if (j.has_lock()) o << "    environment: " << FormatLockInfo(j.lock()) << "\n";
+  for (const auto& line : j.cell_settings()) o << "    cell settings: " << line << "\n";
   for (const auto& a : j.attempts()) {
     o << "    attempt " << a.number() << " on " << WorkerLabel(a.worker_name(), a.worker_id())
       << ": " << CauseName(a.cause());

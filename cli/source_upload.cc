@@ -10,10 +10,11 @@
 #include "common/archive/tree_packer.h"
 #include "common/fs.h"
 #include "common/process.h"
-#include "common/sha256.h"
-#include "common/utf8.h"
+#include "common/recipe/cell_settings.h"
 #include "common/recipe/matrix.h"
 #include "common/recipe/recipe.h"
+#include "common/sha256.h"
+#include "common/utf8.h"
 
 namespace farm::cli {
 namespace {
@@ -301,7 +302,7 @@ Result<farm::v1::SubmitBuildRequest> PrepareBuildRequest(const CommandEnv& env,
   // refuse for its axes costs no upload.
   farm::v1::MatrixAxes axes;
   AddAxes(flags, &axes);
-  FARM_RETURN_IF_ERROR(recipe::CheckBuildable(recipe::ExpandRequest(axes, recipe.matrix())));
+  FARM_RETURN_IF_ERROR(recipe::CheckBuildable(recipe::ExpandRecipe(axes, recipe)));
   std::vector<std::string> chain;
   FARM_ASSIGN_OR_RETURN(farm::v1::SubmitBuildRequest req, PackRecipe(env, flags, loaded));
   FARM_RETURN_IF_ERROR(AddRequirements(env, flags, loaded, &chain, &req));

@@ -188,6 +188,8 @@ function artifactsHtml(arts) {
       return `<tr class="${c.passed ? '' : 'error'}"><td>${esc(c.name)}</td><td>${Number(c.cosine).toFixed(5)}</td>
       <td>${Number(c.relative_l1).toFixed(5)}</td><td>${tp ? tp.toFixed(1) + ' ' + esc(unit) : ''}</td>
       <td>${base ? base.toFixed(1) + ' ' + esc(unit) + ' ' + esc(c.baseline || '') : ''}</td>
+      <td>${esc(c.implementation || '')}${c.fast_implementation && c.implementation &&
+        c.fast_implementation !== c.implementation ? ` <span class="error">(fallback; fast: ${esc(c.fast_implementation)})</span>` : ''}</td>
       <td>${c.passed ? 'yes' : 'no'}</td></tr>`;
     }).join('');
     return `<div class="artifact"><h3><a href="${esc(a.url)}">${esc(a.filename)}</a></h3>
@@ -203,7 +205,7 @@ function artifactsHtml(arts) {
       <h4>Validation ${badge(v.state)}</h4>
       <p>${esc(v.gpu_name)} ${v.compute_capability ? '(sm ' + esc(v.compute_capability) + ')' : ''} ${esc(v.message)}</p>
       ${cases ? `<table class="validation"><tr><th>Case</th><th>Cosine</th><th>Rel. L1</th><th>Throughput</th>
-        <th>Baseline</th><th>Passed</th></tr>${cases}</table>` : ''}</div>`;
+        <th>Baseline</th><th>Implementation</th><th>Passed</th></tr>${cases}</table>` : ''}</div>`;
   }).join('');
 }
 
@@ -254,6 +256,13 @@ function lockHtml(j) {
     ${bytes(Number(l.bytes))}${since}</p>`;
 }
 
+// The recipe's `cells:` entries this job's cell matched: the settings its build ran with.
+function cellSettingsHtml(j) {
+  const lines = (j.cell_settings || []).map((s) => `<li>${esc(s)}</li>`).join('');
+  return lines ? `<div class="banner" id="cell-settings"><b>Cell settings:</b>
+    <ul class="cell-settings">${lines}</ul></div>` : '';
+}
+
 async function refreshJob(t, id) {
   try {
     const fetchedAt = Date.now();
@@ -271,7 +280,7 @@ async function refreshJob(t, id) {
       waited ${dur(j.waited_ms)}${j.ran_ms || j.state === 'JOB_RUNNING' ? ' · ' + elapsedHtml(j.ran_ms + live, j.expected_ms) : ''}
       ${j.expected_ms > 0 && j.state === 'JOB_PENDING' ? ` · expected to take ~${dur(j.expected_ms)}` : ''}
       ${progressHtml(j.progress)}</p>
-      ${failureHtml(j.failure)}${waitingHtml(j.waiting)}${proofsHtml(j)}${lockHtml(j)}
+      ${failureHtml(j.failure)}${waitingHtml(j.waiting)}${proofsHtml(j)}${lockHtml(j)}${cellSettingsHtml(j)}
       ${j.error && !j.failure && !j.waiting ? `<p class="error">${esc(j.error)}</p>` : ''}
       ${j.state === 'JOB_FAILED' || j.state === 'JOB_CANCELLED' ? '<button id="retry">Retry job</button>' : ''}`;
     const retry = document.getElementById('retry');

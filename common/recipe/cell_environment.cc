@@ -1,5 +1,6 @@
 #include "common/recipe/cell_environment.h"
 
+#include "common/recipe/cell_settings.h"
 #include "common/recipe/matrix.h"
 
 namespace farm::recipe {
@@ -41,6 +42,8 @@ Result<farm::v1::ProvisionSpec> CellEnvironment(const farm::v1::Recipe& recipe,
     }
   }
   for (const std::string& r : recipe.environment().build_requirements()) spec.add_requirements(r);
+  // What the recipe's `cells:` entries add for this cell is resolved into its lock too.
+  for (std::string& r : CellBuildRequirements(recipe, cell)) spec.add_requirements(std::move(r));
   // The pins of each release of the cell's torch minor on its variant's index: the worker
   // adds those of the release it installs (known here only for a fixed release).
   const std::string label = "+" + spec.torch_variant();

@@ -31,6 +31,10 @@ const google::protobuf::RepeatedPtrField<std::string>& AxisValues(const farm::v1
   }
 }
 
+Cell FromProto(const farm::v1::MatrixCell& c) {
+  return {c.python(), c.torch(), c.cuda(), c.arch_list(), c.platform()};
+}
+
 farm::v1::MatrixCell ToProto(const Cell& c) {
   farm::v1::MatrixCell cell;
   cell.set_python(c[0]);
@@ -423,7 +427,7 @@ std::string DescribeCell(const farm::v1::MatrixCell& cell) {
 }
 
 MatrixExpansion ExpandMatrix(const farm::v1::MatrixAxes& requested,
-                             const farm::v1::MatrixAxes& supported) {
+                             const farm::v1::MatrixAxes& supported, const CellAdjuster& adjust) {
   MatrixExpansion out;
   std::array<Values, kAxes> axes;
   for (size_t axis = 0; axis < kAxes; ++axis) {
@@ -443,16 +447,23 @@ MatrixExpansion ExpandMatrix(const farm::v1::MatrixAxes& requested,
   ApplyIncludes(rules->include, axes, requested, supported, &cells, &out.rejected);
   std::set<Cell> seen;
   for (const Cell& c : cells) {
-    if (!seen.insert(c).second) continue;
-    std::string problem = CellProblem(c, supported);
+    farm::v1::MatrixCell cell = ToProto(c);
+    const std::string changed = adjust ? adjust(&cell) : "";
+    if (!seen.insert(FromProto(cell)).second) continue;
+    std::string problem = CheckCell(cell, supported);
     if (problem.empty()) {
-      out.cells.push_back(ToProto(c));
+      out.cells.push_back(std::move(cell));
     } else {
-      out.rejected.push_back(DescribeCell(ToProto(c)) + ": " + problem);
+      out.rejected.push_back(DescribeCell(ToProto(c)) +
+                             (changed.empty() ? "" : " (" + changed + ")") + ": " + problem);
     }
   }
   if (out.cells.size() > kMaxMatrixCells) return Fail(std::move(out), TooLarge());
   return out;
+}
+
+std::string CheckCell(const farm::v1::MatrixCell& cell, const farm::v1::MatrixAxes& supported) {
+  return CellProblem(FromProto(cell), supported);
 }
 
 bool HasAxes(const farm::v1::MatrixAxes& m) {
@@ -461,8 +472,8 @@ bool HasAxes(const farm::v1::MatrixAxes& m) {
 }
 
 MatrixExpansion ExpandRequest(const farm::v1::MatrixAxes& requested,
-                              const farm::v1::MatrixAxes& recipe) {
-  return ExpandMatrix(HasAxes(requested) ? requested : recipe, recipe);
+                              const farm::v1::MatrixAxes& recipe, const CellAdjuster& adjust) {
+  return ExpandMatrix(HasAxes(requested) ? requested : recipe, recipe, adjust);
 }
 
 Status CheckBuildable(const MatrixExpansion& expansion) {

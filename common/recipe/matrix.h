@@ -15,6 +15,7 @@
 #define FARM_COMMON_RECIPE_MATRIX_H_
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,9 +64,20 @@ struct MatrixExpansion {
   Status status;
 };
 
+// Called on each cell before it is checked (the check step above): it may change the cell's
+// arch list (a recipe's `cells:` entry, cell_settings.h) and returns what changed it, for a
+// dropped cell's reason ("" when nothing did). A cell made equal to an earlier one is kept
+// once.
+using CellAdjuster = std::function<std::string(farm::v1::MatrixCell*)>;
+
 // Expands `requested` within what `supported` (the recipe's matrix) allows; see above.
 MatrixExpansion ExpandMatrix(const farm::v1::MatrixAxes& requested,
-                             const farm::v1::MatrixAxes& supported);
+                             const farm::v1::MatrixAxes& supported,
+                             const CellAdjuster& adjust = nullptr);
+
+// Why `cell` cannot be built under `supported` (its torch/CUDA pair, its arch list against
+// its CUDA: step 5 above), "" when it can.
+std::string CheckCell(const farm::v1::MatrixCell& cell, const farm::v1::MatrixAxes& supported);
 
 // Whether a request names any axis value or include rule (else it builds the recipe's own
 // matrix).
@@ -75,7 +87,8 @@ bool HasAxes(const farm::v1::MatrixAxes& m);
 // matrix when the request names no axis. farmd and farmctl (before it uploads a source)
 // both call this, so they agree.
 MatrixExpansion ExpandRequest(const farm::v1::MatrixAxes& requested,
-                              const farm::v1::MatrixAxes& recipe);
+                              const farm::v1::MatrixAxes& recipe,
+                              const CellAdjuster& adjust = nullptr);
 
 // InvalidArgument "the matrix has no buildable cell:" followed by every rejected line when
 // `expansion` has no cell; OK otherwise.

@@ -40,7 +40,8 @@ const std::vector<std::string_view> kTopLevelKeys = {"name",
                                                      "build_on_target_gpu",
                                                      "requires",
                                                      "torch_abi",
-                                                     "environment"};
+                                                     "environment",
+                                                     "cells"};
 
 constexpr size_t kMaxNameLength = 100;
 constexpr double kMaxGbPerCompileJob = 1024;
@@ -212,28 +213,7 @@ Status ParsePatches(const Section& top, ParsedRecipe* out) {
 Status ParseEnv(const Section& top, farm::v1::Recipe* recipe) {
   const Field* f = top.Find("env");
   if (f == nullptr) return Status::Ok();
-  FARM_ASSIGN_OR_RETURN(auto pairs, ReadStringMap(top.sink(), *f));
-  for (const auto& [key, value] : pairs) {
-    if (!IsEnvName(key.text)) {
-      return top.sink().At(key.pos,
-                           "env name \"" + key.text + "\" must match [A-Za-z_][A-Za-z0-9_]*");
-    }
-    if (key.text == "TORCH_CUDA_ARCH_LIST") {
-      return top.sink().At(key.pos,
-                           "env \"TORCH_CUDA_ARCH_LIST\" cannot be set here; list it "
-                           "under matrix.arch_lists so it is checked against CUDA "
-                           "and GPUs");
-    }
-    bool reserved = key.text.starts_with("FARM_") ||
-                    std::find(kWorkerEnv.begin(), kWorkerEnv.end(), key.text) != kWorkerEnv.end();
-    if (reserved) {
-      return top.sink().At(key.pos, "env \"" + key.text +
-                                        "\" is set by the worker for every build and cannot "
-                                        "be overridden");
-    }
-    (*recipe->mutable_env())[key.text] = value.text;
-  }
-  return Status::Ok();
+  return ParseEnvMap(top.sink(), *f, recipe->mutable_env());
 }
 
 Status ParseBuild(const Section& top, farm::v1::Recipe* recipe) {
@@ -318,6 +298,7 @@ Result<ParsedRecipe> ParseRoot(const ErrorSink& sink, const YAML::Node& root) {
   FARM_RETURN_IF_ERROR(ParseRequiresSection(top, recipe));
   FARM_RETURN_IF_ERROR(ParseTorchAbiSection(top, recipe));
   FARM_RETURN_IF_ERROR(ParseEnvironmentSection(top, recipe));
+  FARM_RETURN_IF_ERROR(ParseCellsSection(top, recipe));
   if (recipe->matrix().has_torch_follow() && !recipe->has_environment()) {
     return sink.At(top.Find("matrix")->value_pos(),
                    "matrix.torch follows the index, so each cell's torch is provisioned: add an "
@@ -377,6 +358,31 @@ Result<YAML::Node> LoadSingleDocument(const ErrorSink& sink, std::string_view ya
 }
 
 }  // namespace
+
+Status ParseEnvMap(const ErrorSink& sink, const Field& f,
+                   google::protobuf::Map<std::string, std::string>* out) {
+  FARM_ASSIGN_OR_RETURN(auto pairs, ReadStringMap(sink, f));
+  for (const auto& [key, value] : pairs) {
+    if (!IsEnvName(key.text)) {
+      return sink.At(key.pos, "env name \"" + key.text + "\" must match [A-Za-z_][A-Za-z0-9_]*");
+    }
+    if (key.text == "TORCH_CUDA_ARCH_LIST") {
+      return sink.At(key.pos,
+                     "env \"TORCH_CUDA_ARCH_LIST\" cannot be set here; list it "
+                     "under matrix.arch_lists so it is checked against CUDA "
+                     "and GPUs");
+    }
+    bool reserved = key.text.starts_with("FARM_") ||
+                    std::find(kWorkerEnv.begin(), kWorkerEnv.end(), key.text) != kWorkerEnv.end();
+    if (reserved) {
+      return sink.At(key.pos, "env \"" + key.text +
+                                  "\" is set by the worker for every build and cannot "
+                                  "be overridden");
+    }
+    (*out)[key.text] = value.text;
+  }
+  return Status::Ok();
+}
 
 bool IsRecipeName(std::string_view name) { return IsValidName(name); }
 

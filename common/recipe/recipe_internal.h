@@ -3,11 +3,13 @@
 #ifndef FARM_COMMON_RECIPE_RECIPE_INTERNAL_H_
 #define FARM_COMMON_RECIPE_RECIPE_INTERNAL_H_
 
+#include <set>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "common/status.h"
 #include "common/recipe/yaml_reader.h"
+#include "common/status.h"
 #include "farm/v1/types.pb.h"
 
 namespace farm::recipe {
@@ -34,6 +36,18 @@ Status ParseRequiresSection(const Section& top, farm::v1::Recipe* recipe);
 // publish, which they are checked against.
 Status ParseTorchAbiSection(const Section& top, farm::v1::Recipe* recipe);
 Status ParseEnvironmentSection(const Section& top, farm::v1::Recipe* recipe);
+// `cells:` (recipe_cells.cc), read last: its settings are checked against the whole recipe.
+Status ParseCellsSection(const Section& top, farm::v1::Recipe* recipe);
+
+// An `env:` mapping (the recipe's, or a `cells:` entry's) into `out`: names match
+// [A-Za-z_][A-Za-z0-9_]*, and none the worker always sets or TORCH_CUDA_ARCH_LIST.
+Status ParseEnvMap(const ErrorSink& sink, const Field& f,
+                   google::protobuf::Map<std::string, std::string>* out);
+// Build requirements (PEP 508, no URL, not torch, no project twice in `seen`), each
+// `items[i]` named "<where>[i]" in messages, appended to `out`.
+Status ParseBuildRequirementItems(const ErrorSink& sink, const std::vector<Item>& items,
+                                  const std::string& where, std::set<std::string>* seen,
+                                  google::protobuf::RepeatedPtrField<std::string>* out);
 
 }  // namespace farm::recipe
 

@@ -212,10 +212,11 @@ Status ParseMatrixSection(const Section& top, farm::v1::MatrixAxes* matrix) {
 Status ParseValidationSection(const Section& top, farm::v1::Recipe* recipe) {
   const Field* f = top.Find("validation");
   if (f == nullptr) return Status::Ok();
-  FARM_ASSIGN_OR_RETURN(Section s,
-                        Section::Read(top.sink(), f->value, f->key_pos, "validation", "validation.",
-                                      {"script", "import", "min_cosine", "max_relative_l1",
-                                       "runtime_requirements", "min_speedup", "gpu_memory_gb"}));
+  FARM_ASSIGN_OR_RETURN(
+      Section s,
+      Section::Read(top.sink(), f->value, f->key_pos, "validation", "validation.",
+                    {"script", "import", "min_cosine", "max_relative_l1", "runtime_requirements",
+                     "min_speedup", "gpu_memory_gb", "require_fast_path"}));
   farm::v1::ValidationSpec* v = recipe->mutable_validation();
   FARM_RETURN_IF_ERROR(s.GetString("script", v->mutable_script()));
   std::vector<Item> modules;
@@ -243,6 +244,14 @@ Status ParseValidationSection(const Section& top, farm::v1::Recipe* recipe) {
   double gpu_gb = v->script().empty() ? 0 : kDefaultValidationGpuGb;
   FARM_RETURN_IF_ERROR(s.GetNumber("gpu_memory_gb", 0.1, kMaxGpuMemoryGb, &gpu_gb));
   v->set_gpu_memory_gb(gpu_gb);
+  bool fast = false;
+  FARM_RETURN_IF_ERROR(s.GetBool("require_fast_path", &fast));
+  if (fast && v->script().empty()) {
+    return s.sink().At(s.Find("require_fast_path")->value_pos(),
+                       "\"validation.require_fast_path\" needs a validation script: the "
+                       "script reports which implementation each case ran");
+  }
+  v->set_require_fast_path(fast);
   return Status::Ok();
 }
 

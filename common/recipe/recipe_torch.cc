@@ -246,24 +246,8 @@ Status ParseBuildRequirements(const Section& s, farm::v1::EnvironmentSpec* env) 
   std::vector<Item> items;
   FARM_RETURN_IF_ERROR(s.GetStringList("build_requirements", &items));
   std::set<std::string> seen;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const std::string at = "environment.build_requirements[" + std::to_string(i) + "]";
-    Result<wheel::DependencySpec> dep = wheel::ParseDependency(items[i].text);
-    if (!dep.ok()) {
-      return s.sink().At(items[i].pos, at + " must be a PEP 508 requirement such as "
-                                            "\"setuptools>=64\" (no URL): " +
-                                            dep.status().message());
-    }
-    const std::string project = wheel::NormalizeProjectName(dep->name);
-    if (project == "torch") {
-      return s.sink().At(items[i].pos, at + " names torch; the cell's torch comes from "
-                                            "environment.torch and its CUDA variant");
-    }
-    if (!seen.insert(project).second) {
-      return s.sink().At(items[i].pos, at + " names " + project + " a second time");
-    }
-    *env->add_build_requirements() = items[i].text;
-  }
+  FARM_RETURN_IF_ERROR(ParseBuildRequirementItems(s.sink(), items, "environment.build_requirements",
+                                                  &seen, env->mutable_build_requirements()));
   return ParseTorchRequirements(s, seen, env);
 }
 
@@ -284,6 +268,31 @@ Status ParseLockPath(const Section& s, farm::v1::EnvironmentSpec* env) {
 }
 
 }  // namespace
+
+Status ParseBuildRequirementItems(const ErrorSink& sink, const std::vector<Item>& items,
+                                  const std::string& where, std::set<std::string>* seen,
+                                  google::protobuf::RepeatedPtrField<std::string>* out) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    Result<wheel::DependencySpec> dep = wheel::ParseDependency(items[i].text);
+    if (!dep.ok()) {
+      return sink.At(items[i].pos, at +
+                                       " must be a PEP 508 requirement such as "
+                                       "\"setuptools>=64\" (no URL): " +
+                                       dep.status().message());
+    }
+    const std::string project = wheel::NormalizeProjectName(dep->name);
+    if (project == "torch") {
+      return sink.At(items[i].pos, at + " names torch; the cell's torch comes from "
+                                        "environment.torch and its CUDA variant");
+    }
+    if (!seen->insert(project).second) {
+      return sink.At(items[i].pos, at + " names " + project + " a second time");
+    }
+    *out->Add() = items[i].text;
+  }
+  return Status::Ok();
+}
 
 Status ParseTorchAbiSection(const Section& top, farm::v1::Recipe* recipe) {
   const Field* f = top.Find("torch_abi");

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/recipe/cell_settings.h"
 #include "common/recipe/matrix.h"
 
 namespace farm::coverage {
@@ -235,8 +236,7 @@ std::vector<Cell> ComputeCoverage(const std::vector<BuildFacts>& builds) {
   // A recipe without a matrix has one cell, the default, which its build's job covers.
   for (const auto& [package, facts] : newest) {
     if (!recipe::HasAxes(facts->recipe.matrix())) continue;
-    recipe::MatrixExpansion expansion =
-        recipe::ExpandRequest(farm::v1::MatrixAxes(), facts->recipe.matrix());
+    recipe::MatrixExpansion expansion = recipe::ExpandRecipe(farm::v1::MatrixAxes(), facts->recipe);
     for (const farm::v1::MatrixCell& mc : expansion.cells) {
       CellKey key = KeyOf(*facts, mc);
       if (cells.count(key)) continue;

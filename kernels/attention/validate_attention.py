@@ -19,10 +19,48 @@ SHAPES = [(1, 16, 1024, 64, False), (1, 16, 4096, 128, False), (2, 24, 3000, 128
 QUICK = [(1, 8, 512, 64, False), (1, 8, 1000, 128, True)]
 
 
+# The function sageattention.sageattn() dispatches to on each GPU arch when the wheel has
+# every extension (core.py of 2.2.0; sm121 from PR #297): the fast path. A wheel built
+# without one of them, or a fork that falls back, runs another (woct0rdho#90).
+SAGE_FAST = {"sm80": "sageattn_qk_int8_pv_fp16_cuda", "sm86": "sageattn_qk_int8_pv_fp16_triton",
+             "sm89": "sageattn_qk_int8_pv_fp8_cuda", "sm90": "sageattn_qk_int8_pv_fp8_cuda_sm90",
+             "sm120": "sageattn_qk_int8_pv_fp8_cuda", "sm121": "sageattn_qk_int8_pv_fp8_cuda"}
+
+
+class Dispatch:
+    """Records which implementation a call ran: sageattn() looks each candidate up in
+    sageattention.core's globals when it is called, so a recording wrapper put there sees
+    the one it picked. The last one entered is reported: a fork whose fast function falls
+    back inside calls the slow one from it."""
+
+    def __init__(self, module, prefix, fast):
+        self.calls, self.fast = [], fast
+        for name in [n for n in dir(module) if n.startswith(prefix)]:
+            real = getattr(module, name)
+            if not callable(real):
+                continue
+
+            def wrapper(*a, _real=real, _name=name, **kw):
+                self.calls.append(_name)
+                return _real(*a, **kw)
+            setattr(module, name, wrapper)
+
+    def ran(self, fn):
+        """Calls fn() and returns the implementation it ran ("" when none of the candidates)."""
+        self.calls = []
+        fn()
+        return self.calls[-1] if self.calls else ""
+
+
 def sageattention_kernel():
+    import torch
+    import sageattention.core as core
     from sageattention import sageattn
+    cc = torch.cuda.get_device_capability() if torch.cuda.is_available() else (0, 0)
+    fast = SAGE_FAST.get(f"sm{cc[0]}{cc[1]}", "")
+    dispatch = Dispatch(core, "sageattn_", fast)
     return "sageattention", lambda q, k, v, causal: sageattn(q, k, v, tensor_layout="HND",
-                                                             is_causal=causal)
+                                                             is_causal=causal), dispatch
 
 
 def sageattn3_kernel():
@@ -92,7 +130,16 @@ def time_ms(torch, fn, warmup, iters):
     return times[len(times) // 2], times[0]
 
 
-def run_case(torch, attn, shape, args, dev):
+def implementation_fields(dispatch, attn, q, k, v, causal):
+    """The case's `implementation` and `fast_implementation` (kernels/VALIDATION.md) for a
+    kernel whose dispatch the script can see; nothing for the others."""
+    if dispatch is None:
+        return {}
+    ran = dispatch.ran(lambda: attn(q, k, v, causal)) or "sageattn (none of the known paths)"
+    return {"implementation": ran, "fast_implementation": dispatch.fast}
+
+
+def run_case(torch, attn, shape, args, dev, dispatch=None):
     b, h, n, d, causal = shape
     f = torch.nn.functional.scaled_dot_product_attention
     q, k, v = (torch.randn(b, h, n, d, device=dev, dtype=torch.float16) for _ in range(3))
@@ -115,7 +162,7 @@ def run_case(torch, attn, shape, args, dev):
     if rel_l1 > args.max_relative_l1:
         failures.append(f"relative L1 {rel_l1:.5f} > {args.max_relative_l1}")
     tops, base_tops = flops / kern_ms / 1e9, flops / base_ms / 1e9
-    return {"name": f"b{b}_h{h}_n{n}_d{d}" + ("_causal" if causal else ""), "cosine": cos,
+    return {**implementation_fields(dispatch, attn, q, k, v, causal),"name": f"b{b}_h{h}_n{n}_d{d}" + ("_causal" if causal else ""), "cosine": cos,
             "relative_l1": rel_l1, "rmse": rmse, "tops": tops, "baseline_tops": base_tops,
             "throughput": tops, "throughput_unit": "TOPS", "baseline_throughput": base_tops,
             "baseline_name": "torch SDPA float16",
@@ -150,7 +197,8 @@ def main():
     try:
         import torch
         make, head_dim = KERNELS[kernel_name()]
-        package, attn = make()
+        package, attn, *dispatch = make()
+        dispatch = dispatch[0] if dispatch else None
     except Exception as e:  # noqa: BLE001 - any import failure is the package's
         finish(args, report, 4, "error", f"cannot import the kernel of {kernel_name()}: {e}")
     report["package"] = {"name": package}
@@ -165,7 +213,7 @@ def main():
     for shape in (QUICK if args.quick else SHAPES):
         shape = shape[:3] + (head_dim or shape[3], shape[4])
         try:
-            report["cases"].append(run_case(torch, attn, shape, args, dev))
+            report["cases"].append(run_case(torch, attn, shape, args, dev, dispatch))
         except RuntimeError as e:
             if "no kernel image" in str(e):
                 finish(args, report, 5, "unsupported_gpu", str(e))

@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.request
 
-from farm_harness import EXAMPLE_RECIPE
+from farm_harness import EXAMPLE_RECIPE, local_recipe, pure_python_source
 from test_foundation import only_job
 
 PASSING_SCRIPT = """\
@@ -35,6 +35,13 @@ with open(a.report + ".tmp", "w") as f:
     json.dump(report, f)
 os.replace(a.report + ".tmp", a.report)
 """
+
+
+# A kernel that imports and computes the right numbers, but through a slower path than the
+# one its package runs on this GPU when nothing is missing (kernels/VALIDATION.md).
+FALLBACK_SCRIPT = PASSING_SCRIPT.replace("import attn_example  # the installed wheel\n", "").replace(
+    '"passed": True,', '"passed": True, "implementation": "attn_triton_fallback", '
+    '"fast_implementation": "attn_cuda_sm90",')
 
 
 def example_with_passing_script(root):
@@ -99,7 +106,7 @@ def wait_for_build(farm, build_id, seconds=180):
 
 def test_a_gpu_worker_started_later_validates_without_a_new_submission(farm):
     farm.start_farmd(http=True)
-    farm.start_worker("builder")
+    builder = farm.start_worker("builder")
     recipe = example_with_passing_script(farm.root)
     build = farm.ctl_json("submit", recipe, "--arch-list", "9.0;12.0a", "--follow")
     assert build["state"] == "BUILD_SUCCEEDED", build
@@ -148,3 +155,23 @@ def test_a_gpu_worker_started_later_validates_without_a_new_submission(farm):
     assert again["kind"] == "JOB_VALIDATE" and again["id"] != validation["id"], again
     r = farm.ctl("validate", "999999")
     assert r.returncode == 2 and "999999" in r.stderr, r.stderr
+
+    # A recipe that requires the fast path: a report naming a fallback fails the job, naming
+    # both implementations (the GPU worker alone is left to build and validate it).
+    farm.stop(builder)
+    pure_python_source(farm.root, "pkgfast")
+    with open(os.path.join(farm.root, "fast_check.py"), "w") as f:
+        f.write(FALLBACK_SCRIPT)
+    fast = local_recipe(farm.root, "pkgfast", tail="validation:\n  script: fast_check.py\n"
+                        "  import: [pkgfast]\n  require_fast_path: true\n")
+    r = farm.ctl("submit", fast, "--follow")
+    assert r.returncode == 1, r.stdout + r.stderr
+    newest = farm.ctl_json("list")["builds"][0]  # newest first
+    failed = only_job(farm.ctl_json("show", str(newest["id"])))
+    assert failed["state"] == "JOB_FAILED", failed
+    (attempt,) = failed["attempts"]
+    assert attempt["cause"] == "CAUSE_VALIDATION_FAILED", attempt
+    assert ("case b1_h1_n64_d64 ran the fallback attn_triton_fallback, not the fast "
+            "attn_cuda_sm90 this GPU has; the recipe requires the fast path") in attempt["detail"], attempt
+    (case,) = failed["artifacts"][0]["validation"]["cases"]
+    assert case["implementation"] == "attn_triton_fallback" and not case.get("passed"), case

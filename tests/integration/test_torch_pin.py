@@ -2,12 +2,14 @@
 package built over two torch versions (each in an interpreter that really has it: real
 `torch` stand-in wheels 2.9.0+cu130 and 2.11.0+cu130 installed with pip, from
 tests/fakes/upstream_data.py) gives two wheels whose label and METADATA name the torch the
-build ran against; pip then refuses to install such a wheel next to another torch and
+build ran against (and only the torch >= 2.10 cell gets the recipe's per-cell setting,
+read back from its build's environment); pip then refuses to install such a wheel next to another torch and
 accepts it next to its own; farmctl inspect shows the requirement; the example built
 without a torch axis requires no torch."""
 import json
 import os
 import subprocess
+import urllib.request
 import zipfile
 
 from farm_harness import FARMCTL, PYTHON, REPO, example_recipe, venv
@@ -41,6 +43,17 @@ def venv_with_torch(root, wheels, version):
     return python
 
 
+# A per-cell setting (docs/recipes.md, "Per-cell settings") for the newer torch only; the
+# build prints what its environment holds.
+CELL_SETTINGS = """\
+cells:
+  - when: {torch: ">=2.10"}
+    env: {CELL_FLAG: "new-torch"}
+"""
+PRINT_FLAG = '  echo "cell flag: ${CELL_FLAG:-unset}"\n'
+APPLIED = "(torch >=2.10): env CELL_FLAG=new-torch"
+
+
 def write_recipe(root, torch_axis):
     torch_line = f"  torch: {json.dumps(list(torch_axis))}\n" if torch_axis else ""
     return example_recipe(root, "pinned.yaml" if torch_axis else "plain.yaml", f"""\
@@ -48,7 +61,7 @@ def write_recipe(root, torch_axis):
 {torch_line}  cuda: ["13.0"]
   arch_lists: ["9.0"]
   platform: [linux_x86_64]
-""")
+""", tail=CELL_SETTINGS if torch_axis else "", build_first=PRINT_FLAG if torch_axis else "")
 
 
 def metadata(wheel):
@@ -67,13 +80,33 @@ def download(farm, build_id):
     out = os.path.join(farm.root, f"download-{build_id}")
     r = farm.ctl("download", str(build_id), "--dir", out)
     assert r.returncode == 0, r.stderr
-    return {name: os.path.join(out, name) for name in os.listdir(out)}
+    # The wheels; their signed provenance (.intoto.jsonl) comes down beside them.
+    return {name: os.path.join(out, name) for name in os.listdir(out) if name.endswith(".whl")}
+
+
+def check_cell_settings(farm, job):
+    """Only the torch >= 2.10 cell got CELL_FLAG: its build printed it, and its log, farmctl
+    show and the job page name the setting; the 2.9 cell got none of it."""
+    log = farm.ctl("logs", str(job["id"])).stdout
+    page = json.loads(urllib.request.urlopen(
+        "http://%s/api/v1/jobs/%d" % (farm.http_address, job["id"]), timeout=30).read())
+    if job["cell"]["torch"] == "2.11":
+        assert "cell flag: new-torch" in log, log
+        [line] = [l for l in log.splitlines() if "farm: cell settings: " in l]
+        assert line.endswith(APPLIED) and "cells[0] at line " in line, line
+        [shown] = job["cell_settings"]
+        assert shown == line.split("farm: cell settings: ", 1)[1], (shown, line)
+        assert page["cell_settings"] == [shown], page["cell_settings"]
+    else:
+        assert job["cell"]["torch"] == "2.9", job
+        assert "cell flag: unset" in log and "cell settings" not in log, log
+        assert "cell_settings" not in job and page["cell_settings"] == [], (job, page)
 
 
 def test_each_wheel_requires_the_torch_its_build_ran_against(farm):
     wheels = torch_wheels(farm.root)
     pythons = [venv_with_torch(farm.root, wheels, v) for v in TORCHES]
-    farm.start_farmd()
+    farm.start_farmd(http=True)
     farm.start_worker("worker-1", *[a for p in pythons for a in ("--python", p)])
     farm.wait_workers(1)
     [worker] = farm.ctl_json("workers")["workers"]
@@ -99,6 +132,7 @@ def test_each_wheel_requires_the_torch_its_build_ran_against(farm):
     for job in build["jobs"]:
         log = farm.ctl("logs", str(job["id"])).stdout
         assert ", requires torch==" in log, log
+        check_cell_settings(farm, job)
 
     # pip honours it: with only the installed torch to choose from, the 2.9 wheel does not
     # install next to torch 2.11 and does next to 2.9 (offered the torch wheels, pip would

@@ -233,6 +233,7 @@ Outcome JobRunner::Execute(LogShipper& log, const std::string& ws) {
     log.Append(farm::v1::SYSTEM, "farm: " + text);
   };
   system("workspace " + ws);
+  for (const std::string& line : job_.cell_settings()) system("cell settings: " + line);
   if (job_.kind() == farm::v1::JOB_VALIDATE) return ValidationAttempt(*this).Run(log, ws);
   auto src = FetchAndPatch(log, ws);
   if (!src.ok()) return Infra(src.status().message());

@@ -173,6 +173,7 @@ Result<farm::v1::ValidationReport> ValidateWheels(StepRunner& steps, ProcessRunn
   report.set_worker_id(in.worker_id);
   if (report.gpu_name().empty()) report.set_gpu_name(gpu->name());
   ApplySpeedThreshold(recipe.validation().min_speedup(), &report);
+  ApplyFastPathRequirement(recipe.validation().require_fast_path(), &report);
   return report;
 }
 

@@ -48,6 +48,12 @@ farm::v1::ValidationReport ParseValidationReport(const std::string& json, int ex
 // becomes failed, naming the case, the baseline and both figures. 0 checks nothing.
 void ApplySpeedThreshold(double min_speedup, farm::v1::ValidationReport* report);
 
+// The recipe's fast-path requirement (ValidationSpec.require_fast_path): in a passed
+// report, every case that ran another implementation than the fast one its script names
+// (or names neither) is marked failed, and the report becomes failed with the first such
+// case, naming both implementations. false checks nothing.
+void ApplyFastPathRequirement(bool required, farm::v1::ValidationReport* report);
+
 // The structure and arch-manifest checks of a built wheel against its job's matrix cell
 // (farm::wheel::CheckJobWheel), as the JobRunner's WheelHook. Fills header->manifest; on a
 // broken rule FailedPrecondition with the problems ("arch-missing: pkg/_C.so: ... lacks

@@ -73,6 +73,8 @@ void AddCases(const json::object& root, farm::v1::ValidationReport* report) {
     out->set_rmse(NumberField(o, "rmse"));
     out->set_tops(NumberField(o, "tops"));
     out->set_baseline_tops(NumberField(o, "baseline_tops"));
+    out->set_implementation(StringField(o, "implementation"));
+    out->set_fast_implementation(StringField(o, "fast_implementation"));
     SetThroughput(root, o, out);
     const json::value* passed = o.if_contains("passed");
     out->set_passed(passed != nullptr && passed->is_bool() && passed->get_bool());
@@ -100,6 +102,32 @@ void ApplySpeedThreshold(double min_speedup, farm::v1::ValidationReport* report)
                         Number(min_speedup) + "x");
     return;
   }
+}
+
+void ApplyFastPathRequirement(bool required, farm::v1::ValidationReport* report) {
+  if (!required || report->state() != farm::v1::VALIDATION_PASSED) return;
+  std::string first;
+  for (farm::v1::ValidationCase& c : *report->mutable_cases()) {
+    std::string why;
+    if (c.implementation().empty() || c.fast_implementation().empty()) {
+      why = "case " + c.name() + " does not say which implementation it ran and which is " +
+            "the fast one (implementation, fast_implementation: kernels/VALIDATION.md); " +
+            "the recipe requires the fast path";
+    } else if (c.implementation() != c.fast_implementation()) {
+      why = "case " + c.name() + " ran the fallback " + c.implementation() + ", not the fast " +
+            c.fast_implementation() + " this GPU has; the recipe requires the fast path";
+    } else {
+      continue;
+    }
+    c.set_passed(false);
+    if (first.empty()) first = std::move(why);
+  }
+  if (report->cases_size() == 0) {
+    first = "the report has no cases to show the fast path ran; the recipe requires it";
+  }
+  if (first.empty()) return;
+  report->set_state(farm::v1::VALIDATION_FAILED);
+  report->set_message(first);
 }
 
 std::optional<farm::v1::Gpu> ChooseValidationGpu(const farm::v1::Capabilities& caps,

@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/recipe/cell_settings.h"
 #include "common/sha256.h"
 #include "daemon/api/artifact_stream.h"
 #include "daemon/api/handler.h"
@@ -149,6 +150,13 @@ Status AddLockInfo(const ServiceContext& ctx, const store::JobRow& row,
   return Status::Ok();
 }
 
+// The recipe's `cells:` entries the job's cell matches: what its lease applies.
+void AddCellSettings(const farm::v1::Recipe& recipe, farm::v1::Job* job) {
+  for (std::string& line : recipe::MatchingCellSettings(recipe, job->cell())) {
+    job->add_cell_settings(std::move(line));
+  }
+}
+
 Result<farm::v1::Recipe> RecipeOfBuild(const ServiceContext& ctx, int64_t build_id) {
   FARM_ASSIGN_OR_RETURN(store::BuildRow build, ctx.store->GetBuild(build_id));
   return model::ParseBlob<farm::v1::Recipe>(build.recipe);
@@ -196,6 +204,7 @@ Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
     FARM_ASSIGN_OR_RETURN(*job, LoadJobWith(ctx, j, attempts[j.id], artifacts[j.id], view,
                                             in_graph.count(j.id) > 0));
     FARM_RETURN_IF_ERROR(AddLockInfo(ctx, j, row.recipe_name, job));
+    AddCellSettings(build.recipe(), job);
   }
   return build;
 }
@@ -284,6 +293,7 @@ grpc::Status ClientService::GetJob(grpc::ServerContext* call, const farm::v1::Ge
     FARM_ASSIGN_OR_RETURN(*resp, LoadJob(*ctx_, row));
     FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, RecipeOfBuild(*ctx_, row.build_id));
     FARM_RETURN_IF_ERROR(AddLockInfo(*ctx_, row, recipe.name(), resp));
+    AddCellSettings(recipe, resp);
     return AddFailureLines(*ctx_, recipe, resp);
   });
 }

@@ -30,6 +30,7 @@
 #include "common/arch.h"
 #include "common/log.h"
 #include "common/recipe/build_plan.h"
+#include "common/recipe/cell_settings.h"
 #include "common/recipe/matrix.h"
 #include "common/recipe/recipe.h"
 #include "common/recipe/wheel_names.h"
@@ -154,7 +155,7 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
         " recipe(s) and the request carries " + std::to_string(req.requirements_size()) +
         " (the client reads required recipes; farmctl submit does)");
   }
-  recipe::MatrixExpansion expansion = recipe::ExpandRequest(req.matrix(), recipe.matrix());
+  recipe::MatrixExpansion expansion = recipe::ExpandRecipe(req.matrix(), recipe);
   FARM_RETURN_IF_ERROR(recipe::CheckBuildable(expansion));
   std::ostringstream rejected;
   for (const auto& r : expansion.rejected) rejected << r << "\n";

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/recipe/cell_environment.h"
+#include "common/recipe/cell_settings.h"
 #include "common/sha256.h"
 #include "daemon/api/artifact_stream.h"
 #include "daemon/api/client/client_service.h"
@@ -137,6 +138,12 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, Recipe
   *a.mutable_recipe() = std::move(build.recipe);
   a.set_cache_namespace(build.cache_namespace);
   *a.mutable_cell() = ParseBlob<farm::v1::MatrixCell>(job.cell);
+  // The recipe's `cells:` entries that match the cell, applied here so the worker runs the
+  // recipe as that cell has it (env, timeout, unrequested_archs, build requirements) and
+  // logs what it received.
+  recipe::CellRecipe cell_recipe = recipe::ApplyCellSettings(a.recipe(), a.cell());
+  *a.mutable_recipe() = std::move(cell_recipe.recipe);
+  for (std::string& line : cell_recipe.applied) a.add_cell_settings(std::move(line));
   // The cell's environment travels with the lease, with the lock resolved for it at
   // submit: the worker installs exactly that.
   if (a.recipe().has_environment()) {

@@ -2,6 +2,7 @@
 // except the log lines.
 #include <boost/json.hpp>
 
+#include "common/recipe/cell_settings.h"
 #include "common/recipe/matrix.h"
 #include "common/wheel/job_check.h"
 #include "common/wheel/wheel_name.h"
@@ -173,6 +174,14 @@ Result<json::object> JobPage(const DashboardDeps& deps, int64_t job_id, bool inc
                         DetailedJobJson(deps, job, build, fleet, waiting, expected));
   o["recipe_name"] = build.recipe_name;
   o["build_state"] = BuildStateName(build.state);
+  // The recipe's `cells:` entries this job's cell matches: what its lease applied.
+  json::array settings;
+  for (std::string& line :
+       recipe::MatchingCellSettings(model::ParseBlob<farm::v1::Recipe>(build.recipe),
+                                    model::ParseBlob<farm::v1::MatrixCell>(job.cell))) {
+    settings.push_back(json::value(line));
+  }
+  o["cell_settings"] = std::move(settings);
   o["attempts"] = AttemptsJson(attempts, fleet);
   json::array arts;
   const std::string arch_list = model::ParseBlob<farm::v1::MatrixCell>(job.cell).arch_list();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/arch.h"
+#include "common/recipe/cell_settings.h"
 #include "common/recipe/matrix.h"
 #include "common/recipe/recipe.h"
 #include "tests/support/test_util.h"
@@ -113,6 +114,27 @@ TEST(CatalogTest, Gb10ChainRequiresThePinnedTritonAndEveryCellIsServed) {
     });
     EXPECT_TRUE(served) << DescribeCell(cell);
   }
+}
+
+// SageAttention following torch: C++20 for torch 2.14 and later (torch's headers refuse
+// less), the flags upstream tests with for the torches before.
+TEST(CatalogTest, SageattentionFollowingTorchGetsCxx20FromTorch214) {
+  auto follow =
+      LoadRecipeFile(std::string(FARM_SOURCE_DIR) + "/kernels/sageattention/follow-torch.yaml");
+  ASSERT_TRUE(follow.ok()) << follow.status().ToString();
+  farm::v1::MatrixCell cell;
+  cell.set_python("3.12");
+  cell.set_cuda("13.0");
+  cell.set_arch_list("9.0a");
+  cell.set_platform("linux_x86_64");
+  cell.set_torch("2.13");
+  EXPECT_TRUE(MatchingCellSettings(follow->recipe, cell).empty());
+  EXPECT_FALSE(ApplyCellSettings(follow->recipe, cell).recipe.env().contains("CXX_APPEND_FLAGS"));
+  cell.set_torch("2.14");
+  CellRecipe applied = ApplyCellSettings(follow->recipe, cell);
+  EXPECT_EQ(applied.recipe.env().at("CXX_APPEND_FLAGS"), "-std=c++20");
+  EXPECT_EQ(applied.recipe.env().at("NVCC_APPEND_FLAGS"), "-std=c++20");
+  EXPECT_EQ(applied.applied.size(), 1u);
 }
 
 }  // namespace

@@ -156,6 +156,17 @@ TEST(ParseRecipeTest, ValidationDefaultsApplyWhenTheBlockIsGiven) {
   EXPECT_DOUBLE_EQ(r->validation().gpu_memory_gb(), 0);  // no script, no GPU memory
 }
 
+TEST(ParseRecipeTest, RequireFastPathNeedsAScript) {
+  Result<farm::v1::Recipe> r = ParseRecipe(
+      std::string(kMinimal) + "validation: {script: v.py, require_fast_path: true}\n", "r.yaml");
+  ASSERT_OK(r.status());
+  EXPECT_TRUE(r->validation().require_fast_path());
+  EXPECT_EQ(
+      ErrorOf(std::string(kMinimal) + "validation: {import: [tiny], require_fast_path: true}\n"),
+      "recipe.yaml:4:49: \"validation.require_fast_path\" needs a validation script: the "
+      "script reports which implementation each case ran");
+}
+
 TEST(ParseRecipeTest, ValidationGpuMemory) {
   Result<farm::v1::Recipe> r = ParseRecipe(
       std::string(kMinimal) + "validation: {script: v.py, gpu_memory_gb: 24.5}\n", "r.yaml");
@@ -262,7 +273,8 @@ TEST(ParseRecipeErrorTest, UnknownFieldsNameTheExpectedOnes) {
             "recipe.yaml:4:1: unknown field \"buidl\" in recipe (expected one of: name, version, "
             "source, subdirectory, patches, env, build, system_site_packages, timeout, "
             "gb_per_compile_job, ccache, container_image, matrix, validation, retry, publish, "
-            "network, unrequested_archs, build_on_target_gpu, requires, torch_abi, environment)");
+            "network, unrequested_archs, build_on_target_gpu, requires, torch_abi, environment, "
+            "cells)");
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "retry:\n  max_attempt: 2\n"),
             "recipe.yaml:5:3: unknown field \"max_attempt\" in retry (expected one of: "
             "max_attempts, backoff_seconds, retry_build_failures)");

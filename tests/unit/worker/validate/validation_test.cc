@@ -132,6 +132,51 @@ TEST(ValidationReportTest, TheRecipesSpeedThresholdFailsASlowCase) {
   EXPECT_EQ(failed.message(), "2/2 cases passed");
 }
 
+TEST(FastPathTest, AFallbackFailsNamingBothImplementations) {
+  const std::string json = R"json({"message": "3/3 cases passed", "cases": [
+    {"name": "fast", "passed": true, "implementation": "sageattn_qk_int8_pv_fp8_cuda_sm90",
+     "fast_implementation": "sageattn_qk_int8_pv_fp8_cuda_sm90"},
+    {"name": "slow", "passed": true, "implementation": "sageattn_qk_int8_pv_fp16_triton",
+     "fast_implementation": "sageattn_qk_int8_pv_fp8_cuda_sm90"},
+    {"name": "silent", "passed": true}]})json";
+  farm::v1::ValidationReport r = ParseValidationReport(json, 0);
+  ASSERT_EQ(r.cases_size(), 3);
+  EXPECT_EQ(r.cases(1).implementation(), "sageattn_qk_int8_pv_fp16_triton");
+  EXPECT_EQ(r.cases(1).fast_implementation(), "sageattn_qk_int8_pv_fp8_cuda_sm90");
+  ApplyFastPathRequirement(false, &r);
+  EXPECT_EQ(r.state(), farm::v1::VALIDATION_PASSED);  // not required: reported, not checked
+  ApplyFastPathRequirement(true, &r);
+  EXPECT_EQ(r.state(), farm::v1::VALIDATION_FAILED);
+  EXPECT_EQ(r.message(),
+            "case slow ran the fallback sageattn_qk_int8_pv_fp16_triton, not the fast "
+            "sageattn_qk_int8_pv_fp8_cuda_sm90 this GPU has; the recipe requires the fast path");
+  EXPECT_TRUE(r.cases(0).passed());
+  EXPECT_FALSE(r.cases(1).passed());
+  EXPECT_FALSE(r.cases(2).passed());  // a case that does not say cannot pass the check
+  // A script that says nothing, or reports no case at all, cannot pass it either.
+  farm::v1::ValidationReport silent =
+      ParseValidationReport(R"({"message": "ok", "cases": [{"name": "c", "passed": true}]})", 0);
+  ApplyFastPathRequirement(true, &silent);
+  EXPECT_EQ(silent.state(), farm::v1::VALIDATION_FAILED);
+  EXPECT_NE(silent.message().find("case c does not say which implementation it ran"),
+            std::string::npos)
+      << silent.message();
+  farm::v1::ValidationReport empty = ParseValidationReport(R"({"message": "ok"})", 0);
+  ApplyFastPathRequirement(true, &empty);
+  EXPECT_EQ(empty.state(), farm::v1::VALIDATION_FAILED);
+  // A hostile report's non-string fields read as nothing said.
+  farm::v1::ValidationReport odd = ParseValidationReport(
+      R"({"cases": [{"name": "c", "passed": true, "implementation": 7,
+          "fast_implementation": ["x"]}]})",
+      0);
+  ApplyFastPathRequirement(true, &odd);
+  EXPECT_EQ(odd.state(), farm::v1::VALIDATION_FAILED);
+  // A failed report keeps its own message.
+  farm::v1::ValidationReport failed = ParseValidationReport(json, 1);
+  ApplyFastPathRequirement(true, &failed);
+  EXPECT_EQ(failed.message(), "3/3 cases passed");
+}
+
 // The whole path with real processes: a real venv, pip installing a real wheel, and a
 // validation script standing in for a GPU kernel check (it writes the report a GPU run
 // would), chosen because the caps claim a GPU the wheel serves.
