@@ -34,6 +34,9 @@ class QuotaKeeper;
 namespace farm::mirror {
 class PullThroughCache;
 }  // namespace farm::mirror
+namespace farm::builds {
+class Control;
+}  // namespace farm::builds
 
 namespace farm::api {
 
@@ -77,6 +80,8 @@ struct ServiceContext {
   // indexes and trees) and how often; `upstream_fetcher` null: nothing is read upstream.
   cron::WatchSettings watches;
   upstream::Fetcher* upstream_fetcher = nullptr;
+  // Cancel, retry, drain and revalidate (daemon/builds/control.h), shared with the REST API.
+  builds::Control* control = nullptr;
 };
 
 // Polls `generation()` (by default `ctx.store->Generation()`) until it differs from `seen`,

@@ -13,6 +13,7 @@
 #include "daemon/api/worker/worker_service.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/builds/build_key.h"
+#include "daemon/builds/control.h"
 #include "daemon/cron/runner.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/server/dashboard.h"
@@ -37,6 +38,7 @@ struct FarmServer::Impl {
   std::unique_ptr<provenance::KeyRing> keys;
   std::unique_ptr<attest::Attestor> attestor;
   std::unique_ptr<audit::AuditLog> audit;
+  std::unique_ptr<builds::Control> control;
   ServiceContext ctx;
   std::atomic<bool> shutting_down{false};
   std::unique_ptr<ClientService> client_service;
@@ -192,6 +194,18 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
               quota::DescribeLimits(limits, options.quotas.window_ms));
   }
   impl->ctx.audit = impl->audit.get();
+  store::Store* s = impl->store.get();
+  impl->control = std::make_unique<builds::Control>(
+      builds::ControlDeps{.builds = s,
+                          .control = s,
+                          .artifacts = s,
+                          .validations = s,
+                          .workers = s,
+                          .names = s,
+                          .clock = &RealClock(),
+                          .audit = impl->audit.get(),
+                          .max_attempts = options.tunables.max_attempts});
+  impl->ctx.control = impl->control.get();
   impl->ctx.git = options.git;
   impl->resolver =
       std::make_unique<cron::GitSourceResolver>(&impl->processes, options.git, options.git_resolve);
@@ -247,6 +261,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                              &RealClock(),      impl->schedules.get(), impl->attestor.get(),
                              impl->audit.get()};
     deps.mirror = impl->mirror.get();
+    deps.control = impl->control.get();
     FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
     if (!options.http_ready_file.empty()) {
       FARM_RETURN_IF_ERROR(

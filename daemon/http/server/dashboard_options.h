@@ -26,6 +26,10 @@ namespace farm::mirror {
 class PullThroughCache;
 }  // namespace farm::mirror
 
+namespace farm::builds {
+class Control;
+}  // namespace farm::builds
+
 namespace farm::http {
 
 struct DashboardOptions {
@@ -75,6 +79,9 @@ struct DashboardDeps {
   // The pull-through cache of the upstreams workers provision from (/upstream/...); null
   // where farmd serves none (404).
   mirror::PullThroughCache* mirror = nullptr;
+  // Cancel, retry and drain (daemon/builds/control.h), shared with the gRPC API; null
+  // where none is made (those calls answer 503).
+  builds::Control* control = nullptr;
 };
 
 }  // namespace farm::http
