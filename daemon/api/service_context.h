@@ -35,8 +35,13 @@ namespace farm::mirror {
 class PullThroughCache;
 }  // namespace farm::mirror
 namespace farm::builds {
+class Completer;
 class Control;
+class RecipeCache;
 }  // namespace farm::builds
+namespace farm::sched {
+class Dispatcher;
+}  // namespace farm::sched
 
 namespace farm::api {
 
@@ -82,6 +87,12 @@ struct ServiceContext {
   upstream::Fetcher* upstream_fetcher = nullptr;
   // Cancel, retry, drain and revalidate (daemon/builds/control.h), shared with the REST API.
   builds::Control* control = nullptr;
+  // What a worker's CompleteJob means (daemon/builds/completion.h).
+  builds::Completer* completer = nullptr;
+  // The recipes of recent builds, which every lease carries.
+  builds::RecipeCache* recipes = nullptr;
+  // Hands leasable jobs to waiting AcquireJob polls (sched/dispatcher.h).
+  sched::Dispatcher* dispatcher = nullptr;
 };
 
 // Polls `generation()` (by default `ctx.store->Generation()`) until it differs from `seen`,

@@ -13,11 +13,14 @@
 #include "daemon/api/worker/worker_service.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/builds/build_key.h"
+#include "daemon/builds/completion.h"
 #include "daemon/builds/control.h"
+#include "daemon/builds/recipe_cache.h"
 #include "daemon/cron/runner.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/server/dashboard.h"
 #include "daemon/publish/publishing_service.h"
+#include "daemon/sched/dispatcher.h"
 #include "daemon/sched/revalidation.h"
 #include "daemon/sched/sweeper.h"
 #include "daemon/store/sql_store/postgres.h"
@@ -39,7 +42,12 @@ struct FarmServer::Impl {
   std::unique_ptr<attest::Attestor> attestor;
   std::unique_ptr<audit::AuditLog> audit;
   std::unique_ptr<builds::Control> control;
+  std::unique_ptr<builds::RecipeCache> recipes;
+  std::unique_ptr<builds::Completer> completer;
   ServiceContext ctx;
+  // The dispatcher outlives the worker service, whose polls wait in it.
+  sched::PeerCache peers;
+  std::unique_ptr<sched::Dispatcher> dispatcher;
   std::atomic<bool> shutting_down{false};
   std::unique_ptr<ClientService> client_service;
   std::unique_ptr<WorkerService> worker_service;
@@ -206,6 +214,8 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                           .audit = impl->audit.get(),
                           .max_attempts = options.tunables.max_attempts});
   impl->ctx.control = impl->control.get();
+  impl->recipes = std::make_unique<builds::RecipeCache>(s);
+  impl->ctx.recipes = impl->recipes.get();
   impl->ctx.git = options.git;
   impl->resolver =
       std::make_unique<cron::GitSourceResolver>(&impl->processes, options.git, options.git_resolve);
@@ -235,6 +245,26 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
       });
   impl->ctx.hosts = impl->hosts.get();
   impl->ctx.attestor = impl->attestor.get();
+  builds::ValidationSigner sign = [attestor = impl->attestor.get()](
+                                      const store::JobRow& job, int attempt,
+                                      const farm::v1::ValidationReport& report,
+                                      const std::string& worker) {
+    return attestor->AttestValidation(job, attempt, report, worker);
+  };
+  impl->completer = std::make_unique<builds::Completer>(
+      builds::CompletionDeps{.builds = s,
+                             .artifacts = s,
+                             .leases = s,
+                             .graph = s,
+                             .recipes = impl->recipes.get(),
+                             .clock = &RealClock(),
+                             .sign_validation = std::move(sign),
+                             .inputs_key = builds::KeyWithInputs});
+  impl->ctx.completer = impl->completer.get();
+  impl->dispatcher = std::make_unique<sched::Dispatcher>(
+      sched::FleetSource{s, &RealClock(), impl->ctx.fleet_cache.get()}, options.tunables.lease_ms,
+      &impl->peers);
+  impl->ctx.dispatcher = impl->dispatcher.get();
   impl->client_service = std::make_unique<ClientService>(&impl->ctx);
   impl->worker_service = std::make_unique<WorkerService>(&impl->ctx);
 

@@ -319,4 +319,13 @@ Result<bool> InMemoryStore::ForgetSourceArchive(const std::string&, int64_t) {
   return Unused("ForgetSourceArchive");
 }
 
+Status InMemoryStore::Together(const std::function<Status()>& calls) {
+  ++visits;
+  return calls();
+}
+Status InMemoryStore::TogetherInOneTransaction(const std::function<Status()>& calls) {
+  ++visits;
+  return calls();
+}
+
 }  // namespace farm::builds::testing

@@ -22,6 +22,7 @@
 #include "daemon/store/ports/recipe_name_store.h"
 #include "daemon/store/ports/source_archive_store.h"
 #include "daemon/store/ports/validation_jobs.h"
+#include "daemon/store/ports/visits.h"
 #include "daemon/store/ports/worker_store.h"
 
 namespace farm::builds::testing {
@@ -34,7 +35,8 @@ class InMemoryStore final : public store::BuildReader,
                             public store::WorkerStore,
                             public store::RecipeNameStore,
                             public store::BuildGraphStore,
-                            public store::SourceArchiveStore {
+                            public store::SourceArchiveStore,
+                            public store::Visits {
  public:
   // Rows the tests set up; ids are kept as given.
   std::map<int64_t, store::BuildRow> builds;
@@ -48,6 +50,7 @@ class InMemoryStore final : public store::BuildReader,
   std::vector<store::CompletionReport> completions;
   std::vector<store::BuildLinks> links;  // of each CreateBuildLinked, in order
   int held_resolutions = 0;              // ResolveHeldJobs calls
+  int visits = 0;                        // Together calls
 
   // A build of `recipe_name` by `who` with one build job (a succeeded one when `succeeded`).
   // Returns the job's id; the build's id is the same.
@@ -150,6 +153,10 @@ class InMemoryStore final : public store::BuildReader,
   Result<std::vector<store::SourceArchiveRow>> ListCollectableSources(int64_t unused_before_ms,
                                                                       int limit) override;
   Result<bool> ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms) override;
+
+  // Visits.
+  Status Together(const std::function<Status()>& calls) override;
+  Status TogetherInOneTransaction(const std::function<Status()>& calls) override;
 
  private:
   int64_t next_id_ = 1000;  // ids of rows written by the code under test
