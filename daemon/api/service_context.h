@@ -38,6 +38,7 @@ namespace farm::builds {
 class Completer;
 class Control;
 class RecipeCache;
+class Submitter;
 }  // namespace farm::builds
 namespace farm::sched {
 class Dispatcher;
@@ -85,6 +86,8 @@ struct ServiceContext {
   // indexes and trees) and how often; `upstream_fetcher` null: nothing is read upstream.
   cron::WatchSettings watches;
   upstream::Fetcher* upstream_fetcher = nullptr;
+  // The use cases (daemon/builds/), made by FarmServer. Submitting a build (submit.h):
+  builds::Submitter* submitter = nullptr;
   // Cancel, retry, drain and revalidate (daemon/builds/control.h), shared with the REST API.
   builds::Control* control = nullptr;
   // What a worker's CompleteJob means (daemon/builds/completion.h).

@@ -16,6 +16,7 @@
 #include "daemon/builds/completion.h"
 #include "daemon/builds/control.h"
 #include "daemon/builds/recipe_cache.h"
+#include "daemon/builds/submit.h"
 #include "daemon/cron/runner.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/server/dashboard.h"
@@ -44,6 +45,7 @@ struct FarmServer::Impl {
   std::unique_ptr<builds::Control> control;
   std::unique_ptr<builds::RecipeCache> recipes;
   std::unique_ptr<builds::Completer> completer;
+  std::unique_ptr<builds::Submitter> submitter;
   ServiceContext ctx;
   // The dispatcher outlives the worker service, whose polls wait in it.
   sched::PeerCache peers;
@@ -220,7 +222,6 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   impl->resolver =
       std::make_unique<cron::GitSourceResolver>(&impl->processes, options.git, options.git_resolve);
   impl->ctx.resolver = impl->resolver.get();
-  impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);
   // Watches and following matrices read the upstream indexes directly (not through the
   // pull-through cache, whose pages are kept for a while).
   impl->upstream_fetcher = upstream::MakeCurlFetcher();
@@ -228,6 +229,22 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   impl->ctx.watches = cron::WatchSettings{
       .upstreams = {.indexes = options.upstream.indexes, .trees = options.upstream.trees},
       .min_poll_seconds = options.watch_min_poll_seconds};
+  impl->submitter = std::make_unique<builds::Submitter>(
+      builds::SubmitDeps{.plan = {.builds = s,
+                                  .sources = SourceDepsOf(impl->ctx),
+                                  .clock = &RealClock(),
+                                  .resolver = impl->resolver.get(),
+                                  .git = options.git,
+                                  .watches = impl->ctx.watches,
+                                  .upstream_fetcher = impl->upstream_fetcher.get(),
+                                  .max_attempts = options.tunables.max_attempts},
+                         .control = s,
+                         .names = s,
+                         .quotas = impl->quotas.get(),
+                         .inputs_key = builds::KeyWithInputs});
+  impl->ctx.submitter = impl->submitter.get();
+  impl->schedule_submitter =
+      std::make_unique<builds::ScheduleSubmitter>(impl->submitter.get(), impl->auth.get());
   impl->poller = std::make_unique<cron::UpstreamWatchPoller>(
       impl->upstream_fetcher.get(), impl->resolver.get(), impl->ctx.watches.upstreams);
   impl->schedules = std::make_unique<cron::ScheduleRunner>(
@@ -349,7 +366,8 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
           {.what = "collecting source archives",
            .every_passes = kSourceCollectionPasses,
            .run = [ctx = &impl->ctx]() -> Status {
-             return CollectSources(*ctx, ctx->tunables.source_retention_ms).status();
+             return builds::CollectSources(SourceDepsOf(*ctx), ctx->tunables.source_retention_ms)
+                 .status();
            }}},
       builds::KeyWithInputs);
   impl->sweeper->Start();

@@ -12,6 +12,7 @@
 #include "daemon/api/artifact_stream.h"
 #include "daemon/api/handler.h"
 #include "daemon/builds/control.h"
+#include "daemon/builds/submit.h"
 #include "daemon/model/convert.h"
 #include "daemon/model/failure.h"
 #include "daemon/model/torch_proofs.h"
@@ -28,9 +29,6 @@ using model::JobToProto;
 using model::LogLineToProto;
 using model::ParseBlob;
 using model::WorkerToProto;
-
-Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
-                               const Principal& who, audit::Entry* entry);
 
 namespace {
 
@@ -176,7 +174,8 @@ grpc::Status ClientService::SubmitBuild(grpc::ServerContext* call,
                                         farm::v1::SubmitBuildResponse* resp) {
   audit::Entry entry{audit::Action::kBuildSubmit, "recipe file " + req->recipe_path()};
   return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(*resp->mutable_build(), Submit(*ctx_, *req, who, &entry));
+    FARM_ASSIGN_OR_RETURN(int64_t id, ctx_->submitter->Submit(*req, who, &entry));
+    FARM_ASSIGN_OR_RETURN(*resp->mutable_build(), LoadBuild(*ctx_, id));
     return Status::Ok();
   });
 }
