@@ -42,25 +42,26 @@ struct FarmServer::Impl {
   std::unique_ptr<provenance::KeyRing> keys;
   std::unique_ptr<attest::Attestor> attestor;
   std::unique_ptr<audit::AuditLog> audit;
+  std::atomic<bool> shutting_down{false};
+  ServiceContext ctx;
+  RealProcessRunner processes;
+  std::unique_ptr<cron::GitSourceResolver> resolver;
+  std::unique_ptr<upstream::Fetcher> upstream_fetcher;
+  // The use cases, and the dispatcher, which outlives the worker service whose polls wait
+  // in it.
   std::unique_ptr<builds::Control> control;
+  std::unique_ptr<builds::Submitter> submitter;
   std::unique_ptr<builds::RecipeCache> recipes;
   std::unique_ptr<builds::Completer> completer;
-  std::unique_ptr<builds::Submitter> submitter;
-  ServiceContext ctx;
-  // The dispatcher outlives the worker service, whose polls wait in it.
   sched::PeerCache peers;
   std::unique_ptr<sched::Dispatcher> dispatcher;
-  std::atomic<bool> shutting_down{false};
   std::unique_ptr<ClientService> client_service;
   std::unique_ptr<WorkerService> worker_service;
   std::unique_ptr<grpc::Server> server;
-  std::unique_ptr<upstream::Fetcher> upstream_fetcher;
   std::unique_ptr<mirror::PullThroughCache> mirror;  // outlives the dashboard serving it
   std::unique_ptr<http::Dashboard> dashboard;
   RealProcessRunner host_processes;
   std::unique_ptr<hosts::HostManager> hosts;
-  RealProcessRunner processes;
-  std::unique_ptr<cron::GitSourceResolver> resolver;
   std::unique_ptr<cron::BuildSubmitter> schedule_submitter;
   std::unique_ptr<cron::UpstreamWatchPoller> poller;
   std::unique_ptr<cron::ScheduleRunner> schedules;
@@ -73,9 +74,22 @@ struct FarmServer::Impl {
   std::mutex mu;
   bool stopped = false;
 
+  // Start's steps, in order. Opens the store and the blob store and makes what every
+  // part shares (tokens, keys, audit, quotas, git and upstream access).
+  Status OpenStores(const ServerOptions& o);
+  // The use cases (daemon/builds/) and the dispatcher, handed to both front ends.
+  void MakeUseCases(const ServerOptions& o);
+  // The schedule runner, the host manager and the gRPC services.
+  void MakeServices(const ServerOptions& o);
+  // The pull-through cache and the dashboard's listener (the REST API, the index).
+  Status StartHttp(const ServerOptions& o);
+  // The gRPC listener.
+  Status StartGrpc(const ServerOptions& o);
+  // Publishing, webhooks, the sweeper and the schedules.
+  Status StartBackground(const ServerOptions& o);
   // Starts the webhook notifier when --webhook named targets; refuses to start farmd
   // over a target it cannot send to.
-  Status StartNotifier(const ServerOptions& options);
+  Status StartNotifier(const ServerOptions& o);
 };
 
 namespace {
@@ -148,11 +162,11 @@ void SweepTemporaryFiles(store::BlobStore& blobs) {
 
 }  // namespace
 
-Status FarmServer::Impl::StartNotifier(const ServerOptions& options) {
-  if (options.webhooks.empty()) return Status::Ok();
+Status FarmServer::Impl::StartNotifier(const ServerOptions& o) {
+  if (o.webhooks.empty()) return Status::Ok();
   std::vector<notify::WebhookTarget> targets;
-  for (const std::string& flag : options.webhooks) {
-    FARM_ASSIGN_OR_RETURN(auto target, notify::ParseWebhookTarget(flag, options.secrets));
+  for (const std::string& flag : o.webhooks) {
+    FARM_ASSIGN_OR_RETURN(auto target, notify::ParseWebhookTarget(flag, o.secrets));
     targets.push_back(std::move(target));
   }
   store::WebhookStore* outbox = store::AsWebhookStore(store.get());
@@ -162,50 +176,56 @@ Status FarmServer::Impl::StartNotifier(const ServerOptions& options) {
                                                                      .outbox = outbox,
                                                                      .clock = &RealClock(),
                                                                      .http = webhook_http.get()},
-                                                std::move(targets), options.notify);
+                                                std::move(targets), o.notify);
   notifier->Start();
-  log::Info("webhooks: " + std::to_string(options.webhooks.size()) + " target(s)");
+  log::Info("webhooks: " + std::to_string(o.webhooks.size()) + " target(s)");
   return Status::Ok();
 }
 
-Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& options) {
-  auto impl = std::make_unique<Impl>();
-  impl->options = options;
-  FARM_RETURN_IF_ERROR(fs::MakeDirs(options.data_dir, 0700));
-  FARM_ASSIGN_OR_RETURN(impl->store, store::IsPostgresUrl(options.store)
-                                         ? store::OpenPostgresStore(options.store)
-                                         : store::OpenSqliteStore(
-                                               options.store.empty() ? options.data_dir + "/farm.db"
-                                                                     : options.store));
-  FARM_ASSIGN_OR_RETURN(impl->blobs,
-                        s3::OpenBlobStore(options.blob_store, options.data_dir, options.secrets));
-  SweepTemporaryFiles(*impl->blobs);
-  if (options.http.index_redirect_ttl_s > 0 && options.blob_store.url.empty()) {
+Status FarmServer::Impl::OpenStores(const ServerOptions& o) {
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(o.data_dir, 0700));
+  FARM_ASSIGN_OR_RETURN(
+      store, store::IsPostgresUrl(o.store)
+                 ? store::OpenPostgresStore(o.store)
+                 : store::OpenSqliteStore(o.store.empty() ? o.data_dir + "/farm.db" : o.store));
+  FARM_ASSIGN_OR_RETURN(blobs, s3::OpenBlobStore(o.blob_store, o.data_dir, o.secrets));
+  SweepTemporaryFiles(*blobs);
+  if (o.http.index_redirect_ttl_s > 0 && o.blob_store.url.empty()) {
     return Status::InvalidArgument(
         "--index-redirect needs a blob store with presigned URLs "
         "(--blob-store s3://...)");
   }
-  impl->auth = std::make_unique<TokenAuthority>(impl->store.get(), &RealClock());
-  FARM_RETURN_IF_ERROR(BootstrapTokens(impl->auth.get(), impl->store.get(), options.data_dir));
-  FARM_ASSIGN_OR_RETURN(impl->keys,
-                        provenance::KeyRing::Open(options.data_dir + "/provenance", RealClock()));
-  impl->attestor =
-      std::make_unique<attest::Attestor>(impl->store.get(), impl->keys.get(), &RealClock());
-  FARM_RETURN_IF_ERROR(
-      impl->store->ExtendRunningLeases(RealClock().NowUnixMs(), options.tunables.lease_ms));
-  impl->audit = std::make_unique<audit::AuditLog>(impl->store.get(), &RealClock());
-  impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(),
-                             &RealClock(),      options.tunables,  &impl->shutting_down};
-  impl->quotas =
-      std::make_unique<quota::QuotaKeeper>(impl->store.get(), &RealClock(), options.quotas);
-  impl->ctx.quotas = impl->quotas.get();
-  for (const auto& [role, limits] : options.quotas.by_role) {
-    log::Info("quotas of each " + role + ": " +
-              quota::DescribeLimits(limits, options.quotas.window_ms));
+  auth = std::make_unique<TokenAuthority>(store.get(), &RealClock());
+  FARM_RETURN_IF_ERROR(BootstrapTokens(auth.get(), store.get(), o.data_dir));
+  FARM_ASSIGN_OR_RETURN(keys, provenance::KeyRing::Open(o.data_dir + "/provenance", RealClock()));
+  attestor = std::make_unique<attest::Attestor>(store.get(), keys.get(), &RealClock());
+  FARM_RETURN_IF_ERROR(store->ExtendRunningLeases(RealClock().NowUnixMs(), o.tunables.lease_ms));
+  audit = std::make_unique<audit::AuditLog>(store.get(), &RealClock());
+  quotas = std::make_unique<quota::QuotaKeeper>(store.get(), &RealClock(), o.quotas);
+  for (const auto& [role, limits] : o.quotas.by_role) {
+    log::Info("quotas of each " + role + ": " + quota::DescribeLimits(limits, o.quotas.window_ms));
   }
-  impl->ctx.audit = impl->audit.get();
-  store::Store* s = impl->store.get();
-  impl->control = std::make_unique<builds::Control>(
+  ctx = ServiceContext{store.get(),  blobs.get(), auth.get(),
+                       &RealClock(), o.tunables,  &shutting_down};
+  ctx.quotas = quotas.get();
+  ctx.audit = audit.get();
+  ctx.attestor = attestor.get();
+  ctx.git = o.git;
+  resolver = std::make_unique<cron::GitSourceResolver>(&processes, o.git, o.git_resolve);
+  ctx.resolver = resolver.get();
+  // Watches and following matrices read the upstream indexes directly (not through the
+  // pull-through cache, whose pages are kept for a while).
+  upstream_fetcher = upstream::MakeCurlFetcher();
+  ctx.upstream_fetcher = upstream_fetcher.get();
+  ctx.watches =
+      cron::WatchSettings{.upstreams = {.indexes = o.upstream.indexes, .trees = o.upstream.trees},
+                          .min_poll_seconds = o.watch_min_poll_seconds};
+  return Status::Ok();
+}
+
+void FarmServer::Impl::MakeUseCases(const ServerOptions& o) {
+  store::Store* s = store.get();
+  control = std::make_unique<builds::Control>(
       builds::ControlDeps{.builds = s,
                           .control = s,
                           .artifacts = s,
@@ -213,124 +233,114 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                           .workers = s,
                           .names = s,
                           .clock = &RealClock(),
-                          .audit = impl->audit.get(),
-                          .max_attempts = options.tunables.max_attempts});
-  impl->ctx.control = impl->control.get();
-  impl->recipes = std::make_unique<builds::RecipeCache>(s);
-  impl->ctx.recipes = impl->recipes.get();
-  impl->ctx.git = options.git;
-  impl->resolver =
-      std::make_unique<cron::GitSourceResolver>(&impl->processes, options.git, options.git_resolve);
-  impl->ctx.resolver = impl->resolver.get();
-  // Watches and following matrices read the upstream indexes directly (not through the
-  // pull-through cache, whose pages are kept for a while).
-  impl->upstream_fetcher = upstream::MakeCurlFetcher();
-  impl->ctx.upstream_fetcher = impl->upstream_fetcher.get();
-  impl->ctx.watches = cron::WatchSettings{
-      .upstreams = {.indexes = options.upstream.indexes, .trees = options.upstream.trees},
-      .min_poll_seconds = options.watch_min_poll_seconds};
-  impl->submitter = std::make_unique<builds::Submitter>(
+                          .audit = audit.get(),
+                          .max_attempts = o.tunables.max_attempts});
+  submitter = std::make_unique<builds::Submitter>(
       builds::SubmitDeps{.plan = {.builds = s,
-                                  .sources = SourceDepsOf(impl->ctx),
+                                  .sources = SourceDepsOf(ctx),
                                   .clock = &RealClock(),
-                                  .resolver = impl->resolver.get(),
-                                  .git = options.git,
-                                  .watches = impl->ctx.watches,
-                                  .upstream_fetcher = impl->upstream_fetcher.get(),
-                                  .max_attempts = options.tunables.max_attempts},
+                                  .resolver = resolver.get(),
+                                  .git = o.git,
+                                  .watches = ctx.watches,
+                                  .upstream_fetcher = upstream_fetcher.get(),
+                                  .max_attempts = o.tunables.max_attempts},
                          .control = s,
                          .names = s,
-                         .quotas = impl->quotas.get(),
+                         .quotas = quotas.get(),
                          .inputs_key = builds::KeyWithInputs});
-  impl->ctx.submitter = impl->submitter.get();
-  impl->schedule_submitter =
-      std::make_unique<builds::ScheduleSubmitter>(impl->submitter.get(), impl->auth.get());
-  impl->poller = std::make_unique<cron::UpstreamWatchPoller>(
-      impl->upstream_fetcher.get(), impl->resolver.get(), impl->ctx.watches.upstreams);
-  impl->schedules = std::make_unique<cron::ScheduleRunner>(
-      impl->store.get(), &RealClock(), impl->resolver.get(), impl->schedule_submitter.get(),
-      cron::RunnerOptions{}, impl->poller.get());
-  impl->ctx.schedules = impl->schedules.get();
-  impl->hosts = std::make_unique<hosts::HostManager>(
-      impl->store.get(), &impl->host_processes, &RealClock(),
-      hosts::HostOptions{.playbooks_dir = options.playbooks_dir,
-                         .group_vars_dir = options.hosts_group_vars_dir,
-                         .work_dir = options.data_dir + "/hosts",
-                         .env = hosts::HostManager::AnsibleEnv()},
-      [auth = impl->auth.get()](const std::string& host) {
-        return auth->Create("enroll", "host " + host);
-      });
-  impl->ctx.hosts = impl->hosts.get();
-  impl->ctx.attestor = impl->attestor.get();
-  builds::ValidationSigner sign = [attestor = impl->attestor.get()](
+  recipes = std::make_unique<builds::RecipeCache>(s);
+  builds::ValidationSigner sign = [signer = attestor.get()](
                                       const store::JobRow& job, int attempt,
                                       const farm::v1::ValidationReport& report,
                                       const std::string& worker) {
-    return attestor->AttestValidation(job, attempt, report, worker);
+    return signer->AttestValidation(job, attempt, report, worker);
   };
-  impl->completer = std::make_unique<builds::Completer>(
+  completer = std::make_unique<builds::Completer>(
       builds::CompletionDeps{.builds = s,
                              .artifacts = s,
                              .leases = s,
                              .graph = s,
-                             .recipes = impl->recipes.get(),
+                             .recipes = recipes.get(),
                              .clock = &RealClock(),
                              .sign_validation = std::move(sign),
                              .inputs_key = builds::KeyWithInputs});
-  impl->ctx.completer = impl->completer.get();
-  impl->dispatcher = std::make_unique<sched::Dispatcher>(
-      sched::FleetSource{s, &RealClock(), impl->ctx.fleet_cache.get()}, options.tunables.lease_ms,
-      &impl->peers);
-  impl->ctx.dispatcher = impl->dispatcher.get();
-  impl->client_service = std::make_unique<ClientService>(&impl->ctx);
-  impl->worker_service = std::make_unique<WorkerService>(&impl->ctx);
+  dispatcher = std::make_unique<sched::Dispatcher>(
+      sched::FleetSource{s, &RealClock(), ctx.fleet_cache.get()}, o.tunables.lease_ms, &peers);
+  ctx.control = control.get();
+  ctx.submitter = submitter.get();
+  ctx.recipes = recipes.get();
+  ctx.completer = completer.get();
+  ctx.dispatcher = dispatcher.get();
+}
 
+void FarmServer::Impl::MakeServices(const ServerOptions& o) {
+  schedule_submitter = std::make_unique<builds::ScheduleSubmitter>(submitter.get(), auth.get());
+  poller = std::make_unique<cron::UpstreamWatchPoller>(upstream_fetcher.get(), resolver.get(),
+                                                       ctx.watches.upstreams);
+  schedules = std::make_unique<cron::ScheduleRunner>(store.get(), &RealClock(), resolver.get(),
+                                                     schedule_submitter.get(),
+                                                     cron::RunnerOptions{}, poller.get());
+  ctx.schedules = schedules.get();
+  hosts = std::make_unique<hosts::HostManager>(
+      store.get(), &host_processes, &RealClock(),
+      hosts::HostOptions{.playbooks_dir = o.playbooks_dir,
+                         .group_vars_dir = o.hosts_group_vars_dir,
+                         .work_dir = o.data_dir + "/hosts",
+                         .env = hosts::HostManager::AnsibleEnv()},
+      [tokens = auth.get()](const std::string& host) {
+        return tokens->Create("enroll", "host " + host);
+      });
+  ctx.hosts = hosts.get();
+  client_service = std::make_unique<ClientService>(&ctx);
+  worker_service = std::make_unique<WorkerService>(&ctx);
+}
+
+Status FarmServer::Impl::StartHttp(const ServerOptions& o) {
   // The pull-through cache of the upstreams workers provision from, served by the
   // dashboard's listener (started before the gRPC API, so every worker's registration
   // learns its address).
-  if (!options.upstream.indexes.empty() || !options.upstream.trees.empty()) {
-    if (options.http.listen.empty()) {
+  if (!o.upstream.indexes.empty() || !o.upstream.trees.empty()) {
+    if (o.http.listen.empty()) {
       return Status::InvalidArgument("--upstream-index and --upstream-tree need --http-listen");
     }
-    mirror::MirrorOptions upstream = options.upstream;
-    upstream.staging_dir = options.data_dir + "/upstream-staging";
+    mirror::MirrorOptions upstream = o.upstream;
+    upstream.staging_dir = o.data_dir + "/upstream-staging";
     FARM_RETURN_IF_ERROR(fs::MakeDirs(upstream.staging_dir, 0700));
-    impl->mirror = std::make_unique<mirror::PullThroughCache>(
-        upstream, impl->upstream_fetcher.get(), impl->blobs.get(), &RealClock());
-    FARM_RETURN_IF_ERROR(LoadPreloads(impl->store.get(), impl->mirror.get()));
-    impl->ctx.mirror = impl->mirror.get();
-    impl->ctx.upstream_url = options.upstream_url;
+    mirror = std::make_unique<mirror::PullThroughCache>(upstream, upstream_fetcher.get(),
+                                                        blobs.get(), &RealClock());
+    FARM_RETURN_IF_ERROR(LoadPreloads(store.get(), mirror.get()));
+    ctx.mirror = mirror.get();
+    ctx.upstream_url = o.upstream_url;
   }
-  if (!options.http.listen.empty()) {
-    http::DashboardOptions http = options.http;
-    http.tls = options.tls;
-    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(),     impl->auth.get(),
-                             &RealClock(),      impl->schedules.get(), impl->attestor.get(),
-                             impl->audit.get()};
-    deps.mirror = impl->mirror.get();
-    deps.control = impl->control.get();
-    FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
-    if (!options.http_ready_file.empty()) {
-      FARM_RETURN_IF_ERROR(
-          fs::WriteFileAtomic(options.http_ready_file, impl->dashboard->address() + "\n"));
-    }
-    if (impl->mirror && impl->ctx.upstream_url.empty()) {
-      impl->ctx.upstream_url =
-          std::string(http.tls.enabled() ? "https" : "http") + "://" + impl->dashboard->address();
-    }
-    log::Info("dashboard at " + std::string(http.tls.enabled() ? "https" : "http") + "://" +
-              impl->dashboard->address() + "/");
+  if (o.http.listen.empty()) return Status::Ok();
+  http::DashboardOptions http = o.http;
+  http.tls = o.tls;
+  http::DashboardDeps deps{store.get(),     blobs.get(),    auth.get(), &RealClock(),
+                           schedules.get(), attestor.get(), audit.get()};
+  deps.mirror = mirror.get();
+  deps.control = control.get();
+  FARM_ASSIGN_OR_RETURN(dashboard, http::Dashboard::Start(http, deps));
+  if (!o.http_ready_file.empty()) {
+    FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(o.http_ready_file, dashboard->address() + "\n"));
   }
-  FARM_ASSIGN_OR_RETURN(auto credentials, net::ServerCredentials(options.listen, options.tls));
-  impl->ctx.require_worker_certs = !options.tls.client_ca_file.empty();
+  const std::string url =
+      std::string(http.tls.enabled() ? "https" : "http") + "://" + dashboard->address();
+  if (mirror && ctx.upstream_url.empty()) ctx.upstream_url = url;
+  log::Info("dashboard at " + url + "/");
+  return Status::Ok();
+}
+
+Status FarmServer::Impl::StartGrpc(const ServerOptions& o) {
+  FARM_ASSIGN_OR_RETURN(auto credentials, net::ServerCredentials(o.listen, o.tls));
+  ctx.require_worker_certs = !o.tls.client_ca_file.empty();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.listen, credentials, &port);
+  builder.AddListeningPort(o.listen, credentials, &port);
   net::AddServerKeepalive(&builder);
-  builder.RegisterService(impl->client_service.get());
-  builder.RegisterService(impl->worker_service.get());
+  builder.RegisterService(client_service.get());
+  builder.RegisterService(worker_service.get());
   builder.SetMaxReceiveMessageSize(16 << 20);
   // The synchronous server's threads poll and run handlers; past MAX_POLLERS idle pollers
   // a thread exits, and a new one starts when all are busy. With a thousand workers'
@@ -340,38 +350,49 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   // the callback API, 16 and 64 measure the same.
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 2);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 16);
-  impl->server = builder.BuildAndStart();
-  if (!impl->server || port == 0) {
-    return Status::Unavailable("cannot listen on " + options.listen);
-  }
-  impl->address = WithPort(options.listen, port);
-  impl->hosts->SetServerAddress(impl->address);
-  FARM_ASSIGN_OR_RETURN(
-      impl->publishing,
-      publish::PublishingService::Start(
-          {.secrets = options.secrets,
-           .github_api = options.github_api,
-           .hf_endpoint = options.hf_endpoint,
-           .publish_pending_hardware = options.publish_pending_hardware,
-           .interval_ms = options.publish_interval_ms,
-           .work_dir = options.data_dir + "/publish",
-           .with_provenance = options.publish_provenance},
-          impl->store.get(), impl->blobs.get(), &RealClock(), impl->attestor.get()));
-  FARM_RETURN_IF_ERROR(impl->StartNotifier(options));
-  impl->revalidator = std::make_unique<sched::Revalidator>(impl->store.get(), &RealClock(),
-                                                           options.tunables.max_attempts);
-  impl->sweeper = std::make_unique<sched::Sweeper>(
-      impl->store.get(), &RealClock(), impl->revalidator.get(), options.tunables.lease_ms,
-      std::vector<sched::SweepTask>{
-          {.what = "collecting source archives",
-           .every_passes = kSourceCollectionPasses,
-           .run = [ctx = &impl->ctx]() -> Status {
-             return builds::CollectSources(SourceDepsOf(*ctx), ctx->tunables.source_retention_ms)
-                 .status();
-           }}},
-      builds::KeyWithInputs);
-  impl->sweeper->Start();
-  impl->schedules->Start(1000);
+  server = builder.BuildAndStart();
+  if (!server || port == 0) return Status::Unavailable("cannot listen on " + o.listen);
+  address = WithPort(o.listen, port);
+  hosts->SetServerAddress(address);
+  return Status::Ok();
+}
+
+Status FarmServer::Impl::StartBackground(const ServerOptions& o) {
+  FARM_ASSIGN_OR_RETURN(publishing, publish::PublishingService::Start(
+                                        {.secrets = o.secrets,
+                                         .github_api = o.github_api,
+                                         .hf_endpoint = o.hf_endpoint,
+                                         .publish_pending_hardware = o.publish_pending_hardware,
+                                         .interval_ms = o.publish_interval_ms,
+                                         .work_dir = o.data_dir + "/publish",
+                                         .with_provenance = o.publish_provenance},
+                                        store.get(), blobs.get(), &RealClock(), attestor.get()));
+  FARM_RETURN_IF_ERROR(StartNotifier(o));
+  revalidator =
+      std::make_unique<sched::Revalidator>(store.get(), &RealClock(), o.tunables.max_attempts);
+  sched::SweepTask collect{
+      .what = "collecting source archives",
+      .every_passes = kSourceCollectionPasses,
+      .run = [deps = SourceDepsOf(ctx), retention = o.tunables.source_retention_ms]() -> Status {
+        return builds::CollectSources(deps, retention).status();
+      }};
+  sweeper = std::make_unique<sched::Sweeper>(
+      store.get(), &RealClock(), revalidator.get(), o.tunables.lease_ms,
+      std::vector<sched::SweepTask>{std::move(collect)}, builds::KeyWithInputs);
+  sweeper->Start();
+  schedules->Start(1000);
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  FARM_RETURN_IF_ERROR(impl->OpenStores(options));
+  impl->MakeUseCases(options);
+  impl->MakeServices(options);
+  FARM_RETURN_IF_ERROR(impl->StartHttp(options));
+  FARM_RETURN_IF_ERROR(impl->StartGrpc(options));
+  FARM_RETURN_IF_ERROR(impl->StartBackground(options));
   if (!options.ready_file.empty()) {
     FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(options.ready_file, impl->address + "\n"));
   }
