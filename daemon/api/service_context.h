@@ -1,5 +1,10 @@
-// What the gRPC services share: the store, the blob store, the token authority, the clock
-// and farmd's tunables. Owned by FarmServer; services hold a pointer. Thread-safe members.
+// What the gRPC services share, made by FarmServer (daemon/app/server.cc): the stores, the
+// token authority, the clock and farmd's tunables; the use cases (daemon/builds/) and the
+// dispatcher the handlers hand requests to; the services farmd runs beside them
+// (schedules, hosts, quotas, the audit log, provenance signing, the pull-through cache);
+// and what workers and clients are told (the upstream URL). A pointer left null means
+// farmd does not serve that part (each field says what then). Services hold a pointer.
+// Thread-safe members.
 #ifndef FARM_DAEMON_API_SERVICE_CONTEXT_H_
 #define FARM_DAEMON_API_SERVICE_CONTEXT_H_
 

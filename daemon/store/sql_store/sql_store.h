@@ -1,5 +1,6 @@
-// SqlStore: the Store implementation. Internal to farm_store; use OpenSqliteStore().
-// One connection guarded by a mutex: SQLite serializes writers anyway, and farmd's write
+// SqlStore: the Store implementation, over SQLite or PostgreSQL (sql/db.h). Internal to
+// farm_store; use OpenSqliteStore() or OpenPostgresStore(). One connection guarded by a
+// mutex, on either database: one writer at a time is all SQLite allows, and farmd's write
 // rate (job transitions, log batches) is far below one connection's capacity.
 #ifndef FARM_DAEMON_STORE_SQL_STORE_SQL_STORE_H_
 #define FARM_DAEMON_STORE_SQL_STORE_SQL_STORE_H_
