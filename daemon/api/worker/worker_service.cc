@@ -11,6 +11,7 @@
 #include "daemon/builds/completion.h"
 #include "daemon/builds/eligibility.h"
 #include "daemon/builds/recipe_cache.h"
+#include "daemon/builds/registration.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/dispatcher.h"
 
@@ -24,6 +25,15 @@ Status CheckSelf(const Principal& who, const std::string& worker_id) {
     return Status::PermissionDenied("token of worker " + who.worker_id + " used for " + worker_id);
   }
   return Status::Ok();
+}
+
+builds::RegistrationDeps RegistrationDepsOf(const ServiceContext& ctx) {
+  return {.workers = ctx.store,
+          .leases = ctx.store,
+          .clock = ctx.clock,
+          .issue_token = [auth = ctx.auth](const std::string& name, const std::string& id) {
+            return auth->Create("worker", name, id);
+          }};
 }
 
 // Progress and peak RSS of a running build, for watchers. The store ignores reports on
@@ -156,40 +166,19 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
   // A registration makes a worker token: recorded like every token made.
   audit::Entry entry{audit::Action::kWorkerRegister, "worker " + req->name()};
   return HandleMutation(ctx_, call, Need::kEnroll, &entry, [&](const Principal& who) -> Status {
-    int64_t now = ctx_->clock->NowUnixMs();
-    std::string id = who.role == "worker" ? who.worker_id : "w-" + RandomHex(6);
-    if (who.role == "worker" && !req->worker_id().empty())
-      FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
-    if (who.role != "worker") {
-      FARM_ASSIGN_OR_RETURN(std::string token, ctx_->auth->Create("worker", req->name(), id));
-      resp->set_worker_token(token);
-    }
-    // A worker whose probe failed is kept out of placement until an admin looks.
-    store::WorkerState state = req->capabilities().probe_error().empty()
-                                   ? store::WorkerState::kIdle
-                                   : store::WorkerState::kQuarantined;
-    if (who.role == "worker") {
-      // A worker that registers again has restarted: the builds it held died with it.
-      FARM_ASSIGN_OR_RETURN(
-          auto lost, ctx_->store->ReleaseWorkerJobs(id, {}, "worker " + id + " restarted", now));
-      for (int64_t job : lost)
-        log::Warn("job " + std::to_string(job) + " requeued: worker " + id + " restarted");
-    }
-    store::WorkerRow row{id,
-                         req->name().empty() ? id : req->name(),
-                         req->capabilities().SerializeAsString(),
-                         state,
-                         now,
-                         now};
-    FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(row));
-    beat_writes_.Forget(id);
+    FARM_ASSIGN_OR_RETURN(builds::Registration r,
+                          builds::RegisterWorker(RegistrationDepsOf(*ctx_), who, req->worker_id(),
+                                                 req->name(), req->capabilities()));
+    beat_writes_.Forget(r.worker_id);
     auto cn = call->auth_context()->FindPropertyValues("x509_common_name");
     std::string cert = cn.empty() ? "" : ", certificate " + std::string(cn[0].data(), cn[0].size());
-    log::Info("worker " + row.name + " registered as " + id + " (" +
-              std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " +
-              std::string(store::WorkerStateName(state)) + cert + ")");
-    resp->set_worker_id(id);
-    entry.done = "id " + id + ", state " + std::string(store::WorkerStateName(state));
+    const std::string state(store::WorkerStateName(r.state));
+    log::Info("worker " + r.name + " registered as " + r.worker_id + " (" +
+              std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " + state + cert +
+              ")");
+    entry.done = "id " + r.worker_id + ", state " + state;
+    resp->set_worker_id(r.worker_id);
+    resp->set_worker_token(r.token);
     resp->set_heartbeat_interval_ms(static_cast<int32_t>(ctx_->tunables.heartbeat_ms));
     resp->set_lease_ms(static_cast<int32_t>(ctx_->tunables.lease_ms));
     resp->set_upstream_url(ctx_->upstream_url);

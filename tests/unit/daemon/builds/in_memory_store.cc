@@ -187,10 +187,19 @@ Status InMemoryStore::ExtendRunningLeases(int64_t, int64_t) {
 Result<bool> InMemoryStore::ReattachAttempt(int64_t, int, const std::string&, int64_t, int64_t) {
   return Unused("ReattachAttempt");
 }
-Result<std::vector<int64_t>> InMemoryStore::ReleaseWorkerJobs(const std::string&,
-                                                              const std::vector<int64_t>&,
-                                                              const std::string&, int64_t) {
-  return Unused("ReleaseWorkerJobs");
+Result<std::vector<int64_t>> InMemoryStore::ReleaseWorkerJobs(const std::string& worker_id,
+                                                              const std::vector<int64_t>& keep,
+                                                              const std::string& detail, int64_t) {
+  std::vector<int64_t> released;
+  for (auto& [id, job] : jobs) {
+    if (job.state != store::kJobRunning || job.worker_id != worker_id) continue;
+    if (std::find(keep.begin(), keep.end(), id) != keep.end()) continue;
+    job.state = store::kJobPending;
+    job.worker_id.clear();
+    job.error = detail;
+    released.push_back(id);
+  }
+  return released;
 }
 Result<bool> InMemoryStore::RecordProgress(const store::ProgressReport&) {
   return Unused("RecordProgress");
