@@ -205,8 +205,12 @@ Status FarmServer::Impl::OpenStores(const ServerOptions& o) {
   for (const auto& [role, limits] : o.quotas.by_role) {
     log::Info("quotas of each " + role + ": " + quota::DescribeLimits(limits, o.quotas.window_ms));
   }
-  ctx = ServiceContext{store.get(),  blobs.get(), auth.get(),
-                       &RealClock(), o.tunables,  &shutting_down};
+  ctx.store = store.get();
+  ctx.blobs = blobs.get();
+  ctx.auth = auth.get();
+  ctx.clock = &RealClock();
+  ctx.tunables = o.tunables;
+  ctx.shutting_down = &shutting_down;
   ctx.quotas = quotas.get();
   ctx.audit = audit.get();
   ctx.attestor = attestor.get();
@@ -315,10 +319,7 @@ Status FarmServer::Impl::StartHttp(const ServerOptions& o) {
   if (o.http.listen.empty()) return Status::Ok();
   http::DashboardOptions http = o.http;
   http.tls = o.tls;
-  http::DashboardDeps deps{store.get(),     blobs.get(),    auth.get(), &RealClock(),
-                           schedules.get(), attestor.get(), audit.get()};
-  deps.mirror = mirror.get();
-  deps.control = control.get();
+  http::DashboardDeps deps = ctx;  // the part both front ends share
   FARM_ASSIGN_OR_RETURN(dashboard, http::Dashboard::Start(http, deps));
   if (!o.http_ready_file.empty()) {
     FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(o.http_ready_file, dashboard->address() + "\n"));
