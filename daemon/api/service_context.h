@@ -42,6 +42,10 @@ namespace farm::sched {
 class Dispatcher;
 }  // namespace farm::sched
 
+namespace farm::locks {
+class EnvLocker;
+}  // namespace farm::locks
+
 namespace farm::api {
 
 struct Tunables {
@@ -73,6 +77,12 @@ struct ServiceContext : builds::FrontEndDeps {
   // empty when farmd serves none (`mirror` is the cache behind it, which `farmctl cache
   // add` preloads). Set before the gRPC API starts.
   std::string upstream_url;
+  // farmd's HTTP side as clients reach it (--public-url, else the dashboard's address);
+  // "" without one (GetServerInfo).
+  std::string http_url;
+  // It serves a redist tree (--upstream-tree redist=...): workers that count on farmd for
+  // toolkits can fetch them (sched::SettleProvisioning).
+  bool serves_toolkits = false;
   // What schedules' upstream watches and following matrices may read (farmd's upstream
   // indexes and trees) and how often; `upstream_fetcher` null: nothing is read upstream.
   cron::WatchSettings watches;
@@ -85,6 +95,9 @@ struct ServiceContext : builds::FrontEndDeps {
   builds::Completer* completer = nullptr;
   builds::RecipeCache* recipes = nullptr;
   sched::Dispatcher* dispatcher = nullptr;
+  // Resolves the lock of every provisioned cell at submit; null: provisioned recipes are
+  // refused.
+  locks::EnvLocker* locker = nullptr;
 };
 
 // Polls `generation()` (by default `ctx.store->Generation()`) until it differs from `seen`,

@@ -2,13 +2,18 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <unistd.h>
 
+#include <map>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common/fs.h"
 #include "common/httpc/curl_http_client.h"
+#include "common/lock/pip_resolver.h"
 #include "common/log.h"
+#include "common/sandbox/sandbox.h"
 #include "daemon/api/client/client_service.h"
 #include "daemon/api/worker/worker_service.h"
 #include "daemon/attest/attestor.h"
@@ -18,8 +23,11 @@
 #include "daemon/builds/recipe_cache.h"
 #include "daemon/builds/submit.h"
 #include "daemon/cron/runner.h"
+#include "daemon/cron/torch_follow.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/server/dashboard.h"
+#include "daemon/locks/env_locker.h"
+#include "daemon/mirror/internal_access.h"
 #include "daemon/publish/publishing_service.h"
 #include "daemon/sched/dispatcher.h"
 #include "daemon/sched/revalidation.h"
@@ -58,7 +66,13 @@ struct FarmServer::Impl {
   std::unique_ptr<ClientService> client_service;
   std::unique_ptr<WorkerService> worker_service;
   std::unique_ptr<grpc::Server> server;
+  // The pull-through cache's own fetcher (redirects kept within an upstream's host), whose
+  // transfers stop when farmd does.
+  std::shared_ptr<std::atomic<bool>> mirror_cancelled = std::make_shared<std::atomic<bool>>(false);
+  std::unique_ptr<upstream::Fetcher> mirror_fetcher;
   std::unique_ptr<mirror::PullThroughCache> mirror;  // outlives the dashboard serving it
+  // The secret farmd's own processes use /upstream/ with (mirror/internal_access.h).
+  std::shared_ptr<const mirror::InternalAccess> internal;
   std::unique_ptr<http::Dashboard> dashboard;
   RealProcessRunner host_processes;
   std::unique_ptr<hosts::HostManager> hosts;
@@ -70,6 +84,10 @@ struct FarmServer::Impl {
   std::unique_ptr<notify::Notifier> notifier;
   std::unique_ptr<sched::Revalidator> revalidator;
   std::unique_ptr<sched::Sweeper> sweeper;
+  RealProcessRunner resolver_processes;
+  std::unique_ptr<lock::PipResolver> pip_resolver;
+  std::unique_ptr<locks::EnvLocker> locker;
+  std::thread index_check;  // CheckUpstreamIndexes, joined at Shutdown
   std::string address;
   std::mutex mu;
   bool stopped = false;
@@ -81,8 +99,13 @@ struct FarmServer::Impl {
   void MakeUseCases(const ServerOptions& o);
   // The schedule runner, the host manager and the gRPC services.
   void MakeServices(const ServerOptions& o);
-  // The pull-through cache and the dashboard's listener (the REST API, the index).
+  // The pull-through cache.
+  Status StartMirror(const ServerOptions& o);
+  // The dashboard's listener (the REST API, the index, the pull-through routes).
   Status StartHttp(const ServerOptions& o);
+  // The locker that resolves provisioned cells' locks at submit, reading each index
+  // through the pull-through cache when farmd serves one (after the dashboard started).
+  Status StartLocker(const ServerOptions& o);
   // The gRPC listener.
   Status StartGrpc(const ServerOptions& o);
   // Publishing, webhooks, the sweeper and the schedules.
@@ -93,6 +116,21 @@ struct FarmServer::Impl {
 };
 
 namespace {
+
+// Says in the log what each --upstream-index holds, or why it cannot be read, as farmd
+// starts (on a thread of its own: an upstream that is slow to answer delays nothing).
+void CheckUpstreamIndexes(std::map<std::string, std::string> indexes) {
+  auto fetcher = upstream::MakeCurlFetcher(
+      {.connect_timeout_ms = 3'000, .stall_timeout_ms = 10'000, .page_timeout_ms = 10'000});
+  for (const auto& [name, url] : indexes) {
+    cron::IndexCheck check = cron::CheckUpstreamIndex(*fetcher, name, url);
+    if (check.ok) {
+      log::Info(check.line);
+    } else {
+      log::Warn(check.line);
+    }
+  }
+}
 
 Status BootstrapTokens(TokenAuthority* auth, store::Store* store, const std::string& dir) {
   FARM_ASSIGN_OR_RETURN(int64_t count, store->CountTokens());
@@ -119,6 +157,11 @@ Status LoadPreloads(store::Store* store, mirror::PullThroughCache* cache) {
   if (!rows.empty())
     log::Info("pull-through cache: " + std::to_string(rows.size()) + " preloaded files");
   return Status::Ok();
+}
+
+// Where the pull-through cache stages its downloads (the blob store's file system).
+std::string StagingDir(const ServerOptions& options) {
+  return options.data_dir + "/upstream-staging";
 }
 
 // Source archives are collected once a minute (the first time right after start).
@@ -161,6 +204,60 @@ void SweepTemporaryFiles(store::BlobStore& blobs) {
 }
 
 }  // namespace
+
+Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
+  FARM_ASSIGN_OR_RETURN(sandbox::BuildUser user,
+                        sandbox::ResolveBuildUser(options.resolver_user, ::geteuid()));
+  sandbox::Confinement confinement = sandbox::Confinement::Detect(resolver_processes, user);
+  lock::PipResolverOptions o;
+  o.python = options.resolver_python;
+  o.pip_wheel = options.resolver_pip;
+  o.pip_sha256 = options.resolver_pip_sha256;
+  o.work_dir = options.data_dir + "/resolve";
+  o.fetcher = upstream_fetcher.get();
+  // pip reads farmd's routes, whose file URLs name farmd: a lock records where the index
+  // itself has each file, as the pull-through cache learned it.
+  o.upstream_url = [cache = mirror.get()](const std::string& url) -> std::string {
+    static constexpr std::string_view kFiles = "/upstream/files/";
+    size_t at = url.find(kFiles);
+    if (cache == nullptr || at == std::string::npos) return url;
+    std::string rest = url.substr(at + kFiles.size());  // <index>/<sha256>/<filename>
+    size_t slash = rest.find('/');
+    if (slash == std::string::npos) return url;
+    Result<std::string> listed =
+        cache->ListedUrl(rest.substr(0, slash), rest.substr(slash + 1, 64));
+    return listed.ok() ? *listed : url;
+  };
+  if (!o.pip_wheel.empty())
+    log::Info("environment locks are resolved by " + o.pip_wheel + ", " + confinement.Describe());
+  pip_resolver = std::make_unique<lock::PipResolver>(o, &resolver_processes, confinement);
+  // pip reads an index through farmd's own pull-through route when there is one (with
+  // farmd's internal credential: mirror/internal_access.h), so the files it chooses are the
+  // ones workers then fetch from farmd; else, and where the dashboard serves TLS (whose CA
+  // farmd does not hold), the index itself.
+  std::string base = mirror && dashboard && internal && !options.tls.enabled()
+                         ? "http://" + dashboard->address()
+                         : "";
+  locks::IndexRoutes routes = [indexes = options.upstream.indexes, base, internal = internal](
+                                  const std::string& variant) -> Result<locks::IndexRoute> {
+    auto it = indexes.find(variant);
+    if (it == indexes.end()) {
+      return Status::FailedPrecondition(
+          "no index to resolve the environment from: this farmd has no --upstream-index " +
+          variant);
+    }
+    std::string url = it->second;
+    if (!base.empty()) {
+      FARM_ASSIGN_OR_RETURN(url, internal->IndexUrl(base, variant));
+    }
+    return locks::IndexRoute{variant, url, it->second};
+  };
+  locker = std::make_unique<locks::EnvLocker>(pip_resolver.get(), store.get(), routes, &RealClock(),
+                                              locks::LockerOptions{.glibc = options.lock_glibc});
+  ctx.locker = locker.get();
+  submitter->SetLocker(locker.get());
+  return Status::Ok();
+}
 
 Status FarmServer::Impl::StartNotifier(const ServerOptions& o) {
   if (o.webhooks.empty()) return Status::Ok();
@@ -299,7 +396,7 @@ void FarmServer::Impl::MakeServices(const ServerOptions& o) {
   worker_service = std::make_unique<WorkerService>(&ctx);
 }
 
-Status FarmServer::Impl::StartHttp(const ServerOptions& o) {
+Status FarmServer::Impl::StartMirror(const ServerOptions& o) {
   // The pull-through cache of the upstreams workers provision from, served by the
   // dashboard's listener (started before the gRPC API, so every worker's registration
   // learns its address).
@@ -308,14 +405,31 @@ Status FarmServer::Impl::StartHttp(const ServerOptions& o) {
       return Status::InvalidArgument("--upstream-index and --upstream-tree need --http-listen");
     }
     mirror::MirrorOptions upstream = o.upstream;
-    upstream.staging_dir = o.data_dir + "/upstream-staging";
-    FARM_RETURN_IF_ERROR(fs::MakeDirs(upstream.staging_dir, 0700));
-    mirror = std::make_unique<mirror::PullThroughCache>(upstream, upstream_fetcher.get(),
-                                                        blobs.get(), &RealClock());
+    upstream.staging_dir = StagingDir(o);
+    mirror_fetcher = upstream::MakeCurlFetcher(
+        {.redirects = {.any_host = false, .allowed_hosts = upstream.allowed_hosts},
+         .cancelled = mirror_cancelled});
+    mirror =
+        std::make_unique<mirror::PullThroughCache>(upstream, mirror_fetcher.get(), blobs.get(),
+                                                   store::AsMirrorStore(store.get()), &RealClock());
+    FARM_RETURN_IF_ERROR(mirror->Start());
     FARM_RETURN_IF_ERROR(LoadPreloads(store.get(), mirror.get()));
     ctx.mirror = mirror.get();
+    ctx.serves_toolkits = upstream.trees.count("redist") > 0;
+    index_check = std::thread(CheckUpstreamIndexes, o.upstream.indexes);
     ctx.upstream_url = o.upstream_url;
+    // farmd's own pip (the lock resolver) reads these routes as a worker would, with
+    // internal->IndexUrl("http://" + dashboard address, index) as its index URL.
+    internal = mirror::InternalAccess::Generate();
+    ctx.internal = internal.get();
+  } else {
+    // A farmd started without upstreams still removes what a killed one left downloading.
+    mirror::SweepStaging(StagingDir(o), RealClock().NowUnixMs() / 1000);
   }
+  return Status::Ok();
+}
+
+Status FarmServer::Impl::StartHttp(const ServerOptions& o) {
   if (o.http.listen.empty()) return Status::Ok();
   http::DashboardOptions http = o.http;
   http.tls = o.tls;
@@ -324,10 +438,12 @@ Status FarmServer::Impl::StartHttp(const ServerOptions& o) {
   if (!o.http_ready_file.empty()) {
     FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(o.http_ready_file, dashboard->address() + "\n"));
   }
-  const std::string url =
+  const std::string own =
       std::string(http.tls.enabled() ? "https" : "http") + "://" + dashboard->address();
-  if (mirror && ctx.upstream_url.empty()) ctx.upstream_url = url;
-  log::Info("dashboard at " + url + "/");
+  if (mirror && ctx.upstream_url.empty()) ctx.upstream_url = own;
+  ctx.http_url = http.public_url.empty() ? own : http.public_url;
+  while (ctx.http_url.size() > 8 && ctx.http_url.back() == '/') ctx.http_url.pop_back();
+  log::Info("dashboard at " + own + "/");
   return Status::Ok();
 }
 
@@ -391,7 +507,9 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   FARM_RETURN_IF_ERROR(impl->OpenStores(options));
   impl->MakeUseCases(options);
   impl->MakeServices(options);
+  FARM_RETURN_IF_ERROR(impl->StartMirror(options));
   FARM_RETURN_IF_ERROR(impl->StartHttp(options));
+  FARM_RETURN_IF_ERROR(impl->StartLocker(options));
   FARM_RETURN_IF_ERROR(impl->StartGrpc(options));
   FARM_RETURN_IF_ERROR(impl->StartBackground(options));
   if (!options.ready_file.empty()) {
@@ -424,8 +542,12 @@ void FarmServer::Shutdown() {
   // Waiting polls end first: the server's shutdown waits for every open call.
   impl_->worker_service->StopDispatch();
   if (impl_->dashboard) impl_->dashboard->Shutdown();
+  // Upstream downloads in progress stop at their next block; waiting ones are dropped.
+  impl_->mirror_cancelled->store(true);
+  if (impl_->mirror) impl_->mirror->Stop();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   if (impl_->sweeper) impl_->sweeper->Stop();
+  if (impl_->index_check.joinable()) impl_->index_check.join();
   if (impl_->hosts) impl_->hosts->Stop();
   if (impl_->schedules) impl_->schedules->Stop();
   if (impl_->publishing) impl_->publishing->Stop();

@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "daemon/sched/fanout.h"
+#include "daemon/sched/retry.h"
 
 namespace farm::builds {
 
@@ -31,9 +32,7 @@ Result<store::CompletionReport> Completer::Report(const std::string& worker_id,
       .exit_code = req.exit_code(),
       .detail = req.detail(),
       .peak_rss_bytes = req.peak_rss_bytes(),
-      .max_attempts = job.max_attempts,
       .retry_build_failures = recipe.retry().retry_build_failures(),
-      .retry_not_before_ms = now + 1000LL * recipe.retry().backoff_seconds(),
       .validation = req.has_validation() ? req.validation().SerializeAsString() : "",
       .validation_state = req.validation().state(),
       .cache_hits = req.has_compile_cache() ? req.compile_cache().hits() : -1,
@@ -60,6 +59,12 @@ Result<store::CompletionReport> Completer::Report(const std::string& worker_id,
       sched::FanoutOutcome(req.validation(), &report.cause, &report.detail);
     }
   }
+  // When a failed attempt runs again (sched/retry.h): infrastructure failures back off
+  // longer and get more attempts than the recipe's own.
+  sched::RetryPlan retry = sched::PlanRetry(report.cause, req.attempt(), job.max_attempts,
+                                            recipe.retry().backoff_seconds(), now);
+  report.max_attempts = retry.max_attempts;
+  report.retry_not_before_ms = retry.not_before_ms;
   return report;
 }
 

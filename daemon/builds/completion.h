@@ -6,7 +6,8 @@
 //     matrix (sched/fanout.h), and such a validation that does not prove its torch fails;
 //   - a validation report is signed (attest/), and a signing failure only logged: the
 //     report is stored and a wheel without its signature fails --require-validated-arch;
-//   - the recipe's retry policy (attempts, build failures retried, back-off) applies;
+//   - the recipe's retry policy (attempts, build failures retried, back-off) applies, and
+//     infrastructure failures get more attempts with a growing back-off (sched/retry.h);
 //   - when the job ended, the jobs waiting for its wheels are settled at once.
 //
 // Thread-safe: the store ports, the clock, the recipe cache and the signer are.

@@ -25,6 +25,7 @@ class AuditLog;
 }  // namespace farm::audit
 namespace farm::mirror {
 class PullThroughCache;
+class InternalAccess;
 }  // namespace farm::mirror
 
 namespace farm::builds {
@@ -45,6 +46,9 @@ struct FrontEndDeps {
   // The pull-through cache of the upstreams workers provision from; null where farmd
   // serves none.
   mirror::PullThroughCache* mirror = nullptr;
+  // The secret farmd's own processes use /upstream/ with (mirror/internal_access.h); null:
+  // none is accepted.
+  const mirror::InternalAccess* internal = nullptr;
   // Cancel, retry, drain and revalidate (control.h); null where none is made (those calls
   // answer 503).
   Control* control = nullptr;

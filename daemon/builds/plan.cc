@@ -13,6 +13,7 @@
 #include "common/recipe/wheel_names.h"
 #include "daemon/builds/build_key.h"
 #include "daemon/cron/torch_follow.h"
+#include "daemon/locks/env_locker.h"
 
 namespace farm::builds {
 namespace {
@@ -31,6 +32,7 @@ Result<farm::v1::Recipe> PrepareRecipe(const farm::v1::SubmitBuildRequest& req) 
                         recipe::ParseRecipe(req.recipe_yaml(), RecipePath(req)));
   FARM_RETURN_IF_ERROR(recipe::AttachPatches(&recipe, req.patches()));
   FARM_RETURN_IF_ERROR(recipe::AttachValidationScript(&recipe, req.validation_script()));
+  FARM_RETURN_IF_ERROR(recipe::AttachEnvironmentLock(&recipe, req.environment_lock()));
   if (req.has_source() && req.source().kind_case() != farm::v1::Source::KIND_NOT_SET) {
     *recipe.mutable_source() = req.source();
   }
@@ -137,24 +139,49 @@ Result<recipe::BuildPlan> PlanCells(const farm::v1::Recipe& recipe,
   return builds;
 }
 
-// The job of one planned build, its key set and, unless `force`, the succeeded job with
-// that key that answers it.
+// What the job of each planned build needs of its worker, and, for a recipe with an
+// environment, the lock of each cell it builds or is validated in (locks::LockJobs: one
+// resolution per distinct environment, before any key is made).
+Result<std::vector<farm::v1::JobNeeds>> PlanNeeds(const PlanDeps& deps,
+                                                  const farm::v1::Recipe& recipe,
+                                                  std::vector<recipe::PlannedBuild>& planned) {
+  std::vector<farm::v1::MatrixCell> cells;
+  std::vector<farm::v1::JobNeeds> all_needs;
+  for (recipe::PlannedBuild& p : planned) {
+    farm::v1::JobNeeds needs;
+    needs.set_target_gpu(recipe.build_on_target_gpu());
+    needs.set_provisioned(recipe.has_environment());
+    needs.set_no_toolkit(recipe.has_environment() && recipe.environment().no_toolkit());
+    if (!recipe.torch_abi().stable_floor().empty()) {
+      for (farm::v1::MatrixCell& c : p.validate) *needs.add_validate_in() = std::move(c);
+    }
+    cells.push_back(p.build);
+    all_needs.push_back(std::move(needs));
+  }
+  if (recipe.has_environment()) {
+    if (deps.locker == nullptr) {
+      return Status::FailedPrecondition("this farmd resolves no environments (no resolver)");
+    }
+    FARM_RETURN_IF_ERROR(locks::LockJobs(*deps.locker, recipe, cells, &all_needs));
+  }
+  return all_needs;
+}
+
+// The job of one planned build in `cell` with `needs`, its key set and, unless `force`,
+// the succeeded job with that key that answers it.
 Result<store::JobRow> PlanJob(const PlanDeps& deps, const farm::v1::SubmitBuildRequest& req,
                               const farm::v1::Recipe& recipe, const std::string& source_id,
-                              recipe::PlannedBuild& planned, int64_t now) {
-  farm::v1::JobNeeds needs;
-  needs.set_target_gpu(recipe.build_on_target_gpu());
-  needs.set_provisioned(recipe.has_environment());
-  if (!recipe.torch_abi().stable_floor().empty()) {
-    for (farm::v1::MatrixCell& c : planned.validate) *needs.add_validate_in() = std::move(c);
-  }
+                              const farm::v1::MatrixCell& cell, const farm::v1::JobNeeds& needs,
+                              int64_t now) {
   const bool any_need = needs.target_gpu() || needs.provisioned() || needs.validate_in_size() > 0;
-  store::JobRow job{.cell = planned.build.SerializeAsString(),
+  store::JobRow job{.cell = cell.SerializeAsString(),
                     .priority = req.priority(),
                     .build_key = BuildKey({.recipe = recipe,
                                            .source = source_id,
-                                           .cell = planned.build,
-                                           .validate_in = needs.validate_in()}),
+                                           .cell = cell,
+                                           .validate_in = needs.validate_in(),
+                                           .lock_digest = &needs.lock_digest(),
+                                           .validate_locks = &needs.validate_locks()}),
                     .max_attempts = recipe.retry().max_attempts() > 0
                                         ? recipe.retry().max_attempts()
                                         : deps.max_attempts,
@@ -217,10 +244,13 @@ Result<BuildDraft> PlanAt(const PlanDeps& deps, const farm::v1::SubmitBuildReque
                                 .created_ms = now,
                                 .source_sha256 = source_sha};
   std::string source_id = SourceIdentity(recipe.source(), req.source_digest());
-  for (recipe::PlannedBuild& planned : builds.builds) {
-    FARM_ASSIGN_OR_RETURN(store::JobRow job, PlanJob(deps, req, recipe, source_id, planned, now));
+  FARM_ASSIGN_OR_RETURN(std::vector<farm::v1::JobNeeds> needs,
+                        PlanNeeds(deps, recipe, builds.builds));
+  for (size_t n = 0; n < builds.builds.size(); ++n) {
+    FARM_ASSIGN_OR_RETURN(store::JobRow job, PlanJob(deps, req, recipe, source_id,
+                                                     builds.builds[n].build, needs[n], now));
     draft.jobs.push_back(std::move(job));
-    draft.cells.push_back(std::move(planned.build));
+    draft.cells.push_back(std::move(builds.builds[n].build));
   }
   FARM_RETURN_IF_ERROR(PlanRequirements(deps, req, who, depth, &draft));
   return draft;

@@ -10,6 +10,12 @@
 // the other cells are queued when it succeeds (sched/fanout.h). Other recipes: a job per
 // cell.
 //
+// Environments (docs/environments.md, "Locks"): each cell of a recipe with an
+// environment, and each cell a stable-ABI wheel is validated in, is resolved into a lock
+// (locks/env_locker.h) before any key is made; the digests go into the job's needs
+// (JobNeeds.lock_digest, validate_locks) and its key, so a resubmission is answered from
+// the store only while upstream offers the same packages.
+//
 // Graphs (docs/recipes.md, "Requirements"): the request carries the recipes the recipe
 // requires, read by the client. Every recipe of the graph is planned and checked; a job of
 // a recipe with requirements keeps its key without the wheels it consumes in key_base
@@ -33,6 +39,10 @@
 #include "daemon/cron/source_resolver.h"
 #include "daemon/store/ports/build_reader.h"
 #include "farm/v1/client.pb.h"
+
+namespace farm::locks {
+class EnvLocker;
+}  // namespace farm::locks
 
 namespace farm::builds {
 
@@ -60,6 +70,9 @@ struct PlanDeps {
   cron::WatchSettings watches;
   upstream::Fetcher* upstream_fetcher = nullptr;
   int max_attempts = 3;  // of a job whose recipe sets none
+  // Resolves the lock of every provisioned cell (locks/env_locker.h); null: recipes with
+  // an environment are refused.
+  locks::EnvLocker* locker = nullptr;
 };
 
 // Plans `req` as submitted by `who`, requirements included. InvalidArgument (naming the

@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "common/sha256.h"
+#include "daemon/sched/placement.h"
 
 namespace farm::builds {
 
@@ -27,8 +28,10 @@ Result<Registration> RegisterWorker(const RegistrationDeps& deps, const auth::Pr
     FARM_ASSIGN_OR_RETURN(auto lost, deps.leases->ReleaseWorkerJobs(r.worker_id, {}, why, now));
     for (int64_t job : lost) log::Warn("job " + std::to_string(job) + " requeued: " + why);
   }
+  farm::v1::Capabilities settled = caps;
+  sched::SettleProvisioning(deps.serves_toolkits, &settled);
   FARM_RETURN_IF_ERROR(deps.workers->UpsertWorker(
-      store::WorkerRow{r.worker_id, r.name, caps.SerializeAsString(), r.state, now, now}));
+      store::WorkerRow{r.worker_id, r.name, settled.SerializeAsString(), r.state, now, now}));
   return r;
 }
 

@@ -29,6 +29,9 @@ struct RegistrationDeps {
   store::JobLeases* leases = nullptr;
   const Clock* clock = nullptr;
   WorkerTokenIssuer issue_token;
+  // farmd serves a redist tree: a worker that counts on farmd for toolkits may fetch them
+  // (sched::SettleProvisioning, applied to the capabilities stored).
+  bool serves_toolkits = false;
 };
 
 struct Registration {

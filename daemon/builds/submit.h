@@ -53,6 +53,10 @@ class Submitter {
  public:
   explicit Submitter(SubmitDeps deps) : deps_(std::move(deps)) {}
 
+  // Sets the locker of provisioned cells (PlanDeps::locker), which farmd makes once its
+  // HTTP side listens. Not thread-safe: called before the first submission.
+  void SetLocker(locks::EnvLocker* locker) { deps_.plan.locker = locker; }
+
   // Counts one submission of `who` against its quota (ResourceExhausted with when to
   // retry once it is used up); Ok when farmd keeps no quotas. Submit takes one itself;
   // creating a schedule takes one too.

@@ -20,27 +20,31 @@ namespace farm::coverage {
 enum class EventKind {
   kWheelValidated,  // a wheel passed validation on a GPU
   kBuildFailed,     // a build ended failed
+  // A wheel built whose validation waits for a GPU it runs on, or whose recipe asks for
+  // none: on a farm without such a GPU this is the news.
+  kWheelBuilt,
 };
 
-// "wheel_validated", "build_failed": the names of the webhook filter and of payloads.
+// "wheel_validated", "build_failed", "wheel_built": the names of the webhook filter and of
+// payloads.
 std::string_view EventKindName(EventKind kind);
 std::optional<EventKind> ParseEventKind(std::string_view name);
 
 struct Event {
   EventKind kind = EventKind::kWheelValidated;
   // Stable and unique: "wheel_validated:<sha256>" (a wheel reused by later builds is the
-  // same wheel, announced once) or "build_failed:<build id>".
+  // same wheel, announced once), "wheel_built:<sha256>" or "build_failed:<build id>".
   std::string id;
   std::string package;
   std::string version;
   int64_t build_id = 0;
-  int64_t job_id = 0;       // the validated job, or the build's first failed job
+  int64_t job_id = 0;       // the validated or building job, or the build's first failed job
   std::string wheel;        // the wheel's file name; "" for a failed build
   std::string sha256;       // the wheel's; "" for a failed build
   std::string cell;         // "python=3.11 cuda=12.8 ...", "" for the default cell
-  std::string cause;        // why the build failed
+  std::string cause;        // why the build failed; for a built wheel, why it is not validated
   int64_t schedule_id = 0;  // > 0: a schedule run submitted the build
-  int64_t time_ms = 0;      // when it validated or failed
+  int64_t time_ms = 0;      // when it validated, was built or failed
 };
 
 // The events of `builds`, newest first (ties by id), at most `limit`.

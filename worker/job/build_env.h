@@ -90,7 +90,14 @@ struct JobEnvInputs {
 // SOURCE_DATE_EPOCH (when known) and PYTHONHASHSEED=0 unless the recipe sets them, and
 // appends nvcc's -objtemp to NVCC_APPEND_FLAGS so intermediate file names (which nvcc
 // writes into the objects) come from the object path instead of the process id.
+// Without a toolkit (in.toolkit has no path) every PATH directory holding an nvcc is left
+// out (PathWithoutToolkits), the recipe's own PATH included.
 EnvMap BuildJobEnv(const JobEnvInputs& in);
+
+// `path` (a PATH value) without the directories that hold an executable `nvcc`, in order;
+// those go to `*dropped` when given.
+std::string PathWithoutToolkits(const std::string& path,
+                                std::vector<std::string>* dropped = nullptr);
 
 // The time the source was last changed, for SOURCE_DATE_EPOCH: the commit time of a git
 // checkout (git log -1 --format=%ct), else the newest modification time of a file in the

@@ -12,8 +12,10 @@
 #include "daemon/builds/eligibility.h"
 #include "daemon/builds/recipe_cache.h"
 #include "daemon/builds/registration.h"
+#include "daemon/locks/env_locker.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/dispatcher.h"
+#include "daemon/sched/placement.h"
 
 namespace farm::api {
 
@@ -31,9 +33,10 @@ builds::RegistrationDeps RegistrationDepsOf(const ServiceContext& ctx) {
   return {.workers = ctx.store,
           .leases = ctx.store,
           .clock = ctx.clock,
-          .issue_token = [auth = ctx.auth](const std::string& name, const std::string& id) {
-            return auth->Create("worker", name, id);
-          }};
+          .issue_token = [auth = ctx.auth](
+                             const std::string& name,
+                             const std::string& id) { return auth->Create("worker", name, id); },
+          .serves_toolkits = ctx.serves_toolkits};
 }
 
 // Progress and peak RSS of a running build, for watchers. The store ignores reports on
@@ -98,6 +101,30 @@ void ProgressThrottle::Forget(int64_t job_id) {
 
 namespace {
 
+// The lock the job's environment installs (JobNeeds.lock_digest), as text. A provisioned job
+// queued by a farmd that resolved no locks has none: its lock is resolved now (this lease's
+// only; a retry resolves again).
+Status AttachLock(const ServiceContext& ctx, const store::JobRow& job,
+                  farm::v1::ProvisionSpec* spec) {
+  std::string digest = ParseBlob<farm::v1::JobNeeds>(job.needs).lock_digest();
+  if (digest.empty()) {
+    if (ctx.locker == nullptr) {
+      return Status::FailedPrecondition("job " + std::to_string(job.id) +
+                                        " has no environment lock and this farmd resolves none");
+    }
+    FARM_ASSIGN_OR_RETURN(std::vector<locks::CellLock> locked, ctx.locker->LockAll({*spec}));
+    digest = locked[0].digest;
+  }
+  FARM_ASSIGN_OR_RETURN(std::optional<store::LockRow> row, ctx.store->GetLock(digest));
+  if (!row) {
+    return Status::DataLoss("the lock " + digest + " of job " + std::to_string(job.id) +
+                            " is not in the store");
+  }
+  spec->set_lock(row->text);
+  spec->set_lock_digest(digest);
+  return Status::Ok();
+}
+
 Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx,
                                                const store::JobRow& job) {
   farm::v1::JobAssignment a;
@@ -108,13 +135,14 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx,
   *a.mutable_recipe() = std::move(build.recipe);
   a.set_cache_namespace(build.cache_namespace);
   *a.mutable_cell() = ParseBlob<farm::v1::MatrixCell>(job.cell);
-  // The cell's environment travels with the lease: the worker provisions it.
+  // The cell's environment travels with the lease, with the lock resolved for it at
+  // submit: the worker installs exactly that.
   if (a.recipe().has_environment()) {
-    FARM_ASSIGN_OR_RETURN(*a.mutable_environment(), recipe::CellEnvironment(a.recipe(), a.cell()));
-    if (job.kind == store::kJobValidate) {  // Python and torch: validation compiles nothing
-      a.mutable_environment()->clear_cuda();
-      a.mutable_environment()->clear_requirements();
-    }
+    FARM_ASSIGN_OR_RETURN(*a.mutable_environment(),
+                          job.kind == store::kJobValidate
+                              ? recipe::ValidationEnvironment(a.recipe(), a.cell())
+                              : recipe::CellEnvironment(a.recipe(), a.cell()));
+    FARM_RETURN_IF_ERROR(AttachLock(ctx, job, a.mutable_environment()));
   }
   a.set_timeout_seconds(a.recipe().timeout_seconds() > 0 ? a.recipe().timeout_seconds() : 3600);
   a.set_kind(job.kind == store::kJobValidate ? farm::v1::JOB_VALIDATE : farm::v1::JOB_BUILD);
@@ -213,7 +241,9 @@ Status WorkerService::Beat(const Principal& who, const farm::v1::HeartbeatReques
   if (req.has_capabilities()) {
     // Sent only when they changed (a GPU appeared or failed, a toolkit was installed, the
     // environment cache grew): placement, revalidation and `workers` read the stored copy.
-    worker.capabilities = req.capabilities().SerializeAsString();
+    farm::v1::Capabilities caps = req.capabilities();
+    sched::SettleProvisioning(ctx_->serves_toolkits, &caps);
+    worker.capabilities = caps.SerializeAsString();
     worker.state = state;
     worker.last_heartbeat_ms = now;
     FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(worker));

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/store/mirror_store.h"
 #include "daemon/store/sql/db.h"
 #include "daemon/store/sql/rows.h"
 #include "daemon/store/store.h"
@@ -21,7 +22,7 @@
 
 namespace farm::store {
 
-class SqlStore final : public Store, public WebhookStore {
+class SqlStore final : public Store, public WebhookStore, public MirrorStore {
  public:
   explicit SqlStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
 
@@ -123,6 +124,8 @@ class SqlStore final : public Store, public WebhookStore {
   Result<ScheduleRow> GetSchedule(int64_t id) override;
   Result<std::vector<ScheduleRow>> ListSchedules() override;
   Status SetSchedulePaused(int64_t id, bool paused, int64_t next_fire_ms) override;
+  Status SetScheduleRequest(int64_t id, const std::string& request,
+                            const std::string& source_sha256) override;
   Status DeleteSchedule(int64_t id, int64_t now_ms) override;
   Status RecordScheduleRun(ScheduleRunRow* run, int64_t next_fire_ms) override;
   Status SetWatchState(int64_t id, const std::string& state, int64_t next_fire_ms) override;
@@ -185,6 +188,10 @@ class SqlStore final : public Store, public WebhookStore {
                                                                const std::string& path) override;
   Result<std::vector<UpstreamPreloadRow>> ListUpstreamPreloads() override;
 
+  // LockStore (sql_store/locks.cc).
+  Status PutLock(const LockRow& row) override;
+  Result<std::optional<LockRow>> GetLock(const std::string& digest) override;
+
   // QuotaStore (sql_store/quotas.cc).
   Result<std::optional<QuotaOverrideRow>> GetQuotaOverride(const std::string& principal) override;
   Status SetQuotaOverride(const QuotaOverrideRow& row) override;
@@ -220,6 +227,16 @@ class SqlStore final : public Store, public WebhookStore {
                                                                    int limit) override;
   Status UpdateWebhookDelivery(const WebhookDeliveryRow& row, int64_t now_ms) override;
   Result<std::vector<WebhookDeliveryRow>> ListWebhookDeliveries(int limit) override;
+
+  // MirrorStore (sql_store/mirror.cc).
+  Result<bool> RecordMirrorFile(const MirrorBlobRow& blob, const std::string& filename,
+                                const std::string& metadata) override;
+  Status TouchMirrorBlobs(const std::vector<std::pair<std::string, int64_t>>& uses) override;
+  Result<std::vector<MirrorFileRow>> ListMirrorFiles() override;
+  Result<int64_t> MirrorBytes() override;
+  Result<std::vector<MirrorBlobRow>> ListMirrorBlobsByUse(int limit) override;
+  Result<std::optional<std::string>> GetMirrorMetadata(const std::string& sha256) override;
+  Result<bool> ForgetMirrorBlob(const std::string& sha256) override;
 
   // Visits, and what spans every area (sql_store.h, job_leases.cc).
   Status Together(const std::function<Status()>& calls) override {

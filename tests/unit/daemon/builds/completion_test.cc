@@ -1,9 +1,10 @@
 // The end of an attempt against in-memory ports: who may report, the no-wheel rule, the
-// stable-ABI fan-out, validation signing and releasing held jobs.
+// stable-ABI fan-out, validation signing, releasing held jobs and the retry plan.
 #include "daemon/builds/completion.h"
 
 #include <gtest/gtest.h>
 
+#include "daemon/sched/retry.h"
 #include "tests/support/test_util.h"
 #include "tests/unit/daemon/builds/in_memory_store.h"
 
@@ -85,6 +86,21 @@ TEST_F(CompletionTest, ASuccessWithoutAWheelIsAFailedBuild) {
   EXPECT_EQ(r.worker_id, "w-1");
   EXPECT_EQ(r.retry_not_before_ms, clock_.NowUnixMs() + 30'000);  // the recipe's back-off
   EXPECT_EQ(store_.held_resolutions, 1);  // it ended: what waits on it is settled
+}
+
+TEST_F(CompletionTest, AnInfrastructureFailureGetsMoreAttemptsWithALongerBackOff) {
+  store_.jobs[job_].max_attempts = 2;
+  store_.Lease(job_, 3, "w-1");
+  Completer completer = MakeCompleter();
+  farm::v1::CompleteJobRequest req = Success(job_, 3);
+  req.set_cause(farm::v1::CAUSE_INFRASTRUCTURE);
+  req.set_exit_code(1);
+  Status release;
+  ASSERT_OK(completer.Complete("w-1", req, &release).status());
+  ASSERT_EQ(store_.completions.size(), 1u);
+  const store::CompletionReport& r = store_.completions[0];
+  EXPECT_EQ(r.max_attempts, sched::kInfrastructureAttempts);          // not the job's 2
+  EXPECT_EQ(r.retry_not_before_ms, clock_.NowUnixMs() + 4 * 30'000);  // doubled twice
 }
 
 TEST_F(CompletionTest, AStableAbiSuccessQueuesItsOtherTorchesAndSignsItsValidation) {

@@ -308,6 +308,17 @@ Result<std::set<int64_t>> InMemoryStore::JobsInGraph(const std::vector<int64_t>&
   return Unused("JobsInGraph");
 }
 
+Status InMemoryStore::PutLock(const store::LockRow& row) {
+  lock_rows.emplace(row.digest, row);  // a digest holds one text: the first stays
+  return Status::Ok();
+}
+
+Result<std::optional<store::LockRow>> InMemoryStore::GetLock(const std::string& digest) {
+  auto it = lock_rows.find(digest);
+  if (it == lock_rows.end()) return std::optional<store::LockRow>();
+  return std::optional<store::LockRow>(it->second);
+}
+
 Status InMemoryStore::RecordSourceArchive(const store::SourceArchiveRow& row) {
   sources[row.sha256] = row;
   return Status::Ok();

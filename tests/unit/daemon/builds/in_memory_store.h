@@ -19,6 +19,7 @@
 #include "daemon/store/ports/build_graph_store.h"
 #include "daemon/store/ports/build_reader.h"
 #include "daemon/store/ports/job_leases.h"
+#include "daemon/store/ports/lock_store.h"
 #include "daemon/store/ports/recipe_name_store.h"
 #include "daemon/store/ports/source_archive_store.h"
 #include "daemon/store/ports/validation_jobs.h"
@@ -36,6 +37,7 @@ class InMemoryStore final : public store::BuildReader,
                             public store::RecipeNameStore,
                             public store::BuildGraphStore,
                             public store::SourceArchiveStore,
+                            public store::LockStore,
                             public store::Visits {
  public:
   // Rows the tests set up; ids are kept as given.
@@ -46,6 +48,7 @@ class InMemoryStore final : public store::BuildReader,
   std::map<std::string, store::WorkerRow> workers;
   std::map<std::string, store::RecipeNameRow> names;
   std::map<std::string, store::SourceArchiveRow> sources;
+  std::map<std::string, store::LockRow> lock_rows;  // by digest
   // What was written.
   std::vector<store::CompletionReport> completions;
   std::vector<store::BuildLinks> links;  // of each CreateBuildLinked, in order
@@ -145,6 +148,10 @@ class InMemoryStore final : public store::BuildReader,
   Result<std::vector<store::RequirementRow>> ListConsumers(int64_t job_id) override;
   Result<std::vector<store::JobInputRow>> ListJobInputs(int64_t job_id) override;
   Result<std::set<int64_t>> JobsInGraph(const std::vector<int64_t>& job_ids) override;
+
+  // LockStore.
+  Status PutLock(const store::LockRow& row) override;
+  Result<std::optional<store::LockRow>> GetLock(const std::string& digest) override;
 
   // SourceArchiveStore.
   Status RecordSourceArchive(const store::SourceArchiveRow& row) override;

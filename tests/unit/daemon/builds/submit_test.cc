@@ -1,11 +1,16 @@
 // Planning and storing a submitted build against in-memory ports: a job per cell with its
 // key, reuse of a succeeded key, names checked before and claimed after, nothing stored on
-// a refusal, and a graph stored required-first with its jobs held.
+// a refusal, a graph stored required-first with its jobs held, and a provisioned recipe's
+// cells locked, each lock in its job's needs and key.
 #include "daemon/builds/submit.h"
 
 #include <gtest/gtest.h>
 
+#include "common/lock/pip_resolver.h"
+#include "common/sha256.h"
 #include "daemon/builds/build_key.h"
+#include "daemon/locks/env_locker.h"
+#include "daemon/model/convert.h"
 #include "tests/support/test_util.h"
 #include "tests/unit/daemon/builds/in_memory_store.h"
 
@@ -89,12 +94,16 @@ TEST_F(SubmitTest, ASucceededKeyAnswersTheSameJobUnlessForced) {
   }
   auto again = submitter_.Submit(Request(Recipe("attn")), alice_, nullptr);
   ASSERT_OK(again.status());
-  for (const store::JobRow& job : *store_.ListJobs(*again)) EXPECT_GT(job.reused_from, 0);
+  auto reused = store_.ListJobs(*again);
+  ASSERT_OK(reused.status());
+  for (const store::JobRow& job : *reused) EXPECT_GT(job.reused_from, 0);
   farm::v1::SubmitBuildRequest forced = Request(Recipe("attn"));
   forced.set_force(true);
   auto rebuilt = submitter_.Submit(forced, alice_, nullptr);
   ASSERT_OK(rebuilt.status());
-  for (const store::JobRow& job : *store_.ListJobs(*rebuilt)) EXPECT_EQ(job.reused_from, 0);
+  auto forced_jobs = store_.ListJobs(*rebuilt);
+  ASSERT_OK(forced_jobs.status());
+  for (const store::JobRow& job : *forced_jobs) EXPECT_EQ(job.reused_from, 0);
   EXPECT_FALSE(store_.links.back().merge_in_flight);
   EXPECT_TRUE(store_.links.back().force);
 }
@@ -128,7 +137,9 @@ TEST_F(SubmitTest, AGraphStoresTheRequiredBuildFirstAndHoldsTheConsumersKeys) {
   EXPECT_EQ(app.requirements[0].recipe_name, "dep");
   EXPECT_NE(app.requirements[0].required_job_id, app.requirements[1].required_job_id);
   EXPECT_TRUE(app.inputs_key);  // settles jobs whose required jobs ended already
-  for (const store::JobRow& job : *store_.ListJobs(*id)) {
+  auto held = store_.ListJobs(*id);
+  ASSERT_OK(held.status());
+  for (const store::JobRow& job : *held) {
     EXPECT_TRUE(job.build_key.empty());  // it waits for the wheels it consumes
     EXPECT_EQ(job.key_base.size(), 64u);
   }
@@ -140,6 +151,98 @@ TEST_F(SubmitTest, ABadRecipeIsRefusedBeforeAnythingIsRead) {
   EXPECT_EQ(id.status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(store_.builds.empty());
   EXPECT_TRUE(store_.names.empty());
+}
+
+// Resolves each request to torch at the version it asks for and `tool` at
+// `tool_version`: what the index holds now.
+class OneToolResolver final : public lock::Resolver {
+ public:
+  Result<lock::EnvLock> Resolve(const lock::ResolveRequest& r) override {
+    calls += 1;
+    lock::EnvLock out;
+    out.python = r.python;
+    out.platform = r.platform;
+    out.index_name = r.index_name;
+    out.requirements = r.requirements;
+    for (const auto& [name, version] :
+         {std::pair<std::string, std::string>{"torch", "2.8.0"}, {"tool", tool_version}}) {
+      std::string file = name + "-" + version + "-py3-none-any.whl";
+      out.packages.push_back(
+          {name, version, "", file, "https://up/" + file, Sha256Hex(name + version), 10});
+    }
+    return out;
+  }
+  int calls = 0;
+  std::string tool_version = "1.0";
+};
+
+std::string ProvisionedRecipe() {
+  return "name: attn\n"
+         "version: \"1.0\"\n"
+         "source:\n"
+         "  git: {url: \"https://example.invalid/attn.git\", commit: \"" +
+         std::string(kCommit) +
+         "\"}\n"
+         "build: |\n"
+         "  echo build\n"
+         "matrix:\n"
+         "  python: [\"3.11\", \"3.12\"]\n"
+         "  torch: [\"2.8\"]\n"
+         "  cuda: [\"12.8\"]\n"
+         "  arch_lists: [\"9.0\"]\n"
+         "environment:\n"
+         "  torch: {\"2.8\": \"2.8.0\"}\n"
+         "  build_requirements: [tool]\n";
+}
+
+std::vector<std::string> NeedsLocks(testing::InMemoryStore& store, int64_t build_id) {
+  std::vector<std::string> digests;
+  auto jobs = store.ListJobs(build_id);  // kept: a range-for over *temporary reads freed memory
+  for (const store::JobRow& job : *jobs) {
+    digests.push_back(model::ParseBlob<farm::v1::JobNeeds>(job.needs).lock_digest());
+  }
+  return digests;
+}
+
+TEST_F(SubmitTest, AProvisionedRecipeNeedsALockerAndStoresNothingWithout) {
+  auto id = submitter_.Submit(Request(ProvisionedRecipe()), alice_, nullptr);
+  EXPECT_EQ(id.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(store_.builds.empty());
+  EXPECT_EQ(store_.names.count("attn"), 0u);
+}
+
+TEST_F(SubmitTest, EachProvisionedCellIsLockedAndItsLockIsPartOfItsKey) {
+  OneToolResolver resolver;
+  locks::EnvLocker locker(
+      &resolver, &store_,
+      [](const std::string& variant) -> Result<locks::IndexRoute> {
+        return locks::IndexRoute{variant, "http://farmd/" + variant + "/", "https://up/"};
+      },
+      &clock_, locks::LockerOptions{.sleep = [](int64_t) {}});
+  submitter_.SetLocker(&locker);
+  auto first = submitter_.Submit(Request(ProvisionedRecipe()), alice_, nullptr);
+  ASSERT_OK(first.status());
+  std::vector<std::string> digests = NeedsLocks(store_, *first);
+  ASSERT_EQ(digests.size(), 2u);
+  EXPECT_EQ(resolver.calls, 2);  // one environment per Python
+  EXPECT_NE(digests[0], digests[1]);
+  for (const std::string& d : digests) EXPECT_EQ(store_.lock_rows.count(d), 1u) << d;
+  // The same locks again are the same jobs; a new release of the tool is a new build.
+  auto again = submitter_.Submit(Request(ProvisionedRecipe()), alice_, nullptr);
+  ASSERT_OK(again.status());
+  resolver.tool_version = "1.1";
+  auto newer = submitter_.Submit(Request(ProvisionedRecipe()), alice_, nullptr);
+  ASSERT_OK(newer.status());
+  auto keys = [&](int64_t id) {
+    std::vector<std::string> out;
+    auto jobs = store_.ListJobs(id);
+    for (const store::JobRow& job : *jobs) out.push_back(job.build_key);
+    return out;
+  };
+  EXPECT_EQ(keys(*again), keys(*first));
+  EXPECT_EQ(NeedsLocks(store_, *again), digests);
+  EXPECT_NE(keys(*newer)[0], keys(*first)[0]);
+  EXPECT_NE(NeedsLocks(store_, *newer)[0], digests[0]);
 }
 
 }  // namespace
