@@ -243,7 +243,7 @@ Outcome JobRunner::Execute(LogShipper& log, const std::string& ws) {
 }
 
 std::unique_ptr<ProcessRunner> JobRunner::SourceRunner(const std::string& ws, bool network) const {
-  if (deps_.executor->Name() != "sandbox") return ForwardTo(*deps_.runner);
+  if (deps_.executor->Kind() != ExecutorKind::kSandbox) return ForwardTo(*deps_.runner);
   ExecRequest base;
   base.workspace = ws;
   base.network = network;
@@ -269,7 +269,7 @@ Result<std::string> JobRunner::FetchAndPatch(LogShipper& log, const std::string&
   std::unique_ptr<ProcessRunner> offline = SourceRunner(ws, false);
   std::unique_ptr<ProcessRunner> online = SourceRunner(ws, true);
   StepRunner steps(*offline, ToolEnv(settings_.worker_env), control_.get(), on_line);
-  const bool sandboxed = deps_.executor->Name() == "sandbox";
+  const bool sandboxed = deps_.executor->Kind() == ExecutorKind::kSandbox;
   StepRunner git_steps(*online,
                        git::LockedGitEnv(settings_.git, sandboxed ? "/tmp" : "/nonexistent"),
                        control_.get(), on_line);
@@ -492,8 +492,7 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   FARM_ASSIGN_OR_RETURN(std::unique_ptr<Process> process, deps_.executor->Start(req));
   control_->SetProcess(process.get());
   // A container's processes are not this host's children: no live memory figure for them.
-  const std::string executor = deps_.executor->Name();
-  const bool host_processes = executor == "native" || executor == "sandbox";
+  const bool host_processes = deps_.executor->Kind() != ExecutorKind::kContainer;
   control_->progress.Begin(host_processes ? process->pid() : 0,
                            cache_use.used ? cache_use.workspace : "");
   int64_t timeout_s = job_.timeout_seconds() > 0 ? job_.timeout_seconds() : 3600;
