@@ -433,18 +433,18 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
     // wheels) becomes that user's.
     FARM_RETURN_IF_ERROR(sandbox::GiveToBuildUser(settings_.build_user, ws, true));
   }
-  JobEnvInputs in{&job_,
-                  settings_.worker_env,
-                  ws + "/venv",
-                  ws + "/wheels",
-                  ws + "/tmp",
-                  python.version(),
-                  toolkit,
-                  settings_.caps.cpu_cores(),
-                  deps_.probe->AvailableMemoryBytes(),
-                  settings_.secrets,
-                  source_date_epoch_};
-  in.wsl2 = settings_.caps.wsl2();
+  JobEnvInputs in{.job = &job_,
+                  .worker_env = settings_.worker_env,
+                  .venv_dir = ws + "/venv",
+                  .wheel_dir = ws + "/wheels",
+                  .tmp_dir = ws + "/tmp",
+                  .python_version = python.version(),
+                  .toolkit = toolkit,
+                  .cores = settings_.caps.cpu_cores(),
+                  .available_memory_bytes = deps_.probe->AvailableMemoryBytes(),
+                  .secrets = settings_.secrets,
+                  .source_date_epoch = source_date_epoch_,
+                  .wsl2 = settings_.caps.wsl2()};
   // Unified memory: this job's validation and those of the jobs beside it share the RAM
   // the compile jobs use.
   double held_gb = ValidationReserveGb(job_, settings_.caps);
