@@ -5,10 +5,10 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <cctype>
 #include <mutex>
 
 #include "common/log.h"
+#include "common/strings.h"
 #include "common/upstream/fetcher.h"
 
 namespace farm::upstream {
@@ -17,11 +17,6 @@ namespace {
 void GlobalInit() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-std::string ToLowerAscii(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
 }
 
 // The parts of an http(s) URL as libcurl's URL parser reads it (dot segments removed, as
@@ -49,8 +44,8 @@ UrlParts ParseUrl(std::string_view url) {
     get(CURLUPART_HOST, 0, &p.host);
     get(CURLUPART_PORT, CURLU_DEFAULT_PORT, &p.port);
     get(CURLUPART_PATH, 0, &p.path);
-    p.scheme = ToLowerAscii(p.scheme);
-    p.host = ToLowerAscii(p.host);
+    p.scheme = AsciiLower(p.scheme);
+    p.host = AsciiLower(p.host);
     p.ok = !p.host.empty() && (p.scheme == "http" || p.scheme == "https");
   }
   curl_url_cleanup(h);
@@ -271,7 +266,7 @@ class CurlFetcher final : public Fetcher {
     while (!page->content_type.empty() && page->content_type.back() == ' ') {
       page->content_type.pop_back();
     }
-    page->content_type = ToLowerAscii(page->content_type);
+    page->content_type = AsciiLower(page->content_type);
     curl_header* etag = nullptr;
     if (curl_easy_header(curl, "ETag", 0, CURLH_HEADER, -1, &etag) == CURLHE_OK &&
         std::string_view(etag->value).size() <= 256) {

@@ -60,6 +60,17 @@ grpc::Status HandleMutation(ServiceContext* ctx, grpc::ServerContext* call, Need
   }));
 }
 
+// Handle for a call whose use case checks the role itself and records the call in the
+// audit log (builds::Control): only the token (and the peer) is checked here.
+template <typename Body>
+grpc::Status HandleChecked(ServiceContext* ctx, grpc::ServerContext* call, Body body) {
+  return ToGrpc(Guarded("handler", [&]() -> Status {
+    FARM_ASSIGN_OR_RETURN(Principal who,
+                          AuthorizePeer(*ctx, *call, Need::kViewer, /*check_role=*/false));
+    return body(who);
+  }));
+}
+
 template <typename Body>
 grpc::Status Handle(ServiceContext* ctx, grpc::ServerContext* call, Need need, Body body) {
   return ToGrpc(Guarded("handler", [&]() -> Status {

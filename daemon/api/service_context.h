@@ -1,5 +1,10 @@
-// What the gRPC services share: the store, the blob store, the token authority, the clock
-// and farmd's tunables. Owned by FarmServer; services hold a pointer. Thread-safe members.
+// What the gRPC services share, made by FarmServer (daemon/app/server.cc): the stores, the
+// token authority, the clock and farmd's tunables; the use cases (daemon/builds/) and the
+// dispatcher the handlers hand requests to; the services farmd runs beside them
+// (schedules, hosts, quotas, the audit log, provenance signing, the pull-through cache);
+// and what workers and clients are told (the upstream URL). A pointer left null means
+// farmd does not serve that part (each field says what then). Services hold a pointer.
+// Thread-safe members.
 #ifndef FARM_DAEMON_API_SERVICE_CONTEXT_H_
 #define FARM_DAEMON_API_SERVICE_CONTEXT_H_
 
@@ -11,6 +16,7 @@
 #include "common/git_policy.h"
 #include "daemon/api/auth.h"
 #include "daemon/audit/audit_log.h"
+#include "daemon/builds/front_end_deps.h"
 #include "daemon/cron/new_schedule.h"
 #include "daemon/sched/fleet_cache.h"
 #include "daemon/store/blob/blob_store.h"
@@ -18,22 +24,23 @@
 
 namespace farm::cron {
 class SourceResolver;
-class ScheduleRunner;
 }  // namespace farm::cron
 
 namespace farm::hosts {
 class HostManager;
 }  // namespace farm::hosts
 
-namespace farm::attest {
-class Attestor;
-}  // namespace farm::attest
 namespace farm::quota {
 class QuotaKeeper;
 }  // namespace farm::quota
-namespace farm::mirror {
-class PullThroughCache;
-}  // namespace farm::mirror
+namespace farm::builds {
+class Completer;
+class RecipeCache;
+class Submitter;
+}  // namespace farm::builds
+namespace farm::sched {
+class Dispatcher;
+}  // namespace farm::sched
 
 namespace farm::locks {
 class EnvLocker;
@@ -53,30 +60,23 @@ struct Tunables {
   int64_t source_retention_ms = 30LL * 24 * 3600 * 1000;
 };
 
-struct ServiceContext {
-  store::Store* store = nullptr;
-  store::BlobStore* blobs = nullptr;
-  TokenAuthority* auth = nullptr;
-  const Clock* clock = nullptr;
+// The stores, the token authority, the clock, schedules, provenance, the audit log, the
+// pull-through cache and Control are FrontEndDeps', shared with the HTTP port.
+struct ServiceContext : builds::FrontEndDeps {
   Tunables tunables;
   std::atomic<bool>* shutting_down = nullptr;
-  cron::SourceResolver* resolver = nullptr;   // git ref -> commit; null: not resolved
-  git::GitPolicy git;                         // which git URLs a build may name
-  cron::ScheduleRunner* schedules = nullptr;  // null: schedules are not served
-  hosts::HostManager* hosts = nullptr;        // null: hosts are not served
-  quota::QuotaKeeper* quotas = nullptr;       // null: nobody is limited
-  attest::Attestor* attestor = nullptr;       // signs provenance; null: none is signed
+  cron::SourceResolver* resolver = nullptr;  // git ref -> commit; null: not resolved
+  git::GitPolicy git;                        // which git URLs a build may name
+  hosts::HostManager* hosts = nullptr;       // null: hosts are not served
+  quota::QuotaKeeper* quotas = nullptr;      // null: nobody is limited
   // Workers must present a client certificate farmd verified (--client-ca, mTLS).
   bool require_worker_certs = false;
-  // Where every mutation is recorded (HandleMutation); null: nothing is recorded.
-  audit::AuditLog* audit = nullptr;
   // The workers as build and job replies explain placement with (shared by copies).
   std::shared_ptr<sched::FleetCache> fleet_cache = std::make_shared<sched::FleetCache>();
   // Where workers fetch their environments' upstreams through farmd ("http://host:port");
-  // empty when farmd serves none. Set before the gRPC API starts.
+  // empty when farmd serves none (`mirror` is the cache behind it, which `farmctl cache
+  // add` preloads). Set before the gRPC API starts.
   std::string upstream_url;
-  // The pull-through cache behind it, which `farmctl cache add` preloads; null: none.
-  mirror::PullThroughCache* mirror = nullptr;
   // farmd's HTTP side as clients reach it (--public-url, else the dashboard's address);
   // "" without one (GetServerInfo).
   std::string http_url;
@@ -87,6 +87,14 @@ struct ServiceContext {
   // indexes and trees) and how often; `upstream_fetcher` null: nothing is read upstream.
   cron::WatchSettings watches;
   upstream::Fetcher* upstream_fetcher = nullptr;
+  // The use cases (daemon/builds/) besides Control, made by FarmServer: submitting a
+  // build (submit.h), what a worker's CompleteJob means (completion.h), the recipes of
+  // recent builds, which every lease carries, and the dispatcher that hands leasable jobs
+  // to waiting AcquireJob polls (sched/dispatcher.h).
+  builds::Submitter* submitter = nullptr;
+  builds::Completer* completer = nullptr;
+  builds::RecipeCache* recipes = nullptr;
+  sched::Dispatcher* dispatcher = nullptr;
   // Resolves the lock of every provisioned cell at submit; null: provisioned recipes are
   // refused.
   locks::EnvLocker* locker = nullptr;

@@ -21,6 +21,10 @@
 #include "daemon/api/worker/worker_service.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/builds/build_key.h"
+#include "daemon/builds/completion.h"
+#include "daemon/builds/control.h"
+#include "daemon/builds/recipe_cache.h"
+#include "daemon/builds/submit.h"
 #include "daemon/cron/runner.h"
 #include "daemon/cron/torch_follow.h"
 #include "daemon/hosts/host_manager.h"
@@ -28,6 +32,7 @@
 #include "daemon/locks/env_locker.h"
 #include "daemon/mirror/internal_access.h"
 #include "daemon/publish/publishing_service.h"
+#include "daemon/sched/dispatcher.h"
 #include "daemon/sched/revalidation.h"
 #include "daemon/sched/sweeper.h"
 #include "daemon/store/sql_store/postgres.h"
@@ -48,12 +53,22 @@ struct FarmServer::Impl {
   std::unique_ptr<provenance::KeyRing> keys;
   std::unique_ptr<attest::Attestor> attestor;
   std::unique_ptr<audit::AuditLog> audit;
-  ServiceContext ctx;
   std::atomic<bool> shutting_down{false};
+  ServiceContext ctx;
+  RealProcessRunner processes;
+  std::unique_ptr<cron::GitSourceResolver> resolver;
+  std::unique_ptr<upstream::Fetcher> upstream_fetcher;
+  // The use cases, and the dispatcher, which outlives the worker service whose polls wait
+  // in it.
+  std::unique_ptr<builds::Control> control;
+  std::unique_ptr<builds::Submitter> submitter;
+  std::unique_ptr<builds::RecipeCache> recipes;
+  std::unique_ptr<builds::Completer> completer;
+  sched::PeerCache peers;
+  std::unique_ptr<sched::Dispatcher> dispatcher;
   std::unique_ptr<ClientService> client_service;
   std::unique_ptr<WorkerService> worker_service;
   std::unique_ptr<grpc::Server> server;
-  std::unique_ptr<upstream::Fetcher> upstream_fetcher;
   // The pull-through cache's own fetcher (redirects kept within an upstream's host), whose
   // transfers stop when farmd does.
   std::shared_ptr<std::atomic<bool>> mirror_cancelled = std::make_shared<std::atomic<bool>>(false);
@@ -64,8 +79,6 @@ struct FarmServer::Impl {
   std::unique_ptr<http::Dashboard> dashboard;
   RealProcessRunner host_processes;
   std::unique_ptr<hosts::HostManager> hosts;
-  RealProcessRunner processes;
-  std::unique_ptr<cron::GitSourceResolver> resolver;
   std::unique_ptr<cron::BuildSubmitter> schedule_submitter;
   std::unique_ptr<cron::UpstreamWatchPoller> poller;
   std::unique_ptr<cron::ScheduleRunner> schedules;
@@ -83,12 +96,27 @@ struct FarmServer::Impl {
   std::mutex mu;
   bool stopped = false;
 
+  // Start's steps, in order. Opens the store and the blob store and makes what every
+  // part shares (tokens, keys, audit, quotas, git and upstream access).
+  Status OpenStores(const ServerOptions& o);
+  // The use cases (daemon/builds/) and the dispatcher, handed to both front ends.
+  void MakeUseCases(const ServerOptions& o);
+  // The schedule runner, the host manager and the gRPC services.
+  void MakeServices(const ServerOptions& o);
+  // The pull-through cache.
+  Status StartMirror(const ServerOptions& o);
+  // The dashboard's listener (the REST API, the index, the pull-through routes).
+  Status StartHttp(const ServerOptions& o);
+  // The locker that resolves provisioned cells' locks at submit, reading each index
+  // through the pull-through cache when farmd serves one (after the dashboard started).
+  Status StartLocker(const ServerOptions& o);
+  // The gRPC listener.
+  Status StartGrpc(const ServerOptions& o);
+  // Publishing, webhooks, the sweeper and the schedules.
+  Status StartBackground(const ServerOptions& o);
   // Starts the webhook notifier when --webhook named targets; refuses to start farmd
   // over a target it cannot send to.
-  Status StartNotifier(const ServerOptions& options);
-  // Makes the locker that resolves provisioned cells' locks at submit, reading each index
-  // through the pull-through cache when farmd serves one (after the dashboard started).
-  Status StartLocker(const ServerOptions& options);
+  Status StartNotifier(const ServerOptions& o);
 };
 
 namespace {
@@ -214,8 +242,8 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
         cache->ListedUrl(rest.substr(0, slash), rest.substr(slash + 1, 64));
     return listed.ok() ? *listed : url;
   };
-  if (!o.pip_wheel.empty()) log::Info("environment locks are resolved by " + o.pip_wheel + ", " +
-                                      confinement.Describe());
+  if (!o.pip_wheel.empty())
+    log::Info("environment locks are resolved by " + o.pip_wheel + ", " + confinement.Describe());
   pip_resolver = std::make_unique<lock::PipResolver>(o, &resolver_processes, confinement);
   // pip reads an index through farmd's own pull-through route when there is one (with
   // farmd's internal credential: mirror/internal_access.h), so the files it chooses are the
@@ -224,9 +252,8 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
   std::string base = mirror && dashboard && internal && !options.tls.enabled()
                          ? "http://" + dashboard->address()
                          : "";
-  locks::IndexRoutes routes = [indexes = options.upstream.indexes, base,
-                               internal = internal](const std::string& variant)
-      -> Result<locks::IndexRoute> {
+  locks::IndexRoutes routes = [indexes = options.upstream.indexes, base, internal = internal](
+                                  const std::string& variant) -> Result<locks::IndexRoute> {
     auto it = indexes.find(variant);
     if (it == indexes.end()) {
       return Status::FailedPrecondition(
@@ -239,18 +266,18 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
     }
     return locks::IndexRoute{variant, url, it->second};
   };
-  locker = std::make_unique<locks::EnvLocker>(pip_resolver.get(), store.get(), routes,
-                                              &RealClock(),
+  locker = std::make_unique<locks::EnvLocker>(pip_resolver.get(), store.get(), routes, &RealClock(),
                                               locks::LockerOptions{.glibc = options.lock_glibc});
   ctx.locker = locker.get();
+  submitter->SetLocker(locker.get());
   return Status::Ok();
 }
 
-Status FarmServer::Impl::StartNotifier(const ServerOptions& options) {
-  if (options.webhooks.empty()) return Status::Ok();
+Status FarmServer::Impl::StartNotifier(const ServerOptions& o) {
+  if (o.webhooks.empty()) return Status::Ok();
   std::vector<notify::WebhookTarget> targets;
-  for (const std::string& flag : options.webhooks) {
-    FARM_ASSIGN_OR_RETURN(auto target, notify::ParseWebhookTarget(flag, options.secrets));
+  for (const std::string& flag : o.webhooks) {
+    FARM_ASSIGN_OR_RETURN(auto target, notify::ParseWebhookTarget(flag, o.secrets));
     targets.push_back(std::move(target));
   }
   store::WebhookStore* outbox = store::AsWebhookStore(store.get());
@@ -260,142 +287,191 @@ Status FarmServer::Impl::StartNotifier(const ServerOptions& options) {
                                                                      .outbox = outbox,
                                                                      .clock = &RealClock(),
                                                                      .http = webhook_http.get()},
-                                                std::move(targets), options.notify);
+                                                std::move(targets), o.notify);
   notifier->Start();
-  log::Info("webhooks: " + std::to_string(options.webhooks.size()) + " target(s)");
+  log::Info("webhooks: " + std::to_string(o.webhooks.size()) + " target(s)");
   return Status::Ok();
 }
 
-Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& options) {
-  auto impl = std::make_unique<Impl>();
-  impl->options = options;
-  FARM_RETURN_IF_ERROR(fs::MakeDirs(options.data_dir, 0700));
-  FARM_ASSIGN_OR_RETURN(impl->store, store::IsPostgresUrl(options.store)
-                                         ? store::OpenPostgresStore(options.store)
-                                         : store::OpenSqliteStore(
-                                               options.store.empty() ? options.data_dir + "/farm.db"
-                                                                     : options.store));
-  FARM_ASSIGN_OR_RETURN(impl->blobs,
-                        s3::OpenBlobStore(options.blob_store, options.data_dir, options.secrets));
-  SweepTemporaryFiles(*impl->blobs);
-  if (options.http.index_redirect_ttl_s > 0 && options.blob_store.url.empty()) {
+Status FarmServer::Impl::OpenStores(const ServerOptions& o) {
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(o.data_dir, 0700));
+  FARM_ASSIGN_OR_RETURN(
+      store, store::IsPostgresUrl(o.store)
+                 ? store::OpenPostgresStore(o.store)
+                 : store::OpenSqliteStore(o.store.empty() ? o.data_dir + "/farm.db" : o.store));
+  FARM_ASSIGN_OR_RETURN(blobs, s3::OpenBlobStore(o.blob_store, o.data_dir, o.secrets));
+  SweepTemporaryFiles(*blobs);
+  if (o.http.index_redirect_ttl_s > 0 && o.blob_store.url.empty()) {
     return Status::InvalidArgument(
         "--index-redirect needs a blob store with presigned URLs "
         "(--blob-store s3://...)");
   }
-  impl->auth = std::make_unique<TokenAuthority>(impl->store.get(), &RealClock());
-  FARM_RETURN_IF_ERROR(BootstrapTokens(impl->auth.get(), impl->store.get(), options.data_dir));
-  FARM_ASSIGN_OR_RETURN(impl->keys,
-                        provenance::KeyRing::Open(options.data_dir + "/provenance", RealClock()));
-  impl->attestor =
-      std::make_unique<attest::Attestor>(impl->store.get(), impl->keys.get(), &RealClock());
-  FARM_RETURN_IF_ERROR(
-      impl->store->ExtendRunningLeases(RealClock().NowUnixMs(), options.tunables.lease_ms));
-  impl->audit = std::make_unique<audit::AuditLog>(impl->store.get(), &RealClock());
-  impl->ctx = ServiceContext{impl->store.get(), impl->blobs.get(), impl->auth.get(),
-                             &RealClock(),      options.tunables,  &impl->shutting_down};
-  impl->quotas =
-      std::make_unique<quota::QuotaKeeper>(impl->store.get(), &RealClock(), options.quotas);
-  impl->ctx.quotas = impl->quotas.get();
-  for (const auto& [role, limits] : options.quotas.by_role) {
-    log::Info("quotas of each " + role + ": " +
-              quota::DescribeLimits(limits, options.quotas.window_ms));
+  auth = std::make_unique<TokenAuthority>(store.get(), &RealClock());
+  FARM_RETURN_IF_ERROR(BootstrapTokens(auth.get(), store.get(), o.data_dir));
+  FARM_ASSIGN_OR_RETURN(keys, provenance::KeyRing::Open(o.data_dir + "/provenance", RealClock()));
+  attestor = std::make_unique<attest::Attestor>(store.get(), keys.get(), &RealClock());
+  FARM_RETURN_IF_ERROR(store->ExtendRunningLeases(RealClock().NowUnixMs(), o.tunables.lease_ms));
+  audit = std::make_unique<audit::AuditLog>(store.get(), &RealClock());
+  quotas = std::make_unique<quota::QuotaKeeper>(store.get(), &RealClock(), o.quotas);
+  for (const auto& [role, limits] : o.quotas.by_role) {
+    log::Info("quotas of each " + role + ": " + quota::DescribeLimits(limits, o.quotas.window_ms));
   }
-  impl->ctx.audit = impl->audit.get();
-  impl->ctx.git = options.git;
-  impl->resolver =
-      std::make_unique<cron::GitSourceResolver>(&impl->processes, options.git, options.git_resolve);
-  impl->ctx.resolver = impl->resolver.get();
-  impl->schedule_submitter = MakeScheduleSubmitter(&impl->ctx);
+  ctx.store = store.get();
+  ctx.blobs = blobs.get();
+  ctx.auth = auth.get();
+  ctx.clock = &RealClock();
+  ctx.tunables = o.tunables;
+  ctx.shutting_down = &shutting_down;
+  ctx.quotas = quotas.get();
+  ctx.audit = audit.get();
+  ctx.attestor = attestor.get();
+  ctx.git = o.git;
+  resolver = std::make_unique<cron::GitSourceResolver>(&processes, o.git, o.git_resolve);
+  ctx.resolver = resolver.get();
   // Watches and following matrices read the upstream indexes directly (not through the
   // pull-through cache, whose pages are kept for a while).
-  impl->upstream_fetcher = upstream::MakeCurlFetcher();
-  impl->ctx.upstream_fetcher = impl->upstream_fetcher.get();
-  impl->ctx.watches = cron::WatchSettings{
-      .upstreams = {.indexes = options.upstream.indexes, .trees = options.upstream.trees},
-      .min_poll_seconds = options.watch_min_poll_seconds};
-  impl->poller = std::make_unique<cron::UpstreamWatchPoller>(
-      impl->upstream_fetcher.get(), impl->resolver.get(), impl->ctx.watches.upstreams);
-  impl->schedules = std::make_unique<cron::ScheduleRunner>(
-      impl->store.get(), &RealClock(), impl->resolver.get(), impl->schedule_submitter.get(),
-      cron::RunnerOptions{}, impl->poller.get());
-  impl->ctx.schedules = impl->schedules.get();
-  impl->hosts = std::make_unique<hosts::HostManager>(
-      impl->store.get(), &impl->host_processes, &RealClock(),
-      hosts::HostOptions{.playbooks_dir = options.playbooks_dir,
-                         .group_vars_dir = options.hosts_group_vars_dir,
-                         .work_dir = options.data_dir + "/hosts",
-                         .env = hosts::HostManager::AnsibleEnv()},
-      [auth = impl->auth.get()](const std::string& host) {
-        return auth->Create("enroll", "host " + host);
-      });
-  impl->ctx.hosts = impl->hosts.get();
-  impl->ctx.attestor = impl->attestor.get();
-  impl->client_service = std::make_unique<ClientService>(&impl->ctx);
-  impl->worker_service = std::make_unique<WorkerService>(&impl->ctx);
+  upstream_fetcher = upstream::MakeCurlFetcher();
+  ctx.upstream_fetcher = upstream_fetcher.get();
+  ctx.watches =
+      cron::WatchSettings{.upstreams = {.indexes = o.upstream.indexes, .trees = o.upstream.trees},
+                          .min_poll_seconds = o.watch_min_poll_seconds};
+  return Status::Ok();
+}
 
+void FarmServer::Impl::MakeUseCases(const ServerOptions& o) {
+  store::Store* s = store.get();
+  control = std::make_unique<builds::Control>(
+      builds::ControlDeps{.builds = s,
+                          .control = s,
+                          .artifacts = s,
+                          .validations = s,
+                          .workers = s,
+                          .names = s,
+                          .clock = &RealClock(),
+                          .audit = audit.get(),
+                          .max_attempts = o.tunables.max_attempts});
+  submitter = std::make_unique<builds::Submitter>(
+      builds::SubmitDeps{.plan = {.builds = s,
+                                  .sources = SourceDepsOf(ctx),
+                                  .clock = &RealClock(),
+                                  .resolver = resolver.get(),
+                                  .git = o.git,
+                                  .watches = ctx.watches,
+                                  .upstream_fetcher = upstream_fetcher.get(),
+                                  .max_attempts = o.tunables.max_attempts},
+                         .control = s,
+                         .names = s,
+                         .quotas = quotas.get(),
+                         .inputs_key = builds::KeyWithInputs});
+  recipes = std::make_unique<builds::RecipeCache>(s);
+  builds::ValidationSigner sign = [signer = attestor.get()](
+                                      const store::JobRow& job, int attempt,
+                                      const farm::v1::ValidationReport& report,
+                                      const std::string& worker) {
+    return signer->AttestValidation(job, attempt, report, worker);
+  };
+  completer = std::make_unique<builds::Completer>(
+      builds::CompletionDeps{.builds = s,
+                             .artifacts = s,
+                             .leases = s,
+                             .graph = s,
+                             .recipes = recipes.get(),
+                             .clock = &RealClock(),
+                             .sign_validation = std::move(sign),
+                             .inputs_key = builds::KeyWithInputs});
+  dispatcher = std::make_unique<sched::Dispatcher>(
+      sched::FleetSource{s, &RealClock(), ctx.fleet_cache.get()}, o.tunables.lease_ms, &peers);
+  ctx.control = control.get();
+  ctx.submitter = submitter.get();
+  ctx.recipes = recipes.get();
+  ctx.completer = completer.get();
+  ctx.dispatcher = dispatcher.get();
+}
+
+void FarmServer::Impl::MakeServices(const ServerOptions& o) {
+  schedule_submitter = std::make_unique<builds::ScheduleSubmitter>(submitter.get(), auth.get());
+  poller = std::make_unique<cron::UpstreamWatchPoller>(upstream_fetcher.get(), resolver.get(),
+                                                       ctx.watches.upstreams);
+  schedules = std::make_unique<cron::ScheduleRunner>(store.get(), &RealClock(), resolver.get(),
+                                                     schedule_submitter.get(),
+                                                     cron::RunnerOptions{}, poller.get());
+  ctx.schedules = schedules.get();
+  hosts = std::make_unique<hosts::HostManager>(
+      store.get(), &host_processes, &RealClock(),
+      hosts::HostOptions{.playbooks_dir = o.playbooks_dir,
+                         .group_vars_dir = o.hosts_group_vars_dir,
+                         .work_dir = o.data_dir + "/hosts",
+                         .env = hosts::HostManager::AnsibleEnv()},
+      [tokens = auth.get()](const std::string& host) {
+        return tokens->Create("enroll", "host " + host);
+      });
+  ctx.hosts = hosts.get();
+  client_service = std::make_unique<ClientService>(&ctx);
+  worker_service = std::make_unique<WorkerService>(&ctx);
+}
+
+Status FarmServer::Impl::StartMirror(const ServerOptions& o) {
   // The pull-through cache of the upstreams workers provision from, served by the
   // dashboard's listener (started before the gRPC API, so every worker's registration
   // learns its address).
-  if (!options.upstream.indexes.empty() || !options.upstream.trees.empty()) {
-    if (options.http.listen.empty()) {
+  if (!o.upstream.indexes.empty() || !o.upstream.trees.empty()) {
+    if (o.http.listen.empty()) {
       return Status::InvalidArgument("--upstream-index and --upstream-tree need --http-listen");
     }
-    mirror::MirrorOptions upstream = options.upstream;
-    upstream.staging_dir = StagingDir(options);
-    impl->mirror_fetcher = upstream::MakeCurlFetcher(
+    mirror::MirrorOptions upstream = o.upstream;
+    upstream.staging_dir = StagingDir(o);
+    mirror_fetcher = upstream::MakeCurlFetcher(
         {.redirects = {.any_host = false, .allowed_hosts = upstream.allowed_hosts},
-         .cancelled = impl->mirror_cancelled});
-    impl->mirror = std::make_unique<mirror::PullThroughCache>(
-        upstream, impl->mirror_fetcher.get(), impl->blobs.get(),
-        store::AsMirrorStore(impl->store.get()), &RealClock());
-    FARM_RETURN_IF_ERROR(impl->mirror->Start());
-    FARM_RETURN_IF_ERROR(LoadPreloads(impl->store.get(), impl->mirror.get()));
-    impl->ctx.mirror = impl->mirror.get();
-    impl->ctx.serves_toolkits = upstream.trees.count("redist") > 0;
-    impl->index_check = std::thread(CheckUpstreamIndexes, options.upstream.indexes);
-    impl->ctx.upstream_url = options.upstream_url;
+         .cancelled = mirror_cancelled});
+    mirror =
+        std::make_unique<mirror::PullThroughCache>(upstream, mirror_fetcher.get(), blobs.get(),
+                                                   store::AsMirrorStore(store.get()), &RealClock());
+    FARM_RETURN_IF_ERROR(mirror->Start());
+    FARM_RETURN_IF_ERROR(LoadPreloads(store.get(), mirror.get()));
+    ctx.mirror = mirror.get();
+    ctx.serves_toolkits = upstream.trees.count("redist") > 0;
+    index_check = std::thread(CheckUpstreamIndexes, o.upstream.indexes);
+    ctx.upstream_url = o.upstream_url;
     // farmd's own pip (the lock resolver) reads these routes as a worker would, with
-    // impl->internal->IndexUrl("http://" + dashboard address, index) as its index URL.
-    impl->internal = mirror::InternalAccess::Generate();
+    // internal->IndexUrl("http://" + dashboard address, index) as its index URL.
+    internal = mirror::InternalAccess::Generate();
+    ctx.internal = internal.get();
   } else {
     // A farmd started without upstreams still removes what a killed one left downloading.
-    mirror::SweepStaging(StagingDir(options), RealClock().NowUnixMs() / 1000);
+    mirror::SweepStaging(StagingDir(o), RealClock().NowUnixMs() / 1000);
   }
-  if (!options.http.listen.empty()) {
-    http::DashboardOptions http = options.http;
-    http.tls = options.tls;
-    http::DashboardDeps deps{impl->store.get(), impl->blobs.get(),     impl->auth.get(),
-                             &RealClock(),      impl->schedules.get(), impl->attestor.get(),
-                             impl->audit.get()};
-    deps.mirror = impl->mirror.get();
-    deps.internal = impl->internal.get();
-    FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
-    if (!options.http_ready_file.empty()) {
-      FARM_RETURN_IF_ERROR(
-          fs::WriteFileAtomic(options.http_ready_file, impl->dashboard->address() + "\n"));
-    }
-    const std::string own =
-        std::string(http.tls.enabled() ? "https" : "http") + "://" + impl->dashboard->address();
-    if (impl->mirror && impl->ctx.upstream_url.empty()) impl->ctx.upstream_url = own;
-    impl->ctx.http_url = http.public_url.empty() ? own : http.public_url;
-    while (impl->ctx.http_url.size() > 8 && impl->ctx.http_url.back() == '/') {
-      impl->ctx.http_url.pop_back();
-    }
-    log::Info("dashboard at " + std::string(http.tls.enabled() ? "https" : "http") + "://" +
-              impl->dashboard->address() + "/");
+  return Status::Ok();
+}
+
+Status FarmServer::Impl::StartHttp(const ServerOptions& o) {
+  if (o.http.listen.empty()) return Status::Ok();
+  http::DashboardOptions http = o.http;
+  http.tls = o.tls;
+  http::DashboardDeps deps = ctx;  // the part both front ends share
+  FARM_ASSIGN_OR_RETURN(dashboard, http::Dashboard::Start(http, deps));
+  if (!o.http_ready_file.empty()) {
+    FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(o.http_ready_file, dashboard->address() + "\n"));
   }
-  FARM_RETURN_IF_ERROR(impl->StartLocker(options));
-  FARM_ASSIGN_OR_RETURN(auto credentials, net::ServerCredentials(options.listen, options.tls));
-  impl->ctx.require_worker_certs = !options.tls.client_ca_file.empty();
+  const std::string own =
+      std::string(http.tls.enabled() ? "https" : "http") + "://" + dashboard->address();
+  if (mirror && ctx.upstream_url.empty()) ctx.upstream_url = own;
+  ctx.http_url = http.public_url.empty() ? own : http.public_url;
+  while (ctx.http_url.size() > 8 && ctx.http_url.back() == '/') ctx.http_url.pop_back();
+  log::Info("dashboard at " + own + "/");
+  return Status::Ok();
+}
+
+Status FarmServer::Impl::StartGrpc(const ServerOptions& o) {
+  FARM_ASSIGN_OR_RETURN(auto credentials, net::ServerCredentials(o.listen, o.tls));
+  ctx.require_worker_certs = !o.tls.client_ca_file.empty();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.listen, credentials, &port);
+  builder.AddListeningPort(o.listen, credentials, &port);
   net::AddServerKeepalive(&builder);
-  builder.RegisterService(impl->client_service.get());
-  builder.RegisterService(impl->worker_service.get());
+  builder.RegisterService(client_service.get());
+  builder.RegisterService(worker_service.get());
   builder.SetMaxReceiveMessageSize(16 << 20);
   // The synchronous server's threads poll and run handlers; past MAX_POLLERS idle pollers
   // a thread exits, and a new one starts when all are busy. With a thousand workers'
@@ -405,37 +481,51 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   // the callback API, 16 and 64 measure the same.
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 2);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 16);
-  impl->server = builder.BuildAndStart();
-  if (!impl->server || port == 0) {
-    return Status::Unavailable("cannot listen on " + options.listen);
-  }
-  impl->address = WithPort(options.listen, port);
-  impl->hosts->SetServerAddress(impl->address);
-  FARM_ASSIGN_OR_RETURN(
-      impl->publishing,
-      publish::PublishingService::Start(
-          {.secrets = options.secrets,
-           .github_api = options.github_api,
-           .hf_endpoint = options.hf_endpoint,
-           .publish_pending_hardware = options.publish_pending_hardware,
-           .interval_ms = options.publish_interval_ms,
-           .work_dir = options.data_dir + "/publish",
-           .with_provenance = options.publish_provenance},
-          impl->store.get(), impl->blobs.get(), &RealClock(), impl->attestor.get()));
-  FARM_RETURN_IF_ERROR(impl->StartNotifier(options));
-  impl->revalidator = std::make_unique<sched::Revalidator>(impl->store.get(), &RealClock(),
-                                                           options.tunables.max_attempts);
-  impl->sweeper = std::make_unique<sched::Sweeper>(
-      impl->store.get(), &RealClock(), impl->revalidator.get(), options.tunables.lease_ms,
-      std::vector<sched::SweepTask>{
-          {.what = "collecting source archives",
-           .every_passes = kSourceCollectionPasses,
-           .run = [ctx = &impl->ctx]() -> Status {
-             return CollectSources(*ctx, ctx->tunables.source_retention_ms).status();
-           }}},
-      builds::KeyWithInputs);
-  impl->sweeper->Start();
-  impl->schedules->Start(1000);
+  server = builder.BuildAndStart();
+  if (!server || port == 0) return Status::Unavailable("cannot listen on " + o.listen);
+  address = WithPort(o.listen, port);
+  hosts->SetServerAddress(address);
+  return Status::Ok();
+}
+
+Status FarmServer::Impl::StartBackground(const ServerOptions& o) {
+  FARM_ASSIGN_OR_RETURN(publishing, publish::PublishingService::Start(
+                                        {.secrets = o.secrets,
+                                         .github_api = o.github_api,
+                                         .hf_endpoint = o.hf_endpoint,
+                                         .publish_pending_hardware = o.publish_pending_hardware,
+                                         .interval_ms = o.publish_interval_ms,
+                                         .work_dir = o.data_dir + "/publish",
+                                         .with_provenance = o.publish_provenance},
+                                        store.get(), blobs.get(), &RealClock(), attestor.get()));
+  FARM_RETURN_IF_ERROR(StartNotifier(o));
+  revalidator =
+      std::make_unique<sched::Revalidator>(store.get(), &RealClock(), o.tunables.max_attempts);
+  sched::SweepTask collect{
+      .what = "collecting source archives",
+      .every_passes = kSourceCollectionPasses,
+      .run = [deps = SourceDepsOf(ctx), retention = o.tunables.source_retention_ms]() -> Status {
+        return builds::CollectSources(deps, retention).status();
+      }};
+  sweeper = std::make_unique<sched::Sweeper>(
+      store.get(), &RealClock(), revalidator.get(), o.tunables.lease_ms,
+      std::vector<sched::SweepTask>{std::move(collect)}, builds::KeyWithInputs);
+  sweeper->Start();
+  schedules->Start(1000);
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  FARM_RETURN_IF_ERROR(impl->OpenStores(options));
+  impl->MakeUseCases(options);
+  impl->MakeServices(options);
+  FARM_RETURN_IF_ERROR(impl->StartMirror(options));
+  FARM_RETURN_IF_ERROR(impl->StartHttp(options));
+  FARM_RETURN_IF_ERROR(impl->StartLocker(options));
+  FARM_RETURN_IF_ERROR(impl->StartGrpc(options));
+  FARM_RETURN_IF_ERROR(impl->StartBackground(options));
   if (!options.ready_file.empty()) {
     FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(options.ready_file, impl->address + "\n"));
   }

@@ -79,7 +79,15 @@ struct Entry {
 // `text` made fit for a record: redacted as above, one line, at most 500 bytes.
 std::string SafeText(std::string_view text);
 
-class AuditLog {
+// Where an audited call's record goes: the AuditLog, or a test's list. Thread-safe.
+class Recorder {
+ public:
+  virtual ~Recorder() = default;
+  // Records `who` asking for `entry` with its outcome (see AuditLog::Record).
+  virtual void Record(const auth::Principal& who, const Entry& entry, const Status& outcome) = 0;
+};
+
+class AuditLog final : public Recorder {
  public:
   // Starts the writer thread. `store` and `clock` outlive the object.
   AuditLog(store::Store* store, const Clock* clock);
@@ -92,7 +100,7 @@ class AuditLog {
   // the refusal or error (the detail is its message). Queues the record; waits only while
   // kMaxQueued records wait already. A failed write is logged, never returned: the
   // caller's answer stands.
-  void Record(const auth::Principal& who, const Entry& entry, const Status& outcome);
+  void Record(const auth::Principal& who, const Entry& entry, const Status& outcome) override;
 
   // Returns once every record queued before the call was written (or its write failed),
   // or after 10 s.
@@ -117,7 +125,7 @@ class AuditLog {
 // Runs `body` (returning Status or Result<T>) and records its outcome in `log` (when not
 // null) with `entry`, which the body may change. Returns what `body` returns.
 template <typename Body>
-auto Audited(AuditLog* log, const auth::Principal& who, Entry& entry, Body body)
+auto Audited(Recorder* log, const auth::Principal& who, Entry& entry, Body body)
     -> decltype(body()) {
   auto result = body();
   if (log != nullptr) {

@@ -14,12 +14,12 @@ Status NameRefused(const std::string& name, const std::string& owner) {
 
 // `what` (of build `build_id`) is changed by running its recipe again: the build's owner
 // may, while it may still build under the recipe's name.
-Status MayRunAgain(store::Store& store, const Principal& who, int64_t build_id,
-                   const std::string& what) {
-  FARM_ASSIGN_OR_RETURN(store::BuildRow build, store.GetBuild(build_id));
+Status MayRunAgain(store::BuildReader& builds, store::RecipeNameStore& names, const Principal& who,
+                   int64_t build_id, const std::string& what) {
+  FARM_ASSIGN_OR_RETURN(store::BuildRow build, builds.GetBuild(build_id));
   FARM_RETURN_IF_ERROR(
       MayChange(who, build.submitted_by, what + " (build " + std::to_string(build_id) + ")"));
-  return MayUseName(store, who, build.recipe_name);
+  return MayUseName(names, who, build.recipe_name);
 }
 
 }  // namespace
@@ -32,39 +32,42 @@ Status MayChange(const Principal& who, const std::string& owner, const std::stri
                                   ": only its owner or an admin may change it");
 }
 
-Status MayChangeBuild(store::Store& store, const Principal& who, int64_t build_id) {
-  FARM_ASSIGN_OR_RETURN(store::BuildRow build, store.GetBuild(build_id));
+Status MayChangeBuild(store::BuildReader& builds, const Principal& who, int64_t build_id) {
+  FARM_ASSIGN_OR_RETURN(store::BuildRow build, builds.GetBuild(build_id));
   return MayChange(who, build.submitted_by, "build " + std::to_string(build_id));
 }
 
-Status MayChangeJob(store::Store& store, const Principal& who, int64_t job_id) {
-  FARM_ASSIGN_OR_RETURN(store::JobRow job, store.GetJob(job_id));
-  return MayRunAgain(store, who, job.build_id, "job " + std::to_string(job_id));
+Status MayChangeJob(store::BuildReader& builds, store::RecipeNameStore& names, const Principal& who,
+                    int64_t job_id) {
+  FARM_ASSIGN_OR_RETURN(store::JobRow job, builds.GetJob(job_id));
+  return MayRunAgain(builds, names, who, job.build_id, "job " + std::to_string(job_id));
 }
 
-Status MayChangeArtifact(store::Store& store, const Principal& who, int64_t artifact_id) {
-  FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, store.GetArtifact(artifact_id));
-  FARM_ASSIGN_OR_RETURN(store::JobRow job, store.GetJob(artifact.job_id));
-  return MayRunAgain(store, who, job.build_id, "artifact " + std::to_string(artifact_id));
+Status MayChangeArtifact(store::ArtifactStore& artifacts, store::BuildReader& builds,
+                         store::RecipeNameStore& names, const Principal& who, int64_t artifact_id) {
+  FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, artifacts.GetArtifact(artifact_id));
+  FARM_ASSIGN_OR_RETURN(store::JobRow job, builds.GetJob(artifact.job_id));
+  return MayRunAgain(builds, names, who, job.build_id, "artifact " + std::to_string(artifact_id));
 }
 
-Status MayChangeSchedule(store::Store& store, const Principal& who, int64_t schedule_id) {
-  FARM_ASSIGN_OR_RETURN(store::ScheduleRow schedule, store.GetSchedule(schedule_id));
+Status MayChangeSchedule(store::ScheduleStore& schedules, const Principal& who,
+                         int64_t schedule_id) {
+  FARM_ASSIGN_OR_RETURN(store::ScheduleRow schedule, schedules.GetSchedule(schedule_id));
   return MayChange(who, schedule.created_by, "schedule " + std::to_string(schedule_id));
 }
 
-Status MayUseName(store::Store& store, const Principal& who, const std::string& name) {
-  FARM_ASSIGN_OR_RETURN(auto row, store.GetRecipeName(name));
+Status MayUseName(store::RecipeNameStore& names, const Principal& who, const std::string& name) {
+  FARM_ASSIGN_OR_RETURN(auto row, names.GetRecipeName(name));
   if (!row || IsAdmin(who) || row->owner == who.name) return Status::Ok();
   return NameRefused(name, row->owner);
 }
 
-Status ClaimName(store::Store& store, const Principal& who, const std::string& name,
+Status ClaimName(store::RecipeNameStore& names, const Principal& who, const std::string& name,
                  int64_t now_ms) {
   // A read first: most submissions reuse a name that is theirs, and a claim is a write.
-  FARM_ASSIGN_OR_RETURN(std::optional<store::RecipeNameRow> row, store.GetRecipeName(name));
+  FARM_ASSIGN_OR_RETURN(std::optional<store::RecipeNameRow> row, names.GetRecipeName(name));
   if (!row) {
-    FARM_ASSIGN_OR_RETURN(row, store.ClaimRecipeName(name, who.name, now_ms));
+    FARM_ASSIGN_OR_RETURN(row, names.ClaimRecipeName(name, who.name, now_ms));
   }
   if (IsAdmin(who) || row->owner == who.name) return Status::Ok();
   return NameRefused(name, row->owner);

@@ -5,7 +5,7 @@
 // what it owns; an admin changes everything; viewers change nothing (their role check
 // refuses them first). Every function here answers PermissionDenied naming the owner, so
 // the refused principal knows whom to ask. Thread-safe: reads the store only through its
-// thread-safe calls.
+// thread-safe ports.
 #ifndef FARM_DAEMON_AUTH_OWNERSHIP_H_
 #define FARM_DAEMON_AUTH_OWNERSHIP_H_
 
@@ -14,7 +14,10 @@
 
 #include "common/status.h"
 #include "daemon/auth/token_authority.h"
-#include "daemon/store/store.h"
+#include "daemon/store/ports/artifact_store.h"
+#include "daemon/store/ports/build_reader.h"
+#include "daemon/store/ports/recipe_name_store.h"
+#include "daemon/store/ports/schedule_store.h"
 
 namespace farm::auth {
 
@@ -28,17 +31,20 @@ Status MayChange(const Principal& who, const std::string& owner, const std::stri
 // by running its recipe again (a retry, a validation), so `who` must also still be
 // allowed to build under its build's recipe name (MayUseName): a name transferred away
 // takes its old builds' retries with it.
-Status MayChangeBuild(store::Store& store, const Principal& who, int64_t build_id);
-Status MayChangeJob(store::Store& store, const Principal& who, int64_t job_id);
-Status MayChangeArtifact(store::Store& store, const Principal& who, int64_t artifact_id);
-Status MayChangeSchedule(store::Store& store, const Principal& who, int64_t schedule_id);
+Status MayChangeBuild(store::BuildReader& builds, const Principal& who, int64_t build_id);
+Status MayChangeJob(store::BuildReader& builds, store::RecipeNameStore& names, const Principal& who,
+                    int64_t job_id);
+Status MayChangeArtifact(store::ArtifactStore& artifacts, store::BuildReader& builds,
+                         store::RecipeNameStore& names, const Principal& who, int64_t artifact_id);
+Status MayChangeSchedule(store::ScheduleStore& schedules, const Principal& who,
+                         int64_t schedule_id);
 
 // Recipe names. Ok when `who` may build under `name`: nobody owns it yet, `who` does, or
 // `who` is an admin. Reads only.
-Status MayUseName(store::Store& store, const Principal& who, const std::string& name);
+Status MayUseName(store::RecipeNameStore& names, const Principal& who, const std::string& name);
 // Claims `name` for `who` when nobody owns it, then MayUseName's rule on the name as it
 // stands (a claim that another principal won a moment earlier is refused).
-Status ClaimName(store::Store& store, const Principal& who, const std::string& name,
+Status ClaimName(store::RecipeNameStore& names, const Principal& who, const std::string& name,
                  int64_t now_ms);
 
 }  // namespace farm::auth

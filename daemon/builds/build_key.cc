@@ -1,7 +1,11 @@
 #include "daemon/builds/build_key.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "common/sha256.h"
 
@@ -13,6 +17,53 @@ void Field(Sha256& h, const std::string& s) {
   h.Update(std::to_string(s.size()));
   h.Update(":");
   h.Update(s);
+}
+
+// "2.8" of "2.8.1+cu128", "2.8" and "2.8.1": the torch minor a release or an axis value is of.
+std::string TorchMinor(const std::string& version) {
+  std::string v = version.substr(0, version.find('+'));
+  size_t first = v.find('.');
+  size_t second = first == std::string::npos ? first : v.find('.', first + 1);
+  return v.substr(0, second);
+}
+
+// The recipe as the build of `cell` (validated in `validate_in`) reads it: what changes
+// how that build runs or what it makes, and nothing else. Its text goes (comments and
+// layout change no build; what the text says is the parsed fields), and so do the other
+// cells of the matrix, where the wheels are published and how often a failure is retried.
+// Of the per-torch environment, only the entries of the torches this job builds or
+// validates with stay.
+farm::v1::Recipe CellRecipe(const farm::v1::Recipe& recipe, const farm::v1::MatrixCell& cell,
+                            const google::protobuf::RepeatedPtrField<farm::v1::MatrixCell>& v) {
+  farm::v1::Recipe out = recipe;
+  out.clear_yaml();
+  out.clear_matrix();
+  out.clear_publish();
+  out.clear_retry();
+  std::set<std::string> torches{cell.torch()};
+  for (const farm::v1::MatrixCell& c : v) torches.insert(c.torch());
+  std::set<std::string> minors;
+  for (const std::string& t : torches) minors.insert(TorchMinor(t));
+  auto* torch = out.mutable_environment()->mutable_torch();
+  for (auto it = torch->begin(); it != torch->end();) {
+    it = torches.count(it->first) == 0 ? torch->erase(it) : std::next(it);
+  }
+  auto* pins = out.mutable_environment()->mutable_torch_requirements();
+  for (auto it = pins->begin(); it != pins->end();) {
+    it = minors.count(TorchMinor(it->first)) == 0 ? pins->erase(it) : std::next(it);
+  }
+  return out;
+}
+
+// The message's bytes, the same for equal messages (map entries in key order).
+std::string Deterministic(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  m.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return out;
 }
 
 }  // namespace
@@ -30,19 +81,13 @@ std::string SourceIdentity(const farm::v1::Source& src, const std::string& diges
 std::string BuildKey(const BuildKeyInputs& in) {
   if (in.source.empty()) return "";
   Sha256 h;
-  Field(h, in.recipe.yaml());
-  for (const auto& p : in.recipe.patches()) Field(h, p.content());
+  Field(h, "build-key-v2");
+  Field(h, Deterministic(CellRecipe(in.recipe, in.cell, in.validate_in)));
   Field(h, in.source);
   const farm::v1::MatrixCell& cell = in.cell;
   for (const auto* v :
        {&cell.python(), &cell.torch(), &cell.cuda(), &cell.arch_list(), &cell.platform()}) {
     Field(h, *v);
-  }
-  // A followed torch axis pins its releases at submit, outside the recipe's text: a new
-  // patch release of the same minor is a new input.
-  if (in.recipe.matrix().has_torch_follow()) {
-    auto pin = in.recipe.environment().torch().find(cell.torch());
-    Field(h, pin == in.recipe.environment().torch().end() ? "" : pin->second);
   }
   for (const farm::v1::MatrixCell& c : in.validate_in) {
     Field(h, "validate:" + c.python() + "/" + c.torch() + "/" + c.cuda());

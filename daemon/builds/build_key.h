@@ -32,8 +32,13 @@ std::string SourceIdentity(const farm::v1::Source& source, const std::string& so
 // when it is set, so that the keys of jobs without it stay what they were (and their
 // stored wheels keep answering).
 struct BuildKeyInputs {
-  // The recipe as submitted: its text, its patches, and the torch releases a followed
-  // torch axis pinned at submit (they are outside the text).
+  // The recipe as farmd read it. What the key takes of it is what the build of this cell
+  // depends on: every field that changes how it runs or what it makes (the build command
+  // and its environment, the source and patches, the validation, this cell's torch
+  // releases and pins), not the text (a comment or the layout changes no build), not the
+  // other cells of the matrix, and not where the wheels are published or how often a
+  // failure is retried. A field added to farm.v1.Recipe is in the key until BuildKey
+  // says otherwise.
   const farm::v1::Recipe& recipe;
   // SourceIdentity of the recipe's source; "" makes the key "".
   const std::string& source;

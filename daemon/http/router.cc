@@ -154,8 +154,7 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
     if (req.method != "POST") return MethodNotAllowed("POST");
     int64_t id = ParseId(*build);
     if (id == 0) return ErrorResponse(Status::InvalidArgument("bad build id"));
-    auto who = Actor(deps_, req, auth::Need::kSubmitter,
-                     {audit::Action::kBuildCancel, "build " + std::to_string(id)});
+    auto who = Caller(deps_, req);
     if (!who.ok()) return ErrorResponse(who.status());
     return ApiCancelBuild(deps_, id, *who, options_.index_include_pending);
   }
@@ -163,8 +162,7 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
     if (req.method != "POST") return MethodNotAllowed("POST");
     int64_t id = ParseId(*job);
     if (id == 0) return ErrorResponse(Status::InvalidArgument("bad job id"));
-    auto who = Actor(deps_, req, auth::Need::kSubmitter,
-                     {audit::Action::kJobRetry, "job " + std::to_string(id)});
+    auto who = Caller(deps_, req);
     if (!who.ok()) return ErrorResponse(who.status());
     return ApiRetryJob(deps_, id, *who, options_.index_include_pending);
   }
@@ -172,12 +170,10 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
   auto undrained = Between(rest, "workers/", "/undrain");
   if (drained || undrained) {
     if (req.method != "POST") return MethodNotAllowed("POST");
-    // Draining changes the fleet, so it needs the admin role, as over gRPC.
+    // Draining changes the fleet: builds::Control asks for an admin, as over gRPC.
     bool drain = drained.has_value();
     std::string id(drain ? *drained : *undrained);
-    auto who = Actor(
-        deps_, req, auth::Need::kAdmin,
-        {drain ? audit::Action::kWorkerDrain : audit::Action::kWorkerUndrain, "worker " + id});
+    auto who = Caller(deps_, req);
     if (!who.ok()) return ErrorResponse(who.status());
     return ApiDrainWorker(deps_, *who, id, drain);
   }

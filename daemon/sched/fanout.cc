@@ -8,14 +8,14 @@ namespace farm::sched {
 
 using model::ParseBlob;
 
-Result<std::vector<store::JobRow>> FanoutValidations(store::Store& store, const store::JobRow& job,
-                                                     int attempt, int64_t now_ms,
-                                                     int max_attempts) {
+Result<std::vector<store::JobRow>> FanoutValidations(store::ArtifactStore& artifacts,
+                                                     const store::JobRow& job, int attempt,
+                                                     int64_t now_ms, int max_attempts) {
   auto needs = ParseBlob<farm::v1::JobNeeds>(job.needs);
   std::vector<store::JobRow> out;
   if (needs.validate_in_size() == 0) return out;
   FARM_ASSIGN_OR_RETURN(store::JobRow base,
-                        ValidationJobFor(store, job, attempt, now_ms, max_attempts));
+                        ValidationJobFor(artifacts, job, attempt, now_ms, max_attempts));
   for (const farm::v1::MatrixCell& cell : needs.validate_in()) {
     std::string blob = cell.SerializeAsString();
     if (blob == job.cell) continue;  // the build validated its own cell

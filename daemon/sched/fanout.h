@@ -25,8 +25,9 @@ namespace farm::sched {
 // one in each cell of its validate_in but its own, over that attempt's wheels, each needing
 // a GPU they run on (and a worker that provisions, for a provisioned recipe). Empty for a
 // job without validate_in.
-Result<std::vector<store::JobRow>> FanoutValidations(store::Store& store, const store::JobRow& job,
-                                                     int attempt, int64_t now_ms, int max_attempts);
+Result<std::vector<store::JobRow>> FanoutValidations(store::ArtifactStore& artifacts,
+                                                     const store::JobRow& job, int attempt,
+                                                     int64_t now_ms, int max_attempts);
 
 // True for a validation job in another cell than its target's: a fan-out validation.
 bool IsFanoutValidation(const store::JobRow& validation, const store::JobRow& target);

@@ -63,15 +63,15 @@ bool SomePeerHasGpu(const std::vector<PeerWorker>& peers, const std::vector<std:
 
 }  // namespace
 
-Result<store::JobRow> ValidationJobFor(store::Store& store, const store::JobRow& job, int attempt,
-                                       int64_t now_ms, int max_attempts) {
-  FARM_ASSIGN_OR_RETURN(auto all, store.ListArtifacts(job.id));
-  std::vector<store::ArtifactRow> artifacts;
+Result<store::JobRow> ValidationJobFor(store::ArtifactStore& artifacts, const store::JobRow& job,
+                                       int attempt, int64_t now_ms, int max_attempts) {
+  FARM_ASSIGN_OR_RETURN(auto all, artifacts.ListArtifacts(job.id));
+  std::vector<store::ArtifactRow> made;
   for (const auto& a : all) {
-    if (a.attempt == attempt) artifacts.push_back(a);
+    if (a.attempt == attempt) made.push_back(a);
   }
   farm::v1::JobNeeds needs;
-  for (std::string& cc : CommonRunsOn(artifacts)) needs.add_gpu_ccs(std::move(cc));
+  for (std::string& cc : CommonRunsOn(made)) needs.add_gpu_ccs(std::move(cc));
   // A provisioned cell is validated in its environment, which a provisioning worker makes:
   // the build's own lock, whatever upstream did since.
   const auto built = ParseBlob<farm::v1::JobNeeds>(job.needs);
@@ -86,28 +86,6 @@ Result<store::JobRow> ValidationJobFor(store::Store& store, const store::JobRow&
                        .target_job_id = job.id,
                        .target_attempt = attempt,
                        .needs = needs.SerializeAsString()};
-}
-
-Result<store::JobRow> QueueValidation(store::Store& store, const Clock& clock, int64_t artifact_id,
-                                      int max_attempts) {
-  FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, store.GetArtifact(artifact_id));
-  FARM_ASSIGN_OR_RETURN(store::JobRow job, store.GetJob(artifact.job_id));
-  std::string which =
-      "artifact " + std::to_string(artifact_id) + " (job " + std::to_string(job.id) + ")";
-  if (job.state != store::kJobSucceeded) {
-    return Status::FailedPrecondition(which +
-                                      " did not succeed: only wheels of succeeded build "
-                                      "jobs are validated again (farmctl retry builds it again)");
-  }
-  if (artifact.attempt != job.attempt && artifact.attempt != 0) {
-    return Status::FailedPrecondition(which + " is from attempt " +
-                                      std::to_string(artifact.attempt) +
-                                      ", which does not count; the job's wheels are attempt " +
-                                      std::to_string(job.attempt) + "'s");
-  }
-  FARM_ASSIGN_OR_RETURN(store::JobRow row, ValidationJobFor(store, job, artifact.attempt,
-                                                            clock.NowUnixMs(), max_attempts));
-  return store.QueueValidationJob(row);
 }
 
 Status Revalidator::RecordUnknownStates() {

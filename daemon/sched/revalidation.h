@@ -22,15 +22,9 @@ namespace farm::sched {
 // The validation job (not stored yet) of build job `job`'s attempt `attempt`, in its cell:
 // it needs a GPU every wheel of that attempt with device code runs on, and for a
 // provisioned recipe accepts a worker that provisions.
-Result<store::JobRow> ValidationJobFor(store::Store& store, const store::JobRow& job, int attempt,
-                                       int64_t now_ms, int max_attempts);
-
-// Queues a validation job for the attempt that made artifact `artifact_id` (it validates
-// every wheel of that attempt), or returns the one already pending or running. Fails with
-// NotFound for an unknown artifact and FailedPrecondition unless the artifact belongs to a
-// build job that succeeded, from the attempt that counted (or a copy it was answered with).
-Result<store::JobRow> QueueValidation(store::Store& store, const Clock& clock, int64_t artifact_id,
-                                      int max_attempts);
+// (`farmctl validate ARTIFACT` queues one through daemon/builds/control.h.)
+Result<store::JobRow> ValidationJobFor(store::ArtifactStore& artifacts, const store::JobRow& job,
+                                       int attempt, int64_t now_ms, int max_attempts);
 
 class Revalidator {
  public:

@@ -8,8 +8,8 @@
 //
 // The calls are grouped into narrow interfaces, one per area, under ports/ (each with its
 // rows); a component that needs one area can take that port alone. Store is all of them
-// plus what spans every area: batching calls into one visit or transaction, and the
-// counters that tell watchers something changed.
+// plus what spans every area: batching calls into one visit or transaction (Visits), and
+// the counters that tell watchers something changed.
 //
 // Thread-safety: a Store may be called from any thread; calls are serialized internally.
 #ifndef FARM_DAEMON_STORE_STORE_H_
@@ -40,6 +40,7 @@
 #include "daemon/store/ports/token_store.h"
 #include "daemon/store/ports/upstream_preload_store.h"
 #include "daemon/store/ports/validation_jobs.h"
+#include "daemon/store/ports/visits.h"
 #include "daemon/store/ports/worker_store.h"
 
 namespace farm::store {
@@ -63,24 +64,10 @@ class Store : public TokenStore,
               public QuotaStore,
               public HostStore,
               public RecipeNameStore,
-              public AuditStore {
+              public AuditStore,
+              public Visits {
  public:
   ~Store() override = default;
-
-  // Runs `calls`, several calls on this store and nothing slow besides (no other service's
-  // lock, no network; a log line at most), as
-  // one visit: other threads' calls wait until it returns, so a handler that needs several
-  // reads queues for the store once instead of once per read. Calls that write each commit
-  // as they would alone. Returns what `calls` returns. A store without the notion runs it.
-  virtual Status Together(const std::function<Status()>& calls) { return calls(); }
-  // Together, with every write of `calls` in one transaction: committed when `calls`
-  // returns Ok, all undone when it does not. A call inside whose own transaction fails
-  // undoes only its writes (a savepoint). For a batch of alike writes: one commit, and one
-  // write of each shared page, instead of one each. A store without transactions runs the
-  // calls as Together does.
-  virtual Status TogetherInOneTransaction(const std::function<Status()>& calls) {
-    return Together(calls);
-  }
 
   // Monotonic counter bumped by every committed write; watchers poll it cheaply.
   virtual int64_t Generation() const = 0;

@@ -16,7 +16,7 @@ import time
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FARMD = os.environ.get("FARMD", os.path.join(REPO, "build", "daemon", "farmd"))
 FARM_WORKER = os.environ.get("FARM_WORKER", os.path.join(REPO, "build", "worker", "farm-worker"))
-FARMCTL = os.environ.get("FARMCTL", os.path.join(REPO, "build", "daemon", "cli", "farmctl"))
+FARMCTL = os.environ.get("FARMCTL", os.path.join(REPO, "build", "cli", "farmctl"))
 DASHBOARD_FIXTURE = os.environ.get("DASHBOARD_FIXTURE", os.path.join(
     REPO, "build", "tests", "integration", "dashboard", "dashboard_fixture"))
 EXAMPLE_DIR = os.path.join(REPO, "kernels", "examples", "attn_example")

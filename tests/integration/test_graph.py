@@ -1,5 +1,6 @@
 """Builds that depend on builds: a recipe's `requires:` submitted as one graph to the real
-farmd and farm-worker (docs/recipes.md#requires)."""
+farmd and farm-worker (docs/recipes.md#requires), and answered from the store when nothing
+a build depends on changed (an edit of a comment or a retry policy included)."""
 import os
 import textwrap
 import time
@@ -128,6 +129,20 @@ def test_one_submission_builds_both_in_order_and_keys_follow_the_wheel(farm):
     assert again["jobs"][0]["build_key"] == app_job["build_key"]
     assert not again["jobs"][0].get("attempts"), again["jobs"][0]
     assert again["jobs"][0]["reused_from"] == app_job["id"], again["jobs"][0]
+
+    # Edits that change no build (a comment, a retry policy) are answered from the store
+    # as well: a key holds what a cell's build depends on, not the recipe's text.
+    for path in (recipe, os.path.join(farm.root, "graphdep", "recipe.yaml")):
+        with open(path) as f:
+            text = f.read()
+        write(path, "# edited: no build changes\n" + text.replace("max_attempts: 2", "max_attempts: 3"))
+    edited = farm.ctl_json("submit", recipe)
+    assert edited["state"] == "BUILD_SUCCEEDED", edited
+    assert edited["jobs"][0]["build_key"] == app_job["build_key"], edited["jobs"][0]
+    assert edited["jobs"][0]["reused_from"] > 0, edited["jobs"][0]
+    assert not edited["jobs"][0].get("attempts"), edited["jobs"][0]
+    dep_again = show(farm, the_input(edited["jobs"][0])["build_id"])["jobs"][0]
+    assert dep_again["build_key"] == dep_job["build_key"] and dep_again["reused_from"] > 0, dep_again
 
     # A new dependency wheel gives the dependent a new key: both build again.
     make_graph(farm.root, flavour="changed")

@@ -245,7 +245,7 @@ void Agent::StartJob(const farm::v1::AcquireJobResponse& resp) {
   settings.compile_cache = compile_cache_.get();
   settings.log_buffer_bytes = config_.log_buffer_bytes;
   // Only the sandbox switches users; other executors run commands as they always do.
-  if (deps_.executor->Name() == "sandbox") settings.build_user = config_.build_user;
+  if (deps_.executor->Kind() == ExecutorKind::kSandbox) settings.build_user = config_.build_user;
   settings.git = config_.git;
   settings.validation_held_gb = [this](int64_t job_id) {
     std::lock_guard lock(mu_);

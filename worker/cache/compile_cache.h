@@ -41,8 +41,8 @@
 
 #include "common/status.h"
 #include "farm/v1/types.pb.h"
-#include "worker/job/build_env.h"
 #include "worker/exec/executor.h"
+#include "worker/job/build_env.h"
 
 namespace farm::agent {
 
@@ -144,6 +144,31 @@ class CompileCache {
   std::vector<std::string> compilers_;  // the masqueraded compilers the worker has
   std::mutex mu_;
   std::map<std::string, std::string> shadows_;  // guarded by mu_: CUDA_HOME -> shadow
+};
+
+// Ends one job's use of the cache on every way out of its build: Finish reads the
+// statistics (CompileCache::FinishJob) once the build ended; a guard destroyed before
+// that, on an early return, still takes the job's wrappers away. Not copyable.
+class JobCacheGuard {
+ public:
+  explicit JobCacheGuard(JobCacheUse use) : use_(std::move(use)) {}
+  ~JobCacheGuard() {
+    if (!finished_) CompileCache::FinishJob(use_);
+  }
+  JobCacheGuard(const JobCacheGuard&) = delete;
+  JobCacheGuard& operator=(const JobCacheGuard&) = delete;
+
+  const JobCacheUse& use() const { return use_; }
+  // CompileCache::FinishJob, once; nullopt after the first call.
+  std::optional<farm::v1::CompileCacheStats> Finish() {
+    if (finished_) return std::nullopt;
+    finished_ = true;
+    return CompileCache::FinishJob(use_);
+  }
+
+ private:
+  JobCacheUse use_;
+  bool finished_ = false;
 };
 
 }  // namespace farm::agent

@@ -76,6 +76,7 @@ class ContainerExecutor final : public Executor {
 
   // "podman" or "docker" (the engine's base name).
   std::string Name() const override;
+  ExecutorKind Kind() const override { return ExecutorKind::kContainer; }
 
   // Starts `ENGINE run` for the request. FailedPrecondition when neither the recipe nor
   // the worker names an image; the runner's error when the engine cannot start.

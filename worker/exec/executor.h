@@ -24,12 +24,12 @@ struct ExecMount {
 
 struct ExecRequest {
   std::vector<std::string> argv;
-  std::string cwd;                          // inside `workspace`
-  std::map<std::string, std::string> env;   // the complete environment
-  std::string workspace;                    // the job's workspace (to mount in a container)
-  std::string image;                        // builder image; ignored by NativeExecutor
-  int64_t kill_grace_ms = 5000;             // SIGTERM -> SIGKILL on timeout
-  std::vector<ExecMount> mounts;            // besides the workspace; NativeExecutor ignores them
+  std::string cwd;                         // inside `workspace`
+  std::map<std::string, std::string> env;  // the complete environment
+  std::string workspace;                   // the job's workspace (to mount in a container)
+  std::string image;                       // builder image; ignored by NativeExecutor
+  int64_t kill_grace_ms = 5000;            // SIGTERM -> SIGKILL on timeout
+  std::vector<ExecMount> mounts;           // besides the workspace; NativeExecutor ignores them
   // Never the network, whatever the operator allows for builds: validation installs with
   // --no-index from local wheels only. NativeExecutor ignores it (the host's network).
   bool offline = false;
@@ -45,11 +45,18 @@ struct ExecRequest {
   std::vector<std::string> read_only_in_workspace;
 };
 
+// What runs a build: directly on the host, in a bubblewrap sandbox on the host as the
+// build user, or in a container (podman or docker). The rules that differ by where a
+// build runs (paths the build sees, who owns the workspace, whose processes the worker
+// can sample) read the kind; the name is for what people read.
+enum class ExecutorKind { kNative, kSandbox, kContainer };
+
 class Executor {
  public:
   virtual ~Executor() = default;
   // "native", "podman", ... for logs.
   virtual std::string Name() const = 0;
+  virtual ExecutorKind Kind() const = 0;
   // Starts the command. On success the caller Wait()s on the process (and may Kill() it);
   // on failure returns why it could not start.
   virtual Result<std::unique_ptr<Process>> Start(const ExecRequest& request) = 0;
@@ -63,6 +70,7 @@ class NativeExecutor final : public Executor {
  public:
   explicit NativeExecutor(ProcessRunner& runner) : runner_(runner) {}
   std::string Name() const override { return "native"; }
+  ExecutorKind Kind() const override { return ExecutorKind::kNative; }
   bool RunsOnHost() const override { return true; }
   Result<std::unique_ptr<Process>> Start(const ExecRequest& request) override {
     ProcessSpec spec;

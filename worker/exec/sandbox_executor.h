@@ -26,6 +26,7 @@ class SandboxExecutor final : public Executor {
   SandboxExecutor(ProcessRunner& runner, sandbox::Options options)
       : runner_(runner), options_(std::move(options)) {}
   std::string Name() const override { return "sandbox"; }
+  ExecutorKind Kind() const override { return ExecutorKind::kSandbox; }
   // Validation steps go through Start() too, so the recipe's script is sandboxed.
   bool RunsOnHost() const override { return false; }
   Result<std::unique_ptr<Process>> Start(const ExecRequest& request) override;

@@ -205,7 +205,8 @@ Outcome JobRunner::Run() {
                                                       std::to_string(job_.attempt()) + "-");
   if (!made.ok()) {
     outcome = Infra("cannot create workspace: " + made.status().message());
-  } else if (Status given = sandbox::GiveToBuildUser(settings_.build_user, *made, false); !given.ok()) {
+  } else if (Status given = sandbox::GiveToBuildUser(settings_.build_user, *made, false);
+             !given.ok()) {
     ws = *made;
     outcome = Infra(given.message());
   } else {
@@ -243,7 +244,7 @@ Outcome JobRunner::Execute(LogShipper& log, const std::string& ws) {
 }
 
 std::unique_ptr<ProcessRunner> JobRunner::SourceRunner(const std::string& ws, bool network) const {
-  if (deps_.executor->Name() != "sandbox") return ForwardTo(*deps_.runner);
+  if (deps_.executor->Kind() != ExecutorKind::kSandbox) return ForwardTo(*deps_.runner);
   ExecRequest base;
   base.workspace = ws;
   base.network = network;
@@ -269,7 +270,7 @@ Result<std::string> JobRunner::FetchAndPatch(LogShipper& log, const std::string&
   std::unique_ptr<ProcessRunner> offline = SourceRunner(ws, false);
   std::unique_ptr<ProcessRunner> online = SourceRunner(ws, true);
   StepRunner steps(*offline, ToolEnv(settings_.worker_env), control_.get(), on_line);
-  const bool sandboxed = deps_.executor->Name() == "sandbox";
+  const bool sandboxed = deps_.executor->Kind() == ExecutorKind::kSandbox;
   StepRunner git_steps(*online,
                        git::LockedGitEnv(settings_.git, sandboxed ? "/tmp" : "/nonexistent"),
                        control_.get(), on_line);
@@ -414,12 +415,10 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
     base.offline = true;
     base.host_read_paths = sandbox::PythonReadPaths(provisioned->python);
     ExecutorProcessRunner confined(*deps_.executor, base);
-    StepRunner confined_steps(confined, tool_env, control_.get(),
-                              [&log](OutputStream s, const std::string& line) {
-                                log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT
-                                                                      : farm::v1::STDERR,
-                                           line);
-                              });
+    StepRunner confined_steps(
+        confined, tool_env, control_.get(), [&log](OutputStream s, const std::string& line) {
+          log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
+        });
     FARM_RETURN_IF_ERROR(InstallBuildInputs(log, confined_steps, ws + "/venv"));
   } else {
     FARM_ASSIGN_OR_RETURN(python, SelectPython(job_.cell(), settings_.caps));
@@ -435,18 +434,18 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
     // wheels) becomes that user's.
     FARM_RETURN_IF_ERROR(sandbox::GiveToBuildUser(settings_.build_user, ws, true));
   }
-  JobEnvInputs in{&job_,
-                  settings_.worker_env,
-                  ws + "/venv",
-                  ws + "/wheels",
-                  ws + "/tmp",
-                  python.version(),
-                  toolkit,
-                  settings_.caps.cpu_cores(),
-                  deps_.probe->AvailableMemoryBytes(),
-                  settings_.secrets,
-                  source_date_epoch_};
-  in.wsl2 = settings_.caps.wsl2();
+  JobEnvInputs in{.job = &job_,
+                  .worker_env = settings_.worker_env,
+                  .venv_dir = ws + "/venv",
+                  .wheel_dir = ws + "/wheels",
+                  .tmp_dir = ws + "/tmp",
+                  .python_version = python.version(),
+                  .toolkit = toolkit,
+                  .cores = settings_.caps.cpu_cores(),
+                  .available_memory_bytes = deps_.probe->AvailableMemoryBytes(),
+                  .secrets = settings_.secrets,
+                  .source_date_epoch = source_date_epoch_,
+                  .wsl2 = settings_.caps.wsl2()};
   // Unified memory: this job's validation and those of the jobs beside it share the RAM
   // the compile jobs use.
   double held_gb = ValidationReserveGb(job_, settings_.caps);
@@ -460,22 +459,19 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
            std::to_string(gpu.cc_major()) + "." + std::to_string(gpu.cc_minor()) +
            "): the recipe builds on the GPU its arch list targets");
   }
-  JobCacheUse cache_use;
-  if (settings_.compile_cache != nullptr) {
-    cache_use = settings_.compile_cache->PrepareJob(
-        recipe, job_.cache_namespace(), ws, deps_.executor->Name(), env,
-        ImageCheckFor(*deps_.executor, ws, recipe.container_image(), env));
-  }
+  JobCacheGuard cache(settings_.compile_cache == nullptr
+                          ? JobCacheUse{}
+                          : settings_.compile_cache->PrepareJob(
+                                recipe, job_.cache_namespace(), ws, deps_.executor->Name(), env,
+                                ImageCheckFor(*deps_.executor, ws, recipe.container_image(), env)));
+  const JobCacheUse& cache_use = cache.use();
   if (cache_use.used) {
     // Given once: later builds of the namespace find it the build user's already.
     struct stat st {};
     if (::stat(cache_use.namespace_dir.c_str(), &st) == 0 &&
         st.st_uid != settings_.build_user.uid) {
-      Status given = sandbox::GiveToBuildUser(settings_.build_user, cache_use.namespace_dir, true);
-      if (!given.ok()) {
-        CompileCache::FinishJob(cache_use);
-        return given;
-      }
+      FARM_RETURN_IF_ERROR(
+          sandbox::GiveToBuildUser(settings_.build_user, cache_use.namespace_dir, true));
     }
   }
   if (!cache_use.note.empty()) system(cache_use.note);
@@ -494,16 +490,10 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   // A provisioned environment is read-only to the build: its files are the snapshot's.
   if (provisioned) req.read_only_in_workspace = {provisioned->venv_dir};
   if (!toolkit.path().empty()) req.host_read_paths.push_back(toolkit.path());
-  auto started = deps_.executor->Start(req);
-  if (!started.ok()) {
-    CompileCache::FinishJob(cache_use);  // takes the job's wrappers away
-    return started.status();
-  }
-  std::unique_ptr<Process> process = std::move(started).value();
+  FARM_ASSIGN_OR_RETURN(std::unique_ptr<Process> process, deps_.executor->Start(req));
   control_->SetProcess(process.get());
   // A container's processes are not this host's children: no live memory figure for them.
-  const std::string executor = deps_.executor->Name();
-  const bool host_processes = executor == "native" || executor == "sandbox";
+  const bool host_processes = deps_.executor->Kind() != ExecutorKind::kContainer;
   control_->progress.Begin(host_processes ? process->pid() : 0,
                            cache_use.used ? cache_use.workspace : "");
   int64_t timeout_s = job_.timeout_seconds() > 0 ? job_.timeout_seconds() : 3600;
@@ -529,7 +519,7 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
   Outcome out{farm::v1::CAUSE_COMPLETED, "", r.exit_code, peak};
   system("build command exited with code " + std::to_string(r.exit_code) + ", peak RSS " +
          fs::HumanBytes(peak));
-  out.compile_cache = CompileCache::FinishJob(cache_use);
+  out.compile_cache = cache.Finish();
   // Only builds that compiled something have a hit rate to tell; a silent line keeps a
   // failing build's own last lines at the end of the log.
   if (out.compile_cache &&

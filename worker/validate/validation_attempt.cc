@@ -70,17 +70,16 @@ Outcome ValidationAttempt::Run(LogShipper& log, const std::string& ws) {
   for (const auto& a : job.artifacts()) {
     if (a.manifest().images_size() > 0) manifest = a.manifest();
   }
-  JobEnvInputs in{&job,
-                  settings.worker_env,
-                  ws + "/venv",
-                  ws + "/wheels",
-                  ws + "/tmp",
-                  interpreter.version,
-                  interpreter.toolkit,
-                  settings.caps.cpu_cores(),
-                  runner_.deps_.probe->AvailableMemoryBytes(),
-                  settings.secrets,
-                  0};
+  JobEnvInputs in{.job = &job,
+                  .worker_env = settings.worker_env,
+                  .venv_dir = ws + "/venv",
+                  .wheel_dir = ws + "/wheels",
+                  .tmp_dir = ws + "/tmp",
+                  .python_version = interpreter.version,
+                  .toolkit = interpreter.toolkit,
+                  .cores = settings.caps.cpu_cores(),
+                  .available_memory_bytes = runner_.deps_.probe->AvailableMemoryBytes(),
+                  .secrets = settings.secrets};
   auto report = runner_.Validate(log, in, build_dir, interpreter.path, *wheels, manifest);
   Outcome out{farm::v1::CAUSE_COMPLETED, "", 0, 0};
   if (control.stopped()) return runner_.StoppedOutcome(out);

@@ -12,14 +12,14 @@
 #include "common/sha256.h"
 #include "daemon/api/artifact_stream.h"
 #include "daemon/api/handler.h"
-#include "daemon/auth/ownership.h"
+#include "daemon/builds/control.h"
+#include "daemon/builds/submit.h"
 #include "daemon/model/convert.h"
 #include "daemon/model/failure.h"
 #include "daemon/model/lock_info.h"
 #include "daemon/model/torch_proofs.h"
 #include "daemon/sched/peers.h"
 #include "daemon/sched/placement.h"
-#include "daemon/sched/revalidation.h"
 #include "daemon/sched/rows.h"
 
 namespace farm::api {
@@ -31,9 +31,6 @@ using model::JobToProto;
 using model::LogLineToProto;
 using model::ParseBlob;
 using model::WorkerToProto;
-
-Result<farm::v1::Build> Submit(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
-                               const Principal& who, audit::Entry* entry);
 
 namespace {
 
@@ -108,21 +105,6 @@ farm::v1::TokenInfo TokenToProto(const store::TokenRow& row) {
   if (row.expires_ms > 0) t.set_expires_at(FormatRfc3339(row.expires_ms));
   if (row.revoked_ms > 0) t.set_revoked_at(FormatRfc3339(row.revoked_ms));
   return t;
-}
-
-// A worker named by its id or, as every listing shows it, by its name (which must then
-// be unique). NotFound names what was asked for.
-Result<std::string> ResolveWorker(store::Store& store, const std::string& id_or_name) {
-  FARM_ASSIGN_OR_RETURN(auto workers, store.ListWorkers());
-  std::vector<std::string> named;
-  for (const auto& w : workers) {
-    if (w.id == id_or_name) return w.id;
-    if (w.name == id_or_name) named.push_back(w.id);
-  }
-  if (named.size() == 1) return named[0];
-  if (named.empty()) return Status::NotFound("no worker with id or name \"" + id_or_name + "\"");
-  return Status::InvalidArgument(std::to_string(named.size()) + " workers are named \"" +
-                                 id_or_name + "\"; give the id");
 }
 
 // Failed jobs of a GetBuild reply that carry their failure lines at most.
@@ -214,7 +196,8 @@ grpc::Status ClientService::SubmitBuild(grpc::ServerContext* call,
                                         farm::v1::SubmitBuildResponse* resp) {
   audit::Entry entry{audit::Action::kBuildSubmit, "recipe file " + req->recipe_path()};
   return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(*resp->mutable_build(), Submit(*ctx_, *req, who, &entry));
+    FARM_ASSIGN_OR_RETURN(int64_t id, ctx_->submitter->Submit(*req, who, &entry));
+    FARM_ASSIGN_OR_RETURN(*resp->mutable_build(), LoadBuild(*ctx_, id));
     return Status::Ok();
   });
 }
@@ -275,12 +258,8 @@ grpc::Status ClientService::ListBuilds(grpc::ServerContext* call,
 grpc::Status ClientService::CancelBuild(grpc::ServerContext* call,
                                         const farm::v1::CancelBuildRequest* req,
                                         farm::v1::Build* resp) {
-  audit::Entry entry{audit::Action::kBuildCancel, "build " + std::to_string(req->build_id())};
-  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
-    FARM_RETURN_IF_ERROR(auth::MayChangeBuild(*ctx_->store, who, req->build_id()));
-    FARM_RETURN_IF_ERROR(
-        ctx_->store->CancelBuild(req->build_id(), ctx_->clock->NowUnixMs(), who.name));
-    log::Info("build " + std::to_string(req->build_id()) + " cancelled by " + who.name);
+  return HandleChecked(ctx_, call, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(ctx_->control->CancelBuild(who, req->build_id()));
     FARM_ASSIGN_OR_RETURN(*resp, LoadBuild(*ctx_, req->build_id()));
     return Status::Ok();
   });
@@ -331,11 +310,8 @@ grpc::Status ClientService::GetLock(grpc::ServerContext* call, const farm::v1::G
 
 grpc::Status ClientService::RetryJob(grpc::ServerContext* call,
                                      const farm::v1::RetryJobRequest* req, farm::v1::Job* resp) {
-  audit::Entry entry{audit::Action::kJobRetry, "job " + std::to_string(req->job_id())};
-  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
-    FARM_RETURN_IF_ERROR(auth::MayChangeJob(*ctx_->store, who, req->job_id()));
-    FARM_RETURN_IF_ERROR(ctx_->store->RetryJob(req->job_id(), ctx_->clock->NowUnixMs()));
-    log::Info("job " + std::to_string(req->job_id()) + " retried by " + who.name);
+  return HandleChecked(ctx_, call, [&](const Principal& who) -> Status {
+    FARM_RETURN_IF_ERROR(ctx_->control->RetryJob(who, req->job_id()));
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetJob(req->job_id()));
     FARM_ASSIGN_OR_RETURN(*resp, LoadJob(*ctx_, row));
     return Status::Ok();
@@ -376,12 +352,9 @@ grpc::Status ClientService::ListWorkers(grpc::ServerContext* call,
 grpc::Status ClientService::DrainWorker(grpc::ServerContext* call,
                                         const farm::v1::DrainWorkerRequest* req,
                                         farm::v1::WorkerInfo* resp) {
-  audit::Entry entry{req->undo() ? audit::Action::kWorkerUndrain : audit::Action::kWorkerDrain,
-                     "worker " + req->worker_id()};
-  return HandleMutation(ctx_, call, Need::kAdmin, &entry, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(std::string id, ResolveWorker(*ctx_->store, req->worker_id()));
-    FARM_RETURN_IF_ERROR(ctx_->store->SetDrainRequested(id, !req->undo()));
-    log::Info("worker " + id + (req->undo() ? " undrained by " : " drained by ") + who.name);
+  return HandleChecked(ctx_, call, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(std::string id,
+                          ctx_->control->DrainWorker(who, req->worker_id(), !req->undo()));
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetWorker(id));
     *resp = WorkerToProto(row);
     return Status::Ok();
@@ -447,16 +420,9 @@ grpc::Status ClientService::RevokeToken(grpc::ServerContext* call,
 grpc::Status ClientService::ValidateArtifact(grpc::ServerContext* call,
                                              const farm::v1::ValidateArtifactRequest* req,
                                              farm::v1::Job* resp) {
-  audit::Entry entry{audit::Action::kArtifactValidate,
-                     "artifact " + std::to_string(req->artifact_id())};
-  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
-    FARM_RETURN_IF_ERROR(auth::MayChangeArtifact(*ctx_->store, who, req->artifact_id()));
+  return HandleChecked(ctx_, call, [&](const Principal& who) -> Status {
     FARM_ASSIGN_OR_RETURN(store::JobRow job,
-                          sched::QueueValidation(*ctx_->store, *ctx_->clock, req->artifact_id(),
-                                                 ctx_->tunables.max_attempts));
-    entry.done = "job " + std::to_string(job.id);
-    log::Info("validation of artifact " + std::to_string(req->artifact_id()) + " asked by " +
-              who.name + ": job " + std::to_string(job.id));
+                          ctx_->control->RevalidateArtifact(who, req->artifact_id()));
     FARM_ASSIGN_OR_RETURN(*resp, LoadJob(*ctx_, job));
     return Status::Ok();
   });

@@ -1,16 +1,16 @@
-// FarmService: the client API (farmctl, scripts, the dashboard). Every handler
-// authenticates first and converts every failure to a gRPC status; nothing throws out.
+// ClientService: the client API over gRPC (farm.v1.FarmService: farmctl, scripts, the
+// dashboard's writes), a file per area. Every handler authenticates first, translates the
+// request for the use case that decides (daemon/builds/: submit, cancel, retry, drain,
+// revalidate) or reads the store, and converts every failure to a gRPC status; nothing
+// throws out.
 #ifndef FARM_DAEMON_API_CLIENT_CLIENT_SERVICE_H_
 #define FARM_DAEMON_API_CLIENT_CLIENT_SERVICE_H_
 
 #include <memory>
 
 #include "daemon/api/service_context.h"
+#include "daemon/builds/sources.h"
 #include "farm/v1/client.grpc.pb.h"
-
-namespace farm::cron {
-class BuildSubmitter;
-}  // namespace farm::cron
 
 namespace farm::api {
 
@@ -131,31 +131,8 @@ Result<google::protobuf::RepeatedPtrField<farm::v1::JobInput>> LoadJobInputs(
 // Fills job->inputs and job->consumers.
 Status AddJobGraph(const ServiceContext& ctx, farm::v1::Job* job);
 
-// Submits `req` as `who` (submit.cc): checks that `who` may build under every recipe name
-// of the graph and claims the ones nobody owns (PermissionDenied naming the owner
-// otherwise), stores the build with `links` (in-flight merging is set from req.force(); a
-// schedule run when given) and returns the build id. `entry`, when given, gets the recipe
-// as its target and the build as what was done.
-Result<int64_t> SubmitLinked(const ServiceContext& ctx, const farm::v1::SubmitBuildRequest& req,
-                             const Principal& who, store::BuildLinks* links,
-                             audit::Entry* entry = nullptr);
-
-// Counts one submission of `who` against its quota (ResourceExhausted with when to retry
-// once it is used up); Ok when farmd keeps no quotas.
-Status TakeSubmission(const ServiceContext& ctx, const Principal& who);
-
-// The uploaded archive `source` names, checked (sources.cc): a source that is still a
-// path on the client is refused (InvalidArgument), an archive must have been uploaded and
-// checked (FailedPrecondition otherwise) and gets its size and origin filled in and its
-// last use recorded. Returns its sha256, "" for a git source.
-Result<std::string> CheckBuildSource(const ServiceContext& ctx, farm::v1::Source* source);
-
-// Removes source archives unused for `retention_ms` (0: none) that no schedule and no
-// queued or running build names (sources.cc). Returns how many went.
-Result<int> CollectSources(const ServiceContext& ctx, int64_t retention_ms);
-
-// The submitter farmd's ScheduleRunner uses: SubmitLinked with the run recorded alongside.
-std::unique_ptr<cron::BuildSubmitter> MakeScheduleSubmitter(ServiceContext* ctx);
+// The source archives farmd keeps, as the use cases read them.
+builds::SourceDeps SourceDepsOf(const ServiceContext& ctx);
 
 }  // namespace farm::api
 

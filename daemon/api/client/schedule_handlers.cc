@@ -1,6 +1,6 @@
-// The schedule RPCs of FarmService, and the submitter the schedule runner uses to turn a
-// firing into an ordinary build (SubmitLinked, so builds keys, reuse and in-flight merging
-// apply to scheduled builds exactly as to submitted ones). A schedule's creator owns it:
+// The schedule RPCs of FarmService (a run is submitted by builds::ScheduleSubmitter, so
+// build keys, reuse and in-flight merging apply to scheduled builds exactly as to
+// submitted ones). A schedule's creator owns it:
 // only the creator or an admin may pause, resume, delete or run it, and its builds are
 // submitted as the creator, with the creator's role now (a creator whose tokens were all
 // revoked no longer builds anything).
@@ -10,34 +10,13 @@
 #include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/auth/ownership.h"
-#include "daemon/builds/build_key.h"
+#include "daemon/builds/submit.h"
 #include "daemon/cron/cron.h"
 #include "daemon/cron/new_schedule.h"
 #include "daemon/cron/runner.h"
 
 namespace farm::api {
 namespace {
-
-class ApiBuildSubmitter final : public cron::BuildSubmitter {
- public:
-  explicit ApiBuildSubmitter(ServiceContext* ctx) : ctx_(ctx) {}
-  Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest& req, const std::string& who,
-                                  store::ScheduleRunRow* run, int64_t next_fire_ms) override {
-    store::BuildLinks links{.run = *run, .next_fire_ms = next_fire_ms};
-    // A schedule builds as its creator, with the creator's role and within the creator's
-    // quotas (a refusal is recorded as the run's failure).
-    FARM_ASSIGN_OR_RETURN(Principal creator, ctx_->auth->PrincipalNamed(who));
-    FARM_ASSIGN_OR_RETURN(int64_t id, SubmitLinked(*ctx_, req, creator, &links));
-    *run = *links.run;
-    return id;
-  }
-  std::string InputsDigest(const farm::v1::SubmitBuildRequest& req) const override {
-    return builds::ScheduleInputsDigest(req);
-  }
-
- private:
-  ServiceContext* ctx_;
-};
 
 farm::v1::ScheduleRun RunToProto(const store::ScheduleRunRow& r) {
   farm::v1::ScheduleRun out;
@@ -113,22 +92,18 @@ Status NeedRunner(const ServiceContext& ctx) {
 
 }  // namespace
 
-std::unique_ptr<cron::BuildSubmitter> MakeScheduleSubmitter(ServiceContext* ctx) {
-  return std::make_unique<ApiBuildSubmitter>(ctx);
-}
-
 grpc::Status ClientService::CreateSchedule(grpc::ServerContext* call,
                                            const farm::v1::CreateScheduleRequest* req,
                                            farm::v1::Schedule* resp) {
   audit::Entry entry{audit::Action::kScheduleCreate, "schedule " + req->name()};
   return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
-    FARM_RETURN_IF_ERROR(TakeSubmission(*ctx_, who));
+    FARM_RETURN_IF_ERROR(ctx_->submitter->TakeSubmission(who));
     FARM_ASSIGN_OR_RETURN(
         store::ScheduleRow row,
         cron::NewScheduleRow(*req, who.name, ctx_->clock->NowUnixMs(), ctx_->watches));
     entry.target = "recipe " + row.recipe_name;
     farm::v1::Source source = req->build().source();
-    FARM_RETURN_IF_ERROR(CheckBuildSource(*ctx_, &source).status());
+    FARM_RETURN_IF_ERROR(builds::CheckBuildSource(SourceDepsOf(*ctx_), &source).status());
     FARM_RETURN_IF_ERROR(auth::MayUseName(*ctx_->store, who, row.recipe_name));
     FARM_RETURN_IF_ERROR(
         auth::ClaimName(*ctx_->store, who, row.recipe_name, ctx_->clock->NowUnixMs()));
@@ -153,7 +128,7 @@ grpc::Status ClientService::UpdateSchedule(grpc::ServerContext* call,
         store::ScheduleRow row,
         cron::UpdatedScheduleRow(old, req->build(), ctx_->clock->NowUnixMs(), ctx_->watches));
     farm::v1::Source source = req->build().source();
-    FARM_RETURN_IF_ERROR(CheckBuildSource(*ctx_, &source).status());
+    FARM_RETURN_IF_ERROR(builds::CheckBuildSource(SourceDepsOf(*ctx_), &source).status());
     FARM_RETURN_IF_ERROR(ctx_->store->SetScheduleRequest(id, row.request, row.source_sha256));
     log::Info("schedule " + req->schedule_id() + " updated by " + who.name);
     FARM_ASSIGN_OR_RETURN(row, ctx_->store->GetSchedule(id));
@@ -233,7 +208,7 @@ grpc::Status ClientService::RunScheduleNow(grpc::ServerContext* call,
   return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(NeedRunner(*ctx_));
     FARM_ASSIGN_OR_RETURN(int64_t id, OwnedScheduleId(*ctx_, who, req->schedule_id()));
-    FARM_RETURN_IF_ERROR(TakeSubmission(*ctx_, who));
+    FARM_RETURN_IF_ERROR(ctx_->submitter->TakeSubmission(who));
     log::Info("schedule " + req->schedule_id() + " run now by " + who.name);
     FARM_ASSIGN_OR_RETURN(auto run, ctx_->schedules->RunNow(id, req->force()));
     entry.done =

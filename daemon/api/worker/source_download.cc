@@ -2,6 +2,7 @@
 // offset (a resumed download), in chunks.
 #include "daemon/api/handler.h"
 #include "daemon/api/worker/worker_service.h"
+#include "daemon/builds/completion.h"
 
 namespace farm::api {
 namespace {
@@ -14,7 +15,8 @@ grpc::Status WorkerService::DownloadSource(grpc::ServerContext* call,
                                            const farm::v1::DownloadSourceRequest* req,
                                            grpc::ServerWriter<farm::v1::SourceChunk>* out) {
   return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
-    FARM_RETURN_IF_ERROR(CheckHolds(*ctx_, who, req->job_id(), req->attempt()));
+    FARM_RETURN_IF_ERROR(
+        builds::CheckHolds(*ctx_->store, who.worker_id, req->job_id(), req->attempt()));
     FARM_ASSIGN_OR_RETURN(auto job, ctx_->store->GetJob(req->job_id()));
     FARM_ASSIGN_OR_RETURN(auto build, ctx_->store->GetBuild(job.build_id));
     if (build.source_sha256.empty() || build.source_sha256 != req->sha256()) {

@@ -6,17 +6,17 @@
 #include "common/log.h"
 #include "common/recipe/cell_environment.h"
 #include "common/recipe/cell_settings.h"
-#include "common/sha256.h"
 #include "daemon/api/artifact_stream.h"
 #include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
-#include "daemon/attest/attestor.h"
-#include "daemon/builds/build_key.h"
+#include "daemon/builds/completion.h"
+#include "daemon/builds/eligibility.h"
+#include "daemon/builds/recipe_cache.h"
+#include "daemon/builds/registration.h"
 #include "daemon/locks/env_locker.h"
 #include "daemon/model/convert.h"
-#include "daemon/sched/fanout.h"
+#include "daemon/sched/dispatcher.h"
 #include "daemon/sched/placement.h"
-#include "daemon/sched/retry.h"
 
 namespace farm::api {
 
@@ -28,6 +28,16 @@ Status CheckSelf(const Principal& who, const std::string& worker_id) {
     return Status::PermissionDenied("token of worker " + who.worker_id + " used for " + worker_id);
   }
   return Status::Ok();
+}
+
+builds::RegistrationDeps RegistrationDepsOf(const ServiceContext& ctx) {
+  return {.workers = ctx.store,
+          .leases = ctx.store,
+          .clock = ctx.clock,
+          .issue_token = [auth = ctx.auth](
+                             const std::string& name,
+                             const std::string& id) { return auth->Create("worker", name, id); },
+          .serves_toolkits = ctx.serves_toolkits};
 }
 
 // Progress and peak RSS of a running build, for watchers. The store ignores reports on
@@ -90,18 +100,6 @@ void ProgressThrottle::Forget(int64_t job_id) {
   last_ms_.erase(job_id);
 }
 
-Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_id, int attempt) {
-  FARM_ASSIGN_OR_RETURN(auto attempts, ctx.store->ListAttempts(job_id));
-  for (const auto& a : attempts) {
-    if (a.number == attempt) {
-      if (a.worker_id == who.worker_id) return Status::Ok();
-      break;
-    }
-  }
-  return Status::PermissionDenied("worker " + who.worker_id + " does not hold attempt " +
-                                  std::to_string(attempt) + " of job " + std::to_string(job_id));
-}
-
 namespace {
 
 // The lock the job's environment installs (JobNeeds.lock_digest), as text. A provisioned job
@@ -128,13 +126,13 @@ Status AttachLock(const ServiceContext& ctx, const store::JobRow& job,
   return Status::Ok();
 }
 
-Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, RecipeCache& recipes,
+Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx,
                                                const store::JobRow& job) {
   farm::v1::JobAssignment a;
   a.set_job_id(job.id);
   a.set_attempt(job.attempt);
   a.set_build_id(job.build_id);
-  FARM_ASSIGN_OR_RETURN(LeasedBuild build, recipes.Get(ctx, job.build_id));
+  FARM_ASSIGN_OR_RETURN(builds::LeasedBuild build, ctx.recipes->Get(job.build_id));
   *a.mutable_recipe() = std::move(build.recipe);
   a.set_cache_namespace(build.cache_namespace);
   *a.mutable_cell() = ParseBlob<farm::v1::MatrixCell>(job.cell);
@@ -172,25 +170,12 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, Recipe
   return a;
 }
 
-// What the jobs a unified-memory worker runs hold of its RAM for GPU validation (one store
-// read, only for such workers).
-Result<double> HeldValidationGb(store::Store& store, const std::string& worker_id,
-                                const farm::v1::Capabilities& caps) {
-  if (!sched::HasUnifiedMemory(caps)) return 0.0;
-  FARM_ASSIGN_OR_RETURN(std::vector<store::JobRow> rows, store.ListRunningJobs(worker_id));
-  std::vector<sched::RunningJob> running;
-  for (const store::JobRow& row : rows) {
-    running.push_back({ParseBlob<farm::v1::MatrixCell>(row.cell), row.validation_mib / 1024.0});
-  }
-  return sched::HeldValidationGb(caps, running);
-}
-
 // A job's worker may read the wheels it validates (a validation job) or consumes (the
 // inputs of a job with requirements, or of the build job a validation job validates), and
 // no others.
 Result<store::ArtifactRow> ArtifactForJob(const ServiceContext& ctx, const Principal& who,
                                           const farm::v1::WorkerArtifactRequest& req) {
-  FARM_RETURN_IF_ERROR(CheckHolds(ctx, who, req.job_id(), req.attempt()));
+  FARM_RETURN_IF_ERROR(builds::CheckHolds(*ctx.store, who.worker_id, req.job_id(), req.attempt()));
   FARM_ASSIGN_OR_RETURN(store::JobRow job, ctx.store->GetJob(req.job_id()));
   FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, ctx.store->GetArtifact(req.artifact_id()));
   FARM_ASSIGN_OR_RETURN(
@@ -216,38 +201,19 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
   // A registration makes a worker token: recorded like every token made.
   audit::Entry entry{audit::Action::kWorkerRegister, "worker " + req->name()};
   return HandleMutation(ctx_, call, Need::kEnroll, &entry, [&](const Principal& who) -> Status {
-    int64_t now = ctx_->clock->NowUnixMs();
-    std::string id = who.role == "worker" ? who.worker_id : "w-" + RandomHex(6);
-    if (who.role == "worker" && !req->worker_id().empty())
-      FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
-    if (who.role != "worker") {
-      FARM_ASSIGN_OR_RETURN(std::string token, ctx_->auth->Create("worker", req->name(), id));
-      resp->set_worker_token(token);
-    }
-    // A worker whose probe failed is kept out of placement until an admin looks.
-    store::WorkerState state = req->capabilities().probe_error().empty()
-                                   ? store::WorkerState::kIdle
-                                   : store::WorkerState::kQuarantined;
-    if (who.role == "worker") {
-      // A worker that registers again has restarted: the builds it held died with it.
-      FARM_ASSIGN_OR_RETURN(
-          auto lost, ctx_->store->ReleaseWorkerJobs(id, {}, "worker " + id + " restarted", now));
-      for (int64_t job : lost)
-        log::Warn("job " + std::to_string(job) + " requeued: worker " + id + " restarted");
-    }
-    farm::v1::Capabilities caps = req->capabilities();
-    sched::SettleProvisioning(ctx_->serves_toolkits, &caps);
-    store::WorkerRow row{
-        id, req->name().empty() ? id : req->name(), caps.SerializeAsString(), state, now, now};
-    FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(row));
-    beat_writes_.Forget(id);
+    FARM_ASSIGN_OR_RETURN(builds::Registration r,
+                          builds::RegisterWorker(RegistrationDepsOf(*ctx_), who, req->worker_id(),
+                                                 req->name(), req->capabilities()));
+    beat_writes_.Forget(r.worker_id);
     auto cn = call->auth_context()->FindPropertyValues("x509_common_name");
     std::string cert = cn.empty() ? "" : ", certificate " + std::string(cn[0].data(), cn[0].size());
-    log::Info("worker " + row.name + " registered as " + id + " (" +
-              std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " +
-              std::string(store::WorkerStateName(state)) + cert + ")");
-    resp->set_worker_id(id);
-    entry.done = "id " + id + ", state " + std::string(store::WorkerStateName(state));
+    const std::string state(store::WorkerStateName(r.state));
+    log::Info("worker " + r.name + " registered as " + r.worker_id + " (" +
+              std::to_string(req->capabilities().gpus_size()) + " GPU(s), state " + state + cert +
+              ")");
+    entry.done = "id " + r.worker_id + ", state " + state;
+    resp->set_worker_id(r.worker_id);
+    resp->set_worker_token(r.token);
     resp->set_heartbeat_interval_ms(static_cast<int32_t>(ctx_->tunables.heartbeat_ms));
     resp->set_lease_ms(static_cast<int32_t>(ctx_->tunables.lease_ms));
     resp->set_upstream_url(ctx_->upstream_url);
@@ -354,79 +320,20 @@ class AcquireReactor final : public grpc::ServerUnaryReactor {
 
 }  // namespace
 
-std::string CacheNamespaceId(const std::string& principal, const std::string& recipe_name) {
-  Sha256 h;
-  for (const std::string* part : {&principal, &recipe_name}) {
-    h.Update(std::to_string(part->size()) + ":");
-    h.Update(*part);
-  }
-  return h.HexDigest().substr(0, 32);
-}
-
-Result<LeasedBuild> RecipeCache::Get(const ServiceContext& ctx, int64_t build_id) {
-  {
-    std::lock_guard lock(mu_);
-    auto it = builds_.find(build_id);
-    if (it != builds_.end()) return it->second;
-  }
-  FARM_ASSIGN_OR_RETURN(auto build, ctx.store->GetBuild(build_id));
-  LeasedBuild leased{ParseBlob<farm::v1::Recipe>(build.recipe), ""};
-  leased.cache_namespace = CacheNamespaceId(build.submitted_by, leased.recipe.name());
-  std::lock_guard lock(mu_);
-  if (builds_.size() >= kMaxBuilds) builds_.clear();
-  builds_[build_id] = leased;
-  return leased;
-}
-
-WorkerService::WorkerService(ServiceContext* ctx)
-    : ctx_(ctx),
-      dispatcher_(std::make_unique<sched::Dispatcher>(
-          sched::FleetSource{ctx->store, ctx->clock, ctx->fleet_cache.get()},
-          ctx->tunables.lease_ms, &peers_)) {}
-
-WorkerService::~WorkerService() = default;
-
 void WorkerService::StopDispatch() {
-  dispatcher_->Stop();
+  ctx_->dispatcher->Stop();
   completions_.Stop();  // the queued completions are answered first
-}
-
-// Whether the worker may take a job now: not draining or quarantined, below its
-// concurrency limit. Returns its poll (without deadline and callback) when it may.
-Result<std::optional<sched::Dispatcher::Waiter>> WorkerService::MayTakeJob(const Principal& who) {
-  std::optional<sched::Dispatcher::Waiter> out;
-  FARM_RETURN_IF_ERROR(ctx_->store->Together([&]() -> Status {  // one visit to the store
-    FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
-    if (worker.drain_requested || worker.state == store::WorkerState::kDraining ||
-        worker.state == store::WorkerState::kQuarantined) {
-      return Status::Ok();
-    }
-    auto caps = ParseBlob<farm::v1::Capabilities>(worker.capabilities);
-    // The per-worker concurrency limit: a worker never holds more jobs than it offered.
-    FARM_ASSIGN_OR_RETURN(int running, ctx_->store->CountRunningJobs(who.worker_id));
-    if (caps.max_concurrent_jobs() > 0 && running >= caps.max_concurrent_jobs()) {
-      return Status::Ok();
-    }
-    sched::Dispatcher::Waiter waiter;
-    FARM_ASSIGN_OR_RETURN(waiter.held_gb, HeldValidationGb(*ctx_->store, who.worker_id, caps));
-    waiter.worker_id = who.worker_id;
-    waiter.worker_name = worker.name;
-    waiter.caps = std::move(caps);
-    out = std::move(waiter);
-    return Status::Ok();
-  }));
-  return out;
 }
 
 grpc::ServerUnaryReactor* WorkerService::AcquireJob(grpc::CallbackServerContext* call,
                                                     const farm::v1::AcquireJobRequest* req,
                                                     farm::v1::AcquireJobResponse* resp) {
-  auto* reactor = new AcquireReactor(dispatcher_.get());
+  auto* reactor = new AcquireReactor(ctx_->dispatcher);
   // Everything but the wait happens here; nothing throws out of a gRPC callback.
   auto checked = Guarded("AcquireJob", [&]() -> Result<std::optional<sched::Dispatcher::Waiter>> {
     FARM_ASSIGN_OR_RETURN(Principal who, AuthorizePeer(*ctx_, *call, Need::kWorker));
     FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
-    return MayTakeJob(who);
+    return builds::MayTakeJob({.workers = ctx_->store, .visits = ctx_->store}, who.worker_id);
   });
   if (!checked.ok() || !checked->has_value()) {
     reactor->Finish(ToGrpc(checked.status()));
@@ -448,7 +355,7 @@ Status WorkerService::Answer(Result<std::optional<store::JobRow>> outcome,
     FARM_RETURN_IF_ERROR(outcome.status());
     if (!outcome->has_value()) return Status::Ok();
     const store::JobRow& job = **outcome;
-    FARM_ASSIGN_OR_RETURN(*resp->mutable_job(), MakeAssignment(*ctx_, recipes_, job));
+    FARM_ASSIGN_OR_RETURN(*resp->mutable_job(), MakeAssignment(*ctx_, job));
     log::Info("job " + std::to_string(job.id) + " attempt " + std::to_string(job.attempt) +
               " leased to " + worker_name);
     return Status::Ok();
@@ -464,7 +371,8 @@ grpc::Status WorkerService::UploadLog(grpc::ServerContext* call,
     while (in->Read(&chunk)) {
       std::pair<int64_t, int> key{chunk.job_id(), chunk.attempt()};
       if (key != checked) {
-        FARM_RETURN_IF_ERROR(CheckHolds(*ctx_, who, chunk.job_id(), chunk.attempt()));
+        FARM_RETURN_IF_ERROR(
+            builds::CheckHolds(*ctx_->store, who.worker_id, chunk.job_id(), chunk.attempt()));
         checked = key;
       }
       std::vector<store::LogLineRow> lines;
@@ -519,8 +427,9 @@ void WorkerService::CompleteBatch(std::vector<std::unique_ptr<PendingCompletion>
   Status committed = Guarded("CompleteJob", [&] {
     return ctx_->store->TogetherInOneTransaction([&]() -> Status {
       for (auto& c : batch) {
-        c->state =
-            Guarded("CompleteJob", [&] { return Complete(c->who, c->req, &c->release_error); });
+        c->state = Guarded("CompleteJob", [&] {
+          return ctx_->completer->Complete(c->who.worker_id, *c->req, &c->release_error);
+        });
       }
       return Status::Ok();
     });
@@ -529,72 +438,6 @@ void WorkerService::CompleteBatch(std::vector<std::unique_ptr<PendingCompletion>
     if (!committed.ok()) c->state = committed;  // none of the batch was kept
     Answer(*c);
   }
-}
-
-Result<int> WorkerService::Complete(const Principal& who, const farm::v1::CompleteJobRequest* req,
-                                    Status* release_error) {
-  FARM_RETURN_IF_ERROR(CheckHolds(*ctx_, who, req->job_id(), req->attempt()));
-  FARM_ASSIGN_OR_RETURN(auto job, ctx_->store->GetJob(req->job_id()));
-  FARM_ASSIGN_OR_RETURN(LeasedBuild build, recipes_.Get(*ctx_, job.build_id));
-  const farm::v1::Recipe& recipe = build.recipe;
-  int64_t now = ctx_->clock->NowUnixMs();
-  store::CompletionReport report{
-      .job_id = req->job_id(),
-      .attempt = req->attempt(),
-      .worker_id = who.worker_id,
-      .cause = static_cast<int>(req->cause()),
-      .exit_code = req->exit_code(),
-      .detail = req->detail(),
-      .peak_rss_bytes = req->peak_rss_bytes(),
-      .max_attempts = job.max_attempts,
-      .retry_build_failures = recipe.retry().retry_build_failures(),
-      .retry_not_before_ms = now + 1000LL * recipe.retry().backoff_seconds(),
-      .validation = req->has_validation() ? req->validation().SerializeAsString() : "",
-      .validation_state = req->validation().state(),
-      .cache_hits = req->has_compile_cache() ? req->compile_cache().hits() : -1,
-      .cache_misses = req->has_compile_cache() ? req->compile_cache().misses() : -1};
-  if (report.cause == store::kCauseCompleted && req->exit_code() == 0 &&
-      job.kind == store::kJobBuild) {
-    FARM_ASSIGN_OR_RETURN(auto artifacts, ctx_->store->ListArtifacts(req->job_id()));
-    bool any = false;
-    for (const auto& a : artifacts) any |= a.attempt == req->attempt();
-    if (!any) {
-      report.cause = store::kCauseBuildFailed;
-      report.detail = "the attempt reported success but uploaded no wheel";
-    }
-  }
-  if (report.cause == store::kCauseCompleted && report.exit_code == 0 &&
-      job.kind == store::kJobBuild) {
-    // A stable-ABI build's validations in its other torches, queued with its success.
-    FARM_ASSIGN_OR_RETURN(
-        report.on_success,
-        sched::FanoutValidations(*ctx_->store, job, req->attempt(), now, job.max_attempts));
-  } else if (job.kind == store::kJobValidate) {
-    FARM_ASSIGN_OR_RETURN(store::JobRow target, ctx_->store->GetJob(job.target_job_id));
-    if (sched::IsFanoutValidation(job, target)) {
-      sched::FanoutOutcome(req->validation(), &report.cause, &report.detail);
-    }
-  }
-  sched::RetryPlan retry = sched::PlanRetry(report.cause, req->attempt(), job.max_attempts,
-                                            recipe.retry().backoff_seconds(), now);
-  report.max_attempts = retry.max_attempts;
-  report.retry_not_before_ms = retry.not_before_ms;
-  FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
-  if (ctx_->attestor != nullptr && req->has_validation()) {
-    // The report is stored; a wheel without its signed validation fails
-    // --require-validated-arch, so a signing failure is only logged.
-    Status attested =
-        ctx_->attestor->AttestValidation(job, req->attempt(), req->validation(), who.worker_id);
-    if (!attested.ok()) {
-      log::Error("signing the validation of job " + std::to_string(job.id) + ": " +
-                 attested.ToString());
-    }
-  }
-  if (store::IsTerminal(state)) {  // jobs waiting for this one's wheel go on at once
-    auto released = ctx_->store->ResolveHeldJobs(now, builds::KeyWithInputs);
-    if (!released.ok()) *release_error = released.status();
-  }
-  return state;
 }
 
 grpc::Status WorkerService::DownloadArtifact(grpc::ServerContext* call,

@@ -1,6 +1,9 @@
-// WorkerService: registration, heartbeats, job leases, log and artifact uploads, results.
-// A worker authenticates with its own token and may only report on attempts it holds;
-// repeated or out-of-order messages are idempotent. Nothing throws out of a handler.
+// WorkerService: the worker API over gRPC: registration, heartbeats, job leases, log and
+// artifact uploads, results. It translates: which worker may take a job and what a
+// completion means are daemon/builds/ (eligibility.h, completion.h), the leases are the
+// dispatcher's (sched/dispatcher.h), made by FarmServer. A worker authenticates with its
+// own token and may only report on attempts it holds; repeated or out-of-order messages
+// are idempotent. Nothing throws out of a handler.
 #ifndef FARM_DAEMON_API_WORKER_WORKER_SERVICE_H_
 #define FARM_DAEMON_API_WORKER_WORKER_SERVICE_H_
 
@@ -15,8 +18,6 @@
 
 #include "daemon/api/service_context.h"
 #include "daemon/api/worker/batch_runner.h"
-#include "daemon/sched/dispatcher.h"
-#include "daemon/sched/peers.h"
 #include "farm/v1/worker.grpc.pb.h"
 
 namespace farm::api {
@@ -55,35 +56,6 @@ class BeatWrites {
 // worker is never taken for lost and its leases never run out between writes.
 int64_t BeatWriteEveryMs(const Tunables& tunables);
 
-// A worker may report on (or fetch the source of) an attempt only if it was leased that
-// attempt: PermissionDenied otherwise.
-Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_id, int attempt);
-
-// The compile-cache namespace of builds of `recipe_name` submitted by `principal`
-// (JobAssignment.cache_namespace): 32 hex digits of a SHA-256 over both, length-prefixed,
-// so no two (principal, recipe) pairs share one and no name can be crafted to reach
-// another's.
-std::string CacheNamespaceId(const std::string& principal, const std::string& recipe_name);
-
-// What every lease of a build carries: its recipe and its compile-cache namespace.
-struct LeasedBuild {
-  farm::v1::Recipe recipe;
-  std::string cache_namespace;
-};
-
-// The recipes of recent builds, parsed once: every lease sends its build's recipe.
-// Thread-safe.
-class RecipeCache {
- public:
-  // The recipe of build `build_id` and its namespace, read from the store the first time.
-  Result<LeasedBuild> Get(const ServiceContext& ctx, int64_t build_id);
-
- private:
-  static constexpr size_t kMaxBuilds = 256;  // a bound; older builds are read again
-  std::mutex mu_;
-  std::map<int64_t, LeasedBuild> builds_;  // guarded by mu_
-};
-
 // AcquireJob and CompleteJob are served by the callback API: a waiting poll holds no
 // thread, and the dispatcher answers it; a completion waits in a queue, and the batch it
 // runs in answers it. The other methods are synchronous.
@@ -91,8 +63,8 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
                                 farm::v1::WorkerService::WithCallbackMethod_CompleteJob<
                                     farm::v1::WorkerService::Service>> {
  public:
-  explicit WorkerService(ServiceContext* ctx);
-  ~WorkerService() override;
+  // `ctx` holds the dispatcher and the completer (FarmServer makes them).
+  explicit WorkerService(ServiceContext* ctx) : ctx_(ctx) {}
   // Ends every waiting poll (empty) and stops dispatching; later polls are answered empty
   // at once. Called before the gRPC server shuts down.
   void StopDispatch();
@@ -118,11 +90,6 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
                                 grpc::ServerWriter<farm::v1::ArtifactData>*) override;
 
  private:
-  Result<std::optional<sched::Dispatcher::Waiter>> MayTakeJob(const Principal& who);
-  // CompleteJob's checks and store writes; returns the job's new state and sets
-  // `release_error` when the jobs it releases could not be. Calls only the store.
-  Result<int> Complete(const Principal& who, const farm::v1::CompleteJobRequest* req,
-                       Status* release_error);
   // One CompleteJob waiting for its batch.
   struct PendingCompletion {
     Principal who;
@@ -134,9 +101,9 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
   };
   // Answers a completion once its batch has run.
   void Answer(PendingCompletion& done);
-  // Completes a batch of CompleteJob calls in one store transaction (a job's completion
-  // that fails undoes only its own writes; a failed commit fails the whole batch), then
-  // answers each.
+  // Completes a batch of CompleteJob calls (builds::Completer) in one store transaction (a
+  // job's completion that fails undoes only its own writes; a failed commit fails the
+  // whole batch), then answers each.
   void CompleteBatch(std::vector<std::unique_ptr<PendingCompletion>>& batch);
   // A heartbeat's reads and writes (Heartbeat has checked who sends it).
   Status Beat(const Principal& who, const farm::v1::HeartbeatRequest& req,
@@ -146,15 +113,12 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
                 farm::v1::AcquireJobResponse* resp);
 
   ServiceContext* ctx_;
-  sched::PeerCache peers_;
   ProgressThrottle progress_;
   BeatWrites beat_writes_;
-  RecipeCache recipes_;
   // Concurrent completions share a transaction and one flush (at most 64 per batch: a
   // batch holds the store for a few milliseconds at most).
   BatchRunner<PendingCompletion> completions_{
       [this](std::vector<std::unique_ptr<PendingCompletion>>& batch) { CompleteBatch(batch); }, 64};
-  std::unique_ptr<sched::Dispatcher> dispatcher_;  // last: its thread uses the members above
 };
 
 }  // namespace farm::api

@@ -9,7 +9,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/strings.h"
-#include "daemon/auth/ownership.h"
+#include "daemon/builds/control.h"
 #include "daemon/http/rest/job_views.h"
 #include "daemon/http/rest/json_util.h"
 #include "daemon/model/convert.h"
@@ -266,36 +266,39 @@ Result<auth::Principal> Actor(const DashboardDeps& deps, const Request& req, aut
   return Check(deps, req, need, nullptr);
 }
 
+Result<auth::Principal> Caller(const DashboardDeps& deps, const Request& req) {
+  if (deps.auth == nullptr) return Status::Unauthenticated("no token authority");
+  return deps.auth->Identify(req.authorization);
+}
+
+namespace {
+
+Status NeedControl(const DashboardDeps& deps) {
+  return deps.control ? Status::Ok() : Status::Unavailable("this farmd changes no builds");
+}
+
+}  // namespace
+
 Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const auth::Principal& who,
                         bool index_include_pending) {
-  audit::Entry entry{audit::Action::kBuildCancel, "build " + std::to_string(build_id)};
-  Status s = audit::Audited(deps.audit, who, entry, [&]() -> Status {
-    FARM_RETURN_IF_ERROR(auth::MayChangeBuild(*deps.store, who, build_id));
-    return deps.store->CancelBuild(build_id, deps.clock->NowUnixMs(), who.name);
-  });
+  Status s = NeedControl(deps);
+  if (s.ok()) s = deps.control->CancelBuild(who, build_id);
   if (!s.ok()) return ErrorResponse(s);
-  log::Info("build " + std::to_string(build_id) + " cancelled from the dashboard by " + who.name);
   return ApiBuild(deps, build_id, index_include_pending);
 }
 
 Response ApiRetryJob(const DashboardDeps& deps, int64_t job_id, const auth::Principal& who,
                      bool index_include_pending) {
-  audit::Entry entry{audit::Action::kJobRetry, "job " + std::to_string(job_id)};
-  Status s = audit::Audited(deps.audit, who, entry, [&]() -> Status {
-    FARM_RETURN_IF_ERROR(auth::MayChangeJob(*deps.store, who, job_id));
-    return deps.store->RetryJob(job_id, deps.clock->NowUnixMs());
-  });
+  Status s = NeedControl(deps);
+  if (s.ok()) s = deps.control->RetryJob(who, job_id);
   if (!s.ok()) return ErrorResponse(s);
-  log::Info("job " + std::to_string(job_id) + " retried from the dashboard by " + who.name);
   return ApiJob(deps, job_id, index_include_pending);
 }
 
 Response ApiDrainWorker(const DashboardDeps& deps, const auth::Principal& who,
-                        const std::string& worker_id, bool drain) {
-  audit::Entry entry{drain ? audit::Action::kWorkerDrain : audit::Action::kWorkerUndrain,
-                     "worker " + worker_id};
-  Status s = audit::Audited(deps.audit, who, entry,
-                            [&] { return deps.store->SetDrainRequested(worker_id, drain); });
+                        const std::string& worker, bool drain) {
+  Status s = NeedControl(deps);
+  if (s.ok()) s = deps.control->DrainWorker(who, worker, drain).status();
   if (!s.ok()) return ErrorResponse(s);
   return ApiWorkers(deps);
 }

@@ -1,7 +1,7 @@
 // The dashboard's JSON API (/api/v1/...), the page's only data source. Each handler is a
-// pure function of the request and the store's read queries (cancel also writes through
-// Store::CancelBuild); none throws. Authentication is checked by the router beforehand.
-// Thread-safe: handlers keep no state.
+// pure function of the request and the store's read queries; cancel, retry and drain
+// translate to builds::Control, which the gRPC API calls too. None throws. Authentication
+// is checked by the router beforehand. Thread-safe: handlers keep no state.
 #ifndef FARM_DAEMON_HTTP_REST_API_H_
 #define FARM_DAEMON_HTTP_REST_API_H_
 
@@ -52,16 +52,20 @@ Result<auth::Principal> Actor(const DashboardDeps& deps, const Request& req, aut
                               const audit::Entry& entry);
 // The same check for a read: a refusal is not recorded.
 Result<auth::Principal> Actor(const DashboardDeps& deps, const Request& req, auth::Need need);
-// POST /api/v1/builds/{id}/cancel by `who`; 409 for an ended build. Answers with the build
-// as ApiBuild does.
+// The request's principal, its role not checked: for the mutations whose use case checks
+// it and records the request (builds::Control). 401 without a valid token.
+Result<auth::Principal> Caller(const DashboardDeps& deps, const Request& req);
+// POST /api/v1/builds/{id}/cancel by `who` (builds::Control::CancelBuild); 409 for an ended
+// build. Answers with the build as ApiBuild does.
 Response ApiCancelBuild(const DashboardDeps& deps, int64_t build_id, const auth::Principal& who,
                         bool index_include_pending);
 // Queues a failed or cancelled job again (Store::RetryJob); answers with the job.
 Response ApiRetryJob(const DashboardDeps& deps, int64_t job_id, const auth::Principal& who,
                      bool index_include_pending);
-// Sets or clears a worker's drain request (`who` is an admin); answers with the workers.
+// Sets or clears the drain request of a worker named by its id or its unique name (`who`
+// must be an admin); answers with the workers.
 Response ApiDrainWorker(const DashboardDeps& deps, const auth::Principal& who,
-                        const std::string& worker_id, bool drain);
+                        const std::string& worker, bool drain);
 // GET /api/v1/audit?limit=N&principal=P&before=ID (admin): the audit log, newest first,
 // {"records": [...], "next_before": id or 0}.
 Response ApiAudit(const DashboardDeps& deps, const Request& req);

@@ -11,21 +11,7 @@
 #include "common/net/tls.h"
 #include "daemon/audit/audit_log.h"
 #include "daemon/auth/token_authority.h"
-#include "daemon/store/blob/blob_store.h"
-#include "daemon/store/store.h"
-
-namespace farm::cron {
-class ScheduleRunner;
-}  // namespace farm::cron
-
-namespace farm::attest {
-class Attestor;
-}  // namespace farm::attest
-
-namespace farm::mirror {
-class PullThroughCache;
-class InternalAccess;
-}  // namespace farm::mirror
+#include "daemon/builds/front_end_deps.h"
 
 namespace farm::http {
 
@@ -62,24 +48,9 @@ struct DashboardOptions {
   int threads = 2;
 };
 
-struct DashboardDeps {
-  store::Store* store = nullptr;
-  store::BlobStore* blobs = nullptr;
-  auth::TokenAuthority* auth = nullptr;
-  const Clock* clock = nullptr;
-  // Fires schedules for run-now; null where no runner exists (run-now answers 503).
-  cron::ScheduleRunner* schedules = nullptr;
-  // The wheels' signed provenance and the farm's keys; null where none is kept (404).
-  attest::Attestor* attestor = nullptr;
-  // Where every mutation is recorded; null: nothing is recorded.
-  audit::AuditLog* audit = nullptr;
-  // The pull-through cache of the upstreams workers provision from (/upstream/...); null
-  // where farmd serves none (404).
-  mirror::PullThroughCache* mirror = nullptr;
-  // The secret farmd's own processes use /upstream/ with (mirror/internal_access.h); null:
-  // none is accepted.
-  const mirror::InternalAccess* internal = nullptr;
-};
+// The stores, services and use cases the handlers read and call (shared with the gRPC
+// API, builds/front_end_deps.h).
+using DashboardDeps = builds::FrontEndDeps;
 
 }  // namespace farm::http
 

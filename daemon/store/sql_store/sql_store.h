@@ -1,5 +1,6 @@
-// SqlStore: the Store implementation. Internal to farm_store; use OpenSqliteStore().
-// One connection guarded by a mutex: SQLite serializes writers anyway, and farmd's write
+// SqlStore: the Store implementation, over SQLite or PostgreSQL (sql/db.h). Internal to
+// farm_store; use OpenSqliteStore() or OpenPostgresStore(). One connection guarded by a
+// mutex, on either database: one writer at a time is all SQLite allows, and farmd's write
 // rate (job transitions, log batches) is far below one connection's capacity.
 #ifndef FARM_DAEMON_STORE_SQL_STORE_SQL_STORE_H_
 #define FARM_DAEMON_STORE_SQL_STORE_SQL_STORE_H_
@@ -25,12 +26,14 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
  public:
   explicit SqlStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
 
+  // TokenStore (sql_store/tokens.cc).
   Status InsertToken(const TokenRow& token) override;
   Result<TokenRow> FindToken(const std::string& hash) override;
   Result<int64_t> CountTokens() override;
   Result<std::vector<TokenRow>> ListTokens() override;
   Result<TokenRow> RevokeToken(const std::string& hash_prefix, int64_t now_ms) override;
 
+  // WorkerStore (sql_store/workers.cc).
   Status UpsertWorker(const WorkerRow& worker) override;
   Result<WorkerRow> GetWorker(const std::string& id) override;
   Result<std::vector<WorkerRow>> ListWorkers() override;
@@ -39,7 +42,7 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
   Result<int> CountRunningJobs(const std::string& worker_id) override;
   Result<std::vector<JobRow>> ListRunningJobs(const std::string& worker_id) override;
 
-  Status CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) override;
+  // BuildReader (sql_store/build_reader.cc).
   Result<BuildRow> GetBuild(int64_t id) override;
   Result<std::vector<BuildRow>> ListBuilds(int64_t before_id, int limit) override;
   Result<std::vector<BuildRow>> ListBuildsMatching(const BuildFilter& filter, int64_t before_id,
@@ -51,20 +54,25 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
   Result<std::optional<JobRow>> FindSucceededJob(const std::string& build_key) override;
   Result<std::vector<AttemptRow>> ListAttempts(int64_t job_id) override;
   Result<std::vector<JobRow>> ListPendingJobs(int limit) override;
-
-  Result<std::optional<JobRow>> AcquireJob(const std::string& worker_id, int64_t now_ms,
-                                           int64_t lease_ms, const PlacementFn& placeable) override;
   Result<std::map<int64_t, std::vector<AttemptRow>>> ListAttemptsOfJobs(
       const std::vector<int64_t>& job_ids) override;
   Result<std::map<int64_t, std::vector<ArtifactRow>>> ListArtifactsOfJobs(
       const std::vector<int64_t>& job_ids) override;
-  Result<std::vector<int64_t>> ListLeasableJobIds(int64_t now_ms, int limit) override;
   Result<std::vector<JobRow>> GetJobs(const std::vector<int64_t>& ids) override;
+
+  // BuildControl (sql_store/build_control.cc).
+  Status CreateBuild(BuildRow* build, std::vector<JobRow>* jobs) override;
+  Status CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) override;
+  Status RetryJob(int64_t job_id, int64_t now_ms) override;
+  Status CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs, BuildLinks* links) override;
+  Result<std::vector<int64_t>> ResolveMergedJobs(int64_t now_ms) override;
+
+  // JobLeases (sql_store/job_leases.cc).
+  Result<std::optional<JobRow>> AcquireJob(const std::string& worker_id, int64_t now_ms,
+                                           int64_t lease_ms, const PlacementFn& placeable) override;
+  Result<std::vector<int64_t>> ListLeasableJobIds(int64_t now_ms, int limit) override;
   Result<std::vector<std::optional<JobRow>>> LeaseJobs(const std::vector<LeaseRequest>& requests,
                                                        int64_t now_ms, int64_t lease_ms) override;
-  void SetQueueListener(std::function<void()> listener) override {
-    queue_listener_ = std::move(listener);
-  }
   Result<std::vector<JobRow>> CancelRequestedJobs(const std::string& worker_id) override;
   Result<std::vector<JobRow>> RenewLeases(const std::string& worker_id, int64_t now_ms,
                                           int64_t lease_ms) override;
@@ -77,35 +85,9 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
                                                  const std::vector<int64_t>& keep,
                                                  const std::string& detail,
                                                  int64_t now_ms) override;
-  // WebhookStore (sql_store/webhooks.cc).
-  Result<int64_t> RegisterWebhookTarget(const std::string& target, int64_t now_ms) override;
-  Result<int> EnqueueWebhookDeliveries(const std::vector<WebhookDeliveryRow>& rows,
-                                       int64_t now_ms) override;
-  Result<std::vector<WebhookDeliveryRow>> ListDueWebhookDeliveries(int64_t now_ms,
-                                                                   int limit) override;
-  Status UpdateWebhookDelivery(const WebhookDeliveryRow& row, int64_t now_ms) override;
-  Result<std::vector<WebhookDeliveryRow>> ListWebhookDeliveries(int limit) override;
-
-  Result<bool> RecordMirrorFile(const MirrorBlobRow& blob, const std::string& filename,
-                                const std::string& metadata) override;
-  Status TouchMirrorBlobs(const std::vector<std::pair<std::string, int64_t>>& uses) override;
-  Result<std::vector<MirrorFileRow>> ListMirrorFiles() override;
-  Result<int64_t> MirrorBytes() override;
-  Result<std::vector<MirrorBlobRow>> ListMirrorBlobsByUse(int limit) override;
-  Result<std::optional<std::string>> GetMirrorMetadata(const std::string& sha256) override;
-  Result<bool> ForgetMirrorBlob(const std::string& sha256) override;
-
-  Status CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) override;
-  Status RetryJob(int64_t job_id, int64_t now_ms) override;
   Result<bool> RecordProgress(const ProgressReport& report) override;
 
-  using LogStore::AppendLogLines;
-  Result<int64_t> AppendLogLines(int64_t job_id, int attempt, const std::vector<LogLineRow>& lines,
-                                 int64_t max_bytes) override;
-  Result<std::vector<LogLineRow>> GetLogLines(int64_t job_id, int attempt, int64_t after_seq,
-                                              int limit) override;
-  Result<int64_t> LastLogSeq(int64_t job_id, int attempt) override;
-
+  // ValidationJobs (sql_store/validation.cc).
   Result<JobRow> QueueValidationJob(const JobRow& job) override;
   Result<std::vector<JobRow>> ListValidationJobs(int64_t target_job_id,
                                                  int target_attempt) override;
@@ -113,10 +95,20 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
                                                                   int limit) override;
   Status SetArtifactValidationState(int64_t artifact_id, int state) override;
 
+  // LogStore (sql_store/logs.cc).
+  using LogStore::AppendLogLines;
+  Result<int64_t> AppendLogLines(int64_t job_id, int attempt, const std::vector<LogLineRow>& lines,
+                                 int64_t max_bytes) override;
+  Result<std::vector<LogLineRow>> GetLogLines(int64_t job_id, int attempt, int64_t after_seq,
+                                              int limit) override;
+  Result<int64_t> LastLogSeq(int64_t job_id, int attempt) override;
+
+  // ArtifactStore (sql_store/artifacts.cc).
   Result<ArtifactRow> InsertArtifact(const ArtifactRow& artifact) override;
   Result<std::vector<ArtifactRow>> ListArtifacts(int64_t job_id) override;
   Result<ArtifactRow> GetArtifact(int64_t id) override;
 
+  // JobStats (sql_store/job_stats.cc).
   Result<std::vector<int64_t>> CountJobsByState() override;
   Result<std::vector<JobRow>> ListJobsInState(int state, int64_t before_id, int limit) override;
   Result<SpanHistogram> JobSpanHistogram(JobSpan span,
@@ -127,6 +119,7 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
                                                      const std::string& cell,
                                                      int64_t before_job_id) override;
 
+  // ScheduleStore (sql_store/schedules.cc).
   Status InsertSchedule(ScheduleRow* schedule) override;
   Result<ScheduleRow> GetSchedule(int64_t id) override;
   Result<std::vector<ScheduleRow>> ListSchedules() override;
@@ -142,8 +135,8 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
   Result<std::optional<ScheduleRunRow>> LastSucceededScheduleRun(int64_t schedule_id) override;
   Result<int64_t> ActiveScheduleBuild(int64_t schedule_id) override;
   Result<int64_t> ScheduleOfBuild(int64_t build_id) override;
-  Status CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs, BuildLinks* links) override;
-  Result<std::vector<int64_t>> ResolveMergedJobs(int64_t now_ms) override;
+
+  // BuildGraphStore (sql_store/graph.cc).
   Result<std::vector<int64_t>> ResolveHeldJobs(int64_t now_ms,
                                                const InputsKeyFn& inputs_key) override;
   Result<std::vector<RequirementRow>> ListRequirements(int64_t job_id) override;
@@ -151,6 +144,7 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
   Result<std::set<int64_t>> JobsInGraph(const std::vector<int64_t>& job_ids) override;
   Result<std::vector<JobInputRow>> ListJobInputs(int64_t job_id) override;
 
+  // PublicationStore (sql_store/publish.cc).
   Result<std::vector<PublishCandidate>> ListPublishCandidates(int64_t after_id, int limit) override;
   Status EnqueuePublications(int64_t artifact_id, const std::string& outcome,
                              const std::vector<PublicationRow>& rows, int64_t now_ms) override;
@@ -168,35 +162,42 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
   Result<std::vector<PublicationRow>> ListRecentPublications(int limit) override;
   Result<std::map<int64_t, std::vector<PublicationRow>>> ListPublicationsOfBuilds(
       const std::vector<int64_t>& build_ids) override;
+  Result<std::vector<PublicationRow>> ListHubFilesUnder(const std::string& repo,
+                                                        const std::string& ref,
+                                                        const std::string& dir) override;
 
-  Status RecordSourceArchive(const SourceArchiveRow& row) override;
-  Result<SourceArchiveRow> GetSourceArchive(const std::string& sha256) override;
-  Status TouchSourceArchive(const std::string& sha256, int64_t now_ms) override;
-  Result<std::vector<SourceArchiveRow>> ListCollectableSources(int64_t unused_before_ms,
-                                                               int limit) override;
-  Result<bool> ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms) override;
-  Result<bool> RecordUpstreamPreload(const UpstreamPreloadRow& row) override;
-  Result<std::optional<UpstreamPreloadRow>> GetUpstreamPreload(const std::string& source,
-                                                               const std::string& path) override;
-  Result<std::vector<UpstreamPreloadRow>> ListUpstreamPreloads() override;
-
-  // LockStore (locks.cc)
-  Status PutLock(const LockRow& row) override;
-  Result<std::optional<LockRow>> GetLock(const std::string& digest) override;
-
-  Result<std::optional<QuotaOverrideRow>> GetQuotaOverride(const std::string& principal) override;
-  Status SetQuotaOverride(const QuotaOverrideRow& row) override;
-  Result<PrincipalUsage> GetPrincipalUsage(const std::string& principal) override;
+  // ProvenanceStore (sql_store/provenance.cc).
   Result<bool> InsertProvenance(const ProvenanceRow& row) override;
   Result<std::vector<ProvenanceRow>> ListProvenance(const std::string& sha256, int limit) override;
   Result<std::vector<ProvenanceRow>> ListProvenanceSignedBy(const std::string& keyid,
                                                             int64_t after_id, int limit) override;
   Status ResignProvenance(int64_t id, const std::string& keyid,
                           const std::string& envelope) override;
-  Result<std::vector<PublicationRow>> ListHubFilesUnder(const std::string& repo,
-                                                        const std::string& ref,
-                                                        const std::string& dir) override;
 
+  // SourceArchiveStore (sql_store/sources.cc).
+  Status RecordSourceArchive(const SourceArchiveRow& row) override;
+  Result<SourceArchiveRow> GetSourceArchive(const std::string& sha256) override;
+  Status TouchSourceArchive(const std::string& sha256, int64_t now_ms) override;
+  Result<std::vector<SourceArchiveRow>> ListCollectableSources(int64_t unused_before_ms,
+                                                               int limit) override;
+  Result<bool> ForgetSourceArchive(const std::string& sha256, int64_t unused_before_ms) override;
+
+  // UpstreamPreloadStore (sql_store/preloads.cc).
+  Result<bool> RecordUpstreamPreload(const UpstreamPreloadRow& row) override;
+  Result<std::optional<UpstreamPreloadRow>> GetUpstreamPreload(const std::string& source,
+                                                               const std::string& path) override;
+  Result<std::vector<UpstreamPreloadRow>> ListUpstreamPreloads() override;
+
+  // LockStore (sql_store/locks.cc).
+  Status PutLock(const LockRow& row) override;
+  Result<std::optional<LockRow>> GetLock(const std::string& digest) override;
+
+  // QuotaStore (sql_store/quotas.cc).
+  Result<std::optional<QuotaOverrideRow>> GetQuotaOverride(const std::string& principal) override;
+  Status SetQuotaOverride(const QuotaOverrideRow& row) override;
+  Result<PrincipalUsage> GetPrincipalUsage(const std::string& principal) override;
+
+  // HostStore (sql_store/hosts.cc).
   Status UpsertHost(const HostRow& host, bool replace) override;
   Result<HostRow> GetHost(const std::string& name) override;
   Result<std::vector<HostRow>> ListHosts() override;
@@ -206,26 +207,52 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
   Result<std::string> GetHostLog(const std::string& name) override;
   Result<int> FailInterruptedHostRuns(int64_t now_ms) override;
 
+  // RecipeNameStore (sql_store/recipe_names.cc).
   Result<RecipeNameRow> ClaimRecipeName(const std::string& name, const std::string& owner,
                                         int64_t now_ms) override;
   Result<std::optional<RecipeNameRow>> GetRecipeName(const std::string& name) override;
   Result<std::vector<RecipeNameRow>> ListRecipeNames() override;
   Result<RecipeNameRow> TransferRecipeName(const std::string& name, const std::string& owner,
                                            int64_t now_ms) override;
+
+  // AuditStore (sql_store/audit.cc).
   Status InsertAudit(AuditRow* row) override;
   Result<std::vector<AuditRow>> ListAudit(const AuditFilter& filter) override;
 
+  // WebhookStore (sql_store/webhooks.cc).
+  Result<int64_t> RegisterWebhookTarget(const std::string& target, int64_t now_ms) override;
+  Result<int> EnqueueWebhookDeliveries(const std::vector<WebhookDeliveryRow>& rows,
+                                       int64_t now_ms) override;
+  Result<std::vector<WebhookDeliveryRow>> ListDueWebhookDeliveries(int64_t now_ms,
+                                                                   int limit) override;
+  Status UpdateWebhookDelivery(const WebhookDeliveryRow& row, int64_t now_ms) override;
+  Result<std::vector<WebhookDeliveryRow>> ListWebhookDeliveries(int limit) override;
+
+  // MirrorStore (sql_store/mirror.cc).
+  Result<bool> RecordMirrorFile(const MirrorBlobRow& blob, const std::string& filename,
+                                const std::string& metadata) override;
+  Status TouchMirrorBlobs(const std::vector<std::pair<std::string, int64_t>>& uses) override;
+  Result<std::vector<MirrorFileRow>> ListMirrorFiles() override;
+  Result<int64_t> MirrorBytes() override;
+  Result<std::vector<MirrorBlobRow>> ListMirrorBlobsByUse(int limit) override;
+  Result<std::optional<std::string>> GetMirrorMetadata(const std::string& sha256) override;
+  Result<bool> ForgetMirrorBlob(const std::string& sha256) override;
+
+  // Visits, and what spans every area (sql_store.h, job_leases.cc).
   Status Together(const std::function<Status()>& calls) override {
     Locked lock(this);
     return calls();
   }
   Status TogetherInOneTransaction(const std::function<Status()>& calls) override;
+  void SetQueueListener(std::function<void()> listener) override {
+    queue_listener_ = std::move(listener);
+  }
   int64_t Generation() const override { return generation_.load(); }
   int64_t QueueGeneration() const override { return queue_generation_.load(); }
   bool MayHaveLeasableJob(int64_t now_ms) const override;
 
  private:
-  // The histogram of the kept bounds, from job_span_buckets (sql_store/queries.cc).
+  // The histogram of the kept bounds, from job_span_buckets (sql_store/job_stats.cc).
   Result<SpanHistogram> KeptHistogram(JobSpan span);
 
   // Holds mu_. On release it waits, outside mu_, until every commit made so far is on disk

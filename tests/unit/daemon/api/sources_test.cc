@@ -292,7 +292,7 @@ TEST_F(SourceRpcTest, SchedulesKeepTheirArchiveUntilDeletedThenItIsCollected) {
 
   const ServiceContext& ctx = *server_->context();
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  auto collected = CollectSources(ctx, /*retention_ms=*/1);  // all is old enough
+  auto collected = builds::CollectSources(SourceDepsOf(ctx), /*retention_ms=*/1);  // all is old
   ASSERT_OK(collected.status());
   EXPECT_EQ(*collected, 0);  // the schedule names it
   EXPECT_TRUE(Stored(sha));
@@ -301,12 +301,12 @@ TEST_F(SourceRpcTest, SchedulesKeepTheirArchiveUntilDeletedThenItIsCollected) {
   farm::v1::DeleteScheduleResponse deleted;
   ASSERT_TRUE(farm_->DeleteSchedule(Ctx(admin_).get(), ref, &deleted).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  collected = CollectSources(ctx, 1);
+  collected = builds::CollectSources(SourceDepsOf(ctx), 1);
   ASSERT_OK(collected.status());
   EXPECT_EQ(*collected, 1);
   EXPECT_FALSE(Stored(sha));
   EXPECT_FALSE(fs::Exists(dir_.path() + "/data/blobs/" + sha.substr(0, 2) + "/" + sha));
-  EXPECT_EQ(*CollectSources(ctx, 0), 0);  // 0: keep forever
+  EXPECT_EQ(*builds::CollectSources(SourceDepsOf(ctx), 0), 0);  // 0: keep forever
 }
 
 }  // namespace

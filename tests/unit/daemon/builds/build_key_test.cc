@@ -38,7 +38,7 @@ TEST(BuildKeyTest, EveryInputChangesTheKey) {
     mutate(&copy);
     return copy.Key() != base;
   };
-  EXPECT_TRUE(changed([](Inputs* t) { t->recipe.set_yaml("name: attn\n# x\n"); }));
+  EXPECT_TRUE(changed([](Inputs* t) { t->recipe.set_build_command("make"); }));
   EXPECT_TRUE(changed([](Inputs* t) { t->recipe.mutable_patches(0)->set_content("x"); }));
   EXPECT_TRUE(changed([](Inputs* t) { t->source += "b"; }));
   EXPECT_TRUE(changed([](Inputs* t) { t->cell.set_python("3.11"); }));
@@ -62,6 +62,58 @@ TEST(BuildKeyTest, AnUnknownSourceGivesNoKey) {
   Inputs t;
   t.source.clear();
   EXPECT_EQ(t.Key(), "");
+}
+
+TEST(BuildKeyTest, TheTextIsNotAnInputButWhatItSaysIs) {
+  const std::string base = Inputs().Key();
+  auto same = [&](auto mutate) {
+    Inputs copy;
+    mutate(&copy);
+    return copy.Key() == base;
+  };
+  // A comment, the layout, the other cells, where the wheels go and how failures are
+  // retried change no cell's build.
+  EXPECT_TRUE(same([](Inputs* t) { t->recipe.set_yaml("# a comment\nname:  attn\n"); }));
+  EXPECT_TRUE(same([](Inputs* t) { t->recipe.mutable_matrix()->add_python("3.13"); }));
+  EXPECT_TRUE(same([](Inputs* t) { t->recipe.mutable_retry()->set_max_attempts(9); }));
+  EXPECT_TRUE(same([](Inputs* t) { t->recipe.mutable_publish()->set_github_repo("owner/name"); }));
+  // How the build runs and what it is proven with do.
+  EXPECT_FALSE(same([](Inputs* t) { t->recipe.set_build_command("make wheel"); }));
+  EXPECT_FALSE(same([](Inputs* t) { (*t->recipe.mutable_env())["CC"] = "clang"; }));
+  EXPECT_FALSE(same([](Inputs* t) { t->recipe.set_subdirectory("python"); }));
+  EXPECT_FALSE(same([](Inputs* t) { t->recipe.set_version("1.1"); }));
+  EXPECT_FALSE(same([](Inputs* t) { t->recipe.set_network(true); }));
+  EXPECT_FALSE(same([](Inputs* t) { t->recipe.set_timeout_seconds(60); }));
+  EXPECT_FALSE(same([](Inputs* t) { t->recipe.mutable_validation()->set_script("import x\n"); }));
+  EXPECT_FALSE(same([](Inputs* t) { t->recipe.mutable_torch_abi()->set_exact_pin(true); }));
+  EXPECT_FALSE(same(
+      [](Inputs* t) { t->recipe.mutable_environment()->add_build_requirements("ninja==1.11.1"); }));
+}
+
+TEST(BuildKeyTest, AnotherTorchsEnvironmentIsNotThisCellsInput) {
+  auto key = [](const std::string& pin_28, const std::string& pin_29, const std::string& nv_29) {
+    Inputs t;  // the cell builds with torch 2.8
+    auto* env = t.recipe.mutable_environment();
+    (*env->mutable_torch())["2.8"] = pin_28;
+    (*env->mutable_torch())["2.9"] = pin_29;
+    (*env->mutable_torch_requirements())["2.8.0+cu128"].add_pins("nvidia-nccl==2.27.3");
+    (*env->mutable_torch_requirements())["2.9.0+cu128"].add_pins(nv_29);
+    return t.Key();
+  };
+  const std::string base = key("2.8.0", "2.9.0", "nvidia-nccl==2.27.3");
+  EXPECT_EQ(key("2.8.0", "2.9.1", "nvidia-nccl==2.27.3"), base);
+  EXPECT_EQ(key("2.8.0", "2.9.0", "nvidia-nccl==2.28.0"), base);
+  EXPECT_NE(key("2.8.1", "2.9.0", "nvidia-nccl==2.27.3"), base);
+  // A stable-ABI build validated with torch 2.9 does depend on 2.9's environment.
+  auto validated = [&](const std::string& pin_29) {
+    Inputs t;
+    (*t.recipe.mutable_environment()->mutable_torch())["2.9"] = pin_29;
+    farm::v1::MatrixCell other = Cell();
+    other.set_torch("2.9");
+    *t.validate_in.Add() = other;
+    return t.Key();
+  };
+  EXPECT_NE(validated("2.9.0"), validated("2.9.1"));
 }
 
 TEST(SourceIdentityTest, NamesContentNeverPaths) {

@@ -17,6 +17,15 @@ void HttpFixture::SetUp() {
   blobs_ = std::move(blobs.value());
   auth_ = std::make_unique<auth::TokenAuthority>(store_.get(), &clock_);
   audit_ = std::make_unique<audit::AuditLog>(store_.get(), &clock_);
+  store::Store* s = store_.get();
+  control_ = std::make_unique<builds::Control>(builds::ControlDeps{.builds = s,
+                                                                   .control = s,
+                                                                   .artifacts = s,
+                                                                   .validations = s,
+                                                                   .workers = s,
+                                                                   .names = s,
+                                                                   .clock = &clock_,
+                                                                   .audit = audit_.get()});
 }
 
 std::vector<int64_t> HttpFixture::AddBuild(int n, const std::string& cuda, const std::string& torch,
@@ -107,8 +116,10 @@ std::string HttpFixture::AddWheel(int64_t job_id, const std::string& filename,
 }
 
 Router HttpFixture::MakeRouter(DashboardOptions options) {
-  return Router(options, DashboardDeps{store_.get(), blobs_.get(), auth_.get(), &clock_, nullptr,
-                                       nullptr, audit_.get()});
+  DashboardDeps deps{store_.get(), blobs_.get(), auth_.get(), &clock_,
+                     nullptr,      nullptr,      audit_.get()};
+  deps.control = control_.get();
+  return Router(options, deps);
 }
 
 Response HttpFixture::Get(Router& r, const std::string& target, const std::string& accept) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/builds/control.h"
 #include "daemon/http/router.h"
 #include "tests/support/test_util.h"
 
@@ -43,6 +44,7 @@ class HttpFixture : public ::testing::Test {
   std::unique_ptr<store::BlobStore> blobs_;
   std::unique_ptr<auth::TokenAuthority> auth_;
   std::unique_ptr<audit::AuditLog> audit_;
+  std::unique_ptr<builds::Control> control_;
 };
 
 // Builds a zip archive (via libarchive) holding `files` (name, content).

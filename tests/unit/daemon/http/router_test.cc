@@ -227,6 +227,19 @@ TEST_F(RouterTest, RetryNeedsASubmitterAndDrainAnAdmin) {
   drain.path = "/api/v1/workers/w1/undrain";
   ASSERT_EQ(r.Handle(drain).status, 200);
   EXPECT_FALSE(store_->GetWorker("w1")->drain_requested);
+  // By the name every listing shows, as farmctl drain takes it (builds::Control).
+  drain.path = "/api/v1/workers/worker-1/drain";
+  ASSERT_EQ(r.Handle(drain).status, 200);
+  EXPECT_TRUE(store_->GetWorker("w1")->drain_requested);
+  drain.path = "/api/v1/workers/no-such-worker/drain";
+  EXPECT_EQ(r.Handle(drain).status, 404);
+  // Each request by a known principal is recorded once, the refusal included.
+  audit_->Flush();
+  auto records = store_->ListAudit({.limit = 100});
+  ASSERT_OK(records.status());
+  int drains = 0;
+  for (const auto& rec : *records) drains += rec.action.starts_with("worker.");
+  EXPECT_EQ(drains, 5);
 }
 
 // The id of an action route is what stands between its prefix and its action; anything

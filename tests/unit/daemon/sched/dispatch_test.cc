@@ -9,6 +9,7 @@
 #include <set>
 
 #include "daemon/api/worker/worker_service.h"
+#include "daemon/builds/recipe_cache.h"
 #include "daemon/sched/dispatcher.h"
 #include "tests/unit/daemon/api/rpc_fixture.h"
 
@@ -205,12 +206,12 @@ TEST_F(DispatchTest, ALeaseNamesTheSubmittersOwnCacheNamespace) {
   ASSERT_EQ(namespaces.size(), 2u);
   std::set<std::string> distinct;
   for (const auto& [job, ns] : namespaces) {
-    EXPECT_EQ(ns, CacheNamespaceId(submitted_by.at(job), "odd-recipe")) << job;
+    EXPECT_EQ(ns, builds::CacheNamespaceId(submitted_by.at(job), "odd-recipe")) << job;
     EXPECT_EQ(ns.size(), 32u);
     distinct.insert(ns);
   }
   EXPECT_EQ(distinct.size(), 2u);
-  EXPECT_NE(CacheNamespaceId("a", "bc"), CacheNamespaceId("ab", "c"));
+  EXPECT_NE(builds::CacheNamespaceId("a", "bc"), builds::CacheNamespaceId("ab", "c"));
 }
 
 }  // namespace

@@ -335,6 +335,30 @@ TEST_F(CompileCacheTest, FinishJobReadsTheJobsOwnLog) {
   EXPECT_EQ(stats->hits() + stats->misses() + stats->uncacheable(), 0);
 }
 
+TEST_F(CompileCacheTest, TheGuardTakesTheWrappersAwayOnEveryExitAndFinishesOnce) {
+  auto cache = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(cache.status());
+  ASSERT_OK(fs::MakeDirs(root_ + "/ws"));
+  EnvMap env = JobEnv();
+  std::string job_dir;
+  {
+    // A build that returns early (its executor did not start) never calls Finish.
+    JobCacheGuard guard((*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "native", env));
+    ASSERT_TRUE(guard.use().used);
+    job_dir = guard.use().job_dir;
+    ASSERT_TRUE(fs::Exists(job_dir));
+  }
+  EXPECT_FALSE(fs::Exists(job_dir));
+  env = JobEnv();
+  JobCacheGuard guard((*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "native", env));
+  ASSERT_OK(fs::WriteFileAtomic(root_ + "/ws/ccache-stats.log", kMixedLog));
+  auto stats = guard.Finish();
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_EQ(stats->hits(), 1);
+  EXPECT_FALSE(fs::Exists(guard.use().job_dir));
+  EXPECT_FALSE(guard.Finish().has_value());  // read once
+}
+
 TEST_F(CompileCacheTest, ContainerJobsMountTheCacheAndTheWrappers) {
   auto cache = CompileCache::Create(options_, worker_env_);
   ASSERT_OK(cache.status());

@@ -279,6 +279,7 @@ TEST(ContainerExecutorRun, EachStartGetsItsOwnName) {
 class RecordingExecutor final : public Executor {
  public:
   std::string Name() const override { return "podman"; }
+  ExecutorKind Kind() const override { return ExecutorKind::kContainer; }
   Result<std::unique_ptr<Process>> Start(const ExecRequest& request) override {
     requests.push_back(request);
     return Status::Unavailable("recorded only");

@@ -1,4 +1,5 @@
-// Job state transitions: lease, renew, complete, expire, cancel. Each public method is one
+// JobLeases: a job's attempts from lease to end (lease, renew, complete, expire, release,
+// reattach), and the helpers every job transition uses. Each public method is one
 // transaction that also brings the build's state up to date.
 #include <algorithm>
 #include <limits>
@@ -132,19 +133,6 @@ Result<std::vector<int64_t>> SqlStore::ListLeasableJobIds(int64_t now_ms, int li
                                      "not_before_ms <= ? ORDER BY priority DESC, id ASC LIMIT ?"));
   s->Bind(now_ms).Bind(limit);
   return CollectRows(*s, limit, [](const Stmt& r) { return r.Int(0); });
-}
-
-Result<std::vector<JobRow>> SqlStore::GetJobs(const std::vector<int64_t>& ids) {
-  Locked lock(this);
-  FARM_ASSIGN_OR_RETURN(
-      auto by_id,
-      SelectByIds<JobRow>(*db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id IN",
-                          "id", ids, JobFromRow, &JobRow::id));
-  std::vector<JobRow> out;
-  for (auto& [id, rows] : by_id) {
-    for (auto& row : rows) out.push_back(std::move(row));
-  }
-  return out;
 }
 
 Result<std::vector<std::optional<JobRow>>> SqlStore::LeaseJobs(
@@ -409,67 +397,6 @@ Result<bool> SqlStore::RecordProgress(const ProgressReport& r) {
   bool changed = db_->Changes() > 0;
   if (changed) Bump();
   return changed;
-}
-
-Status SqlStore::RetryJob(int64_t job_id, int64_t now_ms) {
-  Locked lock(this);
-  Transaction txn(db_.get());
-  FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(JobRow job, GetJobLocked(job_id));
-  if (job.state != kJobFailed && job.state != kJobCancelled) {
-    return Status::FailedPrecondition("job " + std::to_string(job_id) +
-                                      " did not fail and was not cancelled; nothing to retry");
-  }
-  // The retried job gets a fresh budget: as many further attempts as it had in all. A held
-  // job waits for its required jobs again (ResolveHeldJobs settles it).
-  FARM_ASSIGN_OR_RETURN(
-      auto s,
-      db_->Prepare(
-          "UPDATE jobs SET state = ?, error = ?, finished_ms = 0, cancel_requested = 0, "
-          "worker_id = '', lease_expiry_ms = 0, not_before_ms = ?, max_attempts = ? WHERE id = ?"));
-  s->Bind(kJobPending)
-      .Bind(std::string(job.held > 0 ? "waiting for the jobs it requires" : ""))
-      .Bind(job.held > 0 ? kWaitingNotBefore : 0)
-      .Bind(job.attempt + std::max(job.max_attempts, 1))
-      .Bind(job_id);
-  FARM_RETURN_IF_ERROR(s->Run());
-  FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
-  FARM_RETURN_IF_ERROR(ReholdConsumers(job_id, now_ms));
-  FARM_RETURN_IF_ERROR(txn.Commit());
-  BumpQueue();
-  return Status::Ok();
-}
-
-Status SqlStore::CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) {
-  Locked lock(this);
-  Transaction txn(db_.get());
-  FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(auto check, db_->Prepare("SELECT state FROM builds WHERE id = ?"));
-  check->Bind(build_id);
-  FARM_ASSIGN_OR_RETURN(bool exists, check->Step());
-  if (!exists) return Status::NotFound("no build " + std::to_string(build_id));
-  const int state = static_cast<int>(check->Int(0));
-  if (state == kBuildSucceeded || state == kBuildFailed || state == kBuildCancelled) {
-    static const char* kEnded[] = {"", "", "", "succeeded", "failed", "was cancelled"};
-    return Status::FailedPrecondition("build " + std::to_string(build_id) + " already " +
-                                      kEnded[state] + "; there is nothing to cancel");
-  }
-  const std::string by = who.empty() ? "unknown" : who;
-  FARM_ASSIGN_OR_RETURN(
-      auto pending,
-      db_->Prepare("UPDATE jobs SET state = ?, error = ?, finished_ms = ?, cancelled_by = ? "
-                   "WHERE build_id = ? AND state = 1"));
-  pending->Bind(kJobCancelled).Bind("cancelled by " + by).Bind(now_ms).Bind(by).Bind(build_id);
-  FARM_RETURN_IF_ERROR(pending->Run());
-  FARM_ASSIGN_OR_RETURN(auto running,
-                        db_->Prepare("UPDATE jobs SET cancel_requested = 1, cancelled_by = ? WHERE "
-                                     "build_id = ? AND state = 2"));
-  running->Bind(by).Bind(build_id);
-  FARM_RETURN_IF_ERROR(running->Run());
-  FARM_RETURN_IF_ERROR(RefreshBuildState(build_id, now_ms));
-  FARM_RETURN_IF_ERROR(txn.Commit());
-  Bump();
-  return Status::Ok();
 }
 
 }  // namespace farm::store

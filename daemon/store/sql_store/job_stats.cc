@@ -1,18 +1,10 @@
-// Read-only queries for the dashboard, metrics and package index. Each takes the store's
+// JobStats: read-only queries for the dashboard, metrics and package index. Each takes the store's
 // mutex like every other call; none writes, so none bumps the generation.
 #include <algorithm>
 
 #include "daemon/store/sql_store/sql_store.h"
 
 namespace farm::store {
-
-Result<std::map<int64_t, std::vector<JobRow>>> SqlStore::ListJobsOfBuilds(
-    const std::vector<int64_t>& build_ids) {
-  Locked lock(this);
-  return SelectByIds<JobRow>(*db_,
-                             std::string("SELECT ") + kJobColumns + " FROM jobs WHERE build_id IN",
-                             "build_id, id", build_ids, JobFromRow, &JobRow::build_id);
-}
 
 Result<std::vector<int64_t>> SqlStore::CountJobsByState() {
   Locked lock(this);
