@@ -174,11 +174,12 @@ Result<std::string> RecordedOwner(const FarmSource& farm, const std::string& pro
 }
 
 // A pinned key set learns the farm's revocations since it was saved; notes say what
-// changed, or that the farm could not be asked.
-void LearnRevocations(const FarmSource& farm, KeySet* keys, std::vector<std::string>* notes) {
+// changed, or that the farm could not be asked. True when the farm asked is the pinned
+// set's (its record of owners then applies to the wheel).
+bool LearnRevocations(const FarmSource& farm, KeySet* keys, std::vector<std::string>* notes) {
   if (!farm.known()) {
     notes->push_back("no farm to ask for revocations since the key set was pinned");
-    return;
+    return false;
   }
   auto text = CurrentKeys(farm);
   auto current = text.ok() ? provenance::ParseKeySet(*text) : Result<KeySet>(text.status());
@@ -187,13 +188,14 @@ void LearnRevocations(const FarmSource& farm, KeySet* keys, std::vector<std::str
   if (!revoked.ok()) {
     notes->push_back("the farm's revocations could not be read (" + revoked.status().message() +
                      "): only the pinned set's apply");
-    return;
+    return false;
   }
   for (const auto& id : *revoked) {
     notes->push_back("key " + id.substr(0, 16) +
                      " was revoked by the farm after this key set was "
                      "pinned; its signatures are refused");
   }
+  return true;
 }
 
 // The owner the farm records for the wheel's project, into options; a note when unknown.
@@ -202,8 +204,8 @@ void LearnOwner(const FarmSource& farm, const std::string& wheel_name,
   auto parsed = wheel::ParseWheelFilename(wheel_name);
   if (!parsed.ok() || !farm.known()) {
     notes->push_back(
-        "the project's owner was not checked against the farm's record (no farm "
-        "to ask)");
+        "the project's owner was not checked against the farm's record (no farm of this key "
+        "set to ask)");
     return;
   }
   const std::string project = wheel::NormalizeProjectName(parsed->name);
@@ -273,7 +275,9 @@ Status VerifyCommand(const Flags& flags, std::ostream& out, const FarmConnector&
   FARM_ASSIGN_OR_RETURN(auto loaded, LoadKeys(flags, wheel, farm));
   auto& [keys, keys_note] = loaded;
   std::vector<std::string> notes;
-  if (flags.Has("keys")) LearnRevocations(farm, &keys, &notes);
+  // A pinned set of another farm than the one farmctl can ask: that farm's record of
+  // owners says nothing about this wheel.
+  if (flags.Has("keys") && !LearnRevocations(farm, &keys, &notes)) farm = {};
   FARM_ASSIGN_OR_RETURN(auto envelopes,
                         LoadProvenance(flags.Get("provenance", wheel + ".intoto.jsonl"), small));
 

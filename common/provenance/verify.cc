@@ -135,7 +135,11 @@ void CheckOwner(const VerifyOptions& options, WheelVerification* v) {
                           (b.project.empty() ? "?" : b.project) + ", not " + options.require_owner +
                           " (--owner)");
   }
-  if (!options.recorded_owner.empty() && b.project_owner != options.recorded_owner) {
+  if (options.recorded_owner.empty()) return;
+  if (b.project_owner.empty()) {  // signed before projects had owners: nothing to compare
+    v->notes.push_back("the build statement predates project owners; the farm records " +
+                       options.recorded_owner + " as the owner now");
+  } else if (b.project_owner != options.recorded_owner) {
     v->problems.push_back("the farm records " + options.recorded_owner + " as the owner of " +
                           "project " + b.project + ", but the build statement names " + named);
   }

@@ -43,7 +43,8 @@ struct VerifyOptions {
   // wheel's project. "" requires none.
   std::string require_owner;
   // The owner of the wheel's project in the farm's record, when the verifier could ask the
-  // farm ("" otherwise): a build statement naming another owner (or none) is refused.
+  // farm ("" otherwise): a build statement naming another owner is refused (one signed
+  // before projects had owners names none: a note says so).
   std::string recorded_owner;
   // Now, in Unix milliseconds: a key set that expired by then is refused. 0: not checked.
   int64_t now_ms = 0;

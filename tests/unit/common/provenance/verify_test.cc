@@ -250,6 +250,10 @@ TEST_F(VerifyTest, TheOwnerAskedForAndTheFarmsRecordMustBeTheStatements) {
   old.project_owner.clear();
   std::vector<Envelope> unowned{Sign(BuildStatementJson(old))};
   EXPECT_TRUE(VerifyWheel(wheel_, unowned, keys_, {}).ok);
+  auto before = VerifyWheel(wheel_, unowned, keys_, {.recorded_owner = "alice"});
+  EXPECT_TRUE(before.ok);  // the farm's old wheels keep verifying, and it says why
+  ASSERT_EQ(before.notes.size(), 1u);
+  EXPECT_NE(before.notes[0].find("predates project owners"), std::string::npos);
   auto none = VerifyWheel(wheel_, unowned, keys_, {.require_owner = "alice"});
   ASSERT_FALSE(none.ok);
   EXPECT_NE(none.problems[0].find("names no owner"), std::string::npos) << none.problems[0];
