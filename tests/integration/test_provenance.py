@@ -318,6 +318,14 @@ def test_wheel_verifies_everywhere_and_altered_copies_mirrors_and_revoked_keys_a
     assert r.returncode != 0 and "names bootstrap-admin as the project's owner, not mallory" in \
         r.stderr, r.stdout + r.stderr
     assert_both_refuse(farm, local, keys_file, "not mallory", "--owner", "mallory")
+    # A pinned key set past its expiry is refused by the install script and both verifiers.
+    with open(keys_file) as f:
+        expired = dict(json.load(f), expires="2020-01-01T00:00:00.000Z")
+    expired_file = write(os.path.join(farm.root, "expired.json"), json.dumps(expired).encode())
+    r = run_install(python, script, "--keys", expired_file, "--dry-run")
+    assert r.returncode != 0 and "the key set expired on 2020-01-01" in r.stderr, \
+        r.stdout + r.stderr
+    assert_both_refuse(farm, local, expired_file, "the key set expired on 2020-01-01")
 
     # Rotation: the old key is retired, its signatures stay valid.
     rotated = farm.ctl_json("keys", "rotate")
