@@ -24,6 +24,7 @@ Status HostsCommand(const CommandEnv& env, const Flags& flags);
 Status TokensCommand(const CommandEnv& env, const Flags& flags);
 Status QuotaCommand(const CommandEnv& env, const Flags& flags);
 Status NamesCommand(const CommandEnv& env, const Flags& flags);
+Status ProjectsCommand(const CommandEnv& env, const Flags& flags);
 Status AuditCommand(const CommandEnv& env, const Flags& flags);
 Status CoverageCommand(const CommandEnv& env, const Flags& flags);
 Status CaCommand(const Flags& flags, std::ostream& out);
@@ -59,6 +60,7 @@ const char kUsage[] =
     "  cache add FILE...|list  preload farmd's upstream cache from files (--index, --tree; admin)\n"
     "  quota [PRINCIPAL] | quota set PRINCIPAL   limits on submissions, queued jobs, bytes\n"
     "  names list|transfer NAME --to P   recipe names and their owners (transfer: admin)\n"
+    "  projects list|transfer NAME --to P   project (wheel) names and their owners\n"
     "  audit                   who changed what, refusals included (--limit, --principal; admin)\n"
     "  hosts add|provision|list|show   hosts farmd provisions (--address, --kind, --var k=v)\n"
     "  ca init DIR | ca issue DIR NAME   the farm's own CA and certificates (no farmd)\n"
@@ -114,7 +116,9 @@ std::vector<FlagSpec> AllFlags() {
       {"job", "JOB", "lock: the lock of this job (default: the build's first provisioned job)"},
       {"save", "FILE", "lock: write the pylock.toml there"},
       {"cuobjdump", "", "inspect: list images as cuobjdump --list-elf --list-ptx does"},
-      {"to", "TARGET", "publish, names: github, hf or all; the new owner (names transfer)"},
+      {"to", "TARGET",
+       "publish, names, projects: github, hf or all; the new owner (names and projects "
+       "transfer)"},
       {"replace", "", "publish: overwrite remote files whose bytes differ (admin)"},
       {"cron", "EXPR", "schedules add: five fields or @hourly, @daily, @nightly (03:00), @weekly"},
       {"tz", "ZONE", "schedules add: IANA time zone of the cron expression (default UTC)"},
@@ -147,6 +151,8 @@ std::vector<FlagSpec> AllFlags() {
       {"provenance", "FILE|URL", "verify: the statements (default: WHEEL.intoto.jsonl)"},
       {"require-validated-arch", "SM",
        "verify: also require a passed validation on this GPU arch (sm_120, 12.0)"},
+      {"owner", "PRINCIPAL",
+       "verify: also require the build statement to name this owner of the wheel's project"},
       {"reason", "TEXT", "keys revoke: why, shown wherever its signatures are refused"},
       {"from", "URL",
        "export-index: farmd's HTTP address, e.g. http://farm:8080 (default: asked of the farmd "
@@ -350,13 +356,18 @@ const std::map<std::string, std::string>& CommandSynopses() {
       {"names", "names list | transfer NAME --to PRINCIPAL\n"
                 "  Recipe names and the principal (token name) owning each: only the owner or an"
                 " admin may build under a name. Transferring needs an admin."},
+      {"projects", "projects list [NAME] | transfer NAME --to PRINCIPAL\n"
+                   "  Project (distribution) names and the principal owning each: the first whose"
+                   " build published a wheel of it. A build whose wheel names a project another"
+                   " principal owns fails its wheel check. Transferring needs an admin."},
       {"audit", "audit [--limit N] [--principal NAME]\n"
                 "  The audit log, newest first: each mutation with who asked and whether it was"
                 " allowed (admin)."},
       {"hosts", "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
                 "  Hosts farmd provisions."},
       {"verify",
-       "verify WHEEL|URL [--keys FILE|URL] [--provenance FILE|URL] [--require-validated-arch SM]\n"
+       "verify WHEEL|URL [--keys FILE|URL] [--provenance FILE|URL] [--require-validated-arch SM]"
+       " [--owner P]\n"
        "  Checks the wheel's sha256 and its signed provenance against the farm's keys and\n"
        "  prints who built it where and where it was validated; no farmd. Exit 1: refused."},
       {"keys",
@@ -415,6 +426,7 @@ const std::map<std::string, CommandFn>& Commands() {
       {"tokens", TokensCommand},
       {"quota", QuotaCommand},
       {"names", NamesCommand},
+      {"projects", ProjectsCommand},
       {"audit", AuditCommand},
       {"coverage", CoverageCommand},
       {"download", DownloadCommand},

@@ -31,6 +31,8 @@ Options:
                   when the farm served this script, else FARM/api/v1/provenance/keys)
   --require-validated [SM]  also require a signed passed validation on a GPU of this
                   compute capability (default: this machine's GPU)
+  --owner NAME    also require the build statement to name NAME (a farm principal) as the
+                  owner of the project
   --no-verify     install without checking the provenance (says so loudly)
 Environment: FARM_INSTALL_GPU_CC=12.1 (and FARM_INSTALL_DRIVER_CUDA=12.9) stand in for the
 GPU of another machine, e.g. to prepare an environment for it.
@@ -297,6 +299,14 @@ def b64(text):
 
 def load_keys(text):
     doc = json.loads(text)
+    expires = doc.get("expires") or ""
+    if expires:
+        import datetime
+        when = datetime.datetime.strptime(expires[:19], "%Y-%m-%dT%H:%M:%S").replace(
+            tzinfo=datetime.timezone.utc)
+        if datetime.datetime.now(datetime.timezone.utc) >= when:
+            raise SystemExit("farm-install: REFUSED: the key set expired on %s: fetch it again "
+                             "from a source you trust" % expires)
     keys = {}
     for k in doc.get("keys", []):
         raw = b64(k.get("public_key"))
@@ -308,10 +318,10 @@ def load_keys(text):
 
 
 def attested(provenance, keys, filename, sha256):
-    """(build statements, validation predicates) of a PEP 740 provenance object, each
-    signed by a key of `keys` that is not revoked and naming exactly this wheel; exits
-    naming the first problem otherwise."""
-    builds, validations = 0, []
+    """(owners the build statements name, validation predicates) of a PEP 740 provenance
+    object, each signed by a key of `keys` that is not revoked and naming exactly this
+    wheel; exits naming the first problem otherwise."""
+    builds, validations = [], []
     for bundle in provenance.get("attestation_bundles") or []:
         for a in bundle.get("attestations") or []:
             keyid = (a.get("verification_material") or {}).get("keyid", "")
@@ -339,7 +349,9 @@ def attested(provenance, keys, filename, sha256):
                                                       subjects[0][1] if subjects else "?",
                                                       filename, sha256))
             if st.get("predicateType") == SLSA_V1:
-                builds += 1
+                ext = ((st.get("predicate") or {}).get("buildDefinition") or {}).get(
+                    "externalParameters") or {}
+                builds.append((ext.get("project") or {}).get("owner") or "")
             elif st.get("predicateType") == VALIDATION_V1:
                 validations.append(st.get("predicate") or {})
     if not builds:
@@ -347,7 +359,7 @@ def attested(provenance, keys, filename, sha256):
     return builds, validations
 
 
-def verify_wheel(wheel, page_url, data, keys, require_cc, cafile):
+def verify_wheel(wheel, page_url, data, keys, require_cc, cafile, owner=None):
     """Checks the downloaded bytes against the file's signed provenance; exits on refusal."""
     sha256 = hashlib.sha256(data).hexdigest()
     if wheel["hashes"].get("sha256") != sha256:
@@ -363,6 +375,12 @@ def verify_wheel(wheel, page_url, data, keys, require_cc, cafile):
         raise SystemExit("farm-install: REFUSED: unreadable provenance at %s: %s" % (url, e))
     builds, validations = attested(provenance, keys, wheel["filename"], sha256)
     say("verified: the farm's key signed the build of %s (sha256 %s)" % (wheel["filename"], sha256))
+    if owner is not None:
+        if any(named != owner for named in builds):
+            raise SystemExit("farm-install: REFUSED: the build statement of %s names %s as the "
+                             "project's owner, not %s" % (wheel["filename"],
+                                                          builds[0] or "nobody", owner))
+        say("the project's owner is %s, as required" % owner)
     for v in validations:
         gpu = v.get("gpu") or {}
         say("signed validation: %s on %s (compute capability %s)" % (
@@ -460,6 +478,7 @@ def main(argv):
     cert = None
     keys_from = None
     require = None
+    owner = None
     for i, a in enumerate(argv):
         value = argv[i + 1] if i + 1 < len(argv) else None
         if a == "--farm" and value is not None:
@@ -471,6 +490,9 @@ def main(argv):
         if a == "--keys" and value is not None:
             keys_from = value
             args = [x for x in args if x != keys_from]
+        if a == "--owner" and value is not None:
+            owner = value
+            args = [x for x in args if x != owner]
         if a == "--require-validated":
             require = ""
             if value is not None and cc_of(value):
@@ -485,6 +507,8 @@ def main(argv):
         raise SystemExit("farm-install: this script comes from a static export of the index "
                          "made without --base-url: pass --farm URL, the URL it is served at")
     verify = "--no-verify" not in flags
+    if owner is not None and not verify:
+        raise SystemExit("farm-install: --owner needs the provenance checked (not --no-verify)")
     keys = None
     if verify:
         if keys_from:
@@ -568,7 +592,7 @@ def main(argv):
     if verify:
         import tempfile
         data = fetch_bytes(urllib.parse.urljoin(page_url, wheel["url"]), cert, 16 << 30)
-        verify_wheel(wheel, page_url, data, keys, require, cert)
+        verify_wheel(wheel, page_url, data, keys, require, cert, owner)
         # pip installs the very bytes just checked, not a second download.
         tmp = tempfile.mkdtemp(prefix="farm-install-")
         target = os.path.join(tmp, os.path.basename(wheel["filename"]))

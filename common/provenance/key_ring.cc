@@ -107,7 +107,11 @@ KeySet KeyRing::Keys() const {
   return set_;
 }
 
-Result<std::string> KeyRing::KeysJson() const { return KeySetJson(Keys()); }
+Result<std::string> KeyRing::KeysJson() const {
+  KeySet served = Keys();
+  served.expires = FormatRfc3339(clock_.NowUnixMs() + kServedKeySetValidityMs);
+  return KeySetJson(served);
+}
 
 Result<Envelope> KeyRing::SignStatement(std::string_view statement_json) const {
   std::lock_guard lock(mu_);

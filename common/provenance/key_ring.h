@@ -34,7 +34,8 @@ class KeyRing {
   static Result<std::unique_ptr<KeyRing>> Open(const std::string& dir, const Clock& clock);
 
   const std::string& farm_id() const { return farm_id_; }
-  // A copy of the public key set, and the same as JSON.
+  // A copy of the public key set, and the same as JSON as farmd serves it: expiring
+  // kServedKeySetValidityMs from now (key_set.h).
   KeySet Keys() const;
   Result<std::string> KeysJson() const;
 

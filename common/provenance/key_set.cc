@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <set>
 
+#include "common/clock.h"
 #include "common/provenance/base64.h"
 #include "common/provenance/ed25519.h"
 #include "common/provenance/json_read.h"
@@ -59,14 +60,26 @@ Result<std::string> KeySetJson(const KeySet& set) {
                                 {"revoked", k.revoked},
                                 {"reason", k.reason}});
   }
-  return json::serialize(json::object{{"version", 1},
-                                      {"farm", set.farm_id},
-                                      {"builder_id", BuilderId(set.farm_id)},
-                                      {"keys", std::move(keys)}}) +
-         "\n";
+  json::object doc{{"version", 1},
+                   {"farm", set.farm_id},
+                   {"builder_id", BuilderId(set.farm_id)},
+                   {"keys", std::move(keys)}};
+  if (!set.expires.empty()) doc["expires"] = set.expires;
+  return json::serialize(doc) + "\n";
 }
 
 namespace {
+
+// "2026-12-26T15:00:00.000Z": FormatRfc3339's form, so that two such times compare as text.
+bool IsUtcTime(std::string_view t) {
+  constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:dd.dddZ";
+  if (t.size() != kShape.size()) return false;
+  for (size_t i = 0; i < t.size(); ++i) {
+    bool digit = t[i] >= '0' && t[i] <= '9';
+    if (kShape[i] == 'd' ? !digit : t[i] != kShape[i]) return false;
+  }
+  return true;
+}
 
 Result<PublicKey> ParseKey(const json::value& v) {
   const json::object* o = v.if_object();
@@ -108,6 +121,12 @@ Result<KeySet> ParseKeySet(std::string_view text) {
   }
   KeySet set;
   set.farm_id = OptionalString(*o, "farm");
+  set.expires = OptionalString(*o, "expires");
+  if (!set.expires.empty() && !IsUtcTime(set.expires)) {
+    return Status::InvalidArgument(
+        "key set: expires is not an RFC 3339 time in UTC as "
+        "2026-12-26T15:00:00.000Z");
+  }
   const json::array* keys = ArrayAt(*o, "keys");
   if (keys == nullptr) return Status::InvalidArgument("key set: no keys array");
   if (keys->size() > kMaxKeys) return Status::InvalidArgument("key set: too many keys");
@@ -120,6 +139,33 @@ Result<KeySet> ParseKeySet(std::string_view text) {
     set.keys.push_back(std::move(k));
   }
   return set;
+}
+
+std::string KeySetExpired(const KeySet& set, int64_t now_ms) {
+  // Both in FormatRfc3339's fixed-width form (ParseKeySet checked it): they compare as text.
+  if (set.expires.empty() || FormatRfc3339(now_ms) < set.expires) return "";
+  return "the key set expired on " + set.expires +
+         ": fetch it again from a source you trust (an expired copy may still list keys the "
+         "farm has revoked since)";
+}
+
+Result<std::vector<std::string>> ApplyRevocations(KeySet* pinned, const KeySet& current) {
+  if (pinned->farm_id != current.farm_id) {
+    return Status::InvalidArgument("the farm's key set is of farm " + current.farm_id +
+                                   ", the pinned one of farm " + pinned->farm_id);
+  }
+  std::vector<std::string> revoked;
+  for (PublicKey& k : pinned->keys) {
+    const PublicKey* now = current.Find(k.keyid);
+    if (now == nullptr || now->state != KeyState::kRevoked || k.state == KeyState::kRevoked) {
+      continue;
+    }
+    k.state = KeyState::kRevoked;
+    k.revoked = now->revoked;
+    k.reason = now->reason;
+    revoked.push_back(k.keyid);
+  }
+  return revoked;
 }
 
 }  // namespace farm::provenance

@@ -90,23 +90,28 @@ json::object BuildDefinition(const BuildFacts& f) {
   for (const auto& p : f.patches) deps.push_back(ResourceJson(p, "patch"));
   for (const auto& w : f.consumed_wheels) deps.push_back(ResourceJson(w, "consumed-wheel"));
   for (const auto& e : f.environment) deps.push_back(ResourceJson(e, "environment"));
-  json::object internal{{"build", f.build_id}, {"job", f.job_id}, {"attempt", f.attempt}};
+  json::object internal{{"build", f.build_id},
+                        {"job", f.job_id},
+                        {"attempt", f.attempt},
+                        {"submittedBy", f.submitted_by}};
   if (!f.validation_script_sha256.empty()) {
     internal["validationScript"] = Digest(f.validation_script_sha256);
   }
-  return json::object{{"buildType", kBuildType},
-                      {"externalParameters",
-                       json::object{{"recipe", json::object{{"name", f.recipe_name},
-                                                            {"version", f.recipe_version},
-                                                            {"digest", Digest(f.recipe_sha256)}}},
-                                    {"cell", json::object{{"python", f.cell.python},
-                                                          {"torch", f.cell.torch},
-                                                          {"cuda", f.cell.cuda},
-                                                          {"archList", f.cell.arch_list},
-                                                          {"platform", f.cell.platform}}},
-                                    {"source", ResourceJson(f.source, "source")}}},
-                      {"internalParameters", std::move(internal)},
-                      {"resolvedDependencies", std::move(deps)}};
+  return json::object{
+      {"buildType", kBuildType},
+      {"externalParameters",
+       json::object{{"recipe", json::object{{"name", f.recipe_name},
+                                            {"version", f.recipe_version},
+                                            {"digest", Digest(f.recipe_sha256)}}},
+                    {"cell", json::object{{"python", f.cell.python},
+                                          {"torch", f.cell.torch},
+                                          {"cuda", f.cell.cuda},
+                                          {"archList", f.cell.arch_list},
+                                          {"platform", f.cell.platform}}},
+                    {"project", json::object{{"name", f.project}, {"owner", f.project_owner}}},
+                    {"source", ResourceJson(f.source, "source")}}},
+      {"internalParameters", std::move(internal)},
+      {"resolvedDependencies", std::move(deps)}};
 }
 
 }  // namespace
@@ -196,6 +201,8 @@ BuildSummary ReadBuild(const json::object& p) {
   if (const json::object* ext = ObjectAt(p, {"buildDefinition", "externalParameters"})) {
     s.recipe = StringAt(*ext, {"recipe", "name"}) + " " + StringAt(*ext, {"recipe", "version"}) +
                " (recipe sha256 " + StringAt(*ext, {"recipe", "digest", "sha256"}) + ")";
+    s.project = StringAt(*ext, {"project", "name"});
+    s.project_owner = StringAt(*ext, {"project", "owner"});
     std::string commit = StringAt(*ext, {"source", "digest", "gitCommit"});
     s.source = commit.empty() ? "archive sha256 " + StringAt(*ext, {"source", "digest", "sha256"})
                               : "git " + StringAt(*ext, {"source", "uri"}) + " @ " + commit;

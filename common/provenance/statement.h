@@ -3,7 +3,8 @@
 //  - build provenance: predicate SLSA Provenance v1. Subject: the wheel's file name and
 //    sha256. Builder: the farm (builder.id) and the worker that ran the build, with what
 //    its probe found (GPUs, driver, toolkits) as a builder dependency. Build definition:
-//    the recipe text's digest, the source (archive digest or git commit), the patches'
+//    the recipe text's digest, the project (the wheel's PEP 503 name) and the principal
+//    that owns it on the farm, the source (archive digest or git commit), the patches'
 //    digests, the matrix cell, the wheels consumed from other builds, and the Python,
 //    torch and CUDA toolkit of the environment (digests where the farm knows them). Run
 //    details: start and end, the attempt, and the digest of the build log.
@@ -78,6 +79,9 @@ struct BuildFacts {
   std::string recipe_name;
   std::string recipe_version;
   std::string recipe_sha256;  // of the recipe text as submitted
+  std::string project;        // the wheel's distribution name, PEP 503 normalised
+  std::string project_owner;  // the principal that owns `project` on the farm
+  std::string submitted_by;   // the principal that submitted the build
   CellFacts cell;
   Resource source;  // an archive (sha256) or a git repository (uri, git_commit)
   std::vector<Resource> patches;
@@ -127,9 +131,11 @@ struct BuildSummary {
   std::string worker_gpus;  // "NVIDIA H100 80GB HBM3 (9.0)", comma separated
   std::string driver;       // "580.65 (CUDA 13.0)"
   std::string toolkits;
-  std::string recipe;  // "attn_example 1.0 (recipe sha256 ...)"
-  std::string source;  // "archive sha256 ..." or "git URL @ COMMIT"
-  std::string cell;    // "python 3.11, cuda 13.0, arch 9.0;12.0a, linux_x86_64"
+  std::string recipe;         // "attn_example 1.0 (recipe sha256 ...)"
+  std::string project;        // "attn-example"; "" in statements from before owners
+  std::string project_owner;  // its owner as the statement names it; "" when none
+  std::string source;         // "archive sha256 ..." or "git URL @ COMMIT"
+  std::string cell;           // "python 3.11, cuda 13.0, arch 9.0;12.0a, linux_x86_64"
   std::string started, finished;
   std::string log_sha256;
   int patches = 0;

@@ -125,11 +125,35 @@ void CheckRequiredArch(const VerifyOptions& options, WheelVerification* v) {
                         (seen.empty() ? " (no validation statement at all)" : "; seen: " + seen));
 }
 
+// The owner the build statement names, against --owner and the farm's record.
+void CheckOwner(const VerifyOptions& options, WheelVerification* v) {
+  if (!v->build) return;
+  const BuildSummary& b = *v->build;
+  const std::string named = b.project_owner.empty() ? "no owner" : "owner " + b.project_owner;
+  if (!options.require_owner.empty() && b.project_owner != options.require_owner) {
+    v->problems.push_back("the build statement names " + named + " of project " +
+                          (b.project.empty() ? "?" : b.project) + ", not " + options.require_owner +
+                          " (--owner)");
+  }
+  if (options.recorded_owner.empty()) return;
+  if (b.project_owner.empty()) {  // signed before projects had owners: nothing to compare
+    v->notes.push_back("the build statement predates project owners; the farm records " +
+                       options.recorded_owner + " as the owner now");
+  } else if (b.project_owner != options.recorded_owner) {
+    v->problems.push_back("the farm records " + options.recorded_owner + " as the owner of " +
+                          "project " + b.project + ", but the build statement names " + named);
+  }
+}
+
 }  // namespace
 
 WheelVerification VerifyWheel(const Subject& wheel, const std::vector<Envelope>& envelopes,
                               const KeySet& keys, const VerifyOptions& options) {
   WheelVerification v;
+  if (std::string expired = KeySetExpired(keys, options.now_ms);
+      options.now_ms > 0 && !expired.empty()) {
+    v.problems.push_back(expired);
+  }
   for (size_t i = 0; i < envelopes.size(); ++i) {
     std::string where = "statement " + std::to_string(i + 1) + ": ";
     CheckedEnvelope c = CheckEnvelope(envelopes[i], keys);
@@ -164,6 +188,7 @@ WheelVerification VerifyWheel(const Subject& wheel, const std::vector<Envelope>&
                                            : "no signed build provenance for this wheel");
   }
   CheckRequiredArch(options, &v);
+  CheckOwner(options, &v);
   v.ok = v.problems.empty();
   return v;
 }

@@ -1,6 +1,7 @@
 // Deciding whether a wheel's provenance holds: each DSSE envelope must carry a valid
 // signature by a key of the farm's key set that is not revoked, and each statement must
-// name the wheel's exact sha256 and file name. One bad envelope refuses the wheel: a
+// name the wheel's exact sha256 and file name; the key set must not have expired, and the
+// build statement must name the project owner asked for. One bad envelope refuses the wheel: a
 // provenance file someone altered is not partly trusted.
 //
 //   auto verdict = VerifyWheel({name, sha256}, envelopes, keys, {.require_validated_arch =
@@ -8,6 +9,7 @@
 #ifndef FARM_COMMON_PROVENANCE_VERIFY_H_
 #define FARM_COMMON_PROVENANCE_VERIFY_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +39,15 @@ struct VerifyOptions {
   // A compute capability ("12.0", "sm_120", "sm120a"): a passed validation on a GPU of
   // exactly this capability is required. "" requires none.
   std::string require_validated_arch;
+  // A principal (a token's name): the build statement must name it as the owner of the
+  // wheel's project. "" requires none.
+  std::string require_owner;
+  // The owner of the wheel's project in the farm's record, when the verifier could ask the
+  // farm ("" otherwise): a build statement naming another owner is refused (one signed
+  // before projects had owners names none: a note says so).
+  std::string recorded_owner;
+  // Now, in Unix milliseconds: a key set that expired by then is refused. 0: not checked.
+  int64_t now_ms = 0;
 };
 
 struct SignedValidation {

@@ -3,6 +3,7 @@
 #include "common/lock/env_lock.h"
 #include "common/sha256.h"
 #include "common/version.h"
+#include "common/wheel/wheel_name.h"
 
 namespace farm::attest {
 
@@ -111,6 +112,16 @@ Result<std::pair<std::string, int64_t>> LogDigest(store::Store& store, int64_t j
   return std::pair{h.HexDigest(), lines};
 }
 
+// The wheel's project and the principal that owns it on the farm (farmd claims the name
+// before the wheel is stored, so an owner is there; "" for a name nobody owns).
+Status AddProject(store::Store& store, const std::string& filename, provenance::BuildFacts* f) {
+  FARM_ASSIGN_OR_RETURN(wheel::WheelFilename name, wheel::ParseWheelFilename(filename));
+  f->project = wheel::NormalizeProjectName(name.name);
+  FARM_ASSIGN_OR_RETURN(auto owner, store.GetProjectName(f->project));
+  if (owner) f->project_owner = owner->owner;
+  return Status::Ok();
+}
+
 }  // namespace
 
 provenance::WorkerFacts WorkerFactsOf(store::Store& store, const std::string& worker_id) {
@@ -146,12 +157,14 @@ Result<provenance::BuildFacts> BuildFactsOf(store::Store& store, const store::Ar
                            .recipe_name = recipe.name(),
                            .recipe_version = recipe.version(),
                            .recipe_sha256 = Sha256Hex(recipe.yaml()),
+                           .submitted_by = build.submitted_by,
                            .cell = CellOf(cell),
                            .source = SourceOf(recipe, build),
                            .build_id = build.id,
                            .job_id = job.id,
                            .attempt = artifact.attempt,
                            .finished_ms = now_ms};
+  FARM_RETURN_IF_ERROR(AddProject(store, artifact.filename, &f));
   for (const auto& p : recipe.patches()) {
     f.patches.push_back({.name = "patch " + p.name(), .sha256 = Sha256Hex(p.content())});
   }

@@ -73,4 +73,17 @@ Status ClaimName(store::RecipeNameStore& names, const Principal& who, const std:
   return NameRefused(name, row->owner);
 }
 
+Result<store::ProjectNameRow> ClaimProject(store::Store& store, const Principal& submitter,
+                                           const std::string& project, int64_t now_ms) {
+  FARM_ASSIGN_OR_RETURN(std::optional<store::ProjectNameRow> row, store.GetProjectName(project));
+  if (!row) {
+    FARM_ASSIGN_OR_RETURN(row, store.ClaimProjectName(project, submitter.name, now_ms));
+  }
+  if (IsAdmin(submitter) || row->owner == submitter.name) return *row;
+  return Status::PermissionDenied(
+      "project \"" + project + "\" belongs to " + row->owner + ": only " + row->owner +
+      " or an admin may publish wheels of it (an admin can transfer it: farmctl projects "
+      "transfer)");
+}
+
 }  // namespace farm::auth

@@ -1,7 +1,8 @@
 // Who may change what (docs/security.md, "Who may change what"). Every object a client can
 // change has an owner, a principal (a token's name): a build its submitter (a scheduled
 // build its schedule's creator), a job and an artifact their build's, a schedule its
-// creator, a recipe name the principal that first submitted it. A submitter changes only
+// creator, a recipe name the principal that first submitted it, a project (distribution)
+// name the principal whose build first uploaded a wheel of it. A submitter changes only
 // what it owns; an admin changes everything; viewers change nothing (their role check
 // refuses them first). Every function here answers PermissionDenied naming the owner, so
 // the refused principal knows whom to ask. Thread-safe: reads the store only through its
@@ -46,6 +47,13 @@ Status MayUseName(store::RecipeNameStore& names, const Principal& who, const std
 // stands (a claim that another principal won a moment earlier is refused).
 Status ClaimName(store::RecipeNameStore& names, const Principal& who, const std::string& name,
                  int64_t now_ms);
+
+// Project (distribution) names, PEP 503 normalised (wheel::NormalizeProjectName). Claims
+// `project` for `submitter` when nobody owns it, then: Ok (the owner's row) when
+// `submitter` owns it or is an admin; PermissionDenied naming the project and its owner
+// otherwise. farmd calls it for each wheel a build uploads, before the wheel is stored.
+Result<store::ProjectNameRow> ClaimProject(store::Store& store, const Principal& submitter,
+                                           const std::string& project, int64_t now_ms);
 
 }  // namespace farm::auth
 

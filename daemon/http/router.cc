@@ -193,6 +193,7 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
   if (rest == "coverage") return ApiCoverage(deps_, req);
   if (rest == "publications") return ApiPublications(deps_, req);
   if ("/api/v1/" + std::string(rest) == kKeysPath) return ProvenanceKeysResponse(deps_);
+  if (auto project = Between(rest, "projects/", "")) return ProjectOwnerResponse(deps_, *project);
   if (auto after = Between(rest, "builds/", "")) {
     auto [id, tail] = SplitId(*after);
     if (id == 0 || !tail.empty()) return ErrorResponse(Status::NotFound("no such build"));

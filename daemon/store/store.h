@@ -31,6 +31,7 @@
 #include "daemon/store/ports/job_stats.h"
 #include "daemon/store/ports/lock_store.h"
 #include "daemon/store/ports/log_store.h"
+#include "daemon/store/ports/project_name_store.h"
 #include "daemon/store/ports/provenance_store.h"
 #include "daemon/store/ports/publication_store.h"
 #include "daemon/store/ports/quota_store.h"
@@ -64,6 +65,7 @@ class Store : public TokenStore,
               public QuotaStore,
               public HostStore,
               public RecipeNameStore,
+              public ProjectNameStore,
               public AuditStore,
               public Visits {
  public:

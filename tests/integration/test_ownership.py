@@ -2,15 +2,19 @@
 farm-worker and farmctl: a submitter cannot cancel or retry another submitter's build (over
 gRPC and the dashboard's API) and nothing changes, while the owner and an admin can; a
 recipe name belongs to its first submitter, a squat under it is refused with the owner
-named and stores nothing, and an admin's transfer moves it; schedules are changed only by
-their creator or an admin and submit as their creator; every attempt, refusals included,
-is in the audit log, which only admins read and which holds no token."""
+named and stores nothing, and an admin's transfer moves it; a project (wheel) name belongs
+to the first submitter whose wheel names it: another's recipe building a wheel of it fails
+its wheel check naming the owner, the index lists only the owner's wheel, and `farmctl
+verify --owner` holds for it (issue 46, finding 3); schedules are changed only by their
+creator or an admin and submit as their creator; every attempt, refusals included, is in
+the audit log, which only admins read and which holds no token."""
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 
-from farm_harness import REPO, wait_until
+from farm_harness import REPO, finished, local_recipe, log_of, pure_python_source, wait_until
 from test_foundation import write_recipe
 
 SLEEPER = os.path.join(REPO, "kernels", "examples", "sleeper", "recipe.yaml")
@@ -60,7 +64,7 @@ def get(farm, path, bearer=None):
 
 
 def test_a_submitter_cannot_cancel_or_retry_anothers_build(farm):
-    farm.start_farmd(http=True)
+    farm.start_farmd("--index-include-pending", http=True)
     farm.start_worker()
     alice, _ = token(farm, "submitter", "alice")
     mallory, mallory_token = token(farm, "submitter", "mallory")
@@ -127,6 +131,66 @@ def test_a_submitter_cannot_cancel_or_retry_anothers_build(farm):
     everything = farm.ctl("--output", "json", "audit", "--limit", "1000").stdout
     for secret in (mallory_token, admin_token, open(alice).read()):
         assert secret not in everything and secret not in body
+
+    # The same farm and principals: a project name squatted through another recipe.
+    project_squat_is_refused_naming_the_owner(farm, alice, mallory)
+
+
+def wheel_recipe(root, recipe_name, version):
+    """A recipe `recipe_name` building the pure-Python wheel alib-`version`, with a GPU
+    validation script, so that here, without a GPU, it waits for hardware and is listed."""
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, "check.py"), "w") as f:
+        f.write("raise SystemExit('needs a GPU')\n")
+    setup = f"from setuptools import setup\nsetup(name='alib', version='{version}', " \
+            "py_modules=['alib'])\n"
+    src = pure_python_source(root, "alib", {"setup.py": setup})
+    return local_recipe(root, recipe_name, source=os.path.basename(src),
+                        tail="validation:\n  script: check.py\n  import: [alib]\n")
+
+
+def simple_files(farm, project):
+    req = urllib.request.Request(f"http://{farm.http_address}/simple/{project}/",
+                                 headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.load(r)["files"]
+
+
+def project_squat_is_refused_naming_the_owner(farm, alice, mallory):
+    mine = as_json(farm, alice, "submit", wheel_recipe(os.path.join(farm.root, "a"), "alib", "1.0"))
+    assert finished(farm, mine["id"])["state"] == "BUILD_SUCCEEDED"
+    assert [(n["name"], n["owner"]) for n in farm.ctl_json("projects", "list")["names"]] == [
+        ("alib", "alice")]
+
+    # Mallory's own recipe name, alice's project: the wheel check fails naming alice.
+    squat = as_json(farm, mallory, "submit",
+                    wheel_recipe(os.path.join(farm.root, "b"), "b-squat", "9.0"))
+    failed = finished(farm, squat["id"])
+    assert failed["state"] == "BUILD_FAILED", failed
+    (job,) = failed["jobs"]
+    (attempt,) = job["attempts"]
+    assert attempt["cause"] == "CAUSE_VALIDATION_FAILED", attempt
+    why = 'project "alib" belongs to alice'
+    assert why in attempt["detail"] and "alib-9.0" in attempt["detail"], attempt
+    assert why in log_of(farm, job["id"])
+    status, page = get(farm, f"/api/v1/jobs/{job['id']}")  # what the job's page shows
+    assert status == 200, page
+    failure = json.loads(page)["failure"]
+    assert failure["phase"] == "checks" and why in failure["summary"], failure
+    assert not job.get("artifacts"), job  # nothing stored
+
+    # The index lists alice's wheel alone, and its statement names her as the owner.
+    files = simple_files(farm, "alib")
+    assert [f["filename"].split("-")[1].split("+")[0] for f in files] == ["1.0"], files
+    url = urllib.parse.urljoin(f"http://{farm.http_address}/simple/alib/", files[0]["url"])
+    ok = farm.ctl("verify", url, "--owner", "alice", timeout=120)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "project     alib, owner alice" in ok.stdout, ok.stdout
+    refused = farm.ctl("verify", url, "--owner", "mallory", timeout=120)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "names owner alice of project alib, not mallory" in refused.stdout, refused.stdout
+    assert as_(farm, mallory, "projects", "transfer", "alib", "--to", "mallory"
+               ).returncode == DENIED
 
 
 def test_a_recipe_name_belongs_to_its_first_submitter_until_an_admin_transfers_it(farm):

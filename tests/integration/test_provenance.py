@@ -310,6 +310,23 @@ def test_wheel_verifies_everywhere_and_altered_copies_mirrors_and_revoked_keys_a
     finally:
         mirror.close()
 
+    # The statement names the project's owner (the admin built it); --owner requires it.
+    r = run_install(python, script, "--owner", "bootstrap-admin", "--dry-run")
+    assert r.returncode == 0 and "the project's owner is bootstrap-admin" in r.stdout, \
+        r.stdout + r.stderr
+    r = run_install(python, script, "--owner", "mallory", "--dry-run")
+    assert r.returncode != 0 and "names bootstrap-admin as the project's owner, not mallory" in \
+        r.stderr, r.stdout + r.stderr
+    assert_both_refuse(farm, local, keys_file, "not mallory", "--owner", "mallory")
+    # A pinned key set past its expiry is refused by the install script and both verifiers.
+    with open(keys_file) as f:
+        expired = dict(json.load(f), expires="2020-01-01T00:00:00.000Z")
+    expired_file = write(os.path.join(farm.root, "expired.json"), json.dumps(expired).encode())
+    r = run_install(python, script, "--keys", expired_file, "--dry-run")
+    assert r.returncode != 0 and "the key set expired on 2020-01-01" in r.stderr, \
+        r.stdout + r.stderr
+    assert_both_refuse(farm, local, expired_file, "the key set expired on 2020-01-01")
+
     # Rotation: the old key is retired, its signatures stay valid.
     rotated = farm.ctl_json("keys", "rotate")
     states = {k["keyid"]: k["state"] for k in rotated["keys"]}
@@ -334,6 +351,11 @@ def test_wheel_verifies_everywhere_and_altered_copies_mirrors_and_revoked_keys_a
     revoked_file = write(os.path.join(farm.root, "revoked.json"), json.dumps(revoked).encode())
     assert_both_refuse(farm, local, revoked_file, "which was revoked on " + revoked_key["revoked"])
     assert_both_refuse(farm, local, revoked_file, "test: key copied off the host")
+    # The copy pinned before the revocation (issue 46, finding 8): farmctl learns the
+    # revocation from the farm it is connected to.
+    stale = farmctl_verify(farm, local, "--keys", keys_file)
+    assert stale.returncode == 1, stale.stdout + stale.stderr
+    assert "was revoked by the farm after this key set was pinned" in stale.stdout, stale.stdout
     out, _ = assert_both_verify(farm, index_wheel, revoked_file, "--require-validated-arch", "9.0")
     assert "(active)" in out, out
     # What farmd now serves was signed again by the active key; the release's old copy is

@@ -2,6 +2,7 @@
 """Checks a wheel built by the GPU wheel farm against the farm's signed provenance.
 
     verify_provenance.py --keys KEYS WHEEL [--provenance FILE] [--require-validated-arch SM]
+                         [--owner PRINCIPAL]
 
 KEYS is the farm's public key set (a file, or the farm's /api/v1/provenance/keys URL).
 WHEEL is a file or a URL; its provenance is read from --provenance, else from the wheel's
@@ -14,9 +15,11 @@ This verifier is independent of the farm's own code: it implements DSSE's
 pre-authentication encoding itself and checks Ed25519 signatures with Debian's
 python3-cryptography. It refuses the wheel when its sha256 or file name is not the one a
 statement attests, when a signature does not verify, when the signing key is unknown or
-revoked, or when no signed build provenance names the wheel.
+revoked, when the key set has expired, when no signed build provenance names the wheel,
+or when --owner names another owner than the build statement's.
 """
 import argparse
+import datetime
 import base64
 import binascii
 import hashlib
@@ -138,6 +141,18 @@ def load_keys(data):
     return keys
 
 
+def key_set_expired(data):
+    """The refusal for a key set past its "expires" (RFC 3339 UTC), else None."""
+    expires = json.loads(data).get("expires") or ""
+    if not expires:
+        return None
+    when = datetime.datetime.strptime(expires[:19], "%Y-%m-%dT%H:%M:%S").replace(
+        tzinfo=datetime.timezone.utc)
+    if datetime.datetime.now(datetime.timezone.utc) < when:
+        return None
+    return "the key set expired on %s: fetch it again from a source you trust" % expires
+
+
 def load_envelopes(data):
     """[(payloadType, payload bytes, [(keyid, sig bytes)])] of a .intoto.jsonl file or a
     PEP 740 provenance object."""
@@ -242,7 +257,7 @@ def normalize_cc(arch):
     return "%d.%s" % (int(m.group(1)), m.group(2)) if m else ""
 
 
-def verify(name, sha256, envelopes, keys, require_arch=""):
+def verify(name, sha256, envelopes, keys, require_arch="", owner=""):
     """{"ok", "problems", "build", "validations"} for a wheel's name and sha256."""
     problems, build, validations = [], None, []
     for i, (ptype, payload, sigs) in enumerate(envelopes, 1):
@@ -270,6 +285,11 @@ def verify(name, sha256, envelopes, keys, require_arch=""):
             problems.append("%s is not a compute capability" % require_arch)
         elif not passed:
             problems.append("no signed passed validation on a GPU of compute capability " + want)
+    named = ((((build or ({}, ""))[0].get("buildDefinition") or {}).get("externalParameters")
+              or {}).get("project") or {}).get("owner") or ""
+    if owner and build is not None and named != owner:
+        problems.append("the build statement names %s as the project's owner, not %s" % (
+            named or "nobody", owner))
     return {"ok": not problems, "problems": problems, "build": build, "validations": validations}
 
 
@@ -301,10 +321,12 @@ def main(argv):
     ap.add_argument("--keys", required=True)
     ap.add_argument("--provenance")
     ap.add_argument("--require-validated-arch", default="")
+    ap.add_argument("--owner", default="")
     ap.add_argument("--cafile")
     args = ap.parse_args(argv)
     try:
-        keys = load_keys(read(args.keys, MAX_DOCUMENT, args.cafile))
+        key_set = read(args.keys, MAX_DOCUMENT, args.cafile)
+        keys = load_keys(key_set)
         sha256 = sha256_of(args.wheel, args.cafile)
         name = urllib.parse.unquote(os.path.basename(urllib.parse.urlparse(args.wheel).path)) \
             if is_url(args.wheel) else os.path.basename(args.wheel)
@@ -326,7 +348,11 @@ def main(argv):
     except (Unreadable, UnicodeDecodeError) as e:  # a provenance file altered past parsing
         print("REFUSED: %s: %s" % (source, e))
         return 1
-    result = verify(name, sha256, envelopes, keys, args.require_validated_arch)
+    result = verify(name, sha256, envelopes, keys, args.require_validated_arch, args.owner)
+    expired = key_set_expired(key_set)
+    if expired:
+        result["problems"].insert(0, expired)
+        result["ok"] = False
     print("wheel      %s sha256 %s" % (name, sha256))
     for line in describe(result):
         print(line)

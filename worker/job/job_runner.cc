@@ -599,8 +599,15 @@ Outcome JobRunner::FinishWheels(LogShipper& log, const JobEnvInputs& env_in,
   for (size_t i = 0; i < wheels.size(); ++i) {
     if (control_->stopped()) return StoppedOutcome(built);
     if (Status s = UploadOne(log, wheels[i], headers[i]); !s.ok()) {
-      built.cause = farm::v1::CAUSE_INFRASTRUCTURE;
-      built.detail = "uploading " + headers[i].filename() + " failed: " + s.message();
+      // farmd's own wheel check refused it (a project another principal owns): another
+      // attempt would build the same name, so the wheel check failed, as the worker's would.
+      bool refused = s.code() == StatusCode::kPermissionDenied;
+      std::string why = s.message();
+      if (why.rfind("UploadArtifact: ", 0) == 0) why.erase(0, 16);  // the call's name
+      if (refused) log.Append(farm::v1::SYSTEM, "farm: error: farmd's wheel check refused " + why);
+      built.cause = refused ? farm::v1::CAUSE_VALIDATION_FAILED : farm::v1::CAUSE_INFRASTRUCTURE;
+      built.detail = refused ? "farmd's wheel check refused " + why
+                             : "uploading " + headers[i].filename() + " failed: " + why;
       return built;
     }
   }

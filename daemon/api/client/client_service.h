@@ -112,6 +112,10 @@ class ClientService final : public farm::v1::FarmService::Service {
                                farm::v1::ListRecipeNamesResponse*) override;
   grpc::Status TransferRecipeName(grpc::ServerContext*, const farm::v1::TransferRecipeNameRequest*,
                                   farm::v1::RecipeName*) override;
+  grpc::Status ListProjectNames(grpc::ServerContext*, const farm::v1::ListProjectNamesRequest*,
+                                farm::v1::ListProjectNamesResponse*) override;
+  grpc::Status TransferProjectName(grpc::ServerContext*, const farm::v1::TransferRecipeNameRequest*,
+                                   farm::v1::RecipeName*) override;
   grpc::Status ListAudit(grpc::ServerContext*, const farm::v1::ListAuditRequest*,
                          farm::v1::ListAuditResponse*) override;
 

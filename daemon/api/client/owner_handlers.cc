@@ -1,12 +1,13 @@
-// ListRecipeNames, TransferRecipeName and ListAudit: who owns which recipe name, giving a
-// name to another principal (admin), and the audit log of every mutation (admin). No
-// message carries a token: principals are token names and audit texts were redacted
-// when written.
+// ListRecipeNames, TransferRecipeName, ListProjectNames, TransferProjectName and ListAudit:
+// who owns which recipe and project name, giving a name to another principal (admin), and the audit
+// log of every mutation (admin). No message carries a token: principals are token names and audit
+// texts were redacted when written.
 #include <algorithm>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/recipe/recipe.h"
+#include "common/wheel/wheel_name.h"
 #include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/model/convert.h"
@@ -59,6 +60,45 @@ grpc::Status ClientService::TransferRecipeName(grpc::ServerContext* call,
     entry.done = "from " + from + " to " + row.owner;
     log::Info("recipe name " + row.name + " transferred from " + from + " to " + row.owner +
               " by " + who.name);
+    *resp = model::NameToProto(row);
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::ListProjectNames(grpc::ServerContext* call,
+                                             const farm::v1::ListProjectNamesRequest* req,
+                                             farm::v1::ListProjectNamesResponse* resp) {
+  return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
+    std::vector<store::ProjectNameRow> rows;
+    if (req->name().empty()) {
+      FARM_ASSIGN_OR_RETURN(rows, ctx_->store->ListProjectNames());
+    } else {
+      FARM_ASSIGN_OR_RETURN(auto row,
+                            ctx_->store->GetProjectName(wheel::NormalizeProjectName(req->name())));
+      if (row) rows.push_back(*row);
+    }
+    for (const auto& row : rows) *resp->add_names() = model::NameToProto(row);
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::TransferProjectName(grpc::ServerContext* call,
+                                                const farm::v1::TransferRecipeNameRequest* req,
+                                                farm::v1::RecipeName* resp) {
+  const std::string name = wheel::NormalizeProjectName(req->name());
+  audit::Entry entry{audit::Action::kNameTransfer, "project " + name};
+  return HandleMutation(ctx_, call, Need::kAdmin, &entry, [&](const Principal& who) -> Status {
+    if (!recipe::IsRecipeName(name)) {  // the same characters, once normalised
+      return Status::InvalidArgument("\"" + req->name() + "\" is not a project name");
+    }
+    FARM_RETURN_IF_ERROR(CheckPrincipalName(req->to()));
+    FARM_ASSIGN_OR_RETURN(auto before, ctx_->store->GetProjectName(name));
+    FARM_ASSIGN_OR_RETURN(
+        auto row, ctx_->store->TransferProjectName(name, req->to(), ctx_->clock->NowUnixMs()));
+    std::string from = before ? before->owner : "nobody";
+    entry.done = "from " + from + " to " + row.owner;
+    log::Info("project " + row.name + " transferred from " + from + " to " + row.owner + " by " +
+              who.name);
     *resp = model::NameToProto(row);
     return Status::Ok();
   });

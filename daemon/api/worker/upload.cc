@@ -8,6 +8,7 @@
 #include "daemon/api/handler.h"
 #include "daemon/api/worker/worker_service.h"
 #include "daemon/attest/attestor.h"
+#include "daemon/auth/ownership.h"
 #include "daemon/model/convert.h"
 
 namespace farm::api {
@@ -54,6 +55,25 @@ Status CheckIdentity(const farm::v1::Recipe& recipe, const farm::v1::MatrixCell&
                                     want + "\"");
 }
 
+// The wheel's project belongs to the build's submitter (claimed now when nobody owns it)
+// unless the submitter is an admin: one principal's build cannot publish wheels under a
+// name another principal's wheels made theirs (docs/security.md, "Who may change what").
+Status CheckProjectOwner(const ServiceContext& ctx, const store::BuildRow& build,
+                         const std::string& filename) {
+  FARM_ASSIGN_OR_RETURN(wheel::WheelFilename name, wheel::ParseWheelFilename(filename));
+  Principal submitter{build.submitted_by, "", ""};
+  if (ctx.auth != nullptr) {
+    auto named = ctx.auth->PrincipalNamed(build.submitted_by);
+    if (named.ok()) submitter = *named;  // else no live token: not an admin
+  }
+  auto owner = auth::ClaimProject(*ctx.store, submitter, wheel::NormalizeProjectName(name.name),
+                                  ctx.clock->NowUnixMs());
+  if (owner.ok()) return Status::Ok();
+  log::Warn("rejected " + filename + " of build " + std::to_string(build.id) + " (submitted by " +
+            build.submitted_by + "): " + owner.status().message());
+  return owner.status().WithContext(filename);
+}
+
 // The worker checked the wheel already; farmd checks again, on the verified file before it
 // enters the blob store, so that a broken or hostile worker cannot store a wheel without
 // its kernels. The manifest stored is farmd's own.
@@ -76,6 +96,7 @@ Result<farm::v1::ArchManifest> CheckArrived(const ServiceContext& ctx, const sto
     return Status::FailedPrecondition(h.filename() + " failed farmd's checks: " + check->Summary());
   }
   FARM_RETURN_IF_ERROR(CheckIdentity(recipe, cell, h.filename(), check->manifest));
+  FARM_RETURN_IF_ERROR(CheckProjectOwner(ctx, build, h.filename()));
   std::string ignored = wheel::ArchListIgnoredMessage(cell.arch_list(), check->manifest);
   if (!ignored.empty())
     log::Warn(h.filename() + " of job " + std::to_string(h.job_id()) + ": " + ignored);

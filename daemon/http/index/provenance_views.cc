@@ -1,7 +1,11 @@
 #include "daemon/http/index/provenance_views.h"
 
+#include <boost/json.hpp>
+
+#include "common/clock.h"
 #include "common/provenance/base64.h"
 #include "common/provenance/pep740.h"
+#include "common/wheel/wheel_name.h"
 #include "daemon/attest/attestor.h"
 
 namespace farm::http {
@@ -19,6 +23,22 @@ std::string InstallScriptKeys(const DashboardDeps& deps) {
   if (deps.attestor == nullptr) return "";
   auto keys = deps.attestor->KeysJson();
   return keys.ok() ? provenance::Base64Encode(*keys) : "";
+}
+
+Response ProjectOwnerResponse(const DashboardDeps& deps, std::string_view name) {
+  const std::string project = wheel::NormalizeProjectName(name);
+  auto row = deps.store->GetProjectName(project);
+  if (!row.ok()) return ErrorResponse(row.status());
+  if (!row->has_value()) {
+    return ErrorResponse(Status::NotFound("nobody owns project \"" + project + "\""));
+  }
+  const store::ProjectNameRow& r = **row;
+  return JsonResponse(
+      200, boost::json::serialize(boost::json::object{{"name", r.name},
+                                                      {"owner", r.owner},
+                                                      {"claimed", FormatRfc3339(r.claimed_ms)},
+                                                      {"updated", FormatRfc3339(r.updated_ms)}}) +
+               "\n");
 }
 
 Response ProvenanceFileResponse(const DashboardDeps& deps, const IndexFile& file, bool pep740) {

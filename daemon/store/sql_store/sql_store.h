@@ -215,6 +215,14 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
   Result<RecipeNameRow> TransferRecipeName(const std::string& name, const std::string& owner,
                                            int64_t now_ms) override;
 
+  // ProjectNameStore (sql_store/recipe_names.cc).
+  Result<ProjectNameRow> ClaimProjectName(const std::string& name, const std::string& owner,
+                                          int64_t now_ms) override;
+  Result<std::optional<ProjectNameRow>> GetProjectName(const std::string& name) override;
+  Result<std::vector<ProjectNameRow>> ListProjectNames() override;
+  Result<ProjectNameRow> TransferProjectName(const std::string& name, const std::string& owner,
+                                             int64_t now_ms) override;
+
   // AuditStore (sql_store/audit.cc).
   Status InsertAudit(AuditRow* row) override;
   Result<std::vector<AuditRow>> ListAudit(const AuditFilter& filter) override;
@@ -284,6 +292,14 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
     const SqlStore* outer_;  // the store this thread held before, if another
     std::unique_lock<std::mutex> lock_;
   };
+
+  // Owned names (recipe_names, project_names: one shape, owners.cc).
+  Result<RecipeNameRow> ClaimOwnedName(const char* table, const std::string& name,
+                                       const std::string& owner, int64_t now_ms);
+  Result<std::optional<RecipeNameRow>> GetOwnedName(const char* table, const std::string& name);
+  Result<std::vector<RecipeNameRow>> ListOwnedNames(const char* table);
+  Result<RecipeNameRow> TransferOwnedName(const char* table, const std::string& name,
+                                          const std::string& owner, int64_t now_ms);
 
   // Helpers below require mu_ held.
   Result<std::vector<JobRow>> QueryJobs(const std::string& where, int64_t arg, int limit);

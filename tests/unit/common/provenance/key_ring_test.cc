@@ -1,6 +1,7 @@
 // The key ring: created at first open with private files, the same key after a restart,
 // rotation (old signatures keep verifying), revocation (refused, with date and reason),
-// and the key set document.
+// the key set document, and a key set pinned before a revocation learning of it (from the
+// farm's current set, or by expiring).
 #include "common/provenance/key_ring.h"
 
 #include <gtest/gtest.h>
@@ -168,6 +169,56 @@ TEST(KeySetTest, ParserRefusesKeysThatDoNotMatchTheirIds) {
   std::string unknown = text;
   unknown.replace(unknown.find("\"active\""), 8, "\"trusty\"");
   EXPECT_FALSE(ParseKeySet(unknown).ok());
+}
+
+// The LOW finding of issue 46: a copy of the key set saved before a revocation went on
+// accepting the revoked key's signatures. The served set now expires, and a pinned set
+// takes the revocations of the farm's current one.
+TEST_F(KeyRingTest, APinnedKeySetLearnsOfARevocationOrExpires) {
+  auto ring = Open();
+  ASSERT_NE(ring, nullptr);
+  auto [before, wheel] = Signed(*ring);
+  auto pinned = ParseKeySet(ring->KeysJson().value());  // a user's copy, saved today
+  ASSERT_OK(pinned.status());
+  EXPECT_EQ(pinned->expires, FormatRfc3339(clock_.NowUnixMs() + kServedKeySetValidityMs));
+  std::string first = ring->Keys().Active()->keyid;
+  clock_.Advance(60'000);
+  ASSERT_OK(ring->Revoke(first, "key file copied off the host").status());
+  const int64_t now = clock_.NowUnixMs();
+  // The copy alone does not know: this is what a pinned set did before.
+  EXPECT_TRUE(VerifyWheel(wheel, {before}, *pinned, {.now_ms = now}).ok);
+
+  auto current = ParseKeySet(ring->KeysJson().value());
+  ASSERT_OK(current.status());
+  KeySet learned = *pinned;
+  auto revoked = ApplyRevocations(&learned, *current);
+  ASSERT_OK(revoked.status());
+  EXPECT_EQ(*revoked, std::vector<std::string>{first});
+  EXPECT_EQ(learned.keys.size(), 1u) << "the farm's new keys are not taken from it";
+  auto refused = VerifyWheel(wheel, {before}, learned, {.now_ms = now});
+  ASSERT_FALSE(refused.ok);
+  EXPECT_NE(refused.problems[0].find("key file copied off the host"), std::string::npos)
+      << refused.problems[0];
+  EXPECT_TRUE(ApplyRevocations(&learned, *current)->empty());  // once is enough
+
+  // Offline, the copy stops working when it expires, revocation or not.
+  const int64_t expiry = clock_.NowUnixMs() - 60'000 + kServedKeySetValidityMs;
+  EXPECT_TRUE(VerifyWheel(wheel, {before}, *pinned, {.now_ms = expiry - 1}).ok);
+  auto stale = VerifyWheel(wheel, {before}, *pinned, {.now_ms = expiry});
+  ASSERT_FALSE(stale.ok);
+  EXPECT_NE(stale.problems[0].find("the key set expired on " + pinned->expires), std::string::npos)
+      << stale.problems[0];
+
+  // Another farm's set revokes nothing here, and a malformed expiry is refused.
+  KeySet other = *current;
+  other.farm_id = "another farm";
+  EXPECT_EQ(ApplyRevocations(&learned, other).status().code(), StatusCode::kInvalidArgument);
+  std::string text = ring->KeysJson().value();
+  text.replace(text.find("\"expires\":\"") + 11, 4, "soon");
+  EXPECT_FALSE(ParseKeySet(text).ok());
+  // farmd's own file has no expiry and never expires.
+  EXPECT_TRUE(ring->Keys().expires.empty());
+  EXPECT_EQ(KeySetExpired(ring->Keys(), now + 10 * kServedKeySetValidityMs), "");
 }
 
 }  // namespace

@@ -31,6 +31,9 @@ BuildFacts Build(const Subject& wheel) {
       .recipe_name = "attn_example",
       .recipe_version = "1.0",
       .recipe_sha256 = Sha256Hex("name: attn_example"),
+      .project = "attn-example",
+      .project_owner = "alice",
+      .submitted_by = "bob",
       .cell = {.python = "3.11", .cuda = "13.0", .arch_list = "9.0", .platform = "linux_x86_64"},
       .source = {.name = "source archive", .sha256 = Sha256Hex("tar")},
       .patches = {{.name = "fix.patch", .sha256 = Sha256Hex("diff")}},
@@ -95,6 +98,8 @@ TEST_F(VerifyTest, BuildStatementReadsBackWhatWasAttested) {
   EXPECT_EQ(b.toolkits, "13.0 at /usr/local/cuda");
   EXPECT_EQ(b.recipe, "attn_example 1.0 (recipe sha256 " + Sha256Hex("name: attn_example") + ")");
   EXPECT_EQ(b.source, "archive sha256 " + Sha256Hex("tar"));
+  EXPECT_EQ(b.project, "attn-example");
+  EXPECT_EQ(b.project_owner, "alice");
   EXPECT_EQ(b.cell, "python 3.11, cuda 13.0, arch 9.0, linux_x86_64");
   // Axes a cell does not have leave no empty label behind ("arch 9.0;12.0a, ").
   BuildFacts bare = Build(wheel_);
@@ -220,6 +225,38 @@ TEST_F(VerifyTest, RequiredArchNeedsAPassedValidationOnThatCapability) {
             std::string::npos)
       << v.problems[0];
   EXPECT_FALSE(VerifyWheel(wheel_, envelopes, keys_, {.require_validated_arch = "fast"}).ok);
+}
+
+TEST_F(VerifyTest, TheOwnerAskedForAndTheFarmsRecordMustBeTheStatements) {
+  std::vector<Envelope> signed_by_farm{Sign(BuildStatementJson(Build(wheel_)))};
+  EXPECT_TRUE(VerifyWheel(wheel_, signed_by_farm, keys_, {.require_owner = "alice"}).ok);
+  EXPECT_TRUE(VerifyWheel(wheel_, signed_by_farm, keys_, {.recorded_owner = "alice"}).ok);
+
+  auto other = VerifyWheel(wheel_, signed_by_farm, keys_, {.require_owner = "mallory"});
+  ASSERT_FALSE(other.ok);
+  EXPECT_EQ(other.problems[0],
+            "the build statement names owner alice of project attn-example, not mallory "
+            "(--owner)");
+  // The farm has given the name to someone else since (a transfer).
+  auto moved = VerifyWheel(wheel_, signed_by_farm, keys_, {.recorded_owner = "carol"});
+  ASSERT_FALSE(moved.ok);
+  EXPECT_NE(moved.problems[0].find("the farm records carol as the owner of project attn-example"),
+            std::string::npos)
+      << moved.problems[0];
+
+  // A statement that names no owner (signed before projects had owners) satisfies neither.
+  BuildFacts old = Build(wheel_);
+  old.project.clear();
+  old.project_owner.clear();
+  std::vector<Envelope> unowned{Sign(BuildStatementJson(old))};
+  EXPECT_TRUE(VerifyWheel(wheel_, unowned, keys_, {}).ok);
+  auto before = VerifyWheel(wheel_, unowned, keys_, {.recorded_owner = "alice"});
+  EXPECT_TRUE(before.ok);  // the farm's old wheels keep verifying, and it says why
+  ASSERT_EQ(before.notes.size(), 1u);
+  EXPECT_NE(before.notes[0].find("predates project owners"), std::string::npos);
+  auto none = VerifyWheel(wheel_, unowned, keys_, {.require_owner = "alice"});
+  ASSERT_FALSE(none.ok);
+  EXPECT_NE(none.problems[0].find("names no owner"), std::string::npos) << none.problems[0];
 }
 
 TEST(ComputeCapabilityTest, Normalizes) {

@@ -1,5 +1,6 @@
 // Owners over gRPC on a real FarmServer: validating another principal's wheels is refused,
-// names are listed to viewers and transferred by admins only, an unnamed token gets a
+// recipe and project names are listed to viewers and transferred by admins only (a project
+// in any spelling, PEP 503 normalised), an unnamed token gets a
 // principal of its own, and token, worker, name and signing-key changes leave audit records
 // that hold no token; a call without a valid token leaves none.
 #include <gtest/gtest.h>
@@ -92,6 +93,37 @@ TEST_F(OwnersRpcTest, NamesAreListedToViewersAndTransferredByAdminsOnly) {
   farm::v1::ListAuditResponse records;
   EXPECT_EQ(farm_->ListAudit(Ctx(submitter).get(), audit, &records).error_code(),
             StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(OwnersRpcTest, ProjectsAreListedToViewersAndTransferredByAdminsOnly) {
+  ASSERT_OK(server_->context()->store->ClaimProjectName("alib", "alice", 1).status());
+  std::string viewer = Token("viewer", "reader"), submitter = Token("submitter", "alice");
+  farm::v1::ListProjectNamesRequest one;
+  one.set_name("ALib");  // any spelling of the name
+  farm::v1::ListProjectNamesResponse names;
+  ASSERT_TRUE(farm_->ListProjectNames(Ctx(viewer).get(), one, &names).ok());
+  ASSERT_EQ(names.names_size(), 1);
+  EXPECT_EQ(names.names(0).name(), "alib");
+  EXPECT_EQ(names.names(0).owner(), "alice");
+
+  farm::v1::TransferRecipeNameRequest req;
+  req.set_name("A_Lib");
+  req.set_to("bob");
+  farm::v1::RecipeName moved;
+  EXPECT_EQ(farm_->TransferProjectName(Ctx(submitter).get(), req, &moved).error_code(),
+            StatusCode::PERMISSION_DENIED);  // even its owner: only admins transfer
+  req.set_name("not a name!");
+  EXPECT_EQ(farm_->TransferProjectName(Ctx(admin_).get(), req, &moved).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+  req.set_name("ALib");
+  ASSERT_TRUE(farm_->TransferProjectName(Ctx(admin_).get(), req, &moved).ok());
+  EXPECT_EQ(moved.name(), "alib");
+  EXPECT_EQ(moved.owner(), "bob");
+  auto records = Audit("bootstrap-admin");
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records[0].action(), "name.transfer");
+  EXPECT_EQ(records[0].target(), "project alib");
+  EXPECT_EQ(records[0].detail(), "from alice to bob");
 }
 
 TEST_F(OwnersRpcTest, TokensAndWorkersAreAuditedWithoutTheirSecrets) {

@@ -1,6 +1,7 @@
 // Who may change what, over a real SQLite store: owners and admins change, other
 // submitters are refused with the owner named; recipe names go to their first claimant;
-// a retry needs the name too; a principal's role when no token is presented.
+// a retry needs the name too; a principal's role when no token is presented; project
+// (distribution) names go to the first principal whose wheel names them.
 #include "daemon/auth/ownership.h"
 
 #include "daemon/store/store.h"
@@ -103,6 +104,29 @@ TEST_F(OwnershipTest, APrincipalActsWithItsStrongestLiveToken) {
   }
   EXPECT_EQ(authority.PrincipalNamed("alice")->role, "viewer");
   EXPECT_EQ(authority.PrincipalNamed("nobody").status().code(), StatusCode::kUnauthenticated);
+}
+
+TEST_F(OwnershipTest, AProjectBelongsToItsFirstPublisherAndOthersAreToldWhoOwnsIt) {
+  auto first = ClaimProject(*store_, alice_, "alib", 10);
+  ASSERT_OK(first.status());
+  EXPECT_EQ(first->owner, "alice");
+  EXPECT_EQ(first->claimed_ms, 10);
+  EXPECT_OK(ClaimProject(*store_, alice_, "alib", 11).status());  // hers: more wheels of it
+
+  auto squat = ClaimProject(*store_, mallory_, "alib", 12);
+  EXPECT_EQ(squat.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(squat.status().message().find("project \"alib\" belongs to alice"), std::string::npos)
+      << squat.status().message();
+  EXPECT_NE(squat.status().message().find("farmctl projects transfer"), std::string::npos);
+  EXPECT_EQ((*store_->GetProjectName("alib"))->owner, "alice");  // the squat took nothing
+
+  auto admin = ClaimProject(*store_, admin_, "alib", 13);  // an admin publishes any project
+  ASSERT_OK(admin.status());
+  EXPECT_EQ(admin->owner, "alice");  // without taking it
+  ASSERT_OK(store_->TransferProjectName("alib", "mallory", 14).status());
+  EXPECT_OK(ClaimProject(*store_, mallory_, "alib", 15).status());
+  EXPECT_EQ(ClaimProject(*store_, alice_, "alib", 16).status().code(),
+            StatusCode::kPermissionDenied);
 }
 
 }  // namespace

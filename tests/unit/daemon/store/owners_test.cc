@@ -1,7 +1,8 @@
-// Recipe names and their owners, and the audit log (migration 019), on SQLite and, in
-// store_pg_test, on PostgreSQL: claims race to one owner, transfers keep the first claim's
-// time, the audit log pages newest first, and a database from before 019 adopts its names
-// from each name's first build (a scheduled one by its schedule's creator).
+// Recipe names and their owners, and the audit log (migration 019), and project names
+// (027), on SQLite and, in store_pg_test, on PostgreSQL: claims race to one owner,
+// transfers keep the first claim's time, the audit log pages newest first, a database
+// from before 019 adopts its names from each name's first build (a scheduled one by its
+// schedule's creator), and one from before 027 its projects from each one's first wheel.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -69,6 +70,27 @@ TEST_F(OwnersTest, TransferChangesTheOwnerAndAssignsANameNobodyOwned) {
   ASSERT_OK(fresh.status());
   EXPECT_EQ(fresh->owner, "carol");
   EXPECT_EQ(fresh->claimed_ms, 700);
+}
+
+TEST_F(OwnersTest, ProjectNamesAreOwnedApartFromRecipeNames) {
+  ASSERT_OK(store_->ClaimRecipeName("alib", "bob", 50).status());  // another namespace
+  auto first = store_->ClaimProjectName("alib", "alice", 100);
+  ASSERT_OK(first.status());
+  EXPECT_EQ(first->owner, "alice");
+  EXPECT_EQ(store_->ClaimProjectName("alib", "mallory", 200)->owner, "alice");
+  auto moved = store_->TransferProjectName("alib", "carol", 300);
+  ASSERT_OK(moved.status());
+  EXPECT_EQ(moved->owner, "carol");
+  EXPECT_EQ(moved->claimed_ms, 100);
+  EXPECT_EQ(moved->updated_ms, 300);
+  ASSERT_OK(store_->ClaimProjectName("flash-attn", "dave", 400).status());
+  auto all = store_->ListProjectNames();
+  ASSERT_OK(all.status());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ(all->at(0).name, "alib");
+  EXPECT_EQ(all->at(1).owner, "dave");
+  EXPECT_FALSE(store_->GetProjectName("nobody-owns")->has_value());
+  EXPECT_EQ((*store_->GetRecipeName("alib"))->owner, "bob");
 }
 
 TEST_F(OwnersTest, AuditRowsListNewestFirstPerPrincipalAndPage) {
@@ -173,6 +195,49 @@ TEST_F(OwnersMigrationTest, NamesAreAdoptedByTheirFirstBuildsSubmitter) {
   ASSERT_OK(scheduled.status());
   EXPECT_EQ(scheduled->submitted_by, "carol");  // the schedule's creator owns its build
   EXPECT_EQ((*store)->GetBuild(2)->submitted_by, "mallory");
+}
+
+// A database made before migration 027 holding wheels: each project is adopted by the
+// submitter of the build of its first wheel, under its PEP 503 name.
+TEST_F(OwnersMigrationTest, ProjectsAreAdoptedByTheirFirstWheelsSubmitter) {
+  {
+    auto db = under_test_.OpenDb();
+    ASSERT_OK(db.status());
+    std::vector<MigrationFile> before;
+    for (const auto& f : StoreUnderTest::MigrationFiles()) {
+      if (f.file_name < "027") before.push_back(f);
+    }
+    ASSERT_OK(MigrateSchema(**db, before));
+    auto add = [&](int64_t id, const std::string& who, const std::string& wheel) -> Status {
+      FARM_RETURN_IF_ERROR(Exec(**db,
+                                "INSERT INTO builds(id, recipe_name, recipe, state, "
+                                "submitted_by, created_ms) VALUES (" +
+                                    std::to_string(id) + ", 'r" + std::to_string(id) +
+                                    "', 'r', 3, ?, 1)",
+                                {who}));
+      FARM_RETURN_IF_ERROR(Exec(**db,
+                                "INSERT INTO jobs(id, build_id, cell, state, created_ms) VALUES (" +
+                                    std::to_string(id) + ", " + std::to_string(id) + ", 'c', 3, 1)",
+                                {}));
+      return Exec(**db,
+                  "INSERT INTO artifacts(job_id, attempt, filename, sha256, size, created_ms) "
+                  "VALUES (" +
+                      std::to_string(id) + ", 1, ?, 'x', 1, " + std::to_string(id * 10) + ")",
+                  {wheel});
+    };
+    ASSERT_OK(add(1, "alice", "Attn__Example-1.0-cp311-cp311-linux_x86_64.whl"));
+    ASSERT_OK(add(2, "mallory", "attn_example-9.0-cp311-cp311-linux_x86_64.whl"));
+    ASSERT_OK(add(3, "bob", "flash.attn-2.0-cp311-cp311-linux_x86_64.whl"));
+  }
+  auto store = under_test_.Open();  // applies 027
+  ASSERT_OK(store.status());
+  auto names = (*store)->ListProjectNames();
+  ASSERT_OK(names.status());
+  std::map<std::string, std::string> owners;
+  for (const auto& n : *names) owners[n.name] = n.owner;
+  EXPECT_EQ(owners,
+            (std::map<std::string, std::string>{{"attn-example", "alice"}, {"flash-attn", "bob"}}));
+  EXPECT_EQ((*(*store)->GetProjectName("attn-example"))->claimed_ms, 10);
 }
 
 }  // namespace

@@ -42,6 +42,8 @@ class FakeFarm final : public FarmClient {
       --upload_failures;
       return Status::Unavailable("farmd restarting");
     }
+    if (!upload_refusal.empty())
+      return Status::PermissionDenied("UploadArtifact: " + upload_refusal);
     headers.push_back(header);
     contents.push_back(fs::ReadFile(path).value());
     return farm::v1::Artifact();
@@ -70,6 +72,7 @@ class FakeFarm final : public FarmClient {
   std::mutex mu;
   std::string archive_file;  // what DownloadSource hands out
   int upload_failures = 0;
+  std::string upload_refusal;  // farmd's wheel check refuses every upload with this
   std::vector<farm::v1::LogLine> log;
   std::vector<farm::v1::ArtifactHeader> headers;
   std::vector<std::string> contents;
@@ -232,6 +235,24 @@ TEST_F(JobRunnerTest, FailingBuildNoWheelAndMissingPythonHaveTheirCauses) {
   EXPECT_NE(bad_patch.detail.find("patches/broken.diff"), std::string::npos) << bad_patch.detail;
   ASSERT_EQ(farm_.completions.size(), 4u);
   EXPECT_EQ(farm_.completions[0].exit_code(), 3);
+}
+
+// farmd's own wheel check refusing a wheel (a project another principal owns) fails the
+// attempt as a wheel check does, once, with farmd's reason in the log and the detail.
+TEST_F(JobRunnerTest, AWheelFarmdRefusesFailsItsCheckWithFarmdsReason) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
+  farm_.upload_refusal =
+      "alib-9.0-py3-none-any.whl: project \"alib\" belongs to alice: only alice or an admin "
+      "may publish wheels of it";
+  auto outcome =
+      RunJob(Job("printf 'wheel-bytes' > \"$FARM_WHEEL_DIR/alib-9.0-py3-none-any.whl\""));
+  EXPECT_EQ(outcome.cause, farm::v1::CAUSE_VALIDATION_FAILED) << outcome.detail;
+  EXPECT_EQ(outcome.detail, "farmd's wheel check refused " + farm_.upload_refusal);
+  EXPECT_NE(farm_.LogText().find("farm: error: farmd's wheel check refused alib-9.0-py3-none-any"
+                                 ".whl: project \"alib\" belongs to alice"),
+            std::string::npos)
+      << farm_.LogText();
+  EXPECT_TRUE(farm_.headers.empty());
 }
 
 // A build that leaves its wheel folder (or a wheel) as a link to a host path uploads nothing,

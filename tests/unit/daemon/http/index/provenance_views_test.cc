@@ -94,6 +94,19 @@ TEST_F(ProvenanceViewsTest, UnsignedOrUnlistedFilesHaveNone) {
   EXPECT_FALSE(page.at("files").as_array()[0].as_object().contains("provenance"));
 }
 
+// The farm's record of a project's owner, which farmctl verify checks statements against.
+TEST_F(ProvenanceViewsTest, AProjectsOwnerIsAnsweredForAnySpellingOfItsName) {
+  Router r = SignedRouter();
+  ASSERT_OK(store_->ClaimProjectName("attn-example", "alice", 1'700'000'000'000).status());
+  Response record = Get(r, "/api/v1/projects/Attn_Example");
+  ASSERT_EQ(record.status, 200) << record.body;
+  auto doc = Json(record);
+  EXPECT_EQ(doc.at("name").as_string(), "attn-example");
+  EXPECT_EQ(doc.at("owner").as_string(), "alice");
+  EXPECT_EQ(doc.at("claimed").as_string(), "2023-11-14T22:13:20.000Z");
+  EXPECT_EQ(Get(r, "/api/v1/projects/nobody-owns-this").status, 404);
+}
+
 TEST_F(ProvenanceViewsTest, InstallScriptCarriesTheKeySet) {
   Router r = SignedRouter();
   Response script = Get(r, "/install");
