@@ -34,6 +34,10 @@ Status ParseRequiresSection(const Section& top, farm::v1::Recipe* recipe);
 // publish, which they are checked against.
 Status ParseTorchAbiSection(const Section& top, farm::v1::Recipe* recipe);
 Status ParseEnvironmentSection(const Section& top, farm::v1::Recipe* recipe);
+// `size_budget:` and `fatbin_compression:`, and `matrix.families` (recipe_fit.cc), read
+// after the matrix's axes, which the families are checked against.
+Status ParseFitFields(const Section& top, farm::v1::Recipe* recipe);
+Status ParseFamiliesField(const Section& matrix, farm::v1::MatrixAxes* out);
 
 }  // namespace farm::recipe
 

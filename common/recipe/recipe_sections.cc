@@ -157,6 +157,7 @@ Status ParseMatrixSection(const Section& top, farm::v1::MatrixAxes* matrix) {
   std::vector<std::string_view> keys = AxisNames();
   keys.push_back("include");
   keys.push_back("exclude");
+  keys.push_back("families");
   FARM_ASSIGN_OR_RETURN(Section s,
                         Section::Read(top.sink(), f->value, f->key_pos, "matrix", "matrix.", keys));
   FARM_ASSIGN_OR_RETURN(bool following, ParseTorchFollow(s, matrix));
@@ -166,7 +167,7 @@ Status ParseMatrixSection(const Section& top, farm::v1::MatrixAxes* matrix) {
   }
   FARM_RETURN_IF_ERROR(ParseRules(s, "include", matrix->mutable_include()));
   FARM_RETURN_IF_ERROR(ParseRules(s, "exclude", matrix->mutable_exclude()));
-  return Status::Ok();
+  return ParseFamiliesField(s, matrix);
 }
 
 Status ParseValidationSection(const Section& top, farm::v1::Recipe* recipe) {
