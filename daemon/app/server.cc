@@ -242,6 +242,7 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
   if (!options.http.listen.empty()) {
     http::DashboardOptions http = options.http;
     http.tls = options.tls;
+    http.variant_wheels_dir = options.data_dir + "/variant-wheels";
     http::DashboardDeps deps{impl->store.get(), impl->blobs.get(),     impl->auth.get(),
                              &RealClock(),      impl->schedules.get(), impl->attestor.get(),
                              impl->audit.get()};
@@ -292,7 +293,9 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
            .publish_pending_hardware = options.publish_pending_hardware,
            .interval_ms = options.publish_interval_ms,
            .work_dir = options.data_dir + "/publish",
-           .with_provenance = options.publish_provenance},
+           .with_provenance = options.publish_provenance,
+           .github_max_asset_bytes = options.github_max_asset_bytes,
+           .hf_max_file_bytes = options.hf_max_file_bytes},
           impl->store.get(), impl->blobs.get(), &RealClock(), impl->attestor.get()));
   FARM_RETURN_IF_ERROR(impl->StartNotifier(options));
   impl->revalidator = std::make_unique<sched::Revalidator>(impl->store.get(), &RealClock(),

@@ -15,7 +15,7 @@ TEST(ParseWebhookTargetTest, NameKindsAndTheUrlFromTheSecrets) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->name, "ops-room");
   EXPECT_EQ(t->url, "https://hooks.example/T000/secret");
-  EXPECT_EQ(t->events.size(), 2u);
+  EXPECT_EQ(t->events.size(), 3u);  // wheel_validated, build_failed, publication_refused
   t = ParseWebhookTarget("ops-room:build_failed", kSecrets);
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->events, std::set<coverage::EventKind>{coverage::EventKind::kBuildFailed});
