@@ -6,15 +6,11 @@
 #include <optional>
 
 #include "common/fs.h"
+#include "common/strings.h"
 #include "farm/v1/rpc_status.pb.h"
 
 namespace farm::cli {
 namespace {
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
@@ -28,7 +24,7 @@ Result<std::string> ResolveAddress(const ConnectionOptions& o) {
     auto content = fs::ReadFile(file);
     if (!content.ok())
       return Status::Unavailable("cannot read server file " + file + ": is farmd running?");
-    return Trim(content.value());
+    return TrimSpace(content.value());
   }
   std::string env = Env("FARM_SERVER");
   return env.empty() ? std::string("127.0.0.1:7070") : env;
@@ -40,7 +36,7 @@ Result<std::string> ResolveToken(const ConnectionOptions& o) {
   if (!file.empty()) {
     auto content = fs::ReadFile(file);
     if (!content.ok()) return Status::Unauthenticated("cannot read token file " + file);
-    return Trim(content.value());
+    return TrimSpace(content.value());
   }
   std::string env = Env("FARM_TOKEN");
   if (env.empty()) {

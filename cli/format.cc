@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/fs.h"
+#include "common/strings.h"
 #include "common/utf8.h"
 #include "common/wheel/job_check.h"
 #include "common/wheel/wheel_bytes.h"
@@ -19,12 +20,6 @@ namespace farm::cli {
 namespace {
 
 using fs::HumanBytes;
-
-std::string Lower(std::string s, const std::string& strip_prefix) {
-  if (s.rfind(strip_prefix, 0) == 0) s = s.substr(strip_prefix.size());
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 // "cache 12 hits / 0 misses (100%)" for an attempt line.
 std::string CacheText(const farm::v1::CompileCacheStats& c) {
@@ -62,7 +57,7 @@ std::string CaseText(const farm::v1::ValidationCase& c) {
 std::string ValidationText(const farm::v1::ValidationReport& v) {
   if (v.state() == farm::v1::VALIDATION_STATE_UNSPECIFIED) return "";
   std::ostringstream o;
-  o << "      validation: " << Lower(farm::v1::ValidationState_Name(v.state()), "VALIDATION_");
+  o << "      validation: " << EnumWord(farm::v1::ValidationState_Name(v.state()), "VALIDATION_");
   if (!v.gpu_name().empty()) {
     o << " on " << v.gpu_name();
     if (!v.compute_capability().empty()) o << " (cc " << v.compute_capability() << ")";
@@ -75,13 +70,19 @@ std::string ValidationText(const farm::v1::ValidationReport& v) {
 
 }  // namespace
 
-std::string StateName(farm::v1::BuildState s) {
-  return Lower(farm::v1::BuildState_Name(s), "BUILD_");
+std::string EnumWord(std::string_view name, std::string_view prefix) {
+  if (name.starts_with(prefix)) name.remove_prefix(prefix.size());
+  return AsciiLower(name);
 }
-std::string StateName(farm::v1::JobState s) { return Lower(farm::v1::JobState_Name(s), "JOB_"); }
+
+std::string StateName(farm::v1::BuildState s) {
+  return EnumWord(farm::v1::BuildState_Name(s), "BUILD_");
+}
+std::string StateName(farm::v1::JobState s) { return EnumWord(farm::v1::JobState_Name(s), "JOB_"); }
 std::string CauseName(farm::v1::AttemptCause c) {
-  return c == farm::v1::ATTEMPT_CAUSE_UNSPECIFIED ? "running"
-                                                  : Lower(farm::v1::AttemptCause_Name(c), "CAUSE_");
+  return c == farm::v1::ATTEMPT_CAUSE_UNSPECIFIED
+             ? "running"
+             : EnumWord(farm::v1::AttemptCause_Name(c), "CAUSE_");
 }
 
 std::string CellLabel(const farm::v1::MatrixCell& c) {
@@ -297,7 +298,7 @@ std::string ProofText(const farm::v1::Job& j) {
   o << "\n";
   for (const auto& p : j.torch_proofs()) {
     o << "      torch " << p.cell().torch() << " (Python " << p.cell().python() << ", CUDA "
-      << p.cell().cuda() << "): " << Lower(farm::v1::ProofState_Name(p.state()), "PROOF_");
+      << p.cell().cuda() << "): " << EnumWord(farm::v1::ProofState_Name(p.state()), "PROOF_");
     if (p.job_id() > 0) o << " (job " << p.job_id() << ")";
     if (!p.detail().empty()) o << " - " << p.detail();
     o << "\n";

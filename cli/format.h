@@ -6,12 +6,16 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "farm/v1/client.pb.h"
 
 namespace farm::cli {
 
+// An enum value's name as a word: without `prefix`, in lower case ("BUILD_SUCCEEDED",
+// "BUILD_" -> "succeeded").
+std::string EnumWord(std::string_view name, std::string_view prefix);
 std::string StateName(farm::v1::BuildState s);  // "succeeded"
 std::string StateName(farm::v1::JobState s);
 std::string CauseName(farm::v1::AttemptCause c);

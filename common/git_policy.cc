@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/strings.h"
+
 namespace farm::git {
 namespace {
 
@@ -97,12 +99,6 @@ Status CheckScpLike(const std::string& url, size_t colon) {
   return Status::Ok();
 }
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 }  // namespace
 
 Status CheckGitUrl(const std::string& url, const GitPolicy& policy) {
@@ -118,7 +114,7 @@ Status CheckGitUrl(const std::string& url, const GitPolicy& policy) {
     }
   }
   if (url[0] == '-') return Refused(url, "starts with '-'");
-  const std::string lower = Lower(url);
+  const std::string lower = AsciiLower(url);
   if (lower.rfind("file:", 0) == 0) {
     return Refused(url, "reads the host's own disk; " + std::string(kRemoteOnly));
   }
@@ -190,7 +186,7 @@ std::string SanitizedGitError(const std::string& what, int exit_code, bool timed
   if (timed_out) {
     return what + " timed out after " + std::to_string((timeout_ms + 999) / 1000) + " s";
   }
-  const std::string err = Lower(stderr_text.substr(0, 64 * 1024));
+  const std::string err = AsciiLower(stderr_text.substr(0, 64 * 1024));
   struct Cause {
     const char* needle;
     const char* text;

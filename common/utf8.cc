@@ -1,6 +1,5 @@
 #include "common/utf8.h"
 
-#include <cctype>
 #include <cstdint>
 
 namespace farm {
@@ -91,13 +90,6 @@ std::string EscapeMarkup(std::string_view s) {
     }
   }
   return out;
-}
-
-std::string TrimSpace(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
 }
 
 }  // namespace farm

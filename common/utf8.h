@@ -23,9 +23,6 @@ std::string ToValidUtf8(std::string_view s);
 // quoted attribute.
 std::string EscapeMarkup(std::string_view s);
 
-// `s` without the ASCII white space (space, \t, \n, \v, \f, \r) at either end.
-std::string TrimSpace(std::string_view s);
-
 }  // namespace farm
 
 #endif  // FARM_COMMON_UTF8_H_

@@ -24,20 +24,14 @@ const char kSchedulesUsage[] =
     "       | --watch-tags GLOB | --watch-branch NAME | --watch-toolkit SPEC [--watch-tree NAME]\n"
     "         [--poll SECONDS]";
 
-std::string Lower(std::string s, const std::string& prefix) {
-  if (s.rfind(prefix, 0) == 0) s = s.substr(prefix.size());
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 std::string OutcomeName(farm::v1::ScheduleRunOutcome o) {
-  return Lower(farm::v1::ScheduleRunOutcome_Name(o), "RUN_");
+  return EnumWord(farm::v1::ScheduleRunOutcome_Name(o), "RUN_");
 }
 
 std::string RunLine(const farm::v1::ScheduleRun& r) {
   std::ostringstream o;
   o << "  run " << r.id() << "  " << r.created_at() << "  "
-    << Lower(farm::v1::ScheduleTrigger_Name(r.trigger()), "TRIGGER_") << "  "
+    << EnumWord(farm::v1::ScheduleTrigger_Name(r.trigger()), "TRIGGER_") << "  "
     << OutcomeName(r.outcome());
   if (r.build_id() > 0)
     o << "  build " << r.build_id() << " (" << StateName(r.build_state()) << ")";
@@ -77,10 +71,10 @@ std::string ScheduleText(const farm::v1::Schedule& s, bool runs) {
     if (s.recent_runs_size() > 0) o << RunLine(s.recent_runs(0)) << "\n";
     return o.str();
   }
-  o << "  recipe " << s.recipe_name()
-    << ", missed runs: " << Lower(farm::v1::MissedRunPolicy_Name(s.missed_run_policy()), "MISSED_")
+  o << "  recipe " << s.recipe_name() << ", missed runs: "
+    << EnumWord(farm::v1::MissedRunPolicy_Name(s.missed_run_policy()), "MISSED_")
     << ", concurrency: "
-    << Lower(farm::v1::ConcurrencyPolicy_Name(s.concurrency_policy()), "CONCURRENCY_")
+    << EnumWord(farm::v1::ConcurrencyPolicy_Name(s.concurrency_policy()), "CONCURRENCY_")
     << ", created by " << s.created_by() << " at " << s.created_at() << "\n";
   if (s.request().source().has_git()) {
     const auto& g = s.request().source().git();

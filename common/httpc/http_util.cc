@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "common/log.h"
+#include "common/strings.h"
 
 namespace farm::httpc {
 namespace {
@@ -41,10 +42,7 @@ bool IsRateLimited(const HttpResponse& response) {
   if (response.status != 403) return false;
   if (response.headers.GetOr("x-ratelimit-remaining", "") == "0") return true;
   if (response.headers.Has("retry-after")) return true;
-  std::string body = response.body;
-  std::transform(body.begin(), body.end(), body.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return body.find("rate limit") != std::string::npos;
+  return AsciiLower(response.body).find("rate limit") != std::string::npos;
 }
 
 std::string PercentEncode(std::string_view text) {

@@ -14,6 +14,7 @@
 #include "common/git_policy.h"
 #include "common/recipe/recipe_internal.h"
 #include "common/recipe/yaml_reader.h"
+#include "common/strings.h"
 
 namespace farm::recipe {
 namespace {
@@ -142,8 +143,7 @@ Status ParseGitSource(const ErrorSink& sink, const Field& f, farm::v1::GitSource
                    "\"source.git.commit\" must be a full 40-hex-digit commit id, got \"" +
                        git->commit() + "\"");
   }
-  std::transform(git->mutable_commit()->begin(), git->mutable_commit()->end(),
-                 git->mutable_commit()->begin(), [](unsigned char c) { return std::tolower(c); });
+  git->set_commit(AsciiLower(git->commit()));
   if (!git->ref().empty() && (git->ref().front() == '-' || HasSpaceOrControl(git->ref()))) {
     return sink.At(s.Find("ref")->value_pos(),
                    "\"source.git.ref\" must be a branch or tag name, got \"" + git->ref() + "\"");

@@ -2,12 +2,14 @@
 // families.h).
 #include "common/recipe/recipe_fit.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <utility>
 
 #include "common/recipe/recipe_internal.h"
+#include "common/strings.h"
 #include "common/wheel/fatbin_compression.h"
 #include "common/wheel/sm_families.h"
 
@@ -36,11 +38,10 @@ constexpr std::pair<std::string_view, double> kUnits[] = {{"", 1},
 // The largest budget a recipe may name: far past any upload limit, well inside int64.
 constexpr double kMaxBytes = 1e15;
 
+// `s` in lower case, its spaces removed ("100 MiB" -> "100mib").
 std::string LowerNoSpaces(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c != ' ') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
+  std::string out = AsciiLower(s);
+  out.erase(std::remove(out.begin(), out.end(), ' '), out.end());
   return out;
 }
 

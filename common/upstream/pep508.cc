@@ -4,21 +4,13 @@
 #include <cctype>
 #include <optional>
 
+#include "common/strings.h"
+#include "common/wheel/wheel_name.h"
+
 namespace farm::upstream {
 namespace {
 
-constexpr size_t kMaxDependencyBytes = 2000;
 constexpr int kMaxMarkerDepth = 16;
-
-bool IsNameChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 struct Token {
   enum Kind { kEnd, kOpen, kClose, kWord, kString, kOp } kind = kEnd;
@@ -157,7 +149,7 @@ class MarkerParser {
     if (op == "not in") return rhs.text.find(lhs.text) == std::string::npos;
     if (lhs.is_extra || rhs.is_extra) {
       if (op != "==" && op != "!=") return Bad("extra compares with == or != only");
-      bool equal = NormalizeName(lhs.text) == NormalizeName(rhs.text);
+      bool equal = wheel::NormalizeProjectName(lhs.text) == wheel::NormalizeProjectName(rhs.text);
       return op == "==" ? equal : !equal;
     }
     static const char* const kOps[] = {"<", "<=", ">", ">=", "==", "!=", "~=", "==="};
@@ -181,67 +173,6 @@ class MarkerParser {
 
 }  // namespace
 
-std::string NormalizeName(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      if (out.empty() || out.back() != '-') out += '-';
-    } else {
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-  }
-  return out;
-}
-
-Result<DependencySpec> ParseDependency(std::string_view text) {
-  auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument("requirement \"" + std::string(text.substr(0, 120)) +
-                                   "\": " + why);
-  };
-  if (text.size() > kMaxDependencyBytes) return bad("too long");
-  DependencySpec dep;
-  size_t semi = text.find(';');
-  std::string_view req = Trim(text.substr(0, semi));
-  if (semi != std::string_view::npos) dep.marker = std::string(Trim(text.substr(semi + 1)));
-  size_t i = 0;
-  while (i < req.size() && IsNameChar(req[i])) ++i;
-  if (i == 0 || !std::isalnum(static_cast<unsigned char>(req[0])) ||
-      !std::isalnum(static_cast<unsigned char>(req[i - 1]))) {
-    return bad("no project name");
-  }
-  dep.name = std::string(req.substr(0, i));
-  std::string_view rest = Trim(req.substr(i));
-  if (!rest.empty() && rest.front() == '[') {
-    size_t close = rest.find(']');
-    if (close == std::string_view::npos) return bad("unclosed extras");
-    std::string_view list = rest.substr(1, close - 1);
-    while (!list.empty()) {
-      size_t comma = list.find(',');
-      std::string_view extra = Trim(list.substr(0, comma));
-      if (extra.empty() || !std::all_of(extra.begin(), extra.end(), IsNameChar)) {
-        return bad("malformed extras");
-      }
-      dep.extras.push_back(NormalizeName(extra));
-      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    }
-    std::sort(dep.extras.begin(), dep.extras.end());
-    rest = Trim(rest.substr(close + 1));
-  }
-  if (!rest.empty() && rest.front() == '@') return bad("a URL requirement");
-  if (!rest.empty() && rest.front() == '(') {
-    if (rest.back() != ')') return bad("unclosed '('");
-    rest = Trim(rest.substr(1, rest.size() - 2));
-  }
-  for (char c : rest) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) &&
-        std::string_view("<>=!~.*+,_- ").find(c) == std::string_view::npos) {
-      return bad("unexpected character in the version specifier");
-    }
-  }
-  dep.specifier = std::string(rest);
-  return dep;
-}
-
 MarkerEnv LinuxCpythonEnv(const std::string& python_version, const std::string& machine) {
   size_t first = python_version.find('.');
   size_t second = first == std::string::npos ? first : python_version.find('.', first + 1);
@@ -259,8 +190,8 @@ MarkerEnv LinuxCpythonEnv(const std::string& python_version, const std::string& 
 
 Result<bool> EvaluateMarker(std::string_view marker, const MarkerEnv& env,
                             const std::string& extra) {
-  if (Trim(marker).empty()) return true;
-  if (marker.size() > kMaxDependencyBytes) {
+  if (TrimSpace(marker).empty()) return true;
+  if (marker.size() > wheel::kMaxDependencyBytes) {
     return Status::InvalidArgument("environment marker: too long");
   }
   std::optional<std::vector<Token>> tokens = Tokenize(marker);

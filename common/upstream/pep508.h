@@ -1,16 +1,11 @@
-// Dependency specifiers as wheels declare them in METADATA's Requires-Dist (PEP 508):
-//
-//   name [extras] specifier ; marker        e.g.
-//   triton==3.4.0; platform_system == "Linux" and platform_machine == "x86_64"
-//   cuda-toolkit[cublas,cudart]==13.0.2; platform_system == "Linux"
-//   pytest (>=4.6) ; extra == 'develop'      (the older parenthesized form)
-//
-// and the environment markers evaluated for one interpreter and platform, so the farm can
-// tell which requirements of a wheel apply to the environment it provisions. Versions and
-// specifiers are release_version.h's (PEP 440 without epochs). URL requirements
-// (`name @ url`) do not parse: nothing the farm installs may name one. Every input is
-// hostile: sizes are bounded and anything outside the grammar is InvalidArgument.
-// Pure functions; safe from any thread.
+// What the dependency specifiers a wheel declares in METADATA's Requires-Dist (PEP 508)
+// mean for one environment: the environment markers evaluated for one interpreter and
+// platform, and whether a version satisfies a specifier, so the farm can tell which
+// requirements of a wheel apply to the environment it provisions. Their syntax is read by
+// common/wheel/metadata/dependency.h (ParseDependency, re-exported here for these
+// functions' users). Versions and specifiers are release_version.h's (PEP 440 without
+// epochs). Every input is hostile: sizes are bounded and anything outside the grammar is
+// InvalidArgument. Pure functions; safe from any thread.
 #ifndef FARM_COMMON_UPSTREAM_PEP508_H_
 #define FARM_COMMON_UPSTREAM_PEP508_H_
 
@@ -21,18 +16,12 @@
 
 #include "common/status.h"
 #include "common/upstream/release_version.h"
+#include "common/wheel/metadata/dependency.h"
 
 namespace farm::upstream {
 
-struct DependencySpec {
-  std::string name;                 // as written
-  std::vector<std::string> extras;  // normalized (PEP 685), sorted
-  std::string specifier;            // ">=1.13.3", "==13.1.0.3.*"; "" for any version
-  std::string marker;               // the text after ';', "" for none
-};
-
-// Parses one Requires-Dist value.
-Result<DependencySpec> ParseDependency(std::string_view text);
+using wheel::DependencySpec;
+using wheel::ParseDependency;
 
 // Marker variables (python_version, python_full_version, platform_system,
 // platform_machine, sys_platform, os_name, implementation_name, ...). A variable missing
@@ -54,9 +43,6 @@ Result<bool> EvaluateMarker(std::string_view marker, const MarkerEnv& env,
 // Whether `version` satisfies `specifier` ("" matches everything); InvalidArgument for a
 // specifier or version release_version.h cannot read (=== among them).
 Result<bool> SpecifierMatches(const std::string& specifier, const std::string& version);
-
-// PEP 503 / 685 normalisation: lower case, runs of -_. become one '-'.
-std::string NormalizeName(std::string_view name);
 
 }  // namespace farm::upstream
 

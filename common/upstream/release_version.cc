@@ -4,7 +4,7 @@
 #include <cctype>
 #include <cstdint>
 
-#include "common/utf8.h"
+#include "common/strings.h"
 
 namespace farm::upstream {
 namespace {
@@ -98,8 +98,7 @@ std::string ReleaseVersion::Public() const {
 }
 
 std::optional<ReleaseVersion> ParseReleaseVersion(std::string_view text) {
-  std::string lower = TrimSpace(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string lower = AsciiLower(TrimSpace(text));
   std::string_view s = lower;
   size_t pos = 0;
   Consume(s, &pos, "v");  // PEP 440 allows a leading "v"

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "common/strings.h"
 #include "common/wheel/wheel_name.h"
 
 namespace farm::upstream {
@@ -15,16 +16,11 @@ namespace {
 
 namespace json = boost::json;
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 // "sha256=<hex>" fragments and attribute values; "" unless it is a valid sha256.
 std::string Sha256Of(const std::string& text) {
   std::string prefix = "sha256=";
   if (text.rfind(prefix, 0) != 0) return "";
-  std::string hex = Lower(text.substr(prefix.size()));
+  std::string hex = AsciiLower(text.substr(prefix.size()));
   return IsSha256Hex(hex) ? hex : "";
 }
 
@@ -75,7 +71,7 @@ std::map<std::string, std::string> ParseAttributes(const std::string& tag, bool*
     size_t start = i;
     while (i < tag.size() && tag[i] != '=' && !std::isspace(static_cast<unsigned char>(tag[i])))
       ++i;
-    std::string name = Lower(tag.substr(start, i - start));
+    std::string name = AsciiLower(tag.substr(start, i - start));
     if (name.empty()) break;
     while (i < tag.size() && std::isspace(static_cast<unsigned char>(tag[i]))) ++i;
     std::string value;
@@ -113,7 +109,7 @@ Result<IndexFile> FileFromJson(const json::object& f, const std::string& page_ur
   FARM_ASSIGN_OR_RETURN(file.url, ResolveUrl(page_url, ref));
   if (const json::value* hashes = f.if_contains("hashes"); hashes && hashes->is_object()) {
     if (const json::value* h = hashes->as_object().if_contains("sha256"); h && h->is_string()) {
-      std::string hex = Lower(std::string(h->as_string()));
+      std::string hex = AsciiLower(std::string(h->as_string()));
       if (IsSha256Hex(hex)) file.sha256 = hex;
     }
   }
@@ -138,7 +134,7 @@ Result<IndexFile> FileFromJson(const json::object& f, const std::string& page_ur
     const json::value* m = f.if_contains(key);
     if (m && m->is_object()) {
       if (const json::value* h = m->as_object().if_contains("sha256"); h && h->is_string()) {
-        std::string hex = Lower(std::string(h->as_string()));
+        std::string hex = AsciiLower(std::string(h->as_string()));
         if (IsSha256Hex(hex)) file.core_metadata_sha256 = hex;
       }
     }
@@ -238,7 +234,7 @@ Result<std::vector<IndexFile>> ParseProjectJson(const std::string& body,
 Result<std::vector<IndexFile>> ParseProjectHtml(const std::string& body,
                                                 const std::string& page_url) {
   std::vector<IndexFile> out;
-  std::string lower = Lower(body);
+  std::string lower = AsciiLower(body);
   for (size_t at = lower.find("<a"); at != std::string::npos; at = lower.find("<a", at + 2)) {
     if (at + 2 >= lower.size() || !std::isspace(static_cast<unsigned char>(lower[at + 2]))) {
       continue;

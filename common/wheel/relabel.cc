@@ -7,17 +7,13 @@
 #include <filesystem>
 
 #include "common/sha256.h"
+#include "common/strings.h"
 #include "common/wheel/metadata/dist_info.h"
 #include "common/wheel/wheel_name.h"
 #include "common/wheel/wheel_rewrite.h"
 
 namespace farm::wheel {
 namespace {
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // Replaces the value of the first "Version:" header; the body after the blank line and
 // every other byte stay as they are.
@@ -86,7 +82,7 @@ Result<std::string> RenderLocalLabel(const std::string& label_template,
     i = close;
   }
   for (char& c : out) c = (c == '-' || c == '_') ? '.' : c;
-  out = Lower(out);
+  out = AsciiLower(out);
   if (!out.empty() && !IsValidLocalLabel(out)) {
     return Status::InvalidArgument("local version template \"" + label_template + "\" gives \"" +
                                    out + "\", which is not a PEP 440 local label");

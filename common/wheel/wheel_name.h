@@ -35,7 +35,9 @@ struct WheelFilename {
 // characters PEP 427 does not allow, build tag not starting with a digit, empty tag).
 Result<WheelFilename> ParseWheelFilename(std::string_view path);
 
-// PEP 503 normalisation: lowercase, runs of '-', '_' and '.' become one '-'.
+// PEP 503 normalisation, `re.sub(r"[-_.]+", "-", name).lower()`: lowercase, each run of
+// '-', '_' and '.' becomes one '-' (a leading or trailing run too: "_x" is "-x"). The
+// farm's one normaliser of project names, and of extra names (PEP 685).
 std::string NormalizeProjectName(std::string_view name);
 
 // The comparison form of a version: lowercase, a leading 'v' before a digit dropped, '-'

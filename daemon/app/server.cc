@@ -12,6 +12,7 @@
 #include "daemon/api/client/client_service.h"
 #include "daemon/api/worker/worker_service.h"
 #include "daemon/attest/attestor.h"
+#include "daemon/builds/build_key.h"
 #include "daemon/cron/runner.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/server/dashboard.h"
@@ -307,7 +308,8 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
            .every_passes = kSourceCollectionPasses,
            .run = [ctx = &impl->ctx]() -> Status {
              return CollectSources(*ctx, ctx->tunables.source_retention_ms).status();
-           }}});
+           }}},
+      builds::KeyWithInputs);
   impl->sweeper->Start();
   impl->schedules->Start(1000);
   if (!options.ready_file.empty()) {

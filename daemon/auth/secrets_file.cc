@@ -9,7 +9,7 @@
 
 #include "common/fs.h"
 #include "common/log.h"
-#include "common/utf8.h"
+#include "common/strings.h"
 
 namespace farm::auth {
 namespace {

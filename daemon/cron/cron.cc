@@ -5,6 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include "common/strings.h"
+
 namespace farm::cron {
 namespace {
 
@@ -149,8 +151,7 @@ Result<CronExpr> CronExpr::Parse(std::string_view text) {
   if (first != std::string_view::npos && text[first] == '@') {
     auto parts = SplitFields(text);
     if (parts.size() != 1) return Status::InvalidArgument("column 1: a macro stands alone");
-    std::string lower(parts[0].first);
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string lower = AsciiLower(parts[0].first);
     const Macro* found = nullptr;
     for (const Macro& m : kMacros) found = lower == m.name ? &m : found;
     if (!found) {

@@ -1,7 +1,6 @@
 #include "daemon/cron/runner.h"
 
 #include "common/log.h"
-#include "common/sha256.h"
 #include "daemon/cron/cron.h"
 
 namespace farm::cron {
@@ -38,42 +37,6 @@ Result<int64_t> NextFireMs(const std::string& cron, const std::string& time_zone
   int64_t after_s = after_ms >= 0 ? after_ms / 1000 : (after_ms - 999) / 1000;
   FARM_ASSIGN_OR_RETURN(int64_t next_s, expr.NextFire(zone, after_s));
   return next_s * 1000;
-}
-
-std::string SourceIdentity(const farm::v1::Source& src, const std::string& digest) {
-  if (src.has_git()) {
-    return src.git().commit().empty() ? "" : "git:" + src.git().url() + "@" + src.git().commit();
-  }
-  // An uploaded archive is its bytes, as farmd checked them on upload.
-  if (src.has_archive()) return "archive:" + src.archive().sha256();
-  // A client path (refused at submit) is identified by its content digest, never its path.
-  return digest.empty() ? "" : "content:" + digest;
-}
-
-std::string InputsDigest(const farm::v1::SubmitBuildRequest& req) {
-  std::string source = SourceIdentity(req.source(), req.source_digest());
-  if (source.empty()) return "";
-  Sha256 h;
-  auto field = [&h](const std::string& s) {
-    h.Update(std::to_string(s.size()));
-    h.Update(":");
-    h.Update(s);
-  };
-  field("schedule-inputs-v1");
-  field(req.recipe_yaml());
-  for (const auto& p : req.patches()) {
-    field(p.name());
-    field(p.content());
-  }
-  field(source);
-  field(req.matrix().SerializeAsString());  // repeated fields only: deterministic
-  // A graph is unchanged only when every recipe it requires is.
-  for (const auto& sub : req.requirements()) {
-    std::string digest = InputsDigest(sub);
-    if (digest.empty()) return "";
-    field(digest);
-  }
-  return h.HexDigest();
 }
 
 ScheduleRunner::ScheduleRunner(store::Store* store, const Clock* clock, SourceResolver* resolver,
@@ -142,7 +105,7 @@ Result<store::ScheduleRunRow> ScheduleRunner::Fire(const store::ScheduleRow& sch
     return Record(schedule, f, farm::v1::RUN_FAILED,
                   "cannot resolve a required recipe's ref: " + pinned.message());
   }
-  std::string digest = InputsDigest(req);
+  std::string digest = submitter_->InputsDigest(req);
   // A watch fires because its upstream changed, which the request's inputs do not show.
   if (!f.force && !digest.empty() && f.trigger != farm::v1::TRIGGER_WATCH) {
     FARM_ASSIGN_OR_RETURN(auto last, store_->LastSucceededScheduleRun(schedule.id));

@@ -47,6 +47,10 @@ class BuildSubmitter {
   virtual Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest& req,
                                           const std::string& who, store::ScheduleRunRow* run,
                                           int64_t next_fire_ms) = 0;
+  // A digest of every input of a scheduled build's request; "" when a source is unknown,
+  // so that such a schedule always builds. A run whose digest equals the last successful
+  // run's builds nothing (daemon/builds/build_key.h, ScheduleInputsDigest).
+  virtual std::string InputsDigest(const farm::v1::SubmitBuildRequest& req) const = 0;
 };
 
 struct RunnerOptions {
@@ -110,15 +114,6 @@ class ScheduleRunner {
 // The first fire time (Unix ms) of `cron` in `time_zone` strictly after `after_ms`.
 // InvalidArgument for a bad expression or zone (the message says where).
 Result<int64_t> NextFireMs(const std::string& cron, const std::string& time_zone, int64_t after_ms);
-
-// The identity of a source for keys: "git:URL@COMMIT", "archive:SHA256" for an uploaded
-// archive, "content:DIGEST", or "" when the content is unknown (a client path without a
-// digest, a git ref not resolved).
-std::string SourceIdentity(const farm::v1::Source& source, const std::string& source_digest);
-
-// A hash of every input of a scheduled build (recipe text, patches, source identity,
-// matrix); "" when the source identity is unknown, so such a schedule always builds.
-std::string InputsDigest(const farm::v1::SubmitBuildRequest& req);
 
 }  // namespace farm::cron
 

@@ -7,7 +7,7 @@
 
 #include "common/fs.h"
 #include "common/log.h"
-#include "common/utf8.h"
+#include "common/strings.h"
 #include "daemon/hosts/inventory.h"
 #include "farm/v1/client.pb.h"
 

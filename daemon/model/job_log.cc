@@ -4,18 +4,14 @@
 #include <cctype>
 #include <regex>
 
+#include "common/strings.h"
+
 namespace farm::model {
 namespace {
 
 constexpr size_t kMaxLineBytes = 400;
 constexpr size_t kMaxLines = 8;
 constexpr size_t kDiagnosticContext = 4;  // lines after a diagnostic (source, caret)
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // A line longer than this is a command line, not a message (nvcc invocations run to
 // thousands of bytes and name -Werror flags).
@@ -25,7 +21,7 @@ constexpr size_t kMaxMessageBytes = 2000;
 // skipping the regular expressions for them keeps a page of 1,000 lines cheap.
 bool MayMatter(const std::string& plain) {
   if (plain.size() > kMaxMessageBytes) return false;
-  std::string lower = Lower(plain);
+  std::string lower = AsciiLower(plain);
   for (const char* word :
        {"error", "failed", "traceback", "undefined reference", "exception", "warn"}) {
     if (lower.find(word) != std::string::npos) return true;

@@ -6,6 +6,7 @@
 #include "common/httpc/http_util.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "common/strings.h"
 
 namespace farm::publish {
 
@@ -137,10 +138,7 @@ Status CheckLockedRelease(const std::string& repo, const GitHubRelease& release,
 
 bool IsImmutableRejection(const httpc::HttpResponse& response) {
   if (response.status != 422) return false;
-  std::string body = response.body;
-  std::transform(body.begin(), body.end(), body.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return body.find("immutable release") != std::string::npos;
+  return AsciiLower(response.body).find("immutable release") != std::string::npos;
 }
 
 bool IsSizeRejection(const httpc::HttpResponse& response) {

@@ -8,12 +8,13 @@
 namespace farm::sched {
 
 Sweeper::Sweeper(store::Store* store, const Clock* clock, Revalidator* revalidator,
-                 int64_t lease_ms, std::vector<SweepTask> tasks)
+                 int64_t lease_ms, std::vector<SweepTask> tasks, store::InputsKeyFn inputs_key)
     : store_(store),
       clock_(clock),
       revalidator_(revalidator),
       lease_ms_(lease_ms),
-      tasks_(std::move(tasks)) {}
+      tasks_(std::move(tasks)),
+      inputs_key_(std::move(inputs_key)) {}
 
 Sweeper::~Sweeper() { Stop(); }
 
@@ -54,7 +55,7 @@ void Sweeper::RunPass(int64_t pass) {
   }
   auto merged = store_->ResolveMergedJobs(clock_->NowUnixMs());
   if (!merged.ok()) log::Warn("settling merged jobs failed: " + merged.status().ToString());
-  auto held = store_->ResolveHeldJobs(clock_->NowUnixMs());
+  auto held = store_->ResolveHeldJobs(clock_->NowUnixMs(), inputs_key_);
   if (!held.ok()) log::Warn("settling held jobs failed: " + held.status().ToString());
   if (revalidator_ != nullptr) {
     auto revalidated = revalidator_->RunOnce();

@@ -34,7 +34,7 @@ class Sweeper {
   // `store`, `clock` and `revalidator` outlive the sweeper; `lease_ms` is how long a
   // worker may stay silent before it is lost.
   Sweeper(store::Store* store, const Clock* clock, Revalidator* revalidator, int64_t lease_ms,
-          std::vector<SweepTask> tasks);
+          std::vector<SweepTask> tasks, store::InputsKeyFn inputs_key);
   ~Sweeper();
   Sweeper(const Sweeper&) = delete;
   Sweeper& operator=(const Sweeper&) = delete;
@@ -55,6 +55,7 @@ class Sweeper {
   Revalidator* revalidator_;
   int64_t lease_ms_;
   std::vector<SweepTask> tasks_;
+  store::InputsKeyFn inputs_key_;  // settles held jobs (daemon/builds/build_key.h)
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopped_ = false;  // guarded by mu_

@@ -9,7 +9,7 @@
 
 #include "common/flags.h"
 #include "common/fs.h"
-#include "common/utf8.h"
+#include "common/strings.h"
 
 namespace farm::agent {
 namespace {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/wheel/metadata/dist_info.h"
+#include "common/wheel/wheel_name.h"
 
 namespace farm::env {
 namespace {
@@ -22,7 +23,7 @@ std::string ExactVersion(const std::string& specifier) {
 std::vector<PinProblem> CheckPins(const std::vector<PinnedDist>& dists,
                                   const upstream::MarkerEnv& env, const PinSuggester& suggest) {
   std::map<std::string, size_t> by_name;
-  for (size_t i = 0; i < dists.size(); ++i) by_name[upstream::NormalizeName(dists[i].name)] = i;
+  for (size_t i = 0; i < dists.size(); ++i) by_name[wheel::NormalizeProjectName(dists[i].name)] = i;
   std::vector<PinProblem> problems;
   std::set<std::string> reported;  // requirer + requirement, once each
   // Every pinned dist with no extras, then each (dist, extra) some requirement asks for.
@@ -62,7 +63,7 @@ std::vector<PinProblem> CheckPins(const std::vector<PinnedDist>& dists,
         if (v.empty()) v = ExactVersion(dep->specifier);
         return v.empty() ? "" : dep->name + "==" + v;
       };
-      auto it = by_name.find(upstream::NormalizeName(dep->name));
+      auto it = by_name.find(wheel::NormalizeProjectName(dep->name));
       if (it == by_name.end()) {
         problem({.line = suggestion()});
         continue;

@@ -5,18 +5,10 @@
 #include <set>
 #include <sstream>
 
-#include "common/utf8.h"
+#include "common/strings.h"
 #include "worker/probe/probe.h"
 
 namespace farm::agent {
-namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-}  // namespace
 
 Result<MemInfo> ParseMemInfo(const std::string& text) {
   MemInfo info;
@@ -111,7 +103,7 @@ Status ParsePythonProbe(const std::string& text, farm::v1::PythonInterpreter* py
 }
 
 bool KernelReleaseIsWsl2(const std::string& release) {
-  std::string r = Lower(release);
+  std::string r = AsciiLower(release);
   return r.find("microsoft") != std::string::npos || r.find("wsl2") != std::string::npos;
 }
 

@@ -4,7 +4,7 @@
 
 #include <cctype>
 
-#include "common/utf8.h"
+#include "common/strings.h"
 
 namespace farm::wheel {
 namespace {

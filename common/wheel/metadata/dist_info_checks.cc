@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "common/strings.h"
 #include "common/wheel/elf/host_elf.h"
 #include "common/wheel/metadata/dist_info.h"
 
@@ -111,9 +112,7 @@ void CheckWheelFile(const std::string& path, std::string_view text, const WheelF
                     "Wheel-Version is '" + version.value_or("") + "'; this checker knows 1.x"});
   }
   std::optional<std::string> purelib = FindHeader(fields, "Root-Is-Purelib");
-  std::string pure = purelib.value_or("");
-  std::transform(pure.begin(), pure.end(), pure.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string pure = AsciiLower(purelib.value_or(""));
   if (pure != "true" && pure != "false") {
     out->push_back({"wheel-purelib", path, "Root-Is-Purelib is '" + pure + "'"});
   } else if (pure == "true" && !name.IsPure()) {

@@ -7,26 +7,18 @@
 #include <filesystem>
 #include <set>
 
+#include "common/strings.h"
 #include "common/utf8.h"
+#include "common/wheel/metadata/dependency.h"
 #include "common/wheel/wheel_name.h"
 #include "common/wheel/wheel_rewrite.h"
 
 namespace farm::wheel {
 namespace {
 
-bool IsNameChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-}
-
 bool IsVersionChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '*' || c == '+' ||
          c == '!' || c == '_' || c == '-';
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 bool HeaderIs(std::string_view name, std::string_view want) {
@@ -47,68 +39,20 @@ size_t ClauseLength(std::string_view s) {
   return 0;
 }
 
-// The parts of an existing Requires-Dist value the edit needs.
+// The parts of an existing Requires-Dist value the edit needs: its name ("" when it does
+// not start with one: such a row is not the project's and is kept), its extras, and
+// whether it applies only with an extra. Its version part may hold anything.
 struct ExistingRow {
   std::string name;
   std::vector<std::string> extras;
-  bool extra_marker = false;  // the marker mentions `extra`
+  bool extra_marker = false;
 };
 
-// True when the marker (the text after ';') names the `extra` variable outside quotes.
-bool MarkerNamesExtra(std::string_view marker) {
-  char quote = 0;
-  for (size_t i = 0; i < marker.size(); ++i) {
-    char c = marker[i];
-    if (quote != 0) {
-      if (c == quote) quote = 0;
-      continue;
-    }
-    if (c == '"' || c == '\'') {
-      quote = c;
-      continue;
-    }
-    if (!std::isalpha(static_cast<unsigned char>(c)) && c != '_') continue;
-    size_t j = i;
-    while (j < marker.size() &&
-           (std::isalnum(static_cast<unsigned char>(marker[j])) || marker[j] == '_')) {
-      ++j;
-    }
-    if (marker.substr(i, j - i) == "extra") return true;
-    i = j - 1;
-  }
-  return false;
-}
-
-// Reads the name, extras and marker kind of a Requires-Dist value; the name is empty when
-// the value does not start with one (such a row is not the project's and is kept).
 Result<ExistingRow> ReadRow(std::string_view value) {
-  ExistingRow row;
-  value = Trim(value);
-  size_t n = 0;
-  while (n < value.size() && IsNameChar(value[n])) ++n;
-  row.name = std::string(value.substr(0, n));
-  size_t semi = value.find(';');
-  if (semi != std::string_view::npos) row.extra_marker = MarkerNamesExtra(value.substr(semi + 1));
-  std::string_view rest = Trim(value.substr(n));
-  if (!rest.starts_with('[')) return row;
-  size_t close = rest.find(']');
-  if (close == std::string_view::npos || (semi != std::string_view::npos && close > semi)) {
-    return Status::InvalidArgument("Requires-Dist \"" + std::string(value.substr(0, 200)) +
-                                   "\" has an unterminated extras list");
-  }
-  std::string_view list = rest.substr(1, close - 1);
-  while (!list.empty()) {
-    size_t comma = list.find(',');
-    std::string_view extra = Trim(list.substr(0, comma));
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    if (extra.empty() || !std::all_of(extra.begin(), extra.end(), IsNameChar)) {
-      return Status::InvalidArgument("Requires-Dist \"" + std::string(value.substr(0, 200)) +
-                                     "\" has a malformed extra \"" +
-                                     std::string(extra.substr(0, 64)) + "\"");
-    }
-    row.extras.push_back(NormalizeProjectName(extra));
-  }
-  return row;
+  Result<DependencySpec> head = ParseDependencyHead(value);
+  if (!head.ok()) return head.status().WithContext("Requires-Dist");
+  return ExistingRow{std::move(head->name), std::move(head->extras),
+                     MarkerNamesExtra(head->marker)};
 }
 
 // One logical header (a "Name: value" line and its continuation lines) or other line of
@@ -144,14 +88,14 @@ HeaderBlock SplitHeaders(std::string_view text) {
     if (continuation) {
       block.entries.back().end = end;
       if (!block.entries.back().name.empty()) {
-        block.entries.back().value += " " + std::string(Trim(bare));
+        block.entries.back().value += " " + TrimSpace(bare);
       }
     } else {
       Entry e{pos, end, "", ""};
       size_t colon = bare.find(':');
       if (colon != std::string_view::npos) {
-        e.name = std::string(Trim(bare.substr(0, colon)));
-        e.value = std::string(Trim(bare.substr(colon + 1)));
+        e.name = TrimSpace(bare.substr(0, colon));
+        e.value = TrimSpace(bare.substr(colon + 1));
       }
       block.entries.push_back(std::move(e));
     }
@@ -195,39 +139,30 @@ std::string JoinExtras(const std::set<std::string>& extras) {
 }  // namespace
 
 Result<PinSpec> ParsePinSpec(std::string_view text) {
-  std::string_view t = Trim(text);
-  size_t n = 0;
-  while (n < t.size() && IsNameChar(t[n])) ++n;
+  const std::string t = TrimSpace(text);
+  FARM_ASSIGN_OR_RETURN(DependencySpec dep, ParseDependency(t));
+  // What the farm writes is the name directly followed by its clauses, nothing else.
   const std::string quoted = "\"" + std::string(text.substr(0, 200)) + "\"";
-  if (n == 0 || !std::isalnum(static_cast<unsigned char>(t[0]))) {
-    return Status::InvalidArgument("requirement " + quoted + " does not start with a project name");
+  if (!dep.extras.empty() || !dep.marker.empty() || t != dep.name + dep.specifier) {
+    return Status::InvalidArgument("requirement " + quoted +
+                                   ": extras, markers, parentheses and spaces are not accepted");
   }
-  PinSpec pin{std::string(t.substr(0, n)), ""};
-  std::string_view rest = t.substr(n);
+  std::string_view rest = dep.specifier;
   while (true) {
     size_t len = ClauseLength(rest);
-    if (len == 0) {
+    if (len == 0 || (len < rest.size() && rest[len] != ',')) {
       return Status::InvalidArgument("requirement " + quoted +
                                      " must be NAME followed by OP VERSION clauses "
                                      "(==, !=, >=, <=, ~=, >, <, ===) separated by commas");
     }
-    pin.specifier += std::string(rest.substr(0, len));
-    rest = rest.substr(len);
-    if (rest.empty()) return pin;
-    if (rest[0] != ',') {
-      return Status::InvalidArgument("requirement " + quoted + " has \"" +
-                                     std::string(rest.substr(0, 32)) +
-                                     "\" after a clause; extras, markers and URLs are not "
-                                     "accepted");
-    }
-    pin.specifier += ',';
-    rest = rest.substr(1);
+    if (len == rest.size()) return PinSpec{dep.name, dep.specifier};
+    rest.remove_prefix(len + 1);
   }
 }
 
 Result<std::string> TorchRequirementFor(std::string_view torch_version, bool exact) {
-  std::string_view v = Trim(torch_version);
-  std::string_view public_version = v.substr(0, v.find('+'));
+  const std::string v = TrimSpace(torch_version);
+  std::string_view public_version = std::string_view(v).substr(0, v.find('+'));
   size_t major_end = 0;
   while (major_end < public_version.size() &&
          std::isdigit(static_cast<unsigned char>(public_version[major_end]))) {
@@ -273,10 +208,8 @@ std::vector<std::string> RequiresDistFor(const std::vector<std::string>& require
   std::vector<std::string> out;
   const std::string want = NormalizeProjectName(project);
   for (const std::string& value : requires_dist) {
-    std::string_view v = Trim(value);
-    size_t n = 0;
-    while (n < v.size() && IsNameChar(v[n])) ++n;
-    if (n > 0 && NormalizeProjectName(v.substr(0, n)) == want) out.push_back(value);
+    std::string_view name = DependencyName(value);
+    if (!name.empty() && NormalizeProjectName(name) == want) out.push_back(value);
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/auth/ownership.h"
+#include "daemon/builds/build_key.h"
 #include "daemon/cron/cron.h"
 #include "daemon/cron/new_schedule.h"
 #include "daemon/cron/runner.h"
@@ -29,6 +30,9 @@ class ApiBuildSubmitter final : public cron::BuildSubmitter {
     FARM_ASSIGN_OR_RETURN(int64_t id, SubmitLinked(*ctx_, req, creator, &links));
     *run = *links.run;
     return id;
+  }
+  std::string InputsDigest(const farm::v1::SubmitBuildRequest& req) const override {
+    return builds::ScheduleInputsDigest(req);
   }
 
  private:

@@ -1,7 +1,7 @@
 // Sources as content: clients upload source archives (FindSource, UploadSource), builds
 // and schedules name them by sha256 (CheckBuildSource), workers fetch the one of an attempt
-// they hold (DownloadSource), and archives nothing needs any more are collected
-// (CollectSources). Every upload is checked against its announced size and sha256 and the
+// they hold (api/worker/source_download.cc), and archives nothing needs any more are
+// collected (CollectSources). Every upload is checked against its announced size and sha256 and the
 // hostile-archive rules (common/archive/source_archive.h) before it enters the store.
 #include "common/archive/source_archive.h"
 #include "common/log.h"
@@ -9,14 +9,12 @@
 #include "common/utf8.h"
 #include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
-#include "daemon/api/worker/worker_service.h"
 #include "daemon/model/convert.h"
 #include "daemon/quota/quota.h"
 
 namespace farm::api {
 namespace {
 
-constexpr size_t kChunkBytes = 1 << 20;
 constexpr size_t kMaxOriginBytes = 512;
 
 bool IsSha256(const std::string& s) {
@@ -170,37 +168,6 @@ grpc::Status ClientService::UploadSource(grpc::ServerContext* call,
     entry.target = "source " + resp->archive().sha256();
     entry.done = std::to_string(resp->received_bytes()) + " bytes received";
     return Status::Ok();
-  });
-}
-
-grpc::Status WorkerService::DownloadSource(grpc::ServerContext* call,
-                                           const farm::v1::DownloadSourceRequest* req,
-                                           grpc::ServerWriter<farm::v1::SourceChunk>* out) {
-  return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
-    FARM_RETURN_IF_ERROR(CheckHolds(*ctx_, who, req->job_id(), req->attempt()));
-    FARM_ASSIGN_OR_RETURN(auto job, ctx_->store->GetJob(req->job_id()));
-    FARM_ASSIGN_OR_RETURN(auto build, ctx_->store->GetBuild(job.build_id));
-    if (build.source_sha256.empty() || build.source_sha256 != req->sha256()) {
-      return Status::PermissionDenied("job " + std::to_string(req->job_id()) +
-                                      " builds no source archive " + req->sha256());
-    }
-    auto reader = ctx_->blobs->OpenRead(req->sha256(), req->offset());
-    if (!reader.ok() && reader.status().code() == StatusCode::kNotFound) {
-      return Status::DataLoss("source archive " + req->sha256() + " is missing");
-    }
-    FARM_RETURN_IF_ERROR(reader.status());
-    farm::v1::SourceChunk chunk;
-    chunk.set_size((*reader)->size());
-    bool ok = out->Write(chunk);
-    std::string buf;
-    while (ok) {
-      FARM_RETURN_IF_ERROR((*reader)->Read(kChunkBytes, &buf));
-      if (buf.empty()) break;
-      chunk.Clear();
-      chunk.set_data(std::move(buf));
-      ok = out->Write(chunk);
-    }
-    return ok ? Status::Ok() : Status::Cancelled("the worker went away");
   });
 }
 

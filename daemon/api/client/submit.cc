@@ -2,12 +2,7 @@
 // the matrix, reuse succeeded jobs with the same build key, merge jobs whose key is already
 // in flight onto that job, store the build. Nothing is stored when any check fails.
 //
-// Build keys (docs/schedules.md#build-keys): a job's key hashes the recipe text, the
-// patches, the source identity (git URL + resolved commit, or the sha256 of the uploaded
-// source archive, which farmd checked itself) and the matrix cell. The cell is the toolchain
-// fingerprint: placement only gives a job to a worker whose reported Python, torch and CUDA toolkit
-// match the cell, so every wheel a key can name was built with a toolchain the cell allows. A key
-// with an unknown source (an unresolved ref) is empty and never matches.
+// Build keys (docs/schedules.md#build-keys): daemon/builds/build_key.h.
 //
 // Stable ABI (docs/recipes.md, "Torch ABI"): a recipe with torch_abi.stable is planned by
 // recipe::PlanExpansion, one job per planned build, in its build cell, carrying the cells
@@ -19,7 +14,7 @@
 // required builds are stored (answered from stored wheels or merged onto identical jobs in
 // flight like any build, keeping only the cells some job consumes), then the requested
 // build with each job held on the jobs it requires. A held job's key is its key above
-// combined with the sha256 of the wheels it consumes (store::KeyWithInputs), set when they
+// combined with the sha256 of the wheels it consumes (builds::KeyWithInputs), set when they
 // exist. A crash between storing the required builds and the requested one leaves the
 // required builds to finish alone; submitting again reuses them.
 //
@@ -38,10 +33,9 @@
 #include "common/recipe/matrix.h"
 #include "common/recipe/recipe.h"
 #include "common/recipe/wheel_names.h"
-#include "common/sha256.h"
 #include "daemon/api/client/client_service.h"
 #include "daemon/auth/ownership.h"
-#include "daemon/cron/runner.h"
+#include "daemon/builds/build_key.h"
 #include "daemon/cron/source_resolver.h"
 #include "daemon/cron/torch_follow.h"
 #include "daemon/model/convert.h"
@@ -53,39 +47,6 @@ namespace {
 
 // Recipe GB (GiB, as MAX_JOBS and placement count them) to the store's MiB.
 int64_t Mib(double gb) { return static_cast<int64_t>(std::llround(gb * 1024)); }
-
-// The key of everything that determines a job's output that farmd knows at submit time.
-// Empty when the source content is unknown, so such jobs are never answered from cache.
-std::string BuildKey(const farm::v1::Recipe& recipe, const std::string& source_identity,
-                     const farm::v1::MatrixCell& cell,
-                     const google::protobuf::RepeatedPtrField<farm::v1::MatrixCell>& validate_in) {
-  if (source_identity.empty()) return "";
-  Sha256 h;
-  auto field = [&h](const std::string& s) {
-    h.Update(std::to_string(s.size()));
-    h.Update(":");
-    h.Update(s);
-  };
-  field(recipe.yaml());
-  for (const auto& p : recipe.patches()) field(p.content());
-  field(source_identity);
-  for (const auto* v :
-       {&cell.python(), &cell.torch(), &cell.cuda(), &cell.arch_list(), &cell.platform()}) {
-    field(*v);
-  }
-  // A followed torch axis pins its releases at submit, outside the recipe's text: a new
-  // patch release of the same minor is a new input.
-  if (recipe.matrix().has_torch_follow()) {
-    auto pin = recipe.environment().torch().find(cell.torch());
-    field(pin == recipe.environment().torch().end() ? "" : pin->second);
-  }
-  // A stable-ABI build's job is its wheel and the torches it is proven with: another set
-  // of cells to validate in is another job.
-  for (const farm::v1::MatrixCell& c : validate_in) {
-    field("validate:" + c.python() + "/" + c.torch() + "/" + c.cuda());
-  }
-  return h.HexDigest();
-}
 
 Result<farm::v1::Recipe> PrepareRecipe(const farm::v1::SubmitBuildRequest& req) {
   std::string name = req.recipe_path().empty() ? "recipe.yaml" : req.recipe_path();
@@ -213,7 +174,7 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
                                .rejected_cells = rejected.str(),
                                .created_ms = now,
                                .source_sha256 = source_sha};
-  std::string source_id = cron::SourceIdentity(recipe.source(), req.source_digest());
+  std::string source_id = builds::SourceIdentity(recipe.source(), req.source_digest());
   const bool stable = !recipe.torch_abi().stable_floor().empty();
   for (recipe::PlannedBuild& planned : builds.builds) {
     const farm::v1::MatrixCell& cell = planned.build;
@@ -226,7 +187,10 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
     const bool any_need = needs.target_gpu() || needs.provisioned() || needs.validate_in_size() > 0;
     store::JobRow job{.cell = cell.SerializeAsString(),
                       .priority = req.priority(),
-                      .build_key = BuildKey(recipe, source_id, cell, needs.validate_in()),
+                      .build_key = builds::BuildKey({.recipe = recipe,
+                                                     .source = source_id,
+                                                     .cell = cell,
+                                                     .validate_in = needs.validate_in()}),
                       .max_attempts = recipe.retry().max_attempts() > 0
                                           ? recipe.retry().max_attempts()
                                           : ctx.tunables.max_attempts,
@@ -336,6 +300,7 @@ Status StorePlan(const ServiceContext& ctx, PlannedBuild* plan, store::BuildLink
     FARM_RETURN_IF_ERROR(StorePlan(ctx, &req, &sub_links, false));
   }
   links->force = force;
+  links->inputs_key = builds::KeyWithInputs;
   for (size_t r = 0; r < plan->requirements.size(); ++r) {
     const PlannedBuild& req = plan->requirements[r];
     const farm::v1::Requirement& spec = plan->recipe.requirements(static_cast<int>(r));

@@ -10,6 +10,7 @@
 #include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/attest/attestor.h"
+#include "daemon/builds/build_key.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/fanout.h"
 #include "daemon/sched/placement.h"
@@ -552,7 +553,7 @@ Result<int> WorkerService::Complete(const Principal& who, const farm::v1::Comple
     }
   }
   if (store::IsTerminal(state)) {  // jobs waiting for this one's wheel go on at once
-    auto released = ctx_->store->ResolveHeldJobs(now);
+    auto released = ctx_->store->ResolveHeldJobs(now, builds::KeyWithInputs);
     if (!released.ok()) *release_error = released.status();
   }
   return state;

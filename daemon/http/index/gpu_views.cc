@@ -6,6 +6,8 @@
 #include <set>
 #include <tuple>
 
+#include "common/strings.h"
+
 namespace farm::http {
 namespace {
 
@@ -32,8 +34,7 @@ std::vector<int64_t> ReleaseOf(std::string_view version) {
 // PEP 440 pre-releases and developmental releases ("1.0rc1", "2.0.dev3", "1.0b2"): GPU
 // views leave them out; the variant and root views list them for those who ask.
 bool IsPreRelease(std::string_view version) {
-  std::string v(version.substr(0, version.find('+')));
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string v = AsciiLower(version.substr(0, version.find('+')));
   for (size_t i = 1; i < v.size(); ++i) {
     if (!std::isdigit(static_cast<unsigned char>(v[i - 1])) && v[i - 1] != '.' && v[i - 1] != '-' &&
         v[i - 1] != '_') {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/sha256.h"
+#include "common/strings.h"
 #include "common/wheel/identity.h"
 #include "common/wheel/wheel_name.h"
 #include "daemon/http/rest/api.h"
@@ -51,21 +52,6 @@ bool IndexListable(const std::string& validation_blob, bool include_pending) {
   return include_pending && report.state() == farm::v1::VALIDATION_PENDING_HARDWARE;
 }
 
-std::string NormalizeProjectName(std::string_view name) {
-  std::string out;
-  bool sep = false;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      sep = true;
-      continue;
-    }
-    if (sep && !out.empty()) out.push_back('-');
-    sep = false;
-    out.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
-  }
-  return out;
-}
-
 Result<std::pair<std::string, std::string>> WheelNameVersion(std::string_view filename) {
   if (!filename.ends_with(".whl") || filename.find('/') != std::string_view::npos) {
     return Status::InvalidArgument("not a wheel file name: " + std::string(filename));
@@ -94,9 +80,7 @@ std::string RequiresPython(std::string_view metadata) {
     if (line.empty()) break;  // end of the headers
     constexpr std::string_view kKey = "requires-python:";
     if (line.size() >= kKey.size()) {
-      std::string key(line.substr(0, kKey.size()));
-      std::transform(key.begin(), key.end(), key.begin(), ::tolower);
-      if (key == kKey) {
+      if (AsciiLower(line.substr(0, kKey.size())) == kKey) {
         std::string_view v = line.substr(kKey.size());
         while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
         while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
@@ -145,9 +129,17 @@ Status IndexCatalog::RefreshLocked() {
     if (!name.ok()) continue;
     if (!deps_.blobs->Contains(a.sha256)) continue;
     auto cell = model::ParseBlob<farm::v1::MatrixCell>(row.cell);
-    IndexFile f{NormalizeProjectName(name->name), name->version, a.filename, a.sha256, a.size,
-                a.created_ms, VariantOf(cell.cuda(), cell.torch()), a.job_id, cell.cuda(),
-                cell.torch(), name->python_tag + "-" + name->abi_tag + "-" + name->platform_tag};
+    IndexFile f{wheel::NormalizeProjectName(name->name),
+                name->version,
+                a.filename,
+                a.sha256,
+                a.size,
+                a.created_ms,
+                VariantOf(cell.cuda(), cell.torch()),
+                a.job_id,
+                cell.cuda(),
+                cell.torch(),
+                name->python_tag + "-" + name->abi_tag + "-" + name->platform_tag};
     auto manifest = model::ParseBlob<farm::v1::ArchManifest>(a.manifest);
     if (auto images = wheel::ManifestImages(manifest); images.ok()) f.images = std::move(*images);
     for (const auto& cc : manifest.runs_on()) {

@@ -19,9 +19,6 @@
 
 namespace farm::http {
 
-// PEP 503 normalisation: lowercase, runs of '-', '_' and '.' become one '-'.
-std::string NormalizeProjectName(std::string_view name);
-
 // The distribution name and version of a wheel file name ("attn_example-1.0+cu130-cp311-
 // cp311-linux_x86_64.whl" -> "attn_example", "1.0+cu130"); InvalidArgument when it is not
 // a wheel name.

@@ -6,7 +6,9 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/strings.h"
 #include "common/wheel/identity.h"
+#include "common/wheel/wheel_name.h"
 #include "daemon/http/index/gpu_views.h"
 #include "daemon/http/index/index_directory.h"
 #include "daemon/http/index/provenance_views.h"
@@ -22,18 +24,12 @@ namespace {
 // 1.3: PEP 740 provenance (every key past 1.1 is optional, PEP 708's included).
 constexpr char kApiVersion[] = "1.3";
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // The q value of one media range's parameters (1 when absent, 0 when malformed).
 double QualityOf(std::string_view params) {
   size_t pos = 0;
   while (pos < params.size()) {
     size_t semi = params.find(';', pos);
-    std::string_view p = Trim(params.substr(pos, semi == params.npos ? params.npos : semi - pos));
+    std::string p = TrimSpace(params.substr(pos, semi == params.npos ? params.npos : semi - pos));
     if (p.size() > 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
       try {
         return std::stod(std::string(p.substr(2)));
@@ -63,12 +59,6 @@ constexpr Offer kOffers[] = {
     {"*/*", false, "text/html; charset=utf-8"},
 };
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), ::tolower);
-  return out;
-}
-
 std::string UploadTime(int64_t ms) {
   std::string t = FormatRfc3339(ms);  // "...:00.000Z" -> PEP 700's microseconds
   if (t.size() > 1 && t.back() == 'Z') t.insert(t.size() - 1, "000");
@@ -78,7 +68,7 @@ std::string UploadTime(int64_t ms) {
 }  // namespace
 
 Negotiated NegotiateIndexFormat(std::string_view accept) {
-  if (Trim(accept).empty()) return {true, false, "text/html; charset=utf-8"};
+  if (TrimSpace(accept).empty()) return {true, false, "text/html; charset=utf-8"};
   double best_q = 0;
   int best_rank = 1000;
   size_t pos = 0;
@@ -86,7 +76,7 @@ Negotiated NegotiateIndexFormat(std::string_view accept) {
     size_t comma = accept.find(',', pos);
     std::string_view item = accept.substr(pos, comma == accept.npos ? accept.npos : comma - pos);
     size_t semi = item.find(';');
-    std::string type = Lower(Trim(item.substr(0, semi)));
+    std::string type = AsciiLower(TrimSpace(item.substr(0, semi)));
     double q = semi == item.npos ? 1 : QualityOf(item.substr(semi + 1));
     for (int rank = 0; rank < static_cast<int>(std::size(kOffers)); ++rank) {
       if (type != kOffers[rank].range || q <= 0) continue;
@@ -412,7 +402,7 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
         *view.cc);
     if (files->empty()) {
       std::string project(rest.substr(0, rest.find('/')));
-      return NoWheelForGpu(catalog, n, variant_files, view, NormalizeProjectName(project));
+      return NoWheelForGpu(catalog, n, variant_files, view, wheel::NormalizeProjectName(project));
     }
   }
   if (rest.empty()) {
@@ -427,7 +417,7 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
   std::string name(rest);
   bool slash = name.ends_with('/');
   if (slash) name.pop_back();
-  std::string normalized = NormalizeProjectName(name);
+  std::string normalized = wheel::NormalizeProjectName(name);
   if (!slash || normalized != name || name.find('/') != std::string::npos) {
     if (normalized.empty() || normalized.find('/') != std::string::npos) {
       return IndexNotFound(n, "no project " + name);
@@ -459,7 +449,7 @@ Response NoWheelFile(IndexCatalog& catalog, std::string_view rest) {
     if (!view.torch || !view.cuda) return ErrorResponse(Status::NotFound("no such file"));
     file = file.substr(third + 1);
   }
-  std::string project = NormalizeProjectName(file.substr(0, file.find('-')));
+  std::string project = wheel::NormalizeProjectName(file.substr(0, file.find('-')));
   if (!ValidVariant(view.variant) || !view.cc || project.empty() || file.find('/') != file.npos) {
     return ErrorResponse(Status::NotFound("no such file"));
   }

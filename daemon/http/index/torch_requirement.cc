@@ -1,69 +1,13 @@
 #include "daemon/http/index/torch_requirement.h"
 
-#include <cctype>
-
-#include "common/utf8.h"
+#include "common/strings.h"
+#include "common/wheel/metadata/dependency.h"
+#include "common/wheel/wheel_name.h"
 
 namespace farm::http {
 namespace {
 
 constexpr int kMaxRows = 32;
-
-bool NameChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
-}
-
-// PEP 503: lowercase, runs of '-', '_' and '.' become one '-'.
-std::string Normalized(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      if (out.empty() || out.back() != '-') out.push_back('-');
-    } else {
-      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    }
-  }
-  return out;
-}
-
-// Whether a marker names `extra` as a variable (not inside a quoted value).
-bool MarkerNamesExtra(std::string_view marker) {
-  char quote = 0;
-  for (size_t i = 0; i < marker.size(); ++i) {
-    char c = marker[i];
-    if (quote) {
-      if (c == quote) quote = 0;
-      continue;
-    }
-    if (c == '\'' || c == '"') {
-      quote = c;
-      continue;
-    }
-    if (marker.substr(i, 5) == "extra" && (i == 0 || !NameChar(marker[i - 1])) &&
-        (i + 5 == marker.size() || !NameChar(marker[i + 5]))) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// The specifier part of a torch row after its name: extras dropped, "(...)" unwrapped.
-// Returns false for a URL requirement or unbalanced brackets.
-bool SpecifierText(std::string_view rest, std::string* out) {
-  std::string s = TrimSpace(rest);
-  if (!s.empty() && s.front() == '[') {
-    size_t close = s.find(']');
-    if (close == std::string::npos) return false;
-    s = TrimSpace(std::string_view(s).substr(close + 1));
-  }
-  if (!s.empty() && s.front() == '(') {
-    if (s.back() != ')') return false;
-    s = TrimSpace(std::string_view(s).substr(1, s.size() - 2));
-  }
-  if (s.find('@') != std::string::npos || s.find("===") != std::string::npos) return false;
-  *out = s;
-  return true;
-}
 
 // The versions the clauses of `spec` name, for the directory's list of torch releases.
 void NamedVersions(std::string_view spec, std::vector<upstream::ReleaseVersion>* out) {
@@ -85,19 +29,17 @@ void NamedVersions(std::string_view spec, std::vector<upstream::ReleaseVersion>*
 // Reads one Requires-Dist value into `req`; false when it is not a row for torch.
 bool AddRow(std::string_view value, TorchRequirement* req) {
   size_t semi = value.find(';');
-  std::string_view requirement = value.substr(0, semi);
-  if (semi != value.npos && MarkerNamesExtra(value.substr(semi + 1))) return false;
-  std::string trimmed = TrimSpace(requirement);
-  size_t end = 0;
-  while (end < trimmed.size() && NameChar(trimmed[end])) ++end;
-  if (end == 0 || Normalized(std::string_view(trimmed).substr(0, end)) != "torch") return false;
+  if (semi != value.npos && wheel::MarkerNamesExtra(value.substr(semi + 1))) return false;
+  std::string requirement = TrimSpace(value.substr(0, semi));
+  if (wheel::NormalizeProjectName(wheel::DependencyName(requirement)) != "torch") return false;
   req->present = true;
-  std::string spec;
-  if (!SpecifierText(std::string_view(trimmed).substr(end), &spec)) {
+  Result<wheel::DependencySpec> dep = wheel::ParseDependency(requirement);
+  if (!dep.ok() || dep->specifier.find("===") != std::string::npos) {
     req->valid = false;
-    req->text += (req->text.empty() ? "" : ",") + trimmed;
+    req->text += (req->text.empty() ? "" : ",") + requirement;
     return true;
   }
+  const std::string& spec = dep->specifier;
   auto parsed = upstream::VersionSpec::Parse(spec);
   if (!parsed.ok()) {
     req->valid = false;
@@ -126,9 +68,8 @@ TorchRequirement TorchRequirementOf(std::string_view metadata) {
     if (line.empty()) break;  // the headers end; the description follows
     constexpr std::string_view kKey = "requires-dist:";
     if (line.size() > kKey.size()) {
-      std::string key(line.substr(0, kKey.size()));
-      for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (key == kKey && AddRow(line.substr(kKey.size()), &req) && ++rows >= kMaxRows) {
+      if (AsciiLower(line.substr(0, kKey.size())) == kKey &&
+          AddRow(line.substr(kKey.size()), &req) && ++rows >= kMaxRows) {
         req.valid = false;  // more torch rows than any real wheel has
         break;
       }

@@ -298,11 +298,11 @@ std::optional<Response> HandleVariantIndex(IndexCatalog& catalog, VariantWheels&
   std::string name(rest.substr(7));
   if (name.empty()) return VariantProjectList(n, entries);
   if (!name.ends_with('/'))
-    return Redirect(301, base + "simple/" + NormalizeProjectName(name) + "/");
+    return Redirect(301, base + "simple/" + wheel::NormalizeProjectName(name) + "/");
   name.pop_back();
   if (name.find('/') != std::string::npos)
     return ErrorResponse(Status::NotFound("no project " + name));
-  std::string normalized = NormalizeProjectName(name);
+  std::string normalized = wheel::NormalizeProjectName(name);
   if (normalized != name) return Redirect(301, base + "simple/" + normalized + "/");
   return VariantProjectPage(catalog, wheels, n, base, normalized, entries);
 }

@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "daemon/auth/ownership.h"
 #include "daemon/http/rest/job_views.h"
 #include "daemon/http/rest/json_util.h"
@@ -117,8 +118,7 @@ Result<store::BuildFilter> FilterOf(const DashboardDeps& deps, const Request& re
   if (std::string state = get("state"); !state.empty()) {
     for (int s = store::kBuildQueued; s <= store::kBuildCancelled; ++s) {
       std::string name = BuildStateName(s);
-      std::string lower = name.substr(6);  // "BUILD_"
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      std::string lower = AsciiLower(name.substr(6));  // "BUILD_"
       if (state == name || state == lower) f.state = s;
     }
     if (f.state == 0) return Status::InvalidArgument("unknown build state \"" + state + "\"");

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "common/wheel/job_check.h"
+#include "common/wheel/wheel_name.h"
 #include "daemon/http/index/index_catalog.h"
 #include "daemon/http/rest/api.h"
 #include "daemon/http/rest/job_views.h"
@@ -37,7 +38,7 @@ json::object ArtifactJson(const store::ArtifactRow& a, const std::string& varian
   json::object& o = v.as_object();
   o["arch_warning"] = wheel::ArchListIgnoredMessage(arch_list, artifact.manifest());
   auto nv = WheelNameVersion(a.filename);
-  o["project"] = nv.ok() ? NormalizeProjectName(nv->first) : "";
+  o["project"] = nv.ok() ? wheel::NormalizeProjectName(nv->first) : "";
   o["version"] = nv.ok() ? nv->second : "";
   o["variant"] = variant;
   o["url"] = "/files/" + a.sha256 + "/" + a.filename;

@@ -8,6 +8,7 @@
 
 #include "common/httpc/http_util.h"
 #include "common/sha256.h"
+#include "common/strings.h"
 
 namespace farm::s3 {
 namespace {
@@ -18,13 +19,6 @@ std::string Hmac(std::string_view key, std::string_view data) {
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
   return std::string(reinterpret_cast<char*>(out), len);
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
 }
 
 // Trims and collapses runs of spaces, as the canonical header value wants.
@@ -45,7 +39,8 @@ std::string CanonicalValue(std::string_view v) {
 
 Params SortedHeaders(const Params& headers) {
   Params sorted;
-  for (const auto& [name, value] : headers) sorted.emplace_back(Lower(name), CanonicalValue(value));
+  for (const auto& [name, value] : headers)
+    sorted.emplace_back(AsciiLower(name), CanonicalValue(value));
   std::sort(sorted.begin(), sorted.end());
   return sorted;
 }

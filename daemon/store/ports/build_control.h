@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "daemon/store/ports/build_graph_store.h"
 #include "daemon/store/ports/job_rows.h"
 #include "daemon/store/ports/schedule_store.h"
 
@@ -37,6 +38,9 @@ struct BuildLinks {
   };
   std::vector<Requirement> requirements;
   bool force = false;
+  // The key of a job that consumes wheels, for those whose required jobs ended already;
+  // needed with `requirements` (FailedPrecondition without it).
+  InputsKeyFn inputs_key;
 };
 
 class BuildControl {

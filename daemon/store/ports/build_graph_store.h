@@ -4,6 +4,7 @@
 #define FARM_DAEMON_STORE_PORTS_BUILD_GRAPH_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,22 +34,24 @@ struct JobInputRow {
   ArtifactRow artifact;
 };
 
-// The build key of a job that consumes wheels: sha256 over its key without them and the
-// sha256 of each consumed wheel (sorted), so a new wheel gives a new key. "" when
-// `key_base` is "" (the source is unknown).
-std::string KeyWithInputs(const std::string& key_base, std::vector<std::string> wheel_sha256s);
+// The build key of a job that consumes wheels, from its key without them and the sha256 of
+// each consumed wheel: farmd's rule (daemon/builds/build_key.h, KeyWithInputs), handed to
+// the calls that settle held jobs so that the store keeps no rule of its own.
+using InputsKeyFn =
+    std::function<std::string(const std::string& key_base, std::vector<std::string> wheel_sha256s)>;
 
 class BuildGraphStore {
  public:
   virtual ~BuildGraphStore() = default;
 
   // Settles held jobs whose required jobs ended: when all succeeded the job records their
-  // wheels as its inputs, takes the key KeyWithInputs(key_base, their sha256s) and is then
+  // wheels as its inputs, takes the key inputs_key(key_base, their sha256s) and is then
   // answered from a succeeded job with that key (unless forced), merged onto an identical
   // job in flight, or released to be built; when one failed or was cancelled the job fails
   // with an error naming it (and stays held, so a retry of that job releases it). Returns
   // the ids of the settled jobs.
-  virtual Result<std::vector<int64_t>> ResolveHeldJobs(int64_t now_ms) = 0;
+  virtual Result<std::vector<int64_t>> ResolveHeldJobs(int64_t now_ms,
+                                                       const InputsKeyFn& inputs_key) = 0;
   // The jobs `job_id` requires, in the order they were stored.
   virtual Result<std::vector<RequirementRow>> ListRequirements(int64_t job_id) = 0;
   // The jobs that require `job_id`, by id.

@@ -2,7 +2,6 @@
 // wheels they consume, and the key those wheels give them.
 #include <algorithm>
 
-#include "common/sha256.h"
 #include "daemon/store/sql_store/sql_store.h"
 
 namespace farm::store {
@@ -32,19 +31,6 @@ RequirementRow RequirementFromRow(const Stmt& s) {
 }
 
 }  // namespace
-
-std::string KeyWithInputs(const std::string& key_base, std::vector<std::string> wheel_sha256s) {
-  if (key_base.empty()) return "";
-  std::sort(wheel_sha256s.begin(), wheel_sha256s.end());
-  Sha256 h;
-  h.Update("requires:");
-  h.Update(key_base);
-  for (const std::string& sha : wheel_sha256s) {
-    h.Update(":");
-    h.Update(sha);
-  }
-  return h.HexDigest();
-}
 
 Status SqlStore::HoldOnRequirements(std::vector<JobRow>* jobs, const BuildLinks& links) {
   for (const BuildLinks::Requirement& r : links.requirements) {
@@ -76,11 +62,12 @@ Status SqlStore::HoldOnRequirements(std::vector<JobRow>* jobs, const BuildLinks&
   return Status::Ok();
 }
 
-Result<std::vector<int64_t>> SqlStore::ResolveHeldJobs(int64_t now_ms) {
+Result<std::vector<int64_t>> SqlStore::ResolveHeldJobs(int64_t now_ms,
+                                                       const InputsKeyFn& inputs_key) {
   Locked lock(this);
   Transaction txn(db_.get());
   FARM_RETURN_IF_ERROR(txn.status());
-  FARM_ASSIGN_OR_RETURN(std::vector<int64_t> settled, ResolveHeldLocked(now_ms, 0));
+  FARM_ASSIGN_OR_RETURN(std::vector<int64_t> settled, ResolveHeldLocked(now_ms, 0, inputs_key));
   FARM_RETURN_IF_ERROR(txn.Commit());
   if (!settled.empty()) BumpQueue();  // released jobs are leasable now
   return settled;
@@ -88,7 +75,11 @@ Result<std::vector<int64_t>> SqlStore::ResolveHeldJobs(int64_t now_ms) {
 
 // One pass over the held pending jobs (of `build_id`, or all when 0) whose required jobs
 // all ended. A chain settles one link per pass: the next link's job ends only later.
-Result<std::vector<int64_t>> SqlStore::ResolveHeldLocked(int64_t now_ms, int64_t build_id) {
+Result<std::vector<int64_t>> SqlStore::ResolveHeldLocked(int64_t now_ms, int64_t build_id,
+                                                         const InputsKeyFn& inputs_key) {
+  if (!inputs_key) {
+    return Status::FailedPrecondition("settling held jobs needs the key of their inputs");
+  }
   FARM_ASSIGN_OR_RETURN(
       auto q,
       db_->Prepare(std::string("SELECT ") + kJobColumns +
@@ -119,7 +110,7 @@ Result<std::vector<int64_t>> SqlStore::ResolveHeldLocked(int64_t now_ms, int64_t
       up->Bind(why).Bind(now_ms).Bind(job.id);
       FARM_RETURN_IF_ERROR(up->Run());
     } else {
-      FARM_RETURN_IF_ERROR(ReleaseWithInputs(job, now_ms));
+      FARM_RETURN_IF_ERROR(ReleaseWithInputs(job, now_ms, inputs_key));
     }
     FARM_RETURN_IF_ERROR(RefreshBuildState(job.build_id, now_ms));
     settled.push_back(job.id);
@@ -129,7 +120,7 @@ Result<std::vector<int64_t>> SqlStore::ResolveHeldLocked(int64_t now_ms, int64_t
 
 // Records the wheels of every required job as the job's inputs, sets its key, and answers
 // it from a stored wheel, merges it onto an identical job in flight, or releases it.
-Status SqlStore::ReleaseWithInputs(JobRow job, int64_t now_ms) {
+Status SqlStore::ReleaseWithInputs(JobRow job, int64_t now_ms, const InputsKeyFn& inputs_key) {
   FARM_ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM job_inputs WHERE job_id = ?"));
   del->Bind(job.id);
   FARM_RETURN_IF_ERROR(del->Run());
@@ -148,7 +139,7 @@ Status SqlStore::ReleaseWithInputs(JobRow job, int64_t now_ms) {
   FARM_ASSIGN_OR_RETURN(std::vector<std::string> wheel_shas,
                         CollectRows(*shas, 10000, [](const Stmt& r) { return r.Text(0); }));
   const bool forced = job.held == kHeldForced;
-  job.build_key = KeyWithInputs(job.key_base, wheel_shas);
+  job.build_key = inputs_key(job.key_base, wheel_shas);
   FARM_ASSIGN_OR_RETURN(auto up,
                         db_->Prepare("UPDATE jobs SET held = 0, build_key = ?, not_before_ms = 0, "
                                      "error = '' WHERE id = ?"));

@@ -267,7 +267,8 @@ Status SqlStore::CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs, B
   size_t released = 0;
   if (!links->requirements.empty()) {
     FARM_RETURN_IF_ERROR(HoldOnRequirements(jobs, *links));
-    FARM_ASSIGN_OR_RETURN(auto settled, ResolveHeldLocked(build->created_ms, build->id));
+    FARM_ASSIGN_OR_RETURN(auto settled,
+                          ResolveHeldLocked(build->created_ms, build->id, links->inputs_key));
     released = settled.size();
   }
   FARM_RETURN_IF_ERROR(RefreshBuildState(build->id, build->created_ms));

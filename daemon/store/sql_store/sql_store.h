@@ -132,7 +132,8 @@ class SqlStore final : public Store, public WebhookStore {
   Result<int64_t> ScheduleOfBuild(int64_t build_id) override;
   Status CreateBuildLinked(BuildRow* build, std::vector<JobRow>* jobs, BuildLinks* links) override;
   Result<std::vector<int64_t>> ResolveMergedJobs(int64_t now_ms) override;
-  Result<std::vector<int64_t>> ResolveHeldJobs(int64_t now_ms) override;
+  Result<std::vector<int64_t>> ResolveHeldJobs(int64_t now_ms,
+                                               const InputsKeyFn& inputs_key) override;
   Result<std::vector<RequirementRow>> ListRequirements(int64_t job_id) override;
   Result<std::vector<RequirementRow>> ListConsumers(int64_t job_id) override;
   Result<std::set<int64_t>> JobsInGraph(const std::vector<int64_t>& job_ids) override;
@@ -266,8 +267,9 @@ class SqlStore final : public Store, public WebhookStore {
   Status SucceedFrom(int64_t job_id, int64_t from_job_id, int64_t now_ms);
   // Build graphs (sql_store/graph.cc).
   Status HoldOnRequirements(std::vector<JobRow>* jobs, const BuildLinks& links);
-  Result<std::vector<int64_t>> ResolveHeldLocked(int64_t now_ms, int64_t build_id);
-  Status ReleaseWithInputs(JobRow job, int64_t now_ms);
+  Result<std::vector<int64_t>> ResolveHeldLocked(int64_t now_ms, int64_t build_id,
+                                                 const InputsKeyFn& inputs_key);
+  Status ReleaseWithInputs(JobRow job, int64_t now_ms, const InputsKeyFn& inputs_key);
   Status ReholdConsumers(int64_t job_id, int64_t now_ms);
   void Bump() { generation_.fetch_add(1); }
   // For writes that may make a job leasable (see Store::QueueGeneration); implies Bump().

@@ -13,31 +13,6 @@ bool Eval(const std::string& marker, const MarkerEnv& env, const std::string& ex
   return r.ok() && *r;
 }
 
-TEST(Pep508Test, ParsesWhatWheelsDeclare) {
-  auto dep = ParseDependency(
-      "triton==3.4.0; platform_system == \"Linux\" and platform_machine == \"x86_64\"");
-  ASSERT_OK(dep.status());
-  EXPECT_EQ(dep->name, "triton");
-  EXPECT_EQ(dep->specifier, "==3.4.0");
-  EXPECT_EQ(dep->marker, "platform_system == \"Linux\" and platform_machine == \"x86_64\"");
-
-  dep = ParseDependency("cuda-toolkit[nvrtc,cublas, cudart]==13.0.2; platform_system == \"Linux\"");
-  ASSERT_OK(dep.status());
-  EXPECT_EQ(dep->extras, (std::vector<std::string>{"cublas", "cudart", "nvrtc"}));
-  EXPECT_EQ(dep->specifier, "==13.0.2");
-
-  dep = ParseDependency("pytest (>=4.6) ; extra == 'develop'");
-  ASSERT_OK(dep.status());
-  EXPECT_EQ(dep->name, "pytest");
-  EXPECT_EQ(dep->specifier, ">=4.6");
-  EXPECT_EQ(dep->marker, "extra == 'develop'");
-
-  dep = ParseDependency("filelock");
-  ASSERT_OK(dep.status());
-  EXPECT_EQ(dep->specifier, "");
-  EXPECT_EQ(dep->marker, "");
-}
-
 TEST(Pep508Test, RefusesUrlsAndMalformedText) {
   for (const char* bad : {"pkg @ https://evil/x.whl", "-pkg", "pkg[a", "pkg>=1;$(rm)", "",
                           "pkg>=1 | cat", "pkg[a b]"}) {

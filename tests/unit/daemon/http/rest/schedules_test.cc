@@ -3,8 +3,9 @@
 // and run-now through a real ScheduleRunner whose submitter stores the build directly.
 #include <gtest/gtest.h>
 
-#include "daemon/http/rest/api_schedules.h"
+#include "daemon/builds/build_key.h"
 #include "daemon/cron/runner.h"
+#include "daemon/http/rest/api_schedules.h"
 #include "tests/unit/daemon/http/http_fixture.h"
 
 namespace farm::http::testing {
@@ -36,6 +37,9 @@ class StoreSubmitter final : public cron::BuildSubmitter {
     FARM_RETURN_IF_ERROR(store_->CreateBuildLinked(&build, &jobs, &links));
     *run = *links.run;
     return build.id;
+  }
+  std::string InputsDigest(const farm::v1::SubmitBuildRequest& req) const override {
+    return builds::ScheduleInputsDigest(req);
   }
 
  private:
