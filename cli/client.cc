@@ -35,12 +35,13 @@ Result<std::string> ResolveToken(const ConnectionOptions& o) {
   std::string file = !o.token_file.empty() ? o.token_file : Env("FARM_TOKEN_FILE");
   if (!file.empty()) {
     auto content = fs::ReadFile(file);
-    if (!content.ok()) return Status::Unauthenticated("cannot read token file " + file);
+    // Like a missing token, a usage error (exit 2): farmd never saw the call.
+    if (!content.ok()) return Status::InvalidArgument("cannot read token file " + file);
     return TrimSpace(content.value());
   }
   std::string env = Env("FARM_TOKEN");
   if (env.empty()) {
-    return Status::Unauthenticated(
+    return Status::InvalidArgument(
         "no token: pass --token-file FILE (e.g. <data-dir>/admin.token) or set FARM_TOKEN");
   }
   return env;
@@ -76,13 +77,29 @@ std::unique_ptr<grpc::ClientContext> FarmClient::Context(bool deadline) const {
 
 namespace {
 
-// The delay of a google.rpc.RetryInfo in the status details (farm/v1/rpc_status.proto),
-// in whole seconds rounded up; nullopt without one.
-std::optional<int64_t> RetryAfterSeconds(const grpc::Status& status) {
+// The status details (farm/v1/rpc_status.proto) farmd attaches to every answer; nullopt
+// when there are none (gRPC's own failures: farmd was not reached) or they do not parse.
+std::optional<farm::v1::RpcStatus> Details(const grpc::Status& status) {
   farm::v1::RpcStatus details;
   if (status.error_details().empty() || !details.ParseFromString(status.error_details())) {
     return std::nullopt;
   }
+  return details;
+}
+
+// Whether farmd itself answered with this status: its details repeat the code. A channel
+// that never reached farmd (refused, reset, no route, TLS) fails with no details.
+bool FarmdAnswered(const grpc::Status& status) {
+  auto details = Details(status);
+  return details && details->code() == static_cast<int32_t>(status.error_code());
+}
+
+// The delay of a google.rpc.RetryInfo in the status details, in whole seconds rounded up;
+// nullopt without one.
+std::optional<int64_t> RetryAfterSeconds(const grpc::Status& status) {
+  auto found = Details(status);
+  if (!found) return std::nullopt;
+  const farm::v1::RpcStatus& details = *found;
   for (const auto& any : details.details()) {
     farm::v1::RetryInfo retry;
     if (any.type_url() != "type.googleapis.com/google.rpc.RetryInfo" ||
@@ -103,6 +120,10 @@ Status FromGrpc(const grpc::Status& status, const std::string& address) {
   if (auto retry = RetryAfterSeconds(status);
       retry && status.error_message().find("retry after") == std::string::npos) {
     return Status(code, status.error_message() + "; retry after " + std::to_string(*retry) + " s");
+  }
+  if (code == StatusCode::kUnavailable && FarmdAnswered(status)) {
+    // farmd is up; something it needs is not (an upstream index, the store).
+    return Status::Unavailable("farmd at " + address + " answered: " + status.error_message());
   }
   if (code == StatusCode::kUnavailable) {
     return Status::Unavailable("cannot reach farmd at " + address + ": is it running? (" +

@@ -44,8 +44,10 @@ class FarmClient {
 };
 
 // Turns a failed call into a farm Status with a message for people (e.g. "cannot reach
-// farmd at 127.0.0.1:7070: is it running?"). A RetryInfo in the status details is said in
-// the message ("retry after N s") when farmd's message does not say it already.
+// farmd at 127.0.0.1:7070: is it running?" when the call never reached farmd, "farmd at
+// 127.0.0.1:7070 answered: cannot read ..." when farmd itself answered UNAVAILABLE: its
+// answers carry their status in the details, gRPC's own failures none). A RetryInfo in the status
+// details is said in the message ("retry after N s") when farmd's message does not say it already.
 Status FromGrpc(const grpc::Status& status, const std::string& address);
 
 }  // namespace farm::cli

@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/flags.h"
+#include "common/fs.h"
 #include "common/version.h"
 #include "cli/format.h"
 
@@ -26,10 +27,11 @@ Status NamesCommand(const CommandEnv& env, const Flags& flags);
 Status AuditCommand(const CommandEnv& env, const Flags& flags);
 Status CoverageCommand(const CommandEnv& env, const Flags& flags);
 Status CaCommand(const Flags& flags, std::ostream& out);
-Status VerifyCommand(const Flags& flags, std::ostream& out);
+Status VerifyCommand(const Flags& flags, std::ostream& out, const FarmConnector& connect);
 Status KeysCommand(const CommandEnv& env, const Flags& flags);
 Status CacheCommand(const CommandEnv& env, const Flags& flags);
-Status ExportIndexCommand(const Flags& flags, std::ostream& out);
+Status ExportIndexCommand(const Flags& flags, std::ostream& out, const FarmConnector& connect);
+Status IndexCommand(const Flags& flags, std::ostream& out);
 
 namespace {
 
@@ -40,6 +42,7 @@ const char kUsage[] =
     "  list                    recent builds\n"
     "  show BUILD              a build with its jobs, attempts and artifacts\n"
     "  job JOB                 one job\n"
+    "  lock BUILD [--job JOB]  the environment lock (pylock.toml) a build installs (--save FILE)\n"
     "  logs JOB                a job's log (--follow, --tail N, --attempt N)\n"
     "  cancel BUILD            cancel a build; running jobs are stopped\n"
     "  retry JOB               run a failed or cancelled job again\n"
@@ -48,7 +51,7 @@ const char kUsage[] =
     "  inspect FILE            check a wheel or .so here, no farmd (--arch-list, --cuobjdump)\n"
     "  publish BUILD --to T    publish the build's wheels again: github, hf or all (--replace)\n"
     "  publications BUILD      where the build's wheels are published, and how far\n"
-    "  schedules add|list|show|pause|resume|delete|run-now   builds fired by cron (--cron, --tz)\n"
+    "  schedules add|update|list|show|pause|resume|delete|run-now   cron and watch builds\n"
     "  coverage                every package's cells and their states (--package, --state, ...)\n"
     "  workers                 registered workers and what they have\n"
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
@@ -61,7 +64,8 @@ const char kUsage[] =
     "  ca init DIR | ca issue DIR NAME   the farm's own CA and certificates (no farmd)\n"
     "  verify WHEEL|URL        a wheel's signed provenance, no farmd (--keys, --require-validated-arch)\n"
     "  keys [rotate|revoke ID] the farm's provenance signing keys (--reason; admin to change)\n"
-    "  export-index DIR --from URL   the package index as static files, no token (--base-url)\n"
+    "  export-index DIR [--from URL] the package index as static files (--base-url)\n"
+    "  index make DIR          a folder of wheels as a package index for farmd --upstream-index\n"
     "flags:\n";
 
 std::vector<FlagSpec> AllFlags() {
@@ -83,7 +87,9 @@ std::vector<FlagSpec> AllFlags() {
       {"arch-list", "LIST", "submit: arch list axis value (repeatable); inspect: requested"},
       {"platform", "TAG", "submit: platform axis value (repeatable)"},
       {"priority", "N", "submit: higher runs first (default 0)"},
-      {"force", "", "submit, export-index: build even if an identical build succeeded; replace a DIR that is not an export"},
+      {"force", "",
+       "submit, export-index, index: build even if an identical build succeeded; replace a DIR "
+       "(DIR/simple) that is not an export"},
       {"source-dir", "DIR", "submit, schedules: upload and build this directory instead of the recipe's source"},
       {"source-tarball", "FILE", "submit, schedules: upload and build this tarball instead"},
       {"exclude", "PATTERN", "submit, schedules: leave out of the uploaded tree (.gitignore syntax, repeatable)"},
@@ -105,6 +111,8 @@ std::vector<FlagSpec> AllFlags() {
       {"stored-bytes", "N", "quota set: bytes of builds and sources, unlimited or default"},
       {"version", "", "print the version and exit"},
       {"undo", "", "drain: take jobs again"},
+      {"job", "JOB", "lock: the lock of this job (default: the build's first provisioned job)"},
+      {"save", "FILE", "lock: write the pylock.toml there"},
       {"cuobjdump", "", "inspect: list images as cuobjdump --list-elf --list-ptx does"},
       {"to", "TARGET", "publish, names: github, hf or all; the new owner (names transfer)"},
       {"replace", "", "publish: overwrite remote files whose bytes differ (admin)"},
@@ -133,12 +141,16 @@ std::vector<FlagSpec> AllFlags() {
       {"server-cert", "", "ca issue: a certificate farmd serves with (needs --host)"},
       {"client-cert", "", "ca issue: a certificate a worker presents (mTLS)"},
       {"out", "DIR", "ca issue: where NAME.pem and NAME.key go (default: the CA's directory)"},
-      {"keys", "FILE|URL", "verify: the farm's public key set (default: the index's own)"},
+      {"keys", "FILE|URL",
+       "verify: the farm's public key set (default: the index's own, or that of the farmd "
+       "--server names)"},
       {"provenance", "FILE|URL", "verify: the statements (default: WHEEL.intoto.jsonl)"},
       {"require-validated-arch", "SM",
        "verify: also require a passed validation on this GPU arch (sm_120, 12.0)"},
       {"reason", "TEXT", "keys revoke: why, shown wherever its signatures are refused"},
-      {"from", "URL", "export-index: farmd's HTTP address (its --http-listen), e.g. http://farm:8080"},
+      {"from", "URL",
+       "export-index: farmd's HTTP address, e.g. http://farm:8080 (default: asked of the farmd "
+       "--server names)"},
       {"base-url", "URL", "export-index: the URL DIR will be served at (default: relative links)"},
       {"index", "NAME|URL", "cache add: the upstream index wheels and sdists go to (default: farmd's only one)"},
       {"tree", "NAME", "cache add: the upstream tree (redist) manifests and archives go to"},
@@ -203,6 +215,35 @@ Status JobCommand(const CommandEnv& env, const Flags& flags) {
   return Status::Ok();
 }
 
+// The environment lock a provisioned build installs: its text on stdout (or --save), what it
+// holds and what changed on stderr.
+Status LockCommand(const CommandEnv& env, const Flags& flags) {
+  farm::v1::GetLockRequest req;
+  if (flags.Has("job")) {
+    FARM_ASSIGN_OR_RETURN(int64_t job, flags.GetInt("job", 0));
+    if (job <= 0) return Status::InvalidArgument("--job must be a positive number");
+    req.set_job_id(job);
+  } else {
+    FARM_ASSIGN_OR_RETURN(int64_t build, IdArg(flags, 1, "BUILD id"));
+    req.set_build_id(build);
+  }
+  farm::v1::GetLockResponse resp;
+  FARM_RETURN_IF_ERROR(FromGrpc(
+      env.client->stub()->GetLock(env.client->Context().get(), req, &resp), env.client->address()));
+  const std::string about =
+      "job " + std::to_string(resp.job_id()) + ": " + FormatLockInfo(resp.info()) + "\n";
+  if (flags.Has("save")) {
+    FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(flags.Get("save"), resp.text()));
+    Print(env, resp.info(), about + "saved to " + flags.Get("save") + "\n");
+  } else if (env.json) {
+    Print(env, resp, "");
+  } else {
+    *env.out << resp.text();
+    *env.err << about;
+  }
+  return Status::Ok();
+}
+
 Status RetryCommand(const CommandEnv& env, const Flags& flags) {
   FARM_ASSIGN_OR_RETURN(int64_t id, IdArg(flags, 1, "JOB id"));
   farm::v1::RetryJobRequest req;
@@ -242,7 +283,7 @@ Status WorkersCommand(const CommandEnv& env, const Flags&) {
   farm::v1::ListWorkersResponse resp;
   FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->ListWorkers(env.client->Context().get(), {}, &resp),
                                 env.client->address()));
-  std::string text = resp.workers().empty() ? "no workers\n" : "";
+  std::string text = resp.workers().empty() ? "no workers\n" : WorkersHeader() + "\n";
   for (const auto& w : resp.workers()) text += FormatWorker(w) + "\n";
   Print(env, resp, text);
   return Status::Ok();
@@ -268,6 +309,8 @@ const std::map<std::string, std::string>& CommandSynopses() {
       {"list", "list [--limit N]\n  The newest builds."},
       {"show", "show BUILD\n  A build with its jobs, attempts, artifacts and why pending jobs wait."},
       {"job", "job JOB\n  One job."},
+      {"lock", "lock BUILD [--job JOB] [--save FILE]\n  The environment lock (pylock.toml, PEP 751) a"
+               " provisioned build installs, as farmd resolved it; what changed is on stderr."},
       {"logs", "logs JOB [--follow] [--tail N] [--attempt N]\n  A job's log; JSON Lines with --output json."},
       {"cancel", "cancel BUILD\n  Cancels a queued or running build (exit 1 for one that ended)."},
       {"retry", "retry JOB\n  Runs a failed or cancelled job again."},
@@ -283,8 +326,11 @@ const std::map<std::string, std::string>& CommandSynopses() {
       {"publications",
        "publications BUILD\n  Where the build's wheels are published, and how far."},
       {"schedules",
-       "schedules add RECIPE --cron EXPR [--tz ZONE] | list | show ID | pause ID | resume ID |"
-       " delete ID | run-now ID\n  Builds fired by cron."},
+       "schedules add RECIPE (--cron EXPR [--tz ZONE] | --watch-torch SPEC | --watch-tags GLOB |"
+       " --watch-branch NAME | --watch-toolkit SPEC) | update ID RECIPE | list | show ID |"
+       " pause ID | resume ID | delete ID | run-now ID\n"
+       "  Builds fired by cron or by an upstream watch; update makes a schedule build a changed"
+       " recipe, keeping what its watch has seen."},
       {"coverage", "coverage [--package NAME] [--torch V] [--cuda V] [--python V] [--arch A]"
                    " [--state S]\n"
                    "  Every cell (package x version x torch x CUDA x Python x arch list x"
@@ -317,9 +363,15 @@ const std::map<std::string, std::string>& CommandSynopses() {
        "keys [list] | rotate | revoke KEYID --reason TEXT\n"
        "  The farm's provenance signing keys; rotating and revoking need an admin."},
       {"export-index",
-       "export-index DIR --from http://FARMD:PORT [--base-url URL] [--force]\n"
+       "export-index DIR [--from http://FARMD:PORT] [--base-url URL] [--force]\n"
        "  Writes farmd's package index (every GPU view, wheels, metadata, provenance, the\n"
        "  install script) into DIR as static files, replacing DIR atomically; no token."},
+      {"index",
+       "index make DIR [--force]\n"
+       "  Makes the folder of wheels (and sdists) DIR a package index any static file server\n"
+       "  serves: DIR/simple/ with PEP 503 and PEP 691 pages (sha256 on every link) and each\n"
+       "  wheel's METADATA beside it (PEP 658); for farmd --upstream-index\n"
+       "  NAME=http://HOST:PORT/simple/ (docs/first-index.md); no farmd."},
       {"ca", "ca init DIR [--name N] [--days D] | ca issue DIR NAME (--server-cert --host H... | "
              "--client-cert) [--out DIR]\n"
              "  A CA for the farm's TLS (docs/deployment.md) and certificates it signs; no farmd."},
@@ -356,6 +408,7 @@ const std::map<std::string, CommandFn>& Commands() {
       {"list", ListCommand},
       {"show", ShowCommand},
       {"job", JobCommand},
+      {"lock", LockCommand},
       {"logs", LogsCommand},
       {"cancel", CancelCommand},
       {"workers", WorkersCommand},
@@ -376,6 +429,26 @@ const std::map<std::string, CommandFn>& Commands() {
       {"cache", CacheCommand},
   };
   return kCommands;
+}
+
+}  // namespace
+
+namespace {
+
+ConnectionOptions ConnectionFromFlags(const Flags& flags, net::ClientTls tls) {
+  auto timeout = flags.GetInt("timeout-ms", 30000);
+  return {flags.Get("server"), flags.Get("server-file"), flags.Get("token"),
+          flags.Get("token-file"), timeout.ok() ? timeout.value() : 30000, std::move(tls)};
+}
+
+FarmConnector LocalCommandConnector(const Flags& flags) {
+  bool named = flags.Has("server") || flags.Has("server-file") ||
+               std::getenv("FARM_SERVER") != nullptr || std::getenv("FARM_SERVER_FILE") != nullptr;
+  if (!named) return nullptr;
+  return [&flags]() -> Result<std::unique_ptr<FarmClient>> {
+    FARM_ASSIGN_OR_RETURN(net::ClientTls tls, net::ClientTlsFromFlags(flags));
+    return FarmClient::Connect(ConnectionFromFlags(flags, std::move(tls)));
+  };
 }
 
 }  // namespace
@@ -410,17 +483,27 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
     out << CommandHelp(flags.positionals()[0]);
     return 0;
   }
-  if (!parsed.ok() || flags.Has("help") || flags.positionals().empty()) {
-    if (!parsed.ok()) err << "farmctl: " << parsed.message() << "\n";
-    (parsed.ok() && flags.Has("help") ? out : err) << kUsage << flags.Usage();
-    return parsed.ok() && flags.Has("help") ? 0 : 2;
+  if (!parsed.ok()) {
+    // One line that says what is wrong (and the flag meant), not the whole help.
+    err << "farmctl: " << parsed.message() << "\n"
+        << "`farmctl --help` lists the commands and flags, `farmctl COMMAND --help` one "
+           "command's flags\n";
+    return 2;
+  }
+  if (flags.Has("help") || flags.positionals().empty()) {
+    (flags.Has("help") ? out : err) << kUsage << flags.Usage();
+    return flags.Has("help") ? 0 : 2;
   }
   const std::string& local = flags.positionals()[0];
-  if (local == "inspect" || local == "ca" || local == "verify" || local == "export-index") {
-    // local: needs no gRPC connection and no token
+  if (local == "inspect" || local == "ca" || local == "verify" || local == "export-index" ||
+      local == "index") {
+    // local: needs no gRPC connection and no token, but asks the farmd named, if any, for
+    // what the user left out (the farm's keys, its HTTP address)
+    FarmConnector connect = LocalCommandConnector(flags);
     Status s = local == "ca"             ? CaCommand(flags, out)
-               : local == "verify"       ? VerifyCommand(flags, out)
-               : local == "export-index" ? ExportIndexCommand(flags, out)
+               : local == "verify"       ? VerifyCommand(flags, out, connect)
+               : local == "export-index" ? ExportIndexCommand(flags, out, connect)
+               : local == "index"        ? IndexCommand(flags, out)
                                          : InspectCommand(flags, out);
     if (!s.ok()) err << "farmctl: " << s.message() << "\n";
     return ExitCodeFor(s);
@@ -437,16 +520,12 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
     err << "farmctl: --output must be text or json\n";
     return 2;
   }
-  auto timeout = flags.GetInt("timeout-ms", 30000);
   auto tls = net::ClientTlsFromFlags(flags);
   if (!tls.ok()) {
     err << "farmctl: " << tls.status().message() << "\n";
     return 2;
   }
-  ConnectionOptions conn{flags.Get("server"), flags.Get("server-file"), flags.Get("token"),
-                         flags.Get("token-file"), timeout.ok() ? timeout.value() : 30000,
-                         std::move(tls).value()};
-  auto client = FarmClient::Connect(conn);
+  auto client = FarmClient::Connect(ConnectionFromFlags(flags, std::move(tls).value()));
   Status status = client.ok() ? command->second({client->get(), output == "json", &out, &err}, flags)
                               : client.status();
   if (!status.ok()) err << "farmctl: " << status.message() << "\n";

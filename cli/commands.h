@@ -7,12 +7,14 @@
 #ifndef FARM_CLI_COMMANDS_H_
 #define FARM_CLI_COMMANDS_H_
 
+#include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "common/status.h"
 #include "cli/client.h"
+#include "common/status.h"
 
 namespace farm::cli {
 
@@ -25,6 +27,12 @@ struct CommandEnv {
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
 };
+
+// How a command that needs no farmd (verify, export-index) reaches the farmd farmctl is
+// pointed at, to fill in what the user left out: null when no farmd is named (--server,
+// --server-file, $FARM_SERVER, $FARM_SERVER_FILE or the config file); else it connects
+// when called.
+using FarmConnector = std::function<Result<std::unique_ptr<FarmClient>>()>;
 
 // Maps a Status to farmctl's exit code.
 int ExitCodeFor(const Status& status);

@@ -12,6 +12,7 @@
 
 #include "common/fs.h"
 #include "common/strings.h"
+#include "common/recipe/matrix.h"
 #include "common/utf8.h"
 #include "common/wheel/job_check.h"
 #include "common/wheel/wheel_bytes.h"
@@ -308,6 +309,19 @@ std::string ProofText(const farm::v1::Job& j) {
 
 }  // namespace
 
+std::string FormatLockInfo(const farm::v1::LockInfo& info) {
+  std::ostringstream o;
+  if (!info.torch().empty()) o << "torch " << info.torch() << ", ";
+  o << "lock " << info.digest().substr(0, 12) << ": " << info.packages() << " packages, "
+    << HumanBytes(info.bytes());
+  if (info.previous_job_id() > 0) {
+    o << "; since job " << info.previous_job_id() << ": ";
+    if (info.changes().empty()) o << "unchanged";
+    for (int i = 0; i < info.changes_size(); ++i) o << (i ? ", " : "") << info.changes(i);
+  }
+  return o.str();
+}
+
 std::string FormatJob(const farm::v1::Job& j) {
   std::ostringstream o;
   o << "  job " << j.id() << "  " << CellLabel(j.cell()) << "  " << StateName(j.state());
@@ -317,8 +331,11 @@ std::string FormatJob(const farm::v1::Job& j) {
   o << "\n";
   if (!j.error().empty()) o << "    error: " << j.error() << "\n";
   for (const auto& line : j.failure_lines()) o << "      | " << line << "\n";
-  if (!j.cancelled_by().empty()) o << "    cancelled by " << j.cancelled_by() << "\n";
+  if (!j.cancelled_by().empty() && j.error() != "cancelled by " + j.cancelled_by()) {
+    o << "    cancelled by " << j.cancelled_by() << "\n";
+  }
   if (j.reused_from() > 0) o << "    answered from the store: wheels of job " << j.reused_from() << "\n";
+  if (j.has_lock()) o << "    environment: " << FormatLockInfo(j.lock()) << "\n";
   for (const auto& a : j.attempts()) {
     o << "    attempt " << a.number() << " on " << WorkerLabel(a.worker_name(), a.worker_id())
       << ": " << CauseName(a.cause());
@@ -327,7 +344,8 @@ std::string FormatJob(const farm::v1::Job& j) {
     bool exited = a.cause() == farm::v1::CAUSE_COMPLETED ||
                   a.cause() == farm::v1::CAUSE_BUILD_FAILED ||
                   a.cause() == farm::v1::CAUSE_VALIDATION_FAILED;
-    if (exited) o << " (exit " << a.exit_code() << ")";
+    // -1: no command ran to an exit (a provisioning failure, a wheel the checks refused).
+    if (exited && a.exit_code() >= 0) o << " (exit " << a.exit_code() << ")";
     if (a.peak_rss_bytes() > 0) o << ", peak RSS " << HumanBytes(a.peak_rss_bytes());
     if (a.has_compile_cache()) o << ", " << CacheText(a.compile_cache());
     if (!a.detail().empty()) o << " - " << a.detail();
@@ -362,6 +380,9 @@ std::string FormatBuild(const farm::v1::Build& b) {
     << "  owner " << b.owner() << ", submitted " << b.created_at() << " by " << b.submitted_by();
   if (!b.finished_at().empty()) o << ", finished " << b.finished_at();
   o << "\n";
+  if (std::string followed = recipe::DescribeTorchFollow(b.recipe()); !followed.empty()) {
+    o << "  " << followed << " (what the indexes had when it was submitted)\n";
+  }
   for (const auto& r : b.rejected_cells()) o << "  rejected cell: " << r << "\n";
   for (const auto& j : b.jobs()) o << FormatJob(j);
   return o.str();
@@ -383,6 +404,10 @@ std::string DistinctList(const std::vector<std::string>& values) {
 
 }  // namespace
 
+std::string WorkersHeader() {
+  return "ID\tNAME\tSTATE\tPLATFORM\tGPUS\tCUDA\tPYTHON\tENVIRONMENTS\tLAST HEARTBEAT";
+}
+
 std::string FormatWorker(const farm::v1::WorkerInfo& w) {
   const auto& c = w.capabilities();
   std::ostringstream o;
@@ -398,8 +423,13 @@ std::string FormatWorker(const farm::v1::WorkerInfo& w) {
   for (const auto& t : c.toolkits()) cuda.push_back(t.version());
   for (const auto& p : c.pythons()) python.push_back(p.version());
   o << "\tCUDA" << DistinctList(cuda) << "\tPython" << DistinctList(python);
+  if (!c.provisioning().enabled()) o << "\tdoes not provision";
   if (c.provisioning().enabled()) {
-    o << "\tprovisions" << (c.provisioning().fetches_toolkits() ? " (fetches CUDA)" : "")
+    const auto& p = c.provisioning();
+    o << "\tprovisions"
+      << (p.fetches_toolkits()        ? " (fetches CUDA)"
+          : p.toolkits_through_farm() ? " (fetches no CUDA: farmd serves no redist tree)"
+                                      : "")
       << ", env cache " << fs::HumanBytes(c.provisioning().cache_bytes()) << " of "
       << fs::HumanBytes(c.provisioning().cache_max_bytes());
   }

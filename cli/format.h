@@ -36,6 +36,8 @@ std::string ValidationLabel(const farm::v1::Job& j);
 std::string FormatBuild(const farm::v1::Build& b);  // multi-line detail
 std::string FormatJob(const farm::v1::Job& j);
 std::string FormatWorker(const farm::v1::WorkerInfo& w);
+// The header line above FormatWorker's lines (`farmctl workers`).
+std::string WorkersHeader();
 std::string FormatLogLine(const farm::v1::LogLine& l, bool prefix_job);
 // Why a pending job waits: the summary, then "  <worker>: <reason>" per worker that cannot
 // take it, one per line; "" for a job that is not pending or has no reason.
@@ -46,6 +48,10 @@ std::string FormatProgress(const farm::v1::Job& j);
 // One line of JSON in the proto3 mapping with the proto's field names, except that 64-bit
 // integers are numbers, not strings. One document per line, so logs can stream JSON Lines.
 std::string ToJson(const google::protobuf::Message& m);
+
+// "torch 2.11.0+cu130, lock 3f2a9c41d0e2: 33 packages, 4.5 GiB; since job 12: torch 2.11.0
+// -> 2.11.1" (a provisioned job's environment lock).
+std::string FormatLockInfo(const farm::v1::LockInfo& info);
 
 }  // namespace farm::cli
 

@@ -277,6 +277,7 @@ Result<farm::v1::SubmitBuildRequest> PackRecipe(const CommandEnv& env, const Fla
   *req.mutable_source() = recipe.source();
   *req.mutable_patches() = recipe.patches();
   req.set_validation_script(recipe.validation().script_content());
+  req.set_environment_lock(recipe.environment().lock());
   if (recipe.source().has_local_path() || recipe.source().has_tarball_path()) {
     FARM_RETURN_IF_ERROR(UploadLocalSource(env, flags, recipe, req.mutable_source()));
   }

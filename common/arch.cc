@@ -198,8 +198,8 @@ std::string Target::ToString() const {
   return cc().ToString() + SuffixText(suffix) + (ptx ? "+PTX" : "");
 }
 
-Result<std::vector<Target>> ParseArchList(std::string_view list) {
-  std::vector<Target> out;
+std::vector<std::string_view> ArchListEntries(std::string_view list) {
+  std::vector<std::string_view> out;
   size_t i = 0;
   while (i < list.size()) {
     auto is_sep = [](char c) { return c == ';' || std::isspace(static_cast<unsigned char>(c)); };
@@ -209,9 +209,17 @@ Result<std::vector<Target>> ParseArchList(std::string_view list) {
     }
     size_t end = i;
     while (end < list.size() && !is_sep(list[end])) ++end;
-    FARM_ASSIGN_OR_RETURN(Target t, ParseEntry(list.substr(i, end - i), list));
-    AddMerged(t, &out);
+    out.push_back(list.substr(i, end - i));
     i = end;
+  }
+  return out;
+}
+
+Result<std::vector<Target>> ParseArchList(std::string_view list) {
+  std::vector<Target> out;
+  for (std::string_view entry : ArchListEntries(list)) {
+    FARM_ASSIGN_OR_RETURN(Target t, ParseEntry(entry, list));
+    AddMerged(t, &out);
   }
   if (out.empty()) return Status::InvalidArgument("empty arch list");
   return out;

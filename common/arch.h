@@ -54,6 +54,10 @@ struct Target {
 // duplicates removed; InvalidArgument naming the bad entry otherwise.
 Result<std::vector<Target>> ParseArchList(std::string_view list);
 
+// The entries of a TORCH_CUDA_ARCH_LIST as written, in order (separated by ';' or white
+// space, empty ones dropped).
+std::vector<std::string_view> ArchListEntries(std::string_view list);
+
 // Joins targets back into a TORCH_CUDA_ARCH_LIST with ';'.
 std::string FormatArchList(const std::vector<Target>& targets);
 

@@ -2,7 +2,43 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+
 namespace farm {
+
+namespace {
+
+// Edits (insert, delete, replace one character) between `a` and `b`.
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string Flags::Closest(const std::string& name) const {
+  constexpr size_t kMaxEdits = 2;
+  std::string best;
+  size_t best_edits = kMaxEdits + 1;
+  for (const auto& s : specs_) {
+    size_t edits = EditDistance(name, s.name);
+    if (edits < best_edits) {
+      best = s.name;
+      best_edits = edits;
+    }
+  }
+  return best;
+}
 
 const FlagSpec* Flags::Find(const std::string& name) const {
   for (const auto& s : specs_) {
@@ -31,7 +67,11 @@ Status Flags::Parse(int argc, char** argv, int first) {
       inline_value = true;
     }
     const FlagSpec* spec = Find(name);
-    if (!spec) return Status::InvalidArgument("unknown flag --" + name);
+    if (!spec) {
+      std::string near = Closest(name);
+      return Status::InvalidArgument("unknown flag --" + name +
+                                     (near.empty() ? "" : " (did you mean --" + near + "?)"));
+    }
     if (spec->value.empty()) {
       if (inline_value && value != "true" && value != "false") {
         return Status::InvalidArgument("--" + name + " takes no value");

@@ -45,6 +45,8 @@ class Flags {
 
  private:
   const FlagSpec* Find(const std::string& name) const;
+  // The known flag within two edits of `name` ("arch-list" for "arch-lists"), or "".
+  std::string Closest(const std::string& name) const;
   std::vector<FlagSpec> specs_;
   std::map<std::string, std::vector<std::string>> values_;
   std::vector<std::string> positionals_;

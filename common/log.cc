@@ -3,11 +3,10 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/json.hpp>
 #include <mutex>
 #include <regex>
 #include <vector>
-
-#include <boost/json.hpp>
 
 namespace farm::log {
 namespace {
@@ -19,11 +18,16 @@ std::string g_component = "farm";
 
 spdlog::level::level_enum ToSpd(Level level) {
   switch (level) {
-    case Level::kTrace: return spdlog::level::trace;
-    case Level::kDebug: return spdlog::level::debug;
-    case Level::kInfo: return spdlog::level::info;
-    case Level::kWarn: return spdlog::level::warn;
-    case Level::kError: return spdlog::level::err;
+    case Level::kTrace:
+      return spdlog::level::trace;
+    case Level::kDebug:
+      return spdlog::level::debug;
+    case Level::kInfo:
+      return spdlog::level::info;
+    case Level::kWarn:
+      return spdlog::level::warn;
+    case Level::kError:
+      return spdlog::level::err;
   }
   return spdlog::level::info;
 }
@@ -42,7 +46,8 @@ void InitLogging(const Options& options) {
   std::lock_guard lock(g_mu);
   g_json = options.json;
   g_component = options.component.empty() ? "farm" : options.component;
-  auto logger = spdlog::stderr_color_mt(g_component + "-" + std::to_string(reinterpret_cast<uintptr_t>(&options)));
+  auto logger = spdlog::stderr_color_mt(g_component + "-" +
+                                        std::to_string(reinterpret_cast<uintptr_t>(&options)));
   spdlog::set_default_logger(logger);
   spdlog::set_level(ToSpd(options.level));
   if (g_json) {
@@ -73,7 +78,28 @@ std::string Redact(std::string_view text) {
   }
   // Bearer tokens that were never registered (e.g. echoed by a remote server).
   static const std::regex kBearer(R"((Bearer|token)\s+[A-Za-z0-9_\-\.]{8,})", std::regex::icase);
-  return std::regex_replace(out, kBearer, "$1 [REDACTED]");
+  return RedactUrlCredentials(std::regex_replace(out, kBearer, "$1 [REDACTED]"));
+}
+
+std::string RedactUrlCredentials(std::string_view text) {
+  // A scheme, "://", then a userinfo: anything up to the last '@' before the authority
+  // ends ('/', '?', '#', whitespace or a quote). A password may itself hold '@' or ':'.
+  std::string out;
+  out.reserve(text.size());
+  size_t at = 0;
+  for (size_t sep = text.find("://"); sep != std::string_view::npos;
+       sep = text.find("://", sep + 3)) {
+    size_t start = sep + 3;
+    size_t end = text.find_first_of("/?#\"'<> \t\r\n", start);
+    if (end == std::string_view::npos) end = text.size();
+    size_t last_at = text.rfind('@', end == 0 ? 0 : end - 1);
+    if (last_at == std::string_view::npos || last_at <= start) continue;  // none, or empty
+    out.append(text.substr(at, start - at));
+    out.append("[REDACTED]");
+    at = last_at;
+  }
+  out.append(text.substr(at));
+  return out;
 }
 
 void Write(Level level, std::string_view message) {

@@ -13,8 +13,8 @@ enum class Level { kTrace, kDebug, kInfo, kWarn, kError };
 
 struct Options {
   Level level = Level::kInfo;
-  bool json = false;            // one JSON object per line instead of text
-  std::string component;        // "farmd", "worker", "farmctl"
+  bool json = false;      // one JSON object per line instead of text
+  std::string component;  // "farmd", "worker", "farmctl"
 };
 
 void InitLogging(const Options& options);
@@ -23,8 +23,14 @@ void InitLogging(const Options& options);
 // Secrets shorter than 6 characters are ignored (they would redact ordinary words).
 void RegisterSecret(const std::string& secret);
 
-// Returns `text` with every registered secret and every bearer token redacted.
+// Returns `text` with every registered secret, every bearer token and the credentials of
+// every URL (RedactUrlCredentials) redacted.
 std::string Redact(std::string_view text);
+
+// Returns `text` with the userinfo of every URL in it ("http://user:TOKEN@host/" ->
+// "http://[REDACTED]@host/") replaced: the only way to give farmd a private index's
+// credentials is such a URL, and its error texts, pages and logs must never repeat them.
+std::string RedactUrlCredentials(std::string_view text);
 
 // Writes one line. The line already names the component (InitLogging), so messages do
 // not start with it; one that does ("farm-worker: ...") has that prefix removed.

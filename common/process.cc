@@ -398,4 +398,24 @@ Result<CapturedOutput> RunAndCapture(ProcessRunner& runner, const ProcessSpec& s
   return captured;
 }
 
+std::string FindInPath(const std::string& name, const char* path) {
+  if (path == nullptr) path = ::getenv("PATH");
+  if (path == nullptr || name.empty() || name.find('/') != std::string::npos) return "";
+  std::string dirs = path;
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    start = end + 1;
+    if (dir.empty() || dir[0] != '/') continue;  // a relative entry depends on the cwd
+    std::string candidate = dir + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return "";
+}
+
 }  // namespace farm

@@ -81,6 +81,10 @@ struct CapturedOutput {
 Result<CapturedOutput> RunAndCapture(ProcessRunner& runner, const ProcessSpec& spec,
                                      int64_t timeout_ms);
 
+// The first executable file named `name` in the colon-separated `path` ("" for none), or
+// on this process's PATH when `path` is null. Relative entries of the path are skipped.
+std::string FindInPath(const std::string& name, const char* path = nullptr);
+
 }  // namespace farm
 
 #endif  // FARM_COMMON_PROCESS_H_

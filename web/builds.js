@@ -136,7 +136,9 @@ function validationsHtml(jobs, jobId) {
 function gridHtml(build, fetchedAt) {
   const jobs = build.jobs.filter((j) => j.kind !== 'validation');
   const rowKey = (c) => [c.python, c.torch, c.cuda, c.platform].join('|');
-  const rows = [...new Set(jobs.map((j) => rowKey(j.cell)))].sort();
+  // Release order: torch 2.8 before 2.10, Python 3.9 before 3.11.
+  const rows = [...new Set(jobs.map((j) => rowKey(j.cell)))]
+    .sort((a, b) => a.localeCompare(b, 'en', {numeric: true}));
   const axis = (build.matrix && build.matrix.arch_lists) || [];
   const cols = [...new Set(axis.concat(jobs.map((j) => j.cell.arch_list)))]
     .filter((a) => jobs.some((j) => j.cell.arch_list === a));
@@ -272,7 +274,9 @@ async function buildPage(t, id) {
           : b.unplaceable_jobs ? `<div class="banner" id="blocked">${plural(b.unplaceable_jobs, 'job')}
           no worker can take: ${esc(b.blocked_reason)}</div>` : ''}
         ${active ? '<button id="cancel">Cancel build</button>' : ''}
-        <h2>Matrix</h2>${gridHtml(b, fetchedAt)}
+        <h2>Matrix</h2>${b.torch_followed ? `<p id="torch-followed">${esc(b.torch_followed)}
+          <span class="muted">(what the indexes had when it was submitted)</span></p>` : ''}
+        ${gridHtml(b, fetchedAt)}
         ${graphHtml(b.jobs)}
         ${b.rejected_cells.length ? '<h2>Rejected cells</h2><ul>' +
           b.rejected_cells.map((r) => `<li>${esc(r)}</li>`).join('') + '</ul>' : ''}

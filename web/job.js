@@ -9,8 +9,8 @@ let wantedLine = 0;      // a line to highlight once it has arrived
 let logGroup = null;     // the open phase group new lines go into
 let logEnded = false;
 
-const PHASE_NAMES = {setup: 'setup', fetch: 'fetch source', build: 'build', checks: 'wheel checks',
-                     validation: 'validation', upload: 'upload'};
+const PHASE_NAMES = {setup: 'setup', fetch: 'fetch source', provision: 'provisioning', build: 'build',
+                     checks: 'wheel checks', validation: 'validation', upload: 'upload'};
 
 function timeOfDay(ms) {
   if (!(ms > 0)) return '';
@@ -167,7 +167,7 @@ function attemptsTable(attempts) {
     `<tr><td>${a.number}</td><td>${workerRef(a.worker_name, a.worker_id)}</td>
      <td>${a.running ? badge('running') : esc(String(a.cause).replace(/^CAUSE_/, '').toLowerCase())}</td>
      <td>${esc(a.detail)}</td><td>${when(a.started_at)}</td><td>${when(a.finished_at)}</td>
-     <td>${a.running ? '' : a.exit_code}</td>
+     <td>${a.running || a.exit_code < 0 ? '' : a.exit_code}</td>
      <td>${Number(a.peak_rss_bytes) > 0 ? bytes(Number(a.peak_rss_bytes)) + (a.running ? ' <span class="muted">so far</span>' : '')
                                         : `<span class="muted">${a.running ? 'not reported yet' : '—'}</span>`}</td>
      <td>${progressHtml({units_done: a.units_done, units_total: a.units_total})}</td></tr>`).join('') + '</table>';
@@ -260,6 +260,20 @@ function proofsHtml(j) {
     <th>Detail</th></tr>${rows}</table></div>`;
 }
 
+// A provisioned job: the lock its environment installs, and what changed since the previous
+// build of the recipe in this cell.
+function lockHtml(j) {
+  const l = j.lock;
+  if (!l) return '';
+  const changes = (l.changes || []).map((c) => `<li>${esc(c)}</li>`).join('');
+  const since = Number(l.previous_job_id) > 0
+    ? ` · since <a href="#/job/${Number(l.previous_job_id)}">job ${Number(l.previous_job_id)}</a>:
+       ${changes ? `<ul class="lock-changes">${changes}</ul>` : 'unchanged'}` : '';
+  return `<p class="banner" id="lock"><b>Environment:</b> ${l.torch ? `torch ${esc(l.torch)} · ` : ''}
+    lock <code>${esc(String(l.digest || '').slice(0, 12))}</code>, ${Number(l.packages)} packages,
+    ${bytes(Number(l.bytes))}${since}</p>`;
+}
+
 async function refreshJob(t, id) {
   try {
     const fetchedAt = Date.now();
@@ -277,7 +291,7 @@ async function refreshJob(t, id) {
       waited ${dur(j.waited_ms)}${j.ran_ms || j.state === 'JOB_RUNNING' ? ' · ' + elapsedHtml(j.ran_ms + live, j.expected_ms) : ''}
       ${j.expected_ms > 0 && j.state === 'JOB_PENDING' ? ` · expected to take ~${dur(j.expected_ms)}` : ''}
       ${progressHtml(j.progress)}</p>
-      ${failureHtml(j.failure)}${waitingHtml(j.waiting)}${proofsHtml(j)}
+      ${failureHtml(j.failure)}${waitingHtml(j.waiting)}${proofsHtml(j)}${lockHtml(j)}
       ${j.error && !j.failure && !j.waiting ? `<p class="error">${esc(j.error)}</p>` : ''}
       ${j.state === 'JOB_FAILED' || j.state === 'JOB_CANCELLED' ? '<button id="retry">Retry job</button>' : ''}`;
     const retry = document.getElementById('retry');

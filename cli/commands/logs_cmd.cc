@@ -138,7 +138,29 @@ Status DownloadOne(const CommandEnv& env, const farm::v1::Artifact& artifact,
   return Status::Ok();
 }
 
-// Downloads every wheel of the build into `dir` under its own name. A wheel's name holds
+// Saves the artifact's signed statements beside the wheel at `path` (PATH.intoto.jsonl, the
+// name `farmctl verify PATH` reads), so that the download verifies as the index's would.
+Status SaveProvenance(const CommandEnv& env, const farm::v1::Artifact& artifact,
+                      const std::string& path) {
+  farm::v1::GetArtifactRequest req;
+  req.set_artifact_id(artifact.id());
+  farm::v1::ArtifactProvenance resp;
+  grpc::Status call =
+      env.client->stub()->GetArtifactProvenance(env.client->Context().get(), req, &resp);
+  if (call.error_code() == grpc::StatusCode::UNIMPLEMENTED) return Status::Ok();  // signs none
+  FARM_RETURN_IF_ERROR(FromGrpc(call, env.client->address()));
+  const std::string file = path + ".intoto.jsonl";
+  if (resp.intoto_jsonl().empty()) {
+    *env.out << "provenance: none signed for " << artifact.filename() << "\n";
+    return Status::Ok();
+  }
+  FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(file, resp.intoto_jsonl()));
+  *env.out << "provenance: " << std::filesystem::absolute(file).string() << "\n";
+  return Status::Ok();
+}
+
+// Downloads every wheel of the build into `dir` under its own name, each with its signed
+// statements beside it (SaveProvenance). A wheel's name holds
 // its identity, so one name is one file: copies of one wheel (jobs answered from an
 // earlier build) are fetched once, a file already in `dir` with the same sha256 is kept,
 // and two different files that would share a path fail the command before anything is
@@ -181,9 +203,10 @@ Status DownloadArtifacts(const CommandEnv& env, const farm::v1::Build& build,
     if (std::filesystem::exists(path)) {
       *env.out << "wheel: " << std::filesystem::absolute(path).string() << "  sha256 "
                << entry.first->sha256() << " (already there)\n";
-      continue;
+    } else {
+      FARM_RETURN_IF_ERROR(DownloadOne(env, *entry.first, dir));
     }
-    FARM_RETURN_IF_ERROR(DownloadOne(env, *entry.first, dir));
+    FARM_RETURN_IF_ERROR(SaveProvenance(env, *entry.first, path));
   }
   return Status::Ok();
 }

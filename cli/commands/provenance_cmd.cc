@@ -2,7 +2,9 @@
 // Hub folder) against the farm's signed provenance and prints what was proven where; no
 // farmd needed. farmctl keys: the farm's public signing keys, rotation and revocation.
 #include <boost/json.hpp>
+#include <tuple>
 
+#include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/url_fetch.h"
 #include "common/flags.h"
@@ -53,8 +55,9 @@ std::string Text(const provenance::WheelVerification& v, const KeySet& keys,
     out += "built by    " + b.builder_id + ", signed by key " + v.build_keyid.substr(0, 16) + " (" +
            KeyState(keys, v.build_keyid) + ")\n";
     out += "worker      " + b.worker +
-           "; GPUs: " + (b.worker_gpus.empty() ? "none" : b.worker_gpus) + "; driver " + b.driver +
-           "; toolkits: " + b.toolkits + "\n";
+           "; GPUs: " + (b.worker_gpus.empty() ? "none" : b.worker_gpus) + "; driver " +
+           (b.driver.empty() ? "none" : b.driver) +
+           "; toolkits: " + (b.toolkits.empty() ? "none" : b.toolkits) + "\n";
     out += "recipe      " + b.recipe + "\n" + "source      " + b.source + "\n" + "cell        " +
            b.cell + "\n";
     out += "inputs      " + std::to_string(b.patches) + " patch(es), " +
@@ -108,7 +111,23 @@ std::string JsonOf(const provenance::WheelVerification& v, const std::string& na
 
 }  // namespace
 
-Status VerifyCommand(const Flags& flags, std::ostream& out) {
+namespace {
+
+// The key set of the farmd farmctl is pointed at (GetProvenanceKeys), and where it came
+// from for the report.
+Result<std::pair<std::string, std::string>> ConnectedFarmKeys(const FarmConnector& connect) {
+  FARM_ASSIGN_OR_RETURN(auto client, connect());
+  farm::v1::ProvenanceKeys resp;
+  FARM_RETURN_IF_ERROR(FromGrpc(
+      client->stub()->GetProvenanceKeys(client->Context().get(), {}, &resp), client->address()));
+  return std::make_pair(resp.key_set_json(),
+                        "the key set of farmd at " + client->address() +
+                            ", the farm farmctl is connected to: pin a copy with --keys");
+}
+
+}  // namespace
+
+Status VerifyCommand(const Flags& flags, std::ostream& out, const FarmConnector& connect) {
   if (flags.positionals().size() != 2) {
     return Status::InvalidArgument(
         "usage: farmctl verify WHEEL|URL [--keys FILE|URL] [--provenance FILE|URL] "
@@ -118,12 +137,19 @@ Status VerifyCommand(const Flags& flags, std::ostream& out) {
   FetchOptions small{.ca_file = flags.Get("ca"), .max_bytes = kMaxDocumentBytes};
   const bool pinned = flags.Has("keys");
   std::string keys_from = flags.Get("keys", KeysUrlOf(wheel));
-  if (keys_from.empty()) {
+  std::string keys_text, keys_note;
+  if (keys_from.empty() && connect) {
+    FARM_ASSIGN_OR_RETURN(std::tie(keys_text, keys_note), ConnectedFarmKeys(connect));
+    keys_from = "farmd";
+  } else if (keys_from.empty()) {
     return Status::InvalidArgument(
         "--keys FILE|URL is needed: the farm's public keys (it serves them at " +
-        std::string(kKeysPath) + "; farmctl keys prints them)");
+        std::string(kKeysPath) + "; farmctl keys prints them), or name the farm with --server");
+  } else {
+    FARM_ASSIGN_OR_RETURN(keys_text, FetchAll(keys_from, small));
+    keys_note =
+        pinned ? keys_from : keys_from + ", the same server as the wheel: pin a copy with --keys";
   }
-  FARM_ASSIGN_OR_RETURN(std::string keys_text, FetchAll(keys_from, small));
   auto keys = provenance::ParseKeySet(keys_text);
   if (!keys.ok()) return Status::InvalidArgument(keys_from + ": " + keys.status().message());
 
@@ -150,10 +176,6 @@ Status VerifyCommand(const Flags& flags, std::ostream& out) {
   provenance::WheelVerification v =
       provenance::VerifyWheel({name, sha256}, *envelopes, *keys,
                               {.require_validated_arch = flags.Get("require-validated-arch")});
-  std::string keys_note = pinned ? keys_from
-                                 : keys_from +
-                                       ", the same server as the wheel: pin a copy "
-                                       "with --keys";
   out << (flags.Get("output") == "json" ? JsonOf(v, name, sha256)
                                         : Text(v, *keys, name, sha256, size, wheel, keys_note));
   if (!v.ok) return Status::FailedPrecondition(name + " refused: " + v.problems.front());

@@ -1,4 +1,4 @@
-// farmctl schedules add|list|show|pause|resume|delete|run-now.
+// farmctl schedules add|update|list|show|pause|resume|delete|run-now.
 #include <filesystem>
 #include <optional>
 #include <sstream>
@@ -18,6 +18,7 @@ const char kSchedulesUsage[] =
     "           [--missed skip|run_once] [--concurrency skip|allow] [--paused]\n"
     "           [--python V] [--torch V] [--cuda V] [--arch-list L] [--platform P] [--force]\n"
     "           [--source-dir D | --source-tarball F] [--exclude PATTERN] [--no-gitignore]\n"
+    "       farmctl schedules update ID RECIPE.yaml [the build flags of add]\n"
     "       farmctl schedules list | show ID [--limit N] | pause ID | resume ID | delete ID\n"
     "       farmctl schedules run-now ID [--force]\n"
     "  WATCH: --watch-torch SPEC [--watch-index NAME]... [--watch-prereleases]\n"
@@ -156,6 +157,30 @@ Status Add(const CommandEnv& env, const Flags& flags) {
   return Status::Ok();
 }
 
+// A schedule builds the changed recipe from now on; what its watch has seen stays seen
+// (deleting and adding it again would take the upstream's current releases as seen).
+Status Update(const CommandEnv& env, const Flags& flags) {
+  const auto& args = flags.positionals();
+  if (args.size() < 4) return Status::InvalidArgument(kSchedulesUsage);
+  for (const char* when : {"cron", "tz", "missed", "concurrency", "paused", "watch-torch",
+                           "watch-tags", "watch-branch", "watch-toolkit", "poll", "name"}) {
+    if (flags.Has(when)) {
+      return Status::InvalidArgument("schedules update changes what a schedule builds; --" +
+                                     std::string(when) +
+                                     " is how or when it fires: add another schedule for that");
+    }
+  }
+  farm::v1::UpdateScheduleRequest req;
+  req.set_schedule_id(args[2]);
+  FARM_ASSIGN_OR_RETURN(*req.mutable_build(), PrepareBuildRequest(env, flags, args[3]));
+  farm::v1::Schedule s;
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->UpdateSchedule(env.client->Context().get(), req, &s),
+               env.client->address()));
+  *env.out << (env.json ? ToJson(s) : "updated schedule " + ScheduleText(s, false)) << "\n";
+  return Status::Ok();
+}
+
 Status List(const CommandEnv& env, const Flags& flags, const std::string& id) {
   farm::v1::ListSchedulesRequest req;
   req.set_schedule_id(id);
@@ -175,6 +200,7 @@ Status List(const CommandEnv& env, const Flags& flags, const std::string& id) {
       r->clear_recipe_yaml();
       r->clear_patches();
       r->clear_validation_script();
+      r->clear_environment_lock();
       r->clear_requirements();
     }
   }
@@ -222,6 +248,7 @@ Status SchedulesCommand(const CommandEnv& env, const Flags& flags) {
   const auto& args = flags.positionals();
   std::string verb = args.size() > 1 ? args[1] : "list";
   if (verb == "add") return Add(env, flags);
+  if (verb == "update") return Update(env, flags);
   if (verb == "list") return List(env, flags, "");
   if (args.size() < 3) return Status::InvalidArgument(kSchedulesUsage);
   if (verb == "show") return List(env, flags, args[2]);

@@ -10,6 +10,9 @@ find_package(spdlog REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(Boost 1.81 REQUIRED COMPONENTS json url)
 find_package(LibArchive REQUIRED)
+# toml++ for PEP 751 lock files (pylock.toml), used header-only: Debian's shared library is
+# built with exceptions, and the farm parses with them off (no binary to ship to workers).
+find_path(FARM_TOMLPLUSPLUS_INCLUDE toml++/toml.h REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)

@@ -199,11 +199,15 @@ BuildSummary ReadBuild(const json::object& p) {
     std::string commit = StringAt(*ext, {"source", "digest", "gitCommit"});
     s.source = commit.empty() ? "archive sha256 " + StringAt(*ext, {"source", "digest", "sha256"})
                               : "git " + StringAt(*ext, {"source", "uri"}) + " @ " + commit;
-    s.cell = "python " + StringAt(*ext, {"cell", "python"});
-    std::string torch = StringAt(*ext, {"cell", "torch"});
-    if (!torch.empty()) s.cell += ", torch " + torch;
-    s.cell += ", cuda " + StringAt(*ext, {"cell", "cuda"}) + ", arch " +
-              StringAt(*ext, {"cell", "archList"}) + ", " + StringAt(*ext, {"cell", "platform"});
+    // "python 3.11, torch 2.9, cuda 13.0, arch 9.0, linux_x86_64": the axes the cell has.
+    for (auto [label, key] : {std::pair{"python ", "python"},
+                              {"torch ", "torch"},
+                              {"cuda ", "cuda"},
+                              {"arch ", "archList"},
+                              {"", "platform"}}) {
+      std::string value = StringAt(*ext, {"cell", key});
+      if (!value.empty()) s.cell += (s.cell.empty() ? "" : ", ") + std::string(label) + value;
+    }
   }
   if (const json::object* def = ObjectAt(p, {"buildDefinition"})) {
     if (const json::array* deps = ArrayAt(*def, "resolvedDependencies")) {

@@ -53,6 +53,19 @@ Result<farm::v1::ProvisionSpec> CellEnvironment(const farm::v1::Recipe& recipe,
   return spec;
 }
 
+Result<farm::v1::ProvisionSpec> ValidationEnvironment(const farm::v1::Recipe& recipe,
+                                                      const farm::v1::MatrixCell& cell) {
+  FARM_ASSIGN_OR_RETURN(farm::v1::ProvisionSpec spec, CellEnvironment(recipe, cell));
+  spec.clear_cuda();
+  spec.clear_requirements();
+  spec.clear_torch_requirements();
+  return spec;
+}
+
+std::string ValidateCellKey(const farm::v1::MatrixCell& cell) {
+  return cell.python() + "/" + cell.torch() + "/" + cell.cuda() + "/" + cell.platform();
+}
+
 std::string DescribeProvisionSpec(const farm::v1::ProvisionSpec& spec) {
   std::string out = "Python " + spec.python();
   if (!spec.torch_minor().empty()) {

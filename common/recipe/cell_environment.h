@@ -23,6 +23,15 @@ std::string TorchVariant(const std::string& cuda);
 Result<farm::v1::ProvisionSpec> CellEnvironment(const farm::v1::Recipe& recipe,
                                                 const farm::v1::MatrixCell& cell);
 
+// The environment a wheel is validated in, in `cell`: its Python and torch (validation
+// compiles nothing: no toolkit, no build requirements, and not the recipe's own lock, which
+// is its build cells').
+Result<farm::v1::ProvisionSpec> ValidationEnvironment(const farm::v1::Recipe& recipe,
+                                                      const farm::v1::MatrixCell& cell);
+
+// The key of a cell a stable-ABI wheel is validated in (JobNeeds.validate_locks).
+std::string ValidateCellKey(const farm::v1::MatrixCell& cell);
+
 // "Python 3.13 + torch 2.11 (newest on cu128) + CUDA 12.8 + 4 build requirements".
 std::string DescribeProvisionSpec(const farm::v1::ProvisionSpec& spec);
 

@@ -233,11 +233,27 @@ void AddIncludeCells(const Rule& rule, const std::array<Values, kAxes>& axes,
   for (Cell& c : Product(own)) cells->push_back(std::move(c));
 }
 
+// Whether the recipe says its torch `torch` ("2.8" or "2.8.0") is built for `cuda` beyond
+// the farm's table (matrix.torch_cuda: a private torch build).
+bool RecipeTorchCuda(const farm::v1::MatrixAxes& supported, const std::string& torch,
+                     const std::string& cuda) {
+  std::string minor = torch.substr(0, torch.find('+'));
+  if (size_t dot = minor.find('.'); dot != std::string::npos) {
+    minor = minor.substr(0, minor.find('.', dot + 1));
+  }
+  auto it = supported.torch_cuda().find(minor);
+  return it != supported.torch_cuda().end() &&
+         std::find(it->second.cuda().begin(), it->second.cuda().end(), cuda) !=
+             it->second.cuda().end();
+}
+
 // Empty when the cell can be built; the reason otherwise.
-std::string CellProblem(const Cell& cell) {
-  if (!cell[1].empty() && !cell[2].empty()) {
+std::string CellProblem(const Cell& cell, const farm::v1::MatrixAxes& supported) {
+  if (!cell[1].empty() && !cell[2].empty() && !RecipeTorchCuda(supported, cell[1], cell[2])) {
     Status s = arch::CheckTorchCuda(cell[1], cell[2]);
-    if (!s.ok()) return s.message();
+    if (!s.ok()) {
+      return s.message() + " (a private torch build for it: matrix.torch_cuda)";
+    }
   }
   if (!cell[kArchAxis].empty() && !cell[2].empty()) {
     Result<std::vector<arch::Target>> targets = arch::ParseArchList(cell[kArchAxis]);
@@ -319,6 +335,30 @@ MatrixExpansion Fail(MatrixExpansion out, const Status& status) {
   return out;
 }
 
+// An arch list as TORCH_CUDA_ARCH_LIST takes it verbatim: every entry spelled as torch
+// reads it ("9.0", "12.0a", "8.6+PTX"; not nvcc's "sm_90" or "compute_90"), none twice.
+Status CheckTorchSpelling(std::string_view list) {
+  std::set<std::string> seen;
+  for (std::string_view written : arch::ArchListEntries(list)) {
+    std::string entry(written);
+    if (!std::isdigit(static_cast<unsigned char>(entry[0]))) {
+      auto t = arch::ParseArchList(entry);
+      std::string torch = t.ok() && t->size() == 1 && t->front().sass
+                              ? " (write \"" + t->front().ToString() + "\")"
+                              : "";
+      return Status::InvalidArgument("arch list entry \"" + entry +
+                                     "\" is nvcc's spelling; TORCH_CUDA_ARCH_LIST, which the "
+                                     "build gets verbatim, reads MAJOR.MINOR[a|f][+PTX]" +
+                                     torch);
+    }
+    if (!seen.insert(entry).second) {
+      return Status::InvalidArgument("arch list entry \"" + entry + "\" is given twice in \"" +
+                                     std::string(list) + "\"");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const std::vector<std::string_view>& AxisNames() {
@@ -335,6 +375,44 @@ std::string_view CanonicalAxis(std::string_view key) {
   return "";
 }
 
+bool VersionLess(std::string_view a, std::string_view b) {
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && digit(a[ie])) ++ie;
+      while (je < b.size() && digit(b[je])) ++je;
+      std::string_view x = a.substr(i, ie - i), y = b.substr(j, je - j);
+      while (x.size() > 1 && x.front() == '0') x.remove_prefix(1);
+      while (y.size() > 1 && y.front() == '0') y.remove_prefix(1);
+      if (x.size() != y.size()) return x.size() < y.size();
+      if (x != y) return x < y;
+      i = ie, j = je;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i, ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
+
+std::string DescribeTorchFollow(const farm::v1::Recipe& recipe) {
+  if (!recipe.matrix().has_torch_follow()) return "";
+  const farm::v1::TorchFollow& follow = recipe.matrix().torch_follow();
+  std::vector<std::string> minors(recipe.matrix().torch().begin(), recipe.matrix().torch().end());
+  std::sort(minors.begin(), minors.end(),
+            [](const std::string& a, const std::string& b) { return VersionLess(a, b); });
+  std::string releases;
+  for (const std::string& minor : minors) {
+    auto pinned = recipe.environment().torch().find(minor);
+    std::string release = pinned == recipe.environment().torch().end() ? minor : pinned->second;
+    releases += (releases.empty() ? "" : ", ") + release;
+  }
+  return "torch \"" + (follow.spec().empty() ? std::string("any") : follow.spec()) +
+         "\" resolved to " + (releases.empty() ? std::string("nothing") : releases);
+}
+
 Status CheckAxisValue(std::string_view axis, std::string_view value) {
   const std::string quoted = "\"" + std::string(value) + "\"";
   if (axis == "python" && !IsVersion(value, false)) {
@@ -347,7 +425,10 @@ Status CheckAxisValue(std::string_view axis, std::string_view value) {
     return Status::InvalidArgument("torch version " + quoted +
                                    " must be MAJOR.MINOR[.PATCH] such as \"2.8\"");
   }
-  if (axis == "arch_lists") return arch::ParseArchList(value).status();
+  if (axis == "arch_lists") {
+    FARM_RETURN_IF_ERROR(arch::ParseArchList(value).status());
+    return CheckTorchSpelling(value);
+  }
   if (axis == "platform" && !IsPlatformTag(value)) {
     return Status::InvalidArgument("platform " + quoted +
                                    " must be a wheel platform tag such as \"linux_x86_64\"");
@@ -392,7 +473,7 @@ MatrixExpansion ExpandMatrix(const farm::v1::MatrixAxes& requested,
   std::set<Cell> seen;
   for (const Cell& c : cells) {
     if (!seen.insert(c).second) continue;
-    std::string problem = CellProblem(c);
+    std::string problem = CellProblem(c, supported);
     if (problem.empty()) {
       out.cells.push_back(ToProto(c));
     } else {

@@ -35,9 +35,20 @@ const std::vector<std::string_view>& AxisNames();
 std::string_view CanonicalAxis(std::string_view key);
 
 // OK when `value` is well formed for `axis`: python and cuda "MAJOR.MINOR", torch
-// "MAJOR.MINOR[.PATCH]", arch_lists a TORCH_CUDA_ARCH_LIST, platform a wheel platform tag
-// (lower-case letters, digits, '_'). Otherwise InvalidArgument with the reason alone.
+// "MAJOR.MINOR[.PATCH]", arch_lists a TORCH_CUDA_ARCH_LIST in torch's spelling (the
+// build gets it verbatim: "9.0;12.0a", never nvcc's "sm_90", no entry twice), platform a
+// wheel platform tag (lower-case letters, digits, '_'). Otherwise InvalidArgument with the
+// reason alone.
 Status CheckAxisValue(std::string_view axis, std::string_view value);
+
+// Axis values in release order: runs of digits compare as numbers ("2.8" before "2.10",
+// "3.9" before "3.11"), the rest as text; a shorter value that is a prefix comes first.
+bool VersionLess(std::string_view a, std::string_view b);
+
+// For a recipe whose torch axis follows the index (matrix.torch_follow), the releases it was
+// resolved to, for people: "torch \">=2.8\" resolved to 2.8.0, 2.9.1"; "" for a recipe with
+// a torch axis of its own (or none).
+std::string DescribeTorchFollow(const farm::v1::Recipe& recipe);
 
 // "python=3.11 cuda=12.8 arch_list=12.1a": the non-empty values of a cell.
 std::string DescribeCell(const farm::v1::MatrixCell& cell);

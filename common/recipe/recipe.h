@@ -81,6 +81,15 @@ inline constexpr size_t kMaxValidationScriptBytes = 1 << 20;
 // names none, or when it is larger than kMaxValidationScriptBytes.
 Status AttachValidationScript(farm::v1::Recipe* recipe, const std::string& script);
 
+// Largest environment.lock (a pylock.toml) a client may send with a recipe.
+inline constexpr int64_t kMaxEnvironmentLockBytes = int64_t{4} << 20;
+
+// Stores the text of the recipe's environment.lock the client read beside it. InvalidArgument
+// when a lock is supplied for a recipe that names none, when the recipe names one and none
+// is supplied, or when it is larger than kMaxEnvironmentLockBytes. Its content is checked
+// where it is used (farmd's locker).
+Status AttachEnvironmentLock(farm::v1::Recipe* recipe, const std::string& text);
+
 }  // namespace farm::recipe
 
 #endif  // FARM_COMMON_RECIPE_RECIPE_H_

@@ -78,6 +78,29 @@ Status ReadValidationScript(const ErrorSink& sink, const stdfs::path& dir, const
   return Status::Ok();
 }
 
+// environment.lock names a file beside the recipe: it travels with the recipe.
+Status ReadEnvironmentLock(const ErrorSink& sink, const stdfs::path& dir,
+                           farm::v1::EnvironmentSpec* env) {
+  if (env->lock_path().empty()) return Status::Ok();
+  std::string abs = Resolve(dir, env->lock_path());
+  std::error_code ec;
+  if (!stdfs::is_regular_file(abs, ec)) {
+    return sink.At(Position{}, "environment.lock \"" + env->lock_path() +
+                                   "\" not found (looked for " + abs + ")");
+  }
+  Result<std::string> content = fs::ReadFile(abs);
+  if (!content.ok()) {
+    return sink.At(Position{}, "environment.lock \"" + env->lock_path() + "\": " +
+                                   content.status().message());
+  }
+  if (static_cast<int64_t>(content->size()) > kMaxEnvironmentLockBytes) {
+    return sink.At(Position{}, "environment.lock \"" + env->lock_path() + "\" is larger than " +
+                                   std::to_string(kMaxEnvironmentLockBytes) + " bytes");
+  }
+  env->set_lock(std::move(content).value());
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<LoadedRecipe> LoadRecipeFile(const std::string& path) {
@@ -102,6 +125,9 @@ Result<LoadedRecipe> LoadRecipeFile(const std::string& path) {
   }
   FARM_RETURN_IF_ERROR(ReadValidationScript(sink, out.directory, Position{},
                                             recipe.mutable_validation()));
+  if (recipe.has_environment()) {
+    FARM_RETURN_IF_ERROR(ReadEnvironmentLock(sink, out.directory, recipe.mutable_environment()));
+  }
   out.recipe = std::move(recipe);
   return out;
 }
@@ -125,6 +151,23 @@ Status AttachValidationScript(farm::v1::Recipe* recipe, const std::string& scrip
                                    std::to_string(kMaxValidationScriptBytes) + " bytes");
   }
   recipe->mutable_validation()->set_script_content(script);
+  return Status::Ok();
+}
+
+Status AttachEnvironmentLock(farm::v1::Recipe* recipe, const std::string& text) {
+  if (text.empty()) {
+    if (recipe->environment().lock_path().empty()) return Status::Ok();
+    return Status::InvalidArgument("environment.lock names " + recipe->environment().lock_path() +
+                                   ", which the request does not carry (farmctl sends it)");
+  }
+  if (recipe->environment().lock_path().empty()) {
+    return Status::InvalidArgument("a lock was supplied but the recipe names no environment.lock");
+  }
+  if (static_cast<int64_t>(text.size()) > kMaxEnvironmentLockBytes) {
+    return Status::InvalidArgument("environment.lock is larger than " +
+                                   std::to_string(kMaxEnvironmentLockBytes) + " bytes");
+  }
+  recipe->mutable_environment()->set_lock(text);
   return Status::Ok();
 }
 

@@ -149,6 +149,45 @@ Result<bool> ParseTorchFollow(const Section& matrix, farm::v1::MatrixAxes* out) 
   return true;
 }
 
+// `torch_cuda: {"2.8": ["13.0"]}`: torch/CUDA pairs a private torch build adds to the
+// farm's table (arch::TorchReleases).
+Status ParseTorchCuda(const Section& matrix, farm::v1::MatrixAxes* out) {
+  const Field* f = matrix.Find("torch_cuda");
+  if (f == nullptr || f->value.IsNull()) return Status::Ok();
+  if (!f->value.IsMap()) {
+    return matrix.sink().At(f->value_pos(),
+                            "matrix.torch_cuda must map torch minors (\"2.8\") to the CUDA "
+                            "versions a private torch build ships for ([\"13.0\"])");
+  }
+  for (auto it = f->value.begin(); it != f->value.end(); ++it) {
+    Position pos = ToPosition(it->first.Mark());
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+    const std::string where = "matrix.torch_cuda." + key;
+    Status torch = CheckAxisValue("torch", key);
+    if (key.empty() || !torch.ok() || std::count(key.begin(), key.end(), '.') != 1) {
+      return matrix.sink().At(pos,
+                              "matrix.torch_cuda keys are torch minors such as \"2.8\", "
+                              "got \"" +
+                                  key.substr(0, 60) + "\"");
+    }
+    if (out->torch_cuda().contains(key)) {
+      return matrix.sink().At(pos, "matrix.torch_cuda lists " + key + " twice");
+    }
+    FARM_ASSIGN_OR_RETURN(std::vector<Item> cudas,
+                          ReadStringList(matrix.sink(), Field{key, where, it->second, pos}));
+    farm::v1::CudaVersions& list = (*out->mutable_torch_cuda())[key];
+    for (size_t i = 0; i < cudas.size(); ++i) {
+      Status valid = CheckAxisValue("cuda", cudas[i].text);
+      if (!valid.ok()) {
+        return matrix.sink().At(cudas[i].pos,
+                                where + "[" + std::to_string(i) + "]: " + valid.message());
+      }
+      list.add_cuda(cudas[i].text);
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ParseMatrixSection(const Section& top, farm::v1::MatrixAxes* matrix) {
@@ -157,6 +196,7 @@ Status ParseMatrixSection(const Section& top, farm::v1::MatrixAxes* matrix) {
   std::vector<std::string_view> keys = AxisNames();
   keys.push_back("include");
   keys.push_back("exclude");
+  keys.push_back("torch_cuda");
   keys.push_back("families");
   FARM_ASSIGN_OR_RETURN(Section s,
                         Section::Read(top.sink(), f->value, f->key_pos, "matrix", "matrix.", keys));
@@ -167,6 +207,7 @@ Status ParseMatrixSection(const Section& top, farm::v1::MatrixAxes* matrix) {
   }
   FARM_RETURN_IF_ERROR(ParseRules(s, "include", matrix->mutable_include()));
   FARM_RETURN_IF_ERROR(ParseRules(s, "exclude", matrix->mutable_exclude()));
+  FARM_RETURN_IF_ERROR(ParseTorchCuda(s, matrix));
   return ParseFamiliesField(s, matrix);
 }
 

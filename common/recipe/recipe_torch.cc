@@ -11,6 +11,7 @@
 #include "common/arch.h"
 #include "common/recipe/recipe_internal.h"
 #include "common/recipe/yaml_reader.h"
+#include "common/wheel/metadata/dependency.h"
 #include "common/wheel/wheel_name.h"
 
 namespace farm::recipe {
@@ -238,13 +239,48 @@ Status ParseTorchRequirements(const Section& s, const std::set<std::string>& out
   return Status::Ok();
 }
 
+// environment.build_requirements: PEP 508 requirements ("setuptools>=64", "ninja", exact
+// pins too) that farmd resolves with torch into each cell's lock. No URLs (every file comes
+// from the cell's index), no torch (environment.torch says which).
 Status ParseBuildRequirements(const Section& s, farm::v1::EnvironmentSpec* env) {
-  std::vector<Item> pins;
-  FARM_RETURN_IF_ERROR(s.GetStringList("build_requirements", &pins));
+  std::vector<Item> items;
+  FARM_RETURN_IF_ERROR(s.GetStringList("build_requirements", &items));
   std::set<std::string> seen;
-  FARM_RETURN_IF_ERROR(ParsePins(s.sink(), pins, "environment.build_requirements", {}, &seen,
-                                 env->mutable_build_requirements()));
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string at = "environment.build_requirements[" + std::to_string(i) + "]";
+    Result<wheel::DependencySpec> dep = wheel::ParseDependency(items[i].text);
+    if (!dep.ok()) {
+      return s.sink().At(items[i].pos, at + " must be a PEP 508 requirement such as "
+                                            "\"setuptools>=64\" (no URL): " +
+                                            dep.status().message());
+    }
+    const std::string project = wheel::NormalizeProjectName(dep->name);
+    if (project == "torch") {
+      return s.sink().At(items[i].pos, at + " names torch; the cell's torch comes from "
+                                            "environment.torch and its CUDA variant");
+    }
+    if (!seen.insert(project).second) {
+      return s.sink().At(items[i].pos, at + " names " + project + " a second time");
+    }
+    *env->add_build_requirements() = items[i].text;
+  }
   return ParseTorchRequirements(s, seen, env);
+}
+
+// environment.lock: a pylock.toml beside the recipe (PEP 751) the cells install instead of
+// a lock farmd resolves. The client sends the file's text; here only its name is checked.
+Status ParseLockPath(const Section& s, farm::v1::EnvironmentSpec* env) {
+  const Field* f = s.Find("lock");
+  if (f == nullptr || f->value.IsNull()) return Status::Ok();
+  FARM_ASSIGN_OR_RETURN(std::string path, ReadString(s.sink(), *f));
+  if (path.empty() || path.front() == '/' || path.find("..") != std::string::npos ||
+      path.find('\0') != std::string::npos) {
+    return s.sink().At(f->value_pos(),
+                       "environment.lock must be a file beside the recipe (a relative path "
+                       "without ..), got \"" + path.substr(0, 100) + "\"");
+  }
+  env->set_lock_path(path);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -289,7 +325,8 @@ Status ParseEnvironmentSection(const Section& top, farm::v1::Recipe* recipe) {
   if (f == nullptr) return Status::Ok();
   FARM_ASSIGN_OR_RETURN(
       Section s, Section::Read(top.sink(), f->value, f->key_pos, "environment", "environment.",
-                               {"torch", "build_requirements", "torch_requirements", "toolkit"}));
+                               {"torch", "build_requirements", "torch_requirements", "toolkit",
+                                "lock"}));
   if (recipe->matrix().python().empty()) {
     return s.sink().At(f->key_pos,
                        "a provisioned environment needs matrix.python: the "
@@ -310,7 +347,8 @@ Status ParseEnvironmentSection(const Section& top, farm::v1::Recipe* recipe) {
   bool toolkit = true;
   FARM_RETURN_IF_ERROR(s.GetBool("toolkit", &toolkit));
   env->set_no_toolkit(!toolkit);
-  return ParseBuildRequirements(s, env);
+  FARM_RETURN_IF_ERROR(ParseBuildRequirements(s, env));
+  return ParseLockPath(s, env);
 }
 
 }  // namespace farm::recipe

@@ -20,6 +20,7 @@ PACKAGES=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libcurl4-openssl-dev libsqlite3-dev libpq-dev libspdlog-dev libyaml-cpp-dev libssl-dev
   libarchive-dev libzstd-dev liblz4-dev
+  libtomlplusplus-dev  # PEP 751 lock files (header only)
   # The worker builds wheels with pip in a venv of the host's Python.
   python3 python3-venv python3-pip python3-wheel python3-setuptools
 )

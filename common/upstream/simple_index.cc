@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "common/log.h"
 #include "common/strings.h"
 #include "common/wheel/wheel_name.h"
 
@@ -162,7 +163,9 @@ bool IsSha256Hex(const std::string& text) {
 Result<std::string> ResolveUrl(const std::string& base, const std::string& ref) {
   // RFC 3986 section 5.2, without normalising percent-encoding: PyTorch's index links
   // "%2B" for the '+' of a local version, and its storage tells the two apart.
-  if (!IsHttpUrl(base)) return Status::InvalidArgument("base URL is not http(s): " + base);
+  if (!IsHttpUrl(base)) {
+    return Status::InvalidArgument("base URL is not http(s): " + log::RedactUrlCredentials(base));
+  }
   std::string target = ref.substr(0, ref.find('#'));
   size_t scheme_end = base.find("://") + 3;
   size_t path_start = base.find('/', scheme_end);
@@ -209,7 +212,8 @@ Result<std::string> ResolveUrl(const std::string& base, const std::string& ref) 
     out = origin + (joined.empty() ? "/" : joined) + query;
   }
   if (!IsHttpUrl(out))
-    return Status::InvalidArgument("link is not an http(s) URL: " + out.substr(0, 200));
+    return Status::InvalidArgument("link is not an http(s) URL: " +
+                                   log::RedactUrlCredentials(out.substr(0, 200)));
   return out;
 }
 
@@ -291,8 +295,9 @@ Result<std::vector<IndexFile>> ParseProjectPage(const FetchedPage& page) {
       page.content_type == "text/html" || page.content_type.empty()) {
     return ParseProjectHtml(page.body, page.url);
   }
-  return Status::InvalidArgument(page_url + " answered with an unknown content type '" +
-                                 page.content_type + "'");
+  return Status::InvalidArgument(log::RedactUrlCredentials(page_url) +
+                                 " answered with an unknown content type '" + page.content_type +
+                                 "'");
 }
 
 std::vector<std::string> SupportedTags(const TargetPython& target) {

@@ -57,7 +57,37 @@ std::string JoinShort(const std::vector<std::string>& names) {
   return out;
 }
 
+// The CUDA releases the toolkit info of a module's cubins names (ptxas and nvlink write
+// it), ascending; none for a module whose cubins do not say.
+std::set<std::string> CompiledWith(const ModuleManifest& module) {
+  std::set<std::string> out;
+  for (const CodeImage& image : module.images) {
+    if (!image.toolkit.empty()) out.insert(image.toolkit);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<Problem> CudaMismatches(const ArchManifest& manifest, const std::string& cuda) {
+  std::vector<Problem> out;
+  if (cuda.empty()) return out;
+  for (const ModuleManifest& module : manifest.modules) {
+    std::string others;
+    for (const std::string& release : CompiledWith(module)) {
+      if (release != cuda) others += (others.empty() ? "" : " and ") + release;
+    }
+    if (others.empty()) continue;
+    out.push_back({"cuda-mismatch", module.module,
+                   "compiled with CUDA " + others +
+                       " (the toolkit info of its cubins), but the cell is CUDA " + cuda +
+                       ": its wheel would be labelled and installed for CUDA " + cuda +
+                       ". The build found a toolkit of its own (an nvcc on its PATH, "
+                       "CUDA_HOME or /usr/local/cuda); a recipe whose build compiles CUDA "
+                       "must not say environment.toolkit: false"});
+  }
+  return out;
+}
 
 std::string ArchListIgnoredMessage(const std::string& arch_list,
                                    const farm::v1::ArchManifest& manifest) {
@@ -136,6 +166,9 @@ Result<JobWheelCheck> CheckJobWheel(const std::string& path, const std::string& 
   JobWheelCheck check;
   check.manifest = ManifestToProto(report.manifest);
   check.problems = std::move(report.problems);
+  for (Problem& p : CudaMismatches(report.manifest, cell.cuda())) {
+    check.problems.push_back(std::move(p));
+  }
   check.requires_device_code = !options.requested_targets.empty();
   if (options.size_budget_bytes > 0) {
     int64_t size = report.manifest.bytes.known ? report.manifest.bytes.wheel_bytes : 0;

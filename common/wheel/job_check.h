@@ -4,7 +4,8 @@
 // its kernels. It is InspectWheel (structure, RECORD, tags, hostile archives, arch
 // manifest, host ELF CPU and glibc) with the expectations taken from the cell: the python
 // tag, the platform (CellPlatform: its CPU architecture, and its glibc for a manylinux
-// platform) and every target of the cell's TORCH_CUDA_ARCH_LIST. Stateless; safe from
+// platform), every target of the cell's TORCH_CUDA_ARCH_LIST, and the cell's CUDA, which
+// the toolkit that compiled each module must be (CudaMismatches). Stateless; safe from
 // any thread.
 #ifndef FARM_COMMON_WHEEL_JOB_CHECK_H_
 #define FARM_COMMON_WHEEL_JOB_CHECK_H_
@@ -52,6 +53,12 @@ InspectOptions JobCheckOptions(const farm::v1::Recipe& recipe);
 Result<JobWheelCheck> CheckJobWheel(const std::string& path, const std::string& filename,
                                     const farm::v1::MatrixCell& cell,
                                     const InspectOptions& base = {});
+
+// One "cuda-mismatch" problem per module whose cubins' toolkit info names a CUDA release
+// other than `cuda` (the cell's "12.8"), naming both versions: such a wheel would be
+// labelled and installed for a CUDA it was not built with. None when `cuda` is empty (a
+// cell without CUDA) or a module's cubins name no release.
+std::vector<Problem> CudaMismatches(const ArchManifest& manifest, const std::string& cuda);
 
 // The proto form of a manifest, as stored with the artifact and shown by farmctl.
 farm::v1::ArchManifest ManifestToProto(const ArchManifest& manifest);

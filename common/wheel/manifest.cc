@@ -28,23 +28,49 @@ bool ParseSmToken(std::string_view s, uint32_t* sm, char* suffix) {
   return i == s.size() || !std::isalnum(static_cast<unsigned char>(s[i]));
 }
 
-// The tool and "-arch sm_XX[a|f]" recorded by ptxas / nvlink in .note.nv.tkinfo.
+// The tool, its toolkit release and "-arch sm_XX[a|f]" recorded by ptxas / nvlink in
+// .note.nv.tkinfo.
 struct ToolInfo {
   std::string producer;
+  std::string toolkit;  // "13.0", from "Cuda compilation tools, release 13.0, V13.0.88"
   bool has_arch = false;
   uint32_t sm = 0;
   char suffix = '\0';
 };
 
+// The NUL-terminated string at `offset` of the strings after the six-u32 header, at most
+// `max` bytes; "" when the offset is out of the note.
+std::string_view NoteString(std::string_view desc, uint32_t offset, size_t max) {
+  uint64_t at = 24 + uint64_t{offset};
+  if (at >= desc.size()) return {};
+  std::string_view rest = desc.substr(at);
+  return rest.substr(0, std::min(rest.find('\0'), max));
+}
+
+// "13.0" from "Cuda compilation tools, release 13.0, V13.0.88"; "" when it names none.
+std::string ToolkitRelease(std::string_view version) {
+  constexpr std::string_view kRelease = "release ";
+  size_t at = version.find(kRelease);
+  if (at == std::string_view::npos) return "";
+  std::string_view v = version.substr(at + kRelease.size());
+  size_t end = 0;
+  int dots = 0;
+  while (end < v.size() && end < 8 &&
+         (std::isdigit(static_cast<unsigned char>(v[end])) || (v[end] == '.' && dots++ == 0))) {
+    ++end;
+  }
+  std::string out(v.substr(0, end));
+  bool ok = dots == 1 && !out.empty() && out.front() != '.' && out.back() != '.';
+  return ok ? out : "";
+}
+
 ToolInfo ParseToolInfo(std::string_view desc) {
   ToolInfo info;
-  // Header of six u32; the third is the offset of the tool name in the strings after it.
+  // Header of six u32 (2, 0, then the offsets of the tool name, its version, its build and
+  // its arguments in the strings after it).
   if (desc.size() >= 24) {
-    uint64_t at = 24 + uint64_t{LoadU32(desc, 8)};
-    if (at < desc.size()) {
-      std::string_view rest = desc.substr(at);
-      info.producer = std::string(rest.substr(0, std::min(rest.find('\0'), size_t{32})));
-    }
+    info.producer = std::string(NoteString(desc, LoadU32(desc, 8), 32));
+    info.toolkit = ToolkitRelease(NoteString(desc, LoadU32(desc, 12), 128));
   }
   for (std::string_view key : {"-arch ", "-arch=", "--gpu-name "}) {
     size_t pos = desc.find(key);
@@ -96,6 +122,7 @@ Status ReadCubin(const FatbinEntry& e, std::string_view payload, CodeImage* imag
     if (n.type != kTkinfoNoteType) continue;
     ToolInfo info = ParseToolInfo(n.desc);
     image->producer = info.producer;
+    image->toolkit = info.toolkit;
     if (!info.has_arch) continue;
     if (info.sm != e.sm) {
       return Status::DataLoss("cubin tool arguments say sm_" + std::to_string(info.sm) +

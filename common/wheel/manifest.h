@@ -36,6 +36,9 @@ struct CodeImage {
   uint64_t wheel_bytes = 0;
   std::string ptx_version;  // ".version" of a PTX image ("9.0"), else ""
   std::string producer;     // tool named in the cubin's .note.nv.tkinfo ("ptxas", "nvlink")
+  // The CUDA release of that tool ("13.0" from "Cuda compilation tools, release 13.0,
+  // V13.0.88"): the toolkit the image was compiled with; "" when the cubin does not say.
+  std::string toolkit;
   // Where the a/f suffix (or its absence) was read: "tkinfo" (cubin's tool arguments),
   // "fatbin-flags" (entry flags 0x100000 / 0x200000), "e_flags" (cubin ELF ABI v7
   // EF_CUDA_ACCELERATORS) or "ptx-target" (the PTX .target line).

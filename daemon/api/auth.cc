@@ -18,18 +18,21 @@ grpc::Status ToGrpc(const Status& status) {
   if (status.ok()) return grpc::Status::OK;
   const auto code = static_cast<grpc::StatusCode>(status.code());
   std::string message = log::Redact(status.message());
-  std::optional<int64_t> retry_ms = quota::RetryAfterMs(status);
-  if (!retry_ms) return grpc::Status(code, message);
-  // The standard detail clients read to know when to call again.
-  farm::v1::RetryInfo retry;
-  retry.mutable_retry_delay()->set_seconds(*retry_ms / 1000);
-  retry.mutable_retry_delay()->set_nanos(static_cast<int32_t>(*retry_ms % 1000) * 1000000);
+  // Every answer farmd gives carries its status in the details too, so that a client tells
+  // farmd's own UNAVAILABLE (an upstream it could not read) from a farmd it cannot reach,
+  // which gRPC reports with the same code and no details.
   farm::v1::RpcStatus details;
   details.set_code(static_cast<int32_t>(code));
   details.set_message(message);
-  google::protobuf::Any* any = details.add_details();
-  any->set_type_url(kRetryInfoTypeUrl);
-  any->set_value(retry.SerializeAsString());
+  if (std::optional<int64_t> retry_ms = quota::RetryAfterMs(status)) {
+    // The standard detail clients read to know when to call again.
+    farm::v1::RetryInfo retry;
+    retry.mutable_retry_delay()->set_seconds(*retry_ms / 1000);
+    retry.mutable_retry_delay()->set_nanos(static_cast<int32_t>(*retry_ms % 1000) * 1000000);
+    google::protobuf::Any* any = details.add_details();
+    any->set_type_url(kRetryInfoTypeUrl);
+    any->set_value(retry.SerializeAsString());
+  }
   return grpc::Status(code, message, details.SerializeAsString());
 }
 

@@ -18,9 +18,10 @@ using auth::TokenAuthority;
 Result<Principal> AuthorizeCall(TokenAuthority& authority, const grpc::ServerContextBase& call,
                                 Need need, bool check_role = true);
 
-// Converts a farm Status to a gRPC status (same code numbers, redacted message). A quota
-// refusal that says when to retry (quota::RetryAfterMs) carries it as google.rpc.RetryInfo
-// in the status details (farm/v1/rpc_status.proto).
+// Converts a farm Status to a gRPC status (same code numbers, redacted message). The status
+// details (farm/v1/rpc_status.proto) always hold the same code and message, which is how a
+// client knows farmd answered; a quota refusal that says when to retry
+// (quota::RetryAfterMs) also carries it there as google.rpc.RetryInfo.
 grpc::Status ToGrpc(const Status& status);
 
 // The type URL of a google.rpc.RetryInfo detail, as every gRPC client names it.

@@ -35,6 +35,10 @@ namespace farm::mirror {
 class PullThroughCache;
 }  // namespace farm::mirror
 
+namespace farm::locks {
+class EnvLocker;
+}  // namespace farm::locks
+
 namespace farm::api {
 
 struct Tunables {
@@ -73,10 +77,19 @@ struct ServiceContext {
   std::string upstream_url;
   // The pull-through cache behind it, which `farmctl cache add` preloads; null: none.
   mirror::PullThroughCache* mirror = nullptr;
+  // farmd's HTTP side as clients reach it (--public-url, else the dashboard's address);
+  // "" without one (GetServerInfo).
+  std::string http_url;
+  // It serves a redist tree (--upstream-tree redist=...): workers that count on farmd for
+  // toolkits can fetch them (sched::SettleProvisioning).
+  bool serves_toolkits = false;
   // What schedules' upstream watches and following matrices may read (farmd's upstream
   // indexes and trees) and how often; `upstream_fetcher` null: nothing is read upstream.
   cron::WatchSettings watches;
   upstream::Fetcher* upstream_fetcher = nullptr;
+  // Resolves the lock of every provisioned cell at submit; null: provisioned recipes are
+  // refused.
+  locks::EnvLocker* locker = nullptr;
 };
 
 // Polls `generation()` (by default `ctx.store->Generation()`) until it differs from `seen`,

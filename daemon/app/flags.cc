@@ -1,10 +1,18 @@
 #include "daemon/app/flags.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <regex>
 #include <string>
 #include <utility>
 
+#include "common/lock/pip_resolver.h"
+#include "common/log.h"
 #include "common/net/tls.h"
+#include "common/upstream/fetcher.h"
 #include "daemon/hosts/host_manager.h"
 
 namespace farm::app {
@@ -112,6 +120,100 @@ Status PublishingFromFlags(const Flags& flags, ServerOptions* options) {
   return UploadLimitsFromFlags(flags, options);
 }
 
+// How provisioned cells' environments are resolved into locks.
+Status LockFlags(const Flags& flags, ServerOptions* options) {
+  options->resolver_pip = flags.Get("resolver-pip", lock::FindPipWheel());
+  options->resolver_pip_sha256 = flags.Get("resolver-pip-sha256");
+  options->resolver_python = flags.Get("resolver-python", options->resolver_python);
+  options->resolver_user = flags.Get("resolver-user", options->resolver_user);
+  options->lock_glibc = flags.Get("lock-glibc", options->lock_glibc);
+  if (!options->resolver_pip.empty() && !options->resolver_pip.ends_with(".whl")) {
+    return Status::InvalidArgument("--resolver-pip names the farm's pip wheel file, got " +
+                                   options->resolver_pip);
+  }
+  static const std::regex glibc_re(R"(2\.\d{1,2})");
+  if (!std::regex_match(options->lock_glibc, glibc_re)) {
+    return Status::InvalidArgument("--lock-glibc wants 2.N (such as 2.28), got " +
+                                   options->lock_glibc);
+  }
+  return Status::Ok();
+}
+
+// NAME=URL of --upstream-index and --upstream-tree: the name goes into farmd's routes
+// (/upstream/pypi/NAME/), the URL is fetched; both checked before farmd starts. The URL may
+// carry a private index's credentials: no error or log line repeats them.
+Status AddUpstream(std::string_view flag, const std::string& item,
+                   std::map<std::string, std::string>* into) {
+  const std::string how = "--" + std::string(flag) + " wants NAME=http(s)://HOST/PATH/, got \"" +
+                          log::RedactUrlCredentials(item) + "\"";
+  size_t eq = item.find('=');
+  std::string name = item.substr(0, eq);
+  std::string url = eq == std::string::npos ? "" : item.substr(eq + 1);
+  bool name_ok = !name.empty() && name.size() <= 64 &&
+                 std::all_of(name.begin(), name.end(),
+                             [](char c) {
+                               return std::islower(static_cast<unsigned char>(c)) ||
+                                      std::isdigit(static_cast<unsigned char>(c)) || c == '-' ||
+                                      c == '_' || c == '.';
+                             }) &&
+                 name.front() != '.';
+  if (!name_ok) return Status::InvalidArgument(how + ": NAME is [a-z0-9._-], as cu128");
+  if (!upstream::IsHttpUrl(url)) return Status::InvalidArgument(how);
+  if (into->count(name) > 0) {
+    return Status::InvalidArgument("--" + std::string(flag) + " " + name + " is given twice");
+  }
+  std::string authority = url.substr(url.find("://") + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (size_t at = authority.rfind('@'); at != std::string::npos) {
+    std::string userinfo = authority.substr(0, at);
+    log::RegisterSecret(userinfo);
+    if (size_t colon = userinfo.find(':'); colon != std::string::npos) {
+      log::RegisterSecret(userinfo.substr(colon + 1));
+    }
+  }
+  (*into)[name] = url;
+  return Status::Ok();
+}
+
+// The pull-through cache (docs/environments.md, "farmd's pull-through cache").
+Status UpstreamFromFlags(const Flags& flags, ServerOptions* options) {
+  mirror::MirrorOptions& m = options->upstream;
+  for (auto [flag, into] : {std::pair{"upstream-index", &m.indexes}, {"upstream-tree", &m.trees}}) {
+    for (const std::string& item : flags.GetAll(flag)) {
+      FARM_RETURN_IF_ERROR(AddUpstream(flag, item, into));
+    }
+  }
+  for (const std::string& host : flags.GetAll("upstream-allow-host")) {
+    if (host.empty() || host.find_first_of("/:@ ") != std::string::npos) {
+      return Status::InvalidArgument("--upstream-allow-host wants a host name, got " + host);
+    }
+    std::string lower = host;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    m.allowed_hosts.insert(lower);
+  }
+  if (flags.Has("upstream-cache-max-gib")) {
+    const std::string text = flags.Get("upstream-cache-max-gib");
+    char* end = nullptr;
+    double gib = std::strtod(text.c_str(), &end);
+    if (text.empty() || end == nullptr || *end != '\0' || !(gib >= 0) || gib > 1e6) {
+      return Status::InvalidArgument(
+          "--upstream-cache-max-gib must be a number of GiB (0: no bound), got " + text);
+    }
+    m.max_bytes = static_cast<int64_t>(gib * double(int64_t{1} << 30));
+  }
+  m.anonymous_pulls = flags.Has("upstream-anonymous-pulls");
+  int64_t in_flight = m.limits.max_in_flight;
+  int64_t per_address = m.limits.max_per_address;
+  FARM_RETURN_IF_ERROR(
+      IntFlag(flags, "upstream-max-fetches", 1, 256, "a number from 1 to 256", &in_flight));
+  FARM_RETURN_IF_ERROR(IntFlag(flags, "upstream-max-fetches-per-host", 1, 256,
+                               "a number from 1 to 256", &per_address));
+  m.limits.max_in_flight = static_cast<int>(in_flight);
+  m.limits.max_per_address = static_cast<int>(per_address);
+  options->upstream_url = flags.Get("upstream-url");
+  return Status::Ok();
+}
+
 Status SourcesFromFlags(const Flags& flags, ServerOptions* options) {
   options->playbooks_dir =
       flags.Get("playbooks-dir", hosts::HostManager::FindPlaybooksDir("/proc/self/exe"));
@@ -133,20 +235,8 @@ Status SourcesFromFlags(const Flags& flags, ServerOptions* options) {
   FARM_RETURN_IF_ERROR(IntFlag(flags, "watch-min-poll-s", 1, 86400,
                                "a number of seconds from 1 to 86400", &min_poll));
   options->watch_min_poll_seconds = static_cast<int>(min_poll);
-  for (auto [flag, into] : {std::pair{"upstream-index", &options->upstream.indexes},
-                            {"upstream-tree", &options->upstream.trees}}) {
-    for (const std::string& item : flags.GetAll(flag)) {
-      size_t eq = item.find('=');
-      std::string url = eq == std::string::npos ? "" : item.substr(eq + 1);
-      if (eq == 0 || (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)) {
-        return Status::InvalidArgument("--" + std::string(flag) +
-                                       " wants NAME=http(s)://..., got " + item);
-      }
-      (*into)[item.substr(0, eq)] = url;
-    }
-  }
-  options->upstream_url = flags.Get("upstream-url");
-  return Status::Ok();
+  FARM_RETURN_IF_ERROR(UpstreamFromFlags(flags, options));
+  return LockFlags(flags, options);
 }
 
 Status WebhooksFromFlags(const Flags& flags, ServerOptions* options) {
@@ -167,6 +257,32 @@ Status WebhooksFromFlags(const Flags& flags, ServerOptions* options) {
       IntFlag(flags, "webhook-max-attempts", 1, 100, "a number from 1 to 100", &attempts));
   options->notify.max_attempts = static_cast<int>(attempts);
   return Status::Ok();
+}
+
+// The pull-through cache's flags (docs/environments.md, "farmd's pull-through routes").
+std::vector<FlagSpec> UpstreamFlagSpecs() {
+  return {
+      {"upstream-index", "NAME=URL",
+       "serve a package index workers provision from at /upstream/pypi/NAME/simple/, pulled "
+       "through from URL (repeatable; e.g. cu128=https://download.pytorch.org/whl/cu128/)"},
+      {"upstream-tree", "NAME=URL",
+       "serve an archive folder at /upstream/tree/NAME/ (redist: NVIDIA's CUDA redist, python: "
+       "relocatable CPython archives), pulled through from URL (repeatable)"},
+      {"upstream-url", "URL",
+       "the base workers fetch the upstreams through (default: the dashboard's address)"},
+      {"upstream-allow-host", "HOST",
+       "a host besides an upstream's own that its file URLs and redirects may name "
+       "(repeatable; e.g. files.pythonhosted.org for PyPI); others are refused"},
+      {"upstream-cache-max-gib", "N",
+       "bytes of upstream files farmd keeps, least recently used evicted first; preloaded "
+       "files do not count (default 100; 0: no bound)"},
+      {"upstream-anonymous-pulls", "",
+       "let requests without a worker's or admin's token make farmd download upstream files "
+       "nobody asked for before (default: only stored files are served to them)"},
+      {"upstream-max-fetches", "N", "upstream requests in flight at once (default 8)"},
+      {"upstream-max-fetches-per-host", "N",
+       "upstream requests in flight to one host:port (default 4)"},
+  };
 }
 
 }  // namespace
@@ -229,14 +345,14 @@ std::vector<FlagSpec> FarmdFlagSpecs() {
        "certificate authorities for https git servers (default: the system's)"},
       {"git-timeout-s", "N", "longest a `git ls-remote` of a recipe's ref may take (default 30)"},
       {"no-git-resolve", "", "run no git at all: git sources must name their full commit"},
-      {"upstream-index", "NAME=URL",
-       "serve a package index workers provision from at /upstream/pypi/NAME/simple/, pulled "
-       "through from URL (repeatable; e.g. cu128=https://download.pytorch.org/whl/cu128/)"},
-      {"upstream-tree", "NAME=URL",
-       "serve an archive folder at /upstream/tree/NAME/ (redist: NVIDIA's CUDA redist, python: "
-       "relocatable CPython archives), pulled through from URL (repeatable)"},
-      {"upstream-url", "URL",
-       "the base workers fetch the upstreams through (default: the dashboard's address)"},
+      {"resolver-pip", "PIP.whl",
+       "the farm's pip that resolves environment locks (default: Debian's python3-pip-whl)"},
+      {"resolver-pip-sha256", "HEX", "its sha256, checked before each resolution"},
+      {"resolver-python", "PATH", "the interpreter the resolver's pip runs on (/usr/bin/python3)"},
+      {"resolver-user", "auto|NAME|UID:GID",
+       "who the resolver runs as under root (auto: farm-build, else nobody)"},
+      {"lock-glibc", "2.N", "the oldest glibc of the workers: locked wheels must run there "
+                            "(default 2.28)"},
       {"public-url", "URL",
        "the dashboard's address for people (https://farm.example.org): the links of the feed "
        "and of webhooks (default: links relative to the dashboard)"},
@@ -253,6 +369,7 @@ std::vector<FlagSpec> FarmdFlagSpecs() {
       {"help", "", "show this help"},
       {"version", "", "print the version and exit"},
   };
+  for (const FlagSpec& f : UpstreamFlagSpecs()) specs.push_back(f);
   for (const FlagSpec& f : net::ServerTlsFlags()) specs.push_back(f);
   for (const FlagSpec& f : s3::BlobStoreFlags()) specs.push_back(f);
   return specs;

@@ -2,20 +2,28 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <unistd.h>
 
+#include <map>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common/fs.h"
 #include "common/httpc/curl_http_client.h"
+#include "common/lock/pip_resolver.h"
 #include "common/log.h"
+#include "common/sandbox/sandbox.h"
 #include "daemon/api/client/client_service.h"
 #include "daemon/api/worker/worker_service.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/builds/build_key.h"
 #include "daemon/cron/runner.h"
+#include "daemon/cron/torch_follow.h"
 #include "daemon/hosts/host_manager.h"
 #include "daemon/http/server/dashboard.h"
+#include "daemon/locks/env_locker.h"
+#include "daemon/mirror/internal_access.h"
 #include "daemon/publish/publishing_service.h"
 #include "daemon/sched/revalidation.h"
 #include "daemon/sched/sweeper.h"
@@ -43,7 +51,13 @@ struct FarmServer::Impl {
   std::unique_ptr<WorkerService> worker_service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<upstream::Fetcher> upstream_fetcher;
+  // The pull-through cache's own fetcher (redirects kept within an upstream's host), whose
+  // transfers stop when farmd does.
+  std::shared_ptr<std::atomic<bool>> mirror_cancelled = std::make_shared<std::atomic<bool>>(false);
+  std::unique_ptr<upstream::Fetcher> mirror_fetcher;
   std::unique_ptr<mirror::PullThroughCache> mirror;  // outlives the dashboard serving it
+  // The secret farmd's own processes use /upstream/ with (mirror/internal_access.h).
+  std::shared_ptr<const mirror::InternalAccess> internal;
   std::unique_ptr<http::Dashboard> dashboard;
   RealProcessRunner host_processes;
   std::unique_ptr<hosts::HostManager> hosts;
@@ -57,6 +71,10 @@ struct FarmServer::Impl {
   std::unique_ptr<notify::Notifier> notifier;
   std::unique_ptr<sched::Revalidator> revalidator;
   std::unique_ptr<sched::Sweeper> sweeper;
+  RealProcessRunner resolver_processes;
+  std::unique_ptr<lock::PipResolver> pip_resolver;
+  std::unique_ptr<locks::EnvLocker> locker;
+  std::thread index_check;  // CheckUpstreamIndexes, joined at Shutdown
   std::string address;
   std::mutex mu;
   bool stopped = false;
@@ -64,9 +82,27 @@ struct FarmServer::Impl {
   // Starts the webhook notifier when --webhook named targets; refuses to start farmd
   // over a target it cannot send to.
   Status StartNotifier(const ServerOptions& options);
+  // Makes the locker that resolves provisioned cells' locks at submit, reading each index
+  // through the pull-through cache when farmd serves one (after the dashboard started).
+  Status StartLocker(const ServerOptions& options);
 };
 
 namespace {
+
+// Says in the log what each --upstream-index holds, or why it cannot be read, as farmd
+// starts (on a thread of its own: an upstream that is slow to answer delays nothing).
+void CheckUpstreamIndexes(std::map<std::string, std::string> indexes) {
+  auto fetcher = upstream::MakeCurlFetcher(
+      {.connect_timeout_ms = 3'000, .stall_timeout_ms = 10'000, .page_timeout_ms = 10'000});
+  for (const auto& [name, url] : indexes) {
+    cron::IndexCheck check = cron::CheckUpstreamIndex(*fetcher, name, url);
+    if (check.ok) {
+      log::Info(check.line);
+    } else {
+      log::Warn(check.line);
+    }
+  }
+}
 
 Status BootstrapTokens(TokenAuthority* auth, store::Store* store, const std::string& dir) {
   FARM_ASSIGN_OR_RETURN(int64_t count, store->CountTokens());
@@ -93,6 +129,11 @@ Status LoadPreloads(store::Store* store, mirror::PullThroughCache* cache) {
   if (!rows.empty())
     log::Info("pull-through cache: " + std::to_string(rows.size()) + " preloaded files");
   return Status::Ok();
+}
+
+// Where the pull-through cache stages its downloads (the blob store's file system).
+std::string StagingDir(const ServerOptions& options) {
+  return options.data_dir + "/upstream-staging";
 }
 
 // Source archives are collected once a minute (the first time right after start).
@@ -135,6 +176,61 @@ void SweepTemporaryFiles(store::BlobStore& blobs) {
 }
 
 }  // namespace
+
+Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
+  FARM_ASSIGN_OR_RETURN(sandbox::BuildUser user,
+                        sandbox::ResolveBuildUser(options.resolver_user, ::geteuid()));
+  sandbox::Confinement confinement = sandbox::Confinement::Detect(resolver_processes, user);
+  lock::PipResolverOptions o;
+  o.python = options.resolver_python;
+  o.pip_wheel = options.resolver_pip;
+  o.pip_sha256 = options.resolver_pip_sha256;
+  o.work_dir = options.data_dir + "/resolve";
+  o.fetcher = upstream_fetcher.get();
+  // pip reads farmd's routes, whose file URLs name farmd: a lock records where the index
+  // itself has each file, as the pull-through cache learned it.
+  o.upstream_url = [cache = mirror.get()](const std::string& url) -> std::string {
+    static constexpr std::string_view kFiles = "/upstream/files/";
+    size_t at = url.find(kFiles);
+    if (cache == nullptr || at == std::string::npos) return url;
+    std::string rest = url.substr(at + kFiles.size());  // <index>/<sha256>/<filename>
+    size_t slash = rest.find('/');
+    if (slash == std::string::npos) return url;
+    Result<std::string> listed =
+        cache->ListedUrl(rest.substr(0, slash), rest.substr(slash + 1, 64));
+    return listed.ok() ? *listed : url;
+  };
+  if (!o.pip_wheel.empty()) log::Info("environment locks are resolved by " + o.pip_wheel + ", " +
+                                      confinement.Describe());
+  pip_resolver = std::make_unique<lock::PipResolver>(o, &resolver_processes, confinement);
+  // pip reads an index through farmd's own pull-through route when there is one (with
+  // farmd's internal credential: mirror/internal_access.h), so the files it chooses are the
+  // ones workers then fetch from farmd; else, and where the dashboard serves TLS (whose CA
+  // farmd does not hold), the index itself.
+  std::string base = mirror && dashboard && internal && !options.tls.enabled()
+                         ? "http://" + dashboard->address()
+                         : "";
+  locks::IndexRoutes routes = [indexes = options.upstream.indexes, base,
+                               internal = internal](const std::string& variant)
+      -> Result<locks::IndexRoute> {
+    auto it = indexes.find(variant);
+    if (it == indexes.end()) {
+      return Status::FailedPrecondition(
+          "no index to resolve the environment from: this farmd has no --upstream-index " +
+          variant);
+    }
+    std::string url = it->second;
+    if (!base.empty()) {
+      FARM_ASSIGN_OR_RETURN(url, internal->IndexUrl(base, variant));
+    }
+    return locks::IndexRoute{variant, url, it->second};
+  };
+  locker = std::make_unique<locks::EnvLocker>(pip_resolver.get(), store.get(), routes,
+                                              &RealClock(),
+                                              locks::LockerOptions{.glibc = options.lock_glibc});
+  ctx.locker = locker.get();
+  return Status::Ok();
+}
 
 Status FarmServer::Impl::StartNotifier(const ServerOptions& options) {
   if (options.webhooks.empty()) return Status::Ok();
@@ -232,13 +328,25 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
       return Status::InvalidArgument("--upstream-index and --upstream-tree need --http-listen");
     }
     mirror::MirrorOptions upstream = options.upstream;
-    upstream.staging_dir = options.data_dir + "/upstream-staging";
-    FARM_RETURN_IF_ERROR(fs::MakeDirs(upstream.staging_dir, 0700));
+    upstream.staging_dir = StagingDir(options);
+    impl->mirror_fetcher = upstream::MakeCurlFetcher(
+        {.redirects = {.any_host = false, .allowed_hosts = upstream.allowed_hosts},
+         .cancelled = impl->mirror_cancelled});
     impl->mirror = std::make_unique<mirror::PullThroughCache>(
-        upstream, impl->upstream_fetcher.get(), impl->blobs.get(), &RealClock());
+        upstream, impl->mirror_fetcher.get(), impl->blobs.get(),
+        store::AsMirrorStore(impl->store.get()), &RealClock());
+    FARM_RETURN_IF_ERROR(impl->mirror->Start());
     FARM_RETURN_IF_ERROR(LoadPreloads(impl->store.get(), impl->mirror.get()));
     impl->ctx.mirror = impl->mirror.get();
+    impl->ctx.serves_toolkits = upstream.trees.count("redist") > 0;
+    impl->index_check = std::thread(CheckUpstreamIndexes, options.upstream.indexes);
     impl->ctx.upstream_url = options.upstream_url;
+    // farmd's own pip (the lock resolver) reads these routes as a worker would, with
+    // impl->internal->IndexUrl("http://" + dashboard address, index) as its index URL.
+    impl->internal = mirror::InternalAccess::Generate();
+  } else {
+    // A farmd started without upstreams still removes what a killed one left downloading.
+    mirror::SweepStaging(StagingDir(options), RealClock().NowUnixMs() / 1000);
   }
   if (!options.http.listen.empty()) {
     http::DashboardOptions http = options.http;
@@ -248,18 +356,23 @@ Result<std::unique_ptr<FarmServer>> FarmServer::Start(const ServerOptions& optio
                              &RealClock(),      impl->schedules.get(), impl->attestor.get(),
                              impl->audit.get()};
     deps.mirror = impl->mirror.get();
+    deps.internal = impl->internal.get();
     FARM_ASSIGN_OR_RETURN(impl->dashboard, http::Dashboard::Start(http, deps));
     if (!options.http_ready_file.empty()) {
       FARM_RETURN_IF_ERROR(
           fs::WriteFileAtomic(options.http_ready_file, impl->dashboard->address() + "\n"));
     }
-    if (impl->mirror && impl->ctx.upstream_url.empty()) {
-      impl->ctx.upstream_url =
-          std::string(http.tls.enabled() ? "https" : "http") + "://" + impl->dashboard->address();
+    const std::string own =
+        std::string(http.tls.enabled() ? "https" : "http") + "://" + impl->dashboard->address();
+    if (impl->mirror && impl->ctx.upstream_url.empty()) impl->ctx.upstream_url = own;
+    impl->ctx.http_url = http.public_url.empty() ? own : http.public_url;
+    while (impl->ctx.http_url.size() > 8 && impl->ctx.http_url.back() == '/') {
+      impl->ctx.http_url.pop_back();
     }
     log::Info("dashboard at " + std::string(http.tls.enabled() ? "https" : "http") + "://" +
               impl->dashboard->address() + "/");
   }
+  FARM_RETURN_IF_ERROR(impl->StartLocker(options));
   FARM_ASSIGN_OR_RETURN(auto credentials, net::ServerCredentials(options.listen, options.tls));
   impl->ctx.require_worker_certs = !options.tls.client_ca_file.empty();
   grpc::EnableDefaultHealthCheckService(true);
@@ -342,8 +455,12 @@ void FarmServer::Shutdown() {
   // Waiting polls end first: the server's shutdown waits for every open call.
   impl_->worker_service->StopDispatch();
   if (impl_->dashboard) impl_->dashboard->Shutdown();
+  // Upstream downloads in progress stop at their next block; waiting ones are dropped.
+  impl_->mirror_cancelled->store(true);
+  if (impl_->mirror) impl_->mirror->Stop();
   impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   if (impl_->sweeper) impl_->sweeper->Stop();
+  if (impl_->index_check.joinable()) impl_->index_check.join();
   if (impl_->hosts) impl_->hosts->Stop();
   if (impl_->schedules) impl_->schedules->Stop();
   if (impl_->publishing) impl_->publishing->Stop();

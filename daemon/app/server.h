@@ -74,6 +74,15 @@ struct ServerOptions {
   std::string upstream_url;
   // The shortest poll interval a schedule's upstream watch may ask for.
   int watch_min_poll_seconds = 60;
+  // How provisioned cells' locks are resolved at submit (docs/environments.md, "Locks"):
+  // the farm's pip (a wheel file, Debian's by default, checked against resolver_pip_sha256
+  // when set) on resolver_python, confined as resolver_user (auto: farm-build or nobody
+  // under root), for wheels that run with lock_glibc.
+  std::string resolver_pip;
+  std::string resolver_pip_sha256;
+  std::string resolver_python = "/usr/bin/python3";
+  std::string resolver_user = "auto";
+  std::string lock_glibc = "2.28";
 };
 
 class FarmServer {

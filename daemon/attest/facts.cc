@@ -1,5 +1,6 @@
 #include "daemon/attest/facts.h"
 
+#include "common/lock/env_lock.h"
 #include "common/sha256.h"
 #include "common/version.h"
 
@@ -43,8 +44,8 @@ Resource SourceOf(const farm::v1::Recipe& recipe, const store::BuildRow& build) 
                           {"subdirectory", recipe.subdirectory()}}};
 }
 
-// The Python, torch and CUDA toolkit of the cell, as the worker's probe found them. The
-// farm provisions none of them itself yet, so no digest is known.
+// The Python, torch and CUDA toolkit of the cell, as the worker's probe found them (a
+// provisioned cell's packages are listed from its lock, AddLockedPackages).
 std::vector<Resource> EnvironmentOf(const farm::v1::MatrixCell& cell,
                                     const farm::v1::Capabilities& caps) {
   std::vector<Resource> out;
@@ -69,6 +70,27 @@ std::vector<Resource> EnvironmentOf(const farm::v1::MatrixCell& cell,
     break;
   }
   return out;
+}
+
+// A provisioned job's environment: the lock it installed, and every wheel in it with its
+// digest (the lock's own sha256 names the whole set).
+Status AddLockedPackages(store::Store& store, const store::JobRow& job,
+                         std::vector<Resource>* environment) {
+  const std::string digest = Parse<farm::v1::JobNeeds>(job.needs).lock_digest();
+  if (digest.empty()) return Status::Ok();
+  FARM_ASSIGN_OR_RETURN(std::optional<store::LockRow> row, store.GetLock(digest));
+  if (!row) return Status::DataLoss("the lock " + digest + " is not in the store");
+  FARM_ASSIGN_OR_RETURN(lock::EnvLock locked, lock::ParseToml(row->text));
+  environment->push_back({.name = "pylock.toml",
+                          .sha256 = digest,
+                          .annotations = {{"packages", std::to_string(locked.packages.size())}}});
+  for (const lock::LockedPackage& p : locked.packages) {
+    environment->push_back({.name = p.filename,
+                            .uri = p.url,
+                            .sha256 = p.sha256,
+                            .annotations = {{"package", p.name}, {"version", p.version}}});
+  }
+  return Status::Ok();
 }
 
 // sha256 over the attempt's stored lines, each text + "\n", and how many there were.
@@ -146,6 +168,7 @@ Result<provenance::BuildFacts> BuildFactsOf(store::Store& store, const store::Ar
   f.environment =
       EnvironmentOf(cell, worker.ok() ? Parse<farm::v1::Capabilities>(worker->capabilities)
                                       : farm::v1::Capabilities());
+  FARM_RETURN_IF_ERROR(AddLockedPackages(store, job, &f.environment));
   FARM_ASSIGN_OR_RETURN(auto attempts, store.ListAttempts(job.id));
   for (const auto& a : attempts) {
     if (a.number == artifact.attempt) f.started_ms = a.started_ms;

@@ -13,7 +13,7 @@ namespace {
 constexpr size_t kMaxText = 500;
 
 // One name per Action, in declaration order.
-constexpr std::array<std::pair<Action, std::string_view>, 22> kActionNames = {{
+constexpr std::array<std::pair<Action, std::string_view>, 23> kActionNames = {{
     {Action::kBuildSubmit, "build.submit"},
     {Action::kBuildCancel, "build.cancel"},
     {Action::kJobRetry, "job.retry"},
@@ -36,6 +36,7 @@ constexpr std::array<std::pair<Action, std::string_view>, 22> kActionNames = {{
     {Action::kKeyRotate, "key.rotate"},
     {Action::kKeyRevoke, "key.revoke"},
     {Action::kCacheAdd, "cache.add"},
+    {Action::kScheduleUpdate, "schedule.update"},
 }};
 
 }  // namespace

@@ -57,6 +57,7 @@ enum class Action {
   kKeyRotate,
   kKeyRevoke,
   kCacheAdd,
+  kScheduleUpdate,
 };
 // "build.submit", "name.transfer", "key.rotate", ...: the name stored and shown.
 std::string_view ActionName(Action action);

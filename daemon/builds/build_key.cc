@@ -1,6 +1,7 @@
 #include "daemon/builds/build_key.h"
 
 #include <algorithm>
+#include <map>
 
 #include "common/sha256.h"
 
@@ -45,6 +46,11 @@ std::string BuildKey(const BuildKeyInputs& in) {
   }
   for (const farm::v1::MatrixCell& c : in.validate_in) {
     Field(h, "validate:" + c.python() + "/" + c.torch() + "/" + c.cuda());
+  }
+  if (in.lock_digest != nullptr && !in.lock_digest->empty()) Field(h, "lock:" + *in.lock_digest);
+  if (in.validate_locks != nullptr) {
+    std::map<std::string, std::string> sorted(in.validate_locks->begin(), in.validate_locks->end());
+    for (const auto& [cell, digest] : sorted) Field(h, "validate-lock:" + cell + "=" + digest);
   }
   return h.HexDigest();
 }

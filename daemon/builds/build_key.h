@@ -43,6 +43,12 @@ struct BuildKeyInputs {
   // A stable-ABI build's job is its wheel and the torches it is proven with: another set
   // of cells to validate in is another job.
   const google::protobuf::RepeatedPtrField<farm::v1::MatrixCell>& validate_in;
+  // A provisioned cell's environment is its lock (JobNeeds.lock_digest), and a stable-ABI
+  // build's the lock of each cell it is validated in (JobNeeds.validate_locks): what
+  // upstream had when they were resolved. The same locks again are the same build; a new
+  // release of anything in them is a new one. Null or empty: none.
+  const std::string* lock_digest = nullptr;
+  const google::protobuf::Map<std::string, std::string>* validate_locks = nullptr;
 };
 
 // The key of a job; "" when its source is unknown.

@@ -77,7 +77,7 @@ AtomEntry EntryOf(const Event& event, const std::string& base_url) {
   std::string page = event.job_id > 0 ? "/#/job/" + std::to_string(event.job_id)
                                       : "/#/build/" + std::to_string(event.build_id);
   std::string summary;
-  if (event.kind == EventKind::kWheelValidated) {
+  if (event.kind != EventKind::kBuildFailed) {
     summary = event.wheel + " (sha256 " + event.sha256 + ")" +
               (event.cell.empty() ? "" : ", cell " + event.cell) + ", build " +
               std::to_string(event.build_id);

@@ -100,8 +100,11 @@ Cell CellOfJob(const BuildFacts& facts, const store::JobRow& job) {
   if (cell.state == CellState::kValidated) cell.validated_ms = ValidatedAt(job, facts.jobs);
   // A cell this build made (not answered from an earlier build) answers the upstream release
   // whose watch fired it: the time from its publication to the validated wheel (the built
-  // one, when the recipe asks for no validation).
-  int64_t ready_ms = cell.state == CellState::kBuilt ? cell.built_ms : cell.validated_ms;
+  // one, when the recipe asks for no validation or its validation waits for a GPU).
+  int64_t ready_ms = cell.state == CellState::kValidated ? cell.validated_ms
+                     : cell.state == CellState::kBuilt || cell.state == CellState::kPendingHardware
+                         ? cell.built_ms
+                         : 0;
   if (facts.upstream_ms > 0 && ready_ms > 0 && job.reused_from == 0) {
     cell.release_to_wheel_seconds = std::max<int64_t>(0, (ready_ms - facts.upstream_ms) / 1000);
   }
@@ -247,6 +250,21 @@ std::vector<Cell> ComputeCoverage(const std::vector<BuildFacts>& builds) {
   std::vector<Cell> out;
   out.reserve(cells.size());
   for (auto& [key, cell] : cells) out.push_back(std::move(cell));
+  // Release order, not text order: torch 2.8 before 2.10, Python 3.9 before 3.11.
+  std::stable_sort(out.begin(), out.end(), [](const Cell& x, const Cell& y) {
+    const CellKey& a = x.key;
+    const CellKey& b = y.key;
+    for (auto [p, q] : {std::pair{&a.package, &b.package},
+                        {&a.version, &b.version},
+                        {&a.torch, &b.torch},
+                        {&a.cuda, &b.cuda},
+                        {&a.python, &b.python},
+                        {&a.arch_list, &b.arch_list},
+                        {&a.platform, &b.platform}}) {
+      if (*p != *q) return recipe::VersionLess(*p, *q);
+    }
+    return false;
+  });
   return out;
 }
 

@@ -17,9 +17,15 @@ void AddWheelEvents(const BuildFacts& facts, std::map<std::string, Event>* out) 
     farm::v1::MatrixCell cell;
     cell.ParseFromString(job.cell);
     for (const store::ArtifactRow& a : CountedWheels(job, it->second)) {
-      if (ValidationStateOf(a) != store::kValidationPassed) continue;
-      Event e{.kind = EventKind::kWheelValidated,
-              .id = "wheel_validated:" + a.sha256,
+      const int state = ValidationStateOf(a);
+      const bool validated = state == store::kValidationPassed;
+      if (!validated && state != store::kValidationPendingHardware &&
+          state != store::kValidationNotRun) {
+        continue;  // failed validation: the failed build says so
+      }
+      const std::string kind = validated ? "wheel_validated:" : "wheel_built:";
+      Event e{.kind = validated ? EventKind::kWheelValidated : EventKind::kWheelBuilt,
+              .id = kind + a.sha256,
               .package = facts.build.recipe_name,
               .version = facts.recipe.version(),
               .build_id = job.build_id,
@@ -27,7 +33,10 @@ void AddWheelEvents(const BuildFacts& facts, std::map<std::string, Event>* out) 
               .wheel = a.filename,
               .sha256 = a.sha256,
               .cell = recipe::DescribeCell(cell),
-              .time_ms = ValidatedAt(job, facts.jobs)};
+              .cause = state == store::kValidationPendingHardware
+                           ? "validation waits for a GPU it runs on"
+                           : "",
+              .time_ms = validated ? ValidatedAt(job, facts.jobs) : job.finished_ms};
       // The same bytes in several jobs (a reused or merged job): the first validation.
       auto [at, added] = out->try_emplace(e.id, e);
       if (!added && e.time_ms < at->second.time_ms) at->second = std::move(e);
@@ -79,17 +88,20 @@ std::string_view EventKindName(EventKind kind) {
   switch (kind) {
     case EventKind::kWheelValidated:
       return "wheel_validated";
-    case EventKind::kBuildFailed:
-      return "build_failed";
+    case EventKind::kWheelBuilt:
+      return "wheel_built";
     case EventKind::kPublicationRefused:
       return "publication_refused";
+    case EventKind::kBuildFailed:
+      break;
   }
   return "build_failed";
 }
 
 std::optional<EventKind> ParseEventKind(std::string_view name) {
   for (EventKind k :
-       {EventKind::kWheelValidated, EventKind::kBuildFailed, EventKind::kPublicationRefused}) {
+       {EventKind::kWheelValidated, EventKind::kBuildFailed, EventKind::kWheelBuilt,
+        EventKind::kPublicationRefused}) {
     if (EventKindName(k) == name) return k;
   }
   return std::nullopt;
@@ -121,6 +133,10 @@ std::string EventTitle(const Event& e) {
     return head + e.wheel + " too large for " +
            (e.target == "github" ? "GitHub Releases" : "the Hugging Face Hub") + " (build " +
            std::to_string(e.build_id) + ")";
+  }
+  if (e.kind == EventKind::kWheelBuilt) {
+    return head + e.wheel + " built (job " + std::to_string(e.job_id) + ")" +
+           (e.cause.empty() ? "" : "; " + e.cause);
   }
   return head + "build " + std::to_string(e.build_id) + " failed" +
          (e.schedule_id > 0

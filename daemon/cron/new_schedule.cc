@@ -35,6 +35,7 @@ Result<store::ScheduleRow> NewScheduleRow(const farm::v1::CreateScheduleRequest&
   FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, recipe::ParseRecipe(build.recipe_yaml(), path));
   FARM_RETURN_IF_ERROR(recipe::AttachPatches(&recipe, build.patches()));
   FARM_RETURN_IF_ERROR(recipe::AttachValidationScript(&recipe, build.validation_script()));
+  FARM_RETURN_IF_ERROR(recipe::AttachEnvironmentLock(&recipe, build.environment_lock()));
   // The runner resolves the source it finds in the request: take the recipe's when the
   // client sent none.
   if (build.source().kind_case() == farm::v1::Source::KIND_NOT_SET) {
@@ -57,6 +58,35 @@ Result<store::ScheduleRow> NewScheduleRow(const farm::v1::CreateScheduleRequest&
       .created_ms = now_ms,
       .source_sha256 = build.source().archive().sha256(),
       .watch = req.has_watch() ? req.watch().SerializeAsString() : ""};
+}
+
+Result<store::ScheduleRow> UpdatedScheduleRow(const store::ScheduleRow& old,
+                                              const farm::v1::SubmitBuildRequest& build,
+                                              int64_t now_ms, const WatchSettings& watches) {
+  farm::v1::CreateScheduleRequest req;
+  req.set_name(old.name);
+  *req.mutable_build() = build;
+  req.set_cron(old.cron);
+  req.set_time_zone(old.time_zone);
+  req.set_missed_run_policy(old.missed_policy == 2 ? farm::v1::MISSED_RUN_ONCE
+                                                   : farm::v1::MISSED_SKIP);
+  req.set_concurrency_policy(old.concurrency_policy == 2 ? farm::v1::CONCURRENCY_ALLOW
+                                                         : farm::v1::CONCURRENCY_SKIP);
+  req.set_paused(old.paused);
+  if (!old.watch.empty() && !req.mutable_watch()->ParseFromString(old.watch)) {
+    return Status::DataLoss("schedule " + std::to_string(old.id) + " is unreadable");
+  }
+  FARM_ASSIGN_OR_RETURN(store::ScheduleRow checked,
+                        NewScheduleRow(req, old.created_by, now_ms, watches));
+  if (checked.recipe_name != old.recipe_name) {
+    return Status::InvalidArgument("schedule " + std::to_string(old.id) + " builds recipe \"" +
+                                   old.recipe_name + "\", not \"" + checked.recipe_name +
+                                   "\": add a schedule for another recipe");
+  }
+  store::ScheduleRow row = old;
+  row.request = checked.request;
+  row.source_sha256 = checked.source_sha256;
+  return row;
 }
 
 Result<int64_t> ResumeFireMs(const store::ScheduleRow& row, int64_t now_ms) {

@@ -30,6 +30,15 @@ Result<store::ScheduleRow> NewScheduleRow(const farm::v1::CreateScheduleRequest&
                                           const std::string& who, int64_t now_ms,
                                           const WatchSettings& watches = {});
 
+// The schedule `old` building `build` (a changed recipe, its patches, source or matrix)
+// instead of what it built, checked as NewScheduleRow checks a new one. Everything else is
+// kept: its name, its cron or watch and what that watch has seen (a torch release already
+// seen stays seen, one that appears later fires the new recipe), its next fire time, its
+// runs. InvalidArgument as for NewScheduleRow, or when the recipe's name differs.
+Result<store::ScheduleRow> UpdatedScheduleRow(const store::ScheduleRow& old,
+                                              const farm::v1::SubmitBuildRequest& build,
+                                              int64_t now_ms, const WatchSettings& watches = {});
+
 // When a resumed schedule fires next: its cron's next fire time after `now_ms` (times that
 // passed while paused are not "missed"), or now for a watch.
 Result<int64_t> ResumeFireMs(const store::ScheduleRow& row, int64_t now_ms);

@@ -103,8 +103,16 @@ Result<bool> ScheduleRunner::PollIfDue(const store::ScheduleRow& s, int64_t now)
   }
   f.note = "new upstream: " + Describe(fresh);
   f.upstream_ms = now;
+  bool dated = false;
   for (const WatchItem& item : fresh) {
     if (item.upstream_ms > 0) f.upstream_ms = std::min(f.upstream_ms, item.upstream_ms);
+    dated = dated || item.upstream_ms > 0;
+  }
+  if (!dated) {
+    // release_to_wheel_seconds then counts from this poll, not from the release.
+    f.note +=
+        " (the upstream gives no upload time: its time is this poll's, when the watch "
+        "first saw it)";
   }
   if (const WatchItem* pick = GitPick(fresh)) {
     f.git_commit = pick->commit;

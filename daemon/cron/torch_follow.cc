@@ -54,6 +54,40 @@ Result<std::vector<upstream::ReleaseVersion>> ListTorchReleases(upstream::Fetche
   return out;
 }
 
+IndexCheck CheckUpstreamIndex(upstream::Fetcher& fetcher, const std::string& name,
+                              const std::string& url) {
+  const std::string head = "upstream index " + name + " (" + url + ")";
+  auto releases = ListTorchReleases(fetcher, url);
+  if (releases.status().code() == StatusCode::kNotFound) {
+    return {false, head + " has no torch page (" + releases.status().message() +
+                       "): is it the index's root, the folder with one folder per project "
+                       "(PEP 503; `farmctl index make` writes DIR/simple/)? Cells that "
+                       "provision torch from it will fail"};
+  }
+  if (!releases.ok()) {
+    return {false, head + " cannot be read now: " + releases.status().message() +
+                       "; workers get only what farmd holds of it (fetched before, or "
+                       "`farmctl cache add`)"};
+  }
+  std::sort(releases->begin(), releases->end(),
+            [](const auto& a, const auto& b) { return upstream::CompareReleases(a, b) < 0; });
+  std::string listed;
+  for (size_t i = 0; i < releases->size(); ++i) {
+    if (releases->size() > 8 && i == 3) {
+      listed += ", ...";
+      i = releases->size() - 4;
+      continue;
+    }
+    listed += (listed.empty() ? "" : ", ") + (*releases)[i].Public();
+  }
+  if (listed.empty()) {
+    return {false, head +
+                       " lists torch but no wheel of it with a sha256 (farmd serves only "
+                       "files whose link carries one)"};
+  }
+  return {true, head + ": answers, torch " + listed};
+}
+
 Status ApplyTorchFollow(
     const std::vector<std::string>& cuda,
     const std::map<std::string, std::vector<upstream::ReleaseVersion>>& releases,

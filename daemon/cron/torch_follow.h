@@ -32,6 +32,15 @@ Status ApplyTorchFollow(
     const std::map<std::string, std::vector<upstream::ReleaseVersion>>& releases,
     farm::v1::Recipe* recipe);
 
+// What farmd says when it starts about its upstream index `name` at `url` (farmd
+// --upstream-index), so that a wrong URL shows then and not at the first build.
+struct IndexCheck {
+  bool ok = false;   // it answers and lists torch
+  std::string line;  // "upstream index cu128 (URL): answers, torch 2.8.0, 2.9.0", or why not
+};
+IndexCheck CheckUpstreamIndex(upstream::Fetcher& fetcher, const std::string& name,
+                              const std::string& url);
+
 // "cu128" for CUDA "12.8".
 std::string CudaVariantName(const std::string& cuda);
 

@@ -3,6 +3,8 @@
 #include <map>
 #include <sstream>
 
+#include "daemon/mirror/pull_through.h"
+
 namespace farm::http {
 
 namespace {
@@ -25,6 +27,31 @@ Status WriteHistogram(std::ostringstream& out, const DashboardDeps& deps, store:
   out << name << "_sum " << h.sum_ms / 1000.0 << "\n";
   out << name << "_count " << h.count << "\n";
   return Status::Ok();
+}
+
+// The pull-through cache's figures (no URL: an upstream's may hold its credentials).
+void WriteMirror(std::ostringstream& out, const mirror::PullThroughCache& cache) {
+  const mirror::MirrorStats s = cache.stats();
+  const std::pair<const char*, const char*> help[] = {
+      {"farm_upstream_downloads_total", "Files the pull-through cache downloaded upstream."},
+      {"farm_upstream_files_served_total", "Files the pull-through cache answered."},
+      {"farm_upstream_metadata_served_total", "PEP 658 metadata files it answered."},
+      {"farm_upstream_pulls_refused_total",
+       "Files not stored yet that it did not download for a caller who may not pull."},
+      {"farm_upstream_evicted_total", "Blobs evicted to keep the cache under its bound."}};
+  const int64_t counters[] = {s.downloads, s.files_served, s.metadata_served, s.pulls_refused,
+                              s.evicted};
+  for (size_t i = 0; i < std::size(counters); ++i) {
+    Header(out, help[i].first, "counter", help[i].second);
+    out << help[i].first << " " << counters[i] << "\n";
+  }
+  Header(out, "farm_upstream_cache_bytes", "gauge", "Bytes of the blobs downloaded upstream.");
+  out << "farm_upstream_cache_bytes " << s.stored_bytes << "\n";
+  Header(out, "farm_upstream_cache_max_bytes", "gauge", "The cache's bound (0: none).");
+  out << "farm_upstream_cache_max_bytes " << s.max_bytes << "\n";
+  Header(out, "farm_upstream_fetches", "gauge", "Upstream requests running and waiting.");
+  out << "farm_upstream_fetches{state=\"running\"} " << s.fetches_running << "\n";
+  out << "farm_upstream_fetches{state=\"queued\"} " << s.fetches_queued << "\n";
 }
 
 }  // namespace
@@ -67,6 +94,7 @@ Result<std::string> RenderMetrics(const DashboardDeps& deps) {
   out << "farm_publish_refusals_total " << publications["refused"] << "\n";
   Header(out, "farm_store_generation", "counter", "Writes committed to the store.");
   out << "farm_store_generation " << deps.store->Generation() << "\n";
+  if (deps.mirror != nullptr) WriteMirror(out, *deps.mirror);
   return out.str();
 }
 

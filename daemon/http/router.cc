@@ -1,6 +1,8 @@
 #include "daemon/http/router.h"
 
+#include <atomic>
 #include <exception>
+#include <future>
 #include <optional>
 #include <string_view>
 
@@ -59,6 +61,28 @@ Response Router::Handle(const Request& req) noexcept {
   }
 }
 
+bool Router::Defers(const Request& req) const { return IsUpstreamRequest(req); }
+
+void Router::HandleDeferred(const Request& req, Reply reply) noexcept {
+  // A reply that throws after it was called must not be called again.
+  auto replied = std::make_shared<std::atomic<bool>>(false);
+  Reply once = [replied, reply = std::move(reply)](Response r) {
+    if (!replied->exchange(true)) reply(std::move(r));
+  };
+  try {
+    HandleUpstreamAsync(deps_, options_.public_read, req, once);
+    return;
+  } catch (const std::exception& e) {
+    log::Error(std::string("http handler failed: ") + e.what());
+  } catch (...) {
+    log::Error("http handler failed");
+  }
+  try {
+    once(ErrorResponse(Status::Internal("internal error")));
+  } catch (...) {
+  }
+}
+
 LogPoll Router::PollLog(int64_t job_id, int attempt, int64_t after_seq) noexcept {
   try {
     return PollLogEvents(deps_, job_id, attempt, after_seq);
@@ -78,6 +102,12 @@ Status Router::Authorize(const Request& req, auth::Need need) {
 Response Router::Dispatch(const Request& req) {
   const std::string& path = req.path;
   if (!IsRead(req) && req.method != "POST") return MethodNotAllowed("GET, HEAD, POST");
+  if (Defers(req)) {
+    auto answer = std::make_shared<std::promise<Response>>();
+    std::future<Response> ready = answer->get_future();
+    HandleDeferred(req, [answer](Response r) { answer->set_value(std::move(r)); });
+    return ready.get();
+  }
   if (path == "/" && WantsJson(req.accept)) {
     if (Status s = Authorize(req, auth::Need::kViewer); !s.ok()) return ErrorResponse(s);
     return DirectoryResponse(catalog_, req);
@@ -99,7 +129,7 @@ Response Router::Dispatch(const Request& req) {
   }
   if (path == "/metrics" || path.starts_with("/api/") || path.starts_with("/files/") ||
       path.starts_with("/variants/") || path.starts_with("/feeds/") ||
-      path.starts_with(kUpstreamPrefix) || path.find("/simple") != std::string::npos) {
+      path.find("/simple") != std::string::npos) {
     bool write = !IsRead(req);
     if (write && !path.starts_with("/api/")) return MethodNotAllowed("GET, HEAD");
     // A write names its principal itself (Actor), so that a refusal is recorded.
@@ -116,7 +146,6 @@ Response Router::Dispatch(const Request& req) {
   }
   if (auto rest = Between(path, "/api/v1/", "")) return DispatchApi(req, *rest);
   if (path == kWheelsFeedPath) return WheelsFeed(deps_, options_.public_url);
-  if (auto r = HandleUpstream(deps_, req)) return std::move(*r);
   if (auto r = HandleVariantIndex(catalog_, variant_wheels_, req)) return std::move(*r);
   if (auto r = HandleIndex(catalog_, req)) return std::move(*r);
   return ErrorResponse(Status::NotFound("no route for " + path));

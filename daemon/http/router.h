@@ -29,6 +29,14 @@ class Router {
   // audit log. Any exception becomes a 500.
   Response Handle(const Request& req) noexcept;
 
+  // Whether `req` is answered later, through HandleDeferred: the pull-through routes,
+  // whose answers may wait on an upstream (index/upstream_routes.h). The server's threads
+  // hand those over and serve others meanwhile; Handle answers them too, waiting.
+  bool Defers(const Request& req) const;
+  // Answers a request Defers names through `reply`, exactly once, on this thread or
+  // another. Never throws.
+  void HandleDeferred(const Request& req, Reply reply) noexcept;
+
   // Next events of a log stream started by Handle (see log_stream.h). Never throws.
   LogPoll PollLog(int64_t job_id, int attempt, int64_t after_seq) noexcept;
 

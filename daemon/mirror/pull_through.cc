@@ -1,26 +1,19 @@
+// PullThroughCache (pull_through.h): pages, trees, preloads and the waiting forms. Files,
+// their accounting and eviction are pull_through_files.cc.
 #include "daemon/mirror/pull_through.h"
 
-#include <boost/json.hpp>
-#include <cstdio>
-#include <cstdlib>
-#include <functional>
-#include <optional>
+#include <future>
 #include <regex>
-#include <set>
 
 #include "common/archive/entry_rules.h"
-#include "common/fs.h"
 #include "common/httpc/http_util.h"
 #include "common/log.h"
-#include "common/sha256.h"
 #include "common/utf8.h"
 #include "common/wheel/wheel_name.h"
-#include "daemon/mirror/preload.h"
 
 namespace farm::mirror {
 namespace {
 
-namespace json = boost::json;
 constexpr int64_t kMaxTreeFile = int64_t{8} << 20;
 
 std::string ProjectOf(const std::string& filename) {
@@ -35,76 +28,87 @@ bool IsSmallTreeFile(const std::string& relative) {
          (relative.size() > 11 && relative.compare(relative.size() - 11, 11, "/SHA256SUMS") == 0);
 }
 
-}  // namespace
-
-std::string RenderProjectPage(const std::string& project,
-                              const std::vector<upstream::IndexFile>& files, bool json,
-                              const std::string& files_base) {
-  if (json) {
-    json::array list;
-    std::set<std::string> versions;
-    for (const upstream::IndexFile& f : files) {
-      json::object o;
-      o["filename"] = f.filename;
-      o["url"] = files_base + f.sha256 + "/" + httpc::EncodePath(f.filename);
-      o["hashes"] = json::object{{"sha256", f.sha256}};
-      if (f.size >= 0) o["size"] = f.size;
-      if (!f.requires_python.empty()) o["requires-python"] = f.requires_python;
-      if (f.yanked) {
-        o["yanked"] = f.yanked_reason.empty() ? json::value(true) : json::value(f.yanked_reason);
-      } else {
-        o["yanked"] = false;
-      }
-      list.push_back(std::move(o));
-      if (Result<wheel::WheelFilename> w = wheel::ParseWheelFilename(f.filename); w.ok()) {
-        versions.insert(w->version);
-      }
-    }
-    json::array vs;
-    for (const std::string& v : versions) vs.push_back(json::value(v));
-    return json::serialize(json::object{{"meta", json::object{{"api-version", "1.1"}}},
-                                        {"name", project},
-                                        {"versions", vs},
-                                        {"files", list}});
-  }
-  std::string html =
-      "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" "
-      "content=\"1.1\"><title>Links for " +
-      EscapeMarkup(project) + "</title></head><body>\n";
-  for (const upstream::IndexFile& f : files) {
-    html += "<a href=\"" +
-            EscapeMarkup(files_base + f.sha256 + "/" + httpc::EncodePath(f.filename)) +
-            "#sha256=" + f.sha256 + "\"";
-    if (!f.requires_python.empty())
-      html += " data-requires-python=\"" + EscapeMarkup(f.requires_python) + "\"";
-    if (f.yanked)
-      html += f.yanked_reason.empty() ? " data-yanked"
-                                      : " data-yanked=\"" + EscapeMarkup(f.yanked_reason) + "\"";
-    html += ">" + EscapeMarkup(f.filename) + "</a><br/>\n";
-  }
-  return html + "</body></html>\n";
+bool Unreachable(const Status& s) {
+  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded;
 }
 
-PullThroughCache::PullThroughCache(MirrorOptions options, upstream::Fetcher* fetcher,
-                                   store::BlobStore* blobs, const Clock* clock)
-    : options_(std::move(options)), fetcher_(fetcher), blobs_(blobs), clock_(clock) {}
+// Waits for an *Async answer.
+Result<MirrorAnswer> Await(const std::function<void(AnswerCallback)>& start) {
+  auto promise = std::make_shared<std::promise<Result<MirrorAnswer>>>();
+  std::future<Result<MirrorAnswer>> answer = promise->get_future();
+  start([promise](Result<MirrorAnswer> r) { promise->set_value(std::move(r)); });
+  return answer.get();
+}
+
+}  // namespace
+
+PullThroughCache::~PullThroughCache() { Stop(); }
+
+void PullThroughCache::Stop() {
+  scheduler_.Stop();
+  FlushUses();
+}
 
 int64_t PullThroughCache::upstream_downloads() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return downloads_;
+  return counts_.downloads;
 }
 
-void PullThroughCache::Learn(const std::string& sha256, const KnownFile& file) {
-  std::lock_guard<std::mutex> lock(mu_);
-  KnownFile& known = known_[sha256];
-  if (known.url.empty()) known = file;
+MirrorStats PullThroughCache::stats() const {
+  MirrorStats s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s = counts_;
+    s.stored_bytes = stored_bytes_;
+  }
+  s.max_bytes = options_.max_bytes;
+  s.fetches_running = scheduler_.running();
+  s.fetches_queued = scheduler_.queued();
+  return s;
+}
+
+void PullThroughCache::Schedule(const std::string& url, std::function<void()> run,
+                                std::function<void(const Status&)> failed) {
+  Status queued = scheduler_.Submit(upstream::UrlAddress(url), std::move(run), [failed] {
+    failed(Status::Unavailable("farmd is stopping; the upstream was not asked"));
+  });
+  if (!queued.ok()) failed(queued);
+}
+
+void PullThroughCache::LearnLocked(const std::string& source, const std::string& sha256,
+                                   const Listed& listed) {
+  Listed& known = listed_[source][sha256];
+  std::set<std::string> names = std::move(known.names);
+  known = listed;  // the newest listing's URL: an upstream that moved a file is followed
+  known.names.insert(names.begin(), names.end());
+}
+
+void PullThroughCache::KeepPageLocked(const std::string& key, Page page) {
+  pages_[key] = std::move(page);
+  while (pages_.size() > options_.max_pages) {
+    auto oldest = pages_.begin();
+    for (auto it = pages_.begin(); it != pages_.end(); ++it) {
+      if (it->second.fetched_ms < oldest->second.fetched_ms) oldest = it;
+    }
+    // What only that page listed goes with it: memory follows the pages kept.
+    const std::string index = oldest->first.substr(0, oldest->first.find('/'));
+    auto& listed = listed_[index];
+    for (auto it = listed.begin(); it != listed.end();) {
+      it = it->second.page == oldest->first ? listed.erase(it) : std::next(it);
+    }
+    pages_.erase(oldest);
+  }
 }
 
 Result<std::vector<upstream::IndexFile>> PullThroughCache::ProjectFiles(const std::string& index,
                                                                         const std::string& project,
                                                                         bool revalidate) {
-  Result<std::vector<upstream::IndexFile>> upstream =
-      UpstreamProjectFiles(index, project, revalidate);
+  return WithPreloads(index, project, UpstreamProjectFiles(index, project, revalidate));
+}
+
+Result<std::vector<upstream::IndexFile>> PullThroughCache::WithPreloads(
+    const std::string& index, const std::string& project,
+    Result<std::vector<upstream::IndexFile>> upstream) {
   std::vector<upstream::IndexFile> preloaded;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -134,7 +138,7 @@ Result<std::vector<upstream::IndexFile>> PullThroughCache::UpstreamProjectFiles(
     const std::string& index, const std::string& project, bool revalidate) {
   auto upstream_url = options_.indexes.find(index);
   if (upstream_url == options_.indexes.end()) return Status::NotFound("no index " + index);
-  std::string key = index + "/" + project;
+  const std::string key = index + "/" + project;
   std::string etag;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -163,197 +167,139 @@ Result<std::vector<upstream::IndexFile>> PullThroughCache::UpstreamProjectFiles(
                : Result<std::vector<upstream::IndexFile>>(got.status());
   if (fetched.ok()) {
     std::vector<upstream::IndexFile> files;
+    std::lock_guard<std::mutex> lock(mu_);
     for (const upstream::IndexFile& f : *fetched) {
       if (f.sha256.empty()) continue;  // cannot be served by digest
-      Learn(f.sha256, {f.url, f.filename, f.size, index});
+      LearnLocked(index, f.sha256, {f.url, {f.filename}, f.size, f.core_metadata_sha256, key});
       files.push_back(f);
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    pages_[key] = {files, clock_->SteadyMs(), got->etag};
+    KeepPageLocked(key, {files, clock_->SteadyMs(), got->etag});
     return files;
   }
-  if (fetched.status().code() != StatusCode::kUnavailable &&
-      fetched.status().code() != StatusCode::kDeadlineExceeded) {
-    return fetched.status();
-  }
+  // The page's own text may quote the URL it came from (a parse error does).
+  Status failed(fetched.status().code(), log::RedactUrlCredentials(fetched.status().message()));
+  if (!Unreachable(failed)) return failed;
   // Upstream unreachable: the last page seen, else what is stored for this project.
   std::lock_guard<std::mutex> lock(mu_);
   if (auto page = pages_.find(key); page != pages_.end()) return page->second.files;
-  std::vector<upstream::IndexFile> files;
-  for (const auto& [sha, known] : known_) {
-    if (known.source == index && ProjectOf(known.filename) == project && blobs_->Contains(sha)) {
-      upstream::IndexFile f;
-      f.filename = known.filename;
-      f.sha256 = sha;
-      f.size = known.size;
-      files.push_back(f);
-    }
-  }
-  if (files.empty()) return fetched.status();
+  std::vector<upstream::IndexFile> files = StoredProjectFilesLocked(index, project);
+  if (files.empty()) return failed;
   return files;
 }
 
-Result<MirrorAnswer> PullThroughCache::IndexPage(const std::string& index,
-                                                 const std::string& project, bool json,
-                                                 const std::string& files_base, bool revalidate) {
-  std::string name = wheel::NormalizeProjectName(project);
-  FARM_ASSIGN_OR_RETURN(std::vector<upstream::IndexFile> files,
-                        ProjectFiles(index, name, revalidate));
+std::vector<upstream::IndexFile> PullThroughCache::StoredProjectFilesLocked(
+    const std::string& index, const std::string& project) {
+  std::vector<upstream::IndexFile> files;
+  auto stored = stored_.find(index);
+  if (stored == stored_.end()) return files;
+  for (const auto& [sha, s] : stored->second) {
+    if (s.preloaded) continue;  // merged by ProjectFiles
+    for (const std::string& name : s.names) {
+      if (ProjectOf(name) != project || !blobs_->Contains(sha)) continue;
+      upstream::IndexFile f;
+      f.filename = name;
+      f.sha256 = sha;
+      f.size = s.size;
+      files.push_back(f);
+    }
+  }
+  return files;
+}
+
+MirrorAnswer PullThroughCache::RenderPage(const PageRequest& request,
+                                          const std::vector<upstream::IndexFile>& files) {
+  // The metadata file served for each listed file: upstream's, else the stored wheel's.
+  std::map<std::string, std::string> ours;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto stored = stored_.find(request.index); stored != stored_.end()) {
+      for (const upstream::IndexFile& f : files) {
+        auto s = stored->second.find(f.sha256);
+        if (s != stored->second.end() && s->second.names.count(f.filename) > 0) {
+          ours[f.sha256] = s->second.metadata_sha256;
+        }
+      }
+    }
+  }
+  MetadataDigest digest = [&ours](const upstream::IndexFile& f) {
+    if (!f.core_metadata_sha256.empty()) return f.core_metadata_sha256;
+    auto it = ours.find(f.sha256);
+    return it == ours.end() ? std::string() : it->second;
+  };
   MirrorAnswer answer;
   answer.content_type =
-      json ? "application/vnd.pypi.simple.v1+json" : "application/vnd.pypi.simple.v1+html";
-  answer.body = RenderProjectPage(name, files, json, files_base);
+      request.json ? "application/vnd.pypi.simple.v1+json" : "application/vnd.pypi.simple.v1+html";
+  answer.body = RenderProjectPage(wheel::NormalizeProjectName(request.project), files, request.json,
+                                  request.files_base, digest);
   return answer;
 }
 
-Status PullThroughCache::EnsureFile(const std::string& sha256) {
-  if (!upstream::IsSha256Hex(sha256))
-    return Status::InvalidArgument("not a sha256: " + sha256.substr(0, 80));
-  if (blobs_->Contains(sha256)) return Status::Ok();
-  std::shared_ptr<Flight> flight;
-  bool leader = false;
-  KnownFile file;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto known = known_.find(sha256);
-    if (known == known_.end() || known->second.url.empty()) {
-      return Status::NotFound("the farm has not seen " + sha256 + " listed upstream");
+void PullThroughCache::IndexPageAsync(const PageRequest& request, AnswerCallback done) {
+  auto index = options_.indexes.find(request.index);
+  if (index == options_.indexes.end()) return done(Status::NotFound("no index " + request.index));
+  const std::string project = wheel::NormalizeProjectName(request.project);
+  if (!request.revalidate) {
+    std::vector<upstream::IndexFile> files;
+    bool fresh = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto page = pages_.find(request.index + "/" + project);
+      fresh = page != pages_.end() &&
+              clock_->SteadyMs() - page->second.fetched_ms < options_.page_ttl_ms;
+      if (fresh) files = page->second.files;
     }
-    file = known->second;
-    auto it = flights_.find(sha256);
-    if (it == flights_.end()) {
-      flight = std::make_shared<Flight>();
-      flights_[sha256] = flight;
-      leader = true;
-    } else {
-      flight = it->second;
+    // A kept page with the preloads merged, with no upstream request.
+    if (fresh) {
+      auto merged = WithPreloads(request.index, project, std::move(files));
+      if (merged.ok()) return done(RenderPage(request, *merged));
     }
   }
-  if (!leader) {
-    std::unique_lock<std::mutex> lock(flight->mu);
-    flight->done_cv.wait(lock, [&] { return flight->done; });
-    return flight->status;
-  }
-  Status status = blobs_->Contains(sha256) ? Status::Ok() : Download(sha256, file);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    flights_.erase(sha256);
-  }
-  {
-    std::lock_guard<std::mutex> lock(flight->mu);
-    flight->done = true;
-    flight->status = status;
-  }
-  flight->done_cv.notify_all();
-  return status;
+  Schedule(
+      index->second + project + "/",
+      [this, request, project, done] {
+        auto files = ProjectFiles(request.index, project, request.revalidate);
+        if (!files.ok()) return done(files.status());
+        done(RenderPage(request, *files));
+      },
+      [done](const Status& s) { done(s); });
 }
 
-Status PullThroughCache::Download(const std::string& sha256, const KnownFile& file) {
-  FARM_RETURN_IF_ERROR(fs::MakeDirs(options_.staging_dir));
-  std::string temp = options_.staging_dir + "/mirror-" + RandomHex(8);
-  FILE* out = std::fopen(temp.c_str(), "wb");
-  if (out == nullptr) return Status::Internal("cannot create " + temp);
-  Sha256 hasher;
-  int64_t bytes = 0;
-  Status fetched = fetcher_->Download(file.url, [&](std::string_view block) -> Status {
-    bytes += static_cast<int64_t>(block.size());
-    if (file.size >= 0 && bytes > file.size) {
-      return Status::DataLoss(file.filename + " from " + file.url + " is larger than listed");
-    }
-    hasher.Update(block);
-    if (std::fwrite(block.data(), 1, block.size(), out) != block.size()) {
-      return Status::ResourceExhausted("cannot write " + temp);
-    }
-    return Status::Ok();
-  });
-  bool closed = std::fclose(out) == 0;
-  auto fail = [&](Status s) {
-    std::remove(temp.c_str());
-    return s;
-  };
-  if (!fetched.ok()) return fail(fetched);
-  if (!closed) return fail(Status::ResourceExhausted("cannot write " + temp));
-  std::string got = hasher.HexDigest();
-  if (got != sha256 || (file.size >= 0 && bytes != file.size)) {
-    return fail(Status::DataLoss("checksum mismatch for " + file.filename + " from " + file.url +
-                                 ": expected sha256 " + sha256 + ", got " + got +
-                                 "; refused, nothing stored"));
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++downloads_;
-  }
-  Result<std::unique_ptr<store::BlobWriter>> writer = blobs_->BeginWrite(bytes, sha256);
-  if (!writer.ok()) return fail(writer.status());
-  FILE* in = std::fopen(temp.c_str(), "rb");
-  if (in == nullptr) return fail(Status::Internal("cannot reopen " + temp));
-  std::string buffer(1 << 20, '\0');
-  Status s;
-  while (s.ok()) {
-    size_t n = std::fread(buffer.data(), 1, buffer.size(), in);
-    if (n == 0) break;
-    s = (*writer)->Append(std::string_view(buffer.data(), n));
-  }
-  std::fclose(in);
-  if (s.ok()) s = (*writer)->Commit();
-  return fail(s);
-}
-
-void PullThroughCache::LearnFromTreeFile(const std::string& tree, const std::string& base,
-                                         const std::string& relative, const std::string& body) {
-  std::string dir =
-      relative.substr(0, relative.rfind('/') == std::string::npos ? 0 : relative.rfind('/') + 1);
-  auto learn = [&](const std::string& rel, const std::string& sha, int64_t size) {
-    std::string rule;
-    if (!upstream::IsSha256Hex(sha) || !archives::CheckEntryName(rel, &rule).empty()) return;
-    Learn(sha, {base + httpc::EncodePath(rel), rel.substr(rel.rfind('/') + 1), size, tree});
-    std::lock_guard<std::mutex> lock(mu_);
-    tree_paths_[tree + "/" + rel] = sha;
-  };
-  if (relative.size() > 5 && relative.compare(relative.size() - 5, 5, ".json") == 0) {
-    // A manifest that does not parse teaches nothing; serving it is the client's problem.
-    (void)VisitManifestArchives(body, [&](const std::string& rel, const std::string& sha,
-                                          int64_t size) { learn(dir + rel, sha, size); });
-    return;
-  }
-  static const std::regex line_re(R"(([0-9a-f]{64})\s+\*?([A-Za-z0-9._+-]+))");
-  for (auto it = std::sregex_iterator(body.begin(), body.end(), line_re);
-       it != std::sregex_iterator(); ++it) {
-    learn(dir + std::string((*it)[2]), (*it)[1], -1);
-  }
-}
-
-Result<MirrorAnswer> PullThroughCache::TreeFile(const std::string& tree,
-                                                const std::string& relative) {
+void PullThroughCache::TreeFileAsync(const std::string& tree, const std::string& relative,
+                                     bool may_pull, AnswerCallback done) {
   auto upstream_url = options_.trees.find(tree);
-  if (upstream_url == options_.trees.end()) return Status::NotFound("no tree " + tree);
+  if (upstream_url == options_.trees.end()) return done(Status::NotFound("no tree " + tree));
   std::string rule;
   std::string plain = relative.empty() || relative.back() != '/'
                           ? relative
                           : relative.substr(0, relative.size() - 1);
   if (!plain.empty() && !archives::CheckEntryName(plain, &rule).empty()) {
-    return Status::InvalidArgument("bad path " + relative.substr(0, 200));
+    return done(Status::InvalidArgument("bad path " + relative.substr(0, 200)));
   }
-  std::string base = upstream_url->second;
-  if (base.empty() || base.back() != '/') base += '/';
-  std::string key = tree + "/" + relative;
   std::string sha;
-  int64_t size = -1;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = tree_paths_.find(key); it != tree_paths_.end()) {
+    if (auto it = tree_paths_.find(tree + "/" + relative); it != tree_paths_.end()) {
       sha = it->second;
-      size = known_[sha].size;
     }
   }
-  if (!sha.empty()) {
-    FARM_RETURN_IF_ERROR(EnsureFile(sha));
-    return MirrorAnswer{"application/octet-stream", "", sha, size};
-  }
+  if (!sha.empty()) return ServeFile(tree, sha, relative, may_pull, std::move(done));
   if (!IsSmallTreeFile(relative)) {
-    return Status::NotFound(relative +
-                            " is not listed by a manifest or SHA256SUMS the farm has served");
+    return done(Status::NotFound(relative.substr(0, 200) +
+                                 " is not listed by a manifest or SHA256SUMS the farm has served"));
   }
+  Result<MirrorAnswer> kept = SmallTreeFile(tree, relative, /*fetch=*/false);
+  if (kept.ok() || kept.status().code() != StatusCode::kAborted) return done(std::move(kept));
+  Schedule(
+      upstream_url->second,
+      [this, tree, relative, done] { done(SmallTreeFile(tree, relative, /*fetch=*/true)); },
+      [done](const Status& s) { done(s); });
+}
+
+Result<MirrorAnswer> PullThroughCache::SmallTreeFile(const std::string& tree,
+                                                     const std::string& relative, bool fetch) {
+  std::string base = options_.trees.at(tree);
+  if (base.empty() || base.back() != '/') base += '/';
+  const std::string key = tree + "/" + relative;
   std::string content_type = relative.empty() || relative.back() == '/'    ? "text/html"
                              : relative.find(".json") != std::string::npos ? "application/json"
                                                                            : "text/plain";
@@ -370,6 +316,7 @@ Result<MirrorAnswer> PullThroughCache::TreeFile(const std::string& tree,
   if (fresh) {
     return MirrorAnswer{content_type, listing ? ListingWithPreloads(tree, *fresh) : *fresh, "", -1};
   }
+  if (!fetch) return Status::Aborted("not kept");
   Result<upstream::FetchedPage> page =
       fetcher_->GetPage(base + httpc::EncodePath(relative), "", kMaxTreeFile);
   if (!page.ok()) {
@@ -390,9 +337,49 @@ Result<MirrorAnswer> PullThroughCache::TreeFile(const std::string& tree,
   {
     std::lock_guard<std::mutex> lock(mu_);
     small_[key] = {page->body, clock_->SteadyMs()};
+    while (small_.size() > options_.max_pages) small_.erase(small_.begin());
   }
   return MirrorAnswer{content_type, listing ? ListingWithPreloads(tree, page->body) : page->body,
                       "", -1};
+}
+
+void PullThroughCache::LearnFromTreeFile(const std::string& tree, const std::string& base,
+                                         const std::string& relative, const std::string& body) {
+  std::string dir =
+      relative.substr(0, relative.rfind('/') == std::string::npos ? 0 : relative.rfind('/') + 1);
+  const std::string page = tree + "/" + relative;
+  auto learn = [&](const std::string& rel, const std::string& sha, int64_t size) {
+    std::string rule;
+    if (!upstream::IsSha256Hex(sha) || !archives::CheckEntryName(rel, &rule).empty()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    LearnLocked(tree, sha, {base + httpc::EncodePath(rel), {rel}, size, "", page});
+    tree_paths_[tree + "/" + rel] = sha;
+  };
+  if (relative.size() > 5 && relative.compare(relative.size() - 5, 5, ".json") == 0) {
+    // A manifest that does not parse teaches nothing; serving it is the client's problem.
+    (void)VisitManifestArchives(body, [&](const std::string& rel, const std::string& sha,
+                                          int64_t size) { learn(dir + rel, sha, size); });
+    return;
+  }
+  static const std::regex line_re(R"(([0-9a-f]{64})\s+\*?([A-Za-z0-9._+-]+))");
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), line_re);
+       it != std::sregex_iterator(); ++it) {
+    learn(dir + std::string((*it)[2]), (*it)[1], -1);
+  }
+}
+
+Result<MirrorAnswer> PullThroughCache::IndexPage(const PageRequest& request) {
+  return Await([&](AnswerCallback done) { IndexPageAsync(request, std::move(done)); });
+}
+
+Result<MirrorAnswer> PullThroughCache::File(const FileRequest& request) {
+  return Await([&](AnswerCallback done) { FileAsync(request, std::move(done)); });
+}
+
+Result<MirrorAnswer> PullThroughCache::TreeFile(const std::string& tree,
+                                                const std::string& relative, bool may_pull) {
+  return Await(
+      [&](AnswerCallback done) { TreeFileAsync(tree, relative, may_pull, std::move(done)); });
 }
 
 Status PullThroughCache::AddPreloaded(const std::string& source, PreloadKind kind,
@@ -415,8 +402,10 @@ Status PullThroughCache::AddPreloaded(const std::string& source, PreloadKind kin
   }
   if (!blobs_->Contains(sha256)) return Status::FailedPrecondition(path + " is not stored");
   std::lock_guard<std::mutex> lock(mu_);
-  KnownFile& known = known_[sha256];
-  if (known.url.empty()) known = KnownFile{"", filename, size, source};
+  Stored& stored = stored_[source][sha256];
+  stored.names.insert(index ? filename : path);
+  stored.size = size;
+  stored.preloaded = true;
   if (!index) {
     tree_paths_[source + "/" + path] = sha256;
     if (kind == PreloadKind::kManifest) preloaded_manifests_[source].insert(path);
@@ -450,7 +439,12 @@ Result<std::string> PullThroughCache::ResolveIndex(const std::string& name_or_ur
   for (const auto& [name, url] : options_.indexes) {
     if (bare(url) == bare(name_or_url)) return name;
   }
-  return Status::NotFound("farmd serves no index " + name_or_url.substr(0, 200));
+  return Status::NotFound("farmd serves no index " +
+                          log::RedactUrlCredentials(name_or_url.substr(0, 200)));
+}
+
+bool PullThroughCache::ServesIndex(const std::string& index) const {
+  return options_.indexes.count(index) > 0;
 }
 
 bool PullThroughCache::ServesTree(const std::string& tree) const {

@@ -95,6 +95,7 @@ std::string FailurePhase(int cause, const std::string& detail) {
   auto starts = [&](const char* p) { return detail.rfind(p, 0) == 0; };
   switch (cause) {
     case store::kCauseBuildFailed:
+      if (starts("provisioning ")) return "provision";  // a spec the provisioner refused
       return starts("labelling ") ? "checks" : "build";
     case store::kCauseTimedOut:
       return "build";

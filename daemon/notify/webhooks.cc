@@ -52,13 +52,14 @@ Result<WebhookTarget> ParseWebhookTarget(const std::string& flag, const auth::Se
     auto parsed = coverage::ParseEventKind(kind);
     if (!parsed) {
       return Status::InvalidArgument("--webhook " + target.name + ": unknown event \"" + kind +
-                                     "\" (wheel_validated, build_failed, publication_refused)");
+                                     "\" (wheel_validated, wheel_built, build_failed, "
+                                     "publication_refused)");
     }
     target.events.insert(*parsed);
   }
   if (target.events.empty()) {
-    target.events = {coverage::EventKind::kWheelValidated, coverage::EventKind::kBuildFailed,
-                     coverage::EventKind::kPublicationRefused};
+    target.events = {coverage::EventKind::kWheelValidated, coverage::EventKind::kWheelBuilt,
+                     coverage::EventKind::kBuildFailed, coverage::EventKind::kPublicationRefused};
   }
   std::string key = WebhookSecretKey(target.name);
   auto it = secrets.find(key);
@@ -74,6 +75,27 @@ Result<WebhookTarget> ParseWebhookTarget(const std::string& flag, const auth::Se
   return target;
 }
 
+std::string EscapeSlackText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 std::string WebhookPayload(const coverage::Event& e, const std::string& public_url) {
   std::string base = public_url;
   while (!base.empty() && base.back() == '/') base.pop_back();
@@ -81,7 +103,8 @@ std::string WebhookPayload(const coverage::Event& e, const std::string& public_u
                                   : "/#/build/" + std::to_string(e.build_id);
   std::string text = coverage::EventTitle(e);
   if (!e.cause.empty()) text += ": " + e.cause.substr(0, 500);
-  if (!base.empty()) text += " <" + base + page + ">";
+  text = EscapeSlackText(text);
+  if (!base.empty()) text += " <" + EscapeSlackText(base + page) + ">";
   json::object o{{"text", text},
                  {"event", coverage::EventKindName(e.kind)},
                  {"id", e.id},

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -52,9 +53,17 @@ std::string WebhookSecretKey(const std::string& name);
 // Errors never hold the URL.
 Result<WebhookTarget> ParseWebhookTarget(const std::string& flag, const auth::Secrets& secrets);
 
+// `text` with Slack's control characters escaped as Slack documents ("Formatting text
+// for app surfaces": & as &amp;, < as &lt;, > as &gt;), so that a recipe's name, a
+// version or a failure's cause written by a build cannot mention <!channel> or <!here>,
+// ping a user (<@U...>) or show a link whose text hides its target (<http://x|y>).
+std::string EscapeSlackText(std::string_view text);
+
 // The JSON body of `event`: {"text": one line for people, "event": kind, "id": event id,
 // "package", "version", "build_id", "job_id", "wheel", "sha256", "cell", "cause",
-// "schedule_id", "time", "url"}. `public_url` ("" for none) makes "url" absolute.
+// "schedule_id", "time", "url"}. `public_url` ("" for none) makes "url" absolute. In
+// "text" everything the event carries is escaped (EscapeSlackText) and the only markup is
+// the farm's own link to the build or job; the other fields are the raw values.
 std::string WebhookPayload(const coverage::Event& event, const std::string& public_url);
 
 struct NotifierOptions {

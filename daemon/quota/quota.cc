@@ -143,20 +143,27 @@ Result<Limits> QuotaKeeper::LimitsFor(const std::string& principal, const std::s
 QuotaKeeper::Bucket& QuotaKeeper::Refilled(const std::string& principal, int64_t capacity) {
   const int64_t now = clock_->SteadyMs();
   if (buckets_.size() >= kMaxRemembered && !buckets_.count(principal)) buckets_.clear();
-  auto [it, fresh] = buckets_.try_emplace(principal, Bucket{static_cast<double>(capacity), now});
+  auto [it, fresh] = buckets_.try_emplace(principal, Bucket{0, now});
   Bucket& b = it->second;
-  const double cap = static_cast<double>(capacity);
+  // What was used drains at the limit's pace, and all of it within one window: so a
+  // principal whose limit changes (set, lowered, or first set after unlimited use) keeps
+  // what it used this window instead of starting full.
+  const double rate = std::max(static_cast<double>(capacity), b.used);
   if (!fresh && now > b.at_ms) {
-    b.tokens += static_cast<double>(now - b.at_ms) * cap / static_cast<double>(policy_.window_ms);
+    b.used -= static_cast<double>(now - b.at_ms) * rate / static_cast<double>(policy_.window_ms);
   }
-  b.tokens = std::min(b.tokens, cap);
+  b.used = std::max(b.used, 0.0);
   b.at_ms = std::max(b.at_ms, now);
   return b;
 }
 
 Status QuotaKeeper::TakeSubmission(const std::string& principal, const std::string& role) {
   FARM_ASSIGN_OR_RETURN(Limits limits, LimitsFor(principal, role));
-  if (limits.submissions < 0) return Status::Ok();
+  if (limits.submissions < 0) {
+    std::lock_guard lock(mu_);
+    Refilled(principal, limits.submissions).used += 1;  // counted should a limit be set
+    return Status::Ok();
+  }
   const std::string who = "\"" + principal + "\"";
   if (limits.submissions == 0) {
     return Exhausted("quota: " + who + " may not submit (its submissions quota is 0; " +
@@ -165,13 +172,15 @@ Status QuotaKeeper::TakeSubmission(const std::string& principal, const std::stri
   }
   std::lock_guard lock(mu_);
   Bucket& b = Refilled(principal, limits.submissions);
-  if (b.tokens >= 1) {
-    b.tokens -= 1;
+  const double tokens = static_cast<double>(limits.submissions) - b.used;
+  if (tokens >= 1) {
+    b.used += 1;
     return Status::Ok();
   }
-  const double per_token_ms =
-      static_cast<double>(policy_.window_ms) / static_cast<double>(limits.submissions);
-  auto wait_ms = static_cast<int64_t>(std::ceil((1 - b.tokens) * per_token_ms));
+  const double per_token_ms = static_cast<double>(policy_.window_ms) /
+                              std::max(static_cast<double>(limits.submissions), b.used);
+  // The epsilon keeps a rounding error of `used` from adding a millisecond (and a second).
+  auto wait_ms = static_cast<int64_t>(std::ceil((1 - tokens) * per_token_ms - 1e-6));
   return Exhausted("quota: " + who + " may submit " + std::to_string(limits.submissions) +
                        " times per " + Window(policy_.window_ms) +
                        " and has used them (submissions; " + kHowToRaise + role + ")",
@@ -285,7 +294,8 @@ Result<QuotaView> QuotaKeeper::View(const std::string& principal, const std::str
     view.submissions_left = -1;
   } else {
     std::lock_guard lock(mu_);
-    view.submissions_left = Refilled(principal, view.limits.submissions).tokens;
+    double used = Refilled(principal, view.limits.submissions).used;
+    view.submissions_left = std::max(0.0, static_cast<double>(view.limits.submissions) - used);
   }
   return view;
 }

@@ -125,12 +125,15 @@ class QuotaKeeper {
                    int64_t new_bytes);
   void Release(const std::string& principal, int64_t bytes);
 
+  // What a principal used of its submissions, draining to 0 (the limit minus it is what
+  // it has left).
   struct Bucket {
-    double tokens = 0;
+    double used = 0;
     int64_t at_ms = 0;
   };
   Result<std::optional<store::QuotaOverrideRow>> OverrideOf(const std::string& principal);
-  // The bucket refilled to now; requires mu_.
+  // The bucket drained to now at the pace of `capacity` (a negative one: unlimited);
+  // requires mu_.
   Bucket& Refilled(const std::string& principal, int64_t capacity);
 
   static constexpr size_t kMaxRemembered = 100'000;  // principals; beyond, start afresh

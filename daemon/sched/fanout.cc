@@ -1,5 +1,6 @@
 #include "daemon/sched/fanout.h"
 
+#include "common/recipe/cell_environment.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/revalidation.h"
 
@@ -20,6 +21,13 @@ Result<std::vector<store::JobRow>> FanoutValidations(store::Store& store, const 
     if (blob == job.cell) continue;  // the build validated its own cell
     store::JobRow row = base;
     row.cell = std::move(blob);
+    // The cell's environment is the lock resolved for it when the build was submitted.
+    auto lock = needs.validate_locks().find(recipe::ValidateCellKey(cell));
+    if (lock != needs.validate_locks().end()) {
+      auto row_needs = ParseBlob<farm::v1::JobNeeds>(row.needs);
+      row_needs.set_lock_digest(lock->second);
+      row.needs = row_needs.SerializeAsString();
+    }
     out.push_back(std::move(row));
   }
   return out;

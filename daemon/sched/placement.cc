@@ -140,20 +140,29 @@ std::string MissingHost(const farm::v1::MatrixCell& cell, const farm::v1::Capabi
 // here, its toolkit none where the worker fetches toolkits (redist archives emit every
 // target of their version; host toolkits are still checked by HasToolkit).
 std::string MissingProvisioned(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
-                               const JobMemory& memory, double held_gb) {
+                               const JobMemory& memory, double held_gb, bool no_toolkit) {
   if (std::string platform = MissingPlatform(cell, caps); !platform.empty()) return platform;
   if (!caps.provisioning().enabled()) {
     return "does not provision environments (the recipe asks for them: farm-worker --provision)";
   }
   std::string have;
-  if (!caps.provisioning().fetches_toolkits() && !HasToolkit(cell, caps, &have)) {
-    return "no CUDA toolkit" + (cell.cuda().empty() ? "" : " " + cell.cuda()) +
-           " and fetches none (has " + have + ")";
+  if (!no_toolkit && !caps.provisioning().fetches_toolkits() && !HasToolkit(cell, caps, &have)) {
+    std::string why = caps.provisioning().toolkits_through_farm()
+                          ? ", and farmd serves no toolkit tree to fetch one from "
+                            "(farmd --upstream-tree redist=URL)"
+                          : " and fetches none";
+    return "no CUDA toolkit" + (cell.cuda().empty() ? "" : " " + cell.cuda()) + why + " (has " +
+           have + ")";
   }
   return MissingMemory(cell, caps, memory, held_gb);
 }
 
 }  // namespace
+
+void SettleProvisioning(bool farm_serves_toolkits, farm::v1::Capabilities* caps) {
+  farm::v1::Provisioning* p = caps->mutable_provisioning();
+  if (p->toolkits_through_farm() && !farm_serves_toolkits) p->set_fetches_toolkits(false);
+}
 
 bool HasUnifiedMemory(const farm::v1::Capabilities& caps) {
   return std::any_of(caps.gpus().begin(), caps.gpus().end(),
@@ -172,7 +181,9 @@ double HeldValidationGb(const farm::v1::Capabilities& caps, const std::vector<Ru
 std::string MissingRequirement(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
                                const JobMemory& memory, double held_gb,
                                const farm::v1::JobNeeds& needs) {
-  if (needs.provisioned()) return MissingProvisioned(cell, caps, memory, held_gb);
+  if (needs.provisioned()) {
+    return MissingProvisioned(cell, caps, memory, held_gb, needs.no_toolkit());
+  }
   if (std::string host = MissingHost(cell, caps); !host.empty()) return host;
   std::string have;
   if (!HasToolkit(cell, caps, &have)) {

@@ -25,6 +25,12 @@ inline constexpr double kUsableMemoryFraction = 0.85;
 // validations then draw on one budget.
 bool HasUnifiedMemory(const farm::v1::Capabilities& caps);
 
+// What a provisioning worker may fetch, once farmd knows what it serves: a worker whose
+// toolkits come only through farmd (Provisioning.toolkits_through_farm) fetches none
+// where farmd serves no redist tree (`farm_serves_toolkits` false). Called on the
+// capabilities a worker registers or reports, before they are stored.
+void SettleProvisioning(bool farm_serves_toolkits, farm::v1::Capabilities* caps);
+
 // Returns "" when a worker with `caps` meets every build requirement of `cell`, else one
 // sentence naming the first requirement it misses ("no Python 3.12 (has 3.11)"): not
 // quarantined, the CPU of the cell's platform (CellPlatform: linux_x86_64 when the cell
@@ -35,7 +41,8 @@ bool HasUnifiedMemory(const farm::v1::Capabilities& caps);
 // worker validates the cell) and `held_gb`, what the jobs it already runs hold
 // (HeldValidationGb). A cell whose recipe asks for provisioned environments
 // (needs.provisioned) needs a worker that provisions instead of the cell's Python, and
-// no toolkit where that worker fetches toolkits.
+// no toolkit where that worker fetches toolkits or the recipe compiles no CUDA
+// (needs.no_toolkit).
 std::string MissingRequirement(const farm::v1::MatrixCell& cell, const farm::v1::Capabilities& caps,
                                const JobMemory& memory = {}, double held_gb = 0,
                                const farm::v1::JobNeeds& needs = {});

@@ -72,8 +72,11 @@ Result<store::JobRow> ValidationJobFor(store::Store& store, const store::JobRow&
   }
   farm::v1::JobNeeds needs;
   for (std::string& cc : CommonRunsOn(artifacts)) needs.add_gpu_ccs(std::move(cc));
-  // A provisioned cell is validated in its environment, which a provisioning worker makes.
-  needs.set_provisioned(ParseBlob<farm::v1::JobNeeds>(job.needs).provisioned());
+  // A provisioned cell is validated in its environment, which a provisioning worker makes:
+  // the build's own lock, whatever upstream did since.
+  const auto built = ParseBlob<farm::v1::JobNeeds>(job.needs);
+  needs.set_provisioned(built.provisioned());
+  needs.set_lock_digest(built.lock_digest());
   return store::JobRow{.build_id = job.build_id,
                        .cell = job.cell,
                        .priority = job.priority,

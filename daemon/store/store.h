@@ -29,6 +29,7 @@
 #include "daemon/store/ports/host_store.h"
 #include "daemon/store/ports/job_leases.h"
 #include "daemon/store/ports/job_stats.h"
+#include "daemon/store/ports/lock_store.h"
 #include "daemon/store/ports/log_store.h"
 #include "daemon/store/ports/provenance_store.h"
 #include "daemon/store/ports/publication_store.h"
@@ -58,6 +59,7 @@ class Store : public TokenStore,
               public ProvenanceStore,
               public SourceArchiveStore,
               public UpstreamPreloadStore,
+              public LockStore,
               public QuotaStore,
               public HostStore,
               public RecipeNameStore,

@@ -7,8 +7,10 @@ from the index fake (tests/fakes/fake_pyindex.py) as an upstream of farmd, and f
 with curl through farmd's /upstream/ routes twice:
   first   farmd downloads it upstream (checking its sha256) and then serves it;
   cached  farmd serves the blob it stored.
-Samples farmd's RSS every 20 ms throughout. Prints one JSON object; removes everything it
-made. Not a test: no assertion on time or memory.
+Samples farmd's RSS every 20 ms throughout, and during the first fetch asks /healthz in a
+loop (the slowest answer shows whether the download held an HTTP thread). The fetches send
+the admin token (farmd downloads upstream files only for workers and admins). Prints one
+JSON object; removes everything it made. Not a test: no assertion on time or memory.
 
   tests/bench/mirror_serve_bench.py --farmd build/daemon/farmd [--gib 2]
 """
@@ -73,10 +75,36 @@ class RssSampler:
         self.thread.join(timeout=5)
 
 
-def fetch(url, pid):
+class HealthProbe:
+    """Asks `base`/healthz one request after the other until stopped; keeps the slowest."""
+
+    def __init__(self, base):
+        self.base, self.slowest, self.count, self.stop = base, 0.0, 0, threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        while not self.stop.is_set():
+            start = time.monotonic()
+            subprocess.run(["curl", "-sS", "-o", "/dev/null", self.base + "/healthz"],
+                           check=True, timeout=600)
+            self.slowest = max(self.slowest, time.monotonic() - start)
+            self.count += 1
+            time.sleep(0.05)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=600)
+
+
+def fetch(url, pid, token):
     before = rss_kib(pid)
     with RssSampler(pid) as sampler:
-        out = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w",
+        out = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-H",
+                              "Authorization: Bearer " + token, "-w",
                               "%{http_code} %{size_download} %{time_total}", url],
                              check=True, capture_output=True, text=True, timeout=1800).stdout
     code, size, seconds = out.split()
@@ -121,8 +149,12 @@ def main():
              base + "/upstream/pypi/big/simple/bigwheel/"],
             check=True, capture_output=True, text=True, timeout=600).stdout)
         url = base + page["files"][0]["url"]
-        first = fetch(url, farmd.pid)
-        cached = fetch(url, farmd.pid)
+        token = open(os.path.join(data, "admin.token")).read().strip()
+        with HealthProbe(base) as health:
+            first = fetch(url, farmd.pid, token)
+        first["healthz_slowest_ms"] = round(health.slowest * 1000, 1)
+        first["healthz_answers"] = health.count
+        cached = fetch(url, farmd.pid, token)
         fetched_upstream = index.counters().get("file:" + WHEEL, 0)
         print(json.dumps({"wheel_bytes": size, "upstream_fetches": fetched_upstream,
                           "first": first, "cached": cached}, indent=1))

@@ -1,6 +1,7 @@
 """Shared plumbing for the protocol fakes in tests/fakes (fake_github.py, fake_hf.py).
 
-Each fake is a stdlib ThreadingHTTPServer bound to 127.0.0.1:0 that writes its base URL
+Each fake is a stdlib ThreadingHTTPServer bound to 127.0.0.1:0 (or --host, another
+address of 127.0.0.0/8, for a fake that must be a host of its own) that writes its base URL
 to --ready-file once it accepts connections, keeps its state in memory (and, with
 --state-file, in a JSON file rewritten after every change so a restart keeps it), and
 offers unauthenticated control endpoints for tests:
@@ -44,12 +45,12 @@ class FakeServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, handler_class, args):
-        super().__init__(("127.0.0.1", 0), handler_class)
+        super().__init__((args.host, 0), handler_class)
         self.args = args
         self.lock = threading.RLock()
         self.faults = []
         self.counters = {}
-        self.base_url = "http://127.0.0.1:%d" % self.server_address[1]
+        self.base_url = "http://%s:%d" % (args.host, self.server_address[1])
         self.state = self.load_state() or self.initial_state()
 
     # Subclasses override these two.
@@ -238,9 +239,14 @@ def parse_args(description, extra=None):
     parser.add_argument("--token", default="test-token-0123456789",
                         help="the only accepted bearer token")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="the loopback address to bind (127.0.0.0/8 only)")
     if extra:
         extra(parser)
-    return parser.parse_args()
+    args = parser.parse_args()
+    if not args.host.startswith("127."):
+        parser.error("--host must be an address of 127.0.0.0/8")
+    return args
 
 
 def serve(server):

@@ -14,11 +14,20 @@ fake_common's:
       the middle of a download.
   POST /_control/hide      {"file": NAME, "on": true}
       Answers 404 for NAME while still listing it (an index that lost a file).
+  POST /_control/stall     {"path": REGEX, "on": true}
+      Holds every request whose path matches REGEX, unanswered, until the stall is lifted
+      ({"on": false} releases them all): an upstream that hangs. Held requests are not
+      counted by route until released.
+  GET  /_control/stalled   {"waiting": N, "peak": M}: requests held now, and the most
+      held at once since the stall was set (how many a client had in flight to this host).
 """
 
 import os
+import re
+import threading
 import time
 from email.utils import formatdate
+from urllib.parse import urlsplit
 
 from fake_common import FakeHandler, FakeServer
 
@@ -31,12 +40,39 @@ class FileServer(FakeServer):
         self.corrupt = set()
         self.throttle = {}
         self.hidden = set()
+        self.stall = None  # a compiled regex while requests are held
+        self.stall_released = threading.Condition(self.lock)
+        self.stalled = 0
+        self.stalled_peak = 0
+
+    def hold_if_stalled(self, path):
+        """Blocks while a stall matches `path` (at most 10 minutes, a bound for tests)."""
+        with self.stall_released:
+            if self.stall is None or not self.stall.search(path):
+                return
+            self.stalled += 1
+            self.stalled_peak = max(self.stalled_peak, self.stalled)
+            deadline = time.monotonic() + 600
+            while self.stall is not None and self.stall.search(path):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.stall_released.wait(left)
+            self.stalled -= 1
 
     def count_file(self, name):
         self.count("file:" + name)
 
 
 class FileHandler(FakeHandler):
+    def handle_any(self):
+        path = urlsplit(self.path).path
+        if not path.startswith("/_control/"):
+            self.server.hold_if_stalled(path)
+        return super().handle_any()
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = handle_any
+
     def control(self, path):
         server = self.server
         spec = (self.json_body() if self.body else None) or {}
@@ -49,6 +85,16 @@ class FileHandler(FakeHandler):
             with server.lock:
                 (server.hidden.add if spec.get("on", True) else server.hidden.discard)(name)
             return self.send(200, {"ok": True})
+        if path == "/_control/stall" and self.command == "POST":
+            with server.stall_released:
+                server.stall = re.compile(spec["path"]) if spec.get("on", True) else None
+                if server.stall is not None:
+                    server.stalled_peak = server.stalled
+                server.stall_released.notify_all()
+            return self.send(200, {"ok": True})
+        if path == "/_control/stalled":
+            with server.lock:
+                return self.send(200, {"waiting": server.stalled, "peak": server.stalled_peak})
         if path == "/_control/throttle" and self.command == "POST":
             rate = int(spec.get("bytes_per_second", 0))
             with server.lock:

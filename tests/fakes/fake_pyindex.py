@@ -31,10 +31,19 @@ nothing acceptable gets 406. Every page says Vary: Accept.
 A file is yanked by a sidecar "<file>.yanked" holding the reason (empty: no reason), or
 with POST /_control/yank {"file": NAME, "reason": "..."}.
 
+A private index: with --basic-auth USER:PASSWORD every request but the control
+endpoints needs those HTTP Basic credentials (what pip sends from an index URL's
+userinfo), else 401 with WWW-Authenticate. An index that offers no PEP 658 metadata:
+--no-metadata (pages list none, .metadata answers 404). A hostile index:
+POST /_control/link {"file": NAME, "url": URL} lists NAME (its true sha256 and size) at URL
+instead of its own; {"file": NAME} alone lifts it. Redirects: fail-next with a 3xx status
+and a Location header.
+
 Control endpoints: fake_common.py and fake_files.py (corrupt, throttle, hide). Counters:
 "file:<name>" per file or metadata fetched, "page:<prefix>/<project>/" per project page.
 """
 
+import base64
 import hashlib
 import html
 import json
@@ -141,6 +150,7 @@ class IndexServer(FileServer):
             self.indexes["/" + prefix.strip("/")] = os.path.abspath(folder)
         self.yanked = {}
         self.info_cache = {}
+        self.links = {}  # file name -> the URL pages list it at
 
     def files(self, folder):
         names = []
@@ -180,7 +190,28 @@ class IndexServer(FileServer):
 
 
 class Handler(FileHandler):
+    def handle_any(self):
+        path = self.split()[0]
+        want = self.server.args.basic_auth
+        if want and not path.startswith("/_control/"):
+            got = self.headers.get("Authorization", "")
+            if got != "Basic " + base64.b64encode(want.encode()).decode():
+                self.read_body()
+                return self.send(401, "Unauthorized", "text/plain",
+                                 {"WWW-Authenticate": 'Basic realm="fake index"'})
+        return super().handle_any()
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = handle_any
+
     def control(self, path):
+        if path == "/_control/link" and self.command == "POST":
+            spec = (self.json_body() if self.body else None) or {}
+            with self.server.lock:
+                if spec.get("url"):
+                    self.server.links[spec.get("file", "")] = spec["url"]
+                else:
+                    self.server.links.pop(spec.get("file", ""), None)
+            return self.send(200, {"ok": True})
         if path == "/_control/yank" and self.command == "POST":
             spec = (self.json_body() if self.body else None) or {}
             with self.server.lock:
@@ -226,7 +257,8 @@ class Handler(FileHandler):
 
     def metadata(self, folder, name):
         wheel = name[: -len(".metadata")]
-        if not wheel.endswith(".whl") or wheel not in self.server.files(folder):
+        if (self.server.args.no_metadata or not wheel.endswith(".whl")
+                or wheel not in self.server.files(folder)):
             return self.send(404, "Not Found", "text/plain")
         self.server.count_file(name)
         with self.server.lock:
@@ -267,8 +299,12 @@ class Handler(FileHandler):
     def entries(self, folder, names):
         for name in names:
             info = self.server.file_info(folder, name)
-            meta = info["metadata"]
+            meta = None if self.server.args.no_metadata else info["metadata"]
             yield name, info, meta, self.server.yank_reason(folder, name)
+
+    def link_of(self, name, own):
+        with self.server.lock:
+            return self.server.links.get(name, own)
 
     def render_json(self, prefix, project, folder, names):
         meta = {"api-version": API_VERSION}
@@ -279,7 +315,7 @@ class Handler(FileHandler):
         for name, info, metadata, yanked in self.entries(folder, names):
             entry = {
                 "filename": name,
-                "url": "../" + quote(name),
+                "url": self.link_of(name, "../" + quote(name)),
                 "hashes": {"sha256": info["sha256"]},
                 "size": info["size"],
                 "upload-time": datetime.fromtimestamp(info["mtime"], timezone.utc)
@@ -306,7 +342,8 @@ class Handler(FileHandler):
         else:
             lines.append("<h1>Links for %s</h1>\n" % html.escape(project))
             for name, info, metadata, yanked in self.entries(folder, names):
-                attrs = ' href="%s/%s#sha256=%s"' % (prefix, quote(name), info["sha256"])
+                href = self.link_of(name, "%s/%s" % (prefix, quote(name)))
+                attrs = ' href="%s#sha256=%s"' % (html.escape(href, quote=True), info["sha256"])
                 rp = requires_python(metadata)
                 if rp:
                     attrs += ' data-requires-python="%s"' % html.escape(rp, quote=True)
@@ -326,6 +363,10 @@ def main():
     def extra(parser):
         parser.add_argument("--index", action="append", required=True,
                             help="PREFIX=DIR: serve the files of DIR as the index at PREFIX/")
+        parser.add_argument("--basic-auth", metavar="USER:PASSWORD",
+                            help="require these HTTP Basic credentials (a private index)")
+        parser.add_argument("--no-metadata", action="store_true",
+                            help="offer no PEP 658 metadata files")
     args = parse_args("fake PEP 503/691 package index", extra)
     serve(IndexServer(Handler, args))
 

@@ -1,7 +1,9 @@
 """The package-index fake keeps the protocol: negotiation, hashes, PEP 658/714 metadata,
 yanking, redirects, 404s; real pip downloads and installs the torch stand-ins from it; the
-fault switches (corrupt, hide) behave as documented; every file fetch is counted."""
+fault switches (corrupt, hide, stall) and a private or hostile index's (Basic credentials,
+links elsewhere, no metadata) behave as documented; every file fetch is counted."""
 
+import base64
 import hashlib
 import json
 import os
@@ -9,6 +11,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
+import urllib.request
 import zipfile
 from urllib.parse import quote, urljoin
 
@@ -181,3 +185,40 @@ def test_real_pip_downloads_installs_and_imports_the_stand_ins(index):
     # pip fetched each wheel once: the index URL went through its negotiation, not a mirror.
     assert counters["file:" + TORCH_128] == 1
     assert counters["file:torch-2.9.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl"] == 1
+
+
+def test_private_index_hostile_links_no_metadata_and_stalls(index, tmp_path):
+    """The switches the pull-through tests use: HTTP Basic on every route (what pip sends
+    from an index URL's userinfo), a file listed at another URL, no PEP 658 files, and
+    requests held until released (counted)."""
+    private = RunningFake("fake_pyindex.py",
+                          ["--index", "/idx=" + os.path.join(index.work, "cu128"),
+                           "--basic-auth", "user:pw0123", "--no-metadata"],
+                          str(tmp_path), "private")
+    try:
+        page = private.url + "/idx/torch/"
+        status, headers, _ = get(page)
+        assert status == 401 and headers["WWW-Authenticate"].startswith("Basic"), status
+        auth = {"Authorization": "Basic " + base64.b64encode(b"user:pw0123").decode(),
+                "Accept": JSON}
+        with urllib.request.urlopen(urllib.request.Request(page, headers=auth)) as resp:
+            files = json.loads(resp.read())["files"]
+        assert files and all("core-metadata" not in f for f in files), files
+        private.control("link", {"file": TORCH_128, "url": "http://127.0.0.2:9/x.whl"})
+        with urllib.request.urlopen(urllib.request.Request(page, headers=auth)) as resp:
+            urls = {f["filename"]: f["url"] for f in json.loads(resp.read())["files"]}
+        assert urls[TORCH_128] == "http://127.0.0.2:9/x.whl", urls
+        private.control("stall", {"path": "^/idx/torch/$"})
+        held = threading.Thread(target=lambda: urllib.request.urlopen(
+            urllib.request.Request(page, headers=auth), timeout=30).read(), daemon=True)
+        held.start()
+        for _ in range(200):
+            if private.control("stalled")["waiting"] == 1:
+                break
+            held.join(0.05)
+        assert private.control("stalled") == {"waiting": 1, "peak": 1}
+        private.control("stall", {"path": "^/idx/torch/$", "on": False})
+        held.join(timeout=30)
+        assert not held.is_alive() and private.control("stalled")["waiting"] == 0
+    finally:
+        private.stop()

@@ -15,6 +15,11 @@
       its bytes.
   host-wheels --out DIR
       The real wheels Debian ships for pip and setuptools (/usr/share/python-wheels).
+  installed-wheel --out DIR --module wheel [--name wheel] [--python /usr/bin/python3]
+      A pure-Python package the interpreter has installed from Debian (python3-wheel, which
+      ships no wheel of itself), packed as a wheel of its true version (its .py files, no
+      caches, its entry points), as `pip download NAME==VERSION` would fetch it on a
+      machine with internet.
   redist --cuda /usr/local/cuda --out DIR [--components cuda_nvcc,cuda_cudart,...]
       NVIDIA-shaped redist archives and a redistrib_<label>.json manifest, made from this
       machine's toolkit. The files of each component are those its pip distribution's
@@ -31,6 +36,7 @@ Each command prints a JSON summary (files, sha256, sizes) on stdout.
 """
 
 import argparse
+import ast
 import base64
 import csv
 import glob
@@ -122,12 +128,28 @@ def torch_wheels(args):
                 "__version__ = version.__version__\n")
         ver = "__version__ = %r\ncuda = %r\nhip = None\n" % (version, cuda)
         for py in args.python_tag:
-            tag = "%s-%s-manylinux_2_28_x86_64" % (py, py)
+            tag = "%s-%s-manylinux_2_28_%s" % (py, py, args.arch)
             path = write_wheel(args.out, "torch", version, tag,
                                {"torch/__init__.py": init.encode(), "torch/version.py": ver.encode()},
                                requires_dist=args.requires or ())
             made.append(path)
     return summary(made)
+
+
+def any_wheel(args):
+    """A stand-in distribution: one module that says its name and version."""
+    os.makedirs(args.out, exist_ok=True)
+    package = re.sub(r"[-.]", "_", args.name).lower()
+    files = {"%s/__init__.py" % package:
+             ("NAME = %r\nVERSION = %r\n" % (args.name, args.version)).encode()}
+    for item in args.file or ():
+        dest, src = item.split("=", 1)
+        with open(src, "rb") as f:
+            files[dest] = f.read()
+    return summary([write_wheel(args.out, args.name, args.version, args.tag, files,
+                                requires_python=args.requires_python,
+                                purelib=args.tag.endswith("-none-any"),
+                                requires_dist=args.requires or ())])
 
 
 def bulk_wheel(args):
@@ -151,6 +173,35 @@ def host_wheels(args):
     if not made:
         sys.exit("no wheels in /usr/share/python-wheels (Debian's python3-pip-whl)")
     return summary(made)
+
+
+def installed_wheel(args):
+    os.makedirs(args.out, exist_ok=True)
+    where = subprocess.run(
+        [args.python, "-c", "import importlib, importlib.metadata as m, os, sys; "
+         "mod = importlib.import_module(sys.argv[1]); "
+         "print(os.path.dirname(mod.__file__)); print(m.version(sys.argv[2])); "
+         "print(repr(m.distribution(sys.argv[2]).read_text('entry_points.txt') or ''))",
+         args.module, args.name or args.module],
+        capture_output=True, text=True, check=True).stdout.split("\n")
+    package_dir, version = where[0], where[1]
+    files = {}
+    entry_points = ast.literal_eval(where[2])
+    if entry_points:  # how setuptools finds wheel's bdist_wheel command
+        dist = re.sub(r"[-_.]+", "_", args.name or args.module)
+        files["%s-%s.dist-info/entry_points.txt" % (dist, version)] = entry_points.encode()
+    for root, dirs, names in os.walk(package_dir):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(names):
+            if name.endswith(".py"):
+                disk = os.path.join(root, name)
+                rel = os.path.relpath(disk, os.path.dirname(package_dir))
+                with open(disk, "rb") as f:
+                    files[rel] = f.read()
+    if not files:
+        sys.exit("%s has no .py files" % package_dir)
+    return summary([write_wheel(args.out, args.name or args.module, version, "py3-none-any",
+                                files, purelib=True)])
 
 
 def summary(paths):
@@ -290,6 +341,15 @@ def main():
     p.add_argument("--version", action="append", required=True)
     p.add_argument("--python-tag", action="append")
     p.add_argument("--requires", action="append", help="a Requires-Dist of the stand-in")
+    p.add_argument("--arch", default="x86_64", help="the manylinux_2_28 architecture")
+    p = sub.add_parser("wheel")
+    p.add_argument("--out", required=True)
+    p.add_argument("--name", required=True)
+    p.add_argument("--version", required=True)
+    p.add_argument("--tag", default="py3-none-any")
+    p.add_argument("--requires", action="append", help="a Requires-Dist")
+    p.add_argument("--requires-python", default=">=3.9")
+    p.add_argument("--file", action="append", help="DEST=SRC: a file of the wheel, from SRC")
     p = sub.add_parser("bulk-wheel")
     p.add_argument("--out", required=True)
     p.add_argument("--name", required=True)
@@ -297,6 +357,11 @@ def main():
     p.add_argument("--bytes", type=int, default=4096)
     p = sub.add_parser("host-wheels")
     p.add_argument("--out", required=True)
+    p = sub.add_parser("installed-wheel")
+    p.add_argument("--out", required=True)
+    p.add_argument("--module", required=True)
+    p.add_argument("--name")
+    p.add_argument("--python", default="/usr/bin/python3")
     p = sub.add_parser("redist")
     p.add_argument("--cuda", default="/usr/local/cuda")
     p.add_argument("--out", required=True)
@@ -310,7 +375,8 @@ def main():
     args = parser.parse_args()
     if args.command == "torch-wheels" and not args.python_tag:
         args.python_tag = ["cp%d%d" % sys.version_info[:2]]
-    result = {"torch-wheels": torch_wheels, "bulk-wheel": bulk_wheel, "host-wheels": host_wheels, "redist": redist,
+    result = {"torch-wheels": torch_wheels, "wheel": any_wheel, "bulk-wheel": bulk_wheel,
+              "host-wheels": host_wheels, "installed-wheel": installed_wheel, "redist": redist,
               "cpython": cpython}[args.command](args)
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")

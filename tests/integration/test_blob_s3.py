@@ -91,7 +91,7 @@ def test_wheels_live_in_the_bucket_and_pip_follows_the_presigned_redirect(farm):
     out = os.path.join(farm.root, "download")
     r = farm.ctl("download", str(build["id"]), "--dir", out)
     assert r.returncode == 0, r.stderr
-    (got,) = os.listdir(out)
+    (got,) = [n for n in os.listdir(out) if n.endswith(".whl")]
     with open(os.path.join(out, got), "rb") as f:
         assert hashlib.sha256(f.read()).hexdigest() == sha
 

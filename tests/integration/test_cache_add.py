@@ -3,11 +3,12 @@ farm-worker, farmctl, pip and the protocol-faithful index of tests/fakes:
 
 - farmd is configured with the index fake as its cu128 upstream, which is then stopped:
   upstream is unreachable. An admin preloads the torch stand-in (2.8.0+cu128) and its
-  build's dependencies (Debian's pip and setuptools wheels) with `farmctl cache add`;
+  build's dependency (Debian's setuptools wheel) with `farmctl cache add`;
   adding them again is a no-op that says so; `farmctl cache list` shows them; a
   submitter's token and a file that is no distribution are refused with nothing stored.
 - A worker with --provision then builds the torch 2.8 cell of a recipe with
-  `environment:` from farmd's cache alone: the upstream fake counted no request.
+  `environment:` from farmd's cache alone (farmd resolves its lock on the preloaded
+  files): the upstream fake counted no request.
 
 The hostile uploads (path names, NUL, a huge name, cut streams, a manifest whose sha256
 disagrees) are tested at the RPC in tests/unit/daemon/api/cache_rpc_test.cc.
@@ -47,10 +48,10 @@ def test_an_offline_farm_provisions_a_cell_from_preloaded_files(farm, wheelhouse
 
     r = farm.ctl("cache", "add", *files, "--index", "cu128")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.count("preloaded: cu128/") == 3, r.stdout
+    assert r.stdout.count("preloaded: cu128/") == 2, r.stdout
     r = farm.ctl("cache", "add", *files)  # the only index is the default
     assert r.returncode == 0, r.stderr
-    assert r.stdout.count("already preloaded: cu128/") == 3, r.stdout
+    assert r.stdout.count("already preloaded: cu128/") == 2, r.stdout
     listed = farm.ctl_json("cache", "list")["files"]
     assert sorted(f["path"] for f in listed) == sorted(os.path.basename(f) for f in files)
     assert all(f["kind"] == "index-file" and f["added_by"] == "bootstrap-admin" for f in listed)
@@ -67,7 +68,7 @@ def test_an_offline_farm_provisions_a_cell_from_preloaded_files(farm, wheelhouse
         f.write("not a wheel\n")
     r = farm.ctl("cache", "add", notes)
     assert r.returncode == 2 and "neither a wheel" in r.stderr, (r.returncode, r.stderr)
-    assert len(farm.ctl_json("cache", "list")["files"]) == 3
+    assert len(farm.ctl_json("cache", "list")["files"]) == 2
 
     farm.start_worker("prov-1", "--provision", "--no-probe-kernels")
     farm.wait_workers(1)
@@ -75,8 +76,8 @@ def test_an_offline_farm_provisions_a_cell_from_preloaded_files(farm, wheelhouse
     done = finished(farm, build["id"])
     assert done["state"] == "BUILD_SUCCEEDED", json.dumps(done, indent=1)
     log = log_of(farm, done["jobs"][0]["id"])
-    assert ("farm: provisions Python 3.11 + torch 2.8.0+cu128 + 1 build requirement(s), from "
-            "the farm's cache") in log, log
+    assert "farm: provisions Python 3.11 + torch 2.8.0+cu128, locked: 2 packages" in log, log
+    assert "from the farm's cache" in log, log
     assert "installed and imported in a clean venv" in log, log
     # Not one request reached the upstream while it was up, and none could after.
     assert counted == {}, counted

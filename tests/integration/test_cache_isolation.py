@@ -84,7 +84,7 @@ def wheel_text(farm, build):
     out = os.path.join(farm.root, "download-%s" % build["id"])
     assert farm.ctl("download", str(build["id"]), "--dir", out).returncode == 0
     texts = []
-    for name in os.listdir(out):
+    for name in [n for n in os.listdir(out) if n.endswith(".whl")]:
         with zipfile.ZipFile(os.path.join(out, name)) as z:
             texts += [z.read(n).decode("utf-8", "replace") for n in z.namelist()
                       if n.endswith(".py")]

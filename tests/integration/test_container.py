@@ -18,6 +18,7 @@ import pytest
 
 from farm_harness import EXAMPLE_RECIPE, REPO, wait_until
 from test_foundation import ARCH_LIST, only_job, write_recipe
+from test_locks import wheels  # noqa: F401 - the lock index's files, a module fixture
 
 RUN_ARGS = "--ulimit nproc=1000:1000 --ulimit nofile=1024:1024 -v /usr:/usr:ro"
 FAKE_SECRET = "ghp_FAKEcontainerSECRET0123456789abcdef"
@@ -56,11 +57,11 @@ def image():
     podman("rmi", "-f", tag)
 
 
-def start_container_worker(farm, image, name="ctr-1"):
+def start_container_worker(farm, image, name="ctr-1", *more):
     """A worker running builds with podman; its own environment holds fake secrets."""
     extra = ["--executor", "podman", "--container-image", image,
              "--container-engine-args=" + " ".join(engine_args()),
-             "--container-run-args=" + RUN_ARGS]
+             "--container-run-args=" + RUN_ARGS, *more]
     saved = {k: os.environ.get(k) for k in ("GITHUB_TOKEN", "HF_TOKEN")}
     os.environ["GITHUB_TOKEN"] = FAKE_SECRET
     os.environ["HF_TOKEN"] = "hf_" + FAKE_SECRET
@@ -183,3 +184,33 @@ def test_no_secret_reaches_the_container(farm, image):
         assert leaked not in log, f"{leaked[:12]}... reached the container"
     assert "uid=1000" in log  # not root inside
     assert "eth0" not in log  # --network=none: loopback only
+
+
+def test_a_container_build_cannot_change_the_snapshot_the_next_build_clones(farm, image, wheels):
+    """A root worker's podman build of one submitter must not rewrite the environment
+    snapshot the next build of that cell (another submitter's) clones: the workspace it is
+    given never takes the snapshot's files with it, and the venv is mounted read-only."""
+    import test_locks
+    data = os.path.join(farm.root, "index", "cu130")
+    shutil.copytree(wheels["base"], data)
+    fake = test_locks.RunningFake("fake_pyindex.py", ["--index", "/whl/cu130=" + data],
+                                  farm.root, "index")
+    try:
+        index = {"url": fake.url + "/whl/cu130/"}
+        farm.start_farmd("--upstream-index", "cu130=" + index["url"], http=True)
+        start_container_worker(farm, image, "ctr-1", "--provision")
+        farm.wait_workers(1)
+        backdoor = ('echo "print(\'BACKDOORED TORCH\')" >> "$VIRTUAL_ENV"/lib/python3.11/'
+                    'site-packages/torch/__init__.py || true')
+        evil = farm.ctl_json("submit", test_locks.recipe(farm, name="evilpkg", before=backdoor),
+                             "--follow")
+        assert evil["state"] == "BUILD_SUCCEEDED", job_log(farm, only_job(evil)["id"])[-3000:]
+        check = 'python -c "import torch" | grep -c BACKDOORED && exit 9 || true'
+        clean = farm.ctl_json("submit", test_locks.recipe(farm, name="cleanpkg", before=check),
+                              "--follow")
+        log = job_log(farm, only_job(clean)["id"])
+        assert clean["state"] == "BUILD_SUCCEEDED", log[-3000:]
+        assert "cached snapshot" in log and "was discarded" not in log, log[-3000:]
+        assert "executor podman" in log, log[-3000:]
+    finally:
+        fake.stop()

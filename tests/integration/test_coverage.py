@@ -126,7 +126,11 @@ def setup(request):
         "covok": pure_recipe(farm.root, "covok", CHECK_OK,
                              matrix='matrix:\n  python: ["3.11", "3.12"]\n'),
         "covwait": pure_recipe(farm.root, "covwait", CHECK_NO_HARDWARE),
-        "covbad": pure_recipe(farm.root, "covbad", None, build="echo 'no <wheel> & no luck'; exit 3"),
+        # The build names its output to carry Slack markup into the failure's cause.
+        "covbad": pure_recipe(farm.root, "covbad", None,
+                              build="echo 'no <wheel> & no luck'; mkdir -p \"$FARM_WHEEL_DIR\"; "
+                                    "printf x > "
+                                    "\"$FARM_WHEEL_DIR/<!channel> <mailto:ops@evil.example|docs> &.whl\""),
     }
     builds = {}
     for name, recipe in recipes.items():
@@ -215,8 +219,10 @@ def test_atom_feed_lists_validated_wheels_and_failed_builds_newest_first(setup):
     ok_job = int(builds["covok"]["jobs"][0]["id"])
     assert f"urn:farm:build_failed:{bad_build}" in ids, ids
     wheel_ids = [i for i in ids if i.startswith("urn:farm:wheel_validated:")]
-    assert len(wheel_ids) == 1, ids  # the pending-hardware wheel is no entry
-    assert len(ids) == 2, ids
+    assert len(wheel_ids) == 1, ids
+    # The wheel whose validation waits for a GPU is announced as built.
+    built_ids = [i for i in ids if i.startswith("urn:farm:wheel_built:")]
+    assert len(built_ids) == 1 and len(ids) == 3, ids
     updated = [e.find(ATOM + "updated").text for e in entries]
     assert updated == sorted(updated, reverse=True), updated
     links = {e.find(ATOM + "id").text: e.find(ATOM + "link").get("href") for e in entries}
@@ -268,7 +274,8 @@ def test_webhooks_deliver_each_event_once_across_a_kill_9(setup):
     posts = receiver.snapshot()
     keys = {p["key"] for p in posts}
     wheel_keys = [k for k in keys if k.startswith("wheel_validated:")]
-    assert len(keys) == 2 and len(wheel_keys) == 1, posts  # pending hardware sends nothing
+    built_keys = [k for k in keys if k.startswith("wheel_built:")]  # validation pending hardware
+    assert len(keys) == 3 and len(wheel_keys) == 1 and len(built_keys) == 1, posts
     assert sorted(accepted()) == sorted(keys), posts  # each event accepted exactly once
     assert [p["status"] for p in posts if p["key"] == failed_key] == refused + [200], posts
     assert {p["path"] for p in posts} == {SECRET_PATH}
@@ -277,6 +284,12 @@ def test_webhooks_deliver_each_event_once_across_a_kill_9(setup):
     bad_build = int(builds["covbad"]["id"])
     assert failed["event"] == "build_failed" and failed["build_id"] == bad_build, failed
     assert failed["text"].startswith(f"covbad 1.0: build {bad_build} failed"), failed
+    # What the build named reaches Slack's text as text, never as markup (a <!channel>
+    # mention, a link whose text hides its target); the raw value stays in "cause".
+    assert "<!channel>" in failed["cause"], failed
+    for markup in ("<!channel>", "<mailto:", "& "):
+        assert markup not in failed["text"], failed
+    assert "&lt;!channel&gt; &lt;mailto:ops@evil.example|docs&gt; &amp;" in failed["text"], failed
     validated = by_key[wheel_keys[0]]
     assert validated["wheel"] == wheel["wheel"] and validated["job_id"] == wheel["job_id"]
     assert validated["package"] == "covok" and validated["sha256"], validated

@@ -265,6 +265,16 @@ def test_wheel_verifies_everywhere_and_altered_copies_mirrors_and_revoked_keys_a
     local = write(os.path.join(farm.root, name), wheel)
     write(local + ".intoto.jsonl", lines)
     assert_both_verify(farm, local, keys_file)
+    # `farmctl download` saves the statements beside the wheel, and verify takes the keys
+    # of the farm farmctl is connected to when none are given, saying so.
+    fetched = os.path.join(farm.root, "fetched")
+    r = farm.ctl("download", str(build["id"]), "--dir", fetched)
+    assert r.returncode == 0 and "provenance: " in r.stdout, r.stdout + r.stderr
+    assert open(os.path.join(fetched, name + ".intoto.jsonl")).read() == lines.decode()
+    r = farmctl_verify(farm, os.path.join(fetched, name))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "the key set of farmd at %s, the farm farmctl is connected to" % farm.address \
+        in r.stdout, r.stdout
     bad_dir = os.path.join(farm.root, "altered")
     os.makedirs(bad_dir)
     bad = write(os.path.join(bad_dir, name), flip(wheel, len(wheel) // 2))

@@ -3,9 +3,11 @@ protocol-faithful upstreams of tests/fakes, with real curl, real pip, a real rel
 CPython archive made from this machine's interpreter and real redist archives made from
 its CUDA toolkit:
 
-- a cell is provisioned from nothing: Python from the archive, torch 2.8.0+cu128 from the
-  per-CUDA index, CUDA 13.0 from the redist manifest; the venv imports the stand-in and
-  the toolkit's nvcc compiles for sm_90a; every upstream file was fetched once;
+- a cell is provisioned from nothing: its lock resolved with pip (as farmd does), Python
+  from the archive, torch 2.8.0+cu128 from the per-CUDA index, CUDA 13.0 from the redist
+  manifest, all of it confined (a sandbox as the build user under root); the venv imports
+  the stand-in and the toolkit's nvcc compiles for sm_90a; every upstream file was fetched
+  once, pip's own wheel never (the installer is the farm's);
 - the second job in that environment makes no request at all and costs a clone;
 - the other torch stand-in (2.9.0+cu130, its own index) on the host interpreter;
 - a corrupted upstream file is refused by sha256 with a clear cause and nothing cached;
@@ -89,12 +91,16 @@ def upstreams():
 
 
 def provision_args(up, cache, job, torch="2.8.0+cu128", host_python=False, cuda="13.0",
-                   index=None):
+                   index=None, lock=None):
+    release, variant = torch.split("+")
     args = [FARM_PROVISION, "--cache", cache, "--job-dir", job, "--python", "3.11",
-            "--torch", torch, "--glibc", "2.36",
-            "--index", "cu128=%s/whl/cu128/" % (index or up["index"].url),
-            "--index", "cu130=%s/whl/cu130/" % (index or up["index"].url),
-            "--redist", up["redist"].url + "/", "--python-release", up["python"].url + "/"]
+            "--glibc", "2.36", "--redist", up["redist"].url + "/",
+            "--python-release", up["python"].url + "/"]
+    if lock:
+        args += ["--lock", lock]
+    else:
+        args += ["--resolve", "torch==" + release, "--index-name", variant,
+                 "--index", "%s/whl/%s/" % (index or up["index"].url, variant)]
     for c in ("cuda_nvcc", "cuda_crt", "libnvvm", "cuda_cudart"):
         args += ["--redist-component", c]
     if cuda:
@@ -142,16 +148,22 @@ def test_provisions_from_nothing_then_clones_without_network(upstreams, tmp_path
     subprocess.run([os.path.join(first["cuda_home"], "bin", "nvcc"), "-c", "-gencode",
                     "arch=compute_90a,code=sm_90a", "-o", str(tmp_path / "k.o"), str(kernel)],
                    check=True, timeout=300)
+    assert "in a sandbox" in first["confinement"] or os.geteuid() != 0, first["confinement"]
     fetched = counters(up)
     assert fetched["index"]["file:" + TORCH_128] == 1
-    assert fetched["index"]["file:pip-23.0.1-py3-none-any.whl"] == 1
+    assert "file:pip-23.0.1-py3-none-any.whl" not in fetched["index"]  # the farm's own pip
     for component in up["redist_data"]["components"].values():
         assert fetched["redist"]["file:" + component["relative_path"]] == 1
     assert fetched["python"]["file:" + up["python_archive"]["name"]] == 1
 
-    second = run_provision(provision_args(up, cache, str(tmp_path / "job2")))
+    # The second job in that environment installs the same lock: not one request.
+    lock = str(tmp_path / "pylock.toml")
+    assert run_provision(provision_args(up, cache, str(tmp_path / "jobx")) +
+                         ["--save-lock", lock])["ok"]
+    fetched = counters(up)
+    second = run_provision(provision_args(up, cache, str(tmp_path / "job2"), lock=lock))
     assert second["ok"] and not second["snapshot_built"] and second["key"] == first["key"]
-    assert counters(up) == fetched  # not one request
+    assert counters(up) == fetched
     out = subprocess.run([second["python"], "-c", "import sys, torch; print(sys.prefix)"],
                          check=True, capture_output=True, text=True).stdout.strip()
     assert out == str(tmp_path / "job2" / "venv")
@@ -175,10 +187,14 @@ def test_other_torch_variant_on_host_python(upstreams, tmp_path):
 def test_corrupt_upstream_file_is_refused_and_nothing_cached(upstreams, tmp_path):
     up = upstreams
     cache = str(tmp_path / "cache")
+    # The lock names the file's digest; the bytes the index then serves do not match it.
+    lock = str(tmp_path / "pylock.toml")
+    assert run_provision(provision_args(up, str(tmp_path / "other"), str(tmp_path / "job0"),
+                                        host_python=True, cuda="") + ["--save-lock", lock])["ok"]
     up["index"].control("corrupt", {"file": TORCH_128})
     try:
         bad = run_provision(provision_args(up, cache, str(tmp_path / "job1"), host_python=True,
-                                           cuda=""))
+                                           cuda="", lock=lock))
     finally:
         up["index"].control("corrupt", {"file": TORCH_128, "on": False})
     assert bad["exit"] == 3 and not bad["ok"]
@@ -193,7 +209,7 @@ def test_corrupt_upstream_file_is_refused_and_nothing_cached(upstreams, tmp_path
     assert os.listdir(os.path.join(cache, "tmp")) == []
     assert not os.path.exists(tmp_path / "job1" / "venv")
     good = run_provision(provision_args(up, cache, str(tmp_path / "job2"), host_python=True,
-                                        cuda=""))
+                                        cuda="", lock=lock))
     assert good["ok"], good
     assert torch_sha in entries(cache, "downloads")
 
@@ -240,3 +256,4 @@ def test_unreachable_index_is_named(upstreams, tmp_path):
                                           host_python=True, cuda="",
                                           index="http://127.0.0.1:" + closed))
     assert result["exit"] == 3 and result["cause"] == "upstream-unreachable", result
+    assert result["stage"] == "lock" and "could not be read" in result["error"], result

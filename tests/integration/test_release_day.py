@@ -145,6 +145,12 @@ def test_a_new_torch_on_the_index_becomes_a_validated_wheel(farm, upstreams, tmp
     assert shown["runs"][0]["upstream_time"] == fired["upstream_time"], shown
     build = finished(farm, int(fired["build_id"]))
     assert build["state"] == "BUILD_SUCCEEDED", json.dumps(build, indent=1)
+    # The build says which releases the axis followed to, not the recipe's ">=2.9".
+    followed = 'torch ">=2.9" resolved to 2.9.0, 2.10.0'
+    assert followed in farm.ctl("show", str(build["id"])).stdout
+    with urllib.request.urlopen("http://%s/api/v1/builds/%s" % (farm.http_address, build["id"]),
+                                timeout=30) as res:
+        assert json.loads(res.read())["torch_followed"] == followed
     cells = {j["cell"]["torch"]: j for j in build["jobs"]}
     assert sorted(cells) == ["2.10", "2.9"], cells
     # The cell whose inputs did not change is answered from the store, the new one built.

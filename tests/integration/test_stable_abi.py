@@ -154,7 +154,8 @@ def test_one_build_validated_in_both_torch_environments(farm, upstreams, tmp_pat
     log = log_of(farm, job["id"])
     assert "validating with torch 2.10.0+cu128 for the cell's torch 2.10" in log, log
     vlog = log_of(farm, checks[0]["id"])
-    assert "farm: provisions Python 3.11 + torch 2.9.0+cu128, from the farm's cache" in vlog, vlog
+    assert "farm: provisions Python 3.11 + torch 2.9.0+cu128, locked: 1 package" in vlog, vlog
+    assert "from the farm's cache" in vlog, vlog
     assert "validating with torch 2.9.0+cu128 for the cell's torch 2.9" in vlog, vlog
     assert "farm: validation VALIDATION_PASSED" in vlog, vlog
     # Each upstream file crossed the network once: the validation's environment shares the

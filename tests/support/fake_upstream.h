@@ -4,10 +4,12 @@
 #ifndef FARM_TESTS_SUPPORT_FAKE_UPSTREAM_H_
 #define FARM_TESTS_SUPPORT_FAKE_UPSTREAM_H_
 
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,22 @@ class FakeFetcher final : public upstream::Fetcher {
     int n = 0;
     for (const auto& [url, count] : counts_) n += count;
     return n;
+  }
+  // Requests of `url` wait, counted by Waiting, until Release (an upstream that stalls).
+  void Hold(const std::string& url) {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_.insert(url);
+  }
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_.clear();
+    }
+    released_.notify_all();
+  }
+  int Waiting() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return waiting_;
   }
   // Delivered in blocks of this size (many blocks exercise the streaming paths).
   size_t block_size = 7;
@@ -86,8 +104,13 @@ class FakeFetcher final : public upstream::Fetcher {
 
  private:
   Status Lookup(const std::string& url, FakeResource* out) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     counts_[url] += 1;
+    if (held_.count(url) > 0) {
+      ++waiting_;
+      released_.wait(lock, [&] { return held_.count(url) == 0; });
+      --waiting_;
+    }
     auto it = resources_.find(url);
     if (it == resources_.end()) return Status::NotFound(url + " answered HTTP 404");
     if (!it->second.failure.ok()) return it->second.failure;
@@ -95,6 +118,9 @@ class FakeFetcher final : public upstream::Fetcher {
     return Status::Ok();
   }
   mutable std::mutex mu_;
+  std::condition_variable released_;
+  std::set<std::string> held_;
+  int waiting_ = 0;
   std::map<std::string, FakeResource> resources_;
   std::map<std::string, int> counts_;
   std::map<std::string, int> not_modified_;

@@ -31,8 +31,8 @@ void Agent::AddProvisioning(farm::v1::Capabilities* caps) {
   if (environments_) *caps->mutable_provisioning() = environments_->Advertise();
 }
 
-void Agent::LearnFarmUpstream(const farm::v1::RegisterResponse& r) {
-  if (environments_) environments_->SetFarmUpstream(r.upstream_url());
+void Agent::LearnFarmUpstream(const std::string& upstream_url, const std::string& worker_token) {
+  if (environments_) environments_->SetFarmUpstream(upstream_url, worker_token);
 }
 
 Agent::~Agent() {
@@ -71,7 +71,7 @@ Status Agent::RegisterOnce() {
     auto r = deps_.client->Register(req, id.worker_token);
     if (r.ok()) {
       deps_.client->SetToken(id.worker_token);
-      LearnFarmUpstream(*r);
+      LearnFarmUpstream(r->upstream_url(), id.worker_token);
       std::lock_guard lock(mu_);
       if (r->heartbeat_interval_ms() > 0) heartbeat_ms_ = r->heartbeat_interval_ms();
       log::Info("registered as " + r->worker_id());
@@ -92,7 +92,7 @@ Status Agent::RegisterOnce() {
     return Status::FailedPrecondition("saving worker identity: " + saved.message());
   }
   deps_.client->SetToken(fresh.worker_token);
-  LearnFarmUpstream(*r);
+  LearnFarmUpstream(r->upstream_url(), fresh.worker_token);
   {
     std::lock_guard lock(mu_);
     identity_ = fresh;
@@ -170,7 +170,12 @@ void Agent::SendHeartbeat(bool draining) {
     log::Info("heartbeat reached farmd again after " + std::to_string(failed) + " failed");
   }
   if (environments_ && !resp->upstream_url().empty()) {
-    environments_->SetFarmUpstream(resp->upstream_url());
+    std::string token;
+    {
+      std::lock_guard lock(mu_);
+      token = identity_.worker_token;
+    }
+    LearnFarmUpstream(resp->upstream_url(), token);
   }
   if (req.has_capabilities()) {
     std::lock_guard lock(mu_);
@@ -182,7 +187,8 @@ void Agent::SendHeartbeat(bool draining) {
     // longer running there: "cancelled" would only mislead the log.
     if (it == controls.end() || it->second->reported) continue;
     log::Info("farmd cancelled " + JobKey(c.job_id(), c.attempt()));
-    it->second->Stop(farm::v1::CAUSE_CANCELLED, "cancelled by farmd");
+    it->second->Stop(farm::v1::CAUSE_CANCELLED,
+                     "stopped at farmd's request: the build was cancelled");
   }
 }
 
@@ -347,7 +353,7 @@ void Agent::StartCompileCache() {
 }
 
 Status Agent::Run() {
-  FARM_RETURN_IF_ERROR(fs::MakeDirs(config_.state_dir, 0700));
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(config_.state_dir, 0711));
   FARM_RETURN_IF_ERROR(fs::MakeDirs(config_.work_dir));
   StartCompileCache();
   FARM_ASSIGN_OR_RETURN(WorkerIdentity stored, LoadIdentity(config_.state_dir));

@@ -20,14 +20,14 @@
 #include "common/clock.h"
 #include "common/process.h"
 #include "common/status.h"
-#include "worker/cache/compile_cache.h"
 #include "worker/agent/config.h"
-#include "worker/job/environments.h"
-#include "worker/exec/executor.h"
 #include "worker/agent/farm_client.h"
+#include "worker/agent/state.h"
+#include "worker/cache/compile_cache.h"
+#include "worker/exec/executor.h"
+#include "worker/job/environments.h"
 #include "worker/job/job_runner.h"
 #include "worker/probe/probe.h"
-#include "worker/agent/state.h"
 
 namespace farm::agent {
 
@@ -80,9 +80,10 @@ class Agent {
   bool IsAuthError(const Status& s) const;
   void StartCompileCache();
   // Capabilities.provisioning from the environments (nothing when the worker provisions
-  // none); LearnFarmUpstream takes farmd's pull-through address from its reply.
+  // none); LearnFarmUpstream takes farmd's pull-through address from its reply, and the
+  // token the worker sends there.
   void AddProvisioning(farm::v1::Capabilities* caps);
-  void LearnFarmUpstream(const farm::v1::RegisterResponse& r);
+  void LearnFarmUpstream(const std::string& upstream_url, const std::string& worker_token);
 
   const WorkerConfig config_;
   const std::string enroll_token_;

@@ -9,6 +9,7 @@
 
 #include "common/flags.h"
 #include "common/fs.h"
+#include "common/lock/pip_resolver.h"
 #include "common/strings.h"
 
 namespace farm::agent {
@@ -54,9 +55,7 @@ std::vector<FlagSpec> Specs() {
       {"provision", "", "make each cell's Python, torch and CUDA toolkit (recipe environment:)"},
       {"env-cache-dir", "DIR", "environment cache (default <state-dir>/envs)"},
       {"env-cache-max-gib", "N", "environment cache bound, least recently used out (default 64)"},
-      {"provision-index", "URL",
-       "package index of torch and build requirements; {variant} becomes cu128 etc. "
-       "(default: farmd's pull-through cache)"},
+      {"provision-index", "URL", "removed: farmd resolves each environment's lock"},
       {"provision-redist", "URL", "NVIDIA's redist folder for CUDA toolkits (default: farmd's)"},
       {"provision-python-release", "URL",
        "folder of relocatable CPython archives with SHA256SUMS (default: farmd's)"},
@@ -67,8 +66,9 @@ std::vector<FlagSpec> Specs() {
       {"provision-redist-component", "NAME",
        "a redist component of provisioned toolkits, repeatable (default cuda_nvcc, cuda_crt, "
        "libnvvm, cuda_cudart, cuda_cccl)"},
-      {"provision-installer", "pip==VERSION",
-       "the pinned pip that installs environments, from the index (default pip==23.0.1)"},
+      {"provision-installer", "PIP.whl",
+       "the farm's pip wheel that installs environments (default: Debian's python3-pip-whl)"},
+      {"provision-installer-sha256", "HEX", "the installer's sha256, checked before each use"},
       {"provision-uv", "auto|off|PATH",
        "install environments' packages with uv instead of pip (default auto: the uv on PATH, "
        "if any)"},
@@ -103,26 +103,9 @@ std::string Absolute(const std::string& path) {
   return ec ? path : abs.lexically_normal().string();
 }
 
-// The executable `name` on the worker's PATH; "" when none.
-std::string FindOnPath(const std::string& name) {
-  const char* path = getenv("PATH");
-  std::string dirs = path != nullptr ? path : "";
-  size_t i = 0;
-  while (i <= dirs.size()) {
-    size_t colon = dirs.find(':', i);
-    if (colon == std::string::npos) colon = dirs.size();
-    std::string dir = dirs.substr(i, colon - i);
-    i = colon + 1;
-    if (dir.empty() || dir[0] != '/') continue;  // a relative entry depends on the cwd
-    std::string candidate = dir + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 Result<std::string> ParseUvFlag(const std::string& value) {
   if (value == "off") return std::string();
-  if (value == "auto") return FindOnPath("uv");
+  if (value == "auto") return FindInPath("uv");
   if (value.empty() || value[0] != '/' || access(value.c_str(), X_OK) != 0) {
     return Status::InvalidArgument(
         "--provision-uv takes auto, off or the absolute path of an "
@@ -139,16 +122,30 @@ Status ParseProvisionFlags(const Flags& flags, WorkerConfig& c) {
   FARM_ASSIGN_OR_RETURN(int64_t gib, flags.GetInt("env-cache-max-gib", 64));
   if (gib < 1 || gib > 1 << 20) return Status::InvalidArgument("--env-cache-max-gib must be >= 1");
   p.max_cache_bytes = gib << 30;
-  p.index = flags.Get("provision-index");
+  if (flags.Has("provision-index")) {
+    return Status::InvalidArgument(
+        "--provision-index is gone: farmd resolves each environment's lock on its "
+        "--upstream-index indexes, and the worker fetches exactly the locked files, through "
+        "farmd or from the URLs the lock names");
+  }
   p.redist = flags.Get("provision-redist");
   p.python_release = flags.Get("provision-python-release");
   p.host_pythons = !flags.Has("provision-no-host-python");
   p.host_toolkits = !flags.Has("provision-no-host-toolkit");
   p.glibc = flags.Get("provision-glibc");
-  p.installer = flags.Get("provision-installer");
+  p.installer = flags.Get("provision-installer", lock::FindPipWheel());
+  p.installer_sha256 = flags.Get("provision-installer-sha256");
+  if (p.enabled && (p.installer.find("==") != std::string::npos || !p.installer.ends_with(".whl"))) {
+    return Status::InvalidArgument(
+        "--provision-installer names the farm's pip wheel file (a trusted copy, such as "
+        "Debian's in /usr/share/python-wheels), not a pin: the installer never comes from an "
+        "index; got \"" + p.installer + "\"");
+  }
+  if (!p.installer.empty()) p.installer = Absolute(p.installer);
+  p.build_user = c.build_user;
   p.redist_components = flags.GetAll("provision-redist-component");
   FARM_ASSIGN_OR_RETURN(p.uv, ParseUvFlag(flags.Get("provision-uv", "auto")));
-  for (const std::string* url : {&p.index, &p.redist, &p.python_release}) {
+  for (const std::string* url : {&p.redist, &p.python_release}) {
     if (!url->empty() && url->rfind("http://", 0) != 0 && url->rfind("https://", 0) != 0) {
       return Status::InvalidArgument("provisioning sources are http(s) URLs, got \"" + *url + "\"");
     }
@@ -175,7 +172,7 @@ Status ParseExecutorFlags(const Flags& flags, WorkerConfig& c) {
   c.container_gpus = flags.Get("container-gpus", c.container_gpus);
   c.container_user = flags.Get("container-user", c.container_user);
   FARM_ASSIGN_OR_RETURN(c.build_user,
-                        ResolveBuildUser(flags.Get("build-user", "auto"), ::geteuid()));
+                        sandbox::ResolveBuildUser(flags.Get("build-user", "auto"), ::geteuid()));
   return Status::Ok();
 }
 

@@ -13,7 +13,7 @@
 #include "common/git_policy.h"
 #include "common/net/tls.h"
 #include "common/status.h"
-#include "worker/exec/build_user.h"
+#include "common/sandbox/build_user.h"
 
 namespace farm::agent {
 
@@ -33,13 +33,14 @@ struct ProvisionConfig {
   bool enabled = false;   // --provision
   std::string cache_dir;  // default <state_dir>/envs
   int64_t max_cache_bytes = int64_t{64} << 30;
-  std::string index;           // a URL; "{variant}" is replaced by the torch CUDA variant
   std::string redist;          // NVIDIA's redist folder
   std::string python_release;  // a CPython archive folder holding SHA256SUMS
   bool host_pythons = true;    // may use this host's interpreters of the cell's version
   bool host_toolkits = true;   // may use this host's CUDA toolkits of the cell's version
   std::string glibc;           // for manylinux tags; default: this host's
-  std::string installer;       // the pinned pip that installs (default: the provisioner's)
+  std::string installer;         // the farm's pip wheel (default: Debian's)
+  std::string installer_sha256;  // its digest, checked before each use; "" trusts the file
+  sandbox::BuildUser build_user;  // who upstream code runs as (the builds' user)
   std::vector<std::string> redist_components;  // empty: the provisioner's default set
   std::string uv;  // the uv that installs environments' packages; "" for pip (--provision-uv)
 };
@@ -85,7 +86,7 @@ struct WorkerConfig {
   std::string container_gpus = "auto";             // auto, all or none
   std::string container_user = "auto";             // auto, image or UID:GID
   // Who native builds run as (build_user.h), resolved from --build-user at parse time.
-  BuildUser build_user;
+  sandbox::BuildUser build_user;
   // Which git sources the worker clones and how (common/git_policy.h): --git-ssh,
   // --git-ca-file, --git-timeout-s.
   git::GitPolicy git;

@@ -32,7 +32,7 @@ Result<WorkerIdentity> LoadIdentity(const std::string& state_dir) {
 }
 
 Status SaveIdentity(const std::string& state_dir, const WorkerIdentity& identity) {
-  FARM_RETURN_IF_ERROR(fs::MakeDirs(state_dir, 0700));
+  FARM_RETURN_IF_ERROR(fs::MakeDirs(state_dir, 0711));
   boost::json::object o;
   o["worker_id"] = identity.worker_id;
   o["worker_token"] = identity.worker_token;

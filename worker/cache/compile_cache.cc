@@ -165,17 +165,6 @@ std::string DescribeCacheStats(const farm::v1::CompileCacheStats& stats) {
   return out;
 }
 
-std::string FindInPath(const std::string& name, const std::string& path) {
-  for (const auto& dir : SplitPath(path)) {
-    std::string candidate = dir + "/" + name;
-    std::error_code ec;
-    if (stdfs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-  }
-  return "";
-}
-
 Result<std::unique_ptr<CompileCache>> CompileCache::Create(const CompileCacheOptions& options,
                                                            const EnvMap& worker_env) {
   CompileCacheOptions opts = options;
@@ -187,7 +176,7 @@ Result<std::unique_ptr<CompileCache>> CompileCache::Create(const CompileCacheOpt
     return std::unique_ptr<CompileCache>(
         new CompileCache(opts, "", "turned off on this worker (--no-ccache)"));
   }
-  std::string ccache = FindInPath("ccache", path);
+  std::string ccache = FindInPath("ccache", path.c_str());
   if (ccache.empty()) {
     log::Warn(
         "ccache is not installed (not on PATH); builds run without a "
@@ -209,7 +198,7 @@ Result<std::unique_ptr<CompileCache>> CompileCache::Create(const CompileCacheOpt
   FARM_RETURN_IF_ERROR(fs::MakeDirs(opts.tools_dir + "/jobs"));
   for (const char* name : kMasqueradeCompilers) {
     // Only compilers the worker has: ccache fails when it cannot find the real one.
-    if (!FindInPath(name, path).empty()) cache->compilers_.push_back(name);
+    if (!FindInPath(name, path.c_str()).empty()) cache->compilers_.push_back(name);
   }
   log::Info("compile cache in " + opts.cache_dir + " (max " + opts.max_size +
             " per namespace) through " + ccache);
@@ -250,7 +239,7 @@ JobCacheUse CompileCache::PrepareJob(const farm::v1::Recipe& recipe,
   const bool on_host = executor == "native" || executor == "sandbox";
   if (why_off.empty() && !on_host && in_image) why_off = ImageWhyOff(executor, in_image);
   std::string cuda_home = env.count("CUDA_HOME") ? env["CUDA_HOME"] : "";
-  bool has_nvcc = !cuda_home.empty() && !FindInPath("nvcc", cuda_home + "/bin").empty();
+  bool has_nvcc = !cuda_home.empty() && !FindInPath("nvcc", (cuda_home + "/bin").c_str()).empty();
   Result<std::string> shadow = std::string();
   if (why_off.empty() && has_nvcc) {
     shadow = ShadowToolkit(cuda_home);
@@ -262,7 +251,7 @@ JobCacheUse CompileCache::PrepareJob(const farm::v1::Recipe& recipe,
   const std::string job_dir = options_.tools_dir + "/jobs/" + stdfs::path(ws).filename().string();
   // Paths as the build sees them: the sandbox shows the workspace at /farm/job.
   auto seen = [&](const std::string& p) {
-    return executor == "sandbox" ? ToSandboxPath(p, ws) : p;
+    return executor == "sandbox" ? sandbox::ToSandboxPath(p, ws) : p;
   };
   Status made = fs::MakeDirs(ns);
   if (made.ok()) {

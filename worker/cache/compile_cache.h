@@ -91,9 +91,6 @@ std::string DescribeCacheStats(const farm::v1::CompileCacheStats& stats);
 // container executor: in the job's image); an error when that cannot be checked.
 using ExecutableCheck = std::function<Result<bool>(const std::string& path)>;
 
-// Returns the first executable named `name` in the colon-separated `path`; empty if none.
-std::string FindInPath(const std::string& name, const std::string& path);
-
 class CompileCache {
  public:
   // Looks for ccache on the PATH of `worker_env`. On success returns the cache; when

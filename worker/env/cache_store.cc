@@ -117,6 +117,20 @@ Result<CachePin> CacheStore::Pin(const std::string& kind, const std::string& key
   return CachePin(fd);
 }
 
+Status CacheStore::Discard(const std::string& kind, const std::string& key) {
+  if (!ValidName(kind) || !ValidName(key)) {
+    return Status::InvalidArgument("bad cache entry name " + kind + "/" + key);
+  }
+  FARM_ASSIGN_OR_RETURN(std::string grave, MakeScratch("discard-"));
+  std::string path = EntryPath(kind, key);
+  Status s;
+  if (rename(path.c_str(), (grave + "/entry").c_str()) != 0 && errno != ENOENT) {
+    s = ErrnoStatus(errno, "cannot discard", path);
+  }
+  (void)fs::RemoveAll(grave);
+  return s;
+}
+
 Result<std::string> CacheStore::MakeScratch(const std::string& prefix) {
   return fs::MakeTempDir(root_ + "/tmp", prefix);
 }

@@ -89,6 +89,10 @@ class CacheStore {
   // Returns the bytes freed.
   Result<int64_t> Trim(int64_t max_bytes);
 
+  // Removes a complete entry at once, even while pinned (the caller found it unusable; jobs
+  // that cloned it keep their copies).
+  Status Discard(const std::string& kind, const std::string& key);
+
   // A fresh folder under tmp/ for scratch work (removed by the caller, or at next Open).
   Result<std::string> MakeScratch(const std::string& prefix);
 

@@ -92,6 +92,8 @@ Result<std::string> FetchVerified(CacheStore& cache, upstream::Fetcher& fetcher,
                               std::to_string(out.bytes()) + " bytes, " +
                               std::to_string(request.size) + " listed; refused, nothing cached");
     }
+    // A size the index did not list is known now: the end is reported as for a listed one.
+    if (progress && request.size < 0) progress(out.bytes(), out.bytes());
     return CheckDigest(request.what, request.url, request.sha256, out.HexDigest());
   };
   FARM_ASSIGN_OR_RETURN(std::string entry, cache.Ensure(kDownloads, request.sha256, build));

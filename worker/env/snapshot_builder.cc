@@ -1,11 +1,14 @@
-// Provisioner::BuildSnapshot: resolves the pinned packages on the index, fetches them into
-// the verified cache and installs them into a fresh venv with pip --no-index.
+// Provisioner::BuildSnapshot: fetches exactly the cell's locked wheels into the verified
+// cache and installs them into a fresh venv with the farm's installer, confined, without
+// resolving and without an index; then proves the lock complete and seals the result.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <map>
 
 #include "common/fs.h"
+#include "common/upstream/simple_index.h"
 #include "common/wheel/wheel_name.h"
 #include "worker/env/downloads.h"
 #include "worker/env/failure.h"
@@ -28,16 +31,11 @@ Status CommandFailure(const std::string& what, const CapturedOutput& out) {
       text.find("Disk quota exceeded") != std::string::npos) {
     return Status::ResourceExhausted(message);
   }
-  // pip's and uv's words for a requirement the wheelhouse cannot satisfy.
-  if (text.find("No matching distribution found") != std::string::npos ||
-      text.find("No solution found when resolving") != std::string::npos) {
-    return Status::NotFound(message);
-  }
   return Status::Internal(message);
 }
 
 // A plain environment for provisioning commands: nothing of the worker's (tokens, proxies,
-// pip configuration) reaches them.
+// pip configuration) reaches them. `home` must be a folder they may write.
 std::map<std::string, std::string> CommandEnv(const std::string& home) {
   return {{"PATH", "/usr/local/bin:/usr/bin:/bin"},
           {"HOME", home},
@@ -48,189 +46,162 @@ std::map<std::string, std::string> CommandEnv(const std::string& home) {
           {"TMPDIR", home}};
 }
 
-// A file name safe to create in the wheelhouse: one path component, a wheel.
-bool SafeWheelName(const std::string& name) {
-  return !name.empty() && name[0] != '.' && name.find('/') == std::string::npos &&
-         name.find('\0') == std::string::npos && wheel::ParseWheelFilename(name).ok();
+// The prefix of the interpreter `python` (the parent of its bin/), which the confined
+// commands must read.
+std::string PythonPrefix(const std::string& python) {
+  std::string bin = python.substr(0, python.rfind('/'));
+  return bin.substr(0, bin.rfind('/'));
 }
 
-// The wheel of `r` on a per-variant index. Such an index may name the variant's build
-// without its local label (PyTorch's cu130 index says 2.11.0+cu130; PyPI, whose default
-// torch is that build, and mirrors of it say 2.11.0): the index was chosen by the variant,
-// so its unlabelled release is taken when the labelled one is not there (and `r` pinned to
-// it, for pip), and a note says so.
-Result<upstream::IndexFile> ChooseWheel(const std::vector<upstream::IndexFile>& files,
-                                        Requirement* r, const upstream::TargetPython& target,
-                                        std::string* yanked, ProvisionedEnv* env) {
-  Result<upstream::IndexFile> chosen =
-      upstream::SelectWheel(files, r->name, r->version, target, yanked);
-  size_t plus = r->version.find('+');
-  if (chosen.ok() || plus == std::string::npos) return chosen;
-  std::string release = r->version.substr(0, plus);
-  Result<upstream::IndexFile> plain =
-      upstream::SelectWheel(files, r->name, release, target, yanked);
-  if (!plain.ok()) return chosen;
-  env->notes.push_back(r->name + " " + r->version + " is " + plain->filename +
-                       " on this index (named without its local label)");
-  r->version = release;
-  return plain;
+// The URL a locked wheel is fetched from: farmd's pull-through files route when the worker
+// provisions through farmd, else where the lock says the index has it.
+std::string LockedFileUrl(const lock::LockedPackage& p, const std::string& index_name,
+                          const std::string& files_base) {
+  if (files_base.empty() || index_name.empty()) return p.url;
+  std::string name = p.filename;
+  for (size_t at = name.find('+'); at != std::string::npos; at = name.find('+', at)) {
+    name.replace(at, 1, "%2B");
+  }
+  return files_base + index_name + "/" + p.sha256 + "/" + name;
 }
 
-// The command that installs `pins` from the wheelhouse `house` into `venv`: pip from its
-// own pinned wheel, or `uv` when the worker has it (the same resolution from the same
-// files, without index access, several times faster on torch's gigabytes). Either way
-// nothing but the wheelhouse is read: no index, no configuration, no user cache.
-ProcessSpec InstallCommand(const std::string& uv, const std::string& venv, const std::string& house,
-                           const std::string& installer_wheel, const std::vector<Requirement>& pins,
-                           const std::string& uv_cache) {
+// The install command: the farm's pip from its own wheel, or uv, from the wheel files
+// alone (--no-deps, no index: nothing is resolved, the lock is what is installed).
+ProcessSpec InstallCommand(const ProvisionerOptions& o, const std::string& venv,
+                           const std::string& home, const std::vector<std::string>& files) {
   ProcessSpec install;
   install.clear_env = true;
-  install.env = CommandEnv(house);
-  if (uv.empty()) {
-    install.argv = {venv + "/bin/python",
-                    installer_wheel + "/pip",
-                    "install",
-                    "--no-index",
-                    "--find-links",
-                    house,
-                    "--no-cache-dir",
-                    "--disable-pip-version-check",
-                    "--no-input",
-                    "--only-binary",
-                    ":all:"};
+  install.env = CommandEnv(home);
+  if (o.uv.empty()) {
+    install.argv = {venv + "/bin/python", o.installer_wheel + "/pip", "install", "--no-deps",
+                    "--no-index", "--no-cache-dir", "--disable-pip-version-check", "--no-input",
+                    "--only-binary", ":all:"};
   } else {
-    install.argv = {uv,
-                    "pip",
-                    "install",
-                    "--python",
-                    venv + "/bin/python",
-                    "--offline",
-                    "--no-index",
-                    "--find-links",
-                    house,
-                    "--only-binary",
-                    ":all:",
-                    "--compile-bytecode"};  // as pip does: the snapshot is read-only later
-    install.env["UV_CACHE_DIR"] = uv_cache;
+    install.argv = {o.uv, "pip", "install", "--python", venv + "/bin/python", "--offline",
+                    "--no-index", "--no-deps", "--compile-bytecode"};
+    install.env["UV_CACHE_DIR"] = home + "/.uv-cache";
     install.env["UV_NO_CONFIG"] = "1";
     install.env["UV_PYTHON_DOWNLOADS"] = "never";
     install.env["UV_NO_PROGRESS"] = "1";
   }
-  for (const Requirement& r : pins) install.argv.push_back(r.Spec());
+  install.argv.insert(install.argv.end(), files.begin(), files.end());
   return install;
 }
 
 }  // namespace
 
-Result<upstream::IndexFile> Provisioner::ResolvePin(const std::string& index,
-                                                    const upstream::TargetPython& target,
-                                                    Requirement* r, ProvisionedEnv* env) {
-  Result<std::vector<upstream::IndexFile>> files =
-      upstream::ListProjectFiles(*fetcher_, index, r->name);
-  if (!files.ok()) return files.status().WithContext(r->Spec());
-  std::string yanked;
-  FARM_ASSIGN_OR_RETURN(upstream::IndexFile chosen, ChooseWheel(*files, r, target, &yanked, env));
-  if (!yanked.empty()) env->notes.push_back(yanked);
-  if (!r->sha256.empty() && r->sha256 != chosen.sha256) {
-    return Status::DataLoss(r->Spec() + " is pinned to sha256 " + r->sha256 +
-                            " but the index lists " + chosen.sha256);
-  }
-  if (!SafeWheelName(chosen.filename)) {
-    return Status::InvalidArgument("the index names an unsafe file '" +
-                                   chosen.filename.substr(0, 200) + "'");
-  }
-  return chosen;
+Status Provisioner::RunConfined(const std::string& what, ProcessSpec spec,
+                                const std::vector<sandbox::Mount>& mounts, CapturedOutput* out) {
+  ProcessSpec confined = options_.confinement.Wrap(spec, mounts, /*network=*/false);
+  FARM_ASSIGN_OR_RETURN(CapturedOutput ran,
+                        RunAndCapture(*runner_, confined, options_.command_timeout_ms));
+  if (ran.result.exit_code != 0 || ran.result.timed_out) return CommandFailure(what, ran);
+  if (out != nullptr) *out = std::move(ran);
+  return Status::Ok();
 }
 
-Status Provisioner::BuildSnapshot(const EnvSpec& spec, const std::string& python,
-                                  const std::string& dir, ProvisionedEnv* env,
-                                  const ProgressSink& progress) {
-  std::string index = IndexFor(spec);
-  if (index.empty()) return Status::FailedPrecondition("no package index configured");
-  std::vector<Requirement> pins;
-  FARM_ASSIGN_OR_RETURN(Requirement installer, ParseRequirement(options_.installer));
-  std::map<std::string, size_t> by_name;
-  auto add = [&](const Requirement& r) {
-    std::string name = wheel::NormalizeProjectName(r.name);
-    if (by_name.count(name)) {
-      pins[by_name[name]] = r;  // the spec's own pin (e.g. of pip) wins
-    } else {
-      by_name[name] = pins.size();
-      pins.push_back(r);
+Status Provisioner::FetchLocked(const lock::EnvLock& lock, const ProvisionSources& sources,
+                                const std::string& house, std::vector<CachePin>* pins,
+                                ProvisionedEnv* env, const ProgressSink& progress) {
+  for (const lock::LockedPackage& p : lock.packages) {
+    FARM_ASSIGN_OR_RETURN(CachePin pin, cache_->Pin(kDownloads, p.sha256));
+    pins->push_back(std::move(pin));
+    const bool cached = cache_->IsComplete(kDownloads, p.sha256);
+    const std::string url = LockedFileUrl(p, lock.index_name, sources.files_base);
+    Result<std::string> blob =
+        FetchVerified(*cache_, *fetcher_, {url, p.sha256, p.size, p.filename},
+                      ThrottledProgress(progress, ProvisionPhase::kPackages, p.filename));
+    if (!blob.ok()) {
+      // A locked file that is gone or changed upstream: the lock names it exactly.
+      return blob.status().WithContext("the locked file " + p.filename + " (sha256 " +
+                                       p.sha256.substr(0, 12) + "...)");
     }
-  };
-  add(installer);
-  if (!spec.torch.empty()) add({"torch", spec.torch, ""});
-  for (const std::string& text : spec.requirements) {
-    FARM_ASSIGN_OR_RETURN(Requirement r, ParseRequirement(text));
-    add(r);
+    if (!cached) {
+      struct stat st {};
+      if (::stat(blob->c_str(), &st) == 0) env->downloaded_bytes += st.st_size;
+    }
+    std::string linked = house + "/" + p.filename;
+    if (::link(blob->c_str(), linked.c_str()) != 0) return ErrnoStatus(errno, "cannot link", linked);
   }
+  return Status::Ok();
+}
+
+Status Provisioner::BuildSnapshot(const EnvSpec& spec, const ProvisionSources& sources,
+                                  const std::string& python, const std::string& dir,
+                                  ProvisionedEnv* env, const ProgressSink& progress) {
   upstream::TargetPython target = options_.target;
   target.version = MajorMinor(spec.python);
-  std::string platform_arch = wheel::PlatformArch(spec.platform);
-  if (platform_arch != target.arch) {
+  if (wheel::PlatformArch(spec.platform) != target.arch) {
     return Status::FailedPrecondition("this worker provisions " + target.arch + ", not " +
                                       spec.platform);
   }
-  // Resolve every pin on the index first (pages only), then check the pins are a complete
-  // lock by the wheels' metadata, torch's first, before any other wheel is fetched.
-  std::vector<upstream::IndexFile> files;
-  for (Requirement& r : pins) {
-    if (progress) progress({ProvisionPhase::kPackages, "resolving " + r.Spec() + " on " + index});
-    FARM_ASSIGN_OR_RETURN(upstream::IndexFile file, ResolvePin(index, target, &r, env));
-    files.push_back(std::move(file));
+  for (const lock::LockedPackage& p : spec.lock.packages) {
+    upstream::IndexFile file{p.filename, p.url, p.sha256, p.size};
+    if (!upstream::SelectWheel({file}, p.name, p.version, target).ok()) {
+      return Status::InvalidArgument("the lock's " + p.filename + " does not install on Python " +
+                                     target.version + " " + target.arch + " with glibc " +
+                                     target.glibc);
+    }
   }
-  std::vector<CachePin> download_pins;
-  FARM_RETURN_IF_ERROR(CheckLock(spec, index, target, pins, files, &download_pins, progress));
   FARM_ASSIGN_OR_RETURN(std::string house, cache_->MakeScratch("wheelhouse-"));
-  // uv's own cache, beside the wheelhouse (not in it: --find-links lists the house) and
-  // gone with it; the venv keeps its installed files, hard links or copies.
-  std::string uv_cache = house + ".uv-cache";
   auto cleanup = [&](Status s) {
     (void)fs::RemoveAll(house);
-    if (!options_.uv.empty()) (void)fs::RemoveAll(uv_cache);
     return s;
   };
-  std::string lock;
-  std::string installer_wheel;
-  for (size_t i = 0; i < pins.size(); ++i) {
-    const upstream::IndexFile& chosen = files[i];
-    Result<CachePin> pin = cache_->Pin(kDownloads, chosen.sha256);
-    if (!pin.ok()) return cleanup(pin.status());
-    download_pins.push_back(std::move(*pin));
-    Result<std::string> blob =
-        FetchVerified(*cache_, *fetcher_, {chosen.url, chosen.sha256, chosen.size, chosen.filename},
-                      ThrottledProgress(progress, ProvisionPhase::kPackages, chosen.filename));
-    if (!blob.ok()) return cleanup(blob.status());
-    std::string linked = house + "/" + chosen.filename;
-    if (link(blob->c_str(), linked.c_str()) != 0) {
-      return cleanup(ErrnoStatus(errno, "cannot link", linked));
-    }
-    if (i == 0) installer_wheel = linked;
-    lock += pins[i].Spec() + " " + chosen.filename + " sha256=" + chosen.sha256 + "\n";
+  std::vector<CachePin> download_pins;
+  Status fetched = FetchLocked(spec.lock, sources, house, &download_pins, env, progress);
+  if (!fetched.ok()) return cleanup(fetched);
+  // The confined commands read the wheelhouse and write only `dir`, as the build user.
+  if (::chmod(house.c_str(), 0755) != 0) return cleanup(ErrnoStatus(errno, "cannot open", house));
+  const sandbox::BuildUser& user = options_.confinement.user();
+  if (Status given = sandbox::GiveToBuildUser(user, dir, true); !given.ok()) return cleanup(given);
+  std::vector<std::string> files;
+  for (const lock::LockedPackage& p : spec.lock.packages) files.push_back(house + "/" + p.filename);
+  // Builds run pip: the farm's own unless the lock brings one.
+  if (lock::Find(spec.lock, "pip") == nullptr) files.push_back(options_.installer_wheel);
+  const std::string tool = options_.uv.empty() ? "pip" : "uv";
+  if (progress) {
+    progress({ProvisionPhase::kSnapshot, "installing " + std::to_string(files.size()) +
+                                             " locked packages into a new venv with " + tool +
+                                             ", " + options_.confinement.Describe()});
   }
-  if (progress)
-    progress({ProvisionPhase::kSnapshot, "installing " + std::to_string(pins.size()) +
-                                             " packages into a new venv with " +
-                                             (options_.uv.empty() ? std::string("pip") : "uv")});
-  std::string venv = dir + "/venv";
+  const std::string venv = dir + "/venv";
+  std::vector<sandbox::Mount> mounts = {{dir, false},
+                                        {house, true},
+                                        {PythonPrefix(python), true},
+                                        {options_.installer_wheel, true}};
+  if (!options_.uv.empty()) mounts.push_back({options_.uv, true});
   ProcessSpec make_venv;
   make_venv.argv = {python, "-m", "venv", "--without-pip", venv};
   make_venv.clear_env = true;
-  make_venv.env = CommandEnv(house);
-  Result<CapturedOutput> made = RunAndCapture(*runner_, make_venv, options_.command_timeout_ms);
-  if (!made.ok()) return cleanup(made.status());
-  if (made->result.exit_code != 0) return cleanup(CommandFailure("python -m venv", *made));
-  ProcessSpec install = InstallCommand(options_.uv, venv, house, installer_wheel, pins, uv_cache);
-  Result<CapturedOutput> installed = RunAndCapture(*runner_, install, options_.command_timeout_ms);
-  if (!installed.ok()) return cleanup(installed.status());
-  if (installed->result.exit_code != 0) {
-    return cleanup(
-        CommandFailure(options_.uv.empty() ? "pip install" : "uv pip install", *installed));
+  make_venv.env = CommandEnv(dir);
+  Status s = RunConfined("python -m venv", make_venv, mounts);
+  if (s.ok()) s = RunConfined(tool + " install", InstallCommand(options_, venv, dir, files), mounts);
+  // Every requirement of what is installed is installed: the lock is complete.
+  ProcessSpec check = InstallCommand(options_, venv, dir, {});
+  check.argv = options_.uv.empty()
+                   ? std::vector<std::string>{venv + "/bin/python", options_.installer_wheel + "/pip",
+                                              "check", "--disable-pip-version-check"}
+                   : std::vector<std::string>{options_.uv, "pip", "check", "--python",
+                                              venv + "/bin/python", "--offline"};
+  if (s.ok()) {
+    s = RunConfined(tool + " check", check, mounts);
+    if (!s.ok() && FailureOf(s) == ProvisionFailure::kInternal) {
+      s = Status::InvalidArgument("the lock is not complete: " + s.message());
+    }
   }
-  FARM_RETURN_IF_ERROR(cleanup(fs::WriteFileAtomic(dir + "/lock.txt", lock)));
+  (void)fs::RemoveAll(dir + "/.uv-cache");
+  // What the user wrote becomes the worker's before it is sealed, whatever happened.
+  Status taken = sandbox::TakeBackFromBuildUser(user, dir);
+  if (!s.ok()) return cleanup(s);
+  if (!taken.ok()) return cleanup(taken);
+  FARM_RETURN_IF_ERROR(cleanup(fs::WriteFileAtomic(dir + "/pylock.toml", lock::ToToml(spec.lock))));
   FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(dir + "/origin", venv));
   return SealTree(venv);
+}
+
+Status Provisioner::CheckSealed(const std::string& entry) const {
+  return CheckSealedTree(entry + "/venv", ::geteuid());
 }
 
 }  // namespace farm::env

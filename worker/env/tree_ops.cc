@@ -180,6 +180,27 @@ Status SealTree(const std::string& path) {
   return Status::Ok();
 }
 
+Status CheckSealedTree(const std::string& path, uid_t owner) {
+  constexpr int kMaxEntries = 2'000'000;
+  int n = 0;
+  std::vector<std::string> pending = {path};
+  while (!pending.empty()) {
+    std::string at = std::move(pending.back());
+    pending.pop_back();
+    struct stat st;
+    if (lstat(at.c_str(), &st) != 0) return ErrnoStatus(errno, "cannot stat", at);
+    if (st.st_uid != owner || (S_ISREG(st.st_mode) && (st.st_mode & 0222) != 0) ||
+        (S_ISDIR(st.st_mode) && (st.st_mode & 022) != 0)) {
+      return Status::DataLoss("changed after it was sealed: " + at);
+    }
+    if (++n > kMaxEntries) return Status::DataLoss("too many files under " + path);
+    if (!S_ISDIR(st.st_mode)) continue;
+    FARM_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(at));
+    for (std::string& name : names) pending.push_back(at + "/" + name);
+  }
+  return Status::Ok();
+}
+
 Status MergeTree(const std::string& src, const std::string& dst) {
   FARM_RETURN_IF_ERROR(fs::MakeDirs(dst));
   FARM_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(src));

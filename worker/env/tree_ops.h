@@ -6,6 +6,8 @@
 #ifndef FARM_WORKER_ENV_TREE_OPS_H_
 #define FARM_WORKER_ENV_TREE_OPS_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 
@@ -42,6 +44,12 @@ Result<CloneStats> CloneTree(const std::string& src, const std::string& dst,
 // the tree can still be removed). A hard-linked clone shares these inodes: writing one in
 // place then fails for an unprivileged build instead of changing the snapshot.
 Status SealTree(const std::string& path);
+
+// OK when every entry under `path` still belongs to `owner` with no write bit for anyone on
+// its files and none for group or others on its folders, as SealTree and the worker left
+// it; DataLoss naming the first that is not (a snapshot something changed: its files may
+// no longer be what its lock says).
+Status CheckSealedTree(const std::string& path, uid_t owner);
 
 // Moves every entry of `src` into `dst`, merging directories that exist on both sides;
 // a file or link present on both sides fails with InvalidArgument naming it.

@@ -10,7 +10,7 @@
 
 #include "common/log.h"
 #include "worker/job/build_env.h"
-#include "worker/exec/build_user.h"
+#include "common/sandbox/build_user.h"
 #include "worker/cache/compile_cache.h"
 #include "worker/exec/sandbox_executor.h"
 
@@ -146,7 +146,10 @@ ContainerHost RealContainerHost(std::function<int64_t()> memory) {
   };
   h.euid = [] { return static_cast<uint32_t>(::geteuid()); };
   h.chown_tree = [](const std::string& dir, uint32_t uid, uint32_t gid) -> Status {
-    return GiveToBuildUser(BuildUser{.switches = true, .uid = uid, .gid = gid}, dir, true);
+    // Never through a link to a shared snapshot (GiveToBuildUser): the job's environment
+    // stays the worker's.
+    return sandbox::GiveToBuildUser(sandbox::BuildUser{.switches = true, .uid = uid, .gid = gid},
+                                    dir, true);
   };
   return h;
 }
@@ -232,6 +235,11 @@ Result<ContainerPlan> ContainerExecutor::Plan(const ExecRequest& req,
   }
   a.insert(a.end(), {"-v", req.workspace + ":" + req.workspace + ":rw", "-w",
                      req.cwd.empty() ? req.workspace : req.cwd});
+  // The environment over the workspace, read-only: a container's root (the image's user)
+  // could otherwise write the snapshot every later job of the cell uses.
+  for (const std::string& p : req.read_only_in_workspace) {
+    a.insert(a.end(), {"-v", p + ":" + p + ":ro"});
+  }
   for (const ExecMount& m : req.mounts) {
     a.insert(a.end(), {"-v", m.path + ":" + m.path + (m.read_only ? ":ro" : ":rw")});
   }
@@ -280,14 +288,14 @@ namespace {
 // The native executor, in a bubblewrap sandbox unless `mode` is off or (auto) bwrap is
 // missing or cannot make one here.
 Result<std::unique_ptr<Executor>> MakeNativeExecutor(const std::string& mode,
-                                                     const BuildUser& build_user,
+                                                     const sandbox::BuildUser& build_user,
                                                      ProcessRunner& runner) {
   if (mode != "off") {
-    std::string bwrap = FindInPath("bwrap", CurrentEnv()["PATH"]);
-    SandboxOptions options = DetectSandboxOptions(bwrap);
+    std::string bwrap = FindInPath("bwrap");
+    sandbox::Options options = sandbox::Detect(bwrap);
     options.build_user = build_user;
     Status works = bwrap.empty() ? Status::NotFound("bubblewrap (bwrap) is not installed")
-                                 : CheckSandbox(runner, options);
+                                 : sandbox::Check(runner, options);
     if (works.ok()) {
       if (build_user.switches) log::Info("builds run as " + build_user.name + " in the sandbox");
       return std::unique_ptr<Executor>(std::make_unique<SandboxExecutor>(runner, options));

@@ -39,6 +39,10 @@ struct ExecRequest {
   // Host directories a sandbox on the host must make readable besides the system (the
   // build's interpreter prefix, the CUDA toolkit); containers bring their own and ignore it.
   std::vector<std::string> host_read_paths;
+  // Paths under `workspace` that the command must not change (the job's environment,
+  // whose files are links to a snapshot shared by every job of its cell): sandboxes and
+  // containers mount them read-only. NativeExecutor ignores it.
+  std::vector<std::string> read_only_in_workspace;
 };
 
 class Executor {

@@ -227,6 +227,25 @@ int64_t SourceDateEpoch(ProcessRunner& runner, const std::string& source_dir) {
   return newest;
 }
 
+std::string PathWithoutToolkits(const std::string& path, std::vector<std::string>* dropped) {
+  std::string out;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    start = end + 1;
+    struct stat st {};
+    std::string nvcc = (dir.empty() ? std::string(".") : dir) + "/nvcc";
+    if (::stat(nvcc.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0) {
+      if (dropped != nullptr) dropped->push_back(dir);
+      continue;
+    }
+    out += (out.empty() ? "" : ":") + dir;
+  }
+  return out;
+}
+
 EnvMap BuildJobEnv(const JobEnvInputs& in) {
   const auto& job = *in.job;
   EnvMap env = BaseEnv(in.worker_env);
@@ -237,7 +256,11 @@ EnvMap BuildJobEnv(const JobEnvInputs& in) {
     path += ":" + in.toolkit.path() + "/bin";
     env["CUDA_HOME"] = in.toolkit.path();
   }
-  env["PATH"] = path + ":" + env["PATH"];
+  // A build given no toolkit (`environment.toolkit: false`, a cell without CUDA) finds
+  // none of the host's on its PATH either: its wheels are labelled with no CUDA or with
+  // the cell's, never with a toolkit the build found by itself.
+  std::string rest = in.toolkit.path().empty() ? PathWithoutToolkits(env["PATH"]) : env["PATH"];
+  env["PATH"] = path + (rest.empty() ? "" : ":" + rest);
   env["VIRTUAL_ENV"] = in.venv_dir;
   env["FARM_PYTHON"] = in.venv_dir + "/bin/python";
   env["FARM_WHEEL_DIR"] = in.wheel_dir;

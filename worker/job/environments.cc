@@ -2,85 +2,23 @@
 
 #include <gnu/libc-version.h>
 
-#include <algorithm>
-#include <set>
-
-#include "common/upstream/simple_index.h"
 
 namespace farm::agent {
-namespace {
 
-// "2.9.1" -> {2, 9, 1}; parts that are not numbers end the list ("2.9.0rc1" -> {2, 9}).
-std::vector<int> Numbers(const std::string& version) {
-  std::vector<int> out;
-  size_t i = 0;
-  while (i < version.size() && out.size() < 8) {
-    size_t j = i;
-    while (j < version.size() && std::isdigit(static_cast<unsigned char>(version[j]))) ++j;
-    if (j == i || j - i > 6) break;
-    out.push_back(std::stoi(version.substr(i, j - i)));
-    if (j == version.size() || version[j] != '.') break;
-    i = j + 1;
-  }
-  return out;
-}
-
-std::string Join(const std::set<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out.empty() ? "none" : out;
-}
-
-}  // namespace
-
-env::EnvSpec ToEnvSpec(const farm::v1::ProvisionSpec& spec, const std::string& torch_version) {
+Result<env::EnvSpec> ToEnvSpec(const farm::v1::ProvisionSpec& spec) {
   env::EnvSpec out;
   out.python = spec.python();
-  out.torch = torch_version;
-  out.requirements.assign(spec.requirements().begin(), spec.requirements().end());
-  if (auto it = spec.torch_requirements().find(torch_version);
-      it != spec.torch_requirements().end()) {
-    out.requirements.insert(out.requirements.end(), it->second.pins().begin(),
-                            it->second.pins().end());
-  }
   out.cuda = spec.cuda();
   if (!spec.platform().empty()) out.platform = spec.platform();
+  if (spec.lock().empty()) {
+    return Status::InvalidArgument(
+        "farmd sent no lock for this environment (a farmd older than this worker resolves "
+        "none): upgrade farmd");
+  }
+  Result<lock::EnvLock> parsed = lock::ParseToml(spec.lock());
+  if (!parsed.ok()) return parsed.status().WithContext("the environment's lock");
+  out.lock = std::move(parsed).value();
   return out;
-}
-
-Result<std::string> NewestTorch(const std::vector<std::string>& filenames, const std::string& minor,
-                                const std::string& variant) {
-  std::string best;
-  std::vector<int> best_numbers;
-  std::set<std::string> seen;
-  const std::vector<int> want = Numbers(minor);
-  for (const std::string& name : filenames) {
-    // torch-2.9.1+cu130-cp311-cp311-manylinux_2_28_x86_64.whl
-    if (name.rfind("torch-", 0) != 0 || !name.ends_with(".whl")) continue;
-    size_t end = name.find('-', 6);
-    if (end == std::string::npos) continue;
-    std::string version = name.substr(6, end - 6);
-    seen.insert(version);
-    size_t plus = version.find('+');
-    std::string local = plus == std::string::npos ? "" : version.substr(plus + 1);
-    std::vector<int> numbers = Numbers(version.substr(0, plus));
-    std::string plain;  // the numbers written back: differs for pre- and post-releases
-    for (size_t i = 0; i < numbers.size(); ++i)
-      plain += (i ? "." : "") + std::to_string(numbers[i]);
-    if (local != variant || numbers.size() < want.size() + 1 || plain != version.substr(0, plus) ||
-        !std::equal(want.begin(), want.end(), numbers.begin())) {
-      continue;  // another line or variant, or a pre-release
-    }
-    if (best.empty() || numbers > best_numbers) {
-      best = version;
-      best_numbers = numbers;
-    }
-  }
-  if (best.empty()) {
-    return Status::NotFound("no torch " + minor + ".* for " + variant + " on the index (has " +
-                            Join(seen) + ")");
-  }
-  return best;
 }
 
 Environments::Environments(ProvisionConfig config, ProcessRunner* runner, const Clock* clock,
@@ -88,24 +26,32 @@ Environments::Environments(ProvisionConfig config, ProcessRunner* runner, const 
     : config_(std::move(config)),
       runner_(runner),
       clock_(clock),
-      fetcher_(fetcher ? std::move(fetcher) : upstream::MakeCurlFetcher()) {}
+      fetcher_(fetcher ? std::move(fetcher) : upstream::MakeCurlFetcher({.bearer = bearer_})) {}
 
-void Environments::SetFarmUpstream(const std::string& url) {
+void Environments::SetFarmUpstream(const std::string& url, const std::string& token) {
   std::lock_guard lock(mu_);
   farm_upstream_ = url;
+  bearer_->Set(url.empty() ? "" : url + "/upstream/", token);
 }
 
-std::string Environments::IndexTemplate() const {
-  if (!config_.index.empty()) return config_.index;
-  if (farm_upstream_.empty()) return "";
-  return farm_upstream_ + "/upstream/pypi/{variant}/simple/";
+env::ProvisionSources Environments::Sources() {
+  std::lock_guard lock(mu_);
+  env::ProvisionSources sources;
+  const std::string farm = farm_upstream_.empty() ? "" : farm_upstream_ + "/upstream/";
+  sources.farm_base = farm_upstream_.empty() ? "" : farm_upstream_ + "/";
+  sources.files_base = farm.empty() ? "" : farm + "files/";
+  sources.redist_url = !config_.redist.empty() ? config_.redist
+                       : farm.empty()          ? ""
+                                               : farm + "tree/redist/";
+  sources.python_release_url = !config_.python_release.empty() ? config_.python_release
+                               : farm.empty()                  ? ""
+                                                               : farm + "tree/python/";
+  return sources;
 }
 
 std::string Environments::SourceText() {
   std::lock_guard lock(mu_);
-  if (config_.index.empty() && !farm_upstream_.empty()) return "from the farm's cache";
-  std::string index = IndexTemplate();
-  return index.empty() ? "with no index configured" : "from " + index;
+  return farm_upstream_.empty() ? "from the URLs in each lock" : "from the farm's cache";
 }
 
 farm::v1::Provisioning Environments::Advertise() {
@@ -116,6 +62,7 @@ farm::v1::Provisioning Environments::Advertise() {
   // From its own folders or, for those unset, through farmd (which the worker learns of
   // only when it registers, after it advertised this).
   p.set_fetches_toolkits(true);
+  p.set_toolkits_through_farm(config_.redist.empty());  // farmd judges what it serves
   p.set_fetches_python(true);
   p.set_cache_max_bytes(config_.max_cache_bytes);
   // Before the first job the provisioner does not exist yet: a view of the same folder
@@ -145,18 +92,8 @@ Result<env::Provisioner*> Environments::Get(const farm::v1::Capabilities& caps) 
   env::ProvisionerOptions o;
   o.cache_dir = config_.cache_dir;
   o.max_cache_bytes = config_.max_cache_bytes;
-  std::string index = IndexTemplate();
-  if (index.empty()) {
-    return Status::FailedPrecondition(
-        "no package index to provision from: give --provision-index, or run farmd with "
-        "--upstream-index");
-  }
-  o.indexes[""] = index;
-  const std::string farm = farm_upstream_.empty() ? "" : farm_upstream_ + "/upstream/tree/";
-  o.redist_url = !config_.redist.empty() ? config_.redist : farm.empty() ? "" : farm + "redist/";
-  o.python_release_url = !config_.python_release.empty() ? config_.python_release
-                         : farm.empty()                  ? ""
-                                                         : farm + "python/";
+  o.installer_wheel = config_.installer;
+  o.installer_sha256 = config_.installer_sha256;
   if (config_.host_pythons) {
     for (const auto& py : caps.pythons()) o.host_pythons.push_back({py.version(), py.path()});
   }
@@ -165,10 +102,12 @@ Result<env::Provisioner*> Environments::Get(const farm::v1::Capabilities& caps) 
   }
   o.target.arch = caps.cpu_arch().empty() ? "x86_64" : caps.cpu_arch();
   o.target.glibc = config_.glibc.empty() ? gnu_get_libc_version() : config_.glibc;
-  if (!config_.installer.empty()) o.installer = config_.installer;
   o.redist_components = config_.redist_components;
   o.uv = config_.uv;
+  // Nothing from an upstream runs as root: the builds' user, in the sandbox where it works.
+  o.confinement = sandbox::Confinement::Detect(*runner_, config_.build_user);
   FARM_ASSIGN_OR_RETURN(provisioner_, env::Provisioner::Create(o, fetcher_.get(), runner_, clock_));
+  confinement_ = o.confinement.Describe();
   return provisioner_.get();
 }
 
@@ -177,24 +116,13 @@ Result<env::ProvisionedEnv> Environments::Provision(const farm::v1::ProvisionSpe
                                                     const std::string& job_dir,
                                                     const env::ProgressSink& progress) {
   FARM_ASSIGN_OR_RETURN(env::Provisioner * provisioner, Get(caps));
-  std::string torch;
-  if (!spec.torch_minor().empty()) {
-    torch = spec.torch_version().empty() ? "" : spec.torch_version() + "+" + spec.torch_variant();
-    if (spec.torch_newest()) {
-      std::string url;
-      {
-        std::lock_guard lock(mu_);
-        url = env::ExpandVariant(IndexTemplate(), spec.torch_variant());
-      }
-      FARM_ASSIGN_OR_RETURN(auto files, upstream::ListProjectFiles(*fetcher_, url, "torch"));
-      std::vector<std::string> names;
-      for (const auto& f : files) {
-        if (!f.yanked && !f.sha256.empty()) names.push_back(f.filename);
-      }
-      FARM_ASSIGN_OR_RETURN(torch, NewestTorch(names, spec.torch_minor(), spec.torch_variant()));
-    }
-  }
-  return provisioner->Provision(ToEnvSpec(spec, torch), job_dir, progress);
+  FARM_ASSIGN_OR_RETURN(env::EnvSpec env_spec, ToEnvSpec(spec));
+  return provisioner->Provision(env_spec, Sources(), job_dir, progress);
+}
+
+std::string Environments::Confinement() {
+  std::lock_guard lock(mu_);
+  return confinement_;
 }
 
 }  // namespace farm::agent

@@ -1,10 +1,13 @@
 // The provisioning phase of a build job whose lease carries its cell's environment
 // (docs/environments.md): the worker makes it, or clones its cached snapshot, into the
 // job's workspace, saying what it does in the job's log.
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
-#include "worker/job/job_runner.h"
+#include "common/lock/env_lock.h"
 #include "worker/env/failure.h"
+#include "worker/job/job_runner.h"
 
 namespace farm::agent {
 namespace {
@@ -15,22 +18,33 @@ std::string Mb(int64_t bytes) {
   return buf;
 }
 
-// "Python 3.11 + torch 2.9.0+cu130 + CUDA 13.0 + 2 build requirements"
+// "Python 3.12 + torch 2.11.0+cu130 + CUDA 13.0, locked: 33 packages, 4.5 GiB (lock 3f2a9c41d0e2)"
 std::string Describe(const farm::v1::ProvisionSpec& spec) {
   std::string out = "Python " + spec.python();
-  if (!spec.torch_minor().empty()) {
-    out += spec.torch_newest()
-               ? " + torch " + spec.torch_minor() + " (newest on " + spec.torch_variant() + ")"
-               : " + torch " + spec.torch_version() + "+" + spec.torch_variant();
+  Result<lock::EnvLock> locked = lock::ParseToml(spec.lock());
+  if (!locked.ok()) return out;  // the provisioner says why
+  if (const lock::LockedPackage* torch = lock::Find(*locked, "torch")) {
+    out += " + torch " + torch->version;
   }
   if (!spec.cuda().empty()) out += " + CUDA " + spec.cuda();
-  if (spec.requirements_size() > 0) {
-    out += " + " + std::to_string(spec.requirements_size()) + " build requirement(s)";
-  }
-  return out;
+  return out + ", locked: " + lock::DescribeSummary(lock::Summarize(*locked)) + " (lock " +
+         lock::Digest(*locked).substr(0, 12) + ")";
 }
 
 }  // namespace
+
+std::optional<std::string> DownloadTally::Add(const env::ProvisionProgress& p) {
+  if (p.done < 0) return "";  // not a download: said as it is
+  Seen& seen = downloads_[std::string(env::ProvisionPhaseName(p.phase)) + p.message];
+  bytes_ += std::max<int64_t>(0, p.done - seen.done);
+  seen.done = std::max(seen.done, p.done);
+  if (p.total > 0) return " (" + Mb(p.done) + " of " + Mb(p.total) + ")";
+  // An index page without sizes: the download's end is not known, so its lines come at
+  // doubling sizes, not one per block.
+  if (p.done < seen.next_line) return std::nullopt;
+  seen.next_line = std::max<int64_t>(2 * p.done, kFirstLineBytes);
+  return " (" + Mb(p.done) + " so far)";
+}
 
 Result<env::ProvisionedEnv> JobRunner::ProvisionEnvironment(LogShipper& log,
                                                             const std::string& ws) {
@@ -42,19 +56,17 @@ Result<env::ProvisionedEnv> JobRunner::ProvisionEnvironment(LogShipper& log,
   }
   const farm::v1::ProvisionSpec& spec = job_.environment();
   system("provisions " + Describe(spec) + ", " + deps_.environments->SourceText());
-  // Downloads report every 8 MiB and once at their end (done == total): those ends add
-  // up to what this job fetched.
-  int64_t fetched = 0;
+  DownloadTally tally;
   int64_t started = deps_.clock->SteadyMs();
   auto made =
       deps_.environments->Provision(spec, settings_.caps, ws, [&](const env::ProvisionProgress& p) {
         std::string line =
             std::string("provision ") + env::ProvisionPhaseName(p.phase) + ": " + p.message;
-        if (p.total > 0) line += " (" + Mb(p.done) + " of " + Mb(p.total) + ")";
-        if (p.total > 0 && p.done == p.total) fetched += p.total;
-        system(line);
+        if (std::optional<std::string> said = tally.Add(p)) system(line + *said);
       });
   if (!made.ok()) return made.status();
+  // What the provisioner counted (blobs it skipped as already cached are not downloads).
+  const int64_t fetched = made->downloaded_bytes;
   const env::PhaseTimes& t = made->times;
   int64_t total_ms = deps_.clock->SteadyMs() - started;
   if (made->snapshot_built) {
@@ -69,8 +81,9 @@ Result<env::ProvisionedEnv> JobRunner::ProvisionEnvironment(LogShipper& log,
            " ms, clone " + std::to_string(t.clone_ms) + " ms)");
   } else {
     system("environment ready in " + std::to_string(total_ms) + " ms: cached snapshot " +
-           made->key.substr(0, 12) + ", nothing downloaded (clone " + std::to_string(t.clone_ms) +
-           " ms)");
+           made->key.substr(0, 12) + ", " +
+           (fetched > 0 ? Mb(fetched) + " downloaded" : std::string("nothing downloaded")) +
+           " (clone " + std::to_string(t.clone_ms) + " ms)");
   }
   for (const std::string& note : made->notes) system("provision note: " + note);
   return made;

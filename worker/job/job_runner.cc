@@ -128,7 +128,7 @@ ExecRequest ValidationContainer(const ValidationInputs& in, const std::string& i
   for (const std::string& dir : in.find_links) {
     if (dir.rfind(base.workspace + "/", 0) != 0) base.mounts.push_back({dir, true});
   }
-  base.host_read_paths = PythonReadPaths(in.python);
+  base.host_read_paths = sandbox::PythonReadPaths(in.python);
   return base;
 }
 
@@ -207,7 +207,7 @@ Outcome JobRunner::Run() {
                                                       std::to_string(job_.attempt()) + "-");
   if (!made.ok()) {
     outcome = Infra("cannot create workspace: " + made.status().message());
-  } else if (Status given = GiveToBuildUser(settings_.build_user, *made, false); !given.ok()) {
+  } else if (Status given = sandbox::GiveToBuildUser(settings_.build_user, *made, false); !given.ok()) {
     ws = *made;
     outcome = Infra(given.message());
   } else {
@@ -282,7 +282,7 @@ Result<std::string> JobRunner::FetchAndPatch(LogShipper& log, const std::string&
     return Status::FailedPrecondition("fetching source failed: " + s.message());
   }
   // An unpacked archive is the worker's; the sandboxed patch steps write into it.
-  FARM_RETURN_IF_ERROR(GiveToBuildUser(settings_.build_user, src, true));
+  FARM_RETURN_IF_ERROR(sandbox::GiveToBuildUser(settings_.build_user, src, true));
   // Read before the patches: `git apply` gives the files it changes the time of the build.
   source_date_epoch_ = SourceDateEpoch(*offline, src);
   std::vector<farm::v1::Patch> patches(recipe.patches().begin(), recipe.patches().end());
@@ -393,9 +393,6 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
     FARM_RETURN_IF_ERROR(FetchInputs(log, ws));
     FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/wheels"));
     FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/tmp"));
-    // Given before the venv is cloned in: the clone's files are links to the sealed
-    // snapshot, which must stay the worker's.
-    FARM_RETURN_IF_ERROR(GiveToBuildUser(settings_.build_user, ws, true));
     auto made = ProvisionEnvironment(log, ws);
     if (!made.ok()) return ProvisioningOutcome(made.status());
     provisioned = std::move(made).value();
@@ -408,7 +405,23 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
       toolkit.set_version(job_.environment().cuda());
       toolkit.set_path(provisioned->cuda_home);
     }
-    FARM_RETURN_IF_ERROR(InstallBuildInputs(log, steps, ws + "/venv"));
+    // The workspace, the clone's folders among it, becomes the build user's; the clone's
+    // files are links to the sealed snapshot and stay the worker's (GiveToBuildUser never
+    // hands over a file another tree shares).
+    FARM_RETURN_IF_ERROR(sandbox::GiveToBuildUser(settings_.build_user, ws, true));
+    // The required wheels go in as the build does, confined: the environment's interpreter
+    // came from an upstream.
+    ExecRequest base{{}, inputs_.dir, tool_env, ws, recipe.container_image(), kKillGraceMs};
+    base.offline = true;
+    base.host_read_paths = sandbox::PythonReadPaths(provisioned->python);
+    ExecutorProcessRunner confined(*deps_.executor, base);
+    StepRunner confined_steps(confined, tool_env, control_.get(),
+                              [&log](OutputStream s, const std::string& line) {
+                                log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT
+                                                                      : farm::v1::STDERR,
+                                           line);
+                              });
+    FARM_RETURN_IF_ERROR(InstallBuildInputs(log, confined_steps, ws + "/venv"));
   } else {
     FARM_ASSIGN_OR_RETURN(python, SelectPython(job_.cell(), settings_.caps));
     FARM_ASSIGN_OR_RETURN(toolkit, SelectToolkit(job_.cell(), settings_.caps));
@@ -421,7 +434,7 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
     FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/tmp"));
     // The build runs as the build user: what the worker made here (the venv, the required
     // wheels) becomes that user's.
-    FARM_RETURN_IF_ERROR(GiveToBuildUser(settings_.build_user, ws, true));
+    FARM_RETURN_IF_ERROR(sandbox::GiveToBuildUser(settings_.build_user, ws, true));
   }
   JobEnvInputs in{&job_,
                   settings_.worker_env,
@@ -459,7 +472,7 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
     struct stat st {};
     if (::stat(cache_use.namespace_dir.c_str(), &st) == 0 &&
         st.st_uid != settings_.build_user.uid) {
-      Status given = GiveToBuildUser(settings_.build_user, cache_use.namespace_dir, true);
+      Status given = sandbox::GiveToBuildUser(settings_.build_user, cache_use.namespace_dir, true);
       if (!given.ok()) {
         CompileCache::FinishJob(cache_use);
         return given;
@@ -479,7 +492,9 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
                   kKillGraceMs,
                   cache_use.mounts};
   req.network = recipe.network();
-  req.host_read_paths = PythonReadPaths(python.path());
+  req.host_read_paths = sandbox::PythonReadPaths(python.path());
+  // A provisioned environment is read-only to the build: its files are the snapshot's.
+  if (provisioned) req.read_only_in_workspace = {provisioned->venv_dir};
   if (!toolkit.path().empty()) req.host_read_paths.push_back(toolkit.path());
   auto started = deps_.executor->Start(req);
   if (!started.ok()) {
@@ -682,7 +697,7 @@ Result<farm::v1::ValidationReport> JobRunner::Validate(LogShipper& log, const Jo
   // A fresh directory of the worker's, whatever the build left at <ws>/validate.
   const std::string ws = stdfs::path(env_in.wheel_dir).parent_path().string();
   FARM_ASSIGN_OR_RETURN(std::string dir, MakeFreshDir(ws, "validate"));
-  FARM_RETURN_IF_ERROR(GiveToBuildUser(settings_.build_user, dir, false));
+  FARM_RETURN_IF_ERROR(sandbox::GiveToBuildUser(settings_.build_user, dir, false));
   ValidationInputs in{.job = &job_,
                       .wheels = wheels,
                       .manifest = manifest,

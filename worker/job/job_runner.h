@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,14 +17,14 @@
 #include "common/clock.h"
 #include "common/git_policy.h"
 #include "common/process.h"
+#include "common/sandbox/build_user.h"
 #include "common/status.h"
 #include "farm/v1/worker.pb.h"
-#include "worker/job/build_env.h"
-#include "worker/exec/build_user.h"
-#include "worker/cache/compile_cache.h"
-#include "worker/job/environments.h"
-#include "worker/exec/executor.h"
 #include "worker/agent/farm_client.h"
+#include "worker/cache/compile_cache.h"
+#include "worker/exec/executor.h"
+#include "worker/job/build_env.h"
+#include "worker/job/environments.h"
 #include "worker/job/job_control.h"
 #include "worker/job/log_shipper.h"
 #include "worker/probe/probe.h"
@@ -67,7 +68,7 @@ struct JobSettings {
   std::function<double(int64_t job_id)> validation_held_gb;
   // Who the sandbox runs the job's commands as: the workspace and the cache namespace are
   // given to that user (build_user.h). Default: the worker's own user.
-  BuildUser build_user;
+  sandbox::BuildUser build_user;
   git::GitPolicy git;  // which git sources are cloned, and how
 };
 
@@ -79,6 +80,27 @@ struct Outcome {
   int64_t peak_rss_bytes = 0;
   farm::v1::ValidationReport validation;                     // of the attempt's wheels
   std::optional<farm::v1::CompileCacheStats> compile_cache;  // when the build used the cache
+};
+
+// What a job's provisioning downloaded, from the provisioner's progress reports, and what
+// its log says of each: every byte counts whether or not the index gave the file's size
+// (a page without sizes reported 0.0 MB before), and a download of unknown size is said
+// at doubling sizes instead of once per 8 MiB block. Not thread-safe (one job's sink).
+class DownloadTally {
+ public:
+  // The text to add to the report's line, "" for a report that is not a download, or
+  // nullopt when the line is left out.
+  std::optional<std::string> Add(const env::ProvisionProgress& p);
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  static constexpr int64_t kFirstLineBytes = int64_t{8} << 20;
+  struct Seen {
+    int64_t done = 0;
+    int64_t next_line = 0;
+  };
+  std::map<std::string, Seen> downloads_;  // by phase and message (one file)
+  int64_t bytes_ = 0;
 };
 
 class JobRunner {

@@ -58,7 +58,7 @@ Outcome ValidationAttempt::Run(LogShipper& log, const std::string& ws) {
   if (Status s = fs::MakeDirs(ws + "/tmp"); !s.ok()) return Infra(s.message());
   // The validation steps run as the build user and write into the workspace; given before
   // an environment is cloned in, whose files are links to the sealed snapshot.
-  if (Status s = GiveToBuildUser(settings.build_user, ws, true); !s.ok()) {
+  if (Status s = sandbox::GiveToBuildUser(settings.build_user, ws, true); !s.ok()) {
     return Infra(s.message());
   }
   if (job.has_environment()) {

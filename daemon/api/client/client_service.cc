@@ -14,6 +14,7 @@
 #include "daemon/auth/ownership.h"
 #include "daemon/model/convert.h"
 #include "daemon/model/failure.h"
+#include "daemon/model/lock_info.h"
 #include "daemon/model/torch_proofs.h"
 #include "daemon/sched/peers.h"
 #include "daemon/sched/placement.h"
@@ -138,6 +139,16 @@ Status AddFailureLines(const ServiceContext& ctx, const farm::v1::Recipe& recipe
   return Status::Ok();
 }
 
+// A provisioned job's environment lock: its size and what changed since the previous build
+// of its recipe in its cell (model/lock_info.h).
+Status AddLockInfo(const ServiceContext& ctx, const store::JobRow& row,
+                   const std::string& recipe_name, farm::v1::Job* job) {
+  FARM_ASSIGN_OR_RETURN(std::optional<farm::v1::LockInfo> info,
+                        model::JobLockInfo(*ctx.store, *ctx.store, row, recipe_name));
+  if (info) *job->mutable_lock() = std::move(*info);
+  return Status::Ok();
+}
+
 Result<farm::v1::Recipe> RecipeOfBuild(const ServiceContext& ctx, int64_t build_id) {
   FARM_ASSIGN_OR_RETURN(store::BuildRow build, ctx.store->GetBuild(build_id));
   return model::ParseBlob<farm::v1::Recipe>(build.recipe);
@@ -181,8 +192,10 @@ Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
   std::optional<PlacementView> view;
   if (workers) view = ctx.fleet_cache->Get(*workers);
   for (const auto& j : jobs) {
-    FARM_ASSIGN_OR_RETURN(*build.add_jobs(), LoadJobWith(ctx, j, attempts[j.id], artifacts[j.id],
-                                                         view, in_graph.count(j.id) > 0));
+    farm::v1::Job* job = build.add_jobs();
+    FARM_ASSIGN_OR_RETURN(*job, LoadJobWith(ctx, j, attempts[j.id], artifacts[j.id], view,
+                                            in_graph.count(j.id) > 0));
+    FARM_RETURN_IF_ERROR(AddLockInfo(ctx, j, row.recipe_name, job));
   }
   return build;
 }
@@ -270,7 +283,39 @@ grpc::Status ClientService::GetJob(grpc::ServerContext* call, const farm::v1::Ge
     FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetJob(req->job_id()));
     FARM_ASSIGN_OR_RETURN(*resp, LoadJob(*ctx_, row));
     FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, RecipeOfBuild(*ctx_, row.build_id));
+    FARM_RETURN_IF_ERROR(AddLockInfo(*ctx_, row, recipe.name(), resp));
     return AddFailureLines(*ctx_, recipe, resp);
+  });
+}
+
+grpc::Status ClientService::GetLock(grpc::ServerContext* call, const farm::v1::GetLockRequest* req,
+                                    farm::v1::GetLockResponse* resp) {
+  return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
+    std::vector<store::JobRow> candidates;
+    if (req->job_id() > 0) {
+      FARM_ASSIGN_OR_RETURN(store::JobRow row, ctx_->store->GetJob(req->job_id()));
+      candidates.push_back(std::move(row));
+    } else {
+      FARM_ASSIGN_OR_RETURN(candidates, ctx_->store->ListJobs(req->build_id()));
+    }
+    for (const store::JobRow& row : candidates) {
+      const std::string digest = model::ParseBlob<farm::v1::JobNeeds>(row.needs).lock_digest();
+      if (digest.empty()) continue;
+      FARM_ASSIGN_OR_RETURN(std::optional<store::LockRow> lock, ctx_->store->GetLock(digest));
+      if (!lock) return Status::DataLoss("the lock " + digest + " is not in the store");
+      FARM_ASSIGN_OR_RETURN(store::BuildRow build, ctx_->store->GetBuild(row.build_id));
+      FARM_ASSIGN_OR_RETURN(std::optional<farm::v1::LockInfo> info,
+                            model::JobLockInfo(*ctx_->store, *ctx_->store, row, build.recipe_name));
+      resp->set_job_id(row.id);
+      resp->set_text(lock->text);
+      if (info) *resp->mutable_info() = std::move(*info);
+      return Status::Ok();
+    }
+    return Status::NotFound(req->job_id() > 0
+                                ? "job " + std::to_string(req->job_id()) + " has no environment lock"
+                                : "build " + std::to_string(req->build_id()) +
+                                      " has no job with an environment lock (its recipe asks "
+                                      "for no provisioned environment)");
   });
 }
 

@@ -30,6 +30,8 @@ class ClientService final : public farm::v1::FarmService::Service {
                           grpc::ServerWriter<farm::v1::BuildEvent>*) override;
   grpc::Status GetJob(grpc::ServerContext*, const farm::v1::GetJobRequest*,
                       farm::v1::Job*) override;
+  grpc::Status GetLock(grpc::ServerContext*, const farm::v1::GetLockRequest*,
+                       farm::v1::GetLockResponse*) override;
   grpc::Status RetryJob(grpc::ServerContext*, const farm::v1::RetryJobRequest*,
                         farm::v1::Job*) override;
   grpc::Status GetJobLog(grpc::ServerContext*, const farm::v1::GetJobLogRequest*,
@@ -71,6 +73,8 @@ class ClientService final : public farm::v1::FarmService::Service {
                               farm::v1::DeleteScheduleResponse*) override;
   grpc::Status RunScheduleNow(grpc::ServerContext*, const farm::v1::RunScheduleNowRequest*,
                               farm::v1::ScheduleRun*) override;
+  grpc::Status UpdateSchedule(grpc::ServerContext*, const farm::v1::UpdateScheduleRequest*,
+                              farm::v1::Schedule*) override;
   // host_handlers.cc
   grpc::Status AddHost(grpc::ServerContext*, const farm::v1::AddHostRequest*,
                        farm::v1::Host*) override;
@@ -87,6 +91,10 @@ class ClientService final : public farm::v1::FarmService::Service {
   grpc::Status RevokeProvenanceKey(grpc::ServerContext*,
                                    const farm::v1::RevokeProvenanceKeyRequest*,
                                    farm::v1::ProvenanceKeys*) override;
+  grpc::Status GetArtifactProvenance(grpc::ServerContext*, const farm::v1::GetArtifactRequest*,
+                                     farm::v1::ArtifactProvenance*) override;
+  grpc::Status GetServerInfo(grpc::ServerContext*, const farm::v1::GetServerInfoRequest*,
+                             farm::v1::ServerInfo*) override;
   // publish_handlers.cc
   grpc::Status PublishBuild(grpc::ServerContext*, const farm::v1::PublishBuildRequest*,
                             farm::v1::PublishBuildResponse*) override;

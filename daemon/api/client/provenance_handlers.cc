@@ -2,6 +2,8 @@
 // (docs/provenance.md). Reading the public set needs a viewer; changing it needs an admin.
 // Revoking signs again, with the active key, every statement the revoked key signed.
 #include "common/log.h"
+#include "common/provenance/dsse.h"
+#include "common/version.h"
 #include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
 #include "daemon/attest/attestor.h"
@@ -56,6 +58,28 @@ grpc::Status ClientService::RevokeProvenanceKey(grpc::ServerContext* call,
     log::Warn("provenance key " + revoked.keyid + " revoked by " + who.name + ": " + req->reason());
     resp->set_changed_keyid(revoked.keyid);
     return FillKeys(*ctx_, resp);
+  });
+}
+
+grpc::Status ClientService::GetArtifactProvenance(grpc::ServerContext* call,
+                                                  const farm::v1::GetArtifactRequest* req,
+                                                  farm::v1::ArtifactProvenance* resp) {
+  return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
+    FARM_RETURN_IF_ERROR(NeedAttestor(*ctx_));
+    FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetArtifact(req->artifact_id()));
+    FARM_ASSIGN_OR_RETURN(auto envelopes, ctx_->attestor->Envelopes(row.sha256));
+    if (!envelopes.empty()) resp->set_intoto_jsonl(provenance::EnvelopeLines(envelopes));
+    return Status::Ok();
+  });
+}
+
+grpc::Status ClientService::GetServerInfo(grpc::ServerContext* call,
+                                          const farm::v1::GetServerInfoRequest*,
+                                          farm::v1::ServerInfo* resp) {
+  return Handle(ctx_, call, Need::kViewer, [&](const Principal&) -> Status {
+    resp->set_http_url(ctx_->http_url);
+    resp->set_version(FarmVersion());
+    return Status::Ok();
   });
 }
 

@@ -142,6 +142,26 @@ grpc::Status ClientService::CreateSchedule(grpc::ServerContext* call,
   });
 }
 
+grpc::Status ClientService::UpdateSchedule(grpc::ServerContext* call,
+                                           const farm::v1::UpdateScheduleRequest* req,
+                                           farm::v1::Schedule* resp) {
+  audit::Entry entry{audit::Action::kScheduleUpdate, "schedule " + req->schedule_id()};
+  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(int64_t id, OwnedScheduleId(*ctx_, who, req->schedule_id()));
+    FARM_ASSIGN_OR_RETURN(store::ScheduleRow old, ctx_->store->GetSchedule(id));
+    FARM_ASSIGN_OR_RETURN(
+        store::ScheduleRow row,
+        cron::UpdatedScheduleRow(old, req->build(), ctx_->clock->NowUnixMs(), ctx_->watches));
+    farm::v1::Source source = req->build().source();
+    FARM_RETURN_IF_ERROR(CheckBuildSource(*ctx_, &source).status());
+    FARM_RETURN_IF_ERROR(ctx_->store->SetScheduleRequest(id, row.request, row.source_sha256));
+    log::Info("schedule " + req->schedule_id() + " updated by " + who.name);
+    FARM_ASSIGN_OR_RETURN(row, ctx_->store->GetSchedule(id));
+    FARM_ASSIGN_OR_RETURN(*resp, LoadSchedule(*ctx_, row, 5));
+    return Status::Ok();
+  });
+}
+
 grpc::Status ClientService::ListSchedules(grpc::ServerContext* call,
                                           const farm::v1::ListSchedulesRequest* req,
                                           farm::v1::ListSchedulesResponse* resp) {

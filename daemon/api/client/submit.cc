@@ -38,6 +38,7 @@
 #include "daemon/builds/build_key.h"
 #include "daemon/cron/source_resolver.h"
 #include "daemon/cron/torch_follow.h"
+#include "daemon/locks/env_locker.h"
 #include "daemon/model/convert.h"
 #include "daemon/quota/quota.h"
 
@@ -53,6 +54,7 @@ Result<farm::v1::Recipe> PrepareRecipe(const farm::v1::SubmitBuildRequest& req) 
   FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, recipe::ParseRecipe(req.recipe_yaml(), name));
   FARM_RETURN_IF_ERROR(recipe::AttachPatches(&recipe, req.patches()));
   FARM_RETURN_IF_ERROR(recipe::AttachValidationScript(&recipe, req.validation_script()));
+  FARM_RETURN_IF_ERROR(recipe::AttachEnvironmentLock(&recipe, req.environment_lock()));
   if (req.has_source() && req.source().kind_case() != farm::v1::Source::KIND_NOT_SET) {
     *recipe.mutable_source() = req.source();
   }
@@ -176,21 +178,39 @@ Result<PlannedBuild> PlanBuild(const ServiceContext& ctx, const farm::v1::Submit
                                .source_sha256 = source_sha};
   std::string source_id = builds::SourceIdentity(recipe.source(), req.source_digest());
   const bool stable = !recipe.torch_abi().stable_floor().empty();
+  std::vector<farm::v1::MatrixCell> cells;
+  std::vector<farm::v1::JobNeeds> all_needs;
   for (recipe::PlannedBuild& planned : builds.builds) {
-    const farm::v1::MatrixCell& cell = planned.build;
     farm::v1::JobNeeds needs;
     needs.set_target_gpu(recipe.build_on_target_gpu());
     needs.set_provisioned(recipe.has_environment());
+    needs.set_no_toolkit(recipe.has_environment() && recipe.environment().no_toolkit());
     if (stable) {
       for (farm::v1::MatrixCell& c : planned.validate) *needs.add_validate_in() = std::move(c);
     }
+    cells.push_back(planned.build);
+    all_needs.push_back(std::move(needs));
+  }
+  // Every provisioned cell's lock, resolved now (one resolution per distinct environment).
+  if (recipe.has_environment()) {
+    if (ctx.locker == nullptr) {
+      return Status::FailedPrecondition("this farmd resolves no environments (no resolver)");
+    }
+    FARM_RETURN_IF_ERROR(locks::LockJobs(*ctx.locker, recipe, cells, &all_needs));
+  }
+  for (size_t n = 0; n < builds.builds.size(); ++n) {
+    recipe::PlannedBuild& planned = builds.builds[n];
+    const farm::v1::MatrixCell& cell = planned.build;
+    const farm::v1::JobNeeds& needs = all_needs[n];
     const bool any_need = needs.target_gpu() || needs.provisioned() || needs.validate_in_size() > 0;
     store::JobRow job{.cell = cell.SerializeAsString(),
                       .priority = req.priority(),
                       .build_key = builds::BuildKey({.recipe = recipe,
                                                      .source = source_id,
                                                      .cell = cell,
-                                                     .validate_in = needs.validate_in()}),
+                                                     .validate_in = needs.validate_in(),
+                                                     .lock_digest = &needs.lock_digest(),
+                                                     .validate_locks = &needs.validate_locks()}),
                       .max_attempts = recipe.retry().max_attempts() > 0
                                           ? recipe.retry().max_attempts()
                                           : ctx.tunables.max_attempts,

@@ -11,9 +11,11 @@
 #include "daemon/api/handler.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/builds/build_key.h"
+#include "daemon/locks/env_locker.h"
 #include "daemon/model/convert.h"
 #include "daemon/sched/fanout.h"
 #include "daemon/sched/placement.h"
+#include "daemon/sched/retry.h"
 
 namespace farm::api {
 
@@ -101,6 +103,30 @@ Status CheckHolds(const ServiceContext& ctx, const Principal& who, int64_t job_i
 
 namespace {
 
+// The lock the job's environment installs (JobNeeds.lock_digest), as text. A provisioned job
+// queued by a farmd that resolved no locks has none: its lock is resolved now (this lease's
+// only; a retry resolves again).
+Status AttachLock(const ServiceContext& ctx, const store::JobRow& job,
+                  farm::v1::ProvisionSpec* spec) {
+  std::string digest = ParseBlob<farm::v1::JobNeeds>(job.needs).lock_digest();
+  if (digest.empty()) {
+    if (ctx.locker == nullptr) {
+      return Status::FailedPrecondition("job " + std::to_string(job.id) +
+                                        " has no environment lock and this farmd resolves none");
+    }
+    FARM_ASSIGN_OR_RETURN(std::vector<locks::CellLock> locked, ctx.locker->LockAll({*spec}));
+    digest = locked[0].digest;
+  }
+  FARM_ASSIGN_OR_RETURN(std::optional<store::LockRow> row, ctx.store->GetLock(digest));
+  if (!row) {
+    return Status::DataLoss("the lock " + digest + " of job " + std::to_string(job.id) +
+                            " is not in the store");
+  }
+  spec->set_lock(row->text);
+  spec->set_lock_digest(digest);
+  return Status::Ok();
+}
+
 Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, RecipeCache& recipes,
                                                const store::JobRow& job) {
   farm::v1::JobAssignment a;
@@ -111,13 +137,14 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx, Recipe
   *a.mutable_recipe() = std::move(build.recipe);
   a.set_cache_namespace(build.cache_namespace);
   *a.mutable_cell() = ParseBlob<farm::v1::MatrixCell>(job.cell);
-  // The cell's environment travels with the lease: the worker provisions it.
+  // The cell's environment travels with the lease, with the lock resolved for it at
+  // submit: the worker installs exactly that.
   if (a.recipe().has_environment()) {
-    FARM_ASSIGN_OR_RETURN(*a.mutable_environment(), recipe::CellEnvironment(a.recipe(), a.cell()));
-    if (job.kind == store::kJobValidate) {  // Python and torch: validation compiles nothing
-      a.mutable_environment()->clear_cuda();
-      a.mutable_environment()->clear_requirements();
-    }
+    FARM_ASSIGN_OR_RETURN(*a.mutable_environment(),
+                          job.kind == store::kJobValidate
+                              ? recipe::ValidationEnvironment(a.recipe(), a.cell())
+                              : recipe::CellEnvironment(a.recipe(), a.cell()));
+    FARM_RETURN_IF_ERROR(AttachLock(ctx, job, a.mutable_environment()));
   }
   a.set_timeout_seconds(a.recipe().timeout_seconds() > 0 ? a.recipe().timeout_seconds() : 3600);
   a.set_kind(job.kind == store::kJobValidate ? farm::v1::JOB_VALIDATE : farm::v1::JOB_BUILD);
@@ -201,12 +228,10 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
       for (int64_t job : lost)
         log::Warn("job " + std::to_string(job) + " requeued: worker " + id + " restarted");
     }
-    store::WorkerRow row{id,
-                         req->name().empty() ? id : req->name(),
-                         req->capabilities().SerializeAsString(),
-                         state,
-                         now,
-                         now};
+    farm::v1::Capabilities caps = req->capabilities();
+    sched::SettleProvisioning(ctx_->serves_toolkits, &caps);
+    store::WorkerRow row{
+        id, req->name().empty() ? id : req->name(), caps.SerializeAsString(), state, now, now};
     FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(row));
     beat_writes_.Forget(id);
     auto cn = call->auth_context()->FindPropertyValues("x509_common_name");
@@ -250,7 +275,9 @@ Status WorkerService::Beat(const Principal& who, const farm::v1::HeartbeatReques
   if (req.has_capabilities()) {
     // Sent only when they changed (a GPU appeared or failed, a toolkit was installed, the
     // environment cache grew): placement, revalidation and `workers` read the stored copy.
-    worker.capabilities = req.capabilities().SerializeAsString();
+    farm::v1::Capabilities caps = req.capabilities();
+    sched::SettleProvisioning(ctx_->serves_toolkits, &caps);
+    worker.capabilities = caps.SerializeAsString();
     worker.state = state;
     worker.last_heartbeat_ms = now;
     FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(worker));
@@ -541,6 +568,10 @@ Result<int> WorkerService::Complete(const Principal& who, const farm::v1::Comple
       sched::FanoutOutcome(req->validation(), &report.cause, &report.detail);
     }
   }
+  sched::RetryPlan retry = sched::PlanRetry(report.cause, req->attempt(), job.max_attempts,
+                                            recipe.retry().backoff_seconds(), now);
+  report.max_attempts = retry.max_attempts;
+  report.retry_not_before_ms = retry.not_before_ms;
   FARM_ASSIGN_OR_RETURN(int state, ctx_->store->CompleteAttempt(report, now));
   if (ctx_->attestor != nullptr && req->has_validation()) {
     // The report is stored; a wheel without its signed validation fails

@@ -2,6 +2,7 @@
 // except the log lines.
 #include <boost/json.hpp>
 
+#include "common/recipe/matrix.h"
 #include "common/wheel/job_check.h"
 #include "common/wheel/wheel_name.h"
 #include "daemon/http/index/index_catalog.h"
@@ -9,6 +10,7 @@
 #include "daemon/http/rest/job_views.h"
 #include "daemon/http/rest/json_util.h"
 #include "daemon/model/convert.h"
+#include "daemon/model/lock_info.h"
 #include "daemon/model/torch_proofs.h"
 #include "farm/v1/types.pb.h"
 
@@ -125,6 +127,16 @@ Status AddProofs(const DashboardDeps& deps, const store::JobRow& job, json::obje
   return Status::Ok();
 }
 
+// A provisioned job: its environment lock (size, torch, what changed since the previous build
+// of the recipe in its cell), as farmctl show says it.
+Status AddLock(const DashboardDeps& deps, const store::JobRow& job, const std::string& recipe,
+               json::object& o) {
+  FARM_ASSIGN_OR_RETURN(std::optional<farm::v1::LockInfo> info,
+                        model::JobLockInfo(*deps.store, *deps.store, job, recipe));
+  if (info) o["lock"] = ProtoToJson(*info);
+  return Status::Ok();
+}
+
 // A job of a build page or the job page: the row, its worker's name, why it waits, how
 // far it is, what it requires and, when it failed, why.
 Result<json::object> DetailedJobJson(const DashboardDeps& deps, const store::JobRow& job,
@@ -135,6 +147,7 @@ Result<json::object> DetailedJobJson(const DashboardDeps& deps, const store::Job
   FARM_RETURN_IF_ERROR(AddRunFacts(deps, build.recipe_name, job, expected, o));
   FARM_RETURN_IF_ERROR(AddGraph(deps, job, o));
   FARM_RETURN_IF_ERROR(AddProofs(deps, job, o));
+  FARM_RETURN_IF_ERROR(AddLock(deps, job, build.recipe_name, o));
   std::vector<store::AttemptRow> attempts;
   if (job.state == store::kJobFailed || job.attempt > 1) {
     FARM_ASSIGN_OR_RETURN(attempts, deps.store->ListAttempts(job.id));
@@ -183,6 +196,7 @@ Result<json::object> BuildPage(const DashboardDeps& deps, int64_t build_id, bool
   o["recipe_version"] = recipe.version();
   o["recipe_yaml"] = recipe.yaml();
   o["matrix"] = ProtoToJson(recipe.matrix());
+  o["torch_followed"] = recipe::DescribeTorchFollow(recipe);  // "" unless the axis follows
   // The proto must outlive the loop: a range-for over a member of a temporary reads freed
   // memory (the temporary dies before the loop body runs).
   const farm::v1::Build build_proto = model::BuildToProto(build);

@@ -83,6 +83,7 @@ void RunLoop(net::io_context* ioc) {
 
 struct Dashboard::Impl {
   std::unique_ptr<net::io_context> ioc = std::make_unique<net::io_context>();
+  std::shared_ptr<ReplyGate> gate;
   std::vector<std::thread> threads;
   std::mutex mu;
   bool stopped = false;
@@ -112,6 +113,7 @@ Result<std::unique_ptr<Dashboard>> Dashboard::Start(const DashboardOptions& opti
     auto bound = acceptor.local_endpoint();
     std::string address = bound.address().to_string() + ":" + std::to_string(bound.port());
     auto state = std::make_shared<ServerState>(options, deps);
+    impl->gate = state->gate;
     StartListener(*impl->ioc, std::move(acceptor), std::move(state), std::move(tls));
     int threads = std::clamp(options.threads, 1, 16);
     for (int i = 0; i < threads; ++i) impl->threads.emplace_back(RunLoop, impl->ioc.get());
@@ -126,6 +128,8 @@ void Dashboard::Shutdown() {
   std::lock_guard lock(impl_->mu);
   if (impl_->stopped) return;
   impl_->stopped = true;
+  // Answers still being made elsewhere (an upstream download) are dropped from here on.
+  if (impl_->gate) impl_->gate->Close();
   impl_->ioc->stop();
   for (auto& t : impl_->threads) {
     if (t.joinable()) t.join();

@@ -24,6 +24,7 @@ class Attestor;
 
 namespace farm::mirror {
 class PullThroughCache;
+class InternalAccess;
 }  // namespace farm::mirror
 
 namespace farm::http {
@@ -81,6 +82,9 @@ struct DashboardDeps {
   // The pull-through cache of the upstreams workers provision from (/upstream/...); null
   // where farmd serves none (404).
   mirror::PullThroughCache* mirror = nullptr;
+  // The secret farmd's own processes use /upstream/ with (mirror/internal_access.h); null:
+  // none is accepted.
+  const mirror::InternalAccess* internal = nullptr;
 };
 
 }  // namespace farm::http

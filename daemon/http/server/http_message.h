@@ -4,13 +4,14 @@
 #ifndef FARM_DAEMON_HTTP_SERVER_HTTP_MESSAGE_H_
 #define FARM_DAEMON_HTTP_SERVER_HTTP_MESSAGE_H_
 
+#include <boost/json/fwd.hpp>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <boost/json/fwd.hpp>
 
 #include "common/status.h"
 
@@ -25,6 +26,7 @@ struct Request {
   std::string last_event_id;  // Last-Event-ID header (server-sent events reconnect)
   std::string host;           // Host header, "" when absent
   std::string cache_control;  // Cache-Control header, "" when absent
+  std::string user_agent;     // User-Agent header (at most 256 bytes), "" when absent
   bool secure = false;        // the connection is TLS: URLs built from `host` are https
   std::string body;
 };
@@ -50,7 +52,13 @@ struct Response {
   int64_t sse_job_id = 0;
   int sse_attempt = 0;
   int64_t sse_after_seq = 0;
+  // Kept alive until the answer is sent (a pull-through blob pinned against eviction).
+  std::shared_ptr<const void> hold;
 };
+
+// Receives an answer made later, on another thread (the pull-through routes, whose
+// upstream requests never run on the server's threads). Called exactly once.
+using Reply = std::function<void(Response)>;
 
 // Parses "a=1&b=x%20y" into a map (later keys win); never fails.
 std::map<std::string, std::string> ParseQuery(std::string_view query);

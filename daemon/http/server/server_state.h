@@ -2,8 +2,8 @@
 // options, the router, the connection limits, and the few socket-layer helpers both need.
 // Internal to daemon/http; included by listener.cc and the session files only.
 //
-// Thread-safety: ServerState is immutable after construction apart from `limits` and
-// `refusals_lingering`, which are thread-safe.
+// Thread-safety: ServerState is immutable after construction apart from `limits`,
+// `refusals_lingering` and `gate`, which are thread-safe.
 #ifndef FARM_DAEMON_HTTP_SERVER_SERVER_STATE_H_
 #define FARM_DAEMON_HTTP_SERVER_SERVER_STATE_H_
 
@@ -11,18 +11,40 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
+#include "daemon/http/router.h"
 #include "daemon/http/server/connection_limits.h"
 #include "daemon/http/server/dashboard_options.h"
-#include "daemon/http/router.h"
 
 namespace boost::asio::ssl {
 class context;
 }  // namespace boost::asio::ssl
 
 namespace farm::http {
+
+// Lets answers made on other threads (Router::HandleDeferred) reach their sessions only
+// while the server runs: Dashboard::Shutdown closes it before the io_context goes, and a
+// late answer is dropped instead of posted to an io_context that is gone. Thread-safe.
+class ReplyGate {
+ public:
+  // Runs `post` unless closed, under the gate's lock (Close waits for it).
+  void Run(const std::function<void()>& post) {
+    std::lock_guard lock(mu_);
+    if (open_) post();
+  }
+  void Close() {
+    std::lock_guard lock(mu_);
+    open_ = false;
+  }
+
+ private:
+  std::mutex mu_;
+  bool open_ = true;
+};
 
 struct ServerState {
   ServerState(const DashboardOptions& o, const DashboardDeps& d)
@@ -43,6 +65,7 @@ struct ServerState {
   ConnectionLimits limits;
   // Refused connections whose 503 is still being delivered (see listener.cc).
   std::atomic<int> refusals_lingering{0};
+  std::shared_ptr<ReplyGate> gate = std::make_shared<ReplyGate>();
 };
 
 // The one place socket errors are reported; cancelled operations are part of shutting

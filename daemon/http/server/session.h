@@ -12,7 +12,10 @@
 //   a response                            kWriteTimeout
 // A deadline that passes closes the connection (Beast's tcp_stream closes the socket).
 // No handler waits on a client: every read and write is asynchronous, so a slow client
-// holds a connection slot (ConnectionLimits) but never a thread.
+// holds a connection slot (ConnectionLimits) but never a thread. No handler waits on an
+// upstream either: a request the router defers (the pull-through routes) is answered from
+// another thread, posted back through the server's ReplyGate, while the session's thread
+// serves other connections.
 #ifndef FARM_DAEMON_HTTP_SERVER_SESSION_H_
 #define FARM_DAEMON_HTTP_SERVER_SESSION_H_
 
@@ -60,6 +63,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void WaitForNextRequest();
   void OnHead(boost::beast::error_code ec, std::size_t);
   void OnRequest(boost::beast::error_code ec, std::size_t);
+  void Defer(const Request& req, unsigned version, bool keep_alive);
   void TooLarge();
 
   // Writing answers and event streams (session_write.cc).
@@ -81,6 +85,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::shared_ptr<ServerState> state_;
   ConnectionLimits::Slot slot_;
+  std::shared_ptr<const void> hold_;  // the answer being written's (Response::hold)
   bool head_only_ = false;
   int64_t sse_job_ = 0;
   int sse_attempt_ = 0;

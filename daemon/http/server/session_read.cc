@@ -19,6 +19,7 @@ Request ToRequest(const bhttp::request<bhttp::string_body>& msg, bool secure) {
   Request req = MakeRequest(std::string(msg.method_string()), msg.target());
   req.accept = std::string(msg[bhttp::field::accept]);
   req.cache_control = std::string(msg[bhttp::field::cache_control]).substr(0, 256);
+  req.user_agent = std::string(msg[bhttp::field::user_agent]).substr(0, 256);
   req.authorization = std::string(msg[bhttp::field::authorization]);
   req.host = std::string(msg[bhttp::field::host]);
   req.last_event_id = std::string(msg["Last-Event-ID"]);
@@ -86,8 +87,29 @@ void HttpSession::OnRequest(beast::error_code ec, std::size_t) {
   const auto& msg = parser_->get();
   Request req = ToRequest(msg, Tls());
   head_only_ = req.method == "HEAD";
+  if (state_->router.Defers(req)) return Defer(req, msg.version(), msg.keep_alive());
   Response res = state_->router.Handle(req);
   Send(std::move(res), msg.version(), msg.keep_alive());
+}
+
+void HttpSession::Defer(const Request& req, unsigned version, bool keep_alive) {
+  // The timer's pending wait keeps the session alive while its answer is made elsewhere
+  // (and goes with the io_context if the server stops first); the answer cancels it.
+  timer_.expires_after(std::chrono::hours(24));
+  timer_.async_wait([self = shared_from_this()](beast::error_code) {});
+  std::weak_ptr<HttpSession> weak = shared_from_this();
+  std::shared_ptr<ReplyGate> gate = state_->gate;
+  state_->router.HandleDeferred(req, [weak, gate, version, keep_alive](Response r) {
+    gate->Run([&] {
+      std::shared_ptr<HttpSession> self = weak.lock();
+      if (!self) return;
+      net::post(self->stream_.get_executor(),
+                [self, r = std::move(r), version, keep_alive]() mutable {
+                  self->timer_.cancel();
+                  self->Send(std::move(r), version, keep_alive);
+                });
+    });
+  });
 }
 
 void HttpSession::TooLarge() {

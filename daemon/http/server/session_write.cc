@@ -39,6 +39,7 @@ std::string SseHead(const Response& r) {
 }  // namespace
 
 void HttpSession::Send(Response&& r, unsigned version, bool keep_alive) {
+  hold_ = std::move(r.hold);
   switch (r.kind) {
     case BodyKind::kString:
       return SendString(std::move(r), version, keep_alive);
@@ -88,6 +89,7 @@ void HttpSession::SendFile(Response&& r, unsigned version, bool keep_alive) {
 }
 
 void HttpSession::OnWrite(beast::error_code ec, bool close) {
+  hold_.reset();
   if (ec) return Fail(ec, "write");
   if (close) return Close();
   WaitForNextRequest();

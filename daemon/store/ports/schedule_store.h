@@ -68,6 +68,10 @@ class ScheduleStore {
   virtual Result<std::vector<ScheduleRow>> ListSchedules() = 0;
   // Pauses or resumes; a resumed schedule fires next at next_fire_ms.
   virtual Status SetSchedulePaused(int64_t id, bool paused, int64_t next_fire_ms) = 0;
+  // Replaces the build request a schedule fires (and the source archive it names);
+  // its timing, watch state and runs stay. NotFound for an unknown or deleted schedule.
+  virtual Status SetScheduleRequest(int64_t id, const std::string& request,
+                                    const std::string& source_sha256) = 0;
   // Marks the schedule deleted; its runs and builds stay. NotFound when unknown.
   virtual Status DeleteSchedule(int64_t id, int64_t now_ms) = 0;
   // Records a run that submitted nothing and sets the next fire time when

@@ -269,6 +269,9 @@ Result<int> SqlStore::CompleteAttempt(const CompletionReport& r, int64_t now_ms)
     FARM_RETURN_IF_ERROR(Requeue(job.id, r.retry_not_before_ms));
   } else {
     std::string error = next == kJobSucceeded ? "" : r.detail;
+    // Who cancelled it, not how the worker heard of it.
+    if (next == kJobCancelled && !job.cancelled_by.empty())
+      error = "cancelled by " + job.cancelled_by;
     FARM_RETURN_IF_ERROR(SetJobTerminal(job.id, next, error, now_ms));
   }
   int queued = 0;
@@ -292,7 +295,9 @@ Status SqlStore::LoseJobs(const std::vector<JobRow>& jobs, const std::string& de
   for (const JobRow& job : jobs) {
     FARM_RETURN_IF_ERROR(EndAttempt(job, kCauseLostWorker, -1, detail, 0, now_ms));
     if (job.cancel_requested) {
-      FARM_RETURN_IF_ERROR(SetJobTerminal(job.id, kJobCancelled, "cancelled", now_ms));
+      FARM_RETURN_IF_ERROR(SetJobTerminal(
+          job.id, kJobCancelled,
+          job.cancelled_by.empty() ? "cancelled" : "cancelled by " + job.cancelled_by, now_ms));
     } else if (job.attempt < job.max_attempts) {
       FARM_RETURN_IF_ERROR(Requeue(job.id, 0));
     } else {

@@ -115,6 +115,18 @@ Status SqlStore::SetSchedulePaused(int64_t id, bool paused, int64_t next_fire_ms
   return Status::Ok();
 }
 
+Status SqlStore::SetScheduleRequest(int64_t id, const std::string& request,
+                                    const std::string& source_sha256) {
+  Locked lock(this);
+  FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("UPDATE schedules SET request = ?, source_sha256 = ? "
+                                             "WHERE id = ? AND deleted_ms = 0"));
+  s->BindBlob(request).Bind(source_sha256).Bind(id);
+  FARM_RETURN_IF_ERROR(s->Run());
+  if (db_->Changes() == 0) return Status::NotFound("no schedule " + std::to_string(id));
+  Bump();
+  return Status::Ok();
+}
+
 Status SqlStore::DeleteSchedule(int64_t id, int64_t now_ms) {
   Locked lock(this);
   FARM_ASSIGN_OR_RETURN(

@@ -23,8 +23,8 @@ SourceArchiveRow SourceFromRow(const Stmt& s) {
 
 // An archive nothing needs: unused since before ?1 (bound by the caller), named by no
 // schedule that is not deleted, no queued or running build, and no stored wheel,
-// published file or preloaded upstream file (the blob store is shared, and content
-// addressing could make a wheel and a source the same blob).
+// published file, preloaded upstream file or file the pull-through cache holds (the blob
+// store is shared, and content addressing could make a wheel and a source the same blob).
 constexpr char kCollectable[] =
     "s.last_used_ms < ?1"
     " AND NOT EXISTS (SELECT 1 FROM schedules c WHERE c.source_sha256 = s.sha256"
@@ -33,7 +33,8 @@ constexpr char kCollectable[] =
     "                 AND b.state IN (1, 2))"
     " AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.sha256 = s.sha256)"
     " AND NOT EXISTS (SELECT 1 FROM publications p WHERE p.sha256 = s.sha256)"
-    " AND NOT EXISTS (SELECT 1 FROM upstream_preloads u WHERE u.sha256 = s.sha256)";
+    " AND NOT EXISTS (SELECT 1 FROM upstream_preloads u WHERE u.sha256 = s.sha256)"
+    " AND NOT EXISTS (SELECT 1 FROM mirror_blobs m WHERE m.sha256 = s.sha256)";
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/store/mirror_store.h"
 #include "daemon/store/sql/db.h"
 #include "daemon/store/sql/rows.h"
 #include "daemon/store/store.h"
@@ -20,7 +21,7 @@
 
 namespace farm::store {
 
-class SqlStore final : public Store, public WebhookStore {
+class SqlStore final : public Store, public WebhookStore, public MirrorStore {
  public:
   explicit SqlStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
 
@@ -85,6 +86,15 @@ class SqlStore final : public Store, public WebhookStore {
   Status UpdateWebhookDelivery(const WebhookDeliveryRow& row, int64_t now_ms) override;
   Result<std::vector<WebhookDeliveryRow>> ListWebhookDeliveries(int limit) override;
 
+  Result<bool> RecordMirrorFile(const MirrorBlobRow& blob, const std::string& filename,
+                                const std::string& metadata) override;
+  Status TouchMirrorBlobs(const std::vector<std::pair<std::string, int64_t>>& uses) override;
+  Result<std::vector<MirrorFileRow>> ListMirrorFiles() override;
+  Result<int64_t> MirrorBytes() override;
+  Result<std::vector<MirrorBlobRow>> ListMirrorBlobsByUse(int limit) override;
+  Result<std::optional<std::string>> GetMirrorMetadata(const std::string& sha256) override;
+  Result<bool> ForgetMirrorBlob(const std::string& sha256) override;
+
   Status CancelBuild(int64_t build_id, int64_t now_ms, const std::string& who) override;
   Status RetryJob(int64_t job_id, int64_t now_ms) override;
   Result<bool> RecordProgress(const ProgressReport& report) override;
@@ -121,6 +131,8 @@ class SqlStore final : public Store, public WebhookStore {
   Result<ScheduleRow> GetSchedule(int64_t id) override;
   Result<std::vector<ScheduleRow>> ListSchedules() override;
   Status SetSchedulePaused(int64_t id, bool paused, int64_t next_fire_ms) override;
+  Status SetScheduleRequest(int64_t id, const std::string& request,
+                            const std::string& source_sha256) override;
   Status DeleteSchedule(int64_t id, int64_t now_ms) override;
   Status RecordScheduleRun(ScheduleRunRow* run, int64_t next_fire_ms) override;
   Status SetWatchState(int64_t id, const std::string& state, int64_t next_fire_ms) override;
@@ -167,6 +179,10 @@ class SqlStore final : public Store, public WebhookStore {
   Result<std::optional<UpstreamPreloadRow>> GetUpstreamPreload(const std::string& source,
                                                                const std::string& path) override;
   Result<std::vector<UpstreamPreloadRow>> ListUpstreamPreloads() override;
+
+  // LockStore (locks.cc)
+  Status PutLock(const LockRow& row) override;
+  Result<std::optional<LockRow>> GetLock(const std::string& digest) override;
 
   Result<std::optional<QuotaOverrideRow>> GetQuotaOverride(const std::string& principal) override;
   Status SetQuotaOverride(const QuotaOverrideRow& row) override;

@@ -32,5 +32,30 @@ TEST(FromGrpcTest, ARetryInfoIsSaidInTheMessageWhenTheServerDidNotSayIt) {
   EXPECT_EQ(FromGrpc(junk, "127.0.0.1:1").message(), "full");
 }
 
+TEST(FromGrpcTest, FarmdsOwnUnavailableIsNotCalledFarmdDown) {
+  // farmd answered: its details repeat the code (daemon/api/auth.h ToGrpc).
+  farm::v1::RpcStatus details;
+  details.set_code(grpc::StatusCode::UNAVAILABLE);
+  details.set_message("cannot read torch's releases on cu128: connection refused");
+  grpc::Status answered(grpc::StatusCode::UNAVAILABLE, details.message(),
+                        details.SerializeAsString());
+  Status s = FromGrpc(answered, "127.0.0.1:7171");
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(s.message(),
+            "farmd at 127.0.0.1:7171 answered: cannot read torch's releases on cu128: "
+            "connection refused");
+  // gRPC's own failure to connect has no details: farmd was not reached.
+  grpc::Status refused(grpc::StatusCode::UNAVAILABLE, "failed to connect to all addresses");
+  EXPECT_EQ(FromGrpc(refused, "127.0.0.1:7171").message(),
+            "cannot reach farmd at 127.0.0.1:7171: is it running? (failed to connect to all "
+            "addresses)");
+  // Details of another code, or junk, are not farmd's answer to this call.
+  details.set_code(grpc::StatusCode::INTERNAL);
+  grpc::Status other(grpc::StatusCode::UNAVAILABLE, "x", details.SerializeAsString());
+  EXPECT_NE(FromGrpc(other, "h:1").message().find("cannot reach farmd"), std::string::npos);
+  grpc::Status junk(grpc::StatusCode::UNAVAILABLE, "x", "\xff\xff");
+  EXPECT_NE(FromGrpc(junk, "h:1").message().find("cannot reach farmd"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace farm::cli

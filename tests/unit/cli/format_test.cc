@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace farm::cli {
 namespace {
 
@@ -43,6 +45,52 @@ TEST(FormatTest, AJobAnsweredFromTheStoreNamesTheJobWhoseWheelsItGot) {
             std::string::npos);
 }
 
+TEST(FormatTest, ABuildOfAFollowingRecipeSaysWhichReleasesItResolved) {
+  farm::v1::Build b;
+  b.set_id(4);
+  EXPECT_EQ(FormatBuild(b).find("resolved to"), std::string::npos);
+  farm::v1::Recipe* r = b.mutable_recipe();
+  r->mutable_matrix()->mutable_torch_follow()->set_spec(">=2.8");
+  for (const char* minor : {"2.10", "2.8"}) r->mutable_matrix()->add_torch(minor);
+  (*r->mutable_environment()->mutable_torch())["2.8"] = "2.8.0";
+  (*r->mutable_environment()->mutable_torch())["2.10"] = "2.10.1";
+  std::string text = FormatBuild(b);
+  EXPECT_NE(text.find("  torch \">=2.8\" resolved to 2.8.0, 2.10.1 (what the indexes had when "
+                      "it was submitted)\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(FormatTest, ACancelledJobSaysOnceWhoCancelledIt) {
+  farm::v1::Job j;
+  j.set_state(farm::v1::JOB_CANCELLED);
+  j.set_cancelled_by("alice");
+  j.set_error("cancelled by alice");
+  std::string text = FormatJob(j);
+  EXPECT_NE(text.find("error: cancelled by alice"), std::string::npos) << text;
+  EXPECT_EQ(text.find("cancelled by alice", text.find("cancelled by alice") + 1), std::string::npos)
+      << text;
+  j.set_error("the build timed out");  // another error: who cancelled it is said apart
+  EXPECT_NE(FormatJob(j).find("    cancelled by alice\n"), std::string::npos);
+}
+
+TEST(FormatTest, AnAttemptWhereNoCommandExitedShowsNoExitCode) {
+  farm::v1::Job j;
+  j.set_state(farm::v1::JOB_FAILED);
+  auto* a = j.add_attempts();
+  a->set_number(1);
+  a->set_worker_name("prov-1");
+  a->set_cause(farm::v1::CAUSE_BUILD_FAILED);
+  a->set_exit_code(-1);
+  a->set_detail("provisioning failed (invalid-request): the pins are not a lock");
+  std::string text = FormatJob(j);
+  EXPECT_EQ(text.find("(exit -1)"), std::string::npos) << text;
+  EXPECT_NE(text.find("build_failed - provisioning failed (invalid-request)"), std::string::npos)
+      << text;
+  a->set_exit_code(2);  // the build command's own exit
+  EXPECT_NE(FormatJob(j).find("build_failed (exit 2) - provisioning"), std::string::npos);
+}
+
 TEST(FormatTest, WhyAPendingJobWaits) {
   farm::v1::Job j;
   j.set_state(farm::v1::JOB_PENDING);
@@ -58,6 +106,28 @@ TEST(FormatTest, WhyAPendingJobWaits) {
   EXPECT_NE(text.find("    cannot run on gpu-1 (w-1): no CUDA toolkit 12.8"), std::string::npos);
   j.set_state(farm::v1::JOB_RUNNING);
   EXPECT_EQ(FormatWaiting(j), "");
+}
+
+TEST(FormatTest, WorkersHaveAHeaderAndSayWhatTheyProvision) {
+  farm::v1::WorkerInfo w;
+  w.set_id("w-1");
+  w.set_name("prov-1");
+  w.set_state("idle");
+  EXPECT_EQ(WorkersHeader().substr(0, 15), "ID\tNAME\tSTATE\tP");
+  size_t columns = std::count(WorkersHeader().begin(), WorkersHeader().end(), '\t');
+  std::string plain = FormatWorker(w);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), '\t'), columns) << plain;
+  EXPECT_NE(plain.find("\tdoes not provision\t"), std::string::npos) << plain;
+  auto* p = w.mutable_capabilities()->mutable_provisioning();
+  p->set_enabled(true);
+  p->set_toolkits_through_farm(true);
+  std::string text = FormatWorker(w);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\t'), columns) << text;
+  EXPECT_NE(text.find("provisions (fetches no CUDA: farmd serves no redist tree)"),
+            std::string::npos)
+      << text;
+  p->set_fetches_toolkits(true);
+  EXPECT_NE(FormatWorker(w).find("provisions (fetches CUDA)"), std::string::npos);
 }
 
 TEST(FormatTest, WorkersAreNamedAndTheirIdsStandInOnlyWithoutAName) {

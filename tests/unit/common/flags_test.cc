@@ -29,7 +29,13 @@ TEST(FlagsTest, ParsesValuesRepeatsBooleansAndPositionals) {
 
 TEST(FlagsTest, RejectsUnknownFlagsMissingValuesAndBadIntegers) {
   Flags a = MakeFlags();
-  EXPECT_EQ(ParseArgs(&a, {"--data-dri", "x"}).message(), "unknown flag --data-dri");
+  EXPECT_EQ(ParseArgs(&a, {"--data-dri", "x"}).message(),
+            "unknown flag --data-dri (did you mean --data-dir?)");
+  Flags near = MakeFlags();
+  EXPECT_EQ(ParseArgs(&near, {"--labels", "x"}).message(),
+            "unknown flag --labels (did you mean --label?)");
+  Flags far = MakeFlags();
+  EXPECT_EQ(ParseArgs(&far, {"--colour", "x"}).message(), "unknown flag --colour");
   Flags b = MakeFlags();
   EXPECT_EQ(ParseArgs(&b, {"--data-dir"}).message(), "--data-dir needs a DIR");
   Flags c = MakeFlags();

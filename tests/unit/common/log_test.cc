@@ -36,5 +36,19 @@ TEST(LogTest, ComponentIsNamedOnceWhetherOrNotTheMessageNamesIt) {
   EXPECT_EQ(Count(json, "\"msg\":\"registered as w-1\""), 1) << json;
 }
 
+TEST(LogTest, CredentialsInUrlsAreRedactedWhereverTheyStand) {
+  EXPECT_EQ(RedactUrlCredentials("http://produser:S3CR3TTOKEN@127.0.0.1:18901/idx/x/ answered 404"),
+            "http://[REDACTED]@127.0.0.1:18901/idx/x/ answered 404");
+  // A token as the user name, a password holding '@' and ':', several URLs, a quoted one.
+  EXPECT_EQ(RedactUrlCredentials("a https://ghp_abc@github.com b \"http://u:p@ss:w@h?q\""),
+            "a https://[REDACTED]@github.com b \"http://[REDACTED]@h?q\"");
+  // Nothing to redact: no userinfo, an '@' in the path, a mail address.
+  for (const char* plain : {"http://host/a@b", "https://h:8080/x", "mail me@example.com",
+                            "file:///etc/passwd", "://@"}) {
+    EXPECT_EQ(RedactUrlCredentials(plain), plain);
+  }
+  EXPECT_EQ(Redact("fetch http://u:TOPSECRET@h/ failed"), "fetch http://[REDACTED]@h/ failed");
+}
+
 }  // namespace
 }  // namespace farm::log

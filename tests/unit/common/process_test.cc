@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/fs.h"
 #include "tests/support/test_util.h"
 
 namespace farm {
@@ -195,6 +196,18 @@ TEST(ProcessTest, PeakRssCoversTheChild) {
   ASSERT_OK(r.status());
   ASSERT_EQ(r->result.exit_code, 0) << r->err;
   EXPECT_GT(r->result.peak_rss_bytes, 64LL << 20);
+}
+
+TEST(FindInPathTest, SkipsMissingAndNonExecutable) {
+  testing::ScopedTempDir tmp;
+  ASSERT_OK(fs::MakeDirs(tmp.path() + "/a"));
+  ASSERT_OK(fs::MakeDirs(tmp.path() + "/b"));
+  ASSERT_OK(fs::WriteFileAtomic(tmp.path() + "/a/tool", "x", 0644));
+  ASSERT_OK(fs::WriteFileAtomic(tmp.path() + "/b/tool", "x", 0755));
+  std::string path = "/nonexistent:" + tmp.path() + "/a::" + tmp.path() + "/b";
+  EXPECT_EQ(FindInPath("tool", path.c_str()), tmp.path() + "/b/tool");
+  EXPECT_EQ(FindInPath("other", path.c_str()), "");
+  EXPECT_EQ(FindInPath("a/tool", tmp.path().c_str()), "");  // a name, not a path
 }
 
 }  // namespace

@@ -96,6 +96,12 @@ TEST_F(VerifyTest, BuildStatementReadsBackWhatWasAttested) {
   EXPECT_EQ(b.recipe, "attn_example 1.0 (recipe sha256 " + Sha256Hex("name: attn_example") + ")");
   EXPECT_EQ(b.source, "archive sha256 " + Sha256Hex("tar"));
   EXPECT_EQ(b.cell, "python 3.11, cuda 13.0, arch 9.0, linux_x86_64");
+  // Axes a cell does not have leave no empty label behind ("arch 9.0;12.0a, ").
+  BuildFacts bare = Build(wheel_);
+  bare.cell = {.python = "3.11", .arch_list = "9.0;12.0a"};
+  auto plain = ParseStatement(BuildStatementJson(bare));
+  ASSERT_OK(plain.status());
+  EXPECT_EQ(plain->build.cell, "python 3.11, arch 9.0;12.0a");
   EXPECT_EQ(b.started, "2023-11-14T22:13:20.000Z");
   EXPECT_EQ(b.finished, "2023-11-14T22:14:20.000Z");
   EXPECT_EQ(b.log_sha256, Sha256Hex("log"));

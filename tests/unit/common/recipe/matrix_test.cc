@@ -85,9 +85,19 @@ TEST(ExpandMatrixTest, TorchCudaPairsFollowTheTable) {
   EXPECT_EQ(Cells(e), (Strings{"python=3.12 torch=2.6 cuda=12.4", "python=3.12 torch=2.9 cuda=13.0"}));
   EXPECT_EQ(e.rejected,
             (Strings{"python=3.12 torch=2.6 cuda=13.0: torch 2.6 is not released for CUDA 13.0 "
-                     "(torch 2.6 ships for CUDA 11.8, 12.4, 12.6)",
+                     "(torch 2.6 ships for CUDA 11.8, 12.4, 12.6) (a private torch build for "
+                     "it: matrix.torch_cuda)",
                      "python=3.12 torch=2.9 cuda=12.4: torch 2.9 is not released for CUDA 12.4 "
-                     "(torch 2.9 ships for CUDA 12.6, 12.8, 13.0)"}));
+                     "(torch 2.9 ships for CUDA 12.6, 12.8, 13.0) (a private torch build for "
+                     "it: matrix.torch_cuda)"}));
+  // A private torch build: the recipe names the pair, and the cell is built.
+  farm::v1::CudaVersions extra;
+  extra.add_cuda("13.0");
+  (*m.mutable_torch_cuda())["2.6"] = extra;
+  e = ExpandMatrix(m, m);
+  EXPECT_EQ(Cells(e), (Strings{"python=3.12 torch=2.6 cuda=12.4", "python=3.12 torch=2.6 cuda=13.0",
+                               "python=3.12 torch=2.9 cuda=13.0"}));
+  EXPECT_EQ(e.rejected.size(), 1u);
 }
 
 TEST(ExpandMatrixTest, ExcludesRemoveMatchingCells) {
@@ -215,13 +225,36 @@ TEST(ExpandMatrixTest, BadRulesAndHugeMatricesAreErrors) {
   EXPECT_TRUE(e.cells.empty());
 }
 
+TEST(VersionLessTest, ReleasesSortByNumberNotText) {
+  EXPECT_TRUE(VersionLess("2.8", "2.10"));
+  EXPECT_FALSE(VersionLess("2.10", "2.8"));
+  EXPECT_TRUE(VersionLess("3.9", "3.11"));
+  EXPECT_TRUE(VersionLess("2.9", "2.9.1"));
+  EXPECT_TRUE(VersionLess("12.8", "13.0"));
+  EXPECT_TRUE(VersionLess("", "2.8"));
+  EXPECT_FALSE(VersionLess("2.8", "2.8"));
+  EXPECT_FALSE(VersionLess("2.08", "2.8"));
+  EXPECT_TRUE(VersionLess("9.0;12.0a", "12.0a"));
+  EXPECT_TRUE(VersionLess("linux_aarch64", "linux_x86_64"));
+}
+
 TEST(CheckAxisValueTest, FormsPerAxis) {
   EXPECT_OK(CheckAxisValue("python", "3.11"));
   EXPECT_FALSE(CheckAxisValue("python", "3.11.2").ok());
   EXPECT_OK(CheckAxisValue("torch", "2.8.0"));
   EXPECT_OK(CheckAxisValue("torch", ""));
   EXPECT_FALSE(CheckAxisValue("cuda", "").ok());
-  EXPECT_OK(CheckAxisValue("arch_lists", "sm_90a compute_120"));
+  EXPECT_OK(CheckAxisValue("arch_lists", "9.0a 12.0+PTX;12.1a"));
+  // The build gets the list verbatim as TORCH_CUDA_ARCH_LIST: nvcc's spellings, which torch
+  // does not read, are refused with the one to write, and so is an entry given twice.
+  EXPECT_EQ(CheckAxisValue("arch_lists", "sm_90").message(),
+            "arch list entry \"sm_90\" is nvcc's spelling; TORCH_CUDA_ARCH_LIST, which the "
+            "build gets verbatim, reads MAJOR.MINOR[a|f][+PTX] (write \"9.0\")");
+  EXPECT_EQ(CheckAxisValue("arch_lists", "12.0;sm_90a").message().substr(0, 45),
+            "arch list entry \"sm_90a\" is nvcc's spelling; ");
+  EXPECT_FALSE(CheckAxisValue("arch_lists", "compute_120").ok());
+  EXPECT_EQ(CheckAxisValue("arch_lists", "12.1a;9.0;12.1a").message(),
+            "arch list entry \"12.1a\" is given twice in \"12.1a;9.0;12.1a\"");
   EXPECT_EQ(CheckAxisValue("colour", "red").message(), "unknown axis \"colour\"");
   EXPECT_EQ(CanonicalAxis("arch_list"), "arch_lists");
   EXPECT_EQ(CanonicalAxis("archs"), "");

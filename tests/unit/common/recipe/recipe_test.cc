@@ -104,6 +104,27 @@ TEST(ParseRecipeTest, FullExampleFillsEveryField) {
   EXPECT_EQ(recipe.yaml(), kFullRecipe);
 }
 
+TEST(ParseRecipeTest, APrivateTorchBuildAddsTorchCudaPairs) {
+  auto r = ParseRecipe(std::string(kMinimal) +
+                           "matrix:\n  torch: [\"2.8\"]\n  cuda: [\"13.0\"]\n"
+                           "  torch_cuda: {\"2.8\": [\"13.0\", \"12.9\"]}\n",
+                       "recipe.yaml");
+  ASSERT_OK(r.status());
+  const auto& extra = r->matrix().torch_cuda();
+  ASSERT_EQ(extra.size(), 1u);
+  EXPECT_EQ(std::vector<std::string>(extra.at("2.8").cuda().begin(), extra.at("2.8").cuda().end()),
+            (std::vector<std::string>{"13.0", "12.9"}));
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "matrix:\n  torch_cuda: {\"2.8.1\": [\"13.0\"]}\n"),
+            "recipe.yaml:5:16: matrix.torch_cuda keys are torch minors such as \"2.8\", got "
+            "\"2.8.1\"");
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "matrix:\n  torch_cuda: {\"2.8\": [\"13\"]}\n")
+                .find("matrix.torch_cuda.2.8[0]: CUDA version \"13\" must be MAJOR.MINOR"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + "matrix:\n  torch_cuda: [\"2.8\"]\n")
+                .find("matrix.torch_cuda must map torch minors"),
+            std::string::npos);
+}
+
 TEST(ParseRecipeTest, MinimalRecipeGetsDefaults) {
   Result<farm::v1::Recipe> r = ParseRecipe(kMinimal, "r.yaml");
   ASSERT_OK(r.status());

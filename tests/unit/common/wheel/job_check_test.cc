@@ -74,6 +74,32 @@ TEST_F(JobCheckTest, AMissingTargetAndAWrongPythonAreProblems) {
   EXPECT_EQ(check->manifest.missing(0), "attn_example/_attn_example.so lacks sm_121a");
 }
 
+TEST_F(JobCheckTest, AModuleCompiledWithAnotherCudaThanTheCellsFailsNamingBoth) {
+  FARM_LOAD_MODULE_OR_SKIP("multi", so);
+  Result<ModuleManifest> module = ReadModuleManifest(so, kJobModule);
+  ASSERT_OK(module.status());
+  std::string built = module->images.front().toolkit;  // "13.0" here
+  ASSERT_FALSE(built.empty());
+  farm::v1::MatrixCell cell = JobCell("3.12", "9.0a");
+  cell.set_cuda(built);
+  auto same = CheckJobWheel(Wheel(so), "", cell);
+  ASSERT_OK(same.status());
+  EXPECT_FALSE(HasProblem(same->problems, "cuda-mismatch")) << same->Summary();
+
+  cell.set_cuda(built == "12.8" ? "12.9" : "12.8");
+  auto other = CheckJobWheel(Wheel(so), "", cell);
+  ASSERT_OK(other.status());
+  ASSERT_TRUE(HasProblem(other->problems, "cuda-mismatch", kJobModule)) << other->Summary();
+  std::string summary = other->Summary();
+  EXPECT_NE(summary.find("compiled with CUDA " + built), std::string::npos) << summary;
+  EXPECT_NE(summary.find("the cell is CUDA " + cell.cuda()), std::string::npos) << summary;
+  // A cell without CUDA asks for no toolkit: nothing to compare.
+  cell.set_cuda("");
+  auto none = CheckJobWheel(Wheel(so), "", cell);
+  ASSERT_OK(none.status());
+  EXPECT_FALSE(HasProblem(none->problems, "cuda-mismatch")) << none->Summary();
+}
+
 TEST_F(JobCheckTest, TheGivenFileNameIsCheckedInsteadOfTheStoredOne) {
   testing::WheelSpec spec;
   Result<std::string> path = testing::WriteWheel(dir_.path(), spec);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "common/wheel/inspect.h"
 #include "tests/support/test_util.h"
 #include "tests/unit/common/wheel/elf/fatbin_fixture.h"
@@ -68,6 +70,32 @@ TEST(ManifestTest, MultiArchSpeedModeUsesLz4) {
   ExpectMultiArch(so, Compression::kLz4);
 }
 
+// "13.0" from the nvcc that built the test modules ("Cuda compilation tools, release 13.0,
+// V13.0.88"), "" when it cannot be run.
+std::string NvccRelease() {
+  std::string cmd = std::string(FARM_WHEEL_TEST_NVCC) + " --version";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return "";
+  std::string out;
+  char buf[256];
+  while (fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  pclose(p);
+  size_t at = out.find("release ");
+  if (at == std::string::npos) return "";
+  return out.substr(at + 8, out.find(',', at) - at - 8);
+}
+
+TEST(ManifestTest, CubinsNameTheToolkitThatCompiledThem) {
+  FARM_LOAD_MODULE_OR_SKIP("multi", so);
+  std::string release = NvccRelease();
+  ASSERT_FALSE(release.empty()) << FARM_WHEEL_TEST_NVCC;
+  Result<ModuleManifest> m = ReadModuleManifest(so, kModule);
+  ASSERT_OK(m.status());
+  ASSERT_FALSE(m->images.empty());
+  // ptxas and nvlink both write it; every cubin of one nvcc run names the same release.
+  for (const CodeImage& image : m->images) EXPECT_EQ(image.toolkit, release) << image.name;
+}
+
 TEST(ManifestTest, SuffixFallsBackToFatbinFlagsWithoutToolInfo) {
   FARM_LOAD_MODULE_OR_SKIP("multi", so);
   int renamed = 0;
@@ -80,7 +108,10 @@ TEST(ManifestTest, SuffixFallsBackToFatbinFlagsWithoutToolInfo) {
   Result<ModuleManifest> m = ReadModuleManifest(so, kModule);
   ASSERT_OK(m.status());
   EXPECT_EQ(m->archs, (std::vector<std::string>{"sm_120a", "sm_121a", "sm_80", "sm_90a"}));
-  for (const CodeImage& image : m->images) EXPECT_EQ(image.suffix_source, "fatbin-flags");
+  for (const CodeImage& image : m->images) {
+    EXPECT_EQ(image.suffix_source, "fatbin-flags");
+    EXPECT_EQ(image.toolkit, "");  // nothing says which toolkit: nothing is assumed
+  }
 }
 
 TEST(ManifestTest, Built120aRequested121Fails) {

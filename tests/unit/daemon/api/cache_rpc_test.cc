@@ -137,10 +137,11 @@ TEST_F(CacheRpcTest, APreloadedWheelIsServedOfflineOnceAndNeverReplaced) {
   EXPECT_EQ(resp.file().kind(), "index-file");
   EXPECT_EQ(resp.file().path(), kWheel);
   // The index's project page lists it with upstream out of reach; the file is the blob.
-  auto page = cache().IndexPage("cu128", "torch", /*json=*/true, "/upstream/files/");
+  auto page = cache().IndexPage(
+      {.index = "cu128", .project = "torch", .json = true, .files_base = "/upstream/files/"});
   ASSERT_OK(page.status());
   EXPECT_NE(page->body.find(sha), std::string::npos) << page->body;
-  EXPECT_OK(cache().EnsureFile(sha));
+  EXPECT_OK(cache().File({.index = "cu128", .sha256 = sha, .filename = kWheel}).status());
 
   // The same file again: a no-op that says so, whether named by index name or URL.
   farm::v1::CacheAddHeader by_url = Wheel(kWheel);
@@ -160,7 +161,8 @@ TEST_F(CacheRpcTest, APreloadedWheelIsServedOfflineOnceAndNeverReplaced) {
   server_->Shutdown();
   server_.reset();
   Start();
-  page = cache().IndexPage("cu128", "torch", /*json=*/false, "/upstream/files/");
+  page =
+      cache().IndexPage({.index = "cu128", .project = "torch", .files_base = "/upstream/files/"});
   ASSERT_OK(page.status());
   EXPECT_NE(page->body.find(sha), std::string::npos) << page->body;
 }

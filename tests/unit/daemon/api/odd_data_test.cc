@@ -3,6 +3,8 @@
 // builds with rejected cells, empty lists, unicode text, extreme sizes and ids, calls on
 // jobs a worker does not hold. Each answer has the documented status code (never INTERNAL
 // or UNKNOWN) and farmd keeps serving afterwards. The sanitizer build runs it too.
+#include "daemon/api/auth.h"
+#include "farm/v1/rpc_status.pb.h"
 #include "tests/unit/daemon/api/rpc_fixture.h"
 
 namespace farm::api {
@@ -70,6 +72,27 @@ TEST_F(OddDataRpcTest, BuildsWithRejectedCellsExtremePagesAndUnknownIds) {
   while (missing->Read(&ev)) {
   }
   EXPECT_EQ(missing->Finish().error_code(), StatusCode::NOT_FOUND);
+}
+
+TEST_F(OddDataRpcTest, EveryAnswerOfFarmdCarriesItsStatusInTheDetails) {
+  // farmctl tells farmd's own UNAVAILABLE from a farmd it cannot reach by these details
+  // (cli/client.h FromGrpc): gRPC's failures to connect have none.
+  farm::v1::GetBuildRequest get;
+  get.set_build_id(INT64_MAX);
+  farm::v1::Build got;
+  grpc::Status s = farm_->GetBuild(Ctx(admin_).get(), get, &got);
+  ASSERT_EQ(s.error_code(), StatusCode::NOT_FOUND);
+  farm::v1::RpcStatus details;
+  ASSERT_TRUE(details.ParseFromString(s.error_details()));
+  EXPECT_EQ(details.code(), StatusCode::NOT_FOUND);
+  EXPECT_EQ(details.message(), s.error_message());
+  EXPECT_EQ(details.details_size(), 0);
+  EXPECT_EQ(ToGrpc(Status::Unavailable("cannot read torch's releases")).error_details(), [] {
+    farm::v1::RpcStatus d;
+    d.set_code(StatusCode::UNAVAILABLE);
+    d.set_message("cannot read torch's releases");
+    return d.SerializeAsString();
+  }());
 }
 
 TEST_F(OddDataRpcTest, AJobNoneOfManyWorkersCanTakeNamesEachReasonOnce) {
@@ -419,6 +442,29 @@ TEST_F(OddDataRpcTest, TokensPublicationsSchedulesAndHostsWithOddData) {
   ref.set_schedule_id(schedules.schedules(0).id());
   ASSERT_TRUE(farm_->PauseSchedule(Ctx(admin_).get(), ref, &schedule).ok());
   ASSERT_TRUE(farm_->ResumeSchedule(Ctx(admin_).get(), ref, &schedule).ok());
+  // Updating makes the schedule build the changed recipe; its name, cron and id stay.
+  farm::v1::UpdateScheduleRequest update;
+  update.set_schedule_id(ref.schedule_id());
+  std::string changed = kRecipe;
+  changed.replace(changed.find("timeout: 60"), 11, "timeout: 77");
+  update.mutable_build()->set_recipe_yaml(changed);
+  ASSERT_TRUE(farm_->UpdateSchedule(Ctx(admin_).get(), update, &schedule).ok());
+  EXPECT_EQ(schedule.id(), ref.schedule_id());
+  EXPECT_EQ(schedule.name(), kUnicode);
+  EXPECT_EQ(schedule.cron(), "@nightly");
+  EXPECT_EQ(schedule.request().recipe_yaml(), changed);
+  std::string renamed = changed;
+  renamed.replace(renamed.find("odd-recipe"), 10, "new-recipe");
+  update.mutable_build()->set_recipe_yaml(renamed);
+  EXPECT_EQ(farm_->UpdateSchedule(Ctx(admin_).get(), update, &schedule).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+  update.mutable_build()->set_recipe_yaml("name: [broken");
+  EXPECT_EQ(farm_->UpdateSchedule(Ctx(admin_).get(), update, &schedule).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+  update.set_schedule_id("987654");
+  update.mutable_build()->set_recipe_yaml(changed);
+  EXPECT_EQ(farm_->UpdateSchedule(Ctx(admin_).get(), update, &schedule).error_code(),
+            StatusCode::NOT_FOUND);
   farm::v1::RunScheduleNowRequest now;
   now.set_schedule_id(ref.schedule_id());
   farm::v1::ScheduleRun run;

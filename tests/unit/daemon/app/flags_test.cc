@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,35 @@ TEST(FarmdFlagsTest, DefaultsAndValuesTaken) {
   EXPECT_EQ(set->http.max_connections, 9);
 }
 
+TEST(FarmdFlagsTest, ThePullThroughCacheIsBoundedAndRefusesStrangersByDefault) {
+  auto defaults = Parse({});
+  ASSERT_OK(defaults.status());
+  EXPECT_EQ(defaults->upstream.max_bytes, int64_t{100} << 30);
+  EXPECT_FALSE(defaults->upstream.anonymous_pulls);
+  EXPECT_TRUE(defaults->upstream.allowed_hosts.empty());
+  EXPECT_EQ(defaults->upstream.limits.max_in_flight, 8);
+  EXPECT_EQ(defaults->upstream.limits.max_per_address, 4);
+
+  auto set = Parse({"--upstream-cache-max-gib", "0.5", "--upstream-anonymous-pulls",
+                    "--upstream-allow-host", "Files.PythonHosted.org", "--upstream-max-fetches",
+                    "3", "--upstream-max-fetches-per-host", "1"});
+  ASSERT_OK(set.status());
+  EXPECT_EQ(set->upstream.max_bytes, int64_t{512} << 20);
+  EXPECT_TRUE(set->upstream.anonymous_pulls);
+  EXPECT_EQ(set->upstream.allowed_hosts, std::set<std::string>{"files.pythonhosted.org"});
+  EXPECT_EQ(set->upstream.limits.max_in_flight, 3);
+  EXPECT_EQ(set->upstream.limits.max_per_address, 1);
+}
+
+TEST(FarmdFlagsTest, AnUpstreamsCredentialsAreNeverRepeated) {
+  auto bad = Parse({"--upstream-index", "priv=ftp://produser:S3CR3TTOKEN@host/idx/"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().find("S3CR3TTOKEN"), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("ftp://[REDACTED]@host/idx/"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(FarmdFlagsTest, EachRefusalNamesItsFlag) {
   struct Case {
     std::vector<std::string> args;
@@ -56,6 +86,17 @@ TEST(FarmdFlagsTest, EachRefusalNamesItsFlag) {
       {{"--watch-min-poll-s", "0"}, "--watch-min-poll-s must be"},
       {{"--upstream-index", "cu128=file:///etc"}, "--upstream-index wants NAME=http(s)://"},
       {{"--upstream-tree", "=https://x/"}, "--upstream-tree wants NAME=http(s)://"},
+      {{"--upstream-cache-max-gib", "-1"}, "--upstream-cache-max-gib must be"},
+      {{"--upstream-cache-max-gib", "lots"}, "--upstream-cache-max-gib must be"},
+      {{"--upstream-allow-host", "http://x/"}, "--upstream-allow-host wants a host"},
+      {{"--upstream-max-fetches", "0"}, "--upstream-max-fetches must be"},
+      {{"--upstream-max-fetches-per-host", "257"}, "--upstream-max-fetches-per-host must be"},
+      // Checked before farmd starts: a NAME its routes can carry, a URL with a host, once.
+      {{"--upstream-index", "cu 128=https://x/"}, "NAME is [a-z0-9._-], as cu128"},
+      {{"--upstream-index", "../x=https://x/"}, "NAME is [a-z0-9._-]"},
+      {{"--upstream-index", "cu128=https:///simple/"}, "--upstream-index wants NAME=http(s)://"},
+      {{"--upstream-index", "cu128=http://a/", "--upstream-index", "cu128=http://b/"},
+       "--upstream-index cu128 is given twice"},
       {{"--public-url", "ftp://x"}, "--public-url wants an http(s) URL"},
       {{"--webhook-backoff-ms", "0"}, "--webhook-backoff-ms must be"},
       {{"--webhook-max-attempts", "101"}, "--webhook-max-attempts must be"},

@@ -137,6 +137,19 @@ TEST(ComputeCoverageTest, AValidationJobGivesTheValidatedTimeAndWheelsOfOldAttem
   EXPECT_EQ(cells[0].wheel, "pkg-1.0-new.whl");
 }
 
+TEST(ComputeCoverageTest, CellsAreInReleaseOrder) {
+  BuildFacts b = Build(1, "pkg", {});
+  int64_t id = 1;
+  for (const char* torch : {"2.10", "2.8", "2.9"}) {
+    farm::v1::MatrixCell c = MakeCell("3.11");
+    c.set_torch(torch);
+    b.jobs.push_back(Job(++id, 1, c, store::kJobPending));
+  }
+  std::vector<std::string> order;
+  for (const Cell& c : ComputeCoverage({b})) order.push_back(c.key.torch);
+  EXPECT_EQ(order, (std::vector<std::string>{"2.8", "2.9", "2.10"}));
+}
+
 TEST(ComputeCoverageTest, AWatchFiredBuildsCellsGiveTheTimeFromReleaseToWheel) {
   BuildFacts b = Build(2, "pkg", {"3.11", "3.12"});
   b.upstream_ms = 40'000;  // the release the watch fired for
@@ -194,6 +207,28 @@ TEST(CellFilterTest, MatchesAxesStateAndOneArchOfTheList) {
   EXPECT_FALSE(CellFilter{.state = CellState::kFailed}.Matches(c));
 }
 
+TEST(EventsTest, AFarmWithoutAGpuAnnouncesItsBuiltWheels) {
+  BuildFacts b = Build(1, "pkg", {"3.11"});
+  b.upstream_ms = 40'000;  // a watch fired it
+  store::JobRow job = Job(2, 1, MakeCell("3.11"), store::kJobSucceeded);
+  job.finished_ms = 100'000;
+  b.jobs = {job};
+  b.artifacts[2] = {Wheel(2, "cc", store::kValidationPendingHardware)};
+  std::vector<Event> events = EventsOf({b}, 10);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, EventKind::kWheelBuilt);
+  EXPECT_EQ(events[0].time_ms, 100'000);
+  // The release's time to a wheel counts to the built one while validation waits.
+  std::vector<Cell> cells = ComputeCoverage({b});
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].state, CellState::kPendingHardware);
+  EXPECT_EQ(cells[0].release_to_wheel_seconds, std::optional<int64_t>(60));
+  // A wheel whose validation failed is no news of its own (its build failed).
+  b.artifacts[2] = {Wheel(2, "cc", store::kValidationFailed)};
+  EXPECT_TRUE(EventsOf({b}, 10).empty());
+  EXPECT_FALSE(ComputeCoverage({b})[0].release_to_wheel_seconds.has_value());
+}
+
 TEST(EventsTest, AWheelIsOneEventWhateverCopiesAndFailedBuildsAreNewestFirst) {
   BuildFacts first = Build(1, "pkg", {});
   first.jobs = {Job(1, 1, MakeCell("3.11"), store::kJobSucceeded)};
@@ -212,15 +247,21 @@ TEST(EventsTest, AWheelIsOneEventWhateverCopiesAndFailedBuildsAreNewestFirst) {
   failed.jobs = {Job(3, 3, MakeCell("3.11"), store::kJobFailed)};
   failed.jobs[0].error = "exit code 1";
   std::vector<Event> events = EventsOf({reused, failed, first}, 10);
-  ASSERT_EQ(events.size(), 2u);
+  ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[0].id, "build_failed:3");
   EXPECT_EQ(events[0].cause, "exit code 1");
   EXPECT_EQ(events[0].schedule_id, 4);
   EXPECT_NE(EventTitle(events[0]).find("release-day failure"), std::string::npos);
-  EXPECT_EQ(events[1].id, "wheel_validated:aa");
-  EXPECT_EQ(events[1].job_id, 1);  // the first validation, not the copy's
+  // Job 1's two wheels, both finished at 1 s: the validated one, and the one whose
+  // validation waits for a GPU, announced as built.
+  EXPECT_EQ(events[2].id, "wheel_validated:aa");
+  EXPECT_EQ(events[2].job_id, 1);  // the first validation, not the copy's
+  EXPECT_EQ(events[1].id, "wheel_built:pend");
+  EXPECT_EQ(EventTitle(events[1]),
+            "pkg 1.0: pkg-1.0-pend.whl built (job 1); validation waits for a GPU it runs on");
   EXPECT_EQ(EventsOf({reused, failed, first}, 1).size(), 1u);
   EXPECT_EQ(ParseEventKind("build_failed"), EventKind::kBuildFailed);
+  EXPECT_EQ(ParseEventKind("wheel_built"), EventKind::kWheelBuilt);
   EXPECT_EQ(ParseEventKind("nope"), std::nullopt);
 }
 

@@ -4,10 +4,12 @@
 // upstreams is tests/integration/test_release_day.py).
 #include <gtest/gtest.h>
 
+#include "daemon/cron/new_schedule.h"
 #include "daemon/cron/runner.h"
 #include "daemon/cron/torch_follow.h"
 #include "daemon/cron/upstream_watch.h"
 #include "daemon/cron/watch_state.h"
+#include "tests/support/fake_upstream.h"
 #include "tests/support/test_util.h"
 #include "tests/unit/daemon/cron/runner_fixture.h"
 
@@ -229,6 +231,32 @@ TEST(TorchFollowTest, ResolvesMinorsPinsAndExcludesFromTheIndexes) {
   EXPECT_EQ(pre.environment().torch().at("2.11"), "2.11.0rc1");
 }
 
+TEST(TorchFollowTest, AtStartEachIndexIsSaidToAnswerOrWhyNot) {
+  testing::FakeFetcher fetcher;
+  const std::string sha(64, 'a');
+  fetcher.Serve(
+      "http://127.0.0.1:8000/simple/torch/",
+      "<a href=\"../../torch-2.8.0%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl#sha256=" + sha +
+          "\">torch-2.8.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl</a>\n"
+          "<a href=\"../../torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl#sha256=" +
+          sha + "\">torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl</a>\n",
+      "text/html");
+  IndexCheck good = CheckUpstreamIndex(fetcher, "cu128", "http://127.0.0.1:8000/simple/");
+  EXPECT_TRUE(good.ok);
+  EXPECT_EQ(good.line,
+            "upstream index cu128 (http://127.0.0.1:8000/simple/): answers, torch 2.8.0, 2.10.0");
+  // The folder of wheels itself, not its simple/: no torch page there.
+  IndexCheck wrong = CheckUpstreamIndex(fetcher, "cu128", "http://127.0.0.1:8000/");
+  EXPECT_FALSE(wrong.ok);
+  EXPECT_NE(wrong.line.find("has no torch page"), std::string::npos) << wrong.line;
+  EXPECT_NE(wrong.line.find("is it the index's root"), std::string::npos) << wrong.line;
+  fetcher.Fail("http://127.0.0.1:9/simple/torch/", Status::Unavailable("connection refused"));
+  IndexCheck down = CheckUpstreamIndex(fetcher, "cu130", "http://127.0.0.1:9/simple/");
+  EXPECT_FALSE(down.ok);
+  EXPECT_NE(down.line.find("cannot be read now: connection refused"), std::string::npos)
+      << down.line;
+}
+
 // Scripted upstream: each Poll answers the next result (or the last one again).
 class ScriptedPoller final : public UpstreamPoller {
  public:
@@ -308,6 +336,53 @@ TEST_F(WatchRunnerTest, FiresOncePerChangeAcrossRestarts) {
   Step(60'000);
   EXPECT_EQ(Runs(id).size(), 2u);
   EXPECT_EQ(submitter_.requests.size(), 1u);
+}
+
+TEST_F(WatchRunnerTest, AReleaseWithoutAnUploadTimeSaysItsTimeIsTheFirstSighting) {
+  int64_t id = AddWatch();
+  poller_.result.items = {{.key = "torch cu130 2.9.0", .label = "torch 2.9.0 (cu130)"}};
+  Step(0);
+  poller_.result.items.push_back({.key = "torch cu130 2.10.0", .label = "torch 2.10.0 (cu130)"});
+  Step(60'000);
+  auto runs = Runs(id);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].upstream_ms, clock_.NowUnixMs());
+  EXPECT_NE(runs[0].detail.find("the upstream gives no upload time: its time is this poll's, "
+                                "when the watch first saw it"),
+            std::string::npos)
+      << runs[0].detail;
+}
+
+TEST_F(WatchRunnerTest, AnUpdatedScheduleKeepsWhatItsWatchSawAndBuildsTheNewRecipe) {
+  int64_t id = AddWatch();
+  poller_.result.items = {{.key = "torch cu130 2.9.0", .label = "torch 2.9.0 (cu130)"}};
+  Step(0);  // the baseline: 2.9.0 is seen
+  auto row = store_->GetSchedule(id);
+  ASSERT_OK(row.status());
+  farm::v1::SubmitBuildRequest changed;
+  changed.set_recipe_yaml(
+      "name: demo\nbuild: make all\nsource: {git: {url: 'https://x/demo.git', commit: '" +
+      std::string(40, 'a') + "'}}\nmatrix: {cuda: ['13.0']}\n");
+  WatchSettings watches{.upstreams = {.indexes = {{"cu130", "http://127.0.0.1:9/whl/cu130/"}}}};
+  auto updated = UpdatedScheduleRow(*row, changed, clock_.NowUnixMs(), watches);
+  ASSERT_OK(updated.status());
+  EXPECT_EQ(updated->watch_state, row->watch_state);
+  EXPECT_EQ(updated->next_fire_ms, row->next_fire_ms);
+  ASSERT_OK(store_->SetScheduleRequest(id, updated->request, updated->source_sha256));
+  Step(60'000);  // 2.9.0 stays seen: nothing is built (a new schedule would take it as seen
+                 // too, and miss nothing only by luck)
+  EXPECT_TRUE(submitter_.requests.empty());
+  poller_.result.items.push_back({.key = "torch cu130 2.10.0", .label = "torch 2.10.0 (cu130)"});
+  Step(60'000);
+  ASSERT_EQ(submitter_.requests.size(), 1u);
+  EXPECT_NE(submitter_.requests[0].recipe_yaml().find("build: make all"), std::string::npos);
+  // A schedule builds one recipe: another name is another schedule.
+  changed.set_recipe_yaml(
+      "name: other\nbuild: make\nsource: {git: {url: 'https://x/demo.git', "
+      "commit: '" +
+      std::string(40, 'a') + "'}}\nmatrix: {cuda: ['13.0']}\n");
+  EXPECT_EQ(UpdatedScheduleRow(*row, changed, clock_.NowUnixMs(), watches).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST_F(WatchRunnerTest, AFailingUpstreamIsRecordedOnceAndBackedOff) {

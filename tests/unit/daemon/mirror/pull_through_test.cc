@@ -15,7 +15,6 @@ const char kUp[] = "http://up/whl/cu128/";
 const char kWheel[] = "torch-2.8.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl";
 const char kWheelUrl[] =
     "http://up/whl/cu128/torch-2.8.0%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl";
-const char kFiles[] = "/mirror/cu128/files/";
 
 class PullThroughTest : public farm::testing::PullThroughFixture {
  protected:
@@ -39,7 +38,7 @@ class PullThroughTest : public farm::testing::PullThroughFixture {
 };
 
 TEST_F(PullThroughTest, PagesPointAtTheFarmAndKeepHashes) {
-  auto page = cache_->IndexPage("cu128", "Torch", true, kFiles);
+  auto page = Page("cu128", "Torch");
   ASSERT_OK(page.status());
   EXPECT_EQ(page->content_type, "application/vnd.pypi.simple.v1+json");
   std::string sha = Sha256Hex(wheel_);
@@ -50,7 +49,7 @@ TEST_F(PullThroughTest, PagesPointAtTheFarmAndKeepHashes) {
   EXPECT_NE(page->body.find("\"sha256\":\"" + sha + "\""), std::string::npos);
   EXPECT_NE(page->body.find("\"requires-python\":\">=3.9\""), std::string::npos);
   EXPECT_EQ(page->body.find("tar.gz"), std::string::npos);  // no hash: not served
-  auto html = cache_->IndexPage("cu128", "torch", false, kFiles);
+  auto html = Page("cu128", "torch", false);
   ASSERT_OK(html.status());
   EXPECT_NE(html->body.find("#sha256=" + sha + "\""), std::string::npos);
   EXPECT_NE(html->body.find("data-requires-python=\"&gt;=3.9\""), std::string::npos);
@@ -61,20 +60,19 @@ TEST_F(PullThroughTest, PagesPointAtTheFarmAndKeepHashes) {
   EXPECT_EQ((*files)[0].sha256, sha);
   EXPECT_EQ(fetcher_.Count(std::string(kUp) + "torch/"), 1);  // the second page was cached
   clock_.Advance(options_.page_ttl_ms + 1);
-  ASSERT_OK(cache_->IndexPage("cu128", "torch", true, kFiles).status());
+  ASSERT_OK(Page("cu128", "torch").status());
   EXPECT_EQ(fetcher_.Count(std::string(kUp) + "torch/"), 2);
-  EXPECT_EQ(cache_->IndexPage("cu999", "torch", true, kFiles).status().code(),
-            StatusCode::kNotFound);
+  EXPECT_EQ(Page("cu999", "torch").status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(PullThroughTest, AFreshPageIsAskedForWithItsEtagAndANewReleaseIsListedAtOnce) {
   const std::string page = std::string(kUp) + "torch/";
-  ASSERT_OK(cache_->IndexPage("cu128", "torch", true, kFiles).status());
+  ASSERT_OK(Page("cu128", "torch").status());
   // Within the page's lifetime a plain request is answered from the kept page...
-  ASSERT_OK(cache_->IndexPage("cu128", "torch", true, kFiles).status());
+  ASSERT_OK(Page("cu128", "torch").status());
   EXPECT_EQ(fetcher_.Count(page), 1);
   // ...and one that asks for a fresh page revalidates it: unchanged, a 304.
-  ASSERT_OK(cache_->IndexPage("cu128", "torch", true, kFiles, /*revalidate=*/true).status());
+  ASSERT_OK(Page("cu128", "torch", true, /*revalidate=*/true).status());
   EXPECT_EQ(fetcher_.Count(page), 2);
   EXPECT_EQ(fetcher_.NotModified(page), 1);
   // A release published a moment ago is listed on the next fresh request.
@@ -84,43 +82,44 @@ TEST_F(PullThroughTest, AFreshPageIsAskedForWithItsEtagAndANewReleaseIsListedAtO
                      R"(", "url": "../x.whl", "hashes": {"sha256": ")" + std::string(64, 'e') +
                      R"("}}]})",
                  "application/vnd.pypi.simple.v1+json");
-  auto fresh = cache_->IndexPage("cu128", "torch", true, kFiles, /*revalidate=*/true);
+  auto fresh = Page("cu128", "torch", true, /*revalidate=*/true);
   ASSERT_OK(fresh.status());
   EXPECT_NE(fresh->body.find(newer), std::string::npos) << fresh->body;
   EXPECT_EQ(fetcher_.NotModified(page), 1);
 }
 
 TEST_F(PullThroughTest, ManyWorkersOneUpstreamDownload) {
-  ASSERT_OK(cache_->IndexPage("cu128", "torch", true, kFiles).status());
+  ASSERT_OK(Page("cu128", "torch").status());
   std::string sha = Sha256Hex(wheel_);
   std::vector<std::thread> workers;
   std::vector<Status> results(10);
   for (int i = 0; i < 10; ++i) {
-    workers.emplace_back([&, i] { results[i] = cache_->EnsureFile(sha); });
+    workers.emplace_back([&, i] { results[i] = FileOf("cu128", sha, kWheel).status(); });
   }
   for (std::thread& t : workers) t.join();
   for (const Status& s : results) EXPECT_OK(s);
   EXPECT_EQ(fetcher_.Count(kWheelUrl), 1);
   EXPECT_EQ(cache_->upstream_downloads(), 1);
   EXPECT_TRUE(blobs_->Contains(sha));
-  EXPECT_OK(cache_->EnsureFile(sha));
+  EXPECT_OK(FileOf("cu128", sha, kWheel).status());
   EXPECT_EQ(fetcher_.Count(kWheelUrl), 1);
 }
 
 TEST_F(PullThroughTest, CorruptUpstreamIsRefusedAndNothingStored) {
-  ASSERT_OK(cache_->IndexPage("cu128", "torch", true, kFiles).status());
+  ASSERT_OK(Page("cu128", "torch").status());
   std::string sha = Sha256Hex(wheel_);
   std::string bad = wheel_;
   bad[500] = 'X';
   fetcher_.Serve(kWheelUrl, bad);
-  Status s = cache_->EnsureFile(sha);
+  Status s = FileOf("cu128", sha, kWheel).status();
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("checksum mismatch for " + std::string(kWheel)), std::string::npos);
   EXPECT_FALSE(blobs_->Contains(sha));
   fetcher_.Serve(kWheelUrl, wheel_);
-  EXPECT_OK(cache_->EnsureFile(sha));
-  EXPECT_EQ(cache_->EnsureFile(std::string(64, 'f')).code(), StatusCode::kNotFound);
-  EXPECT_EQ(cache_->EnsureFile("../../etc/passwd").code(), StatusCode::kInvalidArgument);
+  EXPECT_OK(FileOf("cu128", sha, kWheel).status());
+  EXPECT_EQ(FileOf("cu128", std::string(64, 'f'), kWheel).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(FileOf("cu128", "../../etc/passwd", kWheel).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST_F(PullThroughTest, OfflineFarmServesPreloadedFiles) {
@@ -132,13 +131,12 @@ TEST_F(PullThroughTest, OfflineFarmServesPreloadedFiles) {
   ASSERT_OK(cache_->AddPreloaded("cu128", PreloadKind::kIndexFile, kWheel, sha,
                                  static_cast<int64_t>(wheel_.size())));
   fetcher_.Fail(std::string(kUp) + "torch/", Status::Unavailable("no network"));
-  auto page = cache_->IndexPage("cu128", "torch", true, kFiles);
+  auto page = Page("cu128", "torch");
   ASSERT_OK(page.status());
   EXPECT_NE(page->body.find(sha), std::string::npos);
-  EXPECT_OK(cache_->EnsureFile(sha));
+  EXPECT_OK(FileOf("cu128", sha, kWheel).status());
   EXPECT_EQ(fetcher_.Count(kWheelUrl), 0);
-  EXPECT_EQ(cache_->IndexPage("cu128", "numpy", true, kFiles).status().code(),
-            StatusCode::kNotFound);
+  EXPECT_EQ(Page("cu128", "numpy").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(cache_
                 ->AddPreloaded("cu128", PreloadKind::kIndexFile, "x-1.0-py3-none-any.whl",
                                std::string(64, 'e'), 1)
@@ -176,30 +174,14 @@ TEST_F(PullThroughTest, TreesLearnArchivesFromManifests) {
   EXPECT_EQ(cache_->TreeFile("other", "").status().code(), StatusCode::kNotFound);
 }
 
-}  // namespace
-}  // namespace farm::mirror
-
-namespace farm::mirror {
-namespace {
-
-// Stores `bytes` as a blob of `blobs`; returns its sha256.
-std::string PutBlob(store::BlobStore& blobs, const std::string& bytes) {
-  std::string sha = Sha256Hex(bytes);
-  auto writer = blobs.BeginWrite(static_cast<int64_t>(bytes.size()), sha);
-  EXPECT_OK(writer.status());
-  EXPECT_OK((*writer)->Append(bytes));
-  EXPECT_OK((*writer)->Commit());
-  return sha;
-}
-
 TEST_F(PullThroughTest, PreloadedFilesAreMergedWithUpstreamsListingWhichWinsOnAClash) {
   const std::string kOther = "torch-2.8.0+cu128-cp312-cp312-manylinux_2_28_x86_64.whl";
-  std::string other = PutBlob(*blobs_, "another torch");
+  std::string other = PutBlob("another torch");
   ASSERT_OK(cache_->AddPreloaded("cu128", PreloadKind::kIndexFile, kOther, other, 13));
   // The same name as upstream's file with other bytes: upstream's entry is served.
-  std::string clash = PutBlob(*blobs_, "not upstream's torch");
+  std::string clash = PutBlob("not upstream's torch");
   ASSERT_OK(cache_->AddPreloaded("cu128", PreloadKind::kIndexFile, kWheel, clash, 20));
-  auto page = cache_->IndexPage("cu128", "torch", true, kFiles);
+  auto page = Page("cu128", "torch");
   ASSERT_OK(page.status());
   auto files = upstream::ParseProjectJson(page->body, "http://farm/mirror/cu128/simple/torch/");
   ASSERT_OK(files.status());
@@ -208,9 +190,9 @@ TEST_F(PullThroughTest, PreloadedFilesAreMergedWithUpstreamsListingWhichWinsOnAC
   EXPECT_EQ((*files)[1].filename, kOther);
   EXPECT_EQ((*files)[1].sha256, other);
   // A project upstream has never heard of (404) is served from the preloads alone.
-  std::string numpy = PutBlob(*blobs_, std::string("PK\x03\x04", 4));
+  std::string numpy = PutBlob(std::string("PK\x03\x04", 4));
   ASSERT_OK(cache_->AddPreloaded("cu128", PreloadKind::kIndexFile, "numpy-2.0.0.tar.gz", numpy, 4));
-  page = cache_->IndexPage("cu128", "NumPy", false, kFiles);
+  page = Page("cu128", "NumPy", false);
   ASSERT_OK(page.status());
   EXPECT_NE(page->body.find("numpy-2.0.0.tar.gz"), std::string::npos) << page->body;
   // Only sources farmd serves, and only names that are distributions.
@@ -223,7 +205,7 @@ TEST_F(PullThroughTest, PreloadedFilesAreMergedWithUpstreamsListingWhichWinsOnAC
 }
 
 TEST_F(PullThroughTest, PreloadedManifestsAreLinkedFromTheTreesListing) {
-  std::string manifest = PutBlob(*blobs_, "{}");
+  std::string manifest = PutBlob("{}");
   ASSERT_OK(
       cache_->AddPreloaded("redist", PreloadKind::kManifest, "redistrib_12.8.1.json", manifest, 2));
   fetcher_.Serve("http://nv/redist/",

@@ -25,6 +25,13 @@ TEST(LogLinesTest, LevelsPhasesAndFailurePhases) {
   EXPECT_EQ(FailurePhase(store::kCauseInfrastructure, "uploading a.whl failed: y"), "upload");
   EXPECT_EQ(FailurePhase(store::kCauseValidationFailed, "a.whl: missing sm_90a"), "checks");
   EXPECT_EQ(FailurePhase(store::kCauseTimedOut, "build exceeded"), "build");
+  // A provisioning failure says so, whether it was the recipe's spec or the farm's.
+  EXPECT_EQ(FailurePhase(store::kCauseBuildFailed,
+                         "provisioning failed (invalid-request): the pins are not a lock"),
+            "provision");
+  EXPECT_EQ(FailurePhase(store::kCauseInfrastructure,
+                         "provisioning failed (upstream-unreachable): HTTP 502"),
+            "provision");
   EXPECT_EQ(FailurePhase(store::kCauseLostWorker, "worker lost"), "");
 }
 

@@ -15,7 +15,11 @@ TEST(ParseWebhookTargetTest, NameKindsAndTheUrlFromTheSecrets) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->name, "ops-room");
   EXPECT_EQ(t->url, "https://hooks.example/T000/secret");
-  EXPECT_EQ(t->events.size(), 3u);  // wheel_validated, build_failed, publication_refused
+  EXPECT_EQ(t->events.size(), 4u);  // by default every kind, built wheels and refusals too
+  t = ParseWebhookTarget("ops-room:wheel_built,build_failed", kSecrets);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->events, (std::set<coverage::EventKind>{coverage::EventKind::kWheelBuilt,
+                                                      coverage::EventKind::kBuildFailed}));
   t = ParseWebhookTarget("ops-room:build_failed", kSecrets);
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->events, std::set<coverage::EventKind>{coverage::EventKind::kBuildFailed});
@@ -54,6 +58,31 @@ TEST(WebhookPayloadTest, SlackTextPlusTheEventsFields) {
   EXPECT_EQ(o.at("time").as_string(), "1970-01-01T00:00:01.000Z");
   auto relative = boost::json::parse(WebhookPayload(e, ""));
   EXPECT_EQ(relative.as_object().at("url").as_string(), "/#/job/4");
+}
+
+TEST(WebhookPayloadTest, WhatABuildWroteCannotBecomeSlackMarkup) {
+  EXPECT_EQ(EscapeSlackText("<!channel> & <http://evil.example|the farm> <@U123>"),
+            "&lt;!channel&gt; &amp; &lt;http://evil.example|the farm&gt; &lt;@U123&gt;");
+  coverage::Event e{.kind = coverage::EventKind::kBuildFailed,
+                    .id = "build_failed:7",
+                    .package = "pkg<!here>",
+                    .version = "1.0",
+                    .build_id = 7,
+                    .cause = "<!channel> see <https://evil.example/x|farm logs> & retry",
+                    .time_ms = 1000};
+  auto v = boost::json::parse(WebhookPayload(e, "https://farm.example/?a=1&b=2"));
+  std::string text(v.as_object().at("text").as_string());
+  for (const char* markup : {"<!", "<@", "<https://evil"}) {
+    EXPECT_EQ(text.find(markup), std::string::npos) << markup << " in " << text;
+  }
+  EXPECT_NE(text.find("&lt;!channel&gt; see &lt;https://evil.example/x|farm logs&gt; &amp; retry"),
+            std::string::npos)
+      << text;
+  // The farm's own link is the one piece of markup, its '&' escaped too.
+  EXPECT_TRUE(text.ends_with(" <https://farm.example/?a=1&amp;b=2/#/build/7>")) << text;
+  // The other fields carry the raw values, for programs.
+  EXPECT_EQ(v.as_object().at("cause").as_string(), e.cause);
+  EXPECT_EQ(v.as_object().at("package").as_string(), "pkg<!here>");
 }
 
 }  // namespace

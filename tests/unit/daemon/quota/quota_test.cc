@@ -77,6 +77,26 @@ TEST_F(QuotaTest, RolesWithoutLimitsAndOverridesAreHonoured) {
   EXPECT_FALSE(store_->GetQuotaOverride("ci")->has_value());
 }
 
+TEST_F(QuotaTest, SettingALimitKeepsWhatWasUsedThisWindow) {
+  QuotaKeeper keeper = Keeper({.submissions = 20});
+  for (int i = 0; i < 3; ++i) ASSERT_OK(keeper.TakeSubmission("alice", "submitter"));
+  ASSERT_OK(keeper.SetOverride({.principal = "alice", .submissions = 5}));
+  auto view = keeper.View("alice", "submitter");
+  ASSERT_OK(view.status());
+  EXPECT_NEAR(view->submissions_left, 2, 1e-9);  // 5 minus the 3 used, not a full 5
+  for (int i = 0; i < 2; ++i) ASSERT_OK(keeper.TakeSubmission("alice", "submitter"));
+  EXPECT_FALSE(keeper.TakeSubmission("alice", "submitter").ok());
+  // An unlimited principal's submissions count too, should a limit be set on it.
+  for (int i = 0; i < 30; ++i) ASSERT_OK(keeper.TakeSubmission("root", "admin"));
+  ASSERT_OK(keeper.SetOverride({.principal = "root", .submissions = 10}));
+  Status refused = keeper.TakeSubmission("root", "admin");
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted) << refused.message();
+  // Within the window what was used is gone, whatever the limit was.
+  clock_.Advance(kHourMs);
+  for (int i = 0; i < 10; ++i) ASSERT_OK(keeper.TakeSubmission("root", "admin"));
+  EXPECT_FALSE(keeper.TakeSubmission("root", "admin").ok());
+}
+
 TEST_F(QuotaTest, QueuedJobsCountPendingAndRunningJobsOfThePrincipalsBuilds) {
   QuotaKeeper keeper = Keeper({.queued_jobs = 5});
   Build("alice", 3);

@@ -307,6 +307,35 @@ TEST(PlacementTest, ProvisionedCellGoesToAWorkerThatProvisionsWithoutItsPython) 
             "quarantined: probe kernel gave wrong results");
 }
 
+TEST(PlacementTest, AWorkerCountingOnFarmdForToolkitsFetchesNoneWhereFarmdServesNone) {
+  farm::v1::Capabilities caps = Worker();  // CUDA 13.0 installed
+  caps.mutable_provisioning()->set_enabled(true);
+  caps.mutable_provisioning()->set_fetches_toolkits(true);
+  caps.mutable_provisioning()->set_toolkits_through_farm(true);
+  const farm::v1::MatrixCell cell = Cell("3.11", "2.8", "12.8");
+  farm::v1::Capabilities served = caps;
+  SettleProvisioning(/*farm_serves_toolkits=*/true, &served);
+  EXPECT_EQ(MissingRequirement(cell, served, {}, 0, Provisioned()), "");
+  // farmd serves no redist tree: the CUDA 12.8 cell waits, saying why, instead of
+  // failing its attempts on a 404 from farmd.
+  SettleProvisioning(/*farm_serves_toolkits=*/false, &caps);
+  EXPECT_FALSE(caps.provisioning().fetches_toolkits());
+  EXPECT_EQ(MissingRequirement(cell, caps, {}, 0, Provisioned()),
+            "no CUDA toolkit 12.8, and farmd serves no toolkit tree to fetch one from "
+            "(farmd --upstream-tree redist=URL) (has 13.0)");
+  EXPECT_EQ(MissingRequirement(Cell("3.11", "2.9", "13.0"), caps, {}, 0, Provisioned()), "");
+  // A recipe that compiles no CUDA (environment.toolkit: false) needs no toolkit at all.
+  farm::v1::JobNeeds no_toolkit = Provisioned();
+  no_toolkit.set_no_toolkit(true);
+  EXPECT_EQ(MissingRequirement(cell, caps, {}, 0, no_toolkit), "");
+  // A worker with a redist folder of its own keeps fetching whatever farmd serves.
+  farm::v1::Capabilities own = Worker();
+  own.mutable_provisioning()->set_enabled(true);
+  own.mutable_provisioning()->set_fetches_toolkits(true);
+  SettleProvisioning(false, &own);
+  EXPECT_TRUE(own.provisioning().fetches_toolkits());
+}
+
 TEST(PlacementTest, AProvisionedValidationGoesToAProvisioningWorkerWithAGpuAndNoToolkit) {
   farm::v1::Capabilities caps = WithGpu(Worker(), 9, 0);  // 3.11, 3.12 with torch 2.8
   const farm::v1::MatrixCell cell = Cell("3.13", "2.10", "12.8");

@@ -202,13 +202,18 @@ TEST_F(SqliteStoreTest, CancelStopsPendingAndFlagsRunning) {
                                      .attempt = 1,
                                      .worker_id = "w1",
                                      .cause = kCauseCancelled,
-                                     .exit_code = 143},
+                                     .exit_code = 143,
+                                     .detail = "stopped at farmd's request"},
                                     70);
   EXPECT_EQ(st.value(), kJobCancelled);
   EXPECT_EQ(store_->GetBuild(build)->state, kBuildCancelled);
   auto jobs = store_->ListJobs(build);
   ASSERT_OK(jobs.status());
-  for (const auto& j : *jobs) EXPECT_EQ(j.cancelled_by, "alice");
+  for (const auto& j : *jobs) {
+    EXPECT_EQ(j.cancelled_by, "alice");
+    // The running one too says who cancelled it, not the worker's words for the stop.
+    EXPECT_EQ(j.error, "cancelled by alice");
+  }
   // An ended build is not cancelled again: refused, its finish time unchanged.
   const int64_t finished = store_->GetBuild(build)->finished_ms;
   Status again = store_->CancelBuild(build, 90, "bob");

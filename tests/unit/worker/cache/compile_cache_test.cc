@@ -359,17 +359,6 @@ TEST_F(CompileCacheTest, FinishJobReadsTheJobsOwnLog) {
   EXPECT_EQ(stats->hits() + stats->misses() + stats->uncacheable(), 0);
 }
 
-TEST(FindInPathTest, SkipsMissingAndNonExecutable) {
-  testing::ScopedTempDir tmp;
-  ASSERT_OK(fs::MakeDirs(tmp.path() + "/a"));
-  ASSERT_OK(fs::MakeDirs(tmp.path() + "/b"));
-  ASSERT_OK(fs::WriteFileAtomic(tmp.path() + "/a/tool", "x", 0644));
-  ASSERT_OK(fs::WriteFileAtomic(tmp.path() + "/b/tool", "x", 0755));
-  std::string path = "/nonexistent:" + tmp.path() + "/a::" + tmp.path() + "/b";
-  EXPECT_EQ(FindInPath("tool", path), tmp.path() + "/b/tool");
-  EXPECT_EQ(FindInPath("other", path), "");
-}
-
 TEST_F(CompileCacheTest, ContainerJobsMountTheCacheAndTheWrappers) {
   auto cache = CompileCache::Create(options_, worker_env_);
   ASSERT_OK(cache.status());

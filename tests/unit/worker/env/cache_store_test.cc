@@ -188,6 +188,22 @@ TEST(DownloadsTest, VerifiesAndFetchesOnce) {
   EXPECT_EQ(fetcher.Count("http://h/w.whl"), 1);
 }
 
+TEST(DownloadsTest, ADownloadOfUnlistedSizeReportsItsEnd) {
+  ScopedTempDir tmp;
+  FakeClock clock;
+  auto store = OpenStore(tmp.path(), &clock);
+  farm::testing::FakeFetcher fetcher;
+  std::string body(1000, 'u');
+  fetcher.Serve("http://h/u.whl", body);
+  DownloadRequest req{"http://h/u.whl", Sha256Hex(body), -1, "u.whl"};  // a page without sizes
+  std::vector<std::pair<int64_t, int64_t>> reports;
+  ASSERT_OK(FetchVerified(*store, fetcher, req, [&](int64_t done, int64_t total) {
+              reports.push_back({done, total});
+            }).status());
+  ASSERT_FALSE(reports.empty());
+  EXPECT_EQ(reports.back(), (std::pair<int64_t, int64_t>{1000, 1000}));  // done == total: the end
+}
+
 TEST(DownloadsTest, MismatchIsRefusedAndNothingCached) {
   ScopedTempDir tmp;
   FakeClock clock;

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "common/fs.h"
 #include "tests/support/test_util.h"
 
 namespace farm::agent {
@@ -115,6 +116,34 @@ TEST(BuildEnvTest, HasTheFarmVariablesAndPrecedence) {
   EXPECT_EQ(env["BAR"], "assignment");
   EXPECT_EQ(env["HOME"], "/home/w");
   EXPECT_EQ(env["TMPDIR"], "/ws/tmp");
+}
+
+TEST(BuildEnvTest, ABuildGivenNoToolkitFindsNoneOnItsPath) {
+  // A host toolkit's bin (an executable nvcc), a directory with a non-executable nvcc,
+  // and plain directories.
+  farm::testing::ScopedTempDir dir;
+  const std::string cuda_bin = dir.path() + "/cuda-13.0/bin";
+  const std::string not_exec = dir.path() + "/notes";
+  ASSERT_OK(fs::MakeDirs(cuda_bin));
+  ASSERT_OK(fs::MakeDirs(not_exec));
+  ASSERT_OK(fs::WriteFileAtomic(cuda_bin + "/nvcc", "#!/bin/sh\n", 0755));
+  ASSERT_OK(fs::WriteFileAtomic(not_exec + "/nvcc", "text\n", 0644));
+  auto job = Job();
+  JobEnvInputs in = Inputs(job);
+  in.worker_env["PATH"] = "/usr/bin:" + cuda_bin + ":" + not_exec + ":/bin";
+  // With a toolkit (the cell's) the PATH is kept as it is, behind the toolkit's own bin.
+  EXPECT_EQ(BuildJobEnv(in)["PATH"], "/ws/venv/bin:/usr/local/cuda/bin:" + in.worker_env["PATH"]);
+  // `environment.toolkit: false` (no toolkit): the host's nvcc is not on the build's PATH,
+  // neither from the worker's PATH nor from the recipe's.
+  in.toolkit.Clear();
+  EnvMap env = BuildJobEnv(in);
+  EXPECT_EQ(env["PATH"], "/ws/venv/bin:/usr/bin:" + not_exec + ":/bin");
+  EXPECT_EQ(env.count("CUDA_HOME"), 0u);
+  (*job.mutable_recipe()->mutable_env())["PATH"] = cuda_bin + ":/opt/tools";
+  EXPECT_EQ(BuildJobEnv(in)["PATH"], "/ws/venv/bin:/opt/tools");
+  std::vector<std::string> dropped;
+  EXPECT_EQ(PathWithoutToolkits(cuda_bin + ":" + cuda_bin, &dropped), "");
+  EXPECT_EQ(dropped, (std::vector<std::string>{cuda_bin, cuda_bin}));
 }
 
 TEST(BuildEnvTest, NoSecretAndNoUnlistedWorkerVariable) {

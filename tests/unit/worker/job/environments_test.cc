@@ -1,63 +1,68 @@
-// The worker's side of provisioned environments: a lease's spec turned into the
-// provisioner's, "the newest torch X.Y" resolved among an index's files, and a worker that
-// does not provision refusing before anything is fetched.
+// The worker's side of provisioned environments: a lease's spec (with the lock farmd
+// resolved) turned into the provisioner's, the sources following farmd to a new address,
+// and a worker that does not provision refusing before anything is fetched.
 #include "worker/job/environments.h"
 
 #include <gtest/gtest.h>
 
 #include "common/clock.h"
+#include "common/lock/env_lock.h"
 #include "tests/support/test_util.h"
 
 namespace farm::agent {
 namespace {
 
-TEST(EnvironmentsTest, TurnsALeaseSpecIntoTheProvisionersSpec) {
+std::string TorchLockText() {
+  lock::EnvLock l;
+  l.python = "3.12";
+  l.platform = "linux_x86_64";
+  l.index_name = "cu130";
+  l.packages = {{"torch", "2.11.0+cu130", "https://i/cu130/",
+                 "torch-2.11.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl", "https://i/t.whl",
+                 std::string(64, 'a'), 10}};
+  return lock::ToToml(l);
+}
+
+TEST(EnvironmentsTest, TurnsALeaseSpecWithItsLockIntoTheProvisionersSpec) {
   farm::v1::ProvisionSpec spec;
   spec.set_python("3.12");
-  spec.set_torch_minor("2.11");
-  spec.set_torch_version("2.11.0");
-  spec.set_torch_variant("cu130");
-  spec.add_requirements("setuptools==80.9.0");
   spec.set_cuda("13.0");
-  env::EnvSpec out = ToEnvSpec(spec, "2.11.0+cu130");
-  EXPECT_EQ(out.python, "3.12");
-  EXPECT_EQ(out.torch, "2.11.0+cu130");
-  EXPECT_EQ(out.cuda, "13.0");
-  EXPECT_EQ(out.platform, "linux_x86_64");
-  ASSERT_EQ(out.requirements.size(), 1u);
-  EXPECT_OK(env::Validate(out));
-  // The pins of the torch release installed join the requirements; another release's do not.
-  (*spec.mutable_torch_requirements())["2.11.0+cu130"].add_pins("triton==3.6.0");
-  (*spec.mutable_torch_requirements())["2.11.1+cu130"].add_pins("triton==3.6.1");
-  out = ToEnvSpec(spec, "2.11.0+cu130");
-  EXPECT_EQ(out.requirements, (std::vector<std::string>{"setuptools==80.9.0", "triton==3.6.0"}));
+  spec.set_lock(TorchLockText());
+  auto out = ToEnvSpec(spec);
+  ASSERT_OK(out.status());
+  EXPECT_EQ(out->python, "3.12");
+  EXPECT_EQ(out->cuda, "13.0");
+  EXPECT_EQ(out->platform, "linux_x86_64");
+  EXPECT_EQ(env::TorchOf(*out), "2.11.0+cu130");
+  EXPECT_OK(env::Validate(*out));
+  // A farmd that resolves nothing, or a lock that is not one, is refused before anything
+  // is fetched.
+  spec.clear_lock();
+  EXPECT_EQ(ToEnvSpec(spec).status().code(), StatusCode::kInvalidArgument);
+  spec.set_lock("lock-version = \"1.0\"\n[[packages]]\nname = \"x\"\n");
+  EXPECT_EQ(ToEnvSpec(spec).status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(EnvironmentsTest, NewestTorchOfAMinorAndVariant) {
-  const std::vector<std::string> files = {
-      "torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
-      "torch-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
-      "torch-2.9.10+cu128-cp312-cp312-manylinux_2_28_x86_64.whl",    // another variant
-      "torch-2.10.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",    // another minor
-      "torch-2.9.2rc1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",  // a pre-release
-      "torchvision-2.9.5+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
-      "torch-2.9.3+cu130.tar.gz",
-  };
-  auto newest = NewestTorch(files, "2.9", "cu130");
-  ASSERT_OK(newest.status());
-  EXPECT_EQ(*newest, "2.9.1+cu130");
-  auto none = NewestTorch(files, "2.8", "cu130");
-  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(none.status().message().find("has 2.10.0+cu130, 2.9.0+cu130"), std::string::npos)
-      << none.status().message();
-}
-
-TEST(EnvironmentsTest, IndexUrlsNameTheVariant) {
-  EXPECT_EQ(env::ExpandVariant("https://download.pytorch.org/whl/{variant}/", "cu128"),
-            "https://download.pytorch.org/whl/cu128/");
-  EXPECT_EQ(env::ExpandVariant("http://farm/upstream/pypi/{variant}/simple/", ""),
-            "http://farm/upstream/pypi/cpu/simple/");
-  EXPECT_EQ(env::ExpandVariant("https://mirror/simple/", "cu130"), "https://mirror/simple/");
+TEST(EnvironmentsTest, SourcesFollowFarmdToItsNewAddress) {
+  ProvisionConfig on;
+  on.enabled = true;
+  RealProcessRunner runner;
+  Environments envs(on, &runner, &RealClock());
+  EXPECT_TRUE(envs.Sources().files_base.empty());  // before farmd said where it is
+  envs.SetFarmUpstream("http://127.0.0.1:42893", "farm_wor_0123456789");
+  EXPECT_EQ(envs.Sources().files_base, "http://127.0.0.1:42893/upstream/files/");
+  EXPECT_EQ(envs.Sources().redist_url, "http://127.0.0.1:42893/upstream/tree/redist/");
+  EXPECT_EQ(envs.SourceText(), "from the farm's cache");
+  envs.SetFarmUpstream("http://127.0.0.1:37115", "farm_wor_0123456789");  // another port
+  env::ProvisionSources now = envs.Sources();
+  EXPECT_EQ(now.files_base, "http://127.0.0.1:37115/upstream/files/");
+  EXPECT_EQ(now.python_release_url, "http://127.0.0.1:37115/upstream/tree/python/");
+  EXPECT_EQ(now.farm_base, "http://127.0.0.1:37115/");
+  // The worker's own sources win over farmd's.
+  on.redist = "https://nv.example/redist/";
+  Environments own(on, &runner, &RealClock());
+  own.SetFarmUpstream("http://127.0.0.1:37115", "farm_wor_0123456789");
+  EXPECT_EQ(own.Sources().redist_url, "https://nv.example/redist/");
 }
 
 TEST(EnvironmentsTest, AWorkerThatDoesNotProvisionRefusesWithoutFetching) {
@@ -67,11 +72,12 @@ TEST(EnvironmentsTest, AWorkerThatDoesNotProvisionRefusesWithoutFetching) {
   EXPECT_FALSE(envs.Advertise().enabled());
   farm::v1::ProvisionSpec spec;
   spec.set_python("3.11");
+  spec.set_lock(TorchLockText());
   auto made = envs.Provision(spec, {}, "/nonexistent", nullptr);
   EXPECT_EQ(made.status().code(), StatusCode::kFailedPrecondition);
 }
 
-TEST(EnvironmentsTest, WithoutAnIndexOrFarmdsCacheItSaysWhatToGive) {
+TEST(EnvironmentsTest, AWorkerWithoutARedistOfItsOwnFetchesToolkitsThroughFarmd) {
   ProvisionConfig on;
   on.enabled = true;
   on.cache_dir = ::testing::TempDir() + "/environments-test-cache";
@@ -80,13 +86,11 @@ TEST(EnvironmentsTest, WithoutAnIndexOrFarmdsCacheItSaysWhatToGive) {
   farm::v1::Provisioning p = envs.Advertise();
   EXPECT_TRUE(p.enabled());
   EXPECT_TRUE(p.fetches_toolkits());  // through farmd, once it registered
-  farm::v1::ProvisionSpec spec;
-  spec.set_python("3.11");
-  auto made = envs.Provision(spec, {}, "/nonexistent", nullptr);
-  EXPECT_EQ(made.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(made.status().message().find("--provision-index"), std::string::npos);
-  envs.SetFarmUpstream("http://127.0.0.1:1");
-  EXPECT_EQ(envs.SourceText(), "from the farm's cache");
+  // ... with no redist folder of its own: farmd judges whether it serves one.
+  EXPECT_TRUE(p.toolkits_through_farm());
+  ProvisionConfig own = on;
+  own.redist = "https://developer.download.nvidia.com/compute/cuda/redist/";
+  EXPECT_FALSE(Environments(own, &runner, &RealClock()).Advertise().toolkits_through_farm());
 }
 
 }  // namespace

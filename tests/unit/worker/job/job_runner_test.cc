@@ -145,6 +145,32 @@ class JobRunnerTest : public ::testing::Test {
   WheelHook hook_;
 };
 
+TEST(DownloadTallyTest, EveryByteCountsAndDownloadsOfUnknownSizeSaySoRarely) {
+  DownloadTally tally;
+  using Phase = env::ProvisionPhase;
+  EXPECT_EQ(tally.Add({Phase::kPackages, "resolving torch==2.8.0 on ..."}),
+            std::optional<std::string>(""));
+  // An index page without sizes: total unknown (-1), reported every 8 MiB by the
+  // provisioner; the log says it at 8, 16, 32... MiB, not 113 times for 900 MB.
+  int lines = 0;
+  const int64_t mib = int64_t{1} << 20;
+  for (int64_t done = mib; done <= 900 * mib; done += 8 * mib) {
+    auto said = tally.Add({Phase::kPackages, "downloading torch-2.8.0.whl", done, -1});
+    if (said) {
+      ++lines;
+      EXPECT_NE(said->find(" so far)"), std::string::npos) << *said;
+    }
+  }
+  EXPECT_LE(lines, 9);
+  EXPECT_GE(lines, 5);
+  EXPECT_EQ(tally.bytes(), 897 * mib);  // the last report: 1 + 8 * 112 MiB
+  // With sizes, each report says how far, and the bytes add up once.
+  EXPECT_EQ(tally.Add({Phase::kPackages, "downloading pip.whl", 1'000'000, 2'000'000}),
+            std::optional<std::string>(" (1.0 MB of 2.0 MB)"));
+  tally.Add({Phase::kPackages, "downloading pip.whl", 2'000'000, 2'000'000});
+  EXPECT_EQ(tally.bytes(), 897 * mib + 2'000'000);
+}
+
 TEST_F(JobRunnerTest, SuccessfulBuildUploadsTheWheelAndReportsCompleted) {
   if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "needs /usr/bin/python3";
   farm_.upload_failures = 1;  // farmd answers UNAVAILABLE once: the upload is retried

@@ -1,6 +1,6 @@
 // Who builds run as: a root worker never runs them as root, a worker that is not root runs
 // them as itself, and the workspace is handed over without following a link.
-#include "worker/exec/build_user.h"
+#include "common/sandbox/build_user.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include "common/fs.h"
 #include "tests/support/test_util.h"
 
-namespace farm::agent {
+namespace farm::sandbox {
 namespace {
 
 TEST(BuildUserTest, ARootWorkerPicksAnUnprivilegedUser) {
@@ -56,5 +56,33 @@ TEST(BuildUserTest, GivesTheTreeAwayWithoutFollowingLinks) {
   EXPECT_OK(GiveToBuildUser(BuildUser{}, ws, true));  // no switch: nothing to do
 }
 
+TEST(BuildUserTest, NeverGivesAwayAFileASnapshotShares) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only root can give files to another user";
+  testing::ScopedTempDir dir;
+  const std::string snapshot = dir.path() + "/snapshot";
+  const std::string ws = dir.path() + "/ws";
+  ASSERT_OK(fs::MakeDirs(snapshot + "/lib"));
+  ASSERT_OK(fs::MakeDirs(ws + "/venv/lib"));
+  ASSERT_OK(fs::WriteFileAtomic(snapshot + "/lib/torch.py", "clean", 0444));
+  ASSERT_EQ(::link((snapshot + "/lib/torch.py").c_str(), (ws + "/venv/lib/torch.py").c_str()), 0);
+  ASSERT_OK(fs::WriteFileAtomic(ws + "/venv/lib/own.py", "x"));
+  BuildUser user{.switches = true, .uid = 4321, .gid = 4322, .name = "test"};
+  ASSERT_OK(GiveToBuildUser(user, ws, true));
+  struct stat st {};
+  ASSERT_EQ(::stat((snapshot + "/lib/torch.py").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);  // the snapshot's inode stayed root's
+  ASSERT_EQ(::stat((ws + "/venv/lib").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4321u);  // the clone's folders are the user's
+  ASSERT_EQ(::stat((ws + "/venv/lib/own.py").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4321u);
+  // Taken back: everything root's again, without write bits for others.
+  ASSERT_OK(::chmod((ws + "/venv/lib/own.py").c_str(), 0666) == 0 ? Status::Ok()
+                                                                   : Status::Internal("chmod"));
+  ASSERT_OK(TakeBackFromBuildUser(user, ws));
+  ASSERT_EQ(::stat((ws + "/venv/lib/own.py").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
 }  // namespace
-}  // namespace farm::agent
+}  // namespace farm::sandbox

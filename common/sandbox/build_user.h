@@ -1,12 +1,14 @@
-// Who a recipe's commands run as. A worker running as root never runs them as root: they
+// Who untrusted commands run as: a recipe's build and validation, and what comes from an
+// upstream (provisioning, resolving). A program running as root never runs them as root: they
 // run as an unprivileged user (--build-user: a user name or UID:GID; by default
 // "farm-build" when that user exists, else "nobody"), to which the job's workspace and
 // its compile-cache namespace are given. The sandbox makes its mounts as root and then
 // switches to that user with setpriv (no supplementary groups, no capabilities, no new
 // privileges), so a build can neither read root-only host files that /etc or /usr show
 // (/etc/shadow) nor write what root owns. A worker that is not root runs builds as itself.
-#ifndef FARM_WORKER_EXEC_BUILD_USER_H_
-#define FARM_WORKER_EXEC_BUILD_USER_H_
+// The same holds for farmd's resolver (--resolver-user).
+#ifndef FARM_COMMON_SANDBOX_BUILD_USER_H_
+#define FARM_COMMON_SANDBOX_BUILD_USER_H_
 
 #include <sys/types.h>
 
@@ -14,7 +16,7 @@
 
 #include "common/status.h"
 
-namespace farm::agent {
+namespace farm::sandbox {
 
 struct BuildUser {
   bool switches = false;  // false: builds run as the worker's own user
@@ -30,9 +32,19 @@ struct BuildUser {
 Result<BuildUser> ResolveBuildUser(const std::string& spec, uid_t euid);
 
 // Gives `path` to the build user: the entry itself, and with `recursive` everything below
-// it, never following a link (lchown). Nothing when builds run as the worker's user.
+// it, never following a link (lchown). Never a regular file that has other links and is not
+// the user's already: a job's environment is made of links to a sealed snapshot that every
+// later job of its cell uses, and a chown through one of them would hand the snapshot to
+// this job (the user cannot make such links itself: it may not link a file it does not
+// own and cannot write). Nothing when commands run as the caller's own user.
 Status GiveToBuildUser(const BuildUser& user, const std::string& path, bool recursive);
 
-}  // namespace farm::agent
+// Gives the tree at `path`, which a command running as the build user wrote, to this
+// process's user (root), never following a link, and removes the write bits of group and
+// others: the user can then change nothing in it. Nothing when commands run as the
+// caller's own user.
+Status TakeBackFromBuildUser(const BuildUser& user, const std::string& path);
 
-#endif  // FARM_WORKER_EXEC_BUILD_USER_H_
+}  // namespace farm::sandbox
+
+#endif  // FARM_COMMON_SANDBOX_BUILD_USER_H_

@@ -1,14 +1,16 @@
-#include "worker/exec/build_user.h"
+#include "common/sandbox/build_user.h"
 
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <vector>
 
-namespace farm::agent {
+namespace farm::sandbox {
 namespace {
 
 namespace stdfs = std::filesystem;
@@ -44,6 +46,32 @@ Status Chown(const BuildUser& user, const std::string& path) {
   if (::lchown(path.c_str(), user.uid, user.gid) != 0) {
     return Status::Internal("giving " + path + " to the build user: " + std::strerror(errno));
   }
+  return Status::Ok();
+}
+
+// Calls `visit` for `path` and, with `recursive`, everything below it (lstat'ed, links not
+// followed), at most kMaxEntries entries.
+Status Walk(const std::string& path, bool recursive,
+            const std::function<Status(const std::string&, const struct stat&)>& visit) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    return Status::Internal("cannot stat " + path + ": " + std::strerror(errno));
+  }
+  FARM_RETURN_IF_ERROR(visit(path, st));
+  if (!recursive || !S_ISDIR(st.st_mode)) return Status::Ok();
+  std::error_code ec;
+  int n = 0;
+  // The iterator never follows a link to a directory.
+  for (auto it = stdfs::recursive_directory_iterator(path, ec);
+       !ec && it != stdfs::recursive_directory_iterator(); it.increment(ec)) {
+    std::string entry = it->path().string();
+    if (::lstat(entry.c_str(), &st) != 0) {
+      return Status::Internal("cannot stat " + entry + ": " + std::strerror(errno));
+    }
+    FARM_RETURN_IF_ERROR(visit(entry, st));
+    if (++n > kMaxEntries) return Status::FailedPrecondition(path + " holds too many files");
+  }
+  if (ec) return Status::Internal("walking " + path + ": " + ec.message());
   return Status::Ok();
 }
 
@@ -92,20 +120,30 @@ Result<BuildUser> ResolveBuildUser(const std::string& spec, uid_t euid) {
   return user;
 }
 
+
 Status GiveToBuildUser(const BuildUser& user, const std::string& path, bool recursive) {
   if (!user.switches) return Status::Ok();
-  if (Status s = Chown(user, path); !s.ok()) return s;
-  if (!recursive) return Status::Ok();
-  std::error_code ec;
-  int n = 0;
-  // The iterator never follows a link to a directory; lchown never follows a link.
-  for (auto it = stdfs::recursive_directory_iterator(path, ec);
-       !ec && it != stdfs::recursive_directory_iterator(); it.increment(ec)) {
-    if (Status s = Chown(user, it->path().string()); !s.ok()) return s;
-    if (++n > kMaxEntries) return Status::FailedPrecondition(path + " holds too many files");
-  }
-  if (ec) return Status::Internal("walking " + path + ": " + ec.message());
-  return Status::Ok();
+  return Walk(path, recursive, [&user](const std::string& entry, const struct stat& st) {
+    if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && st.st_uid != user.uid) return Status::Ok();
+    return Chown(user, entry);
+  });
 }
 
-}  // namespace farm::agent
+Status TakeBackFromBuildUser(const BuildUser& user, const std::string& path) {
+  if (!user.switches) return Status::Ok();
+  const uid_t uid = ::geteuid();
+  const gid_t gid = ::getegid();
+  return Walk(path, true, [uid, gid](const std::string& entry, const struct stat& st) {
+    if (::lchown(entry.c_str(), uid, gid) != 0) {
+      return Status::Internal("taking back " + entry + ": " + std::strerror(errno));
+    }
+    // A link has no mode of its own; chmod would follow it.
+    if (!S_ISLNK(st.st_mode) && (st.st_mode & 022) != 0 &&
+        ::chmod(entry.c_str(), st.st_mode & 07755) != 0) {
+      return Status::Internal("taking back " + entry + ": " + std::strerror(errno));
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace farm::sandbox

@@ -1,0 +1,12 @@
+-- Schema version 26: the environment locks farmd resolved (docs/environments.md, "Locks").
+--
+-- env_locks: one row per lock (a pylock.toml, PEP 751) by the sha256 of its text. Jobs
+-- name theirs in their needs (JobNeeds.lock_digest), so a lock outlives nothing it serves:
+-- rows are never deleted while a job may lease.
+CREATE TABLE env_locks (
+  digest TEXT PRIMARY KEY,
+  text TEXT NOT NULL,
+  packages INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL
+);
