@@ -167,31 +167,14 @@ std::vector<std::string> PlatformTags(const std::string& platform, const std::st
 }
 
 std::vector<std::string> PipArguments(const ResolveRequest& r, const std::string& target_dir) {
-  std::vector<std::string> args = {"install",
-                                   "--dry-run",
-                                   "--report",
-                                   "-",
-                                   "--quiet",
-                                   "--no-input",
-                                   "--disable-pip-version-check",
-                                   "--no-cache-dir",
-                                   "--retries",
-                                   "2",
-                                   "--timeout",
-                                   "60",
-                                   // The target's wheels, never the host's installed packages:
-                                   // pip allows target options with --target only.
-                                   "--target",
-                                   target_dir,
-                                   "--ignore-installed",
-                                   "--only-binary",
-                                   ":all:",
-                                   "--implementation",
-                                   "cp",
-                                   "--python-version",
-                                   upstream::LinuxCpythonEnv(r.python, "")["python_version"],
-                                   "--abi",
-                                   PythonAbi(r.python)};
+  std::vector<std::string> args = {
+      "install", "--dry-run", "--report", "-", "--quiet", "--no-input",
+      "--disable-pip-version-check", "--no-cache-dir", "--retries", "2", "--timeout", "60",
+      // The target's wheels, never the host's installed packages:
+      // pip allows target options with --target only.
+      "--target", target_dir, "--ignore-installed", "--only-binary", ":all:", "--implementation",
+      "cp", "--python-version", upstream::LinuxCpythonEnv(r.python, "")["python_version"], "--abi",
+      PythonAbi(r.python)};
   // The index comes through PIP_INDEX_URL: its URL may hold a credential (farmd's internal
   // one), and a command line is readable by every user of the host.
   for (const std::string& tag : PlatformTags(r.platform, r.glibc)) {
@@ -268,18 +251,32 @@ Status FillSizes(upstream::Fetcher& fetcher, const std::string& index_url, EnvLo
   return Status::Ok();
 }
 
+// The project pip found no version of at all ("from versions: none"), or "". pip skips an
+// index page it could not read (a 5xx, a refused connection) at a level --quiet hides, so
+// that case reads like a project the index lacks until the page is fetched again.
+std::string UnlistedProject(const std::string& output) {
+  static const std::regex kNone(
+      R"(Could not find a version that satisfies the requirement ([A-Za-z0-9._-]+)[^\n]*\(from versions: none\))");
+  std::smatch m;
+  return std::regex_search(output, m, kNone) ? m[1].str() : "";
+}
+
 Status ResolutionFailure(const std::string& output, int exit_code, const ResolveRequest& r) {
-  static const char* kUnreachable[] = {"Max retries exceeded", "NewConnectionError",
-                                       "Connection refused",   "ConnectTimeoutError",
-                                       "ReadTimeoutError",     "Name or service not known",
+  static const char* kUnreachable[] = {"Max retries exceeded",
+                                       "NewConnectionError",
+                                       "Connection refused",
+                                       "ConnectTimeoutError",
+                                       "ReadTimeoutError",
+                                       "Name or service not known",
                                        "Temporary failure in name resolution",
-                                       "too many 5",           "ProxyError",
+                                       "too many 5",
+                                       "ProxyError",
                                        "Connection reset"};
   for (const char* needle : kUnreachable) {
     if (output.find(needle) != std::string::npos) {
       std::vector<std::string> lines = LinesWith(output, needle);
-      return Status::Unavailable("the index of " + DescribeTarget(r) + " could not be read: " +
-                                 Tail(log::Redact(lines.back()), 300));
+      return Status::Unavailable("the index of " + DescribeTarget(r) +
+                                 " could not be read: " + Tail(log::Redact(lines.back()), 300));
     }
   }
   static const std::regex kNoVersion(
@@ -302,6 +299,18 @@ Status ResolutionFailure(const std::string& output, int exit_code, const Resolve
   }
   return Status::Internal("pip could not resolve for " + DescribeTarget(r) + " (exit " +
                           std::to_string(exit_code) + "): " + Tail(log::Redact(output), 1500));
+}
+
+Status ResolutionFailureReadingIndex(upstream::Fetcher& fetcher, const std::string& pip_output,
+                                     int exit_code, const ResolveRequest& r) {
+  Status failure = ResolutionFailure(pip_output, exit_code, r);
+  std::string project = UnlistedProject(pip_output);
+  if (failure.code() != StatusCode::kInvalidArgument || project.empty()) return failure;
+  Result<std::vector<upstream::IndexFile>> files =
+      upstream::ListProjectFiles(fetcher, r.index_url, project);
+  if (files.ok() || files.status().code() == StatusCode::kNotFound) return failure;
+  return Status::Unavailable("the index of " + DescribeTarget(r) + " could not be read: " +
+                             Tail(log::Redact(files.status().message()), 300));
 }
 
 std::string FindPipWheel(const std::string& dir) {
@@ -362,9 +371,12 @@ Result<EnvLock> PipResolver::Resolve(const ResolveRequest& request) {
   ProcessSpec spec;
   spec.argv = {options_.python, "-I", "-c", kLauncher, boost::json::serialize(config)};
   spec.clear_env = true;
-  spec.env = {{"PATH", "/usr/bin:/bin"},        {"HOME", dir},
-              {"TMPDIR", dir},                    {"LANG", "C.UTF-8"},
-              {"PIP_CONFIG_FILE", "/dev/null"},   {"PYTHONDONTWRITEBYTECODE", "1"},
+  spec.env = {{"PATH", "/usr/bin:/bin"},
+              {"HOME", dir},
+              {"TMPDIR", dir},
+              {"LANG", "C.UTF-8"},
+              {"PIP_CONFIG_FILE", "/dev/null"},
+              {"PYTHONDONTWRITEBYTECODE", "1"},
               {"PIP_INDEX_URL", request.index_url}};
   if (!options_.ca_file.empty()) spec.env["PIP_CERT"] = options_.ca_file;
   std::vector<sandbox::Mount> mounts = {{dir, false}, {options_.pip_wheel, true}};
@@ -378,7 +390,12 @@ Result<EnvLock> PipResolver::Resolve(const ResolveRequest& request) {
                                          std::to_string(options_.timeout_ms / 1000) + " s"));
   }
   if (out->result.exit_code != 0) {
-    return done(ResolutionFailure(out->err + "\n" + out->out, out->result.exit_code, request));
+    std::string output = out->err + "\n" + out->out;
+    if (options_.fetcher == nullptr) {
+      return done(ResolutionFailure(output, out->result.exit_code, request));
+    }
+    return done(
+        ResolutionFailureReadingIndex(*options_.fetcher, output, out->result.exit_code, request));
   }
   Result<std::string> text = fs::ReadFile(report);
   if (!text.ok()) text = out->out;  // a pip the launcher's speed-ups do not fit

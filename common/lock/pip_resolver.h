@@ -86,8 +86,7 @@ class PipResolver final : public Resolver {
 
 // The pip command's arguments after `pip` for `request` (its report on stdout; `target_dir`
 // an empty folder pip's target options need).
-std::vector<std::string> PipArguments(const ResolveRequest& request,
-                                      const std::string& target_dir);
+std::vector<std::string> PipArguments(const ResolveRequest& request, const std::string& target_dir);
 
 // The wheel platform tags a target accepts, best first: manylinux_2_<glibc..17>_<arch>,
 // manylinux2014_<arch>, ..., linux_<arch>.
@@ -106,6 +105,13 @@ Status FillSizes(upstream::Fetcher& fetcher, const std::string& index_url, EnvLo
 // The Status of a pip run that failed, by what pip printed (see the header comment).
 Status ResolutionFailure(const std::string& pip_output, int exit_code,
                          const ResolveRequest& request);
+
+// As ResolutionFailure; where pip found no version of a project at all, also reads that
+// project's page with `fetcher`. pip skips a page it could not read (a 5xx, a refused
+// connection) at a level --quiet hides, so that reads like a project the index lacks: a
+// page that cannot be read now is the index's failure (Unavailable, naming its answer).
+Status ResolutionFailureReadingIndex(upstream::Fetcher& fetcher, const std::string& pip_output,
+                                     int exit_code, const ResolveRequest& request);
 
 // The newest pip wheel under `dir` (Debian's /usr/share/python-wheels); "" for none.
 std::string FindPipWheel(const std::string& dir = "/usr/share/python-wheels");

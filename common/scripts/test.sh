@@ -23,7 +23,7 @@ case "$sanitize" in
   *) suffix="-asan" ;;
 esac
 build=${FARM_BUILD_DIR:-$repo/build$suffix}
-FARM_BUILD_DIR=$build FARM_CMAKE_ARGS="-DFARM_BUILD_TESTS=ON -DFARM_FAST_BUILD=ON -DFARM_SANITIZE=$sanitize" "$repo/common/scripts/build.sh"
+FARM_BUILD_DIR=$build FARM_CMAKE_ARGS="-DFARM_BUILD_TESTS=ON -DFARM_FAST_BUILD=ON -DFARM_UNIT_TEST_PER_EXECUTABLE=ON -DFARM_SANITIZE=$sanitize" "$repo/common/scripts/build.sh"
 build_s=$((SECONDS - start - deps_s))
 # Reports go to stderr (the test's output, or the daemon's log that the integration
 # harness reads); the first one ends the process with a failure.

@@ -2,8 +2,11 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -74,6 +77,7 @@ struct FarmServer::Impl {
   RealProcessRunner resolver_processes;
   std::unique_ptr<lock::PipResolver> pip_resolver;
   std::unique_ptr<locks::EnvLocker> locker;
+  std::string resolver_tmp;  // the resolver's folder outside a sandbox, removed at Shutdown
   std::thread index_check;  // CheckUpstreamIndexes, joined at Shutdown
   std::string address;
   std::mutex mu;
@@ -186,6 +190,16 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
   o.pip_wheel = options.resolver_pip;
   o.pip_sha256 = options.resolver_pip_sha256;
   o.work_dir = options.data_dir + "/resolve";
+  if (confinement.kind() == sandbox::Confinement::Kind::kUserOnly) {
+    // No sandbox binds the folder in: the resolver's user reaches it by its path, and the
+    // data directory is farmd's alone (0700). A folder of its own under $TMPDIR instead,
+    // which others may cross but not list; each resolution's subfolder is the user's alone.
+    FARM_ASSIGN_OR_RETURN(o.work_dir, fs::MakeTempDir("", "farmd-resolve-"));
+    if (::chmod(o.work_dir.c_str(), 0711) != 0) {
+      return Status::Internal("chmod " + o.work_dir + ": " + std::strerror(errno));
+    }
+    resolver_tmp = o.work_dir;
+  }
   o.fetcher = upstream_fetcher.get();
   // pip reads farmd's routes, whose file URLs name farmd: a lock records where the index
   // itself has each file, as the pull-through cache learned it.
@@ -465,6 +479,7 @@ void FarmServer::Shutdown() {
   if (impl_->schedules) impl_->schedules->Stop();
   if (impl_->publishing) impl_->publishing->Stop();
   if (impl_->notifier) impl_->notifier->Stop();
+  if (!impl_->resolver_tmp.empty()) (void)fs::RemoveAll(impl_->resolver_tmp);
   log::Info("farmd stopped");
 }
 

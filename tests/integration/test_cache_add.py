@@ -79,5 +79,7 @@ def test_an_offline_farm_provisions_a_cell_from_preloaded_files(farm, wheelhouse
     assert "farm: provisions Python 3.11 + torch 2.8.0+cu128, locked: 2 packages" in log, log
     assert "from the farm's cache" in log, log
     assert "installed and imported in a clean venv" in log, log
-    # Not one request reached the upstream while it was up, and none could after.
-    assert counted == {}, counted
+    # While the upstream was up, at most farmd's start-up check of the index read its torch
+    # page; no file was fetched, and nothing could be after.
+    assert set(counted) <= {"page:/whl/cu128/torch/", "requests"}, counted
+    assert counted.get("requests", 0) <= 1, counted

@@ -8,10 +8,12 @@ real farmd, farm-worker, farmctl, Python's http.server and Debian's pip:
   the job's log counts what it downloaded from pages without sizes, and Debian's pip reads
   the pages' PEP 658 metadata;
 - on a farm whose second index is down and that serves no toolkit tree: farmctl says farmd
-  answered (not that farmd is down), a provisioning failure names the cause farmd's 502
-  body holds and is retried after a backoff, a CUDA 12.8 cell no worker can provide waits
-  with its reason instead of failing, and a wheel compiled by the host's nvcc for a
-  `toolkit: false` cell of another CUDA fails its check naming both versions.
+  answered (not that farmd is down), a submission whose environment cannot be resolved is
+  refused naming the index's failure, an index that goes away between submit and build
+  fails the provisioning with the cause farmd's 502 body holds and the attempt is retried
+  after a backoff, a CUDA 12.8 cell no worker can provide waits with its reason instead of
+  failing, and a wheel compiled by the host's nvcc for a `toolkit: false` cell of another
+  CUDA fails its check naming both versions.
 """
 
 import json
@@ -200,28 +202,36 @@ def index(downloads):
     folder = tempfile.mkdtemp(prefix="first-index-wheels-")
     for name in (TORCH, "wheel-0.38.4-py3-none-any.whl"):
         shutil.copy(os.path.join(downloads, name), folder)
-    for name in ("pip-23.0.1-py3-none-any.whl", "setuptools-66.1.1-py3-none-any.whl"):
-        shutil.copy(os.path.join("/usr/share/python-wheels", name), folder)
-    r = subprocess.run([FARMCTL, "index", "make", folder], capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
+    # No pip among them: the worker installs with the farm's own.
+    shutil.copy("/usr/share/python-wheels/setuptools-66.1.1-py3-none-any.whl", folder)
+    make_index(folder)
     port = free_port()
-    server = subprocess.Popen(["python3", "-m", "http.server", str(port), "--bind", "127.0.0.1",
-                               "--directory", folder], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
-    wait_until(lambda: answers(port), 30, "the index's server")
+    server = serve(folder, port)
     yield "http://127.0.0.1:%d/simple/" % port
     server.kill()
     server.wait(timeout=10)
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def make_index(folder):
+    r = subprocess.run([FARMCTL, "index", "make", folder], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def serve(folder, port):
+    server = subprocess.Popen(["python3", "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                               "--directory", folder], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    wait_until(lambda: answers(port), 30, "the index's server")
+    return server
+
+
 def test_what_a_user_is_told_when_the_farm_lacks_something(farm, index, downloads):
-    dead = "http://127.0.0.1:%d/simple/" % free_port()  # nothing listens there
+    later = free_port()  # the cu130 index: nothing listens there yet
+    dead = "http://127.0.0.1:%d/simple/" % later
     farm.start_farmd("--upstream-index", "cu128=" + index, "--upstream-index", "cu130=" + dead,
                      http=True)
-    farm.start_worker("prov-1", "--provision", "--no-probe-kernels")
-    farm.wait_workers(1)
     src = os.path.join(farm.root, "src")
     os.makedirs(src)
     with open(os.path.join(src, "setup.py"), "w") as f:
@@ -238,7 +248,48 @@ def test_what_a_user_is_told_when_the_farm_lacks_something(farm, index, download
     assert "farmd at %s answered: " % farm.address in r.stderr, r.stderr
     assert "cannot reach farmd" not in r.stderr, r.stderr
 
-    # 2. A CUDA 12.8 cell that needs a toolkit no worker has, on a farm that serves none:
+    # 2. An environment farmd cannot resolve, the index being down: refused at submit,
+    #    naming the index and what it answered; nothing is queued.
+    dead_index = cell_recipe(farm, src, "dead-index", '["2.9"]', "13.0",
+                             '  torch: {"2.9": "2.9.0"}\n  toolkit: false\n')
+    r = farm.ctl("submit", dead_index)
+    assert r.returncode == 3, (r.returncode, r.stderr)
+    assert "cu130" in r.stderr and "502" in r.stderr, r.stderr
+    assert farm.ctl_json("list").get("builds", []) == []
+
+    # 3. The index answers at submit, then goes away before a worker fetches its files:
+    #    provisioning fails with the cause farmd's 502 holds, and the retry waits.
+    folder = os.path.join(farm.root, "cu130")
+    os.makedirs(folder)
+    make("torch-wheels", "--out", folder, "--version", "2.9.0+cu130", "--python-tag", "cp311")
+    for name in ("wheel-0.38.4-py3-none-any.whl",):
+        shutil.copy(os.path.join(downloads, name), folder)
+    shutil.copy("/usr/share/python-wheels/setuptools-66.1.1-py3-none-any.whl", folder)
+    make_index(folder)
+    server = serve(folder, later)
+    try:
+        failing = farm.ctl_json("submit", dead_index)
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+    job_id = failing["jobs"][0]["id"]
+    farm.start_worker("prov-1", "--provision", "--no-probe-kernels")
+    farm.wait_workers(1)
+
+    def first_attempt():
+        j = farm.ctl_json("job", str(job_id))
+        return j if j.get("attempts") and j["attempts"][0].get("cause") else None
+    ended = wait_until(first_attempt, 120, "the first provisioning attempt to end")
+    attempt = ended["attempts"][0]
+    assert attempt["cause"] == "CAUSE_INFRASTRUCTURE", attempt
+    assert attempt["detail"].startswith("provisioning failed (upstream-unreachable): "), attempt
+    assert re.search(r"answered HTTP 502: \S", attempt["detail"]), attempt
+    assert re.search(r"the locked file \S+\.whl \(sha256 [0-9a-f]{12}", attempt["detail"]), attempt
+    assert ended["state"] == "JOB_PENDING", ended
+    assert "retrying after a backoff" in farm.ctl("job", str(job_id)).stdout
+    farm.ctl("cancel", str(failing["id"]))
+
+    # 4. A CUDA 12.8 cell that needs a toolkit no worker has, on a farm that serves none:
     #    it waits with its reason, and no attempt fails.
     waits = farm.ctl_json("submit", cell_recipe(farm, src, "needs-cuda", '["2.8"]', "12.8",
                                                 '  torch: {"2.8": "2.8.0"}\n'))
@@ -250,26 +301,7 @@ def test_what_a_user_is_told_when_the_farm_lacks_something(farm, index, download
     assert "fetches no CUDA: farmd serves no redist tree" in farm.ctl("workers").stdout
     farm.ctl("cancel", str(waits["id"]))
 
-    # 3. Provisioning from the dead index: the cause in farmd's 502 reaches the job, it is
-    #    the provisioning that failed, and the retry waits.
-    failing = farm.ctl_json("submit", cell_recipe(
-        farm, src, "dead-index", '["2.9"]', "13.0", '  torch: {"2.9": "2.9.0"}\n  toolkit: false\n'))
-    job_id = failing["jobs"][0]["id"]
-
-    def first_attempt():
-        j = farm.ctl_json("job", str(job_id))
-        return j if j.get("attempts") and j["attempts"][0].get("cause") else None
-    ended = wait_until(first_attempt, 120, "the first provisioning attempt to end")
-    attempt = ended["attempts"][0]
-    assert attempt["cause"] == "CAUSE_INFRASTRUCTURE", attempt
-    assert attempt["detail"].startswith("provisioning failed (upstream-unreachable): "), attempt
-    assert re.search(r"answered HTTP 502: \S", attempt["detail"]), attempt
-    assert "/simple/torch/" in attempt["detail"] or dead in attempt["detail"], attempt
-    assert ended["state"] == "JOB_PENDING", ended
-    assert "retrying after a backoff" in farm.ctl("job", str(job_id)).stdout
-    farm.ctl("cancel", str(failing["id"]))
-
-    # 4. toolkit: false, and the build compiles CUDA with the host's nvcc anyway: no nvcc on
+    # 5. toolkit: false, and the build compiles CUDA with the host's nvcc anyway: no nvcc on
     #    its PATH, and the wheel fails its check naming both versions.
     if not os.access(NVCC, os.X_OK):
         pytest.skip("no nvcc at %s to compile with" % NVCC)

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/upstream/simple_index.h"
+#include "tests/support/fake_upstream.h"
 #include "tests/support/test_util.h"
 
 namespace farm::lock {
@@ -61,10 +63,9 @@ TEST(PipResolverTest, ReadsTheReportIntoALockWithUpstreamsUrls) {
     return "https://download.example/whl/cu130/" + url.substr(url.rfind('/') + 1);
   };
   options.upstream_index_url = "https://download.example/whl/cu130/";
-  std::string report = Report(
-      "http://127.0.0.1:7/upstream/files/cu130/" + kSha +
-          "/torch-2.11.0%2Bcu130-cp313-cp313-manylinux_2_28_aarch64.whl",
-      R"({"hash": "sha256=)" + kSha + R"("})");
+  std::string report = Report("http://127.0.0.1:7/upstream/files/cu130/" + kSha +
+                                  "/torch-2.11.0%2Bcu130-cp313-cp313-manylinux_2_28_aarch64.whl",
+                              R"({"hash": "sha256=)" + kSha + R"("})");
   auto lock = LockFromReport(report, Request(), options);
   ASSERT_OK(lock.status());
   ASSERT_EQ(lock->packages.size(), 1u);
@@ -82,13 +83,11 @@ TEST(PipResolverTest, ReadsTheReportIntoALockWithUpstreamsUrls) {
                            Request(), {})
                 .status());
   // An sdist, a missing hash or a report that is not one are refused.
-  EXPECT_FALSE(LockFromReport(Report("http://x/a-1.0.tar.gz",
-                                     R"({"hash": "sha256=)" + kSha + R"("})"),
-                              Request(), {})
-                   .ok());
-  EXPECT_FALSE(LockFromReport(Report("http://x/a-1.0-py3-none-any.whl", "{}"),
-                              Request(), {})
-                   .ok());
+  EXPECT_FALSE(
+      LockFromReport(Report("http://x/a-1.0.tar.gz", R"({"hash": "sha256=)" + kSha + R"("})"),
+                     Request(), {})
+          .ok());
+  EXPECT_FALSE(LockFromReport(Report("http://x/a-1.0-py3-none-any.whl", "{}"), Request(), {}).ok());
   EXPECT_FALSE(LockFromReport("not json", Request(), {}).ok());
   EXPECT_FALSE(LockFromReport(R"({"install": []})", Request(), {}).ok());
 }
@@ -132,6 +131,26 @@ TEST(PipResolverTest, SaysWhoseFailureItIs) {
             StatusCode::kUnavailable);
   EXPECT_EQ(ResolutionFailure("Traceback: something else\n", 2, Request()).code(),
             StatusCode::kInternal);
+}
+
+TEST(PipResolverTest, AProjectPageThatCannotBeReadIsTheIndexsFailure) {
+  // pip skips a page that answered 502 quietly and reports "from versions: none".
+  const std::string none =
+      "ERROR: Could not find a version that satisfies the requirement torch==2.11.0 (from "
+      "versions: none)\nERROR: No matching distribution found for torch==2.11.0\n";
+  farm::testing::FakeFetcher fetcher;
+  std::string page = upstream::ProjectPageUrl(Request().index_url, "torch");
+  fetcher.Fail(page, Status::Unavailable("answered HTTP 502: the upstream is down"));
+  Status down = ResolutionFailureReadingIndex(fetcher, none, 1, Request());
+  EXPECT_EQ(down.code(), StatusCode::kUnavailable) << down.message();
+  EXPECT_NE(down.message().find("from the cu130 index could not be read: answered HTTP 502: "
+                                "the upstream is down"),
+            std::string::npos)
+      << down.message();
+  // A project the index really lacks stays the recipe's failure.
+  fetcher.Fail(page, Status::NotFound("no such project"));
+  EXPECT_EQ(ResolutionFailureReadingIndex(fetcher, none, 1, Request()).code(),
+            StatusCode::kInvalidArgument);
 }
 
 }  // namespace
