@@ -99,9 +99,8 @@ std::string_view EventKindName(EventKind kind) {
 }
 
 std::optional<EventKind> ParseEventKind(std::string_view name) {
-  for (EventKind k :
-       {EventKind::kWheelValidated, EventKind::kBuildFailed, EventKind::kWheelBuilt,
-        EventKind::kPublicationRefused}) {
+  for (EventKind k : {EventKind::kWheelValidated, EventKind::kBuildFailed, EventKind::kWheelBuilt,
+                      EventKind::kPublicationRefused}) {
     if (EventKindName(k) == name) return k;
   }
   return std::nullopt;
