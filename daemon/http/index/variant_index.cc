@@ -76,14 +76,6 @@ std::string VariantsDocument(const std::vector<const VariantEntry*>& entries) {
   return json::serialize(doc);
 }
 
-Response VariantPage(const Negotiated& n, std::string body) {
-  Response r;
-  r.content_type = n.content_type;
-  r.body = std::move(body);
-  r.headers.emplace_back("Vary", "Accept");
-  return r;
-}
-
 struct VariantListing {
   std::string filename, url, sha256;
   int64_t size = 0;
@@ -120,11 +112,10 @@ Response VariantProjectPage(IndexCatalog& catalog, VariantWheels& wheels, const 
                                    {"size", l.size}});
     }
     for (const auto& [version, list] : versions) vs.push_back(json::value(version));
-    return VariantPage(n,
-                       json::serialize(json::object{{"meta", json::object{{"api-version", "1.1"}}},
-                                                    {"name", project},
-                                                    {"files", std::move(files)},
-                                                    {"versions", std::move(vs)}}));
+    return IndexPage(n, json::serialize(json::object{{"meta", json::object{{"api-version", "1.1"}}},
+                                                     {"name", project},
+                                                     {"files", std::move(files)},
+                                                     {"versions", std::move(vs)}}));
   }
   std::string html =
       "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" "
@@ -135,7 +126,7 @@ Response VariantProjectPage(IndexCatalog& catalog, VariantWheels& wheels, const 
     html += "<a href=\"" + HtmlEscape(l.url) + "#sha256=" + l.sha256 + "\">" +
             HtmlEscape(l.filename) + "</a><br>\n";
   }
-  return VariantPage(n, html + "</body></html>\n");
+  return IndexPage(n, html + "</body></html>\n");
 }
 
 Response VariantProjectList(const Negotiated& n, const std::vector<VariantEntry>& entries) {
@@ -144,9 +135,8 @@ Response VariantProjectList(const Negotiated& n, const std::vector<VariantEntry>
   if (n.json) {
     json::array arr;
     for (const auto& p : projects) arr.push_back(json::object{{"name", p}});
-    return VariantPage(n,
-                       json::serialize(json::object{{"meta", json::object{{"api-version", "1.1"}}},
-                                                    {"projects", std::move(arr)}}));
+    return IndexPage(n, json::serialize(json::object{{"meta", json::object{{"api-version", "1.1"}}},
+                                                     {"projects", std::move(arr)}}));
   }
   std::string html =
       "<!DOCTYPE html>\n<html><head><title>PEP 825 variant wheels</title></head>"
@@ -154,7 +144,7 @@ Response VariantProjectList(const Negotiated& n, const std::vector<VariantEntry>
   for (const auto& p : projects) {
     html += "<a href=\"" + HtmlEscape(p) + "/\">" + HtmlEscape(p) + "</a><br>\n";
   }
-  return VariantPage(n, html + "</body></html>\n");
+  return IndexPage(n, html + "</body></html>\n");
 }
 
 // /variants/<variant>/files/<sha256>/<wheel> or /variants/<variant>/files/<project>/<name>.
