@@ -34,7 +34,8 @@ for b in farmd farm-worker farmctl; do
   [[ -x $bin/$b ]] || { echo "no $bin/$b: bundle the binaries with docker/bundle-libs.sh" >&2; exit 2; }
 done
 # The bundle's libraries serve the bundle's binaries alone: pip and the builds keep the host's.
-run() { env LD_LIBRARY_PATH="$bundle/lib" "$@"; }
+# (env execs the binary, so $! below is the daemon's own pid, which the cleanup ends.)
+run=(env LD_LIBRARY_PATH="$bundle/lib")
 mkdir -p "$out"
 work=$(mktemp -d)
 pids=()
@@ -44,7 +45,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-ctl=(env LD_LIBRARY_PATH="$bundle/lib" "$bin/farmctl" --server-file "$work/addr" --token-file "$work/data/admin.token")
+ctl=("${run[@]}" "$bin/farmctl" --server-file "$work/addr" --token-file "$work/data/admin.token")
 step() { echo "=== $(date -u +%H:%M:%S) $*"; }
 wait_for() {  # FILE SECONDS
   for _ in $(seq 1 $(( $2 * 10 ))); do [[ -s $1 ]] && return 0; sleep 0.1; done
@@ -77,11 +78,11 @@ done
 diff "$work/recipes/default.yaml" "$work/recipes/size.yaml"
 
 step "farmd and farm-worker on 127.0.0.1"
-run "$bin/farmd" --data-dir "$work/data" --listen 127.0.0.1:0 --ready-file "$work/addr" \
+"${run[@]}" "$bin/farmd" --data-dir "$work/data" --listen 127.0.0.1:0 --ready-file "$work/addr" \
   --http-listen 127.0.0.1:0 --http-ready-file "$work/http" >"$out/farmd.log" 2>&1 </dev/null &
 pids+=($!)
 wait_for "$work/addr" 30 || exit 1
-run "$bin/farm-worker" --server-file "$work/addr" --enroll-token-file "$work/data/enroll.token" \
+"${run[@]}" "$bin/farm-worker" --server-file "$work/addr" --enroll-token-file "$work/data/enroll.token" \
   --state-dir "$work/worker" --work-dir "$work/worker/work" --name gpu-host --python "$py" \
   --max-jobs 2 --no-ccache >"$out/worker.log" 2>&1 </dev/null &
 pids+=($!)
