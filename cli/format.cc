@@ -15,6 +15,7 @@
 #include "common/recipe/matrix.h"
 #include "common/utf8.h"
 #include "common/wheel/job_check.h"
+#include "common/wheel/wheel_bytes.h"
 
 namespace farm::cli {
 namespace {
@@ -363,6 +364,7 @@ std::string FormatJob(const farm::v1::Job& j) {
       << "  sha256 " << a.sha256() << "\n";
     std::string ignored = wheel::ArchListIgnoredMessage(j.cell().arch_list(), a.manifest());
     if (!ignored.empty()) o << "      warning: " << ignored << "\n";
+    o << wheel::FormatWheelBytes(a.manifest(), "      ");
     o << ValidationText(a.validation());
   }
   o << GraphText(j);

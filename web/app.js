@@ -30,6 +30,21 @@ async function api(path, opts) {
   return body;
 }
 function stateName(s) { return String(s || '').replace(/^(JOB|BUILD|VALIDATION)_/, '').toLowerCase(); }
+// The parts of a wheel's stored manifest, largest first (common/wheel/wheel_bytes.h,
+// WheelSizeParts): code images added up per arch and module, then the other listed parts.
+function wheelParts(m) {
+  if (!m || !m.bytes) return [];
+  const images = {};
+  for (const i of m.images || []) {
+    const what = `${i.arch} in ${i.module}`;
+    const p = images[what] || (images[what] = {what, compressed: 0, uncompressed: 0});
+    p.compressed += Number(i.compressed_bytes || 0);
+    p.uncompressed += Number(i.uncompressed_bytes || 0);
+  }
+  const parts = Object.values(images).concat((m.bytes.largest || []).map((p) => ({
+    what: p.name, compressed: Number(p.compressed_bytes || 0), uncompressed: Number(p.uncompressed_bytes || 0)})));
+  return parts.sort((a, b) => b.compressed - a.compressed);
+}
 function badge(s) { const n = stateName(s); return `<span class="badge s-${esc(n)}">${esc(n.replace(/_/g, ' '))}</span>`; }
 // A build's badge: "blocked" when no worker can take any of its remaining jobs.
 function buildBadge(b) {

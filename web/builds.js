@@ -72,8 +72,8 @@ async function buildsPage(t, oldBefore) {
 // "2 published, 1 failed" with the failure in red and its reason on hover.
 function publishingText(p) {
   if (!p || !p.total) return '<span class="muted">—</span>';
-  return Object.entries(p.states).map(([state, n]) => state === 'failed'
-    ? `<span class="error" title="${esc(p.error)}">${n} failed</span>` : `${n} ${esc(state)}`).join(', ');
+  return Object.entries(p.states).map(([state, n]) => state === 'failed' || state === 'refused'
+    ? `<span class="error" title="${esc(p.error)}">${n} ${esc(state)}</span>` : `${n} ${esc(state)}`).join(', ');
 }
 
 // Where a publication went: a link to the release page or Hub file once it has one.
@@ -88,7 +88,7 @@ function publicationsHtml(rows) {
     <th>File</th><th>State</th><th>Attempts</th><th>Error</th></tr>` + rows.map((p) => `<tr
     class="pub-${esc(p.state)}"><td>${esc(p.target)}</td><td>${esc(p.kind)}</td>
     <td>${publicationWhere(p)}</td>
-    <td>${esc(p.filename)}</td><td class="${p.state === 'failed' ? 'error' : ''}">${esc(p.state)}</td>
+    <td>${esc(p.filename)}</td><td class="${p.state === 'failed' || p.state === 'refused' ? 'error' : ''}">${esc(p.state)}</td>
     <td>${p.attempts}</td><td>${esc(p.error)}</td></tr>`).join('') + '</table>';
 }
 
@@ -192,9 +192,17 @@ function wheelPublication(p, release) {
   const links = [];
   if (p.target === 'github' && release && release.remote_url) links.push(`<a href="${esc(release.remote_url)}">release</a>`);
   if (p.remote_url) links.push(`<a href="${esc(p.remote_url)}">${p.target === 'github' ? 'asset' : 'file'}</a>`);
+  // failed: a person must act; refused: too large for the destination, nothing was sent.
+  const bad = p.state === 'failed' || p.state === 'refused';
   return `<div class="pub pub-${esc(p.state)}">${esc(p.target)}
-    ${p.state === 'failed' ? `<span class="error" title="${esc(p.error)}">failed</span>` : esc(p.state)}
-    ${links.join(' ')}${p.state === 'failed' ? `<div class="reason error">${esc(p.error)}</div>` : ''}</div>`;
+    ${bad ? `<span class="error" title="${esc(p.error)}">${esc(p.state)}</span>` : esc(p.state)}
+    ${links.join(' ')}${bad ? `<div class="reason error">${esc(p.error)}</div>` : ''}</div>`;
+}
+
+// " · largest: sm_90a 12.1 MiB, sm_120a 11.9 MiB": where most of a wheel's bytes go.
+function largestParts(m) {
+  const parts = wheelParts(m).slice(0, 3);
+  return parts.length ? ` · largest: ${parts.map((p) => `${esc(p.what)} ${bytes(p.compressed)}`).join(', ')}` : '';
 }
 
 function wheelsHtml(wheels, publications, jobs) {
@@ -206,7 +214,7 @@ function wheelsHtml(wheels, publications, jobs) {
     const archs = [...new Set((m.images || []).map((i) => i.arch))];
     const pubs = (w.publications || []).map((p) => wheelPublication(p, release)).join('');
     return `<tr data-wheel="${esc(w.filename)}"><td><a href="${esc(w.url)}">${esc(w.filename)}</a>
-      <div class="muted">job <a href="#/job/${w.job_id}">${w.job_id}</a> · ${bytes(Number(w.size))}
+      <div class="muted">job <a href="#/job/${w.job_id}">${w.job_id}</a> · ${bytes(Number(w.size))}${largestParts(m)}
         · <a class="provenance" href="${esc(w.url)}.intoto.jsonl" title="signed build and validation statements (docs/provenance.md)">provenance</a></div></td>
       <td><code>${esc(w.variant)}</code></td>
       <td>${archs.length ? archs.map(esc).join(', ') : '<span class="muted">no device code</span>'}

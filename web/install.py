@@ -465,6 +465,23 @@ def choose_file(files, py_tag, plat):
     return max(ok, key=lambda f: version_key(f["filename"].split("-")[1])) if ok else None
 
 
+def family_of(filename, cc):
+    """" (the wheel of SM family sm80-89, which holds cc 8.6)" when the wheel's local label
+    names a family (a recipe with matrix.families: "+cu130.sm80to89") that holds `cc`;
+    "" otherwise. The GPU view already listed only the wheel that runs on this GPU."""
+    label = filename.split("-")[1].partition("+")[2] if filename.count("-") >= 4 else ""
+    for part in label.split("."):
+        m = re.fullmatch(r"sm(\d{2,3})(?:to(\d{2,3}))?", part)
+        if not m:
+            continue
+        lo, hi = m.group(1), m.group(2) or m.group(1)
+        key = lambda d: (int(d[:-1]), int(d[-1]))
+        here = tuple(int(x) for x in cc.split("."))
+        if key(lo) <= here <= key(hi) and m.group(2):
+            return " (the wheel of SM family sm%s-%s, which holds cc %s)" % (lo, hi, cc)
+    return ""
+
+
 def cc_of(arch):
     """"12.0" for "12.0", "sm_120", "sm120a", "120"; "" otherwise."""
     m = re.fullmatch(r"(?:sm_?)?(\d{1,3})\.?(\d)[af]?", arch or "")
@@ -585,7 +602,8 @@ def main(argv):
             return 1
     version = wheel["filename"].split("-")[1]
     say("chose %s (%s) because the GPU is cc %s and %s" % (view["index_url"], view["variant"], cc, why))
-    say("wheel %s (sha256 %s)" % (wheel["filename"], wheel["hashes"]["sha256"]))
+    say("wheel %s (sha256 %s)%s" % (wheel["filename"], wheel["hashes"]["sha256"],
+                                    family_of(wheel["filename"], cc)))
     page_url = view["index_url"] + project + "/"
     target = "%s==%s" % (project, version)
     tmp = None

@@ -173,6 +173,25 @@ function attemptsTable(attempts) {
      <td>${progressHtml({units_done: a.units_done, units_total: a.units_total})}</td></tr>`).join('') + '</table>';
 }
 
+// Where the wheel's bytes go: each code image (per arch and module) and the largest other
+// parts, in the wheel and unpacked, then the rest and the whole wheel.
+function bytesHtml(m) {
+  if (!m.bytes) return '';
+  const b = m.bytes;
+  const row = (what, c, u, note) => `<tr><td><code>${esc(what)}</code></td><td>${bytes(c)}</td>
+    <td>${bytes(u)}</td><td class="muted">${note || ''}</td></tr>`;
+  const packed = {};
+  for (const i of m.images || []) {
+    if (i.compressed) packed[`${i.arch} in ${i.module}`] = (packed[`${i.arch} in ${i.module}`] || 0) + Number(i.fatbin_bytes || 0);
+  }
+  const rows = wheelParts(m).map((p) => row(p.what, p.compressed, p.uncompressed,
+    packed[p.what] ? `nvcc-compressed to ${bytes(packed[p.what])}` : ''));
+  rows.push(row('rest', Number((b.rest || {}).compressed_bytes || 0), Number((b.rest || {}).uncompressed_bytes || 0)));
+  rows.push(row('wheel', Number(b.wheel_bytes || 0), Number(b.uncompressed_bytes || 0)));
+  return `<h4>Where the bytes go</h4><table class="wheel-bytes"><tr><th>Part</th><th>In the wheel</th>
+    <th>Unpacked</th><th></th></tr>${rows.join('')}</table>`;
+}
+
 function artifactsHtml(arts) {
   if (!arts.length) return '<p class="muted">No artifacts.</p>';
   const origin = location.origin;
@@ -202,6 +221,7 @@ function artifactsHtml(arts) {
       ${(m.missing || []).length ? `<br><span class="error">missing: ${m.missing.map(esc).join(', ')}</span>` : ''}
       ${a.arch_warning ? `<br><span class="error arch-warning">warning: ${esc(a.arch_warning)}</span>` : ''}</p>
       ${images ? `<table class="manifest"><tr><th>Module</th><th>Kind</th><th>Arch</th></tr>${images}</table>` : ''}
+      ${bytesHtml(m)}
       <h4>Validation ${badge(v.state)}</h4>
       <p>${esc(v.gpu_name)} ${v.compute_capability ? '(sm ' + esc(v.compute_capability) + ')' : ''} ${esc(v.message)}</p>
       ${cases ? `<table class="validation"><tr><th>Case</th><th>Cosine</th><th>Rel. L1</th><th>Throughput</th>

@@ -13,6 +13,8 @@
 #include "common/wheel/job_check.h"
 #include "common/wheel/manifest.h"
 #include "common/wheel/metadata/requires_dist.h"
+#include "common/wheel/upload_limits.h"
+#include "common/wheel/wheel_bytes.h"
 
 namespace farm::cli {
 namespace {
@@ -72,6 +74,11 @@ void PrintReport(const wheel::WheelReport& report, bool cuobjdump_style, std::os
     for (const auto& m : report.manifest.modules) out << wheel::FormatCuobjdumpStyle(m);
   } else {
     out << wheel::FormatManifest(report.manifest);
+  }
+  out << wheel::FormatWheelBytes(wheel::ManifestToProto(report.manifest), "");
+  if (report.manifest.bytes.known) {
+    out << "fits: "
+        << wheel::FitsText(report.manifest.bytes.wheel_bytes, wheel::DefaultUploadLimits()) << "\n";
   }
   for (const auto& p : report.problems) out << "problem: " << p.ToString() << "\n";
 }

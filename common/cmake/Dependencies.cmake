@@ -16,6 +16,7 @@ find_path(FARM_TOMLPLUSPLUS_INCLUDE toml++/toml.h REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
+find_package(ZLIB REQUIRED)  # deflate, to measure what code images add to a wheel
 if(FARM_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/arch.h"
+#include "common/wheel/sm_families.h"
 
 namespace farm::recipe {
 namespace {
@@ -306,6 +307,31 @@ Status TooLarge() {
                                  " cells; narrow its axes");
 }
 
+// Each cell whose arch list spans several of `families` becomes one cell per family.
+Status SplitFamilies(const google::protobuf::RepeatedPtrField<std::string>& names,
+                     std::vector<Cell>* cells, std::vector<std::string>* rejected) {
+  if (names.empty()) return Status::Ok();
+  FARM_ASSIGN_OR_RETURN(std::vector<wheel::SmFamily> families, wheel::ParseFamilies(names));
+  std::vector<Cell> out;
+  for (const Cell& c : *cells) {
+    if (c[kArchAxis].empty()) {
+      out.push_back(c);
+      continue;
+    }
+    Result<std::vector<std::string>> lists = wheel::SplitArchList(c[kArchAxis], families);
+    if (!lists.ok()) {
+      rejected->push_back(DescribeCell(ToProto(c)) + ": " + lists.status().message());
+      continue;
+    }
+    for (const std::string& list : *lists) {
+      out.push_back(c);
+      out.back()[kArchAxis] = list;
+    }
+  }
+  *cells = std::move(out);
+  return Status::Ok();
+}
+
 MatrixExpansion Fail(MatrixExpansion out, const Status& status) {
   out.cells.clear();
   out.rejected.push_back(status.message());
@@ -445,6 +471,9 @@ MatrixExpansion ExpandMatrix(const farm::v1::MatrixAxes& requested,
     if (!excluded) cells.push_back(std::move(c));
   }
   ApplyIncludes(rules->include, axes, requested, supported, &cells, &out.rejected);
+  if (Status split = SplitFamilies(supported.families(), &cells, &out.rejected); !split.ok()) {
+    return Fail(std::move(out), split);
+  }
   std::set<Cell> seen;
   for (const Cell& c : cells) {
     farm::v1::MatrixCell cell = ToProto(c);

@@ -41,7 +41,9 @@ const std::vector<std::string_view> kTopLevelKeys = {"name",
                                                      "requires",
                                                      "torch_abi",
                                                      "environment",
-                                                     "cells"};
+                                                     "cells",
+                                                     "size_budget",
+                                                     "fatbin_compression"};
 
 constexpr size_t kMaxNameLength = 100;
 constexpr double kMaxGbPerCompileJob = 1024;
@@ -291,6 +293,7 @@ Result<ParsedRecipe> ParseRoot(const ErrorSink& sink, const YAML::Node& root) {
   FARM_RETURN_IF_ERROR(ParsePatches(top, &out));
   FARM_RETURN_IF_ERROR(ParseEnv(top, recipe));
   FARM_RETURN_IF_ERROR(ParseScalars(top, recipe));
+  FARM_RETURN_IF_ERROR(ParseFitFields(top, recipe));
   FARM_RETURN_IF_ERROR(ParseMatrixSection(top, recipe->mutable_matrix()));
   FARM_RETURN_IF_ERROR(ParseValidationSection(top, recipe));
   FARM_RETURN_IF_ERROR(ParseRetrySection(top, recipe));

@@ -49,6 +49,11 @@ Status ParseBuildRequirementItems(const ErrorSink& sink, const std::vector<Item>
                                   const std::string& where, std::set<std::string>* seen,
                                   google::protobuf::RepeatedPtrField<std::string>* out);
 
+// `size_budget:` and `fatbin_compression:`, and `matrix.families` (recipe_fit.cc), read
+// after the matrix's axes, which the families are checked against.
+Status ParseFitFields(const Section& top, farm::v1::Recipe* recipe);
+Status ParseFamiliesField(const Section& matrix, farm::v1::MatrixAxes* out);
+
 }  // namespace farm::recipe
 
 #endif  // FARM_COMMON_RECIPE_RECIPE_INTERNAL_H_

@@ -197,6 +197,7 @@ Status ParseMatrixSection(const Section& top, farm::v1::MatrixAxes* matrix) {
   keys.push_back("include");
   keys.push_back("exclude");
   keys.push_back("torch_cuda");
+  keys.push_back("families");
   FARM_ASSIGN_OR_RETURN(Section s,
                         Section::Read(top.sink(), f->value, f->key_pos, "matrix", "matrix.", keys));
   FARM_ASSIGN_OR_RETURN(bool following, ParseTorchFollow(s, matrix));
@@ -206,7 +207,8 @@ Status ParseMatrixSection(const Section& top, farm::v1::MatrixAxes* matrix) {
   }
   FARM_RETURN_IF_ERROR(ParseRules(s, "include", matrix->mutable_include()));
   FARM_RETURN_IF_ERROR(ParseRules(s, "exclude", matrix->mutable_exclude()));
-  return ParseTorchCuda(s, matrix);
+  FARM_RETURN_IF_ERROR(ParseTorchCuda(s, matrix));
+  return ParseFamiliesField(s, matrix);
 }
 
 Status ParseValidationSection(const Section& top, farm::v1::Recipe* recipe) {

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "common/wheel/relabel.h"
+#include "common/wheel/sm_families.h"
 
 namespace farm::wheel {
 namespace {
@@ -62,33 +63,34 @@ Result<std::vector<arch::Image>> ExpectedImages(const farm::v1::MatrixCell& cell
   return out;
 }
 
-std::string VariantLabel(const farm::v1::MatrixCell& cell, const std::vector<arch::Image>& images) {
+std::string VariantLabel(const farm::v1::MatrixCell& cell, const std::vector<arch::Image>& images,
+                         const std::string& family) {
   std::string out;
   if (!cell.cuda().empty()) out += "cu" + NoDot(cell.cuda());
   if (!cell.torch().empty()) out += "torch" + cell.torch();
-  std::string arch = ArchLabel(images);
+  std::string arch = family.empty() ? ArchLabel(images) : family;
   if (!arch.empty()) out += (out.empty() ? "" : ".") + arch;
   return out;
 }
 
 std::map<std::string, std::string> LabelVars(const farm::v1::MatrixCell& cell,
                                              const std::vector<arch::Image>& images,
-                                             const std::string& commit) {
+                                             const std::string& commit, const std::string& family) {
   auto vars = CellLabelVars(cell.python(), cell.torch(), cell.cuda(), cell.platform());
   vars["arch"] = ArchLabel(images);
   vars["commit"] = commit.substr(0, 8);
-  vars["variant"] = VariantLabel(cell, images);
+  vars["family"] = family;
+  vars["variant"] = VariantLabel(cell, images, family);
   return vars;
 }
 
-Result<std::string> WheelLabel(const std::string& label_template,
-                               const farm::v1::MatrixCell& cell,
-                               const std::vector<arch::Image>& images,
-                               const std::string& commit) {
-  const std::string& tmpl = label_template.empty() ? std::string(kDefaultLabelTemplate)
-                                                   : label_template;
+Result<std::string> WheelLabel(const std::string& label_template, const farm::v1::MatrixCell& cell,
+                               const std::vector<arch::Image>& images, const std::string& commit,
+                               const std::string& family) {
+  const std::string& tmpl =
+      label_template.empty() ? std::string(kDefaultLabelTemplate) : label_template;
   // Render without the final validity check first: an absent part may leave "..".
-  std::map<std::string, std::string> vars = LabelVars(cell, images, commit);
+  std::map<std::string, std::string> vars = LabelVars(cell, images, commit, family);
   std::string rendered;
   for (size_t i = 0; i < tmpl.size(); ++i) {
     if (tmpl[i] != '{') {
@@ -123,8 +125,12 @@ Result<std::string> RecipeWheelLabel(const farm::v1::Recipe& recipe,
     named.set_torch(floor + "andhigher");
     named.set_cuda(cell.cuda().substr(0, cell.cuda().find('.')));
   }
+  std::string family;
+  if (auto families = ParseFamilies(recipe.matrix().families()); families.ok()) {
+    if (const SmFamily* f = FamilyServed(images, *families)) family = f->Label();
+  }
   return WheelLabel(recipe.publish().local_version_template(), named, images,
-                    recipe.source().has_git() ? recipe.source().git().commit() : "");
+                    recipe.source().has_git() ? recipe.source().git().commit() : "", family);
 }
 
 std::string LocalLabelOf(const std::string& version) {

@@ -42,16 +42,20 @@ Result<std::vector<arch::Image>> ExpectedImages(const farm::v1::MatrixCell& cell
 
 // "cu130torch2.11.sm90.sm120a": "cu" and the CUDA version without dots, "torch" and the
 // torch version, then the arch label; each part only when the cell (or the images) has it.
-std::string VariantLabel(const farm::v1::MatrixCell& cell, const std::vector<arch::Image>& images);
+// With `family` ("sm80to89", SmFamily::Label) the family stands where the arch label would.
+std::string VariantLabel(const farm::v1::MatrixCell& cell, const std::vector<arch::Image>& images,
+                         const std::string& family = "");
 
 // The placeholders a label template may use for this cell and image set: python,
 // python_nodot, torch, torch_nodot, cuda, cuda_nodot, cuda_major, platform (as
-// CellLabelVars), arch (ArchLabel), variant (VariantLabel) and commit (the first 8 hex
-// digits of the source's git commit, "" for other sources: upstream versions such as
-// SageAttention's 2.2.0 stay the same across fixes, the commit tells them apart).
+// CellLabelVars), arch (ArchLabel), variant (VariantLabel), family (the SM family the
+// images serve, "" when none) and commit (the first 8 hex digits of the source's git
+// commit, "" for other sources: upstream versions such as SageAttention's 2.2.0 stay the
+// same across fixes, the commit tells them apart).
 std::map<std::string, std::string> LabelVars(const farm::v1::MatrixCell& cell,
                                              const std::vector<arch::Image>& images,
-                                             const std::string& commit = "");
+                                             const std::string& commit = "",
+                                             const std::string& family = "");
 
 // The local version label of a wheel of `cell` holding `images`: `label_template` (empty:
 // kDefaultLabelTemplate) rendered with LabelVars, in PEP 440 normal form, with the empty
@@ -60,11 +64,13 @@ std::map<std::string, std::string> LabelVars(const farm::v1::MatrixCell& cell,
 Result<std::string> WheelLabel(const std::string& label_template,
                                const farm::v1::MatrixCell& cell,
                                const std::vector<arch::Image>& images,
-                               const std::string& commit = "");
+                               const std::string& commit = "", const std::string& family = "");
 
 // WheelLabel with the template and git commit of `recipe`. A stable-ABI recipe's wheel
 // (torch_abi.stable) serves every torch from its floor with any toolkit of the cell's CUDA
 // major, and says so: torch is "<floor>andhigher", CUDA its major ("cu13torch2.9andhigher").
+// A recipe with matrix.families names the family a wheel's images serve as a whole
+// (FamilyServed: "cu130.sm80to89"); a wheel whose images do not is named by its images.
 Result<std::string> RecipeWheelLabel(const farm::v1::Recipe& recipe,
                                      const farm::v1::MatrixCell& cell,
                                      const std::vector<arch::Image>& images);

@@ -7,6 +7,7 @@
 #include "common/wheel/elf/elf_reader.h"
 #include "common/wheel/metadata/dist_info.h"
 #include "common/wheel/metadata/dist_info_checks.h"
+#include "common/wheel/zip_directory.h"
 
 namespace farm::wheel {
 namespace {
@@ -116,8 +117,8 @@ class Inspector {
       return;
     }
     report_->host_elves.push_back(std::move(host).value());
-    Result<ModuleManifest> module =
-        ReadModuleManifest(file.content, file.name, options_.fatbin_limits);
+    Result<ModuleManifest> module = ReadModuleManifest(
+        file.content, file.name, options_.fatbin_limits, options_.measure_wheel_bytes);
     if (!module.ok()) {
       Problem("elf-unreadable", file.name, module.status().message());
       return;
@@ -192,6 +193,11 @@ Result<WheelReport> InspectWheel(const std::string& path, const InspectOptions& 
       report.problems.push_back({"arch-missing", miss.module, miss.ToString()});
     }
     if (options.refuse_unrequested) AddUnrequestedProblems(options, &report);
+    // libarchive read the same directory a moment ago, so a failure here leaves the
+    // breakdown unknown rather than adding a problem.
+    if (options.measure_wheel_bytes) {
+      if (auto zip = ReadZipDirectory(path); zip.ok()) AttributeWheelBytes(*zip, &report.manifest);
+    }
   }
   return report;
 }

@@ -40,6 +40,9 @@ struct InspectOptions {
   std::string expected_platform;
   // Read the arch manifest of every ELF file. Off, no ELF is buffered.
   bool build_manifest = true;
+  // With the manifest, also measure where the wheel's bytes go (manifest.bytes; each image
+  // deflated alone, about a zip writer's time).
+  bool measure_wheel_bytes = true;
   // Largest ELF file buffered for the manifest; a larger one is a problem.
   int64_t max_elf_bytes = int64_t{3} << 30;
   FatbinLimits fatbin_limits;
@@ -48,6 +51,9 @@ struct InspectOptions {
   // Images the requested targets do not name are a problem ("arch-unrequested", one per
   // module) instead of only being listed in the manifest.
   bool refuse_unrequested = false;
+  // A wheel file larger than this is a problem ("size-budget", with where its bytes go);
+  // checked by CheckJobWheel. 0: no budget.
+  int64_t size_budget_bytes = 0;
 };
 
 // One regular file of the wheel.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -18,6 +19,9 @@ void AddImages(const ModuleManifest& module, farm::v1::ArchManifest* out) {
     p->set_kind(image.image.kind == arch::Image::Kind::kSass ? "sass" : "ptx");
     p->set_arch(image.name);
     p->set_compressed(image.compression != Compression::kNone);
+    p->set_compressed_bytes(static_cast<int64_t>(image.wheel_bytes));
+    p->set_uncompressed_bytes(static_cast<int64_t>(image.payload_bytes));
+    p->set_fatbin_bytes(static_cast<int64_t>(image.fatbin_bytes));
   }
 }
 
@@ -136,7 +140,15 @@ farm::v1::ArchManifest ManifestToProto(const ArchManifest& manifest) {
   std::set<std::string> extra;
   for (const UnrequestedImage& image : manifest.unrequested) extra.insert(image.image);
   for (std::string& name : SortedImages(extra)) out.add_unrequested(std::move(name));
+  WheelBytesToProto(manifest.bytes, &out);
   return out;
+}
+
+InspectOptions JobCheckOptions(const farm::v1::Recipe& recipe) {
+  InspectOptions options;
+  options.refuse_unrequested = recipe.refuse_unrequested_archs();
+  options.size_budget_bytes = recipe.size_budget_bytes();
+  return options;
 }
 
 Result<JobWheelCheck> CheckJobWheel(const std::string& path, const std::string& filename,
@@ -158,6 +170,14 @@ Result<JobWheelCheck> CheckJobWheel(const std::string& path, const std::string& 
     check.problems.push_back(std::move(p));
   }
   check.requires_device_code = !options.requested_targets.empty();
+  if (options.size_budget_bytes > 0) {
+    int64_t size = report.manifest.bytes.known ? report.manifest.bytes.wheel_bytes : 0;
+    std::error_code ec;
+    if (size == 0) size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+    if (auto over = SizeBudgetProblem(check.manifest, size, options.size_budget_bytes)) {
+      check.problems.push_back(std::move(*over));
+    }
+  }
   return check;
 }
 

@@ -38,9 +38,14 @@ std::string CpythonTag(const std::string& python_version);
 inline constexpr char kDefaultPlatform[] = "linux_x86_64";
 std::string CellPlatform(const farm::v1::MatrixCell& cell);
 
+// The options a job's wheel is checked with under `recipe`: images it did not ask for
+// refused when it says so (unrequested_archs: fail), and its size_budget.
+InspectOptions JobCheckOptions(const farm::v1::Recipe& recipe);
+
 // Checks the wheel at `path` for `cell`. Images the cell's arch list does not ask for are
 // listed in the manifest (`unrequested`) and become problems only with
-// base.refuse_unrequested. `filename` is the wheel's name when the file sits
+// base.refuse_unrequested. A wheel over base.size_budget_bytes has the problem
+// "size-budget", naming the largest parts. `filename` is the wheel's name when the file sits
 // under another one ("" = last path component). On success returns the manifest and the
 // problems (a wheel that breaks a rule is still a success of the check, with problems).
 // Fails when the file cannot be read as a zip archive or the cell's arch list does not

@@ -170,7 +170,7 @@ Status ReadPtx(const FatbinEntry& e, std::string_view payload, CodeImage* image)
 }
 
 Status VisitEntry(const FatbinEntry& e, std::string_view payload, const std::string& section,
-                  ModuleManifest* out) {
+                  bool measure, ModuleManifest* out) {
   if (e.kind != kFatbinKindElf && e.kind != kFatbinKindPtx) {
     ++out->ignored_entries;
     return Status::Ok();
@@ -183,6 +183,13 @@ Status VisitEntry(const FatbinEntry& e, std::string_view payload, const std::str
   image.header_size = e.header_size;
   image.compression = e.compression;
   image.payload_bytes = payload.size();
+  image.fatbin_bytes = uint64_t{e.header_size} + e.padded_size;
+  if (measure) {
+    // A payload nvcc compressed does not deflate further; a plain one does, a lot.
+    image.wheel_bytes = e.header_size + (e.compression == Compression::kNone
+                                             ? static_cast<uint64_t>(DeflatedSize(payload))
+                                             : e.compressed_size);
+  }
   image.image.kind = e.kind == kFatbinKindElf ? arch::Image::Kind::kSass : arch::Image::Kind::kPtx;
   image.image.major = static_cast<int>(e.sm / 10);
   image.image.minor = static_cast<int>(e.sm % 10);
@@ -212,7 +219,7 @@ std::string SameCc(const ModuleManifest& module, const arch::Image& want) {
 }  // namespace
 
 Result<ModuleManifest> ReadModuleManifest(std::string_view elf_bytes, const std::string& module,
-                                          const FatbinLimits& limits) {
+                                          const FatbinLimits& limits, bool measure_wheel_bytes) {
   ModuleManifest out;
   out.module = module;
   Result<ElfFile> elf = ElfFile::Parse(elf_bytes);
@@ -221,7 +228,7 @@ Result<ModuleManifest> ReadModuleManifest(std::string_view elf_bytes, const std:
     if (section.name != ".nv_fatbin" && section.name != "__nv_relfatbin") continue;
     Status s =
         WalkFatbin(elf->Data(section), limits, [&](const FatbinEntry& e, std::string_view payload) {
-          return VisitEntry(e, payload, section.name, &out);
+          return VisitEntry(e, payload, section.name, measure_wheel_bytes, &out);
         });
     if (!s.ok()) return s.WithContext(module + " " + section.name);
   }

@@ -14,6 +14,7 @@
 #include "common/arch.h"
 #include "common/status.h"
 #include "common/wheel/elf/fatbin.h"
+#include "common/wheel/wheel_bytes.h"
 
 namespace farm::wheel {
 
@@ -28,8 +29,13 @@ struct CodeImage {
   uint32_t header_size = 0;  // fatbin entry header size
   Compression compression = Compression::kNone;
   uint64_t payload_bytes = 0;  // after decompression
-  std::string ptx_version;     // ".version" of a PTX image ("9.0"), else ""
-  std::string producer;        // tool named in the cubin's .note.nv.tkinfo ("ptxas", "nvlink")
+  uint64_t fatbin_bytes = 0;   // entry header and payload as the fatbinary stores them
+  // What the image adds to the wheel file: its stored bytes deflated alone (zlib level 1;
+  // already-compressed payloads as they are), capped by AttributeWheelBytes so that the
+  // images of a module never claim more than its zip entry; 0 when not measured.
+  uint64_t wheel_bytes = 0;
+  std::string ptx_version;  // ".version" of a PTX image ("9.0"), else ""
+  std::string producer;     // tool named in the cubin's .note.nv.tkinfo ("ptxas", "nvlink")
   // The CUDA release of that tool ("13.0" from "Cuda compilation tools, release 13.0,
   // V13.0.88"): the toolkit the image was compiled with; "" when the cubin does not say.
   std::string toolkit;
@@ -81,15 +87,19 @@ struct ArchManifest {
   // Images present that no requested target names, per module, in module and image order;
   // empty when nothing was requested (no request, nothing to ignore).
   std::vector<UnrequestedImage> unrequested;
+  // Where the wheel's bytes go (AttributeWheelBytes); `known` false when not measured.
+  WheelBytesBreakdown bytes;
 };
 
 // Reads the manifest of the ELF shared object in `elf_bytes`, named `module` in messages.
-// Modules without .nv_fatbin / __nv_relfatbin get an empty image list. On success returns
-// the images; fails with an error naming the module for a malformed ELF, a malformed or
-// truncated fatbinary, a cubin or PTX payload that cannot be read, or a cubin whose SM
-// disagrees with its fatbin entry header.
+// Modules without .nv_fatbin / __nv_relfatbin get an empty image list. With
+// `measure_wheel_bytes` each image's wheel_bytes is measured (deflating it: about as long
+// as a zip writer takes). On success returns the images; fails with an error naming the
+// module for a malformed ELF, a malformed or truncated fatbinary, a cubin or PTX payload
+// that cannot be read, or a cubin whose SM disagrees with its fatbin entry header.
 Result<ModuleManifest> ReadModuleManifest(std::string_view elf_bytes, const std::string& module,
-                                          const FatbinLimits& limits = {});
+                                          const FatbinLimits& limits = {},
+                                          bool measure_wheel_bytes = false);
 
 // Fills `manifest->runs_on` from its modules, `manifest->missing` from `requested`
 // (every image of every target, farm::arch::ImagesOf, must be present in every module

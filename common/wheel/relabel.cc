@@ -2,9 +2,11 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 
+#include "common/sha256.h"
 #include "common/strings.h"
 #include "common/wheel/metadata/dist_info.h"
 #include "common/wheel/wheel_name.h"
@@ -118,6 +120,49 @@ Result<RelabelResult> RelabelWheel(const std::string& in_path, const std::string
   result.path = out_dir + "/" + result.filename;
   result.rewritten = true;
   FARM_RETURN_IF_ERROR(WriteRewrittenWheel(in_path, result.path, rename, metadata, record));
+  return result;
+}
+
+bool IsVariantLabel(std::string_view label) {
+  return !label.empty() && label.size() <= 16 &&
+         std::all_of(label.begin(), label.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '_' || c == '.';
+         });
+}
+
+Result<RelabelResult> MakeVariantWheel(const std::string& in_path, const std::string& label,
+                                       const std::string& variant_json,
+                                       const std::string& out_dir) {
+  if (!IsVariantLabel(label)) {
+    return Status::InvalidArgument("\"" + label + "\" is not a PEP 825 variant label");
+  }
+  FARM_ASSIGN_OR_RETURN(WheelFilename fn, ParseWheelFilename(in_path));
+  FARM_ASSIGN_OR_RETURN(DistInfoText info, ReadDistInfoText(in_path));
+  auto version = FindHeader(ParseHeaders(info.metadata), "Version");
+  if (!version) return Status::InvalidArgument(in_path + ": METADATA has no Version");
+  const std::string public_version = WithLocalLabel(*version, "");
+  const std::string dist = info.stem.substr(0, info.stem.find('-'));
+  DistInfoRenamer rename{info.stem, dist + "-" + public_version};
+  FARM_ASSIGN_OR_RETURN(std::string metadata, SetMetadataVersion(info.metadata, public_version));
+  FARM_ASSIGN_OR_RETURN(std::string record, RewriteRecord(info.record, rename, metadata));
+  const std::string json_path = rename.new_stem + ".dist-info/variant.json";
+  // RECORD's own row stays last, the new file's row goes just before it.
+  const std::string record_row = rename.new_stem + ".dist-info/RECORD,";
+  size_t at = record.find(record_row);
+  if (at == std::string::npos || (at > 0 && record[at - 1] != '\n')) at = record.size();
+  Sha256 hasher;
+  hasher.Update(variant_json);
+  record.insert(at, json_path + ",sha256=" + Base64UrlNoPad(hasher.Digest()) + "," +
+                        std::to_string(variant_json.size()) + "\n");
+  RelabelResult result;
+  result.version = public_version;
+  result.filename = fn.name + "-" + public_version +
+                    (fn.build_tag.empty() ? "" : "-" + fn.build_tag) + "-" + fn.python_tag + "-" +
+                    fn.abi_tag + "-" + fn.platform_tag + "-" + label + ".whl";
+  result.path = out_dir + "/" + result.filename;
+  result.rewritten = true;
+  FARM_RETURN_IF_ERROR(WriteRewrittenWheel(in_path, result.path, rename, metadata, record,
+                                           {{json_path, variant_json}}));
   return result;
 }
 

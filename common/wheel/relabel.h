@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -60,6 +61,17 @@ struct RelabelResult {
 // size differs from its header.
 Result<RelabelResult> RelabelWheel(const std::string& in_path, const std::string& label,
                                    const std::string& out_dir);
+
+// PEP 825 variant labels: 1 to 16 of [0-9a-z_.].
+bool IsVariantLabel(std::string_view label);
+
+// Writes the PEP 825 variant wheel of the wheel at `in_path` into `out_dir`: its version
+// without the local label (a variant-aware installer chooses among the variants of one
+// version), `label` after the platform tag in the file name, and `variant_json` as
+// <dist-info>/variant.json, listed in RECORD. Deterministic, like RelabelWheel. Fails
+// with InvalidArgument for an invalid label and as RelabelWheel does for the wheel.
+Result<RelabelResult> MakeVariantWheel(const std::string& in_path, const std::string& label,
+                                       const std::string& variant_json, const std::string& out_dir);
 
 }  // namespace farm::wheel
 

@@ -106,9 +106,27 @@ Status CopyEntry(archive* in, archive_entry* src, archive* out, const std::strin
   return Status::Ok();
 }
 
+// A new regular file: mode 0644, the mtime of the entry it is written beside (the output
+// stays deterministic).
+Status WriteAdded(archive* out, const AddedEntry& added, time_t mtime) {
+  std::unique_ptr<archive_entry, void (*)(archive_entry*)> e(archive_entry_new(),
+                                                             archive_entry_free);
+  archive_entry_set_pathname(e.get(), added.name.c_str());
+  archive_entry_set_filetype(e.get(), AE_IFREG);
+  archive_entry_set_perm(e.get(), 0644);
+  archive_entry_set_mtime(e.get(), mtime, 0);
+  archive_entry_set_size(e.get(), static_cast<int64_t>(added.content.size()));
+  if (archive_write_header(out, e.get()) != ARCHIVE_OK ||
+      archive_write_data(out, added.content.data(), added.content.size()) !=
+          static_cast<la_ssize_t>(added.content.size())) {
+    return Status::Internal(added.name + ": " + archive_error_string(out));
+  }
+  return Status::Ok();
+}
+
 Status WriteEntries(const std::string& in_path, const std::string& out_path,
                     const DistInfoRenamer& rename, const std::string& metadata,
-                    const std::string& record) {
+                    const std::string& record, const std::vector<AddedEntry>& added) {
   FARM_ASSIGN_OR_RETURN(ArchiveHandle in, OpenZip(in_path));
   ArchiveHandle out(archive_write_new(), archive_write_free);
   archive_write_set_format_zip(out.get());
@@ -127,6 +145,11 @@ Status WriteEntries(const std::string& in_path, const std::string& out_path,
     const std::string* replacement = name == metadata_path ? &metadata
                                      : name == record_path ? &record
                                                            : nullptr;
+    if (name == record_path) {
+      for (const AddedEntry& a : added) {
+        FARM_RETURN_IF_ERROR(WriteAdded(out.get(), a, archive_entry_mtime(e)));
+      }
+    }
     FARM_RETURN_IF_ERROR(CopyEntry(in.get(), e, out.get(), rename(name), replacement));
   }
   if (archive_write_close(out.get()) != ARCHIVE_OK) {
@@ -226,8 +249,14 @@ Result<std::string> RewriteRecord(const std::string& record, const DistInfoRenam
 Status WriteRewrittenWheel(const std::string& in_path, const std::string& out_path,
                            const DistInfoRenamer& rename, const std::string& metadata,
                            const std::string& record) {
+  return WriteRewrittenWheel(in_path, out_path, rename, metadata, record, {});
+}
+
+Status WriteRewrittenWheel(const std::string& in_path, const std::string& out_path,
+                           const DistInfoRenamer& rename, const std::string& metadata,
+                           const std::string& record, const std::vector<AddedEntry>& added) {
   const std::string tmp = out_path + ".tmp-" + RandomHex(4);
-  Status written = WriteEntries(in_path, tmp, rename, metadata, record);
+  Status written = WriteEntries(in_path, tmp, rename, metadata, record, added);
   std::error_code ec;
   if (written.ok()) std::filesystem::rename(tmp, out_path, ec);
   if (!written.ok() || ec) {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -61,6 +62,17 @@ Result<std::string> RewriteRecord(const std::string& record, const DistInfoRenam
 Status WriteRewrittenWheel(const std::string& in_path, const std::string& out_path,
                            const DistInfoRenamer& rename, const std::string& metadata,
                            const std::string& record);
+
+// A file an edit adds to the wheel: its path (under the renamed .dist-info) and bytes.
+struct AddedEntry {
+  std::string name;
+  std::string content;
+};
+
+// As above, with `added` written just before RECORD (whose rows the caller gives them).
+Status WriteRewrittenWheel(const std::string& in_path, const std::string& out_path,
+                           const DistInfoRenamer& rename, const std::string& metadata,
+                           const std::string& record, const std::vector<AddedEntry>& added);
 
 }  // namespace farm::wheel
 

@@ -86,6 +86,19 @@ Status HttpFromFlags(const Flags& flags, ServerOptions* options) {
   return Status::Ok();
 }
 
+// The largest file each destination takes: GitHub's and the Hub's documented limits
+// unless a flag says otherwise (GitHub Enterprise, a private Hub); the index has none.
+Status UploadLimitsFromFlags(const Flags& flags, ServerOptions* options) {
+  constexpr int64_t kMax = int64_t{1} << 50;
+  const std::string what = "a number of bytes from 0 (no limit) to 2^50";
+  FARM_RETURN_IF_ERROR(
+      IntFlag(flags, "github-max-asset-bytes", 0, kMax, what, &options->github_max_asset_bytes));
+  FARM_RETURN_IF_ERROR(
+      IntFlag(flags, "hf-max-file-bytes", 0, kMax, what, &options->hf_max_file_bytes));
+  return IntFlag(flags, "index-max-wheel-bytes", 0, kMax, what,
+                 &options->http.index_max_wheel_bytes);
+}
+
 Status PublishingFromFlags(const Flags& flags, ServerOptions* options) {
   if (flags.Has("secrets-file")) {
     auto secrets = auth::LoadSecretsFile(flags.Get("secrets-file"));
@@ -104,7 +117,7 @@ Status PublishingFromFlags(const Flags& flags, ServerOptions* options) {
   auto interval = flags.GetInt("publish-interval-ms", 1000);
   if (!interval.ok()) return Status::InvalidArgument(interval.status().message());
   options->publish_interval_ms = *interval;
-  return Status::Ok();
+  return UploadLimitsFromFlags(flags, options);
 }
 
 // How provisioned cells' environments are resolved into locks.
@@ -319,6 +332,11 @@ std::vector<FlagSpec> FarmdFlagSpecs() {
       {"publish-interval-ms", "MS", "pause between passes of the publisher (default 1000)"},
       {"publish-without-provenance", "",
        "publish wheels without their .intoto.jsonl and the signed SHA256SUMS"},
+      {"github-max-asset-bytes", "N",
+       "largest wheel published to GitHub Releases (default 2147483647: under 2 GiB)"},
+      {"hf-max-file-bytes", "N",
+       "largest wheel published to the Hugging Face Hub (default 50000000000: 50 GB)"},
+      {"index-max-wheel-bytes", "N", "largest wheel the package index lists (default 0: any)"},
       {"playbooks-dir", "DIR", "playbooks farmctl hosts provision runs (default: the checkout's)"},
       {"hosts-group-vars", "DIR",
        "group_vars of the host kinds (default: the example inventory's)"},

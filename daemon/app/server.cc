@@ -91,7 +91,7 @@ struct FarmServer::Impl {
   std::unique_ptr<lock::PipResolver> pip_resolver;
   std::unique_ptr<locks::EnvLocker> locker;
   std::string resolver_tmp;  // the resolver's folder outside a sandbox, removed at Shutdown
-  std::thread index_check;  // CheckUpstreamIndexes, joined at Shutdown
+  std::thread index_check;   // CheckUpstreamIndexes, joined at Shutdown
   std::string address;
   std::mutex mu;
   bool stopped = false;
@@ -447,6 +447,7 @@ Status FarmServer::Impl::StartHttp(const ServerOptions& o) {
   if (o.http.listen.empty()) return Status::Ok();
   http::DashboardOptions http = o.http;
   http.tls = o.tls;
+  http.variant_wheels_dir = o.data_dir + "/variant-wheels";
   http::DashboardDeps deps = ctx;  // the part both front ends share
   FARM_ASSIGN_OR_RETURN(dashboard, http::Dashboard::Start(http, deps));
   if (!o.http_ready_file.empty()) {
@@ -496,7 +497,9 @@ Status FarmServer::Impl::StartBackground(const ServerOptions& o) {
                                          .publish_pending_hardware = o.publish_pending_hardware,
                                          .interval_ms = o.publish_interval_ms,
                                          .work_dir = o.data_dir + "/publish",
-                                         .with_provenance = o.publish_provenance},
+                                         .with_provenance = o.publish_provenance,
+                                         .github_max_asset_bytes = o.github_max_asset_bytes,
+                                         .hf_max_file_bytes = o.hf_max_file_bytes},
                                         store.get(), blobs.get(), &RealClock(), attestor.get()));
   FARM_RETURN_IF_ERROR(StartNotifier(o));
   revalidator =

@@ -12,6 +12,7 @@
 
 #include "common/net/tls.h"
 #include "common/status.h"
+#include "common/wheel/upload_limits.h"
 #include "daemon/api/service_context.h"
 #include "daemon/auth/secrets_file.h"
 #include "daemon/http/server/dashboard_options.h"
@@ -50,6 +51,9 @@ struct ServerOptions {
   bool publish_pending_hardware = false;
   bool publish_provenance = true;  // .intoto.jsonl and a signed SHA256SUMS beside the wheels
   int64_t publish_interval_ms = 1000;
+  // The largest file each destination takes (docs/publishing.md, "Size limits").
+  int64_t github_max_asset_bytes = wheel::kGitHubMaxAssetBytes;
+  int64_t hf_max_file_bytes = wheel::kHubMaxFileBytes;
   // Webhooks (docs/coverage.md): --webhook values ("NAME[:KINDS]", each URL read from
   // `secrets`), and how they are delivered; notify.public_url makes their links absolute.
   std::vector<std::string> webhooks;

@@ -81,6 +81,8 @@ AtomEntry EntryOf(const Event& event, const std::string& base_url) {
     summary = event.wheel + " (sha256 " + event.sha256 + ")" +
               (event.cell.empty() ? "" : ", cell " + event.cell) + ", build " +
               std::to_string(event.build_id);
+  } else if (event.kind == EventKind::kPublicationRefused) {
+    summary = event.cause;
   } else {
     summary = "build " + std::to_string(event.build_id) +
               (event.cell.empty() ? "" : ", cell " + event.cell) +

@@ -293,6 +293,7 @@ Result<std::vector<BuildFacts>> ReadRecentBuilds(store::Store& store,
   }
   FARM_ASSIGN_OR_RETURN(auto artifacts, store.ListArtifactsOfJobs(job_ids));
   FARM_ASSIGN_OR_RETURN(auto runs, store.ListScheduleRunsOfBuilds(build_ids));
+  FARM_ASSIGN_OR_RETURN(auto publications, store.ListPublicationsOfBuilds(build_ids));
   std::vector<BuildFacts> out;
   out.reserve(rows.size());
   for (auto& b : rows) {
@@ -308,6 +309,11 @@ Result<std::vector<BuildFacts>> ReadRecentBuilds(store::Store& store,
     }
     if (b.state == store::kBuildFailed) {
       FARM_ASSIGN_OR_RETURN(facts.schedule_id, store.ScheduleOfBuild(b.id));
+    }
+    if (auto it = publications.find(b.id); it != publications.end()) {
+      for (auto& p : it->second) {
+        if (p.state == store::PublicationState::kRefused) facts.refused.push_back(std::move(p));
+      }
     }
     facts.build = std::move(b);
     out.push_back(std::move(facts));

@@ -9,9 +9,9 @@
 // (any failed: "failed"; any waiting for a GPU: "pending hardware"; all passed:
 // "validated"; otherwise "built", the recipe asks for no validation script).
 //
-// ComputeCoverage is a pure function of BuildFacts; ReadRecentBuilds reads those with three
-// existing store queries (builds, their jobs, their jobs' wheels), so coverage adds no
-// table and no method to the Store. Thread-safe: no state.
+// ComputeCoverage is a pure function of BuildFacts; ReadRecentBuilds reads those with
+// existing store queries (builds, their jobs, their jobs' wheels, their schedule runs and
+// publications), so coverage adds no table and no method to the Store. Thread-safe: no state.
 #ifndef FARM_DAEMON_COVERAGE_COVERAGE_H_
 #define FARM_DAEMON_COVERAGE_COVERAGE_H_
 
@@ -83,6 +83,8 @@ struct BuildFacts {
   // When the upstream release a watch fired this build for was published (Unix ms); 0 for
   // a build no watch fired.
   int64_t upstream_ms = 0;
+  // Publications refused because the wheel is larger than the destination takes.
+  std::vector<store::PublicationRow> refused;
 };
 
 // Which cells a listing shows; empty fields match every cell. `arch` matches a cell whose

@@ -65,6 +65,23 @@ void AddFailedBuild(const BuildFacts& facts, std::map<std::string, Event>* out) 
   out->emplace(e.id, std::move(e));
 }
 
+void AddRefusals(const BuildFacts& facts, std::map<std::string, Event>* out) {
+  for (const store::PublicationRow& p : facts.refused) {
+    Event e{.kind = EventKind::kPublicationRefused,
+            .id = "publication_refused:" + std::to_string(p.build_id) + ":" +
+                  std::to_string(p.artifact_id) + ":" + p.target,
+            .package = facts.build.recipe_name,
+            .version = facts.recipe.version(),
+            .build_id = p.build_id,
+            .wheel = p.filename,
+            .sha256 = p.sha256,
+            .cause = p.error,
+            .target = p.target,
+            .time_ms = p.updated_ms};
+    out->emplace(e.id, std::move(e));
+  }
+}
+
 }  // namespace
 
 std::string_view EventKindName(EventKind kind) {
@@ -73,6 +90,8 @@ std::string_view EventKindName(EventKind kind) {
       return "wheel_validated";
     case EventKind::kWheelBuilt:
       return "wheel_built";
+    case EventKind::kPublicationRefused:
+      return "publication_refused";
     case EventKind::kBuildFailed:
       break;
   }
@@ -80,8 +99,8 @@ std::string_view EventKindName(EventKind kind) {
 }
 
 std::optional<EventKind> ParseEventKind(std::string_view name) {
-  for (EventKind k :
-       {EventKind::kWheelValidated, EventKind::kBuildFailed, EventKind::kWheelBuilt}) {
+  for (EventKind k : {EventKind::kWheelValidated, EventKind::kBuildFailed, EventKind::kWheelBuilt,
+                      EventKind::kPublicationRefused}) {
     if (EventKindName(k) == name) return k;
   }
   return std::nullopt;
@@ -92,6 +111,7 @@ std::vector<Event> EventsOf(const std::vector<BuildFacts>& builds, size_t limit)
   for (const BuildFacts& facts : builds) {
     AddWheelEvents(facts, &by_id);
     AddFailedBuild(facts, &by_id);
+    AddRefusals(facts, &by_id);
   }
   std::vector<Event> out;
   out.reserve(by_id.size());
@@ -107,6 +127,11 @@ std::string EventTitle(const Event& e) {
   std::string head = e.package + (e.version.empty() ? "" : " " + e.version) + ": ";
   if (e.kind == EventKind::kWheelValidated) {
     return head + e.wheel + " validated (job " + std::to_string(e.job_id) + ")";
+  }
+  if (e.kind == EventKind::kPublicationRefused) {
+    return head + e.wheel + " too large for " +
+           (e.target == "github" ? "GitHub Releases" : "the Hugging Face Hub") + " (build " +
+           std::to_string(e.build_id) + ")";
   }
   if (e.kind == EventKind::kWheelBuilt) {
     return head + e.wheel + " built (job " + std::to_string(e.job_id) + ")" +

@@ -23,17 +23,19 @@ enum class EventKind {
   // A wheel built whose validation waits for a GPU it runs on, or whose recipe asks for
   // none: on a farm without such a GPU this is the news.
   kWheelBuilt,
+  kPublicationRefused,  // a wheel was too large for a publishing destination
 };
 
-// "wheel_validated", "build_failed", "wheel_built": the names of the webhook filter and of
-// payloads.
+// "wheel_validated", "build_failed", "wheel_built", "publication_refused": the names of the
+// webhook filter and of payloads.
 std::string_view EventKindName(EventKind kind);
 std::optional<EventKind> ParseEventKind(std::string_view name);
 
 struct Event {
   EventKind kind = EventKind::kWheelValidated;
   // Stable and unique: "wheel_validated:<sha256>" (a wheel reused by later builds is the
-  // same wheel, announced once), "wheel_built:<sha256>" or "build_failed:<build id>".
+  // same wheel, announced once), "wheel_built:<sha256>", "build_failed:<build id>" or
+  // "publication_refused:<build id>:<artifact id>:<target>".
   std::string id;
   std::string package;
   std::string version;
@@ -42,7 +44,10 @@ struct Event {
   std::string wheel;        // the wheel's file name; "" for a failed build
   std::string sha256;       // the wheel's; "" for a failed build
   std::string cell;         // "python=3.11 cuda=12.8 ...", "" for the default cell
-  std::string cause;        // why the build failed; for a built wheel, why it is not validated
+  // Why the build failed; for a built wheel, why it is not validated; for a refused
+  // publication, why it was refused.
+  std::string cause;
+  std::string target;       // the refused publication's destination ("github", "hf")
   int64_t schedule_id = 0;  // > 0: a schedule run submitted the build
   int64_t time_ms = 0;      // when it validated, was built or failed
 };

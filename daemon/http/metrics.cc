@@ -80,13 +80,18 @@ Result<std::string> RenderMetrics(const DashboardDeps& deps) {
   FARM_ASSIGN_OR_RETURN(auto publications, deps.store->CountPublicationsByState());
   Header(out, "farm_publications", "gauge",
          "Publication rows (GitHub assets and releases, Hub files) by state.");
-  for (const char* state : {"pending", "uploading", "uploaded", "published", "failed"}) {
-    out << "farm_publications{state=\"" << state << "\"} " << publications[state] << "\n";
+  for (store::PublicationState state : store::kPublicationStates) {
+    const std::string name(store::PublicationStateName(state));
+    out << "farm_publications{state=\"" << name << "\"} " << publications[name] << "\n";
   }
   // Rows that ended failed; `farmctl publish` puts them back to pending, so it can fall.
   Header(out, "farm_publish_failures_total", "gauge",
          "Publications that failed and were not retried.");
   out << "farm_publish_failures_total " << publications["failed"] << "\n";
+  // Wheels larger than their destination takes (docs/publishing.md, "Size limits").
+  Header(out, "farm_publish_refusals_total", "gauge",
+         "Publications refused before upload: the wheel is larger than the destination takes.");
+  out << "farm_publish_refusals_total " << publications["refused"] << "\n";
   Header(out, "farm_store_generation", "counter", "Writes committed to the store.");
   out << "farm_store_generation " << deps.store->Generation() << "\n";
   if (deps.mirror != nullptr) WriteMirror(out, *deps.mirror);

@@ -128,7 +128,8 @@ Response Router::Dispatch(const Request& req) {
                   : TextResponse(503, "store unavailable: " + n.status().ToString() + "\n");
   }
   if (path == "/metrics" || path.starts_with("/api/") || path.starts_with("/files/") ||
-      path.starts_with("/feeds/") || path.find("/simple") != std::string::npos) {
+      path.starts_with("/variants/") || path.starts_with("/feeds/") ||
+      path.find("/simple") != std::string::npos) {
     bool write = !IsRead(req);
     if (write && !path.starts_with("/api/")) return MethodNotAllowed("GET, HEAD");
     // A write names its principal itself (Actor), so that a refusal is recorded.
@@ -145,6 +146,7 @@ Response Router::Dispatch(const Request& req) {
   }
   if (auto rest = Between(path, "/api/v1/", "")) return DispatchApi(req, *rest);
   if (path == kWheelsFeedPath) return WheelsFeed(deps_, options_.public_url);
+  if (auto r = HandleVariantIndex(catalog_, variant_wheels_, req)) return std::move(*r);
   if (auto r = HandleIndex(catalog_, req)) return std::move(*r);
   return ErrorResponse(Status::NotFound("no route for " + path));
 }

@@ -6,6 +6,7 @@
 #define FARM_DAEMON_HTTP_ROUTER_H_
 
 #include "daemon/http/index/index_catalog.h"
+#include "daemon/http/index/variant_index.h"
 #include "daemon/http/rest/log_stream.h"
 #include "daemon/http/server/dashboard_options.h"
 #include "daemon/http/server/http_message.h"
@@ -17,13 +18,15 @@ class Router {
   Router(DashboardOptions options, DashboardDeps deps)
       : options_(std::move(options)),
         deps_(deps),
-        catalog_(deps_, options_.index_include_pending, options_.index_redirect_ttl_s) {}
+        catalog_(deps_, options_.index_include_pending, options_.index_redirect_ttl_s,
+                 options_.index_max_wheel_bytes),
+        variant_wheels_(options_.variant_wheels_dir) {}
 
   // Answers one request. Routes: / and the assets; /healthz, /readyz, /metrics; /api/v1/...;
-  // the package index (/simple/, /<variant>/simple/, /files/). Reads need a viewer token
-  // unless public_read (the audit log always an admin's); a mutation needs a submitter
-  // token whose principal owns what it changes, or an admin token (api.h, Actor), and is
-  // recorded in the audit log. Any exception becomes a 500.
+  // the package index (/simple/, /<variant>/simple/, /files/, /variants/). Reads need a viewer
+  // token unless public_read (the audit log always an admin's); a mutation needs a submitter token
+  // whose principal owns what it changes, or an admin token (api.h, Actor), and is recorded in the
+  // audit log. Any exception becomes a 500.
   Response Handle(const Request& req) noexcept;
 
   // Whether `req` is answered later, through HandleDeferred: the pull-through routes,
@@ -50,6 +53,7 @@ class Router {
   DashboardOptions options_;
   DashboardDeps deps_;
   IndexCatalog catalog_;
+  VariantWheels variant_wheels_;  // the PEP 825 variants path's wheels
 };
 
 }  // namespace farm::http

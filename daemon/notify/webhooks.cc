@@ -52,13 +52,14 @@ Result<WebhookTarget> ParseWebhookTarget(const std::string& flag, const auth::Se
     auto parsed = coverage::ParseEventKind(kind);
     if (!parsed) {
       return Status::InvalidArgument("--webhook " + target.name + ": unknown event \"" + kind +
-                                     "\" (wheel_validated, wheel_built, build_failed)");
+                                     "\" (wheel_validated, wheel_built, build_failed, "
+                                     "publication_refused)");
     }
     target.events.insert(*parsed);
   }
   if (target.events.empty()) {
     target.events = {coverage::EventKind::kWheelValidated, coverage::EventKind::kWheelBuilt,
-                     coverage::EventKind::kBuildFailed};
+                     coverage::EventKind::kBuildFailed, coverage::EventKind::kPublicationRefused};
   }
   std::string key = WebhookSecretKey(target.name);
   auto it = secrets.find(key);

@@ -141,6 +141,15 @@ bool IsImmutableRejection(const httpc::HttpResponse& response) {
   return AsciiLower(response.body).find("immutable release") != std::string::npos;
 }
 
+bool IsSizeRejection(const httpc::HttpResponse& response) {
+  if (response.status != 422) return false;
+  std::string body = response.body;
+  std::transform(body.begin(), body.end(), body.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return body.find("\"field\":\"size\"") != std::string::npos ||
+         body.find("size must be less than") != std::string::npos;
+}
+
 std::string SanitizeAssetName(const std::string& name) {
   std::string out;
   for (char c : name) {
@@ -395,6 +404,14 @@ Result<GitHubAsset> GitHubReleasesClient::UploadFresh(const std::string& repo,
     if (outcome.ok() && IsImmutableRejection(outcome.value())) {
       // The release object did not say so (older API answers); no later try can succeed.
       return LockedReleaseError(repo, release.tag_name, {file.name}, {});
+    }
+    if (outcome.ok() && IsSizeRejection(outcome.value())) {
+      // farmd's own limit let it through (--github-max-asset-bytes above GitHub's).
+      return Status(StatusCode::kOutOfRange,
+                    httpc::HttpError("too large for GitHub Releases: upload asset " + name + " (" +
+                                         std::to_string(file.size) + " bytes)",
+                                     outcome.value())
+                        .message());
     }
     if (outcome.ok() && !IsTransientFailure(outcome) && !name_taken) {
       return httpc::HttpError("upload asset " + name, outcome.value());

@@ -178,6 +178,11 @@ Status CheckLockedRelease(const std::string& repo, const GitHubRelease& release,
 // "Cannot upload assets to an immutable release.").
 bool IsImmutableRejection(const httpc::HttpResponse& response);
 
+// Whether an upload answer is GitHub refusing the file's size (422, "field":"size",
+// "size must be less than or equal to 2147483648"): UploadAsset answers OutOfRange at once,
+// with nothing retried.
+bool IsSizeRejection(const httpc::HttpResponse& response);
+
 // Mirrors GitHub's renaming of asset names: characters outside [A-Za-z0-9-_+@.] become
 // ".", runs of dots collapse, leading/trailing dots are trimmed ("default" prefix when
 // the name started with a dot).

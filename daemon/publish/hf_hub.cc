@@ -83,8 +83,13 @@ Result<json::object> FirstLfsObject(const json::object& answer, const std::strin
   }
   const json::object& first = objects->value().as_array()[0].as_object();
   if (const json::object* error = ObjectAt(first, "error")) {
-    return Status::FailedPrecondition(
-        log::Redact("LFS batch refused " + oid + ": " + httpc::JsonString(*error, "message")));
+    std::string message = httpc::JsonString(*error, "message");
+    std::string text = log::Redact("LFS batch refused " + oid + ": " + message);
+    // "Maximum individual file size is 50.0GB": the Hub's per-file limit, final.
+    if (message.find("file size") != std::string::npos) {
+      return Status(StatusCode::kOutOfRange, "too large for the Hugging Face Hub: " + text);
+    }
+    return Status::FailedPrecondition(text);
   }
   return first;
 }

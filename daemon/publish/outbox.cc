@@ -30,6 +30,20 @@ constexpr int kCandidatePage = 200;
 constexpr int kMaxCandidatePages = 500;
 constexpr int kMaxDueRows = 500;
 
+// Why a build's release is not made at all ("" when it is): every wheel of it was too
+// large for GitHub Releases.
+std::string NothingToRelease(const std::vector<store::PublicationRow>& rows) {
+  int assets = 0, refused = 0;
+  for (const auto& r : rows) {
+    if (r.target != "github" || r.kind != "asset") continue;
+    ++assets;
+    if (r.state == store::PublicationState::kRefused) ++refused;
+  }
+  if (assets == 0 || refused < assets) return "";
+  return "no release: every wheel of the build is too large for GitHub Releases (see the "
+         "asset rows)";
+}
+
 bool Transient(const Status& s) {
   return s.code() == StatusCode::kResourceExhausted || s.code() == StatusCode::kUnavailable ||
          s.code() == StatusCode::kDeadlineExceeded || s.code() == StatusCode::kAborted;
@@ -159,10 +173,30 @@ Status Publisher::Work(store::PublicationRow row) {
   row.attempts += 1;
   FARM_RETURN_IF_ERROR(deps_.store->UpdatePublication(row, deps_.clock->NowUnixMs()));
   Status outcome = Prepare(&row);
+  if (outcome.ok()) outcome = CheckSize(row);
   if (outcome.ok()) {
     outcome = row.target == "github" ? UploadGitHubAsset(&row) : UploadHfFile(&row);
   }
   return Finish(&row, outcome);
+}
+
+Status Publisher::CheckSize(const store::PublicationRow& row) {
+  wheel::UploadLimit limit =
+      row.target == "github"
+          ? wheel::UploadLimit{"GitHub Releases", options_.github_max_asset_bytes,
+                               options_.github_max_asset_bytes == wheel::kGitHubMaxAssetBytes
+                                   ? "GitHub's documented limit: under 2 GiB"
+                                   : "farmd's --github-max-asset-bytes"}
+          : wheel::UploadLimit{"the Hugging Face Hub", options_.hf_max_file_bytes,
+                               options_.hf_max_file_bytes == wheel::kHubMaxFileBytes
+                                   ? "the Hub's documented limit: 50 GB"
+                                   : "farmd's --hf-max-file-bytes"};
+  if (limit.max_bytes <= 0 || row.size <= limit.max_bytes) return Status::Ok();
+  FARM_ASSIGN_OR_RETURN(auto artifact, deps_.store->GetArtifact(row.artifact_id));
+  farm::v1::ArchManifest manifest;
+  (void)manifest.ParseFromString(artifact.manifest);
+  return Status(StatusCode::kOutOfRange,
+                wheel::TooLargeMessage(limit, row.filename, row.size, manifest));
 }
 
 Status Publisher::Finish(store::PublicationRow* row, const Status& outcome) {
@@ -177,6 +211,11 @@ Status Publisher::Finish(store::PublicationRow* row, const Status& outcome) {
     row->error.clear();
     row->not_before_ms = 0;
     log::Info("published " + what + (row->remote_url.empty() ? "" : ": " + row->remote_url));
+  } else if (outcome.code() == StatusCode::kOutOfRange) {
+    row->state = store::PublicationState::kRefused;
+    row->error = log::Redact(outcome.message());
+    row->not_before_ms = 0;
+    log::Warn("publishing " + what + " refused: " + row->error);
   } else if (Transient(outcome) && row->attempts < options_.max_attempts) {
     row->state = store::PublicationState::kPending;
     row->error = log::Redact(outcome.ToString());
@@ -248,7 +287,8 @@ Status Publisher::CheckLockedAsset(store::PublicationRow* row, const GitHubRelea
   FARM_ASSIGN_OR_RETURN(auto siblings, deps_.store->ListPublications(row->build_id));
   std::vector<WantedAsset> wanted;
   for (auto& s : siblings) {
-    if (s.target != "github" || s.kind != "asset" || s.repo != row->repo || s.ref != row->ref) {
+    if (s.target != "github" || s.kind != "asset" || s.repo != row->repo || s.ref != row->ref ||
+        s.state == store::PublicationState::kRefused) {
       continue;
     }
     if (s.id == row->id) s = *row;
@@ -305,6 +345,10 @@ Result<bool> Publisher::PublishGitHubRelease(store::PublicationRow* row) {
   row->state = store::PublicationState::kUploading;
   row->attempts += 1;
   FARM_RETURN_IF_ERROR(deps_.store->UpdatePublication(*row, deps_.clock->NowUnixMs()));
+  if (std::string none = NothingToRelease(rows); !none.empty()) {
+    FARM_RETURN_IF_ERROR(Finish(row, Status(StatusCode::kOutOfRange, none)));
+    return true;
+  }
   FARM_ASSIGN_OR_RETURN(farm::v1::Recipe recipe, RecipeOf(row->build_id));
   Status outcome = [&]() -> Status {
     FARM_ASSIGN_OR_RETURN(GitHubRelease release,

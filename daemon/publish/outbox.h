@@ -10,6 +10,11 @@
 // published release takes nothing: the build's asset rows fail at once naming what is
 // missing, unless every wanted asset is already there with the same digest.
 //
+// Size: a wheel larger than its destination takes (GitHub's 2 GiB per asset, the Hub's
+// 50 GB per file, or what farmd's flags say) is refused before anything is sent: its row
+// becomes "refused" with the limit, the size and the largest parts, and every other
+// destination and wheel goes on without it.
+//
 // Crash safety: a row is set "uploading" (attempts + 1) before any remote call, and the
 // remote calls look at the remote first (asset list and digest; Hub head and paths-info),
 // so a row found "uploading" after a restart is simply worked again and finds the upload
@@ -38,6 +43,7 @@
 #include "common/clock.h"
 #include "common/httpc/retrying_http_client.h"
 #include "common/status.h"
+#include "common/wheel/upload_limits.h"
 #include "daemon/publish/github_releases.h"
 #include "daemon/publish/hf_hub.h"
 #include "daemon/store/blob/blob_store.h"
@@ -134,6 +140,10 @@ struct PublisherOptions {
   int64_t backoff_max_ms = 600'000;
   std::string work_dir;        // scratch space for relabelled wheels
   std::string find_links_url;  // optional, for the release notes' pip line
+  // The largest file each destination takes (docs/publishing.md, "Size limits"): a wheel
+  // over one is refused before any byte goes out; 0 or less: no limit.
+  int64_t github_max_asset_bytes = wheel::kGitHubMaxAssetBytes;
+  int64_t hf_max_file_bytes = wheel::kHubMaxFileBytes;
 };
 
 struct PublisherDeps {
@@ -188,8 +198,12 @@ class Publisher {
                                const std::vector<GitHubAsset>& assets,
                                const std::vector<store::PublicationRow>& rows);
   Status UploadHfProvenance(const store::PublicationRow& row);
+  // OutOfRange naming the limit, the size and the largest parts when the row's wheel is
+  // larger than its destination takes; OK otherwise.
+  Status CheckSize(const store::PublicationRow& row);
   // Stores the row's state after an attempt ended with `outcome`: done, back to pending
-  // with a backoff (transient errors below max_attempts), or failed.
+  // with a backoff (transient errors below max_attempts), refused (OutOfRange: too large
+  // for the destination), or failed.
   Status Finish(store::PublicationRow* row, const Status& outcome);
 
   PublisherDeps deps_;

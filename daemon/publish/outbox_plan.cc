@@ -306,7 +306,10 @@ std::string ReleaseWaitReason(int build_state, const std::vector<store::Publicat
   if (wheels_waiting_for_validation) return "waiting for wheels to pass validation";
   int pending = 0, failed = 0;
   for (const auto& r : rows) {
-    if (r.target != "github" || r.kind != "asset") continue;
+    // A wheel too large for GitHub never goes up: the release goes out without it.
+    if (r.target != "github" || r.kind != "asset" || r.state == store::PublicationState::kRefused) {
+      continue;
+    }
     if (r.state == store::PublicationState::kFailed) ++failed;
     if (!store::IsDelivered(r.state)) ++pending;
   }

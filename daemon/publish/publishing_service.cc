@@ -55,6 +55,8 @@ Result<std::unique_ptr<PublishingService>> PublishingService::Start(const Publis
   options.publish_pending_hardware = config.publish_pending_hardware;
   options.interval_ms = config.interval_ms;
   options.work_dir = config.work_dir;
+  options.github_max_asset_bytes = config.github_max_asset_bytes;
+  options.hf_max_file_bytes = config.hf_max_file_bytes;
   impl->publisher = std::make_unique<Publisher>(
       PublisherDeps{store, blobs, clock, impl->github.get(), impl->hf.get(),
                     config.with_provenance ? attestor : nullptr},

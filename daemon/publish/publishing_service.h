@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/wheel/upload_limits.h"
 #include "daemon/store/blob/blob_store.h"
 #include "daemon/store/store.h"
 
@@ -35,6 +36,9 @@ struct PublishingConfig {
   // Each wheel goes out with its .intoto.jsonl, releases and Hub folders with a signed
   // SHA256SUMS (needs an attestor).
   bool with_provenance = true;
+  // The largest file each destination takes (PublisherOptions).
+  int64_t github_max_asset_bytes = wheel::kGitHubMaxAssetBytes;
+  int64_t hf_max_file_bytes = wheel::kHubMaxFileBytes;
 };
 
 class PublishingService {

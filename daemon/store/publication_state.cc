@@ -14,6 +14,8 @@ std::string_view PublicationStateName(PublicationState state) {
       return "published";
     case PublicationState::kFailed:
       return "failed";
+    case PublicationState::kRefused:
+      return "refused";
   }
   return "failed";
 }

@@ -15,13 +15,16 @@ enum class PublicationState {
   kUploaded,   // a GitHub asset on a draft release, published with its release
   kPublished,  // visible at its target
   kFailed,     // gave up (or needs a person: a missing token, a refused upload)
+  // The wheel is larger than the destination takes: nothing was uploaded, nothing will be
+  // retried, and the build's release goes out without it (docs/publishing.md, "Size limits").
+  kRefused,
 };
 
 inline constexpr PublicationState kPublicationStates[] = {
-    PublicationState::kPending, PublicationState::kUploading, PublicationState::kUploaded,
-    PublicationState::kPublished, PublicationState::kFailed};
+    PublicationState::kPending,   PublicationState::kUploading, PublicationState::kUploaded,
+    PublicationState::kPublished, PublicationState::kFailed,    PublicationState::kRefused};
 
-// "pending", "uploading", "uploaded", "published", "failed".
+// "pending", "uploading", "uploaded", "published", "failed", "refused".
 std::string_view PublicationStateName(PublicationState state);
 
 // The state named `name`; nullopt for any other text.

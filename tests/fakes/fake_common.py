@@ -105,7 +105,31 @@ class FakeHandler(BaseHTTPRequestHandler):
         length = self.headers.get("Content-Length")
         if length is None:
             return None
+        if self.too_large() is not None:
+            # Read and dropped in chunks: a refused upload of gigabytes costs no memory.
+            left = int(length)
+            while left > 0:
+                chunk = self.rfile.read(min(left, 1 << 20))
+                if not chunk:
+                    break
+                left -= len(chunk)
+            return b""
         return self.rfile.read(int(length)) if int(length) > 0 else b""
+
+    def too_large(self):
+        """(status, body) when the request's declared body is larger than the service takes
+        (subclasses enforce their documented limits), else None."""
+        return None
+
+    def handle_expect_100(self):
+        # "Expect: 100-continue": refuse before the client sends the body, as servers do.
+        refusal = self.too_large()
+        if refusal is None:
+            return super().handle_expect_100()
+        self.server.count("oversize_refusals")
+        self.close_connection = True
+        self.send(*refusal)
+        return False
 
     def split(self):
         parts = urlsplit(self.path)

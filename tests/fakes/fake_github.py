@@ -26,6 +26,14 @@ Counters: "upload_posts" (faulted ones included), "upload_posts_published:<relea
 (upload POSTs that reached a release already published), "uploads_stored:<name>",
 "release_creates", "asset_deletes", "asset_patches", "release_patches", "fault", "requests".
 
+Size: an upload whose Content-Length is over --max-asset-bytes (default 2147483647: "each
+file included in a release must be under 2 GiB") answers 422 with GitHub's body
+({"resource":"ReleaseAsset","code":"custom","field":"size","message":"size must be less
+than or equal to 2147483648"}); exactly one byte over answers 500, as users report for a
+file of exactly 2 GiB. Nothing is stored; with "Expect: 100-continue" the refusal comes
+before the body is sent. Counters: "upload_posts:<name>" per requested name, and
+"oversize_refusals".
+
 With --immutable, published releases report "immutable": true and refuse asset uploads
 (422 "Cannot upload assets to an immutable release."), changes and deletes; drafts do not.
 --immutable-unflagged refuses the same way but leaves the field out (older API answers).
@@ -372,9 +380,27 @@ class Handler(FakeHandler):
         if rel and not rel["draft"]:
             self.server.count("upload_posts_published:%s" % release_id)
 
+    def too_large(self):
+        limit = self.server.args.max_asset_bytes
+        length = self.headers.get("Content-Length", "")
+        if self.command != "POST" or "/api/uploads/" not in self.path or not length.isdigit() \
+                or int(length) <= limit:
+            return None
+        if int(length) == limit + 1:
+            return 500, {"message": "Server Error"}
+        return 422, {"message": "Validation Failed", "documentation_url": DOCS,
+                     "errors": [{"resource": "ReleaseAsset", "code": "custom", "field": "size",
+                                 "message": "size must be less than or equal to %d"
+                                            % (limit + 1)}]}
+
     def upload(self, query, repo, release_id):
         s = self.server
         s.count("upload_posts")
+        s.count("upload_posts:%s" % sanitize(query.get("name", [""])[0]))
+        refusal = self.too_large()
+        if refusal is not None:
+            s.count("oversize_refusals")
+            return self.reply(*refusal)
         self.count_published_upload(release_id)
         rel = self.find_release(repo, release_id)
         if not rel:
@@ -415,6 +441,8 @@ def main():
         parser.add_argument("--rate-window", type=int, default=3600, help="window in seconds")
         parser.add_argument("--immutable", action="store_true",
                             help="published releases refuse asset changes")
+        parser.add_argument("--max-asset-bytes", type=int, default=(2 << 30) - 1,
+                            help="largest asset accepted (GitHub: under 2 GiB)")
         parser.add_argument("--immutable-unflagged", action="store_true",
                             help="with --immutable: do not report the release's immutable field")
 

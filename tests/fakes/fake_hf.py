@@ -25,6 +25,12 @@ Implements (as huggingface_hub calls them without Xet; docs/publishing.md has so
 Hub endpoints need "Authorization: Bearer <token>" (401 otherwise); downloads from a public
 repository need none.
 
+Size: an object over --max-file-bytes (default 50000000000: "Per file: 50GB max") gets a
+per-object error in the LFS batch answer, {"code": 422, "message": "Maximum individual
+file size is 50.0GB"} (the Hub's words; the code is the git-lfs spec's validation error),
+and no upload action; a commit naming such an lfsFile answers 422 with the same message.
+Counter: "oversize_refusals".
+
 Fault keys for /_control/fail-next besides status/headers/body/retry_after/drop_response:
   "ratelimit": "\\"api\\";r=0;t=55"   sent as the RateLimit header (and a RateLimit-Policy)
 Counters: "commits", "commit_posts", "lfs_batches", "basic_puts", "part_puts",
@@ -241,6 +247,9 @@ class Handler(FakeHandler):
             if key == "file":
                 files[value["path"]] = self.regular_entry(unb64(value["content"]))
             elif key == "lfsFile":
+                if int(value.get("size", 0)) > s.args.max_file_bytes:
+                    s.count("oversize_refusals")
+                    return self.hub_error(422, self.size_message())
                 stored = s.state["lfs"].get(value.get("oid"))
                 if value.get("algo") != "sha256" or not stored or \
                         len(unb64(stored)) != int(value.get("size", -1)):
@@ -267,6 +276,9 @@ class Handler(FakeHandler):
     def lfs_send(self, status, body):
         self.send(status, body, content_type="application/vnd.git-lfs+json")
 
+    def size_message(self):
+        return "Maximum individual file size is %.1fGB" % (self.server.args.max_file_bytes / 1e9)
+
     def lfs_batch(self, repo):
         s = self.server
         s.count("lfs_batches")
@@ -281,6 +293,9 @@ class Handler(FakeHandler):
             entry = {"oid": oid, "size": size, "authenticated": True}
             if not re.match(r"^[0-9a-f]{64}$", oid):
                 entry["error"] = {"code": 422, "message": "invalid oid"}
+            elif size > s.args.max_file_bytes:
+                s.count("oversize_refusals")
+                entry["error"] = {"code": 422, "message": self.size_message()}
             elif oid not in s.state["lfs"]:
                 verify = {"href": s.base_url + repo_url + "/verify", "header": {}}
                 if size > s.args.multipart_threshold and "multipart" in transfers:
@@ -407,6 +422,8 @@ def main():
         parser.add_argument("--multipart-threshold", type=int, default=5 * 1024 * 1024,
                             help="objects larger than this use the multipart transfer")
         parser.add_argument("--chunk-size", type=int, default=5 * 1024 * 1024)
+        parser.add_argument("--max-file-bytes", type=int, default=50 * 10**9,
+                            help="largest file accepted (the Hub: 50 GB)")
 
     args = parse_args("Fake Hugging Face Hub upload API", extra)
     server = HfServer(Handler, args)

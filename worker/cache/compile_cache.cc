@@ -9,6 +9,7 @@
 
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "worker/exec/sandbox_executor.h"
 #include "worker/exec/untrusted_dir.h"
 
@@ -99,6 +100,22 @@ Status Symlink(const stdfs::path& target, const stdfs::path& link) {
   stdfs::create_symlink(target, link, ec);
   if (ec) return Status::Internal("linking " + link.string() + ": " + ec.message());
   return Status::Ok();
+}
+
+// ccache hashes nvcc's arguments but not NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS, which
+// nvcc reads itself: an object compiled with --compress-mode=size would answer a compile
+// without it. Flags beyond the worker's own -objtemp therefore get a ccache namespace of
+// their own, which ccache adds to every hash. "" when there are none.
+std::string NvccFlagsNamespace(const EnvMap& env) {
+  auto get = [&](const char* name) {
+    auto it = env.find(name);
+    return it == env.end() ? std::string() : it->second;
+  };
+  std::string append = get("NVCC_APPEND_FLAGS");
+  const std::string prepend = get("NVCC_PREPEND_FLAGS");
+  for (size_t at; (at = append.find("-objtemp")) != std::string::npos;) append.erase(at, 8);
+  if (append.find_first_not_of(' ') == std::string::npos && prepend.empty()) return "";
+  return "nvcc-flags-" + Sha256Hex(prepend + "\n" + append).substr(0, 16);
 }
 
 }  // namespace
@@ -238,7 +255,8 @@ JobCacheUse CompileCache::PrepareJob(const farm::v1::Recipe& recipe,
   };
   Status made = fs::MakeDirs(ns);
   if (made.ok()) {
-    made = WriteJobTools(job_dir, ns, seen(Absolute(ws)), seen(Absolute(ws) + "/" + kStatsLogName));
+    made = WriteJobTools(job_dir, ns, seen(Absolute(ws)), seen(Absolute(ws) + "/" + kStatsLogName),
+                         NvccFlagsNamespace(env));
   }
   if (!made.ok()) {
     Status removed = fs::RemoveAll(job_dir);
@@ -259,8 +277,8 @@ JobCacheUse CompileCache::PrepareJob(const farm::v1::Recipe& recipe,
 }
 
 Status CompileCache::WriteJobTools(const std::string& job_dir, const std::string& ns,
-                                   const std::string& base_dir,
-                                   const std::string& stats_log) const {
+                                   const std::string& base_dir, const std::string& stats_log,
+                                   const std::string& hash_namespace) const {
   FARM_RETURN_IF_ERROR(fs::RemoveAll(job_dir));
   FARM_RETURN_IF_ERROR(fs::MakeDirs(job_dir + "/bin"));
   const std::string conf = job_dir + "/ccache.conf";
@@ -270,6 +288,7 @@ Status CompileCache::WriteJobTools(const std::string& job_dir, const std::string
   text += "base_dir = " + base_dir + "\n";
   text += "hash_dir = false\n";
   text += "stats_log = " + stats_log + "\n";
+  if (!hash_namespace.empty()) text += "namespace = " + hash_namespace + "\n";
   FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(conf, text, 0644));
   const std::string bin = job_dir + "/bin";
   const std::string launcher = bin + "/farm-ccache";

@@ -10,7 +10,9 @@
 //
 // Configuration: ccache reads only a file the farm writes for each job, outside the
 // workspace and the namespace (<tools-dir>/jobs/<job>/ccache.conf, read-only to the
-// build): the namespace, size limit, base directory and statistics log. The farm's
+// build): the namespace, size limit, base directory and statistics log, and a ccache
+// `namespace` for builds whose NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS carry flags of their
+// own (ccache leaves them out of its hash; fatbin_compression puts one there). The farm's
 // wrappers set CCACHE_CONFIGPATH to it and drop every CCACHE_* variable of the build
 // first, so neither the build's environment nor a ccache.conf the build writes into its
 // namespace changes how the farm's wrappers run ccache (prefix_command and the like).
@@ -129,9 +131,11 @@ class CompileCache {
       : options_(std::move(options)), ccache_(std::move(ccache)), why_not_(std::move(why_not)) {}
   Result<std::string> ShadowToolkit(const std::string& cuda_home);
   // Writes the job's configuration and wrappers into `job_dir`; the paths given are as
-  // the build sees them (the sandbox's /farm/job for the workspace).
+  // the build sees them (the sandbox's /farm/job for the workspace). A non-empty
+  // `hash_namespace` becomes ccache's namespace (added to every hash).
   Status WriteJobTools(const std::string& job_dir, const std::string& ns,
-                       const std::string& base_dir, const std::string& stats_log) const;
+                       const std::string& base_dir, const std::string& stats_log,
+                       const std::string& hash_namespace) const;
   JobCacheUse UseCache(const std::string& ws, const std::string& job_dir,
                        const std::string& cuda_home, const std::string& shadow, EnvMap& env);
   static JobCacheUse Off(const std::string& why, EnvMap& env);

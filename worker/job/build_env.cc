@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/arch.h"
+#include "common/wheel/fatbin_compression.h"
 #include "worker/probe/probe.h"
 
 extern char** environ;
@@ -169,7 +170,31 @@ void SetReproducible(const JobEnvInputs& in, EnvMap& env) {
   }
 }
 
+// Recipe `fatbin_compression`: nvcc's --compress-mode through NVCC_APPEND_FLAGS, which
+// nvcc reads itself, so the package's own flags need not change. Toolkits before 12.8
+// have no such flag and keep their default (FatbinCompressionNote says so in the log).
+void SetFatbinCompression(const JobEnvInputs& in, EnvMap& env) {
+  std::string flag =
+      wheel::FatbinCompressionFlag(in.job->recipe().fatbin_compression(), in.toolkit.version());
+  if (flag.empty()) return;
+  std::string& nvcc = env["NVCC_APPEND_FLAGS"];
+  if (nvcc.find("--compress-mode") == std::string::npos) {
+    nvcc += (nvcc.empty() ? "" : " ") + flag;
+  }
+}
+
 }  // namespace
+
+std::string FatbinCompressionNote(const farm::v1::Recipe& recipe,
+                                  const farm::v1::CudaToolkit& toolkit) {
+  const std::string& mode = recipe.fatbin_compression();
+  if (mode.empty()) return "";
+  std::string flag = wheel::FatbinCompressionFlag(mode, toolkit.version());
+  if (!flag.empty()) return "device code compressed by nvcc (NVCC_APPEND_FLAGS " + flag + ")";
+  return "fatbin_compression: " + mode + " needs CUDA 12.8 or later; CUDA " +
+         (toolkit.version().empty() ? std::string("(unknown)") : toolkit.version()) +
+         " keeps nvcc's default compression";
+}
 
 int64_t SourceDateEpoch(ProcessRunner& runner, const std::string& source_dir) {
   std::error_code ec;
@@ -249,6 +274,7 @@ EnvMap BuildJobEnv(const JobEnvInputs& in) {
   SetParallelism(in, env);
   SetHostNeeds(in, env);
   SetReproducible(in, env);
+  SetFatbinCompression(in, env);
   for (auto it = env.begin(); it != env.end();) {
     bool leaks = std::any_of(in.secrets.begin(), in.secrets.end(), [&](const std::string& s) {
       return !s.empty() && it->second.find(s) != std::string::npos;

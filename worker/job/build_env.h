@@ -89,10 +89,17 @@ struct JobEnvInputs {
 // For reproducible wheels (docs/reproducibility.md) it also sets
 // SOURCE_DATE_EPOCH (when known) and PYTHONHASHSEED=0 unless the recipe sets them, and
 // appends nvcc's -objtemp to NVCC_APPEND_FLAGS so intermediate file names (which nvcc
-// writes into the objects) come from the object path instead of the process id.
+// writes into the objects) come from the object path instead of the process id. A recipe's
+// fatbin_compression appends --compress-mode=<mode> there too when the toolkit is CUDA
+// 12.8 or later (unless the flags name a compress mode already).
 // Without a toolkit (in.toolkit has no path) every PATH directory holding an nvcc is left
 // out (PathWithoutToolkits), the recipe's own PATH included.
 EnvMap BuildJobEnv(const JobEnvInputs& in);
+
+// The job log's line about the recipe's fatbin_compression with `toolkit`: the flag given
+// to nvcc, or why this toolkit keeps its default; "" when the recipe sets none.
+std::string FatbinCompressionNote(const farm::v1::Recipe& recipe,
+                                  const farm::v1::CudaToolkit& toolkit);
 
 // `path` (a PATH value) without the directories that hold an executable `nvcc`, in order;
 // those go to `*dropped` when given.

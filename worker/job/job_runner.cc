@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 #include "common/arch.h"
 #include "common/fs.h"
@@ -12,6 +13,7 @@
 #include "common/sha256.h"
 #include "common/utf8.h"
 #include "common/wheel/job_check.h"
+#include "common/wheel/wheel_bytes.h"
 #include "worker/agent/retry.h"
 #include "worker/exec/executor_runner.h"
 #include "worker/exec/sandbox_executor.h"
@@ -475,6 +477,7 @@ Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const s
     }
   }
   if (!cache_use.note.empty()) system(cache_use.note);
+  if (std::string note = FatbinCompressionNote(recipe, toolkit); !note.empty()) system(note);
   system("running the build command in " + build_dir + " (MAX_JOBS=" + env["MAX_JOBS"] +
          (toolkit.path().empty() ? "" : ", CUDA " + toolkit.version()) + ", executor " +
          deps_.executor->Name() + (held_gb > 0 ? ", " + HeldText(held_gb) : "") + ")");
@@ -631,6 +634,11 @@ Result<farm::v1::ArtifactHeader> JobRunner::CheckOne(LogShipper& log, const std:
   header.set_sha256(sha);
   if (!deps_.wheel_hook) return header;
   Status checked = deps_.wheel_hook(job_, path, &header);
+  // Where the bytes go, failed or not: a wheel over its size_budget fails right here.
+  std::istringstream bytes(wheel::FormatWheelBytes(header.manifest(), "  "));
+  for (std::string line; std::getline(bytes, line);) {
+    log.Append(farm::v1::SYSTEM, "farm: " + header.filename() + ": " + line);
+  }
   if (!checked.ok()) return Status::Aborted(header.filename() + ": " + checked.message());
   log.Append(farm::v1::SYSTEM,
              "farm: " + header.filename() + ": " + DescribeManifest(header.manifest()));

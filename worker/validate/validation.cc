@@ -117,8 +117,7 @@ Result<farm::v1::ValidationReport> RunScript(ProcessRunner& runner, JobControl* 
 
 Status CheckWheelForJob(const farm::v1::JobAssignment& job, const std::string& wheel_path,
                         farm::v1::ArtifactHeader* header) {
-  wheel::InspectOptions options;
-  options.refuse_unrequested = job.recipe().refuse_unrequested_archs();
+  wheel::InspectOptions options = wheel::JobCheckOptions(job.recipe());
   FARM_ASSIGN_OR_RETURN(wheel::JobWheelCheck check,
                         wheel::CheckJobWheel(wheel_path, header->filename(), job.cell(), options));
   *header->mutable_manifest() = check.manifest;

@@ -83,9 +83,7 @@ Result<farm::v1::ArchManifest> CheckArrived(const ServiceContext& ctx, const sto
   auto cell = model::ParseBlob<farm::v1::MatrixCell>(job.cell);
   FARM_ASSIGN_OR_RETURN(store::BuildRow build, ctx.store->GetBuild(job.build_id));
   auto recipe = model::ParseBlob<farm::v1::Recipe>(build.recipe);
-  wheel::InspectOptions options;
-  options.refuse_unrequested = recipe.refuse_unrequested_archs();
-  auto check = wheel::CheckJobWheel(path, h.filename(), cell, options);
+  auto check = wheel::CheckJobWheel(path, h.filename(), cell, wheel::JobCheckOptions(recipe));
   if (!check.ok()) {
     return Status::InvalidArgument(h.filename() +
                                    " is not a readable wheel: " + check.status().message());

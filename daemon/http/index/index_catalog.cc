@@ -124,6 +124,7 @@ Status IndexCatalog::RefreshLocked() {
   for (const auto& row : rows) {
     const auto& a = row.artifact;
     if (!IndexListable(a.validation, include_pending_)) continue;
+    if (max_wheel_bytes_ > 0 && a.size > max_wheel_bytes_) continue;  // the index's own limit
     auto name = wheel::ParseWheelFilename(a.filename);
     if (!name.ok()) continue;
     if (!deps_.blobs->Contains(a.sha256)) continue;

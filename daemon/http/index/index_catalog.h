@@ -67,13 +67,19 @@ struct CoreMetadata {
 
 class IndexCatalog {
  public:
-  // With `redirect_ttl_s` > 0 file downloads go to presigned URLs valid that long.
-  IndexCatalog(const DashboardDeps& deps, bool include_pending, int64_t redirect_ttl_s = 0)
-      : deps_(deps), include_pending_(include_pending), redirect_ttl_s_(redirect_ttl_s) {}
+  // With `redirect_ttl_s` > 0 file downloads go to presigned URLs valid that long; with
+  // `max_wheel_bytes` > 0 larger wheels are not listed (--index-max-wheel-bytes).
+  IndexCatalog(const DashboardDeps& deps, bool include_pending, int64_t redirect_ttl_s = 0,
+               int64_t max_wheel_bytes = 0)
+      : deps_(deps),
+        include_pending_(include_pending),
+        redirect_ttl_s_(redirect_ttl_s),
+        max_wheel_bytes_(max_wheel_bytes) {}
 
   // The files of `variant` ("" for every variant), sorted by project then file name.
   // Only wheels of succeeded jobs whose validation passed (or waits for hardware when
-  // include_pending) and whose blob is present; one file per name (the newest).
+  // include_pending), whose blob is present and that are within max_wheel_bytes; one file
+  // per name (the newest).
   Result<std::vector<IndexFile>> Files(const std::string& variant);
   // The variants that list at least one file, sorted.
   Result<std::vector<std::string>> Variants();
@@ -91,6 +97,7 @@ class IndexCatalog {
   DashboardDeps deps_;
   bool include_pending_;
   int64_t redirect_ttl_s_;
+  int64_t max_wheel_bytes_;
   std::mutex mu_;
   int64_t generation_ = -1;
   std::vector<IndexFile> files_;

@@ -90,15 +90,15 @@ Negotiated NegotiateIndexFormat(std::string_view accept) {
   return {true, o.json, o.content_type};
 }
 
-namespace {
-
-Response Page(const Negotiated& n, std::string body) {
+Response IndexPage(const Negotiated& n, std::string body) {
   Response r;
   r.content_type = n.content_type;
   r.body = std::move(body);
   r.headers.emplace_back("Vary", "Accept");
   return r;
 }
+
+namespace {
 
 // The dashboard's header on the index's own pages, so a person who followed the
 // dashboard's "Index" link can get back: its links are those of web/index.html's
@@ -147,7 +147,7 @@ Response ProjectList(const Negotiated& n, const std::vector<IndexFile>& files,
                    {"projects", std::move(arr)}};
     if (directory != nullptr) o["variants"] = DirectoryJson(*directory, base);
     if (torch_views != nullptr) o["torch_views"] = TorchDirectoryJson(*torch_views, base);
-    return Page(n, json::serialize(o));
+    return IndexPage(n, json::serialize(o));
   }
   std::string html =
       "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" "
@@ -168,7 +168,7 @@ Response ProjectList(const Negotiated& n, const std::vector<IndexFile>& files,
   }
   html += "</div>\n";
   if (directory != nullptr) html += DirectoryHtml(*directory, base);
-  return Page(n, html + "</body></html>\n");
+  return IndexPage(n, html + "</body></html>\n");
 }
 
 std::string FileUrl(const IndexFile& f) { return "/files/" + f.sha256 + "/" + f.filename; }
@@ -234,20 +234,21 @@ Response ProjectPage(IndexCatalog& catalog, const Negotiated& n, const std::stri
     }
     json::array jvariants;
     for (const auto& v : variant_files) jvariants.push_back(json::value(v));
-    return Page(n,
-                json::serialize(json::object{{"meta", json::object{{"api-version", kApiVersion}}},
-                                             {"name", project},
-                                             {"files", std::move(jfiles)},
-                                             {"versions", std::move(jversions)},
-                                             {"variants-json", std::move(jvariants)}}));
+    return IndexPage(
+        n, json::serialize(json::object{{"meta", json::object{{"api-version", kApiVersion}}},
+                                        {"name", project},
+                                        {"files", std::move(jfiles)},
+                                        {"versions", std::move(jversions)},
+                                        {"variants-json", std::move(jvariants)}}));
   }
-  return Page(n, "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"" +
-                     std::string(kApiVersion) + "\"><title>Links for " + HtmlEscape(project) +
-                     "</title><link rel=\"stylesheet\" href=\"/style.css\"><link rel=\"icon\" "
-                     "href=\"data:,\"></head>"
-                     "<body class=\"index-page\">\n<h1>Links for " +
-                     HtmlEscape(project) + "</h1>\n<div class=\"files\">\n" + anchors +
-                     "</div></body></html>\n");
+  return IndexPage(
+      n, "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"" +
+             std::string(kApiVersion) + "\"><title>Links for " + HtmlEscape(project) +
+             "</title><link rel=\"stylesheet\" href=\"/style.css\"><link rel=\"icon\" "
+             "href=\"data:,\"></head>"
+             "<body class=\"index-page\">\n<h1>Links for " +
+             HtmlEscape(project) + "</h1>\n<div class=\"files\">\n" + anchors +
+             "</div></body></html>\n");
 }
 
 std::optional<Response> HandleFile(IndexCatalog& catalog, std::string_view rest) {
@@ -345,7 +346,7 @@ Response PlaceholderPage(const Negotiated& n, const View& view, const std::strin
   std::string url = std::string(kNoWheelFiles) + view.variant + "/" + gpu + "/" +
                     (view.torch ? TorchSegment(*view.torch) + "/" : "") + filename;
   if (n.json) {
-    return Page(
+    return IndexPage(
         n, json::serialize(json::object{
                {"meta", json::object{{"api-version", kApiVersion}}},
                {"name", project},
@@ -353,11 +354,12 @@ Response PlaceholderPage(const Negotiated& n, const View& view, const std::strin
                              {"filename", filename}, {"url", url}, {"hashes", json::object{}}}}},
                {"versions", json::array{json::value(version)}}}));
   }
-  return Page(n, "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"" +
-                     std::string(kApiVersion) + "\"><title>Links for " + HtmlEscape(project) +
-                     "</title></head><body>\n<h1>Links for " + HtmlEscape(project) + "</h1>\n<p>" +
-                     HtmlEscape(message) + "</p>\n<a href=\"" + HtmlEscape(url) + "\">" +
-                     HtmlEscape(filename) + "</a><br>\n</body></html>\n");
+  return IndexPage(
+      n, "<!DOCTYPE html>\n<html><head><meta name=\"pypi:repository-version\" content=\"" +
+             std::string(kApiVersion) + "\"><title>Links for " + HtmlEscape(project) +
+             "</title></head><body>\n<h1>Links for " + HtmlEscape(project) + "</h1>\n<p>" +
+             HtmlEscape(message) + "</p>\n<a href=\"" + HtmlEscape(url) + "\">" +
+             HtmlEscape(filename) + "</a><br>\n</body></html>\n");
 }
 
 // The answer of a GPU view without a wheel of `project` (or of any project, when empty):

@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "daemon/http/server/http_message.h"
 #include "daemon/http/index/index_catalog.h"
+#include "daemon/http/server/http_message.h"
 
 namespace farm::http {
 
@@ -26,6 +26,9 @@ struct Negotiated {
 // Picks the representation for an Accept header (PEP 691): the highest q among the v1 and
 // latest JSON/HTML types, text/html and wildcards; JSON wins ties. "" means text/html.
 Negotiated NegotiateIndexFormat(std::string_view accept);
+
+// An index page: `body` as `n` declares it, varying on Accept.
+Response IndexPage(const Negotiated& n, std::string body);
 
 // Answers index paths (/simple..., /<variant>/simple..., /files/...); nullopt for any other
 // path so the router can try its other routes.

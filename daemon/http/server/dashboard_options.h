@@ -26,6 +26,12 @@ struct DashboardOptions {
   // The dashboard's address for people (--public-url), for the feed's links; "": links
   // relative to the feed.
   std::string public_url;
+  // The largest wheel the package index lists (--index-max-wheel-bytes); 0: any. A larger
+  // one stays on its job's page, which says why the index leaves it out.
+  int64_t index_max_wheel_bytes = 0;
+  // Where the PEP 825 variants path keeps the variant wheels it makes (farmd: under its
+  // data directory); "": the variants path lists nothing it cannot make.
+  std::string variant_wheels_dir;
   // Answer index file downloads with a redirect to a presigned URL of the blob store,
   // valid this many seconds; 0 serves the bytes through farmd.
   int64_t index_redirect_ttl_s = 0;

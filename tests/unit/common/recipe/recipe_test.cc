@@ -274,7 +274,7 @@ TEST(ParseRecipeErrorTest, UnknownFieldsNameTheExpectedOnes) {
             "source, subdirectory, patches, env, build, system_site_packages, timeout, "
             "gb_per_compile_job, ccache, container_image, matrix, validation, retry, publish, "
             "network, unrequested_archs, build_on_target_gpu, requires, torch_abi, environment, "
-            "cells)");
+            "cells, size_budget, fatbin_compression)");
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "retry:\n  max_attempt: 2\n"),
             "recipe.yaml:5:3: unknown field \"max_attempt\" in retry (expected one of: "
             "max_attempts, backoff_seconds, retry_build_failures)");

@@ -128,3 +128,51 @@ TEST(RelabelWheelTest, RefusesBadLabelsAndWheelsWithoutDistInfo) {
 
 }  // namespace
 }  // namespace farm::wheel
+
+namespace farm::wheel {
+namespace {
+
+TEST(MakeVariantWheelTest, DropsTheLocalLabelAddsVariantJsonAndNamesTheVariant) {
+  farm::testing::ScopedTempDir dir;
+  WheelSpec spec = Unlabelled();
+  spec.filename = "attn_example-1.0.0+cu130.sm90-cp312-cp312-linux_x86_64.whl";
+  spec.dist_info = "attn_example-1.0.0+cu130.sm90.dist-info";
+  spec.metadata = "Metadata-Version: 2.1\nName: attn-example\nVersion: 1.0.0+cu130.sm90\n";
+  spec.files.clear();
+  spec.files.push_back({"attn_example/__init__.py", "x = 1\n"});
+  auto in = WriteWheel(dir.path(), spec);
+  ASSERT_OK(in.status());
+  const std::string json = R"({"variants": {"sm90": {"nvidia": {"sm_arch": ["90_real"]}}}})";
+  auto made = MakeVariantWheel(*in, "sm90", json, dir.path());
+  ASSERT_OK(made.status());
+  EXPECT_EQ(made->filename, "attn_example-1.0.0-cp312-cp312-linux_x86_64-sm90.whl");
+  EXPECT_EQ(made->version, "1.0.0");
+  // The pip-compatible name of the same bytes passes every check, RECORD included.
+  InspectOptions options;
+  options.filename = "attn_example-1.0.0-cp312-cp312-linux_x86_64.whl";
+  auto report = InspectWheel(made->path, options);
+  ASSERT_OK(report.status());
+  EXPECT_TRUE(report->ok()) << testing::AllProblems(*report);
+  EXPECT_EQ(report->metadata_version, "1.0.0");
+  bool found = false;
+  for (const auto& f : report->files) {
+    if (f.name == "attn_example-1.0.0.dist-info/variant.json") {
+      found = true;
+      EXPECT_EQ(f.sha256, Sha256Hex(json));
+    }
+  }
+  EXPECT_TRUE(found);
+  // Deterministic: made again, the same bytes.
+  ASSERT_OK(fs::MakeDirs(dir.path() + "/again"));
+  auto again = MakeVariantWheel(*in, "sm90", json, dir.path() + "/again");
+  ASSERT_OK(again.status());
+  EXPECT_EQ(Sha256FileHex(again->path).value(), Sha256FileHex(made->path).value());
+  for (const char* bad : {"", "Sm90", "a-b", "seventeen_chars_x"}) {
+    EXPECT_EQ(MakeVariantWheel(*in, bad, json, dir.path()).status().code(),
+              StatusCode::kInvalidArgument)
+        << bad;
+  }
+}
+
+}  // namespace
+}  // namespace farm::wheel

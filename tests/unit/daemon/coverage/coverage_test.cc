@@ -265,5 +265,27 @@ TEST(EventsTest, AWheelIsOneEventWhateverCopiesAndFailedBuildsAreNewestFirst) {
   EXPECT_EQ(ParseEventKind("nope"), std::nullopt);
 }
 
+TEST(EventsTest, ARefusedPublicationIsAnEventWithTheRefusal) {
+  BuildFacts b = Build(7, "pkg", {});
+  store::PublicationRow refused;
+  refused.build_id = 7;
+  refused.artifact_id = 9;
+  refused.target = "github";
+  refused.filename = "pkg-1.0+cu130-cp311-cp311-linux_x86_64.whl";
+  refused.state = store::PublicationState::kRefused;
+  refused.error = "too large for GitHub Releases: ... largest parts: sm_90a in pkg/_C.so 1.1 GiB";
+  refused.updated_ms = 99'000;
+  b.refused = {refused};
+  std::vector<Event> events = EventsOf({b}, 10);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].id, "publication_refused:7:9:github");
+  EXPECT_EQ(events[0].kind, EventKind::kPublicationRefused);
+  EXPECT_EQ(events[0].cause, refused.error);
+  EXPECT_EQ(events[0].time_ms, 99'000);
+  EXPECT_EQ(EventTitle(events[0]),
+            "pkg 1.0: " + refused.filename + " too large for GitHub Releases (build 7)");
+  EXPECT_EQ(ParseEventKind("publication_refused"), EventKind::kPublicationRefused);
+}
+
 }  // namespace
 }  // namespace farm::coverage

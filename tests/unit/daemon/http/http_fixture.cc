@@ -98,8 +98,15 @@ std::string HttpFixture::AddWheel(int64_t job_id, const std::string& filename,
                                   const std::string& metadata, int validation_state,
                                   const std::string& manifest) {
   std::string dist = filename.substr(0, filename.find('-', filename.find('-') + 1));
-  std::string zip =
-      MakeZip({{"attn_example/__init__.py", "X = 1\n"}, {dist + ".dist-info/METADATA", metadata}});
+  return AddWheelBytes(
+      job_id, filename,
+      MakeZip({{"attn_example/__init__.py", "X = 1\n"}, {dist + ".dist-info/METADATA", metadata}}),
+      validation_state, manifest);
+}
+
+std::string HttpFixture::AddWheelBytes(int64_t job_id, const std::string& filename,
+                                       const std::string& zip, int validation_state,
+                                       const std::string& manifest) {
   std::string sha = Sha256Hex(zip);
   auto w = blobs_->BeginWrite(static_cast<int64_t>(zip.size()), sha);
   EXPECT_OK(w.status());
@@ -112,6 +119,16 @@ std::string HttpFixture::AddWheel(int64_t job_id, const std::string& filename,
                                                     static_cast<int64_t>(zip.size()), manifest,
                                                     v.SerializeAsString(), clock_.NowUnixMs()})
                 .status());
+  return sha;
+}
+
+std::string HttpFixture::AddFinishedWheelFile(const std::string& cuda, const std::string& torch,
+                                              const std::string& filename, const std::string& bytes,
+                                              int validation_state, const std::string& manifest) {
+  auto ids = AddBuild(1, cuda, torch);
+  Start(ids[0]);
+  std::string sha = AddWheelBytes(ids[0], filename, bytes, validation_state, manifest);
+  Finish(ids[0]);
   return sha;
 }
 

@@ -34,6 +34,12 @@ class HttpFixture : public ::testing::Test {
   std::string AddFinishedWheel(const std::string& cuda, const std::string& torch,
                                const std::string& filename, const std::string& metadata,
                                int validation_state, const std::string& manifest = "");
+  // The same with the wheel's bytes given (a complete wheel, RECORD and all).
+  std::string AddFinishedWheelFile(const std::string& cuda, const std::string& torch,
+                                   const std::string& filename, const std::string& bytes,
+                                   int validation_state, const std::string& manifest = "");
+  std::string AddWheelBytes(int64_t job_id, const std::string& filename, const std::string& zip,
+                            int validation_state, const std::string& manifest);
   Router MakeRouter(DashboardOptions options = {});
   Response Get(Router& r, const std::string& target, const std::string& accept = "");
   static boost::json::value Json(const Response& r);

@@ -107,10 +107,12 @@ class OutboxTest : public ::testing::Test {
     ASSERT_OK(fs::MakeDirs(dir_.path() + "/work"));
   }
 
-  std::unique_ptr<Publisher> MakePublisher(bool pending_ok, GitHubTarget* gh, HfTarget* hf) {
+  std::unique_ptr<Publisher> MakePublisher(bool pending_ok, GitHubTarget* gh, HfTarget* hf,
+                                           int64_t github_max = wheel::kGitHubMaxAssetBytes) {
     PublisherOptions options;
     options.publish_pending_hardware = pending_ok;
     options.work_dir = dir_.path() + "/work";
+    options.github_max_asset_bytes = github_max;
     return std::make_unique<Publisher>(PublisherDeps{store_.get(), blobs_.get(), &clock_, gh, hf},
                                        options);
   }
@@ -434,6 +436,68 @@ TEST_F(OutboxTest, AnImmutableReleaseFailsTheNewWheelsAtOnceAndAReRunNeedsNoUplo
   EXPECT_EQ(gh.upload_count, 1);
   EXPECT_EQ(gh.locked_upload_calls, 0);
   EXPECT_EQ(gh.publish_count, 1);
+}
+
+}  // namespace
+}  // namespace farm::publish
+
+namespace farm::publish {
+namespace {
+
+TEST_F(OutboxTest, AWheelOverGitHubsLimitIsRefusedBeforeUploadAndTheHubStillGetsIt) {
+  farm::v1::ValidationReport passed;
+  passed.set_state(farm::v1::VALIDATION_PASSED);
+  int64_t build = MakeSucceededBuild(passed.SerializeAsString());
+  ScriptedGitHub gh;
+  ScriptedHf hf;
+  auto publisher = MakePublisher(false, &gh, &hf, /*github_max=*/100);
+  ASSERT_OK(publisher->RunOnce().status());
+  ASSERT_OK(publisher->RunOnce().status());
+  auto rows = Rows(build);
+  const store::PublicationRow& asset = rows["github/asset"];
+  EXPECT_EQ(asset.state, store::PublicationState::kRefused);
+  EXPECT_EQ(asset.error.find("too large for GitHub Releases: " + asset.filename + " is "), 0u)
+      << asset.error;
+  EXPECT_NE(asset.error.find("(100 bytes; farmd's --github-max-asset-bytes)"), std::string::npos)
+      << asset.error;
+  EXPECT_NE(asset.error.find("Nothing was uploaded"), std::string::npos);
+  EXPECT_EQ(gh.upload_count, 0);
+  EXPECT_TRUE(gh.releases.empty());  // not even the draft was asked for
+  EXPECT_EQ(rows["hf/file"].state, store::PublicationState::kPublished);
+  // Its only wheel refused, the build makes no release, and says why.
+  EXPECT_EQ(rows["github/release"].state, store::PublicationState::kRefused);
+  EXPECT_EQ(gh.publish_count, 0);
+  // Nothing is retried: another pass changes nothing.
+  ASSERT_OK(publisher->RunOnce().status());
+  EXPECT_EQ(Rows(build)["github/asset"].attempts, asset.attempts);
+}
+
+TEST_F(OutboxTest, TheServicesOwnSizeRefusalIsARefusalToo) {
+  farm::v1::ValidationReport passed;
+  passed.set_state(farm::v1::VALIDATION_PASSED);
+  int64_t build = MakeSucceededBuild(passed.SerializeAsString());
+  ScriptedGitHub gh;
+  gh.upload_error = Status(StatusCode::kOutOfRange,
+                           "too large for GitHub Releases: upload asset x.whl: HTTP 422: size "
+                           "must be less than or equal to 2147483648");
+  ScriptedHf hf;
+  auto publisher = MakePublisher(false, &gh, &hf);
+  ASSERT_OK(publisher->RunOnce().status());
+  auto rows = Rows(build);
+  EXPECT_EQ(rows["github/asset"].state, store::PublicationState::kRefused);
+  EXPECT_EQ(rows["github/asset"].attempts, 1);
+  EXPECT_NE(rows["github/asset"].error.find("size must be less than"), std::string::npos);
+}
+
+TEST(ReleaseWaitReasonTest, ARefusedAssetDoesNotHoldTheRelease) {
+  store::PublicationRow fine{
+      .target = "github", .kind = "asset", .state = store::PublicationState::kUploaded};
+  store::PublicationRow big{
+      .target = "github", .kind = "asset", .state = store::PublicationState::kRefused};
+  EXPECT_EQ(ReleaseWaitReason(store::kBuildSucceeded, {fine, big}, false), "");
+  big.state = store::PublicationState::kFailed;
+  EXPECT_EQ(ReleaseWaitReason(store::kBuildSucceeded, {fine, big}, false),
+            "waiting: 1 asset(s) failed");
 }
 
 }  // namespace

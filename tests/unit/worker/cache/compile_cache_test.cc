@@ -194,6 +194,30 @@ TEST_F(CompileCacheTest, JobEnvPutsCompilersAndNvccBehindCcache) {
   EXPECT_FALSE(stdfs::exists(job));
 }
 
+// ccache leaves NVCC_APPEND_FLAGS out of its hash: flags besides the worker's -objtemp get
+// a ccache namespace of their own, so a compressed build never hits an uncompressed object.
+TEST_F(CompileCacheTest, ExtraNvccFlagsGetACcacheNamespaceOfTheirOwn) {
+  auto cache = CompileCache::Create(options_, worker_env_);
+  ASSERT_OK(cache.status());
+  auto conf_with = [&](const std::string& flags) {
+    EnvMap env = JobEnv();
+    if (!flags.empty()) env["NVCC_APPEND_FLAGS"] = flags;
+    JobCacheUse use = (*cache)->PrepareJob(recipe_, kNs, root_ + "/ws", "native", env);
+    EXPECT_TRUE(use.used) << use.note;
+    auto read = fs::ReadFile(use.job_dir + "/ccache.conf");
+    std::string conf = read.ok() ? *read : "";
+    CompileCache::FinishJob(use);
+    size_t at = conf.find("namespace = ");
+    return at == std::string::npos ? std::string() : conf.substr(at, conf.find('\n', at) - at);
+  };
+  EXPECT_EQ(conf_with(""), "");
+  EXPECT_EQ(conf_with("-objtemp"), "");
+  std::string packed = conf_with("-objtemp --compress-mode=size");
+  EXPECT_EQ(packed.find("namespace = nvcc-flags-"), 0u) << packed;
+  EXPECT_EQ(packed, conf_with("-objtemp --compress-mode=size"));
+  EXPECT_NE(packed, conf_with("-objtemp --compress-mode=speed"));
+}
+
 // What the wrappers hand ccache: the farm's configuration file, none of the build's
 // CCACHE_* settings, and a PATH on which the real compiler comes first.
 TEST_F(CompileCacheTest, TheWrappersIgnoreTheBuildsCcacheSettings) {

@@ -264,6 +264,27 @@ TEST(ReproducibleEnvTest, SourceDateEpochHashSeedAndNvccObjtemp) {
   EXPECT_EQ(BuildJobEnv(in)["NVCC_APPEND_FLAGS"], "--objdir-as-tempdir");
 }
 
+TEST(FatbinCompressionEnvTest, NvccGetsTheModeWhereTheToolkitHasIt) {
+  auto job = Job();
+  job.mutable_recipe()->set_fatbin_compression("size");
+  JobEnvInputs in = Inputs(job);
+  EXPECT_EQ(BuildJobEnv(in)["NVCC_APPEND_FLAGS"], "-objtemp --compress-mode=size");
+  EXPECT_EQ(FatbinCompressionNote(job.recipe(), in.toolkit),
+            "device code compressed by nvcc (NVCC_APPEND_FLAGS --compress-mode=size)");
+  // A mode the recipe's own flags name wins.
+  (*job.mutable_recipe()->mutable_env())["NVCC_APPEND_FLAGS"] = "--compress-mode=speed";
+  EXPECT_EQ(BuildJobEnv(in)["NVCC_APPEND_FLAGS"], "--compress-mode=speed -objtemp");
+  job.mutable_recipe()->mutable_env()->erase("NVCC_APPEND_FLAGS");
+  // CUDA 12.6's nvcc has no such flag: it keeps its default, and the log says so.
+  in.toolkit.set_version("12.6");
+  EXPECT_EQ(BuildJobEnv(in)["NVCC_APPEND_FLAGS"], "-objtemp");
+  EXPECT_EQ(FatbinCompressionNote(job.recipe(), in.toolkit),
+            "fatbin_compression: size needs CUDA 12.8 or later; CUDA 12.6 keeps nvcc's default "
+            "compression");
+  job.mutable_recipe()->clear_fatbin_compression();
+  EXPECT_EQ(FatbinCompressionNote(job.recipe(), in.toolkit), "");
+}
+
 TEST(ReproducibleEnvTest, SourceDateEpochFromGitOrNewestFile) {
   farm::testing::ScopedTempDir dir;
   RealProcessRunner runner;
