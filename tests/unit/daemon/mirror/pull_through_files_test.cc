@@ -22,7 +22,7 @@
 namespace farm::mirror {
 namespace {
 
-const char kUp[] = "http://up/whl/cu128/";
+const char kFilesUpstream[] = "http://up/whl/cu128/";
 const char kEvil[] = "http://evil/idx/";
 const char kJson[] = "application/vnd.pypi.simple.v1+json";
 
@@ -49,20 +49,20 @@ bool WaitFor(const std::function<bool()>& done) {
 class PullThroughFilesTest : public farm::testing::PullThroughFixture {
  protected:
   void SetUp() override {
-    options_.indexes = {{"cu128", kUp}, {"evil", kEvil}};
+    options_.indexes = {{"cu128", kFilesUpstream}, {"evil", kEvil}};
     StartCache();
   }
-  // Serves `files` (name -> bytes) on index cu128's page of `project`, at kUp + name.
+  // Serves `files` (name -> bytes) on index cu128's page of `project`, at kFilesUpstream + name.
   std::map<std::string, std::string> ServeProject(const std::string& project,
                                                   const std::map<std::string, std::string>& files) {
     std::vector<std::string> entries;
     std::map<std::string, std::string> shas;
     for (const auto& [name, bytes] : files) {
-      fetcher_.Serve(std::string(kUp) + name, bytes);
+      fetcher_.Serve(std::string(kFilesUpstream) + name, bytes);
       shas[name] = Sha256Hex(bytes);
       entries.push_back(Entry(name, "../" + name, shas[name]));
     }
-    fetcher_.Serve(std::string(kUp) + project + "/", PageOf(entries), kJson);
+    fetcher_.Serve(std::string(kFilesUpstream) + project + "/", PageOf(entries), kJson);
     return shas;
   }
 };
@@ -124,11 +124,11 @@ TEST_F(PullThroughFilesTest, FilesNobodyProvisionedArePulledOnlyForThoseWhoMayPu
   auto refused = FileOf("cu128", sha, name, /*may_pull=*/false);
   EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(refused.status().message().find("workers and admins"), std::string::npos);
-  EXPECT_EQ(fetcher_.Count(std::string(kUp) + name), 0);
+  EXPECT_EQ(fetcher_.Count(std::string(kFilesUpstream) + name), 0);
   EXPECT_EQ(cache_->stats().pulls_refused, 1);
   ASSERT_OK(FileOf("cu128", sha, name).status());
   ASSERT_OK(FileOf("cu128", sha, name, /*may_pull=*/false).status());  // stored: anyone reads
-  EXPECT_EQ(fetcher_.Count(std::string(kUp) + name), 1);
+  EXPECT_EQ(fetcher_.Count(std::string(kFilesUpstream) + name), 1);
   // Allowed by the farm's configuration.
   options_.anonymous_pulls = true;
   RestartCache();
@@ -141,7 +141,7 @@ TEST_F(PullThroughFilesTest, FilesNobodyProvisionedArePulledOnlyForThoseWhoMayPu
 TEST_F(PullThroughFilesTest, FileUrlsOnOtherHostsAreRefusedWithoutARequest) {
   const std::string sha = Sha256Hex("internal");
   fetcher_.Serve("http://10.0.0.5/admin/x.whl", "internal");
-  fetcher_.Serve(std::string(kUp) + "pkg/",
+  fetcher_.Serve(std::string(kFilesUpstream) + "pkg/",
                  PageOf({Entry("pkg-1.0-py3-none-any.whl", "http://10.0.0.5/admin/x.whl", sha)}),
                  kJson);
   ASSERT_OK(Page("cu128", "pkg").status());
@@ -188,7 +188,7 @@ TEST_F(PullThroughFilesTest, TheCacheStaysUnderItsBoundLeastRecentlyUsedFirst) {
     ASSERT_OK(get("b-1.0.tar.gz").status());  // downloaded again
     EXPECT_TRUE(blobs_->Contains(sha["a-1.0.tar.gz"]));
     EXPECT_FALSE(blobs_->Contains(sha["c-1.0.tar.gz"]));
-    EXPECT_EQ(fetcher_.Count(std::string(kUp) + "b-1.0.tar.gz"), 2);
+    EXPECT_EQ(fetcher_.Count(std::string(kFilesUpstream) + "b-1.0.tar.gz"), 2);
   }
   // A preloaded file is not counted and never evicted.
   const std::string big = std::string(150'000, 'p');
@@ -207,13 +207,13 @@ TEST_F(PullThroughFilesTest, ARestartServesWhatWasStoredForTheIndexThatListedIt)
   ASSERT_OK(Page("cu128", "pkg").status());
   ASSERT_OK(FileOf("cu128", sha, name).status());
   RestartCache();
-  fetcher_.Fail(std::string(kUp) + "pkg/", Status::Unavailable("no network"));
+  fetcher_.Fail(std::string(kFilesUpstream) + "pkg/", Status::Unavailable("no network"));
   EXPECT_OK(FileOf("cu128", sha, name, /*may_pull=*/false).status());  // no page asked first
   auto offline = Page("cu128", "pkg");
   ASSERT_OK(offline.status());
   EXPECT_NE(offline->body.find(sha), std::string::npos) << offline->body;
   EXPECT_EQ(FileOf("evil", sha, name).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(fetcher_.Count(std::string(kUp) + name), 1);
+  EXPECT_EQ(fetcher_.Count(std::string(kFilesUpstream) + name), 1);
 }
 
 TEST_F(PullThroughFilesTest, WhatADeadFarmdLeftInTheStagingFolderIsSweptAtStart) {
@@ -228,8 +228,8 @@ TEST_F(PullThroughFilesTest, WheelsCarryTheirMetadataUnderBothNames) {
   // Upstream offers one wheel's metadata file (checked by its digest)...
   const std::string offered = "Metadata-Version: 2.1\nName: up\nVersion: 1.0\n";
   const std::string up_name = "up-1.0-py3-none-any.whl";
-  fetcher_.Serve(std::string(kUp) + up_name, "up wheel");
-  fetcher_.Serve(std::string(kUp) + up_name + ".metadata", offered);
+  fetcher_.Serve(std::string(kFilesUpstream) + up_name, "up wheel");
+  fetcher_.Serve(std::string(kFilesUpstream) + up_name + ".metadata", offered);
   // ...and not the other's, a real wheel whose METADATA farmd reads once it is stored.
   wheel::testing::WheelSpec spec;
   spec.filename = "own-1.0-py3-none-any.whl";
@@ -240,9 +240,9 @@ TEST_F(PullThroughFilesTest, WheelsCarryTheirMetadataUnderBothNames) {
   ASSERT_OK(path.status());
   auto own = fs::ReadFile(*path);
   ASSERT_OK(own.status());
-  fetcher_.Serve(std::string(kUp) + spec.filename, *own);
+  fetcher_.Serve(std::string(kFilesUpstream) + spec.filename, *own);
   const std::string offered_sha = Sha256Hex(offered);
-  fetcher_.Serve(std::string(kUp) + "mix/",
+  fetcher_.Serve(std::string(kFilesUpstream) + "mix/",
                  PageOf({Entry(up_name, "../" + up_name, Sha256Hex("up wheel"),
                                R"(, "core-metadata": {"sha256": ")" + offered_sha + "\"}"),
                          Entry(spec.filename, "../" + spec.filename, Sha256Hex(*own))}),
@@ -256,8 +256,8 @@ TEST_F(PullThroughFilesTest, WheelsCarryTheirMetadataUnderBothNames) {
   ASSERT_OK(md.status());
   EXPECT_EQ(md->body, offered);
   ASSERT_OK(FileOf("cu128", Sha256Hex("up wheel"), up_name, false, true).status());
-  EXPECT_EQ(fetcher_.Count(std::string(kUp) + up_name + ".metadata"), 1);  // kept
-  EXPECT_EQ(fetcher_.Count(std::string(kUp) + up_name), 0);                // never the wheel
+  EXPECT_EQ(fetcher_.Count(std::string(kFilesUpstream) + up_name + ".metadata"), 1);  // kept
+  EXPECT_EQ(fetcher_.Count(std::string(kFilesUpstream) + up_name), 0);  // never the wheel
   // No metadata for the other until its wheel is stored; then its own METADATA.
   EXPECT_EQ(FileOf("cu128", Sha256Hex(*own), spec.filename, false, true).status().code(),
             StatusCode::kNotFound);
@@ -274,7 +274,8 @@ TEST_F(PullThroughFilesTest, WheelsCarryTheirMetadataUnderBothNames) {
   EXPECT_EQ(md->body, spec.metadata);
   // Upstream's metadata that fails its digest is refused.
   RestartCache();
-  fetcher_.Serve(std::string(kUp) + up_name + ".metadata", offered + "Requires-Dist: evil\n");
+  fetcher_.Serve(std::string(kFilesUpstream) + up_name + ".metadata",
+                 offered + "Requires-Dist: evil\n");
   ASSERT_OK(Page("cu128", "mix").status());
   EXPECT_EQ(FileOf("cu128", Sha256Hex("up wheel"), up_name, false, true).status().code(),
             StatusCode::kDataLoss);
@@ -285,8 +286,8 @@ TEST_F(PullThroughFilesTest, UpstreamRequestsRunOnTheCachesThreadsWithALimitPerA
   options_.indexes["other"] = "http://other/idx/";
   RestartCache();
   for (const char* project : {"a", "b"}) {
-    fetcher_.Serve(std::string(kUp) + project + "/", PageOf({}), kJson);
-    fetcher_.Hold(std::string(kUp) + project + "/");
+    fetcher_.Serve(std::string(kFilesUpstream) + project + "/", PageOf({}), kJson);
+    fetcher_.Hold(std::string(kFilesUpstream) + project + "/");
   }
   fetcher_.Serve("http://other/idx/c/", PageOf({}), kJson);
   std::atomic<int> answered{0};
