@@ -18,7 +18,7 @@ std::string RecipeWith(const std::string& lines) {
   return "name: fit\nsource: {local: src}\nbuild: make\n" + lines;
 }
 
-std::string ErrorOf(const std::string& yaml) {
+std::string FitErrorOf(const std::string& yaml) {
   auto r = ParseRecipe(yaml, "r.yaml");
   return r.ok() ? "OK" : r.status().message();
 }
@@ -47,10 +47,10 @@ TEST(RecipeFitTest, SizeBudgetAndCompressionAreRead) {
 }
 
 TEST(RecipeFitTest, BadValuesNameTheirPlace) {
-  EXPECT_EQ(ErrorOf(RecipeWith("size_budget: lots\n")),
+  EXPECT_EQ(FitErrorOf(RecipeWith("size_budget: lots\n")),
             "r.yaml:4:14: \"size_budget\": \"lots\" is not a size such as \"100 MiB\", \"2 GiB\" "
             "or \"500 MB\"");
-  EXPECT_NE(ErrorOf(RecipeWith("fatbin_compression: tiny\n"))
+  EXPECT_NE(FitErrorOf(RecipeWith("fatbin_compression: tiny\n"))
                 .find("\"fatbin_compression\" must be size, balance, speed or none"),
             std::string::npos);
 }
@@ -111,10 +111,10 @@ TEST(FamiliesTest, AnArchListWithATargetInNoFamilyIsRefusedAtParse) {
   arch_lists: ["8.0;9.0a"]
   families: [sm80-89]
 )");
-  EXPECT_NE(ErrorOf(yaml).find("sm_90a of \"8.0;9.0a\" is in none of the families sm80-89"),
+  EXPECT_NE(FitErrorOf(yaml).find("sm_90a of \"8.0;9.0a\" is in none of the families sm80-89"),
             std::string::npos)
-      << ErrorOf(yaml);
-  EXPECT_NE(ErrorOf(RecipeWith("matrix:\n  families: [sm80-89, sm86]\n")).find("share"),
+      << FitErrorOf(yaml);
+  EXPECT_NE(FitErrorOf(RecipeWith("matrix:\n  families: [sm80-89, sm86]\n")).find("share"),
             std::string::npos);
 }
 

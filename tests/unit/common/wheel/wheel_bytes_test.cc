@@ -14,13 +14,13 @@
 namespace farm::wheel {
 namespace {
 
-constexpr const char* kModule = "attn_example/_attn_example.so";
+constexpr const char* kBytesModule = "attn_example/_attn_example.so";
 
 class WheelBytesTest : public ::testing::Test {
  protected:
   std::string Wheel(const std::string& so, const std::string& extra = "") {
     testing::WheelSpec spec;
-    spec.files.push_back({kModule, so, testing::ZipEntrySpec::Type::kFile});
+    spec.files.push_back({kBytesModule, so, testing::ZipEntrySpec::Type::kFile});
     if (!extra.empty()) spec.files.push_back({"attn_example/data.bin", extra});
     Result<std::string> path = testing::WriteWheel(dir_.path(), spec);
     EXPECT_TRUE(path.ok()) << path.status().ToString();
@@ -114,7 +114,7 @@ TEST_F(WheelBytesTest, ImagesPartsAndRestAddUpToTheWheelFile) {
   }
   EXPECT_EQ(c, b.wheel_bytes());
   EXPECT_EQ(u, b.uncompressed_bytes());
-  EXPECT_TRUE(parts.count(std::string(kModule) + " (other)"));
+  EXPECT_TRUE(parts.count(std::string(kBytesModule) + " (other)"));
   EXPECT_TRUE(parts.count("attn_example/data.bin"));
   std::string table = FormatWheelBytes(m, "  ");
   EXPECT_NE(table.find("sm_90a in attn_example/_attn_example.so"), std::string::npos) << table;

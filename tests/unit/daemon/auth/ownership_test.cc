@@ -40,8 +40,9 @@ TEST_F(OwnershipTest, OwnersAndAdminsChangeOthersAreToldWhoOwnsIt) {
   Status refused = MayChangeBuild(*store_, mallory_, build_id_);
   EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied);
   EXPECT_NE(refused.message().find("belongs to alice"), std::string::npos) << refused.message();
-  EXPECT_EQ(MayChangeJob(*store_, mallory_, job_id_).code(), StatusCode::kPermissionDenied);
-  EXPECT_OK(MayChangeJob(*store_, alice_, job_id_));
+  EXPECT_EQ(MayChangeJob(*store_, *store_, mallory_, job_id_).code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_OK(MayChangeJob(*store_, *store_, alice_, job_id_));
   EXPECT_EQ(MayChangeBuild(*store_, alice_, build_id_ + 100).code(), StatusCode::kNotFound);
   // A principal with an empty name owns nothing, not even an object nobody owns.
   EXPECT_EQ(MayChange({"", "submitter", ""}, "", "build 1").code(), StatusCode::kPermissionDenied);
@@ -65,11 +66,11 @@ TEST_F(OwnershipTest, NamesGoToTheirFirstClaimantAndAdminsUseAny) {
 
 TEST_F(OwnershipTest, ARetryNeedsTheNameStill) {
   ASSERT_OK(store_->TransferRecipeName("attn-example", "bob", 10).status());
-  Status retry = MayChangeJob(*store_, alice_, job_id_);
+  Status retry = MayChangeJob(*store_, *store_, alice_, job_id_);
   EXPECT_EQ(retry.code(), StatusCode::kPermissionDenied);
   EXPECT_NE(retry.message().find("belongs to bob"), std::string::npos) << retry.message();
   EXPECT_OK(MayChangeBuild(*store_, alice_, build_id_));  // cancelling builds nothing
-  EXPECT_OK(MayChangeJob(*store_, admin_, job_id_));
+  EXPECT_OK(MayChangeJob(*store_, *store_, admin_, job_id_));
 }
 
 TEST_F(OwnershipTest, SchedulesBelongToTheirCreator) {
