@@ -47,14 +47,14 @@ bool PipWithoutJsonMetadata(std::string_view user_agent) {
 }
 
 // What a caller of these routes may do.
-struct Caller {
+struct UpstreamCaller {
   Status may_read;
   bool may_pull = false;
 };
 
 // The caller's credential: farmd's internal secret, or a farm token as a bearer token or
 // as the password of HTTP Basic. Workers and admins may pull; any client role reads.
-Caller CallerOf(const DashboardDeps& deps, bool public_read, const Request& req) {
+UpstreamCaller CallerOf(const DashboardDeps& deps, bool public_read, const Request& req) {
   if (deps.internal != nullptr && deps.internal->Accepts(req.authorization)) {
     return {Status::Ok(), true};
   }
@@ -195,7 +195,7 @@ void HandleUpstreamAsync(const DashboardDeps& deps, bool public_read, const Requ
     return reply(
         ErrorResponse(Status::NotFound("this farm serves no upstreams (farmd --upstream-index)")));
   }
-  Caller caller = CallerOf(deps, public_read, req);
+  UpstreamCaller caller = CallerOf(deps, public_read, req);
   if (!caller.may_read.ok()) return reply(ErrorResponse(caller.may_read));
   std::string_view rest = path.substr(std::string_view(kUpstreamPrefix).size());
   if (rest.starts_with("pypi/")) return ProjectPage(deps, req, rest.substr(5), std::move(reply));
