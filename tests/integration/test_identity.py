@@ -123,7 +123,9 @@ def test_two_arch_lists_give_two_wheels_each_gpu_gets_its_own(farm_with_fakes):
     out = os.path.join(farm.root, "dl")
     r = farm.ctl("download", str(build["id"]), "--dir", out)
     assert r.returncode == 0, r.stderr
-    assert sorted(os.listdir(out)) == sorted([WIDE, NARROW])
+    # Each wheel with its statements beside it, which `farmctl verify` reads.
+    assert sorted(os.listdir(out)) == sorted([WIDE, NARROW, WIDE + ".intoto.jsonl",
+                                              NARROW + ".intoto.jsonl"])
     again = farm.ctl("download", str(build["id"]), "--dir", out)  # same files: kept
     assert again.returncode == 0 and "already there" in again.stdout, again.stdout
 
