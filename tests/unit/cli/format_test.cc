@@ -41,8 +41,7 @@ TEST(FormatTest, AJobAnsweredFromTheStoreNamesTheJobWhoseWheelsItGot) {
   j.set_state(farm::v1::JOB_SUCCEEDED);
   EXPECT_EQ(FormatJob(j).find("answered from the store"), std::string::npos);
   j.set_reused_from(4);
-  EXPECT_NE(FormatJob(j).find("    answered from the store: wheels of job 4\n"),
-            std::string::npos);
+  EXPECT_NE(FormatJob(j).find("    answered from the store: wheels of job 4\n"), std::string::npos);
 }
 
 TEST(FormatTest, ABuildOfAFollowingRecipeSaysWhichReleasesItResolved) {
@@ -113,8 +112,9 @@ TEST(FormatTest, WorkersHaveAHeaderAndSayWhatTheyProvision) {
   w.set_id("w-1");
   w.set_name("prov-1");
   w.set_state("idle");
-  EXPECT_EQ(WorkersHeader().substr(0, 15), "ID\tNAME\tSTATE\tP");
-  size_t columns = std::count(WorkersHeader().begin(), WorkersHeader().end(), '\t');
+  const std::string header = WorkersHeader();  // one string: begin and end of the same
+  EXPECT_EQ(header.substr(0, 15), "ID\tNAME\tSTATE\tP");
+  size_t columns = std::count(header.begin(), header.end(), '\t');
   std::string plain = FormatWorker(w);
   EXPECT_EQ(std::count(plain.begin(), plain.end(), '\t'), columns) << plain;
   EXPECT_NE(plain.find("\tdoes not provision\t"), std::string::npos) << plain;
@@ -180,11 +180,12 @@ TEST(FormatTest, TheBuildListHasAHeaderCellsDurationsAndSaysBlocked) {
   b.mutable_jobs(1)->set_state(farm::v1::JOB_PENDING);
   b.mutable_jobs(1)->set_unplaceable(true);
   std::string text = FormatBuildList({b}, 1764172923000);  // 2025-11-26T16:02:03Z
-  EXPECT_EQ(text,
-            "BUILD  RECIPE        OWNER  STATE    JOBS                           CELLS                "
-            "       CREATED               DURATION\n"
-            "7      attn-example  alice  blocked  2 jobs: 1 no worker, 1 failed  py3.11 cuda13.0,12.8 "
-            "[9.0]  2025-11-26T16:00:00Z  for 2m 3s\n");
+  EXPECT_EQ(
+      text,
+      "BUILD  RECIPE        OWNER  STATE    JOBS                           CELLS                "
+      "       CREATED               DURATION\n"
+      "7      attn-example  alice  blocked  2 jobs: 1 no worker, 1 failed  py3.11 cuda13.0,12.8 "
+      "[9.0]  2025-11-26T16:00:00Z  for 2m 3s\n");
   b.mutable_jobs(1)->set_unplaceable(false);
   b.set_state(farm::v1::BUILD_FAILED), b.set_finished_at("2025-11-26T16:00:45.500Z");
   text = FormatBuildList({b}, 0);

@@ -16,8 +16,8 @@ TEST(PublicationStateTest, EveryStateHasOneNameThatReadsBack) {
     EXPECT_EQ(ParsePublicationState(name), s) << name;
   }
   // The store's SQL matches these names ('pending', 'uploading', ...): they never change.
-  EXPECT_EQ(names,
-            (std::set<std::string>{"pending", "uploading", "uploaded", "published", "failed"}));
+  EXPECT_EQ(names, (std::set<std::string>{"pending", "uploading", "uploaded", "published", "failed",
+                                          "refused"}));
   EXPECT_EQ(ParsePublicationState("Published"), std::nullopt);
   EXPECT_EQ(ParsePublicationState(""), std::nullopt);
 }
