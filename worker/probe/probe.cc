@@ -1,8 +1,7 @@
 #include "worker/probe/probe.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <glob.h>
+#include <google/protobuf/util/json_util.h>
 #include <sched.h>
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
@@ -112,18 +111,16 @@ std::vector<std::string> DiscoverPythons(const std::vector<std::string>& configu
   return out;
 }
 
-Result<std::string> SystemProbe::RunText(const std::vector<std::string>& argv,
-                                         int64_t timeout_ms) {
+Result<std::string> SystemProbe::RunText(const std::vector<std::string>& argv, int64_t timeout_ms) {
   ProcessSpec spec;
   spec.argv = argv;
   spec.kill_grace_ms = 1000;
   FARM_ASSIGN_OR_RETURN(auto captured, RunAndCapture(runner_, spec, timeout_ms));
   if (captured.result.timed_out) return Status::DeadlineExceeded(argv[0] + " timed out");
   if (captured.result.exit_code != 0) {
-    return Status::FailedPrecondition(argv[0] + " exited with " +
-                                      std::to_string(captured.result.exit_code) + ": " +
-                                      captured.err.substr(0, std::min<size_t>(
-                                                                 captured.err.find('\n'), 300)));
+    return Status::FailedPrecondition(
+        argv[0] + " exited with " + std::to_string(captured.result.exit_code) + ": " +
+        captured.err.substr(0, std::min<size_t>(captured.err.find('\n'), 300)));
   }
   return captured.out;
 }
@@ -131,9 +128,9 @@ Result<std::string> SystemProbe::RunText(const std::vector<std::string>& argv,
 std::optional<int64_t> SystemProbe::CgroupLimit() {
   auto cg = fs::ReadFile("/proc/self/cgroup");
   std::string rel = cg.ok() ? ParseCgroupV2Path(*cg) : "";
-  for (const std::string& path : {"/sys/fs/cgroup" + rel + "/memory.max",
-                                  std::string("/sys/fs/cgroup/memory.max"),
-                                  std::string("/sys/fs/cgroup/memory/memory.limit_in_bytes")}) {
+  for (const std::string& path :
+       {"/sys/fs/cgroup" + rel + "/memory.max", std::string("/sys/fs/cgroup/memory.max"),
+        std::string("/sys/fs/cgroup/memory/memory.limit_in_bytes")}) {
     auto text = fs::ReadFile(path);
     if (text.ok()) return ParseCgroupMemoryLimit(*text);
   }
@@ -199,19 +196,34 @@ std::optional<farm::v1::CudaToolkit> SystemProbe::ProbeToolkit(const std::string
       for (const auto& c : ParseGpuCodeList(*listed)) codes.push_back(c);
     }
   }
-  // nvcc lists only plain codes; the a/f variants are confirmed with a dry run.
-  for (const auto& sm : CandidateVariantCodes(codes)) {
-    std::string compute = "compute_" + sm.substr(3);
-    auto ok = RunText({nvcc, "--dryrun", "-x", "cu", "-c", "/dev/null", "-o", "/dev/null",
-                       "-gencode", "arch=" + compute + ",code=" + sm},
-                      kToolTimeoutMs);
-    if (ok.ok()) {
-      codes.push_back(sm);
-      codes.push_back(compute);
-    }
+  for (const auto& sm : ConfirmVariantCodes(nvcc, CandidateVariantCodes(codes))) {
+    codes.push_back(sm);
+    codes.push_back("compute_" + sm.substr(3));
   }
   for (const auto& c : codes) tk.add_gpu_codes(c);
   return tk;
+}
+
+// nvcc lists only plain codes; the a/f variants are confirmed with a dry run. One dry run
+// naming every candidate usually confirms them all at once (each costs nvcc a host
+// compiler run, and a worker probes at every start); when it fails, each is tried alone.
+std::vector<std::string> SystemProbe::ConfirmVariantCodes(const std::string& nvcc,
+                                                          const std::vector<std::string>& sms) {
+  auto dry_run = [&](const std::vector<std::string>& some) {
+    std::vector<std::string> argv = {nvcc, "--dryrun",  "-x", "cu",
+                                     "-c", "/dev/null", "-o", "/dev/null"};
+    for (const auto& sm : some) {
+      argv.push_back("-gencode");
+      argv.push_back("arch=compute_" + sm.substr(3) + ",code=" + sm);
+    }
+    return RunText(argv, kToolTimeoutMs).ok();
+  };
+  if (sms.empty() || dry_run(sms)) return sms;
+  std::vector<std::string> confirmed;
+  for (const auto& sm : sms) {
+    if (dry_run({sm})) confirmed.push_back(sm);
+  }
+  return confirmed;
 }
 
 void SystemProbe::ProbeToolkits(farm::v1::Capabilities* caps) {

@@ -135,6 +135,9 @@ class SystemProbe final : public CapabilityProbe {
   void ProbeToolkits(farm::v1::Capabilities* caps);
   void ProbePythons(farm::v1::Capabilities* caps);
   std::optional<farm::v1::CudaToolkit> ProbeToolkit(const std::string& dir);
+  // The candidates `sms` that `nvcc` accepts, in their order.
+  std::vector<std::string> ConfirmVariantCodes(const std::string& nvcc,
+                                               const std::vector<std::string>& sms);
   std::optional<int64_t> CgroupLimit();
   const ProbeKernelVerdict& KernelVerdict(const farm::v1::Capabilities& caps);
   Result<std::string> RunText(const std::vector<std::string>& argv, int64_t timeout_ms);

@@ -1,7 +1,11 @@
 #include "worker/probe/probe.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
 
+#include "common/fs.h"
+#include "tests/support/fake_upstream.h"
 #include "tests/support/test_util.h"
 
 namespace farm::agent {
@@ -161,6 +165,46 @@ TEST(SystemProbeTest, ProbesThisMachine) {
   ASSERT_GE(caps.pythons_size(), 1);
   EXPECT_EQ(caps.pythons(0).path().rfind("/usr/bin/", 0), 0u) << caps.pythons(0).path();
   EXPECT_FALSE(caps.pythons(0).version().empty());
+}
+
+// One dry run confirms every a/f variant at once; when nvcc refuses one of them, each is
+// tried alone and only the refused one is left out.
+TEST(SystemProbeTest, VariantCodesConfirmedTogetherThenOneByOne) {
+  testing::ScopedTempDir dir;
+  std::string cuda = dir.path() + "/cuda";
+  ASSERT_TRUE(fs::MakeDirs(cuda + "/bin").ok());
+  ASSERT_TRUE(fs::WriteFileAtomic(cuda + "/bin/nvcc", "#!/bin/false\n", 0755).ok());
+  for (bool refuse_one : {false, true}) {
+    int dry_runs = 0;
+    testing::ScriptedRunner runner([&](const ProcessSpec& spec) {
+      const auto& a = spec.argv;
+      if (a.size() < 2 || a[0] != cuda + "/bin/nvcc")
+        return testing::FakeRun{1, "", "not this nvcc"};
+      if (a[1] == "--version")
+        return testing::FakeRun{0, "Cuda compilation tools, release 13.0, V13.0.48"};
+      if (a[1] == "--list-gpu-code") return testing::FakeRun{0, "sm_90\nsm_100\n"};
+      if (a[1] != "--dryrun") return testing::FakeRun{0, ""};
+      ++dry_runs;
+      bool refused = refuse_one && Has(a, "arch=compute_100f,code=sm_100f");
+      return refused ? testing::FakeRun{1, "", "nvcc fatal: Unsupported gpu architecture"}
+                     : testing::FakeRun{};
+    });
+    ::setenv("CUDA_HOME", cuda.c_str(), 1);
+    WorkerConfig config;
+    config.work_dir = dir.path() + "/work";
+    config.pythons = {"/nonexistent/python3"};
+    config.probe_kernels = false;
+    SystemProbe probe(config, runner);
+    farm::v1::Capabilities caps = probe.Probe();
+    ::unsetenv("CUDA_HOME");
+    ASSERT_GE(caps.toolkits_size(), 1);
+    const auto& tk = caps.toolkits(0);
+    ASSERT_EQ(tk.path(), cuda);
+    std::vector<std::string> codes(tk.gpu_codes().begin(), tk.gpu_codes().end());
+    EXPECT_TRUE(Has(codes, "sm_90a") && Has(codes, "sm_100a")) << refuse_one;
+    EXPECT_EQ(Has(codes, "sm_100f"), !refuse_one);
+    EXPECT_EQ(dry_runs, refuse_one ? 4 : 1);
+  }
 }
 
 TEST(SystemProbeTest, ConfiguredPythonsReplaceDiscovery) {
