@@ -203,11 +203,16 @@ class Farm:
         return [FARMD, "--data-dir", self.data, "--listen", "127.0.0.1:0", "--ready-file", ready,
                 "--lease-ms", str(lease_ms), "--heartbeat-ms", str(heartbeat_ms), *store, *extra]
 
-    def start_worker(self, name="worker-1", *extra, prefix=(), env=None):
+    def start_worker(self, name="worker-1", *extra, prefix=(), env=None, discover_pythons=False):
         """Starts farm-worker; `prefix` runs it through a wrapper (a namespace, a chroot),
-        which must exec it so that the harness's pid is the worker's."""
+        which must exec it so that the harness's pid is the worker's. Unless the test names
+        its own (`--python` in `extra`) or asks for discovery, the worker offers the system's
+        python3 alone: the same interpreter on every machine, and no probe of each shim a
+        version manager put on PATH (seconds per worker start)."""
         state = os.path.join(self.root, name)
         os.makedirs(state, exist_ok=True)
+        if not discover_pythons and "--python" not in extra:
+            extra = (*extra, "--python", PYTHON)
         return self._spawn([*prefix, FARM_WORKER, "--server-file",
                             os.path.join(self.root, "farmd.addr"),
                             "--enroll-token-file", os.path.join(self.data, "enroll.token"),

@@ -119,7 +119,7 @@ def start(farm, up, *worker_flags):
 def start_worker(farm, *flags):
     # No --python: the worker has only what the probe finds, and builds on none of it.
     return farm.start_worker("prov-1", "--provision", "--provision-no-host-python",
-                             "--no-probe-kernels", *flags)
+                             "--no-probe-kernels", *flags, discover_pythons=True)
 
 
 def recipe(farm):

@@ -20,8 +20,8 @@ import zipfile
 
 import pytest
 
-from farm_harness import (FARMCTL, FARMD, FARM_WORKER, PIP_WHEEL, local_recipe, pure_python_source,
-                          wait_until)
+from farm_harness import (FARMCTL, FARMD, FARM_WORKER, PIP_WHEEL, PYTHON, local_recipe,
+                          pure_python_source, wait_until)
 from netns_hosts import Network, missing_requirements
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -108,7 +108,7 @@ class MultiHostFarm:
         return self.spawn(host, name, [
             FARM_WORKER, "--server", self.server, "--enroll-token-file", f"{d}/enroll.token",
             "--state-dir", f"{d}/{name}-state", "--work-dir", f"{d}/{name}-work", "--name", name,
-            *tls])
+            "--python", PYTHON, *tls])
 
     def start_capture(self):
         ready = os.path.join(self.root, "capture.ready")
