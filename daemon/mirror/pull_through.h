@@ -245,6 +245,22 @@ class PullThroughCache {
   // (`relisted`), before it is refused.
   void ServeFile(const std::string& source, const std::string& sha256, const std::string& name,
                  bool may_pull, AnswerCallback done, bool relisted = false);
+  // What ServeFile does once it lets go of the lock: answer now, share another source's
+  // bytes, wait for a download in flight, start one, or look the project up again.
+  struct FileDecision {
+    enum Next { kAnswer, kShare, kWait, kStart, kRelist } next = kAnswer;
+    Result<MirrorAnswer> answer = Status::Internal("unanswered");
+    Listed listing;
+    std::string share_metadata;
+  };
+  // Decides under mu_; a download to wait for or start already holds `done` as a waiter.
+  FileDecision DecideFileLocked(const std::string& source, const std::string& sha256,
+                                const std::string& name, bool may_pull, bool relisted,
+                                const AnswerCallback& done);
+  void DecideShareLocked(const std::string& source, const std::string& sha256,
+                         const std::string& name, const Listed& listed, FileDecision* d);
+  void Relist(const std::string& source, const std::string& sha256, const std::string& name,
+              bool may_pull, AnswerCallback done);
   void Metadata(const FileRequest& request, AnswerCallback done);
   void FetchMetadata(const std::string& url, const std::string& digest, const std::string& filename,
                      AnswerCallback done);

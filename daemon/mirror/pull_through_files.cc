@@ -167,106 +167,122 @@ void PullThroughCache::FileAsync(const FileRequest& r, AnswerCallback done) {
 void PullThroughCache::ServeFile(const std::string& source, const std::string& sha256,
                                  const std::string& name, bool may_pull, AnswerCallback done,
                                  bool relisted) {
-  enum class Next { kAnswer, kShare, kWait, kStart, kRelist } next = Next::kAnswer;
-  Result<MirrorAnswer> answer = Status::Internal("unanswered");
-  Listed listing;
-  std::string share_metadata;
-  const std::string key = FlightKey(source, sha256);
+  FileDecision d;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    answer = StoredAnswerLocked(source, sha256, name);
-    const Listed* listed = nullptr;
-    if (auto by_sha = listed_.find(source); by_sha != listed_.end()) {
-      auto it = by_sha->second.find(sha256);
-      if (it != by_sha->second.end() && it->second.names.count(name) > 0) listed = &it->second;
-    }
-    if (answer.ok()) {
-      ++counts_.files_served;
-    } else if (listed == nullptr && !relisted && options_.indexes.count(source) > 0) {
-      next = Next::kRelist;
-    } else if (listed == nullptr) {
-      answer =
-          Status::NotFound(source + " has not listed " + sha256 + " as " + name.substr(0, 200));
-    } else if (UpstreamBlobLocked(sha256) && blobs_->Contains(sha256)) {
-      // Bytes another index or tree downloaded (or an admin preloaded): an upstream's,
-      // served under this one's name too, with no second download.
-      next = Next::kShare;
-      listing = *listed;
-      bool downloaded = false;  // else only preloaded: shared as a preload, not accounted
-      for (const auto& [other, by_sha] : stored_) {
-        auto s = by_sha.find(sha256);
-        if (s == by_sha.end()) continue;
-        if (listing.size < 0) listing.size = s->second.size;
-        if (s->second.preloaded) continue;
-        downloaded = true;
-        if (!s->second.metadata_sha256.empty()) share_metadata = s->second.metadata_sha256;
-      }
-      if (!downloaded) {
-        Stored& shared = stored_[source][sha256];
-        shared.names.insert(name);
-        shared.size = listing.size;
-        shared.preloaded = true;
-        answer = StoredAnswerLocked(source, sha256, name);
-        if (answer.ok()) ++counts_.files_served;
-        next = Next::kAnswer;
-      }
-    } else if (!may_pull && !options_.anonymous_pulls) {
-      ++counts_.pulls_refused;
-      answer = Status::PermissionDenied(
-          name.substr(0, 200) +
-          " is not stored at farmd yet, and farmd downloads files only "
-          "for workers and admins (send a worker's or an admin's token; or start farmd with "
-          "--upstream-anonymous-pulls)");
-    } else if (!HostAllowed(source, listed->url)) {
-      answer = Status::PermissionDenied(
-          source + " lists " + name.substr(0, 200) + " at " + upstream::UrlHost(listed->url) +
-          ", not its own host: refused (farmd --upstream-allow-host names the hosts allowed)");
-    } else {
-      listing = *listed;
-      std::shared_ptr<Flight>& flight = flights_[key];
-      next = flight ? Next::kWait : Next::kStart;
-      if (!flight) flight = std::make_shared<Flight>();
-      flight->waiters.push_back(AfterDownload(source, sha256, name, done));
-    }
+    d = DecideFileLocked(source, sha256, name, may_pull, relisted, done);
   }
-  switch (next) {
-    case Next::kAnswer:
-      if (answer.ok()) Touch(sha256);
-      return done(std::move(answer));
-    case Next::kShare:
-      RecordStored(source, sha256, name, listing.size, share_metadata, "");
+  switch (d.next) {
+    case FileDecision::kAnswer:
+      if (d.answer.ok()) Touch(sha256);
+      return done(std::move(d.answer));
+    case FileDecision::kShare:
+      RecordStored(source, sha256, name, d.listing.size, d.share_metadata, "");
       {
         std::lock_guard<std::mutex> lock(mu_);
-        answer = StoredAnswerLocked(source, sha256, name);
-        if (answer.ok()) ++counts_.files_served;
+        d.answer = StoredAnswerLocked(source, sha256, name);
+        if (d.answer.ok()) ++counts_.files_served;
       }
-      return done(std::move(answer));
-    case Next::kWait:
+      return done(std::move(d.answer));
+    case FileDecision::kWait:
       return;
-    case Next::kRelist: {
-      Result<std::string> project = ProjectOfDistribution(name);
-      if (!project.ok()) {
-        return done(Status::NotFound(source + " has not listed " + sha256 + " as " +
-                                     name.substr(0, 200)));
-      }
+    case FileDecision::kRelist:
+      return Relist(source, sha256, name, may_pull, std::move(done));
+    case FileDecision::kStart: {
+      const std::string key = FlightKey(source, sha256);
       Schedule(
-          options_.indexes.at(source),
-          [this, source, sha256, name, may_pull, done, project = *project] {
-            (void)ProjectFiles(source, project, /*revalidate=*/false);  // learns its files
-            ServeFile(source, sha256, name, may_pull, done, /*relisted=*/true);
-          },
-          [done](const Status& s) { done(s); });
-      return;
-    }
-    case Next::kStart:
-      Schedule(
-          listing.url,
-          [this, key, source, sha256, name, listing] {
+          d.listing.url,
+          [this, key, source, sha256, name, listing = d.listing] {
             Finish(key, Download(source, sha256, name, listing));
           },
           [this, key](const Status& s) { Finish(key, s); });
       return;
+    }
   }
+}
+
+PullThroughCache::FileDecision PullThroughCache::DecideFileLocked(const std::string& source,
+                                                                  const std::string& sha256,
+                                                                  const std::string& name,
+                                                                  bool may_pull, bool relisted,
+                                                                  const AnswerCallback& done) {
+  FileDecision d;
+  d.answer = StoredAnswerLocked(source, sha256, name);
+  const Listed* listed = nullptr;
+  if (auto by_sha = listed_.find(source); by_sha != listed_.end()) {
+    auto it = by_sha->second.find(sha256);
+    if (it != by_sha->second.end() && it->second.names.count(name) > 0) listed = &it->second;
+  }
+  if (d.answer.ok()) {
+    ++counts_.files_served;
+  } else if (listed == nullptr && !relisted && options_.indexes.count(source) > 0) {
+    d.next = FileDecision::kRelist;
+  } else if (listed == nullptr) {
+    d.answer =
+        Status::NotFound(source + " has not listed " + sha256 + " as " + name.substr(0, 200));
+  } else if (UpstreamBlobLocked(sha256) && blobs_->Contains(sha256)) {
+    DecideShareLocked(source, sha256, name, *listed, &d);
+  } else if (!may_pull && !options_.anonymous_pulls) {
+    ++counts_.pulls_refused;
+    d.answer = Status::PermissionDenied(
+        name.substr(0, 200) +
+        " is not stored at farmd yet, and farmd downloads files only "
+        "for workers and admins (send a worker's or an admin's token; or start farmd with "
+        "--upstream-anonymous-pulls)");
+  } else if (!HostAllowed(source, listed->url)) {
+    d.answer = Status::PermissionDenied(
+        source + " lists " + name.substr(0, 200) + " at " + upstream::UrlHost(listed->url) +
+        ", not its own host: refused (farmd --upstream-allow-host names the hosts allowed)");
+  } else {
+    d.listing = *listed;
+    std::shared_ptr<Flight>& flight = flights_[FlightKey(source, sha256)];
+    d.next = flight ? FileDecision::kWait : FileDecision::kStart;
+    if (!flight) flight = std::make_shared<Flight>();
+    flight->waiters.push_back(AfterDownload(source, sha256, name, done));
+  }
+  return d;
+}
+
+// Bytes another index or tree downloaded (or an admin preloaded): an upstream's, served
+// under this one's name too, with no second download.
+void PullThroughCache::DecideShareLocked(const std::string& source, const std::string& sha256,
+                                         const std::string& name, const Listed& listed,
+                                         FileDecision* d) {
+  d->next = FileDecision::kShare;
+  d->listing = listed;
+  bool downloaded = false;  // else only preloaded: shared as a preload, not accounted
+  for (const auto& [other, by_sha] : stored_) {
+    auto s = by_sha.find(sha256);
+    if (s == by_sha.end()) continue;
+    if (d->listing.size < 0) d->listing.size = s->second.size;
+    if (s->second.preloaded) continue;
+    downloaded = true;
+    if (!s->second.metadata_sha256.empty()) d->share_metadata = s->second.metadata_sha256;
+  }
+  if (downloaded) return;
+  Stored& shared = stored_[source][sha256];
+  shared.names.insert(name);
+  shared.size = d->listing.size;
+  shared.preloaded = true;
+  d->answer = StoredAnswerLocked(source, sha256, name);
+  if (d->answer.ok()) ++counts_.files_served;
+  d->next = FileDecision::kAnswer;
+}
+
+void PullThroughCache::Relist(const std::string& source, const std::string& sha256,
+                              const std::string& name, bool may_pull, AnswerCallback done) {
+  Result<std::string> project = ProjectOfDistribution(name);
+  if (!project.ok()) {
+    return done(
+        Status::NotFound(source + " has not listed " + sha256 + " as " + name.substr(0, 200)));
+  }
+  Schedule(
+      options_.indexes.at(source),
+      [this, source, sha256, name, may_pull, done, project = *project] {
+        (void)ProjectFiles(source, project, /*revalidate=*/false);  // learns its files
+        ServeFile(source, sha256, name, may_pull, done, /*relisted=*/true);
+      },
+      [done](const Status& s) { done(s); });
 }
 
 std::function<void(Status)> PullThroughCache::AfterDownload(const std::string& source,
