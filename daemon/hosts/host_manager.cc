@@ -52,7 +52,10 @@ struct HostManager::Run {
 
 HostManager::HostManager(store::Store* store, ProcessRunner* runner, const Clock* clock,
                          HostOptions options, MintTokenFn mint)
-    : store_(store), runner_(runner), clock_(clock), options_(std::move(options)),
+    : store_(store),
+      runner_(runner),
+      clock_(clock),
+      options_(std::move(options)),
       mint_(std::move(mint)) {
   auto failed = store_->FailInterruptedHostRuns(clock_->NowUnixMs());
   if (failed.ok() && *failed > 0) {
@@ -69,7 +72,8 @@ void HostManager::SetServerAddress(const std::string& address) {
 
 std::map<std::string, std::string> HostManager::AnsibleEnv() {
   std::map<std::string, std::string> env;
-  for (const char* k : {"PATH", "HOME", "LANG", "LC_ALL", "USER", "LOGNAME", "SSH_AUTH_SOCK", "TMPDIR"}) {
+  for (const char* k :
+       {"PATH", "HOME", "LANG", "LC_ALL", "USER", "LOGNAME", "SSH_AUTH_SOCK", "TMPDIR"}) {
     if (const char* v = std::getenv(k); v != nullptr) env[k] = v;
   }
   if (env.count("PATH") == 0) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
@@ -125,8 +129,10 @@ Result<store::HostRow> HostManager::Provision(const std::string& name, bool wait
   {
     std::lock_guard lock(mu_);
     for (auto it = runs_.begin(); it != runs_.end();) {
-      if ((*it)->done) finished.splice(finished.end(), runs_, it++);
-      else ++it;
+      if ((*it)->done)
+        finished.splice(finished.end(), runs_, it++);
+      else
+        ++it;
     }
     run->thread = std::thread([this, name, run] { Execute(name, run); });
     runs_.push_back(run);
@@ -204,62 +210,7 @@ void HostManager::Execute(const std::string& name, const std::shared_ptr<Run>& r
     if (!ready.ok()) {
       out.error = "preparing the run: " + ready.message();
     } else {
-      ProcessSpec spec;
-      spec.argv = {options_.ansible_playbook, "-i", dir + "/inventory.yml",
-                   options_.playbooks_dir + "/workers.yml", "--limit", name,
-                   "-e", "@" + dir + "/secrets.yml"};
-      spec.cwd = options_.playbooks_dir;
-      spec.env = options_.env;
-      spec.env["ANSIBLE_CONFIG"] = options_.playbooks_dir + "/ansible.cfg";
-      spec.env["ANSIBLE_NOCOLOR"] = "1";
-      spec.env["ANSIBLE_FORCE_COLOR"] = "0";
-      spec.env["ANSIBLE_RETRY_FILES_ENABLED"] = "false";
-      spec.env["ANSIBLE_LOCAL_TEMP"] = dir + "/tmp";
-      spec.env["PYTHONUNBUFFERED"] = "1";
-      spec.clear_env = true;
-      auto started = runner_->Start(spec);
-      if (!started.ok()) {
-        out.error = "cannot run " + options_.ansible_playbook + ": " + started.status().message();
-      } else {
-        std::unique_ptr<Process> process = std::move(*started);
-        {
-          std::lock_guard lock(mu_);
-          run->process = process.get();
-          if (stopping_) process->Kill(5000);
-        }
-        out.started = true;
-        std::string buffer;
-        size_t buffered = 0;
-        int64_t last_flush = clock_->SteadyMs();
-        bool in_recap = false;
-        auto flush = [&] {
-          if (buffer.empty()) return;
-          Status s = store_->AppendHostLog(name, buffer);
-          if (!s.ok()) log::Warn("storing the log of host " + name + ": " + s.ToString());
-          buffer.clear();
-          buffered = 0;
-          last_flush = clock_->SteadyMs();
-        };
-        ProcessResult r = process->Wait(
-            [&](OutputStream, const std::string& raw) {
-              std::string line = log::Redact(raw);
-              if (line.rfind("PLAY RECAP", 0) == 0) in_recap = true;
-              if (in_recap) {
-                if (auto recap = ParseRecapLine(line, name)) out.recap = recap;
-              }
-              if (LooksLikeFailure(line)) out.failure_line = line.substr(0, kMaxErrorChars);
-              buffer += line + "\n";
-              if (++buffered >= kFlushLines || clock_->SteadyMs() - last_flush >= kFlushMs) flush();
-            },
-            options_.timeout_ms);
-        flush();
-        {
-          std::lock_guard lock(mu_);
-          run->process = nullptr;
-        }
-        out.exit_code = r.exit_code;
-        out.timed_out = r.timed_out;
-      }
+      RunPlaybook(name, PlaybookSpec(name, dir), run, &out);
     }
     // The token file exists only while ansible-playbook runs.
     (void)fs::RemoveAll(dir + "/secrets.yml");
@@ -282,6 +233,75 @@ void HostManager::Execute(const std::string& name, const std::shared_ptr<Run>& r
   cv_.notify_all();
 }
 
+ProcessSpec HostManager::PlaybookSpec(const std::string& name, const std::string& dir) const {
+  ProcessSpec spec;
+  spec.argv = {options_.ansible_playbook,
+               "-i",
+               dir + "/inventory.yml",
+               options_.playbooks_dir + "/workers.yml",
+               "--limit",
+               name,
+               "-e",
+               "@" + dir + "/secrets.yml"};
+  spec.cwd = options_.playbooks_dir;
+  spec.env = options_.env;
+  spec.env["ANSIBLE_CONFIG"] = options_.playbooks_dir + "/ansible.cfg";
+  spec.env["ANSIBLE_NOCOLOR"] = "1";
+  spec.env["ANSIBLE_FORCE_COLOR"] = "0";
+  spec.env["ANSIBLE_RETRY_FILES_ENABLED"] = "false";
+  spec.env["ANSIBLE_LOCAL_TEMP"] = dir + "/tmp";
+  spec.env["PYTHONUNBUFFERED"] = "1";
+  spec.clear_env = true;
+  return spec;
+}
+
+void HostManager::RunPlaybook(const std::string& name, const ProcessSpec& spec,
+                              const std::shared_ptr<Run>& run, RunOutcome* out) {
+  auto started = runner_->Start(spec);
+  if (!started.ok()) {
+    out->error = "cannot run " + options_.ansible_playbook + ": " + started.status().message();
+    return;
+  }
+  std::unique_ptr<Process> process = std::move(*started);
+  {
+    std::lock_guard lock(mu_);
+    run->process = process.get();
+    if (stopping_) process->Kill(5000);
+  }
+  out->started = true;
+  std::string buffer;
+  size_t buffered = 0;
+  int64_t last_flush = clock_->SteadyMs();
+  bool in_recap = false;
+  auto flush = [&] {
+    if (buffer.empty()) return;
+    Status s = store_->AppendHostLog(name, buffer);
+    if (!s.ok()) log::Warn("storing the log of host " + name + ": " + s.ToString());
+    buffer.clear();
+    buffered = 0;
+    last_flush = clock_->SteadyMs();
+  };
+  ProcessResult r = process->Wait(
+      [&](OutputStream, const std::string& raw) {
+        std::string line = log::Redact(raw);
+        if (line.rfind("PLAY RECAP", 0) == 0) in_recap = true;
+        if (in_recap) {
+          if (auto recap = ParseRecapLine(line, name)) out->recap = recap;
+        }
+        if (LooksLikeFailure(line)) out->failure_line = line.substr(0, kMaxErrorChars);
+        buffer += line + "\n";
+        if (++buffered >= kFlushLines || clock_->SteadyMs() - last_flush >= kFlushMs) flush();
+      },
+      options_.timeout_ms);
+  flush();
+  {
+    std::lock_guard lock(mu_);
+    run->process = nullptr;
+  }
+  out->exit_code = r.exit_code;
+  out->timed_out = r.timed_out;
+}
+
 store::HostRow HostManager::Finish(const store::HostRow& host, const RunOutcome& out) {
   store::HostRow r = host;
   r.finished_ms = clock_->NowUnixMs();
@@ -302,10 +322,11 @@ store::HostRow HostManager::Finish(const store::HostRow& host, const RunOutcome&
                   ? "ansible-playbook exited with code " + std::to_string(out.exit_code)
                   : out.failure_line;
   }
-  if (r.error.empty() && !out.recap) r.error = "ansible-playbook reported no result for " + host.name;
+  if (r.error.empty() && !out.recap)
+    r.error = "ansible-playbook reported no result for " + host.name;
   if (r.error.empty() && (r.failed > 0 || r.unreachable > 0)) {
-    r.error = std::to_string(r.failed) + " task(s) failed, unreachable=" +
-              std::to_string(r.unreachable);
+    r.error =
+        std::to_string(r.failed) + " task(s) failed, unreachable=" + std::to_string(r.unreachable);
   }
   r.error = log::Redact(r.error);
   r.state = r.error.empty() ? "provisioned" : "failed";

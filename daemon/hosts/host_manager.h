@@ -33,9 +33,9 @@ namespace farm::hosts {
 struct RunOutcome;  // host_manager.cc
 
 struct HostOptions {
-  std::string playbooks_dir;       // holds workers.yml and ansible.cfg; "" = cannot provision
-  std::string group_vars_dir;      // the kinds' group_vars (linked next to the inventory)
-  std::string work_dir;            // per-host inventories, tokens and Ansible temp files
+  std::string playbooks_dir;   // holds workers.yml and ansible.cfg; "" = cannot provision
+  std::string group_vars_dir;  // the kinds' group_vars (linked next to the inventory)
+  std::string work_dir;        // per-host inventories, tokens and Ansible temp files
   std::string ansible_playbook = "ansible-playbook";
   int64_t timeout_ms = 2 * 60 * 60 * 1000;
   // The environment of ansible-playbook (farmd's own minus its secrets); ANSIBLE_* settings
@@ -81,6 +81,11 @@ class HostManager {
  private:
   struct Run;
   void Execute(const std::string& name, const std::shared_ptr<Run>& run);
+  // ansible-playbook for host `name`, with the inventory and secrets of `dir`.
+  ProcessSpec PlaybookSpec(const std::string& name, const std::string& dir) const;
+  // Runs `spec`, storing its redacted log as it comes, into `out`.
+  void RunPlaybook(const std::string& name, const ProcessSpec& spec,
+                   const std::shared_ptr<Run>& run, RunOutcome* out);
   Result<std::string> HostToken(const std::string& name);
   Status Prepare(const store::HostRow& host, const std::string& dir, const std::string& token);
   store::HostRow Finish(const store::HostRow& host, const RunOutcome& outcome);
@@ -93,9 +98,9 @@ class HostManager {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::string server_address_;               // guarded by mu_
-  bool stopping_ = false;                    // guarded by mu_
-  std::list<std::shared_ptr<Run>> runs_;     // guarded by mu_
+  std::string server_address_;            // guarded by mu_
+  bool stopping_ = false;                 // guarded by mu_
+  std::list<std::shared_ptr<Run>> runs_;  // guarded by mu_
 };
 
 }  // namespace farm::hosts
