@@ -63,8 +63,9 @@ farm::Status FillOptions(const farm::Flags& flags, farm::ProcessRunner& runner,
   o->uv = flags.Get("uv");
   if (flags.Has("glibc")) o->target.glibc = flags.Get("glibc");
   FARM_ASSIGN_OR_RETURN(o->max_cache_bytes, flags.GetInt("max-cache-bytes", o->max_cache_bytes));
-  FARM_ASSIGN_OR_RETURN(farm::sandbox::BuildUser user,
-                        farm::sandbox::ResolveBuildUser(flags.Get("build-user", "auto"), ::geteuid()));
+  FARM_ASSIGN_OR_RETURN(
+      farm::sandbox::BuildUser user,
+      farm::sandbox::ResolveBuildUser(flags.Get("build-user", "auto"), ::geteuid()));
   std::string confine = flags.Get("confine", "auto");
   if (confine != "auto" && confine != "off") {
     return farm::Status::InvalidArgument("--confine is auto or off");
@@ -89,7 +90,8 @@ farm::Result<farm::lock::EnvLock> LockFor(const farm::Flags& flags, const Provis
   request.index_url = flags.Get("index");
   request.index_name = flags.Get("index-name");
   request.requirements = flags.GetAll("resolve");
-  if (request.index_url.empty()) return farm::Status::InvalidArgument("--resolve needs --index URL");
+  if (request.index_url.empty())
+    return farm::Status::InvalidArgument("--resolve needs --index URL");
   farm::lock::PipResolverOptions resolver;
   resolver.pip_wheel = o.installer_wheel;
   resolver.work_dir = o.cache_dir + "/tmp";
@@ -97,7 +99,8 @@ farm::Result<farm::lock::EnvLock> LockFor(const farm::Flags& flags, const Provis
   farm::lock::PipResolver pip(resolver, &runner, o.confinement);
   FARM_ASSIGN_OR_RETURN(farm::lock::EnvLock lock, pip.Resolve(request));
   if (flags.Has("save-lock")) {
-    FARM_RETURN_IF_ERROR(farm::fs::WriteFileAtomic(flags.Get("save-lock"), farm::lock::ToToml(lock)));
+    FARM_RETURN_IF_ERROR(
+        farm::fs::WriteFileAtomic(flags.Get("save-lock"), farm::lock::ToToml(lock)));
   }
   return lock;
 }
@@ -112,10 +115,8 @@ int Fail(const farm::Status& status, const char* stage) {
   return 3;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  farm::Flags flags({
+farm::Flags ProvisionFlags() {
+  return farm::Flags({
       {"cache", "DIR", "the provisioning cache"},
       {"job-dir", "DIR", "where the job's venv is cloned (DIR/venv)"},
       {"python", "X.Y[.Z]", "the Python version"},
@@ -142,6 +143,42 @@ int main(int argc, char** argv) {
       {"max-cache-bytes", "N", "the cache bound (LRU)"},
       {"help", "", "this text"},
   });
+}
+
+// The provisioned environment, as one JSON line on stdout.
+int Report(const farm::env::ProvisionedEnv& env, const farm::env::EnvSpec& spec,
+           const ProvisionerOptions& options, int64_t resolve_ms) {
+  boost::json::object out;
+  out["ok"] = true;
+  out["key"] = env.key;
+  out["venv"] = env.venv_dir;
+  out["python"] = env.python;
+  out["base_python"] = env.base_python;
+  out["cuda_home"] = env.cuda_home;
+  out["torch"] = env.torch;
+  out["python_from_archive"] = env.python_from_archive;
+  out["toolkit_from_redist"] = env.toolkit_from_redist;
+  out["snapshot_built"] = env.snapshot_built;
+  out["downloaded_bytes"] = env.downloaded_bytes;
+  out["resolve_ms"] = resolve_ms;
+  out["python_ms"] = env.times.python_ms;
+  out["toolkit_ms"] = env.times.toolkit_ms;
+  out["snapshot_ms"] = env.times.snapshot_ms;
+  out["clone_ms"] = env.times.clone_ms;
+  out["lock_digest"] = farm::lock::Digest(spec.lock);
+  out["lock_packages"] = static_cast<int64_t>(spec.lock.packages.size());
+  out["confinement"] = options.confinement.Describe();
+  boost::json::array notes;
+  for (const std::string& n : env.notes) notes.push_back(boost::json::value(n));
+  out["notes"] = notes;
+  std::cout << boost::json::serialize(out) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  farm::Flags flags = ProvisionFlags();
   farm::Status parsed = flags.Parse(argc, argv);
   if (!parsed.ok() || flags.Has("help") || !flags.Has("cache") || !flags.Has("job-dir") ||
       !flags.Has("python") || flags.Has("lock") == flags.Has("resolve")) {
@@ -181,29 +218,5 @@ int main(int argc, char** argv) {
                             })
           : farm::Result<farm::env::ProvisionedEnv>(provisioner.status());
   if (!env.ok()) return Fail(env.status(), "provision");
-  boost::json::object out;
-  out["ok"] = true;
-  out["key"] = env->key;
-  out["venv"] = env->venv_dir;
-  out["python"] = env->python;
-  out["base_python"] = env->base_python;
-  out["cuda_home"] = env->cuda_home;
-  out["torch"] = env->torch;
-  out["python_from_archive"] = env->python_from_archive;
-  out["toolkit_from_redist"] = env->toolkit_from_redist;
-  out["snapshot_built"] = env->snapshot_built;
-  out["downloaded_bytes"] = env->downloaded_bytes;
-  out["resolve_ms"] = flags.Has("resolve") ? resolve_ms : 0;
-  out["python_ms"] = env->times.python_ms;
-  out["toolkit_ms"] = env->times.toolkit_ms;
-  out["snapshot_ms"] = env->times.snapshot_ms;
-  out["clone_ms"] = env->times.clone_ms;
-  out["lock_digest"] = farm::lock::Digest(spec.lock);
-  out["lock_packages"] = static_cast<int64_t>(spec.lock.packages.size());
-  out["confinement"] = options.confinement.Describe();
-  boost::json::array notes;
-  for (const std::string& n : env->notes) notes.push_back(boost::json::value(n));
-  out["notes"] = notes;
-  std::cout << boost::json::serialize(out) << "\n";
-  return 0;
+  return Report(*env, spec, options, flags.Has("resolve") ? resolve_ms : 0);
 }
