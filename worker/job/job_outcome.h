@@ -1,6 +1,6 @@
-// How a job's attempt ends, for the job runner's parts (job_runner.cc, job_provision.cc,
-// validation_attempt.cc): whose fault a failure is, and where the build runs in the
-// source. Pure; thread-safe.
+// For the job runner's parts (job_runner.cc, job_build.cc, job_provision.cc,
+// validation_attempt.cc): how a job's attempt ends (whose fault a failure is), where the
+// build runs in the source, and what a job's containers share. Thread-safe.
 #ifndef FARM_WORKER_JOB_JOB_OUTCOME_H_
 #define FARM_WORKER_JOB_JOB_OUTCOME_H_
 
@@ -22,6 +22,15 @@ Outcome RecipeError(const std::string& detail);
 // stay inside the source tree and exist. InvalidArgument (the recipe's error) saying what
 // the tree holds otherwise.
 Result<std::string> BuildDir(const std::string& src, const farm::v1::Recipe& recipe);
+
+// What every container of a job shares: its workspace, the recipe's image, and the job's
+// identity, from which a container executor names and labels the container.
+ExecRequest JobContainerBase(const std::string& ws, const std::string& image, const EnvMap& env);
+
+// For a job whose commands run in a container: checks a path in the recipe's image, in a
+// throwaway container named and labelled after the job. Null for native jobs.
+ExecutableCheck ImageCheckFor(Executor& executor, const std::string& ws, const std::string& image,
+                              const EnvMap& env);
 
 }  // namespace farm::agent
 

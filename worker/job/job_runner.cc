@@ -1,13 +1,10 @@
 #include "worker/job/job_runner.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <set>
 #include <sstream>
 
-#include "common/arch.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/sha256.h"
@@ -91,35 +88,6 @@ std::string DescribeManifest(const farm::v1::ArchManifest& m) {
   return out + ")";
 }
 
-// The GPU a build that takes its arch from the build machine's GPU runs on: the first one
-// the cell's arch list serves (placement gave the job to this worker for it).
-Result<farm::v1::Gpu> TargetGpu(const farm::v1::MatrixCell& cell,
-                                const farm::v1::Capabilities& caps) {
-  FARM_ASSIGN_OR_RETURN(auto targets, arch::ParseArchList(cell.arch_list()));
-  std::vector<arch::Version> runs_on = arch::RunsOn(targets);
-  for (const farm::v1::Gpu& gpu : caps.gpus()) {
-    arch::Version cc{gpu.cc_major(), gpu.cc_minor()};
-    if (targets.empty() || std::find(runs_on.begin(), runs_on.end(), cc) != runs_on.end()) {
-      return gpu;
-    }
-  }
-  return Status::FailedPrecondition("the recipe builds on the GPU its arch list (" +
-                                    cell.arch_list() + ") targets, and this worker has none");
-}
-
-// What every container of a job shares: its workspace, the recipe's image, and the job's
-// identity, from which a container executor names and labels the container.
-ExecRequest JobContainerBase(const std::string& ws, const std::string& image, const EnvMap& env) {
-  ExecRequest base;
-  base.workspace = ws;
-  base.image = image;
-  base.kill_grace_ms = kKillGraceMs;
-  for (const char* id : {"FARM_JOB_ID", "FARM_ATTEMPT"}) {
-    if (auto it = env.find(id); it != env.end()) base.env[id] = it->second;
-  }
-  return base;
-}
-
 // The fixed parts of each validation step's container: the job's workspace (the
 // validation directory's parent) and, read-only, the worker's own wheel directories for
 // runtime requirements, which lie outside it.
@@ -132,23 +100,25 @@ ExecRequest ValidationContainer(const ValidationInputs& in, const std::string& i
   return base;
 }
 
-// For a job whose commands run in a container: checks a path in the recipe's image, in a
-// throwaway container named and labelled after the job. Null for native jobs.
+}  // namespace
+
+ExecRequest JobContainerBase(const std::string& ws, const std::string& image, const EnvMap& env) {
+  ExecRequest base;
+  base.workspace = ws;
+  base.image = image;
+  base.kill_grace_ms = kKillGraceMs;
+  for (const char* id : {"FARM_JOB_ID", "FARM_ATTEMPT"}) {
+    if (auto it = env.find(id); it != env.end()) base.env[id] = it->second;
+  }
+  return base;
+}
+
 ExecutableCheck ImageCheckFor(Executor& executor, const std::string& ws, const std::string& image,
                               const EnvMap& env) {
   if (executor.RunsOnHost()) return nullptr;
   ExecRequest base = JobContainerBase(ws, image, env);
   return [&executor, base](const std::string& path) { return HasExecutable(executor, base, path); };
 }
-
-// "8 GB of unified memory held for GPU validation" for the build's log line.
-std::string HeldText(double gb) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%.3g GB of unified memory held for GPU validation", gb);
-  return buf;
-}
-
-}  // namespace
 
 Outcome Infra(const std::string& detail) { return {farm::v1::CAUSE_INFRASTRUCTURE, detail, -1, 0}; }
 
@@ -373,175 +343,6 @@ Status JobRunner::InstallBuildInputs(LogShipper& log, StepRunner& steps, const s
   Status installed = steps.Run(argv, inputs_.dir, kInstallTimeoutMs);
   if (!installed.ok()) return installed.WithContext("installing the required wheels");
   return Status::Ok();
-}
-
-Result<Outcome> JobRunner::Build(LogShipper& log, const std::string& ws, const std::string& src) {
-  const auto& recipe = job_.recipe();
-  auto system = [&log, this](const std::string& text) {
-    log.Append(farm::v1::SYSTEM, "farm: " + text);
-  };
-  auto dir = BuildDir(src, recipe);
-  if (!dir.ok()) return RecipeError(dir.status().message());
-  const std::string& build_dir = *dir;
-  EnvMap tool_env = BaseEnv(settings_.worker_env);
-  StepRunner steps(
-      *deps_.runner, tool_env, control_.get(), [&log](OutputStream s, const std::string& line) {
-        log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
-      });
-  farm::v1::PythonInterpreter python;
-  farm::v1::CudaToolkit toolkit;
-  std::optional<env::ProvisionedEnv> provisioned;  // its cache pins last until the build ends
-  if (job_.has_environment()) {
-    FARM_RETURN_IF_ERROR(FetchInputs(log, ws));
-    FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/wheels"));
-    FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/tmp"));
-    auto made = ProvisionEnvironment(log, ws);
-    if (!made.ok()) return ProvisioningOutcome(made.status());
-    provisioned = std::move(made).value();
-    provisioned_torch_ = provisioned->torch;
-    python.set_version(job_.environment().python());
-    python.set_path(provisioned->python);
-    system("creating venv: the environment's own, " + provisioned->venv_dir + " (base " +
-           provisioned->base_python + ")");
-    if (!provisioned->cuda_home.empty()) {  // none: the recipe compiles no CUDA
-      toolkit.set_version(job_.environment().cuda());
-      toolkit.set_path(provisioned->cuda_home);
-    }
-    // The workspace, the clone's folders among it, becomes the build user's; the clone's
-    // files are links to the sealed snapshot and stay the worker's (GiveToBuildUser never
-    // hands over a file another tree shares).
-    FARM_RETURN_IF_ERROR(sandbox::GiveToBuildUser(settings_.build_user, ws, true));
-    // The required wheels go in as the build does, confined: the environment's interpreter
-    // came from an upstream.
-    ExecRequest base{{}, inputs_.dir, tool_env, ws, recipe.container_image(), kKillGraceMs};
-    base.offline = true;
-    base.host_read_paths = sandbox::PythonReadPaths(provisioned->python);
-    ExecutorProcessRunner confined(*deps_.executor, base);
-    StepRunner confined_steps(
-        confined, tool_env, control_.get(), [&log](OutputStream s, const std::string& line) {
-          log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
-        });
-    FARM_RETURN_IF_ERROR(InstallBuildInputs(log, confined_steps, ws + "/venv"));
-  } else {
-    FARM_ASSIGN_OR_RETURN(python, SelectPython(job_.cell(), settings_.caps));
-    FARM_ASSIGN_OR_RETURN(toolkit, SelectToolkit(job_.cell(), settings_.caps));
-    system("creating venv with " + python.path() + " (Python " + python.version() + ")");
-    FARM_RETURN_IF_ERROR(
-        CreateVenv(steps, python.path(), recipe.system_site_packages(), ws + "/venv"));
-    FARM_RETURN_IF_ERROR(FetchInputs(log, ws));
-    FARM_RETURN_IF_ERROR(InstallBuildInputs(log, steps, ws + "/venv"));
-    FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/wheels"));
-    FARM_RETURN_IF_ERROR(fs::MakeDirs(ws + "/tmp"));
-    // The build runs as the build user: what the worker made here (the venv, the required
-    // wheels) becomes that user's.
-    FARM_RETURN_IF_ERROR(sandbox::GiveToBuildUser(settings_.build_user, ws, true));
-  }
-  JobEnvInputs in{.job = &job_,
-                  .worker_env = settings_.worker_env,
-                  .venv_dir = ws + "/venv",
-                  .wheel_dir = ws + "/wheels",
-                  .tmp_dir = ws + "/tmp",
-                  .python_version = python.version(),
-                  .toolkit = toolkit,
-                  .cores = settings_.caps.cpu_cores(),
-                  .available_memory_bytes = deps_.probe->AvailableMemoryBytes(),
-                  .secrets = settings_.secrets,
-                  .source_date_epoch = source_date_epoch_,
-                  .wsl2 = settings_.caps.wsl2()};
-  // Unified memory: this job's validation and those of the jobs beside it share the RAM
-  // the compile jobs use.
-  double held_gb = ValidationReserveGb(job_, settings_.caps);
-  if (settings_.validation_held_gb) held_gb += settings_.validation_held_gb(job_.job_id());
-  in.reserved_bytes = static_cast<int64_t>(held_gb * double(int64_t{1} << 30));
-  EnvMap env = BuildJobEnv(in);
-  if (recipe.build_on_target_gpu()) {
-    FARM_ASSIGN_OR_RETURN(farm::v1::Gpu gpu, TargetGpu(job_.cell(), settings_.caps));
-    env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu.index());
-    system("building on GPU " + std::to_string(gpu.index()) + " (" + gpu.name() + ", cc " +
-           std::to_string(gpu.cc_major()) + "." + std::to_string(gpu.cc_minor()) +
-           "): the recipe builds on the GPU its arch list targets");
-  }
-  JobCacheGuard cache(settings_.compile_cache == nullptr
-                          ? JobCacheUse{}
-                          : settings_.compile_cache->PrepareJob(
-                                recipe, job_.cache_namespace(), ws, deps_.executor->Name(), env,
-                                ImageCheckFor(*deps_.executor, ws, recipe.container_image(), env)));
-  const JobCacheUse& cache_use = cache.use();
-  if (cache_use.used) {
-    // Given once: later builds of the namespace find it the build user's already.
-    struct stat st {};
-    if (::stat(cache_use.namespace_dir.c_str(), &st) == 0 &&
-        st.st_uid != settings_.build_user.uid) {
-      FARM_RETURN_IF_ERROR(
-          sandbox::GiveToBuildUser(settings_.build_user, cache_use.namespace_dir, true));
-    }
-  }
-  if (!cache_use.note.empty()) system(cache_use.note);
-  if (std::string note = FatbinCompressionNote(recipe, toolkit); !note.empty()) system(note);
-  system("running the build command in " + build_dir + " (MAX_JOBS=" + env["MAX_JOBS"] +
-         (toolkit.path().empty() ? "" : ", CUDA " + toolkit.version()) + ", executor " +
-         deps_.executor->Name() + (held_gb > 0 ? ", " + HeldText(held_gb) : "") + ")");
-  ExecRequest req{{"bash", "-eo", "pipefail", "-c", recipe.build_command()},
-                  build_dir,
-                  env,
-                  ws,
-                  recipe.container_image(),
-                  kKillGraceMs,
-                  cache_use.mounts};
-  req.network = recipe.network();
-  req.host_read_paths = sandbox::PythonReadPaths(python.path());
-  // A provisioned environment is read-only to the build: its files are the snapshot's.
-  if (provisioned) req.read_only_in_workspace = {provisioned->venv_dir};
-  if (!toolkit.path().empty()) req.host_read_paths.push_back(toolkit.path());
-  FARM_ASSIGN_OR_RETURN(std::unique_ptr<Process> process, deps_.executor->Start(req));
-  control_->SetProcess(process.get());
-  // A container's processes are not this host's children: no live memory figure for them.
-  const bool host_processes = deps_.executor->Kind() != ExecutorKind::kContainer;
-  control_->progress.Begin(host_processes ? process->pid() : 0,
-                           cache_use.used ? cache_use.workspace : "");
-  int64_t timeout_s = job_.timeout_seconds() > 0 ? job_.timeout_seconds() : 3600;
-  int64_t sampled_ms = 0;
-  ProcessResult r = process->Wait(
-      [&log, &sampled_ms, this](OutputStream s, const std::string& line) {
-        control_->progress.OnLine(line);
-        // The process tree's memory, between heartbeats too (at most every 250 ms).
-        if (int64_t now = deps_.clock->SteadyMs(); now - sampled_ms >= 250) {
-          sampled_ms = now;
-          control_->progress.Sample();
-        }
-        log.Append(s == OutputStream::kStdout ? farm::v1::STDOUT : farm::v1::STDERR, line);
-      },
-      timeout_s * 1000);
-  control_->progress.End();
-  control_->SetProcess(nullptr);
-  // wait4 counts only the processes the command's own tree waited for: in the sandbox,
-  // bwrap's init reaps the build and wait4 sees bwrap alone (10 MiB for a build that held
-  // 150 MiB). The peaks sampled from /proc (VmHWM of every process of the tree, at each
-  // heartbeat and line) see them; the log and the attempt both give the larger figure.
-  const int64_t peak = std::max(r.peak_rss_bytes, control_->progress.Snapshot().peak_rss_bytes);
-  Outcome out{farm::v1::CAUSE_COMPLETED, "", r.exit_code, peak};
-  system("build command exited with code " + std::to_string(r.exit_code) + ", peak RSS " +
-         fs::HumanBytes(peak));
-  out.compile_cache = cache.Finish();
-  // Only builds that compiled something have a hit rate to tell; a silent line keeps a
-  // failing build's own last lines at the end of the log.
-  if (out.compile_cache &&
-      out.compile_cache->hits() + out.compile_cache->misses() + out.compile_cache->uncacheable() >
-          0) {
-    system(DescribeCacheStats(*out.compile_cache));
-  }
-  if (control_->stopped()) return StoppedOutcome(out);
-  if (r.timed_out) {
-    out.cause = farm::v1::CAUSE_TIMED_OUT;
-    out.detail = "build exceeded its timeout of " + std::to_string(timeout_s) + " s";
-    return out;
-  }
-  if (r.exit_code != 0) {
-    out.cause = farm::v1::CAUSE_BUILD_FAILED;
-    out.detail = "build command exited with code " + std::to_string(r.exit_code);
-    return out;
-  }
-  return FinishWheels(log, in, build_dir, python.path(), out);
 }
 
 // Checks every wheel, validates them together, uploads them and says how the attempt

@@ -134,7 +134,26 @@ class JobRunner {
   // The worker's own copy of the job's outputs, outside the workspace: checked, labelled,
   // validated and uploaded from here, never from where the build left them.
   std::string OutputDir(const std::string& ws) const;
+  // The build attempt (job_build.cc): the venv, the job's environment and the cache, the
+  // build command, then FinishWheels.
+  struct BuildTools {
+    farm::v1::PythonInterpreter python;
+    farm::v1::CudaToolkit toolkit;                   // none when the recipe compiles no CUDA
+    std::optional<env::ProvisionedEnv> provisioned;  // its cache pins last as long as it
+  };
   Result<Outcome> Build(LogShipper& log, const std::string& ws, const std::string& src);
+  // <ws>/venv is the provisioned environment's clone; the required wheels go in confined.
+  Status UseProvisioned(LogShipper& log, const std::string& ws, const EnvMap& tool_env,
+                        env::ProvisionedEnv provisioned, BuildTools* tools);
+  // <ws>/venv made on the host interpreter and toolkit the cell names.
+  Status MakeHostVenv(LogShipper& log, const std::string& ws, const EnvMap& tool_env,
+                      BuildTools* tools);
+  // What the job's environment is made from; `held_gb` gets the unified memory held for
+  // GPU validation.
+  JobEnvInputs EnvInputs(const std::string& ws, const BuildTools& tools, double* held_gb) const;
+  Status UseCache(LogShipper& log, const JobCacheUse& cache_use);
+  // Runs the build command; CAUSE_COMPLETED only when it exited 0 in time and unstopped.
+  Result<Outcome> RunBuildCommand(LogShipper& log, const ExecRequest& req, JobCacheGuard& cache);
   // The lease's environment, made or cloned from its snapshot into <ws>/venv
   // (job_provision.cc); ProvisioningOutcome says whose fault a failure is.
   Result<env::ProvisionedEnv> ProvisionEnvironment(LogShipper& log, const std::string& ws);
