@@ -16,35 +16,16 @@
 # env: PYTHON (default python3: the interpreter whose installed torch is repacked)
 set -uo pipefail
 bundle=$(realpath "$1") src=$(realpath "$2") work=$(realpath -m "$3") out=$(realpath -m "$4")
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-py=${PYTHON:-$(command -v python3)}
-mkdir -p "$out" "$work"
+source "$(dirname "$0")/lib.sh"
 chmod 0755 "$work"
-bin=$bundle/bin
-export LD_LIBRARY_PATH=$bundle/lib
-ctl=("$bin/farmctl" --server-file "$work/addr" --token-file "$work/data/admin.token")
-say() { echo "=== $(date -u +%H:%M:%S) $*"; }
-wait_for() {  # FILE SECONDS
-  for _ in $(seq 1 $(( $2 * 10 ))); do [[ -s $1 ]] && return 0; sleep 0.1; done
-  echo "timed out waiting for $1" >&2; return 1
-}
 cd "$work"
 say "host"
 { nvidia-smi -L; "$py" -V; "$py" -c 'import torch; print("torch", torch.__version__)'
   command -v uv; uv --version; } 2>&1 | tee "$out/host.txt"
-torch_version=$("$py" -c 'from importlib.metadata import version; print(version("torch"))') || exit 1
-torch_release=${torch_version%%+*}
-pyver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+host_torch || exit 1
 
 say "repack torch $torch_version, what it requires, the build tools and pip"
-closures=(--closure torch)
-for tool in pip setuptools wheel ninja packaging; do
-  "$py" -c "from importlib.metadata import version; version('$tool')" 2>/dev/null && closures+=(--closure "$tool")
-done
-start=$SECONDS
-"$py" "$repo/tests/fakes/repack_installed.py" --out "$work/wheelhouse" "${closures[@]}" \
-  --accept-modified pip >"$out/repack.json" || exit 1
-echo "repacked in $((SECONDS - start)) s: $(ls "$work/wheelhouse" | wc -l) wheels, $(du -sm "$work/wheelhouse" | cut -f1) MiB"
+repack_host_torch "$work/wheelhouse" || exit 1
 # The farm's pip is the host's own (trusted: installed by the host's admin), out of the index.
 mkdir -p "$work/trusted"
 mv "$work"/wheelhouse/pip-*.whl "$work/trusted/"
@@ -52,21 +33,9 @@ farm_pip=$(ls "$work"/trusted/pip-*.whl)
 chmod 0644 "$farm_pip"; chmod 0755 "$work/trusted"
 
 say "the index fake serves it as /whl/cu130/; farmd pulls it through; a provisioning worker"
-setsid "$py" "$repo/tests/fakes/fake_pyindex.py" --ready-file "$work/index.url" \
-  --index "/whl/cu130=$work/wheelhouse" >"$out/index.log" 2>&1 < /dev/null &
-echo $! >"$work/pids"
-wait_for "$work/index.url" 20 || { cat "$out/index.log"; exit 1; }
-index=$(cat "$work/index.url")
-setsid "$bin/farmd" --data-dir "$work/data" --listen 127.0.0.1:0 --ready-file "$work/addr" \
-  --http-listen 127.0.0.1:0 --http-ready-file "$work/http" --resolver-pip "$farm_pip" \
-  --resolver-python "$py" --upstream-index "cu130=$index/whl/cu130/" >"$out/farmd.log" 2>&1 < /dev/null &
-echo $! >>"$work/pids"
-wait_for "$work/addr" 30 && wait_for "$work/http" 30 || { tail -20 "$out/farmd.log"; exit 1; }
-setsid "$bin/farm-worker" --server-file "$work/addr" --enroll-token-file "$work/data/enroll.token" \
-  --state-dir "$work/worker" --work-dir "$work/worker/work" --name gpu-host --provision \
-  --provision-installer "$farm_pip" >"$out/worker.log" 2>&1 < /dev/null &
-echo $! >>"$work/pids"
-for _ in $(seq 1 120); do "${ctl[@]}" workers 2>/dev/null | grep -q gpu-host && break; sleep 0.5; done
+start_index "$work/wheelhouse" || exit 1
+start_farmd --resolver-pip "$farm_pip" --resolver-python "$py" || exit 1
+start_provisioning_worker --provision-installer "$farm_pip" || exit 1
 
 say "the recipe: SageAttention for one cell, no dependency list"
 "$py" - "$repo/kernels/sageattention/recipe.yaml" "$pyver" "$torch_release" "$work/recipe.yaml" <<'PY'
@@ -110,5 +79,5 @@ whl = {k: v for k, v in c.items() if k.startswith("file:") and k.endswith(".whl"
 print("upstream index: %d wheels served (%d more than once), %d metadata files, %d requests"
       % (len(whl), sum(v > 1 for v in whl.values()), meta, c.get("requests", 0)))
 PY
-xargs -r kill <"$work/pids" 2>/dev/null
+gpu_stop
 exit $rc

@@ -17,17 +17,7 @@
 # env: PYTHON (default python3: the interpreter whose installed torch is repacked)
 set -uo pipefail
 step=$1 bundle=$(realpath "$2") src=$(realpath "$3") work=$(realpath -m "$4") out=$(realpath -m "$5")
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-py=${PYTHON:-$(command -v python3)}
-mkdir -p "$out" "$work"
-bin=$bundle/bin
-export LD_LIBRARY_PATH=$bundle/lib
-ctl=("$bin/farmctl" --server-file "$work/addr" --token-file "$work/data/admin.token")
-say() { echo "=== $(date -u +%H:%M:%S) $*"; }
-wait_for() {  # FILE SECONDS
-  for _ in $(seq 1 $(( $2 * 10 ))); do [[ -s $1 ]] && return 0; sleep 0.1; done
-  echo "timed out waiting for $1" >&2; return 1
-}
+source "$(dirname "$0")/lib.sh"
 
 build() {  # NAME SECONDS [SUBMIT ARGS...]
   local name=$1 limit=$2; shift 2
@@ -52,39 +42,18 @@ if [[ $step == first ]]; then
   say "host"
   { nvidia-smi -L; nvcc --version | tail -1; "$py" -V; command -v python3.12
     "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'; } 2>&1 | tee "$out/host.txt"
-  torch_version=$("$py" -c 'from importlib.metadata import version; print(version("torch"))') || exit 1
-  torch_release=${torch_version%%+*}
-  pyver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  host_torch || exit 1
 
   say "repack torch $torch_version, what it requires and the build tools"
-  closures=(--closure torch)
-  for tool in pip setuptools wheel ninja packaging; do
-    "$py" -c "from importlib.metadata import version; version('$tool')" 2>/dev/null && closures+=(--closure "$tool")
-  done
-  start=$SECONDS
-  "$py" "$repo/tests/fakes/repack_installed.py" --out "$work/wheelhouse" "${closures[@]}" \
-    --accept-modified pip >"$out/repack.json" || exit 1
-  echo "repacked in $((SECONDS - start)) s: $(ls "$work/wheelhouse" | wc -l) wheels, $(du -sm "$work/wheelhouse" | cut -f1) MiB"
+  repack_host_torch "$work/wheelhouse" || exit 1
 
   say "the index fake serves it as /whl/cu130/"
-  setsid "$py" "$repo/tests/fakes/fake_pyindex.py" --ready-file "$work/index.url" \
-    --index "/whl/cu130=$work/wheelhouse" >"$out/index.log" 2>&1 < /dev/null &
-  echo $! >"$work/pids"
-  wait_for "$work/index.url" 20 || { cat "$out/index.log"; exit 1; }
-  index=$(cat "$work/index.url")
+  start_index "$work/wheelhouse" || exit 1
 
   say "farmd pulls it through; a worker with --provision and no --python"
-  setsid "$bin/farmd" --data-dir "$work/data" --listen 127.0.0.1:0 --ready-file "$work/addr" \
-    --http-listen 127.0.0.1:0 --http-ready-file "$work/http" \
-    --upstream-index "cu130=$index/whl/cu130/" >"$out/farmd.log" 2>&1 < /dev/null &
-  echo $! >>"$work/pids"
-  wait_for "$work/addr" 30 && wait_for "$work/http" 30 || { tail -20 "$out/farmd.log"; exit 1; }
+  start_farmd || exit 1
   pip_version=$("$py" -c 'from importlib.metadata import version; print(version("pip"))')
-  setsid "$bin/farm-worker" --server-file "$work/addr" --enroll-token-file "$work/data/enroll.token" \
-    --state-dir "$work/worker" --work-dir "$work/worker/work" --name gpu-host --provision \
-    --provision-installer "pip==$pip_version" >"$out/worker.log" 2>&1 < /dev/null &
-  echo $! >>"$work/pids"
-  for _ in $(seq 1 120); do "${ctl[@]}" workers 2>/dev/null | grep -q gpu-host && break; sleep 0.5; done
+  start_provisioning_worker --provision-installer "pip==$pip_version" || exit 1
   "${ctl[@]}" workers | tee "$out/workers_before.txt"
 
   say "the recipe: one cell, its environment pinned from the wheelhouse"
@@ -128,5 +97,5 @@ PY
 wheel=$(find "$work/data" -name 'sageattention-*.whl' | head -1)
 [[ -n $wheel ]] && unzip -p "$wheel" '*.dist-info/METADATA' | grep -E "^(Name|Version|Requires-Dist)"
 grep -h "environment ready" "$out"/first.log "$out"/second.log | cut -c1-240
-xargs -r kill <"$work/pids" 2>/dev/null
+gpu_stop
 exit $second_rc

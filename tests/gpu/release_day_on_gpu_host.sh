@@ -15,60 +15,27 @@
 # env: PYTHON (default python3: the interpreter whose installed torch is repacked)
 set -uo pipefail
 bundle=$(realpath "$1") src=$(realpath "$2") work=$(realpath -m "$3") out=$(realpath -m "$4")
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-py=${PYTHON:-$(command -v python3)}
-mkdir -p "$out" "$work"
-bin=$bundle/bin
-export LD_LIBRARY_PATH=$bundle/lib
-ctl=("$bin/farmctl" --server-file "$work/addr" --token-file "$work/data/admin.token")
-say() { echo "=== $(date -u +%H:%M:%S) $*"; }
-wait_for() {  # FILE SECONDS
-  for _ in $(seq 1 $(( $2 * 10 ))); do [[ -s $1 ]] && return 0; sleep 0.1; done
-  echo "timed out waiting for $1" >&2; return 1
-}
-cleanup() { [[ -f $work/pids ]] && xargs -r kill <"$work/pids" 2>/dev/null; }
-trap cleanup EXIT
+source "$(dirname "$0")/lib.sh"
+trap gpu_stop EXIT
 cd "$work"
 
 say "host"
 { nvidia-smi -L; "$py" -V
   "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'; } 2>&1 | tee "$out/host.txt"
-torch_version=$("$py" -c 'from importlib.metadata import version; print(version("torch"))') || exit 1
-torch_release=${torch_version%%+*}
+host_torch || exit 1
 minor=$(echo "$torch_release" | cut -d. -f1,2)
-pyver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
 say "repack torch $torch_version, what it requires and the build tools"
-closures=(--closure torch)
-for tool in pip setuptools wheel ninja packaging; do
-  "$py" -c "from importlib.metadata import version; version('$tool')" 2>/dev/null && closures+=(--closure "$tool")
-done
-start=$SECONDS
-"$py" "$repo/tests/fakes/repack_installed.py" --out "$work/repacked" "${closures[@]}" \
-  --accept-modified pip >"$out/repack.json" || exit 1
-echo "repacked in $((SECONDS - start)) s: $(ls "$work/repacked" | wc -l) wheels"
+repack_host_torch "$work/repacked" || exit 1
 # The index lists everything but torch until its release.
 mkdir -p "$work/wheelhouse" "$work/unreleased"
 mv "$work"/repacked/torch-*.whl "$work/unreleased/" && mv "$work"/repacked/* "$work/wheelhouse/"
 
 say "index fake, farmd (watches poll every 2 s), a provisioning worker"
-setsid "$py" "$repo/tests/fakes/fake_pyindex.py" --ready-file "$work/index.url" \
-  --index "/whl/cu130=$work/wheelhouse" >"$out/index.log" 2>&1 < /dev/null &
-echo $! >"$work/pids"
-wait_for "$work/index.url" 20 || { cat "$out/index.log"; exit 1; }
-index=$(cat "$work/index.url")
-setsid "$bin/farmd" --data-dir "$work/data" --listen 127.0.0.1:0 --ready-file "$work/addr" \
-  --http-listen 127.0.0.1:0 --http-ready-file "$work/http" --watch-min-poll-s 1 \
-  --upstream-index "cu130=$index/whl/cu130/" >"$out/farmd.log" 2>&1 < /dev/null &
-echo $! >>"$work/pids"
-wait_for "$work/addr" 30 && wait_for "$work/http" 30 || { tail -20 "$out/farmd.log"; exit 1; }
-http=$(cat "$work/http")
+start_index "$work/wheelhouse" || exit 1
+start_farmd --watch-min-poll-s 1 || exit 1
 pip_version=$("$py" -c 'from importlib.metadata import version; print(version("pip"))')
-setsid "$bin/farm-worker" --server-file "$work/addr" --enroll-token-file "$work/data/enroll.token" \
-  --state-dir "$work/worker" --work-dir "$work/worker/work" --name gpu-host --provision \
-  --provision-installer "pip==$pip_version" >"$out/worker.log" 2>&1 < /dev/null &
-echo $! >>"$work/pids"
-for _ in $(seq 1 120); do "${ctl[@]}" workers 2>/dev/null | grep -q gpu-host && break; sleep 0.5; done
+start_provisioning_worker --provision-installer "pip==$pip_version" || exit 1
 
 say "the recipe: SageAttention for 9.0a, torch following the index from $minor up"
 "$py" - "$repo/kernels/sageattention/recipe.yaml" "$out/repack.json" "$pyver" "$minor" \
