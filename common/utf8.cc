@@ -65,7 +65,7 @@ std::string ToValidUtf8(std::string_view s) {
   return out;
 }
 
-std::string EscapeMarkup(std::string_view s) {
+std::string EscapeMarkup(std::string_view s, bool quotes) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
@@ -80,10 +80,10 @@ std::string EscapeMarkup(std::string_view s) {
         out += "&gt;";
         break;
       case '"':
-        out += "&quot;";
+        out += quotes ? "&quot;" : "\"";
         break;
       case '\'':
-        out += "&#39;";
+        out += quotes ? "&#39;" : "'";
         break;
       default:
         out.push_back(c);

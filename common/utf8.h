@@ -20,8 +20,9 @@ bool IsValidUtf8(std::string_view s);
 std::string ToValidUtf8(std::string_view s);
 
 // `s` with & < > " ' as character references: safe as HTML or XML text and inside a
-// quoted attribute.
-std::string EscapeMarkup(std::string_view s);
+// quoted attribute. Without `quotes`, only & < > (for formats where a reference to a quote
+// would show as written, such as Slack's text).
+std::string EscapeMarkup(std::string_view s, bool quotes = true);
 
 }  // namespace farm
 

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "common/log.h"
+#include "common/utf8.h"
 
 namespace farm::notify {
 
@@ -76,24 +77,7 @@ Result<WebhookTarget> ParseWebhookTarget(const std::string& flag, const auth::Se
 }
 
 std::string EscapeSlackText(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return EscapeMarkup(text, /*quotes=*/false);
 }
 
 std::string WebhookPayload(const coverage::Event& e, const std::string& public_url) {
