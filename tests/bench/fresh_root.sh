@@ -75,8 +75,20 @@ report() {
   done
 }
 
+# Refuses to remove a root something is still mounted under (a run killed before its
+# namespace ended can leave /proc or a bind mount behind): rm -rf would walk into it.
+remove_root() {
+  if awk -v r="$root" '$5 == r || index($5, r "/") == 1 {found = 1} END {exit !found}' \
+      /proc/self/mountinfo; then
+    echo "fresh_root: something is mounted under $root; unmount it first:" >&2
+    awk -v r="$root" '$5 == r || index($5, r "/") == 1 {print "  " $5}' /proc/self/mountinfo >&2
+    return 1
+  fi
+  rm -rf "$root" "$@"
+}
+
 make_root() {
-  rm -rf "$root"
+  remove_root || return 1
   mkdir -p "$root"
   debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 \
     || { tail -20 "$root.debootstrap.log" >&2; return 1; }
@@ -152,7 +164,7 @@ if [[ ,$phases, == *,test,* ]] && ((status == 0)); then
 fi
 report
 if ((keep == 0 && status == 0)); then
-  rm -rf "$root" "$root.debootstrap.log"
+  remove_root "$root.debootstrap.log"
 else
   echo "fresh_root: kept $root (logs: $root.*.log)"
 fi
