@@ -19,6 +19,13 @@ wait_for() {  # FILE SECONDS: until FILE is not empty
   return 1
 }
 
+# The GPUs, the Python and its torch, into $out/host.txt too.
+host_facts() {
+  { nvidia-smi -L; "$py" -V
+    "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'; } 2>&1 |
+    tee "$out/host.txt"
+}
+
 # Sets torch_version (2.11.0+cu130), torch_release (2.11.0) and pyver (3.12) of $py.
 host_torch() {
   torch_version=$("$py" -c 'from importlib.metadata import version; print(version("torch"))') ||

@@ -20,8 +20,8 @@ source "$(dirname "$0")/lib.sh"
 chmod 0755 "$work"
 cd "$work"
 say "host"
-{ nvidia-smi -L; "$py" -V; "$py" -c 'import torch; print("torch", torch.__version__)'
-  command -v uv; uv --version; } 2>&1 | tee "$out/host.txt"
+host_facts
+{ command -v uv; uv --version; } 2>&1 | tee -a "$out/host.txt"
 host_torch || exit 1
 
 say "repack torch $torch_version, what it requires, the build tools and pip"

@@ -24,8 +24,7 @@ chmod 0755 "$work"
 cd "$work"
 
 say "host"
-{ nvidia-smi -L; "$py" -V
-  "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'; } 2>&1 | tee "$out/host.txt"
+host_facts
 host_torch || exit 1
 minor=$(echo "$torch_release" | cut -d. -f1,2)
 next="${minor%%.*}.$((${minor#*.} + 1)).0"

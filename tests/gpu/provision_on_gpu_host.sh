@@ -40,8 +40,8 @@ build() {  # NAME SECONDS [SUBMIT ARGS...]
 cd "$work"
 if [[ $step == first ]]; then
   say "host"
-  { nvidia-smi -L; nvcc --version | tail -1; "$py" -V; command -v python3.12
-    "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'; } 2>&1 | tee "$out/host.txt"
+  host_facts
+  { nvcc --version | tail -1; command -v python3.12; } 2>&1 | tee -a "$out/host.txt"
   host_torch || exit 1
 
   say "repack torch $torch_version, what it requires and the build tools"

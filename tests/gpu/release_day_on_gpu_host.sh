@@ -20,8 +20,7 @@ trap gpu_stop EXIT
 cd "$work"
 
 say "host"
-{ nvidia-smi -L; "$py" -V
-  "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'; } 2>&1 | tee "$out/host.txt"
+host_facts
 host_torch || exit 1
 minor=$(echo "$torch_release" | cut -d. -f1,2)
 
