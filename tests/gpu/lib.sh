@@ -47,6 +47,17 @@ repack_host_torch() {
   echo "repacked in $((SECONDS - start)) s: $(ls "$dir" | wc -l) wheels, $(du -sm "$dir" | cut -f1) MiB"
 }
 
+# trust_host_pip WHEELHOUSE: the farm's pip (it resolves and installs every lock) is the
+# host's own, trusted as installed by the host's admin: moved out of the index into
+# $work/trusted; sets farm_pip.
+trust_host_pip() {
+  mkdir -p "$work/trusted"
+  mv "$1"/pip-*.whl "$work/trusted/" || return 1
+  farm_pip=$(ls "$work"/trusted/pip-*.whl)
+  chmod 0644 "$farm_pip"
+  chmod 0755 "$work/trusted"
+}
+
 # start_index WHEELHOUSE: the index fake serving WHEELHOUSE as /whl/cu130/; sets index.
 start_index() {
   setsid "$py" "$repo/tests/fakes/fake_pyindex.py" --ready-file "$work/index.url" \

@@ -26,11 +26,7 @@ host_torch || exit 1
 
 say "repack torch $torch_version, what it requires, the build tools and pip"
 repack_host_torch "$work/wheelhouse" || exit 1
-# The farm's pip is the host's own (trusted: installed by the host's admin), out of the index.
-mkdir -p "$work/trusted"
-mv "$work"/wheelhouse/pip-*.whl "$work/trusted/"
-farm_pip=$(ls "$work"/trusted/pip-*.whl)
-chmod 0644 "$farm_pip"; chmod 0755 "$work/trusted"
+trust_host_pip "$work/wheelhouse" || exit 1
 
 say "the index fake serves it as /whl/cu130/; farmd pulls it through; a provisioning worker"
 start_index "$work/wheelhouse" || exit 1

@@ -31,10 +31,8 @@ next="${minor%%.*}.$((${minor#*.} + 1)).0"
 
 say "repack torch $torch_version and the build tools; torch $next as a stand-in, held back"
 repack_host_torch "$work/wheelhouse" || exit 1
-mkdir -p "$work/trusted" "$work/unreleased"
-mv "$work"/wheelhouse/pip-*.whl "$work/trusted/"
-farm_pip=$(ls "$work"/trusted/pip-*.whl)
-chmod 0644 "$farm_pip"; chmod 0755 "$work/trusted"
+trust_host_pip "$work/wheelhouse" || exit 1
+mkdir -p "$work/unreleased"
 "$py" - "$(ls "$work"/wheelhouse/torch-*.whl)" "$torch_release" "$next" "$work/unreleased" <<'PY' || exit 1
 import base64, csv, hashlib, io, os, sys, zipfile
 src, old, new, out_dir = sys.argv[1:]

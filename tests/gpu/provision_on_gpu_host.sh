@@ -46,14 +46,14 @@ if [[ $step == first ]]; then
 
   say "repack torch $torch_version, what it requires and the build tools"
   repack_host_torch "$work/wheelhouse" || exit 1
+  trust_host_pip "$work/wheelhouse" || exit 1
 
   say "the index fake serves it as /whl/cu130/"
   start_index "$work/wheelhouse" || exit 1
 
   say "farmd pulls it through; a worker with --provision and no --python"
-  start_farmd || exit 1
-  pip_version=$("$py" -c 'from importlib.metadata import version; print(version("pip"))')
-  start_provisioning_worker --provision-installer "pip==$pip_version" || exit 1
+  start_farmd --resolver-pip "$farm_pip" --resolver-python "$py" || exit 1
+  start_provisioning_worker --provision-installer "$farm_pip" || exit 1
   "${ctl[@]}" workers | tee "$out/workers_before.txt"
 
   say "the recipe: one cell, its environment pinned from the wheelhouse"

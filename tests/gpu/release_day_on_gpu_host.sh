@@ -29,12 +29,12 @@ repack_host_torch "$work/repacked" || exit 1
 # The index lists everything but torch until its release.
 mkdir -p "$work/wheelhouse" "$work/unreleased"
 mv "$work"/repacked/torch-*.whl "$work/unreleased/" && mv "$work"/repacked/* "$work/wheelhouse/"
+trust_host_pip "$work/wheelhouse" || exit 1
 
 say "index fake, farmd (watches poll every 2 s), a provisioning worker"
 start_index "$work/wheelhouse" || exit 1
-start_farmd --watch-min-poll-s 1 || exit 1
-pip_version=$("$py" -c 'from importlib.metadata import version; print(version("pip"))')
-start_provisioning_worker --provision-installer "pip==$pip_version" || exit 1
+start_farmd --resolver-pip "$farm_pip" --resolver-python "$py" --watch-min-poll-s 1 || exit 1
+start_provisioning_worker --provision-installer "$farm_pip" || exit 1
 
 say "the recipe: SageAttention for 9.0a, torch following the index from $minor up"
 "$py" - "$repo/kernels/sageattention/recipe.yaml" "$out/repack.json" "$pyver" "$minor" \
