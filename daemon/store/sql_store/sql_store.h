@@ -95,6 +95,11 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
                                                                   int limit) override;
   Status SetArtifactValidationState(int64_t artifact_id, int state) override;
 
+  // NewTorchProofs (sql_store/validation.cc).
+  Result<QueuedProof> QueueNewTorchProof(const JobRow& job, const std::string& cell_key,
+                                         const std::string& torch) override;
+  Result<std::vector<RefusedTorch>> ListRefusedTorches(int limit) override;
+
   // LogStore (sql_store/logs.cc).
   using LogStore::AppendLogLines;
   Result<int64_t> AppendLogLines(int64_t job_id, int attempt, const std::vector<LogLineRow>& lines,
