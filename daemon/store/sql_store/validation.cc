@@ -59,13 +59,18 @@ Result<JobRow> SqlStore::QueueValidationLocked(const JobRow& job, bool any_state
     bool open = other.state == kJobPending || other.state == kJobRunning;
     if (other.cell == job.cell && (open || any_state)) return other;
   }
+  FARM_ASSIGN_OR_RETURN(JobRow row, InsertPendingJob(job));
+  *inserted = true;
+  return row;
+}
+
+Result<JobRow> SqlStore::InsertPendingJob(const JobRow& job) {
   JobRow row = job;
   row.state = kJobPending;
   row.attempt = 0;
   row.reused_from = 0;
   row.build_key.clear();
   FARM_RETURN_IF_ERROR(InsertJob(&row));
-  *inserted = true;
   return row;
 }
 
@@ -140,12 +145,7 @@ Result<QueuedProof> SqlStore::QueueNewTorchProof(const JobRow& job, const std::s
     FARM_ASSIGN_OR_RETURN(JobRow earlier, GetJobLocked(s->Int(0)));
     return QueuedProof{.job = std::move(earlier), .queued = false};
   }
-  JobRow row = job;
-  row.state = kJobPending;
-  row.attempt = 0;
-  row.reused_from = 0;
-  row.build_key.clear();
-  FARM_RETURN_IF_ERROR(InsertJob(&row));
+  FARM_ASSIGN_OR_RETURN(JobRow row, InsertPendingJob(job));
   FARM_ASSIGN_OR_RETURN(auto link, db_->Prepare("UPDATE new_torch_proofs SET job_id = ? WHERE "
                                                 "target_job_id = ? AND cell_key = ?"));
   link->Bind(row.id).Bind(job.target_job_id).Bind(cell_key);
