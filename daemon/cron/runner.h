@@ -91,12 +91,12 @@ class ScheduleRunner {
   // builds even when every input is unchanged. Returns the recorded run.
   Result<store::ScheduleRunRow> RunNow(int64_t id, bool force);
 
-  // Starts a thread that calls Tick() every `period_ms`; Stop() ends it (also at
-  // destruction). Errors of a tick are logged, never thrown.
   // Torch watches prove the stable-ABI wheels they already have with a new torch instead
   // of rebuilding them; null (the default) fires the build. Set before Start.
   void SetTorchProver(TorchProver* prover) { prover_ = prover; }
 
+  // Starts a thread that calls Tick() every `period_ms`; Stop() ends it (also at
+  // destruction). Errors of a tick are logged, never thrown.
   void Start(int64_t period_ms);
   void Stop();
 
