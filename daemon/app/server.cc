@@ -23,6 +23,7 @@
 #include "daemon/builds/build_key.h"
 #include "daemon/builds/completion.h"
 #include "daemon/builds/control.h"
+#include "daemon/builds/new_torch.h"
 #include "daemon/builds/recipe_cache.h"
 #include "daemon/builds/submit.h"
 #include "daemon/cron/runner.h"
@@ -82,6 +83,7 @@ struct FarmServer::Impl {
   std::unique_ptr<cron::BuildSubmitter> schedule_submitter;
   std::unique_ptr<cron::UpstreamWatchPoller> poller;
   std::unique_ptr<cron::ScheduleRunner> schedules;
+  std::unique_ptr<builds::NewTorchProver> prover;
   std::unique_ptr<publish::PublishingService> publishing;
   std::unique_ptr<httpc::HttpClient> webhook_http;
   std::unique_ptr<notify::Notifier> notifier;
@@ -270,6 +272,7 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
                                               locks::LockerOptions{.glibc = options.lock_glibc});
   ctx.locker = locker.get();
   submitter->SetLocker(locker.get());
+  prover->SetLocker(locker.get());
   return Status::Ok();
 }
 
@@ -395,6 +398,9 @@ void FarmServer::Impl::MakeServices(const ServerOptions& o) {
   schedules = std::make_unique<cron::ScheduleRunner>(store.get(), &RealClock(), resolver.get(),
                                                      schedule_submitter.get(),
                                                      cron::RunnerOptions{}, poller.get());
+  prover =
+      std::make_unique<builds::NewTorchProver>(store.get(), &RealClock(), o.tunables.max_attempts);
+  schedules->SetTorchProver(prover.get());
   ctx.schedules = schedules.get();
   hosts = std::make_unique<hosts::HostManager>(
       store.get(), &host_processes, &RealClock(),

@@ -112,6 +112,54 @@ Cell CellOfJob(const BuildFacts& facts, const store::JobRow& job) {
   return cell;
 }
 
+// A stable-ABI wheel validated with another torch than it was built with (a fan-out of
+// its matrix, or a torch released after its build, builds/new_torch.h): that torch's
+// cell, decided by the validation job. nullopt for any other validation job.
+std::optional<Cell> CellOfProof(const BuildFacts& facts, const store::JobRow& v) {
+  auto target = std::find_if(facts.jobs.begin(), facts.jobs.end(),
+                             [&v](const store::JobRow& j) { return j.id == v.target_job_id; });
+  if (target == facts.jobs.end() || target->cell == v.cell || v.state == store::kJobCancelled) {
+    return std::nullopt;
+  }
+  farm::v1::MatrixCell mc;
+  mc.ParseFromString(v.cell);
+  farm::v1::JobNeeds needs;
+  needs.ParseFromString(v.needs);
+  const std::string torch = needs.new_torch().empty() ? mc.torch() : needs.new_torch();
+  Cell cell{.key = KeyOf(facts, mc), .job_id = v.id, .build_id = v.build_id};
+  if (auto it = facts.artifacts.find(target->id); it != facts.artifacts.end()) {
+    for (const store::ArtifactRow& a : it->second) {
+      if (a.attempt == v.target_attempt) {
+        cell.wheel = a.filename;
+        break;
+      }
+    }
+  }
+  cell.built_ms = target->finished_ms;
+  switch (v.state) {
+    case store::kJobSucceeded:
+      cell.state = CellState::kValidated;
+      cell.cause =
+          "validated on " + torch + " without a rebuild (job " + std::to_string(v.id) + ")";
+      cell.validated_ms = v.finished_ms;
+      break;
+    case store::kJobFailed:
+      cell.state = CellState::kFailed;
+      cell.cause = "validation on " + torch + " failed (no rebuild): " + v.error;
+      break;
+    case store::kJobRunning:
+      cell.state = CellState::kInProgress;
+      break;
+    default:  // pending: never leased yet, it waits for a GPU the wheel runs on
+      cell.state = v.attempt == 0 ? CellState::kPendingHardware : CellState::kInProgress;
+      if (v.attempt == 0) {
+        cell.cause = "validation-only job " + std::to_string(v.id) + " on " + torch +
+                     " waits for a GPU the wheel runs on";
+      }
+  }
+  return cell;
+}
+
 }  // namespace
 
 std::string_view CellStateName(CellState state) { return Names(state).name; }
@@ -226,8 +274,10 @@ std::vector<Cell> ComputeCoverage(const std::vector<BuildFacts>& builds) {
     const BuildFacts*& n = newest[facts.build.recipe_name];
     if (n == nullptr || facts.build.id > n->build.id) n = &facts;
     for (const store::JobRow& job : facts.jobs) {
-      if (!IsBuildJob(job) || job.state == store::kJobCancelled) continue;
-      Cell cell = CellOfJob(facts, job);
+      std::optional<Cell> proof;
+      if (!IsBuildJob(job) && !(proof = CellOfProof(facts, job))) continue;
+      if (IsBuildJob(job) && job.state == store::kJobCancelled) continue;
+      Cell cell = proof ? std::move(*proof) : CellOfJob(facts, job);
       auto [it, added] = cells.try_emplace(cell.key, cell);
       if (!added && cell.job_id > it->second.job_id) it->second = std::move(cell);
     }

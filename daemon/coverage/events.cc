@@ -82,6 +82,42 @@ void AddRefusals(const BuildFacts& facts, std::map<std::string, Event>* out) {
   }
 }
 
+// The ended validation jobs that proved (or failed to prove) a wheel with another torch.
+void AddProofEvents(const BuildFacts& facts, std::map<std::string, Event>* out) {
+  for (const store::JobRow& v : facts.jobs) {
+    if (v.kind != store::kJobValidate ||
+        (v.state != store::kJobSucceeded && v.state != store::kJobFailed)) {
+      continue;
+    }
+    auto target = std::find_if(facts.jobs.begin(), facts.jobs.end(),
+                               [&v](const store::JobRow& j) { return j.id == v.target_job_id; });
+    if (target == facts.jobs.end() || target->cell == v.cell) continue;
+    farm::v1::MatrixCell cell;
+    cell.ParseFromString(v.cell);
+    farm::v1::JobNeeds needs;
+    needs.ParseFromString(v.needs);
+    Event e{.kind = EventKind::kTorchProof,
+            .id = "torch_proof:" + std::to_string(v.id),
+            .package = facts.build.recipe_name,
+            .version = facts.recipe.version(),
+            .build_id = v.build_id,
+            .job_id = v.id,
+            .cell = recipe::DescribeCell(cell),
+            .cause = v.state == store::kJobFailed ? v.error : "",
+            .torch = needs.new_torch().empty() ? cell.torch() : needs.new_torch(),
+            .time_ms = v.finished_ms};
+    if (auto it = facts.artifacts.find(target->id); it != facts.artifacts.end()) {
+      for (const store::ArtifactRow& a : it->second) {
+        if (a.attempt != v.target_attempt) continue;
+        e.wheel = a.filename;
+        e.sha256 = a.sha256;
+        break;
+      }
+    }
+    out->emplace(e.id, std::move(e));
+  }
+}
+
 }  // namespace
 
 std::string_view EventKindName(EventKind kind) {
@@ -92,6 +128,8 @@ std::string_view EventKindName(EventKind kind) {
       return "wheel_built";
     case EventKind::kPublicationRefused:
       return "publication_refused";
+    case EventKind::kTorchProof:
+      return "torch_proof";
     case EventKind::kBuildFailed:
       break;
   }
@@ -100,7 +138,7 @@ std::string_view EventKindName(EventKind kind) {
 
 std::optional<EventKind> ParseEventKind(std::string_view name) {
   for (EventKind k : {EventKind::kWheelValidated, EventKind::kBuildFailed, EventKind::kWheelBuilt,
-                      EventKind::kPublicationRefused}) {
+                      EventKind::kPublicationRefused, EventKind::kTorchProof}) {
     if (EventKindName(k) == name) return k;
   }
   return std::nullopt;
@@ -112,6 +150,7 @@ std::vector<Event> EventsOf(const std::vector<BuildFacts>& builds, size_t limit)
     AddWheelEvents(facts, &by_id);
     AddFailedBuild(facts, &by_id);
     AddRefusals(facts, &by_id);
+    AddProofEvents(facts, &by_id);
   }
   std::vector<Event> out;
   out.reserve(by_id.size());
@@ -132,6 +171,11 @@ std::string EventTitle(const Event& e) {
     return head + e.wheel + " too large for " +
            (e.target == "github" ? "GitHub Releases" : "the Hugging Face Hub") + " (build " +
            std::to_string(e.build_id) + ")";
+  }
+  if (e.kind == EventKind::kTorchProof) {
+    return head + e.wheel + (e.cause.empty() ? " validated on torch " : " failed on torch ") +
+           e.torch + " without a rebuild (job " + std::to_string(e.job_id) + ")" +
+           (e.cause.empty() ? "" : ": " + e.cause);
   }
   if (e.kind == EventKind::kWheelBuilt) {
     return head + e.wheel + " built (job " + std::to_string(e.job_id) + ")" +

@@ -24,10 +24,13 @@ enum class EventKind {
   // none: on a farm without such a GPU this is the news.
   kWheelBuilt,
   kPublicationRefused,  // a wheel was too large for a publishing destination
+  // A stable-ABI wheel validated (or failed) with another torch than it was built with,
+  // without a rebuild: its matrix's other torches, or a torch released after its build.
+  kTorchProof,
 };
 
-// "wheel_validated", "build_failed", "wheel_built", "publication_refused": the names of the
-// webhook filter and of payloads.
+// "wheel_validated", "build_failed", "wheel_built", "publication_refused", "torch_proof":
+// the names of the webhook filter and of payloads.
 std::string_view EventKindName(EventKind kind);
 std::optional<EventKind> ParseEventKind(std::string_view name);
 
@@ -35,7 +38,7 @@ struct Event {
   EventKind kind = EventKind::kWheelValidated;
   // Stable and unique: "wheel_validated:<sha256>" (a wheel reused by later builds is the
   // same wheel, announced once), "wheel_built:<sha256>", "build_failed:<build id>" or
-  // "publication_refused:<build id>:<artifact id>:<target>".
+  // "publication_refused:<build id>:<artifact id>:<target>" or "torch_proof:<job id>".
   std::string id;
   std::string package;
   std::string version;
@@ -48,6 +51,7 @@ struct Event {
   // publication, why it was refused.
   std::string cause;
   std::string target;       // the refused publication's destination ("github", "hf")
+  std::string torch;        // a torch proof: the torch validated with ("2.12.0")
   int64_t schedule_id = 0;  // > 0: a schedule run submitted the build
   int64_t time_ms = 0;      // when it validated, was built or failed
 };

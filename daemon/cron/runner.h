@@ -25,6 +25,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -53,6 +54,24 @@ class BuildSubmitter {
   virtual std::string InputsDigest(const farm::v1::SubmitBuildRequest& req) const = 0;
 };
 
+// Proves, with torch releases a watch saw, the stable-ABI wheels its schedule's recipe
+// already has, by validation-only jobs (daemon/builds/new_torch.h implements it).
+class TorchProver {
+ public:
+  struct Outcome {
+    std::vector<int64_t> job_ids;  // the validation jobs of these releases, new or earlier
+    int queued = 0;                // how many of them this call stored
+    // Every release has a wheel proven with it: the schedule builds nothing.
+    bool covers_all = false;
+  };
+  virtual ~TorchProver() = default;
+  // Queues, once per wheel and cell (a key in the store), a validation job of each
+  // stable-ABI wheel of `req`'s recipe whose floor admits a release of `torches` (torch
+  // watch items), in an environment of that release.
+  virtual Result<Outcome> ProveNewTorches(const farm::v1::SubmitBuildRequest& req,
+                                          const std::vector<WatchItem>& torches) = 0;
+};
+
 struct RunnerOptions {
   int64_t missed_grace_ms = 60000;   // a fire time later than this was missed
   int64_t default_poll_ms = 600000;  // a watch without poll_seconds
@@ -71,6 +90,10 @@ class ScheduleRunner {
   // Fires schedule `id` now (trigger manual) without moving its next fire time; `force`
   // builds even when every input is unchanged. Returns the recorded run.
   Result<store::ScheduleRunRow> RunNow(int64_t id, bool force);
+
+  // Torch watches prove the stable-ABI wheels they already have with a new torch instead
+  // of rebuilding them; null (the default) fires the build. Set before Start.
+  void SetTorchProver(TorchProver* prover) { prover_ = prover; }
 
   // Starts a thread that calls Tick() every `period_ms`; Stop() ends it (also at
   // destruction). Errors of a tick are logged, never thrown.
@@ -96,6 +119,10 @@ class ScheduleRunner {
   Result<bool> FireIfDue(const store::ScheduleRow& schedule, int64_t now_ms);
   Result<bool> PollIfDue(const store::ScheduleRow& schedule, int64_t now_ms);
   int64_t PollPeriodMs(const farm::v1::UpstreamWatch& watch) const;
+  // The validation-only answer to new torch releases: true when it recorded the run, or
+  // kept the releases unseen after a failure; false when the build must answer them.
+  Result<bool> ProveInsteadOfBuild(const store::ScheduleRow& s, const FireRequest& f,
+                                   const std::vector<WatchItem>& fresh);
 
   store::Store* store_;
   const Clock* clock_;
@@ -103,6 +130,7 @@ class ScheduleRunner {
   BuildSubmitter* submitter_;
   RunnerOptions options_;
   UpstreamPoller* poller_;
+  TorchProver* prover_ = nullptr;
   std::mutex fire_mu_;
 
   std::mutex mu_;

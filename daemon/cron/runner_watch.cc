@@ -41,6 +41,41 @@ const WatchItem* GitPick(const std::vector<WatchItem>& fresh) {
 
 }  // namespace
 
+Result<bool> ScheduleRunner::ProveInsteadOfBuild(const store::ScheduleRow& s, const FireRequest& f,
+                                                 const std::vector<WatchItem>& fresh) {
+  farm::v1::SubmitBuildRequest req;
+  req.ParseFromString(s.request);
+  auto proved = prover_->ProveNewTorches(req, fresh);
+  if (!proved.ok()) {
+    // Not built either (that would rebuild wheels that need only a proof): the change stays
+    // unseen, its pages fetched again, and the next poll tries again.
+    log::Warn("schedule " + std::to_string(s.id) + ": proving the stable-ABI wheels with " +
+              Describe(fresh) + " failed: " + proved.status().ToString());
+    WatchState retry = WatchState::Parse(s.watch_state);
+    retry.etags.clear();
+    FARM_RETURN_IF_ERROR(store_->SetWatchState(s.id, retry.Serialize(), f.next_fire_ms));
+    return true;
+  }
+  if (!proved->covers_all) return false;
+  std::string jobs;
+  for (int64_t id : proved->job_ids) jobs += (jobs.empty() ? "" : ", ") + std::to_string(id);
+  // Written with the watch state in one transaction; the jobs were queued under their own
+  // keys before, so a farmd killed between the two queues nothing twice when it sees the
+  // releases again.
+  store::ScheduleRunRow run{.schedule_id = s.id,
+                            .trigger = f.trigger,
+                            .outcome = farm::v1::RUN_VALIDATION_ONLY,
+                            .fire_ms = f.fire_ms,
+                            .created_ms = f.fire_ms,
+                            .detail = f.note + "; the stable-ABI wheels serve it: " +
+                                      std::to_string(proved->job_ids.size()) +
+                                      " validation-only job(s) (" + jobs + "), no build",
+                            .upstream_ms = f.upstream_ms,
+                            .watch_state = f.watch_state};
+  FARM_RETURN_IF_ERROR(store_->RecordScheduleRun(&run, f.next_fire_ms));
+  return true;
+}
+
 int64_t ScheduleRunner::PollPeriodMs(const farm::v1::UpstreamWatch& watch) const {
   return watch.poll_seconds() > 0 ? int64_t{watch.poll_seconds()} * 1000 : options_.default_poll_ms;
 }
@@ -113,6 +148,10 @@ Result<bool> ScheduleRunner::PollIfDue(const store::ScheduleRow& s, int64_t now)
     f.note +=
         " (the upstream gives no upload time: its time is this poll's, when the watch "
         "first saw it)";
+  }
+  if (watch.has_torch() && prover_ != nullptr) {
+    FARM_ASSIGN_OR_RETURN(bool recorded, ProveInsteadOfBuild(s, f, fresh));
+    if (recorded) return true;
   }
   if (const WatchItem* pick = GitPick(fresh)) {
     f.git_commit = pick->commit;

@@ -1,6 +1,7 @@
 #include "daemon/model/torch_proofs.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "daemon/model/convert.h"
@@ -52,6 +53,31 @@ farm::v1::TorchProof JobProof(const farm::v1::MatrixCell& cell, const store::Job
   }
 }
 
+// The proofs with torches released after the build (builds/new_torch.h), after the
+// matrix's: the newest validation job of each such cell.
+void AddNewTorchProofs(const std::vector<store::JobRow>& validations,
+                       std::vector<farm::v1::TorchProof>* out) {
+  std::map<std::string, const store::JobRow*> newest;  // by cell
+  std::vector<std::string> order;
+  for (const store::JobRow& v : validations) {
+    if (ParseBlob<farm::v1::JobNeeds>(v.needs).new_torch().empty()) continue;
+    auto [it, fresh] = newest.try_emplace(v.cell, &v);
+    if (fresh) order.push_back(v.cell);
+    if (v.id > it->second->id) it->second = &v;
+  }
+  for (const std::string& blob : order) {
+    const store::JobRow& v = *newest[blob];
+    farm::v1::TorchProof p = JobProof(ParseBlob<farm::v1::MatrixCell>(blob), v);
+    std::string release = ParseBlob<farm::v1::JobNeeds>(v.needs).new_torch();
+    if (p.state() == farm::v1::PROOF_PASSED) {
+      p.set_detail("torch " + release + " released after the build: validated without a rebuild");
+    } else if (p.state() == farm::v1::PROOF_PENDING) {
+      p.set_detail("torch " + release + " released after the build: validation-only job queued");
+    }
+    out->push_back(std::move(p));
+  }
+}
+
 }  // namespace
 
 Result<std::vector<farm::v1::TorchProof>> TorchProofs(store::Store& store,
@@ -90,6 +116,7 @@ Result<std::vector<farm::v1::TorchProof>> TorchProofs(store::Store& store,
       out.push_back(JobProof(cell, *newest));
     }
   }
+  AddNewTorchProofs(validations, &out);
   return out;
 }
 

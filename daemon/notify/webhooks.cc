@@ -54,13 +54,14 @@ Result<WebhookTarget> ParseWebhookTarget(const std::string& flag, const auth::Se
     if (!parsed) {
       return Status::InvalidArgument("--webhook " + target.name + ": unknown event \"" + kind +
                                      "\" (wheel_validated, wheel_built, build_failed, "
-                                     "publication_refused)");
+                                     "publication_refused, torch_proof)");
     }
     target.events.insert(*parsed);
   }
   if (target.events.empty()) {
     target.events = {coverage::EventKind::kWheelValidated, coverage::EventKind::kWheelBuilt,
-                     coverage::EventKind::kBuildFailed, coverage::EventKind::kPublicationRefused};
+                     coverage::EventKind::kBuildFailed, coverage::EventKind::kPublicationRefused,
+                     coverage::EventKind::kTorchProof};
   }
   std::string key = WebhookSecretKey(target.name);
   auto it = secrets.find(key);

@@ -31,6 +31,7 @@
 #include "daemon/store/ports/job_stats.h"
 #include "daemon/store/ports/lock_store.h"
 #include "daemon/store/ports/log_store.h"
+#include "daemon/store/ports/new_torch_proofs.h"
 #include "daemon/store/ports/project_name_store.h"
 #include "daemon/store/ports/provenance_store.h"
 #include "daemon/store/ports/publication_store.h"
@@ -52,6 +53,7 @@ class Store : public TokenStore,
               public BuildControl,
               public JobLeases,
               public ValidationJobs,
+              public NewTorchProofs,
               public LogStore,
               public ArtifactStore,
               public JobStats,

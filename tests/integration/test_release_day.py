@@ -5,8 +5,12 @@ upstream changes become validated wheels with no human step.
   submit against the index; a schedule watches that index. When a new torch release
   (a real stand-in wheel, 2.10.0+cu130) appears on the protocol-faithful fake index, the
   next poll fires one build: the old cell is answered from the store, the new one is built
-  on a worker that provisions it, validated, and pins torch==2.10.*. The run records the
-  release's upload time. Polls of an unchanged index are answered 304 (conditional GETs).
+  on a worker that provisions it, validated (a test-only fake GPU runs the script), pins
+  torch==2.10.*, and is published to the GitHub fake. The run records the release's upload
+  time. Polls of an unchanged index are answered 304 (conditional GETs). The test reports
+  the time from the release's appearance to the published wheel, phase by phase (poll,
+  resolve, queue, provision, build and validate, publish); with FARM_RELEASE_DAY_REPORT
+  set it writes them there as JSON (tests/bench/release_day_bench.py, docs/benchmarks.md).
 - A watch on the tags of a git source (a git server on 127.0.0.1 speaking git's smart
   HTTP over TLS): a tag pushed while farmd is down (kill -9) fires exactly once after it
   comes back, and a second kill -9 and restart fire nothing more.
@@ -14,8 +18,10 @@ upstream changes become validated wheels with no human step.
 - Bad watches are refused when the schedule is created, with the reason.
 """
 
+import calendar
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,9 +32,10 @@ import zipfile
 
 import pytest
 
-from farm_harness import finished, wait_until
+from farm_harness import finished, log_of, wait_until
 from test_environments import BUILD_WHEEL, start_worker
 from test_provision import RunningFake, make, serve_index_and_python
+from test_publish import GH_REPO, GH_TOKEN, Fake, publications, secrets_file
 from test_schedules import git
 
 FOLLOWING = """name: relpkg
@@ -43,7 +50,12 @@ environment:
   toolkit: false
 retry: {max_attempts: 3}
 timeout: 600
-validation: {import: [envpkg.torch_check]}
+validation: {import: [envpkg.torch_check], script: validate.py, gpu_memory_gb: 0.1}
+publish: {github_repo: %(repo)s, github_tag_template: "v{version}"}
+"""
+
+VALIDATE = """import torch, envpkg
+print("validated next to torch", torch.__version__, flush=True)
 """
 
 TAGGED = """name: tagpkg
@@ -84,6 +96,13 @@ def write(path, text):
     return path
 
 
+def following_recipe(farm):
+    src = write(os.path.join(farm.root, "relpkg", "build_wheel.py"), BUILD_WHEEL)
+    write(os.path.join(farm.root, "validate.py"), VALIDATE)
+    return write(os.path.join(farm.root, "relpkg.yaml"),
+                 FOLLOWING % {"src": os.path.dirname(src), "repo": GH_REPO})
+
+
 def runs_of(farm, schedule_id):
     shown = farm.ctl_json("schedules", "show", str(schedule_id), "--limit", "50")
     return shown["schedules"][0].get("recent_runs", [])
@@ -104,14 +123,44 @@ def publish_torch(up, version, upload_unix_s):
         os.rename(os.path.join(staging, entry), os.path.join(up["data"], "cu130", entry))
 
 
+def seconds(rfc3339):
+    """Unix seconds of an RFC 3339 UTC time with an optional fraction."""
+    head, _, frac = rfc3339.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(head, "%Y-%m-%dT%H:%M:%S")) + float("0." + (frac or "0"))
+
+
+def release_day_phases(farm, released_at, fired, build, cell):
+    """The seconds from `released_at` (when the release appeared on the index) to the
+    published wheel of `cell` (a coverage cell of `build`; published when every row of
+    the build's GitHub release is), phase by phase."""
+    job = next(j for j in build["jobs"] if j["cell"]["torch"] == cell["torch"])
+    attempt = job["attempts"][-1]
+    log = log_of(farm, job["id"])
+    ready = re.search(r"environment ready in (\d+) ms", log)
+    published = max(seconds(r["updated_at"]) for r in publications(farm, build["id"]))
+    # The environments locked when the run's build was submitted: farmd's last such line.
+    locked = re.findall(r"locked \d+ environment\(s\) with \d+ resolution\(s\) in (\d+) ms",
+                        farm.log("farmd.log"))
+    out = {"poll": round(seconds(fired["fire_time"]) - released_at, 2),
+           "resolve": round(int(locked[-1]) / 1000, 2) if locked else None}
+    last = seconds(attempt["started_at"])
+    out["queue"] = round(last - seconds(fired["fire_time"]) - (out["resolve"] or 0), 2)
+    out["provision"] = round(int(ready.group(1)) / 1000, 2) if ready else None
+    out["build_and_validate"] = round(seconds(cell["validated_at"]) - last -
+                                      (out["provision"] or 0), 2)
+    out["publish"] = round(published - seconds(cell["validated_at"]), 2)
+    out["total"] = round(published - released_at, 2)
+    return out
+
+
 def test_a_new_torch_on_the_index_becomes_a_validated_wheel(farm, upstreams, tmp_path):
     up = upstreams
-    farm.start_farmd(*farmd_flags(up), http=True)
-    start_worker(farm)
+    gh = Fake(farm, "fake_github.py", GH_TOKEN, "fake_github")
+    farm.start_farmd(*farmd_flags(up), "--secrets-file", secrets_file(), "--github-api", gh.url,
+                     "--publish-interval-ms", "300", http=True)
+    start_worker(farm, "--test-fake-gpu", "FakeGPU:9.0")
     farm.wait_workers(1)
-    src = write(os.path.join(farm.root, "relpkg", "build_wheel.py"), BUILD_WHEEL)
-    recipe = write(os.path.join(farm.root, "relpkg.yaml"),
-                   FOLLOWING % {"src": os.path.dirname(src)})
+    recipe = following_recipe(farm)
 
     # Submitted by hand once: the axis resolves to what the index has now, torch 2.9.
     first = finished(farm, farm.ctl_json("submit", recipe)["id"])
@@ -130,6 +179,7 @@ def test_a_new_torch_on_the_index_becomes_a_validated_wheel(farm, upstreams, tmp
     assert len(runs_of(farm, sid)) == 1
 
     released = int(time.time()) - 3600  # published an hour ago, seen now
+    appeared = time.time()
     publish_torch(up, "2.10.0+cu130", released)
     fired = wait_runs(farm, sid, 2, "the watch to fire on torch 2.10.0")[0]
     assert fired["outcome"] == "RUN_SUBMITTED", fired
@@ -170,11 +220,21 @@ def test_a_new_torch_on_the_index_becomes_a_validated_wheel(farm, upstreams, tmp
     with urllib.request.urlopen("http://%s/api/v1/coverage?package=relpkg" % farm.http_address,
                                 timeout=30) as res:
         cov = {c["torch"]: c for c in json.loads(res.read())["cells"]}
-    # Installed and imported in a clean venv; no GPU script: nothing more to validate.
-    assert cov["2.10"]["state"] == "built", cov
+    assert cov["2.10"]["state"] == "validated", cov
     lag = cov["2.10"]["release_to_wheel_seconds"]
     assert 3600 <= lag < 3600 + 300, cov["2.10"]  # published an hour before it was seen
     assert cov["2.9"]["release_to_wheel_seconds"] is None, cov["2.9"]  # answered from the store
+    # Published: the GitHub fake has the new cell's wheel. The path's time, phase by phase.
+    def published():
+        rows = publications(farm, build["id"])
+        return len(rows) >= 2 and all(r["state"] == "published" for r in rows)
+    wait_until(published, 120, "the build's wheels published on GitHub", interval=0.3)
+    phases = release_day_phases(farm, appeared, fired, build, cov["2.10"])
+    print("release day, seconds from the release to the published wheel:", json.dumps(phases))
+    assert all(v is None or v >= -1 for v in phases.values()), phases
+    if os.environ.get("FARM_RELEASE_DAY_REPORT"):
+        with open(os.environ["FARM_RELEASE_DAY_REPORT"], "w") as f:
+            json.dump(phases, f)
     time.sleep(2.5)  # more polls: the release is seen, nothing fires again
     assert len(runs_of(farm, sid)) == 2
 
@@ -230,9 +290,7 @@ def test_a_new_toolkit_in_the_redist_listing_fires_the_watch(farm, upstreams):
     fake = RunningFake("fake_redist.py", ["--root", redist], up["work"], "redist")
     try:
         farm.start_farmd(*farmd_flags(up), "--upstream-tree", "cuda=%s/" % fake.url, http=True)
-        src = write(os.path.join(farm.root, "relpkg", "build_wheel.py"), BUILD_WHEEL)
-        recipe = write(os.path.join(farm.root, "relpkg.yaml"),
-                       FOLLOWING % {"src": os.path.dirname(src)})
+        recipe = following_recipe(farm)
         sid = farm.ctl_json("schedules", "add", recipe, "--watch-toolkit", ">=12.8",
                             "--poll", "1")["id"]
         baseline = wait_runs(farm, sid, 1, "the toolkit watch's first poll")
@@ -249,9 +307,7 @@ def test_a_new_toolkit_in_the_redist_listing_fires_the_watch(farm, upstreams):
 def test_bad_watches_are_refused_with_the_reason(farm, upstreams):
     up = upstreams
     farm.start_farmd(*farmd_flags(up), http=True)
-    src = write(os.path.join(farm.root, "relpkg", "build_wheel.py"), BUILD_WHEEL)
-    recipe = write(os.path.join(farm.root, "relpkg.yaml"),
-                   FOLLOWING % {"src": os.path.dirname(src)})
+    recipe = following_recipe(farm)
     cases = [
         (("--watch-torch", "2.9"), "is not a version clause"),
         (("--watch-torch", ">=2.9", "--watch-index", "cu999"), "does not know"),

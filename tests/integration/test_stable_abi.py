@@ -10,7 +10,13 @@ through farmd's pull-through routes:
 - abuse: the validation script fails with one torch: that torch is left out of the proven
   list and the failure is named (the job and its reason);
 - fault: kill -9 of the worker in the middle of the validation job: the job is retried
-  after the worker restarts, nothing is queued twice, the proven list is right.
+  after the worker restarts, nothing is queued twice, the proven list is right;
+- a new torch without a rebuild: a torch watch sees 2.11.0 and 2.12.0 appear on the index
+  and farmd, with no person, queues one validation-only job per release for the existing
+  wheel (no build), each in a provisioned environment of that release; farmd is killed
+  with -9 as the first is queued and nothing is queued twice after its restart; 2.11 is
+  proven (proven list, coverage, feed, its torch view lists the wheel), 2.12 fails (its
+  torch view leaves the wheel out and says why).
 """
 
 import glob
@@ -19,6 +25,7 @@ import os
 import shutil
 import signal
 import tempfile
+import urllib.error
 import urllib.request
 import zipfile
 
@@ -81,7 +88,7 @@ def upstreams():
         "python": RunningFake("fake_redist.py", ["--root", os.path.join(data, "python")],
                               work, "python"),
     }
-    yield {"python_archive": python, **fakes}
+    yield {"python_archive": python, "data": data, "work": work, **fakes}
     for fake in fakes.values():
         fake.stop()
     shutil.rmtree(work, ignore_errors=True)
@@ -90,12 +97,15 @@ def upstreams():
 def start(farm, up):
     for name in ("index", "python"):
         up[name].control("reset", {})
-    farm.start_farmd(
-        "--upstream-index", "cu128=%s/whl/cu128/" % up["index"].url,
-        "--upstream-tree", "python=%s/" % up["python"].url, http=True)
+    farm.start_farmd(*farmd_flags(up), http=True)
     worker = start_worker(farm)
     farm.wait_workers(1)
     return worker
+
+
+def farmd_flags(up):
+    return ("--upstream-index", "cu128=%s/whl/cu128/" % up["index"].url,
+            "--upstream-tree", "python=%s/" % up["python"].url, "--watch-min-poll-s", "1")
 
 
 def start_worker(farm):
@@ -137,7 +147,7 @@ def validations(farm, build_id):
 
 def test_one_build_validated_in_both_torch_environments(farm, upstreams, tmp_path):
     start(farm, upstreams)
-    build = farm.ctl_json("submit", recipe(farm))
+    build = farm.ctl_json("submit", recipe(farm, fail="2.12"))
     assert len(build["jobs"]) == 1, build  # one build for both torches
     built = build["jobs"][0]
     assert built["cell"]["torch"] == "2.10", built  # the plan's build cell: the newest torch
@@ -179,6 +189,8 @@ def test_one_build_validated_in_both_torch_environments(farm, upstreams, tmp_pat
     with zipfile.ZipFile(wheels[0]) as z:
         metadata = z.read(next(n for n in z.namelist() if n.endswith("METADATA"))).decode()
     assert "Requires-Dist: torch>=2.9" in metadata.splitlines(), metadata
+    # The same farm meets torch releases published after the build.
+    new_torches_proven_without_a_rebuild(farm, upstreams, build["id"], job["id"])
 
 
 def test_a_failed_validation_leaves_its_torch_out_and_is_named(farm, upstreams):
@@ -215,3 +227,72 @@ def test_kill_9_mid_validation_retries_the_job_and_queues_nothing_twice(farm, up
     assert [c["id"] for c in checks] == [check["id"]], checks  # retried, never queued again
     assert checks[0]["attempt"] == 2 and checks[0]["state"] == "JOB_SUCCEEDED", checks
     assert checks[0]["attempts"][0]["cause"] in ("CAUSE_LOST_WORKER", "CAUSE_INFRASTRUCTURE")
+
+
+def api(farm, path):
+    with urllib.request.urlopen("http://%s%s" % (farm.http_address, path), timeout=30) as res:
+        return res.read().decode()
+
+
+def publish_torches(up, versions):
+    """Puts torch stand-ins on the cu128 index as an index gains files: made aside, renamed in."""
+    staging = tempfile.mkdtemp(dir=up["work"])
+    for version in versions:
+        make("torch-wheels", "--out", staging, "--version", version, "--python-tag", "cp311")
+    for entry in os.listdir(staging):
+        os.rename(os.path.join(staging, entry), os.path.join(up["data"], "cu128", entry))
+
+
+def new_torches_proven_without_a_rebuild(farm, up, build_id, job_id):
+    path = os.path.join(farm.root, "recipe.yaml")
+    sid = farm.ctl_json("schedules", "add", path, "--watch-torch", ">=2.9", "--poll", "1")["id"]
+
+    def runs():
+        shown = farm.ctl_json("schedules", "show", str(sid), "--limit", "50")
+        return shown["schedules"][0].get("recent_runs", [])
+    wait_until(runs, 60, "the watch's first poll", interval=0.3)
+    publish_torches(up, ["2.11.0+cu128", "2.12.0+cu128"])
+
+    def new_proofs():
+        return [j for j in validations(farm, build_id) if j["cell"]["torch"] in ("2.11", "2.12")]
+    wait_until(new_proofs, 120, "the first validation-only job", interval=0.1)
+    # Killed as the jobs are queued: the run and the second job may or may not be stored.
+    farm.stop(farm.farmd, signal.SIGKILL)
+    farm.start_farmd(*farmd_flags(up), http=True)
+
+    def settled():
+        job = proofs_settled(farm, build_id)
+        torches = [p["cell"]["torch"] for p in job["torch_proofs"]]
+        return job if "2.11" in torches and "2.12" in torches else None
+    job = wait_until(settled, 240, "both new torches' proofs to end", interval=0.5)
+    assert job["proven_torch"] == ["2.9", "2.10", "2.11"], json.dumps(job, indent=1)
+    proofs = {p["cell"]["torch"]: p for p in job["torch_proofs"]}
+    assert "validated without a rebuild" in proofs["2.11"]["detail"], proofs
+    assert proofs["2.12"]["state"] == "PROOF_FAILED", proofs
+    # Nothing built, nothing queued twice; the run says what it did instead of a build.
+    assert len(farm.ctl_json("list").get("builds", [])) == 1
+    checks = new_proofs()
+    assert sorted(c["cell"]["torch"] for c in checks) == ["2.11", "2.12"], checks
+    assert all(c["target_job_id"] == job_id for c in checks), checks
+    wait_until(lambda: any(r["outcome"] == "RUN_VALIDATION_ONLY" for r in runs()), 30,
+               "the validation-only run")
+    only = [r for r in runs() if r["outcome"] == "RUN_VALIDATION_ONLY"]
+    assert len(only) == 1 and "no build" in only[0]["detail"], runs()
+    assert not [r for r in runs() if r["outcome"] == "RUN_SUBMITTED"], runs()
+    vlog = log_of(farm, proofs["2.11"]["job_id"])
+    assert "validating with torch 2.11.0+cu128 for the cell's torch 2.11" in vlog, vlog
+    # Coverage and the feed say so; the views keep the wheel out of the torch it failed.
+    cells = {c["torch"]: c for c in json.loads(api(farm, "/api/v1/coverage?package=abipkg"))["cells"]}
+    assert cells["2.11"]["state"] == "validated", cells
+    assert "validated on 2.11.0 without a rebuild" in cells["2.11"]["cause"], cells
+    assert cells["2.12"]["state"] == "failed", cells
+    assert "validation on 2.12.0 failed" in cells["2.12"]["cause"], cells
+    feed = api(farm, "/feeds/wheels.atom")
+    assert "validated on torch 2.11.0 without a rebuild" in feed, feed
+    assert "failed on torch 2.12.0 without a rebuild" in feed, feed
+    listed = api(farm, "/cu128/sm90/torch2.11.0/simple/envpkg/")  # the wheel's project
+    assert "envpkg-1.0" in listed, listed
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        api(farm, "/cu128/sm90/torch2.12.0/simple/envpkg/")
+    body = refused.value.read().decode()
+    assert refused.value.code == 404 and "failed validation with torch 2.12" in body, body

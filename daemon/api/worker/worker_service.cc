@@ -11,6 +11,7 @@
 #include "daemon/api/handler.h"
 #include "daemon/builds/completion.h"
 #include "daemon/builds/eligibility.h"
+#include "daemon/builds/new_torch.h"
 #include "daemon/builds/recipe_cache.h"
 #include "daemon/builds/registration.h"
 #include "daemon/locks/env_locker.h"
@@ -145,6 +146,9 @@ Result<farm::v1::JobAssignment> MakeAssignment(const ServiceContext& ctx,
   // The cell's environment travels with the lease, with the lock resolved for it at
   // submit: the worker installs exactly that.
   if (a.recipe().has_environment()) {
+    // A proof with a torch released after the build: the build's recipe does not map it.
+    std::string new_torch = ParseBlob<farm::v1::JobNeeds>(job.needs).new_torch();
+    if (!new_torch.empty()) *a.mutable_recipe() = builds::WithTorchRelease(a.recipe(), new_torch);
     FARM_ASSIGN_OR_RETURN(*a.mutable_environment(),
                           job.kind == store::kJobValidate
                               ? recipe::ValidationEnvironment(a.recipe(), a.cell())

@@ -21,6 +21,7 @@ namespace {
 constexpr int64_t kMaxMetadataBytes = 4 << 20;
 constexpr int kMaxIndexArtifacts = 1'000'000;
 constexpr size_t kMaxCachedMetadata = 20'000;
+constexpr int kMaxRefusedTorches = 100'000;
 
 // True for "<one dir>.dist-info/METADATA" at the top of the archive.
 bool IsMetadataEntry(std::string_view name) {
@@ -34,8 +35,9 @@ Result<std::string> ReadEntry(archive* a, std::string_view name) {
   char buf[64 * 1024];
   for (;;) {
     la_ssize_t n = archive_read_data(a, buf, sizeof(buf));
-    if (n < 0) return Status::DataLoss(std::string("reading ") + std::string(name) + ": " +
-                                       archive_error_string(a));
+    if (n < 0)
+      return Status::DataLoss(std::string("reading ") + std::string(name) + ": " +
+                              archive_error_string(a));
     if (n == 0) return out;
     out.append(buf, static_cast<size_t>(n));
     if (static_cast<int64_t>(out.size()) > kMaxMetadataBytes) {
@@ -117,6 +119,9 @@ Status IndexCatalog::RefreshLocked() {
   int64_t gen = deps_.store->Generation();
   if (gen == generation_) return Status::Ok();
   FARM_ASSIGN_OR_RETURN(auto rows, deps_.store->ListIndexArtifacts(kMaxIndexArtifacts));
+  FARM_ASSIGN_OR_RETURN(auto refusals, deps_.store->ListRefusedTorches(kMaxRefusedTorches));
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> refused;  // by sha256
+  for (auto& r : refusals) refused[r.sha256].emplace_back(r.torch, std::move(r.reason));
   std::vector<IndexFile> files;
   // (variant, file name) -> position in `files`: reused copies and rebuilds of one name
   // are one entry, the newest artifact (rows come in id order).
@@ -145,6 +150,7 @@ Status IndexCatalog::RefreshLocked() {
     for (const auto& cc : manifest.runs_on()) {
       if (auto v = arch::ParseVersion(cc); v.ok()) f.runs_on.push_back(*v);
     }
+    if (auto r = refused.find(f.sha256); r != refused.end()) f.refused_torches = r->second;
     auto [it, fresh] = seen.emplace(std::make_pair(f.variant, f.filename), files.size());
     if (fresh) {
       files.push_back(std::move(f));

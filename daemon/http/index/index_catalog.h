@@ -49,6 +49,9 @@ struct IndexFile {
   std::string tags;     // "cp311-cp311-linux_x86_64", as in the file name
   std::vector<arch::Image> images;     // the code images farmd found in the wheel
   std::vector<arch::Version> runs_on;  // capabilities every module loads on
+  // Torches this stable-ABI wheel failed its validation-only proof with, released after
+  // its build (builds/new_torch.h): the release ("2.12.0") and why. Their views leave it out.
+  std::vector<std::pair<std::string, std::string>> refused_torches;
 };
 
 // Where the bytes of a listed file come from: a presigned URL of the blob store when the

@@ -37,6 +37,16 @@ const TorchRequirement* RequirementOf(IndexCatalog& catalog, const IndexFile& f,
   return &it->second;
 }
 
+// Why `f` is kept out of the views of `torch`: its proof with a release of that minor
+// failed; nullptr when it was not refused.
+const std::string* RefusalFor(const IndexFile& f, const upstream::ReleaseVersion& torch) {
+  for (const auto& [release, why] : f.refused_torches) {
+    auto r = upstream::ParseReleaseVersion(release);
+    if (r && r->Minor() == torch.Minor()) return &why;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::string CudaSegment(std::string_view cuda) {
@@ -82,7 +92,7 @@ std::vector<IndexFile> FilesForTorch(IndexCatalog& catalog, const std::vector<In
   for (const IndexFile& f : files) {
     if (!CudaServes(f.cuda, cuda)) continue;
     const TorchRequirement* req = RequirementOf(catalog, f, &cache);
-    if (req == nullptr || !AdmitsTorch(*req, torch)) continue;
+    if (req == nullptr || !AdmitsTorch(*req, torch) || RefusalFor(f, torch)) continue;
     admitted.push_back(&f);
     auto key = std::make_tuple(f.project, PublicOf(f.version), f.tags);
     arch::Version v = *CudaOf(f.cuda);
@@ -103,8 +113,12 @@ std::string NoTorchWheelMessage(IndexCatalog& catalog, const std::vector<IndexFi
                                 const upstream::ReleaseVersion& torch, const arch::Version& cc) {
   RequirementCache cache;
   std::set<std::string> needs;
+  std::string refused;
   for (const IndexFile& f : files) {
     if (f.project != project || GpuFit(f, cc) == 0) continue;
+    if (const std::string* why = RefusalFor(f, torch)) {
+      refused += "; " + f.filename + " failed validation with torch " + torch.Minor() + ": " + *why;
+    }
     const TorchRequirement* req = RequirementOf(catalog, f, &cache);
     std::string what = req == nullptr ? "an unreadable METADATA"
                        : req->present ? req->text
@@ -117,7 +131,7 @@ std::string NoTorchWheelMessage(IndexCatalog& catalog, const std::vector<IndexFi
   msg += "; its wheels for this GPU require:";
   bool first = true;
   for (const auto& r : needs) msg += (first ? " " : ", ") + r, first = false;
-  return msg;
+  return msg + refused;
 }
 
 std::string TorchView::path() const {

@@ -95,6 +95,11 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
                                                                   int limit) override;
   Status SetArtifactValidationState(int64_t artifact_id, int state) override;
 
+  // NewTorchProofs (sql_store/validation.cc).
+  Result<QueuedProof> QueueNewTorchProof(const JobRow& job, const std::string& cell_key,
+                                         const std::string& torch) override;
+  Result<std::vector<RefusedTorch>> ListRefusedTorches(int limit) override;
+
   // LogStore (sql_store/logs.cc).
   using LogStore::AppendLogLines;
   Result<int64_t> AppendLogLines(int64_t job_id, int attempt, const std::vector<LogLineRow>& lines,
@@ -311,6 +316,8 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
   Status SetJobTerminal(int64_t job_id, int state, const std::string& error, int64_t now_ms);
   Status Requeue(int64_t job_id, int64_t not_before_ms);
   Status InsertJob(JobRow* job);
+  // `job` stored as a new pending job (no attempt, not reused, no build key).
+  Result<JobRow> InsertPendingJob(const JobRow& job);
   Status InsertBuildRow(BuildRow* build);
   Status LoseJobs(const std::vector<JobRow>& jobs, const std::string& detail, int64_t now_ms);
   // Stores an attempt's validation report with the artifacts it is about (see

@@ -59,13 +59,18 @@ Result<JobRow> SqlStore::QueueValidationLocked(const JobRow& job, bool any_state
     bool open = other.state == kJobPending || other.state == kJobRunning;
     if (other.cell == job.cell && (open || any_state)) return other;
   }
+  FARM_ASSIGN_OR_RETURN(JobRow row, InsertPendingJob(job));
+  *inserted = true;
+  return row;
+}
+
+Result<JobRow> SqlStore::InsertPendingJob(const JobRow& job) {
   JobRow row = job;
   row.state = kJobPending;
   row.attempt = 0;
   row.reused_from = 0;
   row.build_key.clear();
   FARM_RETURN_IF_ERROR(InsertJob(&row));
-  *inserted = true;
   return row;
 }
 
@@ -115,6 +120,53 @@ Status SqlStore::SetArtifactValidationState(int64_t artifact_id, int state) {
   if (db_->Changes() == 0) return Status::NotFound("no artifact " + std::to_string(artifact_id));
   Bump();
   return Status::Ok();
+}
+
+Result<QueuedProof> SqlStore::QueueNewTorchProof(const JobRow& job, const std::string& cell_key,
+                                                 const std::string& torch) {
+  if (job.kind != kJobValidate || job.target_job_id <= 0) {
+    return Status::InvalidArgument("a proof with a new torch is a validation job with a target");
+  }
+  Locked lock(this);
+  Transaction txn(db_.get());
+  FARM_RETURN_IF_ERROR(txn.status());
+  FARM_ASSIGN_OR_RETURN(auto key, db_->Prepare("INSERT OR IGNORE INTO new_torch_proofs("
+                                               "target_job_id, cell_key, torch, job_id, "
+                                               "created_ms) VALUES (?,?,?,0,?)"));
+  key->Bind(job.target_job_id).Bind(cell_key).Bind(torch).Bind(job.created_ms);
+  FARM_RETURN_IF_ERROR(key->Run());
+  if (db_->Changes() == 0) {
+    // Queued before (this farmd, or one killed before it knew): that job stands.
+    FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("SELECT job_id FROM new_torch_proofs WHERE "
+                                               "target_job_id = ? AND cell_key = ?"));
+    s->Bind(job.target_job_id).Bind(cell_key);
+    FARM_ASSIGN_OR_RETURN(bool found, s->Step());
+    if (!found) return Status::Internal("new_torch_proofs lost a key inside its transaction");
+    FARM_ASSIGN_OR_RETURN(JobRow earlier, GetJobLocked(s->Int(0)));
+    return QueuedProof{.job = std::move(earlier), .queued = false};
+  }
+  FARM_ASSIGN_OR_RETURN(JobRow row, InsertPendingJob(job));
+  FARM_ASSIGN_OR_RETURN(auto link, db_->Prepare("UPDATE new_torch_proofs SET job_id = ? WHERE "
+                                                "target_job_id = ? AND cell_key = ?"));
+  link->Bind(row.id).Bind(job.target_job_id).Bind(cell_key);
+  FARM_RETURN_IF_ERROR(link->Run());
+  FARM_RETURN_IF_ERROR(txn.Commit());
+  BumpQueue();
+  return QueuedProof{.job = std::move(row), .queued = true};
+}
+
+Result<std::vector<RefusedTorch>> SqlStore::ListRefusedTorches(int limit) {
+  Locked lock(this);
+  FARM_ASSIGN_OR_RETURN(
+      auto s, db_->Prepare("SELECT DISTINCT a.sha256, p.torch, v.error, v.id FROM "
+                           "new_torch_proofs p JOIN jobs v ON v.id = p.job_id JOIN artifacts a "
+                           "ON a.job_id = p.target_job_id AND a.attempt = v.target_attempt "
+                           "WHERE v.state = ? ORDER BY v.id, a.sha256 LIMIT ?"));
+  s->Bind(kJobFailed).Bind(limit);
+  return CollectRows(*s, int64_t{limit} + 1, [](const Stmt& row) {
+    return RefusedTorch{
+        .sha256 = row.Text(0), .torch = row.Text(1), .reason = row.Text(2), .job_id = row.Int(3)};
+  });
 }
 
 }  // namespace farm::store

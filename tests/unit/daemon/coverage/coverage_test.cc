@@ -287,5 +287,61 @@ TEST(EventsTest, ARefusedPublicationIsAnEventWithTheRefusal) {
   EXPECT_EQ(ParseEventKind("publication_refused"), EventKind::kPublicationRefused);
 }
 
+// A stable-ABI wheel proven with a torch released after its build (builds/new_torch.h):
+// the new torch's cell is the validation job's, without a rebuild; pending until a GPU
+// takes it, then validated or failed with the reason; the feed says the same.
+TEST(ComputeCoverageTest, ANewTorchProofDecidesItsCellWithoutARebuild) {
+  BuildFacts b = Build(1, "abi", {});
+  farm::v1::MatrixCell built = MakeCell("3.11");
+  built.set_torch("2.10");
+  b.jobs = {Job(1, 1, built, store::kJobSucceeded)};
+  b.artifacts[1] = {Wheel(1, "aa", store::kValidationPassed)};
+  auto proof = [&](int64_t id, const std::string& torch, store::JobState state) {
+    farm::v1::MatrixCell cell = MakeCell("3.11");
+    cell.set_torch(torch);
+    store::JobRow v = Job(id, 1, cell, state);
+    v.kind = store::kJobValidate;
+    v.target_job_id = 1;
+    v.target_attempt = 1;
+    farm::v1::JobNeeds needs;
+    needs.set_new_torch(torch + ".0");
+    v.needs = needs.SerializeAsString();
+    return v;
+  };
+  store::JobRow waiting = proof(5, "2.11", store::kJobPending);
+  waiting.attempt = 0;
+  b.jobs.push_back(waiting);
+  std::vector<Cell> cells = ComputeCoverage({b});
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[1].key.torch, "2.11");
+  EXPECT_EQ(cells[1].state, CellState::kPendingHardware);
+  EXPECT_EQ(cells[1].cause, "validation-only job 5 on 2.11.0 waits for a GPU the wheel runs on");
+
+  b.jobs.back() = proof(5, "2.11", store::kJobSucceeded);
+  store::JobRow failed = proof(6, "2.12", store::kJobFailed);
+  failed.error = "undefined symbol: at::x";
+  b.jobs.push_back(failed);
+  cells = ComputeCoverage({b});
+  ASSERT_EQ(cells.size(), 3u);
+  EXPECT_EQ(cells[1].state, CellState::kValidated);
+  EXPECT_EQ(cells[1].cause, "validated on 2.11.0 without a rebuild (job 5)");
+  EXPECT_EQ(cells[1].wheel, "pkg-1.0-aa.whl");
+  EXPECT_EQ(cells[1].validated_ms, 5000);
+  EXPECT_EQ(cells[2].state, CellState::kFailed);
+  EXPECT_EQ(cells[2].cause, "validation on 2.12.0 failed (no rebuild): undefined symbol: at::x");
+
+  std::vector<Event> events = EventsOf({b}, 10);
+  std::vector<std::string> titles;
+  for (const Event& e : events) {
+    if (e.kind == EventKind::kTorchProof) titles.push_back(EventTitle(e));
+  }
+  EXPECT_EQ(titles,
+            (std::vector<std::string>{
+                "abi 1.0: pkg-1.0-aa.whl failed on torch 2.12.0 without a rebuild (job 6): "
+                "undefined symbol: at::x",
+                "abi 1.0: pkg-1.0-aa.whl validated on torch 2.11.0 without a rebuild (job 5)"}));
+  EXPECT_EQ(ParseEventKind("torch_proof"), EventKind::kTorchProof);
+}
+
 }  // namespace
 }  // namespace farm::coverage

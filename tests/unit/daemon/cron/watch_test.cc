@@ -453,5 +453,76 @@ TEST_F(WatchRunnerTest, AChangeNotBuiltBecauseTheLastBuildRunsFiresLater) {
   EXPECT_NE(Runs(id)[0].detail.find("two"), std::string::npos);
 }
 
+// A prover that answers as told, and counts what it was asked.
+class ScriptedProver final : public TorchProver {
+ public:
+  Result<Outcome> ProveNewTorches(const farm::v1::SubmitBuildRequest&,
+                                  const std::vector<WatchItem>& torches) override {
+    asked.push_back(torches.size());
+    if (fail) return Status::Unavailable("index down while locking");
+    return outcome;
+  }
+  Outcome outcome;
+  bool fail = false;
+  std::vector<size_t> asked;
+};
+
+class ProvingWatchTest : public WatchRunnerTest {
+ protected:
+  std::unique_ptr<ScheduleRunner> MakeRunner() override {
+    auto runner = WatchRunnerTest::MakeRunner();
+    runner->SetTorchProver(&prover_);
+    return runner;
+  }
+  ScriptedProver prover_;
+};
+
+TEST_F(ProvingWatchTest, ReleasesTheWheelsServeAreProvenNotBuiltOnce) {
+  int64_t id = AddWatch();
+  poller_.result.items = {{.key = "torch cu130 2.9.0", .label = "torch 2.9.0 (cu130)"}};
+  Step(0);
+  EXPECT_TRUE(prover_.asked.empty());  // the baseline proves nothing
+  poller_.result.items.push_back(
+      {.key = "torch cu130 2.12.0", .label = "torch 2.12.0 (cu130)", .upstream_ms = 77});
+  prover_.outcome = {.job_ids = {41, 42}, .queued = 2, .covers_all = true};
+  Step(60'000);
+  auto runs = Runs(id);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].outcome, farm::v1::RUN_VALIDATION_ONLY);
+  EXPECT_EQ(runs[0].build_id, 0);
+  EXPECT_EQ(runs[0].upstream_ms, 77);
+  EXPECT_NE(runs[0].detail.find("2 validation-only job(s) (41, 42), no build"), std::string::npos)
+      << runs[0].detail;
+  EXPECT_TRUE(submitter_.requests.empty());
+  EXPECT_EQ(prover_.asked, (std::vector<size_t>{1}));
+  Reopen();  // seen with its run: never again
+  Step(60'000);
+  EXPECT_EQ(Runs(id).size(), 2u);
+  EXPECT_EQ(prover_.asked.size(), 1u);
+}
+
+TEST_F(ProvingWatchTest, AFailedProofKeepsTheReleaseUnseenAndAReleaseWithoutWheelsBuilds) {
+  int64_t id = AddWatch();
+  poller_.result.items = {{.key = "torch cu130 2.9.0", .label = "torch 2.9.0 (cu130)"}};
+  Step(0);
+  poller_.result.items.push_back({.key = "torch cu130 2.12.0", .label = "torch 2.12.0 (cu130)"});
+  prover_.fail = true;  // as a farmd killed between queueing and recording would leave it
+  Step(60'000);
+  EXPECT_EQ(Runs(id).size(), 1u);
+  EXPECT_TRUE(submitter_.requests.empty());
+  prover_.fail = false;
+  prover_.outcome = {.job_ids = {41}, .queued = 0, .covers_all = true};  // queued before
+  Step(60'000);
+  ASSERT_EQ(Runs(id).size(), 2u);
+  EXPECT_EQ(Runs(id)[0].outcome, farm::v1::RUN_VALIDATION_ONLY);
+
+  poller_.result.items.push_back({.key = "torch cu130 2.13.0", .label = "torch 2.13.0 (cu130)"});
+  prover_.outcome = {};  // no stable-ABI wheel serves it: the schedule builds
+  Step(60'000);
+  ASSERT_EQ(Runs(id).size(), 3u);
+  EXPECT_EQ(Runs(id)[0].outcome, farm::v1::RUN_SUBMITTED);
+  EXPECT_EQ(submitter_.requests.size(), 1u);
+}
+
 }  // namespace
 }  // namespace farm::cron

@@ -111,6 +111,54 @@ TEST_F(ValidationJobsTest, AJobThatIsNotAValidationIsRefused) {
   EXPECT_EQ(store_->QueueValidationJob(row).status().code(), StatusCode::kInvalidArgument);
 }
 
+// A proof with a torch released after the build (daemon/builds/new_torch.h): its key in
+// the store queues it once, whatever asks again, and the job keeps its report to itself.
+TEST_F(ValidationJobsTest, ANewTorchProofIsQueuedOncePerKeyAndItsFailureListed) {
+  JobRow row = ValidationJob();
+  row.cell = "cell-2.12";
+  auto first = store_->QueueNewTorchProof(row, "3.11/2.12/12.8/", "2.12.0");
+  ASSERT_OK(first.status());
+  EXPECT_TRUE(first->queued);
+  // Asked again (a farmd that saw the release again after a kill): the first job answers.
+  auto again = store_->QueueNewTorchProof(row, "3.11/2.12/12.8/", "2.12.0");
+  ASSERT_OK(again.status());
+  EXPECT_FALSE(again->queued);
+  EXPECT_EQ(again->job.id, first->job.id);
+  auto other = store_->QueueNewTorchProof(row, "3.12/2.12/12.8/", "2.12.0");
+  ASSERT_OK(other.status());
+  EXPECT_TRUE(other->queued);
+  EXPECT_NE(other->job.id, first->job.id);
+  ASSERT_EQ(store_->ListValidationJobs(job_id_, 1)->size(), 2u);
+  EXPECT_TRUE(store_->ListRefusedTorches(10)->empty());
+
+  auto leased = store_->AcquireJob("gpu-1", 40, 1000, nullptr);
+  ASSERT_OK(leased.status());
+  ASSERT_TRUE(leased->has_value());
+  ASSERT_OK(store_
+                ->CompleteAttempt({.job_id = (*leased)->id,
+                                   .attempt = 1,
+                                   .worker_id = "gpu-1",
+                                   .cause = kCauseValidationFailed,
+                                   .detail = "undefined symbol",
+                                   .validation = "failed-report",
+                                   .validation_state = kValidationFailed},
+                                  50)
+                .status());
+  auto refused = store_->ListRefusedTorches(10);
+  ASSERT_OK(refused.status());
+  ASSERT_EQ(refused->size(), 1u);
+  EXPECT_EQ(refused->at(0).sha256, std::string(64, 'a'));
+  EXPECT_EQ(refused->at(0).torch, "2.12.0");
+  EXPECT_EQ(refused->at(0).job_id, (*leased)->id);
+  EXPECT_NE(refused->at(0).reason.find("undefined symbol"), std::string::npos);
+  // The wheels keep the build's own report: this proof was about another torch.
+  EXPECT_EQ(store_->GetArtifact(artifact_id_)->validation, "waiting");
+  JobRow build = ValidationJob();
+  build.kind = kJobBuild;
+  EXPECT_EQ(store_->QueueNewTorchProof(build, "k", "2.12.0").status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 // A stable-ABI build (daemon/sched/fanout.h): its validations in other cells are queued in
 // the transaction that records its success, once each, and keep their reports to
 // themselves.
