@@ -690,6 +690,7 @@ def main(argv):
 def install(farm, cert, keys, require, owner, flags, project, cc, driver_cuda, found, py_tag, plat):
     """Chooses the wheel for this setup and installs it; MISSING when the farm has none."""
     torch, torch_cuda = found or ("", "")
+    verify = "--no-verify" not in flags
     directory = fetch_json(farm + "/", "application/json", cert)
     if "_error" in directory:
         # A static export whose root has no page answers 404 there (an S3 website).

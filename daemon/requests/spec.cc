@@ -43,10 +43,12 @@ Status CheckShape(const std::string& field, const std::string& value, bool requi
   return Status::Ok();
 }
 
-Status CheckAxis(const std::string& field, std::string_view axis, const std::string& value) {
-  if (value.empty()) return Status::Ok();
-  Status s = recipe::CheckAxisValue(axis, value);
-  return s.ok() ? s : Bad(field, s.message());
+// The recipe check's rule for `axis`; the refusal says what the field must be, never the
+// value it got (the caller may be hostile, and answers are shown).
+Status CheckAxis(const std::string& field, std::string_view axis, const std::string& value,
+                 const std::string& shape) {
+  if (value.empty() || recipe::CheckAxisValue(axis, value).ok()) return Status::Ok();
+  return Bad(field, "must be " + shape);
 }
 
 Status CheckComputeCapability(const std::string& cc) {
@@ -72,10 +74,11 @@ Status CheckSpec(Spec* spec) {
     return Bad("version", "not a version");
   }
   spec->torch = spec->torch.substr(0, spec->torch.find('+'));
-  FARM_RETURN_IF_ERROR(CheckAxis("python", "python", spec->python));
-  FARM_RETURN_IF_ERROR(CheckAxis("torch", "torch", spec->torch));
-  FARM_RETURN_IF_ERROR(CheckAxis("cuda", "cuda", spec->cuda));
-  FARM_RETURN_IF_ERROR(CheckAxis("platform", "platform", spec->platform));
+  FARM_RETURN_IF_ERROR(CheckAxis("python", "python", spec->python, "MAJOR.MINOR"));
+  FARM_RETURN_IF_ERROR(CheckAxis("torch", "torch", spec->torch, "MAJOR.MINOR[.PATCH]"));
+  FARM_RETURN_IF_ERROR(CheckAxis("cuda", "cuda", spec->cuda, "MAJOR.MINOR"));
+  FARM_RETURN_IF_ERROR(CheckAxis("platform", "platform", spec->platform,
+                                 "a wheel platform tag (lower-case letters, digits, _)"));
   if (!spec->torch.empty() && spec->cuda.empty()) {
     return Bad("cuda", "required with a torch (the farm's wheels are built for CUDA)");
   }
