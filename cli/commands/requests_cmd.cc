@@ -13,9 +13,9 @@ constexpr char kRequestUsage[] =
 constexpr char kRequestsUsage[] =
     "usage: farmctl requests [list] [--state S] | approve ID | refuse ID --reason TEXT";
 
-std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+std::string DashIfEmpty(const std::string& s) { return s.empty() ? "-" : s; }
 
-std::string Describe(const farm::v1::WheelRequest& r) {
+std::string DescribeRequest(const farm::v1::WheelRequest& r) {
   std::string out = "request " + std::to_string(r.id()) + " is " + r.state();
   if (r.build_id() > 0) {
     out += " (build " + std::to_string(r.build_id()) + ", job " + std::to_string(r.job_id()) + ")";
@@ -30,14 +30,15 @@ Result<int64_t> RequestId(const Flags& flags) {
   const std::string& text = flags.positionals()[2];
   int64_t id = 0;
   for (char c : text) {
-    if (c < '0' || c > '9' || id > 1'000'000'000'000) return Status::InvalidArgument(kRequestsUsage);
+    if (c < '0' || c > '9' || id > 1'000'000'000'000)
+      return Status::InvalidArgument(kRequestsUsage);
     id = id * 10 + (c - '0');
   }
   if (id == 0) return Status::InvalidArgument(kRequestsUsage);
   return id;
 }
 
-Status Decide(const CommandEnv& env, const Flags& flags, bool approve) {
+Status DecideRequest(const CommandEnv& env, const Flags& flags, bool approve) {
   farm::v1::DecideWheelRequestRequest req;
   FARM_ASSIGN_OR_RETURN(int64_t id, RequestId(flags));
   req.set_id(id);
@@ -48,11 +49,11 @@ Status Decide(const CommandEnv& env, const Flags& flags, bool approve) {
   FARM_RETURN_IF_ERROR(
       FromGrpc(env.client->stub()->DecideWheelRequest(env.client->Context().get(), req, &resp),
                env.client->address()));
-  *env.out << (env.json ? ToJson(resp) + "\n" : Describe(resp));
+  *env.out << (env.json ? ToJson(resp) + "\n" : DescribeRequest(resp));
   return Status::Ok();
 }
 
-Status List(const CommandEnv& env, const Flags& flags) {
+Status ListRequests(const CommandEnv& env, const Flags& flags) {
   farm::v1::ListWheelRequestsRequest req;
   req.set_state(flags.Get("state"));
   farm::v1::ListWheelRequestsResponse resp;
@@ -72,11 +73,12 @@ Status List(const CommandEnv& env, const Flags& flags) {
                                                  "BUILD", "WHEEL"}};
   for (const auto& r : resp.requests()) {
     const auto& s = r.spec();
-    rows.push_back({std::to_string(r.id()), s.package(), OrDash(s.version()), s.python(),
-                    OrDash(s.torch()), OrDash(s.cuda()), s.compute_capability(), s.platform(),
+    rows.push_back({std::to_string(r.id()), s.package(), DashIfEmpty(s.version()), s.python(),
+                    DashIfEmpty(s.torch()), DashIfEmpty(s.cuda()), s.compute_capability(),
+                    s.platform(),
                     r.state() + (r.anonymous() && r.state() == "requested" ? " (approval)" : ""),
                     std::to_string(r.filings()),
-                    r.build_id() > 0 ? std::to_string(r.build_id()) : "-", OrDash(r.wheel())});
+                    r.build_id() > 0 ? std::to_string(r.build_id()) : "-", DashIfEmpty(r.wheel())});
   }
   *env.out << AlignColumns(rows);
   for (const auto& r : resp.requests()) {
@@ -105,7 +107,7 @@ Status RequestCommand(const CommandEnv& env, const Flags& flags) {
     *env.out << ToJson(resp) << "\n";
   } else {
     *env.out << (resp.merged() ? "merged with an identical request: " : "filed: ")
-             << Describe(resp.request());
+             << DescribeRequest(resp.request());
   }
   const std::string& state = resp.request().state();
   return state == "refused" || state == "failed"
@@ -116,9 +118,9 @@ Status RequestCommand(const CommandEnv& env, const Flags& flags) {
 Status RequestsCommand(const CommandEnv& env, const Flags& flags) {
   const auto& p = flags.positionals();
   const std::string sub = p.size() > 1 ? p[1] : "list";
-  if (sub == "list") return List(env, flags);
-  if (sub == "approve") return Decide(env, flags, true);
-  if (sub == "refuse") return Decide(env, flags, false);
+  if (sub == "list") return ListRequests(env, flags);
+  if (sub == "approve") return DecideRequest(env, flags, true);
+  if (sub == "refuse") return DecideRequest(env, flags, false);
   return Status::InvalidArgument(kRequestsUsage);
 }
 

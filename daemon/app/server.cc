@@ -370,9 +370,8 @@ void FarmServer::Impl::MakeUseCases(const ServerOptions& o) {
       .schedules = s,
       .names = s,
       .submitter = submitter.get(),
-      .principal_named = [tokens = auth.get()](const std::string& name) {
-        return tokens->PrincipalNamed(name);
-      },
+      .principal_named =
+          [tokens = auth.get()](const std::string& name) { return tokens->PrincipalNamed(name); },
       .clock = &RealClock(),
       .audit = audit.get(),
       .settings = o.requests});

@@ -75,8 +75,9 @@ Status CheckSomeCudaCompiles(const farm::v1::Recipe& recipe, const arch::Version
     if (s.ok()) return s;
     why = s.message();
   }
-  return Refuse("the GPU (compute capability " + cc.ToString() + ") needs an arch that no CUDA of " +
-                "the recipe of " + recipe.name() + " supports (CUDA " + Join(cudas) + "): " + why);
+  return Refuse("the GPU (compute capability " + cc.ToString() +
+                ") needs an arch that no CUDA of " + "the recipe of " + recipe.name() +
+                " supports (CUDA " + Join(cudas) + "): " + why);
 }
 
 bool RunsOn(const std::string& arch_list, const arch::Version& cc) {

@@ -77,8 +77,8 @@ Result<Filed> Requests::File(const Filer& filer, Spec spec) {
                         .platform = spec.platform,
                         .state = static_cast<int>(State::kRequested),
                         .first_by = by};
-  store::RequestFiling filing{.principal = by, .address = filer.who ? "" : filer.address,
-                              .created_ms = now};
+  store::RequestFiling filing{
+      .principal = by, .address = filer.who ? "" : filer.address, .created_ms = now};
   FARM_ASSIGN_OR_RETURN(auto filed, deps_.requests->FileRequest(row, filing, LimitFor(filer)));
   auto& [stored, created] = filed;
   const bool matched_again =
@@ -111,8 +111,8 @@ Result<std::optional<Requests::Found>> Requests::FindRecipe(const std::string& p
     }
   }
   for (const std::string& name : names) {
-    FARM_ASSIGN_OR_RETURN(auto newest, deps_.builds->ListBuildsMatching({.recipe_name = name}, 0,
-                                                                        kMaxNewestScan));
+    FARM_ASSIGN_OR_RETURN(
+        auto newest, deps_.builds->ListBuildsMatching({.recipe_name = name}, 0, kMaxNewestScan));
     if (newest.empty() || (best && best->stored_ms >= newest[0].created_ms)) continue;
     Found f{.owner = newest[0].submitted_by, .stored_ms = newest[0].created_ms};
     if (!f.recipe.ParseFromString(newest[0].recipe)) continue;
@@ -171,8 +171,8 @@ Result<store::RequestRow> Requests::Decide(store::RequestRow row, bool may_build
   *req.mutable_matrix() = matched->axes;
   auto draft = deps_.submitter->Plan(req, found->owner);
   if (!draft.ok()) {
-    refused.reason = "the recipe of " + found->recipe.name() + " cannot build it now: " +
-                     draft.status().message();
+    refused.reason = "the recipe of " + found->recipe.name() +
+                     " cannot build it now: " + draft.status().message();
     return Move(from, refused);
   }
   for (const store::JobRow& job : draft->jobs) {
@@ -249,8 +249,8 @@ Result<store::RequestRow> Requests::Get(int64_t id) {
   return Refresh(std::move(row));
 }
 
-Result<std::vector<store::RequestRow>> Requests::List(std::optional<State> state,
-                                                      int64_t before_id, int limit) {
+Result<std::vector<store::RequestRow>> Requests::List(std::optional<State> state, int64_t before_id,
+                                                      int limit) {
   FARM_ASSIGN_OR_RETURN(auto rows, deps_.requests->ListRequests(
                                        state ? static_cast<int>(*state) : 0, before_id, limit));
   for (store::RequestRow& r : rows) {
@@ -292,8 +292,7 @@ Result<store::RequestRow> Requests::Refuse(const auth::Principal& admin, int64_t
   if (out.ok()) {
     const State from = static_cast<State>(out->state);
     if (IsFinal(from)) {
-      out = Status::FailedPrecondition("request " + Id(id) + " is " +
-                                       std::string(StateName(from)));
+      out = Status::FailedPrecondition("request " + Id(id) + " is " + std::string(StateName(from)));
     } else {
       store::RequestRow to = *out;
       to.state = static_cast<int>(State::kRefused);

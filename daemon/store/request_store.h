@@ -73,8 +73,7 @@ class RequestStore {
   virtual Result<RequestRow> GetRequest(int64_t id) = 0;
   // Newest first, ids < before_id (0: from the newest), in `state` (0: any), at most
   // `limit`.
-  virtual Result<std::vector<RequestRow>> ListRequests(int state, int64_t before_id,
-                                                       int limit) = 0;
+  virtual Result<std::vector<RequestRow>> ListRequests(int state, int64_t before_id, int limit) = 0;
   // The filings of request `id`, oldest first, at most `limit`.
   virtual Result<std::vector<RequestFiling>> ListRequestFilings(int64_t id, int limit) = 0;
 };

@@ -8,7 +8,7 @@
 namespace farm::api {
 namespace {
 
-void ToProto(const store::RequestRow& row, farm::v1::WheelRequest* out) {
+void RequestToProto(const store::RequestRow& row, farm::v1::WheelRequest* out) {
   out->set_id(row.id);
   farm::v1::WheelRequestSpec* spec = out->mutable_spec();
   spec->set_package(row.package);
@@ -51,7 +51,7 @@ grpc::Status ClientService::FileWheelRequest(grpc::ServerContext* call,
                         .compute_capability = req->compute_capability(),
                         .platform = req->platform()};
     FARM_ASSIGN_OR_RETURN(requests::Filed filed, ctx_->requests->File({.who = who}, spec));
-    ToProto(filed.row, resp->mutable_request());
+    RequestToProto(filed.row, resp->mutable_request());
     resp->set_merged(filed.merged);
     return Status::Ok();
   });
@@ -69,7 +69,7 @@ grpc::Status ClientService::ListWheelRequests(grpc::ServerContext* call,
     }
     int limit = req->limit() <= 0 ? 100 : std::min(req->limit(), 1000);
     FARM_ASSIGN_OR_RETURN(auto rows, ctx_->requests->List(state, req->before_id(), limit));
-    for (const store::RequestRow& r : rows) ToProto(r, resp->add_requests());
+    for (const store::RequestRow& r : rows) RequestToProto(r, resp->add_requests());
     return Status::Ok();
   });
 }
@@ -82,7 +82,7 @@ grpc::Status ClientService::DecideWheelRequest(grpc::ServerContext* call,
     FARM_ASSIGN_OR_RETURN(store::RequestRow row,
                           req->approve() ? ctx_->requests->Approve(who, req->id())
                                          : ctx_->requests->Refuse(who, req->id(), req->reason()));
-    ToProto(row, resp);
+    RequestToProto(row, resp);
     return Status::Ok();
   });
 }

@@ -20,7 +20,8 @@ constexpr int kRequestPageMax = 1000;
 Result<std::string> RequestField(const json::object& o, const char* key) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr || v->is_null()) return std::string();
-  if (!v->is_string()) return Status::InvalidArgument(std::string("\"") + key + "\" must be a string");
+  if (!v->is_string())
+    return Status::InvalidArgument(std::string("\"") + key + "\" must be a string");
   return std::string(v->as_string());
 }
 
@@ -76,8 +77,8 @@ Response ListRequests(const DashboardDeps& deps, const Request& req) {
   }
   int limit = static_cast<int>(
       std::clamp<int64_t>(RequestQueryInt(req, "limit", kRequestPage), 1, kRequestPageMax));
-  auto rows = deps.requests->List(state, std::max<int64_t>(0, RequestQueryInt(req, "before", 0)),
-                                  limit);
+  auto rows =
+      deps.requests->List(state, std::max<int64_t>(0, RequestQueryInt(req, "before", 0)), limit);
   if (!rows.ok()) return ErrorResponse(rows.status());
   json::array items;
   json::object counts;
@@ -157,7 +158,8 @@ Response DispatchRequests(const DashboardDeps& deps, const Request& req, std::st
     return row.ok() ? JsonOk(RequestJson(*row)) : ErrorResponse(row.status());
   }
   if (!post) return MethodNotAllowed("POST");
-  if (tail == "/approve" || tail == "/refuse") return DecideRequest(deps, req, id, tail == "/approve");
+  if (tail == "/approve" || tail == "/refuse")
+    return DecideRequest(deps, req, id, tail == "/approve");
   return ErrorResponse(Status::NotFound("no such request route"));
 }
 

@@ -55,9 +55,9 @@ Status SqlStore::CheckFilingLimit(const RequestFiling& filing, const FilingLimit
   s->Bind(anonymous ? filing.address : filing.principal).Bind(limit.since_ms);
   FARM_ASSIGN_OR_RETURN(bool row, s->Step());
   if (row && s->Int(0) >= limit.max) {
-    return Status::ResourceExhausted(
-        std::string(anonymous ? "this address" : filing.principal) + " filed " +
-        std::to_string(s->Int(0)) + " requests in the window, its limit");
+    return Status::ResourceExhausted(std::string(anonymous ? "this address" : filing.principal) +
+                                     " filed " + std::to_string(s->Int(0)) +
+                                     " requests in the window, its limit");
   }
   return Status::Ok();
 }

@@ -23,10 +23,7 @@
 
 namespace farm::store {
 
-class SqlStore final : public Store,
-                       public WebhookStore,
-                       public MirrorStore,
-                       public RequestStore {
+class SqlStore final : public Store, public WebhookStore, public MirrorStore, public RequestStore {
  public:
   explicit SqlStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
 

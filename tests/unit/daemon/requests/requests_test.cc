@@ -90,16 +90,16 @@ class RequestsTest : public ::testing::Test {
                                       .inputs_key = builds::KeyWithInputs}) {}
 
   Requests Make(Settings settings = {}) {
-    return Requests(RequestDeps{
-        .requests = &requests_,
-        .builds = &store_,
-        .names = &store_,
-        .submitter = &submitter_,
-        .principal_named = [](const std::string& name) -> Result<auth::Principal> {
-          return auth::Principal{name, "submitter", ""};
-        },
-        .clock = &clock_,
-        .settings = settings});
+    return Requests(
+        RequestDeps{.requests = &requests_,
+                    .builds = &store_,
+                    .names = &store_,
+                    .submitter = &submitter_,
+                    .principal_named = [](const std::string& name) -> Result<auth::Principal> {
+                      return auth::Principal{name, "submitter", ""};
+                    },
+                    .clock = &clock_,
+                    .settings = settings});
   }
 
   // A past build of the recipe by its owner, alice, as the store keeps it.

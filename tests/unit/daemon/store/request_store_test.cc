@@ -116,7 +116,8 @@ TEST_F(RequestStoreTest, AStateMovesOnlyFromTheStateReadAndListsFilter) {
   EXPECT_EQ(row->state, 3);
   EXPECT_EQ(row->build_id, 7);
   EXPECT_EQ(row->arch_list, "9.0");
-  ASSERT_OK(requests_->FileRequest(Row("other"), {.principal = "bob", .created_ms = 2}, {}).status());
+  ASSERT_OK(
+      requests_->FileRequest(Row("other"), {.principal = "bob", .created_ms = 2}, {}).status());
   auto building = requests_->ListRequests(3, 0, 10);
   ASSERT_OK(building.status());
   ASSERT_EQ(building->size(), 1u);
