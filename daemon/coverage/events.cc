@@ -1,6 +1,7 @@
 #include "daemon/coverage/events.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 
 #include "common/recipe/matrix.h"
@@ -92,6 +93,8 @@ std::string_view EventKindName(EventKind kind) {
       return "wheel_built";
     case EventKind::kPublicationRefused:
       return "publication_refused";
+    case EventKind::kRequestBuilt:
+      return "request_built";
     case EventKind::kBuildFailed:
       break;
   }
@@ -100,7 +103,7 @@ std::string_view EventKindName(EventKind kind) {
 
 std::optional<EventKind> ParseEventKind(std::string_view name) {
   for (EventKind k : {EventKind::kWheelValidated, EventKind::kBuildFailed, EventKind::kWheelBuilt,
-                      EventKind::kPublicationRefused}) {
+                      EventKind::kPublicationRefused, EventKind::kRequestBuilt}) {
     if (EventKindName(k) == name) return k;
   }
   return std::nullopt;
@@ -123,6 +126,37 @@ std::vector<Event> EventsOf(const std::vector<BuildFacts>& builds, size_t limit)
   return out;
 }
 
+std::vector<Event> EventsWithRequests(const std::vector<BuildFacts>& builds,
+                                      const std::vector<store::RequestRow>& requests,
+                                      size_t limit) {
+  std::vector<Event> out = EventsOf(builds, SIZE_MAX);
+  std::map<int64_t, const Event*> wheel_of_job;  // a validated wheel wins over a built one
+  for (const Event& e : out) {
+    const bool wheel = e.kind == EventKind::kWheelValidated || e.kind == EventKind::kWheelBuilt;
+    auto [at, added] = wheel ? wheel_of_job.try_emplace(e.job_id, &e)
+                             : std::make_pair(wheel_of_job.end(), false);
+    if (wheel && !added && e.kind == EventKind::kWheelValidated) at->second = &e;
+  }
+  std::vector<Event> more;
+  for (const store::RequestRow& r : requests) {
+    auto it = r.job_id > 0 ? wheel_of_job.find(r.job_id) : wheel_of_job.end();
+    if (it == wheel_of_job.end()) continue;
+    Event e = *it->second;
+    e.kind = EventKind::kRequestBuilt;
+    e.id = "request_built:" + std::to_string(r.id);
+    e.package = r.package;
+    e.cause = "request " + std::to_string(r.id) + ", asked " + std::to_string(r.filings) +
+              " time(s)";
+    more.push_back(std::move(e));
+  }
+  out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  std::sort(out.begin(), out.end(), [](const Event& a, const Event& b) {
+    return a.time_ms != b.time_ms ? a.time_ms > b.time_ms : a.id < b.id;
+  });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
 std::string EventTitle(const Event& e) {
   std::string head = e.package + (e.version.empty() ? "" : " " + e.version) + ": ";
   if (e.kind == EventKind::kWheelValidated) {
@@ -132,6 +166,10 @@ std::string EventTitle(const Event& e) {
     return head + e.wheel + " too large for " +
            (e.target == "github" ? "GitHub Releases" : "the Hugging Face Hub") + " (build " +
            std::to_string(e.build_id) + ")";
+  }
+  if (e.kind == EventKind::kRequestBuilt) {
+    return head + "the requested wheel " + e.wheel + " is ready (job " +
+           std::to_string(e.job_id) + "; " + e.cause + ")";
   }
   if (e.kind == EventKind::kWheelBuilt) {
     return head + e.wheel + " built (job " + std::to_string(e.job_id) + ")" +

@@ -166,6 +166,11 @@ def test_identical_requests_make_one_build_and_the_install_script_waits_and_inst
     assert row["state"] == "built" and row["filings"] == 21, row
     assert row["wheel"].startswith("attn_example-0.1.0") and row["wheel"].endswith(".whl"), row
     assert len(builds_of(farm, "attn-example")) == 1
+    # The feed announces the requested wheel.
+    with urllib.request.urlopen(f"http://{farm.http_address}/feeds/wheels.atom", timeout=30) as f:
+        feed = f.read().decode()
+    assert f"urn:farm:request_built:{request_id}" in feed, feed
+    assert "the requested wheel " + row["wheel"] + " is ready" in feed, feed
     # A request for the cell now is answered with the wheel, no build.
     status, again = call(farm, "/api/v1/requests", dict(CUDA_CELL, torch="2.8"), token)
     assert again["state"] == "built" and again["wheel"] == row["wheel"], again
