@@ -581,14 +581,14 @@ def wait_request(farm, cafile, token, request, seconds):
 def want_request(flags):
     if "--request" in flags:
         return True
-    try:
-        tty = open("/dev/tty", "r+")
+    try:  # two streams: a terminal opened "r+" in text mode is refused (not seekable)
+        asked, answer = open("/dev/tty", "w"), open("/dev/tty")
     except OSError:
         return False
-    with tty:
-        tty.write("farm-install: ask the farm to build it? [y/N] ")
-        tty.flush()
-        return tty.readline().strip().lower() in ("y", "yes")
+    with asked, answer:
+        asked.write("farm-install: ask the farm to build it? [y/N] ")
+        asked.flush()
+        return answer.readline().strip().lower() in ("y", "yes")
 
 
 def main(argv):

@@ -91,6 +91,44 @@ def old_cuda_recipe(root):
     return path
 
 
+def run_at_a_terminal(argv, script, env, answer):
+    """Runs `argv` with `script` on its stdin and a pseudo-terminal as its controlling
+    terminal (where the install script asks), answering `answer` to the first question;
+    returns what the terminal showed and stdout."""
+    import fcntl
+    import pty
+    import select
+    import termios
+    import time
+    master, slave = pty.openpty()
+
+    def own_terminal():
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=env, preexec_fn=own_terminal,
+                            pass_fds=(slave,))
+    os.close(slave)
+    proc.stdin.write(script.encode())
+    proc.stdin.close()
+    shown, answered, deadline = b"", False, time.monotonic() + 300
+    while time.monotonic() < deadline and not answered:
+        ready, _, _ = select.select([master], [], [], 1)
+        if ready:
+            try:
+                shown += os.read(master, 4096)
+            except OSError:  # the terminal closed: the script ended without asking
+                break
+        if b"[y/N]" in shown:
+            os.write(master, answer)
+            answered = True
+    out = proc.stdout.read()  # the script ends on its own: bounded by its --wait and pip
+    proc.wait(timeout=300)
+    os.close(master)
+    return proc.returncode, (shown + out).decode(errors="replace")
+
+
 @pytest.fixture(scope="module")
 def setup(request):
     farm = make_farm(request)
@@ -136,6 +174,12 @@ def test_requests_no_recipe_serves_are_refused_at_once_with_the_reason(setup):
 
 def test_identical_requests_make_one_build_and_the_install_script_waits_and_installs(setup):
     farm, token = setup
+    # The venv and the script first: the script must run while the build is going.
+    python = venv_with_torch(farm.root, torch_wheels(farm.root), "2.9.0+cu130")
+    with urllib.request.urlopen(f"http://{farm.http_address}/install", timeout=30) as resp:
+        script = resp.read().decode()
+    env = dict(os.environ, FARM_INSTALL_GPU_CC="9.0", FARM_INSTALL_DRIVER_CUDA="13.0",
+               FARM_TOKEN=token)
     with concurrent.futures.ThreadPoolExecutor(20) as pool:
         answers = list(pool.map(lambda _: call(farm, "/api/v1/requests", CUDA_CELL, token),
                                 range(20)))
@@ -147,11 +191,6 @@ def test_identical_requests_make_one_build_and_the_install_script_waits_and_inst
     assert len(rows) == 1 and rows[0]["filings"] == 20 and rows[0]["build_id"] == build["id"], rows
     assert rows[0]["arch_list"] == "9.0" and rows[0]["recipe"] == "attn-example", rows
 
-    python = venv_with_torch(farm.root, torch_wheels(farm.root), "2.9.0+cu130")
-    with urllib.request.urlopen(f"http://{farm.http_address}/install", timeout=30) as resp:
-        script = resp.read().decode()
-    env = dict(os.environ, FARM_INSTALL_GPU_CC="9.0", FARM_INSTALL_DRIVER_CUDA="13.0",
-               FARM_TOKEN=token)
     r = subprocess.run([python, "-", "attn-example", "--request", "--wait", "600"], input=script,
                        env=env, capture_output=True, text=True, timeout=700)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -166,6 +205,13 @@ def test_identical_requests_make_one_build_and_the_install_script_waits_and_inst
     assert row["state"] == "built" and row["filings"] == 21, row
     assert row["wheel"].startswith("attn_example-0.1.0") and row["wheel"].endswith(".whl"), row
     assert len(builds_of(farm, "attn-example")) == 1
+    # Without --request the script asks at its terminal (here for a GPU no wheel runs on);
+    # a no files nothing.
+    rc, out = run_at_a_terminal([python, "-", "attn-example"], script,
+                                dict(env, FARM_INSTALL_GPU_CC="12.0"), b"n\n")
+    assert rc == 1 and "ask the farm to build it? [y/N]" in out, out
+    assert "run again with --request" in out, out
+    assert len(requests_of(farm)) == 3  # the two refused above and this cell's
     # The feed announces the requested wheel.
     with urllib.request.urlopen(f"http://{farm.http_address}/feeds/wheels.atom", timeout=30) as f:
         feed = f.read().decode()
