@@ -18,6 +18,8 @@ struct Requests::Found {
 namespace {
 
 constexpr int kMaxNewestScan = 1;
+// How long a request may stay claimed (approved) before it counts as abandoned.
+constexpr int64_t kClaimTimeoutMs = 10 * 60 * 1000;
 
 // The submission that builds a stored recipe again: the recipe as farmd read it, its
 // source as farmd checked it (an archive by digest, a git commit), its patches, script and
@@ -225,6 +227,14 @@ Result<store::RequestRow> Requests::Build(store::RequestRow row, const Found& fo
 }
 
 Result<store::RequestRow> Requests::Refresh(store::RequestRow row) {
+  if (row.state == static_cast<int>(State::kApproved) &&
+      deps_.clock->NowUnixMs() - row.updated_ms > kClaimTimeoutMs) {
+    // Its decider died between the claim and the build (farmd killed): open it again, so
+    // that the next filing or an admin decides it.
+    store::RequestRow open = row;
+    open.state = static_cast<int>(State::kRequested);
+    return Move(State::kApproved, open);
+  }
   if (row.state != static_cast<int>(State::kBuilding) || row.job_id == 0) return row;
   FARM_ASSIGN_OR_RETURN(store::JobRow job, deps_.builds->GetJob(row.job_id));
   store::RequestRow to = row;

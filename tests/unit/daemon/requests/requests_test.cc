@@ -242,6 +242,24 @@ TEST_F(RequestsTest, AnonymousRequestsAreOffByDefaultThenLimitedAndWaitForAnAdmi
   EXPECT_EQ(store_.links.size(), 1u);
 }
 
+TEST_F(RequestsTest, AClaimNobodyFinishedIsOpenedAgain) {
+  KnowRecipe();
+  Requests r = Make();
+  auto filed = r.File({.who = bob_}, Want());
+  ASSERT_TRUE(filed.ok());
+  // As a farmd killed between the claim and the build leaves it.
+  store::RequestRow& row = requests_.rows[filed->row.id];
+  row.state = static_cast<int>(State::kApproved);
+  row.build_id = row.job_id = 0;
+  row.updated_ms = clock_.NowUnixMs();
+  EXPECT_EQ(StateOfRow(*r.Get(row.id)), State::kApproved);  // maybe still submitting
+  clock_.Advance(10 * 60 * 1000 + 1);
+  EXPECT_EQ(StateOfRow(*r.Get(row.id)), State::kRequested);
+  auto again = r.File({.who = bob_}, Want());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(StateOfRow(again->row), State::kBuilding);
+}
+
 TEST_F(RequestsTest, ABuiltCellIsAnsweredWithItsWheel) {
   KnowRecipe();
   Requests r = Make();
