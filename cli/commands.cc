@@ -27,6 +27,8 @@ Status NamesCommand(const CommandEnv& env, const Flags& flags);
 Status ProjectsCommand(const CommandEnv& env, const Flags& flags);
 Status AuditCommand(const CommandEnv& env, const Flags& flags);
 Status CoverageCommand(const CommandEnv& env, const Flags& flags);
+Status RequestCommand(const CommandEnv& env, const Flags& flags);
+Status RequestsCommand(const CommandEnv& env, const Flags& flags);
 Status CaCommand(const Flags& flags, std::ostream& out);
 Status VerifyCommand(const Flags& flags, std::ostream& out, const FarmConnector& connect);
 Status KeysCommand(const CommandEnv& env, const Flags& flags);
@@ -54,6 +56,8 @@ const char kUsage[] =
     "  publications BUILD      where the build's wheels are published, and how far\n"
     "  schedules add|update|list|show|pause|resume|delete|run-now   cron and watch builds\n"
     "  coverage                every package's cells and their states (--package, --state, ...)\n"
+    "  request PACKAGE         ask the farm for the wheel of one cell (--python, --torch, ...)\n"
+    "  requests [approve|refuse ID]   wheel requests and their states (deciding: admin)\n"
     "  workers                 registered workers and what they have\n"
     "  drain WORKER [--undo]   finish current jobs, take no new ones\n"
     "  tokens create|list|revoke   bearer tokens (--role, --name, --ttl 30d; admin)\n"
@@ -84,7 +88,10 @@ std::vector<FlagSpec> AllFlags() {
       {"cuda", "VER", "submit, coverage: CUDA axis value (repeatable); coverage: only it"},
       {"package", "NAME", "coverage: only this package (recipe name)"},
       {"arch", "ARCH", "coverage: only cells whose arch list holds ARCH (9.0, 12.0a)"},
-      {"state", "STATE", "coverage: only cells in STATE: validated, pending_hardware, built, "
+      {"compute-capability", "CC", "request: the GPU's compute capability (8.9)"},
+      {"package-version", "VER",
+       "request: the version wanted (default: the newest the farm's recipe builds)"},
+      {"state", "STATE", "coverage, requests: only cells in STATE: validated, pending_hardware, built, "
                          "failed, in_progress, missing"},
       {"arch-list", "LIST", "submit: arch list axis value (repeatable); inspect: requested"},
       {"platform", "TAG", "submit: platform axis value (repeatable)"},
@@ -153,7 +160,8 @@ std::vector<FlagSpec> AllFlags() {
        "verify: also require a passed validation on this GPU arch (sm_120, 12.0)"},
       {"owner", "PRINCIPAL",
        "verify: also require the build statement to name this owner of the wheel's project"},
-      {"reason", "TEXT", "keys revoke: why, shown wherever its signatures are refused"},
+      {"reason", "TEXT", "keys revoke, requests: why, shown wherever its signatures are refused; "
+                         "why a request is refused"},
       {"from", "URL",
        "export-index: farmd's HTTP address, e.g. http://farm:8080 (default: asked of the farmd "
        "--server names)"},
@@ -341,6 +349,13 @@ const std::map<std::string, std::string>& CommandSynopses() {
                    " [--state S]\n"
                    "  Every cell (package x version x torch x CUDA x Python x arch list x"
                    " platform) and its state."},
+      {"request", "request PACKAGE --python V --compute-capability CC --platform TAG [--torch V"
+                  " --cuda V] [--package-version V]\n"
+                  "  Asks the farm for the wheel of one cell: built by a recipe of the farm's,"
+                  " answered with the wheel, or refused with the reason."},
+      {"requests", "requests [list] [--state S] | approve ID | refuse ID --reason TEXT\n"
+                   "  Wheel requests, newest first, with their states; approving and refusing"
+                   " need an admin."},
       {"workers", "workers\n  Registered workers and what they have."},
       {"drain", "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new ones."},
       {"cache", "cache add FILE... [--index NAME|URL] | cache add --tree NAME [--manifest FILE|NAME]"
@@ -429,6 +444,8 @@ const std::map<std::string, CommandFn>& Commands() {
       {"projects", ProjectsCommand},
       {"audit", AuditCommand},
       {"coverage", CoverageCommand},
+      {"request", RequestCommand},
+      {"requests", RequestsCommand},
       {"download", DownloadCommand},
       {"drain", DrainCommand},
       {"retry", RetryCommand},

@@ -42,7 +42,66 @@ async function drawCoverage(t) {
     setStatus('updated ' + new Date().toLocaleTimeString());
   } catch (e) { showError(e); }
 }
+// Requested cells (/api/v1/requests, docs/requests.md): what people asked the farm for,
+// how many asked, and where each stands.
+function requestRow(r) {
+  const build = r.build_id ? `<a href="#/build/${Number(r.build_id)}">build ${Number(r.build_id)}</a>` : '';
+  const waits = r.state === 'requested' && r.anonymous ? ' (waits for an admin)' : '';
+  return `<tr class="req-cell" data-state="${esc(r.state)}" data-request="${Number(r.id)}">
+    <td>${Number(r.id)}</td><td>${esc(r.package)}</td><td>${esc(r.version || 'newest')}</td>
+    <td>${esc(r.torch)}</td><td>${esc(r.cuda)}</td><td>${esc(r.python)}</td>
+    <td>${esc(r.compute_capability)}</td><td>${esc(r.platform)}</td>
+    <td><span class="badge s-req-${esc(r.state)}">${esc(r.state)}${esc(waits)}</span>
+      ${r.reason ? `<div class="muted reason">${esc(r.reason)}</div>` : ''}</td>
+    <td class="filings">${Number(r.filings)}</td><td>${build}</td><td>${esc(r.wheel)}</td></tr>`;
+}
+async function drawRequests(t) {
+  try {
+    const data = await api('requests');
+    if (t !== pageToken) return;
+    const counts = Object.keys(data.counts).map((k) =>
+      `<span class="badge s-req-${esc(k)}">${esc(k)}: ${Number(data.counts[k])}</span>`).join(' ');
+    document.getElementById('requests').innerHTML = `<p>${counts}</p>` + (data.requests.length
+      ? `<table class="requests"><thead><tr><th>request</th><th>package</th><th>version</th>
+          <th>torch</th><th>CUDA</th><th>Python</th><th>GPU cc</th><th>platform</th><th>state</th>
+          <th>requesters</th><th>build</th><th>wheel</th></tr></thead>
+          <tbody>${data.requests.map(requestRow).join('')}</tbody></table>`
+      : '<p class="muted">No requests yet.</p>');
+  } catch (e) { showError(e); }
+}
+// The form stays outside the refreshed tables, so polling never wipes what is typed.
+const requestForm = `<details id="new-request"><summary>Ask for a wheel</summary>
+  <form id="request-form"><div class="form-grid">
+    <label>Package <input name="package" required placeholder="sageattention"></label>
+    <label>Version <input name="version" placeholder="newest"></label>
+    <label>Python <input name="python" required placeholder="3.12"></label>
+    <label>torch <input name="torch" placeholder="2.8 (none: empty)"></label>
+    <label>CUDA <input name="cuda" placeholder="12.8"></label>
+    <label>GPU compute capability <input name="compute_capability" required placeholder="8.9"></label>
+    <label>Platform <input name="platform" required value="linux_x86_64"></label></div>
+    <button type="submit">Request</button> <span id="request-form-result"></span>
+  </form></details>`;
+function bindRequestForm(t) {
+  const form = document.getElementById('request-form');
+  form.onsubmit = async (ev) => {
+    ev.preventDefault();
+    const out = document.getElementById('request-form-result');
+    out.textContent = '';
+    const body = {};
+    for (const n of ['package', 'version', 'python', 'torch', 'cuda', 'compute_capability',
+                     'platform']) body[n] = form.elements.namedItem(n).value.trim();
+    try {
+      const r = await api('requests', {method: 'POST', body: JSON.stringify(body),
+        headers: Object.assign({'Content-Type': 'application/json'}, headers())});
+      out.textContent = `request ${Number(r.id)}: ${r.state}${r.reason ? ': ' + r.reason : ''}` +
+        (r.merged ? ' (merged with an identical request)' : '');
+      drawRequests(t);
+    } catch (e) { out.textContent = e.message; }
+  };
+}
 function coveragePage(t) {
-  app.innerHTML = '<h1>Coverage</h1><div id="coverage"><p class="muted">Loading…</p></div>';
-  every(5000, guard(t, () => drawCoverage(t)));
+  app.innerHTML = `<h1>Coverage</h1><div id="coverage"><p class="muted">Loading…</p></div>
+    <h2>Requested cells</h2><div id="requests"><p class="muted">Loading…</p></div>${requestForm}`;
+  bindRequestForm(t);
+  every(5000, guard(t, () => { drawCoverage(t); drawRequests(t); }));
 }

@@ -34,6 +34,13 @@ Options:
   --owner NAME    also require the build statement to name NAME (a farm principal) as the
                   owner of the project
   --no-verify     install without checking the provenance (says so loudly)
+  --request       when the farm has no wheel for this setup, ask it for one: the farm
+                  builds that one cell if a recipe of its can, or says why not. Without
+                  --request the script asks at its prompt (when it has a terminal)
+  --wait SECONDS  after filing (or finding) the request, wait up to SECONDS for the wheel,
+                  showing progress, and install it once it is built
+  --token-file FILE  the farm token requests are filed with (default $FARM_TOKEN); a farm
+                  may take requests without one, each then waiting for an admin
 Environment: FARM_INSTALL_GPU_CC=12.1 (and FARM_INSTALL_DRIVER_CUDA=12.9) stand in for the
 GPU of another machine, e.g. to prepare an environment for it.
 """
@@ -488,6 +495,102 @@ def cc_of(arch):
     return "%d.%s" % (int(m.group(1)), m.group(2)) if m else ""
 
 
+MISSING = "missing"  # what install() answers when the farm has no wheel for this setup
+REQUEST_PATH = "/api/v1/requests"
+
+
+def request_token(token_file):
+    if token_file:
+        with open(token_file) as f:
+            return f.read().strip()
+    return os.environ.get("FARM_TOKEN", "").strip()
+
+
+def call_farm(url, cafile, token, body=None):
+    """(HTTP status, JSON answer) of a GET, or a POST of `body`, to the farm's API."""
+    ctx = ssl.create_default_context(cafile=cafile) if cafile else None
+    headers = {"Accept": "application/json"}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    req = urllib.request.Request(url, data=data, headers=headers,
+                                 method="POST" if body is not None else "GET")
+    try:
+        with urllib.request.urlopen(req, timeout=60, context=ctx) as resp:
+            return resp.status, json.loads(resp.read(1 << 20))
+    except urllib.error.HTTPError as e:
+        try:
+            return e.code, json.loads(e.read(1 << 20))
+        except ValueError:
+            return e.code, {}
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        raise SystemExit("farm-install: cannot reach %s: %s" % (url, e))
+
+
+def describe_request(r):
+    where = ""
+    if r.get("build_id"):
+        where = " (build %s, job %s)" % (r["build_id"], r.get("job_id"))
+    why = (": " + r["reason"]) if r.get("reason") else ""
+    wheel = (": " + r["wheel"]) if r.get("wheel") else ""
+    return "request %s is %s%s%s%s" % (r.get("id"), r.get("state"), where, why, wheel)
+
+
+def file_request(farm, cafile, token, setup):
+    """Files the request for `setup`; its answer (exits when the farm refuses to take it)."""
+    status, answer = call_farm(farm + REQUEST_PATH, cafile, token, setup)
+    if status not in (200, 201):
+        message = (answer.get("error") or {}).get("message", "") if isinstance(answer, dict) else ""
+        raise SystemExit("farm-install: the farm did not take the request (HTTP %d): %s" % (
+            status, message))
+    say("filed: %s %s for Python %s, torch %s (CUDA %s), compute capability %s, %s%s" % (
+        setup["package"], setup["version"] or "(newest)", setup["python"], setup["torch"] or "none",
+        setup["cuda"] or "none", setup["compute_capability"], setup["platform"],
+        ", merged with an identical request" if answer.get("merged") else ""))
+    say(describe_request(answer))
+    say("watch it at %s%s/%s (or farmctl requests)" % (farm, REQUEST_PATH, answer.get("id")))
+    return answer
+
+
+def wait_request(farm, cafile, token, request, seconds):
+    """Polls the request until it is built, refused or failed, or `seconds` pass; the last
+    answer."""
+    import time
+    deadline = time.monotonic() + seconds
+    shown = describe_request(request)
+    delay = 1.0
+    while request.get("state") not in ("built", "refused", "failed"):
+        if time.monotonic() >= deadline:
+            say("still waiting after %d s: %s; run again later" % (seconds, shown))
+            return request
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 1.5, 10.0)
+        status, answer = call_farm("%s%s/%s" % (farm, REQUEST_PATH, request["id"]), cafile, token)
+        if status == 200:
+            request = answer
+        text = describe_request(request)
+        if text != shown:
+            say(text)
+            shown = text
+    return request
+
+
+def want_request(flags):
+    if "--request" in flags:
+        return True
+    try:  # two streams: a terminal opened "r+" in text mode is refused (not seekable)
+        asked, answer = open("/dev/tty", "w"), open("/dev/tty")
+    except OSError:
+        return False
+    with asked, answer:
+        asked.write("farm-install: ask the farm to build it? [y/N] ")
+        asked.flush()
+        return answer.readline().strip().lower() in ("y", "yes")
+
+
 def main(argv):
     args = [a for a in argv if not a.startswith("--")]
     flags = [a for a in argv if a.startswith("--")]
@@ -510,6 +613,8 @@ def main(argv):
         if a == "--owner" and value is not None:
             owner = value
             args = [x for x in args if x != owner]
+        if a in ("--wait", "--token-file") and value is not None:
+            args = [x for x in args if x != value]
         if a == "--require-validated":
             require = ""
             if value is not None and cc_of(value):
@@ -546,6 +651,46 @@ def main(argv):
         name, cc, driver_cuda or "unknown",
         ("torch %s (CUDA %s)" % (torch, torch_cuda or "none")) if found else
         "no torch installed in this Python (%s)" % sys.executable, py_tag, plat))
+    wait = None
+    if "--wait" in argv:
+        at = argv.index("--wait")
+        try:
+            wait = int(argv[at + 1])
+        except (IndexError, ValueError):
+            raise SystemExit("farm-install: --wait takes a number of seconds")
+        if not 0 < wait <= 24 * 3600:
+            raise SystemExit("farm-install: --wait takes 1 to 86400 seconds")
+    token_file = argv[argv.index("--token-file") + 1] if "--token-file" in argv[:-1] else None
+    setup = {"package": project, "version": "", "python": "%d.%d" % sys.version_info[:2],
+             "torch": major_minor(torch), "cuda": torch_cuda if found else (driver_cuda or ""),
+             "compute_capability": cc, "platform": "linux_" + plat}
+    choice = (farm, cert, keys, require, owner, flags, project, cc, driver_cuda, found, py_tag, plat)
+    rc = install(*choice)
+    if rc != MISSING:
+        return rc
+    if not want_request(flags):
+        say("the farm can build it: run again with --request (and --wait SECONDS to install it "
+            "once built)")
+        return 1
+    token = request_token(token_file)
+    request = file_request(farm, cert, token, setup)
+    if wait is not None:
+        request = wait_request(farm, cert, token, request, wait)
+    if request.get("state") != "built":
+        return 1
+    say("the farm built %s; installing it" % (request.get("wheel") or "the wheel"))
+    rc = install(*choice)
+    if rc == MISSING:
+        say("request %s is built, but its wheel is not in this machine's view yet (it may wait "
+            "for validation on a GPU like this one); run again later" % request.get("id"))
+        return 1
+    return rc
+
+
+def install(farm, cert, keys, require, owner, flags, project, cc, driver_cuda, found, py_tag, plat):
+    """Chooses the wheel for this setup and installs it; MISSING when the farm has none."""
+    torch, torch_cuda = found or ("", "")
+    verify = "--no-verify" not in flags
     directory = fetch_json(farm + "/", "application/json", cert)
     if "_error" in directory:
         # A static export whose root has no page answers 404 there (an S3 website).
@@ -573,7 +718,7 @@ def main(argv):
             say("the farm has wheels of %s for torch: %s" % (
                 project, torch_views_of(directory, project, cc)))
             say("nothing was installed; torch %s was left as it is" % torch)
-            return 1
+            return MISSING
     else:
         view, why = choose_view(directory.get("variants", []), project, cc, driver_cuda)
         if view is not None:
@@ -584,14 +729,14 @@ def main(argv):
             if "install torch first" in why:
                 say("the farm has wheels of %s for torch: %s" % (
                     project, torch_views_of(directory, project, cc)))
-                return 1
+                return MISSING
             arch = cc + ("a" if version_key(cc) >= (9, 0) else "")
             python = "%s.%s" % (sys.version_info.major, sys.version_info.minor)
             cuda = driver_cuda or "X.Y"
             say("ask the farm for it: farmctl submit RECIPE.yaml --python %s --cuda %s --arch-list %s "
                 "(the recipe's matrix must list Python %s and CUDA %s and an arch list holding %s; "
                 "farmctl says what it lists when it does not)" % (python, cuda, arch, python, cuda, arch))
-            return 1
+            return MISSING
         page = fetch_json(view["index_url"] + project + "/", PYPI_JSON, cert)
         files = [f for f in real_files(page if "_error" not in page else None)
                  if not f.get("torch-requirement")]
@@ -599,7 +744,7 @@ def main(argv):
         if wheel is None:
             say("missing: %s has no wheel of %s for %s on %s that needs no torch" % (
                 view["index_url"], project, py_tag, plat))
-            return 1
+            return MISSING
     version = wheel["filename"].split("-")[1]
     say("chose %s (%s) because the GPU is cc %s and %s" % (view["index_url"], view["variant"], cc, why))
     say("wheel %s (sha256 %s)%s" % (wheel["filename"], wheel["hashes"]["sha256"],

@@ -64,7 +64,13 @@ Status LimitsFromFlags(const Flags& flags, ServerOptions* options) {
   FARM_RETURN_IF_ERROR(
       IntFlag(flags, "source-retention-days", 0, 36500, "a number of days from 0 to 36500", &days));
   t.source_retention_ms = days * 24 * 3600 * 1000;
-  return QuotaPolicyFromFlags(flags, &options->quotas);
+  FARM_RETURN_IF_ERROR(QuotaPolicyFromFlags(flags, &options->quotas));
+  requests::Settings& r = options->requests;
+  r.window_ms = options->quotas.window_ms;
+  FARM_RETURN_IF_ERROR(IntFlag(flags, "request-quota", -1, 1'000'000,
+                               "a number of requests from 0 to 1000000, or -1", &r.per_principal));
+  return IntFlag(flags, "anonymous-requests", 0, 1'000'000,
+                 "a number of requests from 0 to 1000000", &r.anonymous_per_address);
 }
 
 Status HttpFromFlags(const Flags& flags, ServerOptions* options) {
@@ -310,7 +316,14 @@ std::vector<FlagSpec> FarmdFlagSpecs() {
        "queued-jobs=N, stored-bytes=N, each a number or unlimited, comma-separated "
        "(default submissions=120,queued-jobs=2000,stored-bytes=107374182400)"},
       {"quota-admin", "SPEC", "the same for admins (default: unlimited)"},
-      {"quota-window-seconds", "N", "the window submissions are counted over (default 3600)"},
+      {"quota-window-seconds", "N",
+       "the window submissions and wheel requests are counted over (default 3600)"},
+      {"request-quota", "N",
+       "wheel requests each principal may file per window; admins and -1 are not limited "
+       "(default 30)"},
+      {"anonymous-requests", "N",
+       "wheel requests each address without a token may file per window, each waiting for an "
+       "admin's approval; 0 takes none (default 0)"},
       {"http-listen", "HOST:PORT", "serve the dashboard, /api/v1, /metrics and /simple/ here"},
       {"http-ready-file", "FILE", "write the dashboard's bound address here once serving"},
       {"http-max-connections", "N", "simultaneous HTTP connections; more get 503 (default 512)"},

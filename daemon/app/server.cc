@@ -63,6 +63,7 @@ struct FarmServer::Impl {
   // in it.
   std::unique_ptr<builds::Control> control;
   std::unique_ptr<builds::Submitter> submitter;
+  std::unique_ptr<requests::Requests> requests;
   std::unique_ptr<builds::RecipeCache> recipes;
   std::unique_ptr<builds::Completer> completer;
   sched::PeerCache peers;
@@ -366,6 +367,17 @@ void FarmServer::Impl::MakeUseCases(const ServerOptions& o) {
                          .names = s,
                          .quotas = quotas.get(),
                          .inputs_key = builds::KeyWithInputs});
+  requests = std::make_unique<requests::Requests>(requests::RequestDeps{
+      .requests = store::AsRequestStore(s),
+      .builds = s,
+      .schedules = s,
+      .names = s,
+      .submitter = submitter.get(),
+      .principal_named =
+          [tokens = auth.get()](const std::string& name) { return tokens->PrincipalNamed(name); },
+      .clock = &RealClock(),
+      .audit = audit.get(),
+      .settings = o.requests});
   recipes = std::make_unique<builds::RecipeCache>(s);
   builds::ValidationSigner sign = [signer = attestor.get()](
                                       const store::JobRow& job, int attempt,
@@ -386,6 +398,7 @@ void FarmServer::Impl::MakeUseCases(const ServerOptions& o) {
       sched::FleetSource{s, &RealClock(), ctx.fleet_cache.get()}, o.tunables.lease_ms, &peers);
   ctx.control = control.get();
   ctx.submitter = submitter.get();
+  ctx.requests = requests.get();
   ctx.recipes = recipes.get();
   ctx.completer = completer.get();
   ctx.dispatcher = dispatcher.get();

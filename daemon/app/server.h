@@ -19,6 +19,7 @@
 #include "daemon/mirror/pull_through.h"
 #include "daemon/notify/webhooks.h"
 #include "daemon/quota/quota.h"
+#include "daemon/requests/requests.h"
 #include "daemon/store/blob/blob_store_flags.h"
 
 namespace farm::app {
@@ -37,6 +38,8 @@ struct ServerOptions {
   api::Tunables tunables;
   // Per-principal limits by role (docs/limits.md, "Quotas").
   quota::Policy quotas = quota::Policy::Defaults();
+  // Wheel requests: their quotas and whether requests without a token are taken.
+  requests::Settings requests;
   // The web dashboard, JSON API, metrics and package index; empty listen: not served.
   http::DashboardOptions http;
   std::string http_ready_file;  // receives the dashboard's "host:port"

@@ -13,7 +13,7 @@ namespace {
 constexpr size_t kMaxText = 500;
 
 // One name per Action, in declaration order.
-constexpr std::array<std::pair<Action, std::string_view>, 23> kActionNames = {{
+constexpr std::array<std::pair<Action, std::string_view>, 26> kActionNames = {{
     {Action::kBuildSubmit, "build.submit"},
     {Action::kBuildCancel, "build.cancel"},
     {Action::kJobRetry, "job.retry"},
@@ -37,6 +37,9 @@ constexpr std::array<std::pair<Action, std::string_view>, 23> kActionNames = {{
     {Action::kKeyRevoke, "key.revoke"},
     {Action::kCacheAdd, "cache.add"},
     {Action::kScheduleUpdate, "schedule.update"},
+    {Action::kRequestFile, "request.file"},
+    {Action::kRequestApprove, "request.approve"},
+    {Action::kRequestRefuse, "request.refuse"},
 }};
 
 }  // namespace

@@ -58,6 +58,9 @@ enum class Action {
   kKeyRevoke,
   kCacheAdd,
   kScheduleUpdate,
+  kRequestFile,
+  kRequestApprove,
+  kRequestRefuse,
 };
 // "build.submit", "name.transfer", "key.rotate", ...: the name stored and shown.
 std::string_view ActionName(Action action);

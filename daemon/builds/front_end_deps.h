@@ -28,6 +28,10 @@ class PullThroughCache;
 class InternalAccess;
 }  // namespace farm::mirror
 
+namespace farm::requests {
+class Requests;
+}  // namespace farm::requests
+
 namespace farm::builds {
 
 class Control;
@@ -52,6 +56,8 @@ struct FrontEndDeps {
   // Cancel, retry, drain and revalidate (control.h); null where none is made (those calls
   // answer 503).
   Control* control = nullptr;
+  // Wheel requests (requests/requests.h); null where none is made (those calls answer 503).
+  requests::Requests* requests = nullptr;
 };
 
 }  // namespace farm::builds

@@ -62,6 +62,12 @@ class Submitter {
   // creating a schedule takes one too.
   Status TakeSubmission(const Principal& who);
 
+  // Plans `req` as submitted by `who` (plan.h) without storing anything: what submitting
+  // it would queue, and which of its jobs stored wheels answer.
+  Result<BuildDraft> Plan(const farm::v1::SubmitBuildRequest& req, const std::string& who) {
+    return PlanBuild(deps_.plan, req, who);
+  }
+
   // Submits `req` as `who`: takes a submission (TakeSubmission) and stores the build as
   // SubmitLinked does. Returns the build id.
   Result<int64_t> Submit(const farm::v1::SubmitBuildRequest& req, const Principal& who,

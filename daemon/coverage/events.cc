@@ -1,6 +1,7 @@
 #include "daemon/coverage/events.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 
 #include "common/recipe/matrix.h"
@@ -130,6 +131,8 @@ std::string_view EventKindName(EventKind kind) {
       return "publication_refused";
     case EventKind::kTorchProof:
       return "torch_proof";
+    case EventKind::kRequestBuilt:
+      return "request_built";
     case EventKind::kBuildFailed:
       break;
   }
@@ -138,7 +141,8 @@ std::string_view EventKindName(EventKind kind) {
 
 std::optional<EventKind> ParseEventKind(std::string_view name) {
   for (EventKind k : {EventKind::kWheelValidated, EventKind::kBuildFailed, EventKind::kWheelBuilt,
-                      EventKind::kPublicationRefused, EventKind::kTorchProof}) {
+                      EventKind::kPublicationRefused, EventKind::kTorchProof,
+                      EventKind::kRequestBuilt}) {
     if (EventKindName(k) == name) return k;
   }
   return std::nullopt;
@@ -162,6 +166,37 @@ std::vector<Event> EventsOf(const std::vector<BuildFacts>& builds, size_t limit)
   return out;
 }
 
+std::vector<Event> EventsWithRequests(const std::vector<BuildFacts>& builds,
+                                      const std::vector<store::RequestRow>& requests,
+                                      size_t limit) {
+  std::vector<Event> out = EventsOf(builds, SIZE_MAX);
+  std::map<int64_t, const Event*> wheel_of_job;  // a validated wheel wins over a built one
+  for (const Event& e : out) {
+    const bool wheel = e.kind == EventKind::kWheelValidated || e.kind == EventKind::kWheelBuilt;
+    auto [at, added] = wheel ? wheel_of_job.try_emplace(e.job_id, &e)
+                             : std::make_pair(wheel_of_job.end(), false);
+    if (wheel && !added && e.kind == EventKind::kWheelValidated) at->second = &e;
+  }
+  std::vector<Event> more;
+  for (const store::RequestRow& r : requests) {
+    auto it = r.job_id > 0 ? wheel_of_job.find(r.job_id) : wheel_of_job.end();
+    if (it == wheel_of_job.end()) continue;
+    Event e = *it->second;
+    e.kind = EventKind::kRequestBuilt;
+    e.id = "request_built:" + std::to_string(r.id);
+    e.package = r.package;
+    e.cause = "request " + std::to_string(r.id) + ", asked " + std::to_string(r.filings) +
+              " time(s)";
+    more.push_back(std::move(e));
+  }
+  out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  std::sort(out.begin(), out.end(), [](const Event& a, const Event& b) {
+    return a.time_ms != b.time_ms ? a.time_ms > b.time_ms : a.id < b.id;
+  });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
 std::string EventTitle(const Event& e) {
   std::string head = e.package + (e.version.empty() ? "" : " " + e.version) + ": ";
   if (e.kind == EventKind::kWheelValidated) {
@@ -176,6 +211,10 @@ std::string EventTitle(const Event& e) {
     return head + e.wheel + (e.cause.empty() ? " validated on torch " : " failed on torch ") +
            e.torch + " without a rebuild (job " + std::to_string(e.job_id) + ")" +
            (e.cause.empty() ? "" : ": " + e.cause);
+  }
+  if (e.kind == EventKind::kRequestBuilt) {
+    return head + "the requested wheel " + e.wheel + " is ready (job " +
+           std::to_string(e.job_id) + "; " + e.cause + ")";
   }
   if (e.kind == EventKind::kWheelBuilt) {
     return head + e.wheel + " built (job " + std::to_string(e.job_id) + ")" +

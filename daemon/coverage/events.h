@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "daemon/coverage/coverage.h"
+#include "daemon/store/request_store.h"
 
 namespace farm::coverage {
 
@@ -27,10 +28,13 @@ enum class EventKind {
   // A stable-ABI wheel validated (or failed) with another torch than it was built with,
   // without a rebuild: its matrix's other torches, or a torch released after its build.
   kTorchProof,
+  // The wheel of a request (docs/requests.md) is ready: its job's wheel was validated or
+  // built (the first of the two found announces it).
+  kRequestBuilt,
 };
 
-// "wheel_validated", "build_failed", "wheel_built", "publication_refused", "torch_proof":
-// the names of the webhook filter and of payloads.
+// "wheel_validated", "build_failed", "wheel_built", "publication_refused", "torch_proof",
+// "request_built": the names of the webhook filter and of payloads.
 std::string_view EventKindName(EventKind kind);
 std::optional<EventKind> ParseEventKind(std::string_view name);
 
@@ -58,6 +62,13 @@ struct Event {
 
 // The events of `builds`, newest first (ties by id), at most `limit`.
 std::vector<Event> EventsOf(const std::vector<BuildFacts>& builds, size_t limit);
+
+// EventsOf, with a request_built event ("request_built:<request id>") for each of `requests`
+// whose job made a wheel those builds announce (a request answered with a stored wheel has
+// that wheel's job); its cause says how many asked. Newest first, at most `limit`.
+std::vector<Event> EventsWithRequests(const std::vector<BuildFacts>& builds,
+                                      const std::vector<store::RequestRow>& requests,
+                                      size_t limit);
 
 // One line for people: "attn_example 0.1: attn_example-0.1-...whl validated (job 3)".
 std::string EventTitle(const Event& event);

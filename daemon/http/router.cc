@@ -14,6 +14,7 @@
 #include "daemon/http/metrics.h"
 #include "daemon/http/rest/api.h"
 #include "daemon/http/rest/api_coverage.h"
+#include "daemon/http/rest/api_requests.h"
 #include "daemon/http/rest/api_schedules.h"
 #include "daemon/http/web/assets.h"
 
@@ -181,6 +182,9 @@ Response Router::DispatchApi(const Request& req, std::string_view rest) {
   }
   if (rest == "schedules" || rest.starts_with("schedules/")) {
     return DispatchSchedules(deps_, req, rest.substr(std::string_view("schedules").size()));
+  }
+  if (rest == "requests" || rest.starts_with("requests/")) {
+    return DispatchRequests(deps_, req, rest.substr(std::string_view("requests").size()));
   }
   if (!IsRead(req)) return MethodNotAllowed("GET, HEAD");
   if (rest == "audit") {

@@ -61,7 +61,7 @@ Result<WebhookTarget> ParseWebhookTarget(const std::string& flag, const auth::Se
   if (target.events.empty()) {
     target.events = {coverage::EventKind::kWheelValidated, coverage::EventKind::kWheelBuilt,
                      coverage::EventKind::kBuildFailed, coverage::EventKind::kPublicationRefused,
-                     coverage::EventKind::kTorchProof};
+                     coverage::EventKind::kTorchProof, coverage::EventKind::kRequestBuilt};
   }
   std::string key = WebhookSecretKey(target.name);
   auto it = secrets.find(key);
@@ -121,7 +121,12 @@ Status Notifier::Scan() {
   if (generation == scanned_generation_) return Status::Ok();
   FARM_ASSIGN_OR_RETURN(auto builds,
                         coverage::ReadRecentBuilds(*deps_.store, "", options_.scan_builds));
-  std::vector<coverage::Event> events = coverage::EventsOf(builds, SIZE_MAX);
+  std::vector<store::RequestRow> requests;
+  if (store::RequestStore* asked = store::AsRequestStore(deps_.store); asked != nullptr) {
+    FARM_ASSIGN_OR_RETURN(requests, asked->ListRequests(0, 0, options_.scan_builds));
+  }
+  std::vector<coverage::Event> events =
+      coverage::EventsWithRequests(builds, requests, SIZE_MAX);
   std::vector<store::WebhookDeliveryRow> rows;
   for (size_t t = 0; t < targets_.size(); ++t) {
     for (const coverage::Event& e : events) {

@@ -105,6 +105,13 @@ class ClientService final : public farm::v1::FarmService::Service {
                         farm::v1::Quota*) override;
   grpc::Status GetCoverage(grpc::ServerContext*, const farm::v1::GetCoverageRequest*,
                            farm::v1::Coverage*) override;
+  // request_handlers.cc
+  grpc::Status FileWheelRequest(grpc::ServerContext*, const farm::v1::WheelRequestSpec*,
+                                farm::v1::FileWheelRequestResponse*) override;
+  grpc::Status ListWheelRequests(grpc::ServerContext*, const farm::v1::ListWheelRequestsRequest*,
+                                 farm::v1::ListWheelRequestsResponse*) override;
+  grpc::Status DecideWheelRequest(grpc::ServerContext*, const farm::v1::DecideWheelRequestRequest*,
+                                  farm::v1::WheelRequest*) override;
   grpc::Status SetQuota(grpc::ServerContext*, const farm::v1::SetQuotaRequest*,
                         farm::v1::Quota*) override;
   // owner_handlers.cc

@@ -79,7 +79,14 @@ Response WheelsFeed(const DashboardDeps& deps, const std::string& public_url) {
                           .self_link = base + kWheelsFeedPath,
                           .alternate_link = base + "/#/coverage",
                           .updated_ms = deps.clock->NowUnixMs()};
-  for (const coverage::Event& e : coverage::EventsOf(*builds, coverage::kMaxFeedEntries)) {
+  std::vector<store::RequestRow> requests;
+  if (store::RequestStore* asked = store::AsRequestStore(deps.store); asked != nullptr) {
+    auto rows = asked->ListRequests(0, 0, coverage::kMaxCoverageBuilds);
+    if (!rows.ok()) return ErrorResponse(rows.status());
+    requests = std::move(rows).value();
+  }
+  for (const coverage::Event& e :
+       coverage::EventsWithRequests(*builds, requests, coverage::kMaxFeedEntries)) {
     feed.entries.push_back(coverage::EntryOf(e, base));
   }
   Response r = TextResponse(200, coverage::RenderAtom(feed));

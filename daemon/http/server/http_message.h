@@ -28,6 +28,7 @@ struct Request {
   std::string cache_control;  // Cache-Control header, "" when absent
   std::string user_agent;     // User-Agent header (at most 256 bytes), "" when absent
   bool secure = false;        // the connection is TLS: URLs built from `host` are https
+  std::string peer;           // the client's address ("127.0.0.1"), "" when unknown
   std::string body;
 };
 

@@ -86,6 +86,9 @@ void HttpSession::OnRequest(beast::error_code ec, std::size_t) {
   if (ec) return Fail(ec, "read body");
   const auto& msg = parser_->get();
   Request req = ToRequest(msg, Tls());
+  beast::error_code peer_ec;
+  auto peer = Lowest().socket().remote_endpoint(peer_ec);
+  if (!peer_ec) req.peer = peer.address().to_string();
   head_only_ = req.method == "HEAD";
   if (state_->router.Defers(req)) return Defer(req, msg.version(), msg.keep_alive());
   Response res = state_->router.Handle(req);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daemon/store/mirror_store.h"
+#include "daemon/store/request_store.h"
 #include "daemon/store/sql/db.h"
 #include "daemon/store/sql/rows.h"
 #include "daemon/store/store.h"
@@ -22,7 +23,7 @@
 
 namespace farm::store {
 
-class SqlStore final : public Store, public WebhookStore, public MirrorStore {
+class SqlStore final : public Store, public WebhookStore, public MirrorStore, public RequestStore {
  public:
   explicit SqlStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
 
@@ -251,6 +252,15 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
   Result<std::optional<std::string>> GetMirrorMetadata(const std::string& sha256) override;
   Result<bool> ForgetMirrorBlob(const std::string& sha256) override;
 
+  // RequestStore (sql_store/requests.cc).
+  Result<std::pair<RequestRow, bool>> FileRequest(const RequestRow& row,
+                                                  const RequestFiling& filing,
+                                                  const FilingLimit& limit) override;
+  Result<bool> MoveRequest(int from_state, const RequestRow& to) override;
+  Result<RequestRow> GetRequest(int64_t id) override;
+  Result<std::vector<RequestRow>> ListRequests(int state, int64_t before_id, int limit) override;
+  Result<std::vector<RequestFiling>> ListRequestFilings(int64_t id, int limit) override;
+
   // Visits, and what spans every area (sql_store.h, job_leases.cc).
   Status Together(const std::function<Status()>& calls) override {
     Locked lock(this);
@@ -297,6 +307,9 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore {
     const SqlStore* outer_;  // the store this thread held before, if another
     std::unique_lock<std::mutex> lock_;
   };
+
+  // FileRequest's quota check; requires mu_ and the transaction.
+  Status CheckFilingLimit(const RequestFiling& filing, const FilingLimit& limit);
 
   // Owned names (recipe_names, project_names: one shape, owners.cc).
   Result<RecipeNameRow> ClaimOwnedName(const char* table, const std::string& name,

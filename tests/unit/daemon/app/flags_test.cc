@@ -72,6 +72,22 @@ TEST(FarmdFlagsTest, AnUpstreamsCredentialsAreNeverRepeated) {
       << bad.status().message();
 }
 
+TEST(FarmdFlagsTest, WheelRequestsTakeNoAnonymousOnesByDefault) {
+  auto defaults = Parse({});
+  ASSERT_OK(defaults.status());
+  EXPECT_EQ(defaults->requests.anonymous_per_address, 0);
+  EXPECT_EQ(defaults->requests.per_principal, 30);
+  EXPECT_EQ(defaults->requests.window_ms, 3600 * 1000);
+  auto set = Parse({"--anonymous-requests", "3", "--request-quota", "-1",
+                    "--quota-window-seconds", "60"});
+  ASSERT_OK(set.status());
+  EXPECT_EQ(set->requests.anonymous_per_address, 3);
+  EXPECT_EQ(set->requests.per_principal, -1);
+  EXPECT_EQ(set->requests.window_ms, 60 * 1000);
+  auto bad = Parse({"--anonymous-requests", "-2"});
+  EXPECT_NE(bad.status().message().find("--anonymous-requests"), std::string::npos);
+}
+
 TEST(FarmdFlagsTest, EachRefusalNamesItsFlag) {
   struct Case {
     std::vector<std::string> args;

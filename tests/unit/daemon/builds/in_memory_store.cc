@@ -56,9 +56,18 @@ Result<store::BuildRow> InMemoryStore::GetBuild(int64_t id) {
 Result<std::vector<store::BuildRow>> InMemoryStore::ListBuilds(int64_t, int) {
   return Unused("ListBuilds");
 }
-Result<std::vector<store::BuildRow>> InMemoryStore::ListBuildsMatching(const store::BuildFilter&,
-                                                                       int64_t, int) {
-  return Unused("ListBuildsMatching");
+// Only the recipe name filter, which the use cases set.
+Result<std::vector<store::BuildRow>> InMemoryStore::ListBuildsMatching(
+    const store::BuildFilter& filter, int64_t before_id, int limit) {
+  std::vector<store::BuildRow> out;
+  for (auto it = builds.rbegin(); it != builds.rend() && static_cast<int>(out.size()) < limit;
+       ++it) {
+    if ((before_id == 0 || it->first < before_id) &&
+        (filter.recipe_name.empty() || it->second.recipe_name == filter.recipe_name)) {
+      out.push_back(it->second);
+    }
+  }
+  return out;
 }
 Result<std::vector<store::JobRow>> InMemoryStore::ListJobs(int64_t build_id) {
   std::vector<store::JobRow> out;
@@ -91,8 +100,14 @@ Result<std::map<int64_t, std::vector<store::AttemptRow>>> InMemoryStore::ListAtt
   return Unused("ListAttemptsOfJobs");
 }
 Result<std::map<int64_t, std::vector<store::ArtifactRow>>> InMemoryStore::ListArtifactsOfJobs(
-    const std::vector<int64_t>&) {
-  return Unused("ListArtifactsOfJobs");
+    const std::vector<int64_t>& job_ids) {
+  std::map<int64_t, std::vector<store::ArtifactRow>> out;
+  for (const auto& [id, a] : artifacts) {
+    if (std::find(job_ids.begin(), job_ids.end(), a.job_id) != job_ids.end()) {
+      out[a.job_id].push_back(a);
+    }
+  }
+  return out;
 }
 Result<std::vector<store::JobRow>> InMemoryStore::ListPendingJobs(int) {
   return Unused("ListPendingJobs");
@@ -284,7 +299,9 @@ Result<std::optional<store::RecipeNameRow>> InMemoryStore::GetRecipeName(const s
   return std::optional<store::RecipeNameRow>(it->second);
 }
 Result<std::vector<store::RecipeNameRow>> InMemoryStore::ListRecipeNames() {
-  return Unused("ListRecipeNames");
+  std::vector<store::RecipeNameRow> out;
+  for (const auto& [name, row] : names) out.push_back(row);
+  return out;
 }
 Result<store::RecipeNameRow> InMemoryStore::TransferRecipeName(const std::string&,
                                                                const std::string&, int64_t) {

@@ -343,5 +343,28 @@ TEST(ComputeCoverageTest, ANewTorchProofDecidesItsCellWithoutARebuild) {
   EXPECT_EQ(ParseEventKind("torch_proof"), EventKind::kTorchProof);
 }
 
+TEST(EventsTest, ARequestsWheelIsAnnouncedOnceWhenItsJobMadeIt) {
+  BuildFacts b = Build(1, "pkg", {"3.11"});
+  b.jobs = {Job(2, 1, MakeCell("3.11"), store::kJobSucceeded)};
+  b.artifacts[2] = {Wheel(2, "cc", store::kValidationPendingHardware)};
+  store::RequestRow asked{.id = 7, .package = "pkg", .job_id = 2, .filings = 3};
+  store::RequestRow waiting{.id = 8, .package = "pkg", .job_id = 99};  // its job made nothing
+  std::vector<Event> events = EventsWithRequests({b}, {asked, waiting}, 10);
+  ASSERT_EQ(events.size(), 2u);
+  const Event& e = events[0].kind == EventKind::kRequestBuilt ? events[0] : events[1];
+  EXPECT_EQ(e.id, "request_built:7");
+  EXPECT_EQ(e.wheel, "pkg-1.0-cc.whl");
+  EXPECT_EQ(EventTitle(e),
+            "pkg 1.0: the requested wheel pkg-1.0-cc.whl is ready (job 2; request 7, asked 3 "
+            "time(s))");
+  // Validated later: the same event, found again with the same id.
+  b.artifacts[2] = {Wheel(2, "cc", store::kValidationPassed)};
+  events = EventsWithRequests({b}, {asked}, 10);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_TRUE(events[0].id == "request_built:7" || events[1].id == "request_built:7");
+  EXPECT_EQ(ParseEventKind("request_built"), EventKind::kRequestBuilt);
+  EXPECT_EQ(EventsWithRequests({b}, {asked}, 1).size(), 1u);
+}
+
 }  // namespace
 }  // namespace farm::coverage

@@ -15,7 +15,8 @@ TEST(ParseWebhookTargetTest, NameKindsAndTheUrlFromTheSecrets) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->name, "ops-room");
   EXPECT_EQ(t->url, "https://hooks.example/T000/secret");
-  EXPECT_EQ(t->events.size(), 5u);  // by default every kind: built wheels, refusals, proofs too
+  // By default every kind: built wheels, refusals, torch proofs and requests too.
+  EXPECT_EQ(t->events.size(), 6u);
   t = ParseWebhookTarget("ops-room:wheel_built,build_failed", kSecrets);
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->events, (std::set<coverage::EventKind>{coverage::EventKind::kWheelBuilt,
