@@ -118,6 +118,15 @@ class ScheduleRunner {
                                        int outcome, const std::string& detail);
   Result<bool> FireIfDue(const store::ScheduleRow& schedule, int64_t now_ms);
   Result<bool> PollIfDue(const store::ScheduleRow& schedule, int64_t now_ms);
+  // PollIfDue's steps (runner_watch.cc): a failed poll backs off; the first sets the
+  // baseline; a change is dated by its upstream, then fired (or kept unseen when refused).
+  Result<bool> PollFailed(const store::ScheduleRow& s, const WatchState& state, int64_t period,
+                          int64_t now, const Status& why_failed);
+  Status RecordFirstPoll(const store::ScheduleRow& s, const FireRequest& f, size_t items,
+                         const std::vector<WatchItem>& fresh);
+  static void DateChange(const std::vector<WatchItem>& fresh, FireRequest* f);
+  Status FireChange(const store::ScheduleRow& s, const WatchState& state, int64_t period,
+                    const std::vector<WatchItem>& fresh, FireRequest f);
   int64_t PollPeriodMs(const farm::v1::UpstreamWatch& watch) const;
   // The validation-only answer to new torch releases: true when it recorded the run, or
   // kept the releases unseen after a failure; false when the build must answer them.

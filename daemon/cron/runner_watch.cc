@@ -96,82 +96,98 @@ Result<bool> ScheduleRunner::PollIfDue(const store::ScheduleRow& s, int64_t now)
   } else if (poller_ != nullptr) {
     polled = poller_->Poll(watch, *target, state);
   }
-  if (!polled.ok()) {
-    // Recorded once per streak of failures; the backoff keeps a dead upstream quiet.
-    WatchState failed = state;
-    ++failed.failures;
-    int64_t next = now + NextPollDelayMs(period, failed.failures);
-    std::string why = "poll failed: " + polled.status().message();
-    if (failed.failures == 1) {
-      FireRequest f{.trigger = farm::v1::TRIGGER_WATCH, .fire_ms = now, .next_fire_ms = next};
-      FARM_RETURN_IF_ERROR(Record(s, f, farm::v1::RUN_FAILED, why).status());
-    }
-    log::Warn("schedule " + std::to_string(s.id) + ": " + why + " (failure " +
-              std::to_string(failed.failures) + " in a row)");
-    FARM_RETURN_IF_ERROR(store_->SetWatchState(s.id, failed.Serialize(), next));
-    return true;
-  }
-  WatchState seen = AfterPoll(state, *polled);
+  if (!polled.ok()) return PollFailed(s, state, period, now, polled.status());
   std::vector<WatchItem> fresh = NewItems(*polled, state);
   FireRequest f{.trigger = farm::v1::TRIGGER_WATCH,
                 .fire_ms = now,
                 .next_fire_ms = now + period,
-                .watch_state = seen.Serialize()};
+                .watch_state = AfterPoll(state, *polled).Serialize()};
   if (!state.primed) {
-    // The first poll sets the baseline: what exists now is not news.
-    store::ScheduleRunRow run{.schedule_id = s.id,
-                              .trigger = f.trigger,
-                              .outcome = farm::v1::RUN_SKIPPED_UNCHANGED,
-                              .fire_ms = now,
-                              .created_ms = now,
-                              .detail = "first poll: watching " +
-                                        std::to_string(polled->items.size()) + " upstream item(s)" +
-                                        (fresh.empty() ? "" : " (" + Describe(fresh) + ")") +
-                                        "; what appears later fires a build",
-                              .watch_state = f.watch_state};
-    FARM_RETURN_IF_ERROR(store_->RecordScheduleRun(&run, f.next_fire_ms));
+    FARM_RETURN_IF_ERROR(RecordFirstPoll(s, f, polled->items.size(), fresh));
     return true;
   }
   if (fresh.empty()) {
     FARM_RETURN_IF_ERROR(store_->SetWatchState(s.id, f.watch_state, f.next_fire_ms));
     return false;
   }
-  f.note = "new upstream: " + Describe(fresh);
-  f.upstream_ms = now;
-  bool dated = false;
-  for (const WatchItem& item : fresh) {
-    if (item.upstream_ms > 0) f.upstream_ms = std::min(f.upstream_ms, item.upstream_ms);
-    dated = dated || item.upstream_ms > 0;
-  }
-  if (!dated) {
-    // release_to_wheel_seconds then counts from this poll, not from the release.
-    f.note +=
-        " (the upstream gives no upload time: its time is this poll's, when the watch "
-        "first saw it)";
-  }
+  DateChange(fresh, &f);
   if (watch.has_torch() && prover_ != nullptr) {
     FARM_ASSIGN_OR_RETURN(bool recorded, ProveInsteadOfBuild(s, f, fresh));
     if (recorded) return true;
   }
+  FARM_RETURN_IF_ERROR(FireChange(s, state, period, fresh, f));
+  return true;
+}
+
+Result<bool> ScheduleRunner::PollFailed(const store::ScheduleRow& s, const WatchState& state,
+                                        int64_t period, int64_t now, const Status& why_failed) {
+  // Recorded once per streak of failures; the backoff keeps a dead upstream quiet.
+  WatchState failed = state;
+  ++failed.failures;
+  int64_t next = now + NextPollDelayMs(period, failed.failures);
+  std::string why = "poll failed: " + why_failed.message();
+  if (failed.failures == 1) {
+    FireRequest f{.trigger = farm::v1::TRIGGER_WATCH, .fire_ms = now, .next_fire_ms = next};
+    FARM_RETURN_IF_ERROR(Record(s, f, farm::v1::RUN_FAILED, why).status());
+  }
+  log::Warn("schedule " + std::to_string(s.id) + ": " + why + " (failure " +
+            std::to_string(failed.failures) + " in a row)");
+  FARM_RETURN_IF_ERROR(store_->SetWatchState(s.id, failed.Serialize(), next));
+  return true;
+}
+
+// The first poll sets the baseline: what exists now is not news.
+Status ScheduleRunner::RecordFirstPoll(const store::ScheduleRow& s, const FireRequest& f,
+                                       size_t items, const std::vector<WatchItem>& fresh) {
+  store::ScheduleRunRow run{.schedule_id = s.id,
+                            .trigger = f.trigger,
+                            .outcome = farm::v1::RUN_SKIPPED_UNCHANGED,
+                            .fire_ms = f.fire_ms,
+                            .created_ms = f.fire_ms,
+                            .detail = "first poll: watching " + std::to_string(items) +
+                                      " upstream item(s)" +
+                                      (fresh.empty() ? "" : " (" + Describe(fresh) + ")") +
+                                      "; what appears later fires a build",
+                            .watch_state = f.watch_state};
+  return store_->RecordScheduleRun(&run, f.next_fire_ms);
+}
+
+void ScheduleRunner::DateChange(const std::vector<WatchItem>& fresh, FireRequest* f) {
+  f->note = "new upstream: " + Describe(fresh);
+  f->upstream_ms = f->fire_ms;
+  bool dated = false;
+  for (const WatchItem& item : fresh) {
+    if (item.upstream_ms > 0) f->upstream_ms = std::min(f->upstream_ms, item.upstream_ms);
+    dated = dated || item.upstream_ms > 0;
+  }
+  if (!dated) {
+    // release_to_wheel_seconds then counts from this poll, not from the release.
+    f->note +=
+        " (the upstream gives no upload time: its time is this poll's, when the watch "
+        "first saw it)";
+  }
+}
+
+Status ScheduleRunner::FireChange(const store::ScheduleRow& s, const WatchState& state,
+                                  int64_t period, const std::vector<WatchItem>& fresh,
+                                  FireRequest f) {
   if (const WatchItem* pick = GitPick(fresh)) {
     f.git_commit = pick->commit;
     f.note += "; building " + pick->label;
   }
   FARM_ASSIGN_OR_RETURN(store::ScheduleRunRow run, Fire(s, f));
-  if (run.outcome != farm::v1::RUN_SUBMITTED) {
-    // Not built (the previous build still runs, the submit failed): the change stays
-    // unseen, so a later poll fires it. Its pages must be fetched again for that. A refused
-    // submit backs off as a failed poll does.
-    WatchState retry = state;
-    retry.etags.clear();
-    int64_t next = f.next_fire_ms;
-    if (run.outcome == farm::v1::RUN_FAILED) {
-      ++retry.failures;
-      next = now + NextPollDelayMs(period, retry.failures);
-    }
-    FARM_RETURN_IF_ERROR(store_->SetWatchState(s.id, retry.Serialize(), next));
+  if (run.outcome == farm::v1::RUN_SUBMITTED) return Status::Ok();
+  // Not built (the previous build still runs, the submit failed): the change stays unseen,
+  // so a later poll fires it. Its pages must be fetched again for that. A refused submit
+  // backs off as a failed poll does.
+  WatchState retry = state;
+  retry.etags.clear();
+  int64_t next = f.next_fire_ms;
+  if (run.outcome == farm::v1::RUN_FAILED) {
+    ++retry.failures;
+    next = f.fire_ms + NextPollDelayMs(period, retry.failures);
   }
-  return true;
+  return store_->SetWatchState(s.id, retry.Serialize(), next);
 }
 
 }  // namespace farm::cron
