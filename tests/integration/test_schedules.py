@@ -75,8 +75,10 @@ def test_identical_submissions_merge_in_flight_reuse_the_key_and_force_builds(fa
     t0 = time.monotonic()
     third = farm.ctl_json("submit", EXAMPLE_RECIPE, "--arch-list", ARCH_LIST, "--follow")
     answered = time.monotonic() - t0
-    assert answered < 1.0, f"identical submission took {answered:.2f}s"
+    # Answered from the key (no attempt, the leader's wheel); how fast is the benchmarks'
+    # to say, not an assertion's (docs/benchmarks.md).
     assert third["state"] == "BUILD_SUCCEEDED" and only_job(third).get("attempts", []) == []
+    assert only_job(third)["artifacts"][0]["sha256"] == only_job(done)["artifacts"][0]["sha256"]
     print(f"identical submission answered from the key in {answered:.3f}s")
 
     forced = farm.ctl_json("submit", EXAMPLE_RECIPE, "--arch-list", ARCH_LIST, "--force")
