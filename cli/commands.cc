@@ -5,11 +5,11 @@
 #include <iostream>
 #include <map>
 
+#include "cli/format.h"
 #include "common/clock.h"
 #include "common/flags.h"
 #include "common/fs.h"
 #include "common/version.h"
-#include "cli/format.h"
 
 namespace farm::cli {
 
@@ -68,7 +68,8 @@ const char kUsage[] =
     "  audit                   who changed what, refusals included (--limit, --principal; admin)\n"
     "  hosts add|provision|list|show   hosts farmd provisions (--address, --kind, --var k=v)\n"
     "  ca init DIR | ca issue DIR NAME   the farm's own CA and certificates (no farmd)\n"
-    "  verify WHEEL|URL        a wheel's signed provenance, no farmd (--keys, --require-validated-arch)\n"
+    "  verify WHEEL|URL        a wheel's signed provenance, no farmd (--keys, "
+    "--require-validated-arch)\n"
     "  keys [rotate|revoke ID] the farm's provenance signing keys (--reason; admin to change)\n"
     "  export-index DIR [--from URL] the package index as static files (--base-url)\n"
     "  index make DIR          a folder of wheels as a package index for farmd --upstream-index\n"
@@ -91,20 +92,25 @@ std::vector<FlagSpec> AllFlags() {
       {"compute-capability", "CC", "request: the GPU's compute capability (8.9)"},
       {"package-version", "VER",
        "request: the version wanted (default: the newest the farm's recipe builds)"},
-      {"state", "STATE", "coverage, requests: only cells in STATE: validated, pending_hardware, built, "
-                         "failed, in_progress, missing"},
+      {"state", "STATE",
+       "coverage, requests: only cells in STATE: validated, pending_hardware, built, "
+       "failed, in_progress, missing"},
       {"arch-list", "LIST", "submit: arch list axis value (repeatable); inspect: requested"},
       {"platform", "TAG", "submit: platform axis value (repeatable)"},
       {"priority", "N", "submit: higher runs first (default 0)"},
       {"force", "",
        "submit, export-index, index: build even if an identical build succeeded; replace a DIR "
        "(DIR/simple) that is not an export"},
-      {"source-dir", "DIR", "submit, schedules: upload and build this directory instead of the recipe's source"},
+      {"source-dir", "DIR",
+       "submit, schedules: upload and build this directory instead of the recipe's source"},
       {"source-tarball", "FILE", "submit, schedules: upload and build this tarball instead"},
-      {"exclude", "PATTERN", "submit, schedules: leave out of the uploaded tree (.gitignore syntax, repeatable)"},
-      {"catalog", "DIR", "submit, schedules: where required recipes named without a path are found (repeatable)"},
+      {"exclude", "PATTERN",
+       "submit, schedules: leave out of the uploaded tree (.gitignore syntax, repeatable)"},
+      {"catalog", "DIR",
+       "submit, schedules: where required recipes named without a path are found (repeatable)"},
       {"no-gitignore", "", "submit, schedules: upload files .gitignore names too"},
-      {"max-source-bytes", "N", "submit, schedules: refuse to pack a tree larger than N bytes (default 2 GiB)"},
+      {"max-source-bytes", "N",
+       "submit, schedules: refuse to pack a tree larger than N bytes (default 2 GiB)"},
       {"follow", "", "submit, logs: stream until the build or job ends"},
       {"download", "DIR", "submit: with --follow, fetch the wheels into DIR"},
       {"dir", "DIR", "download: destination directory"},
@@ -134,8 +140,9 @@ std::vector<FlagSpec> AllFlags() {
       {"paused", "", "schedules add: create paused"},
       {"watch-torch", "SPEC",
        "schedules add: fire when a torch release matching SPEC (\">=2.8\", \"any\") appears"},
-      {"watch-index", "NAME", "schedules add: an index the torch watch reads (repeatable; "
-                              "default cu<CUDA> of each matrix CUDA)"},
+      {"watch-index", "NAME",
+       "schedules add: an index the torch watch reads (repeatable; "
+       "default cu<CUDA> of each matrix CUDA)"},
       {"watch-prereleases", "", "schedules add: the torch watch also fires for rc/dev releases"},
       {"watch-tags", "GLOB", "schedules add: fire when the git source gets a tag matching GLOB"},
       {"watch-branch", "NAME", "schedules add: fire when the git source's branch NAME moves"},
@@ -160,15 +167,18 @@ std::vector<FlagSpec> AllFlags() {
        "verify: also require a passed validation on this GPU arch (sm_120, 12.0)"},
       {"owner", "PRINCIPAL",
        "verify: also require the build statement to name this owner of the wheel's project"},
-      {"reason", "TEXT", "keys revoke, requests: why, shown wherever its signatures are refused; "
-                         "why a request is refused"},
+      {"reason", "TEXT",
+       "keys revoke, requests: why, shown wherever its signatures are refused; "
+       "why a request is refused"},
       {"from", "URL",
        "export-index: farmd's HTTP address, e.g. http://farm:8080 (default: asked of the farmd "
        "--server names)"},
       {"base-url", "URL", "export-index: the URL DIR will be served at (default: relative links)"},
-      {"index", "NAME|URL", "cache add: the upstream index wheels and sdists go to (default: farmd's only one)"},
+      {"index", "NAME|URL",
+       "cache add: the upstream index wheels and sdists go to (default: farmd's only one)"},
       {"tree", "NAME", "cache add: the upstream tree (redist) manifests and archives go to"},
-      {"manifest", "FILE|NAME", "cache add: the redist manifest listing the archives (a FILE is added first)"},
+      {"manifest", "FILE|NAME",
+       "cache add: the redist manifest listing the archives (a FILE is added first)"},
       {"help", "", "show this help"},
   };
   for (const FlagSpec& f : net::ClientTlsFlags()) specs.push_back(f);
@@ -197,8 +207,9 @@ Status ListCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::ListBuildsRequest req;
   req.set_page_size(static_cast<int32_t>(limit));
   farm::v1::ListBuildsResponse resp;
-  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->ListBuilds(env.client->Context().get(), req, &resp),
-                                env.client->address()));
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->ListBuilds(env.client->Context().get(), req, &resp),
+               env.client->address()));
   std::string text =
       resp.builds().empty()
           ? "no builds\n"
@@ -212,8 +223,9 @@ Status ShowCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::GetBuildRequest req;
   req.set_build_id(id);
   farm::v1::Build build;
-  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->GetBuild(env.client->Context().get(), req, &build),
-                                env.client->address()));
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->GetBuild(env.client->Context().get(), req, &build),
+               env.client->address()));
   Print(env, build, FormatBuild(build));
   return Status::Ok();
 }
@@ -263,8 +275,8 @@ Status RetryCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::RetryJobRequest req;
   req.set_job_id(id);
   farm::v1::Job job;
-  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->RetryJob(env.client->Context().get(), req, &job),
-                                env.client->address()));
+  FARM_RETURN_IF_ERROR(FromGrpc(
+      env.client->stub()->RetryJob(env.client->Context().get(), req, &job), env.client->address()));
   Print(env, job, "retrying job " + std::to_string(id) + "\n" + FormatJob(job));
   return Status::Ok();
 }
@@ -287,16 +299,18 @@ Status CancelCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::CancelBuildRequest req;
   req.set_build_id(id);
   farm::v1::Build build;
-  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->CancelBuild(env.client->Context().get(), req, &build),
-                                env.client->address()));
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->CancelBuild(env.client->Context().get(), req, &build),
+               env.client->address()));
   Print(env, build, "cancelling build " + std::to_string(id) + "\n" + FormatBuild(build));
   return Status::Ok();
 }
 
 Status WorkersCommand(const CommandEnv& env, const Flags&) {
   farm::v1::ListWorkersResponse resp;
-  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->ListWorkers(env.client->Context().get(), {}, &resp),
-                                env.client->address()));
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->ListWorkers(env.client->Context().get(), {}, &resp),
+               env.client->address()));
   std::string text = resp.workers().empty() ? "no workers\n" : WorkersHeader() + "\n";
   for (const auto& w : resp.workers()) text += FormatWorker(w) + "\n";
   Print(env, resp, text);
@@ -304,13 +318,15 @@ Status WorkersCommand(const CommandEnv& env, const Flags&) {
 }
 
 Status DrainCommand(const CommandEnv& env, const Flags& flags) {
-  if (flags.positionals().size() < 2) return Status::InvalidArgument("usage: farmctl drain WORKER [--undo]");
+  if (flags.positionals().size() < 2)
+    return Status::InvalidArgument("usage: farmctl drain WORKER [--undo]");
   farm::v1::DrainWorkerRequest req;
   req.set_worker_id(flags.positionals()[1]);
   req.set_undo(flags.Has("undo"));
   farm::v1::WorkerInfo worker;
-  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->DrainWorker(env.client->Context().get(), req, &worker),
-                                env.client->address()));
+  FARM_RETURN_IF_ERROR(
+      FromGrpc(env.client->stub()->DrainWorker(env.client->Context().get(), req, &worker),
+               env.client->address()));
   Print(env, worker, (req.undo() ? "undrained " : "draining ") + FormatWorker(worker) + "\n");
   return Status::Ok();
 }
@@ -318,14 +334,19 @@ Status DrainCommand(const CommandEnv& env, const Flags& flags) {
 // What `farmctl COMMAND --help` prints above the command's flags.
 const std::map<std::string, std::string>& CommandSynopses() {
   static const std::map<std::string, std::string> kSynopses = {
-      {"submit", "submit RECIPE.yaml [--python V] [--cuda V] [--arch-list L] [--follow] [--download DIR]\n"
-                 "  Submits a build of the recipe's matrix (or the axes given); prints the build."},
+      {"submit",
+       "submit RECIPE.yaml [--python V] [--cuda V] [--arch-list L] [--follow] [--download DIR]\n"
+       "  Submits a build of the recipe's matrix (or the axes given); prints the build."},
       {"list", "list [--limit N]\n  The newest builds."},
-      {"show", "show BUILD\n  A build with its jobs, attempts, artifacts and why pending jobs wait."},
+      {"show",
+       "show BUILD\n  A build with its jobs, attempts, artifacts and why pending jobs wait."},
       {"job", "job JOB\n  One job."},
-      {"lock", "lock BUILD [--job JOB] [--save FILE]\n  The environment lock (pylock.toml, PEP 751) a"
-               " provisioned build installs, as farmd resolved it; what changed is on stderr."},
-      {"logs", "logs JOB [--follow] [--tail N] [--attempt N]\n  A job's log; JSON Lines with --output json."},
+      {"lock",
+       "lock BUILD [--job JOB] [--save FILE]\n  The environment lock (pylock.toml, PEP 751) a"
+       " provisioned build installs, as farmd resolved it; what changed is on stderr."},
+      {"logs",
+       "logs JOB [--follow] [--tail N] [--attempt N]\n  A job's log; JSON Lines with --output "
+       "json."},
       {"cancel", "cancel BUILD\n  Cancels a queued or running build (exit 1 for one that ended)."},
       {"retry", "retry JOB\n  Runs a failed or cancelled job again."},
       {"download",
@@ -345,41 +366,53 @@ const std::map<std::string, std::string>& CommandSynopses() {
        " pause ID | resume ID | delete ID | run-now ID\n"
        "  Builds fired by cron or by an upstream watch; update makes a schedule build a changed"
        " recipe, keeping what its watch has seen."},
-      {"coverage", "coverage [--package NAME] [--torch V] [--cuda V] [--python V] [--arch A]"
-                   " [--state S]\n"
-                   "  Every cell (package x version x torch x CUDA x Python x arch list x"
-                   " platform) and its state."},
-      {"request", "request PACKAGE --python V --compute-capability CC --platform TAG [--torch V"
-                  " --cuda V] [--package-version V]\n"
-                  "  Asks the farm for the wheel of one cell: built by a recipe of the farm's,"
-                  " answered with the wheel, or refused with the reason."},
-      {"requests", "requests [list] [--state S] | approve ID | refuse ID --reason TEXT\n"
-                   "  Wheel requests, newest first, with their states; approving and refusing"
-                   " need an admin."},
+      {"coverage",
+       "coverage [--package NAME] [--torch V] [--cuda V] [--python V] [--arch A]"
+       " [--state S]\n"
+       "  Every cell (package x version x torch x CUDA x Python x arch list x"
+       " platform) and its state."},
+      {"request",
+       "request PACKAGE --python V --compute-capability CC --platform TAG [--torch V"
+       " --cuda V] [--package-version V]\n"
+       "  Asks the farm for the wheel of one cell: built by a recipe of the farm's,"
+       " answered with the wheel, or refused with the reason."},
+      {"requests",
+       "requests [list] [--state S] | approve ID | refuse ID --reason TEXT\n"
+       "  Wheel requests, newest first, with their states; approving and refusing"
+       " need an admin."},
       {"workers", "workers\n  Registered workers and what they have."},
-      {"drain", "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new ones."},
-      {"cache", "cache add FILE... [--index NAME|URL] | cache add --tree NAME [--manifest FILE|NAME]"
-                " [FILE...] | list\n"
-                "  Preloads farmd's pull-through cache from local files (admin): wheels and sdists"
-                " into an index, a redist manifest and the archives it lists into a tree. Workers"
-                " then provision from them with upstream out of reach."},
-      {"tokens", "tokens create --role ROLE [--name NAME] [--ttl 30d] | list | revoke ID\n"
-                 "  Bearer tokens (admin); a revoked token stops working at its next call."},
-      {"quota", "quota [PRINCIPAL] | quota set PRINCIPAL [--submissions N] [--queued-jobs N]"
-                " [--stored-bytes N]\n"
-                "  A principal's limits and what it holds (yours; another's and set: admin)."},
-      {"names", "names list | transfer NAME --to PRINCIPAL\n"
-                "  Recipe names and the principal (token name) owning each: only the owner or an"
-                " admin may build under a name. Transferring needs an admin."},
-      {"projects", "projects list [NAME] | transfer NAME --to PRINCIPAL\n"
-                   "  Project (distribution) names and the principal owning each: the first whose"
-                   " build published a wheel of it. A build whose wheel names a project another"
-                   " principal owns fails its wheel check. Transferring needs an admin."},
-      {"audit", "audit [--limit N] [--principal NAME]\n"
-                "  The audit log, newest first: each mutation with who asked and whether it was"
-                " allowed (admin)."},
-      {"hosts", "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
-                "  Hosts farmd provisions."},
+      {"drain",
+       "drain WORKER [--undo]\n  WORKER is its name or id: it finishes its jobs, takes no new "
+       "ones."},
+      {"cache",
+       "cache add FILE... [--index NAME|URL] | cache add --tree NAME [--manifest FILE|NAME]"
+       " [FILE...] | list\n"
+       "  Preloads farmd's pull-through cache from local files (admin): wheels and sdists"
+       " into an index, a redist manifest and the archives it lists into a tree. Workers"
+       " then provision from them with upstream out of reach."},
+      {"tokens",
+       "tokens create --role ROLE [--name NAME] [--ttl 30d] | list | revoke ID\n"
+       "  Bearer tokens (admin); a revoked token stops working at its next call."},
+      {"quota",
+       "quota [PRINCIPAL] | quota set PRINCIPAL [--submissions N] [--queued-jobs N]"
+       " [--stored-bytes N]\n"
+       "  A principal's limits and what it holds (yours; another's and set: admin)."},
+      {"names",
+       "names list | transfer NAME --to PRINCIPAL\n"
+       "  Recipe names and the principal (token name) owning each: only the owner or an"
+       " admin may build under a name. Transferring needs an admin."},
+      {"projects",
+       "projects list [NAME] | transfer NAME --to PRINCIPAL\n"
+       "  Project (distribution) names and the principal owning each: the first whose"
+       " build published a wheel of it. A build whose wheel names a project another"
+       " principal owns fails its wheel check. Transferring needs an admin."},
+      {"audit",
+       "audit [--limit N] [--principal NAME]\n"
+       "  The audit log, newest first: each mutation with who asked and whether it was"
+       " allowed (admin)."},
+      {"hosts",
+       "hosts add NAME --address A --kind K [--var k=v] | provision NAME | list | show NAME\n"
+       "  Hosts farmd provisions."},
       {"verify",
        "verify WHEEL|URL [--keys FILE|URL] [--provenance FILE|URL] [--require-validated-arch SM]"
        " [--owner P]\n"
@@ -398,9 +431,10 @@ const std::map<std::string, std::string>& CommandSynopses() {
        "  serves: DIR/simple/ with PEP 503 and PEP 691 pages (sha256 on every link) and each\n"
        "  wheel's METADATA beside it (PEP 658); for farmd --upstream-index\n"
        "  NAME=http://HOST:PORT/simple/ (docs/first-index.md); no farmd."},
-      {"ca", "ca init DIR [--name N] [--days D] | ca issue DIR NAME (--server-cert --host H... | "
-             "--client-cert) [--out DIR]\n"
-             "  A CA for the farm's TLS (docs/deployment.md) and certificates it signs; no farmd."},
+      {"ca",
+       "ca init DIR [--name N] [--days D] | ca issue DIR NAME (--server-cert --host H... | "
+       "--client-cert) [--out DIR]\n"
+       "  A CA for the farm's TLS (docs/deployment.md) and certificates it signs; no farmd."},
   };
   return kSynopses;
 }
@@ -412,7 +446,8 @@ std::string CommandHelp(const std::string& command) {
   for (const FlagSpec& f : AllFlags()) {
     size_t colon = f.help.find(':');
     std::string head = colon == std::string::npos ? "" : f.help.substr(0, colon);
-    bool scoped = !head.empty() && head.find_first_not_of("abcdefghijklmnopqrstuvwxyz-, ") == std::string::npos;
+    bool scoped = !head.empty() &&
+                  head.find_first_not_of("abcdefghijklmnopqrstuvwxyz-, ") == std::string::npos;
     if (!scoped) {
       common.push_back(f);
     } else if ((", " + head + ",").find(", " + command + ",") != std::string::npos ||
@@ -466,8 +501,12 @@ namespace {
 
 ConnectionOptions ConnectionFromFlags(const Flags& flags, net::ClientTls tls) {
   auto timeout = flags.GetInt("timeout-ms", 30000);
-  return {flags.Get("server"), flags.Get("server-file"), flags.Get("token"),
-          flags.Get("token-file"), timeout.ok() ? timeout.value() : 30000, std::move(tls)};
+  return {flags.Get("server"),
+          flags.Get("server-file"),
+          flags.Get("token"),
+          flags.Get("token-file"),
+          timeout.ok() ? timeout.value() : 30000,
+          std::move(tls)};
 }
 
 FarmConnector LocalCommandConnector(const Flags& flags) {
@@ -484,15 +523,21 @@ FarmConnector LocalCommandConnector(const Flags& flags) {
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
-    case StatusCode::kOk: return 0;
+    case StatusCode::kOk:
+      return 0;
     case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound: return 2;
+    case StatusCode::kNotFound:
+      return 2;
     case StatusCode::kUnavailable:
-    case StatusCode::kDeadlineExceeded: return 3;
+    case StatusCode::kDeadlineExceeded:
+      return 3;
     case StatusCode::kUnauthenticated:
-    case StatusCode::kPermissionDenied: return 4;
-    case StatusCode::kResourceExhausted: return 5;
-    default: return 1;
+    case StatusCode::kPermissionDenied:
+      return 4;
+    case StatusCode::kResourceExhausted:
+      return 5;
+    default:
+      return 1;
   }
 }
 
@@ -555,8 +600,9 @@ int RunFarmctl(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return 2;
   }
   auto client = FarmClient::Connect(ConnectionFromFlags(flags, std::move(tls).value()));
-  Status status = client.ok() ? command->second({client->get(), output == "json", &out, &err}, flags)
-                              : client.status();
+  Status status = client.ok()
+                      ? command->second({client->get(), output == "json", &out, &err}, flags)
+                      : client.status();
   if (!status.ok()) err << "farmctl: " << status.message() << "\n";
   return ExitCodeFor(status);
 }

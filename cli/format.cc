@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "common/fs.h"
-#include "common/strings.h"
 #include "common/recipe/matrix.h"
+#include "common/strings.h"
 #include "common/utf8.h"
 #include "common/wheel/job_check.h"
 #include "common/wheel/wheel_bytes.h"
@@ -150,21 +150,36 @@ std::string JobCounts(const farm::v1::Build& b) {
   for (const auto& j : b.jobs()) {
     validations += j.kind() == farm::v1::JOB_VALIDATE;
     switch (j.state()) {
-      case farm::v1::JOB_SUCCEEDED: ++ok; break;
-      case farm::v1::JOB_RUNNING: ++running; break;
-      case farm::v1::JOB_PENDING: ++(j.unplaceable() ? no_worker : queued); break;
-      case farm::v1::JOB_FAILED: ++failed; break;
-      case farm::v1::JOB_CANCELLED: ++cancelled; break;
-      default: break;
+      case farm::v1::JOB_SUCCEEDED:
+        ++ok;
+        break;
+      case farm::v1::JOB_RUNNING:
+        ++running;
+        break;
+      case farm::v1::JOB_PENDING:
+        ++(j.unplaceable() ? no_worker : queued);
+        break;
+      case farm::v1::JOB_FAILED:
+        ++failed;
+        break;
+      case farm::v1::JOB_CANCELLED:
+        ++cancelled;
+        break;
+      default:
+        break;
     }
   }
   std::string out = std::to_string(b.jobs_size()) + (b.jobs_size() == 1 ? " job" : " jobs");
   if (validations > 0) {
-    out += " (" + std::to_string(validations) + (validations == 1 ? " validation)" : " validations)");
+    out +=
+        " (" + std::to_string(validations) + (validations == 1 ? " validation)" : " validations)");
   }
   std::string parts;
-  for (const auto& [n, what] : {std::pair{ok, "ok"}, {running, "running"}, {queued, "queued"},
-                                {no_worker, "no worker"}, {failed, "failed"},
+  for (const auto& [n, what] : {std::pair{ok, "ok"},
+                                {running, "running"},
+                                {queued, "queued"},
+                                {no_worker, "no worker"},
+                                {failed, "failed"},
                                 {cancelled, "cancelled"}}) {
     if (n > 0) parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + what;
   }
@@ -189,9 +204,10 @@ std::string CellsSummary(const farm::v1::Build& b) {
     return out;
   };
   std::string out;
-  for (const auto& [prefix, values] : {std::pair{"py", &python}, {"torch", &torch},
-                                       {"cuda", &cuda}}) {
-    if (!values->empty()) out += (out.empty() ? "" : " ") + std::string(prefix) + join(*values, ",");
+  for (const auto& [prefix, values] :
+       {std::pair{"py", &python}, {"torch", &torch}, {"cuda", &cuda}}) {
+    if (!values->empty())
+      out += (out.empty() ? "" : " ") + std::string(prefix) + join(*values, ",");
   }
   if (!archs.empty()) out += (out.empty() ? "[" : " [") + join(archs, "] [") + "]";
   return out.empty() ? "(default)" : out;
@@ -205,7 +221,7 @@ std::string FormatBuildList(const std::vector<farm::v1::Build>& builds, int64_t 
   for (const auto& b : builds) {
     int64_t created = ParseRfc3339(b.created_at());
     int64_t finished = ParseRfc3339(b.finished_at());
-    std::string duration = created == 0 ? ""
+    std::string duration = created == 0   ? ""
                            : finished > 0 ? Duration(finished - created)
                                           : "for " + Duration(now_ms - created);
     std::string when = b.created_at();
@@ -282,8 +298,8 @@ std::string GraphText(const farm::v1::Job& j) {
     o << "    requires " << in.recipe_name() << " job " << in.job_id() << " (build "
       << in.build_id() << ", " << StateName(in.state()) << ") for "
       << (in.for_build() && in.for_validation() ? "build and validation"
-          : in.for_build()                       ? "the build"
-                                                 : "validation")
+          : in.for_build()                      ? "the build"
+                                                : "validation")
       << "\n";
     for (const auto& a : in.artifacts()) {
       o << "      consumed " << a.filename() << "  sha256 " << a.sha256() << "\n";
@@ -341,7 +357,8 @@ std::string FormatJob(const farm::v1::Job& j) {
   if (!j.cancelled_by().empty() && j.error() != "cancelled by " + j.cancelled_by()) {
     o << "    cancelled by " << j.cancelled_by() << "\n";
   }
-  if (j.reused_from() > 0) o << "    answered from the store: wheels of job " << j.reused_from() << "\n";
+  if (j.reused_from() > 0)
+    o << "    answered from the store: wheels of job " << j.reused_from() << "\n";
   if (j.has_lock()) o << "    environment: " << FormatLockInfo(j.lock()) << "\n";
   for (const auto& line : j.cell_settings()) o << "    cell settings: " << line << "\n";
   for (const auto& a : j.attempts()) {

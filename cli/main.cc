@@ -1,8 +1,8 @@
 // farmctl: the command-line client of farmd. See cli/commands.h.
 #include <iostream>
 
-#include "common/net/grpc_runtime.h"
 #include "cli/commands.h"
+#include "common/net/grpc_runtime.h"
 
 int main(int argc, char** argv) {
   farm::net::DisableMutexOrderGraph();

@@ -252,8 +252,8 @@ Status UploadLocalSource(const CommandEnv& env, const Flags& flags, const farm::
   const auto& [archive, sent] = uploaded;
   std::ostream& out = env.json ? *env.err : *env.out;
   out << "farmctl: source: " << packed.summary << ", archive " << fs::HumanBytes(archive.size())
-      << ": " << fs::HumanBytes(sent) << " uploaded"
-      << (sent == 0 ? ", already on farmd" : "") << " (sha256 " << archive.sha256() << ")\n";
+      << ": " << fs::HumanBytes(sent) << " uploaded" << (sent == 0 ? ", already on farmd" : "")
+      << " (sha256 " << archive.sha256() << ")\n";
   *source->mutable_archive() = archive;
   source->mutable_archive()->set_unwrap_single_directory(!dir);
   return Status::Ok();
@@ -285,8 +285,7 @@ Result<farm::v1::SubmitBuildRequest> PackRecipe(const CommandEnv& env, const Fla
   return req;
 }
 
-Result<farm::v1::SubmitBuildRequest> PrepareBuildRequest(const CommandEnv& env,
-                                                         const Flags& flags,
+Result<farm::v1::SubmitBuildRequest> PrepareBuildRequest(const CommandEnv& env, const Flags& flags,
                                                          const std::string& recipe_path) {
   FARM_ASSIGN_OR_RETURN(recipe::LoadedRecipe loaded, recipe::LoadRecipeFile(recipe_path));
   farm::v1::Recipe& recipe = loaded.recipe;

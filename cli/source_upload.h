@@ -7,13 +7,12 @@
 #define FARM_CLI_SOURCE_UPLOAD_H_
 
 #include <string>
-
 #include <vector>
 
-#include "common/flags.h"
-#include "common/status.h"
 #include "cli/commands.h"
+#include "common/flags.h"
 #include "common/recipe/recipe.h"
+#include "common/status.h"
 #include "farm/v1/client.pb.h"
 
 namespace farm::cli {
@@ -24,8 +23,7 @@ namespace farm::cli {
 // recipe or in the source tree (checked here for local sources). Flags read: source-dir,
 // source-tarball, exclude, no-gitignore, max-source-bytes, python, torch, cuda, arch-list,
 // platform, priority, force.
-Result<farm::v1::SubmitBuildRequest> PrepareBuildRequest(const CommandEnv& env,
-                                                         const Flags& flags,
+Result<farm::v1::SubmitBuildRequest> PrepareBuildRequest(const CommandEnv& env, const Flags& flags,
                                                          const std::string& recipe_path);
 
 // The request of one loaded recipe as it stands: recipe text, patches, validation script

@@ -115,8 +115,8 @@ bool ParseCcPart(std::string_view s, Target* t) {
   }
   size_t dot = s.find('.');
   if (dot == std::string_view::npos) return false;
-  return ParseSmallInt(s.substr(0, dot), &t->major) &&
-         s.size() - dot == 2 && ParseSmallInt(s.substr(dot + 1), &t->minor);
+  return ParseSmallInt(s.substr(0, dot), &t->major) && s.size() - dot == 2 &&
+         ParseSmallInt(s.substr(dot + 1), &t->minor);
 }
 
 Result<Target> ParseEntry(std::string_view entry, std::string_view list) {
@@ -269,8 +269,8 @@ Status CheckCuda(const Target& t, const Version& cuda) {
     return Status::InvalidArgument(DisplayName(t) + " needs CUDA >= " + min.ToString());
   }
   if (rule->removed_in.major != 0 && cuda >= rule->removed_in) {
-    return Status::InvalidArgument(DisplayName(t) + " is not supported by CUDA " +
-                                   cuda.ToString() + " (" + rule->removal_note + ")");
+    return Status::InvalidArgument(DisplayName(t) + " is not supported by CUDA " + cuda.ToString() +
+                                   " (" + rule->removal_note + ")");
   }
   return Status::Ok();
 }
@@ -360,12 +360,9 @@ std::vector<Version> RunsOn(const std::vector<Target>& targets) {
 
 const std::vector<TorchRelease>& TorchReleases() {
   static const std::vector<TorchRelease> kReleases = {
-      {{2, 6}, {{11, 8}, {12, 4}, {12, 6}}},
-      {{2, 7}, {{11, 8}, {12, 6}, {12, 8}}},
-      {{2, 8}, {{12, 6}, {12, 8}, {12, 9}}},
-      {{2, 9}, {{12, 6}, {12, 8}, {13, 0}}},
-      {{2, 10}, {{12, 6}, {12, 8}, {13, 0}}},
-      {{2, 11}, {{12, 6}, {12, 8}, {13, 0}}},
+      {{2, 6}, {{11, 8}, {12, 4}, {12, 6}}},  {{2, 7}, {{11, 8}, {12, 6}, {12, 8}}},
+      {{2, 8}, {{12, 6}, {12, 8}, {12, 9}}},  {{2, 9}, {{12, 6}, {12, 8}, {13, 0}}},
+      {{2, 10}, {{12, 6}, {12, 8}, {13, 0}}}, {{2, 11}, {{12, 6}, {12, 8}, {13, 0}}},
   };
   return kReleases;
 }
@@ -384,10 +381,10 @@ Status CheckTorchCuda(std::string_view torch, std::string_view cuda) {
                                    " (torch " + torch_version.ToString() + " ships for CUDA " +
                                    JoinVersions(release.cuda) + ")");
   }
-  return Status::InvalidArgument("torch " + torch_version.ToString() +
-                                 " is not in the torch/CUDA table (known: " +
-                                 TorchReleases().front().torch.ToString() + " .. " +
-                                 TorchReleases().back().torch.ToString() + ")");
+  return Status::InvalidArgument(
+      "torch " + torch_version.ToString() +
+      " is not in the torch/CUDA table (known: " + TorchReleases().front().torch.ToString() +
+      " .. " + TorchReleases().back().torch.ToString() + ")");
 }
 
 }  // namespace farm::arch

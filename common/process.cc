@@ -112,8 +112,12 @@ class RealProcess final : public Process {
  public:
   RealProcess(pid_t pid, int out_fd, int err_fd, int in_fd, std::string stdin_data,
               int64_t grace_ms)
-      : pid_(pid), out_fd_(out_fd), err_fd_(err_fd), in_fd_(in_fd),
-        stdin_data_(std::move(stdin_data)), timeout_grace_ms_(grace_ms) {}
+      : pid_(pid),
+        out_fd_(out_fd),
+        err_fd_(err_fd),
+        in_fd_(in_fd),
+        stdin_data_(std::move(stdin_data)),
+        timeout_grace_ms_(grace_ms) {}
 
   ~RealProcess() override {
     {
@@ -169,8 +173,8 @@ class RealProcess final : public Process {
 
 void RealProcess::WriteStdin() {
   while (in_fd_ >= 0 && stdin_written_ < stdin_data_.size()) {
-    ssize_t n = ::write(in_fd_, stdin_data_.data() + stdin_written_,
-                        stdin_data_.size() - stdin_written_);
+    ssize_t n =
+        ::write(in_fd_, stdin_data_.data() + stdin_written_, stdin_data_.size() - stdin_written_);
     if (n > 0) {
       stdin_written_ += static_cast<size_t>(n);
     } else if (n < 0 && errno == EINTR) {
@@ -266,8 +270,7 @@ ProcessResult RealProcess::Wait(const LineCallback& on_line, int64_t timeout_ms)
     }
     Escalate();
     if (exited_at == 0 && ChildExited()) exited_at = NowMs();
-    if (exited_at != 0 &&
-        ((out_fd_ < 0 && err_fd_ < 0) || NowMs() - exited_at >= kLingerMs)) {
+    if (exited_at != 0 && ((out_fd_ < 0 && err_fd_ < 0) || NowMs() - exited_at >= kLingerMs)) {
       break;
     }
   }
@@ -296,8 +299,8 @@ struct Pipe {
 };
 
 // Runs in the child between fork and exec: only async-signal-safe calls.
-[[noreturn]] void ExecChild(const char* prog, char* const* argv, char* const* envp,
-                            const char* cwd, int in_fd, int out_fd, int err_fd, int report_fd) {
+[[noreturn]] void ExecChild(const char* prog, char* const* argv, char* const* envp, const char* cwd,
+                            int in_fd, int out_fd, int err_fd, int report_fd) {
   ::setpgid(0, 0);
   sigset_t none;
   sigemptyset(&none);

@@ -21,12 +21,12 @@
 namespace farm {
 
 struct ProcessSpec {
-  std::vector<std::string> argv;           // argv[0] is looked up in PATH of `env`
-  std::string cwd;                         // empty: inherit
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH of `env`
+  std::string cwd;                // empty: inherit
   // The child's complete environment when `clear_env`, else added to the parent's.
   std::map<std::string, std::string> env;
   bool clear_env = false;
-  std::string stdin_data;                  // written then closed; empty: /dev/null
+  std::string stdin_data;  // written then closed; empty: /dev/null
   // Grace between SIGTERM and SIGKILL when Wait() kills the child for its timeout.
   int64_t kill_grace_ms = 5000;
 };
@@ -38,11 +38,11 @@ enum class OutputStream { kStdout, kStderr };
 using LineCallback = std::function<void(OutputStream, const std::string&)>;
 
 struct ProcessResult {
-  int exit_code = -1;       // 128+N when killed by signal N
-  int term_signal = 0;      // 0 when it exited normally
+  int exit_code = -1;          // 128+N when killed by signal N
+  int term_signal = 0;         // 0 when it exited normally
   int64_t peak_rss_bytes = 0;  // largest RSS of any descendant (getrusage children)
   bool timed_out = false;
-  bool killed = false;      // Kill() was called
+  bool killed = false;  // Kill() was called
 };
 
 // A started child. Thread-safe: Kill() may be called from any thread while Wait() runs.

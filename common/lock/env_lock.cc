@@ -70,8 +70,9 @@ bool IsHttpUrl(const std::string& url) {
 }
 
 bool Clean(const std::string& text) {
-  return text.size() <= kMaxString &&
-         std::none_of(text.begin(), text.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+  return text.size() <= kMaxString && std::none_of(text.begin(), text.end(), [](unsigned char c) {
+           return c < 0x20 || c == 0x7f;
+         });
 }
 
 Status Problem(const std::string& where, const std::string& what) {
@@ -123,8 +124,8 @@ Result<LockedPackage> ParseWheel(const toml::table& wheel, LockedPackage package
   }
   if (wheel::NormalizeProjectName(parsed->name) != package.name ||
       (!package.version.empty() && parsed->version != package.version)) {
-    return Problem(where, "the wheel " + package.filename + " is not " + package.name + " " +
-                              package.version);
+    return Problem(
+        where, "the wheel " + package.filename + " is not " + package.name + " " + package.version);
   }
   if (package.version.empty()) package.version = parsed->version;
   if (const toml::node* size = wheel.get("size")) {
@@ -283,7 +284,9 @@ std::vector<std::string> Diff(const EnvLock& before, const EnvLock& after) {
     if (!new_by_name.count(name)) out.push_back("- " + name + " " + was->version);
   }
   std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
-    auto key = [](const std::string& s) { return s.rfind("+ ", 0) == 0 || s.rfind("- ", 0) == 0 ? s.substr(2) : s; };
+    auto key = [](const std::string& s) {
+      return s.rfind("+ ", 0) == 0 || s.rfind("- ", 0) == 0 ? s.substr(2) : s;
+    };
     return key(a) < key(b);
   });
   return out;

@@ -27,18 +27,18 @@ inline constexpr int64_t kMaxLockBytes = int64_t{4} << 20;
 inline constexpr size_t kMaxPackages = 4096;
 
 struct LockedPackage {
-  std::string name;       // normalized (PEP 503): "nvidia-cublas"
-  std::string version;    // "13.1.0.3", local label included: "2.11.0+cu130"
-  std::string index;      // the index URL it was found on: "https://download.pytorch.org/whl/cu130/"
-  std::string filename;   // the wheel: "torch-2.11.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl"
-  std::string url;        // where the index had it (upstream, never the farm's own address)
-  std::string sha256;     // lowercase hex
-  int64_t size = -1;      // bytes; -1 when the index did not say
+  std::string name;      // normalized (PEP 503): "nvidia-cublas"
+  std::string version;   // "13.1.0.3", local label included: "2.11.0+cu130"
+  std::string index;     // the index URL it was found on: "https://download.pytorch.org/whl/cu130/"
+  std::string filename;  // the wheel: "torch-2.11.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl"
+  std::string url;       // where the index had it (upstream, never the farm's own address)
+  std::string sha256;    // lowercase hex
+  int64_t size = -1;     // bytes; -1 when the index did not say
 };
 
 struct EnvLock {
-  std::string python;    // "3.12": the Python the lock was resolved for
-  std::string platform;  // "linux_x86_64"
+  std::string python;      // "3.12": the Python the lock was resolved for
+  std::string platform;    // "linux_x86_64"
   std::string index_name;  // the farm's name of the packages' index ("cu130"); "" for none
   std::vector<std::string> requirements;  // what was resolved, as given ("setuptools>=64")
   std::vector<LockedPackage> packages;    // sorted by name

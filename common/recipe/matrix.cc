@@ -18,17 +18,22 @@ using Values = std::vector<std::string>;
 using Rule = std::vector<std::pair<size_t, std::string>>;  // axis index -> value
 
 // Labels in cell descriptions: one cell has one arch list.
-constexpr std::array<std::string_view, kAxes> kCellLabels = {"python", "torch", "cuda",
-                                                            "arch_list", "platform"};
+constexpr std::array<std::string_view, kAxes> kCellLabels = {"python", "torch", "cuda", "arch_list",
+                                                             "platform"};
 
 const google::protobuf::RepeatedPtrField<std::string>& AxisValues(const farm::v1::MatrixAxes& m,
                                                                   size_t axis) {
   switch (axis) {
-    case 0: return m.python();
-    case 1: return m.torch();
-    case 2: return m.cuda();
-    case 3: return m.arch_lists();
-    default: return m.platform();
+    case 0:
+      return m.python();
+    case 1:
+      return m.torch();
+    case 2:
+      return m.cuda();
+    case 3:
+      return m.arch_lists();
+    default:
+      return m.platform();
   }
 }
 
@@ -162,7 +167,8 @@ Result<std::vector<Rule>> ToRules(
     const std::string& what) {
   std::vector<Rule> rules;
   for (int i = 0; i < protos.size(); ++i) {
-    FARM_ASSIGN_OR_RETURN(Rule r, ToRule(protos[i], "matrix." + what + "[" + std::to_string(i) + "]"));
+    FARM_ASSIGN_OR_RETURN(Rule r,
+                          ToRule(protos[i], "matrix." + what + "[" + std::to_string(i) + "]"));
     rules.push_back(std::move(r));
   }
   return rules;
@@ -220,9 +226,8 @@ bool Narrowed(size_t axis, const farm::v1::MatrixAxes& requested,
 // An include that extends no cell adds cells: its values, and every value of the axes it
 // does not name. Values outside an axis the request narrowed are refused.
 void AddIncludeCells(const Rule& rule, const std::array<Values, kAxes>& axes,
-                     const farm::v1::MatrixAxes& requested,
-                     const farm::v1::MatrixAxes& supported, std::vector<Cell>* cells,
-                     std::vector<std::string>* rejected) {
+                     const farm::v1::MatrixAxes& requested, const farm::v1::MatrixAxes& supported,
+                     std::vector<Cell>* cells, std::vector<std::string>* rejected) {
   std::array<Values, kAxes> own = axes;
   std::string described;
   for (const auto& [axis, value] : rule) {
@@ -420,10 +425,12 @@ std::string DescribeTorchFollow(const farm::v1::Recipe& recipe) {
 Status CheckAxisValue(std::string_view axis, std::string_view value) {
   const std::string quoted = "\"" + std::string(value) + "\"";
   if (axis == "python" && !IsVersion(value, false)) {
-    return Status::InvalidArgument("python version " + quoted + " must be MAJOR.MINOR such as \"3.11\"");
+    return Status::InvalidArgument("python version " + quoted +
+                                   " must be MAJOR.MINOR such as \"3.11\"");
   }
   if (axis == "cuda" && !IsVersion(value, false)) {
-    return Status::InvalidArgument("CUDA version " + quoted + " must be MAJOR.MINOR such as \"12.8\"");
+    return Status::InvalidArgument("CUDA version " + quoted +
+                                   " must be MAJOR.MINOR such as \"12.8\"");
   }
   if (axis == "torch" && !value.empty() && !IsVersion(value, true)) {
     return Status::InvalidArgument("torch version " + quoted +

@@ -50,8 +50,8 @@ Status ReadPatch(const ErrorSink& sink, const stdfs::path& dir, const Position& 
     return sink.At(pos, "patch file \"" + patch->name() + "\" not found (looked for " + abs + ")");
   }
   Result<std::string> content = fs::ReadFile(abs);
-  if (!content.ok()) return sink.At(pos, "patch file \"" + patch->name() + "\": " +
-                                             content.status().message());
+  if (!content.ok())
+    return sink.At(pos, "patch file \"" + patch->name() + "\": " + content.status().message());
   if (content->empty()) return sink.At(pos, "patch file \"" + patch->name() + "\" is empty");
   patch->set_content(std::move(content).value());
   return Status::Ok();
@@ -67,8 +67,8 @@ Status ReadValidationScript(const ErrorSink& sink, const stdfs::path& dir, const
   if (!stdfs::is_regular_file(abs, ec)) return Status::Ok();
   Result<std::string> content = fs::ReadFile(abs);
   if (!content.ok()) {
-    return sink.At(pos, "validation script \"" + spec->script() + "\": " +
-                            content.status().message());
+    return sink.At(pos,
+                   "validation script \"" + spec->script() + "\": " + content.status().message());
   }
   if (content->size() > kMaxValidationScriptBytes) {
     return sink.At(pos, "validation script \"" + spec->script() + "\" is larger than " +
@@ -90,8 +90,8 @@ Status ReadEnvironmentLock(const ErrorSink& sink, const stdfs::path& dir,
   }
   Result<std::string> content = fs::ReadFile(abs);
   if (!content.ok()) {
-    return sink.At(Position{}, "environment.lock \"" + env->lock_path() + "\": " +
-                                   content.status().message());
+    return sink.At(Position{},
+                   "environment.lock \"" + env->lock_path() + "\": " + content.status().message());
   }
   if (static_cast<int64_t>(content->size()) > kMaxEnvironmentLockBytes) {
     return sink.At(Position{}, "environment.lock \"" + env->lock_path() + "\" is larger than " +
@@ -117,14 +117,14 @@ Result<LoadedRecipe> LoadRecipeFile(const std::string& path) {
   out.directory = abs.parent_path().string();
   ErrorSink sink(path);
   farm::v1::Recipe& recipe = parsed.recipe;
-  FARM_RETURN_IF_ERROR(ResolveSource(sink, out.directory, parsed.source_pos,
-                                     recipe.mutable_source()));
+  FARM_RETURN_IF_ERROR(
+      ResolveSource(sink, out.directory, parsed.source_pos, recipe.mutable_source()));
   for (int i = 0; i < recipe.patches_size(); ++i) {
-    FARM_RETURN_IF_ERROR(ReadPatch(sink, out.directory, parsed.patch_pos[i],
-                                   recipe.mutable_patches(i)));
+    FARM_RETURN_IF_ERROR(
+        ReadPatch(sink, out.directory, parsed.patch_pos[i], recipe.mutable_patches(i)));
   }
-  FARM_RETURN_IF_ERROR(ReadValidationScript(sink, out.directory, Position{},
-                                            recipe.mutable_validation()));
+  FARM_RETURN_IF_ERROR(
+      ReadValidationScript(sink, out.directory, Position{}, recipe.mutable_validation()));
   if (recipe.has_environment()) {
     FARM_RETURN_IF_ERROR(ReadEnvironmentLock(sink, out.directory, recipe.mutable_environment()));
   }
@@ -147,8 +147,8 @@ Status AttachValidationScript(farm::v1::Recipe* recipe, const std::string& scrip
   }
   if (script.size() > kMaxValidationScriptBytes) {
     return Status::InvalidArgument("validation script " + recipe->validation().script() +
-                                   " is larger than " +
-                                   std::to_string(kMaxValidationScriptBytes) + " bytes");
+                                   " is larger than " + std::to_string(kMaxValidationScriptBytes) +
+                                   " bytes");
   }
   recipe->mutable_validation()->set_script_content(script);
   return Status::Ok();

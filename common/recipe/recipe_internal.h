@@ -16,8 +16,8 @@ namespace farm::recipe {
 
 struct ParsedRecipe {
   farm::v1::Recipe recipe;
-  Position source_pos;               // value of source.local / source.tarball / source.git
-  std::vector<Position> patch_pos;   // one per recipe.patches()
+  Position source_pos;              // value of source.local / source.tarball / source.git
+  std::vector<Position> patch_pos;  // one per recipe.patches()
 };
 
 // As ParseRecipe, with positions.

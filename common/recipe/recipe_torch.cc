@@ -261,7 +261,8 @@ Status ParseLockPath(const Section& s, farm::v1::EnvironmentSpec* env) {
       path.find('\0') != std::string::npos) {
     return s.sink().At(f->value_pos(),
                        "environment.lock must be a file beside the recipe (a relative path "
-                       "without ..), got \"" + path.substr(0, 100) + "\"");
+                       "without ..), got \"" +
+                           path.substr(0, 100) + "\"");
   }
   env->set_lock_path(path);
   return Status::Ok();
@@ -333,9 +334,9 @@ Status ParseEnvironmentSection(const Section& top, farm::v1::Recipe* recipe) {
   const Field* f = top.Find("environment");
   if (f == nullptr) return Status::Ok();
   FARM_ASSIGN_OR_RETURN(
-      Section s, Section::Read(top.sink(), f->value, f->key_pos, "environment", "environment.",
-                               {"torch", "build_requirements", "torch_requirements", "toolkit",
-                                "lock"}));
+      Section s,
+      Section::Read(top.sink(), f->value, f->key_pos, "environment", "environment.",
+                    {"torch", "build_requirements", "torch_requirements", "toolkit", "lock"}));
   if (recipe->matrix().python().empty()) {
     return s.sink().At(f->key_pos,
                        "a provisioned environment needs matrix.python: the "

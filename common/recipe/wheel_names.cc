@@ -7,9 +7,9 @@
 #include <string>
 #include <tuple>
 
-#include "common/wheel/identity.h"
 #include "common/recipe/matrix.h"
 #include "common/recipe/yaml_reader.h"
+#include "common/wheel/identity.h"
 
 namespace farm::recipe {
 namespace {
@@ -52,8 +52,8 @@ std::string MissingPlaceholder(const farm::v1::MatrixCell& a, const farm::v1::Ma
 }  // namespace
 
 Status CheckWheelNames(const farm::v1::Recipe& recipe,
-                       const std::vector<farm::v1::MatrixCell>& cells,
-                       std::string_view filename, bool arch_lists_from_request) {
+                       const std::vector<farm::v1::MatrixCell>& cells, std::string_view filename,
+                       bool arch_lists_from_request) {
   ErrorSink sink{std::string(filename)};
   const std::string& tmpl = recipe.publish().local_version_template();
   auto template_pos = [&] { return FindValue(recipe.yaml(), {"publish", "local_version"}); };
@@ -73,11 +73,14 @@ Status CheckWheelNames(const farm::v1::Recipe& recipe,
     if (!tmpl.empty() && tmpl != wheel::kDefaultLabelTemplate) {
       return AtPosition(sink, template_pos(),
                         why + "; add " + MissingPlaceholder(first, cell) +
-                            " to publish.local_version \"" + tmpl + "\" (or remove it to use the "
-                            "default " + wheel::kDefaultLabelTemplate + ")");
+                            " to publish.local_version \"" + tmpl +
+                            "\" (or remove it to use the "
+                            "default " +
+                            wheel::kDefaultLabelTemplate + ")");
     }
-    std::string fix = "both build " + wheel::ArchLabel(*images) + ": keep one of the arch lists \"" +
-                      first.arch_list() + "\" and \"" + cell.arch_list() + "\"";
+    std::string fix = "both build " + wheel::ArchLabel(*images) +
+                      ": keep one of the arch lists \"" + first.arch_list() + "\" and \"" +
+                      cell.arch_list() + "\"";
     if (arch_lists_from_request) {
       return Status::InvalidArgument(sink.filename() + ": " + why + "; " + fix + " in --arch-list");
     }

@@ -22,8 +22,8 @@ namespace farm::recipe {
 // (farmctl --arch-list), so the message names the option instead of a recipe position.
 // Also InvalidArgument, at publish.local_version, for a template that does not render.
 Status CheckWheelNames(const farm::v1::Recipe& recipe,
-                       const std::vector<farm::v1::MatrixCell>& cells,
-                       std::string_view filename, bool arch_lists_from_request);
+                       const std::vector<farm::v1::MatrixCell>& cells, std::string_view filename,
+                       bool arch_lists_from_request);
 
 }  // namespace farm::recipe
 

@@ -26,9 +26,8 @@ std::string FormatNumber(double v) {
 }
 
 Status TypeError(const ErrorSink& sink, const Field& f, std::string_view expected) {
-  return sink.At(f.value_pos(),
-                 "\"" + f.name + "\" must be " + std::string(expected) + ", got " +
-                     Describe(f.value));
+  return sink.At(f.value_pos(), "\"" + f.name + "\" must be " + std::string(expected) + ", got " +
+                                    Describe(f.value));
 }
 
 }  // namespace
@@ -164,15 +163,14 @@ const Field* Section::Find(std::string_view key) const {
 Result<const Field*> Section::Require(std::string_view key) const {
   const Field* f = Find(key);
   if (f == nullptr) {
-    return sink_->At(where_, "missing required field \"" + std::string(key) + "\" in " +
-                                 context_);
+    return sink_->At(where_, "missing required field \"" + std::string(key) + "\" in " + context_);
   }
   return f;
 }
 
 // Absent keys leave the output untouched: the caller's default stands.
-#define FARM_SECTION_FIELD_(key)            \
-  const Field* f = Find(key);               \
+#define FARM_SECTION_FIELD_(key) \
+  const Field* f = Find(key);    \
   if (f == nullptr) return Status::Ok()
 
 Status Section::GetString(std::string_view key, std::string* out) const {
@@ -271,7 +269,7 @@ Result<std::vector<Item>> ReadStringList(const ErrorSink& sink, const Field& fie
 }
 
 Result<std::vector<std::pair<Item, Item>>> ReadStringMap(const ErrorSink& sink,
-                                                          const Field& field) {
+                                                         const Field& field) {
   std::vector<std::pair<Item, Item>> out;
   if (!field.value.IsDefined() || field.value.IsNull()) return out;
   if (!field.value.IsMap()) return TypeError(sink, field, "a mapping");
@@ -284,8 +282,8 @@ Result<std::vector<std::pair<Item, Item>>> ReadStringMap(const ErrorSink& sink,
     for (const auto& [prior_key, prior_value] : out) {
       if (prior_key.text == key) {
         return sink.At(key_pos, "duplicate key \"" + key + "\" in " + field.name +
-                                    " (first set at line " +
-                                    std::to_string(prior_key.pos.line) + ")");
+                                    " (first set at line " + std::to_string(prior_key.pos.line) +
+                                    ")");
       }
     }
     Field value{key, field.name + "." + key, it->second, key_pos};

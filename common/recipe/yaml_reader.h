@@ -59,7 +59,7 @@ struct Item {
 // One key: value pair of a mapping. `name` is the dotted path used in messages
 // ("retry.max_attempts").
 struct Field {
-  std::string key;   // as written: "max_attempts"
+  std::string key;  // as written: "max_attempts"
   std::string name;
   YAML::Node value;
   Position key_pos;
@@ -115,8 +115,7 @@ Result<bool> ReadBool(const ErrorSink& sink, const Field& field);
 // A list of scalars; null reads as an empty list.
 Result<std::vector<Item>> ReadStringList(const ErrorSink& sink, const Field& field);
 // A mapping of scalar keys to scalar values (duplicates rejected); null reads as empty.
-Result<std::vector<std::pair<Item, Item>>> ReadStringMap(const ErrorSink& sink,
-                                                          const Field& field);
+Result<std::vector<std::pair<Item, Item>>> ReadStringMap(const ErrorSink& sink, const Field& field);
 
 }  // namespace farm::recipe
 

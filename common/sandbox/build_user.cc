@@ -120,7 +120,6 @@ Result<BuildUser> ResolveBuildUser(const std::string& spec, uid_t euid) {
   return user;
 }
 
-
 Status GiveToBuildUser(const BuildUser& user, const std::string& path, bool recursive) {
   if (!user.switches) return Status::Ok();
   return Walk(path, recursive, [&user](const std::string& entry, const struct stat& st) {

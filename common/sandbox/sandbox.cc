@@ -242,9 +242,14 @@ ProcessSpec Confinement::Wrap(const ProcessSpec& spec, const std::vector<Mount>&
     }
     case Kind::kUserOnly: {
       const BuildUser& u = options_.build_user;
-      out.argv = {options_.setpriv, "--reuid=" + std::to_string(u.uid),
-                  "--regid=" + std::to_string(u.gid), "--clear-groups", "--no-new-privs",
-                  "--inh-caps=-all", "--bounding-set=-all", "--"};
+      out.argv = {options_.setpriv,
+                  "--reuid=" + std::to_string(u.uid),
+                  "--regid=" + std::to_string(u.gid),
+                  "--clear-groups",
+                  "--no-new-privs",
+                  "--inh-caps=-all",
+                  "--bounding-set=-all",
+                  "--"};
       out.argv.insert(out.argv.end(), spec.argv.begin(), spec.argv.end());
       return out;
     }

@@ -110,8 +110,7 @@ class Confinement {
   // `spec` rewritten to run confined, with `mounts` visible (the files the command reads
   // and the folders it writes: the latter must be the user's, GiveToBuildUser), the network
   // only when `network`. spec.cwd must be one of the mounts or "".
-  ProcessSpec Wrap(const ProcessSpec& spec, const std::vector<Mount>& mounts,
-                   bool network) const;
+  ProcessSpec Wrap(const ProcessSpec& spec, const std::vector<Mount>& mounts, bool network) const;
 
   Kind kind() const { return kind_; }
   const BuildUser& user() const { return options_.build_user; }

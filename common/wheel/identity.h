@@ -61,8 +61,7 @@ std::map<std::string, std::string> LabelVars(const farm::v1::MatrixCell& cell,
 // kDefaultLabelTemplate) rendered with LabelVars, in PEP 440 normal form, with the empty
 // segments an absent part leaves ("cu{cuda_nodot}.{arch}" without device code) dropped.
 // InvalidArgument for an unknown placeholder or a result that is not a local label.
-Result<std::string> WheelLabel(const std::string& label_template,
-                               const farm::v1::MatrixCell& cell,
+Result<std::string> WheelLabel(const std::string& label_template, const farm::v1::MatrixCell& cell,
                                const std::vector<arch::Image>& images,
                                const std::string& commit = "", const std::string& family = "");
 

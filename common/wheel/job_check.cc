@@ -152,8 +152,7 @@ InspectOptions JobCheckOptions(const farm::v1::Recipe& recipe) {
 }
 
 Result<JobWheelCheck> CheckJobWheel(const std::string& path, const std::string& filename,
-                                    const farm::v1::MatrixCell& cell,
-                                    const InspectOptions& base) {
+                                    const farm::v1::MatrixCell& cell, const InspectOptions& base) {
   InspectOptions options = base;
   options.filename = filename;
   options.expected_python_tag = CpythonTag(cell.python());

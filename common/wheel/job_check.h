@@ -20,8 +20,8 @@
 namespace farm::wheel {
 
 struct JobWheelCheck {
-  farm::v1::ArchManifest manifest;  // images, runs-on and missing targets
-  std::vector<Problem> problems;    // empty when the wheel may be kept
+  farm::v1::ArchManifest manifest;    // images, runs-on and missing targets
+  std::vector<Problem> problems;      // empty when the wheel may be kept
   bool requires_device_code = false;  // the cell named arch targets
 
   bool ok() const { return problems.empty(); }

@@ -19,8 +19,8 @@ std::string JoinVersions(const std::vector<arch::Version>& versions) {
 std::string ImageLine(const CodeImage& image) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "  %-4s %-14s %s container %d entry %d, %s, %llu bytes",
-                image.image.kind == arch::Image::Kind::kSass ? "sass" : "ptx",
-                image.name.c_str(), image.section.c_str(), image.container, image.index,
+                image.image.kind == arch::Image::Kind::kSass ? "sass" : "ptx", image.name.c_str(),
+                image.section.c_str(), image.container, image.index,
                 CompressionName(image.compression),
                 static_cast<unsigned long long>(image.payload_bytes));
   std::string out = buf;

@@ -31,8 +31,7 @@ Result<std::string> RenderLocalLabel(const std::string& label_template,
 // The template variables of one matrix cell: python, python_nodot ("311"), torch,
 // torch_nodot ("28"), cuda, cuda_nodot ("130"), cuda_major ("13"), platform.
 std::map<std::string, std::string> CellLabelVars(const std::string& python,
-                                                 const std::string& torch,
-                                                 const std::string& cuda,
+                                                 const std::string& torch, const std::string& cuda,
                                                  const std::string& platform);
 
 // `version` without its dots, as labels and tags write it ("13.0" gives "130").

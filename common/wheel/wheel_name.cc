@@ -9,8 +9,8 @@ namespace {
 bool AllOf(std::string_view s, const char* extra) {
   if (s.empty()) return false;
   return std::all_of(s.begin(), s.end(), [extra](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view(extra).find(c) !=
-                                                              std::string_view::npos;
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view(extra).find(c) != std::string_view::npos;
   });
 }
 
@@ -38,8 +38,8 @@ Status CheckTag(std::string_view what, std::string_view tag, std::vector<std::st
 
 Status CheckNameAndVersion(const WheelFilename& w) {
   if (!AllOf(w.name, "_.")) {
-    return Status::InvalidArgument("wheel file name has an invalid distribution name '" +
-                                   w.name + "'");
+    return Status::InvalidArgument("wheel file name has an invalid distribution name '" + w.name +
+                                   "'");
   }
   if (!AllOf(w.version, ".+!_") || !std::isalnum(static_cast<unsigned char>(w.version[0])) ||
       std::count(w.version.begin(), w.version.end(), '+') > 1) {
@@ -66,9 +66,8 @@ std::vector<std::string> WheelFilename::ExpandedTags() const {
 }
 
 bool WheelFilename::IsPure() const {
-  return !platform_tags.empty() &&
-         std::all_of(platform_tags.begin(), platform_tags.end(),
-                     [](const std::string& p) { return p == "any"; });
+  return !platform_tags.empty() && std::all_of(platform_tags.begin(), platform_tags.end(),
+                                               [](const std::string& p) { return p == "any"; });
 }
 
 Result<WheelFilename> ParseWheelFilename(std::string_view path) {
@@ -125,7 +124,8 @@ std::string NormalizeProjectName(std::string_view name) {
 
 std::string NormalizeVersion(std::string_view version) {
   std::string out;
-  for (char c : version) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : version)
+    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   // PEP 440's optional 'v' precedes the release number; only that one is dropped, so
   // normalising twice changes nothing ("vv1" stays, "v1" becomes "1").
   if (out.size() > 1 && out[0] == 'v' && std::isdigit(static_cast<unsigned char>(out[1]))) {

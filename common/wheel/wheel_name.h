@@ -20,7 +20,7 @@ struct WheelFilename {
   std::string python_tag;   // as written, possibly dot-compressed: "py2.py3"
   std::string abi_tag;
   std::string platform_tag;
-  std::vector<std::string> python_tags;    // "py2.py3" split on '.'
+  std::vector<std::string> python_tags;  // "py2.py3" split on '.'
   std::vector<std::string> abi_tags;
   std::vector<std::string> platform_tags;
 

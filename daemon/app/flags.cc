@@ -364,8 +364,9 @@ std::vector<FlagSpec> FarmdFlagSpecs() {
       {"resolver-python", "PATH", "the interpreter the resolver's pip runs on (/usr/bin/python3)"},
       {"resolver-user", "auto|NAME|UID:GID",
        "who the resolver runs as under root (auto: farm-build, else nobody)"},
-      {"lock-glibc", "2.N", "the oldest glibc of the workers: locked wheels must run there "
-                            "(default 2.28)"},
+      {"lock-glibc", "2.N",
+       "the oldest glibc of the workers: locked wheels must run there "
+       "(default 2.28)"},
       {"public-url", "URL",
        "the dashboard's address for people (https://farm.example.org): the links of the feed "
        "and of webhooks (default: links relative to the dashboard)"},

@@ -16,22 +16,32 @@ int ClientRank(const std::string& role) {
 
 bool Satisfies(const std::string& role, Need need) {
   switch (need) {
-    case Need::kViewer: return ClientRank(role) >= 1;
-    case Need::kSubmitter: return ClientRank(role) >= 2;
-    case Need::kAdmin: return ClientRank(role) >= 3;
-    case Need::kEnroll: return role == "enroll" || role == "worker" || role == "admin";
-    case Need::kWorker: return role == "worker";
+    case Need::kViewer:
+      return ClientRank(role) >= 1;
+    case Need::kSubmitter:
+      return ClientRank(role) >= 2;
+    case Need::kAdmin:
+      return ClientRank(role) >= 3;
+    case Need::kEnroll:
+      return role == "enroll" || role == "worker" || role == "admin";
+    case Need::kWorker:
+      return role == "worker";
   }
   return false;
 }
 
 const char* NeedName(Need need) {
   switch (need) {
-    case Need::kViewer: return "viewer";
-    case Need::kSubmitter: return "submitter";
-    case Need::kAdmin: return "admin";
-    case Need::kEnroll: return "enroll";
-    case Need::kWorker: return "worker";
+    case Need::kViewer:
+      return "viewer";
+    case Need::kSubmitter:
+      return "submitter";
+    case Need::kAdmin:
+      return "admin";
+    case Need::kEnroll:
+      return "enroll";
+    case Need::kWorker:
+      return "worker";
   }
   return "?";
 }

@@ -140,9 +140,9 @@ std::string_view EventKindName(EventKind kind) {
 }
 
 std::optional<EventKind> ParseEventKind(std::string_view name) {
-  for (EventKind k : {EventKind::kWheelValidated, EventKind::kBuildFailed, EventKind::kWheelBuilt,
-                      EventKind::kPublicationRefused, EventKind::kTorchProof,
-                      EventKind::kRequestBuilt}) {
+  for (EventKind k :
+       {EventKind::kWheelValidated, EventKind::kBuildFailed, EventKind::kWheelBuilt,
+        EventKind::kPublicationRefused, EventKind::kTorchProof, EventKind::kRequestBuilt}) {
     if (EventKindName(k) == name) return k;
   }
   return std::nullopt;
@@ -173,8 +173,8 @@ std::vector<Event> EventsWithRequests(const std::vector<BuildFacts>& builds,
   std::map<int64_t, const Event*> wheel_of_job;  // a validated wheel wins over a built one
   for (const Event& e : out) {
     const bool wheel = e.kind == EventKind::kWheelValidated || e.kind == EventKind::kWheelBuilt;
-    auto [at, added] = wheel ? wheel_of_job.try_emplace(e.job_id, &e)
-                             : std::make_pair(wheel_of_job.end(), false);
+    auto [at, added] =
+        wheel ? wheel_of_job.try_emplace(e.job_id, &e) : std::make_pair(wheel_of_job.end(), false);
     if (wheel && !added && e.kind == EventKind::kWheelValidated) at->second = &e;
   }
   std::vector<Event> more;
@@ -185,8 +185,8 @@ std::vector<Event> EventsWithRequests(const std::vector<BuildFacts>& builds,
     e.kind = EventKind::kRequestBuilt;
     e.id = "request_built:" + std::to_string(r.id);
     e.package = r.package;
-    e.cause = "request " + std::to_string(r.id) + ", asked " + std::to_string(r.filings) +
-              " time(s)";
+    e.cause =
+        "request " + std::to_string(r.id) + ", asked " + std::to_string(r.filings) + " time(s)";
     more.push_back(std::move(e));
   }
   out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
@@ -213,8 +213,8 @@ std::string EventTitle(const Event& e) {
            (e.cause.empty() ? "" : ": " + e.cause);
   }
   if (e.kind == EventKind::kRequestBuilt) {
-    return head + "the requested wheel " + e.wheel + " is ready (job " +
-           std::to_string(e.job_id) + "; " + e.cause + ")";
+    return head + "the requested wheel " + e.wheel + " is ready (job " + std::to_string(e.job_id) +
+           "; " + e.cause + ")";
   }
   if (e.kind == EventKind::kWheelBuilt) {
     return head + e.wheel + " built (job " + std::to_string(e.job_id) + ")" +

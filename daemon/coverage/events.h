@@ -47,10 +47,10 @@ struct Event {
   std::string package;
   std::string version;
   int64_t build_id = 0;
-  int64_t job_id = 0;       // the validated or building job, or the build's first failed job
-  std::string wheel;        // the wheel's file name; "" for a failed build
-  std::string sha256;       // the wheel's; "" for a failed build
-  std::string cell;         // "python=3.11 cuda=12.8 ...", "" for the default cell
+  int64_t job_id = 0;  // the validated or building job, or the build's first failed job
+  std::string wheel;   // the wheel's file name; "" for a failed build
+  std::string sha256;  // the wheel's; "" for a failed build
+  std::string cell;    // "python=3.11 cuda=12.8 ...", "" for the default cell
   // Why the build failed; for a built wheel, why it is not validated; for a refused
   // publication, why it was refused.
   std::string cause;
@@ -67,8 +67,7 @@ std::vector<Event> EventsOf(const std::vector<BuildFacts>& builds, size_t limit)
 // whose job made a wheel those builds announce (a request answered with a stored wheel has
 // that wheel's job); its cause says how many asked. Newest first, at most `limit`.
 std::vector<Event> EventsWithRequests(const std::vector<BuildFacts>& builds,
-                                      const std::vector<store::RequestRow>& requests,
-                                      size_t limit);
+                                      const std::vector<store::RequestRow>& requests, size_t limit);
 
 // One line for people: "attn_example 0.1: attn_example-0.1-...whl validated (job 3)".
 std::string EventTitle(const Event& event);

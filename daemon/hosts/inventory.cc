@@ -81,8 +81,9 @@ Status ValidateHost(const std::string& name, const std::string& address, const s
       return Status::InvalidArgument("variable name \"" + k + "\" is not an Ansible identifier");
     }
     if (IsReservedVar(k)) {
-      return Status::InvalidArgument(k + " is set by farmd: the enrollment token is never a host "
-                                         "variable");
+      return Status::InvalidArgument(k +
+                                     " is set by farmd: the enrollment token is never a host "
+                                     "variable");
     }
     FARM_RETURN_IF_ERROR(ParseValue(k, v).status());
   }
@@ -92,7 +93,7 @@ Status ValidateHost(const std::string& name, const std::string& address, const s
 Result<std::string> InventoryYaml(const InventoryInput& in) {
   FARM_RETURN_IF_ERROR(ValidateHost(in.name, in.address, in.kind, in.vars));
   std::map<std::string, std::string> fixed = {{"ansible_host", in.address},
-                                               {"farm_worker_name", in.name}};
+                                              {"farm_worker_name", in.name}};
   if (!in.server_address.empty()) fixed["farm_worker_server"] = in.server_address;
   YAML::Emitter out;
   out << YAML::BeginMap << YAML::Key << "all" << YAML::Value << YAML::BeginMap << YAML::Key
@@ -139,10 +140,14 @@ std::optional<Recap> ParseRecapLine(const std::string& line, const std::string& 
     } catch (...) {
       continue;
     }
-    if (key == "ok") r.ok = value, any = true;
-    else if (key == "changed") r.changed = value;
-    else if (key == "unreachable") r.unreachable = value;
-    else if (key == "failed") r.failed = value;
+    if (key == "ok")
+      r.ok = value, any = true;
+    else if (key == "changed")
+      r.changed = value;
+    else if (key == "unreachable")
+      r.unreachable = value;
+    else if (key == "failed")
+      r.failed = value;
   }
   if (!any) return std::nullopt;
   return r;

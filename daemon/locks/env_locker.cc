@@ -110,8 +110,8 @@ Result<lock::EnvLock> EnvLocker::CheckOwnLock(const farm::v1::ProvisionSpec& spe
       return Status::InvalidArgument("environment.lock's " + mine->filename + " (sha256 " +
                                      mine->sha256.substr(0, 12) + "...) is not the file the " +
                                      request.index_name + " index has for " + p.name + " " +
-                                     p.version + " and " + DescribeCell(spec) + " (" +
-                                     p.filename + ", sha256 " + p.sha256.substr(0, 12) + "...)");
+                                     p.version + " and " + DescribeCell(spec) + " (" + p.filename +
+                                     ", sha256 " + p.sha256.substr(0, 12) + "...)");
     }
   }
   if (!missing.empty()) {
@@ -136,8 +136,7 @@ Result<lock::EnvLock> EnvLocker::Lock(const farm::v1::ProvisionSpec& spec) {
   request.index_url = route.resolve_url;
   request.index_name = route.name;
   request.requirements = Requirements(spec);
-  Result<lock::EnvLock> made =
-      spec.lock().empty() ? Resolve(request) : CheckOwnLock(spec, request);
+  Result<lock::EnvLock> made = spec.lock().empty() ? Resolve(request) : CheckOwnLock(spec, request);
   if (!made.ok()) return made.status().WithContext(DescribeCell(spec));
   for (lock::LockedPackage& p : made->packages) {
     if (p.index.empty() || p.index == route.resolve_url) p.index = route.upstream_url;
@@ -150,7 +149,7 @@ Result<std::vector<CellLock>> EnvLocker::LockAll(
   // One resolution per distinct environment: specs are grouped by what pip would be asked.
   std::vector<std::string> keys;
   std::map<std::string, size_t> first_of;  // key -> index into `distinct`
-  std::vector<size_t> distinct;             // a spec of each key
+  std::vector<size_t> distinct;            // a spec of each key
   for (size_t i = 0; i < specs.size(); ++i) {
     std::string key = SpecKey(specs[i]);
     if (first_of.emplace(key, distinct.size()).second) distinct.push_back(i);
@@ -185,8 +184,8 @@ Result<std::vector<CellLock>> EnvLocker::LockAll(
     const lock::EnvLock& l = *made[first_of[keys[i]]];
     CellLock cell{lock::Digest(l), l};
     lock::LockSummary summary = lock::Summarize(l);
-    FARM_RETURN_IF_ERROR(store_->PutLock({cell.digest, lock::ToToml(l), summary.packages,
-                                          summary.bytes, clock_->NowUnixMs()}));
+    FARM_RETURN_IF_ERROR(store_->PutLock(
+        {cell.digest, lock::ToToml(l), summary.packages, summary.bytes, clock_->NowUnixMs()}));
     out.push_back(std::move(cell));
   }
   return out;
@@ -205,7 +204,8 @@ Status LockJobs(EnvLocker& locker, const farm::v1::Recipe& recipe,
     owners.push_back({i, ""});
     for (const farm::v1::MatrixCell& v : (*needs)[i].validate_in()) {
       if (v.SerializeAsString() == cells[i].SerializeAsString()) continue;
-      FARM_ASSIGN_OR_RETURN(farm::v1::ProvisionSpec vspec, recipe::ValidationEnvironment(recipe, v));
+      FARM_ASSIGN_OR_RETURN(farm::v1::ProvisionSpec vspec,
+                            recipe::ValidationEnvironment(recipe, v));
       specs.push_back(std::move(vspec));
       owners.push_back({i, recipe::ValidateCellKey(v)});
     }

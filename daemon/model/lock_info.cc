@@ -63,8 +63,8 @@ Result<std::optional<farm::v1::LockInfo>> JobLockInfo(store::BuildReader& builds
 }
 
 std::string DescribeLockInfo(const farm::v1::LockInfo& info) {
-  std::string out = "lock " + info.digest().substr(0, 12) + ": " +
-                    std::to_string(info.packages()) + " packages, " + fs::HumanBytes(info.bytes());
+  std::string out = "lock " + info.digest().substr(0, 12) + ": " + std::to_string(info.packages()) +
+                    " packages, " + fs::HumanBytes(info.bytes());
   if (info.previous_job_id() == 0) return out;
   out += "; since job " + std::to_string(info.previous_job_id()) + ": ";
   if (info.changes().empty()) return out + "unchanged";

@@ -60,8 +60,8 @@ Result<WebhookTarget> ParseWebhookTarget(const std::string& flag, const auth::Se
   }
   if (target.events.empty()) {
     target.events = {coverage::EventKind::kWheelValidated, coverage::EventKind::kWheelBuilt,
-                     coverage::EventKind::kBuildFailed, coverage::EventKind::kPublicationRefused,
-                     coverage::EventKind::kTorchProof, coverage::EventKind::kRequestBuilt};
+                     coverage::EventKind::kBuildFailed,    coverage::EventKind::kPublicationRefused,
+                     coverage::EventKind::kTorchProof,     coverage::EventKind::kRequestBuilt};
   }
   std::string key = WebhookSecretKey(target.name);
   auto it = secrets.find(key);
@@ -77,9 +77,7 @@ Result<WebhookTarget> ParseWebhookTarget(const std::string& flag, const auth::Se
   return target;
 }
 
-std::string EscapeSlackText(std::string_view text) {
-  return EscapeMarkup(text, /*quotes=*/false);
-}
+std::string EscapeSlackText(std::string_view text) { return EscapeMarkup(text, /*quotes=*/false); }
 
 std::string WebhookPayload(const coverage::Event& e, const std::string& public_url) {
   std::string base = public_url;
@@ -125,8 +123,7 @@ Status Notifier::Scan() {
   if (store::RequestStore* asked = store::AsRequestStore(deps_.store); asked != nullptr) {
     FARM_ASSIGN_OR_RETURN(requests, asked->ListRequests(0, 0, options_.scan_builds));
   }
-  std::vector<coverage::Event> events =
-      coverage::EventsWithRequests(builds, requests, SIZE_MAX);
+  std::vector<coverage::Event> events = coverage::EventsWithRequests(builds, requests, SIZE_MAX);
   std::vector<store::WebhookDeliveryRow> rows;
   for (size_t t = 0; t < targets_.size(); ++t) {
     for (const coverage::Event& e : events) {

@@ -46,8 +46,9 @@ std::string PipLine(const ReleaseNotesInput& input) {
 std::string RenderReleaseNotes(const ReleaseNotesInput& input) {
   std::string md = "## " + input.package + " " + input.version + "\n\n";
   if (!input.summary.empty()) md += input.summary + "\n\n";
-  md += "| Wheel | Python | torch | CUDA | SASS archs | GPUs validated on | Accuracy | TOPS "
-        "| sha256 |\n";
+  md +=
+      "| Wheel | Python | torch | CUDA | SASS archs | GPUs validated on | Accuracy | TOPS "
+      "| sha256 |\n";
   md += "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& row : input.wheels) {
     md += "| " + WheelCell(input, row) + " | " + Cell(row.python) + " | " + Cell(row.torch) +
@@ -61,8 +62,8 @@ std::string RenderReleaseNotes(const ReleaseNotesInput& input) {
     for (const auto& c : row.consumed) consumed += "- " + Cell(row.wheel) + ": " + Cell(c) + "\n";
   }
   if (!consumed.empty()) {
-    md += "\nBuilt and validated against (wheels the farm installed with --no-index):\n\n" +
-          consumed;
+    md +=
+        "\nBuilt and validated against (wheels the farm installed with --no-index):\n\n" + consumed;
   }
   md += "\nInstall";
   if (input.find_links_url.empty() && input.wheels.size() > 1) {

@@ -268,8 +268,7 @@ Waiting ExplainWaiting(const farm::v1::MatrixCell& cell, const PendingFacts& fac
                   " can " + Verb(facts) + " it";
   }
   if (merged) {
-    std::string note =
-        facts.note.empty() ? "waiting for an identical build in flight" : facts.note;
+    std::string note = facts.note.empty() ? "waiting for an identical build in flight" : facts.note;
     out.summary = out.unplaceable ? note + ", which cannot run either: " + out.summary : note;
   } else if (!out.unplaceable && facts.not_before_ms > facts.now_ms) {
     out.summary = "retrying after a backoff, not before " + FormatRfc3339(facts.not_before_ms) +

@@ -18,8 +18,8 @@ enum class WorkerState {
 
 // Every state, in the order metrics list them.
 inline constexpr WorkerState kWorkerStates[] = {WorkerState::kIdle, WorkerState::kBusy,
-                                                WorkerState::kDraining,
-                                                WorkerState::kQuarantined, WorkerState::kLost};
+                                                WorkerState::kDraining, WorkerState::kQuarantined,
+                                                WorkerState::kLost};
 
 // "idle", "busy", "draining", "quarantined", "lost": the names the store, the API and
 // the dashboard use.

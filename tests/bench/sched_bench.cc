@@ -42,7 +42,8 @@ constexpr int64_t kSubmitTimeoutMs = 120000;
 
 int64_t NowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch()).count();
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 struct Options {
@@ -80,11 +81,12 @@ std::string RecipeYaml(int cells) {
       if (cells % (c * a) != 0) continue;
       size_t p = cells / (c * a);
       if (p < 1 || p > kPythons.size()) continue;
-      return "name: sched-bench\nversion: \"0.0.1\"\nsource:\n  git: {url: \"https://example.invalid/"
+      return "name: sched-bench\nversion: \"0.0.1\"\nsource:\n  git: {url: "
+             "\"https://example.invalid/"
              "sched-bench.git\", commit: \"0123456789abcdef0123456789abcdef01234567\"}\n"
-             "build: \"true\"\ntimeout: 60\nmatrix:\n  python: " + YamlList(kPythons, p) +
-             "\n  cuda: " + YamlList(kCudas, c) + "\n  arch_lists: " + YamlList(kArchs, a) +
-             "\n  platform: [linux_x86_64]\n";
+             "build: \"true\"\ntimeout: 60\nmatrix:\n  python: " +
+             YamlList(kPythons, p) + "\n  cuda: " + YamlList(kCudas, c) +
+             "\n  arch_lists: " + YamlList(kArchs, a) + "\n  platform: [linux_x86_64]\n";
     }
   }
   return "";
@@ -159,12 +161,12 @@ struct HeartbeatCall {
 // Samples and counters shared by the callbacks; `mu` guards the vectors and the map.
 struct Stats {
   std::mutex mu;
-  std::map<int64_t, int64_t> lease_us;          // job id -> when AcquireJob returned it
-  std::vector<int64_t> complete_us;              // when each CompleteJob returned
+  std::map<int64_t, int64_t> lease_us;  // job id -> when AcquireJob returned it
+  std::vector<int64_t> complete_us;     // when each CompleteJob returned
   std::vector<int64_t> heartbeat_latency_us;
-  std::map<std::string, int> end_states;         // JobState name -> count
-  std::map<int64_t, int64_t> submit_us;          // job id -> when its SubmitBuild was sent
-  std::vector<int64_t> submit_call_us;           // duration of each SubmitBuild
+  std::map<std::string, int> end_states;  // JobState name -> count
+  std::map<int64_t, int64_t> submit_us;   // job id -> when its SubmitBuild was sent
+  std::vector<int64_t> submit_call_us;    // duration of each SubmitBuild
   std::atomic<int64_t> empty_polls{0};
   std::atomic<int64_t> errors{0};
   std::atomic<int64_t> completed{0};
@@ -517,7 +519,8 @@ void Bench::Report(int64_t t0, int64_t register_us) {
       "RESULT label=%s mode=%s workers=%d jobs=%zu leased=%zu completed=%lld "
       "register_s=%.2f submit_jobs_per_s=%.0f submit_call_p50_ms=%.1f submit_call_p99_ms=%.1f "
       "lease_per_s=%.1f complete_per_s=%.1f lat_p50_ms=%.1f lat_p99_ms=%.1f lat_max_ms=%.1f "
-      "heartbeats=%zu hb_p50_ms=%.1f hb_p99_ms=%.1f empty_polls=%lld errors=%lld states=%s bench_cpu_s=%.1f\n",
+      "heartbeats=%zu hb_p50_ms=%.1f hb_p99_ms=%.1f empty_polls=%lld errors=%lld states=%s "
+      "bench_cpu_s=%.1f\n",
       options_.label.c_str(), options_.mode.c_str(), options_.workers, stats_.submit_us.size(),
       stats_.lease_us.size(), static_cast<long long>(stats_.completed.load()), register_us / 1e6,
       submit_total ? stats_.submit_us.size() * 1e6 / submit_total : 0.0,

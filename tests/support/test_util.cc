@@ -6,8 +6,10 @@ namespace farm::testing {
 
 ScopedTempDir::ScopedTempDir() {
   auto dir = fs::MakeTempDir("", "farm-test-");
-  if (!dir.ok()) ADD_FAILURE() << dir.status().ToString();
-  else path_ = dir.value();
+  if (!dir.ok())
+    ADD_FAILURE() << dir.status().ToString();
+  else
+    path_ = dir.value();
 }
 
 ScopedTempDir::~ScopedTempDir() {

@@ -135,11 +135,13 @@ Status ParseProvisionFlags(const Flags& flags, WorkerConfig& c) {
   p.glibc = flags.Get("provision-glibc");
   p.installer = flags.Get("provision-installer", lock::FindPipWheel());
   p.installer_sha256 = flags.Get("provision-installer-sha256");
-  if (p.enabled && (p.installer.find("==") != std::string::npos || !p.installer.ends_with(".whl"))) {
+  if (p.enabled &&
+      (p.installer.find("==") != std::string::npos || !p.installer.ends_with(".whl"))) {
     return Status::InvalidArgument(
         "--provision-installer names the farm's pip wheel file (a trusted copy, such as "
         "Debian's in /usr/share/python-wheels), not a pin: the installer never comes from an "
-        "index; got \"" + p.installer + "\"");
+        "index; got \"" +
+        p.installer + "\"");
   }
   if (!p.installer.empty()) p.installer = Absolute(p.installer);
   p.build_user = c.build_user;

@@ -12,8 +12,8 @@
 
 #include "common/git_policy.h"
 #include "common/net/tls.h"
-#include "common/status.h"
 #include "common/sandbox/build_user.h"
+#include "common/status.h"
 
 namespace farm::agent {
 
@@ -33,13 +33,13 @@ struct ProvisionConfig {
   bool enabled = false;   // --provision
   std::string cache_dir;  // default <state_dir>/envs
   int64_t max_cache_bytes = int64_t{64} << 30;
-  std::string redist;          // NVIDIA's redist folder
-  std::string python_release;  // a CPython archive folder holding SHA256SUMS
-  bool host_pythons = true;    // may use this host's interpreters of the cell's version
-  bool host_toolkits = true;   // may use this host's CUDA toolkits of the cell's version
-  std::string glibc;           // for manylinux tags; default: this host's
-  std::string installer;         // the farm's pip wheel (default: Debian's)
-  std::string installer_sha256;  // its digest, checked before each use; "" trusts the file
+  std::string redist;             // NVIDIA's redist folder
+  std::string python_release;     // a CPython archive folder holding SHA256SUMS
+  bool host_pythons = true;       // may use this host's interpreters of the cell's version
+  bool host_toolkits = true;      // may use this host's CUDA toolkits of the cell's version
+  std::string glibc;              // for manylinux tags; default: this host's
+  std::string installer;          // the farm's pip wheel (default: Debian's)
+  std::string installer_sha256;   // its digest, checked before each use; "" trusts the file
   sandbox::BuildUser build_user;  // who upstream code runs as (the builds' user)
   std::vector<std::string> redist_components;  // empty: the provisioner's default set
   std::string uv;  // the uv that installs environments' packages; "" for pip (--provision-uv)

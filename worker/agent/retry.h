@@ -32,8 +32,7 @@ auto RetryUnavailable(const Clock& clock, int64_t deadline_ms, FarmClient* clien
     int64_t left = deadline_ms - clock.SteadyMs();
     if (left <= 0) return r;
     if (client != nullptr) client->Reconnect();
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(std::min(left, backoff.NextDelayMs())));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(left, backoff.NextDelayMs())));
   }
 }
 

@@ -24,7 +24,8 @@ Result<WorkerIdentity> LoadIdentity(const std::string& state_dir) {
   }
   WorkerIdentity id;
   const auto& o = v.as_object();
-  if (auto* p = o.if_contains("worker_id"); p && p->is_string()) id.worker_id = p->as_string().c_str();
+  if (auto* p = o.if_contains("worker_id"); p && p->is_string())
+    id.worker_id = p->as_string().c_str();
   if (auto* p = o.if_contains("worker_token"); p && p->is_string()) {
     id.worker_token = p->as_string().c_str();
   }

@@ -123,8 +123,7 @@ Result<std::unique_ptr<Provisioner>> Provisioner::Create(const ProvisionerOption
                                                          ProcessRunner* runner,
                                                          const Clock* clock) {
   if (options.cache_dir.empty()) return Status::InvalidArgument("no provisioning cache folder");
-  if (options.installer_wheel.empty() ||
-      !wheel::ParseWheelFilename(options.installer_wheel).ok()) {
+  if (options.installer_wheel.empty() || !wheel::ParseWheelFilename(options.installer_wheel).ok()) {
     return Status::InvalidArgument(
         "no installer: name the farm's pip wheel (Debian's python3-pip-whl has one in "
         "/usr/share/python-wheels)");
@@ -186,8 +185,8 @@ Status Provisioner::CheckPythonVersion(const std::string& python, const std::str
 }
 
 Result<std::string> Provisioner::ProvidePython(const PythonChoice& choice,
-                                               const ProvisionSources& sources,
-                                               ProvisionedEnv* env, const ProgressSink& progress) {
+                                               const ProvisionSources& sources, ProvisionedEnv* env,
+                                               const ProgressSink& progress) {
   if (!choice.host_path.empty()) return choice.host_path;
   env->python_from_archive = true;
   std::string key = Sha256Hex(choice.identity);
@@ -360,8 +359,8 @@ Result<std::string> Provisioner::EnsureSnapshot(const EnvSpec& spec,
   if (sealed.ok()) return entry;
   // Something changed the snapshot (its files may no longer be what the lock says): it is
   // never used again; this job gets a new one.
-  env->notes.push_back("snapshot " + env->key.substr(0, 12) + " was discarded: " +
-                       sealed.message());
+  env->notes.push_back("snapshot " + env->key.substr(0, 12) +
+                       " was discarded: " + sealed.message());
   FARM_RETURN_IF_ERROR(cache_->Discard(kEnvs, env->key));
   return cache_->Ensure(kEnvs, env->key, build, &env->snapshot_built);
 }

@@ -37,10 +37,10 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/process.h"
-#include "common/status.h"
 #include "common/lock/env_lock.h"
+#include "common/process.h"
 #include "common/sandbox/sandbox.h"
+#include "common/status.h"
 #include "common/upstream/fetcher.h"
 #include "common/upstream/simple_index.h"
 #include "worker/env/cache_store.h"
@@ -130,8 +130,8 @@ struct ProvisionedEnv {
   std::string venv_dir;  // the job's own clone
   std::string python;    // venv_dir/bin/python
   std::string base_python;
-  std::string cuda_home;  // "" when the spec asks for no toolkit
-  std::string torch;      // the torch installed, "2.8.0+cu128"; "" for none
+  std::string cuda_home;         // "" when the spec asks for no toolkit
+  std::string torch;             // the torch installed, "2.8.0+cu128"; "" for none
   int64_t downloaded_bytes = 0;  // what this provisioning fetched (0: all from the cache)
   bool python_from_archive = false;
   bool toolkit_from_redist = false;

@@ -73,12 +73,20 @@ ProcessSpec InstallCommand(const ProvisionerOptions& o, const std::string& venv,
   install.clear_env = true;
   install.env = CommandEnv(home);
   if (o.uv.empty()) {
-    install.argv = {venv + "/bin/python", o.installer_wheel + "/pip", "install", "--no-deps",
-                    "--no-index", "--no-cache-dir", "--disable-pip-version-check", "--no-input",
-                    "--only-binary", ":all:"};
+    install.argv = {venv + "/bin/python",
+                    o.installer_wheel + "/pip",
+                    "install",
+                    "--no-deps",
+                    "--no-index",
+                    "--no-cache-dir",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                    "--only-binary",
+                    ":all:"};
   } else {
-    install.argv = {o.uv, "pip", "install", "--python", venv + "/bin/python", "--offline",
-                    "--no-index", "--no-deps", "--compile-bytecode"};
+    install.argv = {
+        o.uv,        "pip",        "install",   "--python",          venv + "/bin/python",
+        "--offline", "--no-index", "--no-deps", "--compile-bytecode"};
     install.env["UV_CACHE_DIR"] = home + "/.uv-cache";
     install.env["UV_NO_CONFIG"] = "1";
     install.env["UV_PYTHON_DOWNLOADS"] = "never";
@@ -121,7 +129,8 @@ Status Provisioner::FetchLocked(const lock::EnvLock& lock, const ProvisionSource
       if (::stat(blob->c_str(), &st) == 0) env->downloaded_bytes += st.st_size;
     }
     std::string linked = house + "/" + p.filename;
-    if (::link(blob->c_str(), linked.c_str()) != 0) return ErrnoStatus(errno, "cannot link", linked);
+    if (::link(blob->c_str(), linked.c_str()) != 0)
+      return ErrnoStatus(errno, "cannot link", linked);
   }
   return Status::Ok();
 }
@@ -166,24 +175,24 @@ Status Provisioner::BuildSnapshot(const EnvSpec& spec, const ProvisionSources& s
                                              ", " + options_.confinement.Describe()});
   }
   const std::string venv = dir + "/venv";
-  std::vector<sandbox::Mount> mounts = {{dir, false},
-                                        {house, true},
-                                        {PythonPrefix(python), true},
-                                        {options_.installer_wheel, true}};
+  std::vector<sandbox::Mount> mounts = {
+      {dir, false}, {house, true}, {PythonPrefix(python), true}, {options_.installer_wheel, true}};
   if (!options_.uv.empty()) mounts.push_back({options_.uv, true});
   ProcessSpec make_venv;
   make_venv.argv = {python, "-m", "venv", "--without-pip", venv};
   make_venv.clear_env = true;
   make_venv.env = CommandEnv(dir);
   Status s = RunConfined("python -m venv", make_venv, mounts);
-  if (s.ok()) s = RunConfined(tool + " install", InstallCommand(options_, venv, dir, files), mounts);
+  if (s.ok())
+    s = RunConfined(tool + " install", InstallCommand(options_, venv, dir, files), mounts);
   // Every requirement of what is installed is installed: the lock is complete.
   ProcessSpec check = InstallCommand(options_, venv, dir, {});
-  check.argv = options_.uv.empty()
-                   ? std::vector<std::string>{venv + "/bin/python", options_.installer_wheel + "/pip",
-                                              "check", "--disable-pip-version-check"}
-                   : std::vector<std::string>{options_.uv, "pip", "check", "--python",
-                                              venv + "/bin/python", "--offline"};
+  check.argv =
+      options_.uv.empty()
+          ? std::vector<std::string>{venv + "/bin/python", options_.installer_wheel + "/pip",
+                                     "check", "--disable-pip-version-check"}
+          : std::vector<std::string>{options_.uv,          "pip",      "check", "--python",
+                                     venv + "/bin/python", "--offline"};
   if (s.ok()) {
     s = RunConfined(tool + " check", check, mounts);
     if (!s.ok() && FailureOf(s) == ProvisionFailure::kInternal) {

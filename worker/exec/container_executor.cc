@@ -9,10 +9,10 @@
 #include <random>
 
 #include "common/log.h"
-#include "worker/job/build_env.h"
 #include "common/sandbox/build_user.h"
 #include "worker/cache/compile_cache.h"
 #include "worker/exec/sandbox_executor.h"
+#include "worker/job/build_env.h"
 
 namespace farm::agent {
 namespace {

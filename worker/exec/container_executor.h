@@ -33,17 +33,17 @@ namespace farm::agent {
 enum class ContainerGpus { kAuto, kAll, kNone };
 
 struct ContainerOptions {
-  std::string engine = "podman";          // "podman" or "docker" (a name on PATH or a path)
-  std::vector<std::string> engine_args;   // before `run` (e.g. --runtime, --cgroup-manager)
-  std::vector<std::string> run_args;      // after `run` (e.g. --ulimit, -v /usr:/usr:ro)
-  std::string default_image;              // when the recipe names none
-  bool build_network = false;             // false: every build runs with --network=none; true:
-                                          // builds whose recipe sets `network: true` get it
+  std::string engine = "podman";              // "podman" or "docker" (a name on PATH or a path)
+  std::vector<std::string> engine_args;       // before `run` (e.g. --runtime, --cgroup-manager)
+  std::vector<std::string> run_args;          // after `run` (e.g. --ulimit, -v /usr:/usr:ro)
+  std::string default_image;                  // when the recipe names none
+  bool build_network = false;                 // false: every build runs with --network=none; true:
+                                              // builds whose recipe sets `network: true` get it
   ContainerGpus gpus = ContainerGpus::kAuto;  // auto: when /dev/nvidiactl or /dev/dxg exist
   // "auto": a root worker runs builds as 1000:1000 (and hands it the workspace); a
   // non-root worker runs them as itself. "image": the image's own user. Else "UID:GID".
   std::string user = "auto";
-  int max_jobs = 1;                       // the worker's concurrent jobs (memory share)
+  int max_jobs = 1;                               // the worker's concurrent jobs (memory share)
   std::map<std::string, std::string> engine_env;  // the engine client's environment
 };
 
@@ -61,13 +61,13 @@ ContainerHost RealContainerHost(std::function<int64_t()> memory);
 
 // Everything one `ENGINE run` needs, resolved from the request and the options.
 struct ContainerPlan {
-  std::string name;                      // unique per job attempt
+  std::string name;  // unique per job attempt
   std::string image;
-  std::vector<std::string> argv;         // the full engine command line
-  std::string chown_user;                // "UID:GID" to hand the workspace to, or ""
+  std::vector<std::string> argv;  // the full engine command line
+  std::string chown_user;         // "UID:GID" to hand the workspace to, or ""
   int cpus = 1;
   int64_t memory_bytes = 0;
-  bool network = false;                  // false: --network=none
+  bool network = false;  // false: --network=none
 };
 
 class ContainerExecutor final : public Executor {
@@ -93,8 +93,7 @@ class ContainerExecutor final : public Executor {
 };
 
 // The container name for a request: farm-job-<FARM_JOB_ID>-a<FARM_ATTEMPT>-<suffix>.
-std::string ContainerName(const std::map<std::string, std::string>& env,
-                          const std::string& suffix);
+std::string ContainerName(const std::map<std::string, std::string>& env, const std::string& suffix);
 
 // Parses --container-gpus: auto, all or none.
 Result<ContainerGpus> ParseContainerGpus(const std::string& text);

@@ -62,11 +62,11 @@ Result<farm::v1::CudaToolkit> SelectToolkit(const farm::v1::MatrixCell& cell,
 
 struct JobEnvInputs {
   const farm::v1::JobAssignment* job = nullptr;
-  EnvMap worker_env;            // the worker's own environment (filtered here)
-  std::string venv_dir;         // <ws>/venv
-  std::string wheel_dir;        // FARM_WHEEL_DIR
-  std::string tmp_dir;          // TMPDIR of the build
-  std::string python_version;   // of the chosen interpreter
+  EnvMap worker_env;           // the worker's own environment (filtered here)
+  std::string venv_dir;        // <ws>/venv
+  std::string wheel_dir;       // FARM_WHEEL_DIR
+  std::string tmp_dir;         // TMPDIR of the build
+  std::string python_version;  // of the chosen interpreter
   farm::v1::CudaToolkit toolkit;
   int cores = 1;
   int64_t available_memory_bytes = 0;

@@ -2,7 +2,6 @@
 
 #include <gnu/libc-version.h>
 
-
 namespace farm::agent {
 
 Result<env::EnvSpec> ToEnvSpec(const farm::v1::ProvisionSpec& spec) {

@@ -76,8 +76,8 @@ size_t LogShipper::ProtectedCountLocked() const {
 // A batch stays within the protected head (a quarter of each bound), so the lines a
 // failed send may have left stored at farmd never grow the part that cannot be dropped.
 size_t LogShipper::BatchSizeLocked() const {
-  size_t limit = std::min(options_.max_lines_per_send,
-                          std::max<size_t>(1, options_.max_buffered_lines / 4));
+  size_t limit =
+      std::min(options_.max_lines_per_send, std::max<size_t>(1, options_.max_buffered_lines / 4));
   size_t n = 0;
   size_t bytes = 0;
   while (n < lines_.size() && n < limit) {
@@ -104,7 +104,7 @@ void LogShipper::TrimLocked() {
   size_t end = start;
   // Always keep the newest line; stop at three quarters of both bounds.
   while (end + 1 < lines_.size() && (lines > options_.max_buffered_lines / 4 * 3 ||
-                                      bytes > options_.max_buffered_bytes / 4 * 3)) {
+                                     bytes > options_.max_buffered_bytes / 4 * 3)) {
     bytes -= Cost(lines_[end++]);
     --lines;
   }
@@ -153,10 +153,10 @@ void LogShipper::DropLocked(size_t start, size_t end, bool merge) {
 }
 
 std::string LogShipper::MarkerText() const {
-  return "farm: " + std::to_string(marker_lines_) + " log lines (" +
-         std::to_string(marker_bytes_) + " bytes) dropped here: farmd did not acknowledge " +
-         "them and the worker keeps at most " + std::to_string(options_.max_buffered_lines) +
-         " lines / " + std::to_string(options_.max_buffered_bytes) +
+  return "farm: " + std::to_string(marker_lines_) + " log lines (" + std::to_string(marker_bytes_) +
+         " bytes) dropped here: farmd did not acknowledge " + "them and the worker keeps at most " +
+         std::to_string(options_.max_buffered_lines) + " lines / " +
+         std::to_string(options_.max_buffered_bytes) +
          " bytes for it; the lines before and after this one are complete";
 }
 
@@ -226,7 +226,8 @@ void LogShipper::Loop() {
     }
     if (Due()) {
       Status s = SendOnce();
-      if (!s.ok()) log::Debug("log upload for job " + std::to_string(job_id_) + ": " + s.ToString());
+      if (!s.ok())
+        log::Debug("log upload for job " + std::to_string(job_id_) + ": " + s.ToString());
     }
   }
 }

@@ -45,11 +45,11 @@ class LogSink {
 };
 
 struct LogShipperOptions {
-  int64_t batch_ms = 200;           // a batch leaves at least this often ...
-  size_t batch_lines = 200;         // ... or as soon as this many lines wait
-  size_t max_lines_per_send = 2000; // one UploadLog call carries at most this many
-  int64_t retry_initial_ms = 500;   // backoff after a failed send, doubling ...
-  int64_t retry_max_ms = 10000;     // ... up to this
+  int64_t batch_ms = 200;            // a batch leaves at least this often ...
+  size_t batch_lines = 200;          // ... or as soon as this many lines wait
+  size_t max_lines_per_send = 2000;  // one UploadLog call carries at most this many
+  int64_t retry_initial_ms = 500;    // backoff after a failed send, doubling ...
+  int64_t retry_max_ms = 10000;      // ... up to this
   // Bounds on unacknowledged lines; a line counts its text plus kLogLineOverheadBytes.
   size_t max_buffered_lines = 500000;
   size_t max_buffered_bytes = size_t{64} << 20;
@@ -118,20 +118,20 @@ class LogShipper {
   std::condition_variable cv_;
   // Seqs acked_ + 1, acked_ + 2, ... without gap; everything below is guarded by mu_.
   std::deque<farm::v1::LogLine> lines_;
-  size_t bytes_ = 0;                     // cost of lines_ (text + overhead)
+  size_t bytes_ = 0;  // cost of lines_ (text + overhead)
   int64_t next_seq_ = 1;
   int64_t acked_ = 0;
-  int64_t sent_hi_ = 0;                  // highest seq handed to the sink: never renumbered
-  int64_t marker_seq_ = 0;               // the drop marker not yet sent (0: none)
-  int64_t marker_lines_ = 0;             // what that marker stands for
+  int64_t sent_hi_ = 0;       // highest seq handed to the sink: never renumbered
+  int64_t marker_seq_ = 0;    // the drop marker not yet sent (0: none)
+  int64_t marker_lines_ = 0;  // what that marker stands for
   int64_t marker_bytes_ = 0;
   int64_t dropped_lines_ = 0;
-  int64_t oldest_unsent_ms_ = 0;         // when the first line since the last send came
-  int64_t retry_at_ms_ = 0;              // no send before this (backoff)
+  int64_t oldest_unsent_ms_ = 0;  // when the first line since the last send came
+  int64_t retry_at_ms_ = 0;       // no send before this (backoff)
   int64_t retry_delay_ms_ = 0;
-  bool dead_ = false;                    // farmd refused the attempt: drop lines
+  bool dead_ = false;  // farmd refused the attempt: drop lines
   bool stop_ = false;
-  std::mutex send_mu_;                   // one send at a time
+  std::mutex send_mu_;  // one send at a time
   std::thread thread_;
 };
 

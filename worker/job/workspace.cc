@@ -208,9 +208,9 @@ Status CreateVenv(StepRunner& steps, const std::string& python, bool system_site
       steps.Run(argv, parent, 10 * 60 * 1000).WithContext("creating venv with " + python));
   const std::string venv_python = venv_dir + "/bin/python";
   if (!steps.Run({venv_python, "-c", kSeedProgram}, parent, 5 * 60 * 1000).ok()) {
-    FARM_RETURN_IF_ERROR(steps.Run({venv_python, "-m", "ensurepip", "--default-pip"}, parent,
-                                   10 * 60 * 1000)
-                             .WithContext("installing pip into the venv of " + python));
+    FARM_RETURN_IF_ERROR(
+        steps.Run({venv_python, "-m", "ensurepip", "--default-pip"}, parent, 10 * 60 * 1000)
+            .WithContext("installing pip into the venv of " + python));
   }
   if (!system_site_packages) return Status::Ok();
   // --system-site-packages shows the base interpreter's packages only: when `python` is

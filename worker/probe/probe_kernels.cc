@@ -48,14 +48,14 @@ Result<std::string> ProveGpu(ProcessRunner& runner, const farm::v1::Gpu& gpu,
                              const farm::v1::CudaToolkit& toolkit, const std::string& dir) {
   std::string num = std::to_string(gpu.cc_major()) + std::to_string(gpu.cc_minor());
   std::string binary = dir + "/probe_sm" + num;
-  ProcessSpec compile{.argv = {toolkit.path() + "/bin/nvcc", "-O2", "-std=c++17", "-gencode",
-                               "arch=compute_" + num + ",code=sm_" + num, "-o", binary,
-                               dir + "/probe.cu"},
-                      .cwd = dir};
+  ProcessSpec compile{
+      .argv = {toolkit.path() + "/bin/nvcc", "-O2", "-std=c++17", "-gencode",
+               "arch=compute_" + num + ",code=sm_" + num, "-o", binary, dir + "/probe.cu"},
+      .cwd = dir};
   FARM_ASSIGN_OR_RETURN(CapturedOutput built, RunAndCapture(runner, compile, kCompileTimeoutMs));
   if (built.result.exit_code != 0) {
-    return Status::FailedPrecondition("nvcc " + toolkit.version() + " could not compile sm_" +
-                                      num + ": " + LastLine(built.err + built.out));
+    return Status::FailedPrecondition("nvcc " + toolkit.version() + " could not compile sm_" + num +
+                                      ": " + LastLine(built.err + built.out));
   }
   ProcessSpec run{.argv = {binary, "--device", std::to_string(gpu.index())}, .cwd = dir};
   FARM_ASSIGN_OR_RETURN(CapturedOutput ran, RunAndCapture(runner, run, kRunTimeoutMs));
@@ -84,8 +84,8 @@ ProbeKernelVerdict RunProbeKernels(ProcessRunner& runner, const farm::v1::Capabi
                                    const std::string& work_dir) {
   ProbeKernelVerdict verdict;
   if (caps.gpus_size() == 0 || caps.toolkits_size() == 0) {
-    verdict.summary = caps.gpus_size() == 0 ? "no GPU to probe"
-                                             : "no CUDA toolkit: GPUs not probed";
+    verdict.summary =
+        caps.gpus_size() == 0 ? "no GPU to probe" : "no CUDA toolkit: GPUs not probed";
     return verdict;
   }
   verdict.ran = true;

@@ -23,9 +23,9 @@ std::optional<farm::v1::CudaToolkit> ToolkitFor(const farm::v1::Capabilities& ca
                                                 const std::string& code);
 
 struct ProbeKernelVerdict {
-  bool ran = false;         // false: nothing to prove (no GPU, or no toolkit at all)
-  std::string error;        // empty when every GPU passed; else why the worker is quarantined
-  std::string summary;      // one line for the worker log
+  bool ran = false;     // false: nothing to prove (no GPU, or no toolkit at all)
+  std::string error;    // empty when every GPU passed; else why the worker is quarantined
+  std::string summary;  // one line for the worker log
 };
 
 // Compiles and runs the probe for every GPU of `caps` under `work_dir` (created; left for

@@ -183,8 +183,8 @@ Result<farm::v1::Build> LoadBuild(const ServiceContext& ctx, int64_t build_id) {
   if (workers) view = ctx.fleet_cache->Get(*workers);
   for (const auto& j : jobs) {
     farm::v1::Job* job = build.add_jobs();
-    FARM_ASSIGN_OR_RETURN(*job, LoadJobWith(ctx, j, attempts[j.id], artifacts[j.id], view,
-                                            in_graph.count(j.id) > 0));
+    FARM_ASSIGN_OR_RETURN(
+        *job, LoadJobWith(ctx, j, attempts[j.id], artifacts[j.id], view, in_graph.count(j.id) > 0));
     FARM_RETURN_IF_ERROR(AddLockInfo(ctx, j, row.recipe_name, job));
     AddCellSettings(build.recipe(), job);
   }
@@ -300,11 +300,11 @@ grpc::Status ClientService::GetLock(grpc::ServerContext* call, const farm::v1::G
       if (info) *resp->mutable_info() = std::move(*info);
       return Status::Ok();
     }
-    return Status::NotFound(req->job_id() > 0
-                                ? "job " + std::to_string(req->job_id()) + " has no environment lock"
-                                : "build " + std::to_string(req->build_id()) +
-                                      " has no job with an environment lock (its recipe asks "
-                                      "for no provisioned environment)");
+    return Status::NotFound(
+        req->job_id() > 0 ? "job " + std::to_string(req->job_id()) + " has no environment lock"
+                          : "build " + std::to_string(req->build_id()) +
+                                " has no job with an environment lock (its recipe asks "
+                                "for no provisioned environment)");
   });
 }
 

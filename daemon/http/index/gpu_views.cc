@@ -42,8 +42,8 @@ bool IsPreRelease(std::string_view version) {
     }
     std::string_view rest = std::string_view(v).substr(i);
     for (std::string_view tag : {"dev", "rc", "alpha", "beta", "preview", "pre", "a", "b", "c"}) {
-      if (rest.starts_with(tag) &&
-          (rest.size() == tag.size() || std::isdigit(static_cast<unsigned char>(rest[tag.size()])))) {
+      if (rest.starts_with(tag) && (rest.size() == tag.size() ||
+                                    std::isdigit(static_cast<unsigned char>(rest[tag.size()])))) {
         return true;
       }
     }

@@ -44,9 +44,9 @@ struct IndexFile {
   int64_t created_ms = 0;
   std::string variant;  // "cu130-torch2.11" (VariantOf the cell)
   int64_t job_id = 0;
-  std::string cuda;     // the cell's
+  std::string cuda;  // the cell's
   std::string torch;
-  std::string tags;     // "cp311-cp311-linux_x86_64", as in the file name
+  std::string tags;                    // "cp311-cp311-linux_x86_64", as in the file name
   std::vector<arch::Image> images;     // the code images farmd found in the wheel
   std::vector<arch::Version> runs_on;  // capabilities every module loads on
   // Torches this stable-ABI wheel failed its validation-only proof with, released after

@@ -9,13 +9,12 @@
 #define FARM_DAEMON_HTTP_INDEX_INDEX_DIRECTORY_H_
 
 #include <boost/json.hpp>
-
 #include <string>
 #include <vector>
 
 #include "daemon/http/index/gpu_views.h"
-#include "daemon/http/server/http_message.h"
 #include "daemon/http/index/index_catalog.h"
+#include "daemon/http/server/http_message.h"
 
 namespace farm::http {
 

@@ -46,8 +46,8 @@ std::map<std::string, std::string> ParseQuery(std::string_view query) {
   size_t pos = 0;
   while (pos <= query.size() && out.size() < 64) {
     size_t amp = query.find('&', pos);
-    std::string_view part = query.substr(pos, amp == std::string_view::npos ? query.npos
-                                                                            : amp - pos);
+    std::string_view part =
+        query.substr(pos, amp == std::string_view::npos ? query.npos : amp - pos);
     if (!part.empty()) {
       size_t eq = part.find('=');
       std::string key = PercentDecode(part.substr(0, eq), true);
@@ -94,26 +94,36 @@ Response HtmlResponse(int status, std::string html) {
 
 int HttpStatusFor(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return 200;
+    case StatusCode::kOk:
+      return 200;
     case StatusCode::kInvalidArgument:
-    case StatusCode::kOutOfRange: return 400;
-    case StatusCode::kUnauthenticated: return 401;
-    case StatusCode::kPermissionDenied: return 403;
-    case StatusCode::kNotFound: return 404;
+    case StatusCode::kOutOfRange:
+      return 400;
+    case StatusCode::kUnauthenticated:
+      return 401;
+    case StatusCode::kPermissionDenied:
+      return 403;
+    case StatusCode::kNotFound:
+      return 404;
     case StatusCode::kAlreadyExists:
     case StatusCode::kAborted:
-    case StatusCode::kFailedPrecondition: return 409;
-    case StatusCode::kResourceExhausted: return 429;
-    case StatusCode::kUnimplemented: return 501;
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kDeadlineExceeded: return 504;
-    default: return 500;
+    case StatusCode::kFailedPrecondition:
+      return 409;
+    case StatusCode::kResourceExhausted:
+      return 429;
+    case StatusCode::kUnimplemented:
+      return 501;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
   }
 }
 
 Response ErrorResponse(const Status& status) {
-  boost::json::object err{{"code", StatusCodeName(status.code())},
-                          {"message", status.message()}};
+  boost::json::object err{{"code", StatusCodeName(status.code())}, {"message", status.message()}};
   Response r = JsonResponse(HttpStatusFor(status.code()),
                             boost::json::serialize(boost::json::object{{"error", err}}));
   if (status.code() == StatusCode::kUnauthenticated) {
@@ -137,7 +147,9 @@ Response Redirect(int status, const std::string& location) {
 
 std::string HtmlEscape(std::string_view s) { return EscapeMarkup(s); }
 
-Response JsonOk(const boost::json::value& v) { return JsonResponse(200, boost::json::serialize(v)); }
+Response JsonOk(const boost::json::value& v) {
+  return JsonResponse(200, boost::json::serialize(v));
+}
 
 bool IsRead(const Request& req) { return req.method == "GET" || req.method == "HEAD"; }
 

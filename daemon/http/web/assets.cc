@@ -15,11 +15,11 @@ std::string ContentTypeFor(std::string_view name) {
 }
 
 Response ServeAsset(const std::string& web_root, std::string_view name) {
-  bool plain = !name.empty() && name.front() != '.' && name.size() < 128 &&
-               std::all_of(name.begin(), name.end(), [](char c) {
-                 return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ||
-                        c == '_';
-               });
+  bool plain =
+      !name.empty() && name.front() != '.' && name.size() < 128 &&
+      std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+      });
   if (!plain) return ErrorResponse(Status::NotFound("no asset"));
   Response r;
   r.content_type = ContentTypeFor(name);

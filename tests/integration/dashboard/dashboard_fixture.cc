@@ -68,9 +68,9 @@ Status AddWorkers(store::Store* st, int64_t now) {
     caps.add_toolkits()->set_version("13.0");
     auto* py = caps.add_pythons();
     py->set_version("3.12"), py->set_torch_version("2.9.0");
-    FARM_RETURN_IF_ERROR(st->UpsertWorker(store::WorkerRow{
-        "w" + std::to_string(i + 1), "worker-" + std::to_string(i + 1), caps.SerializeAsString(),
-        states[i], now, now}));
+    FARM_RETURN_IF_ERROR(st->UpsertWorker(
+        store::WorkerRow{"w" + std::to_string(i + 1), "worker-" + std::to_string(i + 1),
+                         caps.SerializeAsString(), states[i], now, now}));
   }
   return Status::Ok();
 }
@@ -85,9 +85,9 @@ Status AddBenchWorkers(store::Store* st, int n, int64_t now) {
     caps.add_toolkits()->set_version("13.0");
     auto* py = caps.add_pythons();
     py->set_version(i % 2 ? "3.11" : "3.12"), py->set_torch_version("2.8.0");
-    FARM_RETURN_IF_ERROR(
-        st->UpsertWorker(store::WorkerRow{"wb" + std::to_string(i), "bench-" + std::to_string(i),
-                                          caps.SerializeAsString(), store::WorkerState::kIdle, now, now}));
+    FARM_RETURN_IF_ERROR(st->UpsertWorker(
+        store::WorkerRow{"wb" + std::to_string(i), "bench-" + std::to_string(i),
+                         caps.SerializeAsString(), store::WorkerState::kIdle, now, now}));
   }
   return Status::Ok();
 }
@@ -117,8 +117,8 @@ void RunDemoJob(store::Store* st, const Args& a) {
   m.add_runs_on("9.0");
   auto* img = m.add_images();
   img->set_module("attn_example/_C.so"), img->set_kind("sass"), img->set_arch("sm_90a");
-  (void)st->InsertArtifact(store::ArtifactRow{0, id, 1,
-      "attn_example-0.1.0-cp311-cp311-linux_x86_64.whl", Sha256Hex("demo"), 4,
+  (void)st->InsertArtifact(store::ArtifactRow{
+      0, id, 1, "attn_example-0.1.0-cp311-cp311-linux_x86_64.whl", Sha256Hex("demo"), 4,
       m.SerializeAsString(), v.SerializeAsString(), clock.NowUnixMs()});
   store::CompletionReport r;
   r.job_id = id, r.attempt = 1, r.worker_id = "w1";
@@ -132,10 +132,10 @@ Status AddPendingValidation(store::Store* st, int64_t now) {
   std::vector<store::JobRow> jobs(1);
   jobs[0].cell = Cell("3.12", "2.9", "13.0", "12.0a"), jobs[0].created_ms = build.created_ms;
   FARM_RETURN_IF_ERROR(st->CreateBuild(&build, &jobs));
-  FARM_ASSIGN_OR_RETURN(auto job, st->AcquireJob("w2", now - 1'700'000, 3'600'000,
-                                                 [&](const store::JobRow& j) {
-                                                   return j.id == jobs[0].id ? "" : "other";
-                                                 }));
+  FARM_ASSIGN_OR_RETURN(
+      auto job, st->AcquireJob("w2", now - 1'700'000, 3'600'000, [&](const store::JobRow& j) {
+        return j.id == jobs[0].id ? "" : "other";
+      }));
   if (!job) return Status::Internal("acquire failed");
   farm::v1::ValidationReport v;
   v.set_state(farm::v1::VALIDATION_PENDING_HARDWARE);
@@ -144,18 +144,26 @@ Status AddPendingValidation(store::Store* st, int64_t now) {
   m.add_runs_on("12.0");
   auto* img = m.add_images();
   img->set_module("sageattention/_qattn_sm120.so"), img->set_kind("sass"), img->set_arch("sm_120a");
-  FARM_RETURN_IF_ERROR(st->InsertArtifact(store::ArtifactRow{0, jobs[0].id, 1,
-      "sageattention-2.2.0-cp312-cp312-linux_x86_64.whl", Sha256Hex("rtx"), 3,
-      m.SerializeAsString(), v.SerializeAsString(), now - 1'600'000}).status());
+  FARM_RETURN_IF_ERROR(
+      st->InsertArtifact(store::ArtifactRow{0, jobs[0].id, 1,
+                                            "sageattention-2.2.0-cp312-cp312-linux_x86_64.whl",
+                                            Sha256Hex("rtx"), 3, m.SerializeAsString(),
+                                            v.SerializeAsString(), now - 1'600'000})
+          .status());
   store::CompletionReport r;
   r.job_id = jobs[0].id, r.attempt = 1, r.worker_id = "w2";
   FARM_RETURN_IF_ERROR(st->CompleteAttempt(r, now - 1'600'000).status());
   farm::v1::JobNeeds needs;
   needs.add_gpu_ccs("12.0");
-  return st->QueueValidationJob({.build_id = build.id, .cell = jobs[0].cell,
-                                 .created_ms = now - 1'600'000, .kind = store::kJobValidate,
-                                 .target_job_id = jobs[0].id, .target_attempt = 1,
-                                 .needs = needs.SerializeAsString()}).status();
+  return st
+      ->QueueValidationJob({.build_id = build.id,
+                            .cell = jobs[0].cell,
+                            .created_ms = now - 1'600'000,
+                            .kind = store::kJobValidate,
+                            .target_job_id = jobs[0].id,
+                            .target_attempt = 1,
+                            .needs = needs.SerializeAsString()})
+      .status();
 }
 
 Status AddDemo(store::Store* st, int64_t now) {
@@ -173,11 +181,13 @@ Status AddDemo(store::Store* st, int64_t now) {
   // A finished build of another recipe gives the chart a second series and a failure.
   auto old = NewBuild("flash-kernels", now - 3'600'000);
   std::vector<store::JobRow> old_jobs(3);
-  for (auto& j : old_jobs) j.cell = Cell("3.12", "", "13.0", "12.1a"), j.created_ms = now - 3'600'000;
+  for (auto& j : old_jobs)
+    j.cell = Cell("3.12", "", "13.0", "12.1a"), j.created_ms = now - 3'600'000;
   FARM_RETURN_IF_ERROR(st->CreateBuild(&old, &old_jobs));
   for (int i = 0; i < 3; ++i) {
-    auto job = st->AcquireJob("w2", now - 3'500'000 + i * 600'000, 3'600'000,
-                              [&](const store::JobRow& j) { return j.build_id == old.id ? "" : "other"; });
+    auto job =
+        st->AcquireJob("w2", now - 3'500'000 + i * 600'000, 3'600'000,
+                       [&](const store::JobRow& j) { return j.build_id == old.id ? "" : "other"; });
     if (!job.ok() || !*job) return Status::Internal("acquire failed");
     store::CompletionReport r;
     r.job_id = (*job)->id, r.attempt = 1, r.worker_id = "w2";
@@ -211,8 +221,8 @@ Status Fill(store::Store* st, int builds, int per, int finish_every, int64_t now
     auto build = NewBuild(b % 2 ? "attn-example" : "flash-kernels", now - (builds - b) * 1000);
     std::vector<store::JobRow> jobs(static_cast<size_t>(per));
     for (int i = 0; i < per; ++i) {
-      jobs[static_cast<size_t>(i)].cell =
-          Cell(i % 2 ? "3.11" : "3.12", "2.8", i % 3 ? "13.0" : "12.8", "9.0a;" + std::to_string(i));
+      jobs[static_cast<size_t>(i)].cell = Cell(
+          i % 2 ? "3.11" : "3.12", "2.8", i % 3 ? "13.0" : "12.8", "9.0a;" + std::to_string(i));
       jobs[static_cast<size_t>(i)].created_ms = build.created_ms;
     }
     FARM_RETURN_IF_ERROR(st->CreateBuild(&build, &jobs));
@@ -229,7 +239,8 @@ Status AddWheel(store::Store* st, store::BlobStore* blobs, attest::Attestor* att
                 const std::string& spec, int64_t now) {
   std::vector<std::string> f;
   size_t pos = 0;
-  for (size_t c; (c = spec.find(',', pos)) != std::string::npos; pos = c + 1) f.push_back(spec.substr(pos, c - pos));
+  for (size_t c; (c = spec.find(',', pos)) != std::string::npos; pos = c + 1)
+    f.push_back(spec.substr(pos, c - pos));
   f.push_back(spec.substr(pos));
   if (f.size() != 4 && f.size() != 5) {
     return Status::InvalidArgument("--wheel FILE,CUDA,TORCH,STATE[,SASS]");
@@ -264,9 +275,9 @@ Status AddWheel(store::Store* st, store::BlobStore* blobs, attest::Attestor* att
     manifest = m.SerializeAsString();
   }
   FARM_ASSIGN_OR_RETURN(store::ArtifactRow stored,
-                        st->InsertArtifact(store::ArtifactRow{0, jobs[0].id, 1, name, sha,
-                                                              static_cast<int64_t>(data.size()),
-                                                              manifest, v.SerializeAsString(), now}));
+                        st->InsertArtifact(store::ArtifactRow{
+                            0, jobs[0].id, 1, name, sha, static_cast<int64_t>(data.size()),
+                            manifest, v.SerializeAsString(), now}));
   FARM_RETURN_IF_ERROR(attestor->AttestBuild(stored));
   store::CompletionReport r;
   r.job_id = jobs[0].id, r.attempt = 1, r.worker_id = "w-wheels";
@@ -278,18 +289,30 @@ Result<Args> ParseArgs(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (k == "--data-dir") a.data_dir = next();
-    else if (k == "--ready-file") a.ready_file = next();
-    else if (k == "--web-root") a.web_root = next();
-    else if (k == "--demo") a.demo = true;
-    else if (k == "--line-ms") a.line_ms = std::stoi(next());
-    else if (k == "--lines") a.lines = std::stoi(next());
-    else if (k == "--fill-builds") a.fill_builds = std::stoi(next());
-    else if (k == "--jobs-per-build") a.jobs_per_build = std::stoi(next());
-    else if (k == "--workers") a.workers = std::stoi(next());
-    else if (k == "--finish-every") a.finish_every = std::stoi(next());
-    else if (k == "--wheel") a.wheels.push_back(next());
-    else return Status::InvalidArgument("unknown flag " + k);
+    if (k == "--data-dir")
+      a.data_dir = next();
+    else if (k == "--ready-file")
+      a.ready_file = next();
+    else if (k == "--web-root")
+      a.web_root = next();
+    else if (k == "--demo")
+      a.demo = true;
+    else if (k == "--line-ms")
+      a.line_ms = std::stoi(next());
+    else if (k == "--lines")
+      a.lines = std::stoi(next());
+    else if (k == "--fill-builds")
+      a.fill_builds = std::stoi(next());
+    else if (k == "--jobs-per-build")
+      a.jobs_per_build = std::stoi(next());
+    else if (k == "--workers")
+      a.workers = std::stoi(next());
+    else if (k == "--finish-every")
+      a.finish_every = std::stoi(next());
+    else if (k == "--wheel")
+      a.wheels.push_back(next());
+    else
+      return Status::InvalidArgument("unknown flag " + k);
   }
   if (a.data_dir.empty() || a.ready_file.empty()) {
     return Status::InvalidArgument("--data-dir and --ready-file are required");

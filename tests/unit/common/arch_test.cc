@@ -59,8 +59,8 @@ TEST(ArchParseTest, GarbageIsRejectedWithTheEntry) {
   EXPECT_EQ(r.status().message(),
             "invalid arch list entry \"9.x\" in \"9.0;9.x\": expected N.M with an optional a or "
             "f suffix and +PTX (\"9.0\", \"12.0a\", \"8.6+PTX\"), sm_NN or compute_NN");
-  for (std::string_view bad : {"90", "sm_", "sm_9", "9.0b", "9.0+ptx", "compute_9000", "9.00",
-                               ".0", "Hopper", "12.1aa"}) {
+  for (std::string_view bad :
+       {"90", "sm_", "sm_9", "9.0b", "9.0+ptx", "compute_9000", "9.00", ".0", "Hopper", "12.1aa"}) {
     EXPECT_FALSE(ParseArchList(bad).ok()) << bad;
   }
   EXPECT_EQ(ParseArchList(" ; ").status().message(), "empty arch list");

@@ -7,8 +7,11 @@ namespace farm {
 namespace {
 
 Flags MakeFlags() {
-  return Flags({{"data-dir", "DIR", ""}, {"label", "K=V", ""}, {"log-json", "", ""},
-                {"lease-ms", "MS", ""}, {"config", "FILE", ""}});
+  return Flags({{"data-dir", "DIR", ""},
+                {"label", "K=V", ""},
+                {"log-json", "", ""},
+                {"lease-ms", "MS", ""},
+                {"config", "FILE", ""}});
 }
 
 Status ParseArgs(Flags* flags, std::vector<std::string> args) {
@@ -19,8 +22,8 @@ Status ParseArgs(Flags* flags, std::vector<std::string> args) {
 
 TEST(FlagsTest, ParsesValuesRepeatsBooleansAndPositionals) {
   Flags flags = MakeFlags();
-  ASSERT_OK(ParseArgs(&flags, {"show", "--data-dir", "d", "--label=a=1", "--label", "b=2",
-                               "--log-json", "7"}));
+  ASSERT_OK(ParseArgs(
+      &flags, {"show", "--data-dir", "d", "--label=a=1", "--label", "b=2", "--log-json", "7"}));
   EXPECT_EQ(flags.Get("data-dir"), "d");
   EXPECT_EQ(flags.GetAll("label"), (std::vector<std::string>{"a=1", "b=2"}));
   EXPECT_TRUE(flags.Has("log-json"));
@@ -40,14 +43,16 @@ TEST(FlagsTest, RejectsUnknownFlagsMissingValuesAndBadIntegers) {
   EXPECT_EQ(ParseArgs(&b, {"--data-dir"}).message(), "--data-dir needs a DIR");
   Flags c = MakeFlags();
   ASSERT_OK(ParseArgs(&c, {"--lease-ms", "soon"}));
-  EXPECT_EQ(c.GetInt("lease-ms", 1).status().message(), "--lease-ms must be an integer, got \"soon\"");
+  EXPECT_EQ(c.GetInt("lease-ms", 1).status().message(),
+            "--lease-ms must be an integer, got \"soon\"");
 }
 
 TEST(FlagsTest, ConfigFileFillsWhatTheCommandLineLeftOut) {
   testing::ScopedTempDir dir;
   std::string path = dir.path() + "/farmd.yaml";
-  ASSERT_OK(fs::WriteFileAtomic(path, "data-dir: /from/file\nlease-ms: 9000\nlabel: [x=1, y=2]\n"
-                                      "log-json: true\n"));
+  ASSERT_OK(fs::WriteFileAtomic(path,
+                                "data-dir: /from/file\nlease-ms: 9000\nlabel: [x=1, y=2]\n"
+                                "log-json: true\n"));
   Flags flags = MakeFlags();
   ASSERT_OK(ParseArgs(&flags, {"--data-dir", "/from/flag"}));
   ASSERT_OK(flags.MergeConfigFile(path));

@@ -191,7 +191,8 @@ TEST(ProcessTest, PeakRssCoversTheChild) {
   RealProcessRunner runner;
   // python3 allocating ~64 MiB must show up as at least that much peak RSS.
   ProcessSpec spec;
-  spec.argv = {"/usr/bin/python3", "-c", "b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096])"};
+  spec.argv = {"/usr/bin/python3", "-c",
+               "b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096])"};
   auto r = RunAndCapture(runner, spec, 30000);
   ASSERT_OK(r.status());
   ASSERT_EQ(r->result.exit_code, 0) << r->err;

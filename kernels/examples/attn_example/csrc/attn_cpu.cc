@@ -22,8 +22,8 @@ void SetError(char* err, size_t err_len, const char* fmt, ...) {
 }
 
 // One output row: softmax over the visible keys of query `i`, then the weighted sum of V.
-void ReferenceRow(const float* q, const float* k, const float* v, float* out, int N,
-                  int D, int i, bool causal, double scale, std::vector<double>& scores,
+void ReferenceRow(const float* q, const float* k, const float* v, float* out, int N, int D, int i,
+                  bool causal, double scale, std::vector<double>& scores,
                   std::vector<double>& acc) {
   const int visible = causal ? i + 1 : N;
   double max_score = -INFINITY;
@@ -45,8 +45,8 @@ void ReferenceRow(const float* q, const float* k, const float* v, float* out, in
 
 // Rows [begin, end) of the flattened (B*H*N) row space. Sets *failed when its scratch
 // space cannot be allocated (runs on worker threads, so nothing may escape).
-void ReferenceRows(const float* q, const float* k, const float* v, float* out, int N,
-                   int D, bool causal, double scale, size_t begin, size_t end,
+void ReferenceRows(const float* q, const float* k, const float* v, float* out, int N, int D,
+                   bool causal, double scale, size_t begin, size_t end,
                    std::atomic<bool>* failed) noexcept {
   std::vector<double> scores, acc;
   try {
@@ -60,8 +60,8 @@ void ReferenceRows(const float* q, const float* k, const float* v, float* out, i
     const size_t head = row / N;
     const int i = int(row % N);
     const size_t head_off = head * size_t(N) * D;
-    ReferenceRow(q + row * D, k + head_off, v + head_off, out + row * D, N, D, i, causal,
-                 scale, scores, acc);
+    ReferenceRow(q + row * D, k + head_off, v + head_off, out + row * D, N, D, i, causal, scale,
+                 scores, acc);
   }
 }
 
@@ -69,10 +69,9 @@ void ReferenceRows(const float* q, const float* k, const float* v, float* out, i
 
 extern "C" ATTN_API const char* attn_version(void) { return "0.1.0"; }
 
-extern "C" ATTN_API int attn_forward_cpu(const float* q, const float* k, const float* v,
-                                         float* out, int B, int H, int N, int D,
-                                         int causal, float scale, int threads, char* err,
-                                         size_t err_len) {
+extern "C" ATTN_API int attn_forward_cpu(const float* q, const float* k, const float* v, float* out,
+                                         int B, int H, int N, int D, int causal, float scale,
+                                         int threads, char* err, size_t err_len) {
   if (!q || !k || !v || !out) {
     SetError(err, err_len, "null buffer");
     return ATTN_INVALID_ARGUMENT;
@@ -95,8 +94,7 @@ extern "C" ATTN_API int attn_forward_cpu(const float* q, const float* k, const f
     pool.reserve(n);
     for (unsigned t = 0; t + 1 < n && next < rows; ++t) {
       const size_t end = std::min(rows, next + per);
-      pool.emplace_back(ReferenceRows, q, k, v, out, N, D, causal != 0, s, next, end,
-                        &failed);
+      pool.emplace_back(ReferenceRows, q, k, v, out, N, D, causal != 0, s, next, end, &failed);
       next = end;
     }
   } catch (const std::exception&) {

@@ -34,9 +34,9 @@ ATTN_API const char* attn_version(void);
 
 // Reference attention on the CPU with double accumulation. scale <= 0 means 1/sqrt(D).
 // threads <= 0 picks the hardware concurrency. On success fills out[B*H*N*D].
-ATTN_API int attn_forward_cpu(const float* q, const float* k, const float* v, float* out,
-                              int B, int H, int N, int D, int causal, float scale,
-                              int threads, char* err, size_t err_len);
+ATTN_API int attn_forward_cpu(const float* q, const float* k, const float* v, float* out, int B,
+                              int H, int N, int D, int causal, float scale, int threads, char* err,
+                              size_t err_len);
 
 // Number of visible CUDA devices. On success *count >= 1. With no driver or no device
 // returns ATTN_NO_DEVICE and sets *count = 0.
@@ -44,25 +44,24 @@ ATTN_API int attn_cuda_device_count(int* count, char* err, size_t err_len);
 
 // Name and compute capability of `device`. On success fills name (NUL-terminated,
 // truncated to name_len), *major and *minor.
-ATTN_API int attn_cuda_device_info(int device, char* name, size_t name_len, int* major,
-                                   int* minor, char* err, size_t err_len);
+ATTN_API int attn_cuda_device_info(int device, char* name, size_t name_len, int* major, int* minor,
+                                   char* err, size_t err_len);
 
 // Head dimensions the CUDA kernel supports: D % 32 == 0 and 32 <= D <= 128.
 ATTN_API int attn_cuda_supports_head_dim(int D);
 
 // Attention on `device` with host buffers: copies q, k, v in, runs the kernel, copies
 // the result into out[B*H*N*D]. scale <= 0 means 1/sqrt(D).
-ATTN_API int attn_forward_cuda(const float* q, const float* k, const float* v, float* out,
-                               int B, int H, int N, int D, int causal, float scale,
-                               int device, char* err, size_t err_len);
+ATTN_API int attn_forward_cuda(const float* q, const float* k, const float* v, float* out, int B,
+                               int H, int N, int D, int causal, float scale, int device, char* err,
+                               size_t err_len);
 
 // Times the kernel alone on `device`: copies the host inputs once, runs `warmup`
 // untimed launches, then `iters` launches each timed with CUDA events. On success
 // times_ms[0..iters) holds the per-launch times in milliseconds.
-ATTN_API int attn_benchmark_cuda(const float* q, const float* k, const float* v, int B,
-                                 int H, int N, int D, int causal, float scale, int device,
-                                 int warmup, int iters, float* times_ms, char* err,
-                                 size_t err_len);
+ATTN_API int attn_benchmark_cuda(const float* q, const float* k, const float* v, int B, int H,
+                                 int N, int D, int causal, float scale, int device, int warmup,
+                                 int iters, float* times_ms, char* err, size_t err_len);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -15,8 +15,8 @@ LockedPackage Package(const std::string& name, const std::string& version, const
   std::string dist = name;
   for (char& c : dist) c = c == '-' ? '_' : c;
   std::string file = dist + "-" + version + "-py3-none-any.whl";
-  return {name, version, "https://idx.example/cu130/", file,
-          "https://files.example/" + file, sha, size};
+  return {name, version, "https://idx.example/cu130/", file, "https://files.example/" + file,
+          sha,  size};
 }
 
 EnvLock Torch() {
@@ -25,7 +25,8 @@ EnvLock Torch() {
   lock.platform = "linux_x86_64";
   lock.index_name = "cu130";
   lock.requirements = {"torch==2.11.0+cu130", "setuptools>=64"};
-  lock.packages = {Package("torch", "2.11.0+cu130", kSha1, 900), Package("filelock", "3.20.0", kSha2)};
+  lock.packages = {Package("torch", "2.11.0+cu130", kSha1, 900),
+                   Package("filelock", "3.20.0", kSha2)};
   return lock;
 }
 
@@ -62,7 +63,8 @@ requires-python = ">=3.12"
 name = "Typing_Extensions"
 version = "4.15.0"
 index = "https://pypi.org/simple"
-wheels = [{ name = "typing_extensions-4.15.0-py3-none-any.whl", url = "https://files.example/t.whl", upload-time = 2025-08-25T13:49:24Z, size = 44614, hashes = { sha256 = ")" + std::string(64, 'C') + R"(" } }]
+wheels = [{ name = "typing_extensions-4.15.0-py3-none-any.whl", url = "https://files.example/t.whl", upload-time = 2025-08-25T13:49:24Z, size = 44614, hashes = { sha256 = ")" +
+                           std::string(64, 'C') + R"(" } }]
 )";
   auto lock = ParseToml(text);
   ASSERT_OK(lock.status());
@@ -73,10 +75,12 @@ wheels = [{ name = "typing_extensions-4.15.0-py3-none-any.whl", url = "https://f
 }
 
 TEST(EnvLockTest, RefusesWhatAWorkerCouldNotInstallExactly) {
-  const std::string head = "lock-version = \"1.0\"\n[[packages]]\nname = \"a\"\nversion = \"1.0\"\n";
+  const std::string head =
+      "lock-version = \"1.0\"\n[[packages]]\nname = \"a\"\nversion = \"1.0\"\n";
   const std::string good_wheel =
       "wheels = [{name = \"a-1.0-py3-none-any.whl\", url = \"https://x/a-1.0-py3-none-any.whl\", "
-      "hashes = {sha256 = \"" + kSha1 + "\"}}]\n";
+      "hashes = {sha256 = \"" +
+      kSha1 + "\"}}]\n";
   ASSERT_OK(ParseToml(head + good_wheel).status());
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"this is [not toml", "pylock.toml:1"},
@@ -84,21 +88,39 @@ TEST(EnvLockTest, RefusesWhatAWorkerCouldNotInstallExactly) {
       {head, "no wheel"},
       {head + "sdist = {url = \"https://x/a-1.0.tar.gz\"}\n" + good_wheel, "wheels only"},
       {head + "vcs = {url = \"https://x/a.git\", commit-id = \"1\"}\n" + good_wheel, "wheels only"},
-      {head + "wheels = [{name = \"a-1.0-py3-none-any.whl\", path = \"/etc/passwd\", hashes = "
-              "{sha256 = \"" + kSha1 + "\"}}]\n", "local path"},
-      {head + "wheels = [{name = \"a-1.0-py3-none-any.whl\", url = \"file:///etc/passwd\", "
-              "hashes = {sha256 = \"" + kSha1 + "\"}}]\n", "http(s)"},
+      {head +
+           "wheels = [{name = \"a-1.0-py3-none-any.whl\", path = \"/etc/passwd\", hashes = "
+           "{sha256 = \"" +
+           kSha1 + "\"}}]\n",
+       "local path"},
+      {head +
+           "wheels = [{name = \"a-1.0-py3-none-any.whl\", url = \"file:///etc/passwd\", "
+           "hashes = {sha256 = \"" +
+           kSha1 + "\"}}]\n",
+       "http(s)"},
       {head + "wheels = [{name = \"a-1.0-py3-none-any.whl\", url = \"https://x/a\", hashes = "
-              "{md5 = \"00\"}}]\n", "sha256"},
-      {head + "wheels = [{name = \"b-1.0-py3-none-any.whl\", url = \"https://x/b\", hashes = "
-              "{sha256 = \"" + kSha1 + "\"}}]\n", "is not a 1.0"},
-      {head + "wheels = [{name = \"../a-1.0-py3-none-any.whl\", url = \"https://x/a\", hashes = "
-              "{sha256 = \"" + kSha1 + "\"}}]\n", "not a wheel file name"},
+              "{md5 = \"00\"}}]\n",
+       "sha256"},
+      {head +
+           "wheels = [{name = \"b-1.0-py3-none-any.whl\", url = \"https://x/b\", hashes = "
+           "{sha256 = \"" +
+           kSha1 + "\"}}]\n",
+       "is not a 1.0"},
+      {head +
+           "wheels = [{name = \"../a-1.0-py3-none-any.whl\", url = \"https://x/a\", hashes = "
+           "{sha256 = \"" +
+           kSha1 + "\"}}]\n",
+       "not a wheel file name"},
       {head + good_wheel + "[[packages]]\nname = \"A\"\nversion = \"1.0\"\n" + good_wheel,
        "locked twice"},
-      {head + "wheels = [{name = \"a-1.0-py3-none-any.whl\", url = \"https://x/a\", hashes = "
-              "{sha256 = \"" + kSha1 + "\"}}, {name = \"a-1.0-cp312-cp312-linux_x86_64.whl\", "
-              "url = \"https://x/b\", hashes = {sha256 = \"" + kSha2 + "\"}}]\n", "more than one"},
+      {head +
+           "wheels = [{name = \"a-1.0-py3-none-any.whl\", url = \"https://x/a\", hashes = "
+           "{sha256 = \"" +
+           kSha1 +
+           "\"}}, {name = \"a-1.0-cp312-cp312-linux_x86_64.whl\", "
+           "url = \"https://x/b\", hashes = {sha256 = \"" +
+           kSha2 + "\"}}]\n",
+       "more than one"},
       {std::string(kMaxLockBytes + 1, ' '), "larger than"},
   };
   for (const auto& [text, why] : bad) {
@@ -117,9 +139,9 @@ TEST(EnvLockTest, SaysWhatChangedPerPackage) {
   before.packages.push_back(Package("nvidia-nvtx", "13.0.85", kSha1));
   after.packages[1].sha256 = kSha1;  // filelock: same version, another file
   std::vector<std::string> diff = Diff(before, after);
-  EXPECT_EQ(diff, (std::vector<std::string>{"+ cuda-bindings 13.3.1", "filelock 3.20.0 (another file)",
-                                            "- nvidia-nvtx 13.0.85",
-                                            "torch 2.11.0+cu130 -> 2.11.1+cu130"}));
+  EXPECT_EQ(diff, (std::vector<std::string>{
+                      "+ cuda-bindings 13.3.1", "filelock 3.20.0 (another file)",
+                      "- nvidia-nvtx 13.0.85", "torch 2.11.0+cu130 -> 2.11.1+cu130"}));
   LockSummary s = Summarize(Torch());
   EXPECT_EQ(s.packages, 2);
   EXPECT_EQ(s.bytes, 1000);

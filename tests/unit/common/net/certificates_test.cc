@@ -74,8 +74,8 @@ TEST_F(CertificatesTest, ServerAndClientCertificatesChainToTheCa) {
 TEST_F(CertificatesTest, ACertificateOfAnotherCaDoesNotChain) {
   ASSERT_OK(CreateCa(Ca(), "one", 30));
   ASSERT_OK(CreateCa(dir_.path() + "/other", "another", 30));
-  ASSERT_OK(IssueCertificate(dir_.path() + "/other", {"farmd", {"h"}, true, false, 10},
-                             dir_.path()));
+  ASSERT_OK(
+      IssueCertificate(dir_.path() + "/other", {"farmd", {"h"}, true, false, 10}, dir_.path()));
   X509* ca = ReadCert(Ca() + "/ca.pem");
   X509* farmd = ReadCert(dir_.path() + "/farmd.pem");
   ASSERT_TRUE(ca && farmd);

@@ -69,8 +69,7 @@ TEST(ClientTlsTest, CertificateNeedsKeyAndCa) {
 
 TEST(ServerTlsTest, ClientCaNeedsACertificate) {
   EXPECT_EQ(ParseServer({"--tls-cert", "c.pem"}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseServer({"--client-ca", "ca.pem"}).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseServer({"--client-ca", "ca.pem"}).status().code(), StatusCode::kInvalidArgument);
   auto ok = ParseServer({"--tls-cert", "c.pem", "--tls-key", "k.pem", "--client-ca", "ca.pem"});
   ASSERT_TRUE(ok.ok());
   EXPECT_TRUE(ok->enabled());

@@ -93,8 +93,8 @@ TEST(CatalogTest, CellsAreTheOnesTheCatalogPromises) {
 // its pinned commit, and each of its cells is served by a Triton cell (same platform and
 // Python; Triton names no CUDA, torch or arch list).
 TEST(CatalogTest, Gb10ChainRequiresThePinnedTritonAndEveryCellIsServed) {
-  auto chain = LoadRecipeFile(std::string(FARM_SOURCE_DIR) +
-                              "/kernels/sageattention/gb10-chain.yaml");
+  auto chain =
+      LoadRecipeFile(std::string(FARM_SOURCE_DIR) + "/kernels/sageattention/gb10-chain.yaml");
   ASSERT_TRUE(chain.ok()) << chain.status().ToString();
   ASSERT_EQ(chain->recipe.requirements_size(), 1);
   const farm::v1::Requirement& r = chain->recipe.requirements(0);
@@ -109,8 +109,8 @@ TEST(CatalogTest, Gb10ChainRequiresThePinnedTritonAndEveryCellIsServed) {
     EXPECT_EQ(cell.platform(), "linux_aarch64");
     EXPECT_EQ(cell.arch_list(), "12.1a");
     bool served = std::any_of(serving.begin(), serving.end(), [&](const auto& t) {
-      return t.platform() == cell.platform() && t.python() == cell.python() &&
-             t.cuda().empty() && t.torch().empty() && t.arch_list().empty();
+      return t.platform() == cell.platform() && t.python() == cell.python() && t.cuda().empty() &&
+             t.torch().empty() && t.arch_list().empty();
     });
     EXPECT_TRUE(served) << DescribeCell(cell);
   }

@@ -67,12 +67,14 @@ TEST(ExpandMatrixTest, ArchVersusCudaRejectionsCarryTheReason) {
   MatrixExpansion e = ExpandMatrix(m, m);
   ASSERT_OK(e.status);
   EXPECT_EQ(Cells(e), (Strings{"python=3.11 cuda=13.0 arch_list=9.0;12.0a;12.1a"}));
-  EXPECT_EQ(e.rejected,
-            (Strings{"python=3.11 cuda=12.8 arch_list=9.0;12.0a;12.1a: sm_121a needs CUDA >= 12.9"}));
+  EXPECT_EQ(
+      e.rejected,
+      (Strings{"python=3.11 cuda=12.8 arch_list=9.0;12.0a;12.1a: sm_121a needs CUDA >= 12.9"}));
   m = Axes({"3.11"}, {}, {"12.8"}, {"12.1a"});
   e = ExpandMatrix(m, m);
   EXPECT_TRUE(e.cells.empty());
-  EXPECT_EQ(e.rejected, (Strings{"python=3.11 cuda=12.8 arch_list=12.1a: sm_121a needs CUDA >= 12.9"}));
+  EXPECT_EQ(e.rejected,
+            (Strings{"python=3.11 cuda=12.8 arch_list=12.1a: sm_121a needs CUDA >= 12.9"}));
   m = Axes({}, {}, {"13.0"}, {"7.0;8.0"});
   e = ExpandMatrix(m, m);
   EXPECT_EQ(e.rejected, (Strings{"cuda=13.0 arch_list=7.0;8.0: sm_70 is not supported by CUDA "
@@ -82,7 +84,8 @@ TEST(ExpandMatrixTest, ArchVersusCudaRejectionsCarryTheReason) {
 TEST(ExpandMatrixTest, TorchCudaPairsFollowTheTable) {
   farm::v1::MatrixAxes m = Axes({"3.12"}, {"2.6", "2.9"}, {"12.4", "13.0"}, {});
   MatrixExpansion e = ExpandMatrix(m, m);
-  EXPECT_EQ(Cells(e), (Strings{"python=3.12 torch=2.6 cuda=12.4", "python=3.12 torch=2.9 cuda=13.0"}));
+  EXPECT_EQ(Cells(e),
+            (Strings{"python=3.12 torch=2.6 cuda=12.4", "python=3.12 torch=2.9 cuda=13.0"}));
   EXPECT_EQ(e.rejected,
             (Strings{"python=3.12 torch=2.6 cuda=13.0: torch 2.6 is not released for CUDA 13.0 "
                      "(torch 2.6 ships for CUDA 11.8, 12.4, 12.6) (a private torch build for "
@@ -105,10 +108,10 @@ TEST(ExpandMatrixTest, ExcludesRemoveMatchingCells) {
   *m.add_exclude() = Rule({{"cuda", "12.8"}, {"arch_lists", "12.0a"}});
   *m.add_exclude() = Rule({{"python", "3.11"}, {"cuda", "13.0"}});
   MatrixExpansion e = ExpandMatrix(m, m);
-  EXPECT_EQ(Cells(e), (Strings{"python=3.11 cuda=12.8 arch_list=9.0",
-                               "python=3.12 cuda=12.8 arch_list=9.0",
-                               "python=3.12 cuda=13.0 arch_list=9.0",
-                               "python=3.12 cuda=13.0 arch_list=12.0a"}));
+  EXPECT_EQ(
+      Cells(e),
+      (Strings{"python=3.11 cuda=12.8 arch_list=9.0", "python=3.12 cuda=12.8 arch_list=9.0",
+               "python=3.12 cuda=13.0 arch_list=9.0", "python=3.12 cuda=13.0 arch_list=12.0a"}));
   EXPECT_TRUE(e.rejected.empty());
 }
 
@@ -126,9 +129,9 @@ TEST(ExpandMatrixTest, IncludeThatMatchesNothingAddsCells) {
   MatrixExpansion e = ExpandMatrix(m, m);
   // The new cells take every arch list, even one an exclude removed elsewhere: includes
   // are applied after excludes.
-  EXPECT_EQ(Cells(e), (Strings{"python=3.11 cuda=13.0 arch_list=9.0",
-                               "python=3.12 cuda=12.8 arch_list=9.0",
-                               "python=3.12 cuda=12.8 arch_list=12.0"}));
+  EXPECT_EQ(Cells(e),
+            (Strings{"python=3.11 cuda=13.0 arch_list=9.0", "python=3.12 cuda=12.8 arch_list=9.0",
+                     "python=3.12 cuda=12.8 arch_list=12.0"}));
 }
 
 TEST(ExpandMatrixTest, DuplicatesAreRemovedKeepingTheFirst) {
@@ -154,7 +157,8 @@ TEST(ExpandMatrixTest, ARequestedArchListMayBeASubsetOfTheRecipes) {
                                  "(a list of any of their targets works too: 9.0, 12.0a, "
                                  "12.1a); to build 8.9, add it to the recipe's "
                                  "matrix.arch_lists"}));
-  EXPECT_EQ(CheckBuildable(e).message(), "the matrix has no buildable cell:\n" + e.rejected[0] + "\n");
+  EXPECT_EQ(CheckBuildable(e).message(),
+            "the matrix has no buildable cell:\n" + e.rejected[0] + "\n");
   e = ExpandRequest(Axes({}, {}, {}, {"12.1;9.0+PTX"}), supported);
   ASSERT_EQ(e.rejected.size(), 1u);
   EXPECT_NE(e.rejected[0].find("; 12.1 is built as 12.1a, 9.0+PTX is built as 9.0"),
@@ -206,8 +210,9 @@ TEST(ExpandMatrixTest, BadRulesAndHugeMatricesAreErrors) {
   MatrixExpansion e = ExpandMatrix(m, m);
   EXPECT_FALSE(e.status.ok());
   EXPECT_TRUE(e.cells.empty());
-  EXPECT_EQ(e.status.message(), "matrix.exclude[0]: unknown axis \"pyton\" (expected one of: "
-                                "python, torch, cuda, arch_lists, platform)");
+  EXPECT_EQ(e.status.message(),
+            "matrix.exclude[0]: unknown axis \"pyton\" (expected one of: "
+            "python, torch, cuda, arch_lists, platform)");
   EXPECT_EQ(e.rejected.back(), e.status.message());
 
   Strings many;

@@ -88,7 +88,8 @@ TEST_F(LoadRecipeFileTest, MissingRecipeIsNotFound) {
 }
 
 TEST_F(LoadRecipeFileTest, GitSourceIsLeftAlone) {
-  std::string path = Write("name: a\nbuild: b\nsource:\n  git: {url: https://h/x.git, ref: main}\n");
+  std::string path =
+      Write("name: a\nbuild: b\nsource:\n  git: {url: https://h/x.git, ref: main}\n");
   Result<LoadedRecipe> r = LoadRecipeFile(path);
   ASSERT_OK(r.status());
   EXPECT_EQ(r->recipe.source().git().url(), "https://h/x.git");

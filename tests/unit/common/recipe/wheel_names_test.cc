@@ -68,8 +68,9 @@ TEST(WheelNamesTest, TwoSpellingsOfOneArchListPointAtTheSecond) {
 )");
   EXPECT_NE(s.message().find("r.yaml:8:27: "), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("both build sm80.sm90"), std::string::npos) << s.message();
-  Status req = Check(std::string(kBase) + "matrix: {cuda: [\"13.0\"], arch_lists: [\"8.0;9.0\", \"9.0;8.0\"]}\n",
-                     {"8.0;9.0", "9.0;8.0"});
+  Status req = Check(
+      std::string(kBase) + "matrix: {cuda: [\"13.0\"], arch_lists: [\"8.0;9.0\", \"9.0;8.0\"]}\n",
+      {"8.0;9.0", "9.0;8.0"});
   EXPECT_NE(req.message().find("in --arch-list"), std::string::npos) << req.message();
 }
 

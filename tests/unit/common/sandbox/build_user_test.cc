@@ -77,7 +77,7 @@ TEST(BuildUserTest, NeverGivesAwayAFileASnapshotShares) {
   EXPECT_EQ(st.st_uid, 4321u);
   // Taken back: everything root's again, without write bits for others.
   ASSERT_OK(::chmod((ws + "/venv/lib/own.py").c_str(), 0666) == 0 ? Status::Ok()
-                                                                   : Status::Internal("chmod"));
+                                                                  : Status::Internal("chmod"));
   ASSERT_OK(TakeBackFromBuildUser(user, ws));
   ASSERT_EQ(::stat((ws + "/venv/lib/own.py").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);

@@ -218,8 +218,10 @@ TEST(ConfinementTest, NeverRunsAsRoot) {
   farm::testing::ScopedTempDir dir;
   ASSERT_OK(GiveToBuildUser(user, dir.path(), true));
   ProcessSpec spec;
-  spec.argv = {"sh", "-c", "id -u; echo written > " + dir.path() + "/out; cat /etc/shadow "
-                           ">/dev/null 2>&1 && echo READ-SHADOW; true"};
+  spec.argv = {"sh", "-c",
+               "id -u; echo written > " + dir.path() +
+                   "/out; cat /etc/shadow "
+                   ">/dev/null 2>&1 && echo READ-SHADOW; true"};
   spec.env = {{"PATH", "/usr/bin:/bin"}, {"HOME", dir.path()}};
   spec.clear_env = true;
   auto out = RunAndCapture(runner, c.Wrap(spec, {{dir.path(), false}}, false), 30'000);

@@ -112,8 +112,7 @@ TEST_F(HostileTest, EntryLargerThanLimitByDeclaredSize) {
   InspectOptions options;
   options.limits.max_entry_bytes = 1 << 20;
   WheelReport r = InspectWith({{"attn_example/big.bin", std::string(2 << 20, 'z')}}, options);
-  EXPECT_TRUE(HasProblem(r.problems, "entry-too-large", "attn_example/big.bin"))
-      << AllProblems(r);
+  EXPECT_TRUE(HasProblem(r.problems, "entry-too-large", "attn_example/big.bin")) << AllProblems(r);
   EXPECT_TRUE(r.scan_aborted);
   EXPECT_LE(r.total_bytes, 1 << 20);
 }
@@ -124,8 +123,7 @@ TEST_F(HostileTest, EntryLargerThanLimitWhileHeadersLie) {
   InspectWith({{"attn_example/big.bin", std::string(8 << 20, 'z')}}, options);
   ASSERT_OK(PatchDeclaredSize(path_, "attn_example/big.bin", 100));
   WheelReport r = Reinspect(options);
-  EXPECT_TRUE(HasProblem(r.problems, "entry-too-large", "attn_example/big.bin"))
-      << AllProblems(r);
+  EXPECT_TRUE(HasProblem(r.problems, "entry-too-large", "attn_example/big.bin")) << AllProblems(r);
   EXPECT_TRUE(r.scan_aborted);
   // Counting stopped at the limit (plus at most one 64 KiB read and the small files before
   // it): nothing near the real 8 MiB was produced.
@@ -138,8 +136,7 @@ TEST_F(HostileTest, TotalLargerThanLimit) {
   WheelReport r = InspectWith({{"attn_example/a.bin", std::string(600 << 10, 'a')},
                                {"attn_example/b.bin", std::string(600 << 10, 'b')}},
                               options);
-  EXPECT_TRUE(HasProblem(r.problems, "total-too-large", "attn_example/b.bin"))
-      << AllProblems(r);
+  EXPECT_TRUE(HasProblem(r.problems, "total-too-large", "attn_example/b.bin")) << AllProblems(r);
   EXPECT_TRUE(r.scan_aborted);
 }
 

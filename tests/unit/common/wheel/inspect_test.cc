@@ -72,7 +72,10 @@ TEST_F(InspectTest, QuotedRecordRowsAndBuildTagAreAccepted) {
   spec.filename = "attn_example-1.0.0+cu130-7b-cp312-cp312-linux_x86_64.whl";
   spec.wheel += "Build: 7b\n";
   spec.files.push_back({"attn_example/data/a,b \"q\".txt", "x"});
-  spec.files.push_back({"attn_example/data/\xc3\xbc" "ber.txt", "utf-8 name"});
+  spec.files.push_back(
+      {"attn_example/data/\xc3\xbc"
+       "ber.txt",
+       "utf-8 name"});
   WheelReport r = Inspect(spec);
   EXPECT_TRUE(r.ok()) << AllProblems(r);
   EXPECT_EQ(r.tags.build_tag, "7b");
@@ -102,9 +105,7 @@ TEST_F(InspectTest, RecordPaddedOrWeakHash) {
   };
   ExpectOnly(Inspect(padded), "record-hash-format", "attn_example/_version.py");
   WheelSpec md5;
-  md5.edit_record = [](std::string* rec) {
-    Replace(rec, RecordHash("v = '1.0.0'\n"), "md5=abc");
-  };
+  md5.edit_record = [](std::string* rec) { Replace(rec, RecordHash("v = '1.0.0'\n"), "md5=abc"); };
   ExpectOnly(Inspect(md5), "record-hash-algorithm", "attn_example/_version.py");
 }
 
@@ -225,8 +226,7 @@ TEST_F(InspectTest, MetadataVersionMismatchIncludingLocalLabel) {
   ExpectOnly(Inspect(no_label), "metadata-version-mismatch", std::string(kDist) + "/METADATA");
   WheelSpec other_label;
   Replace(&other_label.metadata, "Version: 1.0.0+cu130", "Version: 1.0.0+cu129");
-  ExpectOnly(Inspect(other_label), "metadata-version-mismatch",
-             std::string(kDist) + "/METADATA");
+  ExpectOnly(Inspect(other_label), "metadata-version-mismatch", std::string(kDist) + "/METADATA");
   WheelSpec upper;  // local labels compare case-insensitively (PEP 440)
   Replace(&upper.metadata, "Version: 1.0.0+cu130", "Version: 1.0.0+CU130");
   EXPECT_TRUE(Inspect(upper).ok());
@@ -249,8 +249,7 @@ TEST_F(InspectTest, NotAZipIsAnError) {
   fclose(f);
   Result<WheelReport> r = InspectWheel(path, {});
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
-  EXPECT_EQ(InspectWheel(dir_.path() + "/absent.whl", {}).status().code(),
-            StatusCode::kNotFound);
+  EXPECT_EQ(InspectWheel(dir_.path() + "/absent.whl", {}).status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -18,8 +18,9 @@ WheelSpec Unlabelled() {
   WheelSpec spec;
   spec.filename = "attn_example-1.0.0-cp312-cp312-linux_x86_64.whl";
   spec.dist_info = "attn_example-1.0.0.dist-info";
-  spec.metadata = "Metadata-Version: 2.1\nName: attn-example\nVersion: 1.0.0\n"
-                  "Requires-Python: >=3.9\n\nVersion: 9.9 in the body stays.\n";
+  spec.metadata =
+      "Metadata-Version: 2.1\nName: attn-example\nVersion: 1.0.0\n"
+      "Requires-Python: >=3.9\n\nVersion: 9.9 in the body stays.\n";
   spec.files.push_back({"attn_example-1.0.0.data/scripts/run,me.sh", "#!/bin/sh\necho hi\n"});
   return spec;
 }
@@ -109,12 +110,10 @@ TEST(RelabelWheelTest, RefusesBadLabelsAndWheelsWithoutDistInfo) {
   farm::testing::ScopedTempDir dir;
   auto in = WriteWheel(dir.path(), Unlabelled());
   ASSERT_OK(in.status());
-  EXPECT_EQ(RelabelWheel(*in, "cu 130", dir.path()).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(RelabelWheel(*in, "cu 130", dir.path()).status().code(), StatusCode::kInvalidArgument);
   std::string bare = dir.path() + "/bare-1.0-py3-none-any.whl";
   ASSERT_OK(testing::WriteZip(bare, {{"bare/__init__.py", ""}}));
-  EXPECT_EQ(RelabelWheel(bare, "cu130", dir.path()).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(RelabelWheel(bare, "cu130", dir.path()).status().code(), StatusCode::kInvalidArgument);
   // A RECORD naming a path outside the wheel is the build's attack, not a row to rename.
   WheelSpec hostile = Unlabelled();
   hostile.edit_record = [](std::string* record) { *record += "../../../etc/profile.d/x.sh,,\n"; };

@@ -17,7 +17,7 @@ namespace farm::wheel::testing {
 struct ZipEntrySpec {
   enum class Type { kFile, kDirectory, kSymlink };
   std::string name;
-  std::string content;      // file bytes
+  std::string content;  // file bytes
   Type type = Type::kFile;
   std::string link_target;  // for kSymlink
 };

@@ -78,8 +78,8 @@ TEST(FarmdFlagsTest, WheelRequestsTakeNoAnonymousOnesByDefault) {
   EXPECT_EQ(defaults->requests.anonymous_per_address, 0);
   EXPECT_EQ(defaults->requests.per_principal, 30);
   EXPECT_EQ(defaults->requests.window_ms, 3600 * 1000);
-  auto set = Parse({"--anonymous-requests", "3", "--request-quota", "-1",
-                    "--quota-window-seconds", "60"});
+  auto set =
+      Parse({"--anonymous-requests", "3", "--request-quota", "-1", "--quota-window-seconds", "60"});
   ASSERT_OK(set.status());
   EXPECT_EQ(set->requests.anonymous_per_address, 3);
   EXPECT_EQ(set->requests.per_principal, -1);

@@ -12,8 +12,10 @@ namespace {
 TEST(SecretsFileTest, ReadsKeysAndRegistersThemForRedaction) {
   testing::ScopedTempDir dir;
   std::string path = dir.path() + "/farmd.secrets";
-  ASSERT_OK(fs::WriteFileAtomic(path, "# publishing\nGITHUB_TOKEN=ghp_abcdef123456\n\n"
-                                      "HF_TOKEN = hf_zyxwvu987654\n", 0600));
+  ASSERT_OK(fs::WriteFileAtomic(path,
+                                "# publishing\nGITHUB_TOKEN=ghp_abcdef123456\n\n"
+                                "HF_TOKEN = hf_zyxwvu987654\n",
+                                0600));
   auto secrets = LoadSecretsFile(path);
   ASSERT_OK(secrets.status());
   EXPECT_EQ(secrets->at("GITHUB_TOKEN"), "ghp_abcdef123456");

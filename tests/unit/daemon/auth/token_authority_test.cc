@@ -77,7 +77,8 @@ TEST_F(TokenAuthorityTest, RevokedAndExpiredTokensStopAtTheirNextCall) {
   EXPECT_EQ(authority_->Revoke(id, 1).status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(store_->RevokeToken("abc", 1).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->RevokeToken("ffffffffffff", 1).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(authority_->Create("viewer", "x", "", -1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(authority_->Create("viewer", "x", "", -1).status().code(),
+            StatusCode::kInvalidArgument);
   auto all = store_->ListTokens();
   ASSERT_OK(all.status());
   EXPECT_EQ(all->size(), 2u);

@@ -29,9 +29,12 @@ TEST(ValidateHost, RefusesBadFieldsAndTokenVariables) {
 }
 
 TEST(InventoryYaml, PutsTheHostInItsKindWithTypedVarsAndNoToken) {
-  auto inv = InventoryYaml({"local", "localhost", "wsl2",
-                            {{"farm_skip_gpu_steps", "true"}, {"python_envs_versions", "[\"3.11\"]"}},
-                            "127.0.0.1:7070"});
+  auto inv =
+      InventoryYaml({"local",
+                     "localhost",
+                     "wsl2",
+                     {{"farm_skip_gpu_steps", "true"}, {"python_envs_versions", "[\"3.11\"]"}},
+                     "127.0.0.1:7070"});
   ASSERT_TRUE(inv.ok()) << inv.status().ToString();
   const std::string& y = *inv;
   EXPECT_NE(y.find("workers:"), std::string::npos) << y;
@@ -74,13 +77,22 @@ class HostManagerTest : public ::testing::Test {
     std::string d = dir_.path();
     std::string script =
         "#!/bin/sh\n"
-        "echo \"$@\" > " + d + "/argv\n"
-        "for a in \"$@\"; do case $a in @*) f=${a#@}; stat -c %a \"$f\" > " + d + "/mode;"
-        " cat \"$f\" > " + d + "/secret;; esac; done\n"
+        "echo \"$@\" > " +
+        d +
+        "/argv\n"
+        "for a in \"$@\"; do case $a in @*) f=${a#@}; stat -c %a \"$f\" > " +
+        d +
+        "/mode;"
+        " cat \"$f\" > " +
+        d +
+        "/secret;; esac; done\n"
         "echo 'TASK [farm_worker : Write the enrollment token.]'\n"
         "echo 'PLAY RECAP *****'\n"
-        "echo 'local : ok=12 changed=" + std::to_string(changed) + " unreachable=0 failed=0'\n"
-        "exit " + std::to_string(exit_code) + "\n";
+        "echo 'local : ok=12 changed=" +
+        std::to_string(changed) +
+        " unreachable=0 failed=0'\n"
+        "exit " +
+        std::to_string(exit_code) + "\n";
     EXPECT_OK(fs::WriteFileAtomic(path, script, 0755));
     return path;
   }
@@ -114,7 +126,8 @@ class HostManagerTest : public ::testing::Test {
 
 TEST_F(HostManagerTest, ProvisionRecordsTheRecapAndKeepsTheTokenOffTheCommandLine) {
   auto m = Manager(FakeAnsible(7, 0));
-  ASSERT_OK(m->Add("local", "localhost", "wsl2", {{"ansible_connection", "local"}}, false).status());
+  ASSERT_OK(
+      m->Add("local", "localhost", "wsl2", {{"ansible_connection", "local"}}, false).status());
   EXPECT_EQ(m->Add("local", "x", "wsl2", {}, false).status().code(), StatusCode::kAlreadyExists);
   auto done = m->Provision("local", true);
   ASSERT_TRUE(done.ok()) << done.status().ToString();

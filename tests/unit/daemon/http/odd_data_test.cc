@@ -31,8 +31,9 @@ class OddDataTest : public HttpFixture {
     recipe.set_version("0.1.0");
     recipe.set_yaml(std::string("name: ") + kUnicodeName + "\n");
     b.recipe = recipe.SerializeAsString();
-    b.rejected_cells = "py3.11 cuda12.1 12.0a: CUDA 12.1 cannot emit sm_120a\n"
-                       "py3.11 cuda12.1 12.1a: CUDA 12.1 cannot emit sm_121a — “quoted”\n";
+    b.rejected_cells =
+        "py3.11 cuda12.1 12.0a: CUDA 12.1 cannot emit sm_120a\n"
+        "py3.11 cuda12.1 12.1a: CUDA 12.1 cannot emit sm_121a — “quoted”\n";
     b.created_ms = clock_.NowUnixMs();
     std::vector<store::JobRow> jobs;
     EXPECT_OK(store_->CreateBuild(&b, &jobs));
@@ -68,10 +69,9 @@ class OddDataTest : public HttpFixture {
 
 TEST_F(OddDataTest, EveryReadRouteAnswersOnAnEmptyStore) {
   Router r = MakeRouter();
-  for (const char* target :
-       {"/", "/index.html", "/app.js", "/style.css", "/healthz", "/readyz", "/metrics",
-        "/api/v1/overview", "/api/v1/builds", "/api/v1/workers", "/api/v1/chart",
-        "/api/v1/schedules", "/simple/"}) {
+  for (const char* target : {"/", "/index.html", "/app.js", "/style.css", "/healthz", "/readyz",
+                             "/metrics", "/api/v1/overview", "/api/v1/builds", "/api/v1/workers",
+                             "/api/v1/chart", "/api/v1/schedules", "/simple/"}) {
     Response resp = Check(r, "GET", target);
     EXPECT_EQ(resp.status, 200) << target;
   }
@@ -83,8 +83,8 @@ TEST_F(OddDataTest, EveryReadRouteAnswersOnAnEmptyStore) {
   EXPECT_EQ(Check(r, "GET", "/simple/", "application/vnd.pypi.simple.v1+json").status, 200);
   for (const char* missing :
        {"/api/v1/builds/1", "/api/v1/jobs/1", "/api/v1/jobs/1/log", "/api/v1/jobs/1/log.txt",
-        "/api/v1/jobs/1/log/stream", "/api/v1/schedules/1", "/simple/nothing/",
-        "/cu130/simple/", "/files/00/x.whl"}) {
+        "/api/v1/jobs/1/log/stream", "/api/v1/schedules/1", "/simple/nothing/", "/cu130/simple/",
+        "/files/00/x.whl"}) {
     EXPECT_EQ(Check(r, "GET", missing).status, 404) << missing;
   }
 }
@@ -138,7 +138,10 @@ TEST_F(OddDataTest, HugeNegativeAndMalformedPagingAndIds) {
   }
   // The largest page is clamped, the smallest is one.
   EXPECT_EQ(Json(Check(r, "GET", "/api/v1/builds?limit=9223372036854775807"))
-                .at("builds").as_array().size(), 3u);
+                .at("builds")
+                .as_array()
+                .size(),
+            3u);
   EXPECT_EQ(Json(Check(r, "GET", "/api/v1/builds?limit=-5")).at("builds").as_array().size(), 1u);
   for (const char* target :
        {"/api/v1/builds/9223372036854775807", "/api/v1/builds/99999999999999999999999",
@@ -149,7 +152,8 @@ TEST_F(OddDataTest, HugeNegativeAndMalformedPagingAndIds) {
     Response resp = Check(r, "GET", target);
     EXPECT_TRUE(resp.status == 404 || resp.status == 400) << target << " " << resp.body;
   }
-  Response log = Check(r, "GET", "/api/v1/jobs/1/log?after=-9223372036854775807&limit=-1&attempt=-4");
+  Response log =
+      Check(r, "GET", "/api/v1/jobs/1/log?after=-9223372036854775807&limit=-1&attempt=-4");
   EXPECT_LT(log.status, 500) << log.body;
   Check(r, "GET", "/api/v1/jobs/1/log?after=9223372036854775807&limit=9223372036854775807");
 }
@@ -197,8 +201,9 @@ TEST_F(OddDataTest, UnicodeWorkerNamesDrainAndHugeCapabilities) {
     g->set_cc_minor(1), g->set_memory_bytes(INT64_MAX);
   }
   caps.set_ram_bytes(INT64_MAX);
-  ASSERT_OK(store_->UpsertWorker({"w-ünï", kUnicodeName, caps.SerializeAsString(), store::WorkerState::kIdle,
-                                  clock_.NowUnixMs(), clock_.NowUnixMs()}));
+  ASSERT_OK(
+      store_->UpsertWorker({"w-ünï", kUnicodeName, caps.SerializeAsString(),
+                            store::WorkerState::kIdle, clock_.NowUnixMs(), clock_.NowUnixMs()}));
   Router r = MakeRouter();
   auto v = Json(Check(r, "GET", "/api/v1/workers"));
   const auto& w = v.at("workers").as_array().at(0);
@@ -226,11 +231,12 @@ TEST_F(OddDataTest, IndexWithUnicodeProjectRequestsAndOddAcceptHeaders) {
   AddWheel(ids[0], "attn_example-0.1.0-cp311-cp311-linux_x86_64.whl",
            "Metadata-Version: 2.1\nName: attn-example\nVersion: 0.1.0\n", 3);
   Router r = MakeRouter();
-  for (const std::string& target : std::vector<std::string>{"/simple/attn-example/", "/simple/ATTN_example", "/simple/%E6%B3%A8%E6%84%8F/",
-        "/simple/-/", "/simple//", "/simple/a/b/c/", "/cu130-torch2.8/simple/",
-        "/cu130-torch2.8/simple/attn-example/", "/%E2%9C%93/simple/", "/files/zz/../../x.whl",
-        "/simple/%FF%FE/", "/%C0%AF/simple/", "/simple/caf%E9/",
-        "/files/" + std::string(64, 'a') + "/attn_example-0.1.0-cp311-cp311-linux_x86_64.whl"}) {
+  for (const std::string& target : std::vector<std::string>{
+           "/simple/attn-example/", "/simple/ATTN_example", "/simple/%E6%B3%A8%E6%84%8F/",
+           "/simple/-/", "/simple//", "/simple/a/b/c/", "/cu130-torch2.8/simple/",
+           "/cu130-torch2.8/simple/attn-example/", "/%E2%9C%93/simple/", "/files/zz/../../x.whl",
+           "/simple/%FF%FE/", "/%C0%AF/simple/", "/simple/caf%E9/",
+           "/files/" + std::string(64, 'a') + "/attn_example-0.1.0-cp311-cp311-linux_x86_64.whl"}) {
     Response resp = Check(r, "GET", target);
     EXPECT_NE(resp.status, 500) << target << " " << resp.body;
   }

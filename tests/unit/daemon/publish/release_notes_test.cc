@@ -89,9 +89,9 @@ TEST(GitHubNamesTest, SanitizeMirrorsGitHub) {
             "pkg-2.2.0+cu128torch2.8-cp312-cp312-linux_x86_64.whl");
   EXPECT_EQ(SanitizeAssetName("my file (1).whl"), "my.file.1.whl");
   EXPECT_EQ(SanitizeAssetName("..a..b.."), "default.a.b");
-  EXPECT_EQ(ExpandUploadUrl("https://u.test/repos/o/r/releases/1/assets{?name,label}",
-                            "a+b.whl", ""),
-            "https://u.test/repos/o/r/releases/1/assets?name=a%2Bb.whl");
+  EXPECT_EQ(
+      ExpandUploadUrl("https://u.test/repos/o/r/releases/1/assets{?name,label}", "a+b.whl", ""),
+      "https://u.test/repos/o/r/releases/1/assets?name=a%2Bb.whl");
   EXPECT_EQ(ExpandUploadUrl("https://u.test/a{?name,label}", "x", "l 1"),
             "https://u.test/a?name=x&label=l%201");
   EXPECT_EQ(TemporaryAssetName("x.whl", "0123456789abcdef"), "farm-tmp-0123456789ab-x.whl");

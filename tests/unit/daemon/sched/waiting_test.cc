@@ -22,7 +22,7 @@ FleetWorker Worker(const std::string& name, const std::string& cuda = "13.0",
 }
 
 farm::v1::MatrixCell WaitingCell(const std::string& cuda, const std::string& arch = "9.0",
-                          const std::string& python = "3.11") {
+                                 const std::string& python = "3.11") {
   farm::v1::MatrixCell c;
   c.set_python(python);
   c.set_cuda(cuda);
@@ -87,7 +87,8 @@ TEST(WaitingTest, QuarantinedWorkersAndAnEmptyFleet) {
 }
 
 TEST(WaitingTest, ABusyOrAwayWorkerThatCouldBuildItIsNotUnplaceable) {
-  Waiting busy = Explain(WaitingCell("13.0"), {Worker("gpu-1", "13.0", store::WorkerState::kBusy), Worker("old", "12.8")});
+  Waiting busy = Explain(WaitingCell("13.0"), {Worker("gpu-1", "13.0", store::WorkerState::kBusy),
+                                               Worker("old", "12.8")});
   EXPECT_FALSE(busy.unplaceable);
   EXPECT_EQ(busy.summary, "waiting for a free worker: gpu-1 can build it");
   ASSERT_EQ(busy.blocked.size(), 1u);
@@ -95,7 +96,8 @@ TEST(WaitingTest, ABusyOrAwayWorkerThatCouldBuildItIsNotUnplaceable) {
 
   FleetWorker drained = Worker("gpu-2");
   drained.drain_requested = true;
-  Waiting away = Explain(WaitingCell("13.0"), {Worker("gpu-1", "13.0", store::WorkerState::kLost), drained});
+  Waiting away =
+      Explain(WaitingCell("13.0"), {Worker("gpu-1", "13.0", store::WorkerState::kLost), drained});
   EXPECT_FALSE(away.unplaceable);
   EXPECT_EQ(away.summary,
             "only gpu-1 (lost) and gpu-2 (draining) can build it: bring it back "
@@ -169,7 +171,8 @@ TEST(WaitingTest, AValidationJobSaysWhichGpuItWaitsFor) {
 }
 
 TEST(WaitingTest, AValidationJobWaitsForABusyOrAwayGpuWorker) {
-  FleetWorker rtx = WithGpu(Worker("rtx", "13.0", store::WorkerState::kBusy), "NVIDIA RTX 5090", 12, 0);
+  FleetWorker rtx =
+      WithGpu(Worker("rtx", "13.0", store::WorkerState::kBusy), "NVIDIA RTX 5090", 12, 0);
   Waiting busy = Explain(WaitingCell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}));
   EXPECT_FALSE(busy.unplaceable);
   EXPECT_EQ(busy.summary, "waiting for a free worker: rtx can validate it");
@@ -187,7 +190,8 @@ TEST(WaitingTest, AValidationJobWaitsForABusyOrAwayGpuWorker) {
 
 TEST(WaitingTest, AnAutomaticRetryWaitsForAnotherGpuThanTheOneThatFailed) {
   FleetWorker rtx = WithGpu(Worker("rtx"), "NVIDIA RTX 5090", 12, 0);
-  Waiting w = Explain(WaitingCell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}, {rtx.id}));
+  Waiting w =
+      Explain(WaitingCell("13.0"), {Worker("builder"), rtx}, ValidationOf({"12.0"}, {rtx.id}));
   EXPECT_TRUE(w.unplaceable);
   EXPECT_EQ(w.summary,
             "every worker with a GPU of cc 12.0 validated these wheels before: an automatic "
@@ -198,7 +202,8 @@ TEST(WaitingTest, AValidationJobWithoutTheCellsPythonSaysSo) {
   FleetWorker rtx = WithGpu(Worker("rtx"), "NVIDIA RTX 5090", 12, 0);
   EXPECT_EQ(Explain(WaitingCell("13.0", "12.0a", "3.13"), {rtx}, ValidationOf({"12.0"})).summary,
             "no worker has Python 3.13: install it on a worker or drop the cell");
-  FleetWorker sick = WithGpu(Worker("sick", "13.0", store::WorkerState::kQuarantined), "NVIDIA RTX 5090", 12, 0);
+  FleetWorker sick =
+      WithGpu(Worker("sick", "13.0", store::WorkerState::kQuarantined), "NVIDIA RTX 5090", 12, 0);
   sick.caps.set_probe_error("probe kernel gave wrong results");
   EXPECT_EQ(Explain(WaitingCell("13.0"), {sick}, ValidationOf({"12.0"})).summary,
             "every worker that could validate it is quarantined (its GPU probe failed): fix "
@@ -206,9 +211,10 @@ TEST(WaitingTest, AValidationJobWithoutTheCellsPythonSaysSo) {
   // Mixed lacks name what the job needs: the GPU lacks Python 3.13, the other has no GPU.
   FleetWorker py313 = Worker("builder");
   py313.caps.mutable_pythons(0)->set_version("3.13");
-  EXPECT_EQ(Explain(WaitingCell("13.0", "12.0a", "3.13"), {rtx, py313}, ValidationOf({"12.0"})).summary,
-            "no worker can validate it: it needs a GPU of cc 12.0 on a worker with the cell's "
-            "platform and Python");
+  EXPECT_EQ(
+      Explain(WaitingCell("13.0", "12.0a", "3.13"), {rtx, py313}, ValidationOf({"12.0"})).summary,
+      "no worker can validate it: it needs a GPU of cc 12.0 on a worker with the cell's "
+      "platform and Python");
 }
 
 TEST(WaitingTest, ABuildOnItsTargetGpuSaysWhichGpuNoWorkerHas) {
@@ -223,7 +229,8 @@ TEST(WaitingTest, ABuildOnItsTargetGpuSaysWhichGpuNoWorkerHas) {
             "no worker with a GPU of cc 12.0 can build it (the recipe builds on its target "
             "GPU): add one or drop the cell");
   // A lost worker with the GPU is what it waits for; one without it is not.
-  FleetWorker lost = WithGpu(Worker("rtx", "13.0", store::WorkerState::kLost), "NVIDIA RTX 5090", 12, 0);
+  FleetWorker lost =
+      WithGpu(Worker("rtx", "13.0", store::WorkerState::kLost), "NVIDIA RTX 5090", 12, 0);
   lost.caps.mutable_toolkits(0)->add_gpu_codes("sm_120a");
   fleet.push_back(lost);
   EXPECT_EQ(Explain(WaitingCell("13.0", "12.0a"), fleet, facts).summary,
@@ -234,9 +241,9 @@ TEST(WaitingTest, ABuildOnItsTargetGpuSaysWhichGpuNoWorkerHas) {
 TEST(WaitingTest, AvailablePeersLeaveOutAwayAndSickWorkers) {
   FleetWorker drained = Worker("d");
   drained.drain_requested = true;
-  auto peers =
-      AvailablePeers({Worker("a"), Worker("b", "13.0", store::WorkerState::kLost), drained,
-                      Worker("q", "13.0", store::WorkerState::kQuarantined), Worker("e", "13.0", store::WorkerState::kDraining)});
+  auto peers = AvailablePeers({Worker("a"), Worker("b", "13.0", store::WorkerState::kLost), drained,
+                               Worker("q", "13.0", store::WorkerState::kQuarantined),
+                               Worker("e", "13.0", store::WorkerState::kDraining)});
   ASSERT_EQ(peers.size(), 1u);
   EXPECT_EQ(peers[0].name, "a");
 }
@@ -324,8 +331,9 @@ TEST(ReasonEntriesTest, PastTheLimitOfReasonsTheRestAreCounted) {
     listed += 2;
   }
   EXPECT_EQ(entries.back().first, "(" + std::to_string(100 - listed) + " other workers)");
-  EXPECT_EQ(entries.back().second, "31 other reasons; the dashboard's job page lists every "
-                                   "worker's");
+  EXPECT_EQ(entries.back().second,
+            "31 other reasons; the dashboard's job page lists every "
+            "worker's");
   EXPECT_EQ(ReasonEntries(blocked, 0).size(), 1u);  // only the count
 }
 

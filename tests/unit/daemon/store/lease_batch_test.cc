@@ -6,8 +6,8 @@
 #include <limits>
 
 #include "daemon/store/store.h"
-#include "tests/unit/daemon/store/store_under_test.h"
 #include "tests/support/test_util.h"
+#include "tests/unit/daemon/store/store_under_test.h"
 
 namespace farm::store {
 namespace {

@@ -15,7 +15,8 @@ class QueueGenerationTest : public ::testing::Test {
     auto s = under_test_.Open();
     ASSERT_OK(s.status());
     store_ = std::move(s).value();
-    ASSERT_OK(store_->UpsertWorker({.id = "w1", .name = "one", .state = store::WorkerState::kIdle}));
+    ASSERT_OK(
+        store_->UpsertWorker({.id = "w1", .name = "one", .state = store::WorkerState::kIdle}));
   }
 
   int64_t MakeBuild(int jobs) {
@@ -49,8 +50,10 @@ class QueueGenerationTest : public ::testing::Test {
 
 TEST_F(QueueGenerationTest, NewWorkAndWorkerChangesWakePolls) {
   EXPECT_TRUE(Wakes([&] { MakeBuild(2); }));
-  EXPECT_TRUE(Wakes(
-      [&] { ASSERT_OK(store_->UpsertWorker({.id = "w2", .name = "two", .state = store::WorkerState::kIdle})); }));
+  EXPECT_TRUE(Wakes([&] {
+    ASSERT_OK(
+        store_->UpsertWorker({.id = "w2", .name = "two", .state = store::WorkerState::kIdle}));
+  }));
   EXPECT_TRUE(Wakes([&] { ASSERT_OK(store_->SetDrainRequested("w2", true)); }));
   EXPECT_TRUE(Wakes([&] { ASSERT_OK(store_->TouchWorker("w2", 50, store::WorkerState::kLost)); }));
 }
@@ -70,7 +73,8 @@ TEST_F(QueueGenerationTest, LeasesLogsHeartbeatsAndFinishedJobsDoNot) {
   // Nor does a flip between idle and busy: placement passes over neither.
   EXPECT_FALSE(Wakes([&] { ASSERT_OK(store_->TouchWorker("w1", 13, store::WorkerState::kBusy)); }));
   EXPECT_FALSE(Wakes([&] { ASSERT_OK(store_->TouchWorker("w1", 14, store::WorkerState::kIdle)); }));
-  EXPECT_TRUE(Wakes([&] { ASSERT_OK(store_->TouchWorker("w1", 15, store::WorkerState::kQuarantined)); }));
+  EXPECT_TRUE(
+      Wakes([&] { ASSERT_OK(store_->TouchWorker("w1", 15, store::WorkerState::kQuarantined)); }));
   EXPECT_TRUE(Wakes([&] { ASSERT_OK(store_->TouchWorker("w1", 16, store::WorkerState::kBusy)); }));
   EXPECT_FALSE(Wakes([&] {
     auto done = store_->CompleteAttempt({.job_id = job.id, .attempt = 1, .worker_id = "w1"}, 20);

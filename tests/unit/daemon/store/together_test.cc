@@ -18,7 +18,8 @@ class TogetherTest : public ::testing::Test {
     auto s = under_test_.Open();
     ASSERT_OK(s.status());
     store_ = std::move(s).value();
-    ASSERT_OK(store_->UpsertWorker({.id = "w1", .name = "one", .state = store::WorkerState::kIdle}));
+    ASSERT_OK(
+        store_->UpsertWorker({.id = "w1", .name = "one", .state = store::WorkerState::kIdle}));
   }
 
   testing::ScopedTempDir dir_;
@@ -70,7 +71,8 @@ TEST_F(TogetherTest, AnErrorInsideIsReturnedAndTheStoreStaysUsable) {
 TEST_F(TogetherTest, OneTransactionKeepsEverythingOrNothing) {
   // Every write kept, a failed call's own writes undone.
   ASSERT_OK(store_->TogetherInOneTransaction([&]() -> Status {
-    FARM_RETURN_IF_ERROR(store_->UpsertWorker({.id = "w2", .name = "two", .state = store::WorkerState::kIdle}));
+    FARM_RETURN_IF_ERROR(
+        store_->UpsertWorker({.id = "w2", .name = "two", .state = store::WorkerState::kIdle}));
     auto refused = store_->CompleteAttempt({.job_id = 404, .attempt = 1, .worker_id = "w2"}, 5);
     EXPECT_FALSE(refused.ok());
     return store_->SetDrainRequested("w2", true);
@@ -80,7 +82,8 @@ TEST_F(TogetherTest, OneTransactionKeepsEverythingOrNothing) {
   EXPECT_TRUE(w2->drain_requested);
   // Nothing kept when the calls fail as a whole.
   Status st = store_->TogetherInOneTransaction([&]() -> Status {
-    FARM_RETURN_IF_ERROR(store_->UpsertWorker({.id = "w3", .name = "three", .state = store::WorkerState::kIdle}));
+    FARM_RETURN_IF_ERROR(
+        store_->UpsertWorker({.id = "w3", .name = "three", .state = store::WorkerState::kIdle}));
     FARM_RETURN_IF_ERROR(store_->SetDrainRequested("w1", true));
     return Status::Aborted("changed my mind");
   });

@@ -25,7 +25,8 @@ using farm::testing::ScriptedRunner;
 const char kIndex[] = "http://up/whl/cu128/";
 const char kPipWheel[] = "pip-23.0.1-py3-none-any.whl";
 const char kTorchWheel[] = "torch-2.8.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl";
-const char kTorchUrl[] = "http://up/whl/cu128/torch-2.8.0%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl";
+const char kTorchUrl[] =
+    "http://up/whl/cu128/torch-2.8.0%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl";
 
 // An archive, a zip where `zip` is set and a tar.gz otherwise, of {name, content, mode}.
 std::string MakeArchive(bool zip,
@@ -244,8 +245,8 @@ TEST_F(ProvisionerTest, InstallsWithUvWhenGivenOneFromTheSameFilesOnly) {
   }
   EXPECT_EQ(commands[2][0], "/opt/uv/bin/uv");
   EXPECT_EQ(commands[2][2], "check");
-  EXPECT_TRUE(fs::Exists(made->venv_dir + "/lib/python3.11/site-packages/" + kTorchWheel +
-                         ".installed"));
+  EXPECT_TRUE(
+      fs::Exists(made->venv_dir + "/lib/python3.11/site-packages/" + kTorchWheel + ".installed"));
 }
 
 TEST_F(ProvisionerTest, KeyCoversEveryInput) {
@@ -345,8 +346,7 @@ TEST_F(ProvisionerTest, ASnapshotChangedAfterItWasSealedIsNeverUsedAgain) {
   ASSERT_OK(second.status());
   EXPECT_TRUE(second->snapshot_built);  // made again from the lock
   ASSERT_EQ(second->notes.size(), 1u);
-  EXPECT_NE(second->notes[0].find("was discarded: changed after it was sealed"),
-            std::string::npos)
+  EXPECT_NE(second->notes[0].find("was discarded: changed after it was sealed"), std::string::npos)
       << second->notes[0];
   struct stat st {};
   ASSERT_EQ(::stat(installed.c_str(), &st), 0);

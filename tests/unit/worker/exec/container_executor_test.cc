@@ -3,7 +3,6 @@
 // the container by name and that Wait() always removes it; the validation steps' engine
 // command lines (offline, GPUs, mounts, the job's env without secrets).
 #include "worker/exec/container_executor.h"
-#include "worker/exec/executor_runner.h"
 
 #include <sys/stat.h>
 
@@ -12,9 +11,10 @@
 #include <thread>
 
 #include "common/fs.h"
-#include "worker/job/build_env.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_util.h"
+#include "worker/exec/executor_runner.h"
+#include "worker/job/build_env.h"
 
 namespace farm::agent {
 namespace {
@@ -24,9 +24,9 @@ using ::farm::testing::ScopedTempDir;
 #define CE_CAT_(a, b) a##b
 #define CE_CAT(a, b) CE_CAT_(a, b)
 #define ASSERT_OK_AND_ASSIGN(lhs, expr) ASSERT_OK_AND_ASSIGN_IMPL(CE_CAT(r_, __LINE__), lhs, expr)
-#define ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, expr)      \
-  auto tmp = (expr);                                   \
-  ASSERT_TRUE(tmp.ok()) << tmp.status().ToString();    \
+#define ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, expr)   \
+  auto tmp = (expr);                                \
+  ASSERT_TRUE(tmp.ok()) << tmp.status().ToString(); \
   lhs = std::move(tmp.value())
 
 bool Has(const std::vector<std::string>& v, const std::string& x) {
@@ -61,8 +61,12 @@ ExecRequest Request() {
   r.argv = {"bash", "-eo", "pipefail", "-c", "make"};
   r.workspace = "/srv/farm/ws/job-7-a2-abc";
   r.cwd = r.workspace + "/src";
-  r.env = {{"PATH", "/ws/venv/bin:/usr/bin"}, {"MAX_JOBS", "6"}, {"FARM_JOB_ID", "7"},
-           {"FARM_ATTEMPT", "2"}, {"HOME", "/root"}, {"TORCH_CUDA_ARCH_LIST", "9.0;12.0a"}};
+  r.env = {{"PATH", "/ws/venv/bin:/usr/bin"},
+           {"MAX_JOBS", "6"},
+           {"FARM_JOB_ID", "7"},
+           {"FARM_ATTEMPT", "2"},
+           {"HOME", "/root"},
+           {"TORCH_CUDA_ARCH_LIST", "9.0;12.0a"}};
   return r;
 }
 
@@ -166,12 +170,20 @@ class FakeEngine {
     const std::string d = dir_.path();
     std::string script =
         "#!/bin/sh\n"
-        "echo \"$*\" >> " + d + "/calls\n"
+        "echo \"$*\" >> " +
+        d +
+        "/calls\n"
         "for a in \"$@\"; do case $a in run|stop|rm) cmd=$a; break;; esac; done\n"
         "case $cmd in\n"
-        "  run) echo $$ > " + d + "/run.pid; echo out-line; echo err-line >&2\n"
-        "       if [ -f " + d + "/hang ]; then sleep 30 & wait; fi; exit 3;;\n"
-        "  stop) kill -TERM $(cat " + d + "/run.pid); exit 0;;\n"
+        "  run) echo $$ > " +
+        d +
+        "/run.pid; echo out-line; echo err-line >&2\n"
+        "       if [ -f " +
+        d +
+        "/hang ]; then sleep 30 & wait; fi; exit 3;;\n"
+        "  stop) kill -TERM $(cat " +
+        d +
+        "/run.pid); exit 0;;\n"
         "  rm) exit 1;;\n"
         "esac\n";
     EXPECT_OK(fs::WriteFileAtomic(d + "/engine", script, 0755));
@@ -224,7 +236,8 @@ TEST(ContainerExecutorRun, StreamsOutputAndRemovesTheContainer) {
   ContainerExecutor ex(runner, FakeOptions(engine), FakeHost(false, 1234, 0));
   ASSERT_OK_AND_ASSIGN(auto proc, ex.Start(Request()));
   std::vector<std::string> lines;
-  ProcessResult r = proc->Wait([&](OutputStream, const std::string& l) { lines.push_back(l); }, 20000);
+  ProcessResult r =
+      proc->Wait([&](OutputStream, const std::string& l) { lines.push_back(l); }, 20000);
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_TRUE(Has(lines, "out-line"));
   EXPECT_TRUE(Has(lines, "err-line"));
@@ -306,7 +319,7 @@ TEST(ExecutorProcessRunner, EachProcessIsOneExecutorRequestWithTheFixedParts) {
   EXPECT_EQ(r.argv, spec.argv);
   EXPECT_EQ(r.cwd, spec.cwd);
   EXPECT_EQ(r.env, (std::map<std::string, std::string>{{"FARM_JOB_ID", "7"},
-                                                        {"CUDA_VISIBLE_DEVICES", "0"}}));
+                                                       {"CUDA_VISIBLE_DEVICES", "0"}}));
   EXPECT_EQ(r.workspace, base.workspace);
   EXPECT_EQ(r.image, "builder:cu130");
   ASSERT_EQ(r.mounts.size(), 1u);
@@ -386,7 +399,8 @@ TEST(ValidationContainer, RunsOfflineWithTheGpusTheMountsAndTheJobEnvMinusSecret
   EXPECT_EQ(run.find("LEAKY"), std::string::npos) << run;
   EXPECT_EQ(run.find("--env HOME="), std::string::npos) << run;
   EXPECT_NE(run.find("builder:cu130 /srv/farm/ws/job-7-a1-x/validate/venv/bin/python check.py"),
-            std::string::npos) << run;
+            std::string::npos)
+      << run;
 }
 
 TEST(ValidationContainer, DockerGetsGpusAllAndAutoFollowsTheHost) {
@@ -434,7 +448,9 @@ TEST(ValidationContainer, NativeValidationRunsOnTheHostWithoutAnyEngine) {
 std::string TestingEngine(const std::string& dir) {
   std::string script =
       "#!/bin/sh\n"
-      "echo \"$*\" >> " + dir + "/calls\n"
+      "echo \"$*\" >> " +
+      dir +
+      "/calls\n"
       "for a in \"$@\"; do last=$a; done\n"
       "case \"$*\" in *' rm '*) exit 0;; esac\n"
       "[ \"$last\" = /engine-fails ] && exit 125\n"

@@ -11,12 +11,12 @@ namespace {
 constexpr int64_t kGiB = int64_t{1} << 30;
 
 TEST(MaxJobsTest, MemoryAndCoresBound) {
-  EXPECT_EQ(ComputeMaxJobs(16, 64 * kGiB, 4), 13);   // floor(0.85 * 64 / 4) = 13
-  EXPECT_EQ(ComputeMaxJobs(8, 64 * kGiB, 4), 8);     // cores bind
-  EXPECT_EQ(ComputeMaxJobs(16, 20 * kGiB, 4), 4);    // floor(4.25)
-  EXPECT_EQ(ComputeMaxJobs(16, 3 * kGiB, 4), 1);     // never below 1
-  EXPECT_EQ(ComputeMaxJobs(16, 32 * kGiB, 0), 6);    // 0 means the default of 4 GB
-  EXPECT_EQ(ComputeMaxJobs(16, 32 * kGiB, 2.5), 10); // floor(0.85 * 32 / 2.5) = 10
+  EXPECT_EQ(ComputeMaxJobs(16, 64 * kGiB, 4), 13);    // floor(0.85 * 64 / 4) = 13
+  EXPECT_EQ(ComputeMaxJobs(8, 64 * kGiB, 4), 8);      // cores bind
+  EXPECT_EQ(ComputeMaxJobs(16, 20 * kGiB, 4), 4);     // floor(4.25)
+  EXPECT_EQ(ComputeMaxJobs(16, 3 * kGiB, 4), 1);      // never below 1
+  EXPECT_EQ(ComputeMaxJobs(16, 32 * kGiB, 0), 6);     // 0 means the default of 4 GB
+  EXPECT_EQ(ComputeMaxJobs(16, 32 * kGiB, 2.5), 10);  // floor(0.85 * 32 / 2.5) = 10
   EXPECT_EQ(ComputeMaxJobs(0, 0, 4), 1);
 }
 
@@ -81,9 +81,9 @@ farm::v1::JobAssignment Job() {
 JobEnvInputs Inputs(const farm::v1::JobAssignment& job) {
   JobEnvInputs in;
   in.job = &job;
-  in.worker_env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/w"}, {"LANG", "C.UTF-8"},
-                   {"FARM_ENROLL_TOKEN", "enroll-secret-123"}, {"AWS_SECRET", "x"},
-                   {"SSH_AUTH_SOCK", "/tmp/agent"}};
+  in.worker_env = {{"PATH", "/usr/bin:/bin"}, {"HOME", "/home/w"},
+                   {"LANG", "C.UTF-8"},       {"FARM_ENROLL_TOKEN", "enroll-secret-123"},
+                   {"AWS_SECRET", "x"},       {"SSH_AUTH_SOCK", "/tmp/agent"}};
   in.venv_dir = "/ws/venv";
   in.wheel_dir = "/ws/wheels";
   in.tmp_dir = "/ws/tmp";
@@ -291,12 +291,17 @@ TEST(ReproducibleEnvTest, SourceDateEpochFromGitOrNewestFile) {
   EXPECT_EQ(SourceDateEpoch(runner, dir.path()), 0);
   const std::string a = dir.path() + "/a.txt", b = dir.path() + "/sub/b.txt";
   ASSERT_EQ(std::system(("mkdir -p " + dir.path() + "/sub && touch -d @1600000000 " + a +
-                         " && echo x > " + b + " && touch -d @1650000000 " + b).c_str()), 0);
+                         " && echo x > " + b + " && touch -d @1650000000 " + b)
+                            .c_str()),
+            0);
   EXPECT_EQ(SourceDateEpoch(runner, dir.path()), 1'650'000'000);
   // A git checkout answers with its commit time, whatever the files' times.
-  ASSERT_EQ(std::system(("cd " + dir.path() + " && git init -q && git add -A && "
+  ASSERT_EQ(std::system(("cd " + dir.path() +
+                         " && git init -q && git add -A && "
                          "GIT_COMMITTER_DATE=@1690000000 git -c user.name=t -c user.email=t@t "
-                         "commit -qm x").c_str()), 0);
+                         "commit -qm x")
+                            .c_str()),
+            0);
   EXPECT_EQ(SourceDateEpoch(runner, dir.path()), 1'690'000'000);
 }
 

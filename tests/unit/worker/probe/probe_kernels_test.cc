@@ -18,7 +18,8 @@ std::string FakeToolkit(const std::string& root, const std::string& json, int co
       "#!/bin/sh\n"
       "out=''\n"
       "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n"
-      "printf '#!/bin/sh\\necho \\047" + json + "\\047\\nexit " + std::to_string(code) +
+      "printf '#!/bin/sh\\necho \\047" +
+      json + "\\047\\nexit " + std::to_string(code) +
       "\\n' > \"$out\"\n"
       "chmod +x \"$out\"\n";
   EXPECT_OK(fs::WriteFileAtomic(bin + "/nvcc", nvcc, 0755));
@@ -57,7 +58,8 @@ TEST(ProbeKernelsTest, TheNewestToolkitThatEmitsTheCodeIsChosen) {
 
 TEST(ProbeKernelsTest, APassingProbeSaysWhatItChecked) {
   testing::ScopedTempDir dir;
-  std::string tk = FakeToolkit(dir.path() + "/cuda", R"({"ok":true,"message":"max error 1e-07"})", 0);
+  std::string tk =
+      FakeToolkit(dir.path() + "/cuda", R"({"ok":true,"message":"max error 1e-07"})", 0);
   RealProcessRunner runner;
   ProbeKernelVerdict v = RunProbeKernels(runner, Caps(tk, "sm_121"), dir.path() + "/probe");
   EXPECT_TRUE(v.ran);

@@ -88,7 +88,9 @@ TEST_F(ProvenanceViewsTest, UnsignedOrUnlistedFilesHaveNone) {
   Response none = Get(r, url + ".provenance");
   EXPECT_EQ(none.status, 404);
   EXPECT_NE(none.body.find("has no signed provenance"), std::string::npos) << none.body;
-  EXPECT_EQ(Get(r, "/files/" + std::string(64, 'f') + "/" + kProvenanceName + ".intoto.jsonl").status, 404);
+  EXPECT_EQ(
+      Get(r, "/files/" + std::string(64, 'f') + "/" + kProvenanceName + ".intoto.jsonl").status,
+      404);
   Router plain = MakeRouter();  // a farmd keeping no provenance names none
   auto page = Json(Get(plain, "/simple/attn-example/", kJsonV1));
   EXPECT_FALSE(page.at("files").as_array()[0].as_object().contains("provenance"));

@@ -30,8 +30,8 @@ class StoreSubmitter final : public cron::BuildSubmitter {
   StoreSubmitter(store::Store* store, const Clock* clock) : store_(store), clock_(clock) {}
   Result<int64_t> SubmitScheduled(const farm::v1::SubmitBuildRequest&, const std::string& who,
                                   store::ScheduleRunRow* run, int64_t next_fire_ms) override {
-    store::BuildRow build{.recipe_name = "attn-example", .submitted_by = who,
-                          .created_ms = clock_->NowUnixMs()};
+    store::BuildRow build{
+        .recipe_name = "attn-example", .submitted_by = who, .created_ms = clock_->NowUnixMs()};
     std::vector<store::JobRow> jobs{store::JobRow{.cell = "", .created_ms = clock_->NowUnixMs()}};
     store::BuildLinks links{.run = *run, .next_fire_ms = next_fire_ms};
     FARM_RETURN_IF_ERROR(store_->CreateBuildLinked(&build, &jobs, &links));
@@ -53,8 +53,8 @@ class ScheduleRoutesTest : public HttpFixture {
     HttpFixture::SetUp();
     clock_.Set(kNow);
     submitter_ = std::make_unique<StoreSubmitter>(store_.get(), &clock_);
-    runner_ = std::make_unique<cron::ScheduleRunner>(store_.get(), &clock_, &resolver_,
-                                                         submitter_.get());
+    runner_ =
+        std::make_unique<cron::ScheduleRunner>(store_.get(), &clock_, &resolver_, submitter_.get());
     auto token = auth_->Create("submitter", "s");
     ASSERT_OK(token.status());
     bearer_ = "Bearer " + token.value();
@@ -64,13 +64,18 @@ class ScheduleRoutesTest : public HttpFixture {
     farm::v1::SubmitBuildRequest req;
     req.set_recipe_yaml("name: attn-example\n");
     if (git) {
-      req.mutable_source()->mutable_git()->set_url("https://u:hunter2-secret@example.invalid/r.git");
+      req.mutable_source()->mutable_git()->set_url(
+          "https://u:hunter2-secret@example.invalid/r.git");
       req.mutable_source()->mutable_git()->set_ref("main");
     }
-    store::ScheduleRow row{.name = name, .recipe_name = "attn-example",
-                           .request = req.SerializeAsString(), .cron = "0 3 * * *",
-                           .time_zone = "Europe/Berlin", .next_fire_ms = kNextBerlin3,
-                           .created_by = "s", .created_ms = kNow};  // bearer_'s
+    store::ScheduleRow row{.name = name,
+                           .recipe_name = "attn-example",
+                           .request = req.SerializeAsString(),
+                           .cron = "0 3 * * *",
+                           .time_zone = "Europe/Berlin",
+                           .next_fire_ms = kNextBerlin3,
+                           .created_by = "s",
+                           .created_ms = kNow};  // bearer_'s
     EXPECT_OK(store_->InsertSchedule(&row));
     return row.id;
   }
