@@ -41,6 +41,7 @@ TEST_PACKAGES=(
   podman runc debootstrap wrk iproute2 util-linux mount
   qemu-user-static binfmt-support  # the aarch64 worker under emulation
   postgresql                       # the PostgreSQL store tests start a throwaway server
+  clang-format-14                  # the format check (common/scripts/check-format.sh)
 )
 if [[ "${1:-}" == "--with-test-tools" ]]; then
   PACKAGES+=("${TEST_PACKAGES[@]}")
