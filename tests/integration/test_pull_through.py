@@ -232,7 +232,11 @@ def test_a_hanging_upstream_holds_no_http_thread(setup):
         held = pub.control("stalled")
         assert held["waiting"] == PER_HOST and held["peak"] == PER_HOST, held
         assert all(t.is_alive() for t in threads), answers
-        assert metrics(farm)['farm_upstream_fetches{state="queued"}'] == 6 - PER_HOST
+        # The six clients were started together, but the last ones may reach farmd after
+        # the first two reached the upstream: wait for all of them to be queued.
+        wait_until(lambda: metrics(farm)['farm_upstream_fetches{state="queued"}']
+                   == 6 - PER_HOST, 30, "the other requests to queue behind the two")
+        assert pub.control("stalled")["peak"] == PER_HOST
     finally:
         pub.control("stall", {"path": "^/simple/slow", "on": False})
     for t in threads:
