@@ -26,9 +26,8 @@ if(FARM_CCACHE)
   set(CMAKE_CXX_COMPILER_LAUNCHER ${FARM_CCACHE})
 endif()
 
-# Sanitizers apply to every target of the build, generated protobuf code included, so that
-# an object crossing from one to the other is instrumented on both sides. Any report stops
-# the process (-fno-sanitize-recover): a UB report fails a test like a crash does.
+# Sanitizers apply to every target of the build; any report stops the process
+# (-fno-sanitize-recover): a UB report fails a test like a crash does.
 if(FARM_SANITIZE)
   if(NOT FARM_SANITIZE MATCHES "^(address,undefined|undefined,address|address|undefined|thread)$")
     message(FATAL_ERROR "FARM_SANITIZE must be address,undefined or thread (got '${FARM_SANITIZE}')")
@@ -38,7 +37,26 @@ if(FARM_SANITIZE)
   add_compile_options(-fsanitize=${FARM_SANITIZE} -fno-sanitize-recover=all
                       -fno-omit-frame-pointer -O1 -g1)
   add_link_options(-fsanitize=${FARM_SANITIZE})
+  # UBSan's null and alignment checks instrument every pointer use: they took about 30% of
+  # the whole sanitized build's compile time (a unit of the store: 15.4 s of CPU with them,
+  # 11.0 s without), and catch nothing the suite needs on x86-64. A null dereference still
+  # stops the process, with AddressSanitizer's SEGV report and its stack; a misaligned load
+  # does not fault there. The vptr check (bad downcasts) and the other UB checks stay.
+  if(FARM_SANITIZE MATCHES "undefined")
+    add_compile_options(-fno-sanitize=alignment,null)
+  endif()
 endif()
+
+# farm_unsanitized(TARGET): compiles TARGET's own sources without AddressSanitizer and
+# UBSan, for generated code only. Mixing is sound under those two: they check the
+# instrumented side of a call (libprotobuf itself comes from Debian uninstrumented, and the
+# messages' inline accessors are compiled, instrumented, into the farm's own files).
+# ThreadSanitizer needs every memory access instrumented, so its build keeps them.
+function(farm_unsanitized target)
+  if(FARM_SANITIZE AND NOT FARM_SANITIZE STREQUAL "thread")
+    target_compile_options(${target} PRIVATE -fno-sanitize=all)
+  endif()
+endfunction()
 
 # libFuzzer builds (tests/fuzz): every object gets the fuzzer's coverage hooks and
 # AddressSanitizer with UndefinedBehaviorSanitizer; only the fuzz targets link libFuzzer.
