@@ -73,7 +73,7 @@ Result<std::vector<std::string>> SplitArchList(const std::string& arch_list,
   std::vector<std::vector<arch::Target>> groups(families.size());
   for (const arch::Target& t : targets) {
     auto f = std::find_if(families.begin(), families.end(),
-                          [&](const SmFamily& f) { return f.Holds(t.cc()); });
+                          [&](const SmFamily& family) { return family.Holds(t.cc()); });
     if (f == families.end()) {
       std::string names;
       for (const SmFamily& g : families) names += (names.empty() ? "" : ", ") + g.name;

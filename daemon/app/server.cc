@@ -112,7 +112,7 @@ struct FarmServer::Impl {
   Status StartHttp(const ServerOptions& o);
   // The locker that resolves provisioned cells' locks at submit, reading each index
   // through the pull-through cache when farmd serves one (after the dashboard started).
-  Status StartLocker(const ServerOptions& o);
+  Status StartLocker(const ServerOptions& server);
   // The gRPC listener.
   Status StartGrpc(const ServerOptions& o);
   // Publishing, webhooks, the sweeper and the schedules.
@@ -212,15 +212,15 @@ void SweepTemporaryFiles(store::BlobStore& blobs) {
 
 }  // namespace
 
-Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
+Status FarmServer::Impl::StartLocker(const ServerOptions& server) {
   FARM_ASSIGN_OR_RETURN(sandbox::BuildUser user,
-                        sandbox::ResolveBuildUser(options.resolver_user, ::geteuid()));
+                        sandbox::ResolveBuildUser(server.resolver_user, ::geteuid()));
   sandbox::Confinement confinement = sandbox::Confinement::Detect(resolver_processes, user);
   lock::PipResolverOptions o;
-  o.python = options.resolver_python;
-  o.pip_wheel = options.resolver_pip;
-  o.pip_sha256 = options.resolver_pip_sha256;
-  o.work_dir = options.data_dir + "/resolve";
+  o.python = server.resolver_python;
+  o.pip_wheel = server.resolver_pip;
+  o.pip_sha256 = server.resolver_pip_sha256;
+  o.work_dir = server.data_dir + "/resolve";
   if (confinement.kind() == sandbox::Confinement::Kind::kUserOnly) {
     // No sandbox binds the folder in: the resolver's user reaches it by its path, and the
     // data directory is farmd's alone (0700). A folder of its own under $TMPDIR instead,
@@ -252,10 +252,10 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
   // farmd's internal credential: mirror/internal_access.h), so the files it chooses are the
   // ones workers then fetch from farmd; else, and where the dashboard serves TLS (whose CA
   // farmd does not hold), the index itself.
-  std::string base = mirror && dashboard && internal && !options.tls.enabled()
+  std::string base = mirror && dashboard && internal && !server.tls.enabled()
                          ? "http://" + dashboard->address()
                          : "";
-  locks::IndexRoutes routes = [indexes = options.upstream.indexes, base, internal = internal](
+  locks::IndexRoutes routes = [indexes = server.upstream.indexes, base, internal = internal](
                                   const std::string& variant) -> Result<locks::IndexRoute> {
     auto it = indexes.find(variant);
     if (it == indexes.end()) {
@@ -270,7 +270,7 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& options) {
     return locks::IndexRoute{variant, url, it->second};
   };
   locker = std::make_unique<locks::EnvLocker>(pip_resolver.get(), store.get(), routes, &RealClock(),
-                                              locks::LockerOptions{.glibc = options.lock_glibc});
+                                              locks::LockerOptions{.glibc = server.lock_glibc});
   ctx.locker = locker.get();
   submitter->SetLocker(locker.get());
   prover->SetLocker(locker.get());

@@ -95,7 +95,7 @@ std::string BuildKey(const BuildKeyInputs& in) {
   if (in.lock_digest != nullptr && !in.lock_digest->empty()) Field(h, "lock:" + *in.lock_digest);
   if (in.validate_locks != nullptr) {
     std::map<std::string, std::string> sorted(in.validate_locks->begin(), in.validate_locks->end());
-    for (const auto& [cell, digest] : sorted) Field(h, "validate-lock:" + cell + "=" + digest);
+    for (const auto& [key, digest] : sorted) Field(h, "validate-lock:" + key + "=" + digest);
   }
   return h.HexDigest();
 }

@@ -212,8 +212,8 @@ VariantOfFile VariantFor(const IndexFile& file) {
     if (real.empty()) {
       label = "smv." + hash;
     } else {
-      auto cc = [](const std::pair<int, int>& v) {
-        return std::to_string(v.first) + std::to_string(v.second);
+      auto cc = [](const std::pair<int, int>& major_minor) {
+        return std::to_string(major_minor.first) + std::to_string(major_minor.second);
       };
       label = "sm" + cc(*real.begin()) + "to" + cc(*real.rbegin()) + "." + hash;
     }

@@ -178,7 +178,8 @@ TEST(RewriteHtmlTest, ARewrittenPageRewritesToItselfOrIsRefused) {
   // Found by tests/fuzz/export_links_fuzz.cc. A quote inside an unquoted value, and a tag
   // name that a dropped link would have let merge with what follows: stable.
   LinkRewriter links = Links();
-  for (std::string html : {std::string("<[ hreF=#/simple/x\xd4a-x=\"\xd8</a><li=\"&hyle.css>"),
+  for (std::string html : {std::string("<[ hreF=#/simple/x\xd4"
+                                       "a-x=\"\xd8</a><li=\"&hyle.css>"),
                            std::string("<\xcf hreF=\"/simple/mp;\"\xde"
                                        "c=1>")}) {
     auto once = RewriteHtml(html, "simple/x/", links);

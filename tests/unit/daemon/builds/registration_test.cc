@@ -13,13 +13,14 @@ class RegistrationTest : public ::testing::Test {
  protected:
   Result<Registration> Register(const auth::Principal& who, const std::string& id,
                                 const farm::v1::Capabilities& caps = {}) {
-    RegistrationDeps deps{.workers = &store_,
-                          .leases = &store_,
-                          .clock = &clock_,
-                          .issue_token = [this](const std::string& name, const std::string& id) {
-                            issued_.push_back(name + "/" + id);
-                            return Result<std::string>("token-" + id);
-                          }};
+    RegistrationDeps deps{
+        .workers = &store_,
+        .leases = &store_,
+        .clock = &clock_,
+        .issue_token = [this](const std::string& name, const std::string& worker_id) {
+          issued_.push_back(name + "/" + worker_id);
+          return Result<std::string>("token-" + worker_id);
+        }};
     return RegisterWorker(deps, who, id, "gpu-box", caps);
   }
 
