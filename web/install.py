@@ -460,6 +460,19 @@ def python_tags():
     return "cp%d%d" % (v.major, v.minor), plat
 
 
+def python_fits(py, abi, py_tag):
+    """Whether a wheel tagged `py`-`abi` installs on the CPython of `py_tag` ("cp311"): its
+    own tag or py3, or a stable-ABI (abi3) wheel built for this minor or an older one (PEP
+    425 and PEP 384: cp39-abi3 installs on 3.9 and every later 3.x)."""
+    tags = py.split(".")
+    if py_tag in tags or "py3" in tags:
+        return True
+    if "abi3" not in abi.split(".") or not py_tag.startswith("cp3") or not py_tag[3:].isdigit():
+        return False
+    return any(t.startswith("cp3") and t[3:].isdigit() and int(t[3:]) <= int(py_tag[3:])
+               for t in tags)
+
+
 def choose_file(files, py_tag, plat):
     ok = []
     for f in files:
@@ -467,7 +480,7 @@ def choose_file(files, py_tag, plat):
         if len(parts) < 5:
             continue
         py, abi, tag = parts[-3], parts[-2], parts[-1]
-        if (py_tag in py.split(".") or "py3" in py.split(".")) and (plat in tag or tag == "any"):
+        if python_fits(py, abi, py_tag) and (plat in tag or tag == "any"):
             ok.append(f)
     return max(ok, key=lambda f: version_key(f["filename"].split("-")[1])) if ok else None
 
