@@ -32,12 +32,13 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$repo/common/scripts/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
 cd "$build"
-# Three tests per core: most of a test's time is spent waiting on the processes it drives
-# (leases, heartbeats, polls, kills). The whole suite used about 1,000 s of CPU in 1,741 s
-# three at a time on two cores (28% busy) and passed in 1,434 s six at a time, on the same
-# loaded machine. At most twelve, so a large machine's memory is not the limit.
-jobs=$(($(nproc) * 3))
-((jobs > 12)) && jobs=12
+# Four tests per core: most of a test's time is spent waiting on the processes it drives
+# (leases, heartbeats, polls, kills). The whole suite uses about 1,000 s of CPU (user 692 s,
+# system 322 s); three at a time on two cores it took 1,741 s, six at a time 1,434 s on the
+# same loaded machine, and in CI six at a time still left the cores half idle (975 s). At
+# most sixteen, so a large machine's memory is not the limit.
+jobs=$(($(nproc) * 4))
+((jobs > 16)) && jobs=16
 rc=0
 ctest --output-on-failure --timeout 1200 -j "${FARM_TEST_JOBS:-$jobs}" ${FARM_CTEST_ARGS:-} || rc=$?
 echo "test: done in $((SECONDS - start)) s: dependencies $deps_s s, build $build_s s," \
