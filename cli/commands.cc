@@ -61,9 +61,7 @@ Status ListCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::ListBuildsRequest req;
   req.set_page_size(static_cast<int32_t>(limit));
   farm::v1::ListBuildsResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->ListBuilds(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::ListBuilds, req, &resp));
   std::string text =
       resp.builds().empty()
           ? "no builds\n"
@@ -77,9 +75,7 @@ Status ShowCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::GetBuildRequest req;
   req.set_build_id(id);
   farm::v1::Build build;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->GetBuild(env.client->Context().get(), req, &build),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::GetBuild, req, &build));
   Print(env, build, FormatBuild(build));
   return Status::Ok();
 }
@@ -89,8 +85,7 @@ Status JobCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::GetJobRequest req;
   req.set_job_id(id);
   farm::v1::Job job;
-  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->GetJob(env.client->Context().get(), req, &job),
-                                env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::GetJob, req, &job));
   Print(env, job, FormatJob(job));
   return Status::Ok();
 }
@@ -108,8 +103,7 @@ Status LockCommand(const CommandEnv& env, const Flags& flags) {
     req.set_build_id(build);
   }
   farm::v1::GetLockResponse resp;
-  FARM_RETURN_IF_ERROR(FromGrpc(
-      env.client->stub()->GetLock(env.client->Context().get(), req, &resp), env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::GetLock, req, &resp));
   const std::string about =
       "job " + std::to_string(resp.job_id()) + ": " + FormatLockInfo(resp.info()) + "\n";
   if (flags.Has("save")) {
@@ -129,8 +123,7 @@ Status RetryCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::RetryJobRequest req;
   req.set_job_id(id);
   farm::v1::Job job;
-  FARM_RETURN_IF_ERROR(FromGrpc(
-      env.client->stub()->RetryJob(env.client->Context().get(), req, &job), env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::RetryJob, req, &job));
   Print(env, job, "retrying job " + std::to_string(id) + "\n" + FormatJob(job));
   return Status::Ok();
 }
@@ -140,9 +133,7 @@ Status ValidateCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::ValidateArtifactRequest req;
   req.set_artifact_id(id);
   farm::v1::Job job;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->ValidateArtifact(env.client->Context().get(), req, &job),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::ValidateArtifact, req, &job));
   Print(env, job,
         "validating the wheels of artifact " + std::to_string(id) + "\n" + FormatJob(job));
   return Status::Ok();
@@ -153,18 +144,14 @@ Status CancelCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::CancelBuildRequest req;
   req.set_build_id(id);
   farm::v1::Build build;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->CancelBuild(env.client->Context().get(), req, &build),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::CancelBuild, req, &build));
   Print(env, build, "cancelling build " + std::to_string(id) + "\n" + FormatBuild(build));
   return Status::Ok();
 }
 
 Status WorkersCommand(const CommandEnv& env, const Flags&) {
   farm::v1::ListWorkersResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->ListWorkers(env.client->Context().get(), {}, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::ListWorkers, {}, &resp));
   std::string text = resp.workers().empty() ? "no workers\n" : WorkersHeader() + "\n";
   for (const auto& w : resp.workers()) text += FormatWorker(w) + "\n";
   Print(env, resp, text);
@@ -178,9 +165,7 @@ Status DrainCommand(const CommandEnv& env, const Flags& flags) {
   req.set_worker_id(flags.positionals()[1]);
   req.set_undo(flags.Has("undo"));
   farm::v1::WorkerInfo worker;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->DrainWorker(env.client->Context().get(), req, &worker),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::DrainWorker, req, &worker));
   Print(env, worker, (req.undo() ? "undrained " : "draining ") + FormatWorker(worker) + "\n");
   return Status::Ok();
 }

@@ -36,8 +36,7 @@ class Uploader {
     farm::v1::FindSourceRequest find;
     find.set_sha256(header.sha256());
     farm::v1::FindSourceResponse found;
-    FARM_RETURN_IF_ERROR(FromGrpc(
-        env_.client->stub()->FindSource(env_.client->Context().get(), find, &found), address()));
+    FARM_RETURN_IF_ERROR(env_.client->Call(&FarmStub::FindSource, find, &found));
     farm::v1::SourceArchive archive;
     archive.set_sha256(header.sha256());
     archive.set_size(header.size());

@@ -119,9 +119,7 @@ Status CacheAdd(const CommandEnv& env, const Flags& flags) {
 
 Status CacheList(const CommandEnv& env) {
   farm::v1::ListCacheResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->ListCache(env.client->Context().get(), {}, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::ListCache, {}, &resp));
   if (env.json) {
     *env.out << ToJson(resp) << "\n";
     return Status::Ok();

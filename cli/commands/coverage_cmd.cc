@@ -25,9 +25,7 @@ Status CoverageCommand(const CommandEnv& env, const Flags& flags) {
   req.set_arch(flags.Get("arch"));
   req.set_state(flags.Get("state"));
   farm::v1::Coverage resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->GetCoverage(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::GetCoverage, req, &resp));
   if (env.json) {
     *env.out << ToJson(resp) << "\n";
     return Status::Ok();

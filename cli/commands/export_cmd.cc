@@ -17,8 +17,7 @@ namespace {
 Result<std::string> FarmHttpUrl(const FarmConnector& connect) {
   FARM_ASSIGN_OR_RETURN(auto client, connect());
   farm::v1::ServerInfo info;
-  FARM_RETURN_IF_ERROR(FromGrpc(client->stub()->GetServerInfo(client->Context().get(), {}, &info),
-                                client->address()));
+  FARM_RETURN_IF_ERROR(client->Call(&FarmStub::GetServerInfo, {}, &info));
   if (info.http_url().empty()) {
     return Status::FailedPrecondition("farmd at " + client->address() +
                                       " serves no HTTP (farmd --http-listen): nothing to export");

@@ -63,8 +63,7 @@ Status AddHost(const CommandEnv& env, const Flags& flags) {
     (*req.mutable_vars())[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   farm::v1::Host host;
-  FARM_RETURN_IF_ERROR(FromGrpc(
-      env.client->stub()->AddHost(env.client->Context().get(), req, &host), env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::AddHost, req, &host));
   *env.out << (env.json ? ToJson(host) + "\n" : "recorded " + FormatHost(host));
   return Status::Ok();
 }
@@ -95,9 +94,7 @@ Status ListHosts(const CommandEnv& env, const Flags& flags, bool one) {
     req.set_include_log(true);
   }
   farm::v1::ListHostsResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->ListHosts(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::ListHosts, req, &resp));
   std::string text = resp.hosts().empty() ? "no hosts\n" : "";
   for (const auto& h : resp.hosts()) text += one ? FormatHost(h) : FormatHostLine(h);
   *env.out << (env.json ? ToJson(resp) + "\n" : text);

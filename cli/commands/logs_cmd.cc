@@ -52,8 +52,7 @@ Result<farm::v1::Job> GetJobOnce(const CommandEnv& env, int64_t job_id) {
   farm::v1::GetJobRequest req;
   req.set_job_id(job_id);
   farm::v1::Job job;
-  FARM_RETURN_IF_ERROR(FromGrpc(env.client->stub()->GetJob(env.client->Context().get(), req, &job),
-                                env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::GetJob, req, &job));
   return job;
 }
 
@@ -83,9 +82,7 @@ Status LogsCommand(const CommandEnv& env, const Flags& flags) {
   for (int round = 0; round < 86400; ++round) {
     if (follow && !env.json) status.Refresh();
     farm::v1::GetJobLogResponse resp;
-    FARM_RETURN_IF_ERROR(
-        FromGrpc(env.client->stub()->GetJobLog(env.client->Context().get(), req, &resp),
-                 env.client->address()));
+    FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::GetJobLog, req, &resp));
     for (const auto& line : resp.lines()) {
       *env.out << (env.json ? ToJson(line) : FormatLogLine(line, false)) << "\n";
       req.set_after_seq(line.seq());
@@ -222,9 +219,7 @@ Status DownloadCommand(const CommandEnv& env, const Flags& flags) {
     return Status::InvalidArgument("BUILD must be a number");
   }
   farm::v1::Build build;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->GetBuild(env.client->Context().get(), req, &build),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::GetBuild, req, &build));
   return DownloadArtifacts(env, build, flags.Get("dir"));
 }
 

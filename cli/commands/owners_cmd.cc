@@ -101,9 +101,7 @@ Status AuditCommand(const CommandEnv& env, const Flags& flags) {
   req.set_limit(static_cast<int32_t>(limit));
   req.set_principal(flags.Get("principal"));
   farm::v1::ListAuditResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->ListAudit(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::ListAudit, req, &resp));
   if (env.json) {
     *env.out << ToJson(resp) << "\n";
     return Status::Ok();

@@ -126,8 +126,7 @@ namespace {
 Result<std::pair<std::string, std::string>> ConnectedFarmKeys(const FarmConnector& connect) {
   FARM_ASSIGN_OR_RETURN(auto client, connect());
   farm::v1::ProvenanceKeys resp;
-  FARM_RETURN_IF_ERROR(FromGrpc(
-      client->stub()->GetProvenanceKeys(client->Context().get(), {}, &resp), client->address()));
+  FARM_RETURN_IF_ERROR(client->Call(&FarmStub::GetProvenanceKeys, {}, &resp));
   return std::make_pair(resp.key_set_json(),
                         "the key set of farmd at " + client->address() +
                             ", the farm farmctl is connected to: pin a copy with --keys");
@@ -168,8 +167,7 @@ Result<std::string> RecordedOwner(const FarmSource& farm, const std::string& pro
   farm::v1::ListProjectNamesRequest req;
   req.set_name(project);
   farm::v1::ListProjectNamesResponse resp;
-  FARM_RETURN_IF_ERROR(FromGrpc(
-      client->stub()->ListProjectNames(client->Context().get(), req, &resp), client->address()));
+  FARM_RETURN_IF_ERROR(client->Call(&FarmStub::ListProjectNames, req, &resp));
   return resp.names().empty() ? std::string() : resp.names(0).owner();
 }
 

@@ -54,9 +54,7 @@ Status PublishCommand(const CommandEnv& env, const Flags& flags) {
   req.set_target(target == "all" ? "" : target);
   req.set_replace(flags.Has("replace"));
   farm::v1::PublishBuildResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->PublishBuild(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::PublishBuild, req, &resp));
   *env.out << (env.json ? ToJson(resp) + "\n" : "queued again; " + FormatPublications(id, resp));
   return Status::Ok();
 }
@@ -66,9 +64,7 @@ Status PublicationsCommand(const CommandEnv& env, const Flags& flags) {
   farm::v1::ListPublicationsRequest req;
   req.set_build_id(id);
   farm::v1::ListPublicationsResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->ListPublications(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::ListPublications, req, &resp));
   *env.out << (env.json ? ToJson(resp) + "\n" : FormatPublications(id, resp));
   return Status::Ok();
 }

@@ -54,9 +54,7 @@ Status Show(const CommandEnv& env, const Flags& flags) {
   farm::v1::GetQuotaRequest req;
   if (flags.positionals().size() > 1) req.set_principal(flags.positionals()[1]);
   farm::v1::Quota resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->GetQuota(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::GetQuota, req, &resp));
   *env.out << (env.json ? ToJson(resp) + "\n" : FormatQuota(resp));
   return Status::Ok();
 }
@@ -72,9 +70,7 @@ Status Set(const CommandEnv& env, const Flags& flags) {
   req.mutable_limits()->set_queued_jobs(queued);
   req.mutable_limits()->set_stored_bytes(bytes);
   farm::v1::Quota resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->SetQuota(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::SetQuota, req, &resp));
   *env.out << (env.json ? ToJson(resp) + "\n" : FormatQuota(resp));
   return Status::Ok();
 }

@@ -46,9 +46,7 @@ Status DecideRequest(const CommandEnv& env, const Flags& flags, bool approve) {
   req.set_reason(flags.Get("reason"));
   if (!approve && req.reason().empty()) return Status::InvalidArgument(kRequestsUsage);
   farm::v1::WheelRequest resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->DecideWheelRequest(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::DecideWheelRequest, req, &resp));
   *env.out << (env.json ? ToJson(resp) + "\n" : DescribeRequest(resp));
   return Status::Ok();
 }
@@ -57,9 +55,7 @@ Status ListRequests(const CommandEnv& env, const Flags& flags) {
   farm::v1::ListWheelRequestsRequest req;
   req.set_state(flags.Get("state"));
   farm::v1::ListWheelRequestsResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->ListWheelRequests(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::ListWheelRequests, req, &resp));
   if (env.json) {
     *env.out << ToJson(resp) << "\n";
     return Status::Ok();
@@ -100,9 +96,7 @@ Status RequestCommand(const CommandEnv& env, const Flags& flags) {
   req.set_compute_capability(flags.Get("compute-capability"));
   req.set_platform(flags.Get("platform"));
   farm::v1::FileWheelRequestResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->FileWheelRequest(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::FileWheelRequest, req, &resp));
   if (env.json) {
     *env.out << ToJson(resp) << "\n";
   } else {

@@ -150,9 +150,7 @@ Status Add(const CommandEnv& env, const Flags& flags) {
   req.set_paused(flags.Has("paused"));
   if (watch) *req.mutable_watch() = *watch;
   farm::v1::Schedule s;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->CreateSchedule(env.client->Context().get(), req, &s),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::CreateSchedule, req, &s));
   *env.out << (env.json ? ToJson(s) : "created schedule " + ScheduleText(s, false)) << "\n";
   return Status::Ok();
 }
@@ -174,9 +172,7 @@ Status Update(const CommandEnv& env, const Flags& flags) {
   req.set_schedule_id(args[2]);
   FARM_ASSIGN_OR_RETURN(*req.mutable_build(), PrepareBuildRequest(env, flags, args[3]));
   farm::v1::Schedule s;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->UpdateSchedule(env.client->Context().get(), req, &s),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::UpdateSchedule, req, &s));
   *env.out << (env.json ? ToJson(s) : "updated schedule " + ScheduleText(s, false)) << "\n";
   return Status::Ok();
 }
@@ -187,9 +183,7 @@ Status List(const CommandEnv& env, const Flags& flags, const std::string& id) {
   FARM_ASSIGN_OR_RETURN(int64_t limit, flags.GetInt("limit", id.empty() ? 1 : 20));
   req.set_runs(static_cast<int32_t>(limit));
   farm::v1::ListSchedulesResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->ListSchedules(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::ListSchedules, req, &resp));
   std::string text = resp.schedules().empty() ? "no schedules\n" : "";
   for (const auto& s : resp.schedules()) text += ScheduleText(s, !id.empty());
   if (env.json && id.empty()) {
@@ -234,9 +228,7 @@ Status RunNow(const CommandEnv& env, const Flags& flags, const std::string& id) 
   req.set_schedule_id(id);
   req.set_force(flags.Has("force"));
   farm::v1::ScheduleRun run;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->RunScheduleNow(env.client->Context().get(), req, &run),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::RunScheduleNow, req, &run));
   *env.out << (env.json ? ToJson(run) : RunLine(run).substr(2)) << "\n";
   if (run.outcome() == farm::v1::RUN_FAILED) return Status::Aborted(run.detail());
   return Status::Ok();

@@ -107,9 +107,7 @@ Status SubmitCommand(const CommandEnv& env, const Flags& flags) {
   FARM_ASSIGN_OR_RETURN(farm::v1::SubmitBuildRequest req,
                         PrepareBuildRequest(env, flags, flags.positionals()[1]));
   farm::v1::SubmitBuildResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->SubmitBuild(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::SubmitBuild, req, &resp));
   farm::v1::Build build = resp.build();
   if (!env.json) {
     *env.out << "farmctl: build " << build.id() << " of " << build.recipe_name()

@@ -47,9 +47,7 @@ Status Create(const CommandEnv& env, const Flags& flags) {
   FARM_ASSIGN_OR_RETURN(int64_t ttl, ParseTtl(flags.Get("ttl")));
   req.set_ttl_seconds(ttl);
   farm::v1::CreateTokenResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->CreateToken(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::CreateToken, req, &resp));
   *env.out << (env.json ? ToJson(resp) : resp.token()) << "\n";
   if (!env.json) {
     *env.err << "token " << resp.id() << " (" << resp.role() << ", " << resp.name() << ")"
@@ -61,9 +59,7 @@ Status Create(const CommandEnv& env, const Flags& flags) {
 
 Status List(const CommandEnv& env) {
   farm::v1::ListTokensResponse resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->ListTokens(env.client->Context().get(), {}, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::ListTokens, {}, &resp));
   if (env.json) {
     *env.out << ToJson(resp) << "\n";
     return Status::Ok();
@@ -77,9 +73,7 @@ Status Revoke(const CommandEnv& env, const Flags& flags) {
   farm::v1::RevokeTokenRequest req;
   req.set_id(flags.positionals()[2]);
   farm::v1::TokenInfo resp;
-  FARM_RETURN_IF_ERROR(
-      FromGrpc(env.client->stub()->RevokeToken(env.client->Context().get(), req, &resp),
-               env.client->address()));
+  FARM_RETURN_IF_ERROR(env.client->Call(&FarmStub::RevokeToken, req, &resp));
   *env.out << (env.json ? ToJson(resp) + "\n" : "revoked " + TokenLine(resp));
   return Status::Ok();
 }

@@ -35,6 +35,7 @@ class QuotaKeeper;
 }  // namespace farm::quota
 namespace farm::builds {
 class Completer;
+class Heartbeats;
 class RecipeCache;
 class Submitter;
 }  // namespace farm::builds
@@ -88,10 +89,11 @@ struct ServiceContext : builds::FrontEndDeps {
   cron::WatchSettings watches;
   upstream::Fetcher* upstream_fetcher = nullptr;
   // The use cases (daemon/builds/) besides Control, made by FarmServer: submitting a
-  // build (submit.h), what a worker's CompleteJob means (completion.h), the recipes of
-  // recent builds, which every lease carries, and the dispatcher that hands leasable jobs
-  // to waiting AcquireJob polls (sched/dispatcher.h).
+  // build (submit.h), what a worker's Heartbeat (heartbeat.h) and CompleteJob
+  // (completion.h) mean, the recipes of recent builds, which every lease carries, and the
+  // dispatcher that hands leasable jobs to waiting AcquireJob polls (sched/dispatcher.h).
   builds::Submitter* submitter = nullptr;
+  builds::Heartbeats* heartbeats = nullptr;
   builds::Completer* completer = nullptr;
   builds::RecipeCache* recipes = nullptr;
   sched::Dispatcher* dispatcher = nullptr;

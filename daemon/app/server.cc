@@ -23,6 +23,7 @@
 #include "daemon/builds/build_key.h"
 #include "daemon/builds/completion.h"
 #include "daemon/builds/control.h"
+#include "daemon/builds/heartbeat.h"
 #include "daemon/builds/new_torch.h"
 #include "daemon/builds/recipe_cache.h"
 #include "daemon/builds/submit.h"
@@ -65,6 +66,7 @@ struct FarmServer::Impl {
   std::unique_ptr<builds::Submitter> submitter;
   std::unique_ptr<requests::Requests> requests;
   std::unique_ptr<builds::RecipeCache> recipes;
+  std::unique_ptr<builds::Heartbeats> heartbeats;
   std::unique_ptr<builds::Completer> completer;
   sched::PeerCache peers;
   std::unique_ptr<sched::Dispatcher> dispatcher;
@@ -137,17 +139,6 @@ void CheckUpstreamIndexes(std::map<std::string, std::string> indexes) {
       log::Warn(check.line);
     }
   }
-}
-
-Status BootstrapTokens(TokenAuthority* auth, store::Store* store, const std::string& dir) {
-  FARM_ASSIGN_OR_RETURN(int64_t count, store->CountTokens());
-  if (count > 0) return Status::Ok();
-  FARM_ASSIGN_OR_RETURN(std::string admin, auth->Create("admin", "bootstrap-admin"));
-  FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(dir + "/admin.token", admin + "\n", 0600));
-  FARM_ASSIGN_OR_RETURN(std::string enroll, auth->Create("enroll", "bootstrap-enroll"));
-  FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(dir + "/enroll.token", enroll + "\n", 0600));
-  log::Info("first start: wrote " + dir + "/admin.token and " + dir + "/enroll.token (mode 0600)");
-  return Status::Ok();
 }
 
 // Lists what `farmctl cache add` preloaded earlier again. A preload of an index or tree
@@ -311,7 +302,7 @@ Status FarmServer::Impl::OpenStores(const ServerOptions& o) {
         "(--blob-store s3://...)");
   }
   auth = std::make_unique<TokenAuthority>(store.get(), &RealClock());
-  FARM_RETURN_IF_ERROR(BootstrapTokens(auth.get(), store.get(), o.data_dir));
+  FARM_RETURN_IF_ERROR(auth->BootstrapTokens(o.data_dir));
   FARM_ASSIGN_OR_RETURN(keys, provenance::KeyRing::Open(o.data_dir + "/provenance", RealClock()));
   attestor = std::make_unique<attest::Attestor>(store.get(), keys.get(), &RealClock());
   FARM_RETURN_IF_ERROR(store->ExtendRunningLeases(RealClock().NowUnixMs(), o.tunables.lease_ms));
@@ -330,6 +321,7 @@ Status FarmServer::Impl::OpenStores(const ServerOptions& o) {
   ctx.audit = audit.get();
   ctx.attestor = attestor.get();
   ctx.git = o.git;
+  ctx.serves_toolkits = o.upstream.trees.count("redist") > 0;
   resolver = std::make_unique<cron::GitSourceResolver>(&processes, o.git, o.git_resolve);
   ctx.resolver = resolver.get();
   // Watches and following matrices read the upstream indexes directly (not through the
@@ -394,12 +386,21 @@ void FarmServer::Impl::MakeUseCases(const ServerOptions& o) {
                              .clock = &RealClock(),
                              .sign_validation = std::move(sign),
                              .inputs_key = builds::KeyWithInputs});
+  heartbeats = std::make_unique<builds::Heartbeats>(
+      builds::HeartbeatDeps{.workers = s,
+                            .leases = s,
+                            .jobs = s,
+                            .visits = s,
+                            .clock = &RealClock(),
+                            .lease_ms = o.tunables.lease_ms,
+                            .serves_toolkits = ctx.serves_toolkits});
   dispatcher = std::make_unique<sched::Dispatcher>(
       sched::FleetSource{s, &RealClock(), ctx.fleet_cache.get()}, o.tunables.lease_ms, &peers);
   ctx.control = control.get();
   ctx.submitter = submitter.get();
   ctx.requests = requests.get();
   ctx.recipes = recipes.get();
+  ctx.heartbeats = heartbeats.get();
   ctx.completer = completer.get();
   ctx.dispatcher = dispatcher.get();
 }
@@ -448,7 +449,6 @@ Status FarmServer::Impl::StartMirror(const ServerOptions& o) {
     FARM_RETURN_IF_ERROR(mirror->Start());
     FARM_RETURN_IF_ERROR(LoadPreloads(store.get(), mirror.get()));
     ctx.mirror = mirror.get();
-    ctx.serves_toolkits = upstream.trees.count("redist") > 0;
     index_check = std::thread(CheckUpstreamIndexes, o.upstream.indexes);
     ctx.upstream_url = o.upstream_url;
     // farmd's own pip (the lock resolver) reads these routes as a worker would, with

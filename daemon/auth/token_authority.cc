@@ -1,6 +1,7 @@
 #include "daemon/auth/token_authority.h"
 
 #include "common/clock.h"
+#include "common/fs.h"
 #include "common/log.h"
 #include "common/sha256.h"
 
@@ -130,6 +131,17 @@ Result<store::TokenRow> TokenAuthority::Revoke(const std::string& hash_prefix, i
   std::lock_guard lock(mu_);
   known_.clear();
   return row;
+}
+
+Status TokenAuthority::BootstrapTokens(const std::string& dir) {
+  FARM_ASSIGN_OR_RETURN(int64_t count, store_->CountTokens());
+  if (count > 0) return Status::Ok();
+  FARM_ASSIGN_OR_RETURN(std::string admin, Create("admin", "bootstrap-admin"));
+  FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(dir + "/admin.token", admin + "\n", 0600));
+  FARM_ASSIGN_OR_RETURN(std::string enroll, Create("enroll", "bootstrap-enroll"));
+  FARM_RETURN_IF_ERROR(fs::WriteFileAtomic(dir + "/enroll.token", enroll + "\n", 0600));
+  log::Info("first start: wrote " + dir + "/admin.token and " + dir + "/enroll.token (mode 0600)");
+  return Status::Ok();
 }
 
 }  // namespace farm::auth

@@ -56,6 +56,11 @@ class TokenAuthority {
   // every remembered token. Returns the revoked row.
   Result<store::TokenRow> Revoke(const std::string& hash_prefix, int64_t now_ms);
 
+  // farmd's first start (a store without any token): makes the bootstrap admin and enroll
+  // tokens and writes them to <dir>/admin.token and <dir>/enroll.token (mode 0600). Does
+  // nothing when the store holds a token.
+  Status BootstrapTokens(const std::string& dir);
+
   // The id a token is listed and revoked by: the first 12 hex digits of its sha256.
   static std::string IdOf(const std::string& hash) { return hash.substr(0, 12); }
 

@@ -4,7 +4,7 @@
 
 #include "common/fs.h"
 #include "common/log.h"
-#include "worker/agent/backoff.h"
+#include "worker/client/backoff.h"
 
 namespace farm::agent {
 namespace {

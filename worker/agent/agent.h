@@ -20,13 +20,13 @@
 #include "common/clock.h"
 #include "common/process.h"
 #include "common/status.h"
-#include "worker/agent/config.h"
-#include "worker/agent/farm_client.h"
 #include "worker/agent/state.h"
 #include "worker/cache/compile_cache.h"
+#include "worker/client/farm_client.h"
+#include "worker/config/config.h"
 #include "worker/exec/executor.h"
 #include "worker/job/environments.h"
-#include "worker/job/job_runner.h"
+#include "worker/attempt/job_runner.h"
 #include "worker/probe/probe.h"
 
 namespace farm::agent {

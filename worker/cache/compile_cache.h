@@ -44,7 +44,6 @@
 #include "common/status.h"
 #include "farm/v1/types.pb.h"
 #include "worker/exec/executor.h"
-#include "worker/job/build_env.h"
 
 namespace farm::agent {
 

@@ -31,21 +31,29 @@ Result<std::vector<std::string>> ListDir(const std::string& path) {
   return names;
 }
 
-Status MeasureInto(const std::string& path, std::set<std::pair<dev_t, ino_t>>* seen,
-                   TreeSize* size) {
+// Calls `on_file(path, st)` for everything under `path` but directories (links included,
+// never followed; `st` from lstat), depth first; the first error ends the walk.
+template <typename OnFile>
+Status ForEachFile(const std::string& path, const OnFile& on_file) {
   FARM_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(path));
   for (const std::string& name : names) {
     std::string child = path + "/" + name;
     struct stat st;
     if (lstat(child.c_str(), &st) != 0) return ErrnoStatus(errno, "cannot stat", child);
-    if (S_ISDIR(st.st_mode)) {
-      FARM_RETURN_IF_ERROR(MeasureInto(child, seen, size));
-    } else if (S_ISREG(st.st_mode) && seen->insert({st.st_dev, st.st_ino}).second) {
+    FARM_RETURN_IF_ERROR(S_ISDIR(st.st_mode) ? ForEachFile(child, on_file) : on_file(child, st));
+  }
+  return Status::Ok();
+}
+
+Status MeasureInto(const std::string& path, std::set<std::pair<dev_t, ino_t>>* seen,
+                   TreeSize* size) {
+  return ForEachFile(path, [&](const std::string&, const struct stat& st) {
+    if (S_ISREG(st.st_mode) && seen->insert({st.st_dev, st.st_ino}).second) {
       size->bytes += st.st_size;
       size->files += 1;
     }
-  }
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 // Writes `text` as a new file `dst` with mode `mode`.
@@ -166,18 +174,12 @@ Result<CloneStats> CloneTree(const std::string& src, const std::string& dst,
 }
 
 Status SealTree(const std::string& path) {
-  FARM_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(path));
-  for (const std::string& name : names) {
-    std::string child = path + "/" + name;
-    struct stat st;
-    if (lstat(child.c_str(), &st) != 0) return ErrnoStatus(errno, "cannot stat", child);
-    if (S_ISDIR(st.st_mode)) {
-      FARM_RETURN_IF_ERROR(SealTree(child));
-    } else if (S_ISREG(st.st_mode) && chmod(child.c_str(), st.st_mode & 07555) != 0) {
-      return ErrnoStatus(errno, "cannot seal", child);
+  return ForEachFile(path, [](const std::string& file, const struct stat& st) {
+    if (S_ISREG(st.st_mode) && chmod(file.c_str(), st.st_mode & 07555) != 0) {
+      return ErrnoStatus(errno, "cannot seal", file);
     }
-  }
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 Status CheckSealedTree(const std::string& path, uid_t owner) {

@@ -10,9 +10,7 @@
 
 #include "common/log.h"
 #include "common/sandbox/build_user.h"
-#include "worker/cache/compile_cache.h"
 #include "worker/exec/sandbox_executor.h"
-#include "worker/job/build_env.h"
 
 namespace farm::agent {
 namespace {

@@ -25,7 +25,7 @@
 
 #include "common/process.h"
 #include "common/status.h"
-#include "worker/agent/config.h"
+#include "worker/config/config.h"
 #include "worker/exec/executor.h"
 
 namespace farm::agent {

@@ -16,6 +16,12 @@
 
 namespace farm::agent {
 
+// A process's environment: variable name to value.
+using EnvMap = std::map<std::string, std::string>;
+
+// This process's own environment.
+EnvMap CurrentEnv();
+
 // A host directory a container executor mounts at the same path inside the container.
 struct ExecMount {
   std::string path;
@@ -24,12 +30,12 @@ struct ExecMount {
 
 struct ExecRequest {
   std::vector<std::string> argv;
-  std::string cwd;                         // inside `workspace`
-  std::map<std::string, std::string> env;  // the complete environment
-  std::string workspace;                   // the job's workspace (to mount in a container)
-  std::string image;                       // builder image; ignored by NativeExecutor
-  int64_t kill_grace_ms = 5000;            // SIGTERM -> SIGKILL on timeout
-  std::vector<ExecMount> mounts;           // besides the workspace; NativeExecutor ignores them
+  std::string cwd;                // inside `workspace`
+  EnvMap env;                     // the complete environment
+  std::string workspace;          // the job's workspace (to mount in a container)
+  std::string image;              // builder image; ignored by NativeExecutor
+  int64_t kill_grace_ms = 5000;   // SIGTERM -> SIGKILL on timeout
+  std::vector<ExecMount> mounts;  // besides the workspace; NativeExecutor ignores them
   // Never the network, whatever the operator allows for builds: validation installs with
   // --no-index from local wheels only. NativeExecutor ignores it (the host's network).
   bool offline = false;

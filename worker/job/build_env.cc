@@ -11,8 +11,6 @@
 #include "common/wheel/fatbin_compression.h"
 #include "worker/probe/probe.h"
 
-extern char** environ;
-
 namespace farm::agent {
 namespace {
 
@@ -57,16 +55,6 @@ EnvMap BaseEnv(const EnvMap& worker_env) {
   }
   if (out.count("PATH") == 0) out["PATH"] = "/usr/local/bin:/usr/bin:/bin";
   return out;
-}
-
-EnvMap CurrentEnv() {
-  EnvMap env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv = *e;
-    size_t eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return env;
 }
 
 int ComputeMaxJobs(int cores, int64_t available_bytes, double gb_per_job, int64_t reserved_bytes) {

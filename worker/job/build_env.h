@@ -16,19 +16,15 @@
 #include "common/status.h"
 #include "farm/v1/types.pb.h"
 #include "farm/v1/worker.pb.h"
+#include "worker/exec/executor.h"
 
 namespace farm::agent {
-
-using EnvMap = std::map<std::string, std::string>;
 
 // The worker variables a build may see (PATH, HOME, LANG, TMPDIR, ...).
 const std::vector<std::string>& AllowedWorkerEnv();
 
 // Returns the allow-listed subset of `worker_env`.
 EnvMap BaseEnv(const EnvMap& worker_env);
-
-// Returns the current process environment as a map.
-EnvMap CurrentEnv();
 
 // Parallel compile jobs: min(cores, floor((0.85 * available GiB - reserved GiB) /
 // gb_per_job)), at least 1. `gb_per_job` <= 0 means the recipe default of 4. On a

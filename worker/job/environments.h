@@ -20,7 +20,7 @@
 #include "common/status.h"
 #include "common/upstream/fetcher.h"
 #include "farm/v1/types.pb.h"
-#include "worker/agent/config.h"
+#include "worker/config/config.h"
 #include "worker/env/provisioner.h"
 
 namespace farm::agent {

@@ -13,7 +13,7 @@ namespace {
 namespace stdfs = std::filesystem;
 
 // Keeps the last non-empty stderr (or stdout) line for error messages.
-struct LastLine {
+struct LastOutputLine {
   std::string err, out;
   void Add(OutputStream s, const std::string& line) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) return;
@@ -99,7 +99,7 @@ Status StepRunner::Run(const std::vector<std::string>& argv, const std::string& 
   spec.clear_env = true;
   FARM_ASSIGN_OR_RETURN(auto process, runner_.Start(spec));
   if (control_ != nullptr) control_->SetProcess(process.get());
-  LastLine last;
+  LastOutputLine last;
   ProcessResult r = process->Wait(
       [&](OutputStream s, const std::string& line) {
         last.Add(s, line);

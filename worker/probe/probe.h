@@ -15,7 +15,7 @@
 #include "common/process.h"
 #include "common/status.h"
 #include "farm/v1/types.pb.h"
-#include "worker/agent/config.h"
+#include "worker/config/config.h"
 #include "worker/probe/probe_kernels.h"
 
 namespace farm::agent {

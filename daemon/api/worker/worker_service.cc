@@ -11,6 +11,7 @@
 #include "daemon/api/handler.h"
 #include "daemon/builds/completion.h"
 #include "daemon/builds/eligibility.h"
+#include "daemon/builds/heartbeat.h"
 #include "daemon/builds/new_torch.h"
 #include "daemon/builds/recipe_cache.h"
 #include "daemon/builds/registration.h"
@@ -41,65 +42,7 @@ builds::RegistrationDeps RegistrationDepsOf(const ServiceContext& ctx) {
           .serves_toolkits = ctx.serves_toolkits};
 }
 
-// Progress and peak RSS of a running build, for watchers. The store ignores reports on
-// attempts the worker does not hold; a failure costs only the figures, never the
-// heartbeat.
-void RecordLiveFigures(const ServiceContext& ctx, ProgressThrottle& throttle,
-                       const std::string& worker_id, const farm::v1::RunningJob& running) {
-  if (running.units_done() <= 0 && running.units_total() <= 0 && running.peak_rss_bytes() <= 0) {
-    return;
-  }
-  if (!throttle.Allow(running.job_id(), ctx.clock->SteadyMs())) return;
-  store::ProgressReport report{running.job_id(),
-                               running.attempt(),
-                               worker_id,
-                               std::max<int64_t>(0, running.units_done()),
-                               std::max<int64_t>(0, running.units_total()),
-                               std::max<int64_t>(0, running.peak_rss_bytes())};
-  auto recorded = ctx.store->RecordProgress(report);
-  if (!recorded.ok()) {
-    log::Debug("progress of job " + std::to_string(running.job_id()) + ": " +
-               recorded.status().ToString());
-  }
-}
-
 }  // namespace
-
-bool ProgressThrottle::Allow(int64_t job_id, int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  auto [it, fresh] = last_ms_.emplace(job_id, now_ms);
-  if (fresh) {
-    if (last_ms_.size() > kMaxJobs) last_ms_ = {{job_id, now_ms}};
-    return true;
-  }
-  if (now_ms - it->second < kEveryMs) return false;
-  it->second = now_ms;
-  return true;
-}
-
-int64_t BeatWriteEveryMs(const Tunables& t) { return std::clamp<int64_t>(t.lease_ms / 6, 1, 5000); }
-
-bool BeatWrites::Due(const std::string& worker_id, int64_t now_ms, int64_t every_ms) {
-  std::lock_guard lock(mu_);
-  auto [it, fresh] = written_ms_.emplace(worker_id, now_ms);
-  if (fresh) {
-    if (written_ms_.size() > kMaxWorkers) written_ms_ = {{worker_id, now_ms}};
-    return true;
-  }
-  if (now_ms - it->second < every_ms && now_ms >= it->second) return false;
-  it->second = now_ms;
-  return true;
-}
-
-void BeatWrites::Forget(const std::string& worker_id) {
-  std::lock_guard lock(mu_);
-  written_ms_.erase(worker_id);
-}
-
-void ProgressThrottle::Forget(int64_t job_id) {
-  std::lock_guard lock(mu_);
-  last_ms_.erase(job_id);
-}
 
 namespace {
 
@@ -208,7 +151,7 @@ grpc::Status WorkerService::Register(grpc::ServerContext* call,
     FARM_ASSIGN_OR_RETURN(builds::Registration r,
                           builds::RegisterWorker(RegistrationDepsOf(*ctx_), who, req->worker_id(),
                                                  req->name(), req->capabilities()));
-    beat_writes_.Forget(r.worker_id);
+    ctx_->heartbeats->Registered(r.worker_id);
     auto cn = call->auth_context()->FindPropertyValues("x509_common_name");
     std::string cert = cn.empty() ? "" : ", certificate " + std::string(cn[0].data(), cn[0].size());
     const std::string state(store::WorkerStateName(r.state));
@@ -230,67 +173,10 @@ grpc::Status WorkerService::Heartbeat(grpc::ServerContext* call,
                                       farm::v1::HeartbeatResponse* resp) {
   return Handle(ctx_, call, Need::kWorker, [&](const Principal& who) -> Status {
     FARM_RETURN_IF_ERROR(CheckSelf(who, req->worker_id()));
-    // One visit to the store for the beat's reads and writes.
-    return ctx_->store->Together([&] { return Beat(who, *req, resp); });
+    FARM_RETURN_IF_ERROR(ctx_->heartbeats->Beat(who.worker_id, *req, resp));
+    resp->set_upstream_url(ctx_->upstream_url);
+    return Status::Ok();
   });
-}
-
-Status WorkerService::Beat(const Principal& who, const farm::v1::HeartbeatRequest& req,
-                           farm::v1::HeartbeatResponse* resp) {
-  int64_t now = ctx_->clock->NowUnixMs();
-  FARM_ASSIGN_OR_RETURN(auto worker, ctx_->store->GetWorker(who.worker_id));
-  bool draining = req.draining() || worker.drain_requested;
-  using store::WorkerState;
-  WorkerState state = worker.state == WorkerState::kQuarantined ? WorkerState::kQuarantined
-                      : draining                                ? WorkerState::kDraining
-                      : req.running_size()                      ? WorkerState::kBusy
-                                                                : WorkerState::kIdle;
-  // The heartbeat time and the leases are written a few times per lease, not on every
-  // beat: with a thousand workers those writes were most of the store's work. A change
-  // of state is written at once.
-  bool due = beat_writes_.Due(who.worker_id, now, BeatWriteEveryMs(ctx_->tunables));
-  if (req.has_capabilities()) {
-    // Sent only when they changed (a GPU appeared or failed, a toolkit was installed, the
-    // environment cache grew): placement, revalidation and `workers` read the stored copy.
-    farm::v1::Capabilities caps = req.capabilities();
-    sched::SettleProvisioning(ctx_->serves_toolkits, &caps);
-    worker.capabilities = caps.SerializeAsString();
-    worker.state = state;
-    worker.last_heartbeat_ms = now;
-    FARM_RETURN_IF_ERROR(ctx_->store->UpsertWorker(worker));
-    log::Info("worker " + who.worker_id + " reported new capabilities: " +
-              std::to_string(req.capabilities().gpus_size()) + " GPU(s)");
-  } else if (due || state != worker.state) {
-    FARM_RETURN_IF_ERROR(ctx_->store->TouchWorker(who.worker_id, now, state));
-  }
-  resp->set_drain(worker.drain_requested);
-  resp->set_upstream_url(ctx_->upstream_url);
-  FARM_ASSIGN_OR_RETURN(auto cancelled,
-                        due ? ctx_->store->RenewLeases(who.worker_id, now, ctx_->tunables.lease_ms)
-                            : ctx_->store->CancelRequestedJobs(who.worker_id));
-  for (const auto& job : cancelled) {
-    auto* c = resp->add_cancel();
-    c->set_job_id(job.id);
-    c->set_attempt(job.attempt);
-  }
-  // Attempts the worker still runs but no longer holds (requeued while it was away).
-  for (const auto& running : req.running()) {
-    RecordLiveFigures(*ctx_, progress_, who.worker_id, running);
-    FARM_ASSIGN_OR_RETURN(
-        bool reattached, ctx_->store->ReattachAttempt(running.job_id(), running.attempt(),
-                                                      who.worker_id, now, ctx_->tunables.lease_ms));
-    if (reattached) {
-      log::Info("job " + std::to_string(running.job_id()) + " attempt " +
-                std::to_string(running.attempt()) + " re-attached to its worker " + who.worker_id);
-      continue;
-    }
-    auto job = ctx_->store->GetJob(running.job_id());
-    if (job.ok() && (job->attempt != running.attempt() || job->worker_id != who.worker_id ||
-                     job->state != store::kJobRunning)) {
-      *resp->add_cancel() = running;
-    }
-  }
-  return Status::Ok();
 }
 
 namespace {
@@ -416,7 +302,7 @@ void WorkerService::Answer(PendingCompletion& done) {
       log::Warn("releasing held jobs: " + done.release_error.ToString());
     }
     FARM_ASSIGN_OR_RETURN(int state, std::move(done.state));
-    progress_.Forget(done.req->job_id());
+    ctx_->heartbeats->Ended(done.req->job_id());
     log::Info("job " + std::to_string(done.req->job_id()) + " attempt " +
               std::to_string(done.req->attempt()) + " ended: state " +
               farm::v1::JobState_Name(static_cast<farm::v1::JobState>(state)));

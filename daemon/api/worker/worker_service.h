@@ -1,19 +1,16 @@
 // WorkerService: the worker API over gRPC: registration, heartbeats, job leases, log and
 // artifact uploads, results. It translates: which worker may take a job and what a
-// completion means are daemon/builds/ (eligibility.h, completion.h), the leases are the
-// dispatcher's (sched/dispatcher.h), made by FarmServer. A worker authenticates with its
-// own token and may only report on attempts it holds; repeated or out-of-order messages
-// are idempotent. Nothing throws out of a handler.
+// heartbeat or a completion means are daemon/builds/ (eligibility.h, heartbeat.h,
+// completion.h), the leases are the dispatcher's (sched/dispatcher.h), made by FarmServer. A worker
+// authenticates with its own token and may only report on attempts it holds; repeated or
+// out-of-order messages are idempotent. Nothing throws out of a handler.
 #ifndef FARM_DAEMON_API_WORKER_WORKER_SERVICE_H_
 #define FARM_DAEMON_API_WORKER_WORKER_SERVICE_H_
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "daemon/api/service_context.h"
@@ -22,40 +19,6 @@
 
 namespace farm::api {
 
-// At most one progress write per running job every kEveryMs: every heartbeat already costs
-// writes, and a build's progress and memory change on nearly every one. Thread-safe.
-class ProgressThrottle {
- public:
-  static constexpr int64_t kEveryMs = 4000;
-  // True when the job's progress may be written at `now_ms` (and records it).
-  bool Allow(int64_t job_id, int64_t now_ms);
-  // The job ended: its next attempt's first report is written at once.
-  void Forget(int64_t job_id);
-
- private:
-  static constexpr size_t kMaxJobs = 100'000;  // a bound; jobs that vanish are forgotten
-  std::mutex mu_;
-  std::map<int64_t, int64_t> last_ms_;  // guarded by mu_
-};
-// When each worker's heartbeat time and leases were last written. Thread-safe.
-class BeatWrites {
- public:
-  // True (and recorded) when `worker_id`'s last write is `every_ms` or more before
-  // `now_ms`, or there was none.
-  bool Due(const std::string& worker_id, int64_t now_ms, int64_t every_ms);
-  // The worker registered again: its next heartbeat is written.
-  void Forget(const std::string& worker_id);
-
- private:
-  static constexpr size_t kMaxWorkers = 100'000;  // a bound; beyond it, start afresh
-  std::mutex mu_;
-  std::unordered_map<std::string, int64_t> written_ms_;  // guarded by mu_
-};
-
-// How often a heartbeat is written: six times per lease, at most every 5 s, so a live
-// worker is never taken for lost and its leases never run out between writes.
-int64_t BeatWriteEveryMs(const Tunables& tunables);
-
 // AcquireJob and CompleteJob are served by the callback API: a waiting poll holds no
 // thread, and the dispatcher answers it; a completion waits in a queue, and the batch it
 // runs in answers it. The other methods are synchronous.
@@ -63,7 +26,7 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
                                 farm::v1::WorkerService::WithCallbackMethod_CompleteJob<
                                     farm::v1::WorkerService::Service>> {
  public:
-  // `ctx` holds the dispatcher and the completer (FarmServer makes them).
+  // `ctx` holds the dispatcher, the heartbeats and the completer (FarmServer makes them).
   explicit WorkerService(ServiceContext* ctx) : ctx_(ctx) {}
   // Ends every waiting poll (empty) and stops dispatching; later polls are answered empty
   // at once. Called before the gRPC server shuts down.
@@ -105,16 +68,11 @@ class WorkerService final : public farm::v1::WorkerService::WithCallbackMethod_A
   // job's completion that fails undoes only its own writes; a failed commit fails the
   // whole batch), then answers each.
   void CompleteBatch(std::vector<std::unique_ptr<PendingCompletion>>& batch);
-  // A heartbeat's reads and writes (Heartbeat has checked who sends it).
-  Status Beat(const Principal& who, const farm::v1::HeartbeatRequest& req,
-              farm::v1::HeartbeatResponse* resp);
   // Fills `resp` with the assignment of a leased job (none when `outcome` holds none).
   Status Answer(Result<std::optional<store::JobRow>> outcome, const std::string& worker_name,
                 farm::v1::AcquireJobResponse* resp);
 
   ServiceContext* ctx_;
-  ProgressThrottle progress_;
-  BeatWrites beat_writes_;
   // Concurrent completions share a transaction and one flush (at most 64 per batch: a
   // batch holds the store for a few milliseconds at most).
   BatchRunner<PendingCompletion> completions_{

@@ -20,6 +20,31 @@ namespace farm::store {
 template <typename FromRow>
 using RowOf = std::decay_t<std::invoke_result_t<FromRow&, const Stmt&>>;
 
+// Column `col` of the current row into `*out`, read as the member's type asks: text into a
+// string, an integer into an integer or an enum (as stored), nonzero into true.
+template <typename T>
+void ReadColumn(const Stmt& s, int col, T* out) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    *out = s.Text(col);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    *out = s.Int(col) != 0;
+  } else {
+    static_assert(std::is_integral_v<T> || std::is_enum_v<T>, "a column reads as text or integer");
+    *out = static_cast<T>(s.Int(col));
+  }
+}
+
+// A `Row` whose `members` are the current row's columns 0, 1, ... in order: a query's
+// column list and the members it fills stand side by side, with no column index to keep
+// in step by hand.
+template <typename Row, typename... T>
+Row ReadMembers(const Stmt& s, T Row::*... members) {
+  Row row;
+  int col = 0;
+  (ReadColumn(s, col++, &(row.*members)), ...);
+  return row;
+}
+
 // Steps `s` through its rows, at most `max_rows` of them, calling `on_row(s)` on each.
 // `on_row` may return a Status: the first that is not Ok ends the reading and is returned,
 // as is the first error of a step.

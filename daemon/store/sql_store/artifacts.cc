@@ -9,18 +9,10 @@ constexpr char kArtifactColumns[] =
     "validation_state";
 
 ArtifactRow ArtifactFromRow(const Stmt& s) {
-  ArtifactRow a;
-  a.id = s.Int(0);
-  a.job_id = s.Int(1);
-  a.attempt = static_cast<int>(s.Int(2));
-  a.filename = s.Text(3);
-  a.sha256 = s.Text(4);
-  a.size = s.Int(5);
-  a.manifest = s.Text(6);
-  a.validation = s.Text(7);
-  a.created_ms = s.Int(8);
-  a.validation_state = static_cast<int>(s.Int(9));
-  return a;
+  return ReadMembers<ArtifactRow>(s, &ArtifactRow::id, &ArtifactRow::job_id, &ArtifactRow::attempt,
+                                  &ArtifactRow::filename, &ArtifactRow::sha256, &ArtifactRow::size,
+                                  &ArtifactRow::manifest, &ArtifactRow::validation,
+                                  &ArtifactRow::created_ms, &ArtifactRow::validation_state);
 }
 
 }  // namespace

@@ -9,18 +9,10 @@ constexpr char kBuildColumns[] =
     "finished_ms, source_sha256";
 
 BuildRow BuildFromRow(const Stmt& s) {
-  BuildRow b;
-  b.id = s.Int(0);
-  b.recipe_name = s.Text(1);
-  b.recipe = s.Text(2);
-  b.state = static_cast<BuildState>(s.Int(3));
-  b.priority = static_cast<int>(s.Int(4));
-  b.submitted_by = s.Text(5);
-  b.rejected_cells = s.Text(6);
-  b.created_ms = s.Int(7);
-  b.finished_ms = s.Int(8);
-  b.source_sha256 = s.Text(9);
-  return b;
+  return ReadMembers<BuildRow>(s, &BuildRow::id, &BuildRow::recipe_name, &BuildRow::recipe,
+                               &BuildRow::state, &BuildRow::priority, &BuildRow::submitted_by,
+                               &BuildRow::rejected_cells, &BuildRow::created_ms,
+                               &BuildRow::finished_ms, &BuildRow::source_sha256);
 }
 
 constexpr char kAttemptSelect[] =

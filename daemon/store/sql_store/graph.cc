@@ -16,18 +16,12 @@ constexpr char kRequirementSelect[] =
     "JOIN builds cb ON cb.id = c.build_id ";
 
 RequirementRow RequirementFromRow(const Stmt& s) {
-  RequirementRow r;
-  r.job_id = s.Int(0);
-  r.required_job_id = s.Int(1);
-  r.required_build_id = s.Int(2);
-  r.recipe_name = s.Text(3);
-  r.for_build = s.Int(4) != 0;
-  r.for_validation = s.Int(5) != 0;
-  r.required_state = static_cast<int>(s.Int(6));
-  r.consumer_state = static_cast<int>(s.Int(7));
-  r.consumer_build_id = s.Int(8);
-  r.consumer_recipe = s.Text(9);
-  return r;
+  return ReadMembers<RequirementRow>(
+      s, &RequirementRow::job_id, &RequirementRow::required_job_id,
+      &RequirementRow::required_build_id, &RequirementRow::recipe_name, &RequirementRow::for_build,
+      &RequirementRow::for_validation, &RequirementRow::required_state,
+      &RequirementRow::consumer_state, &RequirementRow::consumer_build_id,
+      &RequirementRow::consumer_recipe);
 }
 
 }  // namespace

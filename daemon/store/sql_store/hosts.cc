@@ -10,22 +10,10 @@ constexpr char kHostColumns[] =
     "created_ms, started_ms, finished_ms";
 
 HostRow HostFromRow(const Stmt& s) {
-  HostRow h;
-  h.name = s.Text(0);
-  h.address = s.Text(1);
-  h.kind = s.Text(2);
-  h.vars = s.Text(3);
-  h.state = s.Text(4);
-  h.changed = static_cast<int>(s.Int(5));
-  h.ok = static_cast<int>(s.Int(6));
-  h.failed = static_cast<int>(s.Int(7));
-  h.unreachable = static_cast<int>(s.Int(8));
-  h.runs = static_cast<int>(s.Int(9));
-  h.error = s.Text(10);
-  h.created_ms = s.Int(11);
-  h.started_ms = s.Int(12);
-  h.finished_ms = s.Int(13);
-  return h;
+  return ReadMembers<HostRow>(s, &HostRow::name, &HostRow::address, &HostRow::kind, &HostRow::vars,
+                              &HostRow::state, &HostRow::changed, &HostRow::ok, &HostRow::failed,
+                              &HostRow::unreachable, &HostRow::runs, &HostRow::error,
+                              &HostRow::created_ms, &HostRow::started_ms, &HostRow::finished_ms);
 }
 
 }  // namespace
@@ -110,10 +98,7 @@ Status SqlStore::FinishHostRun(const HostRow& r) {
       .Bind(r.error)
       .Bind(r.finished_ms)
       .Bind(r.name);
-  FARM_RETURN_IF_ERROR(s->Run());
-  if (db_->Changes() == 0) return Status::NotFound("no host " + r.name);
-  Bump();
-  return Status::Ok();
+  return RunWriteOfOne(*s, "no host " + r.name);
 }
 
 Result<std::string> SqlStore::GetHostLog(const std::string& name) {

@@ -393,10 +393,7 @@ Result<bool> SqlStore::RecordProgress(const ProgressReport& r) {
       .Bind(r.units_done)
       .Bind(r.units_total)
       .Bind(r.peak_rss_bytes);
-  FARM_RETURN_IF_ERROR(s->Run());
-  bool changed = db_->Changes() > 0;
-  if (changed) Bump();
-  return changed;
+  return RunWrite(*s);
 }
 
 }  // namespace farm::store

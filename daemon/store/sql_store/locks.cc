@@ -9,9 +9,7 @@ Status SqlStore::PutLock(const LockRow& r) {
                         db_->Prepare("INSERT OR IGNORE INTO env_locks(digest, text, packages, "
                                      "bytes, created_ms) VALUES (?,?,?,?,?)"));
   insert->Bind(r.digest).Bind(r.text).Bind(r.packages).Bind(r.bytes).Bind(r.created_ms);
-  FARM_RETURN_IF_ERROR(insert->Run());
-  if (db_->Changes() > 0) Bump();
-  return Status::Ok();
+  return RunWrite(*insert).status();
 }
 
 Result<std::optional<LockRow>> SqlStore::GetLock(const std::string& digest) {

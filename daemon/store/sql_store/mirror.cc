@@ -12,20 +12,15 @@ constexpr char kMirrorBlobColumns[] =
     "sha256, size, source, fetched_ms, last_used_ms, metadata_sha256";
 
 MirrorBlobRow MirrorBlobFromRow(const Stmt& s) {
-  return MirrorBlobRow{.sha256 = s.Text(0),
-                       .size = s.Int(1),
-                       .source = s.Text(2),
-                       .fetched_ms = s.Int(3),
-                       .last_used_ms = s.Int(4),
-                       .metadata_sha256 = s.Text(5)};
+  return ReadMembers<MirrorBlobRow>(s, &MirrorBlobRow::sha256, &MirrorBlobRow::size,
+                                    &MirrorBlobRow::source, &MirrorBlobRow::fetched_ms,
+                                    &MirrorBlobRow::last_used_ms, &MirrorBlobRow::metadata_sha256);
 }
 
 MirrorFileRow MirrorFileFromRow(const Stmt& s) {
-  return MirrorFileRow{.source = s.Text(0),
-                       .sha256 = s.Text(1),
-                       .filename = s.Text(2),
-                       .size = s.Int(3),
-                       .metadata_sha256 = s.Text(4)};
+  return ReadMembers<MirrorFileRow>(s, &MirrorFileRow::source, &MirrorFileRow::sha256,
+                                    &MirrorFileRow::filename, &MirrorFileRow::size,
+                                    &MirrorFileRow::metadata_sha256);
 }
 
 // How many rows of the farm besides the mirror's name the blob `?1` (a number in both

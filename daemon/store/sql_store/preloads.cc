@@ -8,13 +8,10 @@ namespace {
 constexpr char kPreloadColumns[] = "source, path, kind, sha256, size, added_by, created_ms";
 
 UpstreamPreloadRow PreloadFromRow(const Stmt& s) {
-  return UpstreamPreloadRow{.source = s.Text(0),
-                            .path = s.Text(1),
-                            .kind = s.Text(2),
-                            .sha256 = s.Text(3),
-                            .size = s.Int(4),
-                            .added_by = s.Text(5),
-                            .created_ms = s.Int(6)};
+  return ReadMembers<UpstreamPreloadRow>(s, &UpstreamPreloadRow::source, &UpstreamPreloadRow::path,
+                                         &UpstreamPreloadRow::kind, &UpstreamPreloadRow::sha256,
+                                         &UpstreamPreloadRow::size, &UpstreamPreloadRow::added_by,
+                                         &UpstreamPreloadRow::created_ms);
 }
 
 }  // namespace
@@ -31,11 +28,8 @@ Result<bool> SqlStore::RecordUpstreamPreload(const UpstreamPreloadRow& r) {
       .Bind(r.size)
       .Bind(r.added_by)
       .Bind(r.created_ms);
-  FARM_RETURN_IF_ERROR(insert->Run());
-  if (db_->Changes() > 0) {
-    Bump();
-    return true;
-  }
+  FARM_ASSIGN_OR_RETURN(bool stored, RunWrite(*insert));
+  if (stored) return true;
   FARM_ASSIGN_OR_RETURN(
       auto held,
       db_->Prepare("SELECT sha256 FROM upstream_preloads WHERE source = ? AND path = ?"));

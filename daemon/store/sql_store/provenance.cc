@@ -10,16 +10,10 @@ constexpr char kProvenanceColumns[] =
     "id, sha256, kind, job_id, attempt, keyid, envelope, created_ms";
 
 ProvenanceRow ProvenanceFromRow(const Stmt& s) {
-  ProvenanceRow r;
-  r.id = s.Int(0);
-  r.sha256 = s.Text(1);
-  r.kind = s.Text(2);
-  r.job_id = s.Int(3);
-  r.attempt = static_cast<int>(s.Int(4));
-  r.keyid = s.Text(5);
-  r.envelope = s.Text(6);
-  r.created_ms = s.Int(7);
-  return r;
+  return ReadMembers<ProvenanceRow>(s, &ProvenanceRow::id, &ProvenanceRow::sha256,
+                                    &ProvenanceRow::kind, &ProvenanceRow::job_id,
+                                    &ProvenanceRow::attempt, &ProvenanceRow::keyid,
+                                    &ProvenanceRow::envelope, &ProvenanceRow::created_ms);
 }
 
 }  // namespace
@@ -36,10 +30,7 @@ Result<bool> SqlStore::InsertProvenance(const ProvenanceRow& r) {
       .Bind(r.keyid)
       .BindBlob(r.envelope)
       .Bind(r.created_ms);
-  FARM_RETURN_IF_ERROR(s->Run());
-  bool stored = db_->Changes() > 0;
-  if (stored) Bump();
-  return stored;
+  return RunWrite(*s);
 }
 
 Result<std::vector<ProvenanceRow>> SqlStore::ListProvenance(const std::string& sha256, int limit) {
@@ -67,10 +58,7 @@ Status SqlStore::ResignProvenance(int64_t id, const std::string& keyid,
   FARM_ASSIGN_OR_RETURN(auto s,
                         db_->Prepare("UPDATE provenance SET keyid = ?, envelope = ? WHERE id = ?"));
   s->Bind(keyid).BindBlob(envelope).Bind(id);
-  FARM_RETURN_IF_ERROR(s->Run());
-  if (db_->Changes() == 0) return Status::NotFound("no provenance row " + std::to_string(id));
-  Bump();
-  return Status::Ok();
+  return RunWriteOfOne(*s, "no provenance row " + std::to_string(id));
 }
 
 }  // namespace farm::store

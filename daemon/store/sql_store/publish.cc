@@ -168,10 +168,7 @@ Status SqlStore::UpdatePublication(const PublicationRow& p, int64_t now_ms) {
       .Bind(p.path)
       .Bind(now_ms)
       .Bind(p.id);
-  FARM_RETURN_IF_ERROR(s->Run());
-  if (db_->Changes() == 0) return Status::NotFound("no publication " + std::to_string(p.id));
-  Bump();
-  return Status::Ok();
+  return RunWriteOfOne(*s, "no publication " + std::to_string(p.id));
 }
 
 Status SqlStore::SetPublicationFile(int64_t artifact_id, const std::string& label,

@@ -14,27 +14,13 @@ constexpr char kRequestColumns[] =
     "first_by, created_ms, updated_ms";
 
 RequestRow RequestFromRow(const Stmt& s) {
-  return RequestRow{.id = s.Int(0),
-                    .key = s.Text(1),
-                    .package = s.Text(2),
-                    .version = s.Text(3),
-                    .python = s.Text(4),
-                    .torch = s.Text(5),
-                    .cuda = s.Text(6),
-                    .compute_capability = s.Text(7),
-                    .platform = s.Text(8),
-                    .state = static_cast<int>(s.Int(9)),
-                    .reason = s.Text(10),
-                    .decided_by = s.Text(11),
-                    .recipe_name = s.Text(12),
-                    .arch_list = s.Text(13),
-                    .build_id = s.Int(14),
-                    .job_id = s.Int(15),
-                    .wheel = s.Text(16),
-                    .filings = s.Int(17),
-                    .first_by = s.Text(18),
-                    .created_ms = s.Int(19),
-                    .updated_ms = s.Int(20)};
+  return ReadMembers<RequestRow>(
+      s, &RequestRow::id, &RequestRow::key, &RequestRow::package, &RequestRow::version,
+      &RequestRow::python, &RequestRow::torch, &RequestRow::cuda, &RequestRow::compute_capability,
+      &RequestRow::platform, &RequestRow::state, &RequestRow::reason, &RequestRow::decided_by,
+      &RequestRow::recipe_name, &RequestRow::arch_list, &RequestRow::build_id, &RequestRow::job_id,
+      &RequestRow::wheel, &RequestRow::filings, &RequestRow::first_by, &RequestRow::created_ms,
+      &RequestRow::updated_ms);
 }
 
 RequestFiling FilingFromRow(const Stmt& s) {
@@ -110,10 +96,7 @@ Result<bool> SqlStore::MoveRequest(int from_state, const RequestRow& to) {
   s->Bind(to.state).Bind(to.reason).Bind(to.decided_by).Bind(to.recipe_name).Bind(to.arch_list);
   s->Bind(to.build_id).Bind(to.job_id).Bind(to.wheel).Bind(to.updated_ms).Bind(to.id);
   s->Bind(from_state);
-  FARM_RETURN_IF_ERROR(s->Run());
-  const bool moved = db_->Changes() > 0;
-  if (moved) Bump();
-  return moved;
+  return RunWrite(*s);
 }
 
 Result<RequestRow> SqlStore::GetRequest(int64_t id) {

@@ -13,24 +13,12 @@ constexpr char kScheduleColumns[] =
     "paused, next_fire_ms, created_by, created_ms, deleted_ms, source_sha256, watch, watch_state";
 
 ScheduleRow ScheduleFromRow(const Stmt& s) {
-  ScheduleRow r;
-  r.id = s.Int(0);
-  r.name = s.Text(1);
-  r.recipe_name = s.Text(2);
-  r.request = s.Text(3);
-  r.cron = s.Text(4);
-  r.time_zone = s.Text(5);
-  r.missed_policy = static_cast<int>(s.Int(6));
-  r.concurrency_policy = static_cast<int>(s.Int(7));
-  r.paused = s.Int(8) != 0;
-  r.next_fire_ms = s.Int(9);
-  r.created_by = s.Text(10);
-  r.created_ms = s.Int(11);
-  r.deleted_ms = s.Int(12);
-  r.source_sha256 = s.Text(13);
-  r.watch = s.Text(14);
-  r.watch_state = s.Text(15);
-  return r;
+  return ReadMembers<ScheduleRow>(
+      s, &ScheduleRow::id, &ScheduleRow::name, &ScheduleRow::recipe_name, &ScheduleRow::request,
+      &ScheduleRow::cron, &ScheduleRow::time_zone, &ScheduleRow::missed_policy,
+      &ScheduleRow::concurrency_policy, &ScheduleRow::paused, &ScheduleRow::next_fire_ms,
+      &ScheduleRow::created_by, &ScheduleRow::created_ms, &ScheduleRow::deleted_ms,
+      &ScheduleRow::source_sha256, &ScheduleRow::watch, &ScheduleRow::watch_state);
 }
 
 constexpr char kRunColumns[] =
@@ -39,20 +27,11 @@ constexpr char kRunColumns[] =
 constexpr char kRunFrom[] = " FROM schedule_runs r LEFT JOIN builds b ON b.id = r.build_id ";
 
 ScheduleRunRow RunFromRow(const Stmt& s) {
-  ScheduleRunRow r;
-  r.id = s.Int(0);
-  r.schedule_id = s.Int(1);
-  r.trigger = static_cast<int>(s.Int(2));
-  r.outcome = static_cast<int>(s.Int(3));
-  r.fire_ms = s.Int(4);
-  r.created_ms = s.Int(5);
-  r.build_id = s.Int(6);
-  r.build_state = static_cast<int>(s.Int(7));
-  r.resolved_commit = s.Text(8);
-  r.inputs_digest = s.Text(9);
-  r.detail = s.Text(10);
-  r.upstream_ms = s.Int(11);
-  return r;
+  return ReadMembers<ScheduleRunRow>(
+      s, &ScheduleRunRow::id, &ScheduleRunRow::schedule_id, &ScheduleRunRow::trigger,
+      &ScheduleRunRow::outcome, &ScheduleRunRow::fire_ms, &ScheduleRunRow::created_ms,
+      &ScheduleRunRow::build_id, &ScheduleRunRow::build_state, &ScheduleRunRow::resolved_commit,
+      &ScheduleRunRow::inputs_digest, &ScheduleRunRow::detail, &ScheduleRunRow::upstream_ms);
 }
 
 }  // namespace
@@ -109,10 +88,7 @@ Status SqlStore::SetSchedulePaused(int64_t id, bool paused, int64_t next_fire_ms
       db_->Prepare(
           "UPDATE schedules SET paused = ?, next_fire_ms = ? WHERE id = ? AND deleted_ms = 0"));
   s->Bind(paused ? 1 : 0).Bind(next_fire_ms).Bind(id);
-  FARM_RETURN_IF_ERROR(s->Run());
-  if (db_->Changes() == 0) return Status::NotFound("no schedule " + std::to_string(id));
-  Bump();
-  return Status::Ok();
+  return RunWriteOfOne(*s, "no schedule " + std::to_string(id));
 }
 
 Status SqlStore::SetScheduleRequest(int64_t id, const std::string& request,
@@ -121,10 +97,7 @@ Status SqlStore::SetScheduleRequest(int64_t id, const std::string& request,
   FARM_ASSIGN_OR_RETURN(auto s, db_->Prepare("UPDATE schedules SET request = ?, source_sha256 = ? "
                                              "WHERE id = ? AND deleted_ms = 0"));
   s->BindBlob(request).Bind(source_sha256).Bind(id);
-  FARM_RETURN_IF_ERROR(s->Run());
-  if (db_->Changes() == 0) return Status::NotFound("no schedule " + std::to_string(id));
-  Bump();
-  return Status::Ok();
+  return RunWriteOfOne(*s, "no schedule " + std::to_string(id));
 }
 
 Status SqlStore::DeleteSchedule(int64_t id, int64_t now_ms) {
@@ -132,10 +105,7 @@ Status SqlStore::DeleteSchedule(int64_t id, int64_t now_ms) {
   FARM_ASSIGN_OR_RETURN(
       auto s, db_->Prepare("UPDATE schedules SET deleted_ms = ? WHERE id = ? AND deleted_ms = 0"));
   s->Bind(now_ms > 0 ? now_ms : 1).Bind(id);
-  FARM_RETURN_IF_ERROR(s->Run());
-  if (db_->Changes() == 0) return Status::NotFound("no schedule " + std::to_string(id));
-  Bump();
-  return Status::Ok();
+  return RunWriteOfOne(*s, "no schedule " + std::to_string(id));
 }
 
 Status SqlStore::InsertScheduleRunLocked(ScheduleRunRow* run, int64_t next_fire_ms) {
@@ -185,10 +155,7 @@ Status SqlStore::SetWatchState(int64_t id, const std::string& state, int64_t nex
       auto s, db_->Prepare("UPDATE schedules SET watch_state = ?, next_fire_ms = ? WHERE id = ? "
                            "AND deleted_ms = 0"));
   s->Bind(state).Bind(next_fire_ms).Bind(id);
-  FARM_RETURN_IF_ERROR(s->Run());
-  if (db_->Changes() == 0) return Status::NotFound("no schedule " + std::to_string(id));
-  Bump();
-  return Status::Ok();
+  return RunWriteOfOne(*s, "no schedule " + std::to_string(id));
 }
 
 Result<std::vector<ScheduleRunRow>> SqlStore::ListScheduleRuns(int64_t schedule_id, int limit) {

@@ -10,15 +10,10 @@ constexpr char kSourceColumns[] =
     "sha256, size, files, origin, uploaded_by, created_ms, last_used_ms";
 
 SourceArchiveRow SourceFromRow(const Stmt& s) {
-  SourceArchiveRow r;
-  r.sha256 = s.Text(0);
-  r.size = s.Int(1);
-  r.files = s.Int(2);
-  r.origin = s.Text(3);
-  r.uploaded_by = s.Text(4);
-  r.created_ms = s.Int(5);
-  r.last_used_ms = s.Int(6);
-  return r;
+  return ReadMembers<SourceArchiveRow>(
+      s, &SourceArchiveRow::sha256, &SourceArchiveRow::size, &SourceArchiveRow::files,
+      &SourceArchiveRow::origin, &SourceArchiveRow::uploaded_by, &SourceArchiveRow::created_ms,
+      &SourceArchiveRow::last_used_ms);
 }
 
 // An archive nothing needs: unused since before ?1 (bound by the caller), named by no
@@ -92,10 +87,7 @@ Result<bool> SqlStore::ForgetSourceArchive(const std::string& sha256, int64_t un
                                                          "WHERE s.sha256 = ?2 AND ") +
                                              kCollectable));
   s->Bind(unused_before_ms).Bind(sha256);
-  FARM_RETURN_IF_ERROR(s->Run());
-  bool forgotten = db_->Changes() > 0;
-  if (forgotten) Bump();
-  return forgotten;
+  return RunWrite(*s);
 }
 
 }  // namespace farm::store

@@ -11,34 +11,28 @@ const char kJobColumns[] =
     "compile_mib, validation_mib, held, key_base";
 
 JobRow JobFromRow(const Stmt& s) {
-  JobRow j;
-  j.id = s.Int(0);
-  j.build_id = s.Int(1);
-  j.cell = s.Text(2);
-  j.state = static_cast<JobState>(s.Int(3));
-  j.priority = static_cast<int>(s.Int(4));
-  j.attempt = static_cast<int>(s.Int(5));
-  j.worker_id = s.Text(6);
-  j.lease_expiry_ms = s.Int(7);
-  j.cancel_requested = s.Int(8) != 0;
-  j.not_before_ms = s.Int(9);
-  j.error = s.Text(10);
-  j.build_key = s.Text(11);
-  j.created_ms = s.Int(12);
-  j.started_ms = s.Int(13);
-  j.finished_ms = s.Int(14);
-  j.reused_from = s.Int(15);
-  j.max_attempts = static_cast<int>(s.Int(16));
-  j.cancelled_by = s.Text(17);
-  j.kind = static_cast<int>(s.Int(18));
-  j.target_job_id = s.Int(19);
-  j.target_attempt = static_cast<int>(s.Int(20));
-  j.needs = s.Text(21);
-  j.compile_mib = s.Int(22);
-  j.validation_mib = s.Int(23);
-  j.held = static_cast<int>(s.Int(24));
-  j.key_base = s.Text(25);
-  return j;
+  return ReadMembers<JobRow>(
+      s, &JobRow::id, &JobRow::build_id, &JobRow::cell, &JobRow::state, &JobRow::priority,
+      &JobRow::attempt, &JobRow::worker_id, &JobRow::lease_expiry_ms, &JobRow::cancel_requested,
+      &JobRow::not_before_ms, &JobRow::error, &JobRow::build_key, &JobRow::created_ms,
+      &JobRow::started_ms, &JobRow::finished_ms, &JobRow::reused_from, &JobRow::max_attempts,
+      &JobRow::cancelled_by, &JobRow::kind, &JobRow::target_job_id, &JobRow::target_attempt,
+      &JobRow::needs, &JobRow::compile_mib, &JobRow::validation_mib, &JobRow::held,
+      &JobRow::key_base);
+}
+
+Result<bool> SqlStore::RunWrite(Stmt& s) {
+  FARM_RETURN_IF_ERROR(s.Run());
+  const bool changed = db_->Changes() > 0;
+  if (changed) Bump();
+  return changed;
+}
+
+Status SqlStore::RunWriteOfOne(Stmt& s, const std::string& not_found) {
+  FARM_RETURN_IF_ERROR(s.Run());
+  if (db_->Changes() == 0) return Status::NotFound(not_found);
+  Bump();
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {

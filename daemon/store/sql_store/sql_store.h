@@ -351,6 +351,12 @@ class SqlStore final : public Store, public WebhookStore, public MirrorStore, pu
   Status ReleaseWithInputs(JobRow job, int64_t now_ms, const InputsKeyFn& inputs_key);
   Status ReholdConsumers(int64_t job_id, int64_t now_ms);
   void Bump() { generation_.fetch_add(1); }
+  // Runs `s`, a write, and bumps the generation when it changed a row; returns whether it
+  // did.
+  Result<bool> RunWrite(Stmt& s);
+  // Runs `s`, a write that must change a row, and bumps the generation; NotFound with
+  // `not_found` when it changed none.
+  Status RunWriteOfOne(Stmt& s, const std::string& not_found);
   // For writes that may make a job leasable (see Store::QueueGeneration); implies Bump().
   // The hint is refreshed first: a poller that sees the new generation sees the new hint.
   void BumpQueue() {

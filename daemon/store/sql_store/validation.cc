@@ -116,10 +116,7 @@ Status SqlStore::SetArtifactValidationState(int64_t artifact_id, int state) {
   FARM_ASSIGN_OR_RETURN(auto s,
                         db_->Prepare("UPDATE artifacts SET validation_state = ? WHERE id = ?"));
   s->Bind(state).Bind(artifact_id);
-  FARM_RETURN_IF_ERROR(s->Run());
-  if (db_->Changes() == 0) return Status::NotFound("no artifact " + std::to_string(artifact_id));
-  Bump();
-  return Status::Ok();
+  return RunWriteOfOne(*s, "no artifact " + std::to_string(artifact_id));
 }
 
 Result<QueuedProof> SqlStore::QueueNewTorchProof(const JobRow& job, const std::string& cell_key,

@@ -12,17 +12,11 @@ constexpr char kDeliveryColumns[] =
     "updated_ms";
 
 WebhookDeliveryRow DeliveryFromRow(const Stmt& s) {
-  return WebhookDeliveryRow{.id = s.Int(0),
-                            .target = s.Text(1),
-                            .event_id = s.Text(2),
-                            .kind = s.Text(3),
-                            .payload = s.Text(4),
-                            .state = s.Text(5),
-                            .attempts = static_cast<int>(s.Int(6)),
-                            .not_before_ms = s.Int(7),
-                            .error = s.Text(8),
-                            .created_ms = s.Int(9),
-                            .updated_ms = s.Int(10)};
+  return ReadMembers<WebhookDeliveryRow>(
+      s, &WebhookDeliveryRow::id, &WebhookDeliveryRow::target, &WebhookDeliveryRow::event_id,
+      &WebhookDeliveryRow::kind, &WebhookDeliveryRow::payload, &WebhookDeliveryRow::state,
+      &WebhookDeliveryRow::attempts, &WebhookDeliveryRow::not_before_ms, &WebhookDeliveryRow::error,
+      &WebhookDeliveryRow::created_ms, &WebhookDeliveryRow::updated_ms);
 }
 
 }  // namespace

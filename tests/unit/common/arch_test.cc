@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "tests/support/test_util.h"
 
 namespace farm::arch {
@@ -183,12 +185,15 @@ TEST(ArchRunsOnTest, KnownCcsAndWhatAListRunsOn) {
     Result<std::vector<Target>> r = ParseArchList(list);
     return r.ok() ? CcList(RunsOn(r.value())) : r.status().message();
   };
-  EXPECT_EQ(runs_on("9.0;12.0a;12.1a"), "9.0 12.0 12.1");
-  EXPECT_EQ(runs_on("9.0a;12.0a"), "9.0 12.0");
-  EXPECT_EQ(runs_on("12.0"), "12.0 12.1");
-  EXPECT_EQ(runs_on("8.0;8.6+PTX"), "8.0 8.6 8.7 8.9 9.0 10.0 10.3 11.0 12.0 12.1");
-  EXPECT_EQ(runs_on("10.0f"), "10.0 10.3");
-  EXPECT_EQ(runs_on("compute_90"), "9.0 10.0 10.3 11.0 12.0 12.1");
+  constexpr std::pair<const char*, std::string_view> kCases[] = {
+      {"9.0;12.0a;12.1a", "9.0 12.0 12.1"},
+      {"9.0a;12.0a", "9.0 12.0"},
+      {"12.0", "12.0 12.1"},
+      {"8.0;8.6+PTX", "8.0 8.6 8.7 8.9 9.0 10.0 10.3 11.0 12.0 12.1"},
+      {"10.0f", "10.0 10.3"},
+      {"compute_90", "9.0 10.0 10.3 11.0 12.0 12.1"},
+  };
+  for (const auto& [list, ccs] : kCases) EXPECT_EQ(runs_on(list), ccs) << list;
 }
 
 TEST(ArchTorchTest, TorchCudaTable) {

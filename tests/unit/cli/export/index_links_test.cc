@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 namespace farm::cli::exporter {
 namespace {
 
@@ -36,11 +38,14 @@ TEST(ResolveUrlTest, FollowsRfc3986AndNeverClimbsAboveTheRoot) {
 }
 
 TEST(OriginOfTest, OnlyAbsoluteHierarchicalUrlsHaveOne) {
-  EXPECT_EQ(OriginOf("HTTP://h:1/x?y"), "http://h:1");
-  EXPECT_EQ(OriginOf("https://h"), "https://h");
-  EXPECT_EQ(OriginOf("/files/x"), "");
-  EXPECT_EQ(OriginOf("data:,"), "");
-  EXPECT_EQ(OriginOf("mailto:a@b"), "");
+  constexpr std::pair<const char*, std::string_view> kCases[] = {
+      {"HTTP://h:1/x?y", "http://h:1"},
+      {"https://h", "https://h"},
+      {"/files/x", ""},
+      {"data:,", ""},
+      {"mailto:a@b", ""},
+  };
+  for (const auto& [url, origin] : kCases) EXPECT_EQ(OriginOf(url), origin) << url;
 }
 
 TEST(SafeExportPathTest, RefusesEverythingThatCouldLeaveTheExport) {

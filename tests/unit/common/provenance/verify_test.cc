@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "common/provenance/pep740.h"
 #include "common/sha256.h"
 #include "tests/support/test_util.h"
@@ -260,13 +262,11 @@ TEST_F(VerifyTest, TheOwnerAskedForAndTheFarmsRecordMustBeTheStatements) {
 }
 
 TEST(ComputeCapabilityTest, Normalizes) {
-  EXPECT_EQ(NormalizeComputeCapability("12.1a"), "12.1");
-  EXPECT_EQ(NormalizeComputeCapability("sm_121a"), "12.1");
-  EXPECT_EQ(NormalizeComputeCapability("sm_100f"), "10.0");
-  EXPECT_EQ(NormalizeComputeCapability("sm_75"), "7.5");
-  EXPECT_EQ(NormalizeComputeCapability("7"), "");
-  EXPECT_EQ(NormalizeComputeCapability("12.10"), "");
-  EXPECT_EQ(NormalizeComputeCapability("sm_x0"), "");
+  constexpr std::pair<const char*, std::string_view> kCases[] = {
+      {"12.1a", "12.1"}, {"sm_121a", "12.1"}, {"sm_100f", "10.0"}, {"sm_75", "7.5"},
+      {"7", ""},         {"12.10", ""},       {"sm_x0", ""},
+  };
+  for (const auto& [given, cc] : kCases) EXPECT_EQ(NormalizeComputeCapability(given), cc) << given;
 }
 
 TEST_F(VerifyTest, Pep740ProvenanceCarriesTheSameSignatures) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <utility>
 
 #include "tests/support/test_util.h"
 #include "tests/unit/common/wheel/elf/fatbin_fixture.h"
@@ -22,12 +23,10 @@ farm::v1::MatrixCell JobCell(const std::string& python, const std::string& arch_
 }
 
 TEST(CpythonTagTest, MapsVersionsAndRejectsJunk) {
-  EXPECT_EQ(CpythonTag("3.12"), "cp312");
-  EXPECT_EQ(CpythonTag("3.9.18"), "cp39");
-  EXPECT_EQ(CpythonTag(""), "");
-  EXPECT_EQ(CpythonTag("3"), "");
-  EXPECT_EQ(CpythonTag("3.x"), "");
-  EXPECT_EQ(CpythonTag(".12"), "");
+  constexpr std::pair<const char*, std::string_view> kCases[] = {
+      {"3.12", "cp312"}, {"3.9.18", "cp39"}, {"", ""}, {"3", ""}, {"3.x", ""}, {".12", ""},
+  };
+  for (const auto& [version, tag] : kCases) EXPECT_EQ(CpythonTag(version), tag) << version;
 }
 
 class JobCheckTest : public ::testing::Test {

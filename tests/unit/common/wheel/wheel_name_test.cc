@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "common/wheel/metadata/dist_info.h"
 #include "tests/support/test_util.h"
 
@@ -68,11 +70,10 @@ TEST(RecordCsvTest, QuotedFieldsCrlfAndErrors) {
 }
 
 TEST(RecordCsvTest, Base64UrlWithoutPadding) {
-  EXPECT_EQ(Base64UrlNoPad(""), "");
-  EXPECT_EQ(Base64UrlNoPad("f"), "Zg");
-  EXPECT_EQ(Base64UrlNoPad("fo"), "Zm8");
-  EXPECT_EQ(Base64UrlNoPad("foo"), "Zm9v");
-  EXPECT_EQ(Base64UrlNoPad("\xfb\xff"), "-_8");
+  constexpr std::pair<const char*, std::string_view> kCases[] = {
+      {"", ""}, {"f", "Zg"}, {"fo", "Zm8"}, {"foo", "Zm9v"}, {"\xfb\xff", "-_8"},
+  };
+  for (const auto& [bytes, text] : kCases) EXPECT_EQ(Base64UrlNoPad(bytes), text) << bytes;
 }
 
 TEST(HeadersTest, ContinuationLinesAndBody) {

@@ -8,6 +8,7 @@
 #include "common/provenance/verify.h"
 #include "common/sha256.h"
 #include "tests/support/one_job_build.h"
+#include "tests/support/sqlite_store_test.h"
 #include "tests/support/test_util.h"
 
 namespace farm::attest {
@@ -15,10 +16,9 @@ namespace {
 
 constexpr char kYaml[] = "name: attn-example\nversion: \"0.1.0\"\n";
 
-class AttestorTest : public ::testing::Test {
+class AttestorTest : public testing::SqliteStoreTest {
  protected:
-  void SetUp() override {
-    store_ = store::OpenSqliteStore(dir_.path() + "/farm.db").value();
+  void SetUpOnStore() override {
     keys_ = provenance::KeyRing::Open(dir_.path() + "/provenance", clock_).value();
     attestor_ = std::make_unique<Attestor>(store_.get(), keys_.get(), &clock_);
     farm::v1::Capabilities caps;
@@ -72,9 +72,6 @@ class AttestorTest : public ::testing::Test {
   }
 
   static constexpr char kWheel[] = "attn_example-0.1.0+cu130-cp311-cp311-linux_x86_64.whl";
-  testing::ScopedTempDir dir_;
-  testing::FakeClock clock_;
-  std::unique_ptr<store::Store> store_;
   std::unique_ptr<provenance::KeyRing> keys_;
   std::unique_ptr<Attestor> attestor_;
   store::JobRow job_;

@@ -8,19 +8,15 @@
 
 #include "common/log.h"
 #include "daemon/store/store.h"
+#include "tests/support/sqlite_store_test.h"
 #include "tests/support/test_util.h"
 
 namespace farm::audit {
 namespace {
 
-class AuditLogTest : public ::testing::Test {
+class AuditLogTest : public testing::SqliteStoreTest {
  protected:
-  void SetUp() override {
-    auto s = store::OpenSqliteStore(dir_.path() + "/farm.db");
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
-    log_ = std::make_unique<AuditLog>(store_.get(), &clock_);
-  }
+  void SetUpOnStore() override { log_ = std::make_unique<AuditLog>(store_.get(), &clock_); }
 
   std::vector<store::AuditRow> Rows() {
     log_->Flush();
@@ -29,9 +25,6 @@ class AuditLogTest : public ::testing::Test {
     return rows.ok() ? *rows : std::vector<store::AuditRow>{};
   }
 
-  testing::ScopedTempDir dir_;
-  testing::FakeClock clock_;
-  std::unique_ptr<store::Store> store_;
   std::unique_ptr<AuditLog> log_;
   const auth::Principal mallory_{"mallory", "submitter", ""};
 };

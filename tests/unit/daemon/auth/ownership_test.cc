@@ -5,17 +5,15 @@
 #include "daemon/auth/ownership.h"
 
 #include "daemon/store/store.h"
+#include "tests/support/sqlite_store_test.h"
 #include "tests/support/test_util.h"
 
 namespace farm::auth {
 namespace {
 
-class OwnershipTest : public ::testing::Test {
+class OwnershipTest : public testing::SqliteStoreTest {
  protected:
-  void SetUp() override {
-    auto s = store::OpenSqliteStore(dir_.path() + "/farm.db");
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
+  void SetUpOnStore() override {
     store::BuildRow b{
         .recipe_name = "attn-example", .recipe = "r", .submitted_by = "alice", .created_ms = 1};
     std::vector<store::JobRow> jobs(1);
@@ -26,8 +24,6 @@ class OwnershipTest : public ::testing::Test {
     ASSERT_OK(store_->ClaimRecipeName("attn-example", "alice", 1).status());
   }
 
-  testing::ScopedTempDir dir_;
-  std::unique_ptr<store::Store> store_;
   int64_t build_id_ = 0, job_id_ = 0;
   const Principal alice_{"alice", "submitter", ""};
   const Principal mallory_{"mallory", "submitter", ""};

@@ -1,23 +1,21 @@
 #include "daemon/auth/token_authority.h"
 
+#include <sys/stat.h>
+
+#include "common/fs.h"
 #include "common/sha256.h"
 #include "daemon/store/store.h"
+#include "tests/support/sqlite_store_test.h"
 #include "tests/support/test_util.h"
 
 namespace farm::auth {
 namespace {
 
-class TokenAuthorityTest : public ::testing::Test {
+class TokenAuthorityTest : public testing::SqliteStoreTest {
  protected:
-  void SetUp() override {
-    auto s = store::OpenSqliteStore(dir_.path() + "/farm.db");
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
+  void SetUpOnStore() override {
     authority_ = std::make_unique<TokenAuthority>(store_.get(), &clock_);
   }
-  testing::ScopedTempDir dir_;
-  testing::FakeClock clock_;
-  std::unique_ptr<store::Store> store_;
   std::unique_ptr<TokenAuthority> authority_;
 };
 
@@ -32,6 +30,28 @@ TEST_F(TokenAuthorityTest, RolesAreOrderedAndOnlyHashesAreStored) {
             StatusCode::kPermissionDenied);
   EXPECT_FALSE(store_->FindToken(submitter.value()).ok());  // the token itself is not a key
   EXPECT_TRUE(store_->FindToken(Sha256Hex(submitter.value())).ok());
+}
+
+TEST_F(TokenAuthorityTest, TheFirstStartWritesTheBootstrapTokensOnce) {
+  const std::string dir = dir_.path();
+  ASSERT_OK(authority_->BootstrapTokens(dir));
+  for (const char* file : {"/admin.token", "/enroll.token"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat((dir + file).c_str(), &st), 0) << file;
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << file;
+  }
+  auto admin = fs::ReadFile(dir + "/admin.token");
+  ASSERT_OK(admin.status());
+  ASSERT_FALSE(admin->empty());
+  const std::string token = admin->substr(0, admin->size() - 1);  // without the newline
+  auto who = authority_->Authorize("Bearer " + token, Need::kAdmin);
+  ASSERT_OK(who.status());
+  EXPECT_EQ(who->name, "bootstrap-admin");
+  // A store that holds a token is not a first start: nothing is made or written again.
+  ASSERT_OK(fs::WriteFileAtomic(dir + "/admin.token", "kept\n", 0600));
+  ASSERT_OK(authority_->BootstrapTokens(dir));
+  EXPECT_EQ(fs::ReadFile(dir + "/admin.token").value(), "kept\n");
+  EXPECT_EQ(store_->CountTokens().value(), 2);
 }
 
 TEST_F(TokenAuthorityTest, MissingMalformedAndUnknownTokensAreUnauthenticated) {

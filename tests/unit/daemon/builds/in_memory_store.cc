@@ -175,12 +175,24 @@ Result<std::vector<std::optional<store::JobRow>>> InMemoryStore::LeaseJobs(
     const std::vector<store::LeaseRequest>&, int64_t, int64_t) {
   return Unused("LeaseJobs");
 }
-Result<std::vector<store::JobRow>> InMemoryStore::CancelRequestedJobs(const std::string&) {
-  return Unused("CancelRequestedJobs");
+Result<std::vector<store::JobRow>> InMemoryStore::CancelRequestedJobs(
+    const std::string& worker_id) {
+  std::vector<store::JobRow> out;
+  for (const auto& [id, job] : jobs) {
+    if (job.state == store::kJobRunning && job.worker_id == worker_id && job.cancel_requested) {
+      out.push_back(job);
+    }
+  }
+  return out;
 }
-Result<std::vector<store::JobRow>> InMemoryStore::RenewLeases(const std::string&, int64_t,
-                                                              int64_t) {
-  return Unused("RenewLeases");
+Result<std::vector<store::JobRow>> InMemoryStore::RenewLeases(const std::string& worker_id,
+                                                              int64_t now_ms, int64_t lease_ms) {
+  for (auto& [id, job] : jobs) {
+    if (job.state == store::kJobRunning && job.worker_id == worker_id) {
+      job.lease_expiry_ms = now_ms + lease_ms;
+    }
+  }
+  return CancelRequestedJobs(worker_id);
 }
 
 Result<int> InMemoryStore::CompleteAttempt(const store::CompletionReport& report, int64_t) {
@@ -199,8 +211,28 @@ Result<std::vector<int64_t>> InMemoryStore::ExpireLeases(int64_t) { return Unuse
 Status InMemoryStore::ExtendRunningLeases(int64_t, int64_t) {
   return Unused("ExtendRunningLeases");
 }
-Result<bool> InMemoryStore::ReattachAttempt(int64_t, int, const std::string&, int64_t, int64_t) {
-  return Unused("ReattachAttempt");
+Result<bool> InMemoryStore::ReattachAttempt(int64_t job_id, int attempt,
+                                            const std::string& worker_id, int64_t now_ms,
+                                            int64_t lease_ms) {
+  auto it = jobs.find(job_id);
+  // Requeued and not leased since: still pending at the attempt the worker runs, which
+  // ended because this worker was taken for lost.
+  if (it == jobs.end() || it->second.state != store::kJobPending || it->second.attempt != attempt ||
+      it->second.cancel_requested) {
+    return false;
+  }
+  bool lost = false;
+  for (store::AttemptRow& a : attempts[job_id]) {
+    if (a.number == attempt && a.worker_id == worker_id && a.cause == store::kCauseLostWorker) {
+      a.cause = store::kCauseNone;
+      lost = true;
+    }
+  }
+  if (!lost) return false;
+  it->second.state = store::kJobRunning;
+  it->second.worker_id = worker_id;
+  it->second.lease_expiry_ms = now_ms + lease_ms;
+  return true;
 }
 Result<std::vector<int64_t>> InMemoryStore::ReleaseWorkerJobs(const std::string& worker_id,
                                                               const std::vector<int64_t>& keep,
@@ -216,8 +248,14 @@ Result<std::vector<int64_t>> InMemoryStore::ReleaseWorkerJobs(const std::string&
   }
   return released;
 }
-Result<bool> InMemoryStore::RecordProgress(const store::ProgressReport&) {
-  return Unused("RecordProgress");
+Result<bool> InMemoryStore::RecordProgress(const store::ProgressReport& report) {
+  auto it = jobs.find(report.job_id);
+  if (it == jobs.end() || it->second.state != store::kJobRunning ||
+      it->second.attempt != report.attempt || it->second.worker_id != report.worker_id) {
+    return false;
+  }
+  progress.push_back(report);
+  return true;
 }
 
 Result<store::ArtifactRow> InMemoryStore::InsertArtifact(const store::ArtifactRow& artifact) {
@@ -266,8 +304,13 @@ Result<std::vector<store::WorkerRow>> InMemoryStore::ListWorkers() {
   for (const auto& [id, w] : workers) out.push_back(w);
   return out;
 }
-Status InMemoryStore::TouchWorker(const std::string&, int64_t, store::WorkerState) {
-  return Unused("TouchWorker");
+Status InMemoryStore::TouchWorker(const std::string& id, int64_t now_ms, store::WorkerState state) {
+  auto it = workers.find(id);
+  if (it == workers.end()) return Status::NotFound("no worker " + id);
+  it->second.last_heartbeat_ms = now_ms;
+  it->second.state = state;
+  ++worker_touches;
+  return Status::Ok();
 }
 Status InMemoryStore::SetDrainRequested(const std::string& id, bool drain) {
   auto it = workers.find(id);

@@ -51,9 +51,11 @@ class InMemoryStore final : public store::BuildReader,
   std::map<std::string, store::LockRow> lock_rows;  // by digest
   // What was written.
   std::vector<store::CompletionReport> completions;
-  std::vector<store::BuildLinks> links;  // of each CreateBuildLinked, in order
-  int held_resolutions = 0;              // ResolveHeldJobs calls
-  int visits = 0;                        // Together calls
+  std::vector<store::BuildLinks> links;         // of each CreateBuildLinked, in order
+  int held_resolutions = 0;                     // ResolveHeldJobs calls
+  int visits = 0;                               // Together calls
+  std::vector<store::ProgressReport> progress;  // recorded, in order
+  int worker_touches = 0;                       // TouchWorker calls
 
   // A build of `recipe_name` by `who` with one build job (a succeeded one when `succeeded`).
   // Returns the job's id; the build's id is the same.

@@ -9,6 +9,7 @@
 #include "daemon/hosts/host_manager.h"
 #include "daemon/hosts/inventory.h"
 #include "gtest/gtest.h"
+#include "tests/support/sqlite_store_test.h"
 #include "tests/support/test_util.h"
 
 namespace farm::hosts {
@@ -60,12 +61,9 @@ TEST(ParseRecapLine, ReadsTheHostsCountsOnly) {
   EXPECT_FALSE(ParseRecapLine("TASK [local : x]", "local").has_value());
 }
 
-class HostManagerTest : public ::testing::Test {
+class HostManagerTest : public testing::SqliteStoreTest {
  protected:
-  void SetUp() override {
-    auto store = store::OpenSqliteStore(dir_.path() + "/farm.db");
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(*store);
+  void SetUpOnStore() override {
     ASSERT_OK(fs::MakeDirs(dir_.path() + "/playbooks"));
     ASSERT_OK(fs::WriteFileAtomic(dir_.path() + "/playbooks/workers.yml", "---\n"));
   }
@@ -117,10 +115,7 @@ class HostManagerTest : public ::testing::Test {
     return r.ok() ? *r : "";
   }
 
-  ScopedTempDir dir_;
-  std::unique_ptr<store::Store> store_;
   RealProcessRunner runner_;
-  FakeClock clock_;
   int minted_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <deque>
 
 #include "daemon/notify/webhooks.h"
+#include "tests/support/sqlite_store_test.h"
 #include "tests/support/test_util.h"
 
 namespace farm::notify {
@@ -27,10 +28,9 @@ class ScriptedHttp final : public httpc::HttpClient {
 
 constexpr char kUrl[] = "https://hooks.example/T1/secret-part";
 
-class NotifierTest : public ::testing::Test {
+class NotifierTest : public testing::SqliteStoreTest {
  protected:
-  void SetUp() override {
-    store_ = store::OpenSqliteStore(dir_.path() + "/farm.db").value();
+  void SetUpOnStore() override {
     outbox_ = store::AsWebhookStore(store_.get());
     ASSERT_NE(outbox_, nullptr);
   }
@@ -83,9 +83,6 @@ class NotifierTest : public ::testing::Test {
     return outbox_->ListWebhookDeliveries(100).value();
   }
 
-  testing::ScopedTempDir dir_;
-  testing::FakeClock clock_;
-  std::unique_ptr<store::Store> store_;
   store::WebhookStore* outbox_ = nullptr;
   ScriptedHttp http_;
 };

@@ -14,6 +14,7 @@
 #include "daemon/attest/attestor.h"
 #include "daemon/publish/outbox_internal.h"
 #include "tests/support/one_job_build.h"
+#include "tests/support/sqlite_store_test.h"
 #include "tests/support/test_util.h"
 #include "tests/unit/common/wheel/wheel_builder.h"
 
@@ -99,10 +100,9 @@ class ScriptedHf final : public HfTarget {
   std::vector<std::string> paths;
 };
 
-class OutboxTest : public ::testing::Test {
+class OutboxTest : public testing::SqliteStoreTest {
  protected:
-  void SetUp() override {
-    store_ = store::OpenSqliteStore(dir_.path() + "/farm.db").value();
+  void SetUpOnStore() override {
     blobs_ = store::BlobStore::Open(dir_.path() + "/blobs").value();
     ASSERT_OK(fs::MakeDirs(dir_.path() + "/work"));
   }
@@ -170,9 +170,6 @@ class OutboxTest : public ::testing::Test {
     return out;
   }
 
-  testing::ScopedTempDir dir_;
-  testing::FakeClock clock_;
-  std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::BlobStore> blobs_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/sqlite_store_test.h"
 #include "tests/support/test_util.h"
 
 namespace farm::quota {
@@ -9,14 +10,8 @@ namespace {
 
 constexpr int64_t kHourMs = 3600 * 1000;
 
-class QuotaTest : public ::testing::Test {
+class QuotaTest : public testing::SqliteStoreTest {
  protected:
-  void SetUp() override {
-    auto s = store::OpenSqliteStore(dir_.path() + "/farm.db");
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
-  }
-
   QuotaKeeper Keeper(Limits submitter) {
     Policy p;
     p.by_role["submitter"] = submitter;
@@ -33,10 +28,6 @@ class QuotaTest : public ::testing::Test {
     for (auto& j : rows) j.cell = "cell", j.created_ms = 1;
     ASSERT_OK(store_->CreateBuild(&b, &rows));
   }
-
-  testing::ScopedTempDir dir_;
-  testing::FakeClock clock_;
-  std::unique_ptr<store::Store> store_;
 };
 
 TEST_F(QuotaTest, SubmissionsRefillEvenlyOverTheWindowAndSayWhenToRetry) {

@@ -8,6 +8,7 @@
 
 #include "daemon/model/convert.h"
 #include "daemon/model/torch_proofs.h"
+#include "tests/support/sqlite_store_test.h"
 #include "tests/support/test_util.h"
 
 namespace farm::sched {
@@ -23,12 +24,9 @@ farm::v1::MatrixCell Cell(const std::string& torch) {
   return c;
 }
 
-class FanoutTest : public ::testing::Test {
+class FanoutTest : public testing::SqliteStoreTest {
  protected:
-  void SetUp() override {
-    auto s = store::OpenSqliteStore(dir_.path() + "/farm.db");
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
+  void SetUpOnStore() override {
     farm::v1::JobNeeds needs;
     needs.set_provisioned(true);
     for (const char* t : {"2.9", "2.10", "2.11"}) *needs.add_validate_in() = Cell(t);
@@ -80,8 +78,6 @@ class FanoutTest : public ::testing::Test {
     return out;
   }
 
-  testing::ScopedTempDir dir_;
-  std::unique_ptr<store::Store> store_;
   store::JobRow job_;
   std::string own_report_;
 };

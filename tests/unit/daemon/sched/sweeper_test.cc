@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon/builds/build_key.h"
+#include "tests/support/sqlite_store_test.h"
 #include "tests/support/test_util.h"
 
 namespace farm::sched {
@@ -14,12 +15,9 @@ namespace {
 
 constexpr int64_t kLeaseMs = 30'000;
 
-class SweeperTest : public ::testing::Test {
+class SweeperTest : public testing::SqliteStoreTest {
  protected:
-  void SetUp() override {
-    auto s = store::OpenSqliteStore(dir_.path() + "/farm.db");
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
+  void SetUpOnStore() override {
     store::BuildRow b{.recipe_name = "r", .recipe = "r", .submitted_by = "t", .created_ms = 1};
     std::vector<store::JobRow> rows(1);
     rows[0].max_attempts = 3;
@@ -32,9 +30,6 @@ class SweeperTest : public ::testing::Test {
     ASSERT_TRUE(leased->at(0).has_value());
   }
 
-  testing::ScopedTempDir dir_;
-  testing::FakeClock clock_;
-  std::unique_ptr<store::Store> store_;
   int64_t job_id_ = 0;
 };
 

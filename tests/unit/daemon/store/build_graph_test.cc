@@ -14,12 +14,9 @@
 namespace farm::store {
 namespace {
 
-class BuildGraphTest : public ::testing::Test {
+class BuildGraphTest : public StoreTest {
  protected:
-  void SetUp() override {
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
+  void SetUpOnStore() override {
     BuildRow dep{.recipe_name = "dep", .recipe = "r", .submitted_by = "t", .created_ms = 1};
     std::vector<JobRow> rows(1);
     rows[0].cell = "cell";
@@ -74,9 +71,6 @@ class BuildGraphTest : public ::testing::Test {
     return j.ok() ? *j : JobRow{};
   }
 
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
   int64_t dep_job_ = 0;
 };
 

@@ -38,17 +38,8 @@ void Add(SpanHistogram& h, int64_t span) {
   }
 }
 
-class JobCountersTest : public ::testing::Test {
+class JobCountersTest : public StoreTest {
  protected:
-  void SetUp() override { Reopen(); }
-
-  void Reopen() {
-    store_.reset();
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
-  }
-
   // What the counters should say, from every job's row.
   Figures Recount() {
     Figures f{std::vector<int64_t>(6, 0), Histogram(kQueueWaitBoundsMs),
@@ -118,9 +109,6 @@ class JobCountersTest : public ::testing::Test {
     return r.ok() ? r.value() : std::vector<JobRow>{};
   }
 
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
   std::vector<int64_t> builds_;
 };
 

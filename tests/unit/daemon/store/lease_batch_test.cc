@@ -12,14 +12,8 @@
 namespace farm::store {
 namespace {
 
-class LeaseBatchTest : public ::testing::Test {
+class LeaseBatchTest : public StoreTest {
  protected:
-  void SetUp() override {
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
-  }
-
   std::vector<int64_t> MakeBuild(int jobs, int priority = 0) {
     BuildRow b{.recipe_name = "r",
                .recipe = "r",
@@ -35,10 +29,6 @@ class LeaseBatchTest : public ::testing::Test {
     for (const auto& j : rows) ids.push_back(j.id);
     return ids;
   }
-
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
 };
 
 TEST_F(LeaseBatchTest, LeasableIdsComeInDispatchOrder) {
@@ -103,16 +93,7 @@ TEST_F(LeaseBatchTest, HeldAndBackedOffJobsAreNotLeasable) {
   auto job = store_->AcquireJob("w1", 10, 1000, nullptr);
   ASSERT_OK(job.status());
   // An infrastructure failure with a backoff: pending, but not before 5000.
-  ASSERT_OK(store_
-                ->CompleteAttempt({.job_id = ids[0],
-                                   .attempt = 1,
-                                   .worker_id = "w1",
-                                   .cause = kCauseInfrastructure,
-                                   .exit_code = 1,
-                                   .max_attempts = 3,
-                                   .retry_not_before_ms = 5000},
-                                  20)
-                .status());
+  ASSERT_OK(store_->CompleteAttempt(InfraFailure(ids[0], 1, "w1", 5000), 20).status());
   EXPECT_TRUE(store_->ListLeasableJobIds(100, 10)->empty());
   auto early = store_->LeaseJobs({{ids[0], "w1"}}, 100, 1000);
   ASSERT_OK(early.status());

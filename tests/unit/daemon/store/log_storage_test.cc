@@ -12,12 +12,9 @@
 namespace farm::store {
 namespace {
 
-class LogStorageTest : public ::testing::Test {
+class LogStorageTest : public StoreTest {
  protected:
-  void SetUp() override {
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
+  void SetUpOnStore() override {
     auto db = under_test_.OpenDb();
     ASSERT_OK(db.status());
     db_ = std::move(db).value();
@@ -50,9 +47,6 @@ class LogStorageTest : public ::testing::Test {
         "pg_total_relation_size('log_lines')");
   }
 
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
   std::unique_ptr<Db> db_;
   int64_t job_id_ = 0;
 };

@@ -15,12 +15,9 @@
 namespace farm::store {
 namespace {
 
-class MirrorStoreTest : public ::testing::Test {
+class MirrorStoreTest : public StoreTest {
  protected:
-  void SetUp() override {
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
+  void SetUpOnStore() override {
     mirror_ = AsMirrorStore(store_.get());
     ASSERT_NE(mirror_, nullptr);
   }
@@ -33,9 +30,6 @@ class MirrorStoreTest : public ::testing::Test {
                          .last_used_ms = at};
   }
 
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
   MirrorStore* mirror_ = nullptr;
 };
 

@@ -15,18 +15,7 @@
 namespace farm::store {
 namespace {
 
-class OwnersTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
-  }
-
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
-};
+class OwnersTest : public StoreTest {};
 
 TEST_F(OwnersTest, TheFirstClaimOwnsANameAndLaterClaimsSeeThatOwner) {
   auto none = store_->GetRecipeName("attn-example");

@@ -9,14 +9,8 @@
 namespace farm::store {
 namespace {
 
-class PrincipalUsageTest : public ::testing::Test {
+class PrincipalUsageTest : public StoreTest {
  protected:
-  void SetUp() override {
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
-  }
-
   // A build of `who` with `jobs` jobs (each reusing `reused_from` when > 0) and a recipe
   // of `recipe_bytes`; returns its job ids.
   std::vector<int64_t> Build(const std::string& who, int jobs, size_t recipe_bytes,
@@ -40,9 +34,6 @@ class PrincipalUsageTest : public ::testing::Test {
     return u.ok() ? u.value() : PrincipalUsage{-1, -1};
   }
 
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
   std::vector<int64_t> build_ids_;
 };
 

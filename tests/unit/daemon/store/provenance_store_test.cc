@@ -9,13 +9,8 @@
 namespace farm::store {
 namespace {
 
-class ProvenanceStoreTest : public ::testing::Test {
+class ProvenanceStoreTest : public StoreTest {
  protected:
-  void SetUp() override {
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
-  }
   ProvenanceRow Row(const std::string& kind, int64_t job, int attempt, const std::string& key) {
     return {.sha256 = std::string(64, 'a'),
             .kind = kind,
@@ -25,10 +20,6 @@ class ProvenanceStoreTest : public ::testing::Test {
             .envelope = "{\"kind\":\"" + kind + "\"}",
             .created_ms = 5};
   }
-
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
 };
 
 TEST_F(ProvenanceStoreTest, OneRowPerWheelKindJobAndAttemptBuildsFirst) {

@@ -9,12 +9,9 @@
 namespace farm::store {
 namespace {
 
-class QueueGenerationTest : public ::testing::Test {
+class QueueGenerationTest : public StoreTest {
  protected:
-  void SetUp() override {
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
+  void SetUpOnStore() override {
     ASSERT_OK(
         store_->UpsertWorker({.id = "w1", .name = "one", .state = store::WorkerState::kIdle}));
   }
@@ -42,10 +39,6 @@ class QueueGenerationTest : public ::testing::Test {
     EXPECT_GT(store_->Generation(), all) << "every write moves Generation()";
     return store_->QueueGeneration() != queue;
   }
-
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
 };
 
 TEST_F(QueueGenerationTest, NewWorkAndWorkerChangesWakePolls) {
@@ -87,13 +80,7 @@ TEST_F(QueueGenerationTest, EveryRequeueWakesPolls) {
   MakeBuild(3);
   JobRow infra = Lease();
   EXPECT_TRUE(Wakes([&] {
-    auto r = store_->CompleteAttempt({.job_id = infra.id,
-                                      .attempt = 1,
-                                      .worker_id = "w1",
-                                      .cause = kCauseInfrastructure,
-                                      .exit_code = 1,
-                                      .max_attempts = 3},
-                                     20);
+    auto r = store_->CompleteAttempt(InfraFailure(infra.id, 1, "w1"), 20);
     ASSERT_OK(r.status());
     EXPECT_EQ(r.value(), kJobPending);
   }));
@@ -123,14 +110,7 @@ TEST_F(QueueGenerationTest, LeasableHintFollowsTheQueueAndNotBeforeTimes) {
   EXPECT_FALSE(store_->MayHaveLeasableJob(10));
   EXPECT_FALSE(store_->AcquireJob("w1", 10, 1000, nullptr)->has_value());
   // A retry that waits until 500 is not leasable before then, and is after.
-  auto r = store_->CompleteAttempt({.job_id = first.id,
-                                    .attempt = 1,
-                                    .worker_id = "w1",
-                                    .cause = kCauseInfrastructure,
-                                    .exit_code = 1,
-                                    .max_attempts = 3,
-                                    .retry_not_before_ms = 500},
-                                   20);
+  auto r = store_->CompleteAttempt(InfraFailure(first.id, 1, "w1", 500), 20);
   ASSERT_OK(r.status());
   ASSERT_EQ(r.value(), kJobPending);
   EXPECT_FALSE(store_->MayHaveLeasableJob(499));

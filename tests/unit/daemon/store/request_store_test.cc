@@ -16,12 +16,9 @@
 namespace farm::store {
 namespace {
 
-class RequestStoreTest : public ::testing::Test {
+class RequestStoreTest : public StoreTest {
  protected:
-  void SetUp() override {
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
+  void SetUpOnStore() override {
     requests_ = AsRequestStore(store_.get());
     ASSERT_NE(requests_, nullptr);
   }
@@ -37,9 +34,6 @@ class RequestStoreTest : public ::testing::Test {
                       .first_by = "bob"};
   }
 
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
   RequestStore* requests_ = nullptr;
 };
 

@@ -7,14 +7,8 @@
 namespace farm::store {
 namespace {
 
-class SqliteStoreTest : public ::testing::Test {
+class SqliteStoreTest : public StoreTest {
  protected:
-  void SetUp() override {
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
-  }
-
   int64_t MakeBuild(int jobs) {
     BuildRow b{.recipe_name = "attn-example", .recipe = "r", .submitted_by = "t", .created_ms = 1};
     std::vector<JobRow> rows(static_cast<size_t>(jobs));
@@ -28,10 +22,6 @@ class SqliteStoreTest : public ::testing::Test {
     EXPECT_OK(r.status());
     return r.ok() ? r.value() : std::nullopt;
   }
-
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
 };
 
 TEST_F(SqliteStoreTest, BuildSucceedsWhenEveryJobSucceeds) {
@@ -108,13 +98,7 @@ TEST_F(SqliteStoreTest, LateReportOfSupersededAttemptIsRejected) {
 TEST_F(SqliteStoreTest, BuildFailureIsNotRetriedButInfrastructureIs) {
   MakeBuild(2);
   auto a = Acquire("w1");
-  auto infra = store_->CompleteAttempt({.job_id = a->id,
-                                        .attempt = 1,
-                                        .worker_id = "w1",
-                                        .cause = kCauseInfrastructure,
-                                        .exit_code = 1,
-                                        .max_attempts = 3},
-                                       20);
+  auto infra = store_->CompleteAttempt(InfraFailure(a->id, 1, "w1"), 20);
   ASSERT_OK(infra.status());
   EXPECT_EQ(infra.value(), kJobPending);
   auto b = Acquire("w1");

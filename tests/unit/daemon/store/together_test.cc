@@ -12,19 +12,12 @@
 namespace farm::store {
 namespace {
 
-class TogetherTest : public ::testing::Test {
+class TogetherTest : public StoreTest {
  protected:
-  void SetUp() override {
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
+  void SetUpOnStore() override {
     ASSERT_OK(
         store_->UpsertWorker({.id = "w1", .name = "one", .state = store::WorkerState::kIdle}));
   }
-
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
 };
 
 TEST_F(TogetherTest, ReadsAndWritesInsideRunAsOneVisitAndOtherCallersWaitForIt) {

@@ -9,12 +9,9 @@
 namespace farm::store {
 namespace {
 
-class ValidationJobsTest : public ::testing::Test {
+class ValidationJobsTest : public StoreTest {
  protected:
-  void SetUp() override {
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
+  void SetUpOnStore() override {
     BuildRow b{.recipe_name = "attn-example", .recipe = "r", .submitted_by = "t", .created_ms = 1};
     std::vector<JobRow> rows(1);
     rows[0].cell = "cell";
@@ -51,9 +48,6 @@ class ValidationJobsTest : public ::testing::Test {
             .target_attempt = 1};
   }
 
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
   int64_t build_id_ = 0, job_id_ = 0, artifact_id_ = 0;
 };
 
@@ -162,12 +156,9 @@ TEST_F(ValidationJobsTest, ANewTorchProofIsQueuedOncePerKeyAndItsFailureListed) 
 // A stable-ABI build (daemon/sched/fanout.h): its validations in other cells are queued in
 // the transaction that records its success, once each, and keep their reports to
 // themselves.
-class FanoutStoreTest : public ::testing::Test {
+class FanoutStoreTest : public StoreTest {
  protected:
-  void SetUp() override {
-    auto s = under_test_.Open();
-    ASSERT_OK(s.status());
-    store_ = std::move(s).value();
+  void SetUpOnStore() override {
     BuildRow b{.recipe_name = "abi", .recipe = "r", .submitted_by = "t", .created_ms = 1};
     std::vector<JobRow> rows(1);
     rows[0].cell = "cell-2.10";
@@ -203,9 +194,6 @@ class FanoutStoreTest : public ::testing::Test {
             .on_success = {In("cell-2.9"), In("cell-2.11"), In("cell-2.9")}};
   }
 
-  testing::ScopedTempDir dir_;
-  StoreUnderTest under_test_{dir_.path()};
-  std::unique_ptr<Store> store_;
   int64_t build_id_ = 0, job_id_ = 0;
 };
 

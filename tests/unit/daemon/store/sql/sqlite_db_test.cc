@@ -6,6 +6,7 @@
 #include <string>
 
 #include "daemon/store/sql/db.h"
+#include "daemon/store/sql/rows.h"
 #include "tests/support/test_util.h"
 
 namespace farm::store {
@@ -209,6 +210,30 @@ TEST_F(SqliteDbTest, AFailedStatementThroughExecSaysWhy) {
   st = db_->Exec("INSERT INTO t(k, v) VALUES (1, 'a'); INSERT INTO t(k, v) VALUES (1, 'b')");
   EXPECT_FALSE(st.ok());
   EXPECT_EQ(ValueOf(1), "a");
+}
+
+enum class Color { kRed = 1, kBlue = 2 };
+struct ReadBack {
+  int64_t id = 0;
+  std::string name;
+  int count = 0;
+  bool flag = false;
+  Color color = Color::kRed;
+};
+
+TEST_F(SqliteDbTest, ReadMembersFillsEachMemberFromItsColumnInOrder) {
+  auto s = db_->Prepare("SELECT 7, 'seven', 3, 2, 2");
+  ASSERT_OK(s.status());
+  auto row = (*s)->Step();
+  ASSERT_OK(row.status());
+  ASSERT_TRUE(*row);
+  auto r = ReadMembers<ReadBack>(**s, &ReadBack::id, &ReadBack::name, &ReadBack::count,
+                                 &ReadBack::flag, &ReadBack::color);
+  EXPECT_EQ(r.id, 7);
+  EXPECT_EQ(r.name, "seven");
+  EXPECT_EQ(r.count, 3);
+  EXPECT_TRUE(r.flag);
+  EXPECT_EQ(r.color, Color::kBlue);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Retrying farmd calls that failed with UNAVAILABLE (farmd restarting, network blip):
 // bounded exponential backoff (0.5 s doubling to 10 s) until a deadline. Stateless.
-#ifndef FARM_WORKER_AGENT_RETRY_H_
-#define FARM_WORKER_AGENT_RETRY_H_
+#ifndef FARM_WORKER_CLIENT_RETRY_H_
+#define FARM_WORKER_CLIENT_RETRY_H_
 
 #include <algorithm>
 #include <chrono>
@@ -9,8 +9,8 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "worker/agent/backoff.h"
-#include "worker/agent/farm_client.h"
+#include "worker/client/backoff.h"
+#include "worker/client/farm_client.h"
 
 namespace farm::agent {
 
@@ -38,4 +38,4 @@ auto RetryUnavailable(const Clock& clock, int64_t deadline_ms, FarmClient* clien
 
 }  // namespace farm::agent
 
-#endif  // FARM_WORKER_AGENT_RETRY_H_
+#endif  // FARM_WORKER_CLIENT_RETRY_H_

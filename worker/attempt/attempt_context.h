@@ -1,12 +1,14 @@
-// JobRunner: one attempt of one job, from a fresh workspace to CompleteJob. It fetches
-// the source, applies patches, makes the venv, runs the build command through the
-// Executor with the recipe's environment, streams the log, uploads the wheels and
-// reports how the attempt ended. Run() is called on the job's own thread and never
-// throws; other threads stop the job through its JobControl.
-#ifndef FARM_WORKER_JOB_JOB_RUNNER_H_
-#define FARM_WORKER_JOB_JOB_RUNNER_H_
+// What one attempt of a job is given, and the steps both kinds of attempt take: the build
+// attempt (build_attempt.h) and the validation attempt (validation_attempt.h) each hold an
+// AttemptContext, which the JobRunner (job_runner.h) makes for the attempt. The steps fetch
+// the source, the wheels of earlier jobs and the cell's environment, prove wheels on this
+// host's GPU (validate/validation.h) and say how a stopped attempt ends. Used on the job's
+// own thread only; other threads stop the job through its JobControl.
+#ifndef FARM_WORKER_ATTEMPT_ATTEMPT_CONTEXT_H_
+#define FARM_WORKER_ATTEMPT_ATTEMPT_CONTEXT_H_
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -20,8 +22,8 @@
 #include "common/sandbox/build_user.h"
 #include "common/status.h"
 #include "farm/v1/worker.pb.h"
-#include "worker/agent/farm_client.h"
 #include "worker/cache/compile_cache.h"
+#include "worker/client/farm_client.h"
 #include "worker/exec/executor.h"
 #include "worker/job/build_env.h"
 #include "worker/job/environments.h"
@@ -30,8 +32,6 @@
 #include "worker/probe/probe.h"
 
 namespace farm::agent {
-
-class StepRunner;
 
 // Called with each wheel before it is uploaded: the structure and arch-manifest checks
 // (CheckWheelForJob in validation.h) plug in here and fill header->manifest. A non-OK
@@ -82,6 +82,30 @@ struct Outcome {
   std::optional<farm::v1::CompileCacheStats> compile_cache;  // when the build used the cache
 };
 
+// The worker's or the farm's trouble: retried (CAUSE_INFRASTRUCTURE).
+Outcome Infra(const std::string& detail);
+
+// A recipe that names what its source does not have fails once, as the build's failure.
+Outcome RecipeError(const std::string& detail);
+
+// The directory the build runs in: `src`, or the recipe's subdirectory of it, which must
+// stay inside the source tree and exist. InvalidArgument (the recipe's error) saying what
+// the tree holds otherwise.
+Result<std::string> BuildDir(const std::string& src, const farm::v1::Recipe& recipe);
+
+// What every container of a job shares: its workspace, the recipe's image, and the job's
+// identity, from which a container executor names and labels the container.
+ExecRequest JobContainerBase(const std::string& ws, const std::string& image, const EnvMap& env);
+
+// For a job whose commands run in a container: checks a path in the recipe's image, in a
+// throwaway container named and labelled after the job. Null for native jobs.
+ExecutableCheck ImageCheckFor(Executor& executor, const std::string& ws, const std::string& image,
+                              const EnvMap& env);
+
+// How long a call to farmd about the attempt (a download, an upload, its report) is
+// retried while farmd is unavailable, unless the worker is shutting down.
+inline constexpr int64_t kReportRetryMs = 5 * 60 * 1000;
+
 // What a job's provisioning downloaded, from the provisioner's progress reports, and what
 // its log says of each: every byte counts whether or not the index gave the file's size
 // (a page without sizes reported 0.0 MB before), and a download of unknown size is said
@@ -103,95 +127,73 @@ class DownloadTally {
   int64_t bytes_ = 0;
 };
 
-class JobRunner {
+// The wheels of the jobs an attempt's job requires, as fetched: for the build venv and
+// for validation.
+struct InputWheels {
+  std::string dir;
+  std::vector<std::string> for_build;
+  std::vector<std::string> for_validation;
+};
+
+class AttemptContext {
  public:
-  JobRunner(JobDeps deps, JobSettings settings, farm::v1::JobAssignment job,
-            std::shared_ptr<JobControl> control);
+  AttemptContext(JobDeps deps, JobSettings settings, farm::v1::JobAssignment job,
+                 std::shared_ptr<JobControl> control);
 
-  // Runs the attempt and reports it to farmd. Returns what was reported.
-  Outcome Run();
+  const JobDeps& deps() const { return deps_; }
+  const JobSettings& settings() const { return settings_; }
+  const farm::v1::JobAssignment& job() const { return job_; }
+  JobControl& control() const { return *control_; }
+  // The wheels FetchInputs fetched (none before).
+  const InputWheels& inputs() const { return inputs_; }
+  // SourceDateEpoch of the source FetchAndPatch fetched, read before its patches; 0 before.
+  int64_t source_date_epoch() const { return source_date_epoch_; }
 
- private:
-  // A JOB_VALIDATE assignment runs as a ValidationAttempt (validation_attempt.h), which
-  // shares these helpers.
-  friend class ValidationAttempt;
-
-  Outcome Execute(LogShipper& log, const std::string& ws);
-  Result<std::vector<std::string>> DownloadWheels(LogShipper& log, const std::string& dir);
-  // Fetches `artifacts` from farmd into `dir`, each checked against its sha256 and size.
-  Result<std::vector<std::string>> FetchArtifacts(
-      LogShipper& log, const std::string& dir,
-      const google::protobuf::RepeatedPtrField<farm::v1::Artifact>& artifacts);
-  // Fetches the wheels of the jobs this one requires (job_.inputs()) into <ws>/inputs and
-  // sorts them into inputs_.
-  Status FetchInputs(LogShipper& log, const std::string& ws);
-  // Installs inputs_.for_build into the build venv, from exactly those files.
-  Status InstallBuildInputs(LogShipper& log, StepRunner& steps, const std::string& venv);
+  // The recipe's source in <ws>/src with its patches applied; errors say which step failed.
   Result<std::string> FetchAndPatch(LogShipper& log, const std::string& ws);
+  // The job's own artifacts (a validation job's wheels) fetched into `dir`, each checked
+  // against its sha256 and size; FailedPrecondition when the job names none.
+  Result<std::vector<std::string>> DownloadWheels(LogShipper& log, const std::string& dir);
+  // Fetches the wheels of the jobs this one requires (job().inputs()) into <ws>/inputs and
+  // sorts them into inputs().
+  Status FetchInputs(LogShipper& log, const std::string& ws);
+  // The lease's environment, made or cloned from its snapshot into <ws>/venv
+  // (provision.cc); ProvisioningOutcome says whose fault a failure is.
+  Result<env::ProvisionedEnv> ProvisionEnvironment(LogShipper& log, const std::string& ws);
+  Outcome ProvisioningOutcome(const Status& status) const;
+  // Proves `wheels` in a clean venv made from `python` (validate/validation.h), where the
+  // job's executor runs commands; the report says how it went. Fails only when validation
+  // could not run.
+  Result<farm::v1::ValidationReport> Validate(LogShipper& log, const JobEnvInputs& env_in,
+                                              const std::string& build_dir,
+                                              const std::string& python,
+                                              const std::vector<std::string>& wheels,
+                                              const farm::v1::ArchManifest& manifest);
   // Where the job's source tools (git, patches) run: inside the sandbox when the job's
   // executor is the sandbox (with the network for `network`), else on the host.
   std::unique_ptr<ProcessRunner> SourceRunner(const std::string& ws, bool network) const;
   // The worker's own copy of the job's outputs, outside the workspace: checked, labelled,
   // validated and uploaded from here, never from where the build left them.
   std::string OutputDir(const std::string& ws) const;
-  // The build attempt (job_build.cc): the venv, the job's environment and the cache, the
-  // build command, then FinishWheels.
-  struct BuildTools {
-    farm::v1::PythonInterpreter python;
-    farm::v1::CudaToolkit toolkit;                   // none when the recipe compiles no CUDA
-    std::optional<env::ProvisionedEnv> provisioned;  // its cache pins last as long as it
-  };
-  Result<Outcome> Build(LogShipper& log, const std::string& ws, const std::string& src);
-  // <ws>/venv is the provisioned environment's clone; the required wheels go in confined.
-  Status UseProvisioned(LogShipper& log, const std::string& ws, const EnvMap& tool_env,
-                        env::ProvisionedEnv provisioned, BuildTools* tools);
-  // <ws>/venv made on the host interpreter and toolkit the cell names.
-  Status MakeHostVenv(LogShipper& log, const std::string& ws, const EnvMap& tool_env,
-                      BuildTools* tools);
-  // What the job's environment is made from; `held_gb` gets the unified memory held for
-  // GPU validation.
-  JobEnvInputs EnvInputs(const std::string& ws, const BuildTools& tools, double* held_gb) const;
-  Status UseCache(LogShipper& log, const JobCacheUse& cache_use);
-  // Runs the build command; CAUSE_COMPLETED only when it exited 0 in time and unstopped.
-  Result<Outcome> RunBuildCommand(LogShipper& log, const ExecRequest& req, JobCacheGuard& cache);
-  // The lease's environment, made or cloned from its snapshot into <ws>/venv
-  // (job_provision.cc); ProvisioningOutcome says whose fault a failure is.
-  Result<env::ProvisionedEnv> ProvisionEnvironment(LogShipper& log, const std::string& ws);
-  Outcome ProvisioningOutcome(const Status& status) const;
-  Outcome FinishWheels(LogShipper& log, const JobEnvInputs& env_in, const std::string& build_dir,
-                       const std::string& python, Outcome built);
-  Result<farm::v1::ArtifactHeader> CheckOne(LogShipper& log, const std::string& path);
-  Result<farm::v1::ArtifactHeader> Label(LogShipper& log, const std::string& path,
-                                         const farm::v1::ArtifactHeader& header);
-  Result<farm::v1::ValidationReport> Validate(LogShipper& log, const JobEnvInputs& env_in,
-                                              const std::string& build_dir,
-                                              const std::string& python,
-                                              const std::vector<std::string>& wheels,
-                                              const farm::v1::ArchManifest& manifest);
-  Status UploadOne(LogShipper& log, const std::string& path, farm::v1::ArtifactHeader header);
-  void Report(const Outcome& outcome, int64_t last_seq);
+  // `base` with the cause and detail the JobControl was stopped with.
   Outcome StoppedOutcome(Outcome base) const;
+  // The steady-clock deadline of a retried call to farmd: `normal_ms` from now, or a few
+  // seconds while the worker shuts down.
   int64_t RetryDeadlineMs(int64_t normal_ms) const;
 
-  // The wheels of required jobs, as fetched: for the build venv and for validation.
-  struct InputWheels {
-    std::string dir;
-    std::vector<std::string> for_build;
-    std::vector<std::string> for_validation;
-  };
+ private:
+  Result<std::vector<std::string>> FetchArtifacts(
+      LogShipper& log, const std::string& dir,
+      const google::protobuf::RepeatedPtrField<farm::v1::Artifact>& artifacts);
 
   JobDeps deps_;
   JobSettings settings_;
-  InputWheels inputs_;
-  // SourceDateEpoch of the source as fetched, before patches (which `git apply` writes now).
-  int64_t source_date_epoch_ = 0;
   farm::v1::JobAssignment job_;
-  // The torch of the provisioned environment the build ran in ("" without one): the
-  // wheel's torch requirement names it.
-  std::string provisioned_torch_;
   std::shared_ptr<JobControl> control_;
+  InputWheels inputs_;
+  int64_t source_date_epoch_ = 0;
 };
 
 }  // namespace farm::agent
 
-#endif  // FARM_WORKER_JOB_JOB_RUNNER_H_
+#endif  // FARM_WORKER_ATTEMPT_ATTEMPT_CONTEXT_H_

@@ -2,8 +2,8 @@
 // file of the same names (--config; flags win) and, for TLS, the environment (FARM_CA,
 // FARM_CERT, FARM_KEY, ...; common/net/tls.h), plus the start-up helpers that read the
 // server address and the enrollment token. No state; safe from any thread.
-#ifndef FARM_WORKER_AGENT_CONFIG_H_
-#define FARM_WORKER_AGENT_CONFIG_H_
+#ifndef FARM_WORKER_CONFIG_CONFIG_H_
+#define FARM_WORKER_CONFIG_CONFIG_H_
 
 #include <cstdint>
 #include <map>
@@ -111,4 +111,4 @@ Result<std::string> LoadEnrollToken(const WorkerConfig& config);
 
 }  // namespace farm::agent
 
-#endif  // FARM_WORKER_AGENT_CONFIG_H_
+#endif  // FARM_WORKER_CONFIG_CONFIG_H_

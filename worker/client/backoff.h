@@ -1,7 +1,7 @@
 // Bounded exponential backoff for reconnecting to farmd: 0.5 s doubling to 10 s, reset
 // after a success. Not thread-safe; each loop owns one.
-#ifndef FARM_WORKER_AGENT_BACKOFF_H_
-#define FARM_WORKER_AGENT_BACKOFF_H_
+#ifndef FARM_WORKER_CLIENT_BACKOFF_H_
+#define FARM_WORKER_CLIENT_BACKOFF_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -27,4 +27,4 @@ class Backoff {
 
 }  // namespace farm::agent
 
-#endif  // FARM_WORKER_AGENT_BACKOFF_H_
+#endif  // FARM_WORKER_CLIENT_BACKOFF_H_

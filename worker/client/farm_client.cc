@@ -1,4 +1,4 @@
-#include "worker/agent/farm_client.h"
+#include "worker/client/farm_client.h"
 
 #include <grpcpp/grpcpp.h>
 

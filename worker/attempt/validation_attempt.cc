@@ -1,36 +1,35 @@
-#include "worker/validate/validation_attempt.h"
+#include "worker/attempt/validation_attempt.h"
 
 #include "common/fs.h"
-#include "worker/job/job_outcome.h"
 #include "worker/job/workspace.h"
 
 namespace farm::agent {
 
 std::variant<ValidationAttempt::Interpreter, Outcome> ValidationAttempt::ProbedInterpreter() const {
-  const farm::v1::JobAssignment& job = runner_.job_;
-  auto python = SelectPython(job.cell(), runner_.settings_.caps);
+  const farm::v1::JobAssignment& job = ctx_.job();
+  auto python = SelectPython(job.cell(), ctx_.settings().caps);
   if (!python.ok()) return Infra(python.status().message());
   // Validation compiles nothing: a toolkit of the cell's CUDA only sets CUDA_HOME if here.
-  auto toolkit = SelectToolkit(job.cell(), runner_.settings_.caps);
+  auto toolkit = SelectToolkit(job.cell(), ctx_.settings().caps);
   return Interpreter{python->path(), python->version(),
                      toolkit.ok() ? *toolkit : farm::v1::CudaToolkit()};
 }
 
 std::variant<ValidationAttempt::Interpreter, Outcome> ValidationAttempt::ProvisionedInterpreter(
     LogShipper& log, const std::string& ws) {
-  auto made = runner_.ProvisionEnvironment(log, ws);
-  if (!made.ok()) return runner_.ProvisioningOutcome(made.status());
+  auto made = ctx_.ProvisionEnvironment(log, ws);
+  if (!made.ok()) return ctx_.ProvisioningOutcome(made.status());
   provisioned_ = std::move(made).value();
   log.Append(farm::v1::SYSTEM,
              "farm: validating with the cell's environment: " + provisioned_->venv_dir +
                  " (torch " + provisioned_->torch + ", base " + provisioned_->base_python + ")");
-  return Interpreter{provisioned_->python, runner_.job_.environment().python(), {}};
+  return Interpreter{provisioned_->python, ctx_.job().environment().python(), {}};
 }
 
 Outcome ValidationAttempt::Run(LogShipper& log, const std::string& ws) {
-  const farm::v1::JobAssignment& job = runner_.job_;
-  const JobSettings& settings = runner_.settings_;
-  JobControl& control = *runner_.control_;
+  const farm::v1::JobAssignment& job = ctx_.job();
+  const JobSettings& settings = ctx_.settings();
+  JobControl& control = ctx_.control();
   const farm::v1::MatrixCell& cell = job.cell();
   log.Append(farm::v1::SYSTEM, "farm: validating the " + std::to_string(job.artifacts_size()) +
                                    " wheel(s) of an earlier build on this worker's GPU" +
@@ -38,7 +37,7 @@ Outcome ValidationAttempt::Run(LogShipper& log, const std::string& ws) {
   std::string build_dir = ws;
   const farm::v1::ValidationSpec& spec = job.recipe().validation();
   if (!spec.script().empty() && spec.script_content().empty()) {  // the script is in the source
-    auto src = runner_.FetchAndPatch(log, ws);
+    auto src = ctx_.FetchAndPatch(log, ws);
     if (!src.ok()) return Infra(src.status().message());
     auto dir = BuildDir(*src, job.recipe());
     if (!dir.ok()) return RecipeError(dir.status().message());
@@ -49,10 +48,10 @@ Outcome ValidationAttempt::Run(LogShipper& log, const std::string& ws) {
     python = ProbedInterpreter();
     if (auto* ended = std::get_if<Outcome>(&python)) return *ended;
   }
-  auto wheels = runner_.DownloadWheels(log, ws + "/wheels");
-  if (control.stopped()) return runner_.StoppedOutcome({});
+  auto wheels = ctx_.DownloadWheels(log, ws + "/wheels");
+  if (control.stopped()) return ctx_.StoppedOutcome({});
   if (!wheels.ok()) return Infra("fetching the wheels failed: " + wheels.status().message());
-  if (Status s = runner_.FetchInputs(log, ws); !s.ok()) {
+  if (Status s = ctx_.FetchInputs(log, ws); !s.ok()) {
     return Infra("fetching the required wheels failed: " + s.message());
   }
   if (Status s = fs::MakeDirs(ws + "/tmp"); !s.ok()) return Infra(s.message());
@@ -78,11 +77,11 @@ Outcome ValidationAttempt::Run(LogShipper& log, const std::string& ws) {
                   .python_version = interpreter.version,
                   .toolkit = interpreter.toolkit,
                   .cores = settings.caps.cpu_cores(),
-                  .available_memory_bytes = runner_.deps_.probe->AvailableMemoryBytes(),
+                  .available_memory_bytes = ctx_.deps().probe->AvailableMemoryBytes(),
                   .secrets = settings.secrets};
-  auto report = runner_.Validate(log, in, build_dir, interpreter.path, *wheels, manifest);
+  auto report = ctx_.Validate(log, in, build_dir, interpreter.path, *wheels, manifest);
   Outcome out{farm::v1::CAUSE_COMPLETED, "", 0, 0};
-  if (control.stopped()) return runner_.StoppedOutcome(out);
+  if (control.stopped()) return ctx_.StoppedOutcome(out);
   if (!report.ok()) return Infra("validation could not run: " + report.status().message());
   out.validation = std::move(report).value();
   if (out.validation.state() == farm::v1::VALIDATION_FAILED) {

@@ -1,4 +1,4 @@
-#include "worker/agent/config.h"
+#include "worker/config/config.h"
 
 #include <unistd.h>
 

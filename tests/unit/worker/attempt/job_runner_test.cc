@@ -1,4 +1,4 @@
-#include "worker/job/job_runner.h"
+#include "worker/attempt/job_runner.h"
 
 #include <chrono>
 #include <filesystem>

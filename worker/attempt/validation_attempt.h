@@ -1,4 +1,5 @@
-// ValidationAttempt: one attempt of a JOB_VALIDATE job, for the JobRunner that leased it.
+// ValidationAttempt: one attempt of a JOB_VALIDATE job, for the JobRunner that leased it,
+// beside the build attempt (build_attempt.h).
 // The wheels an earlier build made are fetched from farmd and proved here as a build job
 // proves its own (validation.h), with the interpreter of the job's cell:
 //   - a cell of a recipe with `environment:` (the lease carries its Python and torch):
@@ -9,24 +10,24 @@
 // (daemon/sched/fanout.h): the validation then proves the wheel with that torch.
 // The source is fetched only when the validation script lives in it. Runs on the job's
 // thread; not shared between threads.
-#ifndef FARM_WORKER_VALIDATE_VALIDATION_ATTEMPT_H_
-#define FARM_WORKER_VALIDATE_VALIDATION_ATTEMPT_H_
+#ifndef FARM_WORKER_ATTEMPT_VALIDATION_ATTEMPT_H_
+#define FARM_WORKER_ATTEMPT_VALIDATION_ATTEMPT_H_
 
 #include <optional>
 #include <string>
 #include <variant>
 
 #include "common/status.h"
-#include "worker/job/job_runner.h"
+#include "worker/attempt/attempt_context.h"
 
 namespace farm::agent {
 
 class ValidationAttempt {
  public:
-  // `runner` (the attempt's JobRunner) must outlive this.
-  explicit ValidationAttempt(JobRunner& runner) : runner_(runner) {}
+  // `ctx` (the attempt's context) must outlive this.
+  explicit ValidationAttempt(AttemptContext& ctx) : ctx_(ctx) {}
 
-  // Runs the attempt in workspace `ws`; returns how it ended (Report is the runner's).
+  // Runs the attempt in workspace `ws`; returns how it ended (the JobRunner reports it).
   Outcome Run(LogShipper& log, const std::string& ws);
 
  private:
@@ -42,10 +43,10 @@ class ValidationAttempt {
   std::variant<Interpreter, Outcome> ProvisionedInterpreter(LogShipper& log, const std::string& ws);
   std::variant<Interpreter, Outcome> ProbedInterpreter() const;
 
-  JobRunner& runner_;
+  AttemptContext& ctx_;
   std::optional<env::ProvisionedEnv> provisioned_;
 };
 
 }  // namespace farm::agent
 
-#endif  // FARM_WORKER_VALIDATE_VALIDATION_ATTEMPT_H_
+#endif  // FARM_WORKER_ATTEMPT_VALIDATION_ATTEMPT_H_

@@ -1,4 +1,4 @@
-// The provisioning phase of a build job whose lease carries its cell's environment
+// The provisioning step of an attempt whose lease carries its cell's environment
 // (docs/environments.md): the worker makes it, or clones its cached snapshot, into the
 // job's workspace, saying what it does in the job's log.
 #include <algorithm>
@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "common/lock/env_lock.h"
+#include "worker/attempt/attempt_context.h"
 #include "worker/env/failure.h"
-#include "worker/job/job_runner.h"
 
 namespace farm::agent {
 namespace {
@@ -46,8 +46,8 @@ std::optional<std::string> DownloadTally::Add(const env::ProvisionProgress& p) {
   return " (" + Mb(p.done) + " so far)";
 }
 
-Result<env::ProvisionedEnv> JobRunner::ProvisionEnvironment(LogShipper& log,
-                                                            const std::string& ws) {
+Result<env::ProvisionedEnv> AttemptContext::ProvisionEnvironment(LogShipper& log,
+                                                                 const std::string& ws) {
   auto system = [&log, this](const std::string& text) {
     log.Append(farm::v1::SYSTEM, "farm: " + text);
   };
@@ -89,7 +89,7 @@ Result<env::ProvisionedEnv> JobRunner::ProvisionEnvironment(LogShipper& log,
   return made;
 }
 
-Outcome JobRunner::ProvisioningOutcome(const Status& status) const {
+Outcome AttemptContext::ProvisioningOutcome(const Status& status) const {
   env::ProvisionFailure cause = env::FailureOf(status);
   std::string detail = std::string("provisioning failed (") + env::ProvisionFailureName(cause) +
                        "): " + status.message();

@@ -2,8 +2,8 @@
 // (bearer token metadata, deadlines, gRPC codes mapped to Status codes with the same
 // numbers); tests substitute fakes. Thread-safe: job threads, the heartbeat thread and
 // the acquire loop call it at once.
-#ifndef FARM_WORKER_AGENT_FARM_CLIENT_H_
-#define FARM_WORKER_AGENT_FARM_CLIENT_H_
+#ifndef FARM_WORKER_CLIENT_FARM_CLIENT_H_
+#define FARM_WORKER_CLIENT_FARM_CLIENT_H_
 
 #include <cstdio>
 #include <functional>
@@ -16,7 +16,6 @@
 #include "common/sha256.h"
 #include "common/status.h"
 #include "farm/v1/worker.grpc.pb.h"
-#include "worker/job/log_shipper.h"
 
 namespace farm::agent {
 
@@ -55,19 +54,6 @@ class FarmClient {
   // Called after UNAVAILABLE: looks the address up again (farmd may have restarted on
   // another port) and reconnects when it changed.
   virtual void Reconnect() = 0;
-};
-
-// Adapts a FarmClient to the LogShipper's sink.
-class FarmLogSink final : public LogSink {
- public:
-  explicit FarmLogSink(FarmClient& client) : client_(client) {}
-  Result<int64_t> Send(int64_t job_id, int32_t attempt,
-                       const std::vector<farm::v1::LogLine>& lines) override {
-    return client_.UploadLog(job_id, attempt, lines);
-  }
-
- private:
-  FarmClient& client_;
 };
 
 class GrpcFarmClient final : public FarmClient {
@@ -117,4 +103,4 @@ class GrpcFarmClient final : public FarmClient {
 
 }  // namespace farm::agent
 
-#endif  // FARM_WORKER_AGENT_FARM_CLIENT_H_
+#endif  // FARM_WORKER_CLIENT_FARM_CLIENT_H_

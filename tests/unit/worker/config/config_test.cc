@@ -1,34 +1,14 @@
-#include <sys/stat.h>
+// farm-worker's flags and config file (config.h).
+#include "worker/config/config.h"
 
 #include <cstdlib>
 #include <filesystem>
 
 #include "common/fs.h"
 #include "tests/support/test_util.h"
-#include "worker/agent/backoff.h"
-#include "worker/agent/config.h"
-#include "worker/agent/state.h"
 
 namespace farm::agent {
 namespace {
-
-TEST(StateTest, IdentityRoundTripsInA0600File) {
-  testing::ScopedTempDir dir;
-  std::string state = dir.path() + "/state";
-  auto empty = LoadIdentity(state);
-  ASSERT_OK(empty.status());
-  EXPECT_TRUE(empty->empty());
-  ASSERT_OK(SaveIdentity(state, {"w-abc", "tok-123456"}));
-  auto loaded = LoadIdentity(state);
-  ASSERT_OK(loaded.status());
-  EXPECT_EQ(loaded->worker_id, "w-abc");
-  EXPECT_EQ(loaded->worker_token, "tok-123456");
-  struct stat st;
-  ASSERT_EQ(::stat((state + "/worker.json").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0600u);
-  ASSERT_OK(fs::WriteFileAtomic(state + "/worker.json", "{broken", 0600));
-  EXPECT_EQ(LoadIdentity(state).status().code(), StatusCode::kDataLoss);
-}
 
 Result<WorkerConfig> Parse(std::vector<std::string> args, bool* help) {
   static std::vector<std::string> storage;
@@ -118,15 +98,6 @@ TEST(ConfigTest, ProvisionUvIsFoundOnPathGivenOrOff) {
     auto refused = Parse({"--server", "a:1", "--provision-uv", bad}, &help);
     EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << bad;
   }
-}
-
-TEST(BackoffTest, DoublesFromHalfASecondToTenSeconds) {
-  Backoff b;
-  std::vector<int64_t> delays;
-  for (int i = 0; i < 7; ++i) delays.push_back(b.NextDelayMs());
-  EXPECT_EQ(delays, (std::vector<int64_t>{500, 1000, 2000, 4000, 8000, 10000, 10000}));
-  b.Reset();
-  EXPECT_EQ(b.NextDelayMs(), 500);
 }
 
 }  // namespace
