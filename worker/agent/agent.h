@@ -21,12 +21,12 @@
 #include "common/process.h"
 #include "common/status.h"
 #include "worker/agent/state.h"
+#include "worker/attempt/job_runner.h"
 #include "worker/cache/compile_cache.h"
 #include "worker/client/farm_client.h"
 #include "worker/config/config.h"
 #include "worker/exec/executor.h"
 #include "worker/job/environments.h"
-#include "worker/attempt/job_runner.h"
 #include "worker/probe/probe.h"
 
 namespace farm::agent {
