@@ -114,7 +114,7 @@ struct FarmServer::Impl {
   Status StartHttp(const ServerOptions& o);
   // The locker that resolves provisioned cells' locks at submit, reading each index
   // through the pull-through cache when farmd serves one (after the dashboard started).
-  Status StartLocker(const ServerOptions& server);
+  Status StartLocker(const ServerOptions& config);
   // The gRPC listener.
   Status StartGrpc(const ServerOptions& o);
   // Publishing, webhooks, the sweeper and the schedules.
@@ -203,15 +203,15 @@ void SweepTemporaryFiles(store::BlobStore& blobs) {
 
 }  // namespace
 
-Status FarmServer::Impl::StartLocker(const ServerOptions& server) {
+Status FarmServer::Impl::StartLocker(const ServerOptions& config) {
   FARM_ASSIGN_OR_RETURN(sandbox::BuildUser user,
-                        sandbox::ResolveBuildUser(server.resolver_user, ::geteuid()));
+                        sandbox::ResolveBuildUser(config.resolver_user, ::geteuid()));
   sandbox::Confinement confinement = sandbox::Confinement::Detect(resolver_processes, user);
   lock::PipResolverOptions o;
-  o.python = server.resolver_python;
-  o.pip_wheel = server.resolver_pip;
-  o.pip_sha256 = server.resolver_pip_sha256;
-  o.work_dir = server.data_dir + "/resolve";
+  o.python = config.resolver_python;
+  o.pip_wheel = config.resolver_pip;
+  o.pip_sha256 = config.resolver_pip_sha256;
+  o.work_dir = config.data_dir + "/resolve";
   if (confinement.kind() == sandbox::Confinement::Kind::kUserOnly) {
     // No sandbox binds the folder in: the resolver's user reaches it by its path, and the
     // data directory is farmd's alone (0700). A folder of its own under $TMPDIR instead,
@@ -243,10 +243,10 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& server) {
   // farmd's internal credential: mirror/internal_access.h), so the files it chooses are the
   // ones workers then fetch from farmd; else, and where the dashboard serves TLS (whose CA
   // farmd does not hold), the index itself.
-  std::string base = mirror && dashboard && internal && !server.tls.enabled()
+  std::string base = mirror && dashboard && internal && !config.tls.enabled()
                          ? "http://" + dashboard->address()
                          : "";
-  locks::IndexRoutes routes = [indexes = server.upstream.indexes, base, internal = internal](
+  locks::IndexRoutes routes = [indexes = config.upstream.indexes, base, internal = internal](
                                   const std::string& variant) -> Result<locks::IndexRoute> {
     auto it = indexes.find(variant);
     if (it == indexes.end()) {
@@ -261,7 +261,7 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& server) {
     return locks::IndexRoute{variant, url, it->second};
   };
   locker = std::make_unique<locks::EnvLocker>(pip_resolver.get(), store.get(), routes, &RealClock(),
-                                              locks::LockerOptions{.glibc = server.lock_glibc});
+                                              locks::LockerOptions{.glibc = config.lock_glibc});
   ctx.locker = locker.get();
   submitter->SetLocker(locker.get());
   prover->SetLocker(locker.get());
