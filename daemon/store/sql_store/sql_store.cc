@@ -8,7 +8,7 @@ const char kJobColumns[] =
     "id, build_id, cell, state, priority, attempt, worker_id, lease_expiry_ms, "
     "cancel_requested, not_before_ms, error, build_key, created_ms, started_ms, finished_ms, "
     "reused_from, max_attempts, cancelled_by, kind, target_job_id, target_attempt, needs, "
-    "compile_mib, validation_mib, held, key_base";
+    "compile_mib, validation_mib, held, key_base, release_candidate";
 
 JobRow JobFromRow(const Stmt& s) {
   JobRow j;
@@ -38,6 +38,7 @@ JobRow JobFromRow(const Stmt& s) {
   j.validation_mib = s.Int(23);
   j.held = static_cast<int>(s.Int(24));
   j.key_base = s.Text(25);
+  j.release_candidate = s.Int(26) != 0;
   return j;
 }
 
