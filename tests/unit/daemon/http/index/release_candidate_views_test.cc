@@ -100,7 +100,7 @@ TEST_F(ReleaseCandidateViewsTest, ACandidateNeverTakesAFinalWheelsPlace) {
   Wheel("2.12", kSame, true, CandidateMetadata("2.12") + "X-Candidate: yes\n");
   Router r = MakeRouter();
   for (const std::string& view : kViews) {
-    for (const std::string& root : {"", "/rc"}) {
+    for (std::string root : {"", "/rc"}) {
       Response page = Get(r, root + view + "rc-pkg/", kJsonV1);
       ASSERT_EQ(page.status, 200) << root << view << page.body;
       const json::value listing = Json(page);
