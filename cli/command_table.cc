@@ -111,6 +111,9 @@ std::vector<FlagSpec> AllFlags() {
        "schedules add: an index the torch watch reads (repeatable; "
        "default cu<CUDA> of each matrix CUDA)"},
       {"watch-prereleases", "", "schedules add: the torch watch also fires for rc/dev releases"},
+      {"watch-candidates", "",
+       "schedules add: the torch watch also reads each variant's pre-release index "
+       "(farmd --upstream-index test-cu130) and builds its releases as release candidates"},
       {"watch-tags", "GLOB", "schedules add: fire when the git source gets a tag matching GLOB"},
       {"watch-branch", "NAME", "schedules add: fire when the git source's branch NAME moves"},
       {"watch-toolkit", "SPEC",

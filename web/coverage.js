@@ -11,7 +11,7 @@ function coverageRow(c) {
   const job = c.job_id ? `<a href="#/job/${Number(c.job_id)}">job ${Number(c.job_id)}</a>` : '';
   const build = c.build_id ? `<a href="#/build/${Number(c.build_id)}">build ${Number(c.build_id)}</a>` : '';
   return `<tr class="cov-cell" data-state="${esc(c.state)}">
-    <td>${esc(c.version)}</td><td>${esc(c.torch)}</td><td>${esc(c.cuda)}</td>
+    <td>${esc(c.version)}</td><td>${esc(c.torch)}${c.release_candidate ? ' <span class="badge rc" title="built against a torch release candidate">rc</span>' : ''}</td><td>${esc(c.cuda)}</td>
     <td>${esc(c.python)}</td><td>${esc(c.arch_list)}</td><td>${esc(c.platform)}</td>
     <td>${coverageBadge(c)}${c.cause ? `<div class="muted reason">${esc(c.cause)}</div>` : ''}</td>
     <td>${esc(c.wheel)}</td><td>${job} ${build}</td>

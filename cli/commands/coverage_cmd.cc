@@ -38,9 +38,11 @@ Status CoverageCommand(const CommandEnv& env, const Flags& flags) {
                                                  "ARCH LIST", "PLATFORM", "STATE", "DECIDED BY",
                                                  "WHEEL"}};
   for (const auto& c : resp.cells()) {
-    rows.push_back({c.package(), OrDash(c.version()), OrDash(c.torch()), OrDash(c.cuda()),
-                    OrDash(c.python()), OrDash(c.arch_list()), OrDash(c.platform()),
-                    c.state_words(), DecidedBy(c), OrDash(c.wheel())});
+    // A release candidate's torch says so ("2.12 rc"): a final release's build replaces it.
+    std::string torch = OrDash(c.torch()) + (c.release_candidate() ? " rc" : "");
+    rows.push_back({c.package(), OrDash(c.version()), torch, OrDash(c.cuda()), OrDash(c.python()),
+                    OrDash(c.arch_list()), OrDash(c.platform()), c.state_words(), DecidedBy(c),
+                    OrDash(c.wheel())});
   }
   *env.out << AlignColumns(rows);
   for (const auto& c : resp.cells()) {

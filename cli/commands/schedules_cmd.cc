@@ -22,6 +22,7 @@ const char kSchedulesUsage[] =
     "       farmctl schedules list | show ID [--limit N] | pause ID | resume ID | delete ID\n"
     "       farmctl schedules run-now ID [--force]\n"
     "  WATCH: --watch-torch SPEC [--watch-index NAME]... [--watch-prereleases]\n"
+    "         [--watch-candidates]\n"
     "       | --watch-tags GLOB | --watch-branch NAME | --watch-toolkit SPEC [--watch-tree NAME]\n"
     "         [--poll SECONDS]";
 
@@ -49,7 +50,8 @@ std::string WatchText(const farm::v1::UpstreamWatch& w) {
     std::string indexes;
     for (const auto& v : w.torch().variants()) indexes += (indexes.empty() ? " on " : ", ") + v;
     return "torch " + (w.torch().spec().empty() ? "any" : w.torch().spec()) + indexes +
-           (w.torch().prereleases() ? " (pre-releases too)" : "") + poll;
+           (w.torch().prereleases() ? " (pre-releases too)" : "") +
+           (w.torch().release_candidates() ? " (release candidates too)" : "") + poll;
   }
   if (w.has_git()) {
     return (w.git().tags().empty() ? "branch " + w.git().branch() : "tags " + w.git().tags()) +
@@ -100,6 +102,7 @@ Result<std::optional<farm::v1::UpstreamWatch>> WatchFromFlags(const Flags& flags
     for (const std::string& index : flags.GetAll("watch-index"))
       w.mutable_torch()->add_variants(index);
     w.mutable_torch()->set_prereleases(flags.Has("watch-prereleases"));
+    w.mutable_torch()->set_release_candidates(flags.Has("watch-candidates"));
   }
   if (flags.Has("watch-tags") || flags.Has("watch-branch")) {
     ++kinds;

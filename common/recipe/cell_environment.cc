@@ -1,7 +1,11 @@
 #include "common/recipe/cell_environment.h"
 
+#include <algorithm>
+#include <set>
+
 #include "common/recipe/cell_settings.h"
 #include "common/recipe/matrix.h"
+#include "common/upstream/release_version.h"
 
 namespace farm::recipe {
 
@@ -12,6 +16,23 @@ std::string TorchVariant(const std::string& cuda) {
     if (c != '.') out += c;
   }
   return out;
+}
+
+std::string PrereleaseIndex(const std::string& variant) { return "test-" + variant; }
+
+void MarkTorchCandidates(farm::v1::Recipe* recipe) {
+  // Only a provisioned recipe's torch comes from an index (and a mutable environment
+  // would make any recipe one).
+  if (!recipe->has_environment()) return;
+  farm::v1::EnvironmentSpec* env = recipe->mutable_environment();
+  std::set<std::string> minors(env->torch_candidates().begin(), env->torch_candidates().end());
+  minors.insert(env->torch_from_test().begin(), env->torch_from_test().end());
+  for (const auto& [minor, release] : env->torch()) {
+    auto v = upstream::ParseReleaseVersion(release);
+    if (v && v->IsPrerelease()) minors.insert(minor);
+  }
+  env->clear_torch_candidates();
+  for (const std::string& m : minors) env->add_torch_candidates(m);
 }
 
 Result<farm::v1::ProvisionSpec> CellEnvironment(const farm::v1::Recipe& recipe,
@@ -35,6 +56,10 @@ Result<farm::v1::ProvisionSpec> CellEnvironment(const farm::v1::Recipe& recipe,
     }
     spec.set_torch_minor(cell.torch());
     spec.set_torch_variant(TorchVariant(cell.cuda()));
+    const auto& from_test = recipe.environment().torch_from_test();
+    if (std::find(from_test.begin(), from_test.end(), cell.torch()) != from_test.end()) {
+      spec.set_torch_index(PrereleaseIndex(spec.torch_variant()));
+    }
     if (it->second == "newest") {
       spec.set_torch_newest(true);
     } else {
@@ -75,6 +100,7 @@ std::string DescribeProvisionSpec(const farm::v1::ProvisionSpec& spec) {
     out += spec.torch_newest()
                ? " + torch " + spec.torch_minor() + " (newest on " + spec.torch_variant() + ")"
                : " + torch " + spec.torch_version() + "+" + spec.torch_variant();
+    if (!spec.torch_index().empty()) out += " (release candidate, from " + spec.torch_index() + ")";
   }
   if (!spec.cuda().empty()) out += " + CUDA " + spec.cuda();
   if (spec.requirements_size() > 0) {

@@ -16,10 +16,21 @@ namespace farm::recipe {
 // The index variant of torch built for CUDA `cuda`: "cu128" for "12.8"; "cpu" without CUDA.
 std::string TorchVariant(const std::string& cuda);
 
+// The name of the pre-release index of torch variant `variant`: "test-cu130" (PyTorch's
+// /whl/test/cu130/, given to farmd as --upstream-index test-cu130=URL).
+std::string PrereleaseIndex(const std::string& variant);
+
+// Adds to environment.torch_candidates each torch minor whose environment.torch release
+// is a PEP 440 pre-release ("2.12.0rc1"), and every minor of environment.torch_from_test;
+// farmd calls it at submit, so every reader of the stored recipe (labels, views,
+// coverage) sees one list. Nothing for a recipe without environment:.
+void MarkTorchCandidates(farm::v1::Recipe* recipe);
+
 // The provisioning spec of `cell`. FailedPrecondition when the recipe asks for no
 // provisioned environment; InvalidArgument when the cell has no Python, or a torch the
 // recipe's environment.torch does not map (the parser refuses such recipes, but a submit
-// request may narrow the matrix to any cell).
+// request may narrow the matrix to any cell). A torch of environment.torch_from_test
+// comes from the variant's pre-release index (torch_index).
 Result<farm::v1::ProvisionSpec> CellEnvironment(const farm::v1::Recipe& recipe,
                                                 const farm::v1::MatrixCell& cell);
 

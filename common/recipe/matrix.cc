@@ -416,6 +416,10 @@ std::string DescribeTorchFollow(const farm::v1::Recipe& recipe) {
   for (const std::string& minor : minors) {
     auto pinned = recipe.environment().torch().find(minor);
     std::string release = pinned == recipe.environment().torch().end() ? minor : pinned->second;
+    const auto& candidates = recipe.environment().torch_candidates();
+    if (std::find(candidates.begin(), candidates.end(), minor) != candidates.end()) {
+      release += " (release candidate)";
+    }
     releases += (releases.empty() ? "" : ", ") + release;
   }
   return "torch \"" + (follow.spec().empty() ? std::string("any") : follow.spec()) +

@@ -47,8 +47,8 @@ Status CheckAxisValue(std::string_view axis, std::string_view value);
 bool VersionLess(std::string_view a, std::string_view b);
 
 // For a recipe whose torch axis follows the index (matrix.torch_follow), the releases it was
-// resolved to, for people: "torch \">=2.8\" resolved to 2.8.0, 2.9.1"; "" for a recipe with
-// a torch axis of its own (or none).
+// resolved to, for people: "torch \">=2.8\" resolved to 2.8.0, 2.9.1, 2.10.0 (release
+// candidate)"; "" for a recipe with a torch axis of its own (or none).
 std::string DescribeTorchFollow(const farm::v1::Recipe& recipe);
 
 // "python=3.11 cuda=12.8 arch_list=12.1a": the non-empty values of a cell.

@@ -116,21 +116,37 @@ Result<std::string> WheelLabel(const std::string& label_template, const farm::v1
   return normal;
 }
 
+bool IsTorchCandidate(const farm::v1::Recipe& recipe, const std::string& torch) {
+  if (torch.empty()) return false;
+  const auto& listed = recipe.environment().torch_candidates();
+  return std::find(listed.begin(), listed.end(), torch) != listed.end();
+}
+
 Result<std::string> RecipeWheelLabel(const farm::v1::Recipe& recipe,
                                      const farm::v1::MatrixCell& cell,
                                      const std::vector<arch::Image>& images) {
   farm::v1::MatrixCell named = cell;
   const std::string& floor = recipe.torch_abi().stable_floor();
+  const bool candidate = IsTorchCandidate(recipe, cell.torch());
   if (!floor.empty()) {  // one wheel for every torch from the floor, any toolkit of its major
     named.set_torch(floor + "andhigher");
     named.set_cuda(cell.cuda().substr(0, cell.cuda().find('.')));
+  } else if (candidate) {
+    named.set_torch(cell.torch() + "rc");
   }
   std::string family;
   if (auto families = ParseFamilies(recipe.matrix().families()); families.ok()) {
     if (const SmFamily* f = FamilyServed(images, *families)) family = f->Label();
   }
-  return WheelLabel(recipe.publish().local_version_template(), named, images,
-                    recipe.source().has_git() ? recipe.source().git().commit() : "", family);
+  const std::string& tmpl = recipe.publish().local_version_template();
+  FARM_ASSIGN_OR_RETURN(
+      std::string label,
+      WheelLabel(tmpl, named, images,
+                 recipe.source().has_git() ? recipe.source().git().commit() : "", family));
+  const bool names_torch = tmpl.empty() || tmpl.find("{torch") != std::string::npos ||
+                           tmpl.find("{variant}") != std::string::npos;
+  if (!candidate || !floor.empty() || names_torch) return label;
+  return RenderLocalLabel(label + (label.empty() ? "" : ".") + "torch" + named.torch(), {});
 }
 
 std::string LocalLabelOf(const std::string& version) {

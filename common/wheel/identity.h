@@ -65,11 +65,19 @@ Result<std::string> WheelLabel(const std::string& label_template, const farm::v1
                                const std::vector<arch::Image>& images,
                                const std::string& commit = "", const std::string& family = "");
 
+// Whether the cells of torch `torch` ("2.12") of `recipe` build against a torch release
+// candidate (environment.torch_candidates, which farmd fills at submit:
+// recipe::MarkTorchCandidates).
+bool IsTorchCandidate(const farm::v1::Recipe& recipe, const std::string& torch);
+
 // WheelLabel with the template and git commit of `recipe`. A stable-ABI recipe's wheel
 // (torch_abi.stable) serves every torch from its floor with any toolkit of the cell's CUDA
 // major, and says so: torch is "<floor>andhigher", CUDA its major ("cu13torch2.9andhigher").
 // A recipe with matrix.families names the family a wheel's images serve as a whole
 // (FamilyServed: "cu130.sm80to89"); a wheel whose images do not is named by its images.
+// A release candidate's torch is "<minor>rc" ("cu130torch2.12rc.sm90"), and a template
+// that names no torch gets ".torch<minor>rc" appended: an RC wheel never takes the file
+// name of the final release's wheel.
 Result<std::string> RecipeWheelLabel(const farm::v1::Recipe& recipe,
                                      const farm::v1::MatrixCell& cell,
                                      const std::vector<arch::Image>& images);

@@ -32,7 +32,7 @@ std::string TorchMinor(const std::string& version) {
 // layout change no build; what the text says is the parsed fields), and so do the other
 // cells of the matrix, where the wheels are published and how often a failure is retried.
 // Of the per-torch environment, only the entries of the torches this job builds or
-// validates with stay.
+// validates with stay (their releases, pins and release-candidate marks).
 farm::v1::Recipe CellRecipe(const farm::v1::Recipe& recipe, const farm::v1::MatrixCell& cell,
                             const google::protobuf::RepeatedPtrField<farm::v1::MatrixCell>& v) {
   farm::v1::Recipe out = recipe;
@@ -47,6 +47,17 @@ farm::v1::Recipe CellRecipe(const farm::v1::Recipe& recipe, const farm::v1::Matr
   auto* torch = out.mutable_environment()->mutable_torch();
   for (auto it = torch->begin(); it != torch->end();) {
     it = torches.count(it->first) == 0 ? torch->erase(it) : std::next(it);
+  }
+  // Whether a torch is a release candidate, and from which index, is the job's only for
+  // its own torches: a candidate of another minor changes nothing here.
+  for (auto* list : {out.mutable_environment()->mutable_torch_candidates(),
+                     out.mutable_environment()->mutable_torch_from_test()}) {
+    std::vector<std::string> kept;
+    for (const std::string& t : *list) {
+      if (torches.count(t)) kept.push_back(t);
+    }
+    list->Clear();
+    for (std::string& t : kept) *list->Add() = std::move(t);
   }
   auto* pins = out.mutable_environment()->mutable_torch_requirements();
   for (auto it = pins->begin(); it != pins->end();) {

@@ -33,7 +33,11 @@ std::vector<NewTorch> NewTorchesOf(const std::vector<cron::WatchItem>& items) {
     if (!item.key.starts_with("torch ") || item.version.empty()) continue;
     size_t space = item.key.find(' ', 6);
     if (space == std::string::npos) continue;
-    out.push_back({item.version, item.key.substr(6, space - 6)});
+    std::string variant = item.key.substr(6, space - 6);
+    // A release candidate ("torch test-cu130 2.12.0") is built, never proven: its final
+    // release is (CheckWatch keeps candidates off stable-ABI recipes).
+    if (variant.starts_with(recipe::PrereleaseIndex(""))) continue;
+    out.push_back({item.version, std::move(variant)});
   }
   return out;
 }

@@ -8,10 +8,12 @@
 
 #include "common/arch.h"
 #include "common/recipe/build_plan.h"
+#include "common/recipe/cell_environment.h"
 #include "common/recipe/cell_settings.h"
 #include "common/recipe/matrix.h"
 #include "common/recipe/recipe.h"
 #include "common/recipe/wheel_names.h"
+#include "common/wheel/identity.h"
 #include "daemon/builds/build_key.h"
 #include "daemon/cron/torch_follow.h"
 #include "daemon/locks/env_locker.h"
@@ -59,29 +61,42 @@ Status ResolveSource(const PlanDeps& deps, farm::v1::Recipe* recipe) {
   return Status::Ok();
 }
 
+// The torch releases index `index` lists, into `out` under the variant of CUDA `cuda`
+// (nothing when it has no torch).
+Status ListIndexReleases(const PlanDeps& deps, const std::string& cuda, const std::string& index,
+                         cron::Releases* out) {
+  auto url = deps.watches.upstreams.indexes.find(index);
+  if (url == deps.watches.upstreams.indexes.end() || deps.upstream_fetcher == nullptr) {
+    return Status::FailedPrecondition("matrix.torch follows the index " + index + " of CUDA " +
+                                      cuda + ", and this farmd has no --upstream-index " + index);
+  }
+  auto listed = cron::ListTorchReleases(*deps.upstream_fetcher, url->second);
+  if (!listed.ok() && listed.status().code() != StatusCode::kNotFound) {
+    return Status::Unavailable("cannot read torch's releases on " + index + ": " +
+                               listed.status().message());
+  }
+  if (listed.ok()) (*out)[cron::CudaVariantName(cuda)] = std::move(*listed);
+  return Status::Ok();
+}
+
 // Resolves a torch axis that follows the index (cron/torch_follow.h) against the indexes
-// farmd knows, so the stored recipe names the releases this build uses.
+// farmd knows, so the stored recipe names the releases this build uses; a request that
+// follows release candidates reads each CUDA's pre-release index too.
 Status FollowTorch(const PlanDeps& deps, const farm::v1::SubmitBuildRequest& req,
                    farm::v1::Recipe* recipe) {
   if (!recipe->matrix().has_torch_follow() || !req.matrix().torch().empty()) return Status::Ok();
   const auto& axis = req.matrix().cuda().empty() ? recipe->matrix().cuda() : req.matrix().cuda();
   std::vector<std::string> cuda(axis.begin(), axis.end());
-  std::map<std::string, std::vector<upstream::ReleaseVersion>> releases;
+  cron::Releases releases, candidates;
   for (const std::string& c : cuda) {
     std::string variant = cron::CudaVariantName(c);
-    auto index = deps.watches.upstreams.indexes.find(variant);
-    if (index == deps.watches.upstreams.indexes.end() || deps.upstream_fetcher == nullptr) {
-      return Status::FailedPrecondition("matrix.torch follows the index of CUDA " + c +
-                                        ", and this farmd has no --upstream-index " + variant);
+    FARM_RETURN_IF_ERROR(ListIndexReleases(deps, c, variant, &releases));
+    if (req.follow_release_candidates()) {
+      FARM_RETURN_IF_ERROR(
+          ListIndexReleases(deps, c, recipe::PrereleaseIndex(variant), &candidates));
     }
-    auto listed = cron::ListTorchReleases(*deps.upstream_fetcher, index->second);
-    if (!listed.ok() && listed.status().code() != StatusCode::kNotFound) {
-      return Status::Unavailable("cannot read torch's releases on " + variant + ": " +
-                                 listed.status().message());
-    }
-    if (listed.ok()) releases[variant] = std::move(*listed);
   }
-  return cron::ApplyTorchFollow(cuda, releases, recipe).WithContext("matrix.torch");
+  return cron::ApplyTorchFollow(cuda, releases, candidates, recipe).WithContext("matrix.torch");
 }
 
 // The recipe's pins hold for the recipe the client sent as its requirement.
@@ -110,6 +125,7 @@ Result<farm::v1::Recipe> CheckedRecipe(const PlanDeps& deps,
   FARM_ASSIGN_OR_RETURN(*source_sha, CheckBuildSource(deps.sources, recipe.mutable_source()));
   FARM_RETURN_IF_ERROR(ResolveSource(deps, &recipe));
   FARM_RETURN_IF_ERROR(FollowTorch(deps, req, &recipe));
+  recipe::MarkTorchCandidates(&recipe);
   if (req.requirements_size() != recipe.requirements_size()) {
     return Status::InvalidArgument(
         recipe.name() + " requires " + std::to_string(recipe.requirements_size()) +
@@ -190,6 +206,7 @@ Result<store::JobRow> PlanJob(const PlanDeps& deps, const farm::v1::SubmitBuildR
                     .needs = any_need ? needs.SerializeAsString() : "",
                     .compile_mib = Mib(recipe.gb_per_compile_job()),
                     .validation_mib = Mib(recipe.validation().gpu_memory_gb())};
+  job.release_candidate = wheel::IsTorchCandidate(recipe, cell.torch());
   if (recipe.requirements_size() > 0) {
     // The key waits for the wheels the job will consume (KeyWithInputs).
     job.key_base = job.build_key;

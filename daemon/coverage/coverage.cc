@@ -78,7 +78,10 @@ void StateFromWheels(const std::vector<store::ArtifactRow>& wheels, Cell* cell) 
 Cell CellOfJob(const BuildFacts& facts, const store::JobRow& job) {
   farm::v1::MatrixCell mc;
   mc.ParseFromString(job.cell);
-  Cell cell{.key = KeyOf(facts, mc), .job_id = job.id, .build_id = job.build_id};
+  Cell cell{.key = KeyOf(facts, mc),
+            .job_id = job.id,
+            .build_id = job.build_id,
+            .release_candidate = job.release_candidate};
   switch (job.state) {
     case store::kJobPending:
     case store::kJobRunning:
@@ -99,6 +102,13 @@ Cell CellOfJob(const BuildFacts& facts, const store::JobRow& job) {
   if (!wheels.empty()) cell.wheel = wheels.front().filename;
   StateFromWheels(wheels, &cell);
   if (cell.state == CellState::kValidated) cell.validated_ms = ValidatedAt(job, facts.jobs);
+  if (cell.release_candidate && cell.cause.empty()) {
+    auto release = facts.recipe.environment().torch().find(mc.torch());
+    cell.cause =
+        "release candidate: built against torch " +
+        (release == facts.recipe.environment().torch().end() ? mc.torch() : release->second) +
+        " before its final release";
+  }
   // A cell this build made (not answered from an earlier build) answers the upstream release
   // whose watch fired it: the time from its publication to the validated wheel (the built
   // one, when the recipe asks for no validation or its validation waits for a GPU).
@@ -158,6 +168,13 @@ std::optional<Cell> CellOfProof(const BuildFacts& facts, const store::JobRow& v)
       }
   }
   return cell;
+}
+
+// Whether `cell` decides its key instead of `held`: a final release's job beats a release
+// candidate's; among equals, the newest job.
+bool Supersedes(const Cell& cell, const Cell& held) {
+  if (cell.release_candidate != held.release_candidate) return held.release_candidate;
+  return cell.job_id > held.job_id;
 }
 
 }  // namespace
@@ -234,6 +251,7 @@ farm::v1::CoverageCell CellProto(const Cell& c) {
   p.set_built_at(FormatRfc3339(c.built_ms));
   p.set_validated_at(FormatRfc3339(c.validated_ms));
   if (c.release_to_wheel_seconds) p.set_release_to_wheel_seconds(*c.release_to_wheel_seconds);
+  p.set_release_candidate(c.release_candidate);
   return p;
 }
 
@@ -279,7 +297,7 @@ std::vector<Cell> ComputeCoverage(const std::vector<BuildFacts>& builds) {
       if (IsBuildJob(job) && job.state == store::kJobCancelled) continue;
       Cell cell = proof ? std::move(*proof) : CellOfJob(facts, job);
       auto [it, added] = cells.try_emplace(cell.key, cell);
-      if (!added && cell.job_id > it->second.job_id) it->second = std::move(cell);
+      if (!added && Supersedes(cell, it->second)) it->second = std::move(cell);
     }
   }
   // The newest matrix of each package: its cells that no job built are missing.

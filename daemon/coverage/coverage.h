@@ -4,7 +4,8 @@
 // the newest build's matrix that no job built ("missing").
 //
 // Which job decides a cell: the newest build job of that cell (highest id) that was not
-// cancelled. Its state gives the cell's: pending or running is "in progress", failed is
+// cancelled, a final release's before any release candidate's (docs/schedules.md,
+// "Release candidates"). Its state gives the cell's: pending or running is "in progress", failed is
 // "failed" with the job's error, succeeded is read from its wheels' validation states
 // (any failed: "failed"; any waiting for a GPU: "pending hardware"; all passed:
 // "validated"; otherwise "built", the recipe asks for no validation script).
@@ -71,6 +72,9 @@ struct Cell {
   // Seconds from the upstream release the build answered to its validated wheel: filled
   // for builds fired by an upstream watch; nullopt otherwise.
   std::optional<int64_t> release_to_wheel_seconds;
+  // Decided by a build against a torch release candidate (JobRow::release_candidate); a
+  // job of the final release replaces it, whatever their order, and never the reverse.
+  bool release_candidate = false;
 };
 
 // What coverage reads of one build.

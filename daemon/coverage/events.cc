@@ -37,7 +37,9 @@ void AddWheelEvents(const BuildFacts& facts, std::map<std::string, Event>* out) 
               .cause = state == store::kValidationPendingHardware
                            ? "validation waits for a GPU it runs on"
                            : "",
-              .time_ms = validated ? ValidatedAt(job, facts.jobs) : job.finished_ms};
+              .time_ms = validated ? ValidatedAt(job, facts.jobs) : job.finished_ms,
+              .release_candidate = job.release_candidate};
+      if (e.release_candidate) e.torch = cell.torch();
       // The same bytes in several jobs (a reused or merged job): the first validation.
       auto [at, added] = out->try_emplace(e.id, e);
       if (!added && e.time_ms < at->second.time_ms) at->second = std::move(e);
@@ -199,8 +201,13 @@ std::vector<Event> EventsWithRequests(const std::vector<BuildFacts>& builds,
 
 std::string EventTitle(const Event& e) {
   std::string head = e.package + (e.version.empty() ? "" : " " + e.version) + ": ";
+  // "..., a release candidate build for torch 2.12 (its final release's build replaces it)"
+  const std::string candidate = e.release_candidate
+                                    ? ", a release candidate build for torch " + e.torch +
+                                          " (its final release's build replaces it)"
+                                    : "";
   if (e.kind == EventKind::kWheelValidated) {
-    return head + e.wheel + " validated (job " + std::to_string(e.job_id) + ")";
+    return head + e.wheel + " validated (job " + std::to_string(e.job_id) + ")" + candidate;
   }
   if (e.kind == EventKind::kPublicationRefused) {
     return head + e.wheel + " too large for " +
@@ -217,7 +224,7 @@ std::string EventTitle(const Event& e) {
            "; " + e.cause + ")";
   }
   if (e.kind == EventKind::kWheelBuilt) {
-    return head + e.wheel + " built (job " + std::to_string(e.job_id) + ")" +
+    return head + e.wheel + " built (job " + std::to_string(e.job_id) + ")" + candidate +
            (e.cause.empty() ? "" : "; " + e.cause);
   }
   return head + "build " + std::to_string(e.build_id) + " failed" +

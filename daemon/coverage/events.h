@@ -54,10 +54,13 @@ struct Event {
   // Why the build failed; for a built wheel, why it is not validated; for a refused
   // publication, why it was refused.
   std::string cause;
-  std::string target;       // the refused publication's destination ("github", "hf")
-  std::string torch;        // a torch proof: the torch validated with ("2.12.0")
+  std::string target;  // the refused publication's destination ("github", "hf")
+  std::string torch;   // a torch proof: the torch validated with ("2.12.0"); a candidate's minor
   int64_t schedule_id = 0;  // > 0: a schedule run submitted the build
   int64_t time_ms = 0;      // when it validated, was built or failed
+  // A wheel built against a torch release candidate (JobRow::release_candidate): its title
+  // says so, and webhooks carry "release_candidate": true.
+  bool release_candidate = false;
 };
 
 // The events of `builds`, newest first (ties by id), at most `limit`.

@@ -101,6 +101,12 @@ Result<store::ScheduleRunRow> ScheduleRunner::Fire(const store::ScheduleRow& sch
     // schedule was created says nothing about today's content: build it, never reuse.
     req.clear_source_digest();
   }
+  // A torch watch that follows release candidates builds them: its axis reads the
+  // pre-release indexes too, whatever fired it (a new release, run-now, its cron).
+  if (farm::v1::UpstreamWatch watch;
+      watch.ParseFromString(schedule.watch) && watch.torch().release_candidates()) {
+    req.set_follow_release_candidates(true);
+  }
   if (Status pinned = PinRequirements(resolver_, &req); !pinned.ok()) {
     return Record(schedule, f, farm::v1::RUN_FAILED,
                   "cannot resolve a required recipe's ref: " + pinned.message());

@@ -25,6 +25,24 @@ std::map<std::string, upstream::ReleaseVersion> NewestPerMinor(
   return out;
 }
 
+using PerMinor = std::map<std::string, upstream::ReleaseVersion>;
+
+// Keeps in `pin` the oldest of the releases of `minor` seen: the one every index has.
+void KeepOldest(PerMinor* pin, const std::string& minor, const upstream::ReleaseVersion& v) {
+  auto [it, inserted] = pin->emplace(minor, v);
+  if (!inserted && Older(v, it->second)) it->second = v;
+}
+
+// The minors of `pin`, oldest release first.
+std::vector<std::string> ByRelease(const PerMinor& pin) {
+  std::vector<std::string> minors;
+  for (const auto& [minor, v] : pin) minors.push_back(minor);
+  std::sort(minors.begin(), minors.end(), [&pin](const std::string& a, const std::string& b) {
+    return Older(pin.at(a), pin.at(b));
+  });
+  return minors;
+}
+
 }  // namespace
 
 std::string CudaVariantName(const std::string& cuda) {
@@ -88,33 +106,41 @@ IndexCheck CheckUpstreamIndex(upstream::Fetcher& fetcher, const std::string& nam
   return {true, head + ": answers, torch " + listed};
 }
 
-Status ApplyTorchFollow(
-    const std::vector<std::string>& cuda,
-    const std::map<std::string, std::vector<upstream::ReleaseVersion>>& releases,
-    farm::v1::Recipe* recipe) {
+Status ApplyTorchFollow(const std::vector<std::string>& cuda, const Releases& releases,
+                        const Releases& candidates, farm::v1::Recipe* recipe) {
   const farm::v1::TorchFollow& follow = recipe->matrix().torch_follow();
   FARM_ASSIGN_OR_RETURN(upstream::VersionSpec spec, upstream::VersionSpec::Parse(follow.spec()));
   // variant -> minor -> newest release there
   std::map<std::string, std::map<std::string, upstream::ReleaseVersion>> per_variant;
-  std::map<std::string, upstream::ReleaseVersion> pin;  // minor -> the release every index has
+  PerMinor pin;  // minor -> the release every index has
   for (const std::string& c : cuda) {
     std::string variant = CudaVariantName(c);
     auto listed = releases.find(variant);
     if (listed == releases.end()) continue;
     auto newest = NewestPerMinor(listed->second, spec, follow.prereleases());
-    for (const auto& [minor, v] : newest) {
-      auto [it, inserted] = pin.emplace(minor, v);
-      if (!inserted && Older(v, it->second)) it->second = v;
-    }
+    for (const auto& [minor, v] : newest) KeepOldest(&pin, minor, v);
     per_variant[variant] = std::move(newest);
   }
-  std::vector<std::string> minors;
-  for (const auto& [minor, v] : pin) minors.push_back(minor);
-  std::sort(minors.begin(), minors.end(), [&pin](const std::string& a, const std::string& b) {
-    return Older(pin.at(a), pin.at(b));
-  });
+  std::vector<std::string> minors = ByRelease(pin);
   if (follow.newest() > 0 && minors.size() > static_cast<size_t>(follow.newest())) {
     minors.erase(minors.begin(), minors.end() - follow.newest());
+  }
+  // Release candidates: the minors no release index lists, from the pre-release indexes,
+  // pre-releases included (the user asked for candidates), on top of the newest finals.
+  PerMinor candidate;
+  for (const std::string& c : cuda) {
+    std::string variant = CudaVariantName(c);
+    auto listed = candidates.find(variant);
+    if (listed == candidates.end()) continue;
+    for (const auto& [minor, v] : NewestPerMinor(listed->second, spec, true)) {
+      if (pin.count(minor)) continue;  // the final release wins
+      KeepOldest(&candidate, minor, v);
+      per_variant[variant].emplace(minor, v);
+    }
+  }
+  for (const std::string& minor : ByRelease(candidate)) {
+    minors.push_back(minor);
+    pin.emplace(minor, candidate.at(minor));
   }
   if (minors.empty()) {
     std::string indexes;
@@ -125,10 +151,12 @@ Status ApplyTorchFollow(
   }
   farm::v1::MatrixAxes* matrix = recipe->mutable_matrix();
   matrix->clear_torch();
-  auto* env = recipe->mutable_environment()->mutable_torch();
+  farm::v1::EnvironmentSpec* env = recipe->mutable_environment();
+  env->clear_torch_from_test();
   for (const std::string& minor : minors) {
     matrix->add_torch(minor);
-    if (!env->contains(minor)) (*env)[minor] = pin.at(minor).Public();
+    if (!env->torch().contains(minor)) (*env->mutable_torch())[minor] = pin.at(minor).Public();
+    if (candidate.count(minor)) env->add_torch_from_test(minor);
     for (const std::string& c : cuda) {
       auto variant = per_variant.find(CudaVariantName(c));
       if (variant != per_variant.end() && variant->second.count(minor)) continue;

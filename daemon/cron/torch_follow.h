@@ -23,14 +23,22 @@ namespace farm::cron {
 Result<std::vector<upstream::ReleaseVersion>> ListTorchReleases(upstream::Fetcher& fetcher,
                                                                 const std::string& index_url);
 
+// The releases each index lists, by the variant it serves ("cu128").
+using Releases = std::map<std::string, std::vector<upstream::ReleaseVersion>>;
+
 // Resolves recipe->matrix().torch_follow() over `cuda` (the cells' CUDA values) with the
-// releases each index lists (by variant name "cu128"): fills matrix.torch, the
-// environment's torch pins (a pin the recipe wrote itself wins) and the excludes.
-// FailedPrecondition when no release matches.
-Status ApplyTorchFollow(
-    const std::vector<std::string>& cuda,
-    const std::map<std::string, std::vector<upstream::ReleaseVersion>>& releases,
-    farm::v1::Recipe* recipe);
+// releases each index lists: fills matrix.torch, the environment's torch pins (a pin the
+// recipe wrote itself wins) and the excludes. `candidates` are the releases of the
+// variants' pre-release indexes ("test-cu130", docs/schedules.md "Release candidates"): a
+// minor that no release index lists is taken from there, pre-releases included, after the
+// `newest` finals, and named in environment.torch_from_test; a minor a release index lists
+// is never a candidate. FailedPrecondition when no release matches.
+Status ApplyTorchFollow(const std::vector<std::string>& cuda, const Releases& releases,
+                        const Releases& candidates, farm::v1::Recipe* recipe);
+inline Status ApplyTorchFollow(const std::vector<std::string>& cuda, const Releases& releases,
+                               farm::v1::Recipe* recipe) {
+  return ApplyTorchFollow(cuda, releases, {}, recipe);
+}
 
 // What farmd says when it starts about its upstream index `name` at `url` (farmd
 // --upstream-index), so that a wrong URL shows then and not at the first build.

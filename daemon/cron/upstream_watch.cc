@@ -7,6 +7,7 @@
 #include <ctime>
 #include <regex>
 
+#include "common/recipe/cell_environment.h"
 #include "common/recipe/recipe.h"
 #include "common/upstream/release_version.h"
 #include "common/upstream/simple_index.h"
@@ -73,6 +74,8 @@ Result<WatchTarget> WatchTargetOf(const farm::v1::SubmitBuildRequest& req) {
   const farm::v1::Source& source =
       req.source().kind_case() != farm::v1::Source::KIND_NOT_SET ? req.source() : recipe.source();
   if (source.has_git()) target.git_url = source.git().url();
+  target.follows_torch = recipe.matrix().has_torch_follow() && req.matrix().torch().empty();
+  target.stable_abi = !recipe.torch_abi().stable_floor().empty();
   return target;
 }
 
@@ -136,32 +139,45 @@ Status UpstreamWatchPoller::PollTorch(const farm::v1::TorchWatch& w, const Watch
                                       const WatchState& state, PollResult* out) {
   FARM_ASSIGN_OR_RETURN(upstream::VersionSpec spec, Spec(w.spec(), "torch watch spec"));
   for (const std::string& variant : TorchWatchVariants(w, target)) {
-    auto index = upstreams_.indexes.find(variant);
-    if (index == upstreams_.indexes.end()) {
-      return Status::FailedPrecondition("farmd has no --upstream-index " + variant);
+    FARM_RETURN_IF_ERROR(PollTorchIndex(variant, spec, w.prereleases(), false, state, out));
+    if (w.release_candidates()) {
+      // Pre-releases too: a candidate is what was asked for.
+      FARM_RETURN_IF_ERROR(
+          PollTorchIndex(recipe::PrereleaseIndex(variant), spec, true, true, state, out));
     }
-    std::string url = upstream::ProjectPageUrl(index->second, "torch");
-    auto etag = state.etags.find(url);
-    auto page =
-        fetcher_->GetPageIfChanged(url, upstream::kAcceptIndex, upstream::kMaxIndexPageBytes,
-                                   etag == state.etags.end() ? "" : etag->second);
-    // An index without torch yet lists nothing new.
-    if (!page.ok() && page.status().code() == StatusCode::kNotFound) continue;
-    if (!page.ok()) return page.status().WithContext("torch on " + variant);
-    if (page->not_modified) {
-      out->unchanged_pages.push_back(url);
-      continue;
-    }
-    FARM_ASSIGN_OR_RETURN(auto files, upstream::ParseProjectPage(*page));
-    if (!page->etag.empty()) out->etags[url] = page->etag;
-    for (const upstream::IndexFile& f : files) {
-      auto v = WheelVersion(f.filename);
-      if (!v || !Wanted(*v, spec, w.prereleases())) continue;
-      AddItem(out, {.key = "torch " + variant + " " + v->Public(),
-                    .label = "torch " + v->Public() + " (" + variant + ")",
-                    .upstream_ms = ParseUploadTimeMs(f.upload_time),
-                    .version = v->Public()});
-    }
+  }
+  return Status::Ok();
+}
+
+Status UpstreamWatchPoller::PollTorchIndex(const std::string& name,
+                                           const upstream::VersionSpec& spec, bool prereleases,
+                                           bool candidate, const WatchState& state,
+                                           PollResult* out) {
+  auto index = upstreams_.indexes.find(name);
+  if (index == upstreams_.indexes.end()) {
+    return Status::FailedPrecondition("farmd has no --upstream-index " + name);
+  }
+  std::string url = upstream::ProjectPageUrl(index->second, "torch");
+  auto etag = state.etags.find(url);
+  auto page = fetcher_->GetPageIfChanged(url, upstream::kAcceptIndex, upstream::kMaxIndexPageBytes,
+                                         etag == state.etags.end() ? "" : etag->second);
+  // An index without torch yet lists nothing new.
+  if (!page.ok() && page.status().code() == StatusCode::kNotFound) return Status::Ok();
+  if (!page.ok()) return page.status().WithContext("torch on " + name);
+  if (page->not_modified) {
+    out->unchanged_pages.push_back(url);
+    return Status::Ok();
+  }
+  FARM_ASSIGN_OR_RETURN(auto files, upstream::ParseProjectPage(*page));
+  if (!page->etag.empty()) out->etags[url] = page->etag;
+  for (const upstream::IndexFile& f : files) {
+    auto v = WheelVersion(f.filename);
+    if (!v || !Wanted(*v, spec, prereleases)) continue;
+    AddItem(out, {.key = "torch " + name + " " + v->Public(),
+                  .label = "torch " + v->Public() + (candidate ? " release candidate" : "") + " (" +
+                           name + ")",
+                  .upstream_ms = ParseUploadTimeMs(f.upload_time),
+                  .version = v->Public()});
   }
   return Status::Ok();
 }
@@ -223,6 +239,7 @@ std::string DescribeWatch(const farm::v1::UpstreamWatch& w) {
       out += (i ? ", " : " on ") + w.torch().variants(i);
     }
     if (w.torch().prereleases()) out += " (pre-releases too)";
+    if (w.torch().release_candidates()) out += " (release candidates too)";
   } else if (w.has_git()) {
     out = w.git().tags().empty() ? "branch " + w.git().branch() : "tags " + w.git().tags();
   } else if (w.has_toolkit()) {
@@ -233,6 +250,55 @@ std::string DescribeWatch(const farm::v1::UpstreamWatch& w) {
          std::to_string(w.poll_seconds() > 0 ? w.poll_seconds() : kDefaultPollSeconds) + " s";
 }
 
+namespace {
+
+// CheckWatch of a torch watch.
+Status CheckTorchWatch(const farm::v1::TorchWatch& w, const WatchTarget& target,
+                       const WatchUpstreams& upstreams) {
+  FARM_RETURN_IF_ERROR(Spec(w.spec(), "torch watch spec").status());
+  auto variants = TorchWatchVariants(w, target);
+  if (variants.empty()) {
+    return Status::InvalidArgument(
+        "a torch watch needs the indexes to read: name them, or give the recipe a CUDA axis");
+  }
+  for (const std::string& v : variants) {
+    if (v.starts_with(recipe::PrereleaseIndex(""))) {
+      return Status::InvalidArgument(
+          "index " + v + " is a pre-release index: a watch reads it beside the release index " +
+          v.substr(recipe::PrereleaseIndex("").size()) +
+          " when it follows release candidates (--watch-candidates), never as a release index");
+    }
+    if (!upstreams.indexes.count(v)) {
+      return Status::InvalidArgument("the torch watch reads index " + v +
+                                     ", which this farmd does not know (--upstream-index " + v +
+                                     "=URL)");
+    }
+  }
+  if (!w.release_candidates()) return Status::Ok();
+  if (!target.follows_torch) {
+    return Status::InvalidArgument(
+        "a watch that follows release candidates needs a torch axis that follows the index "
+        "(matrix.torch: \">=2.9\"): a fixed torch list never builds a candidate");
+  }
+  if (target.stable_abi) {
+    return Status::InvalidArgument(
+        "release candidates are built for per-torch wheels; this recipe's stable-ABI wheels "
+        "(torch_abi.stable) are proven on each final release without a rebuild instead");
+  }
+  for (const std::string& v : variants) {
+    std::string test = recipe::PrereleaseIndex(v);
+    if (!upstreams.indexes.count(test)) {
+      return Status::InvalidArgument(
+          "the torch watch follows release candidates of " + v + " on index " + test +
+          ", which this farmd does not know (--upstream-index " + test +
+          "=URL, PyTorch's https://download.pytorch.org/whl/test/" + v + "/)");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status CheckWatch(const farm::v1::UpstreamWatch& watch, const WatchTarget& target,
                   const WatchUpstreams& upstreams, int min_poll_seconds) {
   if (watch.poll_seconds() != 0 && watch.poll_seconds() < min_poll_seconds) {
@@ -241,22 +307,8 @@ Status CheckWatch(const farm::v1::UpstreamWatch& watch, const WatchTarget& targe
                                    std::to_string(watch.poll_seconds()) + ")");
   }
   switch (watch.kind_case()) {
-    case farm::v1::UpstreamWatch::kTorch: {
-      FARM_RETURN_IF_ERROR(Spec(watch.torch().spec(), "torch watch spec").status());
-      auto variants = TorchWatchVariants(watch.torch(), target);
-      if (variants.empty()) {
-        return Status::InvalidArgument(
-            "a torch watch needs the indexes to read: name them, or give the recipe a CUDA axis");
-      }
-      for (const std::string& v : variants) {
-        if (!upstreams.indexes.count(v)) {
-          return Status::InvalidArgument("the torch watch reads index " + v +
-                                         ", which this farmd does not know (--upstream-index " + v +
-                                         "=URL)");
-        }
-      }
-      return Status::Ok();
-    }
+    case farm::v1::UpstreamWatch::kTorch:
+      return CheckTorchWatch(watch.torch(), target, upstreams);
     case farm::v1::UpstreamWatch::kGit:
       if (watch.git().tags().empty() == watch.git().branch().empty()) {
         return Status::InvalidArgument("a git watch follows either tags (a glob) or a branch");

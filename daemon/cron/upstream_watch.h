@@ -2,7 +2,9 @@
 // and which of it is new.
 //
 //   torch    the torch project page of each watched per-CUDA index (farmd's
-//            --upstream-index names), releases matching the spec
+//            --upstream-index names), releases matching the spec; with release_candidates
+//            also each variant's pre-release index ("test-cu130", its items keyed
+//            "torch test-cu130 2.12.0")
 //   git      `git ls-remote` of the recipe's git source: tags matching a glob, or one
 //            branch's head
 //   toolkit  NVIDIA's redist directory (an --upstream-tree): redistrib_X.Y.Z.json files
@@ -21,6 +23,7 @@
 
 #include "common/status.h"
 #include "common/upstream/fetcher.h"
+#include "common/upstream/release_version.h"
 #include "daemon/cron/source_resolver.h"
 #include "daemon/cron/watch_state.h"
 #include "farm/v1/client.pb.h"
@@ -47,6 +50,8 @@ struct PollResult {
 struct WatchTarget {
   std::vector<std::string> cuda;  // the recipe matrix's CUDA versions ("12.8")
   std::string git_url;            // the git source, "" when the source is not git
+  bool follows_torch = false;     // its torch axis follows the index (torch_follow.h)
+  bool stable_abi = false;        // the recipe has torch_abi.stable
 };
 
 struct WatchUpstreams {
@@ -73,6 +78,9 @@ class UpstreamWatchPoller final : public UpstreamPoller {
  private:
   Status PollTorch(const farm::v1::TorchWatch& w, const WatchTarget& target,
                    const WatchState& state, PollResult* out);
+  // The items of the torch page of index `name` (a pre-release index when `candidate`).
+  Status PollTorchIndex(const std::string& name, const upstream::VersionSpec& spec,
+                        bool prereleases, bool candidate, const WatchState& state, PollResult* out);
   Status PollGit(const farm::v1::GitWatch& w, const WatchTarget& target, PollResult* out);
   Status PollToolkit(const farm::v1::ToolkitWatch& w, const WatchState& state, PollResult* out);
 
@@ -94,7 +102,9 @@ std::string DescribeWatch(const farm::v1::UpstreamWatch& watch);
 
 // Checks a watch when its schedule is created: one kind, a spec that parses, an index or
 // tree farmd knows, a git source for a git watch, a poll interval of at least
-// `min_poll_seconds`. InvalidArgument says which.
+// `min_poll_seconds`; a torch watch that follows release candidates needs each variant's
+// pre-release index, a recipe whose torch axis follows the index and per-torch wheels,
+// and no watch names a pre-release index as a release one. InvalidArgument says which.
 Status CheckWatch(const farm::v1::UpstreamWatch& watch, const WatchTarget& target,
                   const WatchUpstreams& upstreams, int min_poll_seconds);
 

@@ -19,7 +19,7 @@ std::string SpecKey(const farm::v1::ProvisionSpec& spec) {
   std::vector<std::string> reqs = Requirements(spec);
   std::sort(reqs.begin(), reqs.end());
   std::string text = spec.python() + "\n" + spec.platform() + "\n" + spec.torch_variant() + "\n" +
-                     Sha256Hex(spec.lock()) + "\n";
+                     spec.torch_index() + "\n" + Sha256Hex(spec.lock()) + "\n";
   for (const std::string& req : reqs) text += req + "\n";
   return Sha256Hex(text);
 }
@@ -53,7 +53,7 @@ std::string DescribeCell(const farm::v1::ProvisionSpec& spec) {
   std::string out = "Python " + spec.python();
   if (!spec.torch_minor().empty()) {
     out += ", torch " + (spec.torch_version().empty() ? spec.torch_minor() : spec.torch_version()) +
-           " on " + spec.torch_variant();
+           " on " + (spec.torch_index().empty() ? spec.torch_variant() : spec.torch_index());
   }
   return out + ", " + (spec.platform().empty() ? std::string("linux_x86_64") : spec.platform());
 }
@@ -127,7 +127,11 @@ Result<lock::EnvLock> EnvLocker::CheckOwnLock(const farm::v1::ProvisionSpec& spe
 }
 
 Result<lock::EnvLock> EnvLocker::Lock(const farm::v1::ProvisionSpec& spec) {
-  const std::string variant = spec.torch_variant().empty() ? "cpu" : spec.torch_variant();
+  // A release candidate's torch (and what it is resolved with) comes from the variant's
+  // pre-release index.
+  const std::string variant = !spec.torch_index().empty()    ? spec.torch_index()
+                              : spec.torch_variant().empty() ? "cpu"
+                                                             : spec.torch_variant();
   FARM_ASSIGN_OR_RETURN(IndexRoute route, routes_(variant));
   lock::ResolveRequest request;
   request.python = spec.python();

@@ -100,6 +100,7 @@ std::string WebhookPayload(const coverage::Event& e, const std::string& public_u
                  {"cell", e.cell},
                  {"cause", e.cause},
                  {"schedule_id", e.schedule_id},
+                 {"release_candidate", e.release_candidate},
                  {"time", FormatRfc3339(e.time_ms)},
                  {"url", base + page}};
   return json::serialize(o);

@@ -145,6 +145,13 @@ Status Publisher::PlanArtifact(const store::PublishCandidate& c) {
   if (spec.github_repo().empty() && spec.hf_repo().empty()) {
     return deps_.store->EnqueuePublications(c.artifact.id, "no-target", {}, now);
   }
+  farm::v1::MatrixCell cell;
+  (void)cell.ParseFromString(c.cell);
+  if (wheel::IsTorchCandidate(recipe, cell.torch())) {
+    // Kept off the public destinations as off the default index views: users get the final
+    // release's build of the cell (docs/publishing.md).
+    return deps_.store->EnqueuePublications(c.artifact.id, "release-candidate", {}, now);
+  }
   farm::v1::ValidationReport report;
   (void)report.ParseFromString(c.artifact.validation);
   if (report.state() == farm::v1::VALIDATION_FAILED) {
@@ -154,8 +161,6 @@ Status Publisher::PlanArtifact(const store::PublishCandidate& c) {
     waiting_builds_.insert(c.build_id);  // its release waits for this wheel's validation
     return Status::Ok();
   }
-  farm::v1::MatrixCell cell;
-  (void)cell.ParseFromString(c.cell);
   std::vector<store::PublicationRow> rows =
       PlanRows(recipe, c.build_id, c.artifact.id, cell, ArchOf(c.artifact.manifest));
   log::Info("publishing " + c.artifact.filename + " of build " + std::to_string(c.build_id) + ": " +

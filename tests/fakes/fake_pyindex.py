@@ -2,9 +2,14 @@
 """A protocol-faithful fake of a Python package index (the "simple" repository API), for
 tests. Serves the wheels and sdists of folders, each folder one index under a URL prefix,
 as PyPI serves /simple/ and download.pytorch.org serves its per-CUDA indexes (/whl/cu128/,
-/whl/cu130/):
+/whl/cu130/) and their test channels, where release candidates are published weeks before
+a release, often under the final version numbers (/whl/test/cu130/):
 
   --index /whl/cu128=DIR   (repeatable; DIR holds the files of that index)
+  --index /whl/test/cu130=DIR
+
+A request goes to the index with the longest prefix it falls under, so nested prefixes
+(/whl/ and /whl/test/cu130/) are each their own index, as on download.pytorch.org.
 
 Implements, as the packaging specifications (PEP 503, 691, 658, 700, 714) describe them:
   GET PREFIX/                 the project list
@@ -225,7 +230,7 @@ class Handler(FileHandler):
     def route(self, path, query):
         if self.command not in ("GET", "HEAD"):
             return self.send(405, "Method Not Allowed", "text/plain", {"Allow": "GET, HEAD"})
-        for prefix, folder in self.server.indexes.items():
+        for prefix, folder in sorted(self.server.indexes.items(), key=lambda i: -len(i[0])):
             if path == prefix:
                 return self.redirect(prefix + "/")
             if path.startswith(prefix + "/"):

@@ -1,5 +1,5 @@
 """The package-index fake keeps the protocol: negotiation, hashes, PEP 658/714 metadata,
-yanking, redirects, 404s; real pip downloads and installs the torch stand-ins from it; the
+yanking, redirects, 404s, a test channel nested under the release indexes' prefix; real pip downloads and installs the torch stand-ins from it; the
 fault switches (corrupt, hide, stall) and a private or hostile index's (Basic credentials,
 links elsewhere, no metadata) behave as documented; every file fetch is counted."""
 
@@ -42,8 +42,14 @@ def index():
     with open(os.path.join(work, "cu130", "torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64"
                            ".whl.yanked"), "w") as f:
         f.write("broken <build>")
-    fake = RunningFake("fake_pyindex.py", ["--index", "/whl/cu128=" + os.path.join(work, "cu128"),
-                                           "--index", "/whl/cu130=" + os.path.join(work, "cu130")],
+    # The test channel of cu130: the coming release under its final numbers.
+    make(os.path.join(work, "test-cu130"), "torch-wheels", "--version", "2.10.0+cu130",
+         "--python-tag", "cp311")
+    fake = RunningFake("fake_pyindex.py", ["--index", "/whl=" + os.path.join(work, "cu128"),
+                                           "--index", "/whl/cu128=" + os.path.join(work, "cu128"),
+                                           "--index", "/whl/cu130=" + os.path.join(work, "cu130"),
+                                           "--index", "/whl/test/cu130="
+                                           + os.path.join(work, "test-cu130")],
                        work, "pyindex")
     fake.work = work
     yield fake
@@ -222,3 +228,34 @@ def test_private_index_hostile_links_no_metadata_and_stalls(index, tmp_path):
         assert not held.is_alive() and private.control("stalled")["waiting"] == 0
     finally:
         private.stop()
+
+
+def test_a_test_channel_is_an_index_of_its_own_under_whl_test(index):
+    """download.pytorch.org's layout: /whl/test/cu130/ is the test channel of /whl/cu130/,
+    an index of its own (its pages, files and metadata under its prefix), never mixed with
+    the release index nor with an index at a shorter prefix (/whl/)."""
+    rc = "torch-2.10.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl"
+    status, headers, body = get(index.url + "/whl/test/cu130/torch/", JSON)
+    assert status == 200 and headers["Content-Type"] == JSON, (status, headers)
+    page = json.loads(body)
+    assert [f["filename"] for f in page["files"]] == [rc], page
+    assert page["versions"] == ["2.10.0+cu130"], page
+    with open(os.path.join(index.work, "test-cu130", rc), "rb") as f:
+        data = f.read()
+    assert page["files"][0]["hashes"]["sha256"] == sha256(data)
+    # The JSON URL is relative to the page, the HTML href absolute: both name the channel.
+    assert urljoin(index.url + "/whl/test/cu130/torch/", page["files"][0]["url"]) == \
+        index.url + "/whl/test/cu130/" + quote(rc)
+    status, _, html_page = get(index.url + "/whl/test/cu130/torch/", HTML)
+    assert status == 200
+    assert 'href="/whl/test/cu130/%s#sha256=%s"' % (quote(rc), sha256(data)) in html_page.decode()
+    status, _, got = get(index.url + "/whl/test/cu130/" + quote(rc))
+    assert status == 200 and got == data
+    status, _, _ = get(index.url + "/whl/test/cu130/" + quote(rc) + ".metadata")
+    assert status == 200
+    # The release index has not got it, and the index at /whl/ does not answer for it.
+    status, _, body = get(index.url + "/whl/cu130/torch/", JSON)
+    assert rc not in body.decode()
+    assert get(index.url + "/whl/cu130/" + quote(rc))[0] == 404
+    assert get(index.url + "/whl/test/cu128/torch/")[0] == 404
+    assert get(index.url + "/whl/test/cu130")[0] == 301

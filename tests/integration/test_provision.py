@@ -53,17 +53,21 @@ def host_python_version():
 
 def serve_index_and_python(work, data):
     """Makes both torch stand-ins (cp311) with Debian's pip and setuptools, each on its
-    per-CUDA index (/whl/cu128/, /whl/cu130/), and a CPython archive of this machine's
-    interpreter; starts their fakes. Returns the archive's summary and the fakes."""
+    per-CUDA index (/whl/cu128/, /whl/cu130/), cu130's test channel (/whl/test/cu130/, no
+    torch yet), and a CPython archive of this machine's interpreter; starts their fakes.
+    Returns the archive's summary and the fakes."""
     for label, version in (("cu128", "2.8.0+cu128"), ("cu130", "2.9.0+cu130")):
         make("torch-wheels", "--out", os.path.join(data, label), "--version", version,
              "--python-tag", "cp311")
         make("host-wheels", "--out", os.path.join(data, label))
+    # cu130's test channel, where release candidates appear: no torch yet, its other wheels.
+    make("host-wheels", "--out", os.path.join(data, "test-cu130"))
     python = make("cpython", "--out", os.path.join(data, "python"), "--python", HOST_PYTHON)
     return python, {
         "index": RunningFake("fake_pyindex.py",
                              ["--index", "/whl/cu128=" + os.path.join(data, "cu128"),
-                              "--index", "/whl/cu130=" + os.path.join(data, "cu130")],
+                              "--index", "/whl/cu130=" + os.path.join(data, "cu130"),
+                              "--index", "/whl/test/cu130=" + os.path.join(data, "test-cu130")],
                              work, "index"),
         "python": RunningFake("fake_redist.py", ["--root", os.path.join(data, "python")],
                               work, "python"),

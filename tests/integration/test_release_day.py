@@ -14,6 +14,13 @@ upstream changes become validated wheels with no human step.
 - A watch on the tags of a git source (a git server on 127.0.0.1 speaking git's smart
   HTTP over TLS): a tag pushed while farmd is down (kill -9) fires exactly once after it
   comes back, and a second kill -9 and restart fire nothing more.
+- Release candidates (docs/schedules.md): before the release, a second schedule of the same
+  recipe follows the test channel too (--watch-candidates). torch 2.10.0 published there
+  (under its final numbers) builds a wheel labelled as a release candidate
+  (+cu130torch2.10rc), announced as one in coverage and the feed, left out of the default
+  index views and of publishing, and listed in the /rc/ views, where real pip downloads it;
+  the release watch does not fire. The release's build then replaces the candidate's in
+  coverage and in every view, and the candidate's build stays recorded.
 - A new redistrib_X.Y.Z.json in the redist listing fires a toolkit watch.
 - Bad watches are refused when the schedule is created, with the reason.
 """
@@ -86,6 +93,7 @@ def upstreams():
 
 def farmd_flags(up):
     return ("--upstream-index", "cu130=%s/whl/cu130/" % up["index"].url,
+            "--upstream-index", "test-cu130=%s/whl/test/cu130/" % up["index"].url,
             "--upstream-tree", "python=%s/" % up["python"].url, "--watch-min-poll-s", "1")
 
 
@@ -113,14 +121,14 @@ def wait_runs(farm, schedule_id, count, what, timeout=60):
                       timeout, what, interval=0.3)
 
 
-def publish_torch(up, version, upload_unix_s):
-    """Puts a new torch stand-in on the cu130 index the way an index gains a file: written
-    aside, then renamed in, with its upload time set."""
+def publish_torch(up, version, upload_unix_s, index="cu130"):
+    """Puts a new torch stand-in on the cu130 index (or its test channel, "test-cu130") the
+    way an index gains a file: written aside, then renamed in, with its upload time set."""
     staging = tempfile.mkdtemp(dir=up["work"])
     make("torch-wheels", "--out", staging, "--version", version, "--python-tag", "cp311")
     for entry in os.listdir(staging):
         os.utime(os.path.join(staging, entry), (upload_unix_s, upload_unix_s))
-        os.rename(os.path.join(staging, entry), os.path.join(up["data"], "cu130", entry))
+        os.rename(os.path.join(staging, entry), os.path.join(up["data"], index, entry))
 
 
 def seconds(rfc3339):
@@ -177,6 +185,8 @@ def test_a_new_torch_on_the_index_becomes_a_validated_wheel(farm, upstreams, tmp
     wait_until(lambda: up["index"].counters().get("not-modified:/whl/cu130/torch/", 0) >= 2,
                30, "two conditional polls answered 304")
     assert len(runs_of(farm, sid)) == 1
+    # Weeks before, the release's candidate on the test channel.
+    candidate = release_candidate(farm, up, recipe, sid, tmp_path)
 
     released = int(time.time()) - 3600  # published an hour ago, seen now
     appeared = time.time()
@@ -204,7 +214,10 @@ def test_a_new_torch_on_the_index_becomes_a_validated_wheel(farm, upstreams, tmp
     cells = {j["cell"]["torch"]: j for j in build["jobs"]}
     assert sorted(cells) == ["2.10", "2.9"], cells
     # The cell whose inputs did not change is answered from the store, the new one built.
-    assert int(cells["2.9"].get("reused_from", 0)) == int(first["jobs"][0]["id"]), cells["2.9"]
+    # (from the first build, or from its copy in the candidate's build)
+    answered_by = [int(first["jobs"][0]["id"])] + [
+        int(j["id"]) for j in candidate["build"]["jobs"] if j["cell"]["torch"] == "2.9"]
+    assert int(cells["2.9"].get("reused_from", 0)) in answered_by, cells["2.9"]
     assert int(cells["2.10"].get("reused_from", 0)) == 0, cells["2.10"]
 
     out = tmp_path / "wheels"
@@ -237,6 +250,104 @@ def test_a_new_torch_on_the_index_becomes_a_validated_wheel(farm, upstreams, tmp
             json.dump(phases, f)
     time.sleep(2.5)  # more polls: the release is seen, nothing fires again
     assert len(runs_of(farm, sid)) == 2
+    final_supersedes_candidate(farm, candidate, build)
+
+
+def http_get(farm, path, accept="application/vnd.pypi.simple.v1+json"):
+    """(status, body) of farmd's HTTP port."""
+    req = urllib.request.Request("http://%s%s" % (farm.http_address, path),
+                                 headers={"Accept": accept})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as res:
+            return res.status, res.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def listed(farm, view):
+    """The real wheels of relpkg's project (envpkg) a view lists (its placeholder left out)."""
+    status, body = http_get(farm, view + "envpkg/")
+    if status != 200:
+        return []
+    return sorted(f["filename"] for f in json.loads(body)["files"]
+                  if "+no.wheel.for." not in f["filename"])
+
+
+def pip_download(farm, view, out):
+    return subprocess.run(
+        ["/usr/bin/python3", "-m", "pip", "download", "--no-deps", "--no-cache-dir",
+         "--disable-pip-version-check", "--only-binary", ":all:", "--python-version", "3.11",
+         "--index-url", "http://%s%s" % (farm.http_address, view), "-d", str(out), "envpkg"],
+        capture_output=True, text=True, timeout=120)
+
+
+# The views of torch 2.10 on CUDA 13.0 a user might point pip at.
+CANDIDATE_VIEWS = ["/cu130-torch2.10/simple/", "/cu130/sm90/torch2.10.0/simple/"]
+
+
+def cell_of(farm, torch):
+    with urllib.request.urlopen("http://%s/api/v1/coverage?package=relpkg&torch=%s"
+                                % (farm.http_address, torch), timeout=30) as res:
+        (cell,) = json.loads(res.read())["cells"]
+    return cell
+
+
+def release_candidate(farm, up, recipe, release_sid, tmp_path):
+    """torch 2.10.0 on the test channel, followed by a second schedule of the recipe: its
+    build and wheel (module docstring). The schedule is paused after it, so that the
+    release's build and its phases are the release watch's alone."""
+    rc_sid = farm.ctl_json("schedules", "add", recipe, "--watch-torch", ">=2.9",
+                           "--watch-candidates", "--poll", "1")["id"]
+    wait_runs(farm, rc_sid, 1, "the candidate watch's first poll")
+    publish_torch(up, "2.10.0+cu130", int(time.time()), index="test-cu130")
+    fired = wait_runs(farm, rc_sid, 2, "the watch to fire on the release candidate")[0]
+    assert "torch 2.10.0 release candidate (test-cu130)" in fired["detail"], fired
+    farm.ctl("schedules", "pause", str(rc_sid))
+    build = finished(farm, int(fired["build_id"]))
+    assert build["state"] == "BUILD_SUCCEEDED", json.dumps(build, indent=1)
+    assert 'torch ">=2.9" resolved to 2.9.0, 2.10.0 (release candidate)' in \
+        farm.ctl("show", str(build["id"])).stdout
+    (job,) = [j for j in build["jobs"] if j["cell"]["torch"] == "2.10"]
+    (wheel,) = [a["filename"] for a in job["artifacts"]]
+    assert "+cu130torch2.10rc-" in wheel, wheel
+    assert "(release candidate, from test-cu130)" in log_of(farm, job["id"])
+    cell = cell_of(farm, "2.10")
+    assert cell["release_candidate"] and cell["state"] == "validated", cell
+    assert cell["cause"].startswith("release candidate: built against torch 2.10.0"), cell
+    status, feed = http_get(farm, "/feeds/wheels.atom", "application/atom+xml")
+    assert status == 200 and "a release candidate build for torch 2.10" in feed, feed[:2000]
+    # Out of the default views, in the /rc/ ones, from which real pip takes it.
+    for view in CANDIDATE_VIEWS:
+        assert listed(farm, view) == [], view
+        assert listed(farm, "/rc" + view) == [wheel], view
+    got = pip_download(farm, "/rc" + CANDIDATE_VIEWS[1], tmp_path / "rc")
+    assert got.returncode == 0, got.stderr
+    assert os.listdir(tmp_path / "rc") == [wheel]
+    assert len(runs_of(farm, release_sid)) == 1  # the release watch saw nothing new
+    return {"build": build, "job": job, "wheel": wheel}
+
+
+def final_supersedes_candidate(farm, candidate, final):
+    """The release's build (`final`) replaces the candidate's in coverage and every view;
+    the candidate's build stays recorded, its wheel served by its URL, never published."""
+    (job,) = [j for j in final["jobs"] if j["cell"]["torch"] == "2.10"]
+    (wheel,) = [a["filename"] for a in job["artifacts"]]
+    assert "+cu130torch2.10-" in wheel, wheel
+    cell = cell_of(farm, "2.10")
+    assert not cell["release_candidate"] and cell["wheel"] == wheel, cell
+    for view in CANDIDATE_VIEWS:
+        assert listed(farm, view) == [wheel], view
+        assert listed(farm, "/rc" + view) == [wheel], view
+    rc_build = candidate["build"]
+    assert farm.ctl_json("show", str(rc_build["id"]))["state"] == "BUILD_SUCCEEDED"
+    url = "http://%s/files/%s/%s" % (farm.http_address, candidate["job"]["artifacts"][0]["sha256"],
+                                     candidate["wheel"])
+    with urllib.request.urlopen(url, timeout=30) as res:
+        assert res.status == 200
+    # The release's wheels are published (waited for above), and the publisher plans wheels
+    # in the order they were stored: the candidate's was planned before, with no row.
+    assert not [p for p in publications(farm, rc_build["id"])
+                if p.get("filename") == candidate["wheel"]]
 
 
 def test_a_tag_pushed_while_farmd_is_down_fires_once_across_kill_9(farm, upstreams):
@@ -311,6 +422,8 @@ def test_bad_watches_are_refused_with_the_reason(farm, upstreams):
     cases = [
         (("--watch-torch", "2.9"), "is not a version clause"),
         (("--watch-torch", ">=2.9", "--watch-index", "cu999"), "does not know"),
+        # A test channel read as a release index would build its candidates as finals.
+        (("--watch-torch", ">=2.9", "--watch-index", "test-cu130"), "is a pre-release index"),
         (("--watch-torch", ">=2.9", "--poll", "0"), None),  # default poll: accepted
         (("--watch-tags", "v*"), "needs a recipe whose source is git"),
         (("--watch-toolkit", ">=12.8"), "--upstream-tree cuda"),

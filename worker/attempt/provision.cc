@@ -25,6 +25,7 @@ std::string Describe(const farm::v1::ProvisionSpec& spec) {
   if (!locked.ok()) return out;  // the provisioner says why
   if (const lock::LockedPackage* torch = lock::Find(*locked, "torch")) {
     out += " + torch " + torch->version;
+    if (!spec.torch_index().empty()) out += " (release candidate, from " + spec.torch_index() + ")";
   }
   if (!spec.cuda().empty()) out += " + CUDA " + spec.cuda();
   return out + ", locked: " + lock::DescribeSummary(lock::Summarize(*locked)) + " (lock " +

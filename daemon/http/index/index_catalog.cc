@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "common/sha256.h"
 #include "common/strings.h"
@@ -151,10 +152,14 @@ Status IndexCatalog::RefreshLocked() {
       if (auto v = arch::ParseVersion(cc); v.ok()) f.runs_on.push_back(*v);
     }
     if (auto r = refused.find(f.sha256); r != refused.end()) f.refused_torches = r->second;
+    f.release_candidate = row.release_candidate;
     auto [it, fresh] = seen.emplace(std::make_pair(f.variant, f.filename), files.size());
     if (fresh) {
       files.push_back(std::move(f));
-    } else if (files[it->second].sha256 != f.sha256) {
+    } else if (files[it->second].sha256 != f.sha256 &&
+               (!f.release_candidate || files[it->second].release_candidate)) {
+      // Labels keep a candidate's name apart from the final's; should a template not,
+      // the final's bytes still win.
       files[it->second] = std::move(f);
     }
   }
@@ -166,13 +171,29 @@ Status IndexCatalog::RefreshLocked() {
   return Status::Ok();
 }
 
-Result<std::vector<IndexFile>> IndexCatalog::Files(const std::string& variant) {
+Result<std::vector<IndexFile>> IndexCatalog::Files(const std::string& variant,
+                                                   Candidates candidates) {
   std::lock_guard lock(mu_);
   FARM_RETURN_IF_ERROR(RefreshLocked());
+  // What a final release's wheel supersedes: the candidates of its project, public version,
+  // tags, CUDA and torch.
+  auto key = [](const IndexFile& f) {
+    return std::make_tuple(f.project, f.version.substr(0, f.version.find('+')), f.tags, f.cuda,
+                           f.torch);
+  };
+  std::set<decltype(key(files_.front()))> finals;
+  if (candidates == Candidates::kUnlessFinal) {
+    for (const auto& f : files_) {
+      if (!f.release_candidate) finals.insert(key(f));
+    }
+  }
   std::vector<IndexFile> out;
   std::map<std::string, size_t> names;  // the all-variant view lists a name once, the newest
   for (const auto& f : files_) {
     if (!variant.empty() && f.variant != variant) continue;
+    if (f.release_candidate && (candidates == Candidates::kLeftOut || finals.count(key(f)) > 0)) {
+      continue;
+    }
     auto [it, fresh] = names.emplace(f.filename, out.size());
     if (fresh) {
       out.push_back(f);

@@ -52,6 +52,16 @@ struct IndexFile {
   // Torches this stable-ABI wheel failed its validation-only proof with, released after
   // its build (builds/new_torch.h): the release ("2.12.0") and why. Their views leave it out.
   std::vector<std::pair<std::string, std::string>> refused_torches;
+  // Built against a torch release candidate (its job's mark): listed only in the views
+  // under /rc/, and there only until the final release's wheel of the same project,
+  // version, tags, CUDA and torch is listed (docs/index.md, "Release candidates").
+  bool release_candidate = false;
+};
+
+// Which files a view lists besides the finals.
+enum class Candidates {
+  kLeftOut,     // the default views: no release-candidate wheel
+  kUnlessFinal  // the /rc/ views: a candidate's wheel until its final release's is there
 };
 
 // Where the bytes of a listed file come from: a presigned URL of the blob store when the
@@ -82,11 +92,14 @@ class IndexCatalog {
   // The files of `variant` ("" for every variant), sorted by project then file name.
   // Only wheels of succeeded jobs whose validation passed (or waits for hardware when
   // include_pending), whose blob is present and that are within max_wheel_bytes; one file
-  // per name (the newest).
-  Result<std::vector<IndexFile>> Files(const std::string& variant);
+  // per name (the newest; a final's never replaced by a candidate's). Release-candidate
+  // wheels as `candidates` says.
+  Result<std::vector<IndexFile>> Files(const std::string& variant,
+                                       Candidates candidates = Candidates::kLeftOut);
   // The variants that list at least one file, sorted.
   Result<std::vector<std::string>> Variants();
-  // The listed file with this sha256 and file name; NotFound otherwise.
+  // The listed file with this sha256 and file name, a release candidate's too; NotFound
+  // otherwise.
   Result<IndexFile> Find(const std::string& sha256, const std::string& filename);
   // Where a listed file is downloaded from.
   Result<FileSource> Source(const IndexFile& file);

@@ -294,12 +294,18 @@ bool ValidVariant(std::string_view v) {
 // Where a request of the index points: a view (every wheel, one variant, or one variant
 // for one GPU) and what follows its /simple/.
 struct View {
-  std::string prefix;   // "/simple/", "/cu130/simple/", "/cu130/sm90/simple/"
+  std::string prefix;   // "/simple/", "/cu130/simple/", "/cu130/sm90/simple/", "/rc/simple/"
   std::string variant;  // "" for the root view; the CUDA segment ("cu128") of a torch view
   std::optional<arch::Version> cc;
   std::optional<arch::Version> cuda;              // a torch view's, of its "cu128"
   std::optional<upstream::ReleaseVersion> torch;  // a torch view's (torch_views.h)
+  // Under /rc/: release-candidate wheels too, until their final release's are listed.
+  Candidates candidates = Candidates::kLeftOut;
+  std::string root() const { return candidates == Candidates::kLeftOut ? "" : "/rc"; }
 };
+
+// The views that list release candidates are the default views under this segment.
+constexpr std::string_view kCandidateRoot = "/rc/";
 
 // Why a GPU view has no wheel of `project` (or none at all): what the variant does have,
 // so a person knows which GPU the wheels were built for.
@@ -343,8 +349,9 @@ Response PlaceholderPage(const Negotiated& n, const View& view, const std::strin
   std::string version = PlaceholderVersion(view);
   std::string filename = dist + "-" + version + "-py3-none-any.whl";
   std::string gpu = "sm" + std::to_string(view.cc->major) + std::to_string(view.cc->minor);
-  std::string url = std::string(kNoWheelFiles) + view.variant + "/" + gpu + "/" +
-                    (view.torch ? TorchSegment(*view.torch) + "/" : "") + filename;
+  std::string url = std::string(kNoWheelFiles) + (view.root().empty() ? "" : "rc/") + view.variant +
+                    "/" + gpu + "/" + (view.torch ? TorchSegment(*view.torch) + "/" : "") +
+                    filename;
   if (n.json) {
     return IndexPage(
         n, json::serialize(json::object{
@@ -391,7 +398,7 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
     return r;
   }
   // A torch view draws on every variant (torch_views.h); a variant view on its own.
-  auto files = catalog.Files(view.torch ? "" : variant);
+  auto files = catalog.Files(view.torch ? "" : variant, view.candidates);
   if (!files.ok()) return ErrorResponse(files.status());
   if (!view.torch && !variant.empty() && files->empty()) {
     return IndexNotFound(n, "no variant " + variant);
@@ -414,7 +421,9 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
     std::vector<GpuView> directory = ListGpuViews(*files);
     std::vector<TorchView> torch_views;
     if (n.json) torch_views = ListTorchViews(catalog, *files);
-    return ProjectList(n, *files, "Simple index", &directory, BaseUrl(req), "", &torch_views);
+    return ProjectList(
+        n, *files, view.root().empty() ? "Simple index" : "Simple index with release candidates",
+        &directory, BaseUrl(req) + view.root(), "", &torch_views);
   }
   std::string name(rest);
   bool slash = name.ends_with('/');
@@ -437,9 +446,13 @@ Response HandleSimple(IndexCatalog& catalog, const Request& req, const View& vie
 // torch view's "<cu>/sm<cc>/torch<version>/<file>"): 404 with why the view has no wheel of
 // the file's project, said again as the reason phrase.
 Response NoWheelFile(IndexCatalog& catalog, std::string_view rest) {
+  View view;
+  if (rest.starts_with(kCandidateRoot.substr(1))) {
+    view.candidates = Candidates::kUnlessFinal;
+    rest.remove_prefix(kCandidateRoot.size() - 1);
+  }
   size_t first = rest.find('/');
   size_t second = first == rest.npos ? rest.npos : rest.find('/', first + 1);
-  View view;
   if (second != rest.npos) {
     view.variant = std::string(rest.substr(0, first));
     view.cc = ParseGpuSegment(rest.substr(first + 1, second - first - 1));
@@ -455,7 +468,7 @@ Response NoWheelFile(IndexCatalog& catalog, std::string_view rest) {
   if (!ValidVariant(view.variant) || !view.cc || project.empty() || file.find('/') != file.npos) {
     return ErrorResponse(Status::NotFound("no such file"));
   }
-  auto files = catalog.Files(view.torch ? "" : view.variant);
+  auto files = catalog.Files(view.torch ? "" : view.variant, view.candidates);
   if (!files.ok()) return ErrorResponse(files.status());
   std::vector<IndexFile> for_gpu = FilesForGpu(
       view.torch ? FilesForTorch(catalog, *files, *view.cuda, *view.torch) : *files, *view.cc);
@@ -488,22 +501,29 @@ std::optional<Response> HandleIndex(IndexCatalog& catalog, const Request& req) {
     if (req.method != "GET") return ErrorResponse(Status::Unimplemented("method not allowed"));
     return HandleFile(catalog, path.substr(kFiles.size()));
   }
-  if (path == "/simple") return Redirect(301, "/simple/");
+  View view;
+  // /rc/<any view>: the same view with release candidates (docs/index.md).
+  if (path == "/rc" || path == kCandidateRoot) return Redirect(301, "/rc/simple/");
+  if (path.starts_with(kCandidateRoot)) {
+    view.candidates = Candidates::kUnlessFinal;
+    path.remove_prefix(kCandidateRoot.size() - 1);
+  }
+  if (path == "/simple") return Redirect(301, view.root() + "/simple/");
   if (path.starts_with(kSimple)) {
-    return HandleSimple(catalog, req, View{"/simple/", "", std::nullopt},
-                        path.substr(kSimple.size()));
+    view.prefix = view.root() + "/simple/";
+    return HandleSimple(catalog, req, view, path.substr(kSimple.size()));
   }
   // /<variant>/simple[/...] or /<variant>/<gpu>/simple[/...]
   if (path.size() < 2) return std::nullopt;
   size_t slash = path.find('/', 1);
   if (slash == path.npos) return std::nullopt;
-  View view;
   view.variant = std::string(path.substr(1, slash - 1));
   std::string_view rest = path.substr(slash);
-  if (!ValidVariant(view.variant) || view.variant == "api" || view.variant == "files") {
+  if (!ValidVariant(view.variant) || view.variant == "api" || view.variant == "files" ||
+      view.variant == "rc") {
     return std::nullopt;
   }
-  view.prefix = "/" + view.variant + "/";
+  view.prefix = view.root() + "/" + view.variant + "/";
   if (size_t next = rest.find('/', 1); next != rest.npos && !rest.starts_with("/simple")) {
     std::string_view segment = rest.substr(1, next - 1);
     view.cc = ParseGpuSegment(segment);
@@ -532,7 +552,12 @@ std::optional<Response> HandleIndex(IndexCatalog& catalog, const Request& req) {
   }
   view.prefix += "simple/";
   if (rest == "/simple") return Redirect(301, view.prefix);
-  if (!rest.starts_with("/simple/")) return std::nullopt;
+  if (!rest.starts_with("/simple/")) {
+    if (view.candidates == Candidates::kLeftOut) return std::nullopt;
+    return ErrorResponse(Status::NotFound("no index view " + req.path +
+                                          ": /rc/ serves every index view, e.g. /rc/simple/ or "
+                                          "/rc/cu130/sm90/torch2.12.0/simple/"));
+  }
   return HandleSimple(catalog, req, view, rest.substr(8));
 }
 

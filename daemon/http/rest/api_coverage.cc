@@ -36,7 +36,8 @@ json::object CellJson(const coverage::Cell& c) {
                       {"wheel", c.wheel},
                       {"built_at", FormatRfc3339(c.built_ms)},
                       {"validated_at", FormatRfc3339(c.validated_ms)},
-                      {"release_to_wheel_seconds", seconds}};
+                      {"release_to_wheel_seconds", seconds},
+                      {"release_candidate", c.release_candidate}};
 }
 
 }  // namespace

@@ -85,6 +85,9 @@ struct JobRow {
   // is the key without the wheels it consumes.
   int held = 0;
   std::string key_base;
+  // A build job of a cell whose torch is a release candidate (wheel::IsTorchCandidate of its
+  // build's recipe): its wheels stay out of the default index views (docs/index.md).
+  bool release_candidate = false;
 };
 
 struct AttemptRow {

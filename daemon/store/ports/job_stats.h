@@ -51,6 +51,7 @@ struct SpanHistogram {
 struct IndexArtifactRow {
   ArtifactRow artifact;
   std::string cell;
+  bool release_candidate = false;  // its job's (JobRow::release_candidate)
 };
 
 class JobStats {

@@ -33,8 +33,8 @@ Status SqlStore::InsertJob(JobRow* job) {
       db_->Prepare(
           "INSERT INTO jobs(build_id, cell, state, priority, build_key, reused_from, created_ms, "
           "finished_ms, max_attempts, kind, target_job_id, target_attempt, needs, compile_mib, "
-          "validation_mib, held, key_base, not_before_ms, error) "
-          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+          "validation_mib, held, key_base, not_before_ms, error, release_candidate) "
+          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   j->Bind(job->build_id)
       .BindBlob(job->cell)
       .Bind(job->state)
@@ -53,7 +53,8 @@ Status SqlStore::InsertJob(JobRow* job) {
       .Bind(job->held)
       .Bind(job->key_base)
       .Bind(job->not_before_ms)
-      .Bind(job->error);
+      .Bind(job->error)
+      .Bind(job->release_candidate ? 1 : 0);
   FARM_RETURN_IF_ERROR(j->Run());
   job->id = db_->LastInsertId();
   if (!reused) return Status::Ok();

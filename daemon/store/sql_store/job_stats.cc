@@ -105,7 +105,8 @@ Result<std::vector<IndexArtifactRow>> SqlStore::ListIndexArtifacts(int limit) {
       auto s,
       db_->Prepare(
           "SELECT a.id, a.job_id, a.attempt, a.filename, a.sha256, a.size, a.manifest, "
-          "a.validation, a.created_ms, j.cell FROM artifacts a JOIN jobs j ON j.id = a.job_id "
+          "a.validation, a.created_ms, j.cell, j.release_candidate FROM artifacts a JOIN jobs j "
+          "ON j.id = a.job_id "
           "WHERE j.state = 3 ORDER BY a.id LIMIT ?"));
   s->Bind(limit);
   return CollectRows(*s, int64_t{limit} + 1, [](const Stmt& r) {
@@ -114,6 +115,7 @@ Result<std::vector<IndexArtifactRow>> SqlStore::ListIndexArtifacts(int limit) {
                                r.Text(3), r.Text(4), r.Int(5),
                                r.Text(6), r.Text(7), r.Int(8)};
     row.cell = r.Text(9);
+    row.release_candidate = r.Int(10) != 0;
     return row;
   });
 }

@@ -8,7 +8,7 @@ const char kJobColumns[] =
     "id, build_id, cell, state, priority, attempt, worker_id, lease_expiry_ms, "
     "cancel_requested, not_before_ms, error, build_key, created_ms, started_ms, finished_ms, "
     "reused_from, max_attempts, cancelled_by, kind, target_job_id, target_attempt, needs, "
-    "compile_mib, validation_mib, held, key_base";
+    "compile_mib, validation_mib, held, key_base, release_candidate";
 
 JobRow JobFromRow(const Stmt& s) {
   return ReadMembers<JobRow>(
@@ -18,7 +18,7 @@ JobRow JobFromRow(const Stmt& s) {
       &JobRow::started_ms, &JobRow::finished_ms, &JobRow::reused_from, &JobRow::max_attempts,
       &JobRow::cancelled_by, &JobRow::kind, &JobRow::target_job_id, &JobRow::target_attempt,
       &JobRow::needs, &JobRow::compile_mib, &JobRow::validation_mib, &JobRow::held,
-      &JobRow::key_base);
+      &JobRow::key_base, &JobRow::release_candidate);
 }
 
 Result<bool> SqlStore::RunWrite(Stmt& s) {

@@ -216,6 +216,34 @@ TEST(EnvironmentTest, ParsesAndGivesEachCellItsProvisioningSpec) {
   EXPECT_EQ(TorchVariant(""), "cpu");
 }
 
+// A release candidate's torch comes from the variant's pre-release index; farmd marks the
+// candidates at submit, and a recipe file cannot mark them itself.
+TEST(EnvironmentTest, AReleaseCandidatesTorchComesFromThePrereleaseIndex) {
+  auto r = Parse(std::string(kHead) + kProvisioned);
+  MatrixExpansion cells = ExpandMatrix({}, r.matrix());
+  r.mutable_environment()->add_torch_from_test(cells.cells[0].torch());
+  (*r.mutable_environment()->mutable_torch())["2.11"] = "2.11.0rc2";
+  MarkTorchCandidates(&r);
+  EXPECT_EQ(std::vector<std::string>(r.environment().torch_candidates().begin(),
+                                     r.environment().torch_candidates().end()),
+            (std::vector<std::string>{"2.11", "2.8"}));
+  auto rc = CellEnvironment(r, cells.cells[0]);
+  ASSERT_OK(rc.status());
+  EXPECT_EQ(rc->torch_variant(), "cu128");
+  EXPECT_EQ(rc->torch_index(), "test-cu128");
+  EXPECT_EQ(DescribeProvisionSpec(*rc),
+            "Python 3.13 + torch 2.8.0+cu128 (release candidate, from test-cu128) + CUDA 12.8 + "
+            "2 build requirements");
+  // An rc on the release index is a candidate, but comes from that index.
+  auto own = CellEnvironment(r, cells.cells[1]);
+  ASSERT_OK(own.status());
+  EXPECT_EQ(own->torch_index(), "");
+  EXPECT_EQ(PrereleaseIndex("cu130"), "test-cu130");
+  EXPECT_NE(ErrorOf(std::string(kHead) + kProvisioned + "  torch_candidates: [\"2.8\"]\n")
+                .find("torch_candidates"),
+            std::string::npos);
+}
+
 TEST(EnvironmentTest, ABuildWithoutCudaCodeAsksForNoToolkit) {
   auto r = Parse(std::string(kHead) + kProvisioned + "  toolkit: false\n");
   ASSERT_TRUE(r.environment().no_toolkit());

@@ -69,6 +69,27 @@ TEST(IdentityTest, CommitTellsApartBuildsOfOneUpstreamVersion) {
   EXPECT_EQ(RecipeWheelLabel(recipe, c, Images(c)).value(), "cu128torch2.8.sm90a");
 }
 
+// A release candidate's wheel says so in its name, whatever the template, so that it never
+// takes the name of the final release's wheel of its cell.
+TEST(IdentityTest, AReleaseCandidatesLabelSaysSo) {
+  farm::v1::Recipe recipe;
+  auto c = Cell("13.0", "2.12", "9.0a");
+  EXPECT_EQ(RecipeWheelLabel(recipe, c, Images(c)).value(), "cu130torch2.12.sm90a");
+  EXPECT_FALSE(IsTorchCandidate(recipe, "2.12"));
+  recipe.mutable_environment()->add_torch_candidates("2.12");
+  EXPECT_TRUE(IsTorchCandidate(recipe, "2.12"));
+  EXPECT_FALSE(IsTorchCandidate(recipe, "2.11"));
+  EXPECT_EQ(RecipeWheelLabel(recipe, c, Images(c)).value(), "cu130torch2.12rc.sm90a");
+  recipe.mutable_publish()->set_local_version_template("cu{cuda_nodot}.torch{torch_nodot}");
+  EXPECT_EQ(RecipeWheelLabel(recipe, c, Images(c)).value(), "cu130.torch212rc");
+  // A template that names no torch still gets the candidate's mark.
+  recipe.mutable_publish()->set_local_version_template("cu{cuda_nodot}.{arch}");
+  EXPECT_EQ(RecipeWheelLabel(recipe, c, Images(c)).value(), "cu130.sm90a.torch2.12rc");
+  recipe.mutable_publish()->set_local_version_template("");
+  EXPECT_EQ(RecipeWheelLabel(recipe, Cell("13.0", "2.11", "9.0a"), Images(c)).value(),
+            "cu130torch2.11.sm90a");
+}
+
 TEST(IdentityTest, ManifestImagesAndLocalLabels) {
   farm::v1::ArchManifest m;
   for (const char* name : {"sm_121a", "sm_90", "sm_121a", "compute_120"}) {

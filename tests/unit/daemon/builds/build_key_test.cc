@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace farm::builds {
 namespace {
 
@@ -114,6 +117,25 @@ TEST(BuildKeyTest, AnotherTorchsEnvironmentIsNotThisCellsInput) {
     return t.Key();
   };
   EXPECT_NE(validated("2.9.0"), validated("2.9.1"));
+}
+
+// A release candidate's build is not its final release's, though both may be 2.12.0; a
+// candidate of another minor changes nothing of this cell's.
+TEST(BuildKeyTest, TheCellsOwnReleaseCandidateMarkIsAnInput) {
+  auto key = [](const std::vector<std::string>& candidates, bool from_test) {
+    Inputs t;  // the cell builds with torch 2.8
+    auto* env = t.recipe.mutable_environment();
+    (*env->mutable_torch())["2.8"] = "2.8.0";
+    for (const std::string& c : candidates) {
+      env->add_torch_candidates(c);
+      if (from_test) env->add_torch_from_test(c);
+    }
+    return t.Key();
+  };
+  const std::string final_key = key({}, false);
+  EXPECT_EQ(key({"2.9"}, true), final_key);
+  EXPECT_NE(key({"2.8"}, true), final_key);
+  EXPECT_NE(key({"2.8"}, false), key({"2.8"}, true));
 }
 
 TEST(SourceIdentityTest, NamesContentNeverPaths) {

@@ -191,6 +191,45 @@ TEST(ComputeCoverageTest, PackagesAndVersionsAreCellsOfTheirOwn) {
   EXPECT_EQ(cells[2].key.version, "2.0");
 }
 
+// A build against a torch release candidate decides its cell until the final release's
+// build of it exists, whichever ran later; its wheel's event says it is a candidate.
+TEST(ComputeCoverageTest, AFinalReleasesBuildReplacesTheCandidatesWhateverTheOrder) {
+  auto facts = [](int64_t build, int64_t job, bool candidate, const std::string& sha) {
+    BuildFacts b = Build(build, "pkg", {"3.11"});
+    farm::v1::MatrixCell cell = MakeCell("3.11");
+    cell.set_torch("2.12");
+    b.recipe.mutable_matrix()->add_torch("2.12");
+    (*b.recipe.mutable_environment()->mutable_torch())["2.12"] = "2.12.0";
+    b.jobs = {Job(job, build, cell, store::kJobSucceeded)};
+    b.jobs[0].release_candidate = candidate;
+    b.artifacts[job] = {Wheel(job, sha, store::kValidationPassed)};
+    return b;
+  };
+  std::vector<Cell> rc = ComputeCoverage({facts(1, 1, true, "aa")});
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_TRUE(rc[0].release_candidate);
+  EXPECT_EQ(rc[0].state, CellState::kValidated);
+  EXPECT_EQ(rc[0].cause, "release candidate: built against torch 2.12.0 before its final release");
+  EXPECT_TRUE(CellProto(rc[0]).release_candidate());
+  std::vector<Event> events = EventsOf({facts(1, 1, true, "aa")}, 10);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(events[0].release_candidate);
+  EXPECT_EQ(EventTitle(events[0]),
+            "pkg 1.0: pkg-1.0-aa.whl validated (job 1), a release candidate build for torch 2.12 "
+            "(its final release's build replaces it)");
+
+  for (bool final_first : {false, true}) {
+    // The final's job is older when the candidate was rebuilt after it: it still decides.
+    std::vector<Cell> cells =
+        final_first ? ComputeCoverage({facts(1, 1, false, "bb"), facts(2, 2, true, "aa")})
+                    : ComputeCoverage({facts(1, 1, true, "aa"), facts(2, 2, false, "bb")});
+    ASSERT_EQ(cells.size(), 1u) << final_first;
+    EXPECT_FALSE(cells[0].release_candidate) << final_first;
+    EXPECT_EQ(cells[0].wheel, "pkg-1.0-bb.whl") << final_first;
+    EXPECT_EQ(cells[0].cause, "") << final_first;
+  }
+}
+
 TEST(CellFilterTest, MatchesAxesStateAndOneArchOfTheList) {
   Cell c{.key = {.package = "pkg",
                  .torch = "2.8",

@@ -72,6 +72,27 @@ std::string HttpFixture::AddFinishedWheel(const std::string& cuda, const std::st
   return sha;
 }
 
+std::vector<std::string> HttpFixture::ListedWheels(Router& r, const std::string& view,
+                                                   const std::string& project) {
+  Response resp = Get(r, view + project + "/", "application/vnd.pypi.simple.v1+json");
+  std::vector<std::string> out;
+  if (resp.status != 200) return out;
+  const boost::json::value page = Json(resp);
+  for (const auto& f : page.at("files").as_array()) {
+    std::string name(f.at("filename").as_string());
+    if (name.find("+no.wheel.for.") == std::string::npos) out.push_back(name);
+  }
+  return out;
+}
+
+std::string Sm90Manifest() {
+  farm::v1::ArchManifest m;
+  auto* image = m.add_images();
+  image->set_arch("sm_90"), image->set_kind("sass"), image->set_module("pkg/_C.so");
+  m.add_runs_on("9.0");
+  return m.SerializeAsString();
+}
+
 std::string MakeZip(const std::vector<std::pair<std::string, std::string>>& files) {
   std::string out(1 << 20, '\0');
   size_t used = 0;

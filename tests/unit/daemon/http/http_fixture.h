@@ -42,6 +42,10 @@ class HttpFixture : public ::testing::Test {
                             int validation_state, const std::string& manifest);
   Router MakeRouter(DashboardOptions options = {});
   Response Get(Router& r, const std::string& target, const std::string& accept = "");
+  // The file names the PEP 691 page of `project` in `view` lists, in its order, without a
+  // GPU view's placeholder; none when it does not answer 200.
+  std::vector<std::string> ListedWheels(Router& r, const std::string& view,
+                                        const std::string& project);
   static boost::json::value Json(const Response& r);
 
   farm::testing::ScopedTempDir dir_;
@@ -52,6 +56,9 @@ class HttpFixture : public ::testing::Test {
   std::unique_ptr<audit::AuditLog> audit_;
   std::unique_ptr<builds::Control> control_;
 };
+
+// A serialized farm.v1.ArchManifest of one sm_90 SASS image that runs on cc 9.0.
+std::string Sm90Manifest();
 
 // Builds a zip archive (via libarchive) holding `files` (name, content).
 std::string MakeZip(const std::vector<std::pair<std::string, std::string>>& files);

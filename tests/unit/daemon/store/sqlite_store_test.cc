@@ -75,6 +75,33 @@ TEST_F(SqliteStoreTest, DashboardAndIndexQueriesSeeTheFinishedJob) {
   EXPECT_EQ(store_->ListBuilds(build + 1, 10)->size(), 1u);
 }
 
+// A job built against a torch release candidate keeps its mark (migration 030), and the
+// index's listing carries it to the views that leave its wheels out.
+TEST_F(SqliteStoreTest, AReleaseCandidatesJobKeepsItsMark) {
+  BuildRow b{.recipe_name = "attn-example", .recipe = "r", .submitted_by = "t", .created_ms = 1};
+  std::vector<JobRow> rows(2);
+  for (auto& j : rows) j.cell = "cell", j.created_ms = 1;
+  rows[1].release_candidate = true;
+  ASSERT_OK(store_->CreateBuild(&b, &rows));
+  EXPECT_FALSE(store_->GetJob(rows[0].id)->release_candidate);
+  EXPECT_TRUE(store_->GetJob(rows[1].id)->release_candidate);
+  for (int i = 0; i < 2; ++i) {
+    auto job = Acquire("w" + std::to_string(i), 10);
+    ASSERT_TRUE(job);
+    ArtifactRow art{.job_id = job->id, .attempt = 1, .filename = "x.whl", .sha256 = "ab"};
+    ASSERT_OK(store_->InsertArtifact(art).status());
+    ASSERT_OK(
+        store_->CompleteAttempt({.job_id = job->id, .attempt = 1, .worker_id = job->worker_id}, 20)
+            .status());
+  }
+  auto index = store_->ListIndexArtifacts(10);
+  ASSERT_OK(index.status());
+  ASSERT_EQ(index->size(), 2u);
+  for (const IndexArtifactRow& row : *index) {
+    EXPECT_EQ(row.release_candidate, row.artifact.job_id == rows[1].id) << row.artifact.job_id;
+  }
+}
+
 TEST_F(SqliteStoreTest, LateReportOfSupersededAttemptIsRejected) {
   MakeBuild(1);
   auto first = Acquire("w1", 10);

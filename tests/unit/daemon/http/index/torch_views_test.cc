@@ -22,19 +22,11 @@ std::string Md(const std::string& name, const std::string& rows) {
   return "Metadata-Version: 2.1\nName: " + name + "\nVersion: 0.1.0\n" + rows + "\n";
 }
 
-std::string Sm90() {
-  farm::v1::ArchManifest m;
-  auto* image = m.add_images();
-  image->set_arch("sm_90"), image->set_kind("sass"), image->set_module("pkg/_C.so");
-  m.add_runs_on("9.0");
-  return m.SerializeAsString();
-}
-
 class TorchViewsTest : public HttpFixture {
  protected:
   void Wheel(const std::string& cuda, const std::string& torch, const std::string& name,
              const std::string& metadata) {
-    AddFinishedWheel(cuda, torch, name, metadata, 3, Sm90());
+    AddFinishedWheel(cuda, torch, name, metadata, 3, Sm90Manifest());
     clock_.Advance(1000);
   }
   void AddAll() {
@@ -43,17 +35,8 @@ class TorchViewsTest : public HttpFixture {
     Wheel("12.8", "2.10", kStable, Md("stable-pkg", "Requires-Dist: torch>=2.9\n"));
     Wheel("12.8", "", kPlain, Md("plain-pkg", "Requires-Dist: numpy\n"));
   }
-  // The files of a project page (empty when it is not a 200 listing real wheels).
   std::vector<std::string> Files(Router& r, const std::string& view, const std::string& project) {
-    Response resp = Get(r, view + project + "/", kJsonV1);
-    std::vector<std::string> out;
-    if (resp.status != 200) return out;
-    const json::value page = Json(resp);
-    for (const auto& f : page.at("files").as_array()) {
-      std::string name(f.at("filename").as_string());
-      if (name.find("+no.wheel.for.") == std::string::npos) out.push_back(name);
-    }
-    return out;
+    return ListedWheels(r, view, project);
   }
 };
 
