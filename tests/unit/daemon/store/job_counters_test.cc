@@ -109,26 +109,8 @@ class JobCountersTest : public StoreTest {
     return r.ok() ? r.value() : std::vector<JobRow>{};
   }
 
-  std::vector<int64_t> builds_;
-};
-
-TEST_F(JobCountersTest, CountersEqualAFullRecountAfterAMixedWorkload) {
-  std::mt19937 rng(17);
-  int64_t now = 1'000;
-  const int64_t lease = 60'000;
-  ExpectCountersMatch("empty store");
-  // A job answered by an earlier build's wheels: succeeded at creation, never queued.
-  BuildRow reused_build{.recipe_name = "r", .recipe = "r", .submitted_by = "t", .created_ms = 5};
-  std::vector<JobRow> reused(1);
-  reused[0] = JobRow{.cell = "c",
-                     .state = kJobSucceeded,
-                     .reused_from = 999,
-                     .created_ms = 5,
-                     .started_ms = 5,
-                     .finished_ms = 5};
-  ASSERT_OK(store_->CreateBuild(&reused_build, &reused));
-  for (int step = 0; step < 400; ++step) {
-    now += std::uniform_int_distribution<int64_t>(1, 400'000)(rng);
+  // One random store operation at `now`, as farmd's callers would make it.
+  void RandomStep(std::mt19937& rng, int64_t now, int64_t lease) {
     auto pick = [&](const auto& v) { return v[rng() % v.size()]; };
     switch (rng() % 9) {
       case 0:
@@ -184,22 +166,53 @@ TEST_F(JobCountersTest, CountersEqualAFullRecountAfterAMixedWorkload) {
         }
         break;
     }
+  }
+
+  // A job answered by an earlier build's wheels: succeeded at creation, never queued.
+  void CreateReusedBuild() {
+    BuildRow reused_build{.recipe_name = "r", .recipe = "r", .submitted_by = "t", .created_ms = 5};
+    std::vector<JobRow> reused(1);
+    reused[0] = JobRow{.cell = "c",
+                       .state = kJobSucceeded,
+                       .reused_from = 999,
+                       .created_ms = 5,
+                       .started_ms = 5,
+                       .finished_ms = 5};
+    ASSERT_OK(store_->CreateBuild(&reused_build, &reused));
+  }
+
+  // A validation job of the first succeeded build job (not a reused one).
+  void QueueOneValidationJob(int64_t now) {
+    auto done = store_->ListJobsInState(kJobSucceeded, 0, 100);
+    ASSERT_OK(done.status());
+    for (const JobRow& target : done.value()) {
+      if (target.reused_from != 0) continue;
+      JobRow v{.build_id = target.build_id,
+               .cell = target.cell,
+               .created_ms = now,
+               .kind = kJobValidate,
+               .target_job_id = target.id,
+               .target_attempt = target.attempt};
+      ASSERT_OK(store_->QueueValidationJob(v).status());
+      break;
+    }
+  }
+
+  std::vector<int64_t> builds_;
+};
+
+TEST_F(JobCountersTest, CountersEqualAFullRecountAfterAMixedWorkload) {
+  std::mt19937 rng(17);
+  int64_t now = 1'000;
+  const int64_t lease = 60'000;
+  ExpectCountersMatch("empty store");
+  ASSERT_NO_FATAL_FAILURE(CreateReusedBuild());
+  for (int step = 0; step < 400; ++step) {
+    now += std::uniform_int_distribution<int64_t>(1, 400'000)(rng);
+    ASSERT_NO_FATAL_FAILURE(RandomStep(rng, now, lease));
     if (step % 50 == 49) ExpectCountersMatch("after step " + std::to_string(step));
   }
-  // A validation job of a succeeded build job, then leased and completed.
-  auto done = store_->ListJobsInState(kJobSucceeded, 0, 100);
-  ASSERT_OK(done.status());
-  for (const JobRow& target : done.value()) {
-    if (target.reused_from != 0) continue;
-    JobRow v{.build_id = target.build_id,
-             .cell = target.cell,
-             .created_ms = now,
-             .kind = kJobValidate,
-             .target_job_id = target.id,
-             .target_attempt = target.attempt};
-    ASSERT_OK(store_->QueueValidationJob(v).status());
-    break;
-  }
+  ASSERT_NO_FATAL_FAILURE(QueueOneValidationJob(now));
   ExpectCountersMatch("after a validation job");
   auto by_state = store_->CountJobsByState();
   ASSERT_OK(by_state.status());
