@@ -38,6 +38,44 @@ class JobViewsTest : public HttpFixture {
   json::value Job(Router& r, int64_t id) {
     return Json(Get(r, "/api/v1/jobs/" + std::to_string(id)));
   }
+  // Two build jobs of one cell of `build`: the first ran 90 s and made wheels for cc 12.0,
+  // the second waits; then a validation job of the first, which needs a cc 12.0 GPU.
+  void BuildThenQueueValidation(store::BuildRow* build, std::vector<store::JobRow>* jobs,
+                                int64_t* validation) {
+    farm::v1::MatrixCell cell;
+    cell.set_python("3.11"), cell.set_torch("2.8"), cell.set_cuda("13.0");
+    cell.set_arch_list("12.0a");
+    for (auto& j : *jobs) j.cell = cell.SerializeAsString(), j.created_ms = clock_.NowUnixMs();
+    ASSERT_OK(store_->CreateBuild(build, jobs));
+    Start((*jobs)[0].id);
+    clock_.Advance(90'000);
+    Finish((*jobs)[0].id);
+    farm::v1::JobNeeds needs;
+    needs.add_gpu_ccs("12.0");
+    auto queued = store_->QueueValidationJob({.build_id = build->id,
+                                              .cell = cell.SerializeAsString(),
+                                              .created_ms = clock_.NowUnixMs(),
+                                              .kind = store::kJobValidate,
+                                              .target_job_id = (*jobs)[0].id,
+                                              .target_attempt = 1,
+                                              .needs = needs.SerializeAsString()});
+    ASSERT_OK(queued.status());
+    *validation = queued->id;
+  }
+  // A worker "rtx-\u00e9" (id w-rtx) with an RTX 5090 (cc 12.0) leases job `validation`.
+  void RtxWorkerTakes(int64_t validation) {
+    farm::v1::Capabilities caps;
+    auto* gpu = caps.add_gpus();
+    gpu->set_name("NVIDIA GeForce RTX 5090"), gpu->set_cc_major(12), gpu->set_cc_minor(0);
+    ASSERT_OK(
+        store_->UpsertWorker({"w-rtx", "rtx-\u00e9", caps.SerializeAsString(),
+                              store::WorkerState::kBusy, clock_.NowUnixMs(), clock_.NowUnixMs()}));
+    auto leased = store_->AcquireJob("w-rtx", clock_.NowUnixMs(), 60'000, [&](const auto& j) {
+      return j.id == validation ? "" : "not this one";
+    });
+    ASSERT_OK(leased.status());
+    ASSERT_TRUE(leased->has_value());
+  }
 };
 
 TEST_F(JobViewsTest, APendingJobSaysWhyItWaitsAndABuildOfSuchJobsIsBlocked) {
@@ -295,28 +333,10 @@ TEST_F(JobViewsTest, TheBuildListsItsWheelsAndPublicationsFailuresFirst) {
 
 TEST_F(JobViewsTest, AValidationJobIsLabelledWithTheJobItValidatesAndWhatItWaitsFor) {
   AddWorker();  // gpu-box: CUDA 13.0, no GPU
-  // Two build jobs of one cell: the first made wheels for cc 12.0, the second waits.
-  farm::v1::MatrixCell cell;
-  cell.set_python("3.11"), cell.set_torch("2.8"), cell.set_cuda("13.0");
-  cell.set_arch_list("12.0a");
   store::BuildRow build{.recipe_name = "attn-example", .submitted_by = "t"};
   std::vector<store::JobRow> jobs(2);
-  for (auto& j : jobs) j.cell = cell.SerializeAsString(), j.created_ms = clock_.NowUnixMs();
-  ASSERT_OK(store_->CreateBuild(&build, &jobs));
-  Start(jobs[0].id);
-  clock_.Advance(90'000);
-  Finish(jobs[0].id);
-  farm::v1::JobNeeds needs;
-  needs.add_gpu_ccs("12.0");
-  auto queued = store_->QueueValidationJob({.build_id = build.id,
-                                            .cell = cell.SerializeAsString(),
-                                            .created_ms = clock_.NowUnixMs(),
-                                            .kind = store::kJobValidate,
-                                            .target_job_id = jobs[0].id,
-                                            .target_attempt = 1,
-                                            .needs = needs.SerializeAsString()});
-  ASSERT_OK(queued.status());
-  const int64_t validation = queued->id;
+  int64_t validation = 0;
+  ASSERT_NO_FATAL_FAILURE(BuildThenQueueValidation(&build, &jobs, &validation));
   Router r = MakeRouter();
 
   auto job = Job(r, validation);
@@ -350,17 +370,7 @@ TEST_F(JobViewsTest, AValidationJobIsLabelledWithTheJobItValidatesAndWhatItWaits
   EXPECT_FALSE(list.at("blocked").as_bool());
 
   // An RTX worker takes it: the overview and the workers list say it runs a validation.
-  farm::v1::Capabilities caps;
-  auto* gpu = caps.add_gpus();
-  gpu->set_name("NVIDIA GeForce RTX 5090"), gpu->set_cc_major(12), gpu->set_cc_minor(0);
-  ASSERT_OK(
-      store_->UpsertWorker({"w-rtx", "rtx-\u00e9", caps.SerializeAsString(),
-                            store::WorkerState::kBusy, clock_.NowUnixMs(), clock_.NowUnixMs()}));
-  auto leased = store_->AcquireJob("w-rtx", clock_.NowUnixMs(), 60'000, [&](const auto& j) {
-    return j.id == validation ? "" : "not this one";
-  });
-  ASSERT_OK(leased.status());
-  ASSERT_TRUE(leased->has_value());
+  ASSERT_NO_FATAL_FAILURE(RtxWorkerTakes(validation));
   auto overview = Json(Get(r, "/api/v1/overview"));
   const auto& running = overview.at("running").as_array();
   ASSERT_EQ(running.size(), 1u);
@@ -384,7 +394,7 @@ TEST_F(JobViewsTest, AValidationJobIsLabelledWithTheJobItValidatesAndWhatItWaits
   ASSERT_OK(store_->CompleteAttempt(done, clock_.NowUnixMs()).status());
   store::BuildRow next{.recipe_name = "attn-example", .submitted_by = "t"};
   std::vector<store::JobRow> again(1);
-  again[0].cell = cell.SerializeAsString(), again[0].created_ms = clock_.NowUnixMs();
+  again[0].cell = jobs[0].cell, again[0].created_ms = clock_.NowUnixMs();
   ASSERT_OK(store_->CreateBuild(&next, &again));
   EXPECT_EQ(Job(r, again[0].id).at("expected_ms").as_int64(), 90'000);
   auto chart = Json(Get(r, "/api/v1/chart")).at("series").as_array();
