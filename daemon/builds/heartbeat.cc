@@ -8,41 +8,7 @@
 
 namespace farm::builds {
 
-bool ProgressThrottle::Allow(int64_t job_id, int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  auto [it, fresh] = last_ms_.emplace(job_id, now_ms);
-  if (fresh) {
-    if (last_ms_.size() > kMaxJobs) last_ms_ = {{job_id, now_ms}};
-    return true;
-  }
-  if (now_ms - it->second < kEveryMs) return false;
-  it->second = now_ms;
-  return true;
-}
-
-void ProgressThrottle::Forget(int64_t job_id) {
-  std::lock_guard lock(mu_);
-  last_ms_.erase(job_id);
-}
-
 int64_t BeatWriteEveryMs(int64_t lease_ms) { return std::clamp<int64_t>(lease_ms / 6, 1, 5000); }
-
-bool BeatWrites::Due(const std::string& worker_id, int64_t now_ms, int64_t every_ms) {
-  std::lock_guard lock(mu_);
-  auto [it, fresh] = written_ms_.emplace(worker_id, now_ms);
-  if (fresh) {
-    if (written_ms_.size() > kMaxWorkers) written_ms_ = {{worker_id, now_ms}};
-    return true;
-  }
-  if (now_ms - it->second < every_ms && now_ms >= it->second) return false;
-  it->second = now_ms;
-  return true;
-}
-
-void BeatWrites::Forget(const std::string& worker_id) {
-  std::lock_guard lock(mu_);
-  written_ms_.erase(worker_id);
-}
 
 Status Heartbeats::Beat(const std::string& worker_id, const farm::v1::HeartbeatRequest& req,
                         farm::v1::HeartbeatResponse* resp) {
@@ -122,7 +88,7 @@ void Heartbeats::RecordProgress(const std::string& worker_id, const farm::v1::Ru
   if (running.units_done() <= 0 && running.units_total() <= 0 && running.peak_rss_bytes() <= 0) {
     return;
   }
-  if (!progress_.Allow(running.job_id(), deps_.clock->SteadyMs())) return;
+  if (!progress_.Due(running.job_id(), deps_.clock->SteadyMs(), kProgressEveryMs)) return;
   store::ProgressReport report{running.job_id(),
                                running.attempt(),
                                worker_id,

@@ -16,7 +16,6 @@
 #define FARM_DAEMON_BUILDS_HEARTBEAT_H_
 
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -31,36 +30,39 @@
 
 namespace farm::builds {
 
-// At most one progress write per running job every kEveryMs: every heartbeat already costs
-// writes, and a build's progress and memory change on nearly every one. Thread-safe.
-class ProgressThrottle {
+// When each key (a worker, a job) was last written, so that a write is made at most every
+// so often per key. Thread-safe.
+template <typename Key>
+class WriteThrottle {
  public:
-  static constexpr int64_t kEveryMs = 4000;
-  // True when the job's progress may be written at `now_ms` (and records it).
-  bool Allow(int64_t job_id, int64_t now_ms);
-  // The job ended: its next attempt's first report is written at once.
-  void Forget(int64_t job_id);
+  // True (and recorded) when `key`'s last write is `every_ms` or more before `now_ms`, or
+  // there was none, or the clock went back.
+  bool Due(const Key& key, int64_t now_ms, int64_t every_ms) {
+    std::lock_guard lock(mu_);
+    auto [it, fresh] = last_ms_.emplace(key, now_ms);
+    if (fresh) {
+      if (last_ms_.size() > kMaxKeys) last_ms_ = {{key, now_ms}};
+      return true;
+    }
+    if (now_ms - it->second < every_ms && now_ms >= it->second) return false;
+    it->second = now_ms;
+    return true;
+  }
+  // `key` starts afresh (a worker registered again, a job ended): its next write is due.
+  void Forget(const Key& key) {
+    std::lock_guard lock(mu_);
+    last_ms_.erase(key);
+  }
 
  private:
-  static constexpr size_t kMaxJobs = 100'000;  // a bound; jobs that vanish are forgotten
+  static constexpr size_t kMaxKeys = 100'000;  // a bound; beyond it, start afresh
   std::mutex mu_;
-  std::map<int64_t, int64_t> last_ms_;  // guarded by mu_
+  std::unordered_map<Key, int64_t> last_ms_;  // guarded by mu_
 };
 
-// When each worker's heartbeat time and leases were last written. Thread-safe.
-class BeatWrites {
- public:
-  // True (and recorded) when `worker_id`'s last write is `every_ms` or more before
-  // `now_ms`, or there was none.
-  bool Due(const std::string& worker_id, int64_t now_ms, int64_t every_ms);
-  // The worker registered again: its next heartbeat is written.
-  void Forget(const std::string& worker_id);
-
- private:
-  static constexpr size_t kMaxWorkers = 100'000;  // a bound; beyond it, start afresh
-  std::mutex mu_;
-  std::unordered_map<std::string, int64_t> written_ms_;  // guarded by mu_
-};
+// At most one progress write per running job this often: every heartbeat already costs
+// writes, and a build's progress and memory change on nearly every one.
+inline constexpr int64_t kProgressEveryMs = 4000;
 
 // How often a heartbeat is written for leases of `lease_ms`: six times per lease, at most
 // every 5 s.
@@ -105,8 +107,8 @@ class Heartbeats {
   void RecordProgress(const std::string& worker_id, const farm::v1::RunningJob& running);
 
   HeartbeatDeps deps_;
-  ProgressThrottle progress_;
-  BeatWrites beat_writes_;
+  WriteThrottle<int64_t> progress_;         // by job id, on the steady clock
+  WriteThrottle<std::string> beat_writes_;  // by worker id
 };
 
 }  // namespace farm::builds

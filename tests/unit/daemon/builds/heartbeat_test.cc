@@ -12,15 +12,15 @@ namespace {
 
 constexpr int64_t kLeaseMs = 30'000;  // writes every 5 s
 
-TEST(ProgressThrottleTest, OneWritePerJobEveryFewSecondsAndAtOnceForANewAttempt) {
-  ProgressThrottle t;
-  EXPECT_TRUE(t.Allow(1, 1000));  // the first report of a job is written at once
-  EXPECT_TRUE(t.Allow(2, 1000));  // jobs are throttled apart
-  EXPECT_FALSE(t.Allow(1, 1000 + ProgressThrottle::kEveryMs - 1));
-  EXPECT_TRUE(t.Allow(1, 1000 + ProgressThrottle::kEveryMs));
-  EXPECT_FALSE(t.Allow(1, 1000 + ProgressThrottle::kEveryMs + 1));
+TEST(WriteThrottleTest, OneWritePerJobEveryFewSecondsAndAtOnceForANewAttempt) {
+  WriteThrottle<int64_t> t;
+  EXPECT_TRUE(t.Due(1, 1000, kProgressEveryMs));  // the first report of a job is written at once
+  EXPECT_TRUE(t.Due(2, 1000, kProgressEveryMs));  // jobs are throttled apart
+  EXPECT_FALSE(t.Due(1, 1000 + kProgressEveryMs - 1, kProgressEveryMs));
+  EXPECT_TRUE(t.Due(1, 1000 + kProgressEveryMs, kProgressEveryMs));
+  EXPECT_FALSE(t.Due(1, 1000 + kProgressEveryMs + 1, kProgressEveryMs));
   t.Forget(1);  // the attempt ended; a retry reports at once
-  EXPECT_TRUE(t.Allow(1, 1000 + ProgressThrottle::kEveryMs + 2));
+  EXPECT_TRUE(t.Due(1, 1000 + kProgressEveryMs + 2, kProgressEveryMs));
 }
 
 TEST(BeatWriteEveryMsTest, SixTimesPerLeaseAtMostEveryFiveSeconds) {
@@ -147,7 +147,7 @@ TEST_F(HeartbeatTest, NewCapabilitiesAreStoredAndProgressIsThrottledPerJob) {
   req.clear_capabilities();
   req.mutable_running(0)->set_units_done(4);
   Beat(req);
-  EXPECT_EQ(store_.progress.size(), 1u);  // within ProgressThrottle::kEveryMs
+  EXPECT_EQ(store_.progress.size(), 1u);  // within kProgressEveryMs
   heartbeats_.Ended(job);
   Beat(req);
   EXPECT_EQ(store_.progress.size(), 2u);
