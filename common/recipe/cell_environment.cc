@@ -18,7 +18,9 @@ std::string TorchVariant(const std::string& cuda) {
   return out;
 }
 
-std::string PrereleaseIndex(const std::string& variant) { return "test-" + variant; }
+std::string PrereleaseIndex(const std::string& variant) {
+  return std::string(kPrereleaseIndexPrefix) + variant;
+}
 
 void MarkTorchCandidates(farm::v1::Recipe* recipe) {
   // Only a provisioned recipe's torch comes from an index (and a mutable environment

@@ -7,6 +7,7 @@
 #define FARM_COMMON_RECIPE_CELL_ENVIRONMENT_H_
 
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 #include "farm/v1/types.pb.h"
@@ -19,6 +20,12 @@ std::string TorchVariant(const std::string& cuda);
 // The name of the pre-release index of torch variant `variant`: "test-cu130" (PyTorch's
 // /whl/test/cu130/, given to farmd as --upstream-index test-cu130=URL).
 std::string PrereleaseIndex(const std::string& variant);
+// Whether index `name` is a pre-release index ("test-cu130"); its release variant is
+// what follows the prefix.
+inline constexpr std::string_view kPrereleaseIndexPrefix = "test-";
+inline bool IsPrereleaseIndex(std::string_view name) {
+  return name.starts_with(kPrereleaseIndexPrefix);
+}
 
 // Adds to environment.torch_candidates each torch minor whose environment.torch release
 // is a PEP 440 pre-release ("2.12.0rc1"), and every minor of environment.torch_from_test;

@@ -36,7 +36,7 @@ std::vector<NewTorch> NewTorchesOf(const std::vector<cron::WatchItem>& items) {
     std::string variant = item.key.substr(6, space - 6);
     // A release candidate ("torch test-cu130 2.12.0") is built, never proven: its final
     // release is (CheckWatch keeps candidates off stable-ABI recipes).
-    if (variant.starts_with(recipe::PrereleaseIndex(""))) continue;
+    if (recipe::IsPrereleaseIndex(variant)) continue;
     out.push_back({item.version, std::move(variant)});
   }
   return out;

@@ -262,10 +262,10 @@ Status CheckTorchWatch(const farm::v1::TorchWatch& w, const WatchTarget& target,
         "a torch watch needs the indexes to read: name them, or give the recipe a CUDA axis");
   }
   for (const std::string& v : variants) {
-    if (v.starts_with(recipe::PrereleaseIndex(""))) {
+    if (recipe::IsPrereleaseIndex(v)) {
       return Status::InvalidArgument(
           "index " + v + " is a pre-release index: a watch reads it beside the release index " +
-          v.substr(recipe::PrereleaseIndex("").size()) +
+          v.substr(recipe::kPrereleaseIndexPrefix.size()) +
           " when it follows release candidates (--watch-candidates), never as a release index");
     }
     if (!upstreams.indexes.count(v)) {
