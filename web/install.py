@@ -604,59 +604,63 @@ def want_request(flags):
         return answer.readline().strip().lower() in ("y", "yes")
 
 
-def main(argv):
+def parse_args(argv):
+    """(options, positional arguments) of the command line; exits on a malformed --wait."""
+    opts = {"flags": [a for a in argv if a.startswith("--")], "farm": DEFAULT_FARM,
+            "cert": None, "keys": None, "require": None, "owner": None, "wait": None,
+            "token_file": None}
+    valued = {"--farm": "farm", "--cert": "cert", "--keys": "keys", "--owner": "owner",
+              "--wait": "wait", "--token-file": "token_file"}
     args = [a for a in argv if not a.startswith("--")]
-    flags = [a for a in argv if a.startswith("--")]
-    farm = DEFAULT_FARM
-    cert = None
-    keys_from = None
-    require = None
-    owner = None
     for i, a in enumerate(argv):
         value = argv[i + 1] if i + 1 < len(argv) else None
-        if a == "--farm" and value is not None:
-            farm = value
-            args = [x for x in args if x != farm]
-        if a == "--cert" and value is not None:
-            cert = value
-            args = [x for x in args if x != cert]
-        if a == "--keys" and value is not None:
-            keys_from = value
-            args = [x for x in args if x != keys_from]
-        if a == "--owner" and value is not None:
-            owner = value
-            args = [x for x in args if x != owner]
-        if a in ("--wait", "--token-file") and value is not None:
+        if a in valued and value is not None:
+            opts[valued[a]] = value
             args = [x for x in args if x != value]
         if a == "--require-validated":
-            require = ""
+            opts["require"] = ""  # this machine's GPU, once it is known
             if value is not None and cc_of(value):
-                require = cc_of(value)
+                opts["require"] = cc_of(value)
                 args = [x for x in args if x != value]
+    if "--wait" in argv:
+        try:
+            opts["wait"] = int(opts["wait"])
+        except (TypeError, ValueError):
+            raise SystemExit("farm-install: --wait takes a number of seconds")
+        if not 0 < opts["wait"] <= 24 * 3600:
+            raise SystemExit("farm-install: --wait takes 1 to 86400 seconds")
+    return opts, args
+
+
+def farm_keys(farm, keys_from, cert):
+    """The key set to verify with: --keys (a file or URL), else the one this script was
+    served with, else the farm's."""
+    if keys_from:
+        text = open(keys_from).read() if os.path.exists(keys_from) else \
+            fetch_bytes(keys_from, cert, 1 << 20).decode()
+    elif FARM_KEYS and not FARM_KEYS.startswith("@"):
+        text = b64(FARM_KEYS).decode()
+    else:
+        text = fetch_bytes(farm + "/api/v1/provenance/keys", cert, 1 << 20).decode()
+    return load_keys(text)
+
+
+def main(argv):
+    opts, args = parse_args(argv)
     if len(args) != 1:
         print(__doc__.replace("@FARM_URL@", DEFAULT_FARM))
         return 2
     project = normalize(args[0])
-    farm = farm.rstrip("/")
+    farm, cert, flags = opts["farm"].rstrip("/"), opts["cert"], opts["flags"]
     if farm.startswith("@"):
         raise SystemExit("farm-install: this script comes from a static export of the index "
                          "made without --base-url: pass --farm URL, the URL it is served at")
     verify = "--no-verify" not in flags
-    if owner is not None and not verify:
+    if opts["owner"] is not None and not verify:
         raise SystemExit("farm-install: --owner needs the provenance checked (not --no-verify)")
-    keys = None
-    if verify:
-        if keys_from:
-            text = open(keys_from).read() if os.path.exists(keys_from) else \
-                fetch_bytes(keys_from, cert, 1 << 20).decode()
-        elif FARM_KEYS and not FARM_KEYS.startswith("@"):
-            text = b64(FARM_KEYS).decode()
-        else:
-            text = fetch_bytes(farm + "/api/v1/provenance/keys", cert, 1 << 20).decode()
-        keys = load_keys(text)
+    keys = farm_keys(farm, opts["keys"], cert) if verify else None
     name, cc, driver_cuda = detect_gpu()
-    if require == "":
-        require = cc
+    require = cc if opts["require"] == "" else opts["require"]
     found = detect_torch()
     torch, torch_cuda = found or ("", "")
     py_tag, plat = python_tags()
@@ -664,31 +668,29 @@ def main(argv):
         name, cc, driver_cuda or "unknown",
         ("torch %s (CUDA %s)" % (torch, torch_cuda or "none")) if found else
         "no torch installed in this Python (%s)" % sys.executable, py_tag, plat))
-    wait = None
-    if "--wait" in argv:
-        at = argv.index("--wait")
-        try:
-            wait = int(argv[at + 1])
-        except (IndexError, ValueError):
-            raise SystemExit("farm-install: --wait takes a number of seconds")
-        if not 0 < wait <= 24 * 3600:
-            raise SystemExit("farm-install: --wait takes 1 to 86400 seconds")
-    token_file = argv[argv.index("--token-file") + 1] if "--token-file" in argv[:-1] else None
-    setup = {"package": project, "version": "", "python": "%d.%d" % sys.version_info[:2],
-             "torch": major_minor(torch), "cuda": torch_cuda if found else (driver_cuda or ""),
-             "compute_capability": cc, "platform": "linux_" + plat}
-    choice = (farm, cert, keys, require, owner, flags, project, cc, driver_cuda, found, py_tag, plat)
+    choice = (farm, cert, keys, require, opts["owner"], flags, project, cc, driver_cuda, found,
+              py_tag, plat)
     rc = install(*choice)
     if rc != MISSING:
         return rc
-    if not want_request(flags):
+    setup = {"package": project, "version": "", "python": "%d.%d" % sys.version_info[:2],
+             "torch": major_minor(torch), "cuda": torch_cuda if found else (driver_cuda or ""),
+             "compute_capability": cc, "platform": "linux_" + plat}
+    return request_and_install(choice, opts, setup)
+
+
+def request_and_install(choice, opts, setup):
+    """Asks the farm for the missing wheel of `setup` (with --request, or yes at the prompt),
+    waits for it with --wait, and installs it once built."""
+    farm, cert = choice[0], choice[1]
+    if not want_request(opts["flags"]):
         say("the farm can build it: run again with --request (and --wait SECONDS to install it "
             "once built)")
         return 1
-    token = request_token(token_file)
+    token = request_token(opts["token_file"])
     request = file_request(farm, cert, token, setup)
-    if wait is not None:
-        request = wait_request(farm, cert, token, request, wait)
+    if opts["wait"] is not None:
+        request = wait_request(farm, cert, token, request, opts["wait"])
     if request.get("state") != "built":
         return 1
     say("the farm built %s; installing it" % (request.get("wheel") or "the wheel"))
@@ -700,10 +702,8 @@ def main(argv):
     return rc
 
 
-def install(farm, cert, keys, require, owner, flags, project, cc, driver_cuda, found, py_tag, plat):
-    """Chooses the wheel for this setup and installs it; MISSING when the farm has none."""
-    torch, torch_cuda = found or ("", "")
-    verify = "--no-verify" not in flags
+def farm_directory(farm, cert):
+    """The farm's directory of views: farmd's root, or a static export's index.json."""
     directory = fetch_json(farm + "/", "application/json", cert)
     if "_error" in directory:
         # A static export whose root has no page answers 404 there (an S3 website).
@@ -711,100 +711,121 @@ def install(farm, cert, keys, require, owner, flags, project, cc, driver_cuda, f
         directory = directory if "_error" in static else static
     if "_error" in directory:
         raise SystemExit("farm-install: " + directory["_error"])
-    if found:
-        view, why, files = None, "", []
-        if not torch_cuda:
-            why = "torch %s is not a CUDA build; the farm's wheels are built for CUDA" % torch
-        else:
-            url, page = torch_view(farm, directory, project, cc, torch, torch_cuda, cert)
-            # The check pip would make, before pip runs: only a wheel that admits this exact
-            # torch, so pip has no reason to touch it.
-            files = [f for f in real_files(page) if admits(f.get("torch-requirement", ""), torch)]
-            view = {"index_url": url, "variant": "torch %s, CUDA %s" % (public_version(torch),
-                                                                        torch_cuda)}
-            why = "torch %s (CUDA %s) is installed" % (torch, torch_cuda)
-        wheel = choose_file(files, py_tag, plat)
-        if wheel is None:
-            say("missing: no wheel of %s installs next to the torch of this Python, torch %s "
-                "(CUDA %s), on compute capability %s for %s %s" % (
-                    project, torch, torch_cuda or "none", cc, py_tag, plat))
+    return directory
+
+
+def choose_with_torch(farm, cert, directory, project, cc, found, py_tag, plat):
+    """(view, why, wheel) of the torch view for the installed torch, or MISSING (said)."""
+    torch, torch_cuda = found
+    view, why, files = None, "", []
+    if not torch_cuda:
+        why = "torch %s is not a CUDA build; the farm's wheels are built for CUDA" % torch
+    else:
+        url, page = torch_view(farm, directory, project, cc, torch, torch_cuda, cert)
+        # The check pip would make, before pip runs: only a wheel that admits this exact
+        # torch, so pip has no reason to touch it.
+        files = [f for f in real_files(page) if admits(f.get("torch-requirement", ""), torch)]
+        view = {"index_url": url, "variant": "torch %s, CUDA %s" % (public_version(torch),
+                                                                    torch_cuda)}
+        why = "torch %s (CUDA %s) is installed" % (torch, torch_cuda)
+    wheel = choose_file(files, py_tag, plat)
+    if wheel is None:
+        say("missing: no wheel of %s installs next to the torch of this Python, torch %s "
+            "(CUDA %s), on compute capability %s for %s %s" % (
+                project, torch, torch_cuda or "none", cc, py_tag, plat))
+        say("the farm has wheels of %s for torch: %s" % (
+            project, torch_views_of(directory, project, cc)))
+        say("nothing was installed; torch %s was left as it is" % torch)
+        return MISSING
+    return view, why, wheel
+
+
+def choose_without_torch(farm, cert, directory, project, cc, driver_cuda, py_tag, plat):
+    """(view, why, wheel) of the GPU view for a Python without torch, or MISSING (said)."""
+    view, why = choose_view(directory.get("variants", []), project, cc, driver_cuda)
+    if view is None:
+        say("missing: " + why)
+        if "install torch first" in why:
             say("the farm has wheels of %s for torch: %s" % (
                 project, torch_views_of(directory, project, cc)))
-            say("nothing was installed; torch %s was left as it is" % torch)
             return MISSING
+        arch = cc + ("a" if version_key(cc) >= (9, 0) else "")
+        python = "%s.%s" % (sys.version_info.major, sys.version_info.minor)
+        cuda = driver_cuda or "X.Y"
+        say("ask the farm for it: farmctl submit RECIPE.yaml --python %s --cuda %s --arch-list %s "
+            "(the recipe's matrix must list Python %s and CUDA %s and an arch list holding %s; "
+            "farmctl says what it lists when it does not)" % (python, cuda, arch, python, cuda, arch))
+        return MISSING
+    # A static export's directory names its views relative to itself.
+    view = dict(view, index_url=urllib.parse.urljoin(farm + "/", view["index_url"]))
+    page = fetch_json(view["index_url"] + project + "/", PYPI_JSON, cert)
+    files = [f for f in real_files(page if "_error" not in page else None)
+             if not f.get("torch-requirement")]
+    wheel = choose_file(files, py_tag, plat)
+    if wheel is None:
+        say("missing: %s has no wheel of %s for %s on %s that needs no torch" % (
+            view["index_url"], project, py_tag, plat))
+        return MISSING
+    return view, why, wheel
+
+
+def install(farm, cert, keys, require, owner, flags, project, cc, driver_cuda, found, py_tag, plat):
+    """Chooses the wheel for this setup and installs it; MISSING when the farm has none."""
+    directory = farm_directory(farm, cert)
+    if found:
+        chosen = choose_with_torch(farm, cert, directory, project, cc, found, py_tag, plat)
     else:
-        view, why = choose_view(directory.get("variants", []), project, cc, driver_cuda)
-        if view is not None:
-            # A static export's directory names its views relative to itself.
-            view = dict(view, index_url=urllib.parse.urljoin(farm + "/", view["index_url"]))
-        if view is None:
-            say("missing: " + why)
-            if "install torch first" in why:
-                say("the farm has wheels of %s for torch: %s" % (
-                    project, torch_views_of(directory, project, cc)))
-                return MISSING
-            arch = cc + ("a" if version_key(cc) >= (9, 0) else "")
-            python = "%s.%s" % (sys.version_info.major, sys.version_info.minor)
-            cuda = driver_cuda or "X.Y"
-            say("ask the farm for it: farmctl submit RECIPE.yaml --python %s --cuda %s --arch-list %s "
-                "(the recipe's matrix must list Python %s and CUDA %s and an arch list holding %s; "
-                "farmctl says what it lists when it does not)" % (python, cuda, arch, python, cuda, arch))
-            return MISSING
-        page = fetch_json(view["index_url"] + project + "/", PYPI_JSON, cert)
-        files = [f for f in real_files(page if "_error" not in page else None)
-                 if not f.get("torch-requirement")]
-        wheel = choose_file(files, py_tag, plat)
-        if wheel is None:
-            say("missing: %s has no wheel of %s for %s on %s that needs no torch" % (
-                view["index_url"], project, py_tag, plat))
-            return MISSING
-    version = wheel["filename"].split("-")[1]
+        chosen = choose_without_torch(farm, cert, directory, project, cc, driver_cuda, py_tag,
+                                      plat)
+    if chosen == MISSING:
+        return MISSING
+    view, why, wheel = chosen
     say("chose %s (%s) because the GPU is cc %s and %s" % (view["index_url"], view["variant"], cc, why))
     say("wheel %s (sha256 %s)%s" % (wheel["filename"], wheel["hashes"]["sha256"],
                                     family_of(wheel["filename"], cc)))
-    page_url = view["index_url"] + project + "/"
-    target = "%s==%s" % (project, version)
-    tmp = None
-    if verify:
-        import tempfile
-        data = fetch_bytes(urllib.parse.urljoin(page_url, wheel["url"]), cert, 16 << 30)
-        verify_wheel(wheel, page_url, data, keys, require, cert, owner)
-        # pip installs the very bytes just checked, not a second download.
-        tmp = tempfile.mkdtemp(prefix="farm-install-")
-        target = os.path.join(tmp, os.path.basename(wheel["filename"]))
-        with open(target, "wb") as f:
-            f.write(data)
-    else:
-        say("WARNING: --no-verify: installing without checking the wheel's signed provenance")
-    # The view is pip's only index: pip never asks PyPI (which retries for seconds when the
-    # machine is offline) unless --with-pypi says so, for the wheel's dependencies.
-    if tmp is None:
-        import tempfile
-        tmp = tempfile.mkdtemp(prefix="farm-install-")
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="farm-install-")
+    try:
+        page_url = view["index_url"] + project + "/"
+        target = "%s==%s" % (project, wheel["filename"].split("-")[1])
+        if "--no-verify" in flags:
+            say("WARNING: --no-verify: installing without checking the wheel's signed provenance")
+        else:
+            data = fetch_bytes(urllib.parse.urljoin(page_url, wheel["url"]), cert, 16 << 30)
+            verify_wheel(wheel, page_url, data, keys, require, cert, owner)
+            # pip installs the very bytes just checked, not a second download.
+            target = os.path.join(tmp, os.path.basename(wheel["filename"]))
+            with open(target, "wb") as f:
+                f.write(data)
+        return run_pip(view["index_url"], target, (found or ("", ""))[0], cert, flags, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_pip(index_url, target, torch, cert, flags, tmp):
+    """Runs pip for `target` with `index_url` as its only index (pip never asks PyPI, which
+    retries for seconds when the machine is offline, unless --with-pypi says so, for the
+    wheel's dependencies); prints the command instead with --dry-run."""
     # pip must never change torch: the installed release is a constraint (with no torch,
     # "torch<0", which no release satisfies, so pip cannot bring one in either).
     constraints = os.path.join(tmp, "torch-constraint.txt")
     with open(constraints, "w") as f:
         f.write("torch==%s\n" % torch if torch else "torch<0\n")
-    cmd = [sys.executable, "-m", "pip", "install", "--index-url", view["index_url"],
+    cmd = [sys.executable, "-m", "pip", "install", "--index-url", index_url,
            "--constraint", constraints, target]
     if "--with-pypi" in flags:
         cmd[8:8] = ["--extra-index-url", "https://pypi.org/simple/"]
     if cert:
         cmd[4:4] = ["--cert", cert]
-    try:
-        if "--dry-run" in flags:
-            say("would run (--dry-run): " + " ".join(cmd))
-            return 0
-        say("running: " + " ".join(cmd))
-        rc = subprocess.call(cmd)
-        if rc != 0 and "--with-pypi" not in flags:
-            say("pip failed; if it could not find a dependency, run again with --with-pypi to "
-                "fetch dependencies from PyPI")
-        return rc
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
+    if "--dry-run" in flags:
+        say("would run (--dry-run): " + " ".join(cmd))
+        return 0
+    say("running: " + " ".join(cmd))
+    rc = subprocess.call(cmd)
+    if rc != 0 and "--with-pypi" not in flags:
+        say("pip failed; if it could not find a dependency, run again with --with-pypi to "
+            "fetch dependencies from PyPI")
+    return rc
 
 
 if __name__ == "__main__":
