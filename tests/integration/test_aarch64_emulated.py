@@ -200,8 +200,16 @@ def test_an_aarch64_worker_builds_a_linux_aarch64_wheel_under_emulation(farm, ar
     assert "is built by x86_64 workers (has linux_aarch64)" in json.dumps(
         x86["unplaceable_reasons"]), x86
 
-    # The wheel, as downloaded by the aarch64 farmctl: tagged linux_aarch64, its .so an
-    # aarch64 ELF.
+    assert_the_wheel_runs_on_aarch64(arm64, ctl, build_id)
+    timings["total"] = time.monotonic() - started
+    print("\naarch64 under emulation: " +
+          ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()))
+    farm.stop(worker)
+
+
+def assert_the_wheel_runs_on_aarch64(arm64, ctl, build_id):
+    """The build's wheel, as downloaded by the aarch64 farmctl (`ctl`): tagged linux_aarch64,
+    its .so an aarch64 ELF, and it installs and imports in a fresh venv of the root."""
     downloads = arm64.inside + "/downloads"
     fetched = ctl("download", build_id, "--dir", downloads, timeout=600)
     assert fetched.returncode == 0, fetched.stderr
@@ -222,7 +230,3 @@ def test_an_aarch64_worker_builds_a_linux_aarch64_wheel_under_emulation(farm, ar
                      "print(hello_ext.add(2, 40), hello_ext.machine(), platform.machine())")
     assert used.returncode == 0, used.stderr
     assert used.stdout.split() == ["42", "aarch64", "aarch64"], used.stdout
-    timings["total"] = time.monotonic() - started
-    print("\naarch64 under emulation: " +
-          ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()))
-    farm.stop(worker)

@@ -257,8 +257,26 @@ def test_what_a_user_is_told_when_the_farm_lacks_something(farm, index, download
     assert "cu130" in r.stderr and "502" in r.stderr, r.stderr
     assert farm.ctl_json("list").get("builds", []) == []
 
-    # 3. The index answers at submit, then goes away before a worker fetches its files:
-    #    provisioning fails with the cause farmd's 502 holds, and the retry waits.
+    provisioning_fails_when_the_index_goes_away(farm, downloads, dead_index, later)
+
+    # 4. A CUDA 12.8 cell that needs a toolkit no worker has, on a farm that serves none:
+    #    it waits with its reason, and no attempt fails.
+    waits = farm.ctl_json("submit", cell_recipe(farm, src, "needs-cuda", '["2.8"]', "12.8",
+                                                '  torch: {"2.8": "2.8.0"}\n'))
+    job = waits["jobs"][0]
+    shown = wait_until(lambda: (lambda j: j if j.get("unplaceable") else None)(
+        farm.ctl_json("job", str(job["id"]))), 30, "the cell to be unplaceable")
+    reasons = " ".join(shown.get("unplaceable_reasons", {}).values())
+    assert "farmd serves no toolkit tree to fetch one from" in reasons, shown
+    assert "fetches no CUDA: farmd serves no redist tree" in farm.ctl("workers").stdout
+    farm.ctl("cancel", str(waits["id"]))
+
+    host_nvcc_fails_the_toolkit_check(farm, src)
+
+
+def provisioning_fails_when_the_index_goes_away(farm, downloads, dead_index, port):
+    """3. The index answers at submit, then goes away before a worker fetches its files:
+    provisioning fails with the cause farmd's 502 holds, and the retry waits."""
     folder = os.path.join(farm.root, "cu130")
     os.makedirs(folder)
     make("torch-wheels", "--out", folder, "--version", "2.9.0+cu130", "--python-tag", "cp311")
@@ -266,7 +284,7 @@ def test_what_a_user_is_told_when_the_farm_lacks_something(farm, index, download
         shutil.copy(os.path.join(downloads, name), folder)
     shutil.copy("/usr/share/python-wheels/setuptools-66.1.1-py3-none-any.whl", folder)
     make_index(folder)
-    server = serve(folder, later)
+    server = serve(folder, port)
     try:
         failing = farm.ctl_json("submit", dead_index)
     finally:
@@ -289,20 +307,10 @@ def test_what_a_user_is_told_when_the_farm_lacks_something(farm, index, download
     assert "retrying after a backoff" in farm.ctl("job", str(job_id)).stdout
     farm.ctl("cancel", str(failing["id"]))
 
-    # 4. A CUDA 12.8 cell that needs a toolkit no worker has, on a farm that serves none:
-    #    it waits with its reason, and no attempt fails.
-    waits = farm.ctl_json("submit", cell_recipe(farm, src, "needs-cuda", '["2.8"]', "12.8",
-                                                '  torch: {"2.8": "2.8.0"}\n'))
-    job = waits["jobs"][0]
-    shown = wait_until(lambda: (lambda j: j if j.get("unplaceable") else None)(
-        farm.ctl_json("job", str(job["id"]))), 30, "the cell to be unplaceable")
-    reasons = " ".join(shown.get("unplaceable_reasons", {}).values())
-    assert "farmd serves no toolkit tree to fetch one from" in reasons, shown
-    assert "fetches no CUDA: farmd serves no redist tree" in farm.ctl("workers").stdout
-    farm.ctl("cancel", str(waits["id"]))
 
-    # 5. toolkit: false, and the build compiles CUDA with the host's nvcc anyway: no nvcc on
-    #    its PATH, and the wheel fails its check naming both versions.
+def host_nvcc_fails_the_toolkit_check(farm, src):
+    """5. toolkit: false, and the build compiles CUDA with the host's nvcc anyway: no nvcc on
+    its PATH, and the wheel fails its check naming both versions."""
     if not os.access(NVCC, os.X_OK):
         pytest.skip("no nvcc at %s to compile with" % NVCC)
     recipe = os.path.join(farm.root, "labelled.yaml")

@@ -220,7 +220,15 @@ def test_a_new_torch_on_the_index_becomes_a_validated_wheel(farm, upstreams, tmp
     assert int(cells["2.9"].get("reused_from", 0)) in answered_by, cells["2.9"]
     assert int(cells["2.10"].get("reused_from", 0)) == 0, cells["2.10"]
 
-    out = tmp_path / "wheels"
+    assert_torch_pins(farm, build, tmp_path / "wheels")
+    assert_published_and_timed(farm, build, appeared, fired)
+    time.sleep(2.5)  # more polls: the release is seen, nothing fires again
+    assert len(runs_of(farm, sid)) == 2
+    final_supersedes_candidate(farm, candidate, build)
+
+
+def assert_torch_pins(farm, build, out):
+    """Each downloaded wheel of `build` pins the torch minor of its cell."""
     r = farm.ctl("download", str(build["id"]), "--dir", str(out))
     assert r.returncode == 0, r.stderr
     pins = []
@@ -229,6 +237,11 @@ def test_a_new_torch_on_the_index_becomes_a_validated_wheel(farm, upstreams, tmp
             meta = z.read(next(n for n in z.namelist() if n.endswith("METADATA"))).decode()
         pins += [line for line in meta.splitlines() if line.startswith("Requires-Dist: torch")]
     assert sorted(pins) == ["Requires-Dist: torch==2.10.*", "Requires-Dist: torch==2.9.*"], pins
+
+
+def assert_published_and_timed(farm, build, appeared, fired):
+    """The new cell is validated in coverage with its time from the release, its wheels
+    reach the GitHub fake, and the path's time is reported phase by phase."""
     # Coverage: the new cell's time from the release's publication to its validated wheel.
     with urllib.request.urlopen("http://%s/api/v1/coverage?package=relpkg" % farm.http_address,
                                 timeout=30) as res:
@@ -248,9 +261,6 @@ def test_a_new_torch_on_the_index_becomes_a_validated_wheel(farm, upstreams, tmp
     if os.environ.get("FARM_RELEASE_DAY_REPORT"):
         with open(os.environ["FARM_RELEASE_DAY_REPORT"], "w") as f:
             json.dump(phases, f)
-    time.sleep(2.5)  # more polls: the release is seen, nothing fires again
-    assert len(runs_of(farm, sid)) == 2
-    final_supersedes_candidate(farm, candidate, build)
 
 
 def http_get(farm, path, accept="application/vnd.pypi.simple.v1+json"):
