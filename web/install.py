@@ -26,6 +26,8 @@ Options:
                   (--extra-index-url https://pypi.org/simple/); without it they must be
                   installed already or be in the farm's view
   --dry-run       print the choice and the pip command it would run, install nothing
+  --release-candidates  also take a wheel built against a torch release candidate (the
+                  farm's /rc/ views): for a torch installed from PyTorch's test channel
   --cert FILE     CA bundle for a farm served over HTTPS with its own CA (passed to pip)
   --keys FILE|URL the farm's public key set to verify with (default: the one embedded
                   when the farm served this script, else FARM/api/v1/provenance/keys)
@@ -432,18 +434,19 @@ def real_files(page):
     return [f for f in (page or {}).get("files", []) if "/files/no-wheel/" not in f.get("url", "")]
 
 
-def torch_view(farm, directory, project, cc, torch, torch_cuda, cert):
+def torch_view(farm, directory, project, cc, torch, torch_cuda, cert, root=""):
     """(index URL, project page or None) of the torch view for this torch and GPU:
-    /cu<CUDA>/sm<cc>/torch<release>/simple/. farmd answers every release; a static export
-    holds the views of the releases the farm knows ("torch2.8", from its directory), so
-    there the view of this torch's minor is read and each wheel checked against the exact
-    release."""
+    /cu<CUDA>/sm<cc>/torch<release>/simple/, under `root` ("/rc" for the views that also
+    list release candidates' wheels). farmd answers every release; a static export holds
+    the views of the releases the farm knows ("torch2.8", from its directory) and no /rc/
+    views, so there the view of this torch's minor is read and each wheel checked against
+    the exact release."""
     cu, gpu = "cu" + torch_cuda.replace(".", ""), "sm" + cc.replace(".", "")
-    exact = "%s/%s/%s/torch%s/simple/" % (farm, cu, gpu, public_version(torch))
+    exact = "%s%s/%s/%s/torch%s/simple/" % (farm, root, cu, gpu, public_version(torch))
     page = fetch_json(exact + project + "/", PYPI_JSON, cert)
     if "_error" not in page:
         return exact, page
-    for v in directory.get("torch_views", []):
+    for v in directory.get("torch_views", []) if not root else []:
         if (v.get("cuda"), v.get("compute_capability"), v.get("torch")) == (
                 torch_cuda, cc, major_minor(torch)):
             url = urllib.parse.urljoin(farm + "/", v["index_url"])
@@ -714,27 +717,39 @@ def farm_directory(farm, cert):
     return directory
 
 
-def choose_with_torch(farm, cert, directory, project, cc, found, py_tag, plat):
-    """(view, why, wheel) of the torch view for the installed torch, or MISSING (said)."""
+def torch_wheel(farm, directory, project, cc, found, py_tag, plat, cert, root=""):
+    """(index URL, wheel or None) of the torch view (under `root`) for the installed torch."""
     torch, torch_cuda = found
-    view, why, files = None, "", []
+    url, page = torch_view(farm, directory, project, cc, torch, torch_cuda, cert, root)
+    # The check pip would make, before pip runs: only a wheel that admits this exact torch,
+    # so pip has no reason to touch it.
+    files = [f for f in real_files(page) if admits(f.get("torch-requirement", ""), torch)]
+    return url, choose_file(files, py_tag, plat)
+
+
+def choose_with_torch(farm, cert, directory, project, cc, found, py_tag, plat, candidates):
+    """(view, why, wheel) of the torch view for the installed torch, or MISSING (said).
+    `candidates`: the /rc/ view, which also lists wheels built against a release candidate."""
+    torch, torch_cuda = found
+    view, why, wheel = None, "", None
     if not torch_cuda:
         why = "torch %s is not a CUDA build; the farm's wheels are built for CUDA" % torch
     else:
-        url, page = torch_view(farm, directory, project, cc, torch, torch_cuda, cert)
-        # The check pip would make, before pip runs: only a wheel that admits this exact
-        # torch, so pip has no reason to touch it.
-        files = [f for f in real_files(page) if admits(f.get("torch-requirement", ""), torch)]
-        view = {"index_url": url, "variant": "torch %s, CUDA %s" % (public_version(torch),
-                                                                    torch_cuda)}
+        root = "/rc" if candidates else ""
+        url, wheel = torch_wheel(farm, directory, project, cc, found, py_tag, plat, cert, root)
+        view = {"index_url": url, "variant": "torch %s, CUDA %s%s" % (
+            public_version(torch), torch_cuda, ", release candidates too" if candidates else "")}
         why = "torch %s (CUDA %s) is installed" % (torch, torch_cuda)
-    wheel = choose_file(files, py_tag, plat)
     if wheel is None:
         say("missing: no wheel of %s installs next to the torch of this Python, torch %s "
             "(CUDA %s), on compute capability %s for %s %s" % (
                 project, torch, torch_cuda or "none", cc, py_tag, plat))
         say("the farm has wheels of %s for torch: %s" % (
             project, torch_views_of(directory, project, cc)))
+        if torch_cuda and not candidates and torch_wheel(
+                farm, directory, project, cc, found, py_tag, plat, cert, "/rc")[1]:
+            say("the farm has a wheel built against a release candidate of torch %s: "
+                "--release-candidates installs it" % public_version(torch))
         say("nothing was installed; torch %s was left as it is" % torch)
         return MISSING
     return view, why, wheel
@@ -773,7 +788,8 @@ def install(farm, cert, keys, require, owner, flags, project, cc, driver_cuda, f
     """Chooses the wheel for this setup and installs it; MISSING when the farm has none."""
     directory = farm_directory(farm, cert)
     if found:
-        chosen = choose_with_torch(farm, cert, directory, project, cc, found, py_tag, plat)
+        chosen = choose_with_torch(farm, cert, directory, project, cc, found, py_tag, plat,
+                                   "--release-candidates" in flags)
     else:
         chosen = choose_without_torch(farm, cert, directory, project, cc, driver_cuda, py_tag,
                                       plat)

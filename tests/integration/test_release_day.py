@@ -335,8 +335,41 @@ def release_candidate(farm, up, recipe, release_sid, tmp_path):
     got = pip_download(farm, "/rc" + CANDIDATE_VIEWS[1], tmp_path / "rc")
     assert got.returncode == 0, got.stderr
     assert os.listdir(tmp_path / "rc") == [wheel]
+    install_script_takes_the_candidate(farm, up, tmp_path, wheel)
     assert len(runs_of(farm, release_sid)) == 1  # the release watch saw nothing new
     return {"build": build, "job": job, "wheel": wheel}
+
+
+def install_script_takes_the_candidate(farm, up, tmp_path, wheel):
+    """The install script, next to the candidate torch from the test channel: without
+    --release-candidates nothing is installed and the flag is named; with it, the
+    candidate's wheel comes from the /rc/ view, checked against its signed provenance."""
+    venv = tmp_path / "rc-venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", str(venv)], check=True, timeout=300)
+    python = str(venv / "bin" / "python")
+    folder = os.path.join(up["data"], "test-cu130")
+    (torch,) = [n for n in os.listdir(folder) if n.startswith("torch-2.10.0") and
+                n.endswith(".whl")]
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
+                    os.path.join(folder, torch)], check=True, timeout=300)
+    status, script = http_get(farm, "/install", "text/x-python")
+    assert status == 200, script[:500]
+    env = dict(os.environ, FARM_INSTALL_GPU_CC="9.0", FARM_INSTALL_DRIVER_CUDA="13.0")
+
+    def run(*args):
+        return subprocess.run([python, "-", "envpkg", *args], input=script, env=env,
+                              capture_output=True, text=True, timeout=300)
+    r = run()
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "a release candidate of torch 2.10.0: --release-candidates installs it" in r.stdout, \
+        r.stdout
+    r = run("--release-candidates")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "/rc/cu130/sm90/torch2.10.0/simple/" in r.stdout, r.stdout
+    assert "verified: the farm's key signed the build of " + wheel in r.stdout, r.stdout
+    shown = subprocess.run([python, "-m", "pip", "show", "envpkg"], capture_output=True,
+                           text=True, timeout=60).stdout
+    assert "Version: " + wheel.split("-")[1] in shown, shown
 
 
 def final_supersedes_candidate(farm, candidate, final):
