@@ -19,6 +19,7 @@
 #include "common/sandbox/sandbox.h"
 #include "daemon/api/client/client_service.h"
 #include "daemon/api/worker/worker_service.h"
+#include "daemon/app/lock_routes.h"
 #include "daemon/attest/attestor.h"
 #include "daemon/builds/build_key.h"
 #include "daemon/builds/completion.h"
@@ -225,17 +226,7 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& config) {
   o.fetcher = upstream_fetcher.get();
   // pip reads farmd's routes, whose file URLs name farmd: a lock records where the index
   // itself has each file, as the pull-through cache learned it.
-  o.upstream_url = [cache = mirror.get()](const std::string& url) -> std::string {
-    static constexpr std::string_view kFiles = "/upstream/files/";
-    size_t at = url.find(kFiles);
-    if (cache == nullptr || at == std::string::npos) return url;
-    std::string rest = url.substr(at + kFiles.size());  // <index>/<sha256>/<filename>
-    size_t slash = rest.find('/');
-    if (slash == std::string::npos) return url;
-    Result<std::string> listed =
-        cache->ListedUrl(rest.substr(0, slash), rest.substr(slash + 1, 64));
-    return listed.ok() ? *listed : url;
-  };
+  o.upstream_url = UpstreamUrlOf(mirror.get());
   if (!o.pip_wheel.empty())
     log::Info("environment locks are resolved by " + o.pip_wheel + ", " + confinement.Describe());
   pip_resolver = std::make_unique<lock::PipResolver>(o, &resolver_processes, confinement);
@@ -246,20 +237,7 @@ Status FarmServer::Impl::StartLocker(const ServerOptions& config) {
   std::string base = mirror && dashboard && internal && !config.tls.enabled()
                          ? "http://" + dashboard->address()
                          : "";
-  locks::IndexRoutes routes = [indexes = config.upstream.indexes, base, internal = internal](
-                                  const std::string& variant) -> Result<locks::IndexRoute> {
-    auto it = indexes.find(variant);
-    if (it == indexes.end()) {
-      return Status::FailedPrecondition(
-          "no index to resolve the environment from: this farmd has no --upstream-index " +
-          variant);
-    }
-    std::string url = it->second;
-    if (!base.empty()) {
-      FARM_ASSIGN_OR_RETURN(url, internal->IndexUrl(base, variant));
-    }
-    return locks::IndexRoute{variant, url, it->second};
-  };
+  locks::IndexRoutes routes = IndexRoutesOf(config.upstream.indexes, base, internal);
   locker = std::make_unique<locks::EnvLocker>(pip_resolver.get(), store.get(), routes, &RealClock(),
                                               locks::LockerOptions{.glibc = config.lock_glibc});
   ctx.locker = locker.get();
