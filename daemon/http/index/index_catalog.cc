@@ -204,14 +204,6 @@ Result<std::vector<IndexFile>> IndexCatalog::Files(const std::string& variant,
   return out;
 }
 
-Result<std::vector<std::string>> IndexCatalog::Variants() {
-  std::lock_guard lock(mu_);
-  FARM_RETURN_IF_ERROR(RefreshLocked());
-  std::set<std::string> v;
-  for (const auto& f : files_) v.insert(f.variant);
-  return std::vector<std::string>(v.begin(), v.end());
-}
-
 Result<IndexFile> IndexCatalog::Find(const std::string& sha256, const std::string& filename) {
   std::lock_guard lock(mu_);
   FARM_RETURN_IF_ERROR(RefreshLocked());

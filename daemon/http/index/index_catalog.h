@@ -96,8 +96,6 @@ class IndexCatalog {
   // wheels as `candidates` says.
   Result<std::vector<IndexFile>> Files(const std::string& variant,
                                        Candidates candidates = Candidates::kLeftOut);
-  // The variants that list at least one file, sorted.
-  Result<std::vector<std::string>> Variants();
   // The listed file with this sha256 and file name, a release candidate's too; NotFound
   // otherwise.
   Result<IndexFile> Find(const std::string& sha256, const std::string& filename);
