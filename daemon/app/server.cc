@@ -27,6 +27,7 @@
 #include "daemon/builds/heartbeat.h"
 #include "daemon/builds/new_torch.h"
 #include "daemon/builds/recipe_cache.h"
+#include "daemon/builds/schedule_control.h"
 #include "daemon/builds/submit.h"
 #include "daemon/cron/runner.h"
 #include "daemon/cron/torch_follow.h"
@@ -87,6 +88,7 @@ struct FarmServer::Impl {
   std::unique_ptr<cron::BuildSubmitter> schedule_submitter;
   std::unique_ptr<cron::UpstreamWatchPoller> poller;
   std::unique_ptr<cron::ScheduleRunner> schedules;
+  std::unique_ptr<builds::ScheduleControl> schedule_control;
   std::unique_ptr<builds::NewTorchProver> prover;
   std::unique_ptr<publish::PublishingService> publishing;
   std::unique_ptr<httpc::HttpClient> webhook_http;
@@ -107,7 +109,7 @@ struct FarmServer::Impl {
   Status OpenStores(const ServerOptions& o);
   // The use cases (daemon/builds/) and the dispatcher, handed to both front ends.
   void MakeUseCases(const ServerOptions& o);
-  // The schedule runner, the host manager and the gRPC services.
+  // The schedule runner and its use cases, the host manager and the gRPC services.
   void MakeServices(const ServerOptions& o);
   // The pull-through cache.
   Status StartMirror(const ServerOptions& o);
@@ -394,6 +396,16 @@ void FarmServer::Impl::MakeServices(const ServerOptions& o) {
       std::make_unique<builds::NewTorchProver>(store.get(), &RealClock(), o.tunables.max_attempts);
   schedules->SetTorchProver(prover.get());
   ctx.schedules = schedules.get();
+  schedule_control = std::make_unique<builds::ScheduleControl>(
+      builds::ScheduleControlDeps{.schedules = store.get(),
+                                  .names = store.get(),
+                                  .submitter = submitter.get(),
+                                  .runner = schedules.get(),
+                                  .sources = SourceDepsOf(ctx),
+                                  .watches = ctx.watches,
+                                  .clock = &RealClock(),
+                                  .audit = audit.get()});
+  ctx.schedule_control = schedule_control.get();
   hosts = std::make_unique<hosts::HostManager>(
       store.get(), &host_processes, &RealClock(),
       hosts::HostOptions{.playbooks_dir = o.playbooks_dir,

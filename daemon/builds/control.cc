@@ -4,22 +4,14 @@
 
 #include "common/log.h"
 #include "daemon/auth/ownership.h"
+#include "daemon/builds/audited.h"
 #include "daemon/sched/revalidation.h"
 
 namespace farm::builds {
 
-template <typename Body>
-auto Control::Audited(const Principal& who, auth::Need need, audit::Entry& entry, Body body)
-    -> decltype(body()) {
-  return audit::Audited(deps_.audit, who, entry, [&]() -> decltype(body()) {
-    FARM_RETURN_IF_ERROR(auth::TokenAuthority::CheckRole(who, need));
-    return body();
-  });
-}
-
 Status Control::CancelBuild(const Principal& who, int64_t build_id) {
   audit::Entry entry{audit::Action::kBuildCancel, "build " + std::to_string(build_id)};
-  return Audited(who, auth::Need::kSubmitter, entry, [&]() -> Status {
+  return AuditedAs(deps_.audit, who, auth::Need::kSubmitter, entry, [&]() -> Status {
     FARM_RETURN_IF_ERROR(auth::MayChangeBuild(*deps_.builds, who, build_id));
     FARM_RETURN_IF_ERROR(deps_.control->CancelBuild(build_id, deps_.clock->NowUnixMs(), who.name));
     log::Info("build " + std::to_string(build_id) + " cancelled by " + who.name);
@@ -29,7 +21,7 @@ Status Control::CancelBuild(const Principal& who, int64_t build_id) {
 
 Status Control::RetryJob(const Principal& who, int64_t job_id) {
   audit::Entry entry{audit::Action::kJobRetry, "job " + std::to_string(job_id)};
-  return Audited(who, auth::Need::kSubmitter, entry, [&]() -> Status {
+  return AuditedAs(deps_.audit, who, auth::Need::kSubmitter, entry, [&]() -> Status {
     FARM_RETURN_IF_ERROR(auth::MayChangeJob(*deps_.builds, *deps_.names, who, job_id));
     FARM_RETURN_IF_ERROR(deps_.control->RetryJob(job_id, deps_.clock->NowUnixMs()));
     log::Info("job " + std::to_string(job_id) + " retried by " + who.name);
@@ -41,7 +33,7 @@ Result<std::string> Control::DrainWorker(const Principal& who, const std::string
                                          bool drain) {
   audit::Entry entry{drain ? audit::Action::kWorkerDrain : audit::Action::kWorkerUndrain,
                      "worker " + id_or_name};
-  return Audited(who, auth::Need::kAdmin, entry, [&]() -> Result<std::string> {
+  return AuditedAs(deps_.audit, who, auth::Need::kAdmin, entry, [&]() -> Result<std::string> {
     FARM_ASSIGN_OR_RETURN(std::string id, ResolveWorker(id_or_name));
     FARM_RETURN_IF_ERROR(deps_.workers->SetDrainRequested(id, drain));
     log::Info("worker " + id + (drain ? " drained by " : " undrained by ") + who.name);
@@ -51,7 +43,7 @@ Result<std::string> Control::DrainWorker(const Principal& who, const std::string
 
 Result<store::JobRow> Control::RevalidateArtifact(const Principal& who, int64_t artifact_id) {
   audit::Entry entry{audit::Action::kArtifactValidate, "artifact " + std::to_string(artifact_id)};
-  return Audited(who, auth::Need::kSubmitter, entry, [&]() -> Result<store::JobRow> {
+  return AuditedAs(deps_.audit, who, auth::Need::kSubmitter, entry, [&]() -> Result<store::JobRow> {
     FARM_RETURN_IF_ERROR(
         auth::MayChangeArtifact(*deps_.artifacts, *deps_.builds, *deps_.names, who, artifact_id));
     FARM_ASSIGN_OR_RETURN(store::ArtifactRow artifact, deps_.artifacts->GetArtifact(artifact_id));

@@ -64,10 +64,6 @@ class Control {
   Result<store::JobRow> RevalidateArtifact(const Principal& who, int64_t artifact_id);
 
  private:
-  // Runs `body` as `who` when `who`'s role satisfies `need`, and records the outcome.
-  template <typename Body>
-  auto Audited(const Principal& who, auth::Need need, audit::Entry& entry, Body body)
-      -> decltype(body());
   Result<std::string> ResolveWorker(const std::string& id_or_name);
 
   ControlDeps deps_;

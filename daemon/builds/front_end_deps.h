@@ -35,6 +35,7 @@ class Requests;
 namespace farm::builds {
 
 class Control;
+class ScheduleControl;
 
 struct FrontEndDeps {
   store::Store* store = nullptr;
@@ -56,6 +57,9 @@ struct FrontEndDeps {
   // Cancel, retry, drain and revalidate (control.h); null where none is made (those calls
   // answer 503).
   Control* control = nullptr;
+  // Create, update, pause, resume, delete and run schedules (schedule_control.h); null
+  // where none is made (those calls answer 503).
+  ScheduleControl* schedule_control = nullptr;
   // Wheel requests (requests/requests.h); null where none is made (those calls answer 503).
   requests::Requests* requests = nullptr;
 };

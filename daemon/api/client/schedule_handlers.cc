@@ -1,19 +1,15 @@
-// The schedule RPCs of FarmService (a run is submitted by builds::ScheduleSubmitter, so
-// build keys, reuse and in-flight merging apply to scheduled builds exactly as to
-// submitted ones). A schedule's creator owns it:
-// only the creator or an admin may pause, resume, delete or run it, and its builds are
-// submitted as the creator, with the creator's role now (a creator whose tokens were all
-// revoked no longer builds anything).
+// The schedule RPCs of FarmService: they translate, and builds::ScheduleControl holds the
+// rules (who may change a schedule, quotas, the audit record), shared with the REST API.
+// A run is submitted by builds::ScheduleSubmitter, so build keys, reuse and in-flight
+// merging apply to scheduled builds exactly as to submitted ones, as the schedule's
+// creator with the creator's role now (a creator whose tokens were all revoked no longer
+// builds anything).
 #include <algorithm>
 
-#include "common/log.h"
 #include "daemon/api/client/client_service.h"
 #include "daemon/api/handler.h"
-#include "daemon/auth/ownership.h"
-#include "daemon/builds/submit.h"
+#include "daemon/builds/schedule_control.h"
 #include "daemon/cron/cron.h"
-#include "daemon/cron/new_schedule.h"
-#include "daemon/cron/runner.h"
 
 namespace farm::api {
 namespace {
@@ -74,20 +70,22 @@ Result<int64_t> ParseScheduleId(const std::string& id) {
   return Status::InvalidArgument("schedule id must be a positive number, got \"" + id + "\"");
 }
 
-// The id of the schedule `id` names, when `who` may change it (auth::MayChangeSchedule).
-Result<int64_t> OwnedScheduleId(const ServiceContext& ctx, const Principal& who,
-                                const std::string& id) {
-  FARM_ASSIGN_OR_RETURN(int64_t parsed, ParseScheduleId(id));
-  FARM_RETURN_IF_ERROR(auth::MayChangeSchedule(*ctx.store, who, parsed));
-  return parsed;
+// The schedule use cases (builds::ScheduleControl), Unavailable where farmd made none.
+Result<builds::ScheduleControl*> Schedules(const ServiceContext& ctx) {
+  if (ctx.schedule_control == nullptr) return Status::Unavailable("this farmd runs no schedules");
+  return ctx.schedule_control;
 }
 
-audit::Entry ScheduleEntry(audit::Action action, const farm::v1::ScheduleRef& ref) {
-  return {action, "schedule " + ref.schedule_id(), ""};
-}
-
-Status NeedRunner(const ServiceContext& ctx) {
-  return ctx.schedules ? Status::Ok() : Status::Unavailable("this farmd runs no schedules");
+// PauseSchedule and ResumeSchedule.
+grpc::Status SetPaused(ServiceContext* ctx, grpc::ServerContext* call,
+                       const farm::v1::ScheduleRef& ref, bool paused, farm::v1::Schedule* resp) {
+  return HandleChecked(ctx, call, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(builds::ScheduleControl * schedules, Schedules(*ctx));
+    FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(ref.schedule_id()));
+    FARM_ASSIGN_OR_RETURN(store::ScheduleRow row, schedules->SetPaused(who, id, paused));
+    FARM_ASSIGN_OR_RETURN(*resp, LoadSchedule(*ctx, row, 5));
+    return Status::Ok();
+  });
 }
 
 }  // namespace
@@ -95,23 +93,9 @@ Status NeedRunner(const ServiceContext& ctx) {
 grpc::Status ClientService::CreateSchedule(grpc::ServerContext* call,
                                            const farm::v1::CreateScheduleRequest* req,
                                            farm::v1::Schedule* resp) {
-  audit::Entry entry{audit::Action::kScheduleCreate, "schedule " + req->name()};
-  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
-    FARM_RETURN_IF_ERROR(ctx_->submitter->TakeSubmission(who));
-    FARM_ASSIGN_OR_RETURN(
-        store::ScheduleRow row,
-        cron::NewScheduleRow(*req, who.name, ctx_->clock->NowUnixMs(), ctx_->watches));
-    entry.target = "recipe " + row.recipe_name;
-    farm::v1::Source source = req->build().source();
-    FARM_RETURN_IF_ERROR(builds::CheckBuildSource(SourceDepsOf(*ctx_), &source).status());
-    FARM_RETURN_IF_ERROR(auth::MayUseName(*ctx_->store, who, row.recipe_name));
-    FARM_RETURN_IF_ERROR(
-        auth::ClaimName(*ctx_->store, who, row.recipe_name, ctx_->clock->NowUnixMs()));
-    FARM_RETURN_IF_ERROR(ctx_->store->InsertSchedule(&row));
-    entry.done = "schedule " + std::to_string(row.id);
-    log::Info("schedule " + std::to_string(row.id) + " (" + row.name + ", " +
-              (row.watch.empty() ? "\"" + row.cron + "\" " + row.time_zone : "an upstream watch") +
-              ") created by " + who.name);
+  return HandleChecked(ctx_, call, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(builds::ScheduleControl * schedules, Schedules(*ctx_));
+    FARM_ASSIGN_OR_RETURN(store::ScheduleRow row, schedules->Create(who, *req));
     FARM_ASSIGN_OR_RETURN(*resp, LoadSchedule(*ctx_, row, 0));
     return Status::Ok();
   });
@@ -120,18 +104,10 @@ grpc::Status ClientService::CreateSchedule(grpc::ServerContext* call,
 grpc::Status ClientService::UpdateSchedule(grpc::ServerContext* call,
                                            const farm::v1::UpdateScheduleRequest* req,
                                            farm::v1::Schedule* resp) {
-  audit::Entry entry{audit::Action::kScheduleUpdate, "schedule " + req->schedule_id()};
-  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(int64_t id, OwnedScheduleId(*ctx_, who, req->schedule_id()));
-    FARM_ASSIGN_OR_RETURN(store::ScheduleRow old, ctx_->store->GetSchedule(id));
-    FARM_ASSIGN_OR_RETURN(
-        store::ScheduleRow row,
-        cron::UpdatedScheduleRow(old, req->build(), ctx_->clock->NowUnixMs(), ctx_->watches));
-    farm::v1::Source source = req->build().source();
-    FARM_RETURN_IF_ERROR(builds::CheckBuildSource(SourceDepsOf(*ctx_), &source).status());
-    FARM_RETURN_IF_ERROR(ctx_->store->SetScheduleRequest(id, row.request, row.source_sha256));
-    log::Info("schedule " + req->schedule_id() + " updated by " + who.name);
-    FARM_ASSIGN_OR_RETURN(row, ctx_->store->GetSchedule(id));
+  return HandleChecked(ctx_, call, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(builds::ScheduleControl * schedules, Schedules(*ctx_));
+    FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(req->schedule_id()));
+    FARM_ASSIGN_OR_RETURN(store::ScheduleRow row, schedules->Update(who, id, req->build()));
     FARM_ASSIGN_OR_RETURN(*resp, LoadSchedule(*ctx_, row, 5));
     return Status::Ok();
   });
@@ -160,61 +136,32 @@ grpc::Status ClientService::ListSchedules(grpc::ServerContext* call,
 grpc::Status ClientService::PauseSchedule(grpc::ServerContext* call,
                                           const farm::v1::ScheduleRef* req,
                                           farm::v1::Schedule* resp) {
-  audit::Entry entry = ScheduleEntry(audit::Action::kSchedulePause, *req);
-  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(int64_t id, OwnedScheduleId(*ctx_, who, req->schedule_id()));
-    FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetSchedule(id));
-    FARM_RETURN_IF_ERROR(ctx_->store->SetSchedulePaused(id, true, row.next_fire_ms));
-    log::Info("schedule " + req->schedule_id() + " paused by " + who.name);
-    FARM_ASSIGN_OR_RETURN(row, ctx_->store->GetSchedule(id));
-    FARM_ASSIGN_OR_RETURN(*resp, LoadSchedule(*ctx_, row, 5));
-    return Status::Ok();
-  });
+  return SetPaused(ctx_, call, *req, true, resp);
 }
 
 grpc::Status ClientService::ResumeSchedule(grpc::ServerContext* call,
                                            const farm::v1::ScheduleRef* req,
                                            farm::v1::Schedule* resp) {
-  audit::Entry entry = ScheduleEntry(audit::Action::kScheduleResume, *req);
-  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(int64_t id, OwnedScheduleId(*ctx_, who, req->schedule_id()));
-    FARM_ASSIGN_OR_RETURN(auto row, ctx_->store->GetSchedule(id));
-    // Fire times that passed while paused are not "missed": the next one is from now.
-    FARM_ASSIGN_OR_RETURN(int64_t next, cron::ResumeFireMs(row, ctx_->clock->NowUnixMs()));
-    FARM_RETURN_IF_ERROR(ctx_->store->SetSchedulePaused(id, false, next));
-    log::Info("schedule " + req->schedule_id() + " resumed by " + who.name);
-    FARM_ASSIGN_OR_RETURN(row, ctx_->store->GetSchedule(id));
-    FARM_ASSIGN_OR_RETURN(*resp, LoadSchedule(*ctx_, row, 5));
-    return Status::Ok();
-  });
+  return SetPaused(ctx_, call, *req, false, resp);
 }
 
 grpc::Status ClientService::DeleteSchedule(grpc::ServerContext* call,
                                            const farm::v1::ScheduleRef* req,
                                            farm::v1::DeleteScheduleResponse*) {
-  audit::Entry entry = ScheduleEntry(audit::Action::kScheduleDelete, *req);
-  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
-    FARM_ASSIGN_OR_RETURN(int64_t id, OwnedScheduleId(*ctx_, who, req->schedule_id()));
-    FARM_RETURN_IF_ERROR(ctx_->store->DeleteSchedule(id, ctx_->clock->NowUnixMs()));
-    log::Info("schedule " + req->schedule_id() + " deleted by " + who.name);
-    return Status::Ok();
+  return HandleChecked(ctx_, call, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(builds::ScheduleControl * schedules, Schedules(*ctx_));
+    FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(req->schedule_id()));
+    return schedules->Delete(who, id);
   });
 }
 
 grpc::Status ClientService::RunScheduleNow(grpc::ServerContext* call,
                                            const farm::v1::RunScheduleNowRequest* req,
                                            farm::v1::ScheduleRun* resp) {
-  audit::Entry entry{audit::Action::kScheduleRun, "schedule " + req->schedule_id()};
-  return HandleMutation(ctx_, call, Need::kSubmitter, &entry, [&](const Principal& who) -> Status {
-    FARM_RETURN_IF_ERROR(NeedRunner(*ctx_));
-    FARM_ASSIGN_OR_RETURN(int64_t id, OwnedScheduleId(*ctx_, who, req->schedule_id()));
-    FARM_RETURN_IF_ERROR(ctx_->submitter->TakeSubmission(who));
-    log::Info("schedule " + req->schedule_id() + " run now by " + who.name);
-    FARM_ASSIGN_OR_RETURN(auto run, ctx_->schedules->RunNow(id, req->force()));
-    entry.done =
-        "run " + std::to_string(run.id) + " " +
-        farm::v1::ScheduleRunOutcome_Name(static_cast<farm::v1::ScheduleRunOutcome>(run.outcome)) +
-        (run.build_id > 0 ? ", build " + std::to_string(run.build_id) : ": " + run.detail);
+  return HandleChecked(ctx_, call, [&](const Principal& who) -> Status {
+    FARM_ASSIGN_OR_RETURN(builds::ScheduleControl * schedules, Schedules(*ctx_));
+    FARM_ASSIGN_OR_RETURN(int64_t id, ParseScheduleId(req->schedule_id()));
+    FARM_ASSIGN_OR_RETURN(store::ScheduleRunRow run, schedules->RunNow(who, id, req->force()));
     auto runs = ctx_->store->ListScheduleRuns(id, 1);  // with the build's state
     *resp =
         RunToProto(runs.ok() && !runs->empty() && runs->front().id == run.id ? runs->front() : run);

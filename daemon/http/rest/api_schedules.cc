@@ -7,10 +7,11 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "daemon/auth/ownership.h"
-#include "daemon/cron/new_schedule.h"
-#include "daemon/cron/runner.h"
+#include "daemon/builds/audited.h"
+#include "daemon/builds/schedule_control.h"
 #include "daemon/cron/time_zone.h"
+#include "daemon/cron/upstream_watch.h"
+#include "daemon/cron/watch_state.h"
 #include "daemon/http/rest/api.h"
 #include "daemon/http/rest/json_util.h"
 #include "farm/v1/client.pb.h"
@@ -22,6 +23,12 @@ namespace json = boost::json;
 namespace {
 
 constexpr int kListRuns = 1;
+
+// The schedule use cases (builds::ScheduleControl); 503 where farmd made none.
+Result<builds::ScheduleControl*> Schedules(const DashboardDeps& deps) {
+  if (deps.schedule_control == nullptr) return Status::Unavailable("this farmd runs no schedules");
+  return deps.schedule_control;
+}
 
 // A run's detail can carry a git error naming the repository: keep credentials in a URL
 // ("https://user:secret@host/...") and registered secrets out of the page.
@@ -184,34 +191,26 @@ Result<farm::v1::CreateScheduleRequest> ParseCreateRequest(const std::string& bo
 
 Response ApiCreateSchedule(const DashboardDeps& deps, const auth::Principal& who,
                            const Request& req) {
-  audit::Entry entry{audit::Action::kScheduleCreate, "schedule"};
-  auto row = audit::Audited(deps.audit, who, entry, [&]() -> Result<store::ScheduleRow> {
-    FARM_ASSIGN_OR_RETURN(auto parsed, ParseCreateRequest(req.body));
-    const int64_t now = deps.clock->NowUnixMs();
-    FARM_ASSIGN_OR_RETURN(store::ScheduleRow made, cron::NewScheduleRow(parsed, who.name, now));
-    entry.target = "recipe " + made.recipe_name;
-    FARM_RETURN_IF_ERROR(auth::MayUseName(*deps.store, who, made.recipe_name));
-    FARM_RETURN_IF_ERROR(auth::ClaimName(*deps.store, who, made.recipe_name, now));
-    FARM_RETURN_IF_ERROR(deps.store->InsertSchedule(&made));
-    entry.done = "schedule " + std::to_string(made.id);
-    return made;
-  });
+  auto parsed = ParseCreateRequest(req.body);
+  if (!parsed.ok()) {
+    // Refused and recorded as the use case refuses and records, the role checked first.
+    audit::Entry entry{audit::Action::kScheduleCreate, "schedule"};
+    return ErrorResponse(builds::AuditedAs(deps.audit, who, auth::Need::kSubmitter, entry,
+                                           [&] { return parsed.status(); }));
+  }
+  auto schedules = Schedules(deps);
+  if (!schedules.ok()) return ErrorResponse(schedules.status());
+  auto row = (*schedules)->Create(who, *parsed);
   if (!row.ok()) return ErrorResponse(row.status());
-  log::Info("schedule " + std::to_string(row->id) + " (" + row->name + ", \"" + row->cron + "\" " +
-            row->time_zone + ") created from the dashboard by " + who.name);
   Response r = ApiSchedule(deps, row->id, kDefaultScheduleRuns);
   if (r.status == 200) r.status = 201;
   return r;
 }
 
 Response ApiDeleteSchedule(const DashboardDeps& deps, const auth::Principal& who, int64_t id) {
-  audit::Entry entry{audit::Action::kScheduleDelete, "schedule " + std::to_string(id)};
-  Status s = audit::Audited(deps.audit, who, entry, [&]() -> Status {
-    FARM_RETURN_IF_ERROR(auth::MayChangeSchedule(*deps.store, who, id));
-    return deps.store->DeleteSchedule(id, deps.clock->NowUnixMs());
-  });
+  auto schedules = Schedules(deps);
+  Status s = schedules.ok() ? (*schedules)->Delete(who, id) : schedules.status();
   if (!s.ok()) return ErrorResponse(s);
-  log::Info("schedule " + std::to_string(id) + " deleted from the dashboard by " + who.name);
   return JsonOk(json::object{{"deleted", id}});
 }
 
@@ -234,36 +233,18 @@ Response ApiSchedule(const DashboardDeps& deps, int64_t id, int runs) {
 
 Response ApiPauseSchedule(const DashboardDeps& deps, const auth::Principal& who, int64_t id,
                           bool paused) {
-  audit::Entry entry{paused ? audit::Action::kSchedulePause : audit::Action::kScheduleResume,
-                     "schedule " + std::to_string(id)};
-  Status s = audit::Audited(deps.audit, who, entry, [&]() -> Status {
-    FARM_RETURN_IF_ERROR(auth::MayChangeSchedule(*deps.store, who, id));
-    FARM_ASSIGN_OR_RETURN(store::ScheduleRow row, deps.store->GetSchedule(id));
-    int64_t next = row.next_fire_ms;
-    if (!paused) {
-      FARM_ASSIGN_OR_RETURN(next, cron::ResumeFireMs(row, deps.clock->NowUnixMs()));
-    }
-    return deps.store->SetSchedulePaused(id, paused, next);
-  });
+  auto schedules = Schedules(deps);
+  Status s =
+      schedules.ok() ? (*schedules)->SetPaused(who, id, paused).status() : schedules.status();
   if (!s.ok()) return ErrorResponse(s);
-  log::Info("schedule " + std::to_string(id) + (paused ? " paused" : " resumed") +
-            " from the dashboard by " + who.name);
   return ApiSchedule(deps, id, kDefaultScheduleRuns);
 }
 
 Response ApiRunScheduleNow(const DashboardDeps& deps, const auth::Principal& who, int64_t id,
                            bool force) {
-  audit::Entry entry{audit::Action::kScheduleRun, "schedule " + std::to_string(id)};
-  auto run = audit::Audited(deps.audit, who, entry, [&]() -> Result<store::ScheduleRunRow> {
-    FARM_RETURN_IF_ERROR(auth::MayChangeSchedule(*deps.store, who, id));
-    if (deps.schedules == nullptr) return Status::Unavailable("this server runs no schedules");
-    FARM_ASSIGN_OR_RETURN(store::ScheduleRunRow row, deps.schedules->RunNow(id, force));
-    entry.done = "run " + std::to_string(row.id) +
-                 (row.build_id > 0 ? ", build " + std::to_string(row.build_id) : ": " + row.detail);
-    return row;
-  });
+  auto schedules = Schedules(deps);
+  auto run = schedules.ok() ? (*schedules)->RunNow(who, id, force) : schedules.status();
   if (!run.ok()) return ErrorResponse(run.status());
-  log::Info("schedule " + std::to_string(id) + " run now from the dashboard by " + who.name);
   auto schedule = LoadSchedule(deps, id, kDefaultScheduleRuns);
   if (!schedule.ok()) return ErrorResponse(schedule.status());
   // The schedule's newest run is this one, with its build's state filled in by the query.
@@ -276,8 +257,7 @@ Response ApiRunScheduleNow(const DashboardDeps& deps, const auth::Principal& who
 Response DispatchSchedules(const DashboardDeps& deps, const Request& req, std::string_view rest) {
   if (rest.empty() || rest == "/") {
     if (req.method == "POST") {
-      auto who =
-          Actor(deps, req, auth::Need::kSubmitter, {audit::Action::kScheduleCreate, "schedule"});
+      auto who = Caller(deps, req);
       return who.ok() ? ApiCreateSchedule(deps, *who, req) : ErrorResponse(who.status());
     }
     return IsRead(req) ? ApiSchedules(deps) : MethodNotAllowed("GET, HEAD, POST");
@@ -299,11 +279,8 @@ Response DispatchSchedules(const DashboardDeps& deps, const Request& req, std::s
     return ErrorResponse(Status::NotFound("no schedule route " + std::string(action)));
   }
   if (req.method != "POST") return MethodNotAllowed("POST");
-  audit::Action kind = action == "run-now"  ? audit::Action::kScheduleRun
-                       : action == "delete" ? audit::Action::kScheduleDelete
-                       : action == "pause"  ? audit::Action::kSchedulePause
-                                            : audit::Action::kScheduleResume;
-  auto who = Actor(deps, req, auth::Need::kSubmitter, {kind, "schedule " + std::to_string(id)});
+  // The use case checks the role and records the request (builds::ScheduleControl).
+  auto who = Caller(deps, req);
   if (!who.ok()) return ErrorResponse(who.status());
   if (action == "run-now") return ApiRunScheduleNow(deps, *who, id, QueryFlag(req, "force"));
   if (action == "delete") return ApiDeleteSchedule(deps, *who, id);

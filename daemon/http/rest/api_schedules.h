@@ -1,13 +1,12 @@
 // The dashboard's schedule routes (/api/v1/schedules...): the schedules with their next fire
 // time and last run, one schedule with its recent runs, creating and deleting schedules,
-// and the pause, resume and run-now actions. Reads, pause/resume and delete go through the
-// store exactly as the gRPC handlers do, creation through cron::NewScheduleRow as
-// CreateSchedule does; run-now goes through the schedule runner in DashboardDeps (503 when
-// there is none).
-// A POST names its principal (api.h, Actor: a submitter token) and changes only a schedule
-// that principal created, unless it is an admin's; creating claims the recipe's name as a
-// submitted build does; each is recorded in the audit log. The build request a schedule
-// stores (recipe text, source URL, patches) is never written out.
+// and the pause, resume and run-now actions. Reads go through the store; every change goes
+// through builds::ScheduleControl, as the gRPC handlers' do (503 where farmd made none):
+// a POST names its principal (api.h, Caller), needs a submitter token and changes only a
+// schedule that principal created, unless it is an admin's; creating claims the recipe's
+// name as a submitted build does; creating and run-now each take a submission from the
+// principal's quota (429 past it); each is recorded in the audit log. The build request a
+// schedule stores (recipe text, source URL, patches) is never written out.
 // Thread-safe: the functions keep no state; none throws.
 #ifndef FARM_DAEMON_HTTP_REST_API_SCHEDULES_H_
 #define FARM_DAEMON_HTTP_REST_API_SCHEDULES_H_

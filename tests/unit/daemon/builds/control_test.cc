@@ -6,25 +6,10 @@
 
 #include "tests/support/test_util.h"
 #include "tests/unit/daemon/builds/in_memory_store.h"
+#include "tests/unit/daemon/builds/recording_audit.h"
 
 namespace farm::builds {
 namespace {
-
-// The audit records a use case writes, in order.
-class RecordingAudit final : public audit::Recorder {
- public:
-  struct Row {
-    std::string principal;
-    audit::Action action;
-    std::string target;
-    std::string done;
-    StatusCode outcome;
-  };
-  void Record(const Principal& who, const audit::Entry& entry, const Status& outcome) override {
-    records.push_back({who.name, entry.action, entry.target, entry.done, outcome.code()});
-  }
-  std::vector<Row> records;
-};
 
 class ControlTest : public ::testing::Test {
  protected:
@@ -45,7 +30,7 @@ class ControlTest : public ::testing::Test {
   const Principal viewer_{"vera", "viewer", ""};
   testing::InMemoryStore store_;
   farm::testing::FakeClock clock_;
-  RecordingAudit audit_;
+  testing::RecordingAudit audit_;
   Control control_;
 };
 

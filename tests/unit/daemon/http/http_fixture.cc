@@ -26,6 +26,14 @@ void HttpFixture::SetUp() {
                                                                    .names = s,
                                                                    .clock = &clock_,
                                                                    .audit = audit_.get()});
+  schedule_submitter_ = std::make_unique<builds::Submitter>(builds::SubmitDeps{});
+  schedule_control_ = std::make_unique<builds::ScheduleControl>(
+      builds::ScheduleControlDeps{.schedules = s,
+                                  .names = s,
+                                  .submitter = schedule_submitter_.get(),
+                                  .sources = {s, blobs_.get(), &clock_},
+                                  .clock = &clock_,
+                                  .audit = audit_.get()});
 }
 
 std::vector<int64_t> HttpFixture::AddBuild(int n, const std::string& cuda, const std::string& torch,
@@ -157,6 +165,7 @@ Router HttpFixture::MakeRouter(DashboardOptions options) {
   DashboardDeps deps{store_.get(), blobs_.get(), auth_.get(), &clock_,
                      nullptr,      nullptr,      audit_.get()};
   deps.control = control_.get();
+  deps.schedule_control = schedule_control_.get();
   return Router(options, deps);
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "daemon/builds/control.h"
+#include "daemon/builds/schedule_control.h"
 #include "daemon/http/router.h"
 #include "tests/support/test_util.h"
 
@@ -55,6 +56,10 @@ class HttpFixture : public ::testing::Test {
   std::unique_ptr<auth::TokenAuthority> auth_;
   std::unique_ptr<audit::AuditLog> audit_;
   std::unique_ptr<builds::Control> control_;
+  // The schedule use cases MakeRouter hands the router: no runner (run-now answers 503
+  // once the caller may run the schedule), no quotas.
+  std::unique_ptr<builds::Submitter> schedule_submitter_;
+  std::unique_ptr<builds::ScheduleControl> schedule_control_;
 };
 
 // A serialized farm.v1.ArchManifest of one sm_90 SASS image that runs on cc 9.0.

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "daemon/builds/build_key.h"
+#include "daemon/builds/schedule_control.h"
 #include "daemon/cron/runner.h"
 #include "daemon/http/rest/api_schedules.h"
+#include "daemon/quota/quota.h"
 #include "tests/unit/daemon/http/http_fixture.h"
 
 namespace farm::http::testing {
@@ -80,10 +82,26 @@ class ScheduleRoutesTest : public HttpFixture {
     return row.id;
   }
 
-  Router MakeScheduleRouter(bool with_runner = true) {
-    return Router(DashboardOptions{},
-                  DashboardDeps{store_.get(), blobs_.get(), auth_.get(), &clock_,
-                                with_runner ? runner_.get() : nullptr, nullptr, audit_.get()});
+  // A router whose schedule changes go through builds::ScheduleControl, as farmd's do;
+  // `submissions` limits each submitter's submissions per hour.
+  Router MakeScheduleRouter(bool with_runner = true, int64_t submissions = quota::kUnlimited) {
+    quota::Policy policy;
+    policy.by_role["submitter"] = quota::Limits{.submissions = submissions};
+    quotas_ = std::make_unique<quota::QuotaKeeper>(store_.get(), &clock_, policy);
+    limited_submitter_ =
+        std::make_unique<builds::Submitter>(builds::SubmitDeps{.quotas = quotas_.get()});
+    limited_control_ = std::make_unique<builds::ScheduleControl>(
+        builds::ScheduleControlDeps{.schedules = store_.get(),
+                                    .names = store_.get(),
+                                    .submitter = limited_submitter_.get(),
+                                    .runner = with_runner ? runner_.get() : nullptr,
+                                    .sources = {store_.get(), blobs_.get(), &clock_},
+                                    .clock = &clock_,
+                                    .audit = audit_.get()});
+    DashboardDeps deps{store_.get(), blobs_.get(), auth_.get(), &clock_,
+                       nullptr,      nullptr,      audit_.get()};
+    deps.schedule_control = limited_control_.get();
+    return Router(DashboardOptions{}, deps);
   }
 
   Response Post(Router& r, const std::string& target, bool token = true) {
@@ -103,6 +121,9 @@ class ScheduleRoutesTest : public HttpFixture {
   NoResolver resolver_;
   std::unique_ptr<StoreSubmitter> submitter_;
   std::unique_ptr<cron::ScheduleRunner> runner_;
+  std::unique_ptr<quota::QuotaKeeper> quotas_;
+  std::unique_ptr<builds::Submitter> limited_submitter_;
+  std::unique_ptr<builds::ScheduleControl> limited_control_;
   std::string bearer_;
 };
 
@@ -234,6 +255,26 @@ TEST_F(ScheduleRoutesTest, RunNowWithoutARunnerIs503) {
 constexpr char kCreateBody[] = R"({"name": "nightly example", "cron": "0 3 * * *",
   "time_zone": "Europe/Berlin", "missed_run_policy": "once", "concurrency_policy": "skip",
   "recipe_yaml": "name: tiny\nsource: {git: {url: 'https://example.invalid/r.git', ref: main}}\nbuild: make\n"})";
+
+// The dashboard takes a submission for creating a schedule and for running one now, as
+// farmctl does (docs/limits.md): neither is a way around the quota.
+TEST_F(ScheduleRoutesTest, CreatingAndRunningNowTakeSubmissionsFromTheQuota) {
+  int64_t id = AddSchedule("n");
+  Router r = MakeScheduleRouter(true, 1);
+  std::string run_now = "/api/v1/schedules/" + std::to_string(id) + "/run-now";
+  ASSERT_EQ(Post(r, run_now).status, 200);
+  Response refused = Post(r, run_now);
+  EXPECT_EQ(refused.status, 429) << refused.body;
+  EXPECT_NE(refused.body.find("retry after"), std::string::npos) << refused.body;
+  Response create = PostJson(r, "/api/v1/schedules", kCreateBody, bearer_);
+  EXPECT_EQ(create.status, 429) << create.body;
+  auto schedules = store_->ListSchedules();
+  ASSERT_OK(schedules.status());
+  EXPECT_EQ(schedules->size(), 1u);  // nothing was created
+  auto runs = store_->ListScheduleRuns(id, 10);
+  ASSERT_OK(runs.status());
+  EXPECT_EQ(runs->size(), 1u);  // the refused run-now fired nothing
+}
 
 TEST_F(ScheduleRoutesTest, CreatesAScheduleFromTheDashboardAsTheTokensOwner) {
   Router r = MakeScheduleRouter();
