@@ -61,8 +61,9 @@ struct Tunables {
   int64_t source_retention_ms = 30LL * 24 * 3600 * 1000;
 };
 
-// The stores, the token authority, the clock, schedules, provenance, the audit log, the
-// pull-through cache and Control are FrontEndDeps', shared with the HTTP port.
+// The stores, the token authority, the clock, the use cases (Control, ScheduleControl),
+// provenance, the audit log and the pull-through cache are FrontEndDeps', shared with the
+// HTTP port.
 struct ServiceContext : builds::FrontEndDeps {
   Tunables tunables;
   std::atomic<bool>* shutting_down = nullptr;

@@ -395,7 +395,6 @@ void FarmServer::Impl::MakeServices(const ServerOptions& o) {
   prover =
       std::make_unique<builds::NewTorchProver>(store.get(), &RealClock(), o.tunables.max_attempts);
   schedules->SetTorchProver(prover.get());
-  ctx.schedules = schedules.get();
   schedule_control = std::make_unique<builds::ScheduleControl>(
       builds::ScheduleControlDeps{.schedules = store.get(),
                                   .names = store.get(),

@@ -14,9 +14,6 @@
 namespace farm::auth {
 class TokenAuthority;
 }  // namespace farm::auth
-namespace farm::cron {
-class ScheduleRunner;
-}  // namespace farm::cron
 namespace farm::attest {
 class Attestor;
 }  // namespace farm::attest
@@ -42,8 +39,6 @@ struct FrontEndDeps {
   store::BlobStore* blobs = nullptr;
   auth::TokenAuthority* auth = nullptr;
   const Clock* clock = nullptr;
-  // Fires schedules (run-now); null where no runner exists (schedule calls answer 503).
-  cron::ScheduleRunner* schedules = nullptr;
   // Signs the wheels' provenance and keeps the farm's keys; null: none is signed or kept.
   attest::Attestor* attestor = nullptr;
   // Where every mutation is recorded; null: nothing is recorded.

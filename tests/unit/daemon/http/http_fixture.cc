@@ -162,8 +162,7 @@ std::string HttpFixture::AddFinishedWheelFile(const std::string& cuda, const std
 }
 
 Router HttpFixture::MakeRouter(DashboardOptions options) {
-  DashboardDeps deps{store_.get(), blobs_.get(), auth_.get(), &clock_,
-                     nullptr,      nullptr,      audit_.get()};
+  DashboardDeps deps{store_.get(), blobs_.get(), auth_.get(), &clock_, nullptr, audit_.get()};
   deps.control = control_.get();
   deps.schedule_control = schedule_control_.get();
   return Router(options, deps);

@@ -36,8 +36,8 @@ class ProvenanceViewsTest : public HttpFixture {
     return sha;
   }
   Router SignedRouter() {
-    return Router({}, DashboardDeps{store_.get(), blobs_.get(), auth_.get(), &clock_, nullptr,
-                                    attestor_.get()});
+    return Router({},
+                  DashboardDeps{store_.get(), blobs_.get(), auth_.get(), &clock_, attestor_.get()});
   }
 
   std::unique_ptr<provenance::KeyRing> keys_;

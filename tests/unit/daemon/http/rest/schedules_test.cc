@@ -98,8 +98,7 @@ class ScheduleRoutesTest : public HttpFixture {
                                     .sources = {store_.get(), blobs_.get(), &clock_},
                                     .clock = &clock_,
                                     .audit = audit_.get()});
-    DashboardDeps deps{store_.get(), blobs_.get(), auth_.get(), &clock_,
-                       nullptr,      nullptr,      audit_.get()};
+    DashboardDeps deps{store_.get(), blobs_.get(), auth_.get(), &clock_, nullptr, audit_.get()};
     deps.schedule_control = limited_control_.get();
     return Router(DashboardOptions{}, deps);
   }
