@@ -74,19 +74,22 @@ int64_t EnvLocker::resolutions() const { return resolutions_.load(); }
 
 Result<lock::EnvLock> EnvLocker::Resolve(const lock::ResolveRequest& request) {
   int64_t delay = options_.retry_delay_ms;
+  const int64_t first = clock_->SteadyMs();
   Result<lock::EnvLock> result = Status::Internal("not resolved");
   for (int attempt = 1; attempt <= std::max(1, options_.attempts); ++attempt) {
     resolutions_.fetch_add(1);
+    const int64_t started = clock_->SteadyMs();
     result = resolver_->Resolve(request);
     const StatusCode code = result.status().code();
     if (result.ok() ||
         (code != StatusCode::kUnavailable && code != StatusCode::kDeadlineExceeded)) {
       break;
     }
-    if (attempt < options_.attempts) {
-      options_.sleep(delay);
-      delay *= 2;
-    }
+    const int64_t now = clock_->SteadyMs();
+    const int64_t next_ends = now + delay + (now - started);
+    if (attempt == options_.attempts || next_ends - first > options_.retry_budget_ms) break;
+    options_.sleep(delay);
+    delay *= 2;
   }
   return result;
 }

@@ -9,7 +9,10 @@
 // has shown it complete for the cell.
 //
 // Each distinct environment is resolved once per call, at most `max_parallel` at a time;
-// an unreachable index is tried `attempts` times with a doubling pause. Thread-safe: each
+// an unreachable index is tried `attempts` times with a doubling pause, but no attempt is
+// started that could not end inside `retry_budget_ms` of the first one: submit waits for the
+// locks, and an answer that the index is down beats a client's deadline passing (farmctl's
+// is 30 s) while pip tries it a third time. Thread-safe: each
 // call works on its own data (the resolver and store must be thread-safe).
 #ifndef FARM_DAEMON_LOCKS_ENV_LOCKER_H_
 #define FARM_DAEMON_LOCKS_ENV_LOCKER_H_
@@ -44,6 +47,9 @@ struct LockerOptions {
   int max_parallel = 3;
   int attempts = 3;  // of an unreachable index
   int64_t retry_delay_ms = 2000;
+  // Another attempt starts only if the time since the first, its pause and the last
+  // attempt's length stay inside it (a slow host makes pip's start, not the index, slow).
+  int64_t retry_budget_ms = 15000;
   std::function<void(int64_t ms)> sleep;  // null: the thread sleeps
 };
 

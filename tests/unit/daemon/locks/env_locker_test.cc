@@ -2,6 +2,7 @@
 // recorded by digest, the index retried, the recipe's own lock checked complete.
 #include "daemon/locks/env_locker.h"
 
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -18,6 +19,7 @@ class FakeResolver final : public lock::Resolver {
   Result<lock::EnvLock> Resolve(const lock::ResolveRequest& r) override {
     std::lock_guard lock(mu_);
     calls += 1;
+    if (on_call) on_call();
     if (unavailable > 0) {
       unavailable -= 1;
       return Status::Unavailable("the index could not be read");
@@ -45,6 +47,7 @@ class FakeResolver final : public lock::Resolver {
   std::mutex mu_;
   int calls = 0;
   int unavailable = 0;
+  std::function<void()> on_call;  // a pip run's length, on the fake clock
   bool add_dep = true;
   std::string refuse;
 };
@@ -79,7 +82,10 @@ class EnvLockerTest : public ::testing::Test {
  protected:
   EnvLocker Make() {
     LockerOptions o;
-    o.sleep = [this](int64_t ms) { slept.push_back(ms); };
+    o.sleep = [this](int64_t ms) {
+      slept.push_back(ms);
+      clock.Advance(ms);
+    };
     return EnvLocker(&resolver, &store, Routes(), &clock, o);
   }
   static IndexRoutes Routes() {
@@ -144,6 +150,26 @@ TEST_F(EnvLockerTest, AnUnreachableIndexIsTriedAgainThenSaidSo) {
   auto down = locker.LockAll({Spec("3.12", "2.11.0", "cu130")});
   EXPECT_EQ(down.status().code(), StatusCode::kUnavailable);
   EXPECT_TRUE(store.rows.size() == 1u);
+}
+
+TEST_F(EnvLockerTest, NoAttemptStartsThatCouldNotEndInsideTheBudget) {
+  // Each pip run takes 6 s on a loaded host: after the first (6 s) and a 2 s pause, a second
+  // ends at 14 s, inside the 15 s budget; a third would end at 14 + 4 + 6 = 24 s.
+  resolver.unavailable = 5;
+  resolver.on_call = [this] { clock.Advance(6000); };
+  EnvLocker locker = Make();
+  auto down = locker.LockAll({Spec("3.12", "2.11.0", "cu130")});
+  EXPECT_EQ(down.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(resolver.calls, 2);
+  EXPECT_EQ(slept, (std::vector<int64_t>{2000}));
+  // A pip run that alone outlasts the budget is not repeated.
+  resolver.calls = 0;
+  slept.clear();
+  resolver.on_call = [this] { clock.Advance(20000); };
+  EXPECT_EQ(locker.LockAll({Spec("3.12", "2.11.0", "cu130")}).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(resolver.calls, 1);
+  EXPECT_TRUE(slept.empty());
 }
 
 TEST_F(EnvLockerTest, TheRecipesFailuresAreNotRetriedAndNameTheCell) {
