@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -79,10 +80,24 @@ class PipResolver final : public Resolver {
   Result<EnvLock> Resolve(const ResolveRequest& request) override;
 
  private:
+  // The pip that runs: its wheel unpacked and compiled under work_dir by the first
+  // resolution (UnpackPip), or, where that failed (logged), the wheel itself.
+  std::string Pip();
+
   PipResolverOptions options_;
   ProcessRunner* runner_;
   sandbox::Confinement confinement_;
+  std::mutex unpack_mu_;
+  bool unpacked_tried_ = false;
+  std::string unpacked_;
 };
+
+// Unpacks the pip wheel `wheel` into `under`/pip-<its sha256's first 16 digits> (kept: a
+// later call finds it there) and compiles its modules with `python`, so a run imports
+// bytecode instead of compiling pip from the zip each time. Folders 0755, files 0644 (the
+// resolver's user reads them). Internal when python fails; the folder is then not there.
+Result<std::string> UnpackPip(ProcessRunner& runner, const std::string& python,
+                              const std::string& wheel, const std::string& under);
 
 // The pip command's arguments after `pip` for `request` (its report on stdout; `target_dir`
 // an empty folder pip's target options need).

@@ -2,8 +2,12 @@
 // read into a lock, and what a failed run means (the recipe's, or the index's).
 #include "common/lock/pip_resolver.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 
+#include "common/fs.h"
 #include "common/upstream/simple_index.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/test_util.h"
@@ -151,6 +155,51 @@ TEST(PipResolverTest, AProjectPageThatCannotBeReadIsTheIndexsFailure) {
   fetcher.Fail(page, Status::NotFound("no such project"));
   EXPECT_EQ(ResolutionFailureReadingIndex(fetcher, none, 1, Request()).code(),
             StatusCode::kInvalidArgument);
+}
+
+TEST(PipResolverTest, UnpacksItsPipOnceCompiledAndReadableByTheResolversUser) {
+  const std::string wheel = FindPipWheel();
+  if (wheel.empty()) GTEST_SKIP() << "no pip wheel (python3-pip-whl) on this host";
+  farm::testing::ScopedTempDir tmp;
+  RealProcessRunner runner;
+  Result<std::string> dir = UnpackPip(runner, "/usr/bin/python3", wheel, tmp.path() + "/resolve");
+  ASSERT_OK(dir.status());
+  EXPECT_TRUE(fs::Exists(*dir + "/pip/__init__.py"));
+  // Bytecode next to the modules pip imports, and nothing left half-done.
+  EXPECT_TRUE(fs::Exists(*dir + "/pip/_internal/cli/__pycache__"));
+  // No distribution of its own: run from here, pip installs pip into a venv all the same.
+  DIR* unpacked = ::opendir(dir->c_str());
+  ASSERT_NE(unpacked, nullptr);
+  while (dirent* e = ::readdir(unpacked)) {
+    EXPECT_FALSE(std::string(e->d_name).ends_with(".dist-info")) << e->d_name;
+  }
+  ::closedir(unpacked);
+  struct stat st {};
+  ASSERT_EQ(::stat((*dir + "/pip/__init__.py").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  ASSERT_EQ(::stat((*dir + "/pip").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  // The second resolver finds it there: the same folder, nothing unpacked again.
+  const int64_t made = st.st_mtime;
+  Result<std::string> again = UnpackPip(runner, "/usr/bin/python3", wheel, tmp.path() + "/resolve");
+  ASSERT_OK(again.status());
+  EXPECT_EQ(*again, *dir);
+  ASSERT_EQ(::stat((*dir + "/pip").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mtime, made);
+  // A file that is not a wheel: said, and no folder is left to be used.
+  const std::string bad_wheel = tmp.path() + "/bad/pip-99-py3-none-any.whl";
+  ASSERT_OK(fs::MakeDirs(tmp.path() + "/bad"));
+  ASSERT_OK(fs::WriteFileAtomic(bad_wheel, "not a zip"));
+  Result<std::string> bad = UnpackPip(runner, "/usr/bin/python3", bad_wheel, tmp.path() + "/bad");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInternal);
+  EXPECT_NE(bad.status().message().find("BadZipFile"), std::string::npos) << bad.status().message();
+  EXPECT_EQ(FindPipWheel(tmp.path() + "/bad"), bad_wheel);  // nothing unpacked beside it
+  DIR* d = ::opendir((tmp.path() + "/bad").c_str());
+  ASSERT_NE(d, nullptr);
+  int entries = 0;
+  while (dirent* e = ::readdir(d)) entries += e->d_name[0] != '.';
+  ::closedir(d);
+  EXPECT_EQ(entries, 1);
 }
 
 }  // namespace
