@@ -6,6 +6,8 @@
 //   <root>/envs/<key>/...             finished environment snapshots
 //   <root>/tmp/                       work in progress (swept at Open)
 //   <root>/locks/<kind>-<key>.lock    pins (flock)
+//   <root>/installer/pip-<sha256>/    the installer unpacked and compiled, outside the
+//                                     store (lock::UnpackPip; a few MiB, never evicted)
 //
 // Crash safety: an entry is built under tmp/ and renamed into place only once complete,
 // with its marker (<entry>/.farm-entry: its size) written before the rename, so an entry

@@ -11,6 +11,8 @@
 
 #include "common/archive/source_archive.h"
 #include "common/fs.h"
+#include "common/lock/pip_resolver.h"
+#include "common/log.h"
 #include "common/sha256.h"
 #include "common/wheel/wheel_name.h"
 #include "worker/env/downloads.h"
@@ -133,6 +135,18 @@ Result<std::unique_ptr<Provisioner>> Provisioner::Create(const ProvisionerOption
   FARM_ASSIGN_OR_RETURN(p->installer_digest_, Sha256FileHex(options.installer_wheel));
   FARM_RETURN_IF_ERROR(p->CheckInstaller());
   FARM_ASSIGN_OR_RETURN(p->cache_, CacheStore::Open(options.cache_dir, clock));
+  p->installer_run_ = options.installer_wheel;
+  if (!options.installer_python.empty()) {
+    Result<std::string> dir =
+        lock::UnpackPip(*runner, options.installer_python, options.installer_wheel,
+                        options.cache_dir + "/installer");
+    if (dir.ok() && fs::Exists(*dir + "/pip/__main__.py")) {
+      p->installer_run_ = *dir;
+    } else {
+      log::Warn("pip runs from the installer wheel itself, slower: " +
+                (dir.ok() ? *dir + " holds no pip" : dir.status().message()));
+    }
+  }
   return p;
 }
 

@@ -84,10 +84,16 @@ struct ProvisionerOptions {
   std::string cache_dir;
   int64_t max_cache_bytes = int64_t{64} << 30;
   // The farm's installer: a pip wheel file from a source the worker trusts (Debian's
-  // python3-pip-whl by default), never one from an index; run as `python PIP.whl/pip`, and
+  // python3-pip-whl by default), never one from an index; run as `python PIP/pip` (PIP the
+  // wheel, or its unpacked copy: installer_python), and
   // installed into every environment whose lock has no pip of its own (builds run pip).
   std::string installer_wheel;
   std::string installer_sha256;  // checked before each use when set
+  // The host's own Python (trusted, never a cell's), which unpacks the installer into the
+  // cache and compiles it once (lock::UnpackPip): pip then runs from bytecode wherever a
+  // cell's Python is that version, instead of compiling itself from the zip on every
+  // install. "": pip runs from the wheel itself.
+  std::string installer_python;
   // A uv binary that installs the locked wheels instead of pip; "" installs with pip.
   std::string uv;
   std::vector<std::string> redist_components;  // empty: DefaultRedistComponents()
@@ -206,6 +212,7 @@ class Provisioner {
   const Clock* clock_;
   std::unique_ptr<CacheStore> cache_;
   std::string installer_digest_;  // the installer wheel's sha256, read once by Create
+  std::string installer_run_;     // what runs as pip: the unpacked installer, or the wheel
 };
 
 }  // namespace farm::env

@@ -67,14 +67,15 @@ std::string LockedFileUrl(const lock::LockedPackage& p, const std::string& index
 
 // The install command: the farm's pip from its own wheel, or uv, from the wheel files
 // alone (--no-deps, no index: nothing is resolved, the lock is what is installed).
-ProcessSpec InstallCommand(const ProvisionerOptions& o, const std::string& venv,
-                           const std::string& home, const std::vector<std::string>& files) {
+ProcessSpec InstallCommand(const ProvisionerOptions& o, const std::string& pip,
+                           const std::string& venv, const std::string& home,
+                           const std::vector<std::string>& files) {
   ProcessSpec install;
   install.clear_env = true;
   install.env = CommandEnv(home);
   if (o.uv.empty()) {
     install.argv = {venv + "/bin/python",
-                    o.installer_wheel + "/pip",
+                    pip + "/pip",
                     "install",
                     "--no-deps",
                     "--no-index",
@@ -177,6 +178,7 @@ Status Provisioner::BuildSnapshot(const EnvSpec& spec, const ProvisionSources& s
   const std::string venv = dir + "/venv";
   std::vector<sandbox::Mount> mounts = {
       {dir, false}, {house, true}, {PythonPrefix(python), true}, {options_.installer_wheel, true}};
+  if (installer_run_ != options_.installer_wheel) mounts.push_back({installer_run_, true});
   if (!options_.uv.empty()) mounts.push_back({options_.uv, true});
   ProcessSpec make_venv;
   make_venv.argv = {python, "-m", "venv", "--without-pip", venv};
@@ -184,15 +186,15 @@ Status Provisioner::BuildSnapshot(const EnvSpec& spec, const ProvisionSources& s
   make_venv.env = CommandEnv(dir);
   Status s = RunConfined("python -m venv", make_venv, mounts);
   if (s.ok())
-    s = RunConfined(tool + " install", InstallCommand(options_, venv, dir, files), mounts);
+    s = RunConfined(tool + " install", InstallCommand(options_, installer_run_, venv, dir, files),
+                    mounts);
   // Every requirement of what is installed is installed: the lock is complete.
-  ProcessSpec check = InstallCommand(options_, venv, dir, {});
-  check.argv =
-      options_.uv.empty()
-          ? std::vector<std::string>{venv + "/bin/python", options_.installer_wheel + "/pip",
-                                     "check", "--disable-pip-version-check"}
-          : std::vector<std::string>{options_.uv,          "pip",      "check", "--python",
-                                     venv + "/bin/python", "--offline"};
+  ProcessSpec check = InstallCommand(options_, installer_run_, venv, dir, {});
+  check.argv = options_.uv.empty()
+                   ? std::vector<std::string>{venv + "/bin/python", installer_run_ + "/pip",
+                                              "check", "--disable-pip-version-check"}
+                   : std::vector<std::string>{options_.uv,          "pip",      "check", "--python",
+                                              venv + "/bin/python", "--offline"};
   if (s.ok()) {
     s = RunConfined(tool + " check", check, mounts);
     if (!s.ok() && FailureOf(s) == ProvisionFailure::kInternal) {

@@ -1,6 +1,7 @@
 #include "worker/job/environments.h"
 
 #include <gnu/libc-version.h>
+#include <unistd.h>
 
 namespace farm::agent {
 
@@ -93,6 +94,9 @@ Result<env::Provisioner*> Environments::Get(const farm::v1::Capabilities& caps) 
   o.max_cache_bytes = config_.max_cache_bytes;
   o.installer_wheel = config_.installer;
   o.installer_sha256 = config_.installer_sha256;
+  // The host's Debian Python compiles the installer once (not a cell's interpreter, which
+  // came from an upstream archive and runs only confined).
+  if (::access("/usr/bin/python3", X_OK) == 0) o.installer_python = "/usr/bin/python3";
   if (config_.host_pythons) {
     for (const auto& py : caps.pythons()) o.host_pythons.push_back({py.version(), py.path()});
   }

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "common/fs.h"
+#include "common/lock/pip_resolver.h"
 #include "common/sha256.h"
 #include "tests/support/fake_upstream.h"
 #include "tests/support/test_util.h"
@@ -206,6 +207,36 @@ TEST_F(ProvisionerTest, FirstJobBuildsSecondClonesWithoutNetwork) {
             "#!" + second->venv_dir + "/bin/python\n");
   EXPECT_EQ(*fs::ReadFile(p->cache().EntryPath(kEnvs, first->key) + "/pylock.toml"),
             lock::ToToml(spec_.lock));
+}
+
+TEST_F(ProvisionerTest, AnUnpackedInstallerRunsWhereTheHostCompiledIt) {
+  // The host's Python unpacked the installer into the cache (here ahead of the provisioner,
+  // whose own unpacking the scripted runner only pretends): pip runs from that copy, read
+  // only, and the wheel is still what is installed into the venv.
+  const std::string wheel = lock::FindPipWheel();
+  if (wheel.empty()) GTEST_SKIP() << "no pip wheel (python3-pip-whl) on this host";
+  options_.installer_wheel = wheel;
+  options_.installer_python = "/usr/bin/python3";
+  RealProcessRunner real;
+  auto unpacked =
+      lock::UnpackPip(real, "/usr/bin/python3", wheel, options_.cache_dir + "/installer");
+  ASSERT_OK(unpacked.status());
+  auto env = Make()->Provision(spec_, sources_, JobDir("job1"), nullptr);
+  ASSERT_OK(env.status());
+  auto commands = runner_.commands();
+  ASSERT_EQ(commands.size(), 4u);  // unpack, venv, install, check
+  EXPECT_EQ(commands[0][0], "/usr/bin/python3");
+  EXPECT_EQ(commands[2][1], *unpacked + "/pip");
+  EXPECT_EQ(commands[2].back(), wheel);
+  EXPECT_EQ(commands[3][1], *unpacked + "/pip");
+  // Where unpacking left no pip (a cache of its own, which the scripted runner leaves
+  // empty), the wheel itself runs.
+  options_.cache_dir = tmp_.path() + "/other-cache";
+  ASSERT_OK(Make()->Provision(spec_, sources_, JobDir("job2"), nullptr).status());
+  commands = runner_.commands();
+  ASSERT_EQ(commands.size(), 8u);
+  EXPECT_EQ(commands[6][1], wheel + "/pip");
+  EXPECT_EQ(commands[7][1], wheel + "/pip");
 }
 
 TEST_F(ProvisionerTest, LockedFilesComeThroughTheFarmsFilesRouteWhereverFarmdListens) {
