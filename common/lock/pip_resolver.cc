@@ -80,10 +80,10 @@ sys.exit(main(cfg["args"]))
 // Unpacks the pip wheel argv[1] into the folder argv[2] (through a folder of its own that is
 // renamed into place, so a crash leaves no half-unpacked pip in use) and compiles its
 // modules there. Its .dist-info is left out: pip run from a folder on sys.path would count
-// itself installed in the venv it installs into, and skip installing the farm's pip there. Readable
-// by everyone (umask 022): pip runs as the resolver's user. A pip run from the wheel itself
-// compiles every module it imports on each run, as a zip holds no bytecode: 1.4 s of CPU against
-// 0.4 s for the same pip unpacked (docs/benchmarks.md).
+// itself installed in the venv it installs into, and skip installing the farm's pip there.
+// Readable by everyone (umask 022): pip runs as the resolver's user. A pip run from the wheel
+// itself compiles every module it imports on each run, as a zip holds no bytecode: 1.4 s of
+// CPU against 0.4 s for the same pip unpacked (docs/benchmarks.md).
 constexpr char kUnpack[] = R"(import compileall, os, shutil, sys, zipfile
 os.umask(0o022)
 wheel, dest = sys.argv[1], sys.argv[2]

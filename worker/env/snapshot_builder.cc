@@ -65,8 +65,9 @@ std::string LockedFileUrl(const lock::LockedPackage& p, const std::string& index
   return files_base + index_name + "/" + p.sha256 + "/" + name;
 }
 
-// The install command: the farm's pip from its own wheel, or uv, from the wheel files
-// alone (--no-deps, no index: nothing is resolved, the lock is what is installed).
+// The install command: the farm's pip (`pip`: its wheel, or the unpacked copy), or uv, from
+// the wheel files alone (--no-deps, no index: nothing is resolved, the lock is what is
+// installed).
 ProcessSpec InstallCommand(const ProvisionerOptions& o, const std::string& pip,
                            const std::string& venv, const std::string& home,
                            const std::vector<std::string>& files) {
