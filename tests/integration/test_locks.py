@@ -22,6 +22,7 @@ import os
 import shutil
 import tempfile
 import tomllib
+import zipfile
 
 import pytest
 
@@ -271,6 +272,31 @@ def test_upstream_code_never_runs_as_root_and_the_snapshot_stays_the_workers(far
         for entry in dirs + files:
             st = os.lstat(os.path.join(top, entry))
             assert st.st_uid == os.geteuid(), os.path.join(top, entry)
+    the_farms_pip_is_as_its_wheel_has_it(os.path.join(farm.root, "prov-1", "envs", "installer"))
+
+
+def the_farms_pip_is_as_its_wheel_has_it(installer):
+    """The worker ran its pip unpacked from the wheel (not the index's pip 99.0): the copy is
+    the worker's, no one else may write it, and every module is the wheel's."""
+    copies = os.listdir(installer)
+    assert len(copies) == 1 and copies[0].startswith("pip-"), copies
+    root = os.path.join(installer, copies[0])
+    wheel = os.path.join("/usr/share/python-wheels", sorted(
+        n for n in os.listdir("/usr/share/python-wheels") if n.startswith("pip-"))[-1])
+    with zipfile.ZipFile(wheel) as z:
+        members = {n: z.read(n) for n in z.namelist() if n.endswith(".py")}
+    seen = 0
+    for top, dirs, files in os.walk(root):
+        for entry in dirs + files:
+            path = os.path.join(top, entry)
+            st = os.lstat(path)
+            assert st.st_uid == os.geteuid() and not st.st_mode & 0o022, path
+            name = os.path.relpath(path, root)
+            if name.endswith(".py"):
+                with open(path, "rb") as f:
+                    assert f.read() == members[name], name
+                seen += 1
+    assert seen == len(members), (seen, len(members))
 
 
 def test_a_provisioning_worker_follows_farmd_to_its_new_address(farm, index):
