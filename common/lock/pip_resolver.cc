@@ -367,6 +367,9 @@ Result<std::string> UnpackPip(ProcessRunner& runner, const std::string& python,
     return Status::Internal("unpacking " + wheel + " into " + dest +
                             " failed: " + Tail(out.err + out.out, 600));
   }
+  if (!fs::Exists(dest + "/pip/__main__.py")) {
+    return Status::Internal(wheel + " unpacked into " + dest + " holds no pip/__main__.py");
+  }
   return dest;
 }
 

@@ -95,7 +95,8 @@ class PipResolver final : public Resolver {
 // Unpacks the pip wheel `wheel` into `under`/pip-<its sha256's first 16 digits> (kept: a
 // later call finds it there) and compiles its modules with `python`, so a run imports
 // bytecode instead of compiling pip from the zip each time. Folders 0755, files 0644 (the
-// resolver's user reads them). Internal when python fails; the folder is then not there.
+// resolver's user reads them). Internal when python fails (the folder is then not there)
+// or the folder holds no pip to run.
 Result<std::string> UnpackPip(ProcessRunner& runner, const std::string& python,
                               const std::string& wheel, const std::string& under);
 

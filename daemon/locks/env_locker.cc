@@ -87,7 +87,7 @@ Result<lock::EnvLock> EnvLocker::Resolve(const lock::ResolveRequest& request) {
     }
     const int64_t now = clock_->SteadyMs();
     const int64_t next_ends = now + delay + (now - started);
-    if (attempt == options_.attempts || next_ends - first > options_.retry_budget_ms) break;
+    if (attempt >= options_.attempts || next_ends - first > options_.retry_budget_ms) break;
     options_.sleep(delay);
     delay *= 2;
   }

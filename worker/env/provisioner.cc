@@ -140,11 +140,10 @@ Result<std::unique_ptr<Provisioner>> Provisioner::Create(const ProvisionerOption
     Result<std::string> dir =
         lock::UnpackPip(*runner, options.installer_python, options.installer_wheel,
                         options.cache_dir + "/installer");
-    if (dir.ok() && fs::Exists(*dir + "/pip/__main__.py")) {
+    if (dir.ok()) {
       p->installer_run_ = *dir;
     } else {
-      log::Warn("pip runs from the installer wheel itself, slower: " +
-                (dir.ok() ? *dir + " holds no pip" : dir.status().message()));
+      log::Warn("pip runs from the installer wheel itself, slower: " + dir.status().message());
     }
   }
   return p;
